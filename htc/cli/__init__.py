@@ -1,0 +1,1 @@
+"""The ``htc`` command: a client of the htc library in HTCondor's tool habits."""

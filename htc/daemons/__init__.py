@@ -1,0 +1,1 @@
+"""The daemons: master, collector, negotiator, schedd (+ shadow), startd (+ starter)."""

@@ -1,0 +1,1 @@
+"""The bundled interposition runtime (checkpoint and remote system calls for native jobs)."""

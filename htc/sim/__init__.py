@@ -1,0 +1,1 @@
+"""A simulated clock and pool that drive the real daemon cores at scale."""

@@ -1,0 +1,1 @@
+"""Wire messages, framing and transports between daemons and tools."""
