@@ -1,0 +1,122 @@
+"""Talking to daemons from tools: the calls the ``htc`` command and the executor make.
+
+Each call opens a connection, sends one request, checks the reply and closes, as HTCondor's
+tools do.  The plain functions are for synchronous callers (the CLI); the ``*_async`` ones are
+for code already inside an event loop.  Without a ``transport`` they reach the daemons of this
+machine's pool, under ``$HTC_HOME/sockets``.
+
+>>> ads = query_collector(AdType.Startd, "Cpus >= 4", ["Name", "Cpus"])   # doctest: +SKIP
+>>> send_command("master", DaemonsOff(daemons=("SCHEDD",)))                # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from htc.classad import ClassAd
+from htc.errors import UsageError
+from htc.wire import messages as m
+from htc.wire.messages import AdType
+from htc.wire.transport import DEFAULT_TIMEOUT, Transport, UnixTransport
+
+__all__ = [
+    "AdType", "default_transport", "ping", "query_collector", "query_collector_async", "query_master",
+    "send_command", "send_command_async",
+]
+
+
+def default_transport() -> Transport:
+    """The transport to this machine's pool (``$HTC_HOME/sockets``)."""
+    from htc.daemons.service import DaemonPaths, home_dir
+
+    return UnixTransport(DaemonPaths(home_dir()).sockets)
+
+
+async def send_command_async(address: str, msg: m.Message, *, transport: Transport | None = None,
+                             timeout: float = DEFAULT_TIMEOUT) -> m.Message:
+    """Send ``msg`` to the daemon at ``address`` and return its reply.
+
+    Args:
+        address: the daemon's name (``"collector"``, ``"master"``, ``"schedd"``).
+        msg: the request.
+        transport: how to reach it (default: this machine's pool).
+        timeout: seconds for connecting and for the reply.
+
+    Returns:
+        The reply, of the type ``msg.reply_type`` names.
+
+    Raises:
+        DaemonUnreachable: the daemon is not running (start the pool with 'htc pool start').
+        RemoteError: the daemon refused the request; its reason is in the message.
+        PeerError: the daemon broke the protocol or went away mid-request.
+    """
+    transport = transport or default_transport()
+    async with await transport.open_connection(address, timeout=timeout) as conn:
+        return await conn.request(msg, timeout=timeout)
+
+
+def _run(coro):
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise UsageError("this htc call blocks and cannot run inside an event loop; "
+                     "await its *_async version instead")
+
+
+def send_command(address: str, msg: m.Message, *, transport: Transport | None = None,
+                 timeout: float = DEFAULT_TIMEOUT) -> m.Message:
+    """Blocking :func:`send_command_async` (same arguments, result and errors).
+
+    Raises:
+        UsageError: called from inside a running event loop.
+    """
+    return _run(send_command_async(address, msg, transport=transport, timeout=timeout))
+
+
+async def query_collector_async(ad_type: AdType = AdType.Any, constraint: str = "",
+                                projection: Iterable[str] = (), *, limit: int | None = None,
+                                address: str = "collector", transport: Transport | None = None,
+                                timeout: float = DEFAULT_TIMEOUT) -> list[ClassAd]:
+    """Ads of ``ad_type`` in the collector for which ``constraint`` is true.
+
+    Args:
+        ad_type: which kind (``AdType.Startd`` for slots; ``AdType.Any`` for all).
+        constraint: a ClassAd expression; empty matches every ad.
+        projection: attribute names to keep (empty: whole ads).
+        limit: at most this many ads.
+        address: the collector's name.
+        transport, timeout: as for :func:`send_command_async`.
+
+    Returns:
+        The ads, parsed, in the collector's order (by type, then Name).
+
+    Raises:
+        RemoteError: the constraint does not parse (code ``bad_request``).
+        DaemonUnreachable, PeerError: as for :func:`send_command_async`.
+    """
+    reply = await send_command_async(
+        address, m.QueryAds(ad_type=ad_type, constraint=constraint, projection=tuple(projection), limit=limit),
+        transport=transport, timeout=timeout)
+    return [ClassAd(text) for text in reply.ads]
+
+
+def query_collector(ad_type: AdType = AdType.Any, constraint: str = "", projection: Iterable[str] = (), *,
+                    limit: int | None = None, address: str = "collector", transport: Transport | None = None,
+                    timeout: float = DEFAULT_TIMEOUT) -> list[ClassAd]:
+    """Blocking :func:`query_collector_async` (same arguments, result and errors)."""
+    return _run(query_collector_async(ad_type, constraint, projection, limit=limit, address=address,
+                                      transport=transport, timeout=timeout))
+
+
+def query_master(*, address: str = "master", transport: Transport | None = None,
+                 timeout: float = DEFAULT_TIMEOUT) -> m.MasterStatus:
+    """The master's view of its daemons (state, pid, restarts); errors as for :func:`send_command`."""
+    return send_command(address, m.QueryMaster(), transport=transport, timeout=timeout)
+
+
+def ping(address: str, *, transport: Transport | None = None, timeout: float = 5.0) -> m.Pong:
+    """Ask a daemon who it is; errors as for :func:`send_command`."""
+    return send_command(address, m.Ping(), transport=transport, timeout=timeout)

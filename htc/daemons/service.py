@@ -1,0 +1,445 @@
+"""The thin asyncio shell around a daemon's sans-IO core.
+
+Theory of operation
+-------------------
+:class:`DaemonService` owns every piece of I/O a daemon does; the core (see
+:mod:`htc.daemons.core`) owns every decision.  One ``asyncio.TaskGroup`` holds all tasks: the
+server's connection handlers, outgoing sends, and whatever a subclass starts (the master's child
+watchers).  The main coroutine sleeps until the core's ``next_deadline()`` or until something is
+fed in, whichever comes first.
+
+Feeding is synchronous and ordered.  :meth:`DaemonService.feed` queues an event; the first caller
+drains the queue, calling ``core.handle(event, time.time())`` and executing each action before
+the next event.  Actions that need I/O either complete without awaiting (a :class:`Reply` is
+written into the connection's buffer; a signal is sent) or start a task whose outcome comes back
+as another event (:class:`Send` -> ``SendDone``/``SendFailed``).  So the core never runs
+concurrently with itself and sees the world one event at a time, as in its tests.
+
+Two messages every daemon answers the same way are handled here, not in cores: ``Ping`` (who am
+I, since when) and ``Reconfig`` (re-read the configuration, then feed ``Reconfigured``; SIGHUP
+does the same).  SIGTERM/SIGINT feed ``StopRequested()``, SIGQUIT ``StopRequested(fast=True)``;
+the core answers with :class:`Exit` when it is done.  A daemon started by a master also stops
+(fast) when that master dies, which it learns from a pidfd, without polling.
+
+A bug (an exception that is not an :class:`~htc.errors.HTCError` about a peer) ends the
+TaskGroup and the process with a traceback in the daemon log; the master restarts the daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from htc import __version__
+from htc.errors import HTCError
+from htc.daemons import core as c
+from htc.wire import messages as m
+from htc.wire.errors import ConnectionClosed, RequestTimeout
+from htc.wire.transport import Connection, Transport, UnixTransport
+
+#: environment variable a master sets for its children so they can follow it out
+PARENT_PID_ENV = "HTC_MASTER_PID"
+
+#: log file names, as HTCondor names them (SchedLog, StartLog, ...)
+LOG_FILE_NAMES = {
+    "master": "MasterLog",
+    "collector": "CollectorLog",
+    "negotiator": "NegotiatorLog",
+    "schedd": "SchedLog",
+    "startd": "StartLog",
+}
+
+
+@dataclass(frozen=True)
+class DaemonPaths:
+    """Where a daemon finds its sockets and writes its log under ``home`` ($HTC_HOME)."""
+
+    home: Path
+
+    @property
+    def sockets(self) -> Path:
+        """``$HTC_HOME/sockets``: one socket file per daemon."""
+        return self.home / "sockets"
+
+    @property
+    def log(self) -> Path:
+        """``$HTC_HOME/log``: daemon logs."""
+        return self.home / "log"
+
+    def log_file(self, daemon: str) -> Path:
+        """The log of ``daemon`` (``collector`` -> ``log/CollectorLog``)."""
+        return self.log / LOG_FILE_NAMES.get(daemon, daemon.capitalize() + "Log")
+
+    def transport(self) -> UnixTransport:
+        """The local transport reaching every daemon of this home."""
+        return UnixTransport(self.sockets)
+
+
+def home_dir() -> Path:
+    """The pool's home: ``$HTC_HOME``, else ``~/.htc`` (as :func:`htc.config.htc_home` says)."""
+    from htc.config import htc_home
+
+    return Path(htc_home())
+
+
+def load_daemon_config(subsystem: str):
+    """Read the configuration as daemon ``subsystem`` (``COLLECTOR``) sees it.
+
+    Raises:
+        UsageError: the configuration files are broken; the text says where.
+    """
+    from htc.config import load_config
+
+    return load_config(subsystem)
+
+
+_FORMAT = logging.Formatter("%(asctime)s %(message)s", datefmt="%m/%d/%y %H:%M:%S")
+
+
+class DaemonService:
+    """Drive ``core`` with real sockets, timers and signals.
+
+    Args:
+        daemon: the daemon's name (``"collector"``), used in logs and Pong.
+        core: the sans-IO core.
+        transport: how to listen and reach other daemons.
+        address: the name to listen as (default: ``daemon``).
+        log_file: the daemon log (None: log only through the caller's logging setup).
+        reload_settings: returns fresh settings for the core after SIGHUP/Reconfig; raises
+            :class:`~htc.errors.UsageError` for a broken configuration (old settings stay).
+        idle_timeout: seconds a client connection may stay silent before it is closed.
+        flush_timeout: seconds pending sends may take after :class:`Exit` before being cancelled.
+    """
+
+    def __init__(self, daemon: str, core: c.Core, transport: Transport, *, address: str | None = None,
+                 log_file: Path | None = None, reload_settings: Callable[[], Any] | None = None,
+                 idle_timeout: float = 300.0, flush_timeout: float = 2.0):
+        self.daemon = daemon
+        self.core = core
+        self.transport = transport
+        self.address = address or daemon
+        self.log_file = log_file
+        self.reload_settings = reload_settings
+        self.idle_timeout = idle_timeout
+        self.flush_timeout = flush_timeout
+        self.log = logging.getLogger(f"htc.daemons.{daemon}")
+        self.started_at = time.time()
+        self._queue: collections.deque[c.Event] = collections.deque()
+        self._draining = False
+        self._wakeup = asyncio.Event()
+        self._exit_status: int | None = None
+        self._conns: dict[int, Connection] = {}
+        self._conn_ids = itertools.count(1)
+        self._tg: asyncio.TaskGroup | None = None
+        self._sends: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task] = set()
+        self._executors: dict[type, Callable[[Any], None]] = {
+            c.Reply: self._do_reply,
+            c.Send: self._do_send,
+            c.Log: self._do_log,
+            c.Exit: self._do_exit,
+        }
+
+    # --- for subclasses ------------------------------------------------------------------
+
+    def register_action(self, action_type: type, executor: Callable[[Any], None]) -> None:
+        """Teach the service a daemon-specific action (executors must not block)."""
+        self._executors[action_type] = executor
+
+    def start_task(self, coro: Coroutine, name: str) -> asyncio.Task:
+        """Run ``coro`` in the service's TaskGroup; it is cancelled when the service exits."""
+        if self._tg is None:
+            coro.close()
+            raise RuntimeError(f"{self.daemon}: start_task({name!r}) before the service runs")
+        task = self._tg.create_task(coro, name=f"{self.daemon}: {name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def feed(self, event: c.Event) -> None:
+        """Hand ``event`` to the core and execute the actions it returns (see the module header)."""
+        self._queue.append(event)
+        if self._draining:
+            return
+        self._draining = True
+        try:
+            while self._queue:
+                event = self._queue.popleft()
+                for action in self.core.handle(event, time.time()):
+                    executor = self._executors.get(type(action))
+                    if executor is None:
+                        raise TypeError(f"{self.daemon}: the service cannot execute {action!r}")
+                    executor(action)
+        finally:
+            self._draining = False
+            self._wakeup.set()
+
+    def spawn(self, argv: list[str], *, exited: Callable[[int, int], c.Event],
+              env: dict[str, str] | None = None, stderr_path: Path | None = None) -> int:
+        """Start a child process; feed ``exited(pid, returncode)`` when it ends.
+
+        The child gets its own session (a terminal's Ctrl-C reaches only the parent, which stops
+        its children in order) and is reaped through a pidfd, without polling or threads.
+
+        Args:
+            argv: the command.
+            exited: builds the event to feed; ``returncode`` < 0 means killed by that signal.
+            env: its environment (default: ours).
+            stderr_path: file its standard error is appended to (default: discarded).
+
+        Returns:
+            The child's pid.
+
+        Raises:
+            OSError: the command could not be started.
+        """
+        stderr = open(stderr_path, "ab") if stderr_path is not None else subprocess.DEVNULL
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+                                    env=env, start_new_session=True, close_fds=True)
+        finally:
+            if stderr_path is not None:
+                stderr.close()
+        self.start_task(self._reap(proc, exited), f"reap pid {proc.pid}")
+        return proc.pid
+
+    async def _reap(self, proc: subprocess.Popen, exited: Callable[[int, int], c.Event]) -> None:
+        loop = asyncio.get_running_loop()
+        fd = os.pidfd_open(proc.pid)
+        gone = loop.create_future()
+        loop.add_reader(fd, lambda: gone.done() or gone.set_result(None))
+        try:
+            await gone
+        finally:
+            loop.remove_reader(fd)
+            os.close(fd)
+        self.feed(exited(proc.pid, proc.wait()))
+
+    async def run_command(self, argv: list[str] | tuple[str, ...], stdin_text: str, timeout: float = 60.0) -> None:
+        """Run a helper command (a mail program) to completion, logging how it went."""
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        except OSError as exc:
+            self.log.error("cannot run %s: %s", argv[0], exc)
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                _, err = await proc.communicate(stdin_text.encode())
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            self.log.error("%s took over %g s and was killed", argv[0], timeout)
+            return
+        if proc.returncode:
+            self.log.error("%s failed with status %d: %s", argv[0], proc.returncode,
+                           err.decode(errors="replace").strip())
+        else:
+            self.log.info("ran %s", " ".join(argv))
+
+    # --- running -----------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        """Serve until the core exits; return the exit status.
+
+        Raises:
+            AddressInUse: another daemon already serves this address.
+        """
+        handler = self._open_log()
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.TaskGroup() as tg:
+                self._tg = tg
+                server = await self.transport.start_server(self.address, self._serve, task_group=tg)
+                self._install_signals(loop)
+                parent_fd = self._watch_parent(loop)
+                self.log.info("%s (pid %d) serving as %r", self.daemon, os.getpid(), self.address)
+                try:
+                    self.feed(c.Started())
+                    await self._wait_for_exit()
+                finally:
+                    await server.aclose()
+                    await self._finish_tasks()
+                    if parent_fd is not None:
+                        loop.remove_reader(parent_fd)
+                        os.close(parent_fd)
+            self.log.info("%s (pid %d) exiting with status %d", self.daemon, os.getpid(), self._exit_status)
+            return self._exit_status or 0
+        except BaseExceptionGroup as group:
+            # A lone HTCError (another daemon already serves our address) is a message, not a crash.
+            if len(group.exceptions) == 1 and isinstance(group.exceptions[0], HTCError):
+                self.log.error("%s (pid %d) cannot run: %s", self.daemon, os.getpid(), group.exceptions[0])
+                raise group.exceptions[0] from None
+            self.log.exception("%s (pid %d) failed", self.daemon, os.getpid())
+            raise
+        except BaseException:
+            self.log.exception("%s (pid %d) failed", self.daemon, os.getpid())
+            raise
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
+                loop.remove_signal_handler(sig)
+            if handler is not None:
+                logging.getLogger("htc").removeHandler(handler)
+                handler.close()
+
+    async def _wait_for_exit(self) -> None:
+        while self._exit_status is None:
+            deadline = self.core.next_deadline()
+            self._wakeup.clear()
+            delay = None if deadline is None else deadline - time.time()
+            if delay is not None and delay <= 0:
+                now = time.time()
+                self.feed(c.Tick())
+                after = self.core.next_deadline()
+                if self._exit_status is None and after is not None and after <= now:
+                    raise RuntimeError(f"{self.daemon}: core kept deadline {after} after a Tick at {now}")
+                continue
+            try:
+                async with asyncio.timeout(delay):
+                    await self._wakeup.wait()
+            except TimeoutError:
+                pass
+
+    async def _finish_tasks(self) -> None:
+        """Give pending sends a moment (an ad invalidation on the way out), then cancel the rest."""
+        if self._sends:
+            await asyncio.wait(list(self._sends), timeout=self.flush_timeout)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _open_log(self) -> logging.Handler | None:
+        if self.log_file is None:
+            return None
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(self.log_file)
+        handler.setFormatter(_FORMAT)
+        root = logging.getLogger("htc")
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+        return handler
+
+    def _install_signals(self, loop: asyncio.AbstractEventLoop) -> None:
+        def stop(fast: bool, signame: str) -> None:
+            self.log.info("got %s: %s shutdown", signame, "fast" if fast else "graceful")
+            self.feed(c.StopRequested(fast=fast))
+
+        loop.add_signal_handler(signal.SIGTERM, stop, False, "SIGTERM")
+        loop.add_signal_handler(signal.SIGINT, stop, False, "SIGINT")
+        loop.add_signal_handler(signal.SIGQUIT, stop, True, "SIGQUIT")
+        loop.add_signal_handler(signal.SIGHUP, self._reconfigure, "SIGHUP")
+
+    def _watch_parent(self, loop: asyncio.AbstractEventLoop) -> int | None:
+        """If a master started us, stop (fast) when it exits; a pidfd says when, without polling."""
+        expected = os.environ.get(PARENT_PID_ENV)
+        if not expected or not expected.isdigit() or int(expected) != os.getppid():
+            return None
+        try:
+            fd = os.pidfd_open(int(expected))
+        except (AttributeError, OSError) as exc:
+            self.log.warning("cannot watch the master (pid %s): %s", expected, exc)
+            return None
+
+        def parent_gone() -> None:
+            loop.remove_reader(fd)
+            self.log.warning("the master (pid %s) exited; shutting down", expected)
+            self.feed(c.StopRequested(fast=True))
+
+        loop.add_reader(fd, parent_gone)
+        return fd
+
+    def _reconfigure(self, why: str) -> str | None:
+        """Re-read settings and feed Reconfigured; return an error text if the config is broken."""
+        if self.reload_settings is None:
+            self.log.info("%s: nothing to reconfigure", why)
+            self.feed(c.Reconfigured(None))
+            return None
+        try:
+            settings = self.reload_settings()
+        except HTCError as exc:
+            self.log.error("%s: keeping the old configuration: %s", why, exc)
+            return str(exc)
+        self.log.info("%s: configuration re-read", why)
+        self.feed(c.Reconfigured(settings))
+        return None
+
+    # --- connections -------------------------------------------------------------------------
+
+    async def _serve(self, conn: Connection) -> None:
+        conn_id = next(self._conn_ids)
+        self._conns[conn_id] = conn
+        try:
+            while self._exit_status is None:
+                try:
+                    msg = await conn.recv(timeout=self.idle_timeout)
+                except RequestTimeout:
+                    return
+                if isinstance(msg, m.Ping):
+                    conn.send_nowait(m.Pong(daemon=self.daemon, pid=os.getpid(),
+                                            started_at=self.started_at, version=__version__))
+                elif isinstance(msg, m.Reconfig):
+                    error = self._reconfigure("Reconfig request")
+                    conn.send_nowait(m.Ack(detail="configuration re-read") if error is None
+                                     else m.ErrorReply(code="bad_request", message=error))
+                else:
+                    self.feed(c.Received(msg=msg, conn_id=conn_id, peer=conn.peer))
+                await conn.drain()
+        finally:
+            del self._conns[conn_id]
+
+    # --- generic actions ---------------------------------------------------------------------
+
+    def _do_reply(self, action: c.Reply) -> None:
+        conn = self._conns.get(action.conn_id)
+        if conn is None:
+            self.log.info("dropping %s: its connection is gone", type(action.msg).__name__)
+            return
+        try:
+            conn.send_nowait(action.msg)
+        except ConnectionClosed:
+            self.log.info("dropping %s: %s", type(action.msg).__name__, conn.label)
+
+    def _do_send(self, action: c.Send) -> None:
+        task = self.start_task(self._send(action), f"send {type(action.msg).__name__} to {action.to}")
+        self._sends.add(task)
+        task.add_done_callback(self._sends.discard)
+
+    async def _send(self, action: c.Send) -> None:
+        try:
+            async with await self.transport.open_connection(action.to, timeout=action.timeout) as conn:
+                if action.msg.reply_type is None:
+                    await conn.send(action.msg)
+                    reply = None
+                else:
+                    reply = await conn.request(action.msg, timeout=action.timeout)
+        except HTCError as exc:
+            self.feed(c.SendFailed(action.to, action.msg, str(exc), action.cookie))
+        else:
+            self.feed(c.SendDone(action.to, action.msg, reply, action.cookie))
+
+    def _do_log(self, action: c.Log) -> None:
+        self.log.log(action.level, "%s", action.text)
+
+    def _do_exit(self, action: c.Exit) -> None:
+        if self._exit_status is None:
+            self._exit_status = action.status
+        self._wakeup.set()
+
+
+def run_service(service: DaemonService) -> int:
+    """Run ``service`` on a fresh event loop; return its exit status."""
+    return asyncio.run(service.run())
+
+
+__all__ = ["DaemonPaths", "DaemonService", "LOG_FILE_NAMES", "PARENT_PID_ENV", "home_dir", "load_daemon_config",
+           "run_service"]

@@ -1,0 +1,595 @@
+"""Every message htc daemons and tools exchange: the one schema of the wire.
+
+Theory of operation
+-------------------
+A message is a frozen :class:`msgspec.Struct` with a tag: on the wire it is a MessagePack map
+whose ``"type"`` key names the class (``{"type": "QueryAds", "ad_type": "Machine", ...}``).
+:func:`encode` and :func:`decode` are the only way in or out; no other module builds wire dicts.
+
+A message is checked twice, by the same rules, wherever it comes from:
+
+* field types and simple constraints (non-empty names, attribute-name patterns, non-negative
+  numbers) are msgspec annotations, so a decoder enforces them for free; building a message in
+  Python runs the same conversion once (``__post_init__``), so a caller who passes an ``int``
+  where a ``str`` belongs hears about it where the mistake is made, as a
+  :class:`~htc.wire.errors.MessageInvalid` (a :class:`~htc.errors.UsageError`);
+* rules that span fields (``ids`` *or* ``constraint``, not both) live in each class's
+  ``_check`` method, which also runs after decoding.
+
+Malformed input from a peer therefore surfaces in exactly one way: :func:`decode` raises
+:class:`~htc.wire.errors.WireError` (a :class:`~htc.errors.PeerError`).
+
+ClassAds travel as *new-syntax ClassAd text* (``[ Name = "slot1@a"; Cpus = 4 ]``): the wire
+stays independent of the ClassAd engine, and the receiver parses what it needs.
+
+Each request names the reply it expects in ``reply_type`` (an :class:`ErrorReply` is always
+possible instead); :meth:`htc.wire.transport.Connection.request` uses it to check answers.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import enum
+from typing import Annotated, ClassVar, Literal, Union
+
+import msgspec
+from msgspec import Meta
+
+from htc.wire.errors import MessageInvalid, WireError
+
+# --- field types ---------------------------------------------------------------------------
+
+NonEmpty = Annotated[str, Meta(min_length=1)]
+#: a ClassAd attribute name as HTCondor spells them (data keeps its CamelCase)
+AttrName = Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+#: ``cluster`` or ``cluster.proc``
+JobId = Annotated[str, Meta(pattern=r"^[0-9]+(\.[0-9]+)?$")]
+#: a daemon as DAEMON_LIST names it (COLLECTOR, SCHEDD, ...), case-insensitive
+DaemonName = Annotated[str, Meta(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")]
+Count = Annotated[int, Meta(ge=0)]
+Seconds = Annotated[float, Meta(ge=0)]
+#: new-syntax ClassAd text, ``[ A = 1; B = "x" ]``
+AdText = Annotated[str, Meta(min_length=2)]
+
+ShutdownHow = Literal["graceful", "fast"]
+
+
+class AdType(str, enum.Enum):
+    """Kinds of ads the collector keeps; member names follow ``htcondor2.AdType``, values are MyType."""
+
+    Any = "Any"
+    Startd = "Machine"
+    Schedd = "Scheduler"
+    Submitter = "Submitter"
+    Negotiator = "Negotiator"
+    Master = "DaemonMaster"
+    Collector = "Collector"
+    Accounting = "Accounting"
+    Generic = "Generic"
+
+
+class JobAction(str, enum.Enum):
+    """What ActOnJobs does to each selected job (``htcondor2.JobAction``)."""
+
+    Hold = "Hold"
+    Release = "Release"
+    Remove = "Remove"
+    RemoveX = "RemoveX"
+    Vacate = "Vacate"
+    VacateFast = "VacateFast"
+    Suspend = "Suspend"
+    Continue = "Continue"
+
+
+#: codes an ErrorReply carries, with what the receiver should make of them
+ERROR_CODES = {
+    "malformed": "the request was not a valid frame or message; the connection is closed",
+    "too_large": "the frame exceeded the receiver's size limit; the connection is closed",
+    "unknown_request": "this daemon does not handle that kind of message",
+    "bad_request": "the message was well formed but makes no sense here (see the text)",
+    "not_found": "the thing named in the request does not exist",
+    "denied": "the requester may not do this",
+    "unavailable": "the daemon is shutting down or not ready; try again later",
+    "internal": "the daemon failed while handling the request; see its log",
+}
+
+#: how the running __post_init__ was reached: None (built in Python), "decode", or "nested"
+#: (inside _validate's own conversion, whose result is only used for its field values)
+_MODE: contextvars.ContextVar[str | None] = contextvars.ContextVar("htc_wire_mode", default=None)
+
+
+def _validate(obj: msgspec.Struct) -> None:
+    """Run msgspec's decode-time checks on an object built in Python, then adopt the
+    converted values (``"Machine"`` becomes ``AdType.Startd``, lists become tuples)."""
+    token = _MODE.set("nested")
+    try:
+        checked = msgspec.convert(msgspec.to_builtins(obj), type(obj))
+    except msgspec.ValidationError as exc:
+        raise MessageInvalid(f"{type(obj).__name__}: {exc}") from None
+    finally:
+        _MODE.reset(token)
+    for field in obj.__struct_fields__:
+        msgspec.structs.force_setattr(obj, field, getattr(checked, field))
+
+
+class Record(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A checked, immutable record nested inside messages (not a message by itself)."""
+
+    def __post_init__(self) -> None:
+        mode = _MODE.get()
+        if mode == "nested":
+            return
+        if mode is None:
+            _validate(self)
+        self._check()
+
+    def _check(self) -> None:
+        """Cross-field rules; raise :class:`MessageInvalid` naming the field and the fix."""
+
+
+class Message(Record, frozen=True, tag=True):
+    """Base of every wire message; the tag (``"type"`` on the wire) is the class name."""
+
+    #: the reply a request expects (None: a reply, or a message sent without expecting one)
+    reply_type: ClassVar[type[Message] | None] = None
+
+
+def _invalid(msg: Message | Record, text: str) -> MessageInvalid:
+    return MessageInvalid(f"{type(msg).__name__}: {text}")
+
+
+def _one_of(msg: Message, **fields: object) -> None:
+    given = [name for name, value in fields.items() if value]
+    if len(given) != 1:
+        names = " or ".join(fields)
+        raise _invalid(msg, f"give exactly one of {names} (got {', '.join(given) or 'none'})")
+
+
+def _ad_text_ok(msg: Message | Record, field: str, text: str) -> None:
+    if not text.lstrip().startswith("["):
+        raise _invalid(msg, f"{field} must be new-syntax ClassAd text starting with '[', got {text[:40]!r}")
+
+
+# --- generic ----------------------------------------------------------------------------
+
+
+class Ack(Message, frozen=True):
+    """A request was done; ``detail`` may say what happened."""
+
+    detail: str = ""
+
+
+class ErrorReply(Message, frozen=True):
+    """A request failed; ``code`` is one of ERROR_CODES, ``message`` says why and what to do."""
+
+    code: NonEmpty
+    message: str
+
+
+class Pong(Message, frozen=True):
+    """Answer to Ping: who answered, and since when it runs."""
+
+    daemon: NonEmpty
+    pid: Count
+    started_at: Seconds
+    version: str = ""
+
+
+class Ping(Message, frozen=True):
+    """Is the daemon alive and answering?"""
+
+    reply_type = Pong
+
+
+class Reconfig(Message, frozen=True):
+    """Re-read the configuration (condor_reconfig); a master also passes it to its daemons."""
+
+    reply_type = Ack
+
+
+# --- collector ----------------------------------------------------------------------------
+
+
+class UpdateAd(Message, frozen=True):
+    """Store (or replace) one ad; it expires ``lifetime`` seconds later unless refreshed.
+
+    Without ``lifetime`` the collector uses the ad's ``ClassAdLifetime`` attribute, else
+    its CLASSAD_LIFETIME.
+    """
+
+    reply_type = Ack
+    ad_type: AdType
+    name: NonEmpty
+    ad_text: AdText
+    lifetime: Annotated[int, Meta(gt=0)] | None = None
+
+    def _check(self) -> None:
+        if self.ad_type is AdType.Any:
+            raise _invalid(self, "ad_type Any is only for queries; say which kind of ad this is")
+        _ad_text_ok(self, "ad_text", self.ad_text)
+
+
+class InvalidateAd(Message, frozen=True):
+    """Forget ads of one type: the one called ``name``, or all that match ``constraint``."""
+
+    reply_type = Ack
+    ad_type: AdType
+    name: str = ""
+    constraint: str = ""
+
+    def _check(self) -> None:
+        _one_of(self, name=self.name, constraint=self.constraint)
+
+
+class AdsReply(Message, frozen=True):
+    """Ads answering a query, as new-syntax ClassAd text."""
+
+    ads: tuple[str, ...] = ()
+
+
+class QueryAds(Message, frozen=True):
+    """Ads of ``ad_type`` (Any: all) for which ``constraint`` is true, cut to ``projection``."""
+
+    reply_type = AdsReply
+    ad_type: AdType
+    constraint: str = ""
+    projection: tuple[AttrName, ...] = ()
+    limit: Annotated[int, Meta(gt=0)] | None = None
+
+
+# --- master --------------------------------------------------------------------------------
+
+
+class DaemonsOff(Message, frozen=True):
+    """Stop ``daemons`` (empty: all but the master); ``include_master`` stops the master too."""
+
+    reply_type = Ack
+    daemons: tuple[DaemonName, ...] = ()
+    how: ShutdownHow = "graceful"
+    include_master: bool = False
+
+
+class DaemonsOn(Message, frozen=True):
+    """Start ``daemons`` (empty: every daemon of DAEMON_LIST), also ones the master gave up on."""
+
+    reply_type = Ack
+    daemons: tuple[DaemonName, ...] = ()
+
+
+class DaemonsRestart(Message, frozen=True):
+    """Stop then start ``daemons`` (empty: every daemon the master runs)."""
+
+    reply_type = Ack
+    daemons: tuple[DaemonName, ...] = ()
+    how: ShutdownHow = "graceful"
+
+
+class DaemonStatus(Record, frozen=True):
+    """One daemon as its master sees it."""
+
+    name: DaemonName
+    state: NonEmpty
+    pid: Count | None = None
+    restarts: Count = 0
+    since: Seconds = 0.0
+    next_start: Seconds | None = None
+
+
+class MasterStatus(Message, frozen=True):
+    """The master's view of its daemons."""
+
+    master_pid: Count
+    shutting_down: bool = False
+    daemons: tuple[DaemonStatus, ...] = ()
+
+
+class QueryMaster(Message, frozen=True):
+    """Ask a master for the state of its daemons."""
+
+    reply_type = MasterStatus
+
+
+# --- schedd ---------------------------------------------------------------------------------
+
+
+class SubmitReply(Message, frozen=True):
+    """Jobs ``cluster_id``.``first_proc`` .. ``first_proc + num_procs - 1`` are durable."""
+
+    cluster_id: Annotated[int, Meta(gt=0)]
+    num_procs: Annotated[int, Meta(gt=0)]
+    first_proc: Count = 0
+
+
+class Submit(Message, frozen=True):
+    """A new cluster: its cluster ad and one ad per proc (the schedd assigns the ids)."""
+
+    reply_type = SubmitReply
+    cluster_ad: AdText
+    proc_ads: tuple[AdText, ...]
+
+    def _check(self) -> None:
+        if not self.proc_ads:
+            raise _invalid(self, "proc_ads is empty; a cluster needs at least one job")
+        _ad_text_ok(self, "cluster_ad", self.cluster_ad)
+        for ad in self.proc_ads:
+            _ad_text_ok(self, "proc_ads", ad)
+
+
+class QueryJobs(Message, frozen=True):
+    """Job ads for which ``constraint`` is true, cut to ``projection``."""
+
+    reply_type = AdsReply
+    constraint: str = ""
+    projection: tuple[AttrName, ...] = ()
+    limit: Annotated[int, Meta(gt=0)] | None = None
+
+
+class ActOnJobsReply(Message, frozen=True):
+    """How many selected jobs each outcome got (the result_total_* of HTCondor)."""
+
+    success: Count = 0
+    not_found: Count = 0
+    bad_status: Count = 0
+    already_done: Count = 0
+    permission_denied: Count = 0
+    error: Count = 0
+
+
+class ActOnJobs(Message, frozen=True):
+    """Hold, release, remove, vacate, suspend or continue jobs chosen by ids or constraint."""
+
+    reply_type = ActOnJobsReply
+    action: JobAction
+    ids: tuple[JobId, ...] = ()
+    constraint: str = ""
+    reason: str = ""
+    reason_code: int | None = None
+    reason_subcode: int | None = None
+
+    def _check(self) -> None:
+        _one_of(self, ids=self.ids, constraint=self.constraint)
+
+
+class EditReply(Message, frozen=True):
+    """How many jobs an edit changed."""
+
+    matched: Count
+
+
+class EditJobs(Message, frozen=True):
+    """condor_qedit: set attributes (name -> ClassAd expression text) of jobs by ids or constraint."""
+
+    reply_type = EditReply
+    attributes: dict[AttrName, str]
+    ids: tuple[JobId, ...] = ()
+    constraint: str = ""
+
+    def _check(self) -> None:
+        _one_of(self, ids=self.ids, constraint=self.constraint)
+        if not self.attributes:
+            raise _invalid(self, "attributes is empty; name at least one attribute to set")
+
+
+class Reschedule(Message, frozen=True):
+    """Ask for a negotiation cycle soon (tool -> schedd, schedd -> negotiator)."""
+
+    reply_type = Ack
+
+
+# --- negotiation ----------------------------------------------------------------------------
+
+
+class ResourceRequest(Record, frozen=True):
+    """One autocluster of idle jobs: a representative job ad and how many jobs it stands for."""
+
+    autocluster_id: Count
+    job_ad: AdText
+    count: Annotated[int, Meta(gt=0)]
+
+
+class ResourceRequests(Message, frozen=True):
+    """A schedd's idle work for one submitter, best first."""
+
+    submitter: NonEmpty
+    requests: tuple[ResourceRequest, ...] = ()
+
+
+class GetResourceRequests(Message, frozen=True):
+    """Negotiator -> schedd: the resource requests of ``submitter`` for this cycle."""
+
+    reply_type = ResourceRequests
+    submitter: NonEmpty
+    significant_attributes: tuple[AttrName, ...] = ()
+
+
+class MatchNotify(Message, frozen=True):
+    """Negotiator -> schedd and startd: ``slot_name`` is matched to a request under ``claim_id``."""
+
+    reply_type = Ack
+    claim_id: NonEmpty
+    submitter: NonEmpty
+    slot_name: NonEmpty
+    startd_address: NonEmpty
+    slot_ad: AdText
+    autocluster_id: Count | None = None
+
+
+# --- claims and running jobs ----------------------------------------------------------------
+
+
+class ClaimReply(Message, frozen=True):
+    """Startd's answer to RequestClaim; when refused, ``reason`` says why."""
+
+    claim_id: NonEmpty
+    accepted: bool
+    slot_ad: str = ""
+    reason: str = ""
+
+    def _check(self) -> None:
+        if not self.accepted and not self.reason:
+            raise _invalid(self, "a refused claim needs a reason the schedd can log")
+
+
+class RequestClaim(Message, frozen=True):
+    """Schedd -> startd: claim the matched slot for ``job_ad`` (the startd re-checks START)."""
+
+    reply_type = ClaimReply
+    claim_id: NonEmpty
+    schedd_name: NonEmpty
+    schedd_address: NonEmpty
+    submitter: NonEmpty
+    job_ad: AdText
+    lease_duration: Annotated[float, Meta(gt=0)] = 2400.0
+
+
+class ActivateClaim(Message, frozen=True):
+    """Schedd -> startd: run ``job_ad`` on the claimed slot; the starter reports to ``shadow_address``."""
+
+    reply_type = Ack
+    claim_id: NonEmpty
+    job_ad: AdText
+    shadow_address: NonEmpty
+
+
+class ClaimKeepAlive(Message, frozen=True):
+    """Schedd -> startd: the claim is still wanted (renews its lease)."""
+
+    reply_type = Ack
+    claim_id: NonEmpty
+
+
+class ReleaseClaim(Message, frozen=True):
+    """Schedd -> startd: the claim is no longer wanted."""
+
+    reply_type = Ack
+    claim_id: NonEmpty
+    reason: str = ""
+
+
+class StarterUpdate(Message, frozen=True):
+    """Starter -> shadow/startd: job progress (usage attributes as ClassAd text)."""
+
+    reply_type = Ack
+    claim_id: NonEmpty
+    job_id: JobId
+    update_ad: AdText
+
+
+class JobExited(Message, frozen=True):
+    """Starter -> shadow/startd: the job ended; exactly one of exit_code / exit_signal is set
+    unless it was vacated (``checkpointed`` says whether a checkpoint was saved)."""
+
+    reply_type = Ack
+    claim_id: NonEmpty
+    job_id: JobId
+    exit_code: int | None = None
+    exit_signal: Annotated[int, Meta(gt=0)] | None = None
+    core_dumped: bool = False
+    vacated: bool = False
+    checkpointed: bool = False
+    usage_ad: str = ""
+
+    def _check(self) -> None:
+        if not self.vacated and (self.exit_code is None) == (self.exit_signal is None):
+            raise _invalid(self, "give exactly one of exit_code or exit_signal for a job that ended")
+
+
+class Vacate(Message, frozen=True):
+    """Evict the job of a claim or of named slots (condor_vacate); ``fast`` skips the soft kill."""
+
+    reply_type = Ack
+    claim_id: str = ""
+    slot_names: tuple[NonEmpty, ...] = ()
+    fast: bool = False
+    reason: str = ""
+
+    def _check(self) -> None:
+        _one_of(self, claim_id=self.claim_id, slot_names=self.slot_names)
+
+
+class Suspend(Message, frozen=True):
+    """Stop the job of a claim from running, keeping it in memory."""
+
+    reply_type = Ack
+    claim_id: NonEmpty
+    reason: str = ""
+
+
+class Continue(Message, frozen=True):
+    """Let a suspended job of a claim run again."""
+
+    reply_type = Ack
+    claim_id: NonEmpty
+
+
+# --- the one encode/decode pair ----------------------------------------------------------------
+
+#: every concrete message class; decode accepts exactly these
+MESSAGE_TYPES: tuple[type[Message], ...] = (
+    Ack, ErrorReply, Ping, Pong, Reconfig,
+    UpdateAd, InvalidateAd, QueryAds, AdsReply,
+    DaemonsOff, DaemonsOn, DaemonsRestart, QueryMaster, MasterStatus,
+    Submit, SubmitReply, QueryJobs, ActOnJobs, ActOnJobsReply, EditJobs, EditReply, Reschedule,
+    GetResourceRequests, ResourceRequests, MatchNotify,
+    RequestClaim, ClaimReply, ActivateClaim, ClaimKeepAlive, ReleaseClaim,
+    StarterUpdate, JobExited, Vacate, Suspend, Continue,
+)
+
+AnyMessage = Union[MESSAGE_TYPES]  # type: ignore[valid-type]
+
+
+
+def message_table() -> str:
+    """Every message as a Markdown table (docs/daemons.md embeds it; a test keeps it current)."""
+    lines = ["| message | fields | reply | meaning |", "|---|---|---|---|"]
+    for cls in MESSAGE_TYPES:
+        fields = ", ".join(cls.__struct_fields__) or "-"
+        reply = cls.reply_type.__name__ if cls.reply_type else "-"
+        doc = " ".join((cls.__doc__ or "").split())
+        lines.append(f"| {cls.__name__} | {fields} | {reply} | {doc} |")
+    return "\n".join(lines)
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(AnyMessage)
+
+
+def encode(msg: Message) -> bytes:
+    """Serialise one message for the wire.
+
+    Args:
+        msg: a message built from this module's classes (already checked when built).
+
+    Returns:
+        The MessagePack body of one frame.
+
+    Raises:
+        UsageError: ``msg`` is not one of the wire messages.
+    """
+    if not isinstance(msg, MESSAGE_TYPES):
+        raise MessageInvalid(f"{type(msg).__name__} is not a wire message; build one from htc.wire.messages")
+    return _encoder.encode(msg)
+
+
+def decode(data: bytes) -> Message:
+    """Parse and check one frame body received from a peer.
+
+    Args:
+        data: the MessagePack body of one frame.
+
+    Returns:
+        The message, checked exactly as if it had been built in Python.
+
+    Raises:
+        WireError: the bytes are not MessagePack, name no known message type, or break a
+            field's rules; the text says which field and why.
+    """
+    token = _MODE.set("decode")
+    try:
+        return _decoder.decode(data)
+    except (msgspec.ValidationError, MessageInvalid) as exc:  # ValidationError first: it is a DecodeError
+        raise WireError(f"invalid message: {exc}") from None
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise WireError(f"undecodable message ({len(data)} bytes): {exc}") from None
+    finally:
+        _MODE.reset(token)
