@@ -1,0 +1,518 @@
+"""The starter: runs one job in a sandbox, under limits, as the slot's user, and cleans up.
+
+Theory of operation
+-------------------
+``Starter(job_ad, execute_dir, settings)`` then, inside an event loop:
+
+1. ``await start()`` -- resolve who runs the job (the slot user when we are root, else us),
+   make the sandbox, bring the input in (:mod:`htc.daemons.sandbox`), write ``.job.ad`` and
+   ``.machine.ad``, make the job's cgroup (:mod:`htc.daemons.limits`), and spawn the executable
+   with HTCondor's argument vector and environment (:mod:`htc.daemons.starter_env`). The child
+   joins the cgroup, sets rlimits and drops to the slot user before ``exec``; it leads a new
+   session so the starter can find its family.
+2. While it runs: ``suspend()``/``resume()`` send SIGSTOP/SIGCONT to every process of the job;
+   ``usage()`` measures it (``RemoteUserCpu``, ``RemoteSysCpu``, ``ImageSize`` and
+   ``ResidentSetSize`` in KiB, ``DiskUsage`` in KiB).
+3. ``await vacate(grace)`` sends the job's ``KillSig`` (default SIGTERM) to every process (and
+   SIGCONT, so a suspended job can act on it), waits up to ``grace`` seconds, then kills;
+   ``await kill()`` kills at once.
+4. ``await wait()`` returns an :class:`ExitRecord` once the main process has exited: leftover
+   processes are killed, output is transferred (per ``WhenToTransferOutput``: a vacated job
+   sends nothing back unless ``ON_EXIT_OR_EVICT``), and the sandbox and cgroup are removed.
+
+The soft kill goes to the whole job, not only its main process, the way systemd's
+``KillMode=control-group`` does: a shell-script job's children get the chance to clean up too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from htc.daemons import sandbox as sb
+from htc.daemons.limits import JobCgroup, child_rlimits
+from htc.daemons.starter_env import build_environment, job_arguments
+from htc.daemons.starter_procs import JobProcesses, Reaped, watch_exit
+from htc.errors import HTCError, UsageError
+
+
+class StarterError(HTCError):
+    """The starter could not run the job (user, executable, sandbox); the job did not start."""
+
+
+@dataclass(frozen=True)
+class StarterSettings:
+    """How to run jobs on this slot; the startd's service fills it from config and the slot ad.
+
+    ``memory_mb`` is the hard memory limit (the slot's Memory; None: the job's RequestMemory).
+    ``slot_user`` runs the job when the starter is root (HTCondor's ``SLOT<N>_USER``; default
+    ``nobody``); ``create_slot_user`` adds it with ``useradd --system`` when missing.
+    """
+
+    slot_name: str = "slot1"
+    cpus: int = 1
+    memory_mb: int | None = None
+    slot_user: str = "nobody"
+    create_slot_user: bool = False
+    use_cgroups: bool = True
+    machine_ad: Mapping[str, Any] = field(default_factory=dict)
+    kill_timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What the job consumed (HTCondor's attribute units)."""
+
+    remote_user_cpu: float = 0.0
+    remote_sys_cpu: float = 0.0
+    image_size: int = 0  # KiB, peak virtual size
+    resident_set_size: int = 0  # KiB, peak
+    disk_usage: int = 0  # KiB
+
+    def to_ad(self) -> dict[str, Any]:
+        """As job-ad attributes."""
+        return {"RemoteUserCpu": round(self.remote_user_cpu, 3), "RemoteSysCpu": round(self.remote_sys_cpu, 3),
+                "ImageSize": self.image_size, "ResidentSetSize": self.resident_set_size,
+                "MemoryUsage": (self.resident_set_size + 1023) // 1024, "DiskUsage": self.disk_usage}
+
+
+@dataclass(frozen=True)
+class ExitRecord:
+    """How the job ended and what came back."""
+
+    exit_code: int | None
+    exit_signal: int | None
+    core_dumped: bool
+    oom_killed: bool
+    vacated: bool
+    usage: Usage
+    output_files: tuple[Path, ...] = ()
+    transfer_error: str | None = None
+
+    @property
+    def exit_by_signal(self) -> bool:
+        """True when a signal ended the job."""
+        return self.exit_signal is not None
+
+    def to_ad(self) -> dict[str, Any]:
+        """As job-ad attributes (ExitBySignal, ExitCode or ExitSignal, JobCoreDumped, usage)."""
+        ad: dict[str, Any] = {"ExitBySignal": self.exit_by_signal, "JobCoreDumped": self.core_dumped}
+        if self.exit_by_signal:
+            ad["ExitSignal"] = self.exit_signal
+        else:
+            ad["ExitCode"] = self.exit_code
+        return {**ad, **self.usage.to_ad()}
+
+
+def kill_signal(job_ad: Mapping[str, Any]) -> int:
+    """The job's soft-kill signal (``KillSig``: ``"SIGTERM"``, ``"TERM"`` or a number; default SIGTERM).
+
+    Raises:
+        UsageError: an unknown signal name.
+    """
+    value = job_ad.get("KillSig")
+    if value is None:
+        return signal.SIGTERM
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    name = str(value).strip().upper()
+    if name.isdigit():
+        return int(name)
+    try:
+        return signal.Signals[name if name.startswith("SIG") else "SIG" + name]
+    except KeyError:
+        raise UsageError(f"KillSig = {value!r} is not a signal name; use e.g. SIGTERM or SIGINT") from None
+
+
+def resolve_user(settings: StarterSettings) -> pwd.struct_passwd | None:
+    """Who runs the job: the slot user when we are root, None (ourselves) otherwise.
+
+    Raises:
+        StarterError: the slot user is missing (and may not be created) or is root.
+    """
+    if os.geteuid() != 0:
+        return None
+    name = settings.slot_user
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        if not settings.create_slot_user:
+            raise StarterError(f"slot user {name!r} does not exist; create it (useradd --system {name}) or "
+                               "let the starter create it (create_slot_user)") from None
+        useradd = shutil.which("useradd")
+        if useradd is None:
+            raise StarterError(f"slot user {name!r} does not exist and this system has no useradd") from None
+        subprocess.run([useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+                       check=True, capture_output=True)
+        entry = pwd.getpwnam(name)
+    if entry.pw_uid == 0:
+        raise StarterError(f"slot user {name!r} is root; jobs never run as root -- pick an unprivileged user")
+    return entry
+
+
+def _check_reachable(path: Path, user: pwd.struct_passwd) -> None:
+    """Fail early, and say where, when the slot user cannot get to its sandbox."""
+    for parent in reversed(path.parents):
+        st = parent.stat()
+        if st.st_uid == user.pw_uid:
+            ok = st.st_mode & 0o100
+        elif st.st_gid == user.pw_gid:
+            ok = st.st_mode & 0o010
+        else:
+            ok = st.st_mode & 0o001
+        if not ok:
+            raise StarterError(f"slot user {user.pw_name!r} cannot reach its sandbox {path}: {parent} is mode "
+                               f"{st.st_mode & 0o777:04o}; put EXECUTE where every user may traverse (chmod o+x)")
+
+
+def _path_attr(job_ad: Mapping[str, Any], name: str) -> str | None:
+    value = job_ad.get(name)
+    return value if isinstance(value, str) and value and value != "/dev/null" else None
+
+
+def _write_ad(path: Path, ad: Mapping[str, Any]) -> None:
+    from htc.classad import ClassAd
+
+    path.write_text(ClassAd(dict(ad)).printOld())
+
+
+class Starter:
+    """Runs one job. See the module docstring.
+
+    Args:
+        job_ad: the job (Cmd, Arguments/Args, Environment/Env, Iwd, In/Out/Err, TransferInput,
+            TransferOutput, TransferOutputRemaps, WhenToTransferOutput, KillSig, RequestMemory).
+        execute_dir: where sandboxes are made.
+        settings: slot, limits and user.
+    """
+
+    def __init__(self, job_ad: Mapping[str, Any], execute_dir: Path, settings: StarterSettings | None = None):
+        self.job_ad = dict(job_ad)
+        self.execute_dir = Path(execute_dir)
+        self.settings = settings or StarterSettings()
+        self.sandbox: sb.Sandbox | None = None
+        self.cgroup: JobCgroup | None = None
+        self.procs: JobProcesses | None = None
+        self.pid: int | None = None
+        self.suspended = False
+        self._exit: asyncio.Future[Reaped] | None = None
+        self._finisher: asyncio.Future[ExitRecord] | None = None
+        self._vacated = False
+        self._baseline: dict[str, tuple[float, int]] = {}
+        self._exe_name: str | None = None
+        iwd = self.job_ad.get("Iwd")
+        self.iwd = Path(iwd) if isinstance(iwd, str) and iwd else None
+
+    # ---------------------------------------------------------------------------- start
+    async def start(self) -> None:
+        """Set up the sandbox and spawn the job.
+
+        Raises:
+            StarterError: the user, executable or spawn failed (nothing is left behind).
+            TransferError: an input could not be brought in.
+            UsageError: the job ad is malformed (arguments, environment, KillSig).
+        """
+        if self.pid is not None:
+            raise UsageError("Starter.start() was already called; make a new Starter for the next job")
+        user = resolve_user(self.settings)
+        uid, gid = (user.pw_uid, user.pw_gid) if user else (None, None)
+        self.sandbox = sb.Sandbox.create(self.execute_dir, uid, gid)
+        try:
+            if user is not None:
+                _check_reachable(self.sandbox.path, user)
+            self._spawn(self._prepare(uid, gid), uid, gid)
+        except BaseException:
+            await self._cleanup()
+            raise
+        self._exit = watch_exit(self.pid)
+        self._exit.add_done_callback(self._main_gone)
+
+    def _prepare(self, uid: int | None, gid: int | None) -> dict[str, Any]:
+        box, job = self.sandbox, self.job_ad
+        assert box is not None
+        shared_fs = str(job.get("ShouldTransferFiles", "")).upper() == "NO"
+        base = self.iwd or Path.cwd()
+        cmd = job.get("Cmd")
+        if not isinstance(cmd, str) or not cmd:
+            raise UsageError("the job ad has no Cmd; it needs the executable's path")
+        exe = Path(cmd) if Path(cmd).is_absolute() else base / cmd
+        if not shared_fs and job.get("TransferExecutable", True) is not False:
+            exe = box.bring_in(str(exe), base, executable=True)
+            self._exe_name = exe.name
+        if not shared_fs:
+            for item in sb.split_list(job.get("TransferInput")):
+                box.bring_in(item, base)
+        stdin = _path_attr(job, "In")
+        if stdin and not shared_fs and job.get("TransferIn", True) is not False:
+            stdin = str(box.bring_in(stdin, base))
+        elif stdin:
+            stdin = str(Path(stdin) if Path(stdin).is_absolute() else base / stdin)
+        job_ad_file, machine_ad_file = box.path / sb.JOB_AD_NAME, box.path / sb.MACHINE_AD_NAME
+        _write_ad(job_ad_file, job)
+        _write_ad(machine_ad_file, self.settings.machine_ad)
+        self._baseline = box.snapshot()
+        cpus = self.settings.cpus
+        memory_mb = self.settings.memory_mb or job.get("RequestMemory")
+        memory = int(memory_mb) * 1024 * 1024 if isinstance(memory_mb, int | float) and memory_mb > 0 else None
+        if self.settings.use_cgroups:
+            self.cgroup = JobCgroup.create(box.path.name, memory, cpus)
+        marker = (f"_CONDOR_ANCESTOR_{os.getpid()}", secrets.token_hex(8))
+        self.procs = JobProcesses(self.cgroup, marker)
+        env = build_environment(job, scratch_dir=box.path, slot_name=self.settings.slot_name, cpus=cpus,
+                                job_ad_file=job_ad_file, machine_ad_file=machine_ad_file, extra=dict([marker]))
+        cwd = base if shared_fs else box.path
+        out = self._capture("Out", sb.STDOUT_NAME, shared_fs, base)
+        err = out if job.get("Err") == job.get("Out") and _path_attr(job, "Out") else \
+            self._capture("Err", sb.STDERR_NAME, shared_fs, base)
+        for path in {p for p in (out, err) if p != os.devnull}:
+            Path(path).write_bytes(b"")  # a fresh, truncated file the job's user owns
+            if uid is not None:
+                os.chown(path, uid, gid)
+        return {"argv": [str(exe), *job_arguments(job)], "env": env, "cwd": cwd, "stdin": stdin or os.devnull,
+                "stdout": out, "stderr": err,
+                "rlimit_memory": None if self.cgroup and self.cgroup.memory_limited else memory,
+                "core": int(job.get("CoreSize", 0) or 0)}
+
+    def _capture(self, attr: str, name: str, shared_fs: bool, base: Path) -> str:
+        assert self.sandbox is not None
+        target = _path_attr(self.job_ad, attr)
+        if target is None:
+            return os.devnull
+        if shared_fs or self.job_ad.get("Transfer" + attr, True) is False:
+            return str(Path(target) if Path(target).is_absolute() else base / target)
+        return str(self.sandbox.path / name)
+
+    def _spawn(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> None:
+        cgroup, memory, core = self.cgroup, plan["rlimit_memory"], plan["core"]
+
+        def child() -> None:  # runs in the child between fork and exec
+            if cgroup is not None:
+                cgroup.enter()
+            child_rlimits(memory, core)
+            os.umask(0o022)
+            if uid is not None:
+                os.setgroups([])
+                os.setgid(gid)
+                os.setuid(uid)
+
+        streams = []
+        try:
+            streams = [open(plan["stdin"], "rb"), open(plan["stdout"], "ab"), open(plan["stderr"], "ab")]
+            popen = subprocess.Popen(plan["argv"], stdin=streams[0], stdout=streams[1], stderr=streams[2],
+                                     cwd=plan["cwd"], env=plan["env"], preexec_fn=child, start_new_session=True,
+                                     close_fds=True)
+        except OSError as exc:
+            raise StarterError(f"cannot start {plan['argv'][0]}: {exc.strerror or exc}; check the executable "
+                               "exists in the sandbox, is executable, and suits this machine") from exc
+        except subprocess.SubprocessError as exc:  # child() failed: cgroup, rlimit or user switch
+            raise StarterError(f"cannot prepare the job's process for {plan['argv'][0]} (joining its cgroup, "
+                               f"setting limits or becoming the slot user failed: {exc}); check the starter's "
+                               "privileges and EXECUTE") from exc
+        finally:
+            for stream in streams:
+                stream.close()
+        # We reap the child ourselves (wait4, for its rusage); stop Popen from trying too.
+        popen.returncode = 0
+        self.pid = popen.pid
+        assert self.procs is not None
+        self.procs.started(popen.pid)
+
+    def _main_gone(self, _future: asyncio.Future) -> None:
+        if self.procs is not None:
+            self.procs.main_alive = False
+
+    # ---------------------------------------------------------------------------- control
+    def _require_running(self, what: str) -> JobProcesses:
+        if self.procs is None or self._exit is None:
+            raise UsageError(f"Starter.{what}() before start(); start the job first")
+        return self.procs
+
+    def suspend(self) -> None:
+        """Stop every process of the job (SIGSTOP); CPU use stops until :meth:`resume`."""
+        procs = self._require_running("suspend")
+        procs.signal(signal.SIGSTOP)
+        self.suspended = True
+
+    def resume(self) -> None:
+        """Continue a suspended job (SIGCONT to every process)."""
+        procs = self._require_running("resume")
+        procs.signal(signal.SIGCONT)
+        self.suspended = False
+
+    async def vacate(self, grace: float) -> ExitRecord:
+        """Ask the job to leave (its KillSig), kill it after ``grace`` seconds, and finish up.
+
+        Returns:
+            The job's :class:`ExitRecord` (``vacated`` is True).
+        """
+        procs = self._require_running("vacate")
+        assert self._exit is not None
+        self._vacated = True
+        if not self._exit.done():
+            procs.signal(kill_signal(self.job_ad))
+            procs.signal(signal.SIGCONT)  # a stopped process cannot act on the soft kill
+            self.suspended = False
+            try:
+                await asyncio.wait_for(asyncio.shield(self._exit), timeout=max(0.0, grace))
+            except TimeoutError:
+                await procs.kill_all(self.settings.kill_timeout)
+        return await self.wait()
+
+    async def kill(self) -> ExitRecord:
+        """Kill every process of the job now and finish up."""
+        procs = self._require_running("kill")
+        self._vacated = True
+        await procs.kill_all(self.settings.kill_timeout)
+        return await self.wait()
+
+    def usage(self) -> Usage:
+        """Measure the job now (peaks are kept across calls)."""
+        procs = self._require_running("usage")
+        user, system, _, _ = procs.sample()
+        cg = self.cgroup.cpu_seconds() if self.cgroup else None
+        if cg is not None:
+            user, system = max(user, cg[0]), max(system, cg[1])
+        disk = self.sandbox.disk_usage_kib() if self.sandbox and self.sandbox.path.exists() else 0
+        return Usage(user, system, procs.peak_vms // 1024, procs.peak_rss // 1024, disk)
+
+    # ---------------------------------------------------------------------------- finish
+    async def wait(self) -> ExitRecord:
+        """Wait for the job to end; then kill leftovers, transfer output and clean up.
+
+        Any number of callers may wait (a vacate and the service, say): one task finishes the
+        job and every caller gets its result.
+
+        Returns:
+            The :class:`ExitRecord` (the same one on every call).
+        """
+        self._require_running("wait")
+        if self._finisher is None:
+            self._finisher = asyncio.ensure_future(self._finish())
+        return await asyncio.shield(self._finisher)
+
+    async def _finish(self) -> ExitRecord:
+        procs, exit_future = self.procs, self._exit
+        assert procs is not None and exit_future is not None
+        reaped = await exit_future
+        gone = await procs.kill_all(self.settings.kill_timeout)
+        ru = reaped.rusage
+        user, system = ru.ru_utime, ru.ru_stime
+        cg = self.cgroup.cpu_seconds() if self.cgroup else None
+        if cg is not None:
+            user, system = max(user, cg[0]), max(system, cg[1])
+        rss_kib = max(procs.peak_rss // 1024, ru.ru_maxrss)  # ru_maxrss is KiB on Linux
+        assert self.sandbox is not None
+        usage = Usage(user, system, max(procs.peak_vms // 1024, rss_kib), rss_kib, self.sandbox.disk_usage_kib())
+        oom = bool(self.cgroup and self.cgroup.oom_killed())
+        outputs, error = self._transfer_output(reaped)
+        if not gone:
+            error = (error + "; " if error else "") + "some job processes could not be killed"
+        record = ExitRecord(reaped.exit_code, reaped.signal, reaped.core_dumped, oom, self._vacated, usage,
+                            tuple(outputs), error)
+        await self._cleanup()
+        return record
+
+    def _transfer_output(self, reaped: Reaped) -> tuple[list[Path], str | None]:
+        job, box = self.job_ad, self.sandbox
+        assert box is not None
+        when = str(job.get("WhenToTransferOutput", "ON_EXIT")).upper()
+        if str(job.get("ShouldTransferFiles", "")).upper() == "NO":
+            return [], None
+        if self._vacated and when != "ON_EXIT_OR_EVICT":
+            return [], None
+        if when == "ON_SUCCESS" and reaped.exit_code != 0:
+            return [], None
+        dest = self.iwd or Path.cwd()
+        written: list[Path] = []
+        try:
+            for attr, name in (("Out", sb.STDOUT_NAME), ("Err", sb.STDERR_NAME)):
+                target = _path_attr(job, attr)
+                if target and job.get("Transfer" + attr, True) is not False and (box.path / name).exists():
+                    written += box.send_out([name], dest, {name: target})
+            skip = {self._exe_name} if self._exe_name else set()
+            names = box.output_names(job, self._baseline, skip)
+            written += box.send_out(names, dest, sb.parse_remaps(job.get("TransferOutputRemaps")))
+        except sb.TransferError as exc:
+            return written, str(exc)
+        return written, None
+
+    async def _cleanup(self) -> None:
+        if self.procs is not None and self.procs.main_alive:
+            await self.procs.kill_all(self.settings.kill_timeout)
+        if self.cgroup is not None:
+            for _ in range(100):  # the kernel frees an emptied cgroup a moment after the last exit
+                if self.cgroup.remove():
+                    break
+                await asyncio.sleep(0.01)
+        if self.sandbox is not None:
+            self.sandbox.remove()
+
+
+async def run_job(job_ad: Mapping[str, Any], execute_dir: Path, settings: StarterSettings | None = None,
+                  vacate_grace: float = 600.0) -> ExitRecord:
+    """Run one job to completion, obeying signals sent to this process (for ``python -m``).
+
+    SIGTERM vacates (soft kill, hard kill after ``vacate_grace``), SIGQUIT kills at once,
+    SIGTSTP suspends the job, SIGCONT resumes it.
+    """
+    starter = Starter(job_ad, execute_dir, settings)
+    await starter.start()
+    loop = asyncio.get_running_loop()
+    handled = (signal.SIGTERM, signal.SIGQUIT, signal.SIGTSTP, signal.SIGCONT)
+    async with asyncio.TaskGroup() as group:
+        loop.add_signal_handler(signal.SIGTERM, lambda: group.create_task(starter.vacate(vacate_grace)))
+        loop.add_signal_handler(signal.SIGQUIT, lambda: group.create_task(starter.kill()))
+        loop.add_signal_handler(signal.SIGTSTP, starter.suspend)
+        loop.add_signal_handler(signal.SIGCONT, starter.resume)
+        try:
+            record = await starter.wait()
+        finally:
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m htc.daemons.starter JOB_AD_FILE EXECUTE_DIR [--slot S] [--cpus N] [--memory MB] [--user U]``.
+
+    Runs the job and prints its exit record as ClassAd attributes; SIGTERM vacates the job,
+    SIGQUIT kills it, SIGTSTP suspends it, SIGCONT resumes it. Exit status 0 when the job ran
+    (whatever its exit code), 1 when it could not be started.
+    """
+    import argparse
+
+    from htc.classad import ClassAd, parseOne
+
+    parser = argparse.ArgumentParser(prog="python -m htc.daemons.starter", description=main.__doc__)
+    parser.add_argument("job_ad", type=Path)
+    parser.add_argument("execute_dir", type=Path)
+    parser.add_argument("--slot", default="slot1")
+    parser.add_argument("--cpus", type=int, default=1)
+    parser.add_argument("--memory", type=int, default=None, help="hard memory limit in MiB")
+    parser.add_argument("--user", default="nobody", help="slot user when running as root")
+    parser.add_argument("--vacate-grace", type=float, default=600.0, help="seconds between soft and hard kill")
+    args = parser.parse_args(argv)
+    ad = parseOne(args.job_ad.read_text())
+    job = {key: ad.eval(key) if not isinstance(ad[key], str | int | float | bool) else ad[key] for key in ad}
+    settings = StarterSettings(slot_name=args.slot, cpus=args.cpus, memory_mb=args.memory, slot_user=args.user)
+    try:
+        record = asyncio.run(run_job(job, args.execute_dir, settings, args.vacate_grace))
+    except HTCError as exc:
+        print(f"starter: {exc}", file=sys.stderr)
+        return 1
+    print(ClassAd({k: v for k, v in record.to_ad().items()}).printOld(), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
