@@ -67,6 +67,22 @@ class RelTime:
     secs: float
 
 
+class ExprList(list):
+    """A list value made by a list literal; it remembers the literal's syntax tree.
+
+    HTCondor keeps a list value as its element *expressions*: ``string({1 + 1})`` prints
+    ``{ 1 + 1 }`` and classad2 hands the unevaluated elements to Python.  Builtins treat it
+    as a plain ``list`` of evaluated elements and may call :meth:`unparse` for the text.
+    """
+
+    __slots__ = ("node",)
+
+    def unparse(self) -> str:
+        """The source list expression, in compact new syntax."""
+        from htc.classad.printing import unparse
+        return unparse(self.node)
+
+
 _CLASSAD_TYPES: tuple[type, ...] = ()
 
 

@@ -1,0 +1,461 @@
+"""Compile expression trees into Python closures, and the evaluation context they run in.
+
+Theory of operation
+-------------------
+Each node is compiled once into a closure ``fn(ctx) -> value`` that is cached on the node
+(``node.fn``); ads share nodes, so an ad parsed once and evaluated a million times is
+compiled once.  Closures are specialised by node type and, for the hot matchmaking shapes
+(``Attr >= 1024``, ``OpSys == "LINUX"``, ``TARGET.Memory``), by operand kind, so that the
+common int/int and str/str cases take no generic call.
+
+The context :class:`Ctx` carries the HTCondor compat-mode scoping:
+
+* ``ad``: the ad in which unqualified names are looked up first; the search then walks that
+  ad's enclosing (parent) ads, and finally falls back to ``target`` (the other ad of a match).
+* ``my`` / ``target``: what ``MY`` and ``TARGET`` mean.  When evaluation moves into an
+  attribute that lives in the target ad, the two swap, so ``TARGET.x`` inside the target ad
+  refers back to the first ad, as in HTCondor's MatchClassAd.
+* ``fallback``: whether a missing unqualified name may fall back to the target.  HTCondor
+  does that for expressions of top-level ads and for the expression being evaluated, but not
+  for attributes of nested ads (``[v = w].v`` is UNDEFINED even when the target has ``w``).
+* ``busy``: the (ad, attribute) pairs being evaluated.  Reaching one again is a reference
+  cycle and yields UNDEFINED for that inner reference, which is what HTCondor does
+  (``[a = isUndefined(a) ? 0 : a + 1].a`` is 1).
+
+Nested ad values (``[ ... ]`` literals) evaluate to :class:`~htc.classad.ad.ClassAd` objects
+whose ``_parent`` is the ad the literal was evaluated in, which gives lexical scoping.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from htc.classad.ast import (AdExpr, AttrRef, Binary, Call, Conditional, ListExpr, Literal,
+                             Node, Paren, Select, Subscript, Unary)
+from htc.classad.operators import (arith, bitwise, compare, fold, identical, not_identical,
+                                   truth, unary)
+from htc.classad.values import (INT64_MAX, INT64_MIN, Error, ExprList, Undefined, is_classad,
+                                wrap_int)
+
+
+class Ctx:
+    """Evaluation state of one top-level evaluation (see the module docstring)."""
+
+    __slots__ = ("ad", "my", "target", "busy", "depth", "fallback")
+
+    def __init__(self, ad, my, target):
+        self.fallback = True
+        self.ad = ad
+        self.my = my
+        self.target = target
+        self.busy: set = set()
+        self.depth = 0
+
+
+def root_of(ad):
+    """The outermost ad enclosing ``ad``."""
+    while ad._parent is not None:
+        ad = ad._parent
+    return ad
+
+
+def eval_in(ctx: Ctx, ad, lname: str, node: Node):
+    """Evaluate ``node``, the expression of attribute ``lname`` found in ``ad``."""
+    if node.__class__ is Literal:
+        return node.value
+    key = (id(ad), lname)
+    busy = ctx.busy
+    if key in busy:
+        return Undefined
+    busy.add(key)
+    saved_ad, my, target, fallback = ctx.ad, ctx.my, ctx.target, ctx.fallback
+    if ad._parent is None:
+        root = ad
+        ctx.fallback = True
+    else:
+        root = root_of(ad)
+        ctx.fallback = False
+    if root is not my:
+        if root is target:
+            ctx.my, ctx.target = target, my
+        else:
+            ctx.my, ctx.target = root, None
+    ctx.ad = ad
+    fn = node.fn or compile_node(node)
+    v = fn(ctx)
+    ctx.ad, ctx.my, ctx.target, ctx.fallback = saved_ad, my, target, fallback
+    busy.discard(key)
+    return v
+
+
+def special_name(ctx: Ctx, ad, lname: str):
+    """Value of MY / TARGET / PARENT seen from ``ad``, or None if ``lname`` is not one."""
+    if lname == "my":
+        return root_of(ad) if ad is not None else Undefined
+    if lname == "target":
+        if ad is None:
+            return ctx.target if ctx.target is not None else Undefined
+        root = root_of(ad)
+        if root is ctx.my:
+            other = ctx.target
+        elif root is ctx.target:
+            other = ctx.my
+        else:
+            other = None
+        return other if other is not None else Undefined
+    if lname == "parent":
+        p = ad._parent if ad is not None else None
+        return p if p is not None else Undefined
+    return None
+
+
+def lookup(ctx: Ctx, lname: str):
+    """Evaluate an unqualified attribute reference."""
+    ad = ctx.ad
+    while ad is not None:
+        node = ad._exprs.get(lname)
+        if node is not None:
+            return eval_in(ctx, ad, lname, node)
+        ad = ad._parent
+    special = special_name(ctx, ctx.ad, lname)
+    if special is not None:
+        return special
+    t = ctx.target
+    if t is not None and ctx.fallback:
+        node = t._exprs.get(lname)
+        if node is not None:
+            return eval_in(ctx, t, lname, node)
+    return Undefined
+
+
+def select_in(ctx: Ctx, ad, lname: str):
+    """Evaluate ``ad.lname`` where ``ad`` is an ad value (searching its enclosing ads too)."""
+    a = ad
+    while a is not None:
+        node = a._exprs.get(lname)
+        if node is not None:
+            return eval_in(ctx, a, lname, node)
+        a = a._parent
+    special = special_name(ctx, ad, lname)
+    return Undefined if special is None else special
+
+
+def select_value(ctx: Ctx, base, lname: str):
+    """``base.lname`` for any value ``base``: ads select, lists map, UNDEFINED stays."""
+    if is_classad(base):
+        return select_in(ctx, base, lname)
+    if base is Undefined:
+        return Undefined
+    if isinstance(base, list):
+        return [select_value(ctx, x, lname) if is_classad(x) or x is Undefined else Error
+                for x in base]
+    return Error
+
+
+def subscript_value(ctx: Ctx, base, index):
+    """``base[index]``: list element by integer, ad attribute by string."""
+    if index.__class__ is int and isinstance(base, list):
+        return base[index] if 0 <= index < len(base) else Error
+    if base is Error or index is Error:
+        return Error
+    if base is Undefined or index is Undefined:
+        return Undefined
+    if is_classad(base) and index.__class__ is str:
+        return select_in(ctx, base, index.lower())
+    return Error
+
+
+# ---------------------------------------------------------------------------------------
+# node compilers
+
+def compile_node(node: Node):
+    """Return (and cache on the node) the closure that evaluates ``node``."""
+    fn = node.fn
+    if fn is None:
+        fn = _COMPILERS[node.__class__](node)
+        node.fn = fn
+    return fn
+
+
+def _c_literal(node: Literal):
+    v = node.value
+    return lambda ctx: v
+
+
+def _c_paren(node: Paren):
+    return compile_node(node.inner)
+
+
+def _c_attr(node: AttrRef):
+    lname = node.lname
+
+    def attr(ctx):
+        ad = ctx.ad
+        if ad is not None:
+            n = ad._exprs.get(lname)
+            if n is not None:
+                if n.__class__ is Literal:
+                    return n.value
+                return eval_in(ctx, ad, lname, n)
+        return lookup(ctx, lname)
+    return attr
+
+
+def _c_select(node: Select):
+    lname = node.lname
+    base = node.base
+    if base.__class__ is AttrRef and base.lname in ("my", "target"):
+        which = base.lname
+
+        def scoped(ctx):
+            ad = ctx.my if which == "my" else ctx.target
+            if ad is None:
+                if ctx.ad is None:
+                    return Undefined
+                # evaluation started inside a nested ad: resolve MY/TARGET from it
+                ad = special_name(ctx, ctx.ad, which)
+                if ad is Undefined:
+                    return Undefined
+            n = ad._exprs.get(lname)
+            if n is not None:
+                if n.__class__ is Literal:
+                    return n.value
+                return eval_in(ctx, ad, lname, n)
+            return select_in(ctx, ad, lname)
+        return scoped
+    bf = compile_node(base)
+    return lambda ctx: select_value(ctx, bf(ctx), lname)
+
+
+def _c_subscript(node: Subscript):
+    bf = compile_node(node.base)
+    xf = compile_node(node.index)
+    return lambda ctx: subscript_value(ctx, bf(ctx), xf(ctx))
+
+
+def _c_unary(node: Unary):
+    f = compile_node(node.operand)
+    op = node.op
+    if op == "-":
+        def neg(ctx):
+            v = f(ctx)
+            if v.__class__ is int:
+                return -v if v != INT64_MIN else v
+            return unary("-", v)
+        return neg
+    if op == "!":
+        def not_(ctx):
+            v = f(ctx)
+            if v.__class__ is bool:
+                return not v
+            return unary("!", v)
+        return not_
+    return lambda ctx: unary(op, f(ctx))
+
+
+_PYCMP = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+          "==": operator.eq, "!=": operator.ne}
+_PYARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul}
+
+
+def _c_binary(node: Binary):
+    op = node.op
+    if op == "&&":
+        return _c_and(node)
+    if op == "||":
+        return _c_or(node)
+    lf = compile_node(node.left)
+    rf = compile_node(node.right)
+    right = node.right
+    if op in _PYCMP:
+        pyop = _PYCMP[op]
+        if right.__class__ is Literal and right.value.__class__ is int:
+            c = right.value
+
+            def cmp_int_const(ctx):
+                a = lf(ctx)
+                if a.__class__ is int:
+                    return pyop(a, c)
+                return compare(op, a, c)
+            return cmp_int_const
+        if right.__class__ is Literal and right.value.__class__ is str and op in ("==", "!="):
+            c = right.value
+            cf = fold(c)
+            want = op == "=="
+
+            def cmp_str_const(ctx):
+                a = lf(ctx)
+                if a.__class__ is str:
+                    if a.isascii():
+                        return (a.lower() == cf) is want
+                    return (fold(a) == cf) is want
+                return compare(op, a, c)
+            return cmp_str_const
+
+        def cmp(ctx):
+            a = lf(ctx)
+            b = rf(ctx)
+            if a.__class__ is int and b.__class__ is int:
+                return pyop(a, b)
+            return compare(op, a, b)
+        return cmp
+    if op in _PYARITH:
+        pyop = _PYARITH[op]
+
+        def arith_fast(ctx):
+            a = lf(ctx)
+            b = rf(ctx)
+            if a.__class__ is int and b.__class__ is int:
+                r = pyop(a, b)
+                return r if INT64_MIN <= r <= INT64_MAX else wrap_int(r)
+            if a.__class__ is float and b.__class__ is float:
+                return arith(op, a, b)
+            return arith(op, a, b)
+        return arith_fast
+    if op in ("/", "%"):
+        return lambda ctx: arith(op, lf(ctx), rf(ctx))
+    if op == "is":
+        return lambda ctx: identical(lf(ctx), rf(ctx))
+    if op == "isnt":
+        return lambda ctx: not_identical(lf(ctx), rf(ctx))
+    return lambda ctx: bitwise(op, lf(ctx), rf(ctx))
+
+
+def _c_and(node: Binary):
+    lf = compile_node(node.left)
+    rf = compile_node(node.right)
+
+    def and_(ctx):
+        a = lf(ctx)
+        if a is True:
+            b = rf(ctx)
+            return b if b.__class__ is bool else truth(b)
+        if a is False:
+            return False
+        ta = truth(a)
+        if ta is False or ta is Error:
+            return ta
+        tb = truth(rf(ctx))
+        if ta is True:
+            return tb
+        if tb is False or tb is Error:
+            return tb
+        return Undefined
+    return and_
+
+
+def _c_or(node: Binary):
+    lf = compile_node(node.left)
+    rf = compile_node(node.right)
+
+    def or_(ctx):
+        a = lf(ctx)
+        if a is False:
+            b = rf(ctx)
+            return b if b.__class__ is bool else truth(b)
+        if a is True:
+            return True
+        ta = truth(a)
+        if ta is True or ta is Error:
+            return ta
+        tb = truth(rf(ctx))
+        if ta is False:
+            return tb
+        if tb is True or tb is Error:
+            return tb
+        return Undefined
+    return or_
+
+
+def _c_conditional(node: Conditional):
+    cf = compile_node(node.cond)
+    of = compile_node(node.other)
+    if node.then is None:
+        def elvis(ctx):
+            v = cf(ctx)
+            return of(ctx) if v is Undefined else v
+        return elvis
+    tf = compile_node(node.then)
+
+    def cond(ctx):
+        c = cf(ctx)
+        if c is True:
+            return tf(ctx)
+        if c is False:
+            return of(ctx)
+        c = truth(c)
+        if c is True:
+            return tf(ctx)
+        if c is False:
+            return of(ctx)
+        return c
+    return cond
+
+
+def _c_list(node: ListExpr):
+    fns = [compile_node(n) for n in node.items]
+
+    def list_(ctx):
+        r = ExprList([f(ctx) for f in fns])
+        r.node = node
+        return r
+    return list_
+
+
+def _c_ad(node: AdExpr):
+    from htc.classad.ad import ClassAd
+    make = ClassAd._from_node
+    return lambda ctx: make(node, ctx.ad)
+
+
+def _c_call(node: Call):
+    from htc.classad import specials
+    special = specials.SPECIAL_FORMS.get(node.lname)
+    if special is not None:
+        return special(node)
+    from htc.classad.builtins import FUNCTIONS
+    fns = [compile_node(a) for a in node.args]
+    lname = node.lname
+    if len(fns) == 1:
+        f0 = fns[0]
+
+        def call1(ctx):
+            func = FUNCTIONS.get(lname)
+            if func is None:
+                return Error
+            return func([f0(ctx)])
+        return call1
+
+    def call(ctx):
+        func = FUNCTIONS.get(lname)
+        if func is None:
+            return Error
+        return func([f(ctx) for f in fns])
+    return call
+
+
+_COMPILERS = {
+    Literal: _c_literal, Paren: _c_paren, AttrRef: _c_attr, Select: _c_select,
+    Subscript: _c_subscript, Unary: _c_unary, Binary: _c_binary, Conditional: _c_conditional,
+    ListExpr: _c_list, AdExpr: _c_ad, Call: _c_call,
+}
+
+
+def evaluate(node: Node, scope=None, target=None, ctx: Ctx | None = None):
+    """Evaluate ``node`` with MY = ``scope`` and TARGET = ``target`` (either may be None).
+
+    Args:
+        node: a syntax tree.
+        scope: the ad unqualified names are looked up in first, or None.
+        target: the other ad of a match, or None.
+        ctx: a context made by the caller.
+    Returns:
+        The internal value (see :mod:`htc.classad.values`).
+    """
+    if ctx is None:
+        ctx = Ctx(scope, root_of(scope) if scope is not None else None, target)
+    fn = node.fn or compile_node(node)
+    try:
+        return fn(ctx)
+    except RecursionError:
+        return Error

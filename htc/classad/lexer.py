@@ -1,0 +1,259 @@
+"""Tokenizer for the ClassAd expression language (HTCondor compat-mode rules).
+
+Theory of operation
+-------------------
+:func:`tokenize` turns text into a list of :class:`Token` ending with an ``EOF`` token; the
+parser walks the list by index.  Tokens remember their start offset so that the parser can
+report positions and can tell ``-1`` (a negative literal, written without a space) from
+``- 1`` (unary minus applied to ``1``); HTCondor unparses the two differently.
+
+Rules that are easy to get wrong, all checked against HTCondor 25.14.1 in compat mode:
+
+* Integers are decimal only: ``017`` and ``0x10`` are errors, ``0`` is fine, ``00.5`` is a
+  real.  A literal beyond the 64-bit range is read as ``0`` (HTCondor does the same).
+* Reals need digits after the point (``1.`` and ``1.e5`` are errors); ``.5`` and ``1e5``
+  are reals.  Overflow gives ``inf``, underflow ``0.0``.
+* Strings take C escapes plus octal ``\\ooo`` (three digits only when the first is 0-3);
+  any other escaped character stands for itself (``\\q`` is ``q``).  The octal escapes
+  build UTF-8 bytes: a NUL byte or bytes that are not valid UTF-8 are an error.
+* Two string literals separated only by white space are one string (``"a" "b"`` is
+  ``"ab"``); a comment between them ends the first string.
+* ``'name'`` is a quoted attribute name, with the same escapes.
+"""
+
+from __future__ import annotations
+
+from htc.classad.errors import ClassAdParseError
+
+# token kinds
+INT, REAL, STRING, NAME, QNAME, KEYWORD, OP, EOF = (
+    "INT", "REAL", "STRING", "NAME", "QNAME", "KEYWORD", "OP", "EOF")
+
+#: words that are never attribute names (compared case-insensitively)
+KEYWORDS = frozenset({"true", "false", "undefined", "error", "is", "isnt"})
+
+_SIMPLE_ESCAPES = {
+    "n": b"\n", "t": b"\t", "b": b"\b", "f": b"\f", "r": b"\r", "a": b"\a", "v": b"\v",
+    "\\": b"\\", '"': b'"', "'": b"'",
+}
+
+# Longest operators first so that ``>>>`` wins over ``>>`` and ``=?=`` over ``=``.
+_OPERATORS = (
+    ">>>", "=?=", "=!=", "==", "!=", "<=", ">=", "<<", ">>", "&&", "||",
+    "+", "-", "*", "/", "%", "<", ">", "=", "!", "~", "&", "|", "^", "?", ":",
+    "(", ")", "[", "]", "{", "}", ",", ";", ".",
+)
+
+_WS = " \t\n\r\f\v"
+_INT64_MAX = (1 << 63) - 1
+_INT64_MIN = -(1 << 63)
+
+
+class Token:
+    """One lexical token: its kind, value, source offset and the exact source text."""
+
+    __slots__ = ("kind", "value", "pos", "end")
+
+    def __init__(self, kind: str, value, pos: int, end: int):
+        self.kind = kind
+        self.value = value
+        self.pos = pos
+        self.end = end
+
+    def __repr__(self) -> str:
+        return f"Token({self.kind}, {self.value!r}, {self.pos})"
+
+
+def int_from_text(text: str) -> int:
+    """Convert decimal digits (with an optional leading ``-``) as HTCondor does: out of range is 0."""
+    n = int(text)
+    if _INT64_MIN <= n <= _INT64_MAX:
+        return n
+    return 0
+
+
+def skip_space(text: str, i: int, n: int) -> int:
+    """Offset of the next token after ``i``: skips white space and both kinds of comment."""
+    while i < n:
+        c = text[i]
+        if c in _WS:
+            i += 1
+        elif c == "/" and i + 1 < n and text[i + 1] == "/":
+            j = text.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif c == "/" and i + 1 < n and text[i + 1] == "*":
+            j = text.find("*/", i + 2)
+            if j < 0:
+                raise ClassAdParseError(text, i, "a closing '*/' for this comment")
+            i = j + 2
+        else:
+            break
+    return i
+
+
+def _read_quoted(text: str, i: int, n: int, quote: str) -> tuple[str, int]:
+    """Read a quoted string or name starting at the opening quote; return (value, end)."""
+    start = i
+    i += 1
+    out = bytearray()
+    while True:
+        if i >= n:
+            raise ClassAdParseError(text, start, f"a closing {quote} for this literal")
+        c = text[i]
+        if c == quote:
+            i += 1
+            break
+        if c == "\\":
+            if i + 1 >= n:
+                raise ClassAdParseError(text, start, f"a closing {quote} for this literal")
+            e = text[i + 1]
+            if e in "01234567":
+                maxlen = 3 if e in "0123" else 2
+                j = i + 1
+                while j < n and j < i + 1 + maxlen and text[j] in "01234567":
+                    j += 1
+                code = int(text[i + 1:j], 8)
+                if code == 0:
+                    raise ClassAdParseError(text, i, "no NUL character (\\0) inside a string")
+                out.append(code)
+                i = j
+                continue
+            out += _SIMPLE_ESCAPES.get(e) or e.encode("utf-8")
+            i += 2
+            continue
+        out += c.encode("utf-8", "surrogatepass")
+        i += 1
+    try:
+        return out.decode("utf-8"), i
+    except UnicodeDecodeError:
+        raise ClassAdParseError(text, start, "a literal whose octal escapes form valid UTF-8") from None
+
+
+def _read_number(text: str, i: int, n: int) -> tuple[Token, int]:
+    start = i
+    while i < n and text[i].isdigit():
+        i += 1
+    is_real = False
+    if i < n and text[i] == ".":
+        j = i + 1
+        while j < n and text[j].isdigit():
+            j += 1
+        if j == i + 1:
+            raise ClassAdParseError(text, i, "digits after the decimal point")
+        i = j
+        is_real = True
+    if i < n and text[i] in "eE":
+        j = i + 1
+        if j < n and text[j] in "+-":
+            j += 1
+        k = j
+        while k < n and text[k].isdigit():
+            k += 1
+        if k == j:
+            raise ClassAdParseError(text, i, "digits in the exponent")
+        i = k
+        is_real = True
+    lit = text[start:i]
+    if is_real:
+        return Token(REAL, float(lit), start, i), i
+    if len(lit) > 1 and lit[0] == "0":
+        raise ClassAdParseError(text, start, "a decimal integer (octal and hex are not allowed)")
+    return Token(INT, int_from_text(lit), start, i), i
+
+
+def tokenize(text: str, start: int = 0, one_group: bool = False,
+             lenient: bool = False) -> list[Token]:
+    """Split ``text`` into tokens.
+
+    Args:
+        text: ClassAd expression (or new-syntax ad) source.
+        start: offset to start at.
+        one_group: stop after the token that closes the first bracket group (used to read
+            one ad out of a stream of ads without touching the text after it).
+    Returns:
+        The tokens, ending with one ``EOF`` token.
+    Raises:
+        ClassAdParseError: on a character or literal the language does not allow.
+    """
+    if lenient:
+        try:
+            return tokenize(text, start, one_group)
+        except ClassAdParseError as ex:
+            pos = getattr(ex, "token_pos", ex.pos)
+            good = tokenize(text[:pos], start, one_group, True) if pos > start else [
+                Token(EOF, None, start, start)]
+            return good[:-1] + [Token("BAD", None, pos, len(text)),
+                                Token(EOF, None, len(text), len(text))]
+    toks: list[Token] = []
+    append = toks.append
+    n = len(text)
+    depth = 0
+    i = skip_space(text, start, n)
+    while i < n:
+        try:
+            i, op = _next_token(text, i, n, append)
+        except ClassAdParseError as ex:
+            ex.token_pos = i  # where the bad token starts (lenient callers cut there)
+            raise
+        if one_group and op is not None:
+            if op in "[{(":
+                depth += 1
+            elif op in "]})":
+                depth -= 1
+                if depth <= 0:
+                    append(Token(EOF, None, i, i))
+                    return toks
+        i = skip_space(text, i, n)
+    append(Token(EOF, None, n, n))
+    return toks
+
+
+def _next_token(text: str, i: int, n: int, append) -> tuple[int, str | None]:
+    """Read one token at ``i``; return the offset after it and the operator text (if any)."""
+    op = None
+    c = text[i]
+    if c.isalpha() or c == "_":
+        j = i + 1
+        while j < n and (text[j].isalnum() or text[j] == "_"):
+            j += 1
+        word = text[i:j]
+        if not word.isascii():
+            raise ClassAdParseError(text, i, "an ASCII attribute name")
+        low = word.lower()
+        if low in KEYWORDS:
+            append(Token(KEYWORD, low, i, j))
+        else:
+            append(Token(NAME, word, i, j))
+        i = j
+    elif c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit()):
+        if not c.isascii():
+            raise ClassAdParseError(text, i, "an ASCII digit")
+        tok, i = _read_number(text, i, n)
+        append(tok)
+    elif c == '"':
+        start = i
+        value, i = _read_quoted(text, i, n, '"')
+        # adjacent literals separated by white space only are one string
+        while True:
+            j = i
+            while j < n and text[j] in _WS:
+                j += 1
+            if j < n and text[j] == '"':
+                more, i = _read_quoted(text, j, n, '"')
+                value += more
+            else:
+                break
+        append(Token(STRING, value, start, i))
+    elif c == "'":
+        start = i
+        value, i = _read_quoted(text, i, n, "'")
+        append(Token(QNAME, value, start, i))
+    else:
+        for op in _OPERATORS:
+            if text.startswith(op, i):
+                append(Token(OP, op, i, i + len(op)))
+                i += len(op)
+                break
+        else:
+            raise ClassAdParseError(text, i, "an operator, literal or attribute name")
+    return i, op

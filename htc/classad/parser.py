@@ -1,0 +1,322 @@
+"""Parser for ClassAd expressions and new-syntax ads (recursive descent, precedence climbing).
+
+Grammar (HTCondor manual, "ClassAd Syntax"; lowest precedence first)::
+
+    expr      := or_expr [ '?' expr ':' expr ]                     (right associative)
+    or_expr   := binary operators by level, all left associative:
+                 ||  /  &&  /  |  /  ^  /  &  /  == != =?= =!= is isnt  /  < <= > >=
+                 /  << >> >>>  /  + -  /  * / %
+    unary     := ('-' | '+' | '!' | '~') unary | elvis
+    elvis     := postfix ( '?' ':' postfix )*       (binds tightest: 2 * x ?: 3 is 2 * (x ?: 3))
+    postfix   := primary ( '.' name | '[' expr ']' )*
+    primary   := literal | name | name '(' [expr (',' expr)*] ')' | '(' expr ')'
+               | '{' [expr (',' expr)*] '}' | ad
+    ad        := '[' [';'*] [attr (';'+ attr)* ';'*] ']'      ('[;]' alone is an error)
+    attr      := (name | 'quoted name') '=' expr
+
+A ``-`` written directly against a number literal (``-1``, no space) folds into a negative
+literal, as HTCondor's parser does; ``- 1`` stays a unary minus.  That is also how
+``-9223372036854775808`` is representable.
+"""
+
+from __future__ import annotations
+
+from htc.classad import lexer as L
+from htc.classad.ast import (AdExpr, AttrRef, Binary, Call, Conditional, ListExpr, Literal,
+                             Node, Paren, Select, Subscript, Unary)
+from htc.classad.errors import ClassAdParseError
+from htc.classad.values import Error, Undefined
+
+_LEVELS = (
+    ("||",), ("&&",), ("|",), ("^",), ("&",),
+    ("==", "!=", "=?=", "=!=", "is", "isnt"),
+    ("<", "<=", ">", ">="),
+    ("<<", ">>", ">>>"),
+    ("+", "-"),
+    ("*", "/", "%"),
+)
+_PREC = {op: level for level, ops in enumerate(_LEVELS) for op in ops}
+_CANON = {"=?=": "is", "=!=": "isnt"}
+_CONSTS = {"true": True, "false": False, "undefined": Undefined, "error": Error}
+
+#: deepest nesting of parentheses, lists, ads and prefix operators accepted
+MAX_DEPTH = 120
+
+
+class Parser:
+    """Parse one token stream; use the module functions rather than this class directly."""
+
+    def __init__(self, text: str, tokens: list[L.Token] | None = None):
+        self.text = text
+        self.toks = tokens if tokens is not None else L.tokenize(text)
+        self.i = 0
+        self.depth = 0
+
+    # -- helpers ---------------------------------------------------------------------
+    @property
+    def tok(self) -> L.Token:
+        return self.toks[self.i]
+
+    def error(self, expected: str, tok: L.Token | None = None) -> ClassAdParseError:
+        tok = tok or self.tok
+        found = "end of input" if tok.kind == L.EOF else repr(self.text[tok.pos:tok.end])
+        return ClassAdParseError(self.text, tok.pos, expected, found)
+
+    def is_op(self, op: str) -> bool:
+        t = self.toks[self.i]
+        return t.kind == L.OP and t.value == op
+
+    def expect_op(self, op: str, what: str | None = None) -> L.Token:
+        t = self.toks[self.i]
+        if t.kind == L.OP and t.value == op:
+            self.i += 1
+            return t
+        raise self.error(what or f"'{op}'")
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.error(f"an expression nested at most {MAX_DEPTH} levels deep")
+
+    # -- expressions -----------------------------------------------------------------
+    def expr(self) -> Node:
+        cond = self.binary(0)
+        if self.is_op("?"):
+            self.enter()
+            self.i += 1
+            then = self.expr()
+            self.expect_op(":", "':' of the conditional expression")
+            node = Conditional(cond, then, self.expr())
+            self.depth -= 1
+            return node
+        return cond
+
+    def binary(self, level: int) -> Node:
+        if level == len(_LEVELS):
+            return self.unary()
+        left = self.binary(level + 1)
+        ops = _LEVELS[level]
+        while True:
+            t = self.toks[self.i]
+            if t.kind == L.OP or t.kind == L.KEYWORD:
+                op = t.value
+                if op in ops:
+                    self.i += 1
+                    right = self.binary(level + 1)
+                    left = Binary(_CANON.get(op, op), left, right)
+                    continue
+            return left
+
+    def unary(self) -> Node:
+        t = self.toks[self.i]
+        if t.kind == L.OP and t.value in ("-", "+", "!", "~"):
+            nxt = self.toks[self.i + 1]
+            if t.value == "-" and nxt.kind in (L.INT, L.REAL) and nxt.pos == t.end:
+                self.i += 2
+                lit = self.text[nxt.pos:nxt.end]
+                value = -nxt.value if nxt.kind == L.REAL else L.int_from_text("-" + lit)
+                return self.elvis(self.postfix(Literal(value)))
+            self.enter()
+            self.i += 1
+            node = Unary(t.value, self.unary())
+            self.depth -= 1
+            return node
+        return self.elvis(self.postfix(self.primary()))
+
+    def elvis(self, node: Node) -> Node:
+        # HTCondor binds ``a ?: b`` tighter than any other operator: both operands are
+        # postfix expressions, so ``2 * x ?: 3`` is ``2 * (x ?: 3)``.
+        while self.is_op("?") and self.toks[self.i + 1].kind == L.OP and \
+                self.toks[self.i + 1].value == ":":
+            self.i += 2
+            t = self.toks[self.i]
+            nxt = self.toks[self.i + 1]
+            if (t.kind == L.OP and t.value == "-" and nxt.kind in (L.INT, L.REAL)
+                    and nxt.pos == t.end):
+                self.i += 2
+                lit = self.text[nxt.pos:nxt.end]
+                value = -nxt.value if nxt.kind == L.REAL else L.int_from_text("-" + lit)
+                right = self.postfix(Literal(value))
+            else:
+                right = self.postfix(self.primary())
+            node = Conditional(node, None, right)
+        return node
+
+    def postfix(self, node: Node) -> Node:
+        while True:
+            t = self.toks[self.i]
+            if t.kind != L.OP:
+                return node
+            if t.value == ".":
+                self.i += 1
+                n = self.toks[self.i]
+                if n.kind not in (L.NAME, L.QNAME):
+                    raise self.error("an attribute name after '.'")
+                self.i += 1
+                node = Select(node, n.value)
+            elif t.value == "[":
+                self.enter()
+                self.i += 1
+                index = self.expr()
+                self.expect_op("]", "']' closing the subscript")
+                self.depth -= 1
+                node = Subscript(node, index)
+            else:
+                return node
+
+    def primary(self) -> Node:
+        t = self.toks[self.i]
+        k = t.kind
+        if k == L.INT or k == L.REAL or k == L.STRING:
+            self.i += 1
+            return Literal(t.value)
+        if k == L.KEYWORD:
+            if t.value in _CONSTS:
+                self.i += 1
+                return Literal(_CONSTS[t.value])
+            raise self.error("an operand")
+        if k == L.NAME:
+            self.i += 1
+            if self.is_op("("):
+                return self.call(t.value)
+            return AttrRef(t.value)
+        if k == L.QNAME:
+            self.i += 1
+            return AttrRef(t.value)
+        if k == L.OP:
+            if t.value == "(":
+                self.enter()
+                self.i += 1
+                inner = self.expr()
+                self.expect_op(")", "')' closing the parenthesis")
+                self.depth -= 1
+                return Paren(inner)
+            if t.value == "{":
+                return self.list_literal()
+            if t.value == "[":
+                return self.ad_literal()
+        raise self.error("an operand (literal, attribute name, '(', '{' or '[')")
+
+    def call(self, name: str) -> Node:
+        self.enter()
+        self.i += 1  # '('
+        args: list[Node] = []
+        if not self.is_op(")"):
+            args.append(self.expr())
+            while self.is_op(","):
+                self.i += 1
+                args.append(self.expr())
+        self.expect_op(")", f"',' or ')' in the arguments of {name}()")
+        self.depth -= 1
+        lname = name.lower()
+        if lname in ("abstime", "reltime") and len(args) == 1 and isinstance(args[0], Literal) \
+                and isinstance(args[0].value, str):
+            # HTCondor's parser turns a time function of a string literal into a time literal
+            # (and refuses a literal it cannot read); a computed string stays a call.
+            return self.time_literal(lname, args[0].value)
+        return Call(name, args)
+
+    def time_literal(self, lname: str, text: str) -> Node:
+        from htc.classad.builtins_time import parse_abstime_literal, parse_reltime_literal
+
+        value = (parse_abstime_literal if lname == "abstime" else parse_reltime_literal)(text)
+        if value is None:
+            raise self.error(f"a valid {'absTime' if lname == 'abstime' else 'relTime'} literal, not {text!r}")
+        return Literal(value)
+
+    def list_literal(self) -> Node:
+        self.enter()
+        self.i += 1  # '{'
+        items: list[Node] = []
+        if not self.is_op("}"):
+            items.append(self.expr())
+            while self.is_op(","):
+                self.i += 1
+                items.append(self.expr())
+        self.expect_op("}", "',' or '}' in the list")
+        self.depth -= 1
+        return ListExpr(items)
+
+    def ad_literal(self) -> AdExpr:
+        self.enter()
+        open_tok = self.expect_op("[")
+        pairs: list[tuple[str, Node]] = []
+        semis = 0
+        while True:
+            t = self.toks[self.i]
+            if t.kind == L.OP and t.value == ";":
+                self.i += 1
+                semis += 1
+                continue
+            if t.kind == L.OP and t.value == "]":
+                if semis and not pairs:
+                    raise self.error("an attribute definition in the ad", t)
+                self.i += 1
+                break
+            if pairs and not semis:
+                raise self.error("';' or ']' after the attribute definition")
+            if t.kind not in (L.NAME, L.QNAME):
+                if t.kind == L.EOF:
+                    raise self.error(f"']' closing the ad opened at offset {open_tok.pos}")
+                raise self.error("an attribute name (keywords need 'quotes')")
+            self.i += 1
+            self.expect_op("=", f"'=' after the attribute name {t.value!r}")
+            pairs.append((t.value, self.expr()))
+            semis = 0
+        self.depth -= 1
+        return AdExpr(pairs)
+
+
+def _guard(fn, text: str):
+    try:
+        return fn()
+    except RecursionError:
+        raise ClassAdParseError(text, 0, "an expression that nests less deeply") from None
+
+
+def parse_expr(text: str) -> Node:
+    """Parse a whole string as one expression.
+
+    Args:
+        text: the expression source.
+    Returns:
+        The syntax tree.
+    Raises:
+        ClassAdParseError: the text is not exactly one expression.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a ClassAd expression must be given as str, not {type(text).__name__}")
+
+    def run():
+        p = Parser(text)
+        node = p.expr()
+        if p.tok.kind != L.EOF:
+            raise p.error("an operator or end of input")
+        return node
+    return _guard(run, text)
+
+
+def parse_ad_prefix(text: str, start: int = 0) -> tuple[AdExpr, int] | None:
+    """Parse one new-syntax ad ``[ ... ]`` beginning at offset ``start`` (after white space).
+
+    Args:
+        text: source text holding one or more ads.
+        start: offset to begin at.
+    Returns:
+        ``(ad_node, end_offset)``, or None when only white space/comments remain.
+    Raises:
+        ClassAdParseError: the next thing in the text is not a well-formed ad.
+    """
+    def run():
+        i = L.skip_space(text, start, len(text))
+        if i >= len(text):
+            return None
+        if text[i] != "[":
+            raise ClassAdParseError(text, i, "'[' starting a ClassAd")
+        toks = L.tokenize(text, i, one_group=True)
+        p = Parser(text, toks)
+        node = p.ad_literal()
+        if p.tok.kind != L.EOF:
+            raise p.error("end of the ad")
+        return node, toks[-1].end
+    return _guard(run, text)
