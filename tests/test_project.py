@@ -83,3 +83,11 @@ def test_import_htcexecutor_is_the_users_import():
     from htc import HTCExecutor
 
     assert HTCExecutor.__module__ == "htc.executors"
+
+
+def test_first_use_of_any_command_creates_a_personal_pool_config(_isolated_htc_home, monkeypatch, capsys):
+    home = _isolated_htc_home / "fresh"
+    monkeypatch.setenv("HTC_HOME", str(home))
+    assert main(["config_val", "DAEMON_LIST"]) == 0
+    assert (home / "htc_config").exists()
+    assert "SCHEDD" in capsys.readouterr().out

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from htc.errors import HTCError
@@ -62,6 +63,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        if os.environ.get("HTC_CONFIG") != "ONLY_ENV":
+            # The first use of any command sets up a working personal pool under $HTC_HOME.
+            from htc.config import ensure_home
+
+            ensure_home()
         status = args.func(args)
     except HTCError as exc:
         print(f"htc {args.command}: {exc}", file=sys.stderr)

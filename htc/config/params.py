@@ -1,0 +1,440 @@
+"""THE param table: every knob htc reads, with its type, HTCondor's default and a one-line doc.
+
+Code reads knobs only through :meth:`htc.config.Config.param`, which refuses names not
+declared here (:class:`~htc.config.errors.UndeclaredKnob`); ``tests/test_config_params.py``
+scans the source tree so that a missing declaration fails a test, not a user. The scan sees
+``<x>.param("NAME")`` when the receiver is named like a configuration (``cfg``, ``config``,
+``self.config``) or the name looks like a knob (``MAX_JOBS_RUNNING``), so keep the Config
+object in a variable with such a name.
+
+Each entry is ``P(name, type, default, doc[, origin])``:
+
+* ``type`` -- how :meth:`Config.param` returns the value: ``int``, ``float``, ``bool``,
+  ``str``, ``path``, ``list`` (split on commas and white space) or ``expr`` (ClassAd
+  expression source text, for the daemon to compile).
+* ``default`` -- the *raw* default, macros allowed (``$(LOCAL_DIR)/spool``); ``""`` = unset.
+* ``origin`` -- ``table`` (HTCondor's param table has this default; it also answers ``$(NAME)``
+  references, as in HTCondor), ``code`` (HTCondor's compiled-in default, not in its table, so
+  ``$(NAME)`` of an unset knob stays empty as in HTCondor), ``htc`` (a knob of htc's own) or
+  ``detected`` (measured at start-up, see :mod:`htc.config.detected`).
+
+To add a knob: append one ``P(...)`` line in its area, with HTCondor's name and default
+(``python -c 'import htcondor2; print(htcondor2.param["NAME"])'`` with
+``CONDOR_CONFIG=ONLY_ENV`` shows HTCondor's), then run ``python -m htc.config.paramdoc`` to
+refresh the table in ``docs/configuration.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Param", "PARAMS", "TYPES", "lookup", "table_default", "markdown_table"]
+
+TYPES = ("int", "float", "bool", "str", "path", "list", "expr")
+ORIGINS = ("table", "code", "htc", "detected")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One knob: name (HTCondor's spelling), type, raw default, one-line doc, default origin."""
+
+    name: str
+    type: str
+    default: str
+    doc: str
+    origin: str = "table"
+
+    def __post_init__(self) -> None:
+        if self.type not in TYPES:
+            raise ValueError(f"param {self.name}: type {self.type!r} is not one of {TYPES}")
+        if self.origin not in ORIGINS:
+            raise ValueError(f"param {self.name}: origin {self.origin!r} is not one of {ORIGINS}")
+
+
+P = Param
+_DISK_QUANTUM = ('quantize(RequestDisk -     ifthenelse(\n        MappingMethod ?: "" != "Copy",\n'
+                 '            ifthenelse(\n        RequestedCatalogs is undefined || catalogs is undefined,\n'
+                 '        0,\n        sum(\n            evalInEachContext(\n'
+                 '                member(CatalogID, RequestedCatalogIDs)\n                ? CatalogSize : 0,\n'
+                 '                catalogs\n            )\n        )\n    ),\n        0\n'
+                 '),{Target.DiskQuantum?:1024})')
+
+_ENTRIES = [
+    # --- layout: where things live (htc's first-use config points LOCAL_DIR at $HTC_HOME) ---
+    P("RELEASE_DIR", "path", "/usr", "Where HTCondor's programs are installed (bin, sbin, libexec)."),
+    P("LOCAL_DIR", "path", "$(TILDE)", "Root of this machine's state: log, spool and execute directories."),
+    P("BIN", "path", "$(RELEASE_DIR)/bin", "Directory of the user tools."),
+    P("SBIN", "path", "$(RELEASE_DIR)/sbin", "Directory of the daemon programs."),
+    P("LIBEXEC", "path", "$(RELEASE_DIR)/libexec", "Directory of helper programs."),
+    P("LOG", "path", "$(LOCAL_DIR)/log", "Directory of daemon logs and address files."),
+    P("SPOOL", "path", "$(LOCAL_DIR)/spool", "Directory of the job queue, history and job sandboxes."),
+    P("EXECUTE", "path", "$(LOCAL_DIR)/execute", "Directory under which jobs run (one scratch dir per job)."),
+    P("LOCK", "path", "$(LOG)", "Directory of lock files."),
+    P("RUN", "path", "$(LOCK)", "Directory of sockets and other run-time files."),
+    P("HISTORY", "path", "$(SPOOL)/history", "File of completed and removed job ads."),
+    P("JOB_QUEUE_LOG", "path", "$(SPOOL)/job_queue.log", "HTCondor's job queue transaction log."),
+    P("JOB_QUEUE_DB", "path", "$(SPOOL)/job_queue.db", "The schedd's sqlite job queue.", "htc"),
+    P("STARTD_HISTORY", "path", "$(LOG)/startd_history", "File of ads of jobs this machine ran."),
+    P("ACCOUNTANT_DATABASE_FILE", "path", "$(SPOOL)/Accountantnew.log", "The accountant's usage database."),
+    P("LOCAL_UNIV_EXECUTE", "path", "$(SPOOL)/local_univ_execute", "Scratch directory of local-universe jobs."),
+    P("DAEMON_SOCKET_DIR", "str", "auto", "Directory of daemons' Unix sockets (auto: under LOCK)."),
+    # --- configuration files ---
+    P("LOCAL_CONFIG_FILE", "list", "", "Files read after the main file (later wins)."),
+    P("LOCAL_CONFIG_DIR", "list", "", "Directories whose files are read after the main file, in name order."),
+    P("LOCAL_CONFIG_DIR_EXCLUDE_REGEXP", "str",
+      r"^((\..*)|(.*\.pl)|(.*\.py)|(.*\.sh)|(.*~)|(#.*)|(.*\.rpmsave)|(.*\.rpmnew)|(.*\.dpkg-old)"
+      r"|(.*\.dpkg-dist)|(.*\.cfsaved))$", "File names in LOCAL_CONFIG_DIR that are skipped."),
+    P("REQUIRE_LOCAL_CONFIG_FILE", "bool", "true", "Fail when a LOCAL_CONFIG_FILE cannot be read."),
+    P("ENABLE_RUNTIME_CONFIG", "bool", "false", "Allow condor_config_val -rset on running daemons."),
+    P("ENABLE_PERSISTENT_CONFIG", "bool", "false", "Allow condor_config_val -set on running daemons."),
+    # --- daemon logs ---
+    P("ALL_DEBUG", "str", "", "Debug categories added to every daemon log."),
+    P("MAX_DEFAULT_LOG", "str", "10 Mb", "Size at which a daemon log is rotated."),
+    P("MASTER_LOG", "path", "$(LOG)/MasterLog", "The master's log."),
+    P("MASTER_DEBUG", "str", "", "Debug categories of the master's log."),
+    P("COLLECTOR_LOG", "path", "$(LOG)/CollectorLog", "The collector's log."),
+    P("COLLECTOR_DEBUG", "str", "", "Debug categories of the collector's log."),
+    P("NEGOTIATOR_LOG", "path", "$(LOG)/NegotiatorLog", "The negotiator's log."),
+    P("NEGOTIATOR_MATCH_LOG", "path", "$(LOG)/MatchLog", "Log of every match the negotiator makes."),
+    P("NEGOTIATOR_DEBUG", "str", "D_MATCH", "Debug categories of the negotiator's log."),
+    P("SCHEDD_LOG", "path", "$(LOG)/SchedLog", "The schedd's log."),
+    P("SCHEDD_DEBUG", "str", "D_PID", "Debug categories of the schedd's log."),
+    P("STARTD_LOG", "path", "$(LOG)/StartLog", "The startd's log."),
+    P("STARTD_DEBUG", "str", "", "Debug categories of the startd's log."),
+    P("SHADOW_LOG", "path", "$(LOG)/ShadowLog", "The shadows' log."),
+    P("SHADOW_DEBUG", "str", "", "Debug categories of the shadows' log."),
+    P("STARTER_LOG", "path", "$(LOG)/StarterLog", "The starters' log."),
+    P("STARTER_DEBUG", "str", "D_PID ", "Debug categories of the starters' log."),
+    P("EVENT_LOG", "path", "", "A machine-wide job event log of every job (empty: none)."),
+    P("EVENT_LOG_MAX_SIZE", "int", "1000000", "Size at which EVENT_LOG is rotated."),
+    P("EVENT_LOG_MAX_ROTATIONS", "int", "1", "How many rotated EVENT_LOG files are kept."),
+    P("EVENT_LOG_USE_XML", "bool", "false", "Write EVENT_LOG in XML."),
+    P("EVENT_LOG_FORMAT_OPTIONS", "str", "", "Date format options of EVENT_LOG (UTC, ISO_DATE, ...)."),
+    P("DEFAULT_USERLOG_FORMAT_OPTIONS", "str", "", "Date format options of job event logs."),
+    P("EVENT_LOG_JOB_AD_INFORMATION_ATTRS", "list", "", "Job attributes logged in event 028."),
+    P("ENABLE_USERLOG_LOCKING", "bool", "false", "Lock job event logs while writing."),
+    P("ENABLE_USERLOG_FSYNC", "bool", "false", "Call fsync on job event logs after each event."),
+    # --- address files ---
+    P("MASTER_ADDRESS_FILE", "path", "$(LOG)/.master_address", "Where the master writes its address."),
+    P("COLLECTOR_ADDRESS_FILE", "path", "$(LOG)/.collector_address", "Where the collector writes its address."),
+    P("NEGOTIATOR_ADDRESS_FILE", "path", "", "Where the negotiator writes its address."),
+    P("SCHEDD_ADDRESS_FILE", "path", "$(SPOOL)/.schedd_address", "Where the schedd writes its address."),
+    P("STARTD_ADDRESS_FILE", "path", "$(LOG)/.startd_address", "Where the startd writes its address."),
+    # --- the pool ---
+    P("CONDOR_HOST", "str", "", "The central manager's host."),
+    P("COLLECTOR_HOST", "str", "$(CONDOR_HOST)", "The collector's host[:port] (port 0: a personal pool's own)."),
+    P("COLLECTOR_PORT", "int", "9618", "The collector's default port."),
+    P("COLLECTOR_NAME", "str", "My Pool - $(CONDOR_HOST)", "The pool's name, advertised by the collector."),
+    P("UID_DOMAIN", "str", "$(FULL_HOSTNAME)", "Machines with the same UID_DOMAIN share user accounts."),
+    P("FILESYSTEM_DOMAIN", "str", "$(FULL_HOSTNAME)", "Machines with the same FILESYSTEM_DOMAIN share files."),
+    P("ACCOUNTING_DOMAIN", "str", "$(UID_DOMAIN)", "Domain of submitter names in accounting."),
+    P("CONDOR_ADMIN", "str", "root@$(FULL_HOSTNAME)", "Who is mailed when a daemon fails."),
+    P("MAIL", "path", "/usr/bin/mail", "Mail program for notifications."),
+    P("MAIL_FROM", "str", "", "From address of notification mail."),
+    P("SMTP_SERVER", "str", "", "SMTP server for notification mail."),
+    P("EMAIL_DOMAIN", "str", "", "Domain appended to user names for notification mail.", "code"),
+    P("NETWORK_INTERFACE", "str", "*", "Which network interface daemons listen on."),
+    P("BIND_ALL_INTERFACES", "bool", "true", "Listen on every interface."),
+    P("USE_SHARED_PORT", "bool", "true", "Route all daemons through one port per host."),
+    P("SHARED_PORT_PORT", "int", "$(COLLECTOR_PORT)", "The shared port."),
+    P("FLOCK_TO", "list", "", "Other pools this schedd may send jobs to."),
+    P("FLOCK_FROM", "list", "", "Other pools' schedds allowed to send jobs here."),
+    P("MASTER_NAME", "str", "", "Name of the master (default: the host)."),
+    P("SCHEDD_NAME", "str", "", "Name of the schedd (default: the host)."),
+    P("STARTD_NAME", "str", "", "Name of the startd (default: the host)."),
+    # --- master ---
+    P("DAEMON_LIST", "list", "MASTER", "Daemons the master starts and keeps running."),
+    P("MASTER_BACKOFF_CONSTANT", "int", "9", "Restart delay base: constant + factor^restarts seconds."),
+    P("MASTER_BACKOFF_FACTOR", "float", "2.0", "Exponential factor of the restart delay."),
+    P("MASTER_BACKOFF_CEILING", "int", "3600", "Longest delay before restarting a failed daemon."),
+    P("MASTER_RECOVER_FACTOR", "int", "300", "Seconds a daemon must stay up to reset its restart count."),
+    P("MASTER_UPDATE_INTERVAL", "int", "300", "Seconds between the master's ad updates."),
+    P("MASTER_CHECK_NEW_EXEC_INTERVAL", "int", "300", "Seconds between checks for new daemon binaries."),
+    P("MASTER_NEW_BINARY_DELAY", "int", "120", "Seconds to wait after a binary changes before restarting."),
+    P("SHUTDOWN_FAST_TIMEOUT", "int", "300", "Seconds a fast shutdown may take before daemons are killed."),
+    P("SHUTDOWN_GRACEFUL_TIMEOUT", "int", "1800", "Seconds a graceful shutdown may take.", "code"),
+    P("PREEN_INTERVAL", "int", "86400", "Seconds between clean-ups of stale files."),
+    P("NOT_RESPONDING_TIMEOUT", "int", "3600", "Seconds without a heartbeat before a daemon is killed."),
+    # --- collector ---
+    P("UPDATE_INTERVAL", "int", "300", "Seconds between a daemon's ad updates to the collector."),
+    P("UPDATE_OFFSET", "int", "0", "Seconds to delay the first ad update.", "code"),
+    P("UPDATE_COLLECTOR_WITH_TCP", "bool", "true", "Send ad updates over TCP."),
+    P("CLASSAD_LIFETIME", "int", "900", "Seconds an ad lives in the collector without an update.", "code"),
+    P("COLLECTOR_UPDATE_INTERVAL", "int", "900", "Seconds between the collector's own ad updates."),
+    P("COLLECTOR_QUERY_WORKERS", "int", "4", "Concurrent query workers of the collector."),
+    # --- negotiator ---
+    P("NEGOTIATOR_INTERVAL", "int", "60", "Seconds between negotiation cycles."),
+    P("NEGOTIATOR_MIN_INTERVAL", "int", "5", "Minimum seconds between the start of two cycles."),
+    P("NEGOTIATOR_CYCLE_DELAY", "int", "20", "Seconds to wait after a cycle before the next.", "code"),
+    P("NEGOTIATOR_UPDATE_INTERVAL", "int", "300", "Seconds between the negotiator's ad updates."),
+    P("NEGOTIATOR_TIMEOUT", "int", "30", "Seconds to wait for a schedd during negotiation."),
+    P("NEGOTIATOR_MAX_TIME_PER_CYCLE", "int", "1200", "Longest a negotiation cycle may take."),
+    P("NEGOTIATOR_MAX_TIME_PER_SUBMITTER", "int", "60", "Longest one submitter may take in a cycle."),
+    P("NEGOTIATOR_MAX_TIME_PER_SCHEDD", "int", "120", "Longest one schedd may take in a cycle."),
+    P("NEGOTIATOR_MAX_TIME_PER_PIESPIN", "int", "120", "Longest one pie spin may take."),
+    P("NEGOTIATOR_CONSIDER_PREEMPTION", "bool", "true", "Consider claimed slots for preemption."),
+    P("NEGOTIATOR_CONSIDER_EARLY_PREEMPTION", "bool", "false", "Consider slots still in their retirement time."),
+    P("NEGOTIATOR_USE_SLOT_WEIGHTS", "bool", "true", "Count slots by SLOT_WEIGHT, not one each."),
+    P("NEGOTIATOR_USE_WEIGHTED_DEMAND", "bool", "true", "Weigh submitters' demand by their jobs' slot weight."),
+    P("NEGOTIATOR_DEPTH_FIRST", "bool", "false", "Fill one machine before the next."),
+    P("NEGOTIATOR_MATCHLIST_CACHING", "bool", "true", "Reuse the sorted slot list within an autocluster."),
+    P("NEGOTIATOR_INFORM_STARTD", "bool", "false", "Tell the startd about a match as well as the schedd."),
+    P("NEGOTIATOR_ALLOW_QUOTA_OVERSUBSCRIPTION", "bool", "true", "Let group quotas add up to more than the pool."),
+    P("NEGOTIATOR_IGNORE_USER_PRIORITIES", "bool", "false", "Negotiate as if all users had equal priority."),
+    P("NEGOTIATOR_DISCOUNT_SUSPENDED_RESOURCES", "bool", "false", "Do not charge users for suspended slots."),
+    P("NEGOTIATOR_RESOURCE_REQUEST_LIST_SIZE", "int", "200", "Resource requests fetched from a schedd at once."),
+    P("NEGOTIATOR_NUM_THREADS", "int", "1", "Threads used for matchmaking."),
+    P("NEGOTIATOR_JOB_CONSTRAINT", "expr", "", "Only jobs matching this are negotiated."),
+    P("NEGOTIATOR_SLOT_CONSTRAINT", "expr", "", "Only slots matching this are matched."),
+    P("NEGOTIATOR_PRE_JOB_RANK", "expr",
+      "(10000000 * My.Rank) + (1000000 * (RemoteOwner =?= UNDEFINED)) - (100000 * Cpus) - Memory",
+      "Slot ranking applied before the job's own Rank."),
+    P("NEGOTIATOR_POST_JOB_RANK", "expr",
+      "(RemoteOwner =?= UNDEFINED) * (ifthenElse(isUndefined(KFlops), 1000, Kflops) - SlotID - 1.0e10*(Offline=?=True))",
+      "Slot ranking applied after the job's own Rank."),
+    P("PREEMPTION_REQUIREMENTS", "expr", "False", "When a claimed slot may be taken for a better-priority user."),
+    P("PREEMPTION_RANK", "expr",
+      "(RemoteUserPrio * 1000000) - ifThenElse(isUndefined(TotalJobRuntime), 0, TotalJobRuntime)",
+      "Which claimed slot to preempt first."),
+    P("NEGOTIATOR_MATCH_EXPRS", "list", "", "Negotiator expressions copied into matched job ads."),
+    # --- accountant (fair share) ---
+    P("PRIORITY_HALFLIFE", "float", "86400", "Seconds for a user's accumulated usage to decay by half."),
+    P("DEFAULT_PRIO_FACTOR", "float", "1000", "Priority factor of users not given one."),
+    P("NICE_USER_PRIO_FACTOR", "float", "1e10", "Priority factor of nice_user jobs."),
+    P("REMOTE_PRIO_FACTOR", "float", "1e7", "Priority factor of users from other UID domains."),
+    P("NICE_USER_ACCOUNTING_GROUP_NAME", "str", "nice-user", "Accounting group of nice_user jobs."),
+    P("ACCOUNTANT_LOCAL_DOMAIN", "str", "", "Domain whose users are local to the accountant."),
+    P("MAX_ACCOUNTANT_DATABASE_SIZE", "int", "1000000", "Size at which the accountant compacts its log."),
+    P("GROUP_NAMES", "list", "", "Accounting groups with quotas (hierarchical with dots)."),
+    P("GROUP_ACCEPT_SURPLUS", "bool", "false", "Groups may use slots beyond their quota when free."),
+    P("GROUP_AUTOREGROUP", "bool", "false", "Jobs of full groups compete again as <none>."),
+    P("GROUP_QUOTA_MAX_ALLOCATION_ROUNDS", "int", "3", "Rounds of surplus redistribution between groups."),
+    P("GROUP_QUOTA_ROUND_ROBIN_RATE", "float", "1e100", "Slots handed per round when quotas are fractional."),
+    P("GROUP_SORT_EXPR", "expr",
+      'ifThenElse(AccountingGroup=?="<none>",3.4e+38,ifThenElse(GroupQuota>0,GroupResourcesInUse/GroupQuota,3.3e+38))',
+      "Order in which groups negotiate."),
+    # --- schedd ---
+    P("SCHEDD_INTERVAL", "int", "300", "Seconds between the schedd's ad updates and housekeeping.", "code"),
+    P("SCHEDD_MIN_INTERVAL", "int", "5", "Minimum seconds between two schedd ad updates."),
+    P("MAX_JOBS_RUNNING", "int", "10000", "Most jobs (shadows) the schedd runs at once."),
+    P("MAX_JOBS_SUBMITTED", "int", "2147483647", "Most jobs the queue may hold."),
+    P("MAX_JOBS_PER_OWNER", "int", "100000", "Most jobs one owner may have queued."),
+    P("MAX_JOBS_PER_SUBMISSION", "int", "20000", "Most jobs one submission may create."),
+    P("JOB_START_COUNT", "int", "1", "Jobs started per JOB_START_DELAY."),
+    P("JOB_START_DELAY", "int", "0", "Seconds between starting batches of jobs."),
+    P("MAX_SHADOW_EXCEPTIONS", "int", "2", "Shadow failures before the schedd stops using a claim."),
+    P("ALIVE_INTERVAL", "int", "300", "Seconds between keep-alives the schedd sends to claimed startds."),
+    P("MAX_CLAIM_ALIVES_MISSED", "int", "6", "Keep-alives a startd may miss before the claim ends."),
+    P("REQUEST_CLAIM_TIMEOUT", "int", "1800", "Seconds the schedd waits for a startd to accept a claim.", "code"),
+    P("JOB_DEFAULT_LEASE_DURATION", "int", "2400", "Job lease (seconds) a job gets unless it asks for one."),
+    P("JOB_IS_FINISHED_INTERVAL", "int", "0", "Seconds between batches of job-finished processing.", "code"),
+    P("QUEUE_CLEAN_INTERVAL", "int", "28800", "Seconds between compactions of the job queue."),
+    P("QUEUE_SUPER_USERS", "list", "root, condor", "Users who may change any job."),
+    P("QUEUE_ALL_USERS_TRUSTED", "bool", "false", "Trust the Owner attribute clients send."),
+    P("SYSTEM_PERIODIC_HOLD", "expr", "", "Pool-wide periodic_hold applied to every job."),
+    P("SYSTEM_PERIODIC_RELEASE", "expr", "", "Pool-wide periodic_release applied to every job."),
+    P("SYSTEM_PERIODIC_REMOVE", "expr", "", "Pool-wide periodic_remove applied to every job."),
+    P("PERIODIC_EXPR_INTERVAL", "int", "60", "Seconds between evaluations of periodic job policy."),
+    P("MAX_PERIODIC_EXPR_INTERVAL", "int", "1200", "Upper bound of the adaptive periodic interval."),
+    P("PERIODIC_EXPR_TIMESLICE", "float", "0.01", "Fraction of time spent on periodic policy."),
+    P("JOB_DEFAULT_REQUESTCPUS", "expr", "1", "The request_cpus of jobs that do not say."),
+    P("JOB_DEFAULT_REQUESTMEMORY", "expr", "128", "The request_memory (MiB) of jobs that do not say."),
+    P("JOB_DEFAULT_REQUESTDISK", "expr", "MAX({1024, (TransferInputSizeMB+1) * 1.25}) * 1024",
+      "The request_disk (KiB) of jobs that do not say."),
+    P("JOB_DEFAULT_NOTIFICATION", "str", "NEVER", "The notification of jobs that do not say (NEVER, COMPLETE, ERROR, ALWAYS).", "code"),
+    P("MAX_HISTORY_LOG", "int", "20971520", "Size at which the history file is rotated.", "code"),
+    P("MAX_HISTORY_ROTATIONS", "int", "2", "Rotated history files kept.", "code"),
+    P("ENABLE_HISTORY_ROTATION", "bool", "true", "Rotate the history file."),
+    P("START_LOCAL_UNIVERSE", "expr", "TotalLocalJobsRunning < 200", "When a local-universe job may start."),
+    P("START_SCHEDULER_UNIVERSE", "expr", "TotalSchedulerJobsRunning < 500", "When a scheduler-universe job (DAGMan) may start."),
+    P("SCHEDD_QUERY_WORKERS", "int", "8", "Concurrent query workers of the schedd."),
+    P("SCHEDD_SEND_RESCHEDULE", "bool", "true", "Ask the negotiator for a cycle after a submit."),
+    P("SUBMIT_ATTRS", "list", "", "Config macros inserted into every job ad."),
+    # --- shadow ---
+    P("SHADOW_QUEUE_UPDATE_INTERVAL", "int", "900", "Seconds between a shadow's job-ad updates to the queue.", "code"),
+    P("SHADOW_WORKLIFE", "int", "3600", "Seconds after which a shadow is not reused for another job."),
+    P("SHADOW_MAX_JOB_CLEANUP_RETRIES", "int", "5", "Attempts to clean up a job's sandbox."),
+    P("SHADOW_JOB_CLEANUP_RETRY_DELAY", "int", "30", "Seconds between clean-up attempts."),
+    P("SHADOW_LAZY_QUEUE_UPDATE", "bool", "true", "Batch job-ad updates to the schedd."),
+    P("RECONNECT_BACKOFF_CEILING", "int", "300", "Longest wait between reconnect attempts to a starter."),
+    # --- startd: resources ---
+    P("NUM_CPUS", "int", "$(DETECTED_CPUS_LIMIT)", "CPUs the startd offers."),
+    P("DETECTED_CPUS_LIMIT", "int", "$(DETECTED_CPUS)", "Detected CPUs, limited by OMP_THREAD_LIMIT / SLURM_CPUS_ON_NODE."),
+    P("MEMORY", "int", "$(DETECTED_MEMORY)", "Memory (MiB) the startd offers.", "code"),
+    P("RESERVED_MEMORY", "int", "0", "Memory (MiB) kept back for the machine's owner."),
+    P("DISK", "int", "", "Disk (KiB) the startd offers (empty: free space in EXECUTE).", "code"),
+    P("MAX_SLOT_TYPES", "int", "10", "Highest slot type number."),
+    P("MODIFY_REQUEST_EXPR_REQUESTCPUS", "expr", "quantize(RequestCpus,{1})", "Rounding of dynamic-slot CPUs."),
+    P("MODIFY_REQUEST_EXPR_REQUESTMEMORY", "expr", "quantize(RequestMemory,{128})", "Rounding of dynamic-slot memory."),
+    P("MODIFY_REQUEST_EXPR_REQUESTDISK", "expr", _DISK_QUANTUM, "Rounding of dynamic-slot disk."),
+    P("SLOT_WEIGHT", "expr", "Cpus", "How much a slot counts in fair share."),
+    P("STARTD_ATTRS", "list", "", "Config macros published in slot ads."),
+    P("STARTD_JOB_ATTRS", "list", "", "Job attributes copied into the slot ad while claimed."),
+    P("STARTD_LATCH_EXPRS", "list", "", "Expressions whose value changes the startd timestamps."),
+    P("SLOTS_CONNECTED_TO_CONSOLE", "int", "0", "Slots whose ConsoleIdle follows the console."),
+    P("SLOTS_CONNECTED_TO_KEYBOARD", "int", "0", "Slots whose KeyboardIdle follows the keyboard."),
+    P("CONSOLE_DEVICES", "list", "mouse, console", "Devices (under /dev) that count as console activity."),
+    P("STARTD_NOCLAIM_SHUTDOWN", "int", "0", "Seconds unclaimed after which the startd exits (0: never)."),
+    P("STARTD_CONTACT_TIMEOUT", "int", "45", "Seconds to wait when contacting a startd."),
+    P("ENABLE_BACKFILL", "bool", "false", "Run backfill jobs on idle slots."),
+    P("RunBenchmarks", "expr", "LastBenchmark == 0", "When the startd runs its benchmarks."),
+    # --- startd: policy (the defaults protect nobody: a dedicated machine) ---
+    P("START", "expr", "True", "When a slot is willing to start a job."),
+    P("SUSPEND", "expr", "False", "When a running job is suspended."),
+    P("CONTINUE", "expr", "True", "When a suspended job continues."),
+    P("PREEMPT", "expr", "False", "When a running job is evicted (after its retirement time)."),
+    P("KILL", "expr", "False", "When a vacating job is killed hard."),
+    P("WANT_SUSPEND", "expr", "False", "Whether SUSPEND is evaluated rather than PREEMPT."),
+    P("WANT_VACATE", "expr", "True", "Whether an evicted job gets a soft kill first."),
+    P("WANT_HOLD", "expr", "", "When an evicted job goes on hold instead of back to idle."),
+    P("WANT_HOLD_REASON", "expr", "", "HoldReason when WANT_HOLD is true."),
+    P("WANT_HOLD_SUBCODE", "expr", "", "HoldReasonSubCode when WANT_HOLD is true."),
+    P("RANK", "expr", "", "The machine's preference among jobs (higher wins; empty: 0)."),
+    P("IS_OWNER", "expr", "False", "When a slot is in the Owner state."),
+    P("MaxJobRetirementTime", "expr", "", "Seconds a job may run on after PREEMPT before eviction (empty: 0)."),
+    P("MachineMaxVacateTime", "int", "$(MaxVacateTime)", "Seconds a vacating job has before a hard kill."),
+    P("CLAIM_WORKLIFE", "int", "1200", "Seconds after which a claim takes no new jobs."),
+    P("MATCH_TIMEOUT", "int", "120", "Seconds a matched slot waits to be claimed."),
+    P("KILLING_TIMEOUT", "int", "30", "Seconds after a hard kill before the starter is killed."),
+    P("POLLING_INTERVAL", "int", "5", "Seconds between policy evaluations while claimed."),
+    # --- policy helper macros (used by the POLICY templates) ---
+    P("MINUTE", "int", "60", "Seconds in a minute, for expressions."),
+    P("HOUR", "int", "3600", "Seconds in an hour, for expressions."),
+    P("StartIdleTime", "expr", "15 * $(MINUTE)", "Keyboard idle time before the desktop policy starts jobs."),
+    P("ContinueIdleTime", "expr", "5 * $(MINUTE)", "Keyboard idle time before a suspended job continues."),
+    P("MaxSuspendTime", "expr", "10 * $(MINUTE)", "Longest suspension before eviction."),
+    P("MaxVacateTime", "expr", "10 * $(MINUTE)", "Longest soft-kill period."),
+    P("BackgroundLoad", "float", "0.3", "Non-HTCondor load under which the CPU counts as idle."),
+    P("HighLoad", "float", "0.5", "Non-HTCondor load over which the CPU counts as busy."),
+    P("SmallJob", "expr", "(TARGET.ImageSize <  (15 * 1024))", "A job under 15 MiB."),
+    P("MediumJob", "expr", "(TARGET.ImageSize >= (15 * 1024) && TARGET.ImageSize < (50 * 1024))", "A job of 15-50 MiB."),
+    P("BigJob", "expr", "(TARGET.ImageSize >= (50 * 1024))", "A job of 50 MiB or more."),
+    P("IsVanilla", "expr", "(TARGET.JobUniverse == 5)", "A vanilla-universe job."),
+    P("IsStandard", "expr", "(TARGET.JobUniverse == 1)", "A standard-universe job."),
+    P("IsVM", "expr", "(TARGET.JobUniverse == 13)", "A VM-universe job."),
+    P("ActivityTimer", "expr", "(time() - EnteredCurrentActivity)", "Seconds in the current activity."),
+    P("StateTimer", "expr", "(time() - EnteredCurrentState)", "Seconds in the current state."),
+    P("BenchmarkTimer", "expr", "(time() - LastBenchmark)", "Seconds since the last benchmark."),
+    # --- starter ---
+    P("STARTER_UPDATE_INTERVAL", "int", "300", "Seconds between a starter's usage reports.", "code"),
+    P("STARTER_INITIAL_UPDATE_INTERVAL", "int", "8", "Seconds before a starter's first usage report."),
+    P("STARTER_UPLOAD_TIMEOUT", "int", "300", "Seconds the starter waits to send output."),
+    P("STARTER_JOB_ENVIRONMENT", "str", "", "Environment given to every job."),
+    P("STARTER_NUM_THREADS_ENV_VARS", "list",
+      "CUBACORES GOMAXPROCS JULIA_NUM_THREADS MKL_NUM_THREADS NUMEXPR_NUM_THREADS OMP_NUM_THREADS "
+      "OMP_THREAD_LIMIT OPENBLAS_NUM_THREADS PYTHON_CPU_COUNT ROOT_MAX_THREADS TF_LOOP_PARALLEL_ITERATIONS "
+      "TF_NUM_THREADS", "Environment variables set to the slot's CPU count."),
+    P("JOB_RENICE_INCREMENT", "expr", "0", "Nice increment of job processes."),
+    P("JOB_INHERITS_STARTER_ENVIRONMENT", "bool", "false", "Jobs see the starter's environment."),
+    P("USER_JOB_WRAPPER", "path", "", "Program that wraps every job."),
+    # --- security ---
+    P("ALLOW_READ", "list", "", "Who may query daemons."),
+    P("ALLOW_WRITE", "list", "", "Who may submit jobs and advertise ads."),
+    P("ALLOW_ADMINISTRATOR", "list", "", "Who may reconfigure and shut down daemons."),
+    P("ALLOW_DAEMON", "list", "", "Which daemons may talk to daemons."),
+    P("ALLOW_NEGOTIATOR", "list", "", "Which negotiators may negotiate with schedds and startds."),
+    P("ALLOW_OWNER", "list", "", "Who may act as a machine's owner."),
+    P("ALLOW_CONFIG", "list", "", "Who may change configuration remotely."),
+    P("ALLOW_CLIENT", "list", "*", "Which servers a client trusts."),
+    P("DENY_READ", "list", "", "Who may not query daemons."),
+    P("DENY_WRITE", "list", "", "Who may not submit or advertise."),
+    P("DENY_ADMINISTRATOR", "list", "", "Who may not administer daemons."),
+    P("DENY_DAEMON", "list", "", "Which daemons are refused."),
+    P("DENY_NEGOTIATOR", "list", "", "Which negotiators are refused."),
+    P("DENY_OWNER", "list", "", "Who may not act as owner."),
+    P("DENY_CONFIG", "list", "", "Who may not change configuration."),
+    P("SEC_DEFAULT_AUTHENTICATION", "str", "", "Authentication requirement (REQUIRED, PREFERRED, OPTIONAL, NEVER)."),
+    P("SEC_DEFAULT_ENCRYPTION", "str", "", "Encryption requirement."),
+    P("SEC_DEFAULT_INTEGRITY", "str", "", "Integrity-check requirement."),
+    P("SEC_DEFAULT_AUTHENTICATION_METHODS", "list", "FS,IDTOKENS,KERBEROS,SCITOKENS,SSL", "Authentication methods, in order."),
+    # --- DAGMan ---
+    P("DAGMAN_MAX_JOBS_IDLE", "int", "1000", "Most idle node jobs before DAGMan stops submitting."),
+    P("DAGMAN_MAX_JOBS_SUBMITTED", "int", "0", "Most node jobs in the queue (0: no limit)."),
+    P("DAGMAN_MAX_PRE_SCRIPTS", "int", "20", "Most PRE scripts running at once."),
+    P("DAGMAN_MAX_POST_SCRIPTS", "int", "20", "Most POST scripts running at once."),
+    P("DAGMAN_MAX_HOLD_SCRIPTS", "int", "20", "Most HOLD scripts running at once."),
+    P("DAGMAN_MAX_SUBMITS_PER_INTERVAL", "int", "100", "Node submissions per scan interval."),
+    P("DAGMAN_USER_LOG_SCAN_INTERVAL", "int", "5", "Seconds between reads of the node job logs."),
+    P("DAGMAN_SUBMIT_DELAY", "int", "0", "Seconds between node submissions."),
+    P("DAGMAN_MAX_SUBMIT_ATTEMPTS", "int", "6", "Attempts to submit a node before failing it."),
+    P("DAGMAN_AUTO_RESCUE", "bool", "true", "Run the newest rescue DAG automatically."),
+    P("DAGMAN_MAX_RESCUE_NUM", "int", "100", "Highest rescue DAG number."),
+    P("DAGMAN_RESET_RETRIES_UPON_RESCUE", "bool", "true", "Rescue DAGs start node retries from zero."),
+    P("DAGMAN_WRITE_PARTIAL_RESCUE", "bool", "true", "Rescue DAGs list only what changed."),
+    P("DAGMAN_RETRY_SUBMIT_FIRST", "bool", "true", "Resubmit a retried node before others."),
+    P("DAGMAN_RETRY_NODE_FIRST", "bool", "false", "Retry failed nodes before submitting new ones."),
+    P("DAGMAN_ALWAYS_RUN_POST", "bool", "false", "Run POST scripts even when the PRE script failed."),
+    P("DAGMAN_DEFAULT_NODE_LOG", "str", "@(DAG_DIR)/@(DAG_FILE).nodes.log", "The event log of all node jobs."),
+    P("DAGMAN_MAX_JOB_HOLDS", "int", "100", "Holds of one node job before it fails."),
+    P("DAGMAN_HOLD_CLAIM_TIME", "int", "20", "Seconds node jobs keep their claim for a child."),
+    P("DAGMAN_SUPPRESS_NOTIFICATION", "bool", "false", "Node jobs send no mail."),
+    P("DAGMAN_PENDING_REPORT_INTERVAL", "int", "600", "Seconds between reports of nodes pending for long."),
+    P("DAGMAN_QUEUE_UPDATE_INTERVAL", "int", "300", "Seconds between DAG status updates to the queue."),
+    P("DAGMAN_REMOVE_NODE_JOBS", "bool", "true", "Removing DAGMan removes its node jobs."),
+    P("DAGMAN_DEFAULT_PRIORITY", "int", "0", "Priority of node jobs."),
+    P("DAGMAN_PUT_FAILED_JOBS_ON_HOLD", "bool", "false", "Hold failed node jobs instead of failing the node."),
+    P("DAGMAN_USE_STRICT", "int", "1", "How strictly DAGMan treats warnings (0-3)."),
+    P("DAGMAN_VERBOSITY", "int", "3", "Detail of DAGMan's debug log (0-7)."),
+    P("DAGMAN_ABORT_DUPLICATES", "bool", "true", "Exit if another DAGMan runs the same DAG."),
+    P("DAGMAN_ON_EXIT_REMOVE", "expr",
+      "(ExitSignal =?= 11 || (ExitCode =!= UNDEFINED && ExitCode >=0 && ExitCode <= 2))",
+      "The on_exit_remove of the DAGMan job."),
+    P("DAGMAN_CONFIG_FILE", "path", "", "Extra configuration read by DAGMan."),
+    P("DAGMAN_DEBUG", "str", "", "Debug categories of DAGMan's log."),
+    # --- detected: measured at start-up (htc.config.detected) ---
+    P("HOSTNAME", "str", "", "This machine's short host name.", "detected"),
+    P("FULL_HOSTNAME", "str", "", "This machine's fully qualified host name.", "detected"),
+    P("IP_ADDRESS", "str", "", "This machine's IP address.", "detected"),
+    P("ARCH", "str", "", "CPU architecture (X86_64, aarch64).", "detected"),
+    P("OPSYS", "str", "", "Operating system (LINUX, macOS).", "detected"),
+    P("OPSYSANDVER", "str", "", "Operating system and major version (Debian12).", "detected"),
+    P("OPSYSMAJORVER", "int", "", "Operating system major version.", "detected"),
+    P("OPSYSNAME", "str", "", "Operating system distribution name.", "detected"),
+    P("DETECTED_CPUS", "int", "", "CPUs (hyperthreads counted).", "detected"),
+    P("DETECTED_PHYSICAL_CPUS", "int", "", "Physical CPU cores.", "detected"),
+    P("DETECTED_CORES", "int", "", "CPUs including hyperthreads.", "detected"),
+    P("DETECTED_MEMORY", "int", "", "Physical memory in MiB.", "detected"),
+    P("USERNAME", "str", "", "The user running this process.", "detected"),
+    P("TILDE", "path", "", "Home directory of the 'condor' user, if there is one.", "detected"),
+    P("SUBSYSTEM", "str", "", "This process's subsystem (SCHEDD, STARTD, TOOL, ...).", "detected"),
+    P("LOCALNAME", "str", "", "This daemon's -local-name, else its subsystem.", "detected"),
+    P("CONDOR_VERSION", "str", "", "The HTCondor version whose behaviour htc reproduces.", "detected"),
+    P("CONFIG_ROOT", "path", "", "Directory of the main configuration file.", "detected"),
+    P("HTC_HOME", "path", "", "The htc home directory ($HTC_HOME, default ~/.htc).", "detected"),
+    # --- master and wire (added by the wire/master work) ---
+    P("MASTER_MAX_RESTARTS", "int", "10",
+      "Restarts in a row after which the master gives up on a daemon and mails CONDOR_ADMIN (0: never).",
+      "htc"),
+]
+
+#: upper-case name -> Param
+PARAMS: dict[str, Param] = {}
+for _entry in _ENTRIES:
+    if _entry.name.upper() in PARAMS:
+        raise ValueError(f"param {_entry.name} is declared twice in htc/config/params.py")
+    PARAMS[_entry.name.upper()] = _entry
+
+
+def lookup(name: str) -> Param | None:
+    """The declared :class:`Param` of ``name`` (case-insensitive), or None."""
+    return PARAMS.get(name.upper())
+
+
+def table_default(name: str) -> str | None:
+    """Raw default used to answer ``$(NAME)`` -- only for HTCondor param-table knobs, as in HTCondor."""
+    p = PARAMS.get(name.upper())
+    return p.default if p is not None and p.origin == "table" else None
+
+
+def markdown_table() -> str:
+    """The param table as Markdown, for docs/configuration.md."""
+    lines = ["| Knob | Type | Default | Meaning |", "|---|---|---|---|"]
+    for p in _ENTRIES:
+        default = p.default.replace("\n", " ").replace("|", "\\|")
+        if len(default) > 60:
+            default = default[:57] + "..."
+        shown = f"`{default}`" if default else ("*(detected)*" if p.origin == "detected" else "*(unset)*")
+        note = {"code": " (HTCondor built-in)", "htc": " (htc)"}.get(p.origin, "")
+        lines.append(f"| `{p.name}` | {p.type} | {shown} | {p.doc}{note} |")
+    return "\n".join(lines) + "\n"
+
