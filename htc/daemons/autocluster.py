@@ -1,0 +1,318 @@
+"""Autoclusters: idle jobs that look alike to every machine are matched once, as one request.
+
+Theory of operation
+-------------------
+A pool may hold 100,000 idle jobs but only a few hundred *kinds* of job. Whether a slot
+accepts a job, and how the two rank each other, depends only on the attributes the expressions
+involved actually read: those are the **significant attributes**. Jobs that agree on all of
+them form one **autocluster**; the schedd hands the negotiator one *resource request* per
+autocluster (a representative job ad and a count), and the negotiator matches that request
+up to ``count`` times.
+
+Who reads what (HTCondor's ``compute_significant_attrs`` and the schedd's autocluster code):
+
+1. the negotiator collects every attribute the slot ads read from a job: the external
+   references of every expression in every slot ad (``START``, ``Requirements``, ``Rank``,
+   ...; list-valued attributes are skipped), plus those of ``PREEMPTION_REQUIREMENTS``,
+   ``PREEMPTION_RANK``, ``NEGOTIATOR_PRE_JOB_RANK``, ``NEGOTIATOR_POST_JOB_RANK`` and
+   ``NEGOTIATOR_JOB_CONSTRAINT``, minus per-cycle values (``CurrentTime``, ``RemoteUserPrio``,
+   ``SubmitterUserPrio``, ...): :func:`negotiator_significant_attributes`;
+2. the schedd adds what each job's own ``Requirements`` and ``Rank`` read from the job itself,
+   and a fixed minimum (``Requirements``, ``Rank``, ``ConcurrencyLimits``, the ``Request*``
+   resources, ...): :func:`job_significant_attributes`.
+
+Attribute names compare case-insensitively, as ClassAd names do; this module reports them in
+lower case. Values compare exactly (the unparsed text of an expression, the type and value of a
+literal): ``"LINUX"`` and ``"linux"`` are different autoclusters, as in HTCondor.
+
+:class:`AutoclusterTable` gives each distinct key a small integer id that stays stable while
+the significant attributes stay the same, and :meth:`AutoclusterTable.resource_requests`
+turns a schedd's idle jobs into the ordered request list it answers the negotiator with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from htc.errors import UsageError
+
+#: Attributes every autocluster key includes (HTCondor's minimal set plus the resources a
+#: partitionable slot carves out, which the negotiator deducts per match).
+ALWAYS_SIGNIFICANT = (
+    "requirements", "rank", "concurrencylimits", "niceuser", "jobuniverse",
+    "requestcpus", "requestmemory", "requestdisk", "requestgpus",
+)
+
+#: Attributes that change every cycle or are inserted by the negotiator itself; keying on them
+#: would split autoclusters for nothing (``compute_significant_attrs`` erases them).
+NEVER_SIGNIFICANT = frozenset({
+    "currenttime", "lastheardfrom", "remoteuserprio", "remoteuserresourcesinuse",
+    "remotegroupresourcesinuse", "submittorprio", "submitteruserprio",
+    "submitteruserresourcesinuse", "submittergroupresourcesinuse",
+})
+
+#: Job-ad attributes that order a schedd's idle jobs (HTCondor's default job order).
+_ORDER_ATTRS = ("jobprio", "qdate", "clusterid", "procid")
+
+
+def _expr_refs(value) -> set[str] | None:
+    """Lower-case references of an expression value, or None for a literal."""
+    attributes = getattr(value, "attributes", None)
+    if attributes is None or isinstance(value, Mapping):
+        return None
+    return attributes()
+
+
+def _is_list(value) -> bool:
+    if isinstance(value, (list, tuple)):
+        return True
+    # An ExprTree whose text is a list literal ("{ ... }") counts as list-valued too.
+    return _expr_refs(value) is not None and repr(value).lstrip().startswith("{")
+
+
+def negotiator_significant_attributes(
+    machine_ads: Iterable[Mapping],
+    policy_exprs: Iterable[str] = (),
+    startd_job_attrs: Iterable[str] = (),
+) -> tuple[str, ...]:
+    """Return the job attributes the pool's slots (and negotiator policy) read.
+
+    Args:
+        machine_ads: slot ads (``htc.classad.ClassAd`` objects; plain mappings of literals
+            contribute nothing because literals read nothing).
+        policy_exprs: the text of ``PREEMPTION_REQUIREMENTS``, ``PREEMPTION_RANK``,
+            ``NEGOTIATOR_PRE_JOB_RANK``, ``NEGOTIATOR_POST_JOB_RANK`` and
+            ``NEGOTIATOR_JOB_CONSTRAINT`` (evaluated with MY = slot, TARGET = job).
+        startd_job_attrs: ``STARTD_JOB_ATTRS``: job attributes copied into slot ads, so
+            policy expressions that read them read the slot, not the job.
+
+    Returns:
+        Sorted lower-case attribute names.
+
+    Raises:
+        UsageError: a policy expression does not parse.
+    """
+    refs: set[str] = set()
+    memo: dict[str, set[str]] = {}
+    sample_names: set[str] | None = None
+    for ad in machine_ads:
+        names = {str(k).lower() for k in ad}
+        if sample_names is None:
+            sample_names = set(names)
+        for name in ad:
+            value = ad[name]
+            if _is_list(value):
+                continue
+            found = _expr_refs(value)
+            if not found:
+                continue
+            for ref in found:
+                if ref.startswith("target."):
+                    refs.add(ref[7:])
+                elif ref not in names:
+                    # unresolved in the slot ad: ClassAd scoping falls back to the job
+                    refs.add(ref)
+    if sample_names is not None:
+        # HTCondor evaluates policy references against a sample slot ad that also holds
+        # STARTD_JOB_ATTRS, so only genuinely job-side names count.
+        sample_names |= {a.lower() for a in startd_job_attrs}
+        for text in policy_exprs:
+            if text not in memo:
+                memo[text] = _parse_refs(text)
+            for ref in memo[text]:
+                if ref.startswith("target."):
+                    refs.add(ref[7:])
+                elif ref not in sample_names:
+                    refs.add(ref)
+    return tuple(sorted(refs - NEVER_SIGNIFICANT))
+
+
+def _parse_refs(text: str) -> set[str]:
+    from htc.classad import ExprTree  # the ClassAd engine is only needed for policy text
+
+    try:
+        return ExprTree(text).attributes()
+    except Exception as exc:  # the engine's parse error already names the position
+        raise UsageError(f"cannot read references of policy expression {text!r}: {exc}") from exc
+
+
+def job_significant_attributes(job: Mapping,
+                               negotiator_attrs: Iterable[str] = ()) -> tuple[str, ...]:
+    """Return the attributes that make up a job's autocluster key.
+
+    The negotiator's list, the fixed minimum, and every job attribute the job's own
+    ``Requirements`` and ``Rank`` read, followed through job attributes that are themselves
+    expressions (``Requirements`` reads ``RequestMemory``, which may read ``MemoryUsage``).
+
+    Args:
+        job: the job ad.
+        negotiator_attrs: :func:`negotiator_significant_attributes` of this cycle.
+
+    Returns:
+        Sorted lower-case attribute names.
+    """
+    attrs = {a.lower() for a in negotiator_attrs} | set(ALWAYS_SIGNIFICANT)
+    by_lower = {str(k).lower(): k for k in job}
+    todo = ["requirements", "rank"]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in by_lower:
+            continue
+        seen.add(name)
+        found = _expr_refs(job[by_lower[name]])
+        for ref in found or ():
+            if ref.startswith("target."):
+                continue
+            if ref in by_lower:
+                attrs.add(ref)
+                todo.append(ref)
+    return tuple(sorted(attrs - NEVER_SIGNIFICANT))
+
+
+def _canonical(value) -> tuple:
+    """A hashable, exact stand-in for an attribute value (type matters: 1 != 1.0 != true)."""
+    if value is None:
+        return ("undefined",)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int):
+        return ("int", value)
+    if isinstance(value, float):
+        return ("real", value)
+    if isinstance(value, str):
+        return ("str", value)
+    if isinstance(value, (list, tuple)):
+        return ("list", tuple(_canonical(v) for v in value))
+    if isinstance(value, Mapping):
+        return ("ad", tuple(sorted((str(k).lower(), _canonical(v)) for k, v in value.items())))
+    # ExprTree, UNDEFINED/ERROR values, times: their canonical text is exact enough.
+    return (type(value).__name__, repr(value))
+
+
+def autocluster_key(job: Mapping, significant: Sequence[str]) -> tuple:
+    """Return the key that decides a job's autocluster.
+
+    Args:
+        job: the job ad (any mapping; names compare case-insensitively).
+        significant: lower-case significant attribute names.
+
+    Returns:
+        A hashable tuple; equal tuples mean the same autocluster. A missing attribute is
+        part of the key too (missing differs from any value).
+    """
+    lowered = {str(k).lower(): v for k, v in job.items()}
+    return tuple(
+        (name, _canonical(lowered[name]) if name in lowered else ("missing",))
+        for name in significant
+    )
+
+
+def job_order_key(job: Mapping) -> tuple:
+    """Return the schedd's job order key: JobPrio high first, then QDate, ClusterId, ProcId."""
+    lowered = {str(k).lower(): v for k, v in job.items() if str(k).lower() in _ORDER_ATTRS}
+
+    def num(name: str) -> float:
+        v = lowered.get(name, 0)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+    return (-num("jobprio"), num("qdate"), num("clusterid"), num("procid"))
+
+
+@dataclass(frozen=True)
+class ResourceRequest:
+    """One autocluster of one submitter's idle jobs, as a schedd offers it to the negotiator.
+
+    ``job`` is a representative job ad (the first job of the autocluster in the schedd's job
+    order), ``count`` how many idle jobs it stands for, ``job_ids`` those jobs in order
+    (``"cluster.proc"``; may be empty when the schedd keeps them to itself).
+    """
+
+    autocluster_id: int
+    job: Mapping
+    count: int
+    job_ids: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.count, int) or self.count <= 0:
+            raise UsageError(
+                f"resource request for autocluster {self.autocluster_id} has count "
+                f"{self.count!r}; a request stands for at least one idle job"
+            )
+        if self.job_ids and len(self.job_ids) != self.count:
+            raise UsageError(
+                f"resource request for autocluster {self.autocluster_id} lists "
+                f"{len(self.job_ids)} job ids for a count of {self.count}"
+            )
+
+
+@dataclass
+class AutoclusterTable:
+    """Stable autocluster ids for one schedd.
+
+    Args:
+        significant: the significant attribute names (any case). When a job's own
+            Requirements/Rank read further attributes, :meth:`id_of` adds them per job.
+    """
+
+    significant: tuple[str, ...] = ()
+    _ids: dict[tuple, int] = field(default_factory=dict, repr=False)
+    _next_id: int = 1
+
+    def __post_init__(self) -> None:
+        self.significant = tuple(sorted({a.lower() for a in self.significant}))
+
+    def set_significant(self, attrs: Iterable[str]) -> bool:
+        """Replace the significant attributes; all ids are forgotten when the set changes.
+
+        Returns:
+            True when the set changed (the schedd must re-key its idle jobs).
+        """
+        new = tuple(sorted({a.lower() for a in attrs}))
+        if new == self.significant:
+            return False
+        self.significant = new
+        self._ids.clear()
+        return True
+
+    def id_of(self, job: Mapping) -> int:
+        """Return the autocluster id of ``job``, creating one for a new kind of job."""
+        attrs = job_significant_attributes(job, self.significant)
+        key = (attrs, autocluster_key(job, attrs))
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = self._next_id
+            self._next_id += 1
+        return found
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def resource_requests(
+        self, jobs: Iterable[tuple[str, Mapping]], limit: int | None = None
+    ) -> list[ResourceRequest]:
+        """Group idle jobs into resource requests, best job first.
+
+        Args:
+            jobs: ``(job_id, job_ad)`` pairs of one submitter's idle jobs, in any order.
+            limit: at most this many requests (the rest are offered next cycle).
+
+        Returns:
+            One :class:`ResourceRequest` per autocluster, ordered by the schedd's job order of
+            each autocluster's best job; each lists its jobs in that order.
+        """
+        ordered = sorted(jobs, key=lambda pair: job_order_key(pair[1]))
+        groups: dict[int, list[tuple[str, Mapping]]] = {}
+        for job_id, job in ordered:
+            groups.setdefault(self.id_of(job), []).append((job_id, job))
+        requests = [
+            ResourceRequest(
+                autocluster_id=ac,
+                job=members[0][1],
+                count=len(members),
+                job_ids=tuple(job_id for job_id, _ in members),
+            )
+            for ac, members in groups.items()
+        ]
+        return requests if limit is None else requests[:limit]

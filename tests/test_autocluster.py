@@ -1,0 +1,134 @@
+"""Autoclusters: significant attributes, keys, stable ids and the schedd's request list."""
+
+from __future__ import annotations
+
+import pytest
+
+from htc.classad import ClassAd
+from htc.daemons.autocluster import (ALWAYS_SIGNIFICANT, AutoclusterTable, ResourceRequest,
+                                     autocluster_key, job_order_key, job_significant_attributes,
+                                     negotiator_significant_attributes)
+from htc.errors import UsageError
+
+SIG = ("requestcpus", "requestmemory", "requirements")
+
+
+# ----------------------------------------------------------------- keys over plain dicts
+
+
+def test_jobs_equal_on_significant_attributes_share_a_key():
+    a = {"RequestCpus": 1, "RequestMemory": 1024, "Requirements": "x", "Cmd": "/bin/a", "ProcId": 0}
+    b = {"requestcpus": 1, "REQUESTMEMORY": 1024, "Requirements": "x", "Cmd": "/bin/b", "ProcId": 7}
+    assert autocluster_key(a, SIG) == autocluster_key(b, SIG)
+
+
+@pytest.mark.parametrize("other", [
+    {"RequestCpus": 2, "RequestMemory": 1024, "Requirements": "x"},       # different value
+    {"RequestCpus": 1.0, "RequestMemory": 1024, "Requirements": "x"},     # int vs real
+    {"RequestCpus": True, "RequestMemory": 1024, "Requirements": "x"},    # int vs bool
+    {"RequestMemory": 1024, "Requirements": "x"},                          # missing
+    {"RequestCpus": 1, "RequestMemory": 1024, "Requirements": "X"},       # strings are exact
+])
+def test_any_significant_difference_splits_the_autocluster(other):
+    base = {"RequestCpus": 1, "RequestMemory": 1024, "Requirements": "x"}
+    assert autocluster_key(base, SIG) != autocluster_key(other, SIG)
+
+
+def test_table_gives_stable_ids_and_forgets_them_when_the_attributes_change():
+    table = AutoclusterTable(significant=("RequestCpus",))
+    one = table.id_of({"RequestCpus": 1})
+    two = table.id_of({"RequestCpus": 2})
+    assert one != two
+    assert table.id_of({"RequestCpus": 1, "Cmd": "other"}) == one
+    assert len(table) == 2
+    assert table.set_significant(["requestcpus"]) is False  # same set, any case
+    assert table.set_significant(["RequestCpus", "OpSys"]) is True
+    assert len(table) == 0
+
+
+def test_minimum_attributes_are_always_significant():
+    table = AutoclusterTable()
+    assert table.id_of({"RequestMemory": 1024}) != table.id_of({"RequestMemory": 2048})
+    assert {"requirements", "rank", "requestcpus", "requestmemory", "requestdisk"} <= set(
+        ALWAYS_SIGNIFICANT)
+
+
+def test_resource_requests_group_jobs_in_schedd_order():
+    table = AutoclusterTable()
+    jobs = [
+        ("1.0", {"RequestMemory": 1024, "QDate": 100, "ClusterId": 1, "ProcId": 0}),
+        ("2.0", {"RequestMemory": 4096, "QDate": 50, "ClusterId": 2, "ProcId": 0}),
+        ("1.1", {"RequestMemory": 1024, "QDate": 100, "ClusterId": 1, "ProcId": 1}),
+        ("3.0", {"RequestMemory": 1024, "QDate": 200, "ClusterId": 3, "ProcId": 0,
+                 "JobPrio": 5}),
+    ]
+    reqs = table.resource_requests(jobs)
+    # job 3.0 has the highest JobPrio, so its autocluster (1024 MiB) comes first
+    assert [r.count for r in reqs] == [3, 1]
+    assert reqs[0].job_ids == ("3.0", "1.0", "1.1")
+    assert reqs[0].job["ClusterId"] == 3  # the representative is the best job
+    assert reqs[1].job_ids == ("2.0",)
+    assert table.resource_requests(jobs, limit=1) == reqs[:1]
+
+
+def test_job_order_is_prio_then_qdate_then_ids():
+    jobs = [{"QDate": 5, "ClusterId": 2, "ProcId": 0}, {"QDate": 5, "ClusterId": 1, "ProcId": 3},
+            {"QDate": 9, "JobPrio": 1}, {"QDate": 1}]
+    ordered = sorted(jobs, key=job_order_key)
+    assert ordered == [jobs[2], jobs[3], jobs[1], jobs[0]]
+
+
+def test_resource_request_is_checked():
+    with pytest.raises(UsageError, match="stands for at least one idle job"):
+        ResourceRequest(autocluster_id=4, job={}, count=0)
+    with pytest.raises(UsageError, match="lists 1 job ids for a count of 2"):
+        ResourceRequest(autocluster_id=4, job={}, count=2, job_ids=("1.0",))
+
+
+# ----------------------------------------------------------------- references from ClassAds
+
+
+def test_job_own_requirements_references_are_followed():
+    job = ClassAd("""[
+        Requirements = TARGET.Memory >= RequestMemory && TARGET.OpSys == MyOS;
+        RequestMemory = ifThenElse(MemoryUsage =!= undefined, MemoryUsage, 512);
+        MemoryUsage = 700; MyOS = "LINUX"; Cmd = "/bin/x"; Rank = TARGET.Mips
+    ]""")
+    attrs = job_significant_attributes(job)
+    assert {"requestmemory", "memoryusage", "myos"} <= set(attrs)
+    assert "cmd" not in attrs and "memory" not in attrs and "mips" not in attrs
+
+
+def test_negotiator_collects_what_slots_read_from_jobs():
+    slot = ClassAd("""[
+        Name = "slot1@a"; Memory = 4096; KeyboardIdle = 1000;
+        Start = KeyboardIdle > 900 && TARGET.Owner != "mallory" && ImageSize < Memory;
+        Requirements = START; Rank = TARGET.Department == "physics";
+        ChildCpus = { TARGET.Ignored };
+        Weird = CurrentTime + RemoteUserPrio
+    ]""")
+    attrs = negotiator_significant_attributes(
+        [slot], policy_exprs=["RemoteUserPrio > TARGET.SubmitterUserPrio * 1.2 && JobFoo",
+                              "MY.Memory + StartdCopied"],
+        startd_job_attrs=["StartdCopied"])
+    # ImageSize is unresolved in the slot ad, so ClassAd scoping reads it from the job
+    assert set(attrs) == {"owner", "imagesize", "department", "jobfoo"}
+
+
+def test_significant_attributes_agree_with_htcondor():
+    import classad2  # HTCondor's own engine, the test oracle
+
+    classad2.parseOne("[a = 1]")  # compat mode first (see shared/reference/oracles.md)
+    text = """[
+        Name = "slot1@a"; Memory = 4096; Cpus = 4; Arch = "X86_64";
+        Start = (TARGET.RequestCpus <= Cpus) && (Owner =!= "bob") && NiceUser =!= true;
+        Requirements = START && TARGET.Arch == Arch; Rank = TARGET.JobPrio * 10 + Foo
+    ]"""
+    ours = set(negotiator_significant_attributes([ClassAd(text)]))
+    theirs = set()
+    ad = classad2.ClassAd(text)
+    for name in ad.keys():
+        value = ad.lookup(name)
+        for ref in filter(None, ad.externalRefs(value)):  # literals give ['']
+            theirs.add(ref.split(".", 1)[1].lower() if "." in ref else ref.lower())
+    assert ours == theirs
