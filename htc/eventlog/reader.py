@@ -1,0 +1,456 @@
+"""Reading HTCondor's job event log text format, including logs that are still growing.
+
+Theory of operation
+-------------------
+The log is a sequence of events, each a header line, body lines and a ``...`` line (see
+:mod:`htc.eventlog.writer`). :class:`EventLogReader` keeps a byte offset into the file. Each
+:meth:`~EventLogReader.read_nowait` reads what was appended since, and returns only the
+events whose ``...`` terminator is already there; the text of an event still being written
+(no terminator yet, or a last line without its newline) stays unread, and the offset stays at
+that event's first byte, so the next call sees the whole event once its writer finished it.
+
+A log shared by many jobs and clusters is just a longer sequence: every event carries its own
+``cluster.proc.subproc``; callers filter (``read_events(path, cluster=12)``).
+
+Damage is skipped, not fatal: lines before the first header, and an event that was cut off by
+a writer's crash (a new header appears before its ``...``), are dropped and counted in
+:attr:`EventLogReader.skipped`; a header whose code htc does not know becomes an
+:class:`~htc.eventlog.events.UnknownEvent`. Body lines are parsed leniently: a missing
+optional line leaves the field at its default.
+
+A file that shrank (it was truncated or replaced) is read again from its start.
+"""
+
+from __future__ import annotations
+
+import calendar
+import os
+import re
+import time
+from typing import Iterator
+
+from htc.errors import UsageError
+from htc.eventlog import events as ev
+from htc.eventlog.writer import FILE_TRANSFER_TEXT
+
+# "NNN (cluster.proc.subproc) " -- the event number is exactly three digits (readEventNumber).
+_HEADER = re.compile(rb"^(\d{3}) \((-?\d+)\.(-?\d+)\.(-?\d+)\) ")
+_ISO = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(\.\d+)?(Z)?$")
+_LEGACY = re.compile(r"^(\d\d)/(\d\d) (\d\d):(\d\d):(\d\d)(\.\d+)?$")
+_RUSAGE = re.compile(r"Usr (\d+) (\d+):(\d+):(\d+), Sys (\d+) (\d+):(\d+):(\d+)")
+_TERM_NORMAL = re.compile(r"\((\d)\) Normal termination \(return value (-?\d+)\)")
+_TERM_SIGNAL = re.compile(r"\((\d)\) Abnormal termination \(signal (-?\d+)\)")
+_BYTES = re.compile(r"^(-?[\d.]+)  -  (Run|Total) Bytes (Sent|Received) By Job$")
+_CODE = re.compile(r"^Code (-?\d+) Subcode (-?\d+)$")
+_TRANSFER_TYPES = {text: kind for kind, text in FILE_TRANSFER_TEXT.items()}
+
+
+def parse_time(text: str) -> float:
+    """Unix seconds of a header date (ISO_DATE local, ``Z`` UTC, full ISO, or legacy ``MM/DD``).
+
+    Raises:
+        ValueError: the text is not a date in any of these formats.
+    """
+    m = _ISO.match(text)
+    if m:
+        fields = tuple(int(g) for g in m.groups()[:6])
+        frac = float(m.group(7)) if m.group(7) else 0.0
+        if m.group(8):
+            return calendar.timegm(fields + (0, 0, 0)) + frac
+        return time.mktime(fields + (0, 0, -1)) + frac
+    m = _LEGACY.match(text)
+    if m:
+        # The legacy format has no year: HTCondor's reader assumes the current one.
+        year = time.localtime().tm_year
+        fields = (year,) + tuple(int(g) for g in m.groups()[:5])
+        frac = float(m.group(6)) if m.group(6) else 0.0
+        return time.mktime(fields + (0, 0, -1)) + frac
+    raise ValueError(f"{text!r} is not an event log date")
+
+
+def _split_header(line: str) -> tuple[float, str]:
+    """Split the rest of a header line into (time, first body line)."""
+    first, _, rest = line.partition(" ")
+    if "T" in first or first.endswith("Z"):  # one-token ISO 8601 date
+        return parse_time(first), rest
+    second, _, rest = rest.partition(" ")
+    return parse_time(f"{first} {second}"), rest
+
+
+def _rusage(line: str) -> ev.Rusage:
+    m = _RUSAGE.search(line)
+    if not m:
+        return ev.Rusage()
+    g = [int(x) for x in m.groups()]
+    return ev.Rusage(g[0] * 86400 + g[1] * 3600 + g[2] * 60 + g[3],
+                     g[4] * 86400 + g[5] * 3600 + g[6] * 60 + g[7])
+
+
+def _number(text: str) -> float | None:
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if value == int(value) and "." not in text else value
+
+
+def _resources(lines: list[str]) -> tuple[ev.ResourceRow, ...]:
+    """Rows of a "Partitionable Resources" table, cut at the header's column edges."""
+    start = next((i for i, l in enumerate(lines) if l.strip().startswith("Partitionable Resources")), None)
+    if start is None:
+        return ()
+    header = lines[start]
+    table = header[header.index(":") + 1:]
+    cut_use = len(table) - len(table.lstrip()) + len("Usage")
+    cut_req = table.index("Request") + len("Request") if "Request" in table else cut_use + 9
+    cut_alloc = table.index("Allocated") + len("Allocated") if "Allocated" in table else None
+    rows = []
+    for line in lines[start + 1:]:
+        name_part, colon, values = line.partition(":")
+        if not colon:
+            break
+        name = name_part.split()[0] if name_part.split() else ""
+        usage = _number(values[:cut_use])
+        request = _number(values[cut_use:cut_req])
+        allocated = _number(values[cut_req:cut_alloc]) if cut_alloc else None
+        assigned = values[cut_alloc:].strip() if cut_alloc else ""
+        rows.append(ev.ResourceRow(name, usage, request, allocated, assigned or None))
+    return tuple(rows)
+
+
+def _bytes(lines: list[str]) -> dict[str, float]:
+    out = {}
+    for line in lines:
+        m = _BYTES.match(line.strip())
+        if m:
+            key = ("total_" if m.group(2) == "Total" else "") + m.group(3).lower()
+            out[key] = float(m.group(1))
+    return out
+
+
+def _termination(lines: list[str]) -> dict:
+    for i, line in enumerate(lines):
+        m = _TERM_NORMAL.search(line)
+        if m:
+            return {"terminated_normally": True, "return_value": int(m.group(2)), "signal": None}
+        m = _TERM_SIGNAL.search(line)
+        if m:
+            core = None
+            if i + 1 < len(lines) and "Corefile in: " in lines[i + 1]:
+                core = lines[i + 1].split("Corefile in: ", 1)[1]
+            return {"terminated_normally": False, "return_value": None,
+                    "signal": int(m.group(2)), "core_file": core}
+    return {}
+
+
+def _after(line: str, prefix: str) -> str:
+    return line.split(prefix, 1)[1].strip() if prefix in line else ""
+
+
+def _notes(lines: list[str]) -> list[str]:
+    return [l.strip() for l in lines if l.startswith("    ") and not l.strip().startswith("WARNING:")]
+
+
+def parse_event(code: int, cluster: int, proc: int, subproc: int, timestamp: float,
+                first: str, body: list[str]) -> ev.Event:
+    """Build the event object for one event's header fields, first line and body lines."""
+    base = {"cluster": cluster, "proc": proc, "subproc": subproc, "timestamp": timestamp}
+    t = ev.EventType
+    try:
+        kind = ev.EventType(code)
+    except ValueError:
+        kind = None
+    stripped = [l.strip() for l in body]
+    if kind == t.SUBMIT or kind == t.CLUSTER_SUBMIT:
+        notes = _notes(body)
+        extra = {"warnings": _after(next((l for l in body if "WARNING:" in l), ""), "warning(s): ") or None} \
+            if kind == t.SUBMIT else {}
+        cls = ev.SubmitEvent if kind == t.SUBMIT else ev.ClusterSubmitEvent
+        return cls(**base, submit_host=_after(first, "submitted from host:"),
+                   log_notes=notes[0] if notes else None,
+                   user_notes=notes[1] if len(notes) > 1 else None, **extra)
+    if kind == t.EXECUTE:
+        slot = next((l.split(":", 1)[1].strip() for l in stripped if l.startswith("SlotName:")), None)
+        props = dict(
+            (k.strip(), v.strip()) for k, _, v in (l.partition("=") for l in stripped if " = " in l)
+        )
+        return ev.ExecuteEvent(**base, execute_host=_after(first, "executing on host:"),
+                               slot_name=slot, props=props)
+    if kind == t.EXECUTABLE_ERROR:
+        m = re.match(r"\((\d+)\)", first)
+        return ev.ExecutableErrorEvent(**base, error_type=int(m.group(1)) if m else 0)
+    if kind == t.CHECKPOINTED:
+        sent = next((_number(l.split("  -  ")[0]) for l in stripped if "For Checkpoint" in l), 0)
+        return ev.CheckpointedEvent(**base, run_remote_usage=_rusage(_find(body, "Run Remote Usage")),
+                                    run_local_usage=_rusage(_find(body, "Run Local Usage")),
+                                    sent_bytes=float(sent or 0))
+    if kind == t.JOB_EVICTED:
+        how = stripped[0] if stripped else ""
+        requeued = "terminated and was requeued" in how
+        term = _termination(body) if requeued else {}
+        nbytes = _bytes(body)
+        # The reason is the first free-text line after the usage, bytes and termination lines.
+        reason = None
+        for l in stripped[1:]:
+            if l.startswith("Partitionable"):
+                break
+            if l and not l.startswith(("(", "Usr ")) and not _BYTES.match(l):
+                reason = l
+                break
+        code = re.search(r"Code (-?\d+) Subcode (-?\d+)", first)
+        return ev.JobEvictedEvent(
+            **base, checkpointed=how.startswith("(1)"), terminated_and_requeued=requeued,
+            run_remote_usage=_rusage(_find(body, "Run Remote Usage")),
+            run_local_usage=_rusage(_find(body, "Run Local Usage")),
+            sent_bytes=nbytes.get("sent", 0.0), received_bytes=nbytes.get("received", 0.0),
+            reason=reason, resources=_resources(body),
+            reason_code=int(code.group(1)) if code else None,
+            reason_subcode=int(code.group(2)) if code else None,
+            **{k: v for k, v in term.items()},
+        )
+    if kind == t.JOB_TERMINATED:
+        nbytes = _bytes(body)
+        toe = next((l for l in stripped if l.startswith("Job terminated of its own accord")), None)
+        return ev.JobTerminatedEvent(
+            **base, **_termination(body),
+            run_remote_usage=_rusage(_find(body, "Run Remote Usage")),
+            run_local_usage=_rusage(_find(body, "Run Local Usage")),
+            total_remote_usage=_rusage(_find(body, "Total Remote Usage")),
+            total_local_usage=_rusage(_find(body, "Total Local Usage")),
+            sent_bytes=nbytes.get("sent", 0.0), received_bytes=nbytes.get("received", 0.0),
+            total_sent_bytes=nbytes.get("total_sent", 0.0),
+            total_received_bytes=nbytes.get("total_received", 0.0),
+            resources=_resources(body), toe=toe,
+        )
+    if kind == t.IMAGE_SIZE:
+        def value(label: str) -> int | None:
+            line = _find(body, label)
+            return int(line.split("  -  ")[0]) if line else None
+        return ev.ImageSizeEvent(**base, size=int(_after(first, "updated:") or 0),
+                                 memory_usage=value("MemoryUsage of job"),
+                                 resident_set_size=value("ResidentSetSize of job"),
+                                 proportional_set_size=value("ProportionalSetSize of job"))
+    if kind == t.SHADOW_EXCEPTION:
+        nbytes = _bytes(body)
+        message = stripped[0] if stripped and not _BYTES.match(stripped[0]) else ""
+        return ev.ShadowExceptionEvent(**base, message=message, sent_bytes=nbytes.get("sent", 0.0),
+                                       received_bytes=nbytes.get("received", 0.0))
+    if kind == t.GENERIC:
+        return ev.GenericEvent(**base, info=first)
+    if kind == t.JOB_ABORTED:
+        return ev.JobAbortedEvent(**base, reason=stripped[0] if stripped else None)
+    if kind == t.JOB_SUSPENDED:
+        return ev.JobSuspendedEvent(**base, num_pids=int(_after(_find(body, "suspended:"), "suspended:") or 0))
+    if kind == t.JOB_UNSUSPENDED:
+        return ev.JobUnsuspendedEvent(**base)
+    if kind == t.JOB_HELD:
+        code = next((_CODE.match(l) for l in stripped if _CODE.match(l)), None)
+        reason = stripped[0] if stripped and not _CODE.match(stripped[0]) else None
+        return ev.JobHeldEvent(**base, reason=None if reason == "Reason unspecified" else reason,
+                               code=int(code.group(1)) if code else 0,
+                               subcode=int(code.group(2)) if code else 0)
+    if kind == t.JOB_RELEASED:
+        return ev.JobReleasedEvent(**base, reason=stripped[0] if stripped else None)
+    if kind == t.POST_SCRIPT_TERMINATED:
+        term = _termination(body)
+        term.pop("core_file", None)
+        node = next((_after(l, "DAG Node:") for l in stripped if l.startswith("DAG Node:")), None)
+        return ev.PostScriptTerminatedEvent(**base, **term, dag_node_name=node)
+    if kind == t.REMOTE_ERROR:
+        m = re.match(r"^(\w+) from (.*?) on (.*):$", first)
+        code = next((_CODE.match(l) for l in stripped if _CODE.match(l)), None)
+        msg = [l[1:] if l.startswith("\t") else l for l in body if not _CODE.match(l.strip())]
+        return ev.RemoteErrorEvent(**base, daemon=m.group(2) if m else "",
+                                   execute_host=m.group(3) if m else "",
+                                   critical=(m.group(1) == "Error") if m else True,
+                                   error_msg="\n".join(msg),
+                                   hold_code=int(code.group(1)) if code else 0,
+                                   hold_subcode=int(code.group(2)) if code else 0)
+    if kind == t.JOB_DISCONNECTED:
+        target = _after(_find(body, "Trying to reconnect to"), "Trying to reconnect to")
+        name, _, addr = target.partition(" ")
+        return ev.JobDisconnectedEvent(**base, reason=stripped[0] if stripped else "",
+                                       startd_name=name, startd_addr=addr)
+    if kind == t.JOB_RECONNECTED:
+        return ev.JobReconnectedEvent(**base, startd_name=_after(first, "reconnected to"),
+                                      startd_addr=_after(_find(body, "startd address:"), "startd address:"),
+                                      starter_addr=_after(_find(body, "starter address:"), "starter address:"))
+    if kind == t.JOB_RECONNECT_FAILED:
+        name = _after(_find(body, "Can not reconnect to"), "Can not reconnect to")
+        return ev.JobReconnectFailedEvent(**base, reason=stripped[0] if stripped else "",
+                                          startd_name=name.rsplit(", rescheduling job", 1)[0])
+    if kind == t.JOB_AD_INFORMATION:
+        attrs = {k.strip(): v.strip() for k, _, v in (l.partition("=") for l in stripped if "=" in l)}
+        return ev.JobAdInformationEvent(**base, attrs=attrs)
+    if kind == t.ATTRIBUTE_UPDATE:
+        m = re.match(r"^Changing job attribute (\S+) from (.*) to (.*)$", first)
+        if m:
+            return ev.AttributeUpdateEvent(**base, attribute=m.group(1), old_value=m.group(2),
+                                           value=m.group(3))
+        m = re.match(r"^Setting job attribute (\S+) to (.*)$", first)
+        return ev.AttributeUpdateEvent(**base, attribute=m.group(1) if m else "",
+                                       value=m.group(2) if m else "")
+    if kind == t.PRESKIP:
+        note = stripped[0] if stripped else ""
+        return ev.PreSkipEvent(**base, dag_node_name=_after(note, "DAG Node:") or note)
+    if kind == t.CLUSTER_REMOVE:
+        m = re.search(r"Materialized (\d+) jobs from (\d+) items\.\s*(\w*)\s*(-?\d*)", "\n".join(stripped))
+        completion = 0
+        if m:
+            state = m.group(3).lower()
+            completion = {"complete": 1, "paused": 2, "incomplete": 0}.get(state, 0)
+            if state == "error":
+                completion = int(m.group(4) or -1)
+        notes = [l for l in stripped if not l.startswith("Materialized")]
+        return ev.ClusterRemoveEvent(**base, next_proc_id=int(m.group(1)) if m else 0,
+                                     next_row=int(m.group(2)) if m else 0, completion=completion,
+                                     notes=notes[0] if notes else None)
+    if kind == t.FACTORY_PAUSED:
+        fields = {"reason": None, "pause_code": 0, "hold_code": 0}
+        for l in stripped:
+            if l.startswith("PauseCode "):
+                fields["pause_code"] = int(l.split()[1])
+            elif l.startswith("HoldCode "):
+                fields["hold_code"] = int(l.split()[1])
+            elif fields["reason"] is None and l:
+                fields["reason"] = l
+        return ev.FactoryPausedEvent(**base, **fields)
+    if kind == t.FACTORY_RESUMED:
+        return ev.FactoryResumedEvent(**base, reason=stripped[0] if stripped else None)
+    if kind == t.FILE_TRANSFER and first in _TRANSFER_TYPES:
+        delay = _after(_find(body, "Seconds spent in queue:"), "Seconds spent in queue:")
+        host = _after(_find(body, "Transferring to host:"), "Transferring to host:")
+        return ev.FileTransferEvent(**base, transfer_type=_TRANSFER_TYPES[first],
+                                    queueing_delay=int(delay) if delay else None, host=host or None)
+    return ev.UnknownEvent(**base, number=code, head=first, body=tuple(body))
+
+
+def _find(lines: list[str], needle: str) -> str:
+    return next((l for l in lines if needle in l), "")
+
+
+class EventLogReader:
+    """Reads the complete events of one log, and follows it as writers append to it."""
+
+    def __init__(self, path: str | os.PathLike, *, offset: int = 0):
+        """Prepare to read ``path`` from byte ``offset`` (0: the beginning).
+
+        The file need not exist yet: reads return no events until it does.
+        """
+        self.path = os.fspath(path)
+        #: byte offset of the first event not yet returned
+        self.offset = offset
+        #: number of damaged fragments skipped so far (text before a header, cut-off events)
+        self.skipped = 0
+
+    def read_nowait(self, *, cluster: int | None = None) -> list[ev.Event]:
+        """Return the complete events appended since the last call, without waiting.
+
+        Args:
+            cluster: return only events of this cluster (others are consumed all the same).
+
+        Returns:
+            Events in file order; empty when nothing complete was added.
+
+        Raises:
+            UsageError: the path exists but cannot be read (a directory, no permission).
+        """
+        try:
+            with open(self.path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size < self.offset:
+                    self.offset = 0  # truncated or replaced: start over
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise UsageError(f"cannot read the job event log {self.path}: {exc.strerror}") from None
+        events, consumed = self._parse(data)
+        self.offset += consumed
+        if cluster is not None:
+            events = [e for e in events if e.cluster == cluster]
+        return events
+
+    def wait_events(self, timeout: float | None = None, *, poll: float = 0.1,
+                    cluster: int | None = None) -> list[ev.Event]:
+        """Block until at least one new complete event is there, or ``timeout`` seconds pass.
+
+        Returns:
+            The new events; empty if the timeout passed first.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            found = self.read_nowait(cluster=cluster)
+            if found or (deadline is not None and time.monotonic() >= deadline):
+                return found
+            time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
+
+    def _parse(self, data: bytes) -> tuple[list[ev.Event], int]:
+        events: list[ev.Event] = []
+        pos = 0          # start of the next unread line
+        consumed = 0     # end of the last complete event (or skipped junk)
+        current: tuple[re.Match, list[bytes], int] | None = None
+        while True:
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                break  # a line without its newline is still being written
+            line = data[pos:nl]
+            line_start, pos = pos, nl + 1
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            header = _HEADER.match(line)
+            if header:
+                if current is not None:
+                    self.skipped += 1  # the previous event never got its terminator
+                elif line_start > consumed:
+                    self.skipped += 1  # junk before this header
+                current = (header, [line], line_start)
+                continue
+            if current is None:
+                if line == b"...":
+                    consumed = pos
+                continue
+            if line == b"...":
+                event = self._build(current[0], current[1])
+                if event is not None:
+                    events.append(event)
+                current = None
+                consumed = pos
+                continue
+            current[1].append(line)
+        return events, consumed
+
+    def _build(self, header: re.Match, lines: list[bytes]) -> ev.Event | None:
+        text = [l.decode("utf-8", "replace") for l in lines]
+        code, cluster, proc, subproc = (int(g) for g in header.groups())
+        try:
+            timestamp, first = _split_header(text[0][header.end():])
+        except ValueError:
+            self.skipped += 1
+            return None
+        return parse_event(code, cluster, proc, subproc, timestamp, first, text[1:])
+
+    def __iter__(self) -> Iterator[ev.Event]:
+        """Follow the log forever, yielding events as they complete (polls every 0.1 s)."""
+        while True:
+            yield from self.wait_events(None)
+
+
+def read_events(path: str | os.PathLike, *, cluster: int | None = None) -> list[ev.Event]:
+    """All complete events in the log at ``path`` now (a half-written last event is left out).
+
+    Args:
+        path: the job event log.
+        cluster: keep only this cluster's events.
+
+    Returns:
+        The events in file order (an empty list when the file does not exist).
+
+    Raises:
+        UsageError: the file cannot be read.
+    """
+    return EventLogReader(path).read_nowait(cluster=cluster)

@@ -1,0 +1,248 @@
+"""Job ads as the queue stores and hands them out: a cluster ad shared by all its procs, a
+small per-proc dict of differences, and the hot attributes kept as typed columns.
+
+A :class:`JobAd` is a read-only mapping ``attribute -> ClassAd expression text`` that looks
+the name up (case-insensitively, as ClassAds do) in the job's hot columns, then in its own
+attributes, then in its cluster's ad -- the same chain as HTCondor's proc ad -> cluster ad.
+Building one costs a few attribute stores, so a query can return a hundred thousand of them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, Mapping
+
+import msgspec
+
+from htc.errors import UsageError
+
+_decode = msgspec.json.Decoder(dict[str, str]).decode
+
+#: Hot attributes: stored as columns of ``jobs`` (lower-case name -> canonical name).
+HOT_ATTRS = {
+    "clusterid": "ClusterId",
+    "procid": "ProcId",
+    "jobstatus": "JobStatus",
+    "jobprio": "JobPrio",
+    "owner": "Owner",
+    "qdate": "QDate",
+    "enteredcurrentstatus": "EnteredCurrentStatus",
+    "autoclusterid": "AutoClusterId",
+}
+# Position of each hot attribute in JobAd._hot.
+_HOT_INDEX = {low: i for i, low in enumerate(HOT_ATTRS)}
+
+_INT = re.compile(r"^[+-]?\d+$")
+_FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "b": "\b", "f": "\f"}
+
+
+def quote(text: str) -> str:
+    """A ClassAd string literal for ``text`` (``"a\\"b"``)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def parse_literal(text: str) -> object:
+    """The Python value of a literal expression text: int, float, str, bool or None (undefined).
+
+    Raises:
+        ValueError: ``text`` is not a single literal (it is an expression to evaluate).
+    """
+    t = text.strip()
+    if _INT.match(t):
+        return int(t)
+    if len(t) >= 2 and t[0] == '"' and t[-1] == '"':
+        body = t[1:-1]
+        if "\\" not in body and '"' not in body:
+            return body
+        out, i = [], 0
+        while i < len(body):
+            ch = body[i]
+            if ch == "\\" and i + 1 < len(body):
+                out.append(_ESCAPES.get(body[i + 1], body[i + 1]))
+                i += 2
+                continue
+            if ch == '"':
+                raise ValueError(f"{text!r} is more than one string literal")
+            out.append(ch)
+            i += 1
+        return "".join(out)
+    low = t.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "undefined":
+        return None
+    if _FLOAT.match(t):
+        return float(t)
+    raise ValueError(f"{text!r} is not a literal")
+
+
+def int_literal(attr: str, text: str) -> int:
+    """The integer a hot attribute's expression text must be.
+
+    Raises:
+        UsageError: the text is not an integer literal.
+    """
+    try:
+        value = parse_literal(text)
+    except ValueError:
+        value = None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{attr} must be an integer, not {text!r}")
+    return value
+
+
+def string_literal(attr: str, text: str) -> str | None:
+    """The string of a literal string attribute (``Owner``); None when ``undefined``.
+
+    Raises:
+        UsageError: the text is neither a string literal nor ``undefined``.
+    """
+    try:
+        value = parse_literal(text)
+    except ValueError:
+        value = 0
+    if value is not None and not isinstance(value, str):
+        raise UsageError(f"{attr} must be a string literal, not {text!r}")
+    return value
+
+
+class ClusterAd:
+    """The attributes a cluster's procs share, with case-insensitive name lookup."""
+
+    __slots__ = ("cluster_id", "owner", "qdate", "attrs", "canon", "proc_attrs", "cache")
+
+    def __init__(self, cluster_id: int, attrs: dict[str, str], proc_attrs: list[str],
+                 owner: str | None = None, qdate: int = 0):
+        self.cluster_id = cluster_id
+        self.owner = owner
+        self.qdate = qdate
+        #: canonical name -> expression text (hot attributes are not in here)
+        self.attrs = attrs
+        #: attribute names that at least one proc of the cluster overrides
+        self.proc_attrs = frozenset(n.lower() for n in proc_attrs)
+        #: lower-case name -> canonical name, over attrs and proc_attrs
+        self.canon = {n.lower(): n for n in proc_attrs}
+        self.canon.update((n.lower(), n) for n in attrs)
+        #: per-cluster memo for evaluators (parsed expressions, policy results)
+        self.cache: dict = {}
+
+
+class JobAd(Mapping[str, str]):
+    """One job's ad: a read-only mapping from attribute name to ClassAd expression text.
+
+    Lookup is case-insensitive; iteration yields each attribute once, in its canonical case.
+    ``cluster_id``, ``proc_id``, ``status``, ``prio`` and ``owner`` are typed shortcuts.
+    """
+
+    __slots__ = ("cluster", "_own", "_hot")
+
+    def __init__(self, cluster: ClusterAd, own: dict[str, str] | str | None, hot: tuple):
+        self.cluster = cluster
+        # The proc's own attributes: a dict, or its stored JSON text decoded on first use
+        # (most queries never look at most procs' own attributes).
+        self._own = own
+        # (ClusterId, ProcId, JobStatus, JobPrio, Owner, QDate, EnteredCurrentStatus, AutoClusterId)
+        self._hot = hot
+
+    @property
+    def own(self) -> dict[str, str]:
+        """The attributes this proc sets itself (its differences from the cluster ad)."""
+        own = self._own
+        if own is None:
+            own = self._own = {}
+        elif own.__class__ is str:
+            own = self._own = _decode(own)
+        return own
+
+    @property
+    def cluster_id(self) -> int:
+        return self._hot[0]
+
+    @property
+    def proc_id(self) -> int:
+        return self._hot[1]
+
+    @property
+    def job_id(self) -> tuple[int, int]:
+        return (self._hot[0], self._hot[1])
+
+    @property
+    def status(self) -> int:
+        return self._hot[2]
+
+    @property
+    def prio(self) -> int:
+        return self._hot[3]
+
+    @property
+    def owner(self) -> str | None:
+        return self._hot[4]
+
+    @property
+    def qdate(self) -> int:
+        return self._hot[5]
+
+    def hot_value(self, name: str) -> object:
+        """The typed value of a hot attribute (``None`` when unset).
+
+        Raises:
+            KeyError: ``name`` is not a hot attribute.
+        """
+        return self._hot[_HOT_INDEX[name.lower()]]
+
+    def __getitem__(self, name: str) -> str:
+        low = name.lower()
+        i = _HOT_INDEX.get(low)
+        if i is not None:
+            value = self._hot[i]
+            if value is None:
+                raise KeyError(name)
+            return quote(value) if i == 4 else str(value)
+        canon = self.cluster.canon.get(low, name)
+        text = self.own.get(canon)
+        if text is not None:
+            return text
+        return self.cluster.attrs[canon]
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            self[name]  # type: ignore[index]
+        except (KeyError, AttributeError):
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        for low, i in _HOT_INDEX.items():
+            if self._hot[i] is not None:
+                yield HOT_ATTRS[low]
+        yield from self.cluster.attrs
+        for name in self.own:
+            if name not in self.cluster.attrs:
+                yield name
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def to_dict(self) -> dict[str, str]:
+        """A plain ``{attribute: expression text}`` copy of the whole ad."""
+        return {name: self[name] for name in self}
+
+    def __repr__(self) -> str:
+        return f"<JobAd {self._hot[0]}.{self._hot[1]} status={self._hot[2]}>"
+
+
+def as_mapping(ad: Mapping[str, str] | object) -> Mapping[str, str]:
+    """Check that a cluster or proc ad is a mapping of attribute names to expression texts.
+
+    Raises:
+        UsageError: it is not a mapping, or a value is not a string.
+    """
+    if not isinstance(ad, Mapping):
+        raise UsageError(f"a job ad must be a mapping of attribute -> expression text, not {type(ad).__name__}")
+    for name, text in ad.items():
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise UsageError(
+                f"job ad attribute {name!r} has value {text!r}: attributes map names to "
+                "ClassAd expression text (write 5 as '5', a string as '\"x\"')")
+    return ad

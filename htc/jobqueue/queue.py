@@ -1,0 +1,486 @@
+"""The schedd's durable job queue.
+
+Theory of operation
+-------------------
+:class:`JobQueue` owns one sqlite connection (see :mod:`htc.jobqueue.store` for the file and
+schema) and serialises every use of it with one re-entrant lock. Every change is a
+transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``); nested uses become savepoints, so a failing
+part rolls back alone and the caller decides.
+
+Submitting is the hot write path and uses group commit: a submitter appends its cluster to a
+pending list and then takes the lock; whoever gets the lock first becomes the leader and
+writes *all* pending clusters in one transaction -- one fsync for many submits -- each in
+its own savepoint so that one bad cluster fails alone. Followers find their cluster already
+committed when they get the lock. ``submit`` returns only after the COMMIT that made the
+cluster durable. No background thread is involved.
+
+Cluster ids are reserved with :meth:`JobQueue.next_cluster_id` before the submit
+description is expanded (the expansion needs ``$(Cluster)``). The reservation is a tiny
+transaction committed without fsync: WAL frames are ordered, so the fsync of any later
+commit -- in particular the cluster's own -- makes the reservation durable too, and a
+reservation lost in a power failure belonged to a cluster nobody was told about.
+
+Reads hand out :class:`~htc.jobqueue.ads.JobAd` views over a per-cluster cache of parsed
+cluster ads. The cache is dropped whenever another connection changed the file
+(``PRAGMA data_version``) and whenever this queue changes a cluster ad.
+
+Status changes go through the transition table of :mod:`htc.jobqueue.states`; a job that
+reaches Completed, or Removed while nothing runs it, moves to the history table in the same
+transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import msgspec
+
+from htc.errors import UsageError
+from htc.jobqueue import store
+from htc.jobqueue.ads import ClusterAd, JobAd, quote
+from htc.jobqueue.changes import _JOB_COLUMNS, QueueChanges
+from htc.jobqueue.expr import GroupedEvaluator
+from htc.jobqueue.factory import QueueFactory, factory_room
+from htc.jobqueue.query import narrow, plan, select_rows
+from htc.jobqueue.records import JobId, JobNotFound, QueueStatistics
+from htc.jobqueue.states import JobStatus
+from htc.jobqueue.submission import PreparedCluster, prepare, proc_rows
+
+_encode = msgspec.json.Encoder().encode
+_decode_attrs = msgspec.json.Decoder(dict[str, str]).decode
+_decode_list = msgspec.json.Decoder(list[str]).decode
+
+#: The seed's PRIO expression (Condor 4.x ``PRIO``), rewritten over today's attributes: the
+#: schedd offers a user's jobs in descending PRIO -- job priority first, then jobs that
+#: already hold a checkpoint, then the oldest. Knob ``SCHEDD_JOB_PRIO_EXPR``.
+DEFAULT_PRIO_EXPR = "(JobPrio * 10) + ifThenElse(NumCkpts > 0, 1, 0) - (QDate / 1000000000.0)"
+
+@dataclass
+class _Ticket:
+    cluster: object
+    now: float
+    done: bool = False
+    result: int | None = None
+    error: BaseException | None = None
+
+
+def _job_text(job_id: JobId) -> str:
+    return f"{job_id[0]}.{job_id[1]}"
+
+
+class JobQueue(QueueChanges, QueueFactory):
+    """A durable job queue in one sqlite file (see the module docstring)."""
+
+    def __init__(self, db, path: str, *, prio_expr: str = DEFAULT_PRIO_EXPR,
+                 system_policy=None, rebuild_factory: Callable[[dict], object] | None = None,
+                 validate: bool = True):
+        from htc.jobqueue.policy import SystemPolicy  # policy imports expr; keep import light
+
+        self._db = db
+        self._conn: sqlite3.Connection = db.conn
+        self.path = path
+        self.prio_expr = prio_expr
+        self.system_policy = system_policy or SystemPolicy()
+        self._rebuild_factory = rebuild_factory
+        self._validate = validate
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._pending: list[_Ticket] = []
+        self._pending_lock = threading.Lock()
+        self._clusters: dict[int, ClusterAd] = {}
+        self._factory_sources: dict[int, object] = {}
+        self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        self._commits = 0
+        self._owner: int | None = None  # thread running the outermost transaction
+        GroupedEvaluator(prio_expr)  # refuse a PRIO expression that does not parse, now
+
+    @classmethod
+    def open(cls, path: str, *, create: bool = True, verify: bool = True, **options) -> JobQueue:
+        """Open the queue at ``path`` (``":memory:"`` for a throw-away one).
+
+        Args:
+            path: the queue file.
+            create: create an empty queue when there is none.
+            verify: check the whole file with sqlite's quick_check first.
+            **options: ``prio_expr`` (the ``SCHEDD_JOB_PRIO_EXPR`` knob), ``system_policy``
+                (a :class:`~htc.jobqueue.policy.SystemPolicy` of the ``SYSTEM_PERIODIC_*``
+                knobs), ``rebuild_factory`` (callable rebuilding a late-materialization
+                source from its stored record), ``validate`` (parse every submitted
+                expression; default true).
+
+        Returns:
+            The open queue; close it (or use ``with``).
+
+        Raises:
+            QueueFileError: the file is missing (``create=False``), foreign or damaged; it
+                was not modified.
+            UsageError: an option is invalid (an unparsable PRIO expression...).
+        """
+        db = store.open_database(path, create=create, verify=verify)
+        try:
+            return cls(db, path, **options)
+        except BaseException:
+            db.conn.close()
+            raise
+
+    def close(self) -> None:
+        """Close the database connection (pending WAL content stays durable in the file)."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> JobQueue:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- transactions --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group changes into one atomic, durable commit (nested uses are savepoints).
+
+        Everything done by this thread inside the block -- including :meth:`submit` -- is
+        durable only when the outermost block exits and commits.
+
+        Raises:
+            QueueStorageError: sqlite failed (disk full, I/O error); nothing was committed.
+        """
+        with self._lock, _translate_errors(self.path):
+            if self._depth:
+                name = f"sp{self._depth}"
+                self._conn.execute(f"SAVEPOINT {name}")
+                self._depth += 1
+                try:
+                    yield
+                except BaseException:
+                    self._conn.execute(f"ROLLBACK TO {name}")
+                    self._conn.execute(f"RELEASE {name}")
+                    self._clusters.clear()
+                    raise
+                finally:
+                    self._depth -= 1
+                self._conn.execute(f"RELEASE {name}")
+                return
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            self._owner = threading.get_ident()
+            version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            if version != self._data_version:
+                self._clusters.clear()  # another process changed the queue meanwhile
+            try:
+                yield
+            except BaseException:
+                self._depth = 0
+                self._owner = None
+                self._conn.execute("ROLLBACK")
+                self._clusters.clear()
+                raise
+            self._depth = 0
+            self._owner = None
+            try:
+                self._conn.execute("COMMIT")
+            except BaseException:
+                # A failed COMMIT (disk full, I/O error) may leave the transaction open.
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                self._clusters.clear()
+                raise
+            self._commits += 1
+            self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, _translate_errors(self.path):
+            if not self._depth:
+                version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+                if version != self._data_version:
+                    self._clusters.clear()  # another process changed the queue
+                    self._data_version = version
+            yield self._conn
+
+    # -- cluster ids and submission ------------------------------------------------------
+
+    def next_cluster_id(self) -> int:
+        """Reserve the next cluster id (never handed out twice, even across restarts).
+
+        Returns:
+            The id to build the cluster with (``Submit.cluster(id, ...)``) and then submit.
+        """
+        with self._lock, _translate_errors(self.path):
+            if self._depth:
+                return self._reserve_id()
+            # Not fsynced on its own: the cluster's commit (or any later one) makes it durable.
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            try:
+                with self.transaction():
+                    return self._reserve_id()
+            finally:
+                self._conn.execute("PRAGMA synchronous = FULL")
+
+    def _reserve_id(self) -> int:
+        cid = self._conn.execute("SELECT value FROM meta WHERE key = 'next_cluster_id'").fetchone()[0]
+        self._conn.execute("UPDATE meta SET value = ? WHERE key = 'next_cluster_id'", (cid + 1,))
+        return cid
+
+    def submit(self, cluster: object, *, now: float | None = None) -> int:
+        """Store a whole cluster in one transaction; return once it is durable.
+
+        Concurrent callers (threads) share commits: see the module docstring.
+
+        Args:
+            cluster: ``htc.submit``'s ``SubmittedCluster`` or any object with ``cluster_ad``,
+                ``num_procs``, ``proc_ads(start, stop)`` and a ClusterId reserved with
+                :meth:`next_cluster_id`.
+            now: the submit time (QDate when the ad has none); default: the clock.
+
+        Returns:
+            The ClusterId.
+
+        Raises:
+            UsageError: the cluster is malformed, its id was not reserved or is taken.
+            QueueStorageError: the commit failed; the cluster is not in the queue.
+        """
+        ticket = _Ticket(cluster, time.time() if now is None else now)
+        if self._owner == threading.get_ident():
+            # Inside this thread's own transaction(): join it (durable when it commits), and
+            # commit nobody else's cluster as part of a transaction we do not own. (Checked
+            # without the lock: followers must be able to queue while a leader commits.)
+            with self.transaction():
+                return self._insert_cluster(cluster, ticket.now)
+        with self._pending_lock:
+            self._pending.append(ticket)
+        with self._lock:
+            if not ticket.done:
+                self._commit_pending()
+        if ticket.error is not None:
+            raise ticket.error
+        assert ticket.result is not None
+        return ticket.result
+
+    async def submit_async(self, cluster: object, *, now: float | None = None) -> int:
+        """:meth:`submit` for an asyncio service: waits in a worker thread, shares commits."""
+        return await asyncio.to_thread(self.submit, cluster, now=now)
+
+    def submit_many(self, clusters: Sequence[object], *, now: float | None = None) -> list[int]:
+        """Store several clusters in one transaction: all of them, or none.
+
+        Raises:
+            UsageError: one cluster is malformed; no cluster was stored.
+        """
+        when = time.time() if now is None else now
+        with self.transaction():
+            return [self._insert_cluster(c, when) for c in clusters]
+
+    def _commit_pending(self) -> None:
+        with self._pending_lock:
+            batch, self._pending = self._pending, []
+        if not batch:
+            return
+        try:
+            with self.transaction():
+                for ticket in batch:
+                    try:
+                        with self.transaction():
+                            ticket.result = self._insert_cluster(ticket.cluster, ticket.now)
+                    except Exception as exc:  # this cluster fails alone
+                        ticket.error = exc
+        except BaseException as exc:
+            for ticket in batch:
+                if ticket.error is None:
+                    ticket.error = exc
+                ticket.result = None
+            for ticket in batch:
+                ticket.done = True
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for ticket in batch:
+            ticket.done = True
+
+    def _insert_cluster(self, cluster: object, now: float) -> int:
+        prep = prepare(cluster, now, self._validate)
+        cid = prep.cluster_id
+        conn = self._conn
+        reserved = conn.execute("SELECT value FROM meta WHERE key = 'next_cluster_id'").fetchone()[0]
+        if cid >= reserved:
+            raise UsageError(f"cluster id {cid} was never reserved; call "
+                             "JobQueue.next_cluster_id() and build the cluster with its result")
+        if conn.execute("SELECT 1 FROM clusters WHERE cluster_id = ? UNION ALL "
+                        "SELECT 1 FROM history WHERE cluster_id = ? LIMIT 1", (cid, cid)).fetchone():
+            raise UsageError(f"cluster {cid} was already submitted; reserve a new id for a new cluster")
+        count = prep.num_procs
+        if prep.factory is not None:
+            count = min(count, factory_room(prep.factory, present=0, idle=0))
+            self._factory_sources[cid] = cluster
+        self._insert_procs(prep, 0, count)
+        # The cluster row goes in last, when the procs' overridden attributes are known.
+        conn.execute(
+            "INSERT INTO clusters (cluster_id, owner, qdate, num_procs, next_proc, ad, proc_attrs, factory) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (cid, prep.owner, prep.qdate, prep.num_procs, count, _encode(prep.attrs).decode(),
+             _encode(sorted(prep.proc_attrs)).decode(),
+             _encode(prep.factory).decode() if prep.factory else None))
+        return cid
+
+    def _insert_procs(self, prep: PreparedCluster, start: int, stop: int) -> None:
+        """Insert procs ``start`` to ``stop - 1`` (the caller records next_proc / proc_attrs)."""
+        if stop <= start:
+            return
+        counted = [0]
+
+        def rows():
+            for row in proc_rows(prep, prep.source.proc_ads(start, stop), start, self._validate):
+                if row[1] >= stop:
+                    raise UsageError(f"cluster {prep.cluster_id}: proc_ads({start}, {stop}) gave "
+                                     f"ProcId {row[1]}")
+                counted[0] += 1
+                yield row
+
+        try:
+            self._conn.executemany(
+                f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
+        except sqlite3.IntegrityError:
+            raise UsageError(f"cluster {prep.cluster_id}: proc_ads({start}, {stop}) repeated a "
+                             "ProcId; each proc needs its own") from None
+        if counted[0] != stop - start:
+            raise UsageError(f"cluster {prep.cluster_id}: proc_ads({start}, {stop}) gave "
+                             f"{counted[0]} procs, expected {stop - start}")
+        self._clusters.pop(prep.cluster_id, None)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _cluster(self, cid: int) -> ClusterAd:
+        cached = self._clusters.get(cid)
+        if cached is None:
+            row = self._conn.execute("SELECT ad, proc_attrs, owner, qdate FROM clusters "
+                                     "WHERE cluster_id = ?", (cid,)).fetchone()
+            if row is None:
+                raise JobNotFound(f"cluster {cid} is not in the queue")
+            cached = ClusterAd(cid, _decode_attrs(row[0]), _decode_list(row[1]), row[2], row[3])
+            self._clusters[cid] = cached
+        return cached
+
+    def _job_from_row(self, row: tuple) -> JobAd:
+        # The row tuple doubles as the hot-attribute tuple (columns 0-7 are in HOT_ATTRS order).
+        return JobAd(self._cluster(row[0]), row[8], row)
+
+    def get_job(self, job_id: JobId) -> JobAd:
+        """One job's ad.
+
+        Raises:
+            JobNotFound: no such job in the queue (see :meth:`history` for finished ones).
+        """
+        cid, pid = job_id
+        with self._reading() as conn:
+            row = conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE cluster_id = ? AND proc_id = ?",
+                               (cid, pid)).fetchone()
+            if row is None:
+                raise JobNotFound(f"job {cid}.{pid} is not in the queue; it may have finished "
+                                  "(see history) or never existed")
+            return self._job_from_row(row)
+
+    def query(self, constraint: str | None = None, *, projection: Sequence[str] | None = None,
+              limit: int | None = None, now: float | None = None) -> list:
+        """The jobs for which ``constraint`` is true, in ClusterId.ProcId order.
+
+        Args:
+            constraint: a ClassAd expression (``htc q -constraint``); None selects every job.
+            projection: attribute names; when given, each result is a plain dict holding
+                just those attributes (the ones the job has).
+            limit: stop after this many jobs.
+            now: the time ``CurrentTime`` stands for (default: the clock).
+
+        Returns:
+            :class:`~htc.jobqueue.ads.JobAd` views, or dicts with ``projection``.
+
+        Raises:
+            UsageError: the constraint does not parse.
+        """
+        p = plan(constraint)
+        with self._reading() as conn:
+            where, params = p.where, p.params
+            indexed = p.indexed()
+            if indexed is not None:
+                # An index only pays off for a small part of the table; past that, reading
+                # the table in key order beats index-then-table lookups, so the terms are
+                # written "+column" to keep sqlite off the index (the primary key stays usable).
+                estimate = conn.execute(f"SELECT count(*) FROM jobs WHERE {indexed[0]}",
+                                        indexed[1]).fetchone()[0]
+                total = conn.execute("SELECT count(*) FROM jobs").fetchone()[0]
+                if estimate * 5 > total:
+                    where = " AND ".join("+" + c[1] for c in p.clauses)
+            evaluator = None
+            check: set[int] = set()
+            clusters: dict[int, ClusterAd] = {}
+            if p.residual:
+                evaluator = GroupedEvaluator(p.residual_text, time.time() if now is None else now)
+                for (cid,) in conn.execute("SELECT cluster_id FROM clusters").fetchall():
+                    clusters[cid] = self._cluster(cid)
+                narrowed = narrow(conn, where, params, clusters, evaluator)
+                if narrowed is None:
+                    return []
+                where, params, check = narrowed
+            sql = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE {where} ORDER BY cluster_id, proc_id"
+            if not check and limit is not None:
+                sql += f" LIMIT {int(limit)}"
+            rows = conn.execute(sql, params).fetchall()
+            if not check:
+                get = self._cluster
+                jobs = [JobAd(get(r[0]), r[8], r) for r in rows]
+            else:
+                jobs = select_rows(rows, clusters, evaluator, limit, check)
+        if projection is not None:
+            return [{name: job[name] for name in projection if name in job} for job in jobs]
+        return jobs
+
+    def count(self, constraint: str | None = None) -> int:
+        """How many jobs match ``constraint`` (every job when None)."""
+        p = plan(constraint)
+        if p.sql_only:
+            with self._reading() as conn:
+                return conn.execute(f"SELECT count(*) FROM jobs WHERE {p.where}", p.params).fetchone()[0]
+        return len(self.query(constraint))
+
+    def jobs_by_owner(self, owner: str, status: int | None = None) -> list[JobAd]:
+        """One owner's jobs (optionally in one status): the index behind ``htc q <owner>``."""
+        if status is None:
+            return self.query(f"Owner == {quote(owner)}")
+        return self.query(f"Owner == {quote(owner)} && JobStatus == {int(status)}")
+
+    def statistics(self) -> QueueStatistics:
+        """Counts of clusters, jobs by status, and finished jobs in the history."""
+        with self._reading() as conn:
+            clusters = conn.execute("SELECT count(*) FROM clusters").fetchone()[0]
+            by_status = {JobStatus(s): n for s, n in
+                         conn.execute("SELECT status, count(*) FROM jobs GROUP BY status")}
+            history = conn.execute("SELECT count(*) FROM history").fetchone()[0]
+        return QueueStatistics(clusters, sum(by_status.values()), by_status, history, self._commits)
+
+    # The rest of the API is mixed in: status changes, edits, policy, history, job order
+    # and autoclusters (QueueChanges, htc.jobqueue.changes); late materialization
+    # (QueueFactory, htc.jobqueue.factory).
+
+
+class _Translate(contextlib.AbstractContextManager):
+    __slots__ = ("path",)
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is not None and isinstance(exc, sqlite3.Error):
+            raise store.QueueStorageError(
+                f"the job queue {self.path} failed: {exc}; check free disk space and the "
+                "file's health (htc refuses a damaged queue when it is next opened)") from exc
+        return False
+
+
+def _translate_errors(path: str) -> _Translate:
+    return _Translate(path)

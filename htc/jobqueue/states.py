@@ -1,0 +1,194 @@
+"""Job states, hold reason codes and the one table of legal job-state transitions.
+
+Theory of operation
+-------------------
+A job's ``JobStatus`` uses HTCondor's own numbers (``htcondor2.JobStatus``): Idle 1,
+Running 2, Removed 3, Completed 4, Held 5, Transferring output 6, Suspended 7. Every status
+change in the queue goes through :func:`check_transition`, which looks the pair
+``(old, new)`` up in :data:`TRANSITIONS`; a pair that is not in the table is refused with an
+error naming the job, its state and the requested state. Nothing else in htc decides which
+changes are legal.
+
+Each entry of the table also names the job event log event that records the change (an
+``EventType`` of :mod:`htc.eventlog.events`), so a caller that changed a status knows which
+event to write: Idle -> Running is ``EXECUTE``, Running -> Idle is ``JOB_EVICTED``, and so on.
+
+Removed and Completed are the two *terminal* states. A job that reaches one of them leaves
+the queue for the history table: at once when nothing runs it, or, for a job that was still
+running when it was removed, once the schedd reports that it stopped (``JobQueue.retire``).
+
+The state diagram in ``docs/jobqueue.md`` is generated from the table by :func:`diagram`.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from htc.errors import UsageError
+from htc.eventlog.events import EventType
+
+
+class JobStatus(enum.IntEnum):
+    """A job's ``JobStatus``, numbered as HTCondor numbers it."""
+
+    IDLE = 1
+    RUNNING = 2
+    REMOVED = 3
+    COMPLETED = 4
+    HELD = 5
+    TRANSFERRING_OUTPUT = 6
+    SUSPENDED = 7
+
+    @property
+    def letter(self) -> str:
+        """The one-letter code ``condor_q`` prints in its ST column."""
+        return _LETTERS[self]
+
+
+_LETTERS = {
+    JobStatus.IDLE: "I",
+    JobStatus.RUNNING: "R",
+    JobStatus.REMOVED: "X",
+    JobStatus.COMPLETED: "C",
+    JobStatus.HELD: "H",
+    JobStatus.TRANSFERRING_OUTPUT: ">",
+    JobStatus.SUSPENDED: "S",
+}
+
+
+class HoldReasonCode(enum.IntEnum):
+    """``HoldReasonCode`` values, as HTCondor's ``condor_holdcodes.h`` numbers them."""
+
+    Unspecified = 0
+    UserRequest = 1
+    GlobusGramError = 2
+    JobPolicy = 3
+    CorruptedCredential = 4
+    JobPolicyUndefined = 5
+    FailedToCreateProcess = 6
+    UnableToOpenOutput = 7
+    UnableToOpenInput = 8
+    UnableToOpenOutputStream = 9
+    UnableToOpenInputStream = 10
+    InvalidTransferAck = 11
+    TransferOutputError = 12
+    TransferInputError = 13
+    IwdError = 14
+    SubmittedOnHold = 15
+    SpoolingInput = 16
+    JobShadowMismatch = 17
+    InvalidTransferGoAhead = 18
+    HookPrepareJobFailure = 19
+    MissedDeferredExecutionTime = 20
+    StartdHeldJob = 21
+    UnableToInitUserLog = 22
+    FailedToAccessUserAccount = 23
+    NoCompatibleShadow = 24
+    InvalidCronSettings = 25
+    SystemPolicy = 26
+    SystemPolicyUndefined = 27
+    MaxTransferInputSizeExceeded = 32
+    MaxTransferOutputSizeExceeded = 33
+    JobOutOfResources = 34
+    InvalidDockerImage = 35
+    FailedToCheckpoint = 36
+    PreScriptFailed = 43
+    PostScriptFailed = 44
+    SingularityTestFailed = 45
+    JobDurationExceeded = 46
+    JobExecuteExceeded = 47
+    HookShadowPrepareJobFailure = 48
+
+
+S = JobStatus
+
+#: The legal job-state changes, and the user-log event that records each.
+TRANSITIONS: dict[tuple[JobStatus, JobStatus], EventType] = {
+    (S.IDLE, S.RUNNING): EventType.EXECUTE,
+    (S.IDLE, S.HELD): EventType.JOB_HELD,
+    (S.IDLE, S.REMOVED): EventType.JOB_ABORTED,
+    (S.RUNNING, S.IDLE): EventType.JOB_EVICTED,
+    (S.RUNNING, S.COMPLETED): EventType.JOB_TERMINATED,
+    (S.RUNNING, S.TRANSFERRING_OUTPUT): EventType.FILE_TRANSFER,
+    (S.RUNNING, S.SUSPENDED): EventType.JOB_SUSPENDED,
+    (S.RUNNING, S.HELD): EventType.JOB_HELD,
+    (S.RUNNING, S.REMOVED): EventType.JOB_ABORTED,
+    (S.TRANSFERRING_OUTPUT, S.COMPLETED): EventType.JOB_TERMINATED,
+    (S.TRANSFERRING_OUTPUT, S.IDLE): EventType.JOB_EVICTED,
+    (S.TRANSFERRING_OUTPUT, S.HELD): EventType.JOB_HELD,
+    (S.TRANSFERRING_OUTPUT, S.REMOVED): EventType.JOB_ABORTED,
+    (S.SUSPENDED, S.RUNNING): EventType.JOB_UNSUSPENDED,
+    (S.SUSPENDED, S.IDLE): EventType.JOB_EVICTED,
+    (S.SUSPENDED, S.HELD): EventType.JOB_HELD,
+    (S.SUSPENDED, S.REMOVED): EventType.JOB_ABORTED,
+    (S.HELD, S.IDLE): EventType.JOB_RELEASED,
+    (S.HELD, S.REMOVED): EventType.JOB_ABORTED,
+}
+
+#: States in which a shadow (and a starter somewhere) is attached to the job.
+ACTIVE_STATES = frozenset({S.RUNNING, S.SUSPENDED, S.TRANSFERRING_OUTPUT})
+#: States from which no transition leads anywhere: the job is on its way to history.
+TERMINAL_STATES = frozenset({S.REMOVED, S.COMPLETED})
+#: States a freshly submitted job may have (``hold = true`` submits on hold).
+INITIAL_STATES = frozenset({S.IDLE, S.HELD})
+
+del S
+
+
+class IllegalTransition(UsageError):
+    """A job was asked to change to a state the transition table does not allow from its state."""
+
+    def __init__(self, job: str, old: JobStatus, new: JobStatus):
+        allowed = sorted(n.name for (o, n) in TRANSITIONS if o == old)
+        hint = (
+            f"from {old.name} it may go to {', '.join(allowed)}"
+            if allowed
+            else f"{old.name} is terminal; the job is leaving the queue"
+        )
+        super().__init__(f"job {job} is {old.name} and cannot become {new.name}: {hint}")
+        self.job = job
+        self.old = old
+        self.new = new
+
+
+def check_transition(job: str, old: int, new: int) -> EventType:
+    """Check one job-state change against :data:`TRANSITIONS`.
+
+    Args:
+        job: the job's id as text (``"12.3"``), used in the error message.
+        old: its current ``JobStatus``.
+        new: the requested ``JobStatus``.
+
+    Returns:
+        The user-log event type that records this change.
+
+    Raises:
+        UsageError: ``new`` is not a job status number.
+        IllegalTransition: the table has no such change; the message lists the legal ones.
+    """
+    try:
+        new_status = JobStatus(new)
+    except ValueError:
+        raise UsageError(
+            f"{new!r} is not a job status; use one of "
+            + ", ".join(f"{s.value} ({s.name})" for s in JobStatus)
+        ) from None
+    old_status = JobStatus(old)
+    try:
+        return TRANSITIONS[old_status, new_status]
+    except KeyError:
+        raise IllegalTransition(job, old_status, new_status) from None
+
+
+def diagram() -> str:
+    """The transition table as a Mermaid state diagram (the one in ``docs/jobqueue.md``).
+
+    Returns:
+        Mermaid source text, one line per transition, in table order.
+    """
+    lines = ["stateDiagram-v2", "    [*] --> IDLE", "    [*] --> HELD: hold = true"]
+    for (old, new), event in TRANSITIONS.items():
+        lines.append(f"    {old.name} --> {new.name}: {event.name}")
+    lines.append("    REMOVED --> [*]: history")
+    lines.append("    COMPLETED --> [*]: history")
+    return "\n".join(lines)

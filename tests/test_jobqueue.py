@@ -1,0 +1,442 @@
+"""The durable job queue: storage shape, submission, states, edits, history, files it refuses."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import sqlite3
+import threading
+
+import pytest
+
+from htc.errors import UsageError
+from htc.eventlog.events import EventType
+from htc.jobqueue import (TRANSITIONS, IllegalTransition, JobNotFound, JobQueue, JobStatus,
+                          QueueFileError)
+from htc.jobqueue.states import diagram
+from htc.jobqueue.testing import SimpleCluster
+
+S = JobStatus
+BASE_AD = {
+    "Owner": '"alice"', "JobPrio": "0", "JobStatus": "1", "QDate": "1700000000",
+    "Cmd": '"/bin/sleep"', "RequestMemory": "2048", "NumCkpts": "0", "NumJobStarts": "0",
+}
+
+
+@pytest.fixture
+def queue():
+    with JobQueue.open(":memory:") as q:
+        yield q
+
+
+def submit(q, n=3, ad=None, per_proc=None, **kw):
+    cid = q.next_cluster_id()
+    q.submit(SimpleCluster(cid, {**BASE_AD, **(ad or {})}, n, per_proc=per_proc, **kw), now=1700000000)
+    return cid
+
+
+def test_submit_stores_the_cluster_ad_once_and_only_per_proc_differences(queue):
+    cid = submit(queue, 3, per_proc=lambda i: {"Args": f'"{i}"', "RequestMemory": "2048"})
+    job = queue.get_job((cid, 2))
+    assert job["Args"] == '"2"' and job["args"] == '"2"'  # case-insensitive like ClassAds
+    assert job["Cmd"] == '"/bin/sleep"'
+    assert (job["ClusterId"], job["ProcId"], job["JobStatus"], job["Owner"]) == (str(cid), "2", "1", '"alice"')
+    raw = queue._conn.execute("SELECT ad FROM clusters WHERE cluster_id = ?", (cid,)).fetchone()[0]
+    assert '"Cmd"' in raw and "JobStatus" not in raw  # hot attributes live in columns
+    procs = queue._conn.execute("SELECT ad FROM jobs WHERE cluster_id = ? ORDER BY proc_id", (cid,)).fetchall()
+    # RequestMemory equals the cluster's value, so it is not repeated per proc.
+    assert [p[0] for p in procs] == ['{"Args":"\\"0\\""}', '{"Args":"\\"1\\""}', '{"Args":"\\"2\\""}']
+    assert dict(job) == job.to_dict() and len(job) == len(job.to_dict())
+
+
+def test_cluster_ids_are_reserved_once_and_survive_reopening(tmp_path):
+    path = str(tmp_path / "q.db")
+    with JobQueue.open(path) as q:
+        first = q.next_cluster_id()
+        submit(q)
+    with JobQueue.open(path) as q:
+        assert q.next_cluster_id() == first + 2
+
+
+def test_submit_refuses_unreserved_or_reused_ids(queue):
+    with pytest.raises(UsageError, match="never reserved"):
+        queue.submit(SimpleCluster(99, BASE_AD))
+    cid = submit(queue)
+    with pytest.raises(UsageError, match="already submitted"):
+        queue.submit(SimpleCluster(cid, BASE_AD))
+
+
+def test_a_bad_expression_refuses_the_whole_cluster(queue):
+    cid = queue.next_cluster_id()
+    bad = SimpleCluster(cid, BASE_AD, 5, per_proc=lambda i: {"Foo": "1 +" if i == 4 else "1"})
+    with pytest.raises(UsageError, match="Foo"):
+        queue.submit(bad)
+    assert queue.statistics().jobs == 0 and queue.statistics().clusters == 0
+
+
+def test_submitting_on_hold_and_refusing_other_initial_states(queue):
+    cid = submit(queue, 1, ad={"JobStatus": "5", "HoldReasonCode": "15",
+                               "HoldReason": '"submitted on hold at user\'s request"'})
+    assert queue.get_job((cid, 0)).status == S.HELD
+    with pytest.raises(UsageError, match="Idle"):
+        submit(queue, 1, ad={"JobStatus": "2"})
+    # Releasing a job submitted on hold hides the cluster's hold attributes for that proc.
+    queue.release((cid, 0), "ok")
+    job = queue.get_job((cid, 0))
+    assert job["HoldReason"] == "undefined" and job["LastHoldReasonCode"] == "15"
+
+
+def _drive_to(q, job, state):
+    paths = {S.IDLE: [], S.RUNNING: [S.RUNNING], S.HELD: [S.HELD],
+             S.SUSPENDED: [S.RUNNING, S.SUSPENDED],
+             S.TRANSFERRING_OUTPUT: [S.RUNNING, S.TRANSFERRING_OUTPUT]}
+    for step in paths[state]:
+        q.set_status(job, step)
+
+
+@pytest.mark.parametrize("old,new", sorted(TRANSITIONS))
+def test_every_legal_transition_applies_and_names_its_event(queue, old, new):
+    cid = submit(queue, 1)
+    _drive_to(queue, (cid, 0), old)
+    change = queue.set_status((cid, 0), new, reason="r", code=3)
+    assert (change.old, change.new, change.event) == (old, new, TRANSITIONS[old, new])
+    if change.left_queue:
+        assert new in (S.REMOVED, S.COMPLETED)
+        assert queue.history()[0]["JobStatus"] == str(int(new))
+    else:
+        assert queue.get_job((cid, 0)).status == new
+
+
+ILLEGAL = [(o, n) for o in (S.IDLE, S.RUNNING, S.HELD, S.SUSPENDED, S.TRANSFERRING_OUTPUT)
+           for n in S if (o, n) not in TRANSITIONS]
+
+
+@pytest.mark.parametrize("old,new", ILLEGAL)
+def test_every_illegal_transition_is_refused_with_a_clear_error(queue, old, new):
+    cid = submit(queue, 1)
+    _drive_to(queue, (cid, 0), old)
+    with pytest.raises(IllegalTransition) as info:
+        queue.set_status((cid, 0), new)
+    message = str(info.value)
+    assert f"job {cid}.0" in message and old.name in message and new.name in message
+    assert queue.get_job((cid, 0)).status == old  # nothing changed
+
+
+def test_unknown_status_number_and_missing_job(queue):
+    cid = submit(queue, 1)
+    with pytest.raises(UsageError, match="not a job status"):
+        queue.set_status((cid, 0), 9)
+    with pytest.raises(JobNotFound, match=f"{cid}.7"):
+        queue.set_status((cid, 7), S.HELD)
+
+
+def test_hold_and_release_record_reasons_and_codes(queue):
+    cid = submit(queue, 1)
+    change = queue.hold((cid, 0), "via condor_hold (by user alice)\nsecond line", now=1700000100)
+    assert change.event == EventType.JOB_HELD
+    job = queue.get_job((cid, 0))
+    assert job["HoldReason"] == '"via condor_hold (by user alice)|second line"'
+    assert (job["HoldReasonCode"], job["HoldReasonSubCode"], job["NumHolds"]) == ("1", "0", "1")
+    assert job["EnteredCurrentStatus"] == "1700000100" and job["LastJobStatus"] == "1"
+    queue.release((cid, 0), "via condor_release")
+    job = queue.get_job((cid, 0))
+    assert "HoldReason" not in job and job["LastHoldReasonCode"] == "1"
+    assert job["ReleaseReason"] == '"via condor_release"'
+
+
+def test_removed_idle_jobs_leave_at_once_running_ones_after_retire(queue):
+    cid = submit(queue, 2)
+    change = queue.remove((cid, 0), "via condor_rm")
+    assert change.left_queue and not change.cluster_removed
+    with pytest.raises(JobNotFound):
+        queue.get_job((cid, 0))
+    queue.set_status((cid, 1), S.RUNNING)
+    change = queue.remove((cid, 1))
+    assert not change.left_queue and queue.get_job((cid, 1)).status == S.REMOVED
+    with pytest.raises(IllegalTransition, match="terminal"):
+        queue.set_status((cid, 1), S.IDLE)
+    assert queue.retire((cid, 1)) is True  # last job: the cluster is gone too
+    assert queue.statistics().clusters == 0
+    history = queue.history()
+    assert [(h["ProcId"], h["JobStatus"]) for h in history] == [("1", "3"), ("0", "3")]
+    assert history[1]["RemoveReason"] == '"via condor_rm"'
+    with pytest.raises(UsageError, match="already submitted"):
+        queue.submit(SimpleCluster(cid, BASE_AD))  # an id is never reused, even from history
+
+
+def test_completed_jobs_move_to_history_unless_leave_job_in_queue(queue):
+    cid = submit(queue, 2, per_proc=lambda i: {"LeaveJobInQueue": "true" if i else "false"})
+    for p in (0, 1):
+        queue.set_status((cid, p), S.RUNNING)
+        change = queue.set_status((cid, p), S.COMPLETED, now=1700000500)
+        assert change.left_queue is (p == 0)
+    assert queue.get_job((cid, 1)).status == S.COMPLETED
+    assert queue.history(owner="alice")[0]["CompletionDate"] == "1700000500"
+    assert queue.retire((cid, 1)) is True
+    with pytest.raises(JobNotFound):
+        queue.retire((cid, 1))
+
+
+def test_retire_refuses_jobs_that_are_still_active(queue):
+    cid = submit(queue, 1)
+    with pytest.raises(UsageError, match="only Removed or Completed"):
+        queue.retire((cid, 0))
+
+
+def test_history_constraint_limit_and_order(queue):
+    a = submit(queue, 3)
+    b = submit(queue, 2, ad={"Owner": '"bob"'})
+    for job, when in (((a, 0), 10), ((b, 1), 30), ((a, 2), 20)):
+        queue.remove(job, now=1700000000 + when)
+    assert [(h["ClusterId"], h["ProcId"]) for h in queue.history()] == [
+        (str(b), "1"), (str(a), "2"), (str(a), "0")]
+    assert len(queue.history(limit=2)) == 2
+    assert [h["ProcId"] for h in queue.history('Owner == "alice" && ProcId > 0')] == ["2"]
+    assert [h["ProcId"] for h in queue.history(owner="bob")] == ["1"]
+
+
+def test_edit_refuses_protected_attributes_and_returns_old_values(queue):
+    cid = submit(queue, 2)
+    for attr in ("JobStatus", "ClusterId", "procid", "Owner", "QDate", "EnteredCurrentStatus"):
+        with pytest.raises(UsageError, match="protected"):
+            queue.edit((cid, 0), attr, "1")
+    with pytest.raises(UsageError, match="not a valid ClassAd expression"):
+        queue.edit((cid, 0), "Foo", "1 +")
+    assert queue.edit((cid, 0), "RequestMemory", "4096") == "2048"
+    assert queue.edit((cid, 0), "Foo", '"bar"') is None
+    assert queue.get_job((cid, 0))["RequestMemory"] == "4096"
+    assert queue.get_job((cid, 1))["RequestMemory"] == "2048"
+    assert [j.proc_id for j in queue.query("RequestMemory > 3000")] == [0]
+
+
+def test_edit_cluster_changes_every_proc_and_drops_overrides(queue):
+    cid = submit(queue, 3, per_proc=lambda i: {"Foo": str(i)})
+    queue.edit_cluster(cid, "Foo", "42")
+    assert {queue.get_job((cid, p))["Foo"] for p in range(3)} == {"42"}
+    queue.edit_cluster(cid, "JobPrio", "7")
+    assert [j.prio for j in queue.query(f"ClusterId == {cid}")] == [7, 7, 7]
+
+
+def test_set_prio_updates_the_column_and_returns_the_old_priority(queue):
+    cid = submit(queue, 2)
+    assert queue.set_prio((cid, 1), 10) == 0
+    assert queue.set_prio((cid, 1), -3) == 10
+    assert [j.proc_id for j in queue.query("JobPrio < 0")] == [1]
+    with pytest.raises(UsageError):
+        queue.set_prio((cid, 1), "high")
+
+
+def test_query_uses_hot_columns_cluster_attributes_and_per_proc_attributes(queue):
+    a = submit(queue, 4, per_proc=lambda i: {"Args": f'"{i}"'})
+    b = submit(queue, 2, ad={"Owner": '"Bob"', "RequestMemory": "8192"})
+    queue.hold((a, 1), "x")
+    ids = lambda c: [j.job_id for j in queue.query(c)]  # noqa: E731
+    assert ids('Owner == "bob"') == [(b, 0), (b, 1)]          # == ignores case
+    assert ids('Owner =?= "bob"') == []                        # =?= does not
+    assert ids("JobStatus == 5") == [(a, 1)]
+    assert ids("RequestMemory > 4096") == [(b, 0), (b, 1)]
+    assert ids('Args == "2" || ProcId == 3') == [(a, 2), (a, 3)]
+    assert ids('JobStatus == "1"') == []                       # int vs string is ERROR
+    assert ids("NoSuchAttr == 1") == []
+    assert len(queue.query(None)) == 6 and len(queue.query("true", limit=4)) == 4
+    assert queue.query(f"ClusterId == {b}", projection=["Owner", "Nope"]) == [{"Owner": '"Bob"'}] * 2
+    assert queue.count("JobStatus == 1") == 5 and queue.count("RequestMemory > 4096") == 2
+    assert [j.job_id for j in queue.jobs_by_owner("alice", S.HELD)] == [(a, 1)]
+    with pytest.raises(UsageError, match="not a valid ClassAd expression"):
+        queue.query("Owner ==")
+
+
+def test_statistics_counts(queue):
+    cid = submit(queue, 3)
+    queue.hold((cid, 0), "x")
+    queue.remove((cid, 1))
+    stats = queue.statistics()
+    assert (stats.clusters, stats.jobs, stats.history) == (1, 2, 1)
+    assert stats.by_status == {S.IDLE: 1, S.HELD: 1}
+
+
+def test_idle_jobs_follow_the_prio_expression(queue):
+    old = submit(queue, 1, ad={"QDate": "1600000000"})
+    new = submit(queue, 1, ad={"QDate": "1700000000"})
+    ckpt = submit(queue, 1, ad={"QDate": "1700000000", "NumCkpts": "2"})
+    high = submit(queue, 1, ad={"QDate": "1700000000", "JobPrio": "5"})
+    order = [j.cluster_id for j in queue.idle_jobs()]
+    assert order == [high, ckpt, old, new]
+    assert [j.cluster_id for j in queue.idle_jobs(owner="alice", limit=2)] == [high, ckpt]
+
+
+def test_prio_expression_is_a_knob():
+    with JobQueue.open(":memory:", prio_expr="ClusterId") as q:  # newest cluster first
+        ids = [submit(q, 1) for _ in range(3)]
+        assert [j.cluster_id for j in q.idle_jobs()] == ids[::-1]
+    with pytest.raises(UsageError, match="not a valid ClassAd expression"):
+        JobQueue.open(":memory:", prio_expr="1 +")
+
+
+def test_autoclusters_group_jobs_by_significant_attributes(queue):
+    a = submit(queue, 3)
+    b = submit(queue, 2, ad={"RequestMemory": "4096"})
+    c = submit(queue, 2, per_proc=lambda i: {"RequestMemory": str(2048 * (i + 1))})
+    groups = queue.assign_autoclusters(["RequestMemory", "Owner"])
+    by_jobs = sorted(sorted(g) for g in groups.values())
+    assert by_jobs == sorted([[(a, 0), (a, 1), (a, 2), (c, 0)], [(b, 0), (b, 1), (c, 1)]])
+    first = queue.get_job((a, 0))["AutoClusterId"]
+    assert [j.job_id for j in queue.jobs_in_autocluster(int(first))][:3] == [(a, 0), (a, 1), (a, 2)]
+    queue.edit((a, 0), "RequestMemory", "4096")  # an edit forgets the job's autocluster
+    assert "AutoClusterId" not in queue.get_job((a, 0))
+    groups = queue.assign_autoclusters(["RequestMemory", "Owner"])
+    assert (a, 0) in groups[int(queue.get_job((b, 0))["AutoClusterId"])]
+
+
+def test_concurrent_submits_share_commits(tmp_path):
+    with JobQueue.open(str(tmp_path / "q.db")) as q:
+        ids = [[q.next_cluster_id() for _ in range(40)] for _ in range(8)]
+        before = q.statistics().commits
+        errors: list[BaseException] = []
+
+        def client(mine):
+            try:
+                for cid in mine:
+                    assert q.submit(SimpleCluster(cid, BASE_AD, 2)) == cid
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=client, args=(m,)) for m in ids]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        stats = q.statistics()
+        assert stats.clusters == 320 and stats.jobs == 640
+        assert stats.commits - before <= 320
+
+
+def test_submitters_waiting_for_a_commit_share_the_next_one(tmp_path):
+    with JobQueue.open(str(tmp_path / "q.db")) as q:
+        ids = [q.next_cluster_id() for _ in range(8)]
+        before = q.statistics().commits
+        with q._lock:  # a leader is busy committing: submitters queue up behind it
+            threads = [threading.Thread(target=q.submit, args=(SimpleCluster(cid, BASE_AD),)) for cid in ids]
+            for t in threads:
+                t.start()
+            while len(q._pending) < 8:
+                threading.Event().wait(0.001)
+        for t in threads:
+            t.join()
+        assert q.statistics().clusters == 8
+        assert q.statistics().commits - before == 1  # one fsync acknowledged all eight
+
+
+def test_one_bad_cluster_in_a_group_fails_alone(queue):
+    good = SimpleCluster(queue.next_cluster_id(), BASE_AD)
+    bad = SimpleCluster(queue.next_cluster_id(), {**BASE_AD, "X": "(("})
+    from htc.jobqueue.queue import _Ticket
+
+    # Two submitters' clusters committed by one leader, as group commit does.
+    tickets = [_Ticket(good, 0), _Ticket(bad, 0)]
+    queue._pending = list(tickets)
+    queue._commit_pending()
+    assert tickets[0].done and tickets[0].result == good.cluster_id and tickets[0].error is None
+    assert tickets[1].done and isinstance(tickets[1].error, UsageError)
+    assert queue.statistics().clusters == 1
+    assert queue.get_job((good.cluster_id, 0)).status == S.IDLE
+    with pytest.raises(UsageError):
+        queue.submit_many([SimpleCluster(queue.next_cluster_id(), BASE_AD), bad])
+    assert queue.statistics().clusters == 1  # submit_many is all or nothing
+
+
+def test_submit_async(queue):
+    cid = queue.next_cluster_id()
+    assert asyncio.run(queue.submit_async(SimpleCluster(cid, BASE_AD, 2))) == cid
+    assert queue.count() == 2
+
+
+def test_queue_survives_reopen_with_all_state(tmp_path):
+    path = str(tmp_path / "q.db")
+    with JobQueue.open(path) as q:
+        cid = submit(q, 3, per_proc=lambda i: {"Args": f'"{i}"'})
+        q.hold((cid, 1), "why")
+        q.remove((cid, 2))
+    with JobQueue.open(path) as q:
+        assert [j.status for j in q.query()] == [S.IDLE, S.HELD]
+        assert q.get_job((cid, 1))["HoldReason"] == '"why"' and q.get_job((cid, 0))["Args"] == '"0"'
+        assert q.history()[0]["ProcId"] == "2"
+
+
+def _digest(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+@pytest.mark.parametrize("kind", ["random", "text", "empty", "other-sqlite", "newer", "damaged"])
+def test_foreign_or_damaged_files_are_refused_and_left_untouched(tmp_path, kind):
+    path = str(tmp_path / "q.db")
+    if kind == "random":
+        open(path, "wb").write(os.urandom(8192))
+    elif kind == "text":
+        open(path, "w").write("Owner = alice\n" * 100)
+    elif kind == "empty":
+        open(path, "wb").close()
+    elif kind == "other-sqlite":
+        conn = sqlite3.connect(path)
+        conn.execute("CREATE TABLE jobs (x)")
+        conn.commit()
+        conn.close()
+    else:
+        with JobQueue.open(path) as q:
+            submit(q, 200, per_proc=lambda i: {"Args": f'"{"x" * 200}{i}"'})
+            q._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if kind == "newer":
+            conn = sqlite3.connect(path)
+            conn.execute("PRAGMA user_version = 99")
+            conn.commit()
+            conn.close()
+        else:
+            size = os.path.getsize(path)
+            with open(path, "r+b") as f:  # scribble over interior pages, keep the header
+                f.seek(4096)
+                f.write(os.urandom(size - 8192))
+    before = _digest(path)
+    with pytest.raises(QueueFileError) as info:
+        JobQueue.open(path)
+    assert path in str(info.value)
+    assert _digest(path) == before
+
+
+def test_missing_file_without_create_and_directories(tmp_path):
+    with pytest.raises(QueueFileError, match="no job queue here"):
+        JobQueue.open(str(tmp_path / "none.db"), create=False)
+    with pytest.raises(QueueFileError, match="directory"):
+        JobQueue.open(str(tmp_path))
+    with pytest.raises(QueueFileError, match="does not exist"):
+        JobQueue.open(str(tmp_path / "nodir" / "q.db"))
+
+
+def test_docs_show_the_state_diagram_generated_from_the_table():
+    docs = os.path.join(os.path.dirname(__file__), "..", "docs", "jobqueue.md")
+    assert diagram() in open(docs).read(), "regenerate the diagram: python -c 'from htc.jobqueue.states import diagram; print(diagram())'"
+
+
+def test_submit_inside_a_transaction_joins_it(queue):
+    cid = queue.next_cluster_id()
+    with pytest.raises(RuntimeError):
+        with queue.transaction():
+            queue.submit(SimpleCluster(cid, BASE_AD, 2))
+            assert queue.count() == 2
+            raise RuntimeError("changed my mind")
+    assert queue.count() == 0  # rolled back with the caller's transaction
+    with queue.transaction():
+        queue.submit(SimpleCluster(cid, BASE_AD, 2))
+    assert queue.count() == 2
+
+
+def test_a_second_process_sees_changes_made_by_another(tmp_path):
+    path = str(tmp_path / "q.db")
+    with JobQueue.open(path) as a, JobQueue.open(path) as b:
+        cid = submit(a, 2)
+        assert b.get_job((cid, 1))["RequestMemory"] == "2048"
+        a.edit_cluster(cid, "RequestMemory", "4096")  # b has the cluster ad cached
+        assert b.get_job((cid, 1))["RequestMemory"] == "4096"
+        b.hold((cid, 0), "from b")
+        assert a.get_job((cid, 0)).status == S.HELD
