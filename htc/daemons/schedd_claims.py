@@ -1,0 +1,287 @@
+"""The schedd's claims: resource requests for the negotiator, matches, claiming, reuse, leases.
+
+Theory of operation
+-------------------
+The negotiator asks for one submitter's idle work (GetResourceRequests); the schedd answers
+with its autoclusters (:class:`~htc.daemons.autocluster.AutoclusterTable`, keyed by the
+significant attributes the negotiator names), best job first, and remembers which jobs stood
+behind each autocluster. A match (MatchNotify) names the autocluster; the schedd picks its
+next idle job that no other claim is waiting for, *reserves* it, and asks the startd for the
+claim (RequestClaim; the startd re-checks START). A partitionable slot answers with the claim
+of the dynamic slot it carved, which the schedd adopts.
+
+Each claim is a record moved by the table :data:`CLAIM`::
+
+    REQUESTED --granted--> IDLE --activate--> ACTIVE --job_done--> IDLE ...
+        | refused             | release / lost     | lost (startd dropped it, lease over)
+        v                     v                    v
+       GONE                  GONE                 GONE
+
+When a job ends normally its claim is *reused* (HTCondor's claim reuse, reference §4.5): the
+next idle job of the same submitter whose Requirements and the slot's match starts on it at
+once, without a negotiation cycle; when none fits the claim is released (ReleaseClaim).
+
+Leases. A claim lives ``JobLeaseDuration`` seconds past the last sign of life of its startd
+(a keep-alive answered, a starter update). Keep-alives go every ALIVE_INTERVAL, at most a
+third of the lease. A startd that answers ``not_found`` has dropped the claim: the job on it
+is gone and goes back to Idle; one that does not answer gets until the lease ends.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from htc.classad import ClassAd
+from htc.classad.match import symmetric_match
+from htc.daemons import core as c
+from htc.daemons import schedd_userlog as ul
+from htc.daemons.autocluster import AutoclusterTable
+from htc.daemons.schedd_calls import Call
+from htc.daemons.shadow import ad_text
+from htc.jobqueue import JobStatus
+from htc.jobqueue.records import JobId
+from htc.wire import messages as m
+
+
+class ClaimState(enum.Enum):
+    """Where one of the schedd's claims stands."""
+
+    REQUESTED = "Requested"  # RequestClaim sent, no answer yet
+    IDLE = "Idle"            # claimed, no job on it
+    ACTIVE = "Active"        # a shadow runs a job on it
+    GONE = "Gone"
+
+
+_C = ClaimState
+
+#: The claim's legal steps: (state, trigger) -> new state.
+CLAIM: dict[tuple[ClaimState, str], ClaimState] = {
+    (_C.REQUESTED, "granted"): _C.IDLE,
+    (_C.REQUESTED, "refused"): _C.GONE,
+    (_C.REQUESTED, "lost"): _C.GONE,
+    (_C.IDLE, "activate"): _C.ACTIVE,
+    (_C.IDLE, "release"): _C.GONE,
+    (_C.IDLE, "lost"): _C.GONE,
+    (_C.ACTIVE, "job_done"): _C.IDLE,
+    (_C.ACTIVE, "release"): _C.GONE,
+    (_C.ACTIVE, "lost"): _C.GONE,
+}
+
+
+@dataclass(eq=False)
+class Claim:
+    """One claim of the schedd on a startd's slot."""
+
+    id: str
+    startd: str
+    submitter: str
+    slot_name: str
+    slot_ad: ClassAd
+    state: ClaimState
+    lease: float
+    last_alive: float
+    job: JobId | None = None
+    alive_due: float | None = None
+    ended_by_startd: bool = False  # the startd said it ended the claim (ReleaseClaim from it)
+    slot_values: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.set_slot_ad(self.slot_ad)
+
+    def set_slot_ad(self, ad: ClassAd) -> None:
+        """Adopt the slot's ad (values kept for the user log's resource table)."""
+        self.slot_ad = ad
+        self.slot_values = {key: ad[key] for key in ("Cpus", "Memory", "Disk") if key in ad}
+
+
+def submitter_of(job: Mapping[str, str], uid_domain: str) -> str:
+    """Whom a stored job ad is charged to: ``AccountingGroup@domain``, ``User``, or ``Owner@domain``."""
+    group = ul.literal(job, "AccountingGroup")
+    if isinstance(group, str) and group:
+        return f"{group}@{uid_domain}"
+    user = ul.literal(job, "User")
+    if isinstance(user, str) and "@" in user:
+        return user
+    return f"{ul.literal(job, 'Owner', 'nobody')}@{uid_domain}"
+
+
+class ClaimHandling:
+    """The schedd core's negotiation and claims. A mixin of :class:`htc.daemons.schedd.Schedd`."""
+
+    def _claim_step(self, claim: Claim, trigger: str) -> None:
+        claim.state = c.transition(CLAIM, f"claim {claim.id.split('#')[0]}", claim.state, trigger)
+        if claim.state is ClaimState.GONE:
+            self.claims.pop(claim.id, None)
+
+    def _idle_jobs_of(self, submitter: str, now: float) -> list:
+        uid_domain = self.settings.uid_domain
+        return [job for job in self.queue.idle_jobs(now=now)
+                if job.job_id not in self.reserved and submitter_of(job, uid_domain) == submitter]
+
+    # -- the negotiator's questions ---------------------------------------------------------
+
+    def _resource_requests(self, event: c.Received, msg: m.GetResourceRequests, now: float, out: list) -> None:
+        table: AutoclusterTable = self.autoclusters
+        table.set_significant(msg.significant_attributes)
+        jobs = self._idle_jobs_of(msg.submitter, now)
+        by_id = {f"{job.cluster_id}.{job.proc_id}": job for job in jobs}
+        requests = table.resource_requests([(key, ClassAd(ad_text(job))) for key, job in by_id.items()])
+        self.offers[msg.submitter] = {r.autocluster_id: [tuple(map(int, j.split("."))) for j in r.job_ids]
+                                      for r in requests}
+        wire = tuple(m.ResourceRequest(autocluster_id=r.autocluster_id, count=r.count,
+                                       job_ad=ad_text(_public(by_id[r.job_ids[0]])))
+                     for r in requests)
+        out.append(c.Reply(event.conn_id, m.ResourceRequests(submitter=msg.submitter, requests=wire)))
+
+    def _match(self, event: c.Received, msg: m.MatchNotify, now: float, out: list) -> None:
+        out.append(c.Reply(event.conn_id, m.Ack()))
+        if msg.claim_id in self.claims:
+            return  # the same match told twice
+        slot_ad = ClassAd(msg.slot_ad)
+        job = self._job_for_match(msg, slot_ad, now)
+        if job is None:
+            out.append(c.Log(f"match of {msg.slot_name} for {msg.submitter}: no idle job left for it; "
+                             "the match lapses"))
+            return
+        if len(self.shadows) + sum(cl.state is ClaimState.REQUESTED for cl in self.claims.values()) \
+                >= self.settings.max_jobs_running:
+            out.append(c.Log(f"match of {msg.slot_name}: MAX_JOBS_RUNNING ({self.settings.max_jobs_running}) "
+                             "reached; the match lapses"))
+            return
+        lease = ul.number(job, "JobLeaseDuration", self.settings.default_lease) or self.settings.default_lease
+        claim = Claim(msg.claim_id, msg.startd_address, msg.submitter, msg.slot_name, slot_ad,
+                      ClaimState.REQUESTED, lease, now, job=job.job_id)
+        self.claims[claim.id] = claim
+        self.reserved.add(job.job_id)
+        out.append(Call(msg.startd_address, m.RequestClaim(
+            claim_id=msg.claim_id, schedd_name=self.settings.name, schedd_address=self.settings.address,
+            submitter=msg.submitter, job_ad=ad_text(_public(job)), lease_duration=lease),
+            cookie=("claim", msg.claim_id), timeout=self.settings.request_claim_timeout))
+
+    def _job_for_match(self, msg: m.MatchNotify, slot_ad: ClassAd, now: float):
+        for job_id in self.offers.get(msg.submitter, {}).get(msg.autocluster_id, ()):
+            job = self._job(job_id)
+            if job is not None and job.status == JobStatus.IDLE and job_id not in self.reserved:
+                return job
+        return self._fitting_job(msg.submitter, slot_ad, now)
+
+    def _fitting_job(self, submitter: str, slot_ad: ClassAd, now: float):
+        """The submitter's best idle, unreserved job that matches ``slot_ad`` (None: none does)."""
+        for job in self._idle_jobs_of(submitter, now)[:200]:
+            if symmetric_match(ClassAd(ad_text(job)), slot_ad):
+                return job
+        return None
+
+    # -- claiming -----------------------------------------------------------------------------
+
+    def _claim_answered(self, event, now: float, out: list) -> None:
+        claim = self.claims.get(event.cookie[1])
+        if claim is None:
+            return
+        reply = getattr(event, "reply", None)
+        if reply is None or not reply.accepted:
+            why = reply.reason if reply is not None else event.error
+            out.append(c.Log(f"claim on {claim.slot_name} refused: {why}"))
+            if claim.job is not None:
+                self.reserved.discard(claim.job)
+            self._claim_step(claim, "refused")
+            self._changed()
+            return
+        if reply.claim_id != claim.id:  # a partitionable slot carved a dynamic one
+            self.claims.pop(claim.id, None)
+            claim.id = reply.claim_id
+            self.claims[claim.id] = claim
+        if reply.slot_ad:
+            ad = ClassAd(reply.slot_ad)
+            claim.set_slot_ad(ad)
+            name = ad.get("Name")
+            claim.slot_name = name if isinstance(name, str) else claim.slot_name
+        claim.last_alive = now
+        claim.alive_due = now + self.settings.alive_every(claim.lease)
+        self._claim_step(claim, "granted")
+        job_id, claim.job = claim.job, None
+        if job_id is None or not self._start_job(claim, job_id, now, out):
+            self._claim_done(claim, reusable=True, release=True, now=now, out=out)
+
+    def _claim_done(self, claim: Claim, reusable: bool, release: bool, now: float, out: list) -> None:
+        """The job on ``claim`` is finished: start the next fitting job on it, or let it go."""
+        claim.job = None
+        if claim.state is ClaimState.ACTIVE:
+            self._claim_step(claim, "job_done")
+        if claim.ended_by_startd:
+            reusable = release = False
+        if reusable and claim.state is ClaimState.IDLE:
+            job = self._fitting_job(claim.submitter, claim.slot_ad, now)
+            if job is not None and self._start_job(claim, job.job_id, now, out):
+                out.append(c.Log(f"claim on {claim.slot_name} reused for job {job.cluster_id}.{job.proc_id}"))
+                return
+        if claim.state is ClaimState.GONE:
+            return
+        if reusable or release:
+            out.append(c.Send(claim.startd, m.ReleaseClaim(claim_id=claim.id, reason="no more jobs for this claim")))
+        self._claim_step(claim, "release")
+
+    # -- leases ---------------------------------------------------------------------------------
+
+    def _claims_deadline(self) -> float | None:
+        times = []
+        for claim in self.claims.values():
+            if claim.state is ClaimState.REQUESTED:
+                continue
+            times.append(claim.last_alive + claim.lease)
+            if claim.alive_due is not None:
+                times.append(claim.alive_due)
+        return min(times, default=None)
+
+    def _claim_timers(self, now: float, out: list) -> None:
+        for claim in list(self.claims.values()):
+            if claim.state is ClaimState.REQUESTED:
+                continue
+            if now >= claim.last_alive + claim.lease:
+                self._claim_lost(claim, f"no word from {claim.startd} for the whole job lease "
+                                        f"({claim.lease:g} s)", now, out)
+                continue
+            if claim.alive_due is None or claim.alive_due <= now:
+                claim.alive_due = now + self.settings.alive_every(claim.lease)
+                out.append(Call(claim.startd, m.ClaimKeepAlive(claim_id=claim.id), cookie=("alive", claim.id)))
+
+    def _keepalive_answered(self, event, now: float, out: list) -> None:
+        claim = self.claims.get(event.cookie[1])
+        if claim is None:
+            return
+        if getattr(event, "reply", None) is not None:
+            claim.last_alive = now
+        elif event.refused:
+            self._claim_lost(claim, f"{claim.startd} no longer holds the claim ({event.error})", now, out)
+
+    def _claim_released(self, event: c.Received, msg: m.ReleaseClaim, now: float, out: list) -> None:
+        """The startd ended one of our claims (owner back, drain, lease): use it no more."""
+        out.append(c.Reply(event.conn_id, m.Ack()))
+        claim = self.claims.get(msg.claim_id)
+        if claim is None:
+            return
+        claim.ended_by_startd = True
+        out.append(c.Log(f"{claim.startd} ended the claim on {claim.slot_name}: {msg.reason or 'no reason given'}"))
+        if claim.state is ClaimState.IDLE:
+            self._claim_step(claim, "lost")
+        # An active claim waits for its job's exit report; a keep-alive answered not_found ends
+        # the run if that report never comes.
+
+    def _claim_lost(self, claim: Claim, why: str, now: float, out: list) -> None:
+        shadow = self.shadows.get(claim.job) if claim.job is not None else None
+        if shadow is not None and shadow.claim_id == claim.id:
+            self._end_run(shadow, "lost", now, out, reason=why)  # frees the claim too
+        if claim.id in self.claims:
+            out.append(c.Log(f"claim on {claim.slot_name} lost: {why}"))
+            self._claim_step(claim, "lost")
+
+
+def _public(job) -> dict[str, str]:
+    """A stored job ad without the attributes other daemons must not see (its claim id)."""
+    return {k: v for k, v in job.items() if k != "ClaimId"}
+
+
+__all__ = ["CLAIM", "Claim", "ClaimHandling", "ClaimState", "submitter_of"]

@@ -1,0 +1,312 @@
+"""What the schedd does for tools: submit, query, act on jobs (rm, hold, release, vacate), edit.
+
+Theory of operation
+-------------------
+Every request is answered only after the queue change it asks for is committed; its user-log
+events are written after that commit and before the reply, so a tool that sees the reply can
+read the events.
+
+Submit comes in two shapes, both in the one ``Submit`` message:
+
+* **ads**: a cluster ad and one ad per proc, as a tool that expanded the submit description
+  itself sends them. The schedd assigns the ClusterId and ProcIds and sets what only it may
+  set (Owner, User, QDate, EnteredCurrentStatus, a default JobLeaseDuration).
+* **a submit description**: a cluster ad holding ``SubmitDescription`` (the text),
+  ``SubmitIwd`` (the submit directory) and optionally ``SubmitFile`` (its name, for
+  messages), with one empty proc ad. The schedd expands it itself -- as HTCondor's factory
+  clusters carry their submit digest -- so ``$(Cluster)`` is the real id and a malformed
+  description is answered with ``bad_request`` naming the file, line and command; nothing is
+  queued.
+
+The owner of submitted jobs is the peer the socket names (SO_PEERCRED). Only the schedd's own
+user and root may submit jobs for somebody else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from htc.classad import ClassAd, ClassAdParseError
+from htc.daemons import core as c
+from htc.daemons import schedd_userlog as ul
+from htc.daemons.schedd_calls import Call
+from htc.daemons.schedd_claims import submitter_of
+from htc.daemons.shadow import ad_text
+from htc.errors import UsageError
+from htc.jobqueue import HoldReasonCode, JobStatus
+from htc.jobqueue.ads import int_literal, quote
+from htc.jobqueue.states import ACTIVE_STATES
+from htc.wire import messages as m
+
+#: attributes only the schedd sets on submitted ads (compared lower-case)
+SCHEDD_SETS = frozenset({"clusterid", "procid", "owner", "user", "qdate", "enteredcurrentstatus"})
+#: attributes of a submit-description cluster ad
+DESCRIPTION_ATTRS = ("SubmitDescription", "SubmitIwd", "SubmitFile")
+
+_VERBS = {m.JobAction.Remove: "rm", m.JobAction.RemoveX: "rm -forcex", m.JobAction.Hold: "hold",
+          m.JobAction.Release: "release", m.JobAction.Vacate: "vacate_job",
+          m.JobAction.VacateFast: "vacate_job -fast", m.JobAction.Suspend: "suspend",
+          m.JobAction.Continue: "continue"}
+
+
+class Denied(UsageError):
+    """The requester may not do this (submit for another user)."""
+
+
+class _AdsCluster:
+    """A cluster given as ads, in the shape ``JobQueue.submit`` takes."""
+
+    def __init__(self, cluster_id: int, cluster_ad: dict[str, str], procs: list[dict[str, str]]):
+        self.cluster_id = cluster_id
+        self.cluster_ad = cluster_ad
+        self.num_procs = len(procs)
+        self._procs = procs
+
+    def proc_ads(self, start: int = 0, stop: int | None = None):
+        """Each proc's own attributes, ProcId included, for procs ``start`` to ``stop - 1``."""
+        stop = self.num_procs if stop is None else min(stop, self.num_procs)
+        for i in range(start, stop):
+            yield {**self._procs[i], "ProcId": str(i)}
+
+
+def texts_of(ad_text_: str, what: str) -> dict[str, str]:
+    """A wire ClassAd as ``{attribute: expression text}``.
+
+    Raises:
+        UsageError: the text is not a ClassAd (names ``what``).
+    """
+    try:
+        ad = ClassAd(ad_text_)
+    except ClassAdParseError as exc:
+        raise UsageError(f"the {what} is not ClassAd text: {exc}") from None
+    return {name: ad.lookup(name).unparse() for name in ad}
+
+
+def description_message(text: str, iwd: str | os.PathLike, filename: str | None = None) -> m.Submit:
+    """The Submit message asking the schedd to expand a submit description itself.
+
+    Args:
+        text: the submit description.
+        iwd: the submit directory (relative paths in the description resolve against it).
+        filename: the file the text came from, named in error messages.
+
+    Returns:
+        A Submit whose cluster ad carries the description (see the module docstring).
+
+    Raises:
+        UsageError: ``iwd`` is not an absolute path.
+    """
+    iwd = os.fspath(iwd)
+    if not os.path.isabs(iwd):
+        raise UsageError(f"the submit directory {iwd!r} must be an absolute path")
+    attrs = {"SubmitDescription": quote(text), "SubmitIwd": quote(iwd)}
+    if filename:
+        attrs["SubmitFile"] = quote(filename)
+    return m.Submit(cluster_ad=ad_text(attrs), proc_ads=("[ ]",))
+
+
+def _without(attrs: Mapping[str, str], names) -> dict[str, str]:
+    return {k: v for k, v in attrs.items() if k.lower() not in names}
+
+
+class ToolRequests:
+    """The schedd core's answers to tools. A mixin of :class:`htc.daemons.schedd.Schedd`."""
+
+    # -- submit ---------------------------------------------------------------------------------
+
+    def _owner(self, event: c.Received, claimed: str | None) -> str:
+        uid = event.peer.uid
+        name = self.user_of_uid(uid) if uid is not None else None
+        if name is None:
+            if claimed:
+                return claimed
+            raise UsageError("cannot tell who is submitting: the connection names no user and the cluster "
+                             "ad has no Owner")
+        if claimed and claimed != name:
+            if uid not in (0, self.own_uid):
+                raise Denied(f"user {name} may not submit jobs owned by {claimed}; submit as {claimed}")
+            return claimed
+        return name
+
+    def _submit(self, event: c.Received, msg: m.Submit, now: float, out: list) -> None:
+        cluster_attrs = texts_of(msg.cluster_ad, "cluster_ad")
+        claimed = ul.literal(cluster_attrs, "Owner")
+        owner = self._owner(event, claimed if isinstance(claimed, str) else None)
+        user = f"{owner}@{self.settings.uid_domain}"
+        if "SubmitDescription" in cluster_attrs:
+            cid = self.queue.next_cluster_id()
+            cluster = self._expand_description(cluster_attrs, cid, owner, now)
+            cluster.cluster_ad["User"] = quote(user)
+        else:
+            procs = [_without(texts_of(text, f"proc ad {i}"), SCHEDD_SETS) for i, text in enumerate(msg.proc_ads)]
+            cid = self.queue.next_cluster_id()
+            attrs = _without(cluster_attrs, SCHEDD_SETS)
+            attrs.update(ClusterId=str(cid), Owner=quote(owner), User=quote(user), QDate=str(int(now)),
+                         EnteredCurrentStatus=str(int(now)))
+            if not any(k.lower() == "jobleaseduration" for k in attrs):
+                attrs["JobLeaseDuration"] = str(int(self.settings.default_lease))
+            cluster = _AdsCluster(cid, attrs, procs)
+        self.queue.submit(cluster, now=now)
+        host = f"<{self.settings.machine}:{self.settings.address}>"
+        by_log: dict[str, list] = {}
+        for job in self.queue.query(f"ClusterId == {cid}"):
+            path = ul.log_path(job)
+            if path:
+                by_log.setdefault(path, []).append(ul.submit_event(job, host, now))
+        out += [ul.WriteUserLog(path, tuple(events)) for path, events in by_log.items()]
+        out.append(c.Log(f"submitted cluster {cid} ({cluster.num_procs} jobs) for {user}"))
+        out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=cluster.num_procs)))
+        self._changed()
+
+    def _expand_description(self, attrs: Mapping[str, str], cid: int, owner: str, now: float):
+        from htc.submit import Submit  # the submit language is only needed for this shape
+
+        text = ul.literal(attrs, "SubmitDescription")
+        iwd = ul.literal(attrs, "SubmitIwd")
+        filename = ul.literal(attrs, "SubmitFile")
+        if not isinstance(text, str) or not isinstance(iwd, str) or not os.path.isabs(iwd):
+            raise UsageError("a submit-description cluster needs SubmitDescription (the text) and SubmitIwd "
+                             "(the absolute submit directory) as string literals")
+        sub = Submit(text, filename=filename if isinstance(filename, str) else None, cwd=iwd, env={})
+        if not sub.has_queue_statement:
+            raise UsageError(f'"{filename or "the submit description"}" doesn\'t contain any "queue" commands -- '
+                             "no jobs queued; end the description with 'queue'")
+        return sub.cluster(cid, qdate=int(now), owner=owner)
+
+    # -- query ----------------------------------------------------------------------------------
+
+    def _query(self, event: c.Received, msg: m.QueryJobs, now: float, out: list) -> None:
+        jobs = self.queue.query(msg.constraint or None, projection=list(msg.projection) or None,
+                                limit=msg.limit, now=now)
+        ads = tuple(ad_text({k: v for k, v in job.items() if k != "ClaimId"}) for job in jobs)
+        out.append(c.Reply(event.conn_id, m.AdsReply(ads=ads)))
+
+    def _select(self, ids: tuple[str, ...], constraint: str, now: float) -> tuple[list, int]:
+        """The jobs named by ``ids`` (cluster or cluster.proc) or ``constraint``, and how many ids named none."""
+        if not ids:
+            return self.queue.query(constraint, now=now), 0
+        jobs, missing = [], 0
+        for text in ids:
+            cluster, _, proc = text.partition(".")
+            found = self.queue.query(f"ClusterId == {int(cluster)}" + (f" && ProcId == {int(proc)}" if proc else ""))
+            missing += not found
+            jobs += found
+        return jobs, missing
+
+    # -- acting on jobs ---------------------------------------------------------------------
+
+    def _act(self, event: c.Received, msg: m.ActOnJobs, now: float, out: list) -> None:
+        who = self.user_of_uid(event.peer.uid) if event.peer.uid is not None else None
+        reason = msg.reason or f"via htc {_VERBS[msg.action]} (by user {who or 'unknown'})"
+        jobs, missing = self._select(msg.ids, msg.constraint, now)
+        counts = {"success": 0, "not_found": missing, "bad_status": 0, "already_done": 0,
+                  "permission_denied": 0, "error": 0}
+        for job in jobs:
+            outcome = self._act_on(job, msg, reason, now, out) if self._may_change(event, job) else "permission_denied"
+            counts[outcome] += 1
+        out.append(c.Reply(event.conn_id, m.ActOnJobsReply(**counts)))
+        self._changed()
+
+    def _may_change(self, event: c.Received, job) -> bool:
+        """Only a job's owner, the schedd's own user and root may act on it or edit it."""
+        uid = event.peer.uid
+        if uid is None or uid in (0, self.own_uid):
+            return True
+        return self.user_of_uid(uid) == job.owner
+
+    def _act_on(self, job, msg: m.ActOnJobs, reason: str, now: float, out: list) -> str:
+        action, status, job_id = msg.action, JobStatus(job.status), job.job_id
+        q = self.queue
+        if action in (m.JobAction.Remove, m.JobAction.RemoveX):
+            if status == JobStatus.COMPLETED or (status == JobStatus.REMOVED and action is m.JobAction.Remove):
+                return "already_done"
+            if status != JobStatus.REMOVED:
+                q.remove(job_id, reason, now=now)
+                out += ul.write(job, ul.aborted_event(job, reason, now))
+            if status in ACTIVE_STATES or status == JobStatus.REMOVED:
+                fast = action is m.JobAction.RemoveX
+                if not self._stop_shadow(job_id, "remove", fast, now, out) or fast:
+                    self._forget_run(job_id, now)
+            return "success"
+        if action is m.JobAction.Hold:
+            if status == JobStatus.HELD:
+                return "already_done"
+            if status in (JobStatus.REMOVED, JobStatus.COMPLETED):
+                return "bad_status"
+            code = msg.reason_code if msg.reason_code is not None else HoldReasonCode.UserRequest
+            subcode = msg.reason_subcode or 0
+            q.hold(job_id, reason, code=code, subcode=subcode, now=now)
+            out += ul.write(job, ul.held_event(job, reason, code, subcode, now))
+            if status in ACTIVE_STATES:
+                self._stop_shadow(job_id, "hold", False, now, out)
+            return "success"
+        if action is m.JobAction.Release:
+            if status != JobStatus.HELD:
+                return "bad_status"
+            q.release(job_id, reason, now=now)
+            out += ul.write(job, ul.released_event(job, reason, now))
+            return "success"
+        if action in (m.JobAction.Vacate, m.JobAction.VacateFast):
+            if status not in ACTIVE_STATES:
+                return "bad_status"
+            fast = action is m.JobAction.VacateFast
+            return "success" if self._stop_shadow(job_id, "vacate", fast, now, out) else "bad_status"
+        # Suspend / Continue: the startd's starter stops or resumes the job; the queue follows
+        # once the startd has done it (see ShadowHandling._suspension_answered).
+        wanted = JobStatus.RUNNING if action is m.JobAction.Suspend else JobStatus.SUSPENDED
+        shadow = self.shadows.get(job_id)
+        claim = self.claims.get(shadow.claim_id) if shadow is not None else None
+        if status != wanted or claim is None:
+            return "bad_status"
+        request = m.Suspend(claim_id=claim.id, reason=reason) if action is m.JobAction.Suspend \
+            else m.Continue(claim_id=claim.id)
+        out.append(Call(claim.startd, request, cookie=(action.value.lower(), job_id, claim.id)))
+        return "success"
+
+    def _forget_run(self, job_id, now: float) -> None:
+        """condor_rm -forcex: the job leaves the queue now, whatever its starter still does."""
+        self.shadows.pop(job_id, None)
+        job = self._job(job_id)
+        if job is not None and job.status == JobStatus.REMOVED:
+            self.queue.retire(job_id, now=now)
+
+    # -- edit -----------------------------------------------------------------------------------
+
+    def _edit(self, event: c.Received, msg: m.EditJobs, now: float, out: list) -> None:
+        jobs, _ = self._select(msg.ids, msg.constraint, now)
+        others = sorted({job.owner for job in jobs if not self._may_change(event, job)})
+        if others:
+            raise Denied(f"you may not edit jobs of {', '.join(others)}; select only your own jobs")
+        events = []
+        with self.queue.transaction():  # all edits, or none
+            for job in jobs:
+                for attr, text in msg.attributes.items():
+                    if attr.lower() == "jobprio":
+                        old = self.queue.set_prio(job.job_id, int_literal("JobPrio", text))
+                        old_text = str(old)
+                    else:
+                        old_text = self.queue.edit(job.job_id, attr, text)
+                    events += ul.write(job, ul.attribute_update_event(job, attr, text, old_text, now))
+        out += events
+        out.append(c.Reply(event.conn_id, m.EditReply(matched=len(jobs))))
+        self._changed()
+
+    # -- what the collector hears ---------------------------------------------------------
+
+    def _submitter_counts(self) -> dict[str, list[int]]:
+        """``{submitter: [idle, running, held]}`` over the queue."""
+        counts: dict[str, list[int]] = {}
+        for row in self.queue.query(projection=["Owner", "User", "AccountingGroup", "JobStatus"]):
+            entry = counts.setdefault(submitter_of(row, self.settings.uid_domain), [0, 0, 0])
+            status = int(row.get("JobStatus", "0"))
+            if status == JobStatus.IDLE:
+                entry[0] += 1
+            elif status in (JobStatus.RUNNING, JobStatus.SUSPENDED, JobStatus.TRANSFERRING_OUTPUT):
+                entry[1] += 1
+            elif status == JobStatus.HELD:
+                entry[2] += 1
+        return counts
+
+
+__all__ = ["DESCRIPTION_ATTRS", "Denied", "description_message", "SCHEDD_SETS", "ToolRequests", "texts_of"]

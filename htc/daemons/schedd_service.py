@@ -1,0 +1,102 @@
+"""The schedd's service: the asyncio shell that opens the job queue and runs the schedd core.
+
+It adds two executors to :class:`~htc.daemons.service.DaemonService`: :class:`Call` (requests
+whose refusals the core tells apart from silence, :mod:`htc.daemons.schedd_calls`) and
+:class:`WriteUserLog` (append events to a job's log with
+:class:`~htc.eventlog.writer.EventLogWriter`). A log that cannot be written -- a deleted
+directory, a full disk -- costs that event and a line in the SchedLog, never the schedd.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from htc.daemons.schedd import Schedd, ScheddSettings
+from htc.daemons.schedd_calls import install_calls
+from htc.daemons.schedd_userlog import WriteUserLog
+from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
+from htc.errors import HTCError
+from htc.eventlog.writer import EventLogWriter
+from htc.jobqueue import JobQueue, SystemPolicy
+
+
+def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
+    """Build the schedd's settings from the configuration (SCHEDD subsystem).
+
+    Raises:
+        UsageError: a knob has a value the schedd cannot use (the message names it).
+    """
+    host = socket.getfqdn()
+    name = str(config.param("SCHEDD_NAME") or "") or f"schedd@{host}"
+    if "@" not in name:
+        name = f"{name}@{host}"
+
+    def text(knob: str) -> str | None:
+        value = config.param(knob)
+        return str(value) if value not in (None, "") else None
+
+    return ScheddSettings(
+        name=name, address=address, machine=host,
+        uid_domain=str(config.param("UID_DOMAIN") or host),
+        interval=float(config.param("SCHEDD_INTERVAL")),
+        min_interval=float(config.param("SCHEDD_MIN_INTERVAL")),
+        alive_interval=float(config.param("ALIVE_INTERVAL")),
+        default_lease=float(config.param("JOB_DEFAULT_LEASE_DURATION")),
+        periodic_interval=float(config.param("PERIODIC_EXPR_INTERVAL")),
+        send_reschedule=bool(config.param("SCHEDD_SEND_RESCHEDULE")),
+        max_jobs_running=int(config.param("MAX_JOBS_RUNNING")),
+        system_policy=SystemPolicy(periodic_hold=text("SYSTEM_PERIODIC_HOLD"),
+                                   periodic_release=text("SYSTEM_PERIODIC_RELEASE"),
+                                   periodic_remove=text("SYSTEM_PERIODIC_REMOVE")),
+    )
+
+
+class ScheddService(DaemonService):
+    """Runs a :class:`Schedd` core: user-log writes, calls, and the queue's lifetime."""
+
+    def __init__(self, core: Schedd, paths: DaemonPaths, reload_settings):
+        super().__init__("schedd", core, paths.transport(), log_file=paths.log_file("schedd"),
+                         reload_settings=reload_settings)
+        install_calls(self)
+        self.register_action(WriteUserLog, self._write_user_log)
+
+    def _write_user_log(self, action: WriteUserLog) -> None:
+        try:
+            with EventLogWriter(action.path) as writer:
+                writer.write(*action.events)
+        except (HTCError, OSError) as exc:
+            names = ", ".join(f"{e.type.name} {e.job_id}" for e in action.events)
+            self.log.error("cannot write %s to the user log %s: %s", names, action.path, exc)
+
+    async def run(self) -> int:
+        """Serve until the core exits; the job queue is closed on the way out."""
+        try:
+            return await super().run()
+        finally:
+            self.core.queue.close()
+
+
+def make_schedd_service(paths: DaemonPaths) -> ScheddService:
+    """Build the schedd's service from the configuration (SCHEDD subsystem).
+
+    Raises:
+        UsageError: the configuration is broken.
+        QueueFileError: the job queue file (JOB_QUEUE_DB) is damaged or not a job queue.
+    """
+    def settings():
+        return settings_from_config(load_daemon_config("SCHEDD"))
+
+    config = load_daemon_config("SCHEDD")
+    queue_path = Path(str(config.param("JOB_QUEUE_DB")))
+    queue_path.parent.mkdir(parents=True, exist_ok=True)
+    queue = JobQueue.open(str(queue_path))
+    try:
+        core = Schedd(settings_from_config(config), queue)
+    except BaseException:
+        queue.close()
+        raise
+    return ScheddService(core, paths, settings)
+
+
+__all__ = ["ScheddService", "make_schedd_service", "settings_from_config"]
