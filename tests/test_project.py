@@ -82,7 +82,7 @@ def test_console_script_runs():
 def test_import_htcexecutor_is_the_users_import():
     from htc import HTCExecutor
 
-    assert HTCExecutor.__module__ == "htc.executors"
+    assert HTCExecutor.__module__.startswith("htc.executors")
 
 
 def test_first_use_of_any_command_creates_a_personal_pool_config(_isolated_htc_home, monkeypatch, capsys):

@@ -22,8 +22,13 @@ from htc.errors import HTCError
 
 #: subcommand modules, in the order ``htc --help`` lists them
 COMMAND_MODULES = [
+    "htc.cli.submit",
+    "htc.cli.queue_tools",
+    "htc.cli.status",
+    "htc.cli.wait",
+    "htc.cli.userprio",
+    "htc.cli.pool",
     "htc.cli.config_val",
-    "htc.cli.pool_tools",
 ]
 
 

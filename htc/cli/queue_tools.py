@@ -1,0 +1,320 @@
+"""``htc q``, ``rm``, ``hold``, ``release``, ``qedit``, ``prio``, ``history``, ``vacate_job``:
+condor_q and its friends.  Each parses, calls one :mod:`htc.schedd_client` function and prints."""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+import time
+
+from htc import schedd_client as sc
+from htc.classad import quote
+from htc.cli import formatting as fmt
+from htc.cli import job_views as views
+from htc.cli.options import add_command, add_option, add_pool_options, transport_from
+from htc.errors import UsageError
+from htc.wire.messages import JobAction
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text)
+
+
+def _print_ads(args: argparse.Namespace, ads) -> bool:
+    """The machine-readable forms every job tool shares; True if one was asked for."""
+    attrs = [a.strip() for a in (getattr(args, "attributes", None) or "").split(",") if a.strip()]
+    if args.long:
+        _out(fmt.long_form(ads, attrs))
+    elif args.json:
+        _out(fmt.json_form(ads, attrs))
+    elif args.af:
+        _out(fmt.autoformat(ads, args.af))
+    else:
+        return False
+    return True
+
+
+def _add_formats(p: argparse.ArgumentParser) -> None:
+    add_option(p, "long", "l", action="store_true", help="whole job ads, one attribute per line")
+    add_option(p, "af", "autoformat", nargs="+", metavar="ATTR",
+               help="print these attributes (or expressions), one job per line")
+    add_option(p, "attributes", metavar="A,B", help="with -long/-json: only these attributes")
+
+
+# --- htc q ------------------------------------------------------------------------------------
+
+
+def _q_constraint(args: argparse.Namespace) -> str:
+    parts = []
+    if args.ids:
+        parts.append(sc.parse_selection(args.ids).constraint_for_all())
+    elif not args.allusers:
+        parts.append(f"Owner == {quote(sc.current_user())}")
+    if args.constraint:
+        parts.append(args.constraint)
+    for flag, status in (("run", 2), ("hold", 5), ("idle", 1)):
+        if getattr(args, flag):
+            parts.append(f"JobStatus == {status}")
+    return " && ".join(f"({p})" for p in parts)
+
+
+def q(args: argparse.Namespace) -> int:
+    """htc q: show jobs in the queue."""
+    transport = transport_from(args, "schedd")
+    if args.better_analyze:
+        selection = sc.parse_selection(args.ids, args.constraint) if (args.ids or args.constraint) else None
+        analyses = sc.analyze(selection, slot_constraint=args.machine or "", transport=transport)
+        if args.json:
+            _out(fmt.records_json(_analysis_record(a) for a in analyses))
+            return 0
+        if not analyses:
+            print("No jobs to analyze (htc q -better-analyze looks at your idle jobs unless you name some).")
+        for analysis in analyses:
+            _out("\n" + analysis.render(width=fmt.console().width if sys.stdout.isatty() else 80))
+        return 0
+    constraint = _q_constraint(args)
+    ads = sc.query(constraint, limit=args.limit, transport=transport)
+    if _print_ads(args, ads):
+        return 0
+    now = time.time()
+    if not args.totals:
+        out = fmt.console()
+        out.print(f"\n-- Schedd: {socket.gethostname()} : <local> @ {time.strftime('%m/%d/%y %H:%M:%S')}",
+                  highlight=False, markup=False)
+        if args.hold:
+            fmt.print_table(views.HOLD_HEADERS, views.hold_rows(ads), out=out)
+        elif args.run:
+            fmt.print_table(views.RUN_HEADERS, views.run_rows(ads, now), out=out)
+        elif args.nobatch:
+            fmt.print_table(views.JOB_HEADERS, views.job_rows(ads, now), right=[0, 3, 5, 6], out=out)
+        else:
+            headers, rows = views.batch_rows(ads)
+            fmt.print_table(headers, rows, right=range(3, len(headers) - 1), out=out)
+        print()
+    print(views.totals_line("query", views.status_counts(ads)))
+    if not args.ids and not args.constraint and not (args.run or args.hold or args.idle):
+        everyone = sc.query("", ("Owner", "JobStatus"), transport=transport)
+        if not args.allusers:
+            me = sc.current_user()
+            mine = [ad for ad in everyone if ad.get("Owner") == me]
+            print(views.totals_line(me, views.status_counts(mine)))
+        print(views.totals_line("all users", views.status_counts(everyone)))
+    return 0
+
+
+def _analysis_record(a) -> dict:
+    c = a.counts
+    return {"job": a.job_id, "status": a.status, "requirements": a.requirements,
+            "clauses": [{"step": cl.step, "condition": cl.logic or cl.text, "matched": cl.matched}
+                        for cl in a.clauses if cl.shown],
+            "slots": c.slots, "machines": c.machines, "rejected_by_job": c.rejected_by_job,
+            "reject_job": c.reject_job, "running_your_jobs": c.running_your_jobs,
+            "serving_other_users": c.serving_other_users, "willing": c.willing,
+            "willing_if_drained": c.willing_if_drained, "reason": a.reason}
+
+
+# --- rm / hold / release / vacate_job -----------------------------------------------------------------
+
+
+def _act(action: JobAction, args: argparse.Namespace) -> int:
+    selection = sc.parse_selection(args.ids, args.constraint, args.all)
+    if getattr(args, "forcex", False):
+        action = JobAction.RemoveX
+    if action is JobAction.Vacate and getattr(args, "fast", False):
+        action = JobAction.VacateFast
+    result = sc.act(action, selection, reason=getattr(args, "reason", None) or "",
+                    subcode=getattr(args, "subcode", None), transport=transport_from(args, "schedd"))
+    if args.json:
+        _out(fmt.records_json([{"ok": ok, "message": line} for ok, line in result.lines]
+                              + [{"totals": {f: getattr(result.totals, f) for f in result.totals.__struct_fields__}}]))
+        return 0 if result.ok else 1
+    for ok, line in result.lines:
+        print(line, file=sys.stdout if ok else sys.stderr)
+    if getattr(args, "totals", False):
+        print(result.totals_line())
+    return 0 if result.ok else 1
+
+
+def rm(args: argparse.Namespace) -> int:
+    """htc rm: remove jobs."""
+    return _act(JobAction.Remove, args)
+
+
+def hold(args: argparse.Namespace) -> int:
+    """htc hold: put jobs on hold."""
+    return _act(JobAction.Hold, args)
+
+
+def release(args: argparse.Namespace) -> int:
+    """htc release: release held jobs."""
+    return _act(JobAction.Release, args)
+
+
+def vacate_job(args: argparse.Namespace) -> int:
+    """htc vacate_job: evict running jobs back to idle."""
+    return _act(JobAction.Vacate, args)
+
+
+# --- qedit / prio -------------------------------------------------------------------------------------
+
+
+def qedit(args: argparse.Namespace) -> int:
+    """htc qedit: set job attributes."""
+    words = list(args.args)
+    if args.constraint:
+        selection = sc.parse_selection((), args.constraint)
+    else:
+        if not words:
+            raise UsageError("name the jobs (CLUSTER, CLUSTER.PROC or an owner) or give -constraint")
+        selection = sc.parse_selection([words.pop(0)])
+    if not words or len(words) % 2:
+        raise UsageError("give attribute and value pairs: htc qedit 12 RequestMemory 2048 JobBatchName '\"night\"'")
+    attributes = dict(zip(words[0::2], words[1::2]))
+    matched = sc.edit(selection, attributes, transport=transport_from(args, "schedd"))
+    if args.json:
+        _out(fmt.records_json([{"attribute": name, "value": value, "matched": matched}
+                               for name, value in attributes.items()]))
+        return 0 if matched else 1
+    if not matched:
+        print("No matching jobs; nothing was changed", file=sys.stderr)
+        return 1
+    for name in attributes:
+        print(f'Set attribute "{name}" for {matched} matching jobs.')
+    return 0
+
+
+def prio(args: argparse.Namespace) -> int:
+    """htc prio: set or change JobPrio."""
+    words = list(args.args)
+    relative = None
+    for word in list(words):
+        if word[:1] in "+-" and word[1:].isdigit():
+            if relative is not None or args.p is not None:
+                raise UsageError("give one priority: -p N, +N or -N")
+            relative = int(word)
+            words.remove(word)
+    if args.p is None and relative is None:
+        raise UsageError("give the new priority with -p N, or a change with +N or -N")
+    selection = sc.parse_selection(words, None, args.a)
+    changed = sc.set_priority(selection, args.p if args.p is not None else relative,
+                              relative=args.p is None, transport=transport_from(args, "schedd"))
+    if args.json:
+        _out(fmt.records_json([{"changed": changed}]))
+    if not changed:
+        print("No matching jobs; no priority was changed", file=sys.stderr)
+        return 1
+    return 0
+
+
+# --- history --------------------------------------------------------------------------------------------
+
+
+def history(args: argparse.Namespace) -> int:
+    """htc history: finished jobs."""
+    parts = []
+    owner = None
+    if args.ids:
+        selection = sc.parse_selection(args.ids)
+        if selection.users and not (selection.jobs or selection.clusters) and len(selection.users) == 1:
+            owner = selection.users[0]
+        else:
+            parts.append(selection.constraint_for_all())
+    if args.constraint:
+        parts.append(args.constraint)
+    constraint = " && ".join(f"({p})" for p in parts)
+    ads = sc.history(constraint, limit=args.limit, owner=owner, path=args.file)
+    if _print_ads(args, ads):
+        return 0
+    fmt.print_table(views.HISTORY_HEADERS, views.history_rows(ads, time.time()), right=[0, 3])
+    return 0
+
+
+# --- registration -----------------------------------------------------------------------------------------
+
+
+def register(sub) -> None:
+    """Add q, rm, hold, release, qedit, prio, history and vacate_job."""
+    p = add_command(sub, "q", "show jobs in the queue (condor_q)", [
+        "htc q                          # your jobs, one line per batch",
+        "htc q -nobatch                 # one line per job",
+        "htc q -allusers -run           # running jobs of everybody, and where",
+        "htc q -hold                    # held jobs and why",
+        "htc q -af ClusterId ProcId JobStatus",
+        "htc q -constraint 'RequestMemory > 4096' -long",
+        "htc q -better-analyze 12.0     # why is job 12.0 not running?",
+        "htc q -json | jq '.[].ClusterId'",
+    ])
+    p.add_argument("ids", nargs="*", metavar="CLUSTER[.PROC]|OWNER", help="jobs, clusters or owners to show")
+    for flag, text in [("nobatch", "one line per job"), ("batch", "one line per batch (the default)"),
+                       ("run", "running jobs and where they run"), ("hold", "held jobs and their reasons"),
+                       ("idle", "idle jobs only"), ("totals", "only the totals lines"),
+                       ("better-analyze", "explain, clause by clause, why jobs do not run"),
+                       ("allusers", "jobs of every user (default: yours)")]:
+        add_option(p, flag, action="store_true", help=text)
+    add_option(p, "analyze", dest="better_analyze", action="store_true", help="same as -better-analyze")
+    add_option(p, "constraint", metavar="EXPR", help="jobs whose ad satisfies this ClassAd expression")
+    add_option(p, "limit", type=int, metavar="N", help="at most N jobs")
+    add_option(p, "machine", metavar="EXPR", help="with -better-analyze: only slots satisfying this expression")
+    _add_formats(p)
+    add_pool_options(p, daemon="schedd")
+    p.set_defaults(func=q)
+
+    for name, func, text, extra in [
+        ("rm", rm, "remove jobs (condor_rm)", ["htc rm -constraint 'JobStatus == 5'", "htc rm -forcex 12.0"]),
+        ("hold", hold, "put jobs on hold (condor_hold)", ["htc hold -reason 'input not ready' 12"]),
+        ("release", release, "release held jobs (condor_release)", []),
+        ("vacate_job", vacate_job, "evict running jobs back to idle (condor_vacate_job)", ["htc vacate_job -fast 12.0"]),
+    ]:
+        p = add_command(sub, name, text, [f"htc {name} 12          # every job of cluster 12",
+                                         f"htc {name} 12.3        # one job", f"htc {name} alice       # alice's jobs",
+                                         *extra, f"htc {name} -all"])
+        p.add_argument("ids", nargs="*", metavar="CLUSTER[.PROC]|OWNER", help="jobs, clusters or owners")
+        add_option(p, "constraint", metavar="EXPR", help="jobs whose ad satisfies this ClassAd expression")
+        add_option(p, "all", action="store_true", help="every job you may act on")
+        add_option(p, "totals", action="store_true", help="also print the counts of each outcome")
+        if name in ("rm", "hold", "release"):
+            add_option(p, "reason", metavar="TEXT", help="why (recorded in the job ad and its event log)")
+        if name == "hold":
+            add_option(p, "subcode", type=int, metavar="N", help="HoldReasonSubCode to record")
+        if name == "rm":
+            add_option(p, "forcex", action="store_true", help="forget a job stuck in X (removed) state")
+        if name == "vacate_job":
+            add_option(p, "fast", action="store_true", help="kill at once instead of a soft kill first")
+        add_pool_options(p, daemon="schedd")
+        p.set_defaults(func=func)
+
+    p = add_command(sub, "qedit", "change attributes of queued jobs (condor_qedit)", [
+        "htc qedit 12.0 RequestMemory 4096",
+        "htc qedit 12 JobBatchName '\"night run\"'     # strings keep their quotes",
+        "htc qedit -constraint 'JobStatus == 1' JobPrio 5",
+    ])
+    p.add_argument("args", nargs="*", metavar="JOB ATTR VALUE", help="the jobs (unless -constraint), then pairs")
+    add_option(p, "constraint", metavar="EXPR", help="jobs whose ad satisfies this ClassAd expression")
+    add_pool_options(p, daemon="schedd")
+    p.set_defaults(func=qedit)
+
+    p = add_command(sub, "prio", "set or change job priorities, JobPrio (condor_prio)", [
+        "htc prio -p 10 12        # JobPrio = 10 for cluster 12",
+        "htc prio +5 12.3         # raise one job by 5",
+        "htc prio -3 -a           # lower all your jobs by 3",
+    ])
+    p.add_argument("args", nargs="*", metavar="+N|-N|JOB", help="a change (+N/-N), then jobs")
+    p.add_argument("-p", "--p", type=int, metavar="N", dest="p", help="set JobPrio to N")
+    p.add_argument("-a", "--a", action="store_true", dest="a", help="all your jobs")
+    add_pool_options(p, daemon="schedd")
+    p.set_defaults(func=prio)
+
+    p = add_command(sub, "history", "show finished jobs (condor_history)", [
+        "htc history",
+        "htc history -limit 10 -af ClusterId ProcId ExitCode",
+        "htc history -constraint 'ExitCode != 0' -long",
+        "htc history alice",
+    ])
+    p.add_argument("ids", nargs="*", metavar="CLUSTER[.PROC]|OWNER", help="jobs, clusters or an owner")
+    add_option(p, "constraint", metavar="EXPR", help="jobs whose ad satisfies this ClassAd expression")
+    add_option(p, "limit", "match", type=int, metavar="N", help="at most N jobs, newest first")
+    add_option(p, "file", metavar="PATH", help="read this job queue file instead of the pool's JOB_QUEUE_DB")
+    _add_formats(p)
+    add_option(p, "json", action="store_true", help="print machine-readable JSON")
+    p.set_defaults(func=history)

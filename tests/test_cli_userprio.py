@@ -1,0 +1,63 @@
+"""htc userprio over the Accounting ads the negotiator's accountant advertises."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from htc.classad import ClassAd
+from htc.cli.main import main
+from htc.daemons.accountant import Accountant
+from htc.pool import user_priorities
+from cli_fake_daemons import FakeDaemons
+
+
+def accounting_ads() -> list[ClassAd]:
+    """Two hours of a real accountant: alice holds 2 slots throughout, bob 1 slot for the
+    first hour; carol is known (her factor was set) but never ran anything."""
+    start = time.time() - 7200
+    acct = Accountant(now=start)
+    acct.add_match("alice@x", "slot1@h", 1.0, now=start)
+    acct.add_match("alice@x", "slot2@h", 1.0, now=start)
+    acct.add_match("bob@x", "slot3@h", 1.0, now=start)
+    acct.remove_match("slot3@h", now=start + 3600)
+    acct.update_priorities(start + 7200)
+    acct.set_priority_factor("carol@x", 1000)
+    return [ClassAd(ad) for ad in acct.accounting_ads()]
+
+
+def seconds(text: str) -> int:
+    days, clock = text.split("+")
+    h, m, s = (int(x) for x in clock.split(":"))
+    return int(days) * 86400 + h * 3600 + m * 60 + s
+
+
+def test_user_priorities_best_first_from_the_collector(_isolated_htc_home):
+    with FakeDaemons(_isolated_htc_home, slots=accounting_ads()):
+        users = user_priorities()
+        everyone = user_priorities(all_users=True)
+    assert [u.name for u in users] == ["bob@x", "alice@x"]
+    alice, bob = users[1], users[0]
+    assert alice.resources_used == 2 and bob.resources_used == 0
+    assert alice.effective_priority > bob.effective_priority
+    assert alice.priority_factor == 1000.0
+    assert alice.weighted_accumulated_usage == 2 * 7200.0
+    assert abs(alice.real_priority * alice.priority_factor - alice.effective_priority) < 1e-6
+    assert "carol@x" in [u.name for u in everyone]
+
+
+def test_userprio_table_and_json(_isolated_htc_home, capsys):
+    with FakeDaemons(_isolated_htc_home, slots=accounting_ads()):
+        assert main(["userprio"]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[0].split()[:4] == ["User", "Name", "Effective", "Priority"]
+        # bob last used a slot in the interval the last update charged, moments ago
+        assert out[1].split()[0] == "bob@x" and seconds(out[1].split()[-1]) < 60
+        assert out[2].split()[0] == "alice@x" and out[2].split()[-2:] == ["4.00", "<now>"]
+        assert out[3].split()[:3] == ["Number", "of", "users:"] and out[3].split()[3:] == ["2", "2", "5.00"]
+        assert main(["userprio", "-all", "-json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert {d["name"] for d in data} == {"alice@x", "bob@x", "carol@x"}
+        assert main(["userprio", "-all"]) == 0
+        carol = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("carol@x"))
+        assert carol.split()[-1] == "<never>"
