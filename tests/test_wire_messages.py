@@ -52,6 +52,8 @@ EXAMPLES = [
     m.Vacate(slot_names=("slot1@a",)),
     m.Suspend(claim_id="c1"),
     m.Continue(claim_id="c1"),
+    m.DrainJobs(how="quick", reason="kernel update"),
+    m.CancelDrainJobs(),
 ]
 
 

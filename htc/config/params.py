@@ -405,6 +405,13 @@ _ENTRIES = [
     P("MASTER_MAX_RESTARTS", "int", "10",
       "Restarts in a row after which the master gives up on a daemon and mails CONDOR_ADMIN (0: never).",
       "htc"),
+    # --- startd service (added by the startd/negotiator service work) ---
+    P("NUM_SLOTS", "int", "",
+      "Static slots to cut the machine into (empty or 0: one partitionable slot, HTCondor 23's layout).", "htc"),
+    P("CpuBusy", "expr", "False",
+      "When the load that is not htc's counts as busy (latched into CpuBusyTime for SUSPEND).", "code"),
+    P("SENSOR_OVERRIDE_FILE", "path", "",
+      "File whose Name = value lines replace measured sensors (empty: $HTC_HOME/sensor_override).", "htc"),
 ]
 
 #: upper-case name -> Param

@@ -23,9 +23,9 @@ from htc.errors import HTCError, UsageError
 DAEMON_MODULES = {
     "master": "htc.daemons.master",
     "collector": "htc.daemons.collector",
-    "negotiator": "htc.daemons.negotiator",
+    "negotiator": "htc.daemons.negotiator_service",
     "schedd": "htc.daemons.schedd",
-    "startd": "htc.daemons.startd",
+    "startd": "htc.daemons.startd_service",
 }
 
 #: HTCondor's exit status for "do not restart me"

@@ -459,7 +459,8 @@ class ClaimKeepAlive(Message, frozen=True):
 
 
 class ReleaseClaim(Message, frozen=True):
-    """Schedd -> startd: the claim is no longer wanted."""
+    """Schedd -> startd: the claim is no longer wanted; startd -> schedd: the startd ended it
+    (owner back, lease expired, drain, vacate), ``reason`` says why."""
 
     reply_type = Ack
     claim_id: NonEmpty
@@ -522,6 +523,25 @@ class Continue(Message, frozen=True):
     claim_id: NonEmpty
 
 
+DrainHow = Literal["graceful", "quick", "fast"]
+
+
+class DrainJobs(Message, frozen=True):
+    """condor_drain: a startd stops taking jobs and empties; ``how`` graceful (retirement time
+    honoured), quick (vacate now) or fast (kill now); ``resume_on_completion`` reopens it after."""
+
+    reply_type = Ack
+    how: DrainHow = "graceful"
+    resume_on_completion: bool = False
+    reason: str = ""
+
+
+class CancelDrainJobs(Message, frozen=True):
+    """condor_drain -cancel: a draining startd takes jobs again."""
+
+    reply_type = Ack
+
+
 # --- the one encode/decode pair ----------------------------------------------------------------
 
 #: every concrete message class; decode accepts exactly these
@@ -532,7 +552,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     Submit, SubmitReply, QueryJobs, ActOnJobs, ActOnJobsReply, EditJobs, EditReply, Reschedule,
     GetResourceRequests, ResourceRequests, MatchNotify,
     RequestClaim, ClaimReply, ActivateClaim, ClaimKeepAlive, ReleaseClaim,
-    StarterUpdate, JobExited, Vacate, Suspend, Continue,
+    StarterUpdate, JobExited, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
 )
 
 AnyMessage = Union[MESSAGE_TYPES]  # type: ignore[valid-type]

@@ -1,0 +1,239 @@
+"""The startd's service: the ``Startd`` core on real sockets, sensors and starters.
+
+Theory of operation
+-------------------
+Three layers. :class:`htc.daemons.startd.Startd` decides everything about slots, claims and
+the owner's policy; :class:`~htc.daemons.startd_wire.StartdDaemon` translates between it and
+the wire (see :mod:`htc.daemons.startd_wire` for the messages served and the reports sent);
+:class:`StartdService` here does the process work the adapter asks for:
+
+* :class:`SampleSensors` (every POLLING_INTERVAL): measure the machine with
+  :class:`~htc.daemons.sensors.Sensors` (which re-reads the sensor override file), with the
+  CPU time of the running jobs for ``CondorLoadAvg``, and feed :class:`Sampled`;
+* :class:`RunStarter`: run one in-process :class:`~htc.daemons.starter.Starter` as a task of
+  the service's TaskGroup: feed :class:`StarterStarted` (or :class:`StarterFailed` with the
+  HoldReasonCode), :class:`StarterUsage` after STARTER_INITIAL_UPDATE_INTERVAL and every
+  STARTER_UPDATE_INTERVAL, and :class:`StarterExited` with the exit record;
+* the core's ``SuspendJob``/``ContinueJob``/``VacateJob``/``KillJob``/``KillStarter``:
+  ``suspend()``, ``resume()``, ``vacate(grace)``, ``kill()`` on the claim's starter (kept until
+  the job has spawned if they come earlier).
+
+A starter task cancelled because the service is exiting kills its job first: a job is never
+left running behind a startd that is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from htc.daemons import startd_events as ev
+from htc.daemons.sandbox import TransferError
+from htc.daemons.schedd_calls import install_calls
+from htc.daemons.sensors import SensorSettings, Sensors
+from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
+from htc.daemons.startd_policy import KNOBS, ClassAdPolicy
+from htc.daemons.startd_slots import StartdSettings
+from htc.daemons.startd_wire import (
+    HOLD_FAILED_TO_CREATE_PROCESS, HOLD_TRANSFER_INPUT, STARTER_ACTIONS, RunStarter, Sampled, SampleSensors,
+    StartdDaemon, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage, evaluated,
+    short_claim_id,
+)
+from htc.daemons.starter import Starter, StarterSettings
+from htc.errors import HTCError, UsageError
+
+__all__ = ["StartdService", "StartdServiceSettings", "StartdDaemon", "make_service", "settings_from_config"]
+
+
+# --- the service --------------------------------------------------------------------------------
+
+
+@dataclass
+class _Running:
+    starter: Starter
+    started: bool = False
+    pending: list[Any] = field(default_factory=list)  # actions that came before the job spawned
+
+
+class StartdService(DaemonService):
+    """The startd's asyncio shell: sensors and starters on top of :class:`DaemonService`.
+
+    Args:
+        settings: everything the startd needs.
+        transport: how to listen and reach the collector and schedds.
+        log_file: the StartLog.
+        reload_settings: fresh settings after SIGHUP / Reconfig.
+    """
+
+    def __init__(self, settings: StartdServiceSettings, transport, *, log_file: Path | None = None,
+                 reload_settings=None):
+        self.daemon_core = StartdDaemon(settings, time.time())
+        super().__init__("startd", self.daemon_core, transport, address=settings.address, log_file=log_file,
+                         reload_settings=reload_settings)
+        self.sensors = Sensors(settings.sensors)
+        self.starters: dict[str, _Running] = {}
+        install_calls(self)
+        self.register_action(SampleSensors, self._do_sample)
+        self.register_action(RunStarter, self._do_run_starter)
+        for kind in STARTER_ACTIONS:
+            self.register_action(kind, self._do_starter_action)
+
+    @property
+    def settings(self) -> StartdServiceSettings:
+        """The settings in force (replaced on reconfig)."""
+        return self.daemon_core.settings
+
+    def _do_sample(self, action: SampleSensors) -> None:
+        job_cpu = {}
+        for claim_id, run in self.starters.items():
+            if run.started:
+                usage = run.starter.usage()
+                job_cpu[claim_id] = usage.remote_user_cpu + usage.remote_sys_cpu
+        try:
+            attrs = self.sensors.sample(time.time(), job_cpu)
+        except UsageError as exc:
+            self.log.error("sensors: %s; keeping the previous sample", exc)
+            return
+        self.feed(Sampled(attrs))
+
+    def _do_run_starter(self, action: RunStarter) -> None:
+        slot_ad = action.slot_ad
+        cpus, memory = slot_ad.get("Cpus"), slot_ad.get("Memory")
+        settings = StarterSettings(
+            slot_name=action.slot.split("@", 1)[0], cpus=cpus if isinstance(cpus, int) and cpus > 0 else 1,
+            memory_mb=memory if isinstance(memory, int) and memory > 0 else None,
+            slot_user=self.settings.slot_user, use_cgroups=self.settings.use_cgroups,
+            machine_ad=evaluated(slot_ad))
+        run = _Running(Starter(evaluated(action.job_ad), self.settings.execute_dir, settings))
+        self.starters[action.claim_id] = run
+        self.start_task(self._run_starter(action.claim_id, run), f"starter for {action.slot}")
+
+    async def _run_starter(self, claim_id: str, run: _Running) -> None:
+        starter = run.starter
+        try:
+            try:
+                self.settings.execute_dir.mkdir(parents=True, exist_ok=True)
+                await starter.start()
+            except (HTCError, OSError) as exc:
+                self.starters.pop(claim_id, None)
+                code = HOLD_TRANSFER_INPUT if isinstance(exc, TransferError) else HOLD_FAILED_TO_CREATE_PROCESS
+                self.feed(StarterFailed(claim_id, str(exc), code))
+                return
+            run.started = True
+            self.feed(StarterStarted(claim_id))
+            for action in run.pending:
+                self._apply(claim_id, run, action)
+            run.pending.clear()
+            delay = self.settings.starter_initial_update_interval
+            while True:
+                try:
+                    async with asyncio.timeout(delay):
+                        record = await starter.wait()
+                    break
+                except TimeoutError:
+                    self.feed(StarterUsage(claim_id, starter.usage().to_ad()))
+                    delay = self.settings.starter_update_interval
+            self.starters.pop(claim_id, None)
+            self.feed(StarterExited(claim_id, record))
+        except asyncio.CancelledError:
+            # The service is going away: never leave a job running behind it.
+            if run.started:
+                await starter.kill()
+            raise
+
+    def _do_starter_action(self, action: Any) -> None:
+        run = self.starters.get(action.claim_id)
+        if run is None:
+            self.log.info("%s: no starter runs for claim %s", type(action).__name__, short_claim_id(action.claim_id))
+        elif not run.started:
+            run.pending.append(action)
+        else:
+            self._apply(action.claim_id, run, action)
+
+    def _apply(self, claim_id: str, run: _Running, action: Any) -> None:
+        starter = run.starter
+        self.log.info("%s: %s", type(action).__name__, action.slot)
+        if isinstance(action, ev.SuspendJob):
+            starter.suspend()
+        elif isinstance(action, ev.ContinueJob):
+            starter.resume()
+        elif isinstance(action, ev.VacateJob):
+            self.start_task(starter.vacate(action.grace), f"vacate claim {short_claim_id(claim_id)}")
+        else:  # KillJob, KillStarter
+            self.start_task(starter.kill(), f"kill claim {short_claim_id(claim_id)}")
+
+
+# --- configuration --------------------------------------------------------------------------------
+
+
+def _domain(config, knob: str) -> str | None:
+    """A domain knob when the administrator set it; else None: the host name, which htc.submit uses."""
+    origin = config.origin(knob)
+    if origin is None or origin.kind == "default":
+        return None
+    return config.param(knob) or None
+
+
+def settings_from_config(config, home: Path, address: str = "startd") -> StartdServiceSettings:
+    """Build the startd's settings from the configuration (STARTD subsystem).
+
+    Raises:
+        UsageError: a knob has a value the startd cannot use (the message names it).
+    """
+    host = socket.getfqdn()
+    execute = Path(config.param("EXECUTE") or home / "execute")
+    expressions = {}
+    for knob in KNOBS:
+        text = str(config.param(knob)).strip()
+        if text:
+            expressions[knob] = text
+    policy = ClassAdPolicy(expressions)
+    memory = (config.param("MEMORY") or 0) - (config.param("RESERVED_MEMORY") or 0)
+    disk = config.param("DISK")
+    if disk is None:
+        probe = execute
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        disk = shutil.disk_usage(probe).free // 1024
+    update = float(config.param("UPDATE_INTERVAL"))
+    polling = float(config.param("POLLING_INTERVAL"))
+    if update <= 0 or polling <= 0:
+        raise UsageError(f"UPDATE_INTERVAL = {update:g} and POLLING_INTERVAL = {polling:g}; both must be a "
+                         "positive number of seconds")
+    startd = StartdSettings(
+        name=config.param("STARTD_NAME") or host, machine=host, policy=policy,
+        cpus=int(config.param("NUM_CPUS") or 1), memory=int(memory), disk=int(disk),
+        static_slots=int(config.param("NUM_SLOTS") or 0), update_interval=update, polling_interval=polling,
+        match_timeout=float(config.param("MATCH_TIMEOUT")), killing_timeout=float(config.param("KILLING_TIMEOUT")),
+        claim_worklife=float(config.param("CLAIM_WORKLIFE")),
+        max_claim_alives_missed=int(config.param("MAX_CLAIM_ALIVES_MISSED")))
+    override = config.param("SENSOR_OVERRIDE_FILE")
+    sensors = SensorSettings(execute_dir=execute, daemon_name=address,
+                             override_file=Path(override) if override else home / "sensor_override",
+                             filesystem_domain=_domain(config, "FILESYSTEM_DOMAIN"),
+                             uid_domain=_domain(config, "UID_DOMAIN"))
+    return StartdServiceSettings(
+        startd=startd, sensors=sensors, execute_dir=execute, address=address, sample_interval=polling,
+        ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * update)),
+        starter_update_interval=float(config.param("STARTER_UPDATE_INTERVAL")),
+        starter_initial_update_interval=float(config.param("STARTER_INITIAL_UPDATE_INTERVAL")),
+        slot_weight=str(config.param("SLOT_WEIGHT")).strip() or "Cpus",
+        stop_timeout=float(config.param("MachineMaxVacateTime") or 600) + 30.0,
+        fast_stop_timeout=float(config.param("KILLING_TIMEOUT")) + 5.0)
+
+
+def make_service(paths: DaemonPaths) -> StartdService:
+    """The startd's service for the pool at ``paths`` (used by ``python -m htc.daemons``).
+
+    Raises:
+        UsageError: the configuration is broken.
+    """
+    def settings() -> StartdServiceSettings:
+        return settings_from_config(load_daemon_config("STARTD"), paths.home)
+
+    return StartdService(settings(), paths.transport(), log_file=paths.log_file("startd"), reload_settings=settings)
