@@ -14,7 +14,16 @@ JobStatus a handful of times.
 
 Each cluster's ad is parsed into a :class:`~htc.classad.ad.ClassAd` once and cached on the
 cluster (``ClusterAd.cache``); a proc's ad is a cheap copy of it with the proc's own
-attributes and hot columns set on top.
+attributes and hot columns set on top (:func:`job_classad`). When an expression must be
+evaluated proc by proc, :func:`proc_scope` is cheaper still: a
+:class:`~htc.classad.scope.LazyAd` that finds each attribute only when the expression reads
+it -- ``CurrentTime``, then the proc's own attributes (decoded from their JSON and parsed on
+first use), then its hot columns, then the cluster's parsed ad.
+
+Grouping rests on knowing which attributes an expression reads. ``eval()`` of a string and
+``MY`` used as a value (``MY["Args"]``, ``size(MY)``) read attributes whose names are not
+written in the expression (:func:`reads_dynamically`); such expressions are treated as
+reading every attribute a proc may set.
 
 ``now`` is injected as ``CurrentTime`` so that policies written with ``CurrentTime`` follow a
 fake clock in tests (``time()`` always reads the real clock).
@@ -26,15 +35,23 @@ import re
 from functools import lru_cache
 from typing import Iterable
 
+import msgspec
+
 from htc.classad import ClassAd, ClassAdParseError, Error, ExprTree, Undefined
-from htc.classad.ast import Literal
+from htc.classad.ad import to_python
+from htc.classad.ast import AttrRef, Call, Literal, Node, Select
+from htc.classad.scope import LazyAd, LazyAttributes
 from htc.errors import UsageError
 from htc.jobqueue.ads import HOT_ATTRS, ClusterAd, JobAd
 
 _MISSING = object()
+_OWN_KEY = object()  # memo key part: this job's value is shared with no other job
 
 # Hot attributes whose value differs between procs of one cluster.
 PER_PROC_HOT = frozenset({"procid", "jobstatus", "jobprio", "enteredcurrentstatus", "autoclusterid"})
+# Position of each hot attribute in a jobs row / JobAd._hot.
+_HOT_POSITION = {low: i for i, low in enumerate(HOT_ATTRS)}
+_decode_own = msgspec.json.Decoder(dict[str, str]).decode
 
 
 @lru_cache(maxsize=8192)
@@ -132,6 +149,115 @@ def job_classad(job: JobAd, now: float | None = None) -> ClassAd:
     return ad
 
 
+class ProcAttributes(LazyAttributes):
+    """One proc's attributes for a :class:`~htc.classad.scope.LazyAd`, found on demand.
+
+    Resolves a name as :func:`job_classad` builds the ad: ``CurrentTime`` (when ``now`` is
+    given), the proc's own attributes, its hot columns, the cluster's attributes. The own
+    attributes are decoded from the row's JSON on first use and each is parsed only when
+    read. A proc's own attributes are keyed by the cluster's spelling of each name; if a
+    proc also holds another spelling of the same name, the cluster's spelling wins, as in
+    :class:`~htc.jobqueue.ads.JobAd` lookups.
+    """
+
+    __slots__ = ("_cluster", "_base", "_row", "_now", "_own")
+
+    def __init__(self, cluster: ClusterAd, row: tuple, now: Literal | None = None):
+        """Describe the proc of ``row`` (a jobs row: hot columns in HOT_ATTRS order, then
+        the own attributes' JSON text or None); ``now`` is the ``CurrentTime`` literal."""
+        super().__init__()
+        self._cluster = cluster
+        self._base = cluster_classad(cluster)._exprs
+        self._row = row
+        self._now = now
+        self._own: dict[str, str] | None = None
+
+    def own_text(self, lname: str) -> str | None:
+        """The expression text the proc sets for ``lname`` itself, or None."""
+        own = self._own
+        if own is None:
+            raw = self._row[8]
+            own = self._own = _decode_own(raw) if raw else {}
+        cluster = self._cluster
+        text = own.get(cluster.canon.get(lname, lname))
+        if text is None and own:
+            for name, value in own.items():  # a spelling the cluster does not use (rare)
+                if name.lower() == lname:
+                    text = value
+        return text
+
+    def resolve(self, lname: str) -> Node | None:
+        if lname == "currenttime" and self._now is not None:
+            return self._now
+        if lname in self._cluster.proc_attrs:
+            text = self.own_text(lname)
+            if text is not None:
+                return node_of(text)
+        i = _HOT_POSITION.get(lname)
+        if i is not None:
+            value = self._row[i]
+            return None if value is None else _literal(value)
+        return self._base.get(lname)
+
+    def listing(self) -> Iterable[tuple[str, Node]]:
+        # job_classad's order: cluster attributes, hot columns, the proc's other
+        # attributes, CurrentTime.
+        names = list(self._cluster.attrs)
+        names += [HOT_ATTRS[low] for low, i in _HOT_POSITION.items() if self._row[i] is not None]
+        raw = self._row[8]
+        names += list(_decode_own(raw)) if raw else []
+        if self._now is not None:
+            names.append("CurrentTime")
+        for name in names:
+            node = self.get(name.lower())
+            if node is not None:
+                yield name, node
+
+
+def now_literal(now: float | None) -> Literal | None:
+    """The ``CurrentTime`` node for :func:`proc_scope` (None: no CurrentTime)."""
+    return None if now is None else _literal(int(now))
+
+
+def proc_scope(cluster: ClusterAd, row: tuple, now: Literal | None = None) -> LazyAd:
+    """The ad of the proc in ``row`` as a ClassAd that reads attributes on demand.
+
+    It has the same attributes and values as :func:`job_classad` (except that the cluster's
+    spelling wins when a proc holds two spellings of one name), but costs a few
+    microseconds however large the ads: use it to evaluate an expression job by job.
+    ``now`` comes from :func:`now_literal`.
+    """
+    return LazyAd(ProcAttributes(cluster, row, now))
+
+
+def value_is_true(value: object) -> bool:
+    """:func:`is_true` of an internal value (one from ``evaluate_internal``), converted as
+    ``ExprTree.eval`` would convert it (a relative time counts as its seconds)."""
+    return value is True or is_true(to_python(value))
+
+
+def reads_dynamically(expr: ExprTree) -> bool:
+    """True when ``expr`` may read attributes whose names it does not spell out.
+
+    That is ``eval()`` (of a computed string) and ``MY``, ``TARGET`` or ``PARENT`` used as a
+    value (``MY["Args"]``, ``size(MY)``) rather than as ``MY.Args``. Such an expression can
+    read any attribute, so :func:`references` does not bound what it depends on.
+    """
+    stack: list[Node] = [expr._node]
+    while stack:
+        node = stack.pop()
+        cls = node.__class__
+        if cls is Call and node.lname == "eval":
+            return True
+        if cls is AttrRef and node.lname in ("my", "target", "parent"):
+            return True
+        if (cls is Select and node.base.__class__ is AttrRef
+                and node.base.lname in ("my", "target", "parent")):
+            continue  # MY.x names its attribute
+        stack.extend(node.children())
+    return False
+
+
 def references(expr: ExprTree) -> set[str]:
     """Lower-case names of the (non-TARGET) attributes an expression reads."""
     return {r for r in expr.attributes() if not r.startswith("target.")}
@@ -160,6 +286,24 @@ def reachable(text: str, cluster: ClusterAd) -> frozenset[str]:
     result = frozenset(seen)
     cluster.cache[key] = result
     return result
+
+
+@lru_cache(maxsize=8192)
+def _text_reads_dynamically(text: str) -> bool:
+    return reads_dynamically(parse(text))
+
+
+def reaches_dynamic_read(text: str, cluster: ClusterAd) -> bool:
+    """True when ``text``, or a cluster expression it reaches, reads dynamically."""
+    key = ("dynamic", text)
+    found = cluster.cache.get(key)
+    if found is None:
+        found = _text_reads_dynamically(text) or any(
+            _text_reads_dynamically(cluster.attrs[cluster.canon[name]])
+            for name in reachable(text, cluster)
+            if cluster.canon.get(name) in cluster.attrs)
+        cluster.cache[key] = found
+    return found
 
 
 def is_true(value: object) -> bool:
@@ -194,9 +338,13 @@ class GroupedEvaluator:
         """(lower-case name, is_hot) of the reachable attributes that can differ between procs."""
         found = self._varying.get(cluster.cluster_id)
         if found is None:
+            reach = reachable(self.text, cluster)
+            if reaches_dynamic_read(self.text, cluster):
+                # It may read any attribute: every value a proc can hold varies.
+                reach = PER_PROC_HOT | cluster.proc_attrs
             found = tuple(
                 (name, name in PER_PROC_HOT)
-                for name in sorted(reachable(self.text, cluster))
+                for name in sorted(reach)
                 if name in PER_PROC_HOT or name in cluster.proc_attrs
             )
             self._varying[cluster.cluster_id] = found
@@ -220,6 +368,8 @@ class GroupedEvaluator:
             # everything they reach (through own and cluster texts) to the key.
             base = {name for name, _ in self._varying_for(cluster)}
             seen: set[str] = set()
+            if any(_text_reads_dynamically(text) for text in overrides):
+                return (cluster.cluster_id, job.proc_id, _OWN_KEY)  # shares with no other job
             todo = [r for text in overrides for r in references(parse(text))]
             while todo:
                 name = todo.pop()
@@ -231,6 +381,8 @@ class GroupedEvaluator:
                 if text is None:
                     text = cluster.attrs.get(canon)
                 if text is not None:
+                    if _text_reads_dynamically(text):
+                        return (cluster.cluster_id, job.proc_id, _OWN_KEY)
                     todo.extend(references(parse(text)))
             for name in sorted(seen - base):
                 values.append((name, job.hot_value(name) if name in HOT_ATTRS

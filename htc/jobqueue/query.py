@@ -20,6 +20,12 @@ A conjunct is a necessary condition of the whole ``&&``: if it is not true, the 
 true. So SQL can drop jobs safely. For the remaining candidates the pushed conjuncts are true,
 and ``true && rest`` selects exactly when ``rest`` does, so only the remaining conjuncts are
 evaluated -- and when none remain, SQL's answer is final.
+
+The remaining conjuncts are decided per cluster where possible (:func:`narrow`). Jobs of
+clusters whose procs override an attribute the expression reads are checked one by one,
+each against a :func:`~htc.jobqueue.expr.proc_scope` that parses only what the expression
+reads; before that, conjuncts ``Attr == "text"`` on such attributes drop, in SQL, the rows
+whose stored text proves them false (:mod:`htc.jobqueue.prefilter`).
 """
 
 from __future__ import annotations
@@ -28,8 +34,11 @@ from dataclasses import dataclass
 
 from htc.classad.ast import AttrRef, Binary, Literal, Node, Paren, Select
 from htc.classad.printing import unparse
+from htc.classad.scope import compile_evaluator
 from htc.jobqueue.ads import HOT_ATTRS, ClusterAd, JobAd
-from htc.jobqueue.expr import GroupedEvaluator, is_true, job_classad, parse
+from htc.jobqueue.expr import (GroupedEvaluator, is_true, job_classad, now_literal, parse,
+                               proc_scope, value_is_true)
+from htc.jobqueue.prefilter import LiteralTest, RowFilter, drop_condition, literal_test
 
 # Position of each hot attribute in a jobs row (the column order of every SELECT).
 HOT_POSITION = {low: i for i, low in enumerate(HOT_ATTRS)}
@@ -62,6 +71,8 @@ class Plan:
     clauses: tuple[tuple[str, str, tuple], ...]  # (column, SQL, params)
     #: the conjuncts SQL could not check, as one expression text (None: SQL decides alone)
     residual_text: str | None = None
+    #: residual conjuncts ``Attr == "text"`` a per-proc prefilter can use
+    tests: tuple[LiteralTest, ...] = ()
 
     @property
     def residual(self) -> bool:
@@ -177,11 +188,12 @@ def plan(constraint: str | None) -> Plan:
         clauses.append((sql[0].split()[0], sql[0], sql[1]))
     if not rest:
         return Plan(tuple(clauses))
+    tests = tuple(t for t in map(literal_test, rest) if t is not None)
     if not clauses:
-        return Plan((), constraint)
+        return Plan((), constraint, tests)
     # Candidates already satisfy the pushed-down conjuncts, so "true && rest" -- the rest
     # alone -- decides; it usually reads fewer per-proc values than the whole constraint.
-    return Plan(tuple(clauses), " && ".join(f"({unparse(n)})" for n in rest))
+    return Plan(tuple(clauses), " && ".join(f"({unparse(n)})" for n in rest), tests)
 
 
 # Past this many distinct combinations of hot values, filtering fetched rows is cheaper than
@@ -190,13 +202,15 @@ MAX_GROUP_TERMS = 300
 
 
 def narrow(conn, where: str, params: tuple, clusters: dict[int, ClusterAd],
-           evaluator: GroupedEvaluator) -> tuple[str, tuple, set[int]] | None:
+           evaluator: GroupedEvaluator,
+           tests: tuple[LiteralTest, ...] = ()) -> tuple[str, tuple, set[int]] | None:
     """Decide as much of the residual as possible before fetching any row.
 
     Per cluster the residual expression is in one of three modes. It reads no per-proc
     value: decide it once for the cluster. It reads only hot columns: group the candidate
     rows by those columns in SQL and decide each combination once. It reads attributes procs
-    override: those clusters' rows are fetched and checked one by one.
+    override: those clusters' rows are fetched and checked one by one, except the rows whose
+    stored texts prove one of ``tests`` false (:func:`~htc.jobqueue.prefilter.drop_condition`).
 
     Returns:
         ``(where, params, clusters_to_check)`` selecting only rows that may match, or None
@@ -234,9 +248,20 @@ def narrow(conn, where: str, params: tuple, clusters: dict[int, ClusterAd],
                 if is_true(evaluator.expr.eval(job_classad(job, evaluator.now))):
                     terms.append("(cluster_id = ? AND " + " AND ".join(f"{c} IS ?" for c in cols) + ")")
                     term_params.extend(group)
-    ids = accept + sorted(check)
-    if ids:
-        terms.append(f"cluster_id IN ({','.join(map(str, ids))})")
+    whole = list(accept)
+    filtered: dict[RowFilter, list[int]] = {}
+    for cid in sorted(check):
+        drop = drop_condition(clusters[cid], tests) if tests else None
+        if drop is None:
+            whole.append(cid)
+        else:
+            filtered.setdefault(drop, []).append(cid)
+    if whole:
+        terms.append(f"cluster_id IN ({','.join(map(str, sorted(whole)))})")
+    for drop, ids in filtered.items():
+        sql, drop_params = drop.keep_sql(ids, where, params)
+        terms.append(sql)
+        term_params.extend(drop_params)
     if not terms:
         return None
     return f"{where} AND ({' OR '.join(terms)})", params + tuple(term_params), check
@@ -248,11 +273,14 @@ def select_rows(rows: list[tuple], clusters: dict[int, ClusterAd], evaluator: Gr
 
     Rows of clusters not in ``check`` (when given) were already decided by :func:`narrow`.
     For the others the per-cluster mode applies: decided once (no per-proc value read),
-    once per combination of hot columns (straight from the row tuple), or per job.
+    once per combination of hot columns (straight from the row tuple), or per job against a
+    :func:`~htc.jobqueue.expr.proc_scope` (the expression compiled once).
     """
     out: list[JobAd] = []
     modes: dict[int, tuple] = {}
     memo: dict[tuple, bool] = {}
+    run = None
+    now = now_literal(evaluator.now)
     for row in rows:
         cid = row[0]
         mode = modes.get(cid)
@@ -265,6 +293,8 @@ def select_rows(rows: list[tuple], clusters: dict[int, ClusterAd], evaluator: Gr
                 mode = ("hot", cluster, tuple(HOT_POSITION[name] for name, _ in varying))
             else:
                 mode = ("row", cluster)
+                if run is None:
+                    run = compile_evaluator(evaluator.expr)
             modes[cid] = mode
         cluster = mode[1]
         if mode[0] == "all":
@@ -275,7 +305,7 @@ def select_rows(rows: list[tuple], clusters: dict[int, ClusterAd], evaluator: Gr
             if ok is None:
                 ok = memo[key] = is_true(evaluator.expr.eval(job_classad(JobAd(cluster, None, row), evaluator.now)))
         else:
-            ok = is_true(evaluator.value(JobAd(cluster, row[8], row)))
+            ok = value_is_true(run(proc_scope(cluster, row, now)))
         if ok:
             out.append(JobAd(cluster, row[8], row))
             if limit is not None and len(out) >= limit:

@@ -423,7 +423,7 @@ class JobQueue(QueueChanges, QueueFactory):
                 evaluator = GroupedEvaluator(p.residual_text, time.time() if now is None else now)
                 for (cid,) in conn.execute("SELECT cluster_id FROM clusters").fetchall():
                     clusters[cid] = self._cluster(cid)
-                narrowed = narrow(conn, where, params, clusters, evaluator)
+                narrowed = narrow(conn, where, params, clusters, evaluator, p.tests)
                 if narrowed is None:
                     return []
                 where, params, check = narrowed
