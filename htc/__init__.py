@@ -13,12 +13,16 @@ from htc.errors import HTCError, NotBuiltYet, PeerError, UsageError
 
 __version__ = "0.1.0"
 
-__all__ = ["HTCError", "HTCExecutor", "NotBuiltYet", "PeerError", "UsageError", "__version__"]
+__all__ = ["HTCError", "HTCExecutor", "NotBuiltYet", "PeerError", "UsageError", "__version__",
+           "checkpoint", "resume"]
+
+#: names served by htc.executors: the executor, and the checkpoint calls a function job makes
+_EXECUTOR_NAMES = ("HTCExecutor", "checkpoint", "resume")
 
 
 def __getattr__(name: str):
-    if name == "HTCExecutor":
-        from htc.executors import HTCExecutor
+    if name in _EXECUTOR_NAMES:
+        import htc.executors
 
-        return HTCExecutor
+        return getattr(htc.executors, name)
     raise AttributeError(f"module 'htc' has no attribute {name!r}")

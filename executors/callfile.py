@@ -1,0 +1,218 @@
+"""The files a function job is made of: the call going in, the result coming out, checkpoints.
+
+A function job's sandbox holds (names fixed, so the submit side and the worker agree):
+
+=========================  ===============================================================
+``htc_call.pkl``           the call: a header, then ``(fn, args, kwargs)`` pickled
+``htc_parent_<id>.pkl``    the result file of each parent call whose future was an argument
+``htc_checkpoint.pkl``     the latest ``htc.checkpoint(state)`` (brought back on a restart)
+``htc_result.pkl``         the outcome: a header, then the value or exception pickled
+=========================  ===============================================================
+
+Each ``.pkl`` file is ``MAGIC`` (8 bytes), the header's length (4 bytes, big-endian), the
+header as JSON, then the payload. The header is readable without unpickling anything, so the
+worker can check versions before it touches the payload, and the client can learn how a call
+ended (and where) without importing the packages the result needs.
+
+Files are written whole and renamed into place: a reader never sees half a file, even when a
+job is killed mid-write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from htc.errors import PeerError
+
+__all__ = [
+    "CALL_FILE", "CHECKPOINT_FILE", "RESULT_FILE", "CallFileError", "CallHeader", "ResultHeader",
+    "parent_file", "read_call", "read_result", "write_atomic", "write_call", "write_result",
+]
+
+CALL_FILE = "htc_call.pkl"
+RESULT_FILE = "htc_result.pkl"
+CHECKPOINT_FILE = "htc_checkpoint.pkl"
+_CALL_MAGIC = b"HTCcall1"
+_RESULT_MAGIC = b"HTCrslt1"
+_LEN = struct.Struct(">I")
+
+
+def parent_file(call_id: str) -> str:
+    """The sandbox name of parent call ``call_id``'s result."""
+    return f"htc_parent_{call_id}.pkl"
+
+
+class CallFileError(PeerError):
+    """A call, result or checkpoint file is missing, truncated or not one of htc's."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallHeader:
+    """What the worker needs to know before it unpickles a call."""
+
+    call_id: str
+    #: ``module.qualname`` of the function, for messages
+    function: str
+    python: str
+    serializer: str = "cloudpickle"
+    #: top-level package -> version on the submit side
+    packages: dict[str, str] = field(default_factory=dict)
+    #: call ids whose results replace the futures among the arguments
+    parents: tuple[str, ...] = ()
+    check_versions: bool = True
+    #: seconds the call may run (None: no limit)
+    timeout: float | None = None
+    #: the payload's args is ``(chunk,)``, a list of argument tuples (``map`` with ``chunksize > 1``)
+    chunked: bool = False
+
+
+Outcome = Literal["value", "exception", "error"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResultHeader:
+    """How a call ended.
+
+    ``outcome`` is ``value`` (the function returned), ``exception`` (it raised; the payload is
+    the exception) or ``error`` (the call could not run: a version mismatch or a call file
+    that would not unpickle; the payload is an htc exception saying so).
+    """
+
+    call_id: str
+    outcome: Outcome
+    serializer: str = "cloudpickle"
+    #: ``module.qualname`` of the exception's type
+    exception_type: str = ""
+    #: the remote traceback, formatted
+    traceback: str = ""
+    host: str = ""
+    pid: int = 0
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    #: the call resumed from a checkpoint taken by an earlier run
+    resumed: bool = False
+    packages: dict[str, str] = field(default_factory=dict)
+
+
+# Headers are JSON read with the standard library: the worker starts once per job, and every
+# import it avoids is time saved on every execute node.
+_TYPES = {"str": str, "int": int, "float": float, "bool": bool}
+
+
+def _decode_header(cls, data: bytes) -> Any:
+    raw = json.loads(data)
+    if not isinstance(raw, dict):
+        raise ValueError("the header is not a JSON object")
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    values = {k: v for k, v in raw.items() if k in known}  # names from a newer htc are ignored
+    for name, f in known.items():
+        if name not in values:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ValueError(f"the header has no {name!r}")
+            continue
+        expected = _TYPES.get(f.type.split(" |")[0]) if isinstance(f.type, str) else None
+        value = values[name]
+        if expected is not None and value is not None and not isinstance(value, expected):
+            if not (expected is float and isinstance(value, int)):
+                raise ValueError(f"header field {name!r} is {value!r}, not a {f.type}")
+    for name in ("parents",):
+        if name in values and isinstance(values[name], list):
+            values[name] = tuple(values[name])
+    return cls(**values)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary name and a rename."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _pack(magic: bytes, header: Any, payload: bytes) -> bytes:
+    head = json.dumps(dataclasses.asdict(header), separators=(",", ":")).encode()
+    return b"".join((magic, _LEN.pack(len(head)), head, payload))
+
+
+def _unpack(data: bytes, magic: bytes, cls: type, what: str, where: str):
+    if len(data) < 12 or data[:8] != magic:
+        raise CallFileError(f"{where} is not an htc {what} file (it is {len(data)} bytes and does not start "
+                            f"with {magic!r}); it may have been truncated by a full disk or a killed writer")
+    (size,) = _LEN.unpack_from(data, 8)
+    if 12 + size > len(data):
+        raise CallFileError(f"{where} is truncated: its header says {size} bytes but the file ends first")
+    try:
+        header = _decode_header(cls, data[12:12 + size])
+    except (ValueError, TypeError) as exc:
+        raise CallFileError(f"{where} has an unreadable header: {exc}") from None
+    return header, data[12 + size:]
+
+
+def pack_call(header: CallHeader, payload: bytes) -> bytes:
+    """A call file's bytes."""
+    return _pack(_CALL_MAGIC, header, payload)
+
+
+def unpack_call(data: bytes, where: str = "the call") -> tuple[CallHeader, bytes]:
+    """Split a call file's bytes into header and payload.
+
+    Raises:
+        CallFileError: the bytes are not a complete call file.
+    """
+    return _unpack(data, _CALL_MAGIC, CallHeader, "call", where)
+
+
+def pack_result(header: ResultHeader, payload: bytes) -> bytes:
+    """A result file's bytes."""
+    return _pack(_RESULT_MAGIC, header, payload)
+
+
+def unpack_result(data: bytes, where: str = "the result") -> tuple[ResultHeader, bytes]:
+    """Split a result file's bytes into header and payload.
+
+    Raises:
+        CallFileError: the bytes are not a complete result file.
+    """
+    return _unpack(data, _RESULT_MAGIC, ResultHeader, "result", where)
+
+
+def write_call(path: Path, header: CallHeader, payload: bytes) -> None:
+    """Write a call file atomically."""
+    write_atomic(path, pack_call(header, payload))
+
+
+def read_call(path: Path) -> tuple[CallHeader, bytes]:
+    """Read a call file.
+
+    Raises:
+        CallFileError: missing or damaged.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CallFileError(f"the call file {path} is missing; the job's input was not transferred") from None
+    return unpack_call(data, str(path))
+
+
+def write_result(path: Path, header: ResultHeader, payload: bytes) -> None:
+    """Write a result file atomically."""
+    write_atomic(path, pack_result(header, payload))
+
+
+def read_result(path: Path) -> tuple[ResultHeader, bytes]:
+    """Read a result file.
+
+    Raises:
+        CallFileError: missing or damaged.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CallFileError(f"the result file {path} is missing") from None
+    return unpack_result(data, str(path))

@@ -1,0 +1,788 @@
+"""The pool backend: every call is a job in an htc schedd.
+
+Theory of operation
+-------------------
+**Jobs.** Calls with the same options share one *template*: the job ad condor_submit would
+build for ``universe = python`` running ``python -m htc.executors.worker``, made once per
+option set by :class:`htc.submit.Submit` (so defaults, ``Requirements``, ``max_retries`` and
+every other rule are condor_submit's own). Each call adds a small proc ad: its ``Iwd`` (the
+call's directory in the session spool), its ``TransferInput`` (the call file, its parents'
+results, the caller's ``transfer_input_files``) and ``HTCCallId``/``HTCFunction``. A batch of
+calls with the same options is one ``Submit`` message -- one cluster, one transaction in the
+schedd's queue. The execute side gets its input from the starter and sends ``htc_result.pkl``
+back with the rest of the sandbox's new files; nothing on an execute node talks to the client.
+
+**Watching.** Every job of a session writes the session's event log (``jobs.log`` in the
+spool, the ``log`` submit command); :meth:`PoolBackend.poll` follows it with
+:class:`~htc.eventlog.EventLogReader` and turns each event into a
+:class:`~htc.executors.backend.JobUpdate` (execute -> started, evicted -> evicted or, for a
+``max_retries`` requeue, requeued, terminated -> the result file read from the call's
+directory, held -> a failure or an automatic release, aborted -> removed). Looking at a file
+costs a ``stat``; the interval starts at 2 ms after any activity and backs off to 200 ms.
+Every few seconds the queue itself is asked about the session's jobs (``QueryJobs``), which
+catches a job that left the queue without a log event.
+
+**Infrastructure failures** are the pool's fault, not the function's: a shadow exception or
+failed reconnect (the schedd requeues the job itself), or a hold for a file-transfer or
+starter failure, which the backend releases up to ``infrastructure_retries`` times while the
+future shows ``retrying``. Other holds (``htc hold``, a policy, a timeout, memory) fail the
+future; the job stays held in the queue for inspection (an unnamed session removes its jobs
+when it ends).
+
+**Talking to the schedd.** All requests go through one connection owned by a private event
+loop on its own thread, so the backend works from any thread -- including a Jupyter cell,
+whose thread already runs an event loop. A request that fails because the schedd is
+restarting is retried for ``lost_after`` seconds before the executor is declared broken
+(:class:`ScheddLost`); a ``Submit`` whose answer was lost is first looked for in the queue (by
+``HTCCallId``) so that it is never queued twice.
+
+**Attach.** The session journal names every call and its job; replaying the event log from
+its start brings each future to where the job is now (finished ones read their result file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import shlex
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from htc.classad import ClassAd, quote
+from htc.errors import HTCError, UsageError
+from htc.executors import callfile as cf
+from htc.executors.backend import CallSpec, JobUpdate, RecoveredCall
+from htc.executors.errors import (
+    CallTimedOut, ImpossibleRequest, JobFailed, JobHeld, JobKilled, JobOutOfMemory, JobRemoved, OptionError,
+    ResultExpired, ScheddLost, SessionError,
+)
+from htc.executors.options import CallOptions
+from htc.executors.spool import Spool, options_from_json
+from htc.executors.status import CallEvent
+from htc.executors.worker import EXIT_ERROR, EXIT_EXCEPTION, EXIT_VALUE
+from htc.wire import messages as m
+from htc.wire.errors import ConnectionClosed, DaemonUnreachable, RemoteError, RequestTimeout
+from htc.wire.transport import Transport, UnixTransport
+
+__all__ = ["PoolBackend", "remove_session_jobs"]
+
+#: hold codes that mean the pool failed, not the call (retried automatically)
+_INFRA_HOLDS = frozenset({6, 7, 8, 9, 10, 11, 12, 13, 14, 18, 22, 24})
+_OOM_HOLD = 34
+_DURATION_HOLDS = frozenset({46, 47})
+_TRANSIENT = (DaemonUnreachable, ConnectionClosed, RequestTimeout, ConnectionError)
+_MAX_PROCS_PER_SUBMIT = 2000
+_RECONCILE_EVERY = 5.0
+_SLOTS_FRESH = 30.0
+_FIRST_SLOTS_WAIT = 10.0
+_PROJECTION = ("ClusterId", "ProcId", "JobStatus", "HTCCallId", "HoldReason", "HoldReasonCode")
+
+
+class _IOThread:
+    """A private event loop on a daemon thread; ``call`` runs a coroutine there from any thread."""
+
+    def __init__(self, name: str):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self.thread.start()
+
+    def call(self, coro, timeout: float | None = None):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def close(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+def _transport_for(pool: Any, *, start: bool = True) -> tuple[Transport, Path | None]:
+    """The transport to the pool's daemons, and its home directory when known; ``start`` starts
+    the personal pool (``pool=None``) when it is not running."""
+    if isinstance(pool, Transport):
+        return pool, None
+    if pool is None:
+        from htc.config import htc_home
+        from htc.pool import start_pool
+
+        home = Path(htc_home())
+        if start:
+            try:
+                start_pool()
+            except HTCError as exc:
+                raise ScheddLost(f"could not start the personal pool under {home}: {exc}") from exc
+        return UnixTransport(home / "sockets"), home
+    path = Path(os.fspath(pool)).expanduser()
+    if (path / "sockets").is_dir():
+        return UnixTransport(path / "sockets"), path
+    if path.is_dir() and any(path.glob("*.sock")):
+        return UnixTransport(path), path.parent
+    raise UsageError(f"pool={pool!r} is not a pool: give a pool's home directory (with a sockets/ folder), its "
+                     "sockets directory, or a Transport; None uses the personal pool under $HTC_HOME")
+
+
+def _environment_text(env: dict[str, str]) -> str:
+    """condor_submit's quoted environment syntax: ``"A=1 B='two words'"``."""
+    parts = []
+    for name, value in env.items():
+        if any(c in value for c in " \t'\""):
+            value = "'" + value.replace("'", "''").replace('"', '""') + "'"
+        parts.append(f"{name}={value}")
+    return '"' + " ".join(parts) + '"'
+
+
+@dataclass
+class _Job:
+    call_id: str
+    label: str
+    options: CallOptions
+    state: str = "idle"  # idle | running | evicted | retrying | held | done
+    evictions: int = 0
+    infra_retries: int = 0
+    removing: bool = False
+    missing_since: float | None = None
+
+
+class PoolBackend:
+    """Runs calls as jobs of a schedd. See the module docstring.
+
+    Args:
+        pool: None (the personal pool under ``$HTC_HOME``, started if needed), a pool's home
+            directory, or a :class:`~htc.wire.transport.Transport`.
+        schedd: the schedd's address on that transport.
+        lost_after: seconds of failed requests before the schedd counts as lost.
+    """
+
+    kind = "pool"
+
+    def __init__(self, pool: Any = None, *, schedd: str = "schedd", lost_after: float = 60.0):
+        self.pool = pool
+        self.schedd = schedd
+        self.lost_after = lost_after
+        self.spool: Spool | None = None
+        self.home: Path | None = None
+        self._transport: Transport | None = None
+        self._io: _IOThread | None = None
+        self._conn = None
+        self._req_lock: asyncio.Lock | None = None
+        self._jobs: dict[str, _Job] = {}
+        self._job_of: dict[str, str] = {}
+        self._templates: dict[int, tuple[CallOptions, dict[str, str]]] = {}
+        self._slots: tuple[float, list[ClassAd]] = (0.0, [])
+        self._woken = threading.Event()
+        self._reader = None
+        self._log_size = -1
+        self._interval = 0.002
+        self._next_reconcile = 0.0
+        self._failing_since: float | None = None
+        self._named = False
+
+    def __repr__(self) -> str:
+        return f"PoolBackend(pool={self.pool!r}, schedd={self.schedd!r})"
+
+    # --- talking to the schedd ------------------------------------------------------------------
+    async def _request_async(self, msg: m.Message, timeout: float) -> m.Message:
+        if self._req_lock is None:
+            self._req_lock = asyncio.Lock()
+        async with self._req_lock:
+            if self._conn is None or self._conn.closed:
+                self._conn = await self._transport.open_connection(self.schedd, timeout=timeout)
+            try:
+                return await self._conn.request(msg, timeout=timeout)
+            except BaseException:
+                conn, self._conn = self._conn, None
+                await conn.aclose()
+                raise
+
+    def _request(self, msg: m.Message, *, timeout: float = 30.0, retry: bool = True) -> m.Message:
+        """One request to the schedd; transient failures are retried until ``lost_after``."""
+        assert self._io is not None
+        started = time.monotonic()
+        delay = 0.05
+        while True:
+            try:
+                reply = self._io.call(self._request_async(msg, timeout), timeout + 5)
+                self._failing_since = None
+                return reply
+            except _TRANSIENT as exc:
+                waited = time.monotonic() - started
+                if not retry or waited > self.lost_after:
+                    raise ScheddLost(f"the schedd {self.schedd!r} did not answer ({type(exc).__name__}: {exc}; "
+                                     f"tried for {waited:.1f} s); 'htc pool status' shows the daemons; the jobs "
+                                     "stay in the queue, attach to a named session once it is back") from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    # --- Backend: the session -----------------------------------------------------------------
+    def open(self, spool: Spool, *, named: bool, create: bool) -> None:
+        """Reach the schedd (starting the personal pool if needed) for ``spool``'s session.
+
+        Raises:
+            ScheddLost: the pool has no schedd answering.
+            UsageError: ``pool`` is not a pool.
+        """
+        from htc.eventlog import EventLogReader
+
+        self.spool = spool
+        self._named = named
+        self._transport, self.home = _transport_for(self.pool)
+        self._io = _IOThread(f"htc-pool-io-{spool.name}")
+        try:
+            self._request(m.Ping(), timeout=10.0, retry=False)
+        except (ScheddLost, RemoteError, HTCError) as exc:
+            self._io.close()
+            where = self.home or self.pool
+            raise ScheddLost(f"no schedd answers in the pool at {where}: {exc}; 'htc pool status' shows which daemons "
+                             "run (HTCExecutor(backend='local') runs calls without a pool)") from exc
+        self._reader = EventLogReader(self._log_path())
+
+    def _log_path(self) -> Path:
+        assert self.spool is not None
+        return self.spool.path / "jobs.log"
+
+    def close(self, *, detach: bool) -> None:
+        """Stop watching; an unnamed session also removes whatever of its jobs is left in the queue."""
+        try:
+            if not detach and self._io is not None and self.spool is not None and self._jobs:
+                # Held jobs of failed calls, and anything else of this session still queued:
+                # nobody can collect them once the session's directory is gone.
+                try:
+                    self._request(m.ActOnJobs(action=m.JobAction.Remove, constraint=self._session_constraint(),
+                                              reason="the executor that submitted it has shut down"),
+                                  timeout=10.0, retry=False)
+                except (HTCError, OSError) as exc:
+                    print(f"htc executor: could not remove the jobs of session {self.spool.name}: {exc}",
+                          file=sys.stderr)
+        finally:
+            if self._io is not None:
+                if self._conn is not None:
+                    try:
+                        self._io.call(self._conn.aclose(), 5)
+                    except (HTCError, OSError, TimeoutError):
+                        self._conn = None
+                self._io.close()
+                self._io = None
+
+    def _session_constraint(self) -> str:
+        assert self.spool is not None
+        return f"HTCSession == {quote(self.spool.name)}"
+
+    # --- Backend: submitting ----------------------------------------------------------------------
+    def _template(self, options: CallOptions) -> dict[str, str]:
+        cached = self._templates.get(id(options))
+        if cached is not None:
+            return cached[1]
+        from htc.submit import Submit, SubmitError
+
+        assert self.spool is not None
+        lines = {
+            "universe": "python", "executable": options.python or sys.executable, "transfer_executable": "false",
+            "arguments": "-m htc.executors.worker", "initialdir": str(self.spool.calls),
+            "should_transfer_files": "YES",
+            "when_to_transfer_output": "ON_EXIT_OR_EVICT" if options.checkpoint else "ON_EXIT",
+            "output": "stdout", "error": "stderr", "log": str(self._log_path()),
+            "request_cpus": str(options.request_cpus), "request_memory": str(options.request_memory),
+            "request_disk": str(options.request_disk), "priority": str(options.priority),
+        }
+        if options.request_gpus:
+            lines["request_gpus"] = str(options.request_gpus)
+        if options.requirements:
+            lines["requirements"] = options.requirements
+        if options.rank:
+            lines["rank"] = options.rank
+        if options.max_retries:
+            lines["max_retries"] = str(options.max_retries)
+            lines["retry_until"] = str(EXIT_ERROR)  # the call could not run: running it again cannot help
+        if options.timeout:
+            lines["allowed_execute_duration"] = str(math.ceil(options.timeout) + 5)  # the worker stops it first
+        env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+        env.update(options.environment)
+        if env:
+            lines["environment"] = _environment_text(env)
+        if options.stream_output:
+            lines["stream_output"] = lines["stream_error"] = "true"
+        if options.transfer_output_files:
+            wanted = [*options.transfer_output_files, cf.RESULT_FILE]
+            if options.checkpoint:
+                wanted.append(cf.CHECKPOINT_FILE)
+            lines["transfer_output_files"] = ",".join(wanted)
+        lines.update(options.submit)
+        lines["+HTCSession"] = quote(self.spool.name)
+        text = "\n".join(f"{k} = {v}" for k, v in lines.items()) + "\nqueue\n"
+        try:
+            cluster = Submit(text, cwd=os.getcwd()).cluster(1)
+            ad = {**cluster.cluster_ad, **next(iter(cluster.proc_ads()))}
+        except SubmitError as exc:
+            raise OptionError(f"these options do not make a valid job: {exc}") from None
+        for name in ("ClusterId", "ProcId", "Owner", "QDate", "EnteredCurrentStatus"):
+            ad.pop(name, None)
+        self._templates[id(options)] = (options, ad)
+        return ad
+
+    def check_request(self, options: CallOptions) -> None:
+        """Refuse at once a request no slot of the pool could ever satisfy.
+
+        Raises:
+            ImpossibleRequest: naming what is too big or never true, and the largest slot.
+            OptionError: the options do not make a valid job.
+        """
+        from htc.classad.match import requirements_hold
+
+        template = self._template(options)
+        slots = self._slot_ads()
+        if not slots:
+            return  # no startd has reported yet: nothing to judge by
+        job = ClassAd("[ " + "; ".join(f"{k} = {v}" for k, v in template.items()) + " ]")
+        for slot in slots:
+            if requirements_hold(job, _at_most(slot)):
+                return
+        biggest = max(slots, key=lambda s: (_number(s, "TotalSlotCpus", "TotalCpus", "Cpus"),
+                                            _number(s, "TotalSlotMemory", "TotalMemory", "Memory")))
+        big = _at_most(biggest)
+        what = (f"request_cpus={options.request_cpus}, request_memory={options.request_memory} MiB, "
+                f"request_disk={options.request_disk} KiB"
+                + (f", requirements {options.requirements!r}" if options.requirements else ""))
+        raise ImpossibleRequest(
+            f"no slot of the pool can ever run this call ({what}): of {len(slots)} slot(s), the biggest "
+            f"({big.get('Name')}) offers Cpus = {big.get('Cpus')}, Memory = {big.get('Memory')} MiB, "
+            f"Disk = {big.get('Disk')} KiB, OpSys = {big.get('OpSys')}, Arch = {big.get('Arch')}; ask for less")
+
+    def _slot_ads(self) -> list[ClassAd]:
+        fetched, ads = self._slots
+        if time.monotonic() - fetched < _SLOTS_FRESH:
+            return ads
+        from htc.daemons.client import AdType, query_collector_async
+
+        assert self._io is not None
+        # A pool started a moment ago has no slot ads yet; give its startd a few seconds.
+        deadline = time.monotonic() + (_FIRST_SLOTS_WAIT if not fetched else 0.0)
+        while True:
+            try:
+                ads = self._io.call(query_collector_async(AdType.Startd, transport=self._transport, timeout=10.0), 15)
+            except (HTCError, OSError, TimeoutError):
+                ads = []
+            if ads or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+        self._slots = (time.monotonic(), ads)
+        return ads
+
+    def submit_calls(self, calls: Sequence[CallSpec]) -> list[str]:
+        """Queue the calls: one cluster (one transaction) per option set and 2,000 calls.
+
+        Raises:
+            ScheddLost: the schedd stayed unreachable.
+            RemoteError: the schedd refused the jobs (the message says why).
+        """
+        assert self.spool is not None
+        job_ids: dict[str, str] = {}
+        groups: dict[int, list[CallSpec]] = {}
+        for spec in calls:
+            groups.setdefault(id(spec.options), []).append(spec)
+        journal = []
+        for group in groups.values():
+            template = self._template(group[0].options)
+            cluster_ad = "[ " + "; ".join(f"{k} = {v}" for k, v in template.items()) + " ]"
+            for start in range(0, len(group), _MAX_PROCS_PER_SUBMIT):
+                part = group[start:start + _MAX_PROCS_PER_SUBMIT]
+                procs = tuple(self._proc_ad(spec) for spec in part)
+                for spec, job_id in zip(part, self._submit_cluster(cluster_ad, procs, part)):
+                    job_ids[spec.call_id] = job_id
+                    self._jobs[job_id] = _Job(spec.call_id, spec.label, spec.options)
+                    self._job_of[spec.call_id] = job_id
+                    journal.append({"op": "job", "id": spec.call_id, "job": job_id})
+        if self._named:
+            self.spool.record(journal)
+        self._interval = 0.002
+        try:  # condor_submit's SUBMIT_SEND_RESCHEDULE: ask for a negotiation cycle now
+            self._request(m.Reschedule(), timeout=5.0, retry=False)
+        except (HTCError, OSError):
+            pass  # the jobs are queued; the next regular cycle will match them
+        return [job_ids[spec.call_id] for spec in calls]
+
+    def _proc_ad(self, spec: CallSpec) -> str:
+        assert self.spool is not None
+        where = self.spool.prepare(spec.call_id, spec.data, spec.parents)
+        inputs = [cf.CALL_FILE, *(cf.parent_file(p) for p in spec.parents)]
+        if spec.options.checkpoint:
+            (where / cf.CHECKPOINT_FILE).touch()  # empty until the call checkpoints; comes back on eviction
+            inputs.append(cf.CHECKPOINT_FILE)
+        inputs += [os.path.abspath(f) for f in spec.options.transfer_input_files]
+        attrs = {"Iwd": quote(str(where)), "TransferInput": quote(",".join(inputs)),
+                 "HTCCallId": quote(spec.call_id), "HTCFunction": quote(spec.label)}
+        return "[ " + "; ".join(f"{k} = {v}" for k, v in attrs.items()) + " ]"
+
+    def _submit_cluster(self, cluster_ad: str, procs: tuple[str, ...], specs: list[CallSpec]) -> list[str]:
+        msg = m.Submit(cluster_ad=cluster_ad, proc_ads=procs)
+        try:
+            reply = self._request(msg, timeout=60.0, retry=False)
+        except (ScheddLost, *_TRANSIENT):
+            found = self._find_submitted(specs)  # the answer was lost, perhaps not the jobs
+            if len(found) == len(specs):
+                return [found[s.call_id] for s in specs]
+            if found:
+                raise ScheddLost("the schedd went away while queueing a batch and kept only part of it; attach "
+                                 "to the session to see which calls are queued") from None
+            reply = self._request(msg, timeout=60.0)
+        return [f"{reply.cluster_id}.{reply.first_proc + i}" for i in range(reply.num_procs)]
+
+    def _find_submitted(self, specs: list[CallSpec]) -> dict[str, str]:
+        ids = " || ".join(f"HTCCallId == {quote(s.call_id)}" for s in specs)
+        try:
+            reply = self._request(m.QueryJobs(constraint=f"{self._session_constraint()} && ({ids})",
+                                              projection=("ClusterId", "ProcId", "HTCCallId")))
+        except ScheddLost:
+            return {}
+        found = {}
+        for text in reply.ads:
+            ad = ClassAd(text)
+            found[str(ad["HTCCallId"])] = f"{ad['ClusterId']}.{ad['ProcId']}"
+        return found
+
+    # --- Backend: watching ---------------------------------------------------------------------------
+    def wake(self) -> None:
+        """Make a blocked :meth:`poll` return soon."""
+        self._woken.set()
+
+    def poll(self, timeout: float) -> list[JobUpdate]:
+        """Follow the session's event log (and, now and then, the queue) for up to ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            updates = self._read_log()
+            now = time.monotonic()
+            if now >= self._next_reconcile and self._jobs:
+                self._next_reconcile = now + _RECONCILE_EVERY
+                updates += self._reconcile(now)
+            if updates:
+                self._interval = 0.002
+                return updates
+            if self._woken.is_set() or now >= deadline:
+                self._woken.clear()
+                return updates
+            self._woken.wait(max(0.0, min(self._interval, deadline - now)))
+            self._interval = min(self._interval * 2, 0.2)
+
+    def _read_log(self) -> list[JobUpdate]:
+        try:
+            size = os.stat(self._log_path()).st_size
+        except FileNotFoundError:
+            return []
+        if size == self._log_size:
+            return []
+        self._log_size = size
+        updates: list[JobUpdate] = []
+        for event in self._reader.read_nowait():
+            updates += self._on_event(event)
+        return updates
+
+    def _on_event(self, event) -> list[JobUpdate]:
+        from htc.eventlog import events as ev
+
+        job_id = f"{event.cluster}.{event.proc}"
+        job = self._jobs.get(job_id)
+        if job is None or job.state == "done":
+            return []
+        cid = job.call_id
+        if isinstance(event, ev.ExecuteEvent):
+            job.state = "running"
+            return [JobUpdate(cid, CallEvent.STARTED, job_id, host=event.slot_name or event.execute_host)]
+        if isinstance(event, ev.JobEvictedEvent):
+            if event.terminated_and_requeued:
+                job.state = "idle"
+                return [JobUpdate(cid, CallEvent.REQUEUED, job_id,
+                                  detail=f"raised (exit {event.return_value}); max_retries runs it again")]
+            job.state = "evicted"
+            job.evictions += 1
+            reason = f": {event.reason}" if event.reason else ""
+            return [JobUpdate(cid, CallEvent.EVICTED, job_id, detail=f"evicted{reason}", evictions=job.evictions)]
+        if isinstance(event, ev.JobTerminatedEvent):
+            job.state = "done"
+            return [self._ended(job_id, job, event.return_value if event.terminated_normally else None,
+                                None if event.terminated_normally else event.signal)]
+        if isinstance(event, ev.JobHeldEvent):
+            return self._held(job_id, job, event.reason or "", event.code)
+        if isinstance(event, ev.JobReleasedEvent):
+            if job.state in ("retrying", "held"):
+                job.state = "idle"
+                return [JobUpdate(cid, CallEvent.REQUEUED, job_id, detail="released")]
+            return []
+        if isinstance(event, ev.JobAbortedEvent):
+            job.state = "done"
+            if job.removing:
+                return []
+            return [JobUpdate(cid, CallEvent.FAILED, job_id, error=JobRemoved(
+                f"job {job_id} (call {job.label}) was removed from the queue before it finished"
+                f"{': ' + event.reason if event.reason else ''}; 'htc history {job_id}' shows who removed it",
+                job_id))]
+        if isinstance(event, (ev.ShadowExceptionEvent, ev.JobReconnectFailedEvent)):
+            job.state = "retrying"
+            job.infra_retries += 1
+            text = getattr(event, "message", "") or getattr(event, "reason", "")
+            return [JobUpdate(cid, CallEvent.INFRA_FAILURE, job_id, detail=f"the pool failed the job ({text}); "
+                              "the schedd runs it again")]
+        return []
+
+    def _held(self, job_id: str, job: _Job, reason: str, code: int | None) -> list[JobUpdate]:
+        cid, label = job.call_id, job.label
+        if code in _INFRA_HOLDS and job.infra_retries < job.options.infrastructure_retries:
+            job.infra_retries += 1
+            job.state = "retrying"
+            self._act(m.JobAction.Release, [job_id], f"htc executor: infrastructure retry {job.infra_retries}")
+            return [JobUpdate(cid, CallEvent.INFRA_FAILURE, job_id, detail=(
+                f"held by the pool ({reason}, code {code}); released for retry {job.infra_retries} of "
+                f"{job.options.infrastructure_retries}"))]
+        job.state = "done"
+        see = f"'htc q -hold {job_id}' and 'htc q -l {job_id}' show it; the job's stderr is in future.stderr"
+        if code == _OOM_HOLD:
+            error: JobFailed = JobOutOfMemory(f"job {job_id} (call {label}) used more memory than its request_memory "
+                                              f"of {job.options.request_memory} MiB: {reason}; raise request_memory "
+                                              f"in options() ({see})", job_id)
+        elif code in _DURATION_HOLDS:
+            error = CallTimedOut(f"job {job_id} (call {label}) ran past its timeout and was held: {reason} ({see})",
+                                 job_id)
+        else:
+            error = JobHeld(f"job {job_id} (call {label}) was held: {reason} (HoldReasonCode {code}). It stays in the "
+                            f"queue: {see}; 'htc release {job_id}' runs it again (attach to the session to get its "
+                            "result), 'htc rm' removes it", job_id, reason, code)
+        return [JobUpdate(cid, CallEvent.FAILED, job_id, detail=f"held: {reason}", error=error)]
+
+    def _ended(self, job_id: str, job: _Job, code: int | None, sig: int | None) -> JobUpdate:
+        assert self.spool is not None
+        cid, label = job.call_id, job.label
+        path = self.spool.result_path(cid)
+        result = path.read_bytes() if path.exists() else None
+        if result is not None and code in (EXIT_VALUE, EXIT_EXCEPTION, EXIT_ERROR):
+            event = CallEvent.RETURNED if code == EXIT_VALUE else CallEvent.FAILED
+            return JobUpdate(cid, event, job_id, result=result)
+        see = f"see future.stderr or {self.spool.output_path(cid, 'stderr')}, and 'htc history -l {job_id}'"
+        if sig is not None:
+            text = f"job {job_id} (call {label}) was killed by signal {sig} before it returned ({see})"
+        else:
+            text = f"job {job_id} (call {label}) exited with status {code} without sending a result back ({see})"
+        return JobUpdate(cid, CallEvent.FAILED, job_id, error=JobKilled(text, job_id))
+
+    def _reconcile(self, now: float) -> list[JobUpdate]:
+        """Compare with the queue: catch jobs that left it, or moved, without a log event."""
+        try:
+            reply = self._request(m.QueryJobs(constraint=self._session_constraint(), projection=_PROJECTION),
+                                  timeout=10.0, retry=False)
+        except ScheddLost as exc:
+            if self._failing_since is None:
+                self._failing_since = now
+            if now - self._failing_since > self.lost_after:
+                raise exc
+            return []
+        in_queue: dict[str, ClassAd] = {}
+        for text in reply.ads:
+            ad = ClassAd(text)
+            in_queue[f"{ad['ClusterId']}.{ad['ProcId']}"] = ad
+        updates: list[JobUpdate] = []
+        for job_id, job in self._jobs.items():
+            if job.state == "done":
+                continue
+            ad = in_queue.get(job_id)
+            if ad is None:
+                if job.missing_since is None:
+                    job.missing_since = now
+                    continue
+                self._read_log()  # the event may have landed since
+                if job.state == "done":
+                    continue
+                updates += self._vanished(job_id, job)
+                continue
+            job.missing_since = None
+            status = ad.get("JobStatus")
+            if status in (2, 6, 7) and job.state == "idle":
+                job.state = "running"
+                updates.append(JobUpdate(job.call_id, CallEvent.STARTED, job_id))
+            elif status == 5 and job.state not in ("held", "retrying"):
+                code = ad.get("HoldReasonCode")
+                updates += self._held(job_id, job, str(ad.get("HoldReason") or ""), code if isinstance(code, int) else None)
+        return updates
+
+    def _vanished(self, job_id: str, job: _Job) -> list[JobUpdate]:
+        assert self.spool is not None
+        job.state = "done"
+        path = self.spool.result_path(job.call_id)
+        if path.exists():
+            header, _ = cf.read_result(path)
+            event = CallEvent.RETURNED if header.outcome == "value" else CallEvent.FAILED
+            return [JobUpdate(job.call_id, event, job_id, result=path.read_bytes())]
+        if job.removing:
+            return []
+        return [JobUpdate(job.call_id, CallEvent.FAILED, job_id, error=JobFailed(
+            f"job {job_id} (call {job.label}) left the queue without a result and without an event in "
+            f"{self._log_path()}; 'htc history -l {job_id}' shows how it ended", job_id))]
+
+    # --- Backend: acting on jobs ------------------------------------------------------------------------
+    def _act(self, action: m.JobAction, job_ids: list[str], reason: str) -> None:
+        if job_ids:
+            self._request(m.ActOnJobs(action=action, ids=tuple(job_ids), reason=reason))
+
+    def remove(self, call_ids: Sequence[str], reason: str) -> None:
+        """``htc rm`` the calls' jobs."""
+        ids = []
+        for cid in call_ids:
+            job_id = self._job_of.get(cid)
+            if job_id is not None and self._jobs[job_id].state != "done":
+                self._jobs[job_id].removing = True
+                ids.append(job_id)
+        self._act(m.JobAction.Remove, ids, reason)
+
+    def vacate(self, call_ids: Sequence[str]) -> None:
+        """``htc vacate_job`` the calls' running jobs (they checkpoint and go back to idle)."""
+        ids = [self._job_of[c] for c in call_ids if c in self._job_of]
+        self._act(m.JobAction.Vacate, ids, "htc executor: future.vacate()")
+
+    # --- Backend: introspection ---------------------------------------------------------------------------
+    def output(self, call_id: str, stream: str) -> Path:
+        """Where the call's output arrives (the call's directory, its job's Iwd)."""
+        assert self.spool is not None
+        return self.spool.output_path(call_id, stream)
+
+    def job_ad(self, call_id: str) -> ClassAd:
+        """The job's ad from the queue, or from the history once it left.
+
+        Raises:
+            SessionError: the job is in neither.
+        """
+        job_id = self._job_of.get(call_id)
+        if job_id is None:
+            raise SessionError(f"call {call_id} has no job in this session")
+        cluster, proc = job_id.split(".")
+        reply = self._request(m.QueryJobs(constraint=f"ClusterId == {cluster} && ProcId == {proc}"))
+        if reply.ads:
+            return ClassAd(reply.ads[0])
+        from htc.schedd_client import history
+
+        path = self.home / "spool" / "job_queue.db" if self.pool is not None and self.home else None
+        try:
+            found = history(f"ClusterId == {cluster} && ProcId == {proc}", limit=1, path=path)
+        except UsageError:
+            found = []
+        if not found:
+            raise SessionError(f"job {job_id} is neither in the queue nor in the history this machine can read")
+        return found[0]
+
+    def why(self, call_id: str) -> str:
+        """What the job is doing, and for an idle job the slots' view (``-better-analyze``)."""
+        job_id = self._job_of.get(call_id)
+        if job_id is None:
+            return f"call {call_id} has no job yet"
+        try:
+            ad = self.job_ad(call_id)
+        except SessionError as exc:
+            return str(exc)
+        status = ad.get("JobStatus")
+        if status == 5:
+            return (f"job {job_id} is held: {ad.get('HoldReason')} (HoldReasonCode {ad.get('HoldReasonCode')}); "
+                    f"'htc release {job_id}' runs it again")
+        if status == 2:
+            return f"job {job_id} is running on {ad.get('RemoteHost', 'a slot')}"
+        if status != 1:
+            return f"job {job_id} has status {status}"
+        from htc.analyze import analyze_job
+        from htc.daemons.client import AdType, query_collector_async
+
+        assert self._io is not None
+        slots = self._io.call(query_collector_async(AdType.Startd, transport=self._transport, timeout=10.0), 15)
+        return f"job {job_id} is idle.\n" + analyze_job(ad, slots).render()
+
+    # --- Backend: attach -------------------------------------------------------------------------------
+    def recover(self) -> list[RecoveredCall]:
+        """The calls of the session's journal, with their jobs (the event log is replayed by poll)."""
+        assert self.spool is not None
+        calls: dict[str, dict[str, Any]] = {}
+        jobs: dict[str, str] = {}
+        for entry in self.spool.journal():
+            if entry.get("op") == "call":
+                calls[entry["id"]] = entry
+            elif entry.get("op") == "job":
+                jobs[entry["id"]] = entry["job"]
+        if calls:
+            jobs.update(self._queued_call_ids(set(calls) - set(jobs)))
+        out = []
+        for call_id, entry in calls.items():
+            options = options_from_json(entry.get("options", {}))
+            job_id = jobs.get(call_id)
+            data = None
+            if job_id is not None:
+                self._jobs[job_id] = _Job(call_id, entry["label"], options)
+                self._job_of[call_id] = job_id
+            else:
+                try:
+                    data = (self.spool.call_dir(call_id) / cf.CALL_FILE).read_bytes()
+                except FileNotFoundError:
+                    data = None
+            out.append(RecoveredCall(call_id, entry["label"], job_id, tuple(entry.get("parents", ())), options,
+                                     None, data))
+        self._next_reconcile = 0.0
+        return out
+
+    def _queued_call_ids(self, call_ids: set[str]) -> dict[str, str]:
+        """Jobs of the session the journal does not name (the client died right after submitting)."""
+        if not call_ids:
+            return {}
+        reply = self._request(m.QueryJobs(constraint=self._session_constraint(),
+                                          projection=("ClusterId", "ProcId", "HTCCallId")))
+        found = {}
+        for text in reply.ads:
+            ad = ClassAd(text)
+            if ad.get("HTCCallId") in call_ids:
+                found[str(ad["HTCCallId"])] = f"{ad['ClusterId']}.{ad['ProcId']}"
+        return found
+
+    def collected(self, call_ids: Sequence[str]) -> None:
+        """Nothing to free: results stay in the spool until the session is forgotten or expires."""
+        for cid in call_ids:
+            job_id = self._job_of.get(cid)
+            if job_id is not None and job_id in self._jobs:
+                self._jobs[job_id].state = "done"
+
+
+def _number(ad: ClassAd, *names: str) -> float:
+    for name in names:
+        value = ad.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return 0.0
+
+
+def _at_most(slot: ClassAd) -> ClassAd:
+    """A slot ad grown to everything its machine could give one job (a partitionable slot's whole)."""
+    ad = ClassAd(str(slot))
+    for attr, totals in (("Cpus", ("TotalSlotCpus", "TotalCpus")), ("Memory", ("TotalSlotMemory", "TotalMemory")),
+                         ("Disk", ("TotalSlotDisk", "TotalDisk")), ("Gpus", ("TotalSlotGpus", "TotalGpus"))):
+        best = max(_number(slot, *totals), _number(slot, attr))
+        if best:
+            ad[attr] = int(best)
+    return ad
+
+
+def remove_session_jobs(spool: Spool) -> None:
+    """Remove every job of a session from its pool's queue (``htc.executors.forget``); quiet when the
+    pool is not running."""
+    info = spool.info()
+    backend = PoolBackend(info.get("pool"))
+    try:
+        backend._transport, backend.home = _transport_for(backend.pool, start=False)
+    except (HTCError, OSError):
+        return
+    backend.spool = spool
+    backend._io = _IOThread(f"htc-pool-io-{spool.name}")
+    try:
+        backend._request(m.ActOnJobs(action=m.JobAction.Remove, constraint=backend._session_constraint(),
+                                     reason="htc.executors.forget()"), timeout=10.0, retry=False)
+    except (HTCError, OSError):
+        return
+    finally:
+        backend.close(detach=True)
+

@@ -1,0 +1,387 @@
+"""Pickling calls and results: cloudpickle (or dill), the versions a pickle needs, and clear errors.
+
+Theory of operation
+-------------------
+A call travels as ``(fn, args, kwargs)`` pickled with the chosen serializer (``"cloudpickle"``
+by default, ``"dill"`` on request). The pickler is a subclass that watches every object it
+saves, for two reasons:
+
+* **Versions.** Each object's module (a class or function pickled by reference, an instance's
+  class, a module a closure imports) names a top-level package. Packages that belong to an
+  installed distribution are recorded with their version; the worker on the execute side
+  compares them with its own and refuses to unpickle on a mismatch
+  (:func:`check_versions`), naming each difference, instead of failing deep inside pickle.
+* **Local code.** A module that is neither in the standard library nor in an installed
+  distribution (a ``helpers.py`` next to the script) would be pickled *by reference* and fail
+  to import on the execute side. Such modules are registered with cloudpickle to be pickled
+  *by value* and the call is pickled again, so functions from local modules work like ones
+  from ``__main__``.
+
+Futures passed as arguments are not pickled: the pickler's ``persistent_id`` replaces each by
+its call id (a dependency), and the worker's unpickler puts the parent's result in its place.
+
+When pickling fails, :func:`diagnose` pickles the parts one by one (the function's closure
+cells and globals, each argument, inside containers and object attributes) and names the
+smallest part that fails, with the path to it (``args[1]['conn']``).
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import sys
+import threading
+import types
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import cloudpickle
+
+from htc.executors.errors import OptionError, SerializationError, VersionMismatch
+
+__all__ = [
+    "SERIALIZERS", "PickledCall", "check_versions", "diagnose", "dumps_call", "dumps_value", "loads",
+    "package_version", "python_version",
+]
+
+SERIALIZERS = ("cloudpickle", "dill")
+PROTOCOL = 5
+#: modules whose objects never need a version check (they travel with the interpreter)
+_ALWAYS_THERE = frozenset({"builtins", "__main__", "__mp_main__", "copyreg", "_codecs"})
+
+_versions: dict[str, str | None] = {}
+_dists: dict[str, list[str]] | None = None
+_by_value: set[str] = set()
+_lock = threading.Lock()
+
+
+def python_version() -> str:
+    """This interpreter's version, ``"3.11.7"``."""
+    return ".".join(map(str, sys.version_info[:3]))
+
+
+def _distribution_version(top: str) -> str | None:
+    """The version of the installed distribution providing top-level module ``top`` (None: none)."""
+    global _dists
+    if top in _versions:
+        return _versions[top]
+    import importlib.metadata as metadata  # only when a package needs a version: it costs ~25 ms
+
+    version = None
+    for guess in (top, top.replace("_", "-")):
+        try:
+            version = metadata.version(guess)
+            break
+        except metadata.PackageNotFoundError:
+            continue
+    if version is None:
+        with _lock:
+            if _dists is None:
+                _dists = metadata.packages_distributions()
+        for dist in _dists.get(top, ()):
+            try:
+                version = metadata.version(dist)
+                break
+            except metadata.PackageNotFoundError:
+                continue
+    _versions[top] = version
+    return version
+
+
+def package_version(top: str) -> str | None:
+    """The installed version of top-level package ``top`` here, or None when it is not installed.
+
+    Args:
+        top: an importable top-level name (``"numpy"``).
+
+    Returns:
+        The version string, or None.
+    """
+    return _distribution_version(top)
+
+
+def _is_stdlib(top: str) -> bool:
+    return top in sys.stdlib_module_names or top in _ALWAYS_THERE or top.startswith("_")
+
+
+def _classify(modules: Iterable[str]) -> tuple[dict[str, str], list[str]]:
+    """Split module names into (installed packages -> version, local modules to pickle by value)."""
+    packages: dict[str, str] = {}
+    local: list[str] = []
+    for name in modules:
+        top = name.partition(".")[0]
+        if not top or _is_stdlib(top) or top in packages:
+            continue
+        version = _distribution_version(top)
+        if version is not None:
+            packages[top] = version
+            continue
+        module = sys.modules.get(top)
+        if module is not None and getattr(module, "__file__", None) and top not in _by_value:
+            local.append(top)
+    return packages, local
+
+
+def _make_pickler(serializer: str, buffer: io.BytesIO, modules: set[str],
+                  persistent: Callable[[Any], str | None] | None):
+    if serializer == "cloudpickle":
+        base = cloudpickle.Pickler
+    elif serializer == "dill":
+        import dill
+
+        base = dill.Pickler
+    else:
+        raise OptionError(f"serializer={serializer!r} is not known; use one of {', '.join(SERIALIZERS)}")
+
+    class CallPickler(base):  # type: ignore[valid-type,misc]
+        def persistent_id(self, obj):  # noqa: D102 - pickle hook
+            return persistent(obj) if persistent is not None else None
+
+        if serializer == "cloudpickle":
+            def reducer_override(self, obj):  # noqa: D102 - pickle hook
+                _note(obj, modules)
+                return super().reducer_override(obj)
+        else:
+            def save(self, obj, save_persistent_id=True):  # noqa: D102 - pickle hook
+                _note(obj, modules)
+                return super().save(obj, save_persistent_id)
+
+    return CallPickler(buffer, protocol=PROTOCOL)
+
+
+def _note(obj: Any, modules: set[str]) -> None:
+    if isinstance(obj, types.ModuleType):
+        modules.add(obj.__name__)
+    elif isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+        name = getattr(obj, "__module__", None)
+        if isinstance(name, str):
+            modules.add(name)
+    else:
+        modules.add(type(obj).__module__)
+
+
+def _dump(obj: Any, serializer: str, persistent: Callable[[Any], str | None] | None) -> tuple[bytes, set[str]]:
+    buffer = io.BytesIO()
+    modules: set[str] = set()
+    _make_pickler(serializer, buffer, modules, persistent).dump(obj)
+    return buffer.getvalue(), modules
+
+
+@dataclass(frozen=True)
+class PickledCall:
+    """A call ready to travel: its bytes, the calls it depends on, and the packages it needs."""
+
+    payload: bytes
+    parents: tuple[str, ...] = ()
+    packages: dict[str, str] = field(default_factory=dict)
+
+
+def dumps_call(fn: Callable, args: tuple, kwargs: dict, *, serializer: str = "cloudpickle",
+               persistent: Callable[[Any], str | None] | None = None) -> PickledCall:
+    """Pickle one call for a job.
+
+    Args:
+        fn: the callable.
+        args, kwargs: its arguments.
+        serializer: ``"cloudpickle"`` or ``"dill"``.
+        persistent: maps an object to a call id when it stands for another call's result (a
+            future), else None; those objects become the call's parents.
+
+    Returns:
+        A :class:`PickledCall`.
+
+    Raises:
+        SerializationError: something could not be pickled; the message names it and where it
+            sits (``args[0]``, a closure variable, a global of the function).
+        OptionError: an unknown serializer.
+    """
+    parents: list[str] = []
+
+    def record(obj: Any) -> str | None:
+        pid = persistent(obj) if persistent is not None else None
+        if pid is not None and pid not in parents:
+            parents.append(pid)
+        return pid
+
+    call = (fn, args, kwargs)
+    for _attempt in range(3):
+        parents.clear()
+        try:
+            payload, modules = _dump(call, serializer, record)
+        except (OptionError, SerializationError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - any pickling failure becomes one clear error
+            raise SerializationError(diagnose(fn, args, kwargs, exc, serializer)) from exc
+        packages, local = _classify(modules)
+        if not local or serializer != "cloudpickle":
+            return PickledCall(payload, tuple(parents), packages)
+        for name in local:  # local code: ship it by value and pickle again
+            cloudpickle.register_pickle_by_value(sys.modules[name])
+            _by_value.add(name)
+    return PickledCall(payload, tuple(parents), packages)
+
+
+def dumps_value(value: Any, serializer: str = "cloudpickle") -> tuple[bytes, dict[str, str]]:
+    """Pickle a result (or an exception) and the packages its objects come from.
+
+    Raises:
+        SerializationError: the value cannot be pickled; the message names its type.
+    """
+    try:
+        payload, modules = _dump(value, serializer, None)
+    except Exception as exc:  # noqa: BLE001
+        raise SerializationError(f"the result, a {_type_name(value)}, cannot be pickled ({type(exc).__name__}: "
+                                 f"{exc}); return plain data, or write it to a file and list the file in "
+                                 "transfer_output_files") from exc
+    return payload, _classify(modules)[0]
+
+
+def loads(data: bytes, serializer: str = "cloudpickle", persistent_load: Callable[[Any], Any] | None = None) -> Any:
+    """Unpickle ``data`` (from :func:`dumps_call` or :func:`dumps_value`).
+
+    Args:
+        data: the bytes.
+        serializer: the one that made them.
+        persistent_load: resolves a parent's call id to its value.
+
+    Returns:
+        The object.
+    """
+    if serializer == "dill":
+        import dill
+
+        base = dill.Unpickler
+    else:
+        base = pickle.Unpickler
+
+    class CallUnpickler(base):  # type: ignore[valid-type,misc]
+        def persistent_load(self, pid):  # noqa: D102 - pickle hook
+            if persistent_load is None:
+                raise pickle.UnpicklingError(f"the pickle refers to another call's result ({pid!r}) "
+                                             "but no parent results were given")
+            return persistent_load(pid)
+
+    return CallUnpickler(io.BytesIO(data)).load()
+
+
+# --- versions on the execute side -------------------------------------------------------------
+
+
+def check_versions(python: str, packages: dict[str, str]) -> None:
+    """Compare the submit side's versions with this interpreter's.
+
+    Python must agree on major.minor (pickled code objects are specific to it); each package
+    must be installed at exactly the recorded version.
+
+    Args:
+        python: the submit side's Python version (``"3.11.7"``).
+        packages: top-level package -> version recorded at submit time.
+
+    Raises:
+        VersionMismatch: naming every difference and what to do.
+    """
+    mismatches: list[tuple[str, str, str]] = []
+    here = python_version()
+    if python.split(".")[:2] != here.split(".")[:2]:
+        mismatches.append(("Python", python, here))
+    for top, wanted in sorted(packages.items()):
+        have = _distribution_version(top)
+        if have != wanted:
+            mismatches.append((top, wanted, have or "missing"))
+    if mismatches:
+        parts = ", ".join(f"{name} {want} on the submit side but {have} here" for name, want, have in mismatches)
+        raise VersionMismatch(
+            f"this execute node cannot run the call: {parts}. Install the same versions on the execute side, "
+            "pin them in the submit environment, or pass check_versions=False to try anyway",
+            tuple(mismatches))
+
+
+# --- diagnosis ----------------------------------------------------------------------------------
+
+
+def _type_name(obj: Any) -> str:
+    t = type(obj)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _fails(obj: Any, serializer: str) -> BaseException | None:
+    try:
+        _dump(obj, serializer, lambda o: "future" if _looks_like_future(o) else None)
+    except Exception as exc:  # noqa: BLE001
+        return exc
+    return None
+
+
+def _looks_like_future(obj: Any) -> bool:
+    return type(obj).__name__ == "HTCFuture"
+
+
+def _children(obj: Any) -> Iterable[tuple[str, Any]]:
+    if isinstance(obj, dict):
+        for key, value in list(obj.items())[:200]:
+            yield f"[{key!r}]", value
+    elif isinstance(obj, (list, tuple)):
+        for i, value in enumerate(obj[:200]):
+            yield f"[{i}]", value
+    elif isinstance(obj, (set, frozenset)):
+        for value in list(obj)[:200]:
+            yield "{...}", value
+    elif isinstance(obj, types.FunctionType):
+        if obj.__closure__:
+            for name, cell in zip(obj.__code__.co_freevars, obj.__closure__):
+                try:
+                    yield f" (closure variable {name!r})", cell.cell_contents
+                except ValueError:
+                    continue
+        for name in _global_names(obj.__code__):
+            if name in obj.__globals__:
+                yield f" (global {name!r})", obj.__globals__[name]
+        for i, value in enumerate(obj.__defaults__ or ()):
+            yield f" (default #{i})", value
+    elif hasattr(obj, "__dict__") and not isinstance(obj, (type, types.ModuleType)):
+        for key, value in list(vars(obj).items())[:200]:
+            yield f".{key}", value
+
+
+def _global_names(code: types.CodeType) -> list[str]:
+    names = list(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names.extend(_global_names(const))
+    return names
+
+
+def _culprit(obj: Any, path: str, serializer: str, depth: int = 0) -> tuple[str, Any, BaseException] | None:
+    """The deepest part of ``obj`` that fails to pickle on its own, with its path."""
+    exc = _fails(obj, serializer)
+    if exc is None:
+        return None
+    if depth < 6:
+        for suffix, child in _children(obj):
+            found = _culprit(child, path + suffix, serializer, depth + 1)
+            if found is not None:
+                return found
+    return path, obj, exc
+
+
+def diagnose(fn: Callable, args: tuple, kwargs: dict, exc: BaseException, serializer: str = "cloudpickle") -> str:
+    """A sentence naming what in a call could not be pickled, and what to do about it."""
+    label = getattr(fn, "__qualname__", None) or _type_name(fn)
+    candidates: list[tuple[str, str, Any]] = [(f"the function {label}", "", fn)]
+    candidates += [(f"args[{i}]", f" (an argument of {label}())", a) for i, a in enumerate(args)]
+    candidates += [(f"keyword argument {k}=", f" (of {label}())", v) for k, v in kwargs.items()]
+    for where, context, obj in candidates:
+        found = _culprit(obj, where, serializer)
+        if found is None:
+            continue
+        path, culprit, cause = found
+        if _looks_like_future(culprit):
+            break
+        hint = ("pass something picklable instead (for a connection, lock or open file: what is needed "
+                "to make it, and make it inside the function)")
+        if serializer == "cloudpickle":
+            hint += ", or try serializer='dill'"
+        return (f"cannot pickle {path}{context}: it is a {_type_name(culprit)} ({type(cause).__name__}: {cause}); "
+                f"{hint}")
+    return f"cannot pickle the call of {label}: {type(exc).__name__}: {exc}"

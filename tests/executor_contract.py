@@ -1,0 +1,50 @@
+"""Helpers for the executor tests: functions the jobs run, and the executors under test.
+
+The functions live in a module of their own (not a test file) so that the same objects are
+used by the thread pool and by jobs; the executor ships this module by value (it is not an
+installed package), as it would a user's helper module.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+
+def double(x):
+    return 2 * x
+
+
+def add(a, b=0, *, c=0):
+    return a + b + c
+
+
+def fail(text):
+    raise ValueError(text)
+
+
+def slow(x, seconds):
+    time.sleep(seconds)
+    return x
+
+
+def gate(path, value, started=None, limit=60.0):
+    """Wait until ``path`` exists (the test opens the gate), then return ``value``."""
+    if started:
+        Path(started).write_text(str(os.getpid()))
+    deadline = time.monotonic() + limit
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the gate {path} was never opened")
+        time.sleep(0.01)
+    return value
+
+
+def wait_for(predicate, limit=60.0, what="condition"):
+    """Poll ``predicate`` until true (tests only; for conditions with no event to await)."""
+    deadline = time.monotonic() + limit
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {limit} s")
+        time.sleep(0.01)

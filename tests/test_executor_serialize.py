@@ -1,0 +1,164 @@
+"""Pickling calls: what gets recorded, what is shipped by value, and errors that name the culprit."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+
+import msgspec
+import pytest
+
+from htc.executors import callfile as cf
+from htc.executors.errors import OptionError, SerializationError, VersionMismatch
+from htc.executors.serialize import check_versions, dumps_call, loads, package_version, python_version
+
+
+class Point(msgspec.Struct):
+    x: int
+    y: int
+
+
+def test_a_call_records_the_packages_its_objects_come_from():
+    pickled = dumps_call(len, (Point(1, 2),), {})
+    assert pickled.packages["msgspec"] == msgspec.__version__
+    assert "builtins" not in pickled.packages and "__main__" not in pickled.packages
+
+
+def test_standard_library_objects_need_no_version():
+    import fractions
+
+    pickled = dumps_call(str, (fractions.Fraction(1, 3),), {})
+    assert pickled.packages == {}
+
+
+def test_futures_become_parents_through_the_persistent_hook():
+    marker = object()
+    pickled = dumps_call(max, (marker, [marker, 3]), {}, persistent=lambda o: "p7" if o is marker else None)
+    assert pickled.parents == ("p7",)
+    fn, args, _ = loads(pickled.payload, persistent_load=lambda pid: 99)
+    assert fn is max and args == (99, [99, 3])
+
+
+def test_an_unpicklable_argument_is_named_with_its_path():
+    conn = socket.socket()
+    try:
+        with pytest.raises(SerializationError) as info:
+            dumps_call(print, (1, {"conn": conn}), {})
+    finally:
+        conn.close()
+    text = str(info.value)
+    assert "args[1]['conn']" in text and "socket" in text
+    assert "serializer='dill'" in text
+
+
+def test_an_unpicklable_closure_variable_is_named():
+    lock = threading.Lock()
+
+    def guarded(x):
+        with lock:
+            return x
+
+    with pytest.raises(SerializationError) as info:
+        dumps_call(guarded, (1,), {})
+    assert "closure variable 'lock'" in str(info.value) and "lock" in str(info.value)
+
+
+def test_an_unpicklable_keyword_argument_is_named():
+    with pytest.raises(SerializationError, match=r"keyword argument stream= \(of print\(\)\)"):
+        dumps_call(print, (), {"stream": threading.Lock()})
+
+
+def test_serialization_error_is_a_pickling_error_and_a_usage_error():
+    import pickle
+
+    from htc.errors import UsageError
+
+    assert issubclass(SerializationError, pickle.PicklingError) and issubclass(SerializationError, UsageError)
+
+
+def test_dill_can_be_chosen():
+    pickled = dumps_call(lambda a: a + 1, (41,), {}, serializer="dill")
+    fn, args, kwargs = loads(pickled.payload, "dill")
+    assert fn(*args) == 42
+
+
+def test_an_unknown_serializer_is_refused():
+    with pytest.raises(OptionError, match="serializer='marshal' is not known"):
+        dumps_call(len, ("a",), {}, serializer="marshal")
+
+
+def test_versions_must_match_on_the_execute_side():
+    check_versions(python_version(), {"msgspec": msgspec.__version__})
+    with pytest.raises(VersionMismatch, match="msgspec 0.1 on the submit side but"):
+        check_versions(python_version(), {"msgspec": "0.1"})
+    with pytest.raises(VersionMismatch, match="nosuchpackage 1.0 on the submit side but missing here"):
+        check_versions(python_version(), {"nosuchpackage": "1.0"})
+    assert package_version("nosuchpackage") is None
+
+
+def test_functions_of_a_local_module_travel_by_value(tmp_path):
+    """A helper module next to the script is not installed on the execute side: it is pickled by value."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "sweephelpers.py").write_text(textwrap.dedent("""
+        FACTOR = 3
+
+        def scaled(x):
+            return x * FACTOR
+    """))
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(src)!r})
+        import sweephelpers
+        from pathlib import Path
+        from htc.executors import callfile as cf
+        from htc.executors.serialize import dumps_call, python_version
+        pickled = dumps_call(sweephelpers.scaled, (14,), {{}})
+        header = cf.CallHeader(call_id="c", function="scaled", python=python_version(), packages=pickled.packages)
+        cf.write_call(Path({str(sandbox)!r}) / cf.CALL_FILE, header, pickled.payload)
+        print(sorted(pickled.packages))
+    """)
+    made = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    assert "sweephelpers" not in made.stdout
+    ran = subprocess.run([sys.executable, "-m", "htc.executors.worker", str(sandbox)], capture_output=True,
+                         text=True, timeout=60, cwd=sandbox)
+    assert ran.returncode == 0, ran.stderr
+    header, payload = cf.read_result(sandbox / cf.RESULT_FILE)
+    assert loads(payload) == 42
+
+
+def test_functions_defined_in_main_of_a_script_run_elsewhere(tmp_path):
+    """A closure defined in a script's __main__ is pickled by value and runs in another process."""
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    script = textwrap.dedent(f"""
+        from pathlib import Path
+        from htc.executors import callfile as cf
+        from htc.executors.serialize import dumps_call, python_version
+
+        def make_adder(n):
+            def add(x):
+                return x + n + helper()
+            return add
+
+        def helper():
+            return 100
+
+        pickled = dumps_call(make_adder(5), (1,), {{}})
+        header = cf.CallHeader(call_id="c", function="add", python=python_version(), packages=pickled.packages)
+        cf.write_call(Path({str(sandbox)!r}) / cf.CALL_FILE, header, pickled.payload)
+    """)
+    script_path = tmp_path / "main_script.py"
+    script_path.write_text(script)
+    made = subprocess.run([sys.executable, str(script_path)], capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    ran = subprocess.run([sys.executable, "-m", "htc.executors.worker", str(sandbox)], capture_output=True,
+                         text=True, timeout=60, cwd=sandbox)
+    assert ran.returncode == 0, ran.stderr
+    assert loads(cf.read_result(sandbox / cf.RESULT_FILE)[1]) == 106
