@@ -199,3 +199,15 @@ def test_exact_text_and_pickle_keep_every_bit_of_reals():
     assert pickle.loads(pickle.dumps(ad)).eval("r") == 0.30000000000000004
     # HTCondor's own text rounds, as classad2 does
     assert ClassAd(repr(ad)).eval("r") == 0.3
+
+
+def test_list_subscripts_are_converted_to_a_c_int_as_htcondor_does():
+    from htc.classad import ExprTree, Value
+
+    ad = ClassAd('[l = {10, "a", 2.5}]')
+    expect = {"4294967296": 10, "4294967297": "a", "-4294967295": "a", "4294967298": 2.5,
+              "-9223372036854775808": 10}
+    for index, value in expect.items():
+        assert ExprTree(f"l[{index}]").eval(ad) == value, index
+    for index in ("2147483648", "-1", "3"):
+        assert ExprTree(f"l[{index}]").eval(ad) is Value.Error, index

@@ -1,13 +1,21 @@
-"""htc q -better-analyze: the clause table and the run-analysis summary, from real ClassAds."""
+"""htc q -better-analyze: the clause table and the run-analysis summary, from real ClassAds.
+
+The analysis itself is pure (a job ad and slot ads in, a report out); the last test runs the
+tool against a real schedd holding the job and a real collector holding the slot ads, which it
+receives through UpdateAd as it would from startds.
+"""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from htc.analyze import analyze_job, job_status_text
 from htc.classad import ClassAd
 from htc.cli.main import main
-from cli_fake_daemons import FakeDaemons
+from htc.wire import messages as m
+from poolutil import open_pool
 
 JOB = """[
     ClusterId = 7; ProcId = 0; Owner = "alice"; User = "alice@x"; JobStatus = 1;
@@ -26,7 +34,7 @@ def slot(name: str, machine: str, *, arch="X86_64", memory=8192, **extra) -> Cla
     return ad
 
 
-def pool() -> list[ClassAd]:
+def pool_slots() -> list[ClassAd]:
     from htc.classad import ExprTree
 
     return [
@@ -43,7 +51,7 @@ def pool() -> list[ClassAd]:
 
 
 def test_steps_are_numbered_as_htcondor_numbers_them_and_count_slots():
-    analysis = analyze_job(ClassAd(JOB), pool())
+    analysis = analyze_job(ClassAd(JOB), pool_slots())
     table = [(c.step, c.logic or c.text, c.matched) for c in analysis.clauses if c.shown]
     assert table == [
         (0, 'TARGET.Arch == "X86_64"', 6),
@@ -58,7 +66,7 @@ def test_steps_are_numbered_as_htcondor_numbers_them_and_count_slots():
 
 
 def test_render_has_htcondors_table_and_summary_lines():
-    text = analyze_job(ClassAd(JOB), pool()).render()
+    text = analyze_job(ClassAd(JOB), pool_slots()).render()
     assert "The Requirements expression for job 7.000 is\n\n    (TARGET.Arch == \"X86_64\") &&" in text
     assert "Job 7.000 defines the following attributes:\n\n    FileSystemDomain = \"x\"\n    RequestMemory = 2048\n" in text
     assert ("         Slots\n"
@@ -86,16 +94,16 @@ def test_render_has_htcondors_table_and_summary_lines():
 
 
 def test_counts():
-    c = analyze_job(ClassAd(JOB), pool()).counts
+    c = analyze_job(ClassAd(JOB), pool_slots()).counts
     assert (c.slots, c.machines, c.rejected_by_job, c.reject_job) == (7, 5, 2, 1)
     assert (c.running_your_jobs, c.serving_other_users, c.willing, c.willing_if_drained) == (1, 1, 1, 1)
-    assert analyze_job(ClassAd(JOB), pool()).willing_slots == ("slot1@a",)
+    assert analyze_job(ClassAd(JOB), pool_slots()).willing_slots == ("slot1@a",)
 
 
 def test_a_job_no_slot_can_run_gets_htcondors_warning_and_the_clause_to_blame():
     job = ClassAd(JOB)
     job["RequestMemory"] = 100000
-    analysis = analyze_job(job, pool())
+    analysis = analyze_job(job, pool_slots())
     text = analysis.render()
     assert "      7 slots are rejected by your job's requirements\n" in text
     assert "WARNING:  Be advised:\n   No machines matched the jobs's constraints" in text
@@ -113,7 +121,7 @@ def test_slots_refusing_the_job_are_blamed_on_their_start_policy():
 def test_a_clause_on_the_job_alone_matches_every_slot_or_none():
     job = ClassAd('[ ClusterId = 1; ProcId = 2; Owner = "a"; Wanted = 2;'
                   ' Requirements = MY.Wanted == 1 && TARGET.Cpus >= 1 ]')
-    analysis = analyze_job(job, pool())
+    analysis = analyze_job(job, pool_slots())
     assert [(c.text, c.matched) for c in analysis.clauses if c.shown] == [
         ("MY.Wanted == 1", 0), ("TARGET.Cpus >= 1", 6)]
     assert analysis.job_attributes == {"Wanted": "2"}
@@ -122,7 +130,7 @@ def test_a_clause_on_the_job_alone_matches_every_slot_or_none():
 def test_not_and_nested_logic_get_their_own_rows():
     job = ClassAd('[ ClusterId = 1; ProcId = 0; Owner = "a";'
                   ' Requirements = !(TARGET.Arch == "ARM") && (TARGET.Memory > 2000 || TARGET.Cpus > 3) ]')
-    analysis = analyze_job(job, pool())
+    analysis = analyze_job(job, pool_slots())
     assert [(c.step, c.logic or c.text, c.matched) for c in analysis.clauses if c.shown] == [
         (0, 'TARGET.Arch == "ARM"', 1), (1, " ! [0]", 6), (2, "TARGET.Memory > 2000", 5),
         (3, "TARGET.Cpus > 3", 0), (4, "[2] || [3]", 5)]
@@ -143,7 +151,7 @@ def test_status_lines(status, extra, expected):
 def test_held_job_reason_says_how_to_release():
     job = ClassAd(JOB)
     job["JobStatus"], job["HoldReason"] = 5, "input missing"
-    text = analyze_job(job, pool()).render()
+    text = analyze_job(job, pool_slots()).render()
     assert "007.000:  Job is held.\n\nHold reason: input missing" in text
     assert "htc release 7.0" in text
 
@@ -155,14 +163,23 @@ def test_empty_pool():
     assert "no slots" in analysis.reason
 
 
-def test_cli_better_analyze_uses_the_schedd_and_the_collector(_isolated_htc_home, capsys):
-    with FakeDaemons(_isolated_htc_home, slots=pool()) as fake:
-        fake.jobs["7.0"] = ClassAd(JOB)
-        assert main(["q", "-better-analyze", "7.0"]) == 0
+@pytest.mark.slow
+def test_cli_better_analyze_uses_the_schedd_and_the_collector(monkeypatch, capsys):
+    with open_pool("COLLECTOR, SCHEDD") as pool:
+        monkeypatch.setenv("HTC_HOME", str(pool.home))
+        for ad in pool_slots():
+            pool.advertise(ad)
+        # The job as a tool that expanded its description sends it: the schedd sets the ids and owner.
+        job = ClassAd(JOB)
+        cluster_ad = ClassAd({k: job.lookup(k) for k in job.keys()
+                              if k not in ("ClusterId", "ProcId", "Owner", "User", "JobStatus")})
+        cluster_ad["JobStatus"] = 1
+        reply = pool.send(m.Submit(cluster_ad=str(cluster_ad), proc_ads=("[ ProcId = 0 ]",)))
+        job_id = f"{reply.cluster_id}.0"
+
+        assert main(["q", "-better-analyze", job_id]) == 0
         out = capsys.readouterr().out
         assert "Of 7 slots on 5 machines" in out and "[3]           5  TARGET.Memory >= RequestMemory" in out
-        assert main(["q", "-better-analyze", "-machine", 'Machine == "a"', "-json", "7"]) == 0
-        import json
-
+        assert main(["q", "-better-analyze", "-machine", 'Machine == "a"', "-json", str(reply.cluster_id)]) == 0
         [record] = json.loads(capsys.readouterr().out)
-        assert (record["job"], record["slots"], record["willing"], record["rejected_by_job"]) == ("7.0", 2, 1, 1)
+        assert (record["job"], record["slots"], record["willing"], record["rejected_by_job"]) == (job_id, 2, 1, 1)

@@ -1,15 +1,24 @@
-"""htc userprio over the Accounting ads the negotiator's accountant advertises."""
+"""htc userprio over the Accounting ads the negotiator's accountant advertises.
+
+A real accountant is charged two hours of usage and its Accounting ads go to a real collector
+through UpdateAd, as the negotiator publishes them; the tools then query that collector.
+"""
 
 from __future__ import annotations
 
 import json
 import time
 
+import pytest
+
 from htc.classad import ClassAd
 from htc.cli.main import main
 from htc.daemons.accountant import Accountant
 from htc.pool import user_priorities
-from cli_fake_daemons import FakeDaemons
+from htc.wire import messages as m
+from poolutil import open_pool
+
+pytestmark = pytest.mark.slow
 
 
 def accounting_ads() -> list[ClassAd]:
@@ -32,10 +41,18 @@ def seconds(text: str) -> int:
     return int(days) * 86400 + h * 3600 + m * 60 + s
 
 
-def test_user_priorities_best_first_from_the_collector(_isolated_htc_home):
-    with FakeDaemons(_isolated_htc_home, slots=accounting_ads()):
-        users = user_priorities()
-        everyone = user_priorities(all_users=True)
+@pytest.fixture
+def collector(monkeypatch):
+    with open_pool("COLLECTOR") as pool:
+        monkeypatch.setenv("HTC_HOME", str(pool.home))
+        for ad in accounting_ads():
+            pool.advertise(ad, m.AdType.Accounting)
+        yield pool
+
+
+def test_user_priorities_best_first_from_the_collector(collector):
+    users = user_priorities()
+    everyone = user_priorities(all_users=True)
     assert [u.name for u in users] == ["bob@x", "alice@x"]
     alice, bob = users[1], users[0]
     assert alice.resources_used == 2 and bob.resources_used == 0
@@ -46,18 +63,17 @@ def test_user_priorities_best_first_from_the_collector(_isolated_htc_home):
     assert "carol@x" in [u.name for u in everyone]
 
 
-def test_userprio_table_and_json(_isolated_htc_home, capsys):
-    with FakeDaemons(_isolated_htc_home, slots=accounting_ads()):
-        assert main(["userprio"]) == 0
-        out = capsys.readouterr().out.splitlines()
-        assert out[0].split()[:4] == ["User", "Name", "Effective", "Priority"]
-        # bob last used a slot in the interval the last update charged, moments ago
-        assert out[1].split()[0] == "bob@x" and seconds(out[1].split()[-1]) < 60
-        assert out[2].split()[0] == "alice@x" and out[2].split()[-2:] == ["4.00", "<now>"]
-        assert out[3].split()[:3] == ["Number", "of", "users:"] and out[3].split()[3:] == ["2", "2", "5.00"]
-        assert main(["userprio", "-all", "-json"]) == 0
-        data = json.loads(capsys.readouterr().out)
-        assert {d["name"] for d in data} == {"alice@x", "bob@x", "carol@x"}
-        assert main(["userprio", "-all"]) == 0
-        carol = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("carol@x"))
-        assert carol.split()[-1] == "<never>"
+def test_userprio_table_and_json(collector, capsys):
+    assert main(["userprio"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:4] == ["User", "Name", "Effective", "Priority"]
+    # bob last used a slot in the interval the last update charged, moments ago
+    assert out[1].split()[0] == "bob@x" and seconds(out[1].split()[-1]) < 60
+    assert out[2].split()[0] == "alice@x" and out[2].split()[-2:] == ["4.00", "<now>"]
+    assert out[3].split()[:3] == ["Number", "of", "users:"] and out[3].split()[3:] == ["2", "2", "5.00"]
+    assert main(["userprio", "-all", "-json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {d["name"] for d in data} == {"alice@x", "bob@x", "carol@x"}
+    assert main(["userprio", "-all"]) == 0
+    carol = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("carol@x"))
+    assert carol.split()[-1] == "<never>"

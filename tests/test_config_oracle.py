@@ -100,13 +100,18 @@ def table_names(origin="table"):
 
 def test_param_table_defaults(tmp_path, monkeypatch):
     """Every table default, and the detected values, equal HTCondor's with no configuration."""
-    theirs = ask_oracle("ONLY_ENV", table_names() + DETECTED + table_names("code") + table_names("htc"),
-                        cwd=tmp_path)
+    theirs = ask_oracle("ONLY_ENV", table_names() + DETECTED + table_names("code") + table_names("htc")
+                        + table_names("changed"), cwd=tmp_path)
     cfg = load_config(env={"HTC_CONFIG": "ONLY_ENV"})
     bad = {n: (ours(cfg, n), theirs[n]) for n in table_names() + DETECTED if not agree(ours(cfg, n), theirs[n])}
     assert not bad, bad
     # knobs declared as HTCondor built-ins or htc's own must really be absent from HTCondor's table
     assert {n: theirs[n] for n in table_names("code") + table_names("htc") if theirs[n] is not None} == {}
+    # knobs whose default htc changed on purpose are in HTCondor's table, with another default
+    # that their doc names
+    changed = {n: (ours(cfg, n), theirs[n]) for n in table_names("changed")}
+    assert changed and all(t is not None and not agree(o, t) for o, t in changed.values()), changed
+    assert all(f"HTCondor's default: {theirs[n]}" in params.lookup(n).doc for n in changed), changed
 
 
 def test_defaults_follow_the_layout(tmp_path, monkeypatch):

@@ -440,3 +440,34 @@ def test_a_second_process_sees_changes_made_by_another(tmp_path):
         assert b.get_job((cid, 1))["RequestMemory"] == "4096"
         b.hold((cid, 0), "from b")
         assert a.get_job((cid, 0)).status == S.HELD
+
+
+def test_non_durable_commits_wait_for_one_fsync_of_the_wal(tmp_path, monkeypatch):
+    """transaction(durable=False) commits at once; sync() (or the next durable commit) makes it durable."""
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr("htc.jobqueue.queue.os.fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")),
+                                                                    real_fsync(fd)))
+    path = str(tmp_path / "q.db")
+    with JobQueue.open(path) as q:
+        cid = submit(q, 2)
+        synced.clear()  # creating the file fsyncs it (and its directory)
+        with q.transaction(durable=False):
+            q.set_attributes((cid, 0), {"Note": '"one"'})
+        # Committed: another connection sees it, and a crash of this process would not lose it.
+        other = sqlite3.connect(path)
+        assert 'one' in other.execute("SELECT ad FROM jobs WHERE proc_id = 0").fetchone()[0]
+        other.close()
+        assert q._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL again for everybody else
+        q.sync()
+        assert synced == [path + "-wal"]
+        q.sync()  # nothing pending: no second fsync
+        with q.transaction(durable=False):
+            q.set_attributes((cid, 1), {"Note": '"two"'})
+        q.set_attributes((cid, 1), {"Note": '"three"'})  # a durable commit covers the earlier one
+        q.sync()
+        assert synced == [path + "-wal"]
+        with pytest.raises(RuntimeError), q.transaction(durable=False):
+            q.set_attributes((cid, 0), {"Note": '"lost"'})
+            raise RuntimeError("rolled back")
+        assert q.get_job((cid, 0))["Note"] == '"one"' and q._conn.execute("PRAGMA synchronous").fetchone()[0] == 2

@@ -636,24 +636,63 @@ def test_a_trigger_pulls_the_next_cycle_forward_and_bursts_coalesce():
     assert neg.handle(Wakeup(), 52.0) == [FetchPoolAds(2)]
 
 
-def test_a_trigger_right_after_a_cycle_waits_for_the_cycle_delay():
-    settings = NegotiatorSettings(interval=300, cycle_delay=20, trigger_delay=1)
+def test_a_trigger_right_after_a_cycle_skips_the_cycle_delay_but_keeps_the_min_interval():
+    # Periodic cycles keep NEGOTIATOR_CYCLE_DELAY after the end of the last one ...
+    settings = NegotiatorSettings(interval=10, cycle_delay=20, trigger_delay=0.02)
     neg = Negotiator(settings, now=0.0)
     neg.handle(Wakeup(), 0.0)
     slots, subs = pool_ads(idle=0)
     neg.handle(PoolAds(1, slots, subs), 3.0)
-    neg.handle(Reschedule("slot freed"), 4.0)
-    assert neg.next_deadline() == 23.0  # 20 s after the end of the last cycle
+    assert neg.next_deadline() == 23.0
+    # ... a Reschedule starts one after the coalescing gap, with no cycle-delay penalty.
+    neg.handle(Reschedule("submit"), 4.0)
+    assert neg.next_deadline() == 4.02
+    # NEGOTIATOR_MIN_INTERVAL (HTCondor's 5 s, when set) still spaces cycle starts.
+    neg = Negotiator(NegotiatorSettings(interval=300, cycle_delay=20, min_interval=5, trigger_delay=0.02),
+                     now=0.0)
+    neg.handle(Wakeup(), 0.0)
+    neg.handle(PoolAds(1, slots, subs), 1.0)
+    neg.handle(Reschedule("submit"), 2.0)
+    assert neg.next_deadline() == 5.0
 
 
-def test_a_trigger_during_a_cycle_schedules_the_next_one_soon():
+def test_a_trigger_during_a_cycle_schedules_the_next_one_right_after_it():
     settings = NegotiatorSettings(interval=300, cycle_delay=10, trigger_delay=1)
     neg = Negotiator(settings, now=0.0)
     neg.handle(Wakeup(), 0.0)
     neg.handle(Reschedule("submit"), 0.5)  # while fetching
     slots, subs = pool_ads(idle=0)
     neg.handle(PoolAds(1, slots, subs), 2.0)
-    assert neg.next_deadline() == 12.0
+    assert neg.next_deadline() == 3.0
+
+
+def test_back_to_back_cycles_do_not_match_a_slot_twice_before_its_startd_reports():
+    """A slot matched in one cycle is pending until its ad changes (or NEGOTIATOR_TIMEOUT)."""
+    neg = Negotiator(NegotiatorSettings(timeout=30, trigger_delay=0.25), now=0.0)
+    static = make_slot("slot1@a")
+    pslot = make_slot("slot1@p", Cpus=2, Memory=4096, PartitionableSlot=True, ClaimId="p#1#x")
+    subs = (SubmitterAd("alice@x", "s1", "<s1>", 5, 0),)
+    job = ResourceRequest(1, make_job(), 5)
+
+    def cycle(n: int, t: float, slots) -> list[str]:
+        if n > 1:  # a submit asks for it
+            neg.handle(Reschedule("submit"), t - 0.25)
+            assert neg.next_deadline() == t
+        assert neg.handle(Wakeup(), t) == [FetchPoolAds(n)]
+        neg.handle(PoolAds(n, tuple(slots), subs), t)
+        actions = neg.handle(RequestsReceived(n, "s1", "alice@x", (job,)), t)
+        return sorted(a.match.slot_name for a in actions if isinstance(a, NotifyMatch))
+
+    assert cycle(1, 0.0, [static, pslot]) == ["slot1@a", "slot1@p", "slot1@p"]
+    # The collector still has the old ads (no startd has reported): nothing is matched again.
+    assert cycle(2, 0.5, [static, pslot]) == []
+    # The p-slot carved one dynamic slot so far; its fresh ad says so and is taken as it is.
+    carved_once = make_slot("slot1@p", Cpus=1, Memory=3968, PartitionableSlot=True, ClaimId="p#1#x")
+    assert cycle(3, 1.0, [static, carved_once]) == ["slot1@p"]
+    # A match that lapsed (the schedd had no job left) frees the static slot after NEGOTIATOR_TIMEOUT.
+    assert cycle(4, 29.9, [static]) == []
+    assert cycle(5, 30.0, [static]) == ["slot1@a"]
+    assert len(neg.pending) == 1
 
 
 def test_silent_schedd_is_skipped_after_the_timeout_and_its_late_answer_ignored():

@@ -3,22 +3,25 @@
 Jobs are real processes (``/bin/echo``, ``/bin/sh``) run by the startd's starters; the tests
 wait for the events in each job's user log, read with ``htcondor2.JobEventLog`` (the real
 HTCondor reader), and look at the outputs and the queue's history. The last test kills the
-schedd with SIGKILL while jobs run and checks that every job still completes exactly once.
+schedd with SIGKILL while 20 jobs run and checks that it reconnects to them and that every job
+still completes exactly once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import signal
 from collections import Counter
 
 import htcondor2
 import pytest
 
-from test_pool_schedd import Pool, echo_job, wait_for
-
+from htc.daemons.execute_dir import SHARED_EXECUTE_ROOT
 from htc.schedd_client import history
 from htc.wire import messages as m
+from poolutil import Pool, echo_job, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -102,24 +105,68 @@ def test_suspend_continue_hold_then_remove_a_running_job(pool):
     wait_for(lambda: not list(pool.home.joinpath("execute").iterdir()), what="the sandbox to go")
 
 
-def test_kill_9_of_the_schedd_while_jobs_run_completes_every_job_exactly_once(pool):
-    n = 4
-    job = (f"executable = /bin/sh\narguments = \"-c 'sleep 2; echo $(Process)'\"\n"
-           f"output = {pool.work}/k.$(Process)\nlog = {pool.work}/k.log\n+JobLeaseDuration = 60\nqueue {n}\n")
-    cluster = pool.submit(job).cluster_id
-    # Wait until some job runs, then kill the schedd without warning.
-    events = pool.log_events(pool.work / "k.log", n + 1)
-    assert events[-1].type == T.EXECUTE
-    old = pool.status("SCHEDD").pid
-    os.kill(old, signal.SIGKILL)
-    pool.running_pid("SCHEDD", other_than=old)  # the master brings it back
-    wait_for(lambda: len(finished(pool, cluster)) == n, timeout=25, what="every job in the history")
-    events = htcondor2.JobEventLog(str(pool.work / "k.log")).events(stop_after=0)
-    counts = Counter((e.proc, e.type) for e in events)
-    assert sum(n for (proc, kind), n in counts.items() if kind == T.JOB_DISCONNECTED) >= 1, counts
-    for proc in range(n):
-        assert counts[(proc, T.JOB_TERMINATED)] == 1, counts
-        assert counts[(proc, T.EXECUTE)] == 1, counts
-        assert (pool.work / f"k.{proc}").read_text() == f"{proc}\n"
-    rows = finished(pool, cluster)
-    assert {r["JobStatus"] for r in rows} == {4} and {r["NumJobStarts"] for r in rows} == {1}
+def test_kill_9_of_the_schedd_while_20_jobs_run_completes_every_job_exactly_once():
+    n = 20
+    pool = Pool("COLLECTOR, NEGOTIATOR, STARTD, SCHEDD", NUM_CPUS=str(n))
+    try:
+        pool.start()
+        # Each job runs until the test drops the "go" file, so all 20 are running when the schedd
+        # dies and still running when it comes back; they leave a line per start and per end.
+        go = pool.work / "go"
+        job = (f"executable = /bin/sh\n"
+               f"arguments = \"-c 'echo $(Process) >> {pool.work}/starts; "
+               f"while [ ! -e {go} ]; do sleep 0.5; done; echo $(Process)'\"\n"
+               f"output = {pool.work}/k.$(Process)\nlog = {pool.work}/k.log\n+JobLeaseDuration = 60\nqueue {n}\n")
+        cluster = pool.submit(job).cluster_id
+        log = pool.work / "k.log"
+        pool.log_events(log, until=lambda evs: sum(e.type == T.EXECUTE for e in evs) == n, timeout=40)
+        wait_for(lambda: len((pool.work / "starts").read_text().split()) == n, what=f"{n} jobs running")
+        assert {a["JobStatus"] for a in pool.jobs(f"ClusterId == {cluster}", "JobStatus")} == {2}
+        old = pool.status("SCHEDD").pid
+        os.kill(old, signal.SIGKILL)
+        pool.running_pid("SCHEDD", other_than=old)  # the master brings it back
+        # It reconnects to every running job (JOB_RECONNECTED), and only then do the jobs end.
+        pool.log_events(log, until=lambda evs: sum(e.type == T.JOB_RECONNECTED for e in evs) == n, timeout=40)
+        go.touch()
+        wait_for(lambda: len(finished(pool, cluster)) == n, timeout=40, what="every job in the history")
+        events = htcondor2.JobEventLog(str(log)).events(stop_after=0)
+        counts = Counter((e.proc, e.type) for e in events)
+        for proc in range(n):
+            assert counts[(proc, T.JOB_DISCONNECTED)] == 1, counts
+            assert counts[(proc, T.JOB_RECONNECTED)] == 1, counts
+            assert counts[(proc, T.EXECUTE)] == 1, counts
+            assert counts[(proc, T.JOB_TERMINATED)] == 1, counts
+            assert (pool.work / f"k.{proc}").read_text() == f"{proc}\n"
+        assert sorted(int(p) for p in (pool.work / "starts").read_text().split()) == list(range(n))
+        rows = finished(pool, cluster)
+        assert {r["JobStatus"] for r in rows} == {4} and {r["NumJobStarts"] for r in rows} == {1}
+        assert {r["ExitCode"] for r in rows} == {0}
+    finally:
+        pool.stop()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root pool runs jobs as a slot user")
+def test_a_root_pool_in_a_private_home_runs_jobs_and_a_failed_start_does_not_stall_it():
+    """Root's default home (/root/.htc, like pytest's 0700 tmp dirs) is out of the slot user's
+    reach: the startd makes sandboxes in a root-owned per-pool directory instead. A job whose
+    start fails (its input is missing) is held, and its claim goes on to the next job: with one
+    core, a claim left behind would stall the pool."""
+    pool = Pool("COLLECTOR, NEGOTIATOR, STARTD, SCHEDD", NUM_CPUS="1")
+    pool.root.chmod(0o700)  # nobody may enter: the home below it is as private as /root/.htc
+    shared = SHARED_EXECUTE_ROOT / hashlib.sha256(str(pool.home.resolve()).encode()).hexdigest()[:16]
+    try:
+        pool.start()
+        bad = pool.submit(f"executable = /bin/echo\ntransfer_input_files = missing.txt\n"
+                          f"log = {pool.work}/bad.log\nqueue\n").cluster_id
+        good = pool.submit(echo_job(pool)).cluster_id
+        events = pool.log_events(pool.work / f"job.{good}.log", 3)
+        assert [e.type for e in events] == [T.SUBMIT, T.EXECUTE, T.JOB_TERMINATED]
+        assert (pool.work / f"out.{good}.0").read_text() == f"{good}.0\n"
+        [held] = pool.jobs(f"ClusterId == {bad}", "JobStatus", "HoldReasonCode")
+        assert held["JobStatus"] == 5 and held["HoldReasonCode"] == 13
+        assert f"jobs run in {shared} instead" in (pool.home / "log" / "StartLog").read_text()
+        # The claim is given back once nothing is left to run: the slot is free again.
+        wait_for(lambda: [s["State"] for s in pool.slots()] == ["Unclaimed"], what="the slot to be free again")
+    finally:
+        pool.stop()
+        shutil.rmtree(shared, ignore_errors=True)

@@ -209,22 +209,41 @@ def test_edit_sets_attributes_and_priority_or_changes_nothing(h):
     assert {j["Night"] for j in h.queue.query("true")} == {'"yes"'}  # all or nothing
 
 
-def test_submitter_ads_and_reschedule_follow_changes_no_faster_than_min_interval(h):
+def sent(out: list[c.Action], kind: type) -> list[m.Message]:
+    return [a.msg for a in out if isinstance(a, c.Send) and isinstance(a.msg, kind)]
+
+
+def test_new_jobs_are_advertised_with_a_reschedule_at_once_other_changes_after_min_interval(h):
+    # A burst of submits: one ad update and one Reschedule, 5 ms after the first submit,
+    # whatever SCHEDD_MIN_INTERVAL (1 s here) says.
     h.submit(job(queue="queue 2"))
+    h.now += 0.001
     h.submit(job(), uid=BOB)
-    assert h.core.next_deadline() == 1001.0  # SCHEDD_MIN_INTERVAL after the start-up ad
-    out = h.tick(1001.0)
-    ads = {a.msg.name: ClassAd(a.msg.ad_text) for a in out if isinstance(a, c.Send) and isinstance(a.msg, m.UpdateAd)}
+    assert h.core.next_deadline() == 1000.005
+    out = h.tick(1000.005)
+    ads = {msg.name: ClassAd(msg.ad_text) for msg in sent(out, m.UpdateAd)}
     assert ads["alice@localhost"]["IdleJobs"] == 2 and ads["bob@localhost"]["IdleJobs"] == 1
     assert ads["schedd@localhost"]["TotalIdleJobs"] == 3
-    assert any(isinstance(a, c.Send) and isinstance(a.msg, m.Reschedule) for a in out)
+    assert len(sent(out, m.Reschedule)) == 1
     assert h.core.next_deadline() == 1060.0  # nothing changed: the periodic policy is next, not an ad
+    # A change that adds no work waits for SCHEDD_MIN_INTERVAL after the last update.
     h.request(m.ActOnJobs(action=m.JobAction.Remove, ids=("2",)), uid=BOB)
-    out = h.tick(1002.0)
-    ads = {a.msg.name: ClassAd(a.msg.ad_text) for a in out if isinstance(a, c.Send) and isinstance(a.msg, m.UpdateAd)}
+    assert h.core.next_deadline() == 1001.005
+    out = h.tick(1001.005)
+    ads = {msg.name: ClassAd(msg.ad_text) for msg in sent(out, m.UpdateAd)}
     assert ads["bob@localhost"]["IdleJobs"] == 0  # a vanished submitter is told once it has nothing
     out = h.tick(1003.0)
     assert not [a for a in out if isinstance(a, c.Send)]
+    # A release is new work, and so is a tool's Reschedule (condor_reschedule) even without
+    # changes: fresh ads, then the negotiator is asked.
+    h.request(m.ActOnJobs(action=m.JobAction.Hold, ids=("1",)))
+    assert sent(h.tick(1003.0), m.Reschedule) == []  # nothing idle: nothing to negotiate
+    h.request(m.ActOnJobs(action=m.JobAction.Release, ids=("1.0",)))
+    assert h.core.next_deadline() == 1003.005
+    assert len(sent(h.tick(1003.005), m.Reschedule)) == 1
+    assert h.request(m.Reschedule()) == m.Ack(detail="negotiation requested")
+    out = h.tick(1003.01)
+    assert sent(out, m.UpdateAd) and len(sent(out, m.Reschedule)) == 1
 
 
 # --- stage 2 and 3: claim, run, finish, reuse ----------------------------------------------------
@@ -269,6 +288,31 @@ def test_job_runs_completes_and_the_claim_is_reused_then_released(h):
     assert term.type is EventType.JOB_TERMINATED and not term.terminated_normally and term.signal == 9
     assert [a.msg for a in out if isinstance(a, c.Send) and isinstance(a.msg, m.ReleaseClaim)]
     assert h.core.claims == {} and h.core.shadows == {}
+
+
+def test_two_carves_of_one_partitionable_slot_are_two_claims(h):
+    """Both matches of a p-slot in a cycle carry its one claim id; the second is no duplicate."""
+    h.submit(job(queue="queue 2"))
+    reqs = h.request(m.GetResourceRequests(submitter="alice@localhost", significant_attributes=("RequestMemory",)))
+    pslot = SLOT_AD.replace("Cpus = 4;", "Cpus = 4; PartitionableSlot = true; SlotType = \"Partitionable\";")
+    match = m.MatchNotify(claim_id="slot1@exec#1#aa", submitter="alice@localhost", slot_name="slot1@exec",
+                          startd_address="startd", slot_ad=pslot, autocluster_id=reqs.requests[0].autocluster_id)
+    h.request(match)
+    h.request(match)
+    first, second = h.calls(m.RequestClaim)
+    assert first.msg.claim_id == second.msg.claim_id == "slot1@exec#1#aa" and first.cookie != second.cookie
+    assert {ClassAd(c_.msg.job_ad)["ProcId"] for c_ in (first, second)} == {0, 1}
+    for call, dslot in ((first, "slot1_1@exec#2#bb"), (second, "slot1_2@exec#3#cc")):
+        [activate] = h.calls(m.ActivateClaim, h.grant(call, new_id=dslot))
+        assert activate.msg.claim_id == dslot
+    assert h.status(1, 0) is h.status(1, 1) is JobStatus.RUNNING
+    # A static slot's match told twice is one claim.
+    h.submit(job())
+    h.request(m.MatchNotify(claim_id="slot2@exec#1#dd", submitter="alice@localhost", slot_name="slot2@exec",
+                            startd_address="startd", slot_ad=SLOT_AD, autocluster_id=reqs.requests[0].autocluster_id))
+    h.request(m.MatchNotify(claim_id="slot2@exec#1#dd", submitter="alice@localhost", slot_name="slot2@exec",
+                            startd_address="startd", slot_ad=SLOT_AD, autocluster_id=reqs.requests[0].autocluster_id))
+    assert len(h.calls(m.RequestClaim)) == 3
 
 
 def test_max_retries_requeues_then_completes(h):
@@ -366,6 +410,37 @@ def test_a_job_that_cannot_start_is_held_with_the_starters_reason(h):
     job_ad = h.queue.get_job((1, 0))
     assert h.status(1, 0) is JobStatus.HELD and job_ad["HoldReasonCode"] == "6"
     assert "cannot start /bin/nope" in job_ad["HoldReason"]
+
+
+def starter_failed(h: Harness, claim_id: str, job_id: str, code: int, why: str) -> list[c.Action]:
+    out_before = len(h.actions)
+    assert h.exited(claim_id, job_id, vacated=True,
+                    usage_ad=f'[ StarterError = "{why}"; HoldReasonCode = {code} ]') == m.Ack()
+    return h.actions[out_before:]
+
+
+def test_a_claim_whose_job_could_not_start_is_reused_or_released_never_dropped(h):
+    """The startd keeps a claim Claimed/Idle after a failed start; forgetting it silently left
+    the slot claimed by nobody until its lease ended, and the pool stalled."""
+    h.submit(job(queue="queue 3"))
+    claim_id, activate = run_first_job(h)
+    h.ack(activate)
+    # The job's own input is missing (13): the job is held, the slot is fine -- the next job runs on it.
+    out = starter_failed(h, claim_id, "1.0", 13, "cannot transfer missing.txt: no such file")
+    assert h.status(1, 0) is JobStatus.HELD and h.queue.get_job((1, 0))["HoldReasonCode"] == "13"
+    [again] = h.calls(m.ActivateClaim, out)
+    assert again.msg.claim_id == claim_id and ClassAd(again.msg.job_ad)["ProcId"] == 1
+    assert not sent(out, m.ReleaseClaim)
+    h.ack(again)
+    # Any other failed start may be the slot's fault (EXECUTE unreachable): the claim goes back
+    # to the startd, and the negotiator is asked at once to place the job still idle.
+    out = starter_failed(h, claim_id, "1.1", 6, "slot user 'nobody' cannot reach its sandbox")
+    assert h.status(1, 1) is JobStatus.HELD and h.calls(m.ActivateClaim, out) == []
+    [release] = sent(out, m.ReleaseClaim)
+    assert release.claim_id == claim_id and "could not start" in release.reason
+    assert h.core.claims == {} and h.status(1, 2) is JobStatus.IDLE
+    assert h.core.next_deadline() == h.now + 0.005
+    assert len(sent(h.tick(h.now + 0.005), m.Reschedule)) == 1
 
 
 def test_duplicate_exit_reports_change_nothing(h):

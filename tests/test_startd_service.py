@@ -198,9 +198,57 @@ def delivered(daemon: StartdDaemon, actions, now: float) -> list:
     return out
 
 
+def test_a_slot_that_becomes_free_asks_for_a_cycle_once_the_collector_has_its_ad(tmp_path):
+    daemon, out = adapter(tmp_path)
+    assert sends(out, m.Reschedule) == []  # not before the collector has the ad
+    (ask,) = delivered(daemon, out, T0)
+    assert ask.to == "negotiator" and isinstance(ask.msg, m.Reschedule)
+    slot = daemon.startd.slots[f"slot1@{MACHINE}"]
+    out = daemon.handle(c.Received(m.RequestClaim(
+        claim_id=slot.claim_id, schedd_name="schedd@s", schedd_address="schedd", submitter="alice@test",
+        job_ad='[ ClusterId = 3; ProcId = 0; Cmd = "/bin/true"; RequestCpus = 1 ]'), conn_id=8), T0 + 1)
+    (reply,) = [a for a in out if isinstance(a, c.Reply)]
+    assert sends(delivered(daemon, out, T0 + 1), m.Reschedule) == []  # claimed: nothing to offer
+    out = daemon.handle(c.Received(m.ReleaseClaim(claim_id=reply.msg.claim_id, reason="done"), conn_id=9), T0 + 2)
+    (update,) = sends(out, m.UpdateAd)
+    assert ClassAd(update.msg.ad_text)["State"] == "Unclaimed"
+    assert sends(delivered(daemon, out, T0 + 2), m.Reschedule)  # free again: news for the negotiator
+    # An ad that offers nothing new (the periodic refresh) asks for nothing.
+    out = daemon.handle(c.Tick(), T0 + 10_000)
+    assert sends(out, m.UpdateAd) and sends(delivered(daemon, out, T0 + 10_000), m.Reschedule) == []
+
+
+def test_a_claimed_slot_sends_activity_changes_once_a_second_and_state_changes_at_once(tmp_path):
+    daemon, out = adapter(tmp_path)
+    delivered(daemon, out, T0)
+    slot = daemon.startd.slots[f"slot1@{MACHINE}"]
+    out = daemon.handle(c.Received(m.RequestClaim(
+        claim_id=slot.claim_id, schedd_name="schedd@s", schedd_address="schedd", submitter="alice@test",
+        job_ad='[ ClusterId = 3; ProcId = 0; Cmd = "/bin/true"; RequestCpus = 1 ]'), conn_id=8), T0 + 1)
+    (claimed,) = sends(out, m.UpdateAd)  # Unclaimed -> Claimed: at once
+    (reply,) = [a for a in out if isinstance(a, c.Reply)]
+    delivered(daemon, out, T0 + 1)
+    claim_id = reply.msg.claim_id
+    activate = m.ActivateClaim(claim_id=claim_id, job_ad='[ ClusterId = 3; ProcId = 0; Cmd = "/bin/true" ]',
+                               shadow_address="schedd")
+    out = daemon.handle(c.Received(activate, conn_id=9), T0 + 2)
+    assert sends(out, m.UpdateAd) == []  # Claimed/Idle -> Claimed/Busy: later
+    assert [a for a in out if isinstance(a, RunStarter)]
+    daemon.handle(StarterStarted(claim_id), T0 + 2.1)
+    out = daemon.handle(StarterExited(claim_id, ExitRecord(0, None, False, False, False, Usage())), T0 + 2.2)
+    assert sends(out, m.UpdateAd) == [] and daemon.next_deadline() <= T0 + 3
+    (update,) = sends(daemon.handle(c.Tick(), T0 + 3), m.UpdateAd)
+    assert ClassAd(update.msg.ad_text)["Activity"] == "Idle"  # only the newest
+    # A state change is not deferred: it waits only for the update on its way to be delivered.
+    out = daemon.handle(c.Received(m.ReleaseClaim(claim_id=claim_id, reason="done"), conn_id=10), T0 + 3.5)
+    assert sends(out, m.UpdateAd) == []
+    (freed,) = sends(daemon.handle(c.SendDone(update.to, update.msg, m.Ack(), update.cookie), T0 + 3.5), m.UpdateAd)
+    assert ClassAd(freed.msg.ad_text)["State"] == "Unclaimed"
+
+
 def test_reconfig_applies_a_new_policy_and_readvertises(tmp_path):
     daemon, out = adapter(tmp_path)
-    assert delivered(daemon, out, T0) == []
+    assert sends(delivered(daemon, out, T0), m.Reschedule)  # the new slot is news for the negotiator
     stricter = settings(tmp_path, policy=ClassAdPolicy({"START": "KeyboardIdle > 100000",
                                                              "IS_OWNER": "(START =?= False)"}), static_slots=1)
     out = daemon.handle(c.Reconfigured(stricter), T0 + 1)

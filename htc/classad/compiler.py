@@ -155,6 +155,9 @@ def select_value(ctx: Ctx, base, lname: str):
 def subscript_value(ctx: Ctx, base, index):
     """``base[index]``: list element by integer, ad attribute by string."""
     if index.__class__ is int and isinstance(base, list):
+        if not 0 <= index < len(base):
+            # HTCondor converts the index to a C int: 2**32 + 1 selects element 1
+            index = ((index + 0x80000000) & 0xFFFFFFFF) - 0x80000000
         return base[index] if 0 <= index < len(base) else Error
     if base is Error or index is Error:
         return Error

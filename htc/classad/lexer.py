@@ -7,6 +7,12 @@ parser walks the list by index.  Tokens remember their start offset so that the 
 report positions and can tell ``-1`` (a negative literal, written without a space) from
 ``- 1`` (unary minus applied to ``1``); HTCondor unparses the two differently.
 
+Daemons parse ads all day (every slot update, every job ad on the wire), so the common tokens
+-- names, plain numbers, strings without escapes, operators, with the white space before
+them -- are read by one regular expression (``_FAST``); everything else goes through
+:func:`_next_token`, character by character, which also raises every error.
+``tests/test_classad_lexer.py`` checks the two paths agree token for token.
+
 Rules that are easy to get wrong, all checked against HTCondor 25.14.1 in compat mode:
 
 * Integers are decimal only: ``017`` and ``0x10`` are errors, ``0`` is fine, ``00.5`` is a
@@ -22,6 +28,8 @@ Rules that are easy to get wrong, all checked against HTCondor 25.14.1 in compat
 """
 
 from __future__ import annotations
+
+import re
 
 from htc.classad.errors import ClassAdParseError
 
@@ -64,6 +72,21 @@ class Token:
         return f"Token({self.kind}, {self.value!r}, {self.pos})"
 
 
+# The common tokens in one regular expression: an ASCII name, a plain number, a string without
+# escapes, an operator (longest first). :func:`tokenize` takes a match only where it means what
+# :func:`_next_token` would read; anything else (escapes, adjacent strings, '1.', '017', names
+# running on into non-ASCII letters) goes the careful way, which also raises the errors.
+# White space before the token is part of the match (comments are not: see tokenize).
+_FAST = re.compile(
+    r'[ \t\n\r\f\v]*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)'
+    r'|(?P<num>(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)'
+    r'|(?P<str>"[^"\\]*")'
+    r'|(?P<op>' + "|".join(re.escape(op) for op in _OPERATORS) + "))")
+_SPACE = re.compile(r"[ \t\n\r\f\v]*")
+_NUMBER_GOES_ON = frozenset(".eE")  # after a plain number: the careful way reads (or refuses) more
+_COMMENT_STARTS = frozenset("/*")
+
+
 def int_from_text(text: str) -> int:
     """Convert decimal digits (with an optional leading ``-``) as HTCondor does: out of range is 0."""
     n = int(text)
@@ -74,14 +97,13 @@ def int_from_text(text: str) -> int:
 
 def skip_space(text: str, i: int, n: int) -> int:
     """Offset of the next token after ``i``: skips white space and both kinds of comment."""
+    space = _SPACE.match
     while i < n:
-        c = text[i]
-        if c in _WS:
-            i += 1
-        elif c == "/" and i + 1 < n and text[i + 1] == "/":
+        i = space(text, i).end()
+        if i + 1 < n and text[i] == "/" and text[i + 1] == "/":
             j = text.find("\n", i)
             i = n if j < 0 else j + 1
-        elif c == "/" and i + 1 < n and text[i + 1] == "*":
+        elif i + 1 < n and text[i] == "/" and text[i + 1] == "*":
             j = text.find("*/", i + 2)
             if j < 0:
                 raise ClassAdParseError(text, i, "a closing '*/' for this comment")
@@ -189,12 +211,49 @@ def tokenize(text: str, start: int = 0, one_group: bool = False,
     n = len(text)
     depth = 0
     i = skip_space(text, start, n)
+    fast, space = _FAST.match, _SPACE.match
     while i < n:
-        try:
-            i, op = _next_token(text, i, n, append)
-        except ClassAdParseError as ex:
-            ex.token_pos = i  # where the bad token starts (lenient callers cut there)
-            raise
+        m = fast(text, i)
+        if m is not None:
+            kind = m.lastgroup
+            i = m.start(kind)  # the token, past the white space before it
+            j = m.end()
+        else:
+            kind = None
+            i = j = space(text, i).end()
+            if i >= n:
+                break  # only white space was left
+        nxt = text[j] if j < n else ""
+        op = None
+        if kind == "op" and text[i] == "/" and nxt in _COMMENT_STARTS:
+            i = skip_space(text, i, n)  # a comment, not a division
+            continue
+        if kind == "name" and (nxt.isascii() or not nxt.isalnum()):
+            word = m.group(kind)
+            low = word.lower()
+            append(Token(KEYWORD, low, i, j) if low in KEYWORDS else Token(NAME, word, i, j))
+            i = j
+        elif kind == "num" and nxt not in _NUMBER_GOES_ON and (nxt.isascii() or not nxt.isdigit()):
+            lit = m.group(kind)
+            if "." in lit or "e" in lit or "E" in lit:
+                append(Token(REAL, float(lit), i, j))
+            elif len(lit) > 1 and lit[0] == "0":
+                raise _at(ClassAdParseError(text, i, "a decimal integer (octal and hex are not allowed)"), i)
+            else:
+                append(Token(INT, int_from_text(lit), i, j))
+            i = j
+        elif kind == "str" and m.group(kind).isascii() and not text.startswith('"', space(text, j).end()):
+            append(Token(STRING, text[i + 1:j - 1], i, j))
+            i = j
+        elif kind == "op" and not (text[i] == "." and nxt.isdigit()):
+            op = m.group(kind)
+            append(Token(OP, op, i, j))
+            i = j
+        else:
+            try:
+                i, op = _next_token(text, i, n, append)
+            except ClassAdParseError as ex:
+                raise _at(ex, i)
         if one_group and op is not None:
             if op in "[{(":
                 depth += 1
@@ -203,9 +262,13 @@ def tokenize(text: str, start: int = 0, one_group: bool = False,
                 if depth <= 0:
                     append(Token(EOF, None, i, i))
                     return toks
-        i = skip_space(text, i, n)
     append(Token(EOF, None, n, n))
     return toks
+
+
+def _at(ex: ClassAdParseError, i: int) -> ClassAdParseError:
+    ex.token_pos = i  # where the bad token starts (lenient callers cut there)
+    return ex
 
 
 def _next_token(text: str, i: int, n: int, append) -> tuple[int, str | None]:

@@ -42,6 +42,14 @@ _CONSTS = {"true": True, "false": False, "undefined": Undefined, "error": Error}
 #: deepest nesting of parentheses, lists, ads and prefix operators accepted
 MAX_DEPTH = 120
 
+#: Attribute values of top-level ads, by source text: the same expressions come back in ad
+#: after ad (every job of a cluster, every update of a slot), and nodes are immutable and
+#: shareable (htc.classad.ast), so each is parsed once. Cleared when it grows past the bound.
+_VALUE_CACHE: dict[str, Node] = {}
+_VALUE_CACHE_MAX = 50_000
+_OPENERS = frozenset("([{")
+_CLOSERS = frozenset(")]}")
+
 
 class Parser:
     """Parse one token stream; use the module functions rather than this class directly."""
@@ -91,16 +99,18 @@ class Parser:
             return node
         return cond
 
-    def binary(self, level: int) -> Node:
-        if level == len(_LEVELS):
-            return self.unary()
-        left = self.binary(level + 1)
-        ops = _LEVELS[level]
+    def binary(self, min_level: int) -> Node:
+        # Precedence climbing: an operand, then every operator binding at least as tightly as
+        # ``min_level``; its right operand takes only tighter ones, so all levels associate left.
+        # (One call per operand, where a call per level and operand would cost ten.)
+        left = self.unary()
+        toks = self.toks
         while True:
-            t = self.toks[self.i]
+            t = toks[self.i]
             if t.kind == L.OP or t.kind == L.KEYWORD:
                 op = t.value
-                if op in ops:
+                level = _PREC.get(op)
+                if level is not None and level >= min_level:
                     self.i += 1
                     right = self.binary(level + 1)
                     left = Binary(_CANON.get(op, op), left, right)
@@ -261,10 +271,44 @@ class Parser:
                 raise self.error("an attribute name (keywords need 'quotes')")
             self.i += 1
             self.expect_op("=", f"'=' after the attribute name {t.value!r}")
-            pairs.append((t.value, self.expr()))
+            pairs.append((t.value, self.value() if self.depth == 1 else self.expr()))
             semis = 0
         self.depth -= 1
         return AdExpr(pairs)
+
+
+    def value(self) -> Node:
+        """An attribute's value in a top-level ad: from the cache when its text was seen before."""
+        toks, start = self.toks, self.i
+        depth, j = 0, start
+        while True:  # the value runs to the ';' or ']' that closes it (or the end of input)
+            t = toks[j]
+            if t.kind == L.EOF:
+                break
+            if t.kind == L.OP:
+                op = t.value
+                if op in _OPENERS:
+                    depth += 1
+                elif op in _CLOSERS:
+                    if depth == 0:
+                        break
+                    depth -= 1
+                elif op == ";" and depth == 0:
+                    break
+            j += 1
+        if j == start:
+            return self.expr()  # nothing there: let the parser say so
+        source = self.text[toks[start].pos:toks[j - 1].end]
+        node = _VALUE_CACHE.get(source)
+        if node is not None:
+            self.i = j
+            return node
+        node = self.expr()
+        if self.i == j:  # the whole text was the value (else the caller reports what follows)
+            if len(_VALUE_CACHE) >= _VALUE_CACHE_MAX:
+                _VALUE_CACHE.clear()
+            _VALUE_CACHE[source] = node
+        return node
 
 
 def _guard(fn, text: str):

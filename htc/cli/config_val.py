@@ -140,7 +140,7 @@ def _print_dump(cfg: Config, out, patterns: list[str], *, expand: bool, verbose:
                           hint="quote the pattern; use . for any character") from None
     names = {n.upper(): n for n in cfg.names()}
     for p in PARAMS.values():
-        if p.default and p.origin == "table":
+        if p.default and p.in_table:
             names.setdefault(p.name.upper(), p.name)
     label = "expanded" if expand else "raw"
     header = f"# Configuration for subsystem {cfg.subsystem} ({label} values)"

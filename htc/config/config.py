@@ -163,7 +163,7 @@ class Config:
             raise UndeclaredKnob(name)
         text, entry = self._expanded(name)
         from_default = not text.strip()
-        if from_default and p.origin != "table" and p.default:
+        if from_default and not p.in_table and p.default:
             try:
                 text = self._x.expand(p.default)
             except MacroError as exc:
@@ -173,7 +173,7 @@ class Config:
         if p.type == "list":
             return [item for item in re.split(r"[,\s]+", text) if item]
         if not text.strip():
-            if from_default and p.default and p.origin == "table":
+            if from_default and p.default and p.in_table:
                 text = self.expand(p.default, name=name)
             if not text.strip():
                 return None

@@ -6,7 +6,9 @@ Layout (created on first use of any command that reads configuration)::
         htc_config           the main configuration file (use ROLE : Personal)
         config.d/            LOCAL_CONFIG_DIR: drop-in files, read in name order
         spool/               SPOOL: job queue, history, sandboxes
-        execute/             EXECUTE: job scratch directories
+        execute/             EXECUTE: job scratch directories (a root startd uses
+                             /var/lib/htc/execute/<hash> instead when the slot user cannot
+                             reach this one: htc.daemons.execute_dir)
         log/                 LOG (and LOCK): daemon logs, address files, sockets
 
 The generated file is plain configuration; edit it freely. It is never overwritten.

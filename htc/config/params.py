@@ -15,8 +15,10 @@ Each entry is ``P(name, type, default, doc[, origin])``:
 * ``default`` -- the *raw* default, macros allowed (``$(LOCAL_DIR)/spool``); ``""`` = unset.
 * ``origin`` -- ``table`` (HTCondor's param table has this default; it also answers ``$(NAME)``
   references, as in HTCondor), ``code`` (HTCondor's compiled-in default, not in its table, so
-  ``$(NAME)`` of an unset knob stays empty as in HTCondor), ``htc`` (a knob of htc's own) or
-  ``detected`` (measured at start-up, see :mod:`htc.config.detected`).
+  ``$(NAME)`` of an unset knob stays empty as in HTCondor), ``htc`` (a knob of htc's own),
+  ``changed`` (HTCondor's table has the knob with another default; htc's differs on purpose,
+  the doc says HTCondor's and why; it answers ``$(NAME)`` like a table knob) or ``detected``
+  (measured at start-up, see :mod:`htc.config.detected`).
 
 To add a knob: append one ``P(...)`` line in its area, with HTCondor's name and default
 (``python -c 'import htcondor2; print(htcondor2.param["NAME"])'`` with
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 __all__ = ["Param", "PARAMS", "TYPES", "lookup", "table_default", "markdown_table"]
 
 TYPES = ("int", "float", "bool", "str", "path", "list", "expr")
-ORIGINS = ("table", "code", "htc", "detected")
+ORIGINS = ("table", "code", "htc", "changed", "detected")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,11 @@ class Param:
     default: str
     doc: str
     origin: str = "table"
+
+    @property
+    def in_table(self) -> bool:
+        """True when HTCondor's param table has this knob (its default answers ``$(NAME)``)."""
+        return self.origin in ("table", "changed")
 
     def __post_init__(self) -> None:
         if self.type not in TYPES:
@@ -68,7 +75,9 @@ _ENTRIES = [
     P("LIBEXEC", "path", "$(RELEASE_DIR)/libexec", "Directory of helper programs."),
     P("LOG", "path", "$(LOCAL_DIR)/log", "Directory of daemon logs and address files."),
     P("SPOOL", "path", "$(LOCAL_DIR)/spool", "Directory of the job queue, history and job sandboxes."),
-    P("EXECUTE", "path", "$(LOCAL_DIR)/execute", "Directory under which jobs run (one scratch dir per job)."),
+    P("EXECUTE", "path", "$(LOCAL_DIR)/execute",
+      "Directory under which jobs run (one scratch dir per job; left at this default, a root startd whose "
+      "slot user cannot reach it uses /var/lib/htc/execute/<hash of HTC_HOME>)."),
     P("LOCK", "path", "$(LOG)", "Directory of lock files."),
     P("RUN", "path", "$(LOCK)", "Directory of sockets and other run-time files."),
     P("HISTORY", "path", "$(SPOOL)/history", "File of completed and removed job ads."),
@@ -164,8 +173,11 @@ _ENTRIES = [
     P("COLLECTOR_QUERY_WORKERS", "int", "4", "Concurrent query workers of the collector."),
     # --- negotiator ---
     P("NEGOTIATOR_INTERVAL", "int", "60", "Seconds between negotiation cycles."),
-    P("NEGOTIATOR_MIN_INTERVAL", "int", "5", "Minimum seconds between the start of two cycles."),
-    P("NEGOTIATOR_CYCLE_DELAY", "int", "20", "Seconds to wait after a cycle before the next.", "code"),
+    P("NEGOTIATOR_MIN_INTERVAL", "int", "0",
+      "Minimum seconds between the start of two cycles (HTCondor's default: 5; htc's negotiator keeps "
+      "slots it just matched out of the next cycles instead, so a submit is matched at once).", "changed"),
+    P("NEGOTIATOR_CYCLE_DELAY", "int", "20",
+      "Seconds after a cycle before the next periodic one (cycles a Reschedule asks for do not wait).", "code"),
     P("NEGOTIATOR_UPDATE_INTERVAL", "int", "300", "Seconds between the negotiator's ad updates."),
     P("NEGOTIATOR_TIMEOUT", "int", "30", "Seconds to wait for a schedd during negotiation."),
     P("NEGOTIATOR_MAX_TIME_PER_CYCLE", "int", "1200", "Longest a negotiation cycle may take."),
@@ -430,7 +442,7 @@ def lookup(name: str) -> Param | None:
 def table_default(name: str) -> str | None:
     """Raw default used to answer ``$(NAME)`` -- only for HTCondor param-table knobs, as in HTCondor."""
     p = PARAMS.get(name.upper())
-    return p.default if p is not None and p.origin == "table" else None
+    return p.default if p is not None and p.in_table else None
 
 
 def markdown_table() -> str:
@@ -441,7 +453,7 @@ def markdown_table() -> str:
         if len(default) > 60:
             default = default[:57] + "..."
         shown = f"`{default}`" if default else ("*(detected)*" if p.origin == "detected" else "*(unset)*")
-        note = {"code": " (HTCondor built-in)", "htc": " (htc)"}.get(p.origin, "")
+        note = {"code": " (HTCondor built-in)", "htc": " (htc)", "changed": " (htc's default)"}.get(p.origin, "")
         lines.append(f"| `{p.name}` | {p.type} | {shown} | {p.doc}{note} |")
     return "\n".join(lines) + "\n"
 

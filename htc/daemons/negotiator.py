@@ -23,13 +23,22 @@ service what to do with actions (it never touches the network or the clock)::
    :class:`PublishAccounting` with one Accounting ad per submitter (for the collector and
    ``htc userprio``), and :class:`CycleFinished` with the cycle's statistics.
 
-When cycles happen: every ``NEGOTIATOR_INTERVAL`` from the start of the previous one, and
-sooner after a :class:`Reschedule` (a submit, a slot that became free, a user's request): the
-next cycle is pulled forward to ``trigger_delay`` after the trigger, so that a burst of
-triggers coalesces into one cycle, but never earlier than ``NEGOTIATOR_CYCLE_DELAY`` after the
-previous cycle ended nor ``NEGOTIATOR_MIN_INTERVAL`` after it started (the startds need time
-to report the claims of the last cycle). A trigger during a cycle schedules the next one the
-same way once the cycle ends.
+When cycles happen. Negotiation is driven by events: a :class:`Reschedule` (a submit, a
+released job, a claim given back with jobs still idle, a user's request) pulls the next cycle
+forward to ``trigger_delay`` (10 ms) after it, so that a burst of triggers coalesces into one
+cycle, and no sooner than ``NEGOTIATOR_MIN_INTERVAL`` after the previous cycle started (htc's
+default is 0; HTCondor's 5 s). A trigger that arrives during a cycle schedules the next one the
+same way once the cycle ends. Without triggers a *periodic* cycle runs every
+``NEGOTIATOR_INTERVAL`` from the start of the previous one and never sooner than
+``NEGOTIATOR_CYCLE_DELAY`` after it ended.
+
+HTCondor keeps cycles 20 s apart (the cycle delay) because the startds need time to report the
+claims of the last cycle; a cycle that ran sooner would see a slot it just gave away as free
+and give it away again. htc remembers instead: a slot matched in a cycle is *pending*
+(:class:`PendingSlots`) until its ad in the collector changes -- the startd carved it or
+claimed it -- or ``NEGOTIATOR_TIMEOUT`` passes (the match lapsed). Until then a later cycle
+leaves a pending static slot out and sees a pending partitionable slot without what was carved
+from it, so back-to-back cycles neither wait nor match a slot twice.
 
 Replies that belong to an earlier cycle (a schedd that answered after the timeout) are
 counted and ignored; an event the core does not know is a caller error.
@@ -51,7 +60,7 @@ from htc.errors import UsageError
 from htc.wire import messages
 
 __all__ = [
-    "Negotiator", "NegotiatorSettings", "NegotiatorStatistics", "Phase",
+    "Negotiator", "NegotiatorSettings", "NegotiatorStatistics", "PendingSlots", "Phase",
     "Wakeup", "Reschedule", "PoolAds", "PoolAdsFailed", "RequestsReceived", "RequestsFailed",
     "SetPriorityFactor", "SetRealPriority", "ResetUsage",
     "FetchPoolAds", "AskResourceRequests", "NotifyMatch", "SaveAccountant", "PublishAccounting",
@@ -230,6 +239,80 @@ def submitter_from_ad(ad) -> SubmitterAd:
                        idle_jobs=count("IdleJobs"), running_jobs=count("RunningJobs"))
 
 
+#: what tells one report of a slot from the next: the startd's update counter, else (an ad
+#: without one) the attributes that change when a startd claims or carves the slot
+_REPORT = ("DaemonStartTime", "UpdateSequenceNumber")
+_CLAIM_SIGNATURE = ("State", "Activity", "Cpus", "Memory", "Disk", "ClaimId")
+
+
+class PendingSlots:
+    """Slots matched by recent cycles whose startds have not reported the claims yet.
+
+    Keyed by slot name: which report of the slot was matched (the startd's
+    ``UpdateSequenceNumber``; for an ad without one, its State, Activity, resources and
+    ClaimId), what was given away on it (the whole slot, or the sum of the carves from a
+    partitionable slot) and until when the record holds. A newer report is the startd's
+    answer: the record is dropped and the ad is taken as it is. (Content alone cannot tell: a
+    p-slot whose claim came and went between two cycles looks as it did.)
+    """
+
+    def __init__(self) -> None:
+        self._slots: dict[str, tuple[tuple, bool, list[float], float]] = {}
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @staticmethod
+    def _signature(ad) -> tuple:
+        names = _REPORT if ad.get("UpdateSequenceNumber") is not None else _CLAIM_SIGNATURE
+        return tuple(ad.get(name) for name in names)
+
+    def record(self, matches, machines, until: float) -> None:
+        """Remember the slots ``matches`` gave away (``machines``: the ads the cycle saw)."""
+        ads = {ad.get("Name"): ad for ad in machines}
+        for match in matches:
+            ad = ads.get(match.slot_name)
+            if ad is None:
+                continue
+            signature, whole, carved, _ = self._slots.get(match.slot_name, (self._signature(ad), False, [0.0] * 3, 0))
+            if match.carved is None:
+                whole = True
+            else:
+                carved = [have + more for have, more in zip(carved, match.carved)]
+            self._slots[match.slot_name] = (signature, whole, carved, until)
+
+    def apply(self, machines: list, now: float) -> list:
+        """The slot ads as a cycle at ``now`` should see them: pending slots held back."""
+        out = []
+        seen = set()
+        for ad in machines:
+            name = ad.get("Name")
+            seen.add(name)
+            pending = self._slots.get(name)
+            if pending is None:
+                out.append(ad)
+                continue
+            signature, whole, carved, until = pending
+            if now >= until or self._signature(ad) != signature:
+                del self._slots[name]  # the startd reported, or the match lapsed
+                out.append(ad)
+                continue
+            if whole:
+                continue
+            ad = ad.copy()
+            for attr, amount in zip(("Cpus", "Memory", "Disk"), carved):
+                have = ad.get(attr)
+                if isinstance(have, (int, float)) and not isinstance(have, bool):
+                    ad[attr] = type(have)(have - amount) if isinstance(have, int) else have - amount
+            cpus, memory = ad.get("Cpus", 1), ad.get("Memory", 1)
+            if isinstance(cpus, (int, float)) and cpus < 1 or isinstance(memory, (int, float)) and memory <= 0:
+                continue  # all of it is on its way to the schedds
+            out.append(ad)
+        for name in [n for n in self._slots if n not in seen]:
+            del self._slots[name]  # the slot is gone from the pool
+        return out
+
+
 class Negotiator:
     """The negotiator daemon's decisions (see the module docstring).
 
@@ -259,6 +342,7 @@ class Negotiator:
         self._completed = self._aborted = self._total_matches = self._stale = 0
         self._last_stats: CycleStatistics | None = None
         self._shares: dict[str, float] = {}
+        self.pending = PendingSlots()
 
     # ------------------------------------------------------------------ public API
 
@@ -314,10 +398,9 @@ class Negotiator:
     # ------------------------------------------------------------------ scheduling
 
     def _earliest_start(self, now: float) -> float:
-        """The soonest a triggered cycle may start (cycle delay and minimum interval)."""
+        """The soonest a triggered cycle may start: the coalescing gap, and NEGOTIATOR_MIN_INTERVAL
+        after the previous start (no NEGOTIATOR_CYCLE_DELAY: pending slots cover what it guards)."""
         t = now + self.settings.trigger_delay
-        if self._last_end is not None:
-            t = max(t, self._last_end + self.settings.cycle_delay)
         if self._last_start is not None:
             t = max(t, self._last_start + self.settings.min_interval)
         return t
@@ -374,7 +457,7 @@ class Negotiator:
     # ------------------------------------------------------------------ cycle phases
 
     def _on_pool_ads(self, event: PoolAds, now: float) -> list:
-        machines = [as_classad(ad) for ad in event.machines]
+        machines = self.pending.apply([as_classad(ad) for ad in event.machines], now)
         submitters = [submitter_from_ad(ad) for ad in event.submitters]
         acct = self.accountant
         acct.update_priorities(now)
@@ -425,6 +508,7 @@ class Negotiator:
         self._completed += 1
         self._total_matches += stats.matches
         self._last_stats = stats
+        self.pending.record(result.matches, self._machines, now + self.settings.timeout)
         self._finish(now)
         self._shares = dict(result.shares)
         actions: list = [NotifyMatch(m) for m in result.matches]

@@ -25,9 +25,10 @@ Each I/O action runs as a task of the service's TaskGroup and comes back as one 
 core sees the world one event at a time. Answers that arrive after NEGOTIATOR_TIMEOUT belong
 to a finished cycle; the core counts and ignores them.
 
-When: every NEGOTIATOR_INTERVAL, and soon after a ``Reschedule`` message (a schedd sends one
-after a submit, as condor_reschedule does); the core coalesces a burst of them into one cycle
-and keeps NEGOTIATOR_CYCLE_DELAY / NEGOTIATOR_MIN_INTERVAL between cycles.
+When: every NEGOTIATOR_INTERVAL, and 10 ms after a ``Reschedule`` message (a schedd sends one
+after a submit, as condor_reschedule does; a startd when a slot became free); the core
+coalesces a burst of them into one cycle (see :mod:`htc.daemons.negotiator`, "When cycles
+happen").
 
 On start the accountant is restored from ACCOUNTANT_DATABASE_FILE (user priorities survive a
 restart); a file that is not a snapshot stops the daemon with advice rather than silently

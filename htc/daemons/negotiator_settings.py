@@ -48,12 +48,14 @@ class NegotiatorSettings:
 
     Times are seconds. ``trigger_delay`` is htc's coalescing gap: a reschedule request starts a
     cycle no sooner than this after it arrives, so a burst of submits yields one cycle.
+    ``cycle_delay`` paces periodic cycles only; ``min_interval`` paces every cycle (htc's
+    default is 0, HTCondor's 5 s: see docs/negotiator.md).
     """
 
     interval: float = 60.0  # NEGOTIATOR_INTERVAL
-    cycle_delay: float = 20.0  # NEGOTIATOR_CYCLE_DELAY: from the end of one cycle to the next
-    min_interval: float = 5.0  # NEGOTIATOR_MIN_INTERVAL: between two cycle starts
-    trigger_delay: float = 1.0
+    cycle_delay: float = 20.0  # NEGOTIATOR_CYCLE_DELAY: from the end of one cycle to the next periodic one
+    min_interval: float = 0.0  # NEGOTIATOR_MIN_INTERVAL: between two cycle starts
+    trigger_delay: float = 0.01
     timeout: float = 30.0  # NEGOTIATOR_TIMEOUT: wait for the collector / a schedd
     consider_preemption: bool = True  # NEGOTIATOR_CONSIDER_PREEMPTION
     consider_early_preemption: bool = False  # NEGOTIATOR_CONSIDER_EARLY_PREEMPTION

@@ -28,6 +28,11 @@ This module adds the clock-driven work: the Submitter ads (one per user, with Id
 RunningJobs, HeldJobs) and the Scheduler ad every SCHEDD_INTERVAL and, after a change, no
 sooner than SCHEDD_MIN_INTERVAL after the last update (followed by a Reschedule to the
 negotiator when there are idle jobs); periodic job policy every PERIODIC_EXPR_INTERVAL.
+
+New work is the exception to SCHEDD_MIN_INTERVAL: a submit, a release or a tool's Reschedule
+makes the ads go out ``prompt_delay`` later (5 ms: a burst of submits coalesces into one
+update) and the Reschedule with them, so that an idle pool starts a job in milliseconds
+rather than seconds -- negotiation is driven by events, not by timers.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from __future__ import annotations
 import math
 import os
 import pwd
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -72,6 +78,7 @@ class ScheddSettings:
     default_lease: float = 2400.0         # JOB_DEFAULT_LEASE_DURATION
     periodic_interval: float = 60.0       # PERIODIC_EXPR_INTERVAL
     request_claim_timeout: float = 30.0   # how long a startd may take to answer RequestClaim
+    prompt_delay: float = 0.005           # new work (submit, release, reschedule): ads + Reschedule this soon
     reconnect_retry: float = 2.0          # between attempts to reach a running job's startd
     send_reschedule: bool = True          # SCHEDD_SEND_RESCHEDULE
     max_jobs_running: int = 10000         # MAX_JOBS_RUNNING
@@ -85,6 +92,8 @@ class ScheddSettings:
                 raise UsageError(f"{knob} must be a positive number of seconds, got {value!r}")
         if self.min_interval < 0:
             raise UsageError(f"SCHEDD_MIN_INTERVAL must be zero or more seconds, got {self.min_interval!r}")
+        if self.prompt_delay < 0:
+            raise UsageError(f"prompt_delay must be zero or more seconds, got {self.prompt_delay!r}")
 
     def alive_every(self, lease: float) -> float:
         """Seconds between keep-alives of a claim with ``lease``: ALIVE_INTERVAL, at most lease/3.
@@ -123,10 +132,14 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
         self.shadows: dict[tuple[int, int], Shadow] = {}
         self.reserved: set[tuple[int, int]] = set()
         self.offers: dict[str, dict[int, list[tuple[int, int]]]] = {}
+        self.reuse_order: dict[str, deque[tuple[int, int]]] = {}  # claim reuse candidates, best first
+        self._carves = 0  # claim requests made on partitionable slots (their keys until granted)
         self.autoclusters = AutoclusterTable()
         self.started = False
         self._dirty = True
         self._last_ad = -math.inf
+        self._prompt_at: float | None = None   # new work: ads and a Reschedule are due then
+        self._force_reschedule = False         # a tool asked for negotiation (condor_reschedule)
         self._next_periodic: float | None = None
         self._advertised: set[str] = set()
 
@@ -137,7 +150,8 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
         if not self.started:
             return None
         gap = max(self.settings.min_interval, 0.05) if self._dirty else self.settings.interval
-        times = [self._last_ad + gap, self._next_periodic, self._claims_deadline(), self._shadow_deadline()]
+        times = [self._last_ad + gap, self._prompt_at, self._next_periodic, self._claims_deadline(),
+                 self._shadow_deadline()]
         return min(t for t in times if t is not None)
 
     def handle(self, event: c.Event, now: float) -> list[c.Action]:
@@ -235,8 +249,10 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
             out.append(c.Reply(event.conn_id, m.ErrorReply(code="internal", message=str(exc))))
 
     def _reschedule(self, event: c.Received, msg: m.Reschedule, now: float, out: list) -> None:
+        # condor_reschedule: fresh Submitter ads first, so the cycle it asks for sees the queue.
         out.append(c.Reply(event.conn_id, m.Ack(detail="negotiation requested")))
-        out.append(c.Send(self.settings.negotiator, m.Reschedule()))
+        self._force_reschedule = True
+        self._new_work(now)
 
     def _answered(self, event: CallDone | CallFailed, now: float, out: list) -> None:
         kind = event.cookie[0]
@@ -269,7 +285,7 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
             self._next_periodic = now + self.settings.periodic_interval
             self._periodic(now, out)
         gap = max(self.settings.min_interval, 0.05) if self._dirty else self.settings.interval
-        if now >= self._last_ad + gap:
+        if now >= self._last_ad + gap or (self._prompt_at is not None and now >= self._prompt_at):
             self._advertise(now, out)
 
     def _periodic(self, now: float, out: list) -> None:
@@ -325,9 +341,10 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
               f'NumUsers = {len(counts)}; ClaimsHeld = {len(self.claims)}; UpdateInterval = {int(st.interval)} ]')
         out.append(c.Send(st.collector, m.UpdateAd(ad_type=m.AdType.Schedd, name=st.name, ad_text=ad,
                                                     lifetime=lifetime)))
-        if self._dirty and totals[0] > 0 and st.send_reschedule:
+        if (self._dirty or self._force_reschedule) and totals[0] > 0 and st.send_reschedule:
             out.append(c.Send(st.negotiator, m.Reschedule()))
-        self._dirty = False
+        self._dirty = self._force_reschedule = False
+        self._prompt_at = None
         self._last_ad = now
 
     # -- helpers the mixins share ---------------------------------------------------------------
@@ -341,6 +358,14 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
     def _changed(self) -> None:
         """The queue changed: the collector (and maybe the negotiator) should hear soon."""
         self._dirty = True
+
+    def _new_work(self, now: float) -> None:
+        """Jobs may have become idle (submit, release) or a tool asked for a cycle: advertise
+        and ask the negotiator within ``prompt_delay``, whatever SCHEDD_MIN_INTERVAL says."""
+        self._dirty = True
+        self._forget_reuse_order()
+        if self._prompt_at is None:
+            self._prompt_at = now + self.settings.prompt_delay
 
     def _submitter(self, job) -> str:
         from htc.daemons.schedd_claims import submitter_of

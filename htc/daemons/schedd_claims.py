@@ -19,7 +19,12 @@ Each claim is a record moved by the table :data:`CLAIM`::
 
 When a job ends normally its claim is *reused* (HTCondor's claim reuse, reference §4.5): the
 next idle job of the same submitter whose Requirements and the slot's match starts on it at
-once, without a negotiation cycle; when none fits the claim is released (ReleaseClaim).
+once, without a negotiation cycle; when none fits the claim is released (ReleaseClaim). The
+candidates come from a per-submitter list in the order the schedd offers jobs (JobPrio, then
+the oldest), built from one query of the queue and consumed from the front as jobs start --
+like HTCondor's PrioRec array -- so that finishing each of N jobs does not scan the N idle
+ones again. New work (a submit, a release, an edit, a job back to Idle) discards the list; the
+next reuse builds it afresh.
 
 Leases. A claim lives ``JobLeaseDuration`` seconds past the last sign of life of its startd
 (a keep-alive answered, a starter update). Keep-alives go every ALIVE_INTERVAL, at most a
@@ -30,6 +35,7 @@ is gone and goes back to Idle; one that does not answer gets until the lease end
 from __future__ import annotations
 
 import enum
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +48,7 @@ from htc.daemons.autocluster import AutoclusterTable
 from htc.daemons.schedd_calls import Call
 from htc.daemons.shadow import ad_text
 from htc.jobqueue import JobStatus
+from htc.jobqueue.expr import job_classad
 from htc.jobqueue.records import JobId
 from htc.wire import messages as m
 
@@ -128,7 +135,7 @@ class ClaimHandling:
         table.set_significant(msg.significant_attributes)
         jobs = self._idle_jobs_of(msg.submitter, now)
         by_id = {f"{job.cluster_id}.{job.proc_id}": job for job in jobs}
-        requests = table.resource_requests([(key, ClassAd(ad_text(job))) for key, job in by_id.items()])
+        requests = table.resource_requests([(key, job_classad(job)) for key, job in by_id.items()])
         self.offers[msg.submitter] = {r.autocluster_id: [tuple(map(int, j.split("."))) for j in r.job_ids]
                                       for r in requests}
         wire = tuple(m.ResourceRequest(autocluster_id=r.autocluster_id, count=r.count,
@@ -138,9 +145,15 @@ class ClaimHandling:
 
     def _match(self, event: c.Received, msg: m.MatchNotify, now: float, out: list) -> None:
         out.append(c.Reply(event.conn_id, m.Ack()))
-        if msg.claim_id in self.claims:
-            return  # the same match told twice
         slot_ad = ClassAd(msg.slot_ad)
+        key = msg.claim_id
+        if _partitionable(slot_ad):
+            # Every carve of a partitionable slot in a cycle carries the slot's one claim id;
+            # each is a claim request of its own until the startd names the dynamic slot.
+            self._carves += 1
+            key = f"{msg.claim_id}#carve{self._carves}"
+        elif key in self.claims:
+            return  # the same match told twice
         job = self._job_for_match(msg, slot_ad, now)
         if job is None:
             out.append(c.Log(f"match of {msg.slot_name} for {msg.submitter}: no idle job left for it; "
@@ -152,14 +165,14 @@ class ClaimHandling:
                              "reached; the match lapses"))
             return
         lease = ul.number(job, "JobLeaseDuration", self.settings.default_lease) or self.settings.default_lease
-        claim = Claim(msg.claim_id, msg.startd_address, msg.submitter, msg.slot_name, slot_ad,
+        claim = Claim(key, msg.startd_address, msg.submitter, msg.slot_name, slot_ad,
                       ClaimState.REQUESTED, lease, now, job=job.job_id)
         self.claims[claim.id] = claim
         self.reserved.add(job.job_id)
         out.append(Call(msg.startd_address, m.RequestClaim(
             claim_id=msg.claim_id, schedd_name=self.settings.name, schedd_address=self.settings.address,
             submitter=msg.submitter, job_ad=ad_text(_public(job)), lease_duration=lease),
-            cookie=("claim", msg.claim_id), timeout=self.settings.request_claim_timeout))
+            cookie=("claim", key), timeout=self.settings.request_claim_timeout))
 
     def _job_for_match(self, msg: m.MatchNotify, slot_ad: ClassAd, now: float):
         for job_id in self.offers.get(msg.submitter, {}).get(msg.autocluster_id, ()):
@@ -169,11 +182,38 @@ class ClaimHandling:
         return self._fitting_job(msg.submitter, slot_ad, now)
 
     def _fitting_job(self, submitter: str, slot_ad: ClassAd, now: float):
-        """The submitter's best idle, unreserved job that matches ``slot_ad`` (None: none does)."""
-        for job in self._idle_jobs_of(submitter, now)[:200]:
-            if symmetric_match(ClassAd(ad_text(job)), slot_ad):
+        """The submitter's best idle, unreserved job that matches ``slot_ad`` (None: none does).
+
+        At most 200 idle candidates are tried (HTCondor gives up on reuse sooner still).
+        """
+        order = self.reuse_order.get(submitter)
+        if order is None:
+            order = self.reuse_order[submitter] = deque(job.job_id for job in self._idle_jobs_of(submitter, now))
+        while order and order[0] not in self.reserved:
+            front = self._job(order[0])
+            if front is not None and front.status == JobStatus.IDLE:
+                break
+            order.popleft()  # started, held or gone: never a candidate again
+        tried = 0
+        for job_id in order:
+            if job_id in self.reserved:
+                continue  # a claim is being made for it
+            job = self._job(job_id)
+            if job is None or job.status != JobStatus.IDLE:
+                continue
+            if symmetric_match(job_classad(job), slot_ad):
                 return job
+            tried += 1
+            if tried >= 200:
+                break
         return None
+
+    def _forget_reuse_order(self, submitter: str | None = None) -> None:
+        """Jobs became idle or changed priority: the next reuse queries the queue again."""
+        if submitter is None:
+            self.reuse_order.clear()
+        else:
+            self.reuse_order.pop(submitter, None)
 
     # -- claiming -----------------------------------------------------------------------------
 
@@ -221,7 +261,12 @@ class ClaimHandling:
         if claim.state is ClaimState.GONE:
             return
         if reusable or release:
-            out.append(c.Send(claim.startd, m.ReleaseClaim(claim_id=claim.id, reason="no more jobs for this claim")))
+            why = "no more jobs for this claim" if reusable else "its last job could not start on it"
+            out.append(c.Send(claim.startd, m.ReleaseClaim(claim_id=claim.id, reason=why)))
+            if self.queue.count("JobStatus == 1"):
+                # Idle jobs that could not use this claim: the negotiator may find them another
+                # slot, or this one carved anew, now rather than SCHEDD_MIN_INTERVAL later.
+                self._new_work(now)
         self._claim_step(claim, "release")
 
     # -- leases ---------------------------------------------------------------------------------
@@ -277,6 +322,10 @@ class ClaimHandling:
         if claim.id in self.claims:
             out.append(c.Log(f"claim on {claim.slot_name} lost: {why}"))
             self._claim_step(claim, "lost")
+
+
+def _partitionable(slot_ad: ClassAd) -> bool:
+    return slot_ad.get("PartitionableSlot") is True or str(slot_ad.get("SlotType", "")).lower() == "partitionable"
 
 
 def _public(job) -> dict[str, str]:

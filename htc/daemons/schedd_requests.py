@@ -157,7 +157,7 @@ class ToolRequests:
         out += [ul.WriteUserLog(path, tuple(events)) for path, events in by_log.items()]
         out.append(c.Log(f"submitted cluster {cid} ({cluster.num_procs} jobs) for {user}"))
         out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=cluster.num_procs)))
-        self._changed()
+        self._new_work(now)  # the negotiator hears of the new jobs within milliseconds
 
     def _expand_description(self, attrs: Mapping[str, str], cid: int, owner: str, now: float):
         from htc.submit import Submit  # the submit language is only needed for this shape
@@ -206,7 +206,10 @@ class ToolRequests:
             outcome = self._act_on(job, msg, reason, now, out) if self._may_change(event, job) else "permission_denied"
             counts[outcome] += 1
         out.append(c.Reply(event.conn_id, m.ActOnJobsReply(**counts)))
-        self._changed()
+        if msg.action is m.JobAction.Release and counts["success"]:
+            self._new_work(now)  # released jobs are idle work, like a submit
+        else:
+            self._changed()
 
     def _may_change(self, event: c.Received, job) -> bool:
         """Only a job's owner, the schedd's own user and root may act on it or edit it."""
@@ -290,6 +293,7 @@ class ToolRequests:
                     events += ul.write(job, ul.attribute_update_event(job, attr, text, old_text, now))
         out += events
         out.append(c.Reply(event.conn_id, m.EditReply(matched=len(jobs))))
+        self._forget_reuse_order()  # priorities or requirements may have changed
         self._changed()
 
     # -- what the collector hears ---------------------------------------------------------

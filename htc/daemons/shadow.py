@@ -55,6 +55,7 @@ from htc.daemons.schedd_calls import Call
 from htc.jobqueue import Action as PolicyAction
 from htc.jobqueue import ExitInfo, HoldReasonCode, JobStatus
 from htc.jobqueue.ads import quote
+from htc.jobqueue.expr import job_classad
 from htc.jobqueue.records import JobId
 from htc.wire import messages as m
 
@@ -168,6 +169,30 @@ def ad_values(text: str) -> dict[str, Any]:
     return {key: ad[key] for key in ad}
 
 
+#: hold codes of a start that failed because of the job's own files: the slot is fine
+JOB_FILE_FAILURES = frozenset({HoldReasonCode.TransferInputError, HoldReasonCode.TransferOutputError})
+
+
+def _claim_after(kind: str, code: int, stopped: bool) -> tuple[bool, bool]:
+    """What becomes of the claim a run ended on: ``(reusable, release)``.
+
+    A job that ended by itself leaves a claim for the next idle job (claim reuse). So does a
+    job whose starter failed on the job's own files (its input is missing): the startd holds
+    the claim Claimed/Idle, and dropping it silently would leave the slot claimed by nobody
+    until its lease ran out. Any other failed start, or a refused activation, may be the
+    slot's fault (EXECUTE unreachable, a broken slot user): the claim is released, and the
+    negotiator finds the next job a slot. A run the startd ended (vacate, lost claim) or that
+    the schedd stopped (the Vacate it sent ends the claim) leaves no claim to reuse or release.
+    """
+    if kind == "refused":
+        return False, True  # the startd still holds the claim, idle
+    if stopped or kind in ("vacated", "lost"):
+        return False, False
+    if kind == "exited" or (kind == "failed" and code in JOB_FILE_FAILURES):
+        return True, False
+    return False, True  # failed for another reason
+
+
 class ShadowHandling:
     """The schedd core's shadows: activation, starter reports, stops and the end of a run.
 
@@ -225,7 +250,9 @@ class ShadowHandling:
             out += ul.write(job, ul.reconnected_event(job, claim.slot_name, claim.startd, now))
         if not shadow.acknowledged:
             shadow.acknowledged = True
-            self.queue.set_attributes(shadow.job_id, {"JobCurrentStartExecutingDate": str(int(now))})
+            # Bookkeeping nobody is told about: the next durable commit (or sync) covers it.
+            with self.queue.transaction(durable=False):
+                self.queue.set_attributes(shadow.job_id, {"JobCurrentStartExecutingDate": str(int(now))})
         self._note_executed(shadow, claim, job, now, out)
         self._step(shadow, ShadowEvent.ACTIVATED)
         if shadow.stop is not None:
@@ -361,15 +388,21 @@ class ShadowHandling:
         claim = self.claims.get(shadow.claim_id)
         job = self._job(shadow.job_id)
         if job is not None:
-            with self.queue.transaction():
+            # Not fsynced on its own: the next job started on the claim commits durably at once
+            # (one fsync for both), and the sync below covers the other cases -- either way
+            # before the service acknowledges the exit or writes the user log.
+            with self.queue.transaction(durable=False):
                 events = self._record_end(shadow, claim, job, kind, now, reason, exit_code, exit_signal,
                                           core_dumped, code, subcode)
             out += ul.write(job, *events)
+            again = self._job(shadow.job_id)
+            if again is not None and again.status == JobStatus.IDLE:
+                self._forget_reuse_order(self._submitter(again))  # idle again: a reuse candidate
         out.append(c.Log(f"{shadow.label}: run ended ({kind}{': ' + reason if reason else ''})"))
         self._changed()
         if claim is not None:
-            reusable = kind == "exited" and shadow.stop is None
-            self._claim_done(claim, reusable, release=kind == "refused", now=now, out=out)
+            self._claim_done(claim, *_claim_after(kind, code, shadow.stop is not None), now=now, out=out)
+        self.queue.sync()
 
     def _record_end(self, shadow: Shadow, claim, job, kind: str, now: float, reason: str, exit_code, exit_signal,
                     core_dumped: bool, code: int, subcode: int) -> list:
@@ -430,7 +463,7 @@ class ShadowHandling:
 
     @staticmethod
     def _requests_of(job) -> dict[str, float | None]:
-        ad = ClassAd(ad_text(job))
+        ad = job_classad(job)
         out: dict[str, float | None] = {}
         for name in ("RequestCpus", "RequestDisk", "RequestMemory"):
             value = ad.eval(name) if name in ad else None

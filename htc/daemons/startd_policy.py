@@ -155,6 +155,19 @@ _TIME_CALL = re.compile(r'"(?:[^"\\]|\\.)*"|\btime\s*\(\s*\)', re.IGNORECASE)
 _NOW_ATTR = "HtcPolicyNow"
 
 
+def _requirements(text: str):
+    from htc.classad import ExprTree
+
+    return ExprTree(text)
+
+
+_REQUIREMENTS = _requirements("START")
+#: HTCondor's p-slot: START plus "the request fits in what is left" (parsed once: every slot ad has it)
+_PSLOT_REQUIREMENTS = _requirements(
+    "(START) && (TARGET.RequestCpus <= MY.Cpus) && (TARGET.RequestMemory <= MY.Memory)"
+    " && (TARGET.RequestDisk <= MY.Disk)")
+
+
 def _pin_clock(text: str) -> str:
     return _TIME_CALL.sub(lambda m: m.group(0) if m.group(0).startswith('"') else f"MY.{_NOW_ATTR}", text)
 
@@ -183,6 +196,12 @@ class ClassAdPolicy:
             except Exception as exc:  # the parser's own error type is htc.classad's business
                 raise UsageError(f"startd policy: {name} = {text!r} is not a valid ClassAd expression: {exc}") from exc
         self._published = {name: ExprTree(str(text)) for name, text in merged.items()}
+        # Knobs that are plain literals (the dedicated policy: START = True, SUSPEND = False, ...)
+        # need no ads to evaluate: the startd asks several of them on every event.
+        from htc.classad.ast import Literal
+
+        self._constants = {name: expr._node.value for name, expr in self._exprs.items()
+                           if isinstance(expr._node, Literal)}
 
     def _scope(self, slot_ad: Ad, now: float):
         from htc.classad import ClassAd
@@ -201,6 +220,8 @@ class ClassAdPolicy:
 
         if job_ad is not None and job_ad.get("JobUniverse") == 5 and name + "_VANILLA" in self._exprs:
             name = name + "_VANILLA"
+        if name in self._constants:
+            return self._constants[name]
         expr = self._exprs.get(name)
         if expr is None:
             raise UsageError(f"startd policy: no knob named {name!r}; known knobs are {sorted(self._exprs)}")
@@ -224,19 +245,10 @@ class ClassAdPolicy:
 
     def advertised(self, partitionable: bool) -> dict[str, Any]:
         """``Start``, ``Rank`` and ``Requirements`` as expressions, as HTCondor publishes them."""
-        from htc.classad import ExprTree
-
-        requirements = "START"
-        if partitionable:
-            # HTCondor's p-slot: START plus "the request fits in what is left".
-            requirements = (
-                "(START) && (TARGET.RequestCpus <= MY.Cpus) && (TARGET.RequestMemory <= MY.Memory)"
-                " && (TARGET.RequestDisk <= MY.Disk)"
-            )
         return {
             "Start": self._published["START"],
             "Rank": self._published["RANK"],
-            "Requirements": ExprTree(requirements),
+            "Requirements": _PSLOT_REQUIREMENTS if partitionable else _REQUIREMENTS,
             # The policy itself, so that `htc status -l` shows what the slot runs on.
             **{name: expr for name, expr in self._published.items() if name not in ("START", "RANK")},
         }

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from htc.daemons import startd_events as ev
+from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir
 from htc.daemons.sandbox import TransferError
 from htc.daemons.schedd_calls import install_calls
 from htc.daemons.sensors import SensorSettings, Sensors
@@ -186,7 +187,11 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         UsageError: a knob has a value the startd cannot use (the message names it).
     """
     host = socket.getfqdn()
-    execute = Path(config.param("EXECUTE") or home / "execute")
+    slot_user = StartdServiceSettings.slot_user
+    raw = config.raw("EXECUTE")
+    execute, execute_note = resolve_execute_dir(
+        Path(config.param("EXECUTE") or home / "execute"), home=home, slot_user=slot_user,
+        is_default=raw is None or raw.strip() in ("", DEFAULT_EXECUTE))
     expressions = {}
     for knob in KNOBS:
         text = str(config.param(knob)).strip()
@@ -218,7 +223,8 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
                              filesystem_domain=_domain(config, "FILESYSTEM_DOMAIN"),
                              uid_domain=_domain(config, "UID_DOMAIN"))
     return StartdServiceSettings(
-        startd=startd, sensors=sensors, execute_dir=execute, address=address, sample_interval=polling,
+        startd=startd, sensors=sensors, execute_dir=execute, execute_note=execute_note, slot_user=slot_user,
+        address=address, sample_interval=polling,
         ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * update)),
         starter_update_interval=float(config.param("STARTER_UPDATE_INTERVAL")),
         starter_initial_update_interval=float(config.param("STARTER_INITIAL_UPDATE_INTERVAL")),

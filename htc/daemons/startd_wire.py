@@ -38,7 +38,12 @@ schedd is evidently there.
 
 Ads: each slot ad goes to the collector on change and every UPDATE_INTERVAL. Updates of one
 slot are sent one at a time, newest last, so that a slow send cannot overtake a newer one;
-a failed send is retried after ``retry_interval``. The ad carries ``ClaimId``, the id the
+a failed send is retried after ``retry_interval``. A claimed slot whose activity alone
+changed (Busy, Idle, Busy again as a schedd runs job after job on its claim) sends only its
+newest ad, ``claimed_update_delay`` (1 s) later: every state change still goes out at once.
+Once the collector has taken an ad in which an unclaimed slot offers more than before, the
+negotiator is sent a Reschedule. Each ad carries ``UpdateSequenceNumber`` and
+``DaemonStartTime`` (which report this is) and ``ClaimId``, the id the
 negotiator hands to the schedd in MatchNotify (HTCondor keeps it in a private ad; htc's
 collector has none yet, so every local user who may query the collector can read it).
 """
@@ -77,14 +82,17 @@ class StartdServiceSettings:
     execute_dir: Path                         # EXECUTE
     address: str = "startd"                   # where schedds and the negotiator reach it
     collector: str = "collector"
+    negotiator: str = "negotiator"            # told (Reschedule) when a slot offers more than before
     sample_interval: float = 5.0              # POLLING_INTERVAL: sensors sampled, policy evaluated
     ad_lifetime: int = 900                    # CLASSAD_LIFETIME (at least 2 x UPDATE_INTERVAL)
     starter_update_interval: float = 300.0    # STARTER_UPDATE_INTERVAL
     starter_initial_update_interval: float = 8.0  # STARTER_INITIAL_UPDATE_INTERVAL
     retry_interval: float = 5.0               # between attempts to deliver a job exit or an ad
+    claimed_update_delay: float = 1.0         # a claimed slot's activity-only ad changes wait this long
     stop_timeout: float = 630.0               # graceful shutdown: longest wait for jobs to vacate
     fast_stop_timeout: float = 35.0           # fast shutdown: longest wait for killed jobs
     slot_user: str = "nobody"                 # who runs jobs when the startd is root
+    execute_note: str = ""                    # why execute_dir is not EXECUTE (see htc.daemons.execute_dir)
     use_cgroups: bool = True
     slot_weight: str = "Cpus"                 # SLOT_WEIGHT, published as an expression
 
@@ -265,12 +273,22 @@ class StartdDaemon:
         self._stopping: tuple[float, bool] | None = None   # (deadline, fast)
         self._withdrawing = False   # jobs are gone; the ads' invalidations are on their way
         self._exited = False
+        self._started_at = int(now)
+        self._ad_sequence = 0
+        self._offers: dict[str, tuple[float, float]] = {}  # slot -> (Cpus, Memory) it offers unclaimed
+        self._announce: set[str] = set()  # slots whose next delivered ad is news for the negotiator
+        self._weight: tuple[str, ExprTree] | None = None  # SLOT_WEIGHT, parsed once
+        self._last_job: tuple[str, dict[str, Any]] | None = None  # the job ad parsed last
+        self._now = now
+        self._told_state: dict[str, Any] = {}        # slot -> State of the last ad sent (or queued)
+        self._deferred: dict[str, m.UpdateAd] = {}   # claimed slots' activity updates, newest only
+        self._defer_until: float | None = None
 
     # --- the core interface ---------------------------------------------------------------
 
     def next_deadline(self) -> float | None:
         """The next sample, core timer, retry or stop deadline."""
-        times = [self._next_sample, self._ad_retry_at]
+        times = [self._next_sample, self._ad_retry_at, self._defer_until]
         if self._sampled:
             core_next = self.startd.next_deadline()
             if core_next is not None and core_next <= self._last_core_tick:
@@ -288,6 +306,7 @@ class StartdDaemon:
         out: list[c.Action] = []
         if self._exited:
             return out
+        self._now = now
         if isinstance(event, c.Received):
             self._on_message(event, now, out)
         elif isinstance(event, c.Tick):
@@ -308,7 +327,10 @@ class StartdDaemon:
         elif isinstance(event, c.Started):
             s = self.settings.startd
             out.append(c.Log(f"startd {s.name!r}: {len(self.startd.slots)} slot(s) of {s.cpus} cpus, "
-                             f"{s.memory} MiB, {s.disk} KiB; reporting to {self.settings.collector!r}"))
+                             f"{s.memory} MiB, {s.disk} KiB; reporting to {self.settings.collector!r}; "
+                             f"jobs run in {self.settings.execute_dir}"))
+            if self.settings.execute_note:
+                out.append(c.Log(self.settings.execute_note, logging.WARNING))
             self._next_sample = now + self.settings.sample_interval
             out.append(SampleSensors())
         elif isinstance(event, c.StopRequested):
@@ -334,11 +356,31 @@ class StartdDaemon:
                 ad["ClaimId"] = a.claim_id
             # An expression, as HTCondor publishes it: a partitionable slot the negotiator carves
             # weighs what is left of it, not what it had.
-            ad["SlotWeight"] = ExprTree(self.settings.slot_weight)
+            ad["SlotWeight"] = self._slot_weight()
             ad.setdefault("MyAddress", self.settings.address)
-            self._queue_ad(a.slot, m.UpdateAd(ad_type=m.AdType.Startd, name=a.slot, ad_text=ad_text(ad),
-                                              lifetime=self.settings.ad_lifetime), out)
+            # Which report this is: the negotiator holds back a slot it just matched until a
+            # newer report comes (a p-slot may look the same again after a claim came and went).
+            self._ad_sequence += 1
+            ad["UpdateSequenceNumber"] = self._ad_sequence
+            ad["DaemonStartTime"] = self._started_at
+            self._note_offer(a.slot, ad)
+            msg = m.UpdateAd(ad_type=m.AdType.Startd, name=a.slot, ad_text=ad_text(ad),
+                             lifetime=self.settings.ad_lifetime)
+            state = ad.get("State")
+            if state == "Claimed" and self._told_state.get(a.slot) == "Claimed":
+                # Only the activity changed (Busy <-> Idle as jobs come and go on a claim): the
+                # newest such ad goes out claimed_update_delay later, not one per job start and end.
+                self._deferred[a.slot] = msg
+                if self._defer_until is None:
+                    self._defer_until = self._now + self.settings.claimed_update_delay
+            else:
+                self._deferred.pop(a.slot, None)
+                self._told_state[a.slot] = state
+                self._queue_ad(a.slot, msg, out)
         elif isinstance(a, ev.InvalidateSlot):
+            self._offers.pop(a.slot, None)
+            self._deferred.pop(a.slot, None)
+            self._told_state.pop(a.slot, None)
             self._queue_ad(a.slot, m.InvalidateAd(ad_type=m.AdType.Startd, name=a.slot), out)
         elif isinstance(a, ev.ReplyClaim):
             self._reply_claim(a, out)
@@ -368,6 +410,35 @@ class StartdDaemon:
                                   cookie=("ended", a.claim_id)))
         else:
             raise TypeError(f"startd: the adapter cannot translate {a!r}")
+
+    def _parse_job(self, text: str) -> dict[str, Any]:
+        # A schedd sends the same job ad in RequestClaim and then in ActivateClaim: parse it once.
+        if self._last_job is None or self._last_job[0] != text:
+            self._last_job = (text, parse_job(text))
+        return dict(self._last_job[1])
+
+    def _slot_weight(self) -> ExprTree:
+        text = self.settings.slot_weight
+        if self._weight is None or self._weight[0] != text:
+            self._weight = (text, ExprTree(text))
+        return self._weight[1]
+
+    def _note_offer(self, slot: str, ad: dict[str, Any]) -> None:
+        """Remember what an unclaimed slot offers; more than before is news for the negotiator.
+
+        A slot that appears, or gets resources back (a dynamic slot returned to its p-slot, a
+        claim ended), may run idle jobs the last cycle could not place: once the collector has
+        its ad, the negotiator is asked for a cycle (Reschedule), rather than leaving the jobs
+        to the next NEGOTIATOR_INTERVAL.
+        """
+        cpus, memory = ad.get("Cpus"), ad.get("Memory")
+        if ad.get("State") != "Unclaimed" or not isinstance(cpus, (int, float)) or not isinstance(memory, (int, float)):
+            self._offers.pop(slot, None)
+            return
+        before = self._offers.get(slot)
+        if cpus > 0 and (before is None or cpus > before[0] or memory > before[1]):
+            self._announce.add(slot)
+        self._offers[slot] = (cpus, memory)
 
     def _live_claims(self) -> set[str]:
         live = set()
@@ -443,7 +514,7 @@ class StartdDaemon:
     def _request_claim(self, e: c.Received, msg: m.RequestClaim, now: float, out: list[c.Action]) -> None:
         # A claim id is "<slot name>#<n>#<secret>": the slot it was advertised by comes first.
         slot = self._slot_or_fail(msg.claim_id.split("#", 1)[0])
-        job = parse_job(msg.job_ad)
+        job = self._parse_job(msg.job_ad)
         self._current = (e.conn_id, msg)
         try:
             self._core(ev.RequestClaim(slot, msg.claim_id, job, msg.schedd_name, lease=msg.lease_duration), now, out)
@@ -474,7 +545,7 @@ class StartdDaemon:
                                                  reason=a.reason)))
 
     def _activate(self, e: c.Received, msg: m.ActivateClaim, now: float, out: list[c.Action]) -> None:
-        job = parse_job(msg.job_ad)
+        job = self._parse_job(msg.job_ad)
         contact = self.contacts.get(msg.claim_id)
         if contact is None:
             self._slot_of_claim(msg.claim_id)  # raises UnknownClaim for a claim nobody holds
@@ -606,6 +677,10 @@ class StartdDaemon:
         ok = isinstance(e, (c.SendDone, CallDone))
         if kind == "ad":
             self._ads_in_flight.discard(key)
+            if ok and key in self._announce and isinstance(e.msg, m.UpdateAd) and not self._stopping:
+                self._announce.discard(key)
+                out.append(c.Send(self.settings.negotiator, m.Reschedule(), cookie=("reschedule", key),
+                                  timeout=10.0))
             if not ok and key not in self._ads_queued and not self._withdrawing:
                 self._ads_failed[key] = e.msg
                 self._ad_retry_at = now + self.settings.retry_interval
@@ -628,6 +703,8 @@ class StartdDaemon:
                 contact.exit_retry_at = now + self.settings.retry_interval
                 out.append(c.Log(f"cannot tell {e.to} that job {contact.job_id} ended ({e.error}); retrying "
                                  "while the claim lasts", logging.WARNING))
+        elif kind == "reschedule" and not ok:
+            out.append(c.Log(f"cannot ask {e.to} for a negotiation cycle: {e.error}"))
         elif kind == "ended" and not ok:
             out.append(c.Log(f"cannot tell {e.to} that claim {short_claim_id(key)} ended: {e.error}", logging.WARNING))
         if ok and kind in ("exit", "update") and key in self._live_claims():
@@ -654,6 +731,11 @@ class StartdDaemon:
         if self._sampled and core_next is not None and core_next <= now:
             self._last_core_tick = now
             self._core(ev.Tick(), now, out)
+        if self._defer_until is not None and now >= self._defer_until:
+            self._defer_until = None
+            deferred, self._deferred = self._deferred, {}
+            for slot, msg in deferred.items():
+                self._queue_ad(slot, msg, out)
         if self._ad_retry_at is not None and now >= self._ad_retry_at:
             self._ad_retry_at = None
             for slot, msg in list(self._ads_failed.items()):
@@ -699,6 +781,8 @@ class StartdDaemon:
         self._stopping = (now + 3.0, True)
         names = set(self.startd.slots) | self._ads_in_flight | set(self._ads_queued) | set(self._ads_failed)
         self._ads_failed.clear()
+        self._deferred.clear()
+        self._defer_until = None
         for name in sorted(names):
             self._queue_ad(name, m.InvalidateAd(ad_type=m.AdType.Startd, name=name), out)
         if not self._ads_in_flight:

@@ -27,6 +27,7 @@ The soft kill goes to the whole job, not only its main process, the way systemd'
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import pwd
 import secrets
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from htc.daemons import sandbox as sb
+from htc.daemons.execute_dir import unreachable_parent
 from htc.daemons.limits import JobCgroup, child_rlimits
 from htc.daemons.starter_env import build_environment, job_arguments
 from htc.daemons.starter_procs import JobProcesses, Reaped, watch_exit
@@ -48,6 +50,27 @@ from htc.errors import HTCError, UsageError
 
 class StarterError(HTCError):
     """The starter could not run the job (user, executable, sandbox); the job did not start."""
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# Looked up once, here: the child (forked from a thread, see Starter._spawn_off_loop) must not
+# call into the dynamic loader, whose lock another thread may have held at the fork.
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+
+
+def _die_with_parent(parent: int) -> None:
+    """In the job's child before exec: have the kernel SIGKILL it when its starter is gone.
+
+    The starter runs inside the startd, so a startd killed with SIGKILL cannot kill its jobs;
+    without this the job would run on unseen while the schedd runs it again elsewhere (HTCondor's
+    starter likewise ends its job when its startd disappears). Only the main process is covered:
+    a shell job dies before it can run its next command.
+    """
+    if _PRCTL is None:
+        return
+    _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the starter died before the request took effect
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -162,17 +185,11 @@ def resolve_user(settings: StarterSettings) -> pwd.struct_passwd | None:
 
 def _check_reachable(path: Path, user: pwd.struct_passwd) -> None:
     """Fail early, and say where, when the slot user cannot get to its sandbox."""
-    for parent in reversed(path.parents):
-        st = parent.stat()
-        if st.st_uid == user.pw_uid:
-            ok = st.st_mode & 0o100
-        elif st.st_gid == user.pw_gid:
-            ok = st.st_mode & 0o010
-        else:
-            ok = st.st_mode & 0o001
-        if not ok:
-            raise StarterError(f"slot user {user.pw_name!r} cannot reach its sandbox {path}: {parent} is mode "
-                               f"{st.st_mode & 0o777:04o}; put EXECUTE where every user may traverse (chmod o+x)")
+    blocked = unreachable_parent(path.parent, user)
+    if blocked is not None:
+        parent, mode = blocked
+        raise StarterError(f"slot user {user.pw_name!r} cannot reach its sandbox {path}: {parent} is mode "
+                           f"{mode:04o}; put EXECUTE where every user may traverse (chmod o+x)")
 
 
 def _path_attr(job_ad: Mapping[str, Any], name: str) -> str | None:
@@ -230,12 +247,29 @@ class Starter:
         try:
             if user is not None:
                 _check_reachable(self.sandbox.path, user)
-            self._spawn(self._prepare(uid, gid), uid, gid)
+            await self._spawn_off_loop(self._prepare(uid, gid), uid, gid)
         except BaseException:
             await self._cleanup()
             raise
         self._exit = watch_exit(self.pid)
         self._exit.add_done_callback(self._main_gone)
+
+    async def _spawn_off_loop(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> None:
+        """Fork and exec the job in a worker thread.
+
+        The parent of a fork waits until the child has exec'd (to hear of a failed exec), and a
+        child with setup to do before exec (cgroup, limits, user) takes milliseconds -- tens of
+        them on a busy machine -- in which the startd's event loop, and every other slot, would
+        stand still. Forking from a thread is safe for what the child does before exec: Python
+        resets its own locks in the child, and the one libc function it calls through ctypes was
+        resolved before any fork (see ``_die_with_parent``).
+        """
+        spawning = asyncio.ensure_future(asyncio.to_thread(self._spawn, plan, uid, gid))
+        try:
+            await asyncio.shield(spawning)
+        except asyncio.CancelledError:
+            await asyncio.wait([spawning])  # know whether the job exists before cleaning up
+            raise
 
     def _prepare(self, uid: int | None, gid: int | None) -> dict[str, Any]:
         box, job = self.sandbox, self.job_ad
@@ -294,6 +328,7 @@ class Starter:
 
     def _spawn(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> None:
         cgroup, memory, core = self.cgroup, plan["rlimit_memory"], plan["core"]
+        starter_pid = os.getpid()
 
         def child() -> None:  # runs in the child between fork and exec
             if cgroup is not None:
@@ -304,6 +339,7 @@ class Starter:
                 os.setgroups([])
                 os.setgid(gid)
                 os.setuid(uid)
+            _die_with_parent(starter_pid)  # after setuid, which clears the setting
 
         streams = []
         try:

@@ -371,7 +371,7 @@ class EditJobs(Message, frozen=True):
 
 
 class Reschedule(Message, frozen=True):
-    """Ask for a negotiation cycle soon (tool -> schedd, schedd -> negotiator)."""
+    """Ask for a negotiation cycle soon (tool -> schedd; schedd, or a startd with a slot newly free -> negotiator)."""
 
     reply_type = Ack
 

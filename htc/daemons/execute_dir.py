@@ -1,0 +1,136 @@
+"""Where a startd makes its jobs' sandboxes: EXECUTE, or a directory the slot user can reach.
+
+Theory of operation
+-------------------
+A startd running as root runs jobs as the slot user (``nobody`` by default), and that user
+must be able to *traverse* every directory down to its sandbox. A personal pool's EXECUTE is
+``$(LOCAL_DIR)/execute`` = ``$HTC_HOME/execute``, and the default home is ``~/.htc``: for root
+that is ``/root/.htc/execute``, and ``/root`` is mode 0700. So is pytest's
+``/tmp/pytest-of-root``. Left alone, every job would fail to start.
+
+:func:`resolve_execute_dir` keeps EXECUTE whenever it works: when the startd is not root, when
+the slot user can traverse the way down, and whenever an administrator set EXECUTE to anything
+but its default. Only when EXECUTE is left at its default and the slot user cannot reach it
+does the startd use a per-pool directory of its own instead,
+``/var/lib/htc/execute/<hash of HTC_HOME>`` (:data:`SHARED_EXECUTE_ROOT`): made by root, mode
+0755 all the way, never group- or world-writable, so nobody else can plant or swap a
+directory in it. The sandboxes inside are handed to the slot user as always (mode 0700). The
+startd logs the directory it chose and why (StartLog), and advertises it nowhere else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pwd
+import stat
+from pathlib import Path
+
+from htc.errors import UsageError
+
+__all__ = ["SHARED_EXECUTE_ROOT", "DEFAULT_EXECUTE", "unreachable_parent", "shared_execute_dir",
+           "resolve_execute_dir"]
+
+#: where per-pool execute directories go when EXECUTE is out of the slot user's reach
+SHARED_EXECUTE_ROOT = Path("/var/lib/htc/execute")
+
+#: EXECUTE's default (the param table's, and what a generated htc_config says)
+DEFAULT_EXECUTE = "$(LOCAL_DIR)/execute"
+
+
+def unreachable_parent(path: Path, user: pwd.struct_passwd) -> tuple[Path, int] | None:
+    """The first existing directory on the way to ``path`` that ``user`` may not traverse.
+
+    Directories that do not exist yet are skipped: root creates them mode 0755.
+
+    Returns:
+        ``(directory, mode)``, or None when ``user`` can get through to ``path``.
+    """
+    path = Path(path)
+    for directory in [*reversed(path.parents), path]:
+        try:
+            st = directory.stat()
+        except FileNotFoundError:
+            continue
+        if st.st_uid == user.pw_uid:
+            ok = st.st_mode & 0o100
+        elif st.st_gid == user.pw_gid:
+            ok = st.st_mode & 0o010
+        else:
+            ok = st.st_mode & 0o001
+        if not ok:
+            return directory, stat.S_IMODE(st.st_mode)
+    return None
+
+
+def _own_directory(path: Path) -> None:
+    """Make ``path`` (mode 0755), or check that an existing one is ours and safe to use.
+
+    Raises:
+        UsageError: it is a symlink, not a directory, not ours, or writable by others.
+    """
+    try:
+        path.mkdir(mode=0o755)
+        os.chmod(path, 0o755)  # the umask may have taken bits away
+    except FileExistsError:
+        pass
+    st = path.lstat()
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise UsageError(f"{path} must be a directory owned by uid {os.geteuid()} and writable by nobody else "
+                         f"(it is {stat.filemode(st.st_mode)}, uid {st.st_uid}); remove it, or set EXECUTE to a "
+                         "directory every user may traverse")
+
+
+def shared_execute_dir(home: Path, root: Path = SHARED_EXECUTE_ROOT) -> Path:
+    """The per-pool execute directory ``root/<hash of home>``, made if missing (mode 0755).
+
+    Raises:
+        UsageError: the directory or one above it inside ``root`` is unsafe (see :func:`_own_directory`).
+        OSError: it cannot be made (a read-only file system).
+    """
+    digest = hashlib.sha256(str(Path(home).resolve()).encode()).hexdigest()[:16]
+    for parent in [*reversed(root.parents)][1:]:
+        if not parent.exists():
+            _own_directory(parent)
+    _own_directory(root)
+    leaf = root / digest
+    _own_directory(leaf)
+    return leaf
+
+
+def resolve_execute_dir(configured: Path, *, home: Path, is_default: bool, slot_user: str,
+                        root: Path = SHARED_EXECUTE_ROOT) -> tuple[Path, str]:
+    """The directory the startd should make sandboxes in, and why it is not ``configured``.
+
+    Args:
+        configured: EXECUTE as configured.
+        home: the pool's ``$HTC_HOME`` (names the per-pool directory).
+        is_default: EXECUTE is left at its default (:data:`DEFAULT_EXECUTE`); an administrator's
+            own setting is always kept.
+        slot_user: who runs jobs when the startd is root.
+        root: where per-pool directories go (tests point it elsewhere).
+
+    Returns:
+        ``(directory, reason)``; ``reason`` is empty when ``configured`` is used, else one line
+        for the log saying why and where jobs run.
+    """
+    if os.geteuid() != 0 or not is_default:
+        return configured, ""
+    try:
+        user = pwd.getpwnam(slot_user)
+    except KeyError:
+        return configured, ""  # the starter says so, with what to do, when a job comes
+    blocked = unreachable_parent(configured, user)
+    if blocked is None:
+        return configured, ""
+    try:
+        shared = shared_execute_dir(home, root)
+    except (UsageError, OSError) as exc:
+        return configured, (f"EXECUTE {configured} cannot be reached by the slot user {slot_user!r} and no "
+                            f"directory of its own could be made under {root}: {exc}; jobs will fail to start "
+                            "until EXECUTE names a directory every user may traverse")
+    if unreachable_parent(shared, user) is not None:
+        return configured, ""  # no better: keep EXECUTE and let the starter name the directory
+    where, mode = blocked
+    return shared, (f"EXECUTE {configured} cannot be reached by the slot user {slot_user!r} ({where} is mode "
+                    f"{mode:04o}); jobs run in {shared} instead (set EXECUTE to choose another directory)")
