@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from htc.classad.builtins_common import to_bytes
-from htc.classad.values import AbsTime, Error, RelTime, Undefined, is_classad, wrap_int
+from htc.classad.values import AbsTime, Error, RelTime, Undefined, is_classad, type_name, wrap_int
 
 COMPARISON_OPS = ("<", "<=", "!=", "==", ">=", ">", "is", "isnt")
 
@@ -57,7 +57,7 @@ def _three_way(a, b) -> int:
 
 def _same(a: object, b: object) -> object:
     """``=?=`` (``is``): true iff same type and same value; lists and ads are ERROR."""
-    if type_key(a) != type_key(b):
+    if type_name(a) != type_name(b):
         return False
     if a is Undefined or a is Error:
         return True
@@ -70,28 +70,6 @@ def _same(a: object, b: object) -> object:
     if isinstance(a, RelTime):
         return a.secs == b.secs
     return a == b
-
-
-def type_key(v: object) -> str:
-    if v is Undefined:
-        return "undefined"
-    if v is Error:
-        return "error"
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, int):
-        return "int"
-    if isinstance(v, float):
-        return "real"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "list"
-    if isinstance(v, AbsTime):
-        return "abstime"
-    if isinstance(v, RelTime):
-        return "reltime"
-    return "classad"
 
 
 def compare(op: str, a: object, b: object) -> object:
