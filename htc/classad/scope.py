@@ -26,6 +26,8 @@ context instead of building one per ad.
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 
 from htc.classad.ad import ClassAd, ExprTree
@@ -50,16 +52,16 @@ class LazyAttributes(MutableMapping):
         self._full: dict[str, Node] | None = None
         self._spellings: dict[str, str] | None = None
 
+    @abstractmethod
     def resolve(self, lname: str) -> Node | ExprTree | None:
         """The expression of the attribute named ``lname`` (lower case), or None if absent."""
-        raise NotImplementedError
 
+    @abstractmethod
     def listing(self) -> Iterable[tuple[str, Node | ExprTree]]:
         """Every attribute as ``(name as spelled, expression)``, in the ad's order.
 
         A name may come more than once; the first spelling and the last expression are kept.
         """
-        raise NotImplementedError
 
     # -- the fast path used by evaluation ----------------------------------------------
     def get(self, lname: str, default=None):
