@@ -88,7 +88,6 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_submit_q_hold_release_edit_rm_history_wait(queue_pool, capsys):
-    started = time.monotonic()
     assert run(capsys, "pool", "start")[0] == 0
     (queue_pool / "job.sub").write_text(
         "executable = /bin/echo\narguments = hi $(Process)\nlog = job.log\noutput = out.$(Cluster).$(Process)\n"
@@ -125,11 +124,9 @@ def test_submit_q_hold_release_edit_rm_history_wait(queue_pool, capsys):
 
     assert run(capsys, "pool", "stop")[0] == 0
     assert not pool_status().running
-    assert time.monotonic() - started < 30
 
 
 def test_jobs_run_wait_reports_them_done_and_better_analyze_explains_a_misfit(full_pool, capsys):
-    started = time.monotonic()
     assert run(capsys, "pool", "start")[0] == 0
     (full_pool / "job.sub").write_text(
         "executable = /bin/echo\narguments = hello $(Process)\nlog = job.log\noutput = out.$(Process)\nqueue 2\n")
@@ -168,7 +165,6 @@ def test_jobs_run_wait_reports_them_done_and_better_analyze_explains_a_misfit(fu
                    f"an eviction event after htc {command[0]}")
 
     assert run(capsys, "pool", "stop", "-fast")[0] == 0
-    assert time.monotonic() - started < 45
 
 
 def wait_until(condition, what: str, timeout: float = 15.0) -> None:

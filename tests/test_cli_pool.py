@@ -66,9 +66,7 @@ def home(monkeypatch):
 
 def test_start_status_stop(home, capsys):
     path, seen = home
-    started = time.monotonic()
     assert main(["pool", "start"]) == 0
-    assert time.monotonic() - started < 25
     out = capsys.readouterr().out
     assert out.startswith(f"htc pool under {path} is running (master pid ")
     status = pool_status()
