@@ -92,7 +92,7 @@ def test_the_startd_settings_resolve_execute_from_the_configuration(hidden, tmp_
                         lambda configured, **kw: (chosen, f"moved {configured} ({kw['is_default']})"))
     settings = settings_from_config(load_config("STARTD"), hidden)
     assert settings.execute_dir == chosen and settings.sensors.execute_dir == chosen
-    assert settings.execute_note == f"moved {hidden / 'execute'} (True)"
+    assert settings.execute_note == f"moved {hidden / 'execute'} (True)" and settings.execute_chosen
     monkeypatch.setenv("_HTC_EXECUTE", str(tmp_path / "mine"))
     settings = settings_from_config(load_config("STARTD"), hidden)
     assert settings.execute_note == f"moved {tmp_path / 'mine'} (False)"

@@ -167,6 +167,8 @@ def test_a_root_pool_in_a_private_home_runs_jobs_and_a_failed_start_does_not_sta
         assert f"jobs run in {shared} instead" in (pool.home / "log" / "StartLog").read_text()
         # The claim is given back once nothing is left to run: the slot is free again.
         wait_for(lambda: [s["State"] for s in pool.slots()] == ["Unclaimed"], what="the slot to be free again")
+        pool.stop()
+        assert not shared.exists()  # the startd removes its empty per-pool directory when it stops
     finally:
         pool.stop()
         shutil.rmtree(shared, ignore_errors=True)

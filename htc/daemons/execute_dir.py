@@ -15,7 +15,8 @@ does the startd use a per-pool directory of its own instead,
 ``/var/lib/htc/execute/<hash of HTC_HOME>`` (:data:`SHARED_EXECUTE_ROOT`): made by root, mode
 0755 all the way, never group- or world-writable, so nobody else can plant or swap a
 directory in it. The sandboxes inside are handed to the slot user as always (mode 0700). The
-startd logs the directory it chose and why (StartLog), and advertises it nowhere else.
+startd logs the directory it chose and why (StartLog), and removes it when it stops if it is
+empty (a throw-away pool leaves nothing behind; the next start makes it again).
 """
 
 from __future__ import annotations

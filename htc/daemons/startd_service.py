@@ -25,6 +25,7 @@ left running behind a startd that is gone.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import socket
 import time
@@ -147,6 +148,15 @@ class StartdService(DaemonService):
                 await starter.kill()
             raise
 
+    async def run(self) -> int:
+        """Serve until the core exits; then drop a per-pool execute directory left empty."""
+        try:
+            return await super().run()
+        finally:
+            if self.settings.execute_chosen:  # the startd's own directory (htc.daemons.execute_dir)
+                with contextlib.suppress(OSError):
+                    self.settings.execute_dir.rmdir()  # only when empty: the next start makes it again
+
     def _do_starter_action(self, action: Any) -> None:
         run = self.starters.get(action.claim_id)
         if run is None:
@@ -189,9 +199,9 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
     host = socket.getfqdn()
     slot_user = StartdServiceSettings.slot_user
     raw = config.raw("EXECUTE")
-    execute, execute_note = resolve_execute_dir(
-        Path(config.param("EXECUTE") or home / "execute"), home=home, slot_user=slot_user,
-        is_default=raw is None or raw.strip() in ("", DEFAULT_EXECUTE))
+    configured = Path(config.param("EXECUTE") or home / "execute")
+    execute, execute_note = resolve_execute_dir(configured, home=home, slot_user=slot_user,
+                                                is_default=raw is None or raw.strip() in ("", DEFAULT_EXECUTE))
     expressions = {}
     for knob in KNOBS:
         text = str(config.param(knob)).strip()
@@ -223,7 +233,8 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
                              filesystem_domain=_domain(config, "FILESYSTEM_DOMAIN"),
                              uid_domain=_domain(config, "UID_DOMAIN"))
     return StartdServiceSettings(
-        startd=startd, sensors=sensors, execute_dir=execute, execute_note=execute_note, slot_user=slot_user,
+        startd=startd, sensors=sensors, execute_dir=execute, execute_note=execute_note,
+        execute_chosen=execute != configured, slot_user=slot_user,
         address=address, sample_interval=polling,
         ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * update)),
         starter_update_interval=float(config.param("STARTER_UPDATE_INTERVAL")),

@@ -93,6 +93,7 @@ class StartdServiceSettings:
     fast_stop_timeout: float = 35.0           # fast shutdown: longest wait for killed jobs
     slot_user: str = "nobody"                 # who runs jobs when the startd is root
     execute_note: str = ""                    # why execute_dir is not EXECUTE (see htc.daemons.execute_dir)
+    execute_chosen: bool = False              # execute_dir is the startd's own per-pool directory
     use_cgroups: bool = True
     slot_weight: str = "Cpus"                 # SLOT_WEIGHT, published as an expression
 

@@ -27,6 +27,7 @@ The soft kill goes to the whole job, not only its main process, the way systemd'
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import ctypes
 import os
 import pwd
@@ -71,6 +72,11 @@ def _die_with_parent(parent: int) -> None:
     _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the starter died before the request took effect
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+#: The thread that forks and execs jobs, one at a time (see Starter._spawn_off_loop for why
+#: there must be exactly one).
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="htc-starter-spawn")
 
 
 @dataclass(frozen=True)
@@ -255,16 +261,22 @@ class Starter:
         self._exit.add_done_callback(self._main_gone)
 
     async def _spawn_off_loop(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> None:
-        """Fork and exec the job in a worker thread.
+        """Fork and exec the job in the starters' one worker thread.
 
         The parent of a fork waits until the child has exec'd (to hear of a failed exec), and a
         child with setup to do before exec (cgroup, limits, user) takes milliseconds -- tens of
         them on a busy machine -- in which the startd's event loop, and every other slot, would
         stand still. Forking from a thread is safe for what the child does before exec: Python
         resets its own locks in the child, and the one libc function it calls through ctypes was
-        resolved before any fork (see ``_die_with_parent``).
+        resolved before any fork (``_die_with_parent``).
+
+        There is *one* such thread (:data:`_SPAWNER`). A child forked while the event loop copies
+        another job's executable into its sandbox holds that file open for writing until it
+        execs; with two spawning threads the other job could exec meanwhile and fail with "Text
+        file busy" (ETXTBSY). With one, the next exec waits for the previous child's.
         """
-        spawning = asyncio.ensure_future(asyncio.to_thread(self._spawn, plan, uid, gid))
+        loop = asyncio.get_running_loop()
+        spawning = loop.run_in_executor(_SPAWNER, self._spawn, plan, uid, gid)
         try:
             await asyncio.shield(spawning)
         except asyncio.CancelledError:
