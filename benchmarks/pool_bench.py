@@ -30,6 +30,7 @@ pool started is stopped and killed at the end, and its home removed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -91,16 +92,12 @@ def personal_pool(cpus: int):
             log(f"pool_bench: stopping the pool: {exc}")
         procs = []
         for pid in pids:
-            try:
+            with contextlib.suppress(psutil.NoSuchProcess):  # already gone
                 proc = psutil.Process(pid)
                 procs += [proc, *proc.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                pass
         for proc in procs:
-            try:
+            with contextlib.suppress(psutil.NoSuchProcess):
                 proc.kill()
-            except psutil.NoSuchProcess:
-                pass
         psutil.wait_procs(procs, timeout=10)
         os.environ.clear()
         os.environ.update(saved)
@@ -115,11 +112,9 @@ def _family(master_pid: int) -> list[psutil.Process]:
 def _cpu_seconds(procs: list[psutil.Process]) -> dict[int, float]:
     out = {}
     for proc in procs:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):  # a daemon that exited uses no CPU
             t = proc.cpu_times()
             out[proc.pid] = t.user + t.system
-        except psutil.NoSuchProcess:
-            pass
     return out
 
 

@@ -340,3 +340,29 @@ def echo_job(pool: Pool, extra: str = "", queue: str = "queue") -> str:
     return (f"executable = /bin/echo\narguments = $(Cluster).$(Process)\n"
             f"output = {pool.work}/out.$(Cluster).$(Process)\n"
             f"log = {pool.work}/job.$(Cluster).log\n{extra}\n{queue}\n")
+
+
+def stop_pool_and_reap(root: Path, pids: set[int], timeout: float = 20.0) -> None:
+    """Stop the pool under ``root`` through ``htc pool stop``, then kill whatever of ``pids``
+    (and their children) is left, and remove ``root``: a failing test never leaks daemons."""
+    from htc.pool import pool_status, stop_pool
+
+    status = pool_status()
+    pids = set(pids) | {status.master_pid, *(d.pid for d in status.daemons)}
+    pids.discard(None)
+    with contextlib.suppress(Exception):  # the kill below is the safety net
+        stop_pool(fast=True, timeout=timeout)
+    procs = []
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            procs += [proc, *proc.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            continue
+    psutil.wait_procs(procs, timeout=5)
+    shutil.rmtree(root, ignore_errors=True)

@@ -8,16 +8,15 @@ whatever is left), so a failing assertion never leaves processes behind.
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from htc.cli.main import main
-from htc.pool import pool_status, stop_pool
+from htc.pool import pool_status
+from poolutil import stop_pool_and_reap
 
 pytestmark = pytest.mark.slow
 
@@ -39,26 +38,7 @@ def _pool(monkeypatch, daemons: str):
 
 
 def _teardown(root: Path) -> None:
-    status = pool_status()
-    pids = {status.master_pid, *(d.pid for d in status.daemons)} - {None}
-    try:
-        stop_pool(fast=True, timeout=20)
-    except Exception:  # the kill below is the safety net
-        pass
-    procs = []
-    for pid in pids:
-        try:
-            p = psutil.Process(pid)
-            procs += [p, *p.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            pass
-    for p in procs:
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(procs, timeout=5)
-    shutil.rmtree(root, ignore_errors=True)
+    stop_pool_and_reap(root, set())
 
 
 @pytest.fixture

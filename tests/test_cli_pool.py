@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -17,7 +16,8 @@ import psutil
 import pytest
 
 from htc.cli.main import main
-from htc.pool import pool_status, stop_pool
+from htc.pool import pool_status
+from poolutil import stop_pool_and_reap
 
 pytestmark = pytest.mark.slow
 
@@ -40,28 +40,7 @@ def home(monkeypatch):
     try:
         yield path, seen
     finally:
-        status = pool_status()
-        if status.master_pid:
-            seen.add(status.master_pid)
-        seen.update(d.pid for d in status.daemons if d.pid)
-        try:
-            stop_pool(fast=True, timeout=15)
-        except Exception:  # the kill below is the safety net
-            pass
-        procs = []
-        for pid in seen:
-            try:
-                p = psutil.Process(pid)
-                procs += [p, *p.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                pass
-        for p in procs:
-            try:
-                p.kill()
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(procs, timeout=5)
-        shutil.rmtree(path, ignore_errors=True)
+        stop_pool_and_reap(path, seen, timeout=15)
 
 
 def test_start_status_stop(home, capsys):

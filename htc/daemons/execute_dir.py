@@ -21,6 +21,7 @@ empty (a throw-away pool leaves nothing behind; the next start makes it again).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pwd
@@ -70,11 +71,9 @@ def _own_directory(path: Path) -> None:
     Raises:
         UsageError: it is a symlink, not a directory, not ours, or writable by others.
     """
-    try:
+    with contextlib.suppress(FileExistsError):  # an existing one is checked below
         path.mkdir(mode=0o755)
         os.chmod(path, 0o755)  # the umask may have taken bits away
-    except FileExistsError:
-        pass
     st = path.lstat()
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
         raise UsageError(f"{path} must be a directory owned by uid {os.geteuid()} and writable by nobody else "
