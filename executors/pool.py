@@ -18,7 +18,9 @@ spool, the ``log`` submit command); :meth:`PoolBackend.poll` follows it with
 :class:`~htc.executors.backend.JobUpdate` (execute -> started, evicted -> evicted or, for a
 ``max_retries`` requeue, requeued, terminated -> the result file read from the call's
 directory, held -> a failure or an automatic release, aborted -> removed). Looking at a file
-costs a ``stat``; the interval starts at 2 ms after any activity and backs off to 200 ms.
+costs a ``stat``; on Linux an inotify watch (:mod:`htc.executors.filewatch`) wakes the poll the
+moment the schedd writes the log, and the interval (2 ms after any activity, backing off to
+200 ms) is only the fallback.
 Every few seconds the queue itself is asked about the session's jobs (``QueryJobs``), which
 catches a job that left the queue without a log event.
 
@@ -62,6 +64,7 @@ from htc.executors.errors import (
     CallTimedOut, ImpossibleRequest, JobFailed, JobHeld, JobKilled, JobOutOfMemory, JobRemoved, OptionError,
     ResultExpired, ScheddLost, SessionError,
 )
+from htc.executors.filewatch import FileWatch
 from htc.executors.options import CallOptions
 from htc.executors.spool import Spool, options_from_json
 from htc.executors.status import CallEvent
@@ -178,6 +181,8 @@ class PoolBackend:
         self._templates: dict[int, tuple[CallOptions, dict[str, str]]] = {}
         self._slots: tuple[float, list[ClassAd]] = (0.0, [])
         self._woken = threading.Event()
+        self._wake_requested = False
+        self._watch: FileWatch | None = None
         self._reader = None
         self._log_size = -1
         self._interval = 0.002
@@ -243,6 +248,7 @@ class PoolBackend:
             raise ScheddLost(f"no schedd answers in the pool at {where}: {exc}; 'htc pool status' shows which daemons "
                              "run (HTCExecutor(backend='local') runs calls without a pool)") from exc
         self._reader = EventLogReader(self._log_path())
+        self._watch = FileWatch(self._log_path(), self._woken.set)
 
     def _log_path(self) -> Path:
         assert self.spool is not None
@@ -262,6 +268,9 @@ class PoolBackend:
                     print(f"htc executor: could not remove the jobs of session {self.spool.name}: {exc}",
                           file=sys.stderr)
         finally:
+            if self._watch is not None:
+                self._watch.close()
+                self._watch = None
             if self._io is not None:
                 if self._conn is not None:
                     try:
@@ -450,6 +459,7 @@ class PoolBackend:
     # --- Backend: watching ---------------------------------------------------------------------------
     def wake(self) -> None:
         """Make a blocked :meth:`poll` return soon."""
+        self._wake_requested = True
         self._woken.set()
 
     def poll(self, timeout: float) -> list[JobUpdate]:
@@ -464,10 +474,14 @@ class PoolBackend:
             if updates:
                 self._interval = 0.002
                 return updates
-            if self._woken.is_set() or now >= deadline:
+            if self._wake_requested or now >= deadline:
+                self._wake_requested = False
                 self._woken.clear()
                 return updates
+            # The log watch sets the event the moment the schedd writes the log; the timeout
+            # is the fallback where the kernel cannot tell us (and catches the queue checks).
             self._woken.wait(max(0.0, min(self._interval, deadline - now)))
+            self._woken.clear()
             self._interval = min(self._interval * 2, 0.2)
 
     def _read_log(self) -> list[JobUpdate]:

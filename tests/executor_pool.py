@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.metadata as metadata
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -68,6 +69,10 @@ def execute_python(root: Path) -> tuple[str, dict[str, str]]:
     (htc_dir / "dag").symlink_to(HTC_SOURCE / "dag")
     info = Path(metadata.distribution("htc")._path)
     shutil.copytree(info, site / info.name)
+    # Byte-compile, as pip does when it installs: nobody cannot write __pycache__ here, and
+    # without it every function job would compile htc from source.
+    subprocess.run([python, "-m", "compileall", "-q", "-j", "0", str(site)], check=True, capture_output=True,
+                   env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
     for path in [root, *root.rglob("*")]:
         if not path.is_symlink():
             path.chmod(0o755 if path.is_dir() else 0o644)

@@ -15,6 +15,7 @@ from htc.daemons import core as c
 from htc.daemons.core import IllegalTransition
 from htc.daemons.schedd import Schedd, ScheddSettings
 from htc.daemons.schedd_calls import Call, CallDone, CallFailed
+from htc.daemons.schedd_claims import ClaimState
 from htc.daemons.schedd_requests import description_message
 from htc.daemons.schedd_userlog import WriteUserLog
 from htc.daemons.shadow import SHADOW, Shadow, ShadowEvent, ShadowState
@@ -288,6 +289,63 @@ def test_job_runs_completes_and_the_claim_is_reused_then_released(h):
     assert term.type is EventType.JOB_TERMINATED and not term.terminated_normally and term.signal == 9
     assert [a.msg for a in out if isinstance(a, c.Send) and isinstance(a.msg, m.ReleaseClaim)]
     assert h.core.claims == {} and h.core.shadows == {}
+
+
+def _released(out: list[c.Action]) -> list[m.ReleaseClaim]:
+    return [a.msg for a in out if isinstance(a, c.Send) and isinstance(a.msg, m.ReleaseClaim)]
+
+
+def test_a_lingering_claim_starts_the_next_submit_at_once_then_is_released_when_unused():
+    h = Harness(claim_linger=10.0)
+    h.start()
+    h.submit(job())
+    claim_id, activate = run_first_job(h)
+    h.ack(activate)
+    out = h.feed(c.Received(m.JobExited(claim_id=claim_id, job_id="1.0", exit_code=0), 99, PeerInfo(uid=0)))
+    assert not _released(out) and h.core.claims[claim_id].state is ClaimState.IDLE
+    # The same user's next submit starts on the kept claim: no negotiator, no new claim.
+    h.now += 2
+    before = len(h.actions)
+    h.submit(job())
+    out = h.actions[before:]
+    [again] = h.calls(m.ActivateClaim, out)
+    assert again.msg.claim_id == claim_id and ClassAd(again.msg.job_ad)["ClusterId"] == 2
+    assert not h.calls(m.RequestClaim, out) and h.status(2) is JobStatus.RUNNING
+    h.ack(again)
+    h.exited(claim_id, "2.0", exit_code=0)
+    # Unused for SCHEDD_CLAIM_LINGER seconds: released.
+    assert h.core.next_deadline() <= h.now + 10.0
+    assert not _released(h.tick(h.now + 9.0))
+    out = h.tick(h.now + 1.5)
+    assert [r.claim_id for r in _released(out)] == [claim_id] and h.core.claims == {}
+
+
+def test_a_claim_is_not_kept_for_another_user_nor_while_other_jobs_wait():
+    h = Harness(claim_linger=10.0)
+    h.start()
+    h.submit(job())
+    claim_id, activate = run_first_job(h)
+    h.ack(activate)
+    h.exited(claim_id, "1.0", exit_code=0)
+    before = len(h.actions)
+    h.submit(job(), uid=BOB)  # bob's job does not use alice's claim
+    assert not h.calls(m.ActivateClaim, h.actions[before:]) and h.status(2) is JobStatus.IDLE
+    # With bob's job idle in the queue, alice's next finished claim is released, not kept.
+    h.submit(job())
+    [again] = h.calls(m.ActivateClaim, h.actions[before:])
+    h.ack(again)
+    before = len(h.actions)
+    h.exited(claim_id, "3.0", exit_code=0)
+    assert [r.claim_id for r in _released(h.actions[before:])] == [claim_id]
+
+
+def test_claim_linger_zero_releases_at_once(h):
+    h.submit(job())
+    claim_id, activate = run_first_job(h)
+    h.ack(activate)
+    before = len(h.actions)
+    h.exited(claim_id, "1.0", exit_code=0)
+    assert [r.claim_id for r in _released(h.actions[before:])] == [claim_id]
 
 
 def test_two_carves_of_one_partitionable_slot_are_two_claims(h):

@@ -262,6 +262,8 @@ _ENTRIES = [
     P("SCHEDD_QUERY_WORKERS", "int", "8", "Concurrent query workers of the schedd."),
     P("SCHEDD_SEND_RESCHEDULE", "bool", "true", "Ask the negotiator for a cycle after a submit."),
     P("SUBMIT_ATTRS", "list", "", "Config macros inserted into every job ad."),
+    P("SCHEDD_CLAIM_LINGER", "int", "10", "Seconds the schedd keeps a claim whose job ended when no idle job is "
+      "queued, so the next submit of the same user starts on it without negotiation (0: release at once).", "htc"),
     # --- shadow ---
     P("SHADOW_QUEUE_UPDATE_INTERVAL", "int", "900", "Seconds between a shadow's job-ad updates to the queue.", "code"),
     P("SHADOW_WORKLIFE", "int", "3600", "Seconds after which a shadow is not reused for another job."),

@@ -82,6 +82,7 @@ class ScheddSettings:
     reconnect_retry: float = 2.0          # between attempts to reach a running job's startd
     send_reschedule: bool = True          # SCHEDD_SEND_RESCHEDULE
     max_jobs_running: int = 10000         # MAX_JOBS_RUNNING
+    claim_linger: float = 0.0             # SCHEDD_CLAIM_LINGER (htc): keep an idle claim this long
     system_policy: SystemPolicy = SystemPolicy()
 
     def __post_init__(self) -> None:
@@ -92,6 +93,8 @@ class ScheddSettings:
                 raise UsageError(f"{knob} must be a positive number of seconds, got {value!r}")
         if self.min_interval < 0:
             raise UsageError(f"SCHEDD_MIN_INTERVAL must be zero or more seconds, got {self.min_interval!r}")
+        if self.claim_linger < 0:
+            raise UsageError(f"SCHEDD_CLAIM_LINGER must be zero or more seconds, got {self.claim_linger!r}")
         if self.prompt_delay < 0:
             raise UsageError(f"prompt_delay must be zero or more seconds, got {self.prompt_delay!r}")
 

@@ -93,6 +93,7 @@ class Claim:
     job: JobId | None = None
     alive_due: float | None = None
     ended_by_startd: bool = False  # the startd said it ended the claim (ReleaseClaim from it)
+    linger_until: float | None = None  # idle with no job to give it: released then (SCHEDD_CLAIM_LINGER)
     slot_values: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -258,6 +259,12 @@ class ClaimHandling:
             if job is not None and self._start_job(claim, job.job_id, now, out):
                 out.append(c.Log(f"claim on {claim.slot_name} reused for job {job.cluster_id}.{job.proc_id}"))
                 return
+            if self.settings.claim_linger > 0 and not self.queue.count("JobStatus == 1"):
+                # Nothing is waiting anywhere: keep the claim a moment for this user's next
+                # submit (a futures client submits one call after another), which then starts
+                # at once instead of after a negotiation and a new claim.
+                claim.linger_until = now + self.settings.claim_linger
+                return
         if claim.state is ClaimState.GONE:
             return
         if reusable or release:
@@ -267,6 +274,24 @@ class ClaimHandling:
                 # Idle jobs that could not use this claim: the negotiator may find them another
                 # slot, or this one carved anew, now rather than SCHEDD_MIN_INTERVAL later.
                 self._new_work(now)
+        self._claim_step(claim, "release")
+
+    def _use_lingering_claims(self, now: float, out: list) -> None:
+        """New idle jobs (submit, release): start those that fit on claims kept idle for them."""
+        lingering = [claim for claim in self.claims.values()
+                     if claim.linger_until is not None and claim.state is ClaimState.IDLE and not claim.ended_by_startd]
+        if lingering:
+            self._forget_reuse_order()  # the new jobs are candidates too
+        for claim in lingering:
+            job = self._fitting_job(claim.submitter, claim.slot_ad, now)
+            if job is not None and self._start_job(claim, job.job_id, now, out):
+                claim.linger_until = None
+                out.append(c.Log(f"claim on {claim.slot_name} kept idle, reused for job "
+                                 f"{job.cluster_id}.{job.proc_id}"))
+
+    def _release_lingering(self, claim: Claim, now: float, out: list) -> None:
+        claim.linger_until = None
+        out.append(c.Send(claim.startd, m.ReleaseClaim(claim_id=claim.id, reason="no more jobs for this claim")))
         self._claim_step(claim, "release")
 
     # -- leases ---------------------------------------------------------------------------------
@@ -279,6 +304,8 @@ class ClaimHandling:
             times.append(claim.last_alive + claim.lease)
             if claim.alive_due is not None:
                 times.append(claim.alive_due)
+            if claim.linger_until is not None:
+                times.append(claim.linger_until)
         return min(times, default=None)
 
     def _claim_timers(self, now: float, out: list) -> None:
@@ -289,6 +316,11 @@ class ClaimHandling:
                 self._claim_lost(claim, f"no word from {claim.startd} for the whole job lease "
                                         f"({claim.lease:g} s)", now, out)
                 continue
+            if claim.linger_until is not None and now >= claim.linger_until:
+                if claim.state is ClaimState.IDLE:
+                    self._release_lingering(claim, now, out)
+                    continue
+                claim.linger_until = None
             if claim.alive_due is None or claim.alive_due <= now:
                 claim.alive_due = now + self.settings.alive_every(claim.lease)
                 out.append(Call(claim.startd, m.ClaimKeepAlive(claim_id=claim.id), cookie=("alive", claim.id)))

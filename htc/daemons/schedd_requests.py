@@ -157,6 +157,7 @@ class ToolRequests:
         out += [ul.WriteUserLog(path, tuple(events)) for path, events in by_log.items()]
         out.append(c.Log(f"submitted cluster {cid} ({cluster.num_procs} jobs) for {user}"))
         out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=cluster.num_procs)))
+        self._use_lingering_claims(now, out)
         self._new_work(now)  # the negotiator hears of the new jobs within milliseconds
 
     def _expand_description(self, attrs: Mapping[str, str], cid: int, owner: str, now: float):
@@ -207,6 +208,7 @@ class ToolRequests:
             counts[outcome] += 1
         out.append(c.Reply(event.conn_id, m.ActOnJobsReply(**counts)))
         if msg.action is m.JobAction.Release and counts["success"]:
+            self._use_lingering_claims(now, out)
             self._new_work(now)  # released jobs are idle work, like a submit
         else:
             self._changed()

@@ -46,6 +46,7 @@ def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
         periodic_interval=float(config.param("PERIODIC_EXPR_INTERVAL")),
         send_reschedule=bool(config.param("SCHEDD_SEND_RESCHEDULE")),
         max_jobs_running=int(config.param("MAX_JOBS_RUNNING")),
+        claim_linger=float(config.param("SCHEDD_CLAIM_LINGER")),
         system_policy=SystemPolicy(periodic_hold=text("SYSTEM_PERIODIC_HOLD"),
                                    periodic_release=text("SYSTEM_PERIODIC_RELEASE"),
                                    periodic_remove=text("SYSTEM_PERIODIC_REMOVE")),
