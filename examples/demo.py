@@ -13,7 +13,8 @@ same commands yourself:
 3. ``htc status`` lists the machine's slots, measured by the startd;
 4. ``htc submit`` queues a cluster of ``/bin/echo`` jobs; ``htc wait`` follows their user log;
 5. ``htc q`` and ``htc history`` show them leave the queue, and their output files are read back;
-6. ``htc pool stop`` stops the pool.
+6. ``HTCExecutor().map`` runs a Python function on the same pool, one job per call;
+7. ``htc pool stop`` stops the pool.
 """
 
 from __future__ import annotations
@@ -50,6 +51,27 @@ def htc(*args: str, check: bool = True) -> str:
     return proc.stdout
 
 
+def square(x: int) -> int:
+    """The demo's remote function: each call is a job in the schedd's queue."""
+    return x * x
+
+
+def executor_map(work: Path) -> None:
+    """Step 6: the same pool from Python, through concurrent.futures' interface."""
+    from htc import HTCExecutor
+    from htc.executors import shared_python
+
+    print("\n>>> with HTCExecutor() as ex: print(list(ex.map(square, range(10))))", flush=True)
+    # Run as root, the pool runs jobs as 'nobody': give it a Python it can read (a no-op otherwise).
+    work.chmod(0o755)  # a temporary directory is private; the slot user must traverse it
+    python, environment = shared_python(work / "python")
+    with HTCExecutor(python=python, environment=environment, progress=False) as ex:
+        squares = list(ex.map(square, range(10), timeout=120))
+    print(squares)
+    if squares != [x * x for x in range(10)]:
+        raise SystemExit(f"demo: the executor returned {squares}")
+
+
 def main() -> int:
     root = Path(__file__).resolve().parent.parent
     os.environ.setdefault("HTC_HOME", str(root / ".htc-demo"))
@@ -71,9 +93,10 @@ def main() -> int:
                 print(f"  {path.name}: {path.read_text().strip()}")
             if len(outputs) != JOBS:
                 raise SystemExit(f"demo: expected {JOBS} output files, found {len(outputs)}")
+            executor_map(Path(work))
     finally:
         htc("pool", "stop", check=False)
-    print("\ndemo finished: every job ran on the personal pool and left the queue.")
+    print("\ndemo finished: every job and every call ran on the personal pool and left the queue.")
     return 0
 
 

@@ -26,7 +26,7 @@ _LAZY = {
     "VersionMismatch": "errors",
     "HTCExecutor": "executor", "attach": "executor", "HTCFuture": "future", "CallOptions": "options",
     "as_completed": "progress", "wait": "progress", "CallStatus": "status",
-    "LocalProcessBackend": "local", "PoolBackend": "pool",
+    "LocalProcessBackend": "local", "PoolBackend": "pool", "shared_python": "execute_env",
 }
 
 __all__ = [
@@ -35,7 +35,7 @@ __all__ = [
     "JobRemoved", "JobUpdate", "LocalProcessBackend", "OptionError", "RecoveredCall", "RemoteTraceback",
     "ResultExpired", "ScheddLost", "SerializationError", "SessionError", "UnpicklableRemoteException",
     "PoolBackend", "VersionMismatch", "as_completed", "attach", "checkpoint", "forget", "resume", "sessions",
-    "wait",
+    "shared_python", "wait",
 ]
 
 

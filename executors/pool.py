@@ -87,6 +87,34 @@ _FIRST_SLOTS_WAIT = 10.0
 _PROJECTION = ("ClusterId", "ProcId", "JobStatus", "HTCCallId", "HoldReason", "HoldReasonCode")
 
 
+def _slot_user_cannot_run(python: str, environment: dict[str, str]) -> str | None:
+    """Why the slot user could not run function jobs with ``python`` (None: it can).
+
+    A root client's jobs run as the pool's slot user (``nobody``): every call would fail if
+    that user cannot read the interpreter or, with no PYTHONPATH of the caller's, htc itself.
+    """
+    if os.geteuid() != 0:
+        return None
+    import pwd
+
+    from htc.executors.execute_env import _reachable_install, _readable_by
+
+    try:
+        user = pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+    fix = ("prepare one it can read with htc.executors.shared_python(DIR) and pass its python= and "
+           "environment= to HTCExecutor (see docs/executor.md, 'Running as root')")
+    if python == sys.executable and not environment.get("PYTHONPATH"):
+        if _reachable_install(user):
+            return None
+        return (f"this Python ({sys.executable}) or its packages are out of reach of the slot user 'nobody', "
+                f"who runs a root client's calls (jobs never run as root); {fix}")
+    if not _readable_by(Path(python), user):
+        return f"python={python!r} is out of reach of the slot user 'nobody', who runs a root client's calls; {fix}"
+    return None
+
+
 class _IOThread:
     """A private event loop on a daemon thread; ``call`` runs a coroutine there from any thread."""
 
@@ -292,6 +320,9 @@ class PoolBackend:
         from htc.submit import Submit, SubmitError
 
         assert self.spool is not None
+        problem = _slot_user_cannot_run(options.python or sys.executable, options.environment)
+        if problem:
+            raise OptionError(problem)
         lines = {
             "universe": "python", "executable": options.python or sys.executable, "transfer_executable": "false",
             "arguments": "-m htc.executors.worker", "initialdir": str(self.spool.calls),
@@ -327,7 +358,11 @@ class PoolBackend:
         lines["+HTCSession"] = quote(self.spool.name)
         text = "\n".join(f"{k} = {v}" for k, v in lines.items()) + "\nqueue\n"
         try:
-            cluster = Submit(text, cwd=os.getcwd()).cluster(1)
+            cwd = os.getcwd()
+        except FileNotFoundError:  # the caller's directory was removed: relative paths mean nothing now
+            cwd = str(self.spool.path) if self.spool is not None else "/"
+        try:
+            cluster = Submit(text, cwd=cwd).cluster(1)
             ad = {**cluster.cluster_ad, **next(iter(cluster.proc_ads()))}
         except SubmitError as exc:
             raise OptionError(f"these options do not make a valid job: {exc}") from None

@@ -32,6 +32,7 @@ import pickle
 import sys
 import threading
 import types
+from collections import ChainMap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,6 +140,10 @@ def _make_pickler(serializer: str, buffer: io.BytesIO, modules: set[str],
             return persistent(obj) if persistent is not None else None
 
         if serializer == "cloudpickle":
+            if _CLOUDPICKLE_CODE_REDUCE is not None:
+                dispatch_table = ChainMap({types.CodeType: _code_reduce_keeping_filename},
+                                          cloudpickle.Pickler.dispatch_table)
+
             def reducer_override(self, obj):  # noqa: D102 - pickle hook
                 _note(obj, modules)
                 return super().reducer_override(obj)
@@ -148,6 +153,18 @@ def _make_pickler(serializer: str, buffer: io.BytesIO, modules: set[str],
                 return super().save(obj, save_persistent_id)
 
     return CallPickler(buffer, protocol=PROTOCOL)
+
+
+#: cloudpickle's code-object reducer; cloudpickle >= 3.1 names every function pickled by value
+#: "<dynamic-code>", which leaves a remote traceback without the file and the failing line.
+_CLOUDPICKLE_CODE_REDUCE = getattr(getattr(cloudpickle, "cloudpickle", None), "_code_reduce", None)
+
+
+def _code_reduce_keeping_filename(code: types.CodeType):
+    """cloudpickle's reduction of ``code`` with the real ``co_filename`` put back, so a remote
+    traceback names the caller's file and line (and shows the line where the file is readable)."""
+    reducer, args = _CLOUDPICKLE_CODE_REDUCE(code)
+    return reducer, tuple(code.co_filename if arg == "<dynamic-code>" else arg for arg in args)
 
 
 def _note(obj: Any, modules: set[str]) -> None:

@@ -380,6 +380,52 @@ def vacate_slots(machines: Sequence[str] = (), *, constraint: str = "", fast: bo
     return list(names)
 
 
+def drain_machines(machines: Sequence[str], *, how: str = "graceful", resume_on_completion: bool = False,
+                   reason: str = "", cancel: bool = False, transport: Transport | None = None) -> list[str]:
+    """condor_drain: the named machines stop taking new jobs and empty (or, with ``cancel``,
+    take jobs again).
+
+    Args:
+        machines: machine names (``Machine`` of their slots, as ``htc status`` shows them).
+        how: ``graceful`` (running jobs finish within their retirement time), ``quick``
+            (vacate them now, gracefully) or ``fast`` (kill them now).
+        resume_on_completion: take jobs again once drained.
+        reason: recorded with the drain (``DrainReason``).
+        cancel: stop draining instead.
+        transport: how to reach the collector and the startd (default: this pool).
+
+    Returns:
+        What the startd answered, one line per machine.
+
+    Raises:
+        UsageError: no machine named, an unknown ``how``, or a machine not in the collector.
+        DaemonUnreachable, RemoteError: the collector or the startd is not answering.
+    """
+    if not machines:
+        raise UsageError("name the machine(s) to drain; 'htc status' lists them")
+    if how not in ("graceful", "quick", "fast"):
+        raise UsageError(f"drain how={how!r}: use graceful, quick or fast")
+    transport = transport or _transport(_home())
+    where = " || ".join(f"Machine == {quote(n)} || Name == {quote(n)}" for n in machines)
+    slots = query_collector(AdType.Startd, where, ("Name", "Machine"), transport=transport)
+    seen = {s.get("Machine") for s in slots} | {s.get("Name") for s in slots}
+    missing = [n for n in machines if n not in seen]
+    if missing:
+        raise UsageError(f"no slot of {', '.join(missing)} is in the collector; 'htc status' lists the machines")
+    msg = m.CancelDrainJobs() if cancel else m.DrainJobs(how=how, resume_on_completion=resume_on_completion,
+                                                         reason=reason or "via htc drain")
+    return [f"{name}: {send_command('startd', msg, transport=transport).detail}" for name in machines]
+
+
+def reschedule(*, transport: Transport | None = None) -> str:
+    """condor_reschedule: ask the schedd to advertise and request a negotiation cycle now.
+
+    Raises:
+        DaemonUnreachable: the schedd is not running.
+    """
+    return send_command("schedd", m.Reschedule(), transport=transport or _transport(_home())).detail
+
+
 # --- condor_userprio ----------------------------------------------------------------------------------
 
 
@@ -407,6 +453,29 @@ def _number(ad: ClassAd, *names: str, default: float = 0.0) -> float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
     return default
+
+
+def set_user_priority(submitter: str, *, priority: float | None = None, factor: float | None = None,
+                      reset_usage: bool = False, transport: Transport | None = None) -> str:
+    """condor_userprio -setprio / -setfactor / -resetusage: change one submitter's standing.
+
+    Args:
+        submitter: ``user@domain`` as ``htc userprio`` shows it (a bare ``user`` works when
+            exactly one submitter has that name).
+        priority: the new real user priority (>= 0.5; it decays toward 0.5 as usage ages).
+        factor: the new priority factor (>= 1; larger means a worse effective priority).
+        reset_usage: forget the submitter's accumulated usage.
+        transport: how to reach the negotiator (default: this pool).
+
+    Returns:
+        What the negotiator did, in words.
+
+    Raises:
+        RemoteError: not the administrator (``denied``), or a bad value or name (``bad_request``).
+        DaemonUnreachable: the negotiator is not running.
+    """
+    msg = m.SetUserPriority(submitter=submitter, priority=priority, factor=factor, reset_usage=reset_usage)
+    return send_command("negotiator", msg, transport=transport or _transport(_home())).detail
 
 
 def user_priorities(*, all_users: bool = False, transport: Transport | None = None) -> list[UserPriority]:

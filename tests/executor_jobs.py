@@ -44,6 +44,15 @@ def chatty(n):
     return n
 
 
+def talk_slowly(n, pause):
+    """Print ``n`` lines, ``pause`` seconds apart (for streamed output)."""
+    for i in range(n):
+        if i:
+            time.sleep(pause)
+        print(f"step {i}", flush=True)
+    return n
+
+
 def stepper(total, flag_dir, step_seconds=0.02):
     """Count to ``total`` with a checkpoint per step; note in ``flag_dir`` each run's start step."""
     state = htc.resume(default={"step": 0, "runs": []})

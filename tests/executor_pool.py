@@ -1,82 +1,43 @@
 """A real personal pool for the executor tests, and a Python its jobs can run.
 
-When the tests run as root the startd runs jobs as ``nobody``, who cannot reach the
-interpreter under ``/root`` that runs the tests. :func:`execute_python` then prepares what an
-administrator prepares for execute nodes: a world-readable site directory holding the packages
-a function job needs (cloudpickle, msgspec, dill, htc -- with their metadata, so the worker's
-version check sees the same versions) for a system interpreter of the same Python minor
-version; the executor's ``python=`` and ``environment=`` options point jobs at it.
+When the tests run as root the startd runs jobs as ``nobody``, who may not reach the
+interpreter that runs the tests (under ``/root``, say). :func:`execute_python` then uses
+:func:`htc.executors.shared_python`, which prepares what an administrator prepares for execute
+nodes; the executor's ``python=`` and ``environment=`` options point jobs at it.
 """
 
 from __future__ import annotations
 
-import importlib.metadata as metadata
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from htc.errors import HTCError
+from htc.executors import shared_python
 from poolutil import Pool
 
 HTC_SOURCE = Path(__file__).resolve().parent.parent
-_PACKAGES = ("cloudpickle", "msgspec", "dill")
-
-
-def _world_python() -> str | None:
-    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for folder in ("/usr/bin", "/usr/local/bin", "/bin"):
-        candidate = Path(folder) / minor
-        if candidate.exists() and os.stat(candidate.resolve()).st_mode & 0o005 == 0o005:
-            return str(candidate)
-    return None
-
-
-def _copy_distribution(name: str, site: Path) -> None:
-    dist = metadata.distribution(name)
-    module = __import__(name)
-    source = Path(module.__file__).parent
-    shutil.copytree(source, site / source.name, symlinks=True)
-    info = Path(dist._path)  # the .dist-info directory
-    shutil.copytree(info, site / info.name)
 
 
 def execute_python(root: Path) -> tuple[str, dict[str, str]]:
     """The interpreter and environment function jobs should use (``python=``, ``environment=``).
 
-    Not root: this interpreter, nothing extra. Root: a system interpreter of the same minor
-    version and a site directory under ``root`` that ``nobody`` can read.
+    Not root: this interpreter, nothing extra. Root: what :func:`htc.executors.shared_python`
+    prepares for the slot user ``nobody`` (this interpreter when ``nobody`` can already reach
+    it, else a world-readable copy under ``root``), plus the tests' own folder on PYTHONPATH.
     """
     if os.geteuid() != 0:
         return sys.executable, {}
-    python = _world_python()
-    if python is None:
-        pytest.fail(f"tests run as root, so jobs run as nobody; they need a world-executable "
-                    f"python{sys.version_info.major}.{sys.version_info.minor} in /usr/bin or /usr/local/bin")
-    site = root / "site"
-    site.mkdir(parents=True)
-    for name in _PACKAGES:
-        _copy_distribution(name, site)
-    htc_dir = site / "htc"
-    htc_dir.mkdir()
-    for entry in (HTC_SOURCE / "htc").iterdir():
-        if entry.name != "__pycache__":
-            (htc_dir / entry.name).symlink_to(entry)
-    (htc_dir / "executors").symlink_to(HTC_SOURCE / "executors")
-    (htc_dir / "dag").symlink_to(HTC_SOURCE / "dag")
-    info = Path(metadata.distribution("htc")._path)
-    shutil.copytree(info, site / info.name)
-    # Byte-compile, as pip does when it installs: nobody cannot write __pycache__ here, and
-    # without it every function job would compile htc from source.
-    subprocess.run([python, "-m", "compileall", "-q", "-j", "0", str(site)], check=True, capture_output=True,
-                   env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
-    for path in [root, *root.rglob("*")]:
-        if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() else 0o644)
-    return python, {"PYTHONPATH": f"{site}:{HTC_SOURCE / 'tests'}"}
+    try:
+        python, environment = shared_python(root)
+    except HTCError as exc:
+        pytest.fail(f"tests run as root, so jobs run as nobody, and no Python for nobody could be prepared: {exc}")
+    paths = [p for p in (environment.get("PYTHONPATH"), str(HTC_SOURCE / "tests")) if p]
+    return python, {"PYTHONPATH": ":".join(paths)}
 
 
 class ExecutorPool:

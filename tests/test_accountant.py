@@ -12,14 +12,11 @@ from hypothesis import strategies as st
 from htc.daemons.accountant import (
     Accountant,
     AccountantSettings,
-    PieSlice,
     accounting_group_of,
-    order_submitters,
-    pie_slices,
-    starvation_ratio,
     submitter_name,
     submitter_of_job,
 )
+from htc.daemons.fair_share import PieSlice, order_submitters, pie_slices, starvation_ratio
 from htc.errors import UsageError
 
 HOUR = 3600.0

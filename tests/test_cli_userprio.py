@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +78,68 @@ def test_userprio_table_and_json(collector, capsys):
     assert main(["userprio", "-all"]) == 0
     carol = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("carol@x"))
     assert carol.split()[-1] == "<never>"
+
+
+# --- changing priorities: a real negotiator ---------------------------------------------------------
+
+
+@pytest.fixture
+def negotiator(monkeypatch):
+    with open_pool("COLLECTOR, NEGOTIATOR") as pool:
+        monkeypatch.setenv("HTC_HOME", str(pool.home))
+        yield pool
+
+
+def _standing(name: str, check, timeout: float = 20.0):
+    """The submitter's record once the negotiator has advertised one that passes ``check``."""
+    deadline = time.monotonic() + timeout
+    found = []
+    while time.monotonic() < deadline:
+        found = [u for u in user_priorities(all_users=True) if u.name == name]
+        if found and check(found[0]):
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError(f"{name}'s Accounting ad never showed the change; last seen: {found}")
+
+
+def test_setfactor_setprio_and_resetusage_change_the_accountant(negotiator, capsys):
+    assert main(["userprio", "-setfactor", "alice@x", "10"]) == 0
+    assert "alice@x" in capsys.readouterr().out
+    _standing("alice@x", lambda u: u.priority_factor == 10.0)
+    # by the unique user name; both changes in one call
+    assert main(["userprio", "-setprio", "alice", "4", "-setfactor", "alice", "20"]) == 0
+    capsys.readouterr()
+    _standing("alice@x", lambda u: u.priority_factor == 20.0 and abs(u.effective_priority - 80.0) < 1e-6)
+    assert main(["userprio", "-resetusage", "alice@x", "-json"]) == 0
+    assert json.loads(capsys.readouterr().out)["changed"].startswith("alice@x: usage reset")
+    _standing("alice@x", lambda u: abs(u.real_priority - 0.5) < 1e-6 and u.weighted_accumulated_usage == 0)
+    # Saved at once in ACCOUNTANT_DATABASE_FILE, so a negotiator restart keeps it.
+    [saved] = negotiator.home.rglob("Accountantnew.log")
+    assert '"alice@x"' in saved.read_text() and '20.0' in saved.read_text()
+
+
+def test_bad_changes_are_refused_with_the_reason(negotiator, capsys):
+    assert main(["userprio", "-setfactor", "alice@x", "0.5"]) != 0
+    assert "priority factor" in capsys.readouterr().err
+    assert main(["userprio", "-setprio", "alice@x", "ten"]) == 2
+    assert "needs a number" in capsys.readouterr().err
+    assert main(["userprio", "-setprio", "nobody-known", "1"]) != 0
+    assert "unknown" in capsys.readouterr().err
+    assert main(["userprio", "-setprio", "a@x", "1", "-resetusage", "b@x"]) == 2
+    assert "same user" in capsys.readouterr().err
+
+
+def test_only_the_administrator_may_change_priorities():
+    from htc.daemons import core as c
+    from htc.daemons.negotiator_service import NegotiatorDaemon, NegotiatorServiceSettings
+    from htc.daemons.negotiator_settings import NegotiatorSettings
+    from htc.wire.transport import PeerInfo
+
+    settings = NegotiatorServiceSettings(core=NegotiatorSettings(), accountant_file=Path("/nonexistent/acct"))
+    daemon = NegotiatorDaemon(settings, None, now=0.0)
+    msg = m.SetUserPriority(submitter="alice@x", factor=5.0)
+    [reply] = daemon.handle(c.Received(msg, 1, PeerInfo(uid=54321)), 0.0)
+    assert isinstance(reply.msg, m.ErrorReply) and reply.msg.code == "denied"
+    assert daemon.negotiator.accountant.priority_factor("alice@x") != 5.0
+    out = daemon.handle(c.Received(msg, 2, PeerInfo(uid=0)), 0.0)
+    assert isinstance(out[0].msg, m.Ack) and daemon.negotiator.accountant.priority_factor("alice@x") == 5.0

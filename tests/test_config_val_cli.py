@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -165,7 +167,9 @@ def test_first_use_creates_home(tmp_path, monkeypatch, capsys):
 
 
 def test_console_script(pool, tmp_path):
-    exe = shutil.which("htc")
+    # pip puts the script beside the interpreter (a venv's bin/), which need not be on PATH
+    beside = Path(sys.executable).parent / "htc"
+    exe = str(beside) if beside.is_file() else shutil.which("htc")
     assert exe, "the htc console script is not installed; run pip install -e ."
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("_HTC_")}
     env.update(HTC_CONFIG=str(pool), HTC_HOME=str(tmp_path / "home"))

@@ -17,4 +17,5 @@ def test_the_readme_demo_runs_a_cluster_on_a_personal_pool(_isolated_htc_home):
     assert "All jobs done." in proc.stdout
     for n in range(10):
         assert f"out.{n}: hello from job " in proc.stdout
+    assert "[0, 1, 4, 9, 16, 25, 36, 49, 64, 81]" in proc.stdout  # HTCExecutor().map on the same pool
     assert "stopped" in proc.stdout

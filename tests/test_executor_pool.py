@@ -12,12 +12,13 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from executor_contract import double, gate, wait_for
-from executor_jobs import chatty, combine, flaky, stepper, value_of
+from executor_jobs import chatty, combine, flaky, stepper, talk_slowly, value_of
 from executor_pool import ExecutorPool
 from htc.classad import ClassAd
 from htc.executors import (
@@ -73,6 +74,19 @@ def test_calls_are_jobs_with_their_ad_output_and_analysis(ex, pool, scratch):
     assert f"job {idle.job_id} is idle" in why and "Requirements expression" in why
     gate_path.touch()
     assert idle.result(timeout=120) == 6
+
+
+def test_streamed_output_reaches_future_stream_while_the_call_runs(ex):
+    future = ex.options(stream_output=True).submit(talk_slowly, 3, 2.0)
+    lines = future.stream()
+    assert next(lines) == "step 0\n"
+    first = time.monotonic()
+    assert not future.done()  # the first line came while the call still runs on the pool
+    assert list(lines) == ["step 1\n", "step 2\n"]
+    # Printed 4 s after the first; without streaming all three would arrive together at the end.
+    assert time.monotonic() - first > 2.0
+    assert future.result(timeout=60) == 3
+    assert future.stdout == "step 0\nstep 1\nstep 2\n"
 
 
 def test_an_impossible_request_is_refused_before_anything_is_queued(ex, pool):

@@ -162,3 +162,14 @@ def test_functions_defined_in_main_of_a_script_run_elsewhere(tmp_path):
                          text=True, timeout=60, cwd=sandbox)
     assert ran.returncode == 0, ran.stderr
     assert loads(cf.read_result(sandbox / cf.RESULT_FILE)[1]) == 106
+
+
+def test_a_function_pickled_by_value_keeps_its_file_name_for_remote_tracebacks():
+    # cloudpickle >= 3.1 renames by-value code "<dynamic-code>"; ours puts the real file back,
+    # so a traceback from the execute side names this file and can show the failing line.
+    def inner():
+        raise ValueError("here")
+
+    fn, _, _ = loads(dumps_call(inner, (), {}).payload)
+    assert fn.__code__.co_filename == __file__
+    assert fn.__code__.co_firstlineno == inner.__code__.co_firstlineno

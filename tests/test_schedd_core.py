@@ -323,20 +323,24 @@ def test_a_lingering_claim_starts_the_next_submit_at_once_then_is_released_when_
 def test_a_claim_is_not_kept_for_another_user_nor_while_other_jobs_wait():
     h = Harness(claim_linger=10.0)
     h.start()
-    h.submit(job())
+    h.submit(job(queue="queue 2"))
     claim_id, activate = run_first_job(h)
     h.ack(activate)
-    h.exited(claim_id, "1.0", exit_code=0)
+    # 1.1 is still idle when 1.0 ends: it takes the claim at once (plain reuse)...
     before = len(h.actions)
-    h.submit(job(), uid=BOB)  # bob's job does not use alice's claim
-    assert not h.calls(m.ActivateClaim, h.actions[before:]) and h.status(2) is JobStatus.IDLE
-    # With bob's job idle in the queue, alice's next finished claim is released, not kept.
-    h.submit(job())
+    h.exited(claim_id, "1.0", exit_code=0)
     [again] = h.calls(m.ActivateClaim, h.actions[before:])
     h.ack(again)
+    # ...and when it ends nothing waits: the claim lingers.
     before = len(h.actions)
-    h.exited(claim_id, "3.0", exit_code=0)
-    assert [r.claim_id for r in _released(h.actions[before:])] == [claim_id]
+    h.exited(claim_id, "1.1", exit_code=0)
+    assert not _released(h.actions[before:]) and claim_id in h.core.claims
+    # Bob's job cannot use alice's claim: it is given back for the negotiator at once.
+    before = len(h.actions)
+    h.submit(job(), uid=BOB)
+    out = h.actions[before:]
+    assert not h.calls(m.ActivateClaim, out) and h.status(2) is JobStatus.IDLE
+    assert [r.claim_id for r in _released(out)] == [claim_id] and h.core.claims == {}
 
 
 def test_claim_linger_zero_releases_at_once(h):
@@ -685,3 +689,23 @@ def test_docs_tables_are_current():
     assert found and found.group(1).strip() == machine_table().strip(), (
         "docs/pool.md's tables are stale; regenerate them with "
         "python -c 'from htc.daemons.shadow import machine_table; print(machine_table())'")
+
+
+def test_a_kept_claim_is_not_given_to_a_smaller_job_that_would_waste_its_cpus():
+    h = Harness(claim_linger=10.0)
+    h.start()
+    h.submit(job("request_cpus = 2"))
+    claim_call = h.match()
+    big = ('[ Name = "slot1_1@exec"; Cpus = 2; Memory = 128; Disk = 2048; Arch = "X86_64"; OpSys = "LINUX"; '
+           'Requirements = true; MyAddress = "startd"; HasFileTransfer = true ]')
+    out = h.feed(CallDone(claim_call.to, claim_call.msg, m.ClaimReply(claim_id="slot1_1@exec#2#bb", accepted=True,
+                                                                      slot_ad=big), claim_call.cookie))
+    [activate] = h.calls(m.ActivateClaim, out)
+    h.ack(activate)
+    h.exited("slot1_1@exec#2#bb", "1.0", exit_code=0)
+    assert "slot1_1@exec#2#bb" in h.core.claims  # kept
+    before = len(h.actions)
+    h.submit(job())  # one CPU: would leave the other idle on the kept 2-CPU slot
+    out = h.actions[before:]
+    assert not h.calls(m.ActivateClaim, out) and h.status(2) is JobStatus.IDLE
+    assert [r.claim_id for r in _released(out)] == ["slot1_1@exec#2#bb"]

@@ -26,15 +26,15 @@ from htc.daemons.sensors import SensorSettings, write_sensor_override
 from htc.daemons.service import DaemonPaths, DaemonService
 from htc.daemons.startd_policy import DESKTOP, ClassAdPolicy
 from htc.daemons.startd_service import StartdService
-from htc.daemons.startd_wire import (
-    RunStarter, Sampled, SampleSensors, StarterExited, StarterFailed, StarterStarted, StartdDaemon,
-    StartdServiceSettings,
+from htc.daemons.startd_service_events import (
+    RunStarter, Sampled, SampleSensors, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted,
 )
 from htc.daemons.startd_slots import StartdSettings
+from htc.daemons.startd_wire import StartdDaemon
 from htc.daemons.starter import ExitRecord, Usage
 from htc.submit import Submit
 from htc.wire import messages as m
-from htc.wire.errors import DaemonUnreachable, RemoteError
+from htc.wire.errors import ConnectionClosed, DaemonUnreachable, RemoteError
 from htc.wire.transport import UnixTransport
 
 MACHINE = "node1.test"
@@ -468,7 +468,7 @@ def test_a_graceful_stop_vacates_the_job_tells_the_schedd_and_withdraws_the_ads(
             while True:
                 try:
                     await send_command_async("startd", m.Ping(), transport=t)
-                except DaemonUnreachable:
+                except (DaemonUnreachable, ConnectionClosed):  # gone, or closing as we connected
                     break
                 await asyncio.sleep(0.05)
         return exited, ended, await query_collector_async(m.AdType.Startd, transport=t)

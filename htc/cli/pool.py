@@ -107,6 +107,21 @@ def vacate(args: argparse.Namespace) -> int:
     return 0
 
 
+def drain(args: argparse.Namespace) -> int:
+    """htc drain: stop machines taking jobs and empty them (condor_drain)."""
+    lines = lib.drain_machines(args.machines, how=args.how, resume_on_completion=args.resume_on_completion,
+                               reason=args.reason or "", cancel=args.cancel, transport=transport_from(args))
+    _report(args, lines, "")
+    return 0
+
+
+def reschedule(args: argparse.Namespace) -> int:
+    """htc reschedule: ask for a negotiation cycle now (condor_reschedule)."""
+    detail = lib.reschedule(transport=transport_from(args))
+    _report(args, ["Sent reschedule command to local schedd"], detail)
+    return 0
+
+
 def _report(args: argparse.Namespace, lines: list[str], detail: str) -> None:
     if getattr(args, "json", False):
         print(json.dumps({"sent": lines, "reply": detail}))
@@ -116,7 +131,7 @@ def _report(args: argparse.Namespace, lines: list[str], detail: str) -> None:
 
 
 def register(sub) -> None:
-    """Add pool, off, on, restart, reconfig and vacate."""
+    """Add pool, off, on, restart, reconfig, vacate, drain and reschedule."""
     p = add_command(sub, "pool", "start, stop or inspect the personal pool under $HTC_HOME", [
         "htc pool start                 # start the daemons; returns once they answer",
         "HTC_HOME=/tmp/p2 htc pool start   # a second, separate pool",
@@ -163,3 +178,27 @@ def register(sub) -> None:
     add_option(p, "constraint", metavar="EXPR", help="slots satisfying this ClassAd expression")
     add_pool_options(p)
     p.set_defaults(func=vacate)
+
+    p = add_command(sub, "drain", "stop machines taking jobs and let them empty (condor_drain)", [
+        "htc drain host                 # running jobs finish (retirement time), no new ones start",
+        "htc drain -how fast -reason 'kernel update' host",
+        "htc drain -resume-on-completion host   # take jobs again once empty",
+        "htc drain -cancel host",
+    ])
+    p.add_argument("machines", nargs="+", metavar="MACHINE")
+    add_option(p, "how", choices=["graceful", "quick", "fast"], default="graceful",
+               help="graceful (default): jobs finish; quick: vacate them now; fast: kill them now")
+    add_option(p, "graceful", action="store_const", const="graceful", dest="how", help="same as -how graceful")
+    add_option(p, "quick", action="store_const", const="quick", dest="how", help="same as -how quick")
+    add_option(p, "fast", action="store_const", const="fast", dest="how", help="same as -how fast")
+    add_option(p, "resume-on-completion", action="store_true", help="take jobs again once drained")
+    add_option(p, "reason", metavar="TEXT", help="why (kept as the slot's DrainReason)")
+    add_option(p, "cancel", action="store_true", help="stop draining: take jobs again")
+    add_pool_options(p)
+    p.set_defaults(func=drain)
+
+    p = add_command(sub, "reschedule", "ask the schedd for a negotiation cycle now (condor_reschedule)", [
+        "htc reschedule",
+    ])
+    add_pool_options(p)
+    p.set_defaults(func=reschedule)

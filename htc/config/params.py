@@ -333,6 +333,10 @@ _ENTRIES = [
     P("STARTER_UPDATE_INTERVAL", "int", "300", "Seconds between a starter's usage reports.", "code"),
     P("STARTER_INITIAL_UPDATE_INTERVAL", "int", "8", "Seconds before a starter's first usage report."),
     P("STARTER_UPLOAD_TIMEOUT", "int", "300", "Seconds the starter waits to send output."),
+    P("STARTER_PYTHON_ZYGOTE", "bool", "true", "Fork Python jobs of STARTER_ZYGOTE_MODULES from a pre-imported "
+      "interpreter (the starter zygote) instead of starting a fresh one per job.", "htc"),
+    P("STARTER_ZYGOTE_MODULES", "list", "htc.executors.worker", "Modules whose 'python -m MODULE' jobs the starter "
+      "zygote runs (each must be safe to import without running).", "htc"),
     P("STARTER_JOB_ENVIRONMENT", "str", "", "Environment given to every job."),
     P("STARTER_NUM_THREADS_ENV_VARS", "list",
       "CUBACORES GOMAXPROCS JULIA_NUM_THREADS MKL_NUM_THREADS NUMEXPR_NUM_THREADS OMP_NUM_THREADS "

@@ -26,9 +26,9 @@ weight, start time). The negotiator adds a record for every match it makes and, 
 of each cycle, reconciles the records with what the slot ads say is claimed
 (:meth:`Accountant.check_matches`), exactly like HTCondor's ``CheckMatches``.
 
-Fair share is computed from EUPs in :func:`pie_slices` (each submitter's share of the pool is
-proportional to 1/EUP, minus what it already holds) and the order in which submitters
-negotiate is decided in one function, :func:`order_submitters`.
+Fair share is computed from the EUPs by :mod:`htc.daemons.fair_share` (each submitter's share
+of the pool is proportional to 1/EUP, minus what it already holds), which also holds the one
+function that orders the submitters of a cycle.
 
 The accountant is plain data: :meth:`Accountant.snapshot` returns a JSON-ready ``dict`` and
 :meth:`Accountant.restore` rebuilds it; the negotiator's service persists the snapshot.
@@ -36,7 +36,6 @@ The accountant is plain data: :meth:`Accountant.snapshot` returns a JSON-ready `
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -531,87 +530,3 @@ def _checked(fields: object, names: tuple[str, ...]) -> dict:
     if not isinstance(fields, Mapping) or set(fields) != set(names):
         raise ValueError(f"record {fields!r} must have exactly the fields {', '.join(names)}")
     return dict(fields)
-
-
-# --------------------------------------------------------------------------- fair share
-
-
-@dataclass(frozen=True)
-class PieSlice:
-    """A submitter's fair share in one spin of the pie."""
-
-    share: float  # fraction of the pool, proportional to 1/EUP
-    limit: float  # slot weight it may still gain this spin (share x pool - usage, >= 0)
-    usage: float  # slot weight it holds now
-
-
-def pie_slices(
-    eups: Mapping[str, float], usage: Mapping[str, float], pool_weight: float
-) -> dict[str, PieSlice]:
-    """Divide the pool among submitters in inverse proportion to their EUP.
-
-    This is HTCondor's ``calculateNormalizationFactor`` + ``calculateSubmitterLimit``::
-
-        share_i = (1/EUP_i) / sum_j (1/EUP_j)
-        limit_i = max(0, share_i * pool_weight - usage_i)
-
-    Args:
-        eups: effective priority of each submitter negotiating in this spin (each once).
-        usage: slot weight each submitter holds now (missing means 0).
-        pool_weight: total slot weight of the pool (claimed slots included).
-
-    Returns:
-        ``{submitter: PieSlice}``.
-
-    Raises:
-        UsageError: an EUP is not a positive number.
-    """
-    for name, eup in eups.items():
-        if not (eup > 0 and math.isfinite(eup)):
-            raise UsageError(f"effective priority of {name} must be a positive number, got {eup!r}")
-    if not eups:
-        return {}
-    # Normalise by the largest EUP as HTCondor does, so huge factors (1e10) stay exact.
-    worst = max(eups.values())
-    normal = sum(worst / e for e in eups.values())
-    out = {}
-    for name, eup in eups.items():
-        share = (worst / eup) / normal
-        used = usage.get(name, 0.0)
-        out[name] = PieSlice(share=share, limit=max(0.0, share * pool_weight - used), usage=used)
-    return out
-
-
-def starvation_ratio(usage: float, limit: float) -> float:
-    """Return ``usage / (usage + limit)``: how much of its allocation a submitter holds."""
-    allocated = usage + limit
-    return usage / allocated if allocated > 0 else math.inf
-
-
-def order_submitters(
-    entries: Iterable[tuple[str, str]],
-    eups: Mapping[str, float],
-    slices: Mapping[str, PieSlice],
-) -> list[tuple[str, str]]:
-    """Return the order in which submitters negotiate: THE one place that decides it.
-
-    HTCondor's ``submitterLessThan``: best (lowest) EUP first; among equal EUPs the one holding
-    the smaller part of its allocation (starvation ratio) first; then by name and schedd so
-    that the order is deterministic.
-
-    Args:
-        entries: ``(submitter, schedd)`` pairs, one per submitter ad.
-        eups: effective priority by submitter.
-        slices: this spin's pie slices by submitter.
-
-    Returns:
-        The entries, sorted.
-    """
-
-    def key(entry: tuple[str, str]):
-        name, schedd = entry
-        pie = slices.get(name)
-        starving = starvation_ratio(pie.usage, pie.limit) if pie else math.inf
-        return (eups[name], starving, name, schedd)
-
-    return sorted(entries, key=key)

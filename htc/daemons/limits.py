@@ -19,7 +19,8 @@ Theory of operation
 
 The child process joins the cgroup itself, between fork and exec (:meth:`JobCgroup.enter`), so
 no process of the job ever runs outside it -- not even for the microseconds a parent-side
-"move the pid" would leave open.
+"move the pid" would leave open. A process forked by a starter zygote is moved by the starter
+instead (:meth:`JobCgroup.add`) while it waits on a gate, before it runs anything of the job.
 """
 
 from __future__ import annotations
@@ -169,6 +170,17 @@ class JobCgroup:
         pid = str(os.getpid())
         for path in self.dirs.values():
             _write(path / "cgroup.procs", pid)
+
+    def add(self, pid: int) -> None:
+        """Move process ``pid`` into the job's cgroup(s) (a starter zygote's child, see
+        :mod:`htc.daemons.starter_zygote`: it waits on a gate until this is done, so it too never
+        runs job code outside the cgroup). Needs the privilege to write ``cgroup.procs``.
+
+        Raises:
+            OSError: the kernel refused (no such process, no permission).
+        """
+        for path in self.dirs.values():
+            _write(path / "cgroup.procs", str(pid))
 
     def pids(self) -> set[int]:
         """Every process in the job's cgroup."""

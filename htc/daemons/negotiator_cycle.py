@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 
 from htc.classad import ClassAd
 from htc.classad.match import rank, symmetric_match
-from htc.daemons.accountant import Accountant, accounting_group_of, order_submitters, pie_slices
+from htc.daemons.accountant import Accountant, accounting_group_of
+from htc.daemons.fair_share import order_submitters, pie_slices
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.negotiator_preemption import (PreemptState, Rejection, as_rank,
                                                decide_preemption, submitter_limit_permits)

@@ -50,7 +50,6 @@ from htc.daemons import core as c
 from htc.daemons import negotiator as n
 from htc.daemons.accountant import Accountant
 from htc.daemons.autocluster import ResourceRequest
-from htc.daemons.client import send_command_async
 from htc.daemons.negotiator_settings import NegotiatorSettings
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
 from htc.errors import HTCError, UsageError
@@ -142,11 +141,57 @@ class NegotiatorDaemon:
             return []
         if isinstance(event, c.SendFailed):
             return [c.Log(f"cannot send {type(event.msg).__name__} to {event.to}: {event.error}", logging.WARNING)]
+        if isinstance(event, c.Received) and isinstance(event.msg, m.SetUserPriority):
+            return self._set_user_priority(event, now)
         if isinstance(event, c.Reconfigured) and isinstance(event.settings, NegotiatorServiceSettings):
             self.settings = event.settings
             event = c.Reconfigured(event.settings.core)
         out: list[c.Action] = []
         for action in self.negotiator.handle(event, now):
+            self._translate(action, now, out)
+        return out
+
+    def _set_user_priority(self, event: c.Received, now: float) -> list[c.Action]:
+        """``htc userprio -setprio/-setfactor/-resetusage``: the administrator changes one
+        submitter's standing; it is saved and advertised at once."""
+        msg: m.SetUserPriority = event.msg
+        uid = event.peer.uid if event.peer is not None else None
+        if uid not in (0, os.getuid()):
+            return [c.Reply(event.conn_id, m.ErrorReply(
+                code="denied", message="only the pool's administrator (root, or the user the negotiator runs as) "
+                                       "may change user priorities"))]
+        core = self.negotiator
+        name = msg.submitter
+        if "@" not in name:  # "alice" names alice@<domain> when exactly one submitter is called that
+            known = [s for s in core.accountant.submitters() if s.split("@", 1)[0] == name]
+            if len(known) != 1:
+                hint = f"one of {', '.join(known)}" if known else "the full name 'htc userprio -all' shows (user@domain)"
+                return [c.bad_request(event, f"submitter {name!r} is ambiguous or unknown; give {hint}")]
+            name = known[0]
+        steps: list[tuple[c.Event, str]] = []
+        if msg.reset_usage:
+            steps.append((n.ResetUsage(name), "usage reset"))
+        if msg.priority is not None:
+            steps.append((n.SetRealPriority(name, msg.priority), f"priority {msg.priority:g}"))
+        if msg.factor is not None:
+            steps.append((n.SetPriorityFactor(name, msg.factor), f"priority factor {msg.factor:g}"))
+        actions: list[c.Action] = []
+        try:  # check every value before changing anything
+            for step, _ in steps:
+                if isinstance(step, n.SetRealPriority) and step.priority < core.accountant.settings.min_priority:
+                    raise UsageError(f"real priority for {name} must be >= {core.accountant.settings.min_priority:g}, "
+                                     f"got {step.priority:g}")
+                if isinstance(step, n.SetPriorityFactor) and step.factor < 1:
+                    raise UsageError(f"priority factor for {name} must be >= 1, got {step.factor:g}; larger "
+                                     "factors mean a worse effective priority")
+            for step, _ in steps:
+                actions = core.handle(step, now)  # each answers with the whole saved/advertised state
+        except UsageError as exc:
+            return [c.bad_request(event, str(exc))]
+        done = ", ".join(what for _, what in steps)
+        out: list[c.Action] = [c.Reply(event.conn_id, m.Ack(detail=f"{name}: {done}")),
+                               c.Log(f"user priority of {name} changed by uid {uid}: {done}")]
+        for action in actions:
             self._translate(action, now, out)
         return out
 
@@ -255,8 +300,8 @@ class NegotiatorService(DaemonService):
         self.feed(n.PoolAds(cycle, tuple(machines), tuple(submitters)))
 
     async def _query(self, ad_type: m.AdType) -> list[ClassAd]:
-        reply = await send_command_async(self.settings.collector, m.QueryAds(ad_type=ad_type),
-                                         transport=self.transport, timeout=self.settings.core.timeout)
+        reply = await self.peers.request(self.settings.collector, m.QueryAds(ad_type=ad_type),
+                                         timeout=self.settings.core.timeout)
         return [ClassAd(text) for text in reply.ads]
 
     # --- schedds ------------------------------------------------------------------------------
@@ -267,9 +312,9 @@ class NegotiatorService(DaemonService):
     async def _ask(self, a: n.AskResourceRequests) -> None:
         address = a.schedd_address or a.schedd
         try:
-            reply = await send_command_async(
+            reply = await self.peers.request(
                 address, m.GetResourceRequests(submitter=a.submitter, significant_attributes=a.significant_attributes),
-                transport=self.transport, timeout=self.settings.core.timeout)
+                timeout=self.settings.core.timeout)
             if reply.submitter != a.submitter:
                 raise UsageError(f"asked for {a.submitter!r} but the answer is about {reply.submitter!r}")
             requests = tuple(ResourceRequest(autocluster_id=r.autocluster_id, job=ClassAd(r.job_ad), count=r.count)

@@ -51,7 +51,7 @@ from htc.daemons.autocluster import AutoclusterTable
 from htc.daemons.schedd_calls import CallDone, CallFailed
 from htc.daemons.schedd_claims import Claim, ClaimHandling, ClaimState
 from htc.daemons.schedd_requests import Denied, ToolRequests
-from htc.daemons.shadow import Shadow, ShadowEvent, ShadowHandling, ShadowState
+from htc.daemons.shadow import Shadow, ShadowEvent, ShadowHandling, ShadowState, job_duration_limit
 from htc.errors import UsageError
 from htc.jobqueue import Action as PolicyAction
 from htc.jobqueue import JobNotFound, JobQueue, JobStatus, QueueStorageError, SystemPolicy
@@ -221,7 +221,7 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
         started = ul.number(job, "JobCurrentStartDate", now)
         confirmed = ul.number(job, "JobCurrentStartExecutingDate", -1.0) >= started
         shadow = Shadow(job_id, claim_id, ShadowState.RECONNECTING, started=started, executed=confirmed,
-                        acknowledged=confirmed)
+                        acknowledged=confirmed, duration_limit=job_duration_limit(job))
         self.shadows[job_id] = shadow
         if status == JobStatus.REMOVED:
             shadow.stop = "remove"
@@ -399,7 +399,7 @@ class ScheddStatistics:
 _HANDLERS = {
     m.Submit: "_submit", m.QueryJobs: "_query", m.ActOnJobs: "_act", m.EditJobs: "_edit",
     m.Reschedule: "_reschedule", m.GetResourceRequests: "_resource_requests", m.MatchNotify: "_match",
-    m.StarterUpdate: "_starter_update", m.JobExited: "_job_exited", m.ReleaseClaim: "_claim_released",
+    m.StarterUpdate: "_starter_update", m.JobOutput: "_job_output", m.JobExited: "_job_exited", m.ReleaseClaim: "_claim_released",
 }
 
 

@@ -62,11 +62,10 @@ class CallFailed(c.Event):
         return self.code not in UNANSWERED
 
 
-async def perform_call(transport, call: Call) -> c.Event:
-    """Carry out ``call`` over ``transport``; return the event describing its outcome."""
+async def perform_call(peers, call: Call) -> c.Event:
+    """Carry out ``call`` through ``peers`` (a :class:`~htc.wire.peers.PeerConnections`); return its outcome."""
     try:
-        async with await transport.open_connection(call.to, timeout=call.timeout) as conn:
-            reply = await conn.request(call.msg, timeout=call.timeout)
+        reply = await peers.request(call.to, call.msg, timeout=call.timeout)
     except RemoteError as exc:
         return CallFailed(call.to, call.msg, exc.code, str(exc), call.cookie)
     except HTCError as exc:
@@ -78,7 +77,7 @@ def install_calls(service) -> None:
     """Register the :class:`Call` executor with ``service`` (a DaemonService)."""
 
     async def run(call: Call) -> None:
-        service.feed(await perform_call(service.transport, call))
+        service.feed(await perform_call(service.peers, call))
 
     def execute(call: Call) -> None:
         service.start_task(run(call), f"call {type(call.msg).__name__} to {call.to}")

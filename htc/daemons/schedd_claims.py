@@ -284,10 +284,18 @@ class ClaimHandling:
             self._forget_reuse_order()  # the new jobs are candidates too
         for claim in lingering:
             job = self._fitting_job(claim.submitter, claim.slot_ad, now)
+            if job is not None and _wastes(claim.slot_ad, job):
+                continue  # a slot carved for a bigger job: free it for the negotiator instead
             if job is not None and self._start_job(claim, job.job_id, now, out):
                 claim.linger_until = None
                 out.append(c.Log(f"claim on {claim.slot_name} kept idle, reused for job "
                                  f"{job.cluster_id}.{job.proc_id}"))
+        if lingering and self.queue.count("JobStatus == 1"):
+            # Jobs these claims cannot take are waiting (another user's, or bigger ones): give
+            # the slots back so the negotiator can place them, as if the claims never lingered.
+            for claim in lingering:
+                if claim.linger_until is not None and claim.state is ClaimState.IDLE:
+                    self._release_lingering(claim, now, out)
 
     def _release_lingering(self, claim: Claim, now: float, out: list) -> None:
         claim.linger_until = None
@@ -354,6 +362,22 @@ class ClaimHandling:
         if claim.id in self.claims:
             out.append(c.Log(f"claim on {claim.slot_name} lost: {why}"))
             self._claim_step(claim, "lost")
+
+
+def _wastes(slot_ad: ClassAd, job) -> bool:
+    """Whether ``job`` would leave CPUs of a slot carved for an earlier, bigger job unused.
+
+    Plain reuse takes that chance (the claim is there and the job is next), but a claim kept
+    idle is a choice: a 2-CPU slot kept for a 1-CPU job holds a CPU another job could use.
+    """
+    cpus = slot_ad.get("Cpus")
+    try:
+        wanted = job_classad(job).eval("RequestCpus")
+    except Exception:  # noqa: BLE001 - an unevaluable request is the default of one CPU
+        wanted = 1
+    if not isinstance(wanted, int | float) or isinstance(wanted, bool):
+        wanted = 1
+    return isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > max(wanted, 1)
 
 
 def _partitionable(slot_ad: ClassAd) -> bool:

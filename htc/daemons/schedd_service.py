@@ -1,10 +1,12 @@
 """The schedd's service: the asyncio shell that opens the job queue and runs the schedd core.
 
-It adds two executors to :class:`~htc.daemons.service.DaemonService`: :class:`Call` (requests
-whose refusals the core tells apart from silence, :mod:`htc.daemons.schedd_calls`) and
+It adds three executors to :class:`~htc.daemons.service.DaemonService`: :class:`Call` (requests
+whose refusals the core tells apart from silence, :mod:`htc.daemons.schedd_calls`),
 :class:`WriteUserLog` (append events to a job's log with
-:class:`~htc.eventlog.writer.EventLogWriter`). A log that cannot be written -- a deleted
-directory, a full disk -- costs that event and a line in the SchedLog, never the schedd.
+:class:`~htc.eventlog.writer.EventLogWriter`) and :class:`WriteJobOutput` (a chunk of a
+streamed stdout/stderr written at its offset, :mod:`htc.daemons.schedd_output`). A log or
+output file that cannot be written -- a deleted directory, a full disk -- costs that event or
+chunk and a line in the SchedLog, never the schedd.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from htc.daemons.schedd import Schedd, ScheddSettings
 from htc.daemons.schedd_calls import install_calls
+from htc.daemons.schedd_output import WriteJobOutput, write_job_output
 from htc.daemons.schedd_userlog import WriteUserLog
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
 from htc.errors import HTCError
@@ -61,6 +64,7 @@ class ScheddService(DaemonService):
                          reload_settings=reload_settings)
         install_calls(self)
         self.register_action(WriteUserLog, self._write_user_log)
+        self.register_action(WriteJobOutput, self._write_job_output)
 
     def _write_user_log(self, action: WriteUserLog) -> None:
         try:
@@ -69,6 +73,13 @@ class ScheddService(DaemonService):
         except (HTCError, OSError) as exc:
             names = ", ".join(f"{e.type.name} {e.job_id}" for e in action.events)
             self.log.error("cannot write %s to the user log %s: %s", names, action.path, exc)
+
+    def _write_job_output(self, action: WriteJobOutput) -> None:
+        try:
+            write_job_output(action)
+        except OSError as exc:
+            what = "truncate" if action.truncate else f"write {len(action.data)} streamed bytes at {action.offset} to"
+            self.log.error("cannot %s the job output file %s: %s", what, action.path, exc)
 
     async def run(self) -> int:
         """Serve until the core exits; the job queue is closed on the way out."""

@@ -15,6 +15,12 @@ written into the connection's buffer; a signal is sent) or start a task whose ou
 as another event (:class:`Send` -> ``SendDone``/``SendFailed``).  So the core never runs
 concurrently with itself and sees the world one event at a time, as in its tests.
 
+Requests to other daemons go through :attr:`DaemonService.peers`, a
+:class:`~htc.wire.peers.PeerConnections` that keeps connections open for reuse (its header says
+when a request is sent again and when not).  The other way round, a connection a peer opened is
+served request after request until the peer closes it or stays silent for ``idle_timeout``
+(300 s, longer than the 60 s a peer keeps an idle connection, so the client side closes first).
+
 Two messages every daemon answers the same way are handled here, not in cores: ``Ping`` (who am
 I, since when) and ``Reconfig`` (re-read the configuration, then feed ``Reconfigured``; SIGHUP
 does the same).  SIGTERM/SIGINT feed ``StopRequested()``, SIGQUIT ``StopRequested(fast=True)``;
@@ -45,7 +51,8 @@ from htc.errors import HTCError
 from htc.daemons import core as c
 from htc.wire import messages as m
 from htc.wire.errors import ConnectionClosed, RequestTimeout
-from htc.wire.transport import Connection, Transport, UnixTransport
+from htc.wire.peers import PeerConnections
+from htc.wire.transport import Connection, Server, Transport, UnixTransport
 
 #: environment variable a master sets for its children so they can follow it out
 PARENT_PID_ENV = "HTC_MASTER_PID"
@@ -127,6 +134,8 @@ class DaemonService:
         self.daemon = daemon
         self.core = core
         self.transport = transport
+        #: connections to other daemons, kept for reuse (requests from cores go through it)
+        self.peers = PeerConnections(transport)
         self.address = address or daemon
         self.log_file = log_file
         self.reload_settings = reload_settings
@@ -141,6 +150,7 @@ class DaemonService:
         self._conns: dict[int, Connection] = {}
         self._conn_ids = itertools.count(1)
         self._tg: asyncio.TaskGroup | None = None
+        self._server: Server | None = None
         self._sends: set[asyncio.Task] = set()
         self._tasks: set[asyncio.Task] = set()
         self._executors: dict[type, Callable[[Any], None]] = {
@@ -260,7 +270,7 @@ class DaemonService:
         try:
             async with asyncio.TaskGroup() as tg:
                 self._tg = tg
-                server = await self.transport.start_server(self.address, self._serve, task_group=tg)
+                server = self._server = await self.transport.start_server(self.address, self._serve, task_group=tg)
                 self._install_signals(loop)
                 parent_fd = self._watch_parent(loop)
                 self.log.info("%s (pid %d) serving as %r", self.daemon, os.getpid(), self.address)
@@ -270,6 +280,7 @@ class DaemonService:
                 finally:
                     await server.aclose()
                     await self._finish_tasks()
+                    await self.peers.aclose()
                     if parent_fd is not None:
                         loop.remove_reader(parent_fd)
                         os.close(parent_fd)
@@ -416,12 +427,11 @@ class DaemonService:
 
     async def _send(self, action: c.Send) -> None:
         try:
-            async with await self.transport.open_connection(action.to, timeout=action.timeout) as conn:
-                if action.msg.reply_type is None:
-                    await conn.send(action.msg)
-                    reply = None
-                else:
-                    reply = await conn.request(action.msg, timeout=action.timeout)
+            if action.msg.reply_type is None:
+                await self.peers.send(action.to, action.msg, timeout=action.timeout)
+                reply = None
+            else:
+                reply = await self.peers.request(action.to, action.msg, timeout=action.timeout)
         except HTCError as exc:
             self.feed(c.SendFailed(action.to, action.msg, str(exc), action.cookie))
         else:
@@ -433,6 +443,10 @@ class DaemonService:
     def _do_exit(self, action: c.Exit) -> None:
         if self._exit_status is None:
             self._exit_status = action.status
+        if self._server is not None:
+            # At once, not when the main task next runs: a client connecting now should find
+            # nobody listening rather than a connection closed unanswered.
+            self._server.stop_accepting()
         self._wakeup.set()
 
 

@@ -39,7 +39,25 @@ Starter conventions (carried by the existing wire messages): ``StarterUpdate.upd
 holds usage (``RemoteUserCpu``, ``ImageSize``, ``MemoryUsage``...) and ``JobState``
 (``"Running"``/``"Suspended"``, with ``NumPids``); a ``JobExited`` whose ``usage_ad`` has
 ``StarterError`` means the job could not be started (it is held with ``HoldReasonCode``,
-default 6 FailedToCreateProcess).
+default 6 FailedToCreateProcess); a ``JobExited`` with ``hold_code`` is a job the execute side
+killed for breaking a limit of its own (47 JobExecuteExceeded, its AllowedExecuteDuration): it
+is held with that code, subcode and reason, and its claim stays for the next job.
+
+Streamed output. A job with ``StreamOut``/``StreamErr`` true has its startd send new bytes of
+its stdout/stderr as ``JobOutput`` while it runs (the last before ``JobExited``); a shadow of
+that claim and job answers each with a :class:`~htc.daemons.schedd_output.WriteJobOutput` of
+the job's ``Out``/``Err`` file at the chunk's offset, which the service performs before the
+Ack, and a run of a streaming job starts by truncating those files
+(:mod:`htc.daemons.schedd_output`). Output for a run the schedd does not follow is refused
+with ``not_found``, and the startd stops sending it.
+
+Time limits. A job with ``AllowedJobDuration`` (seconds, or an expression that evaluates to a
+number in the job's scope; anything else, zero or less means no limit) is held with
+HoldReasonCode 46 (JobDurationExceeded) once its run has lasted that long since the shadow
+started it (``started``; after a schedd restart, the run's ``JobCurrentStartDate``), suspension
+included: the hold is recorded and logged at once and the startd is asked to vacate the job,
+like ``htc hold``. ``AllowedExecuteDuration`` is the startd's to enforce
+(:mod:`htc.daemons.startd`). A released job runs again from scratch with a fresh allowance.
 """
 
 from __future__ import annotations
@@ -51,12 +69,15 @@ from typing import Any
 from htc.classad import ClassAd
 from htc.daemons import core as c
 from htc.daemons import schedd_userlog as ul
+from htc.daemons.schedd_output import WriteJobOutput, streamed_paths, truncations
 from htc.daemons.schedd_calls import Call
+from htc.daemons.startd_events import format_time_short
 from htc.jobqueue import Action as PolicyAction
 from htc.jobqueue import ExitInfo, HoldReasonCode, JobStatus
 from htc.jobqueue.ads import quote
 from htc.jobqueue.expr import job_classad
 from htc.jobqueue.records import JobId
+from htc.jobqueue.states import ACTIVE_STATES
 from htc.wire import messages as m
 
 
@@ -133,11 +154,33 @@ class Shadow:
     retry_at: float | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     logged_image_size: int = 0
+    duration_limit: float | None = None  # AllowedJobDuration (s) while it is still to be enforced
+
+    @property
+    def duration_deadline(self) -> float | None:
+        """When the run breaks its AllowedJobDuration (None: no limit, or already acted on)."""
+        if self.duration_limit is None or self.stop is not None:
+            return None
+        return self.started + self.duration_limit
 
     @property
     def label(self) -> str:
         """``shadow 12.3`` -- for errors and logs."""
         return f"shadow {self.job_id[0]}.{self.job_id[1]}"
+
+
+def job_duration_limit(job) -> float | None:
+    """A stored job's ``AllowedJobDuration`` in seconds, evaluated in the job's scope; None
+    (no limit) unless it is a positive number."""
+    if "AllowedJobDuration" not in job:  # case-insensitive, as JobAd lookups are
+        return None
+    try:
+        value = job_classad(job).eval("AllowedJobDuration")
+    except Exception:  # noqa: BLE001 -- a broken expression is no limit, as HTCondor reads it
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if 0 < value < float("inf") else None
 
 
 def machine_table() -> str:
@@ -188,7 +231,7 @@ def _claim_after(kind: str, code: int, stopped: bool) -> tuple[bool, bool]:
         return False, True  # the startd still holds the claim, idle
     if stopped or kind in ("vacated", "lost"):
         return False, False
-    if kind == "exited" or (kind == "failed" and code in JOB_FILE_FAILURES):
+    if kind in ("exited", "held") or (kind == "failed" and code in JOB_FILE_FAILURES):
         return True, False
     return False, True  # failed for another reason
 
@@ -215,8 +258,9 @@ class ShadowHandling:
             self.queue.set_attributes(job_id, {"ClaimId": quote(claim.id), "StartdIpAddr": quote(claim.startd),
                                                "RemoteHost": quote(claim.slot_name)})
             self.queue.set_status(job_id, JobStatus.RUNNING, now=now)
-        shadow = Shadow(job_id, claim.id, ShadowState.ACTIVATING, started=now)
+        shadow = Shadow(job_id, claim.id, ShadowState.ACTIVATING, started=now, duration_limit=job_duration_limit(job))
         self.shadows[job_id] = shadow
+        out += truncations(job)  # a streaming job's run writes its output from the start
         claim.job = job_id
         self._claim_step(claim, "activate")
         self._send_activation(shadow, claim, now, out)
@@ -305,6 +349,25 @@ class ShadowHandling:
                 out += ul.write(job, ul.image_size_event(job, shadow.usage, now))
         out.append(c.Reply(event.conn_id, m.Ack()))
 
+    def _job_output(self, event: c.Received, msg: m.JobOutput, now: float, out: list) -> None:
+        """New bytes of a streamed stdout/stderr: the service writes them at their offset, then acks."""
+        shadow = self.shadows.get(parse_job_id(msg.job_id))
+        claim = self.claims.get(msg.claim_id)
+        if shadow is None or claim is None or shadow.claim_id != msg.claim_id:
+            out.append(c.Reply(event.conn_id, m.ErrorReply(
+                code="not_found", message=f"{self.settings.name} runs no job {msg.job_id} on that claim; "
+                "stop streaming its output")))
+            return
+        job = self._job(shadow.job_id)
+        path = streamed_paths(job).get(msg.stream) if job is not None else None
+        if path is None:
+            out.append(c.bad_request(event, f"job {msg.job_id} does not stream its {msg.stream} "
+                                            f"(stream_{'output' if msg.stream == 'stdout' else 'error'} is not true)"))
+            return
+        claim.last_alive = now
+        out.append(WriteJobOutput(path, msg.offset, msg.data))
+        out.append(c.Reply(event.conn_id, m.Ack()))
+
     def _follow_job_state(self, shadow: Shadow, job, values: dict, now: float, out: list) -> None:
         state = values.get("JobState")
         if state == "Suspended" and shadow.state is not ShadowState.SUSPENDED:
@@ -365,6 +428,9 @@ class ShadowHandling:
             self._end_run(shadow, "failed", now, out, reason=error,
                           code=code if isinstance(code, int) else HoldReasonCode.FailedToCreateProcess,
                           subcode=sub if isinstance(sub, int) else 0)
+        elif msg.hold_code is not None:
+            self._end_run(shadow, "held", now, out, reason=msg.hold_reason, code=msg.hold_code,
+                          subcode=msg.hold_subcode)
         elif msg.vacated:
             reason = usage.get("VacateReason")
             self._end_run(shadow, "vacated", now, out,
@@ -380,8 +446,9 @@ class ShadowHandling:
         """Finish ``shadow``: record the outcome in the queue and the log, then free its claim.
 
         ``kind``: ``exited`` (the job ended by itself), ``vacated`` (taken off its slot),
-        ``failed`` (the starter could not start it), ``refused`` (the startd refused the
-        activation), ``lost`` (the claim is gone or the lease ran out).
+        ``failed`` (the starter could not start it), ``held`` (the execute side killed it and
+        asks for a hold), ``refused`` (the startd refused the activation), ``lost`` (the claim
+        is gone or the lease ran out).
         """
         self._step(shadow, ShadowEvent.ENDED)
         self.shadows.pop(shadow.job_id, None)
@@ -416,7 +483,7 @@ class ShadowHandling:
         usage = dict(shadow.usage)
         attrs = self._usage_attributes(job, shadow, claim, now)
         q.set_attributes(job_id, attrs)
-        if kind == "failed":
+        if kind in ("failed", "held"):
             q.hold(job_id, reason, code=code, subcode=subcode, now=now)
             return [ul.held_event(job, reason, code, subcode, now)]
         if kind in ("vacated", "refused", "lost"):
@@ -474,10 +541,28 @@ class ShadowHandling:
 
     def _shadow_deadline(self) -> float | None:
         times = [s.retry_at for s in self.shadows.values() if s.retry_at is not None and not s.call_pending]
+        times += [t for s in self.shadows.values() if (t := s.duration_deadline) is not None]
         return min(times, default=None)
+
+    def _hold_for_duration(self, shadow: Shadow, now: float, out: list) -> None:
+        """The run outlived its AllowedJobDuration: hold it (46) and have the startd vacate it."""
+        limit, shadow.duration_limit = shadow.duration_limit, None
+        job = self._job(shadow.job_id)
+        if job is None or limit is None or JobStatus(job.status) not in ACTIVE_STATES:
+            return
+        reason = f"The job exceeded allowed job duration of {format_time_short(limit)}"
+        code = HoldReasonCode.JobDurationExceeded
+        self.queue.hold(shadow.job_id, reason, code=code, subcode=0, now=now)
+        out += ul.write(job, ul.held_event(job, reason, code, 0, now))
+        out.append(c.Log(f"{shadow.label}: {reason}; holding it"))
+        self._stop_shadow(shadow.job_id, "hold", False, now, out)
+        self._changed()
 
     def _shadow_timers(self, now: float, out: list) -> None:
         for shadow in list(self.shadows.values()):
+            deadline = shadow.duration_deadline
+            if deadline is not None and now >= deadline:
+                self._hold_for_duration(shadow, now, out)
             if shadow.retry_at is None or shadow.retry_at > now or shadow.call_pending:
                 continue
             shadow.retry_at = None
@@ -489,4 +574,4 @@ class ShadowHandling:
 
 
 __all__ = ["SHADOW", "machine_table", "Shadow", "ShadowEvent", "ShadowHandling", "ShadowState", "USAGE_ATTRS", "ad_text",
-           "ad_values", "parse_job_id"]
+           "ad_values", "job_duration_limit", "parse_job_id"]

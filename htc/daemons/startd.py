@@ -28,10 +28,20 @@ gone, the slot is Claimed/Idle by the newcomer (transition I). Leases: each clai
 
 Policy timers use the desktop policy's attributes: EnteredCurrentState/Activity, JobStart,
 CpuBusyTime (when the non-HTCondor load last became high; 0 when it is not).
+
+The job's own execute limit. A job with ``AllowedExecuteDuration`` (seconds; a number, or an
+expression the wire adapter evaluated in the job's scope; zero, negative or not a number means
+no limit) that is still running that long after its activation -- wall-clock time, suspension
+included, as HTCondor counts it from JobCurrentStartExecutingDate -- gets a :class:`HoldJob`
+(HoldReasonCode 47 JobExecuteExceeded, subcode 0): the service kills it and its exit report
+asks the shadow to hold it. The slot does not move for it (Claimed/Busy, then Claimed/Idle
+when the starter exits): the claim stays with its schedd. A slot already Preempting leaves
+the job to the eviction under way.
 """
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections import deque
 from collections.abc import Mapping
@@ -51,6 +61,7 @@ from htc.daemons.startd_slots import (
 )
 from htc.daemons.startd_states import Activity, State, Trigger, step
 from htc.errors import UsageError
+from htc.jobqueue.states import HoldReasonCode
 
 __all__ = ["Startd", "StartdSettings", "UnknownClaim", "Slot", "Claim", "Moved"]
 
@@ -122,6 +133,9 @@ class Startd:
             if claim is None:
                 continue
             times.append(claim.last_alive + claim.lease)
+            deadline = self._execute_deadline(slot, claim)
+            if deadline is not None:
+                times.append(deadline)
             if slot.activity is A.KILLING and not claim.killed_starter:
                 times.append(slot.entered_activity + self.settings.killing_timeout)
         return min(times)
@@ -247,6 +261,23 @@ class Startd:
         suspended = claim.suspended_total + (now - claim.suspended_since if claim.suspended_since else 0.0)
         return (now - claim.job_start - suspended) >= limit
 
+    @staticmethod
+    def _execute_deadline(slot: Slot, claim: Claim) -> float | None:
+        """When the running job of ``claim`` breaks its AllowedExecuteDuration (None: it cannot)."""
+        if (claim.execute_limit is None or claim.held or claim.job_start is None or not claim.starter_running
+                or slot.state is not S.CLAIMED or slot.activity not in _BUSY):
+            return None
+        return claim.job_start + claim.execute_limit
+
+    def _check_execute_limit(self, slot: Slot, claim: Claim, now: float, out: list[ev.Action]) -> None:
+        deadline = self._execute_deadline(slot, claim)
+        if deadline is None or now < deadline:
+            return
+        assert claim.execute_limit is not None
+        claim.held = True
+        reason = f"The job exceeded allowed execute duration of {ev.format_time_short(claim.execute_limit)}"
+        out.append(ev.HoldJob(slot.name, claim.id, int(HoldReasonCode.JobExecuteExceeded), 0, reason))
+
     def _evict(self, slot: Slot, now: float, out: list[ev.Action], reason: str, fast: bool = False) -> None:
         claim = slot.claim
         if claim is not None and not claim.end_reason:
@@ -335,6 +366,7 @@ class Startd:
 
     def _evaluate_claimed(self, slot: Slot, claim: Claim, now: float, out: list[ev.Action]) -> bool:
         act = slot.activity
+        self._check_execute_limit(slot, claim, now, out)
         if act is A.IDLE:
             if self.drain is not None:
                 self._evict(slot, now, out, f"draining: {self.drain.reason or 'condor_drain'}")
@@ -536,6 +568,7 @@ class Startd:
         claim.rank = self._number("RANK", slot, job_ad, now, 0.0)
         claim.job_start, claim.starter_running = now, True
         claim.suspended_total, claim.suspended_since = 0.0, None
+        claim.execute_limit, claim.held = execute_limit(job_ad), False
         self._move(slot, T.ACTIVATE, now, out)
         out.append(ev.StartStarter(slot.name, claim.id, job_ad, self.slot_ad(slot, now)))
         out.append(ev.ReplyActivate(claim.id, True))
@@ -613,6 +646,16 @@ class Startd:
                 claim.retire_reason, claim.retirement_cap, claim.end_reason = None, None, ""
                 if slot.activity is A.RETIRING:
                     self._move(slot, T.UNRETIRE, now, out)
+
+
+def execute_limit(job_ad: Mapping[str, Any]) -> float | None:
+    """The job's ``AllowedExecuteDuration`` in seconds; None (no limit) unless a positive number.
+
+    An expression is evaluated without a scope here; the wire adapter hands the core the value
+    it evaluated in the job's own scope (:func:`htc.daemons.startd_ads.parse_job`).
+    """
+    value = number_attr(job_ad, "AllowedExecuteDuration", 0.0)
+    return value if value > 0 and math.isfinite(value) else None
 
 
 def _share(total: int, n: int, i: int) -> int:

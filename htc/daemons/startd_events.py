@@ -214,6 +214,19 @@ class KillStarter:
 
 
 @dataclass(frozen=True, slots=True)
+class HoldJob:
+    """The job broke one of its own limits (``AllowedExecuteDuration``): kill it now and report
+    its exit to the shadow with a hold request (``code``/``subcode``/``reason``, as HoldReasonCode,
+    HoldReasonSubCode and HoldReason). The claim stays: the slot is Claimed/Idle once it is gone."""
+
+    slot: str
+    claim_id: str
+    code: int
+    subcode: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimEnded:
     """Tell the claimant (``schedd``) that the claim is gone and why."""
 
@@ -229,5 +242,17 @@ Event = (
 )
 Action = (
     AdvertiseSlot | InvalidateSlot | ReplyClaim | ReplyActivate | StartStarter | SuspendJob | ContinueJob
-    | VacateJob | KillJob | KillStarter | ClaimEnded
+    | VacateJob | KillJob | KillStarter | HoldJob | ClaimEnded
 )
+
+
+def format_time_short(seconds: float) -> str:
+    """A duration as HTCondor's ``format_time_short`` prints it in hold reasons: ``H:MM:SS``,
+    with ``D+`` in front once it reaches a day (``0:00:05``, ``20:00:00``, ``3+00:00:00``)."""
+    total = max(0, int(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}+{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{hours}:{minutes:02d}:{secs:02d}"

@@ -13,13 +13,20 @@ the wire (see :mod:`htc.daemons.startd_wire` for the messages served and the rep
 * :class:`RunStarter`: run one in-process :class:`~htc.daemons.starter.Starter` as a task of
   the service's TaskGroup: feed :class:`StarterStarted` (or :class:`StarterFailed` with the
   HoldReasonCode), :class:`StarterUsage` after STARTER_INITIAL_UPDATE_INTERVAL and every
-  STARTER_UPDATE_INTERVAL, and :class:`StarterExited` with the exit record;
+  STARTER_UPDATE_INTERVAL, and :class:`StarterExited` with the exit record; a job with
+  ``stream_output``/``stream_error`` has its stdout/stderr sent to the shadow as JobOutput
+  while it runs (every 0.5 s) and once more after it exits, before StarterExited
+  (:mod:`htc.daemons.starter_stream`);
 * the core's ``SuspendJob``/``ContinueJob``/``VacateJob``/``KillJob``/``KillStarter``:
   ``suspend()``, ``resume()``, ``vacate(grace)``, ``kill()`` on the claim's starter (kept until
   the job has spawned if they come earlier).
 
 A starter task cancelled because the service is exiting kills its job first: a job is never
 left running behind a startd that is gone.
+
+The service owns the :class:`~htc.daemons.starter_zygote.ZygotePool` its starters share (the
+pre-imported Pythons that fork function jobs); it stops every zygote when it exits, after the
+starters have killed their jobs.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from typing import Any
 from htc.daemons import startd_events as ev
 from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir
 from htc.daemons.sandbox import TransferError
-from htc.daemons.schedd_calls import install_calls
+from htc.daemons.schedd_calls import Call, CallDone, install_calls, perform_call
 from htc.daemons.sensors import SensorSettings, Sensors
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
 from htc.daemons.startd_policy import KNOBS, ClassAdPolicy
@@ -47,7 +54,10 @@ from htc.daemons.startd_wire import (
     short_claim_id,
 )
 from htc.daemons.starter import Starter, StarterSettings
+from htc.daemons.starter_stream import OutputStreamer, streamed_files
+from htc.daemons.starter_zygote import ZygotePool
 from htc.errors import HTCError, UsageError
+from htc.wire import messages as m
 
 __all__ = ["StartdService", "StartdServiceSettings", "StartdDaemon", "make_service", "settings_from_config"]
 
@@ -79,6 +89,7 @@ class StartdService(DaemonService):
                          reload_settings=reload_settings)
         self.sensors = Sensors(settings.sensors)
         self.starters: dict[str, _Running] = {}
+        self.zygotes = ZygotePool()
         install_calls(self)
         self.register_action(SampleSensors, self._do_sample)
         self.register_action(RunStarter, self._do_run_starter)
@@ -110,13 +121,16 @@ class StartdService(DaemonService):
             slot_name=action.slot.split("@", 1)[0], cpus=cpus if isinstance(cpus, int) and cpus > 0 else 1,
             memory_mb=memory if isinstance(memory, int) and memory > 0 else None,
             slot_user=self.settings.slot_user, use_cgroups=self.settings.use_cgroups,
-            machine_ad=evaluated(slot_ad))
-        run = _Running(Starter(evaluated(action.job_ad), self.settings.execute_dir, settings))
+            machine_ad=evaluated(slot_ad), use_zygote=self.settings.use_zygote,
+            zygote_modules=self.settings.zygote_modules)
+        run = _Running(Starter(evaluated(action.job_ad), self.settings.execute_dir, settings, self.zygotes))
         self.starters[action.claim_id] = run
         self.start_task(self._run_starter(action.claim_id, run), f"starter for {action.slot}")
 
     async def _run_starter(self, claim_id: str, run: _Running) -> None:
         starter = run.starter
+        streamer: OutputStreamer | None = None
+        streaming: asyncio.Task | None = None
         try:
             try:
                 self.settings.execute_dir.mkdir(parents=True, exist_ok=True)
@@ -131,6 +145,7 @@ class StartdService(DaemonService):
             for action in run.pending:
                 self._apply(claim_id, run, action)
             run.pending.clear()
+            streamer, streaming = self._stream_output(claim_id, starter)
             delay = self.settings.starter_initial_update_interval
             while True:
                 try:
@@ -140,6 +155,8 @@ class StartdService(DaemonService):
                 except TimeoutError:
                     self.feed(StarterUsage(claim_id, starter.usage().to_ad()))
                     delay = self.settings.starter_update_interval
+            if streamer is not None:
+                await streamer.finish(streaming)  # the last bytes reach the shadow before JobExited
             self.starters.pop(claim_id, None)
             self.feed(StarterExited(claim_id, record))
         except asyncio.CancelledError:
@@ -147,12 +164,44 @@ class StartdService(DaemonService):
             if run.started:
                 await starter.kill()
             raise
+        finally:
+            if streaming is not None:
+                streaming.cancel()
+            if streamer is not None:
+                streamer.close()
+
+    def _stream_output(self, claim_id: str, starter: Starter) -> tuple[OutputStreamer | None, asyncio.Task | None]:
+        """Start tailing the job's streamed stdout/stderr (:mod:`htc.daemons.starter_stream`), if any."""
+        names = streamed_files(starter.job_ad)
+        if not names or starter.sandbox is None:
+            return None, None
+        short = short_claim_id(claim_id)
+
+        async def send(stream: str, offset: int, data: bytes) -> bool | None:
+            target = self.daemon_core.output_target(claim_id)
+            if target is None:
+                return None
+            shadow, job_id = target
+            msg = m.JobOutput(claim_id=claim_id, job_id=job_id, stream=stream, offset=offset, data=data)
+            outcome = await perform_call(self.peers, Call(shadow, msg, timeout=10.0))
+            if isinstance(outcome, CallDone):
+                return True
+            if outcome.refused:
+                self.log.warning("claim %s: the shadow refused job %s's %s (%s); streaming stops", short, job_id,
+                                 stream, outcome.error)
+                return None
+            self.log.info("claim %s: cannot stream job %s's %s yet: %s", short, job_id, stream, outcome.error)
+            return False
+
+        streamer = OutputStreamer({s: starter.sandbox.path / name for s, name in names.items()}, send, self.log)
+        return streamer, asyncio.create_task(streamer.run(), name=f"stream output of claim {short}")
 
     async def run(self) -> int:
         """Serve until the core exits; then drop a per-pool execute directory left empty."""
         try:
             return await super().run()
         finally:
+            self.zygotes.close()  # after the starters' tasks ended (and killed their jobs)
             if self.settings.execute_chosen:  # the startd's own directory (htc.daemons.execute_dir)
                 with contextlib.suppress(OSError):
                     self.settings.execute_dir.rmdir()  # only when empty: the next start makes it again
@@ -241,7 +290,9 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         starter_initial_update_interval=float(config.param("STARTER_INITIAL_UPDATE_INTERVAL")),
         slot_weight=str(config.param("SLOT_WEIGHT")).strip() or "Cpus",
         stop_timeout=float(config.param("MachineMaxVacateTime") or 600) + 30.0,
-        fast_stop_timeout=float(config.param("KILLING_TIMEOUT")) + 5.0)
+        fast_stop_timeout=float(config.param("KILLING_TIMEOUT")) + 5.0,
+        use_zygote=bool(config.param("STARTER_PYTHON_ZYGOTE")),
+        zygote_modules=tuple(str(name) for name in config.param("STARTER_ZYGOTE_MODULES") or ()))
 
 
 def make_service(paths: DaemonPaths) -> StartdService:

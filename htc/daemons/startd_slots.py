@@ -70,6 +70,8 @@ class Claim:
     released: bool = False  # the claimant itself gave it up: no ClaimEnded to send
     end_reason: str = ""
     killed_starter: bool = False
+    execute_limit: float | None = None  # the running job's AllowedExecuteDuration (s); None: no limit
+    held: bool = False  # the running job broke its limit: HoldJob was emitted for it
 
 
 @dataclass(eq=False)

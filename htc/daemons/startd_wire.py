@@ -23,49 +23,37 @@ the shadow), DrainJobs and CancelDrainJobs. An ActivateClaim repeated by a recon
 for a job that is still running, or that ended and is not yet reported, is refused with
 ``bad_request`` saying so (the shadow follows the job) and never starts the job twice.
 
-Reports, with the shadow's conventions (:mod:`htc.daemons.shadow`): usage goes to the claim's
-shadow as StarterUpdate every STARTER_UPDATE_INTERVAL (the first after
-STARTER_INITIAL_UPDATE_INTERVAL) and at once when the job is suspended or continued, with
-``JobState`` (``"Running"``/``"Suspended"``). The exit goes as JobExited and is retried until
-the shadow takes it or the claim ends, so a schedd that is briefly away (within the claim
-lease) still learns how its job ended. A job that could not be started is reported as a
-vacated JobExited whose usage ad has ``StarterError`` and ``HoldReasonCode`` (6
-FailedToCreateProcess, 13 TransferInputError); output that could not be transferred adds
-``StarterError`` with code 12 (TransferOutputError); a vacated job carries ``VacateReason``.
-A claim the startd ends itself (owner back, lease expired, drain, vacate) is reported to the
-schedd with ReleaseClaim. A delivered report renews the claim's lease like a keep-alive: the
-schedd is evidently there.
-
-Ads: each slot ad goes to the collector on change and every UPDATE_INTERVAL. Updates of one
-slot are sent one at a time, newest last, so that a slow send cannot overtake a newer one;
-a failed send is retried after ``retry_interval``. A claimed slot whose activity alone
-changed (Busy, Idle, Busy again as a schedd runs job after job on its claim) sends only its
-newest ad, ``claimed_update_delay`` (1 s) later: every state change still goes out at once.
-Once the collector has taken an ad in which an unclaimed slot offers more than before, the
-negotiator is sent a Reschedule. Each ad carries ``UpdateSequenceNumber`` and
-``DaemonStartTime`` (which report this is) and ``ClaimId``, the id the
-negotiator hands to the schedd in MatchNotify (HTCondor keeps it in a private ad; htc's
-collector has none yet, so every local user who may query the collector can read it).
+The adapter is assembled from parts, each with its own module: the reports of jobs to their
+shadow (usage, exit, hold; :class:`~htc.daemons.startd_reports.JobReports`), the slot ads to
+the collector (:class:`~htc.daemons.startd_ads.SlotAdvertising`), and what it exchanges with
+its service (:mod:`htc.daemons.startd_service_events`). A claim the startd ends itself (owner
+back, lease expired, drain, vacate) is reported to the schedd with ReleaseClaim. A delivered
+report renews the claim's lease like a keep-alive: the schedd is evidently there.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
-from htc.classad import ClassAd, ClassAdParseError, ExprTree
+from htc.classad import ClassAdParseError
 from htc.daemons import core as c
 from htc.daemons import startd_events as ev
-from htc.daemons.schedd_calls import Call, CallDone, CallFailed
-from htc.daemons.sensors import SensorSettings
+from htc.daemons.schedd_calls import CallDone, CallFailed
 from htc.daemons.startd import Startd
-from htc.daemons.startd_slots import StartdSettings, UnknownClaim
-from htc.daemons.starter import ExitRecord
+from htc.daemons.startd_ads import SlotAdvertising, ad_text, evaluated, job_id_of, parse_ad, parse_job
+from htc.daemons.startd_reports import Contact, JobReports, short_claim_id
+from htc.daemons.startd_service_events import (
+    HOLD_FAILED_TO_CREATE_PROCESS, HOLD_TRANSFER_INPUT, STARTER_ACTIONS, RunStarter, Sampled, SampleSensors,
+    StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage,
+)
+from htc.daemons.startd_slots import UnknownClaim
 from htc.errors import HTCError, UsageError
 from htc.wire import messages as m
 
+# Re-exported for importers (with the HOLD_* codes): the settings, events, actions and ad helpers live in
+# the modules above.
 __all__ = [
     "StartdServiceSettings", "StartdDaemon", "Contact", "SampleSensors", "RunStarter", "Sampled", "StarterStarted",
     "StarterFailed", "StarterUsage", "StarterExited", "STARTER_ACTIONS", "ad_text", "parse_ad", "parse_job",
@@ -73,182 +61,11 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class StartdServiceSettings:
-    """The core's settings plus what the service needs (knob names in the comments)."""
-
-    startd: StartdSettings
-    sensors: SensorSettings
-    execute_dir: Path                         # EXECUTE
-    address: str = "startd"                   # where schedds and the negotiator reach it
-    collector: str = "collector"
-    negotiator: str = "negotiator"            # told (Reschedule) when a slot offers more than before
-    sample_interval: float = 5.0              # POLLING_INTERVAL: sensors sampled, policy evaluated
-    ad_lifetime: int = 900                    # CLASSAD_LIFETIME (at least 2 x UPDATE_INTERVAL)
-    starter_update_interval: float = 300.0    # STARTER_UPDATE_INTERVAL
-    starter_initial_update_interval: float = 8.0  # STARTER_INITIAL_UPDATE_INTERVAL
-    retry_interval: float = 5.0               # between attempts to deliver a job exit or an ad
-    claimed_update_delay: float = 1.0         # a claimed slot's activity-only ad changes wait this long
-    stop_timeout: float = 630.0               # graceful shutdown: longest wait for jobs to vacate
-    fast_stop_timeout: float = 35.0           # fast shutdown: longest wait for killed jobs
-    slot_user: str = "nobody"                 # who runs jobs when the startd is root
-    execute_note: str = ""                    # why execute_dir is not EXECUTE (see htc.daemons.execute_dir)
-    execute_chosen: bool = False              # execute_dir is the startd's own per-pool directory
-    use_cgroups: bool = True
-    slot_weight: str = "Cpus"                 # SLOT_WEIGHT, published as an expression
-
-
-# --- the adapter's own events and actions ----------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Sampled(c.Event):
-    """The service measured the machine (``Sensors.sample``)."""
-
-    attrs: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class StarterStarted(c.Event):
-    """The job of ``claim_id`` is running."""
-
-    claim_id: str
-
-
-@dataclass(frozen=True)
-class StarterFailed(c.Event):
-    """The job of ``claim_id`` could not be started; ``error`` says why (nothing is running).
-
-    ``hold_code`` is the HoldReasonCode the job should be held with (6 FailedToCreateProcess,
-    13 TransferInputError).
-    """
-
-    claim_id: str
-    error: str
-    hold_code: int = 6
-
-
-@dataclass(frozen=True)
-class StarterUsage(c.Event):
-    """The starter measured the job of ``claim_id`` (RemoteUserCpu, ImageSize, ...)."""
-
-    claim_id: str
-    attrs: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class StarterExited(c.Event):
-    """The job of ``claim_id`` is gone and its sandbox cleaned up."""
-
-    claim_id: str
-    record: ExitRecord
-
-
-@dataclass(frozen=True)
-class SampleSensors(c.Action):
-    """Measure the machine now and feed :class:`Sampled`."""
-
-
-@dataclass(frozen=True)
-class RunStarter(c.Action):
-    """Start a starter for ``job_ad`` on ``slot`` and watch it until the job is gone."""
-
-    slot: str
-    claim_id: str
-    job_ad: dict[str, Any]
-    slot_ad: dict[str, Any]
-
-
-#: HTCondor's HoldReasonCode for a job the starter could not start / whose input could not be fetched
-HOLD_FAILED_TO_CREATE_PROCESS = 6
-HOLD_TRANSFER_INPUT = 13
-
-#: core actions the service carries out on the claim's starter
-STARTER_ACTIONS = (ev.SuspendJob, ev.ContinueJob, ev.VacateJob, ev.KillJob, ev.KillStarter)
-
-
-@dataclass
-class Contact:
-    """Who to tell about one claim, and what is still to be told."""
-
-    claim_id: str
-    schedd_name: str
-    schedd_address: str
-    submitter: str
-    shadow_address: str = ""
-    job_id: str = "0.0"
-    activation_conn: int | None = None   # the ActivateClaim being answered
-    exit_report: m.JobExited | None = None
-    exit_retry_at: float | None = None
-
-
-def ad_text(ad: dict[str, Any]) -> str:
-    """A core ad (name -> value or ExprTree) as new-syntax ClassAd text."""
-    return str(ClassAd({k: v for k, v in ad.items() if v is not None}))
-
-
-#: job attributes the core reads as numbers; submit writes some as expressions over the job
-#: (``RequestDisk = MAX({1024, (TransferInputSizeMB + 1) * 1.25}) * 1024``)
-REQUEST_ATTRS = ("RequestCpus", "RequestMemory", "RequestDisk")
-
-
-def parse_ad(text: str) -> dict[str, Any]:
-    """Wire ClassAd text as the core's plain dict (expressions stay expressions).
-
-    Raises:
-        ClassAdParseError: the text is not a ClassAd.
-    """
-    ad = ClassAd(text)
-    return {key: ad[key] for key in ad}
-
-
-def parse_job(text: str) -> dict[str, Any]:
-    """A job ad for the core: as :func:`parse_ad`, with the ``Request*`` resources evaluated
-    in the job's own scope (the core evaluates expressions without one).
-
-    Raises:
-        ClassAdParseError: the text is not a ClassAd.
-    """
-    ad = ClassAd(text)
-    job = {key: ad[key] for key in ad}
-    for name in REQUEST_ATTRS:
-        if isinstance(job.get(name), ExprTree):
-            value = ad.eval(name)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                job[name] = value
-    return job
-
-
-def evaluated(ad: dict[str, Any]) -> dict[str, Any]:
-    """The ad with every expression evaluated in its own scope (what a starter reads)."""
-    whole = ClassAd(ad)
-    out = {}
-    for key, value in ad.items():
-        if isinstance(value, ExprTree):
-            value = whole.eval(key)
-        if isinstance(value, (str, int, float, bool, list)):
-            out[key] = value
-    return out
-
-
-def job_id_of(job: dict[str, Any]) -> str:
-    """``cluster.proc`` of a job ad (``0.0`` when it names none)."""
-    cluster, proc = job.get("ClusterId"), job.get("ProcId", 0)
-    if isinstance(cluster, int) and isinstance(proc, int) and cluster >= 0 and proc >= 0:
-        return f"{cluster}.{proc}"
-    return "0.0"
-
-
 class _NoSuchSlot(HTCError):
     """A message named a slot this startd does not have."""
 
 
-def short_claim_id(claim_id: str) -> str:
-    """A claim id without its secret part, for logs and messages."""
-    return claim_id.rsplit("#", 1)[0] + "#..." if claim_id.count("#") >= 2 else claim_id
-
-
-class StartdDaemon:
+class StartdDaemon(JobReports, SlotAdvertising):
     """The wire adapter around a :class:`Startd` core (see the module docstring).
 
     Args:
@@ -267,23 +84,12 @@ class StartdDaemon:
         self._next_sample: float | None = None
         self._sampled = False
         self._last_core_tick = now
-        self._ads_in_flight: set[str] = set()
-        self._ads_queued: dict[str, m.Message] = {}
-        self._ads_failed: dict[str, m.Message] = {}
-        self._ad_retry_at: float | None = None
         self._stopping: tuple[float, bool] | None = None   # (deadline, fast)
         self._withdrawing = False   # jobs are gone; the ads' invalidations are on their way
         self._exited = False
-        self._started_at = int(now)
-        self._ad_sequence = 0
-        self._offers: dict[str, tuple[float, float]] = {}  # slot -> (Cpus, Memory) it offers unclaimed
-        self._announce: set[str] = set()  # slots whose next delivered ad is news for the negotiator
-        self._weight: tuple[str, ExprTree] | None = None  # SLOT_WEIGHT, parsed once
         self._last_job: tuple[str, dict[str, Any]] | None = None  # the job ad parsed last
         self._now = now
-        self._told_state: dict[str, Any] = {}        # slot -> State of the last ad sent (or queued)
-        self._deferred: dict[str, m.UpdateAd] = {}   # claimed slots' activity updates, newest only
-        self._defer_until: float | None = None
+        self._init_advertising(now)
 
     # --- the core interface ---------------------------------------------------------------
 
@@ -350,45 +156,25 @@ class StartdDaemon:
             self._translate(action, out)
         self._forget_ended_claims()
 
+    def _core_quietly(self, event: Any, now: float, out: list[c.Action]) -> None:
+        """Feed a report about a claim that may have ended meanwhile."""
+        try:
+            self._core(event, now, out)
+        except UnknownClaim as exc:
+            out.append(c.Log(f"ignoring {type(event).__name__}: {exc}"))
+
     def _translate(self, a: Any, out: list[c.Action]) -> None:
         if isinstance(a, ev.AdvertiseSlot):
-            ad = dict(a.ad)
-            if a.claim_id:
-                ad["ClaimId"] = a.claim_id
-            # An expression, as HTCondor publishes it: a partitionable slot the negotiator carves
-            # weighs what is left of it, not what it had.
-            ad["SlotWeight"] = self._slot_weight()
-            ad.setdefault("MyAddress", self.settings.address)
-            # Which report this is: the negotiator holds back a slot it just matched until a
-            # newer report comes (a p-slot may look the same again after a claim came and went).
-            self._ad_sequence += 1
-            ad["UpdateSequenceNumber"] = self._ad_sequence
-            ad["DaemonStartTime"] = self._started_at
-            self._note_offer(a.slot, ad)
-            msg = m.UpdateAd(ad_type=m.AdType.Startd, name=a.slot, ad_text=ad_text(ad),
-                             lifetime=self.settings.ad_lifetime)
-            state = ad.get("State")
-            if state == "Claimed" and self._told_state.get(a.slot) == "Claimed":
-                # Only the activity changed (Busy <-> Idle as jobs come and go on a claim): the
-                # newest such ad goes out claimed_update_delay later, not one per job start and end.
-                self._deferred[a.slot] = msg
-                if self._defer_until is None:
-                    self._defer_until = self._now + self.settings.claimed_update_delay
-            else:
-                self._deferred.pop(a.slot, None)
-                self._told_state[a.slot] = state
-                self._queue_ad(a.slot, msg, out)
+            self._advertise(a, out)
         elif isinstance(a, ev.InvalidateSlot):
-            self._offers.pop(a.slot, None)
-            self._deferred.pop(a.slot, None)
-            self._told_state.pop(a.slot, None)
-            self._queue_ad(a.slot, m.InvalidateAd(ad_type=m.AdType.Startd, name=a.slot), out)
+            self._invalidate(a, out)
         elif isinstance(a, ev.ReplyClaim):
             self._reply_claim(a, out)
         elif isinstance(a, ev.ReplyActivate):
             contact = self.contacts.get(a.claim_id)
             if contact is not None and a.accepted:
                 contact.exit_report, contact.exit_retry_at = None, None  # the previous run was reported
+                contact.hold = None
             if contact is not None and contact.activation_conn is not None:
                 out.append(c.Reply(contact.activation_conn, m.Ack(detail=f"starting job {contact.job_id}")
                                    if a.accepted else m.ErrorReply(code="bad_request", message=a.reason)))
@@ -403,6 +189,13 @@ class StartdDaemon:
             out.append(a)
             if isinstance(a, (ev.SuspendJob, ev.ContinueJob)):
                 self._job_state_changed(a.claim_id, isinstance(a, ev.SuspendJob), out)
+        elif isinstance(a, ev.HoldJob):
+            contact = self.contacts.get(a.claim_id)
+            if contact is not None:
+                contact.hold = a
+            out.append(c.Log(f"claim {short_claim_id(a.claim_id)}: killing job "
+                             f"{contact.job_id if contact else '?'} to hold it: {a.reason}"))
+            out.append(ev.KillJob(a.slot, a.claim_id))
         elif isinstance(a, ev.ClaimEnded):
             out.append(c.Log(f"claim {short_claim_id(a.claim_id)} on {a.slot} ended: {a.reason}"))
             contact = self.contacts.pop(a.claim_id, None)
@@ -417,29 +210,6 @@ class StartdDaemon:
         if self._last_job is None or self._last_job[0] != text:
             self._last_job = (text, parse_job(text))
         return dict(self._last_job[1])
-
-    def _slot_weight(self) -> ExprTree:
-        text = self.settings.slot_weight
-        if self._weight is None or self._weight[0] != text:
-            self._weight = (text, ExprTree(text))
-        return self._weight[1]
-
-    def _note_offer(self, slot: str, ad: dict[str, Any]) -> None:
-        """Remember what an unclaimed slot offers; more than before is news for the negotiator.
-
-        A slot that appears, or gets resources back (a dynamic slot returned to its p-slot, a
-        claim ended), may run idle jobs the last cycle could not place: once the collector has
-        its ad, the negotiator is asked for a cycle (Reschedule), rather than leaving the jobs
-        to the next NEGOTIATOR_INTERVAL.
-        """
-        cpus, memory = ad.get("Cpus"), ad.get("Memory")
-        if ad.get("State") != "Unclaimed" or not isinstance(cpus, (int, float)) or not isinstance(memory, (int, float)):
-            self._offers.pop(slot, None)
-            return
-        before = self._offers.get(slot)
-        if cpus > 0 and (before is None or cpus > before[0] or memory > before[1]):
-            self._announce.add(slot)
-        self._offers[slot] = (cpus, memory)
 
     def _live_claims(self) -> set[str]:
         live = set()
@@ -586,88 +356,6 @@ class StartdDaemon:
         self._job_state_changed(msg.claim_id, stop, out)
         out.append(c.Reply(e.conn_id, m.Ack()))
 
-    def _job_state_changed(self, claim_id: str, suspended: bool, out: list[c.Action]) -> None:
-        if suspended:
-            self.suspended.add(claim_id)
-        else:
-            self.suspended.discard(claim_id)
-        self._send_update(claim_id, {}, out)
-
-    def _send_update(self, claim_id: str, usage: dict[str, Any], out: list[c.Action]) -> None:
-        contact = self.contacts.get(claim_id)
-        if contact is None or not contact.shadow_address or claim_id not in self.running:
-            return
-        ad = dict(usage, JobState="Suspended" if claim_id in self.suspended else "Running")
-        out.append(c.Send(contact.shadow_address, m.StarterUpdate(claim_id=claim_id, job_id=contact.job_id,
-                                                                  update_ad=ad_text(ad)), cookie=("update", claim_id)))
-
-    # --- starters ---------------------------------------------------------------------------
-
-    def _on_started(self, e: StarterStarted, out: list[c.Action]) -> None:
-        contact = self.contacts.get(e.claim_id)
-        out.append(c.Log(f"claim {short_claim_id(e.claim_id)}: job {contact.job_id if contact else '?'} is running"))
-
-    def _on_failed(self, e: StarterFailed, now: float, out: list[c.Action]) -> None:
-        self.running.discard(e.claim_id)
-        self.suspended.discard(e.claim_id)
-        contact = self.contacts.get(e.claim_id)
-        out.append(c.Log(f"claim {short_claim_id(e.claim_id)}: the job could not start: {e.error}", logging.WARNING))
-        if contact is not None and contact.shadow_address:
-            usage = {"StarterError": e.error, "HoldReasonCode": e.hold_code, "HoldReasonSubCode": 0}
-            contact.exit_report = m.JobExited(claim_id=e.claim_id, job_id=contact.job_id, vacated=True,
-                                              usage_ad=ad_text(usage))
-            out.append(self._report_exit(contact))
-        self._core_quietly(ev.JobExited(e.claim_id), now, out)
-        self._maybe_finish_stop(now, out)
-
-    def _on_usage(self, e: StarterUsage, now: float, out: list[c.Action]) -> None:
-        self._core_quietly(ev.JobUpdate(e.claim_id, e.attrs), now, out)
-        self._send_update(e.claim_id, e.attrs, out)
-
-    def _on_exited(self, e: StarterExited, now: float, out: list[c.Action]) -> None:
-        self.running.discard(e.claim_id)
-        self.suspended.discard(e.claim_id)
-        r = e.record
-        contact = self.contacts.get(e.claim_id)
-        how = f"signal {r.exit_signal}" if r.exit_signal is not None else f"exit code {r.exit_code}"
-        out.append(c.Log(f"claim {short_claim_id(e.claim_id)}: job {contact.job_id if contact else '?'} ended with {how}"
-                         f"{' (vacated)' if r.vacated else ''}"))
-        if contact is not None and contact.shadow_address:
-            usage = r.to_ad()
-            if r.transfer_error:
-                usage.update(StarterError=f"output transfer failed: {r.transfer_error}", HoldReasonCode=12,
-                             HoldReasonSubCode=0)
-            if r.oom_killed:
-                usage["JobOOMKilled"] = True
-            if r.vacated:
-                claim = self._claim(e.claim_id)
-                usage["VacateReason"] = (claim.end_reason if claim is not None and claim.end_reason
-                                         else "the job was vacated from its slot")
-            contact.exit_report = m.JobExited(
-                claim_id=e.claim_id, job_id=contact.job_id, exit_code=r.exit_code, exit_signal=r.exit_signal,
-                core_dumped=r.core_dumped, vacated=r.vacated, usage_ad=ad_text(usage))
-            out.append(self._report_exit(contact))
-        self._core_quietly(ev.JobExited(e.claim_id), now, out)
-        self._maybe_finish_stop(now, out)
-
-    def _claim(self, claim_id: str):
-        for slot in self.startd.slots.values():
-            if slot.claim is not None and slot.claim.id == claim_id:
-                return slot.claim
-        return None
-
-    def _report_exit(self, contact: Contact) -> Call:
-        contact.exit_retry_at = None
-        assert contact.exit_report is not None
-        return Call(contact.shadow_address, contact.exit_report, cookie=("exit", contact.claim_id))
-
-    def _core_quietly(self, event: Any, now: float, out: list[c.Action]) -> None:
-        """Feed a report about a claim that may have ended meanwhile."""
-        try:
-            self._core(event, now, out)
-        except UnknownClaim as exc:
-            out.append(c.Log(f"ignoring {type(event).__name__}: {exc}"))
-
     # --- deliveries -------------------------------------------------------------------------
 
     def _on_delivery(self, e: Any, now: float, out: list[c.Action]) -> None:
@@ -677,50 +365,17 @@ class StartdDaemon:
         kind, key = cookie
         ok = isinstance(e, (c.SendDone, CallDone))
         if kind == "ad":
-            self._ads_in_flight.discard(key)
-            if ok and key in self._announce and isinstance(e.msg, m.UpdateAd) and not self._stopping:
-                self._announce.discard(key)
-                out.append(c.Send(self.settings.negotiator, m.Reschedule(), cookie=("reschedule", key),
-                                  timeout=10.0))
-            if not ok and key not in self._ads_queued and not self._withdrawing:
-                self._ads_failed[key] = e.msg
-                self._ad_retry_at = now + self.settings.retry_interval
-                out.append(c.Log(f"cannot update the collector about {key}: {e.error}; retrying", logging.WARNING))
-            queued = self._ads_queued.pop(key, None)
-            if queued is not None:
-                self._send_ad(key, queued, out)
-            if self._withdrawing and not self._ads_in_flight:
-                self._exit(out)
+            self._ad_delivered(e, key, ok, now, out)
             return
         contact = self.contacts.get(key)
         if kind == "exit" and contact is not None and contact.exit_report is e.msg:
-            if ok:
-                contact.exit_report = None
-            elif isinstance(e, CallFailed) and e.refused:
-                out.append(c.Log(f"the shadow at {e.to} refused the exit of job {contact.job_id}: {e.error}",
-                                 logging.WARNING))
-                contact.exit_report = None
-            else:
-                contact.exit_retry_at = now + self.settings.retry_interval
-                out.append(c.Log(f"cannot tell {e.to} that job {contact.job_id} ended ({e.error}); retrying "
-                                 "while the claim lasts", logging.WARNING))
+            self._exit_delivered(e, contact, ok, now, out)
         elif kind == "reschedule" and not ok:
             out.append(c.Log(f"cannot ask {e.to} for a negotiation cycle: {e.error}"))
         elif kind == "ended" and not ok:
             out.append(c.Log(f"cannot tell {e.to} that claim {short_claim_id(key)} ended: {e.error}", logging.WARNING))
         if ok and kind in ("exit", "update") and key in self._live_claims():
             self._core_quietly(ev.KeepAlive(key), now, out)
-
-    def _queue_ad(self, slot: str, msg: m.Message, out: list[c.Action]) -> None:
-        self._ads_failed.pop(slot, None)
-        if slot in self._ads_in_flight:
-            self._ads_queued[slot] = msg  # sent when the one in flight is done: order kept
-        else:
-            self._send_ad(slot, msg, out)
-
-    def _send_ad(self, slot: str, msg: m.Message, out: list[c.Action]) -> None:
-        self._ads_in_flight.add(slot)
-        out.append(c.Send(self.settings.collector, msg, cookie=("ad", slot), timeout=10.0))
 
     # --- the clock ----------------------------------------------------------------------------
 
@@ -732,20 +387,8 @@ class StartdDaemon:
         if self._sampled and core_next is not None and core_next <= now:
             self._last_core_tick = now
             self._core(ev.Tick(), now, out)
-        if self._defer_until is not None and now >= self._defer_until:
-            self._defer_until = None
-            deferred, self._deferred = self._deferred, {}
-            for slot, msg in deferred.items():
-                self._queue_ad(slot, msg, out)
-        if self._ad_retry_at is not None and now >= self._ad_retry_at:
-            self._ad_retry_at = None
-            for slot, msg in list(self._ads_failed.items()):
-                del self._ads_failed[slot]
-                if slot in self.startd.slots or isinstance(msg, m.InvalidateAd):
-                    self._queue_ad(slot, msg, out)
-        for contact in self.contacts.values():
-            if contact.exit_retry_at is not None and now >= contact.exit_retry_at and contact.exit_report:
-                out.append(self._report_exit(contact))
+        self._flush_ads(now, out)
+        self._retry_exits(now, out)
         if self._stopping is not None and now >= self._stopping[0]:
             if self._withdrawing:
                 self._exit(out)  # the collector is slow to take the invalidations: leave anyway
@@ -780,12 +423,7 @@ class StartdDaemon:
         """Withdraw every slot ad (after any update still on its way), then exit."""
         self._withdrawing = True
         self._stopping = (now + 3.0, True)
-        names = set(self.startd.slots) | self._ads_in_flight | set(self._ads_queued) | set(self._ads_failed)
-        self._ads_failed.clear()
-        self._deferred.clear()
-        self._defer_until = None
-        for name in sorted(names):
-            self._queue_ad(name, m.InvalidateAd(ad_type=m.AdType.Startd, name=name), out)
+        self._withdraw_ads(out)
         if not self._ads_in_flight:
             self._exit(out)
 

@@ -9,7 +9,10 @@ Theory of operation
    ``.machine.ad``, make the job's cgroup (:mod:`htc.daemons.limits`), and spawn the executable
    with HTCondor's argument vector and environment (:mod:`htc.daemons.starter_env`). The child
    joins the cgroup, sets rlimits and drops to the slot user before ``exec``; it leads a new
-   session so the starter can find its family.
+   session so the starter can find its family. A function job (``python -m
+   htc.executors.worker``) is instead forked by a pre-imported *zygote* of the startd's
+   :class:`~htc.daemons.starter_zygote.ZygotePool` when the starter has one (same user, cgroup,
+   limits, files and environment; fork+exec whenever the zygote cannot serve).
 2. While it runs: ``suspend()``/``resume()`` send SIGSTOP/SIGCONT to every process of the job;
    ``usage()`` measures it (``RemoteUserCpu``, ``RemoteSysCpu``, ``ImageSize`` and
    ``ResidentSetSize`` in KiB, ``DiskUsage`` in KiB).
@@ -18,7 +21,9 @@ Theory of operation
    ``await kill()`` kills at once.
 4. ``await wait()`` returns an :class:`ExitRecord` once the main process has exited: leftover
    processes are killed, output is transferred (per ``WhenToTransferOutput``: a vacated job
-   sends nothing back unless ``ON_EXIT_OR_EVICT``), and the sandbox and cgroup are removed.
+   sends nothing back unless ``ON_EXIT_OR_EVICT``; a streamed stdout/stderr is never sent
+   at the end, the startd sent it while the job ran -- :mod:`htc.daemons.starter_stream`),
+   and the sandbox and cgroup are removed.
 
 The soft kill goes to the whole job, not only its main process, the way systemd's
 ``KillMode=control-group`` does: a shell-script job's children get the chance to clean up too.
@@ -46,6 +51,8 @@ from htc.daemons.execute_dir import unreachable_parent
 from htc.daemons.limits import JobCgroup, child_rlimits
 from htc.daemons.starter_env import build_environment, job_arguments
 from htc.daemons.starter_procs import JobProcesses, Reaped, watch_exit
+from htc.daemons.starter_stream import streamed_files
+from htc.daemons.starter_zygote import ZygoteKey, ZygotePool, eligible_module
 from htc.errors import HTCError, UsageError
 
 
@@ -54,7 +61,7 @@ class StarterError(HTCError):
 
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-# Looked up once, here: the child (forked from a thread, see Starter._spawn_off_loop) must not
+# Looked up once, here: the child (forked from a thread, see Starter._off_loop) must not
 # call into the dynamic loader, whose lock another thread may have held at the fork.
 _PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
 
@@ -74,7 +81,7 @@ def _die_with_parent(parent: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-#: The thread that forks and execs jobs, one at a time (see Starter._spawn_off_loop for why
+#: The thread that forks and execs jobs, one at a time (see Starter._off_loop for why
 #: there must be exactly one).
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="htc-starter-spawn")
 
@@ -86,6 +93,9 @@ class StarterSettings:
     ``memory_mb`` is the hard memory limit (the slot's Memory; None: the job's RequestMemory).
     ``slot_user`` runs the job when the starter is root (HTCondor's ``SLOT<N>_USER``; default
     ``nobody``); ``create_slot_user`` adds it with ``useradd --system`` when missing.
+    ``use_zygote`` lets a starter given a :class:`ZygotePool` have a pre-imported Python fork
+    jobs that are ``python -m MODULE`` with MODULE in ``zygote_modules`` (see
+    :mod:`htc.daemons.starter_zygote`).
     """
 
     slot_name: str = "slot1"
@@ -96,6 +106,8 @@ class StarterSettings:
     use_cgroups: bool = True
     machine_ad: Mapping[str, Any] = field(default_factory=dict)
     kill_timeout: float = 10.0
+    use_zygote: bool = True
+    zygote_modules: tuple[str, ...] = ("htc.executors.worker",)
 
 
 @dataclass(frozen=True)
@@ -217,12 +229,16 @@ class Starter:
             TransferOutput, TransferOutputRemaps, WhenToTransferOutput, KillSig, RequestMemory).
         execute_dir: where sandboxes are made.
         settings: slot, limits and user.
+        zygotes: the startd's zygotes, which fork eligible function jobs (None: always exec).
     """
 
-    def __init__(self, job_ad: Mapping[str, Any], execute_dir: Path, settings: StarterSettings | None = None):
+    def __init__(self, job_ad: Mapping[str, Any], execute_dir: Path, settings: StarterSettings | None = None,
+                 zygotes: ZygotePool | None = None):
         self.job_ad = dict(job_ad)
         self.execute_dir = Path(execute_dir)
         self.settings = settings or StarterSettings()
+        self.zygotes = zygotes
+        self.zygote_pid: int | None = None  # the zygote that forked the job, when one did
         self.sandbox: sb.Sandbox | None = None
         self.cgroup: JobCgroup | None = None
         self.procs: JobProcesses | None = None
@@ -249,19 +265,49 @@ class Starter:
             raise UsageError("Starter.start() was already called; make a new Starter for the next job")
         user = resolve_user(self.settings)
         uid, gid = (user.pw_uid, user.pw_gid) if user else (None, None)
-        self.sandbox = sb.Sandbox.create(self.execute_dir, uid, gid)
         try:
-            if user is not None:
-                _check_reachable(self.sandbox.path, user)
-            await self._spawn_off_loop(self._prepare(uid, gid), uid, gid)
+            # Sandbox, input files, ad files and cgroup are milliseconds of file system work per
+            # job: done in the spawn thread, they leave the event loop free for other slots.
+            plan = await self._off_loop(self._set_up, user, uid, gid)
+            if not await self._spawn_by_zygote(plan, uid, gid):
+                await self._off_loop(self._spawn, plan, uid, gid)
+                self._exit = watch_exit(self.pid)
         except BaseException:
             await self._cleanup()
             raise
-        self._exit = watch_exit(self.pid)
+        assert self._exit is not None
         self._exit.add_done_callback(self._main_gone)
 
-    async def _spawn_off_loop(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> None:
-        """Fork and exec the job in the starters' one worker thread.
+    async def _spawn_by_zygote(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> bool:
+        """Have a zygote fork an eligible job (see :mod:`htc.daemons.starter_zygote`); False: exec it."""
+        if self.zygotes is None or not self.settings.use_zygote or self._exe_name is not None:
+            return False  # (a transferred interpreter lives in this job's sandbox: no zygote can share it)
+        module = eligible_module(plan["argv"], self.settings.zygote_modules)
+        if module is None:
+            return False
+        key = ZygoteKey.for_job(plan["argv"], module, uid, gid, plan["env"])
+        streams = _open_streams(plan)
+        try:
+            started = await self.zygotes.run(key, plan, [s.fileno() for s in streams], self.cgroup)
+        finally:
+            for stream in streams:
+                stream.close()
+        if started is None:
+            return False
+        self.pid, self._exit, self.zygote_pid = started.pid, started.exit, started.zygote_pid
+        assert self.procs is not None
+        self.procs.started(started.pid)
+        return True
+
+    def _set_up(self, user: pwd.struct_passwd | None, uid: int | None, gid: int | None) -> dict[str, Any]:
+        self.sandbox = sb.Sandbox.create(self.execute_dir, uid, gid)
+        if user is not None:
+            _check_reachable(self.sandbox.path, user)
+        return self._prepare(uid, gid)
+
+    async def _off_loop(self, fn, *args):
+        """Run ``fn(*args)`` -- setting the job up, or forking and exec'ing it -- in the starters'
+        one worker thread, and return its result.
 
         The parent of a fork waits until the child has exec'd (to hear of a failed exec), and a
         child with setup to do before exec (cgroup, limits, user) takes milliseconds -- tens of
@@ -273,14 +319,15 @@ class Starter:
         There is *one* such thread (:data:`_SPAWNER`). A child forked while the event loop copies
         another job's executable into its sandbox holds that file open for writing until it
         execs; with two spawning threads the other job could exec meanwhile and fail with "Text
-        file busy" (ETXTBSY). With one, the next exec waits for the previous child's.
+        file busy" (ETXTBSY). With one, the next exec waits for the previous child's, and since the
+        copying happens in the same thread (:meth:`_set_up`), no copy is ever open during a fork.
         """
         loop = asyncio.get_running_loop()
-        spawning = loop.run_in_executor(_SPAWNER, self._spawn, plan, uid, gid)
+        working = loop.run_in_executor(_SPAWNER, fn, *args)
         try:
-            await asyncio.shield(spawning)
+            return await asyncio.shield(working)
         except asyncio.CancelledError:
-            await asyncio.wait([spawning])  # know whether the job exists before cleaning up
+            await asyncio.wait([working])  # know whether the job (or its sandbox) exists before cleaning up
             raise
 
     def _prepare(self, uid: int | None, gid: int | None) -> dict[str, Any]:
@@ -355,7 +402,7 @@ class Starter:
 
         streams = []
         try:
-            streams = [open(plan["stdin"], "rb"), open(plan["stdout"], "ab"), open(plan["stderr"], "ab")]
+            streams = _open_streams(plan)
             popen = subprocess.Popen(plan["argv"], stdin=streams[0], stdout=streams[1], stderr=streams[2],
                                      cwd=plan["cwd"], env=plan["env"], preexec_fn=child, start_new_session=True,
                                      close_fds=True)
@@ -482,9 +529,12 @@ class Starter:
             return [], None
         dest = self.iwd or Path.cwd()
         written: list[Path] = []
+        streamed = set(streamed_files(job).values())  # sent while it ran (htc.daemons.starter_stream)
         try:
             for attr, name in (("Out", sb.STDOUT_NAME), ("Err", sb.STDERR_NAME)):
                 target = _path_attr(job, attr)
+                if name in streamed:
+                    continue
                 if target and job.get("Transfer" + attr, True) is not False and (box.path / name).exists():
                     written += box.send_out([name], dest, {name: target})
             skip = {self._exe_name} if self._exe_name else set()
@@ -504,6 +554,23 @@ class Starter:
                 await asyncio.sleep(0.01)
         if self.sandbox is not None:
             self.sandbox.remove()
+
+
+def _open_streams(plan: Mapping[str, Any]) -> list[Any]:
+    """The job's stdin, stdout and stderr, opened by the starter (root: before dropping privilege).
+
+    Raises:
+        StarterError: one cannot be opened.
+    """
+    streams: list[Any] = []
+    try:
+        for key, mode in (("stdin", "rb"), ("stdout", "ab"), ("stderr", "ab")):
+            streams.append(open(plan[key], mode))
+    except OSError as exc:
+        for stream in streams:
+            stream.close()
+        raise StarterError(f"cannot open the job's {key} {plan[key]}: {exc.strerror or exc}") from exc
+    return streams
 
 
 async def run_job(job_ad: Mapping[str, Any], execute_dir: Path, settings: StarterSettings | None = None,

@@ -376,6 +376,23 @@ class Reschedule(Message, frozen=True):
     reply_type = Ack
 
 
+class SetUserPriority(Message, frozen=True):
+    """Tool -> negotiator (``htc userprio -setprio/-setfactor/-resetusage``): change one
+    submitter's standing in the accountant. Set one or more of ``priority`` (the real user
+    priority, >= 0.5), ``factor`` (the priority factor, >= 1) and ``reset_usage``. Only the
+    pool's administrator (root, or the user the negotiator runs as) may send it."""
+
+    reply_type = Ack
+    submitter: NonEmpty
+    priority: float | None = None
+    factor: float | None = None
+    reset_usage: bool = False
+
+    def _check(self) -> None:
+        if self.priority is None and self.factor is None and not self.reset_usage:
+            raise _invalid(self, "say what to change: priority, factor or reset_usage")
+
+
 # --- negotiation ----------------------------------------------------------------------------
 
 
@@ -476,9 +493,29 @@ class StarterUpdate(Message, frozen=True):
     update_ad: AdText
 
 
-class JobExited(Message, frozen=True):
+#: the largest ``JobOutput.data`` a receiver accepts (senders cut their chunks smaller)
+MAX_OUTPUT_CHUNK = 4 * 1024 * 1024
+
+
+class JobOutput(Message, frozen=True):
+    """Startd -> shadow: new bytes of a running job's ``stream`` (stream_output / stream_error),
+    which belong at byte ``offset`` of its output file; writing at the offset makes a resend
+    harmless. Sent in order, the last before JobExited."""
+
+    reply_type = Ack
+    claim_id: NonEmpty
+    job_id: JobId
+    stream: Literal["stdout", "stderr"]
+    offset: Count
+    data: Annotated[bytes, Meta(max_length=MAX_OUTPUT_CHUNK)]
+
+
+class JobExited(Message, frozen=True, omit_defaults=True):
     """Starter -> shadow/startd: the job ended; exactly one of exit_code / exit_signal is set
-    unless it was vacated (``checkpointed`` says whether a checkpoint was saved)."""
+    unless it was vacated (``checkpointed`` says whether a checkpoint was saved). ``hold_code``
+    (with ``hold_subcode`` and ``hold_reason``) asks the shadow to hold the job: the execute side
+    killed it for breaking a limit of its own (47 JobExecuteExceeded). Fields left at their
+    defaults are not sent, so peers that predate the hold fields read it as before."""
 
     reply_type = Ack
     claim_id: NonEmpty
@@ -489,10 +526,15 @@ class JobExited(Message, frozen=True):
     vacated: bool = False
     checkpointed: bool = False
     usage_ad: str = ""
+    hold_code: Annotated[int, Meta(gt=0)] | None = None
+    hold_subcode: int = 0
+    hold_reason: str = ""
 
     def _check(self) -> None:
         if not self.vacated and (self.exit_code is None) == (self.exit_signal is None):
             raise _invalid(self, "give exactly one of exit_code or exit_signal for a job that ended")
+        if self.hold_code is not None and not self.hold_reason:
+            raise _invalid(self, "a hold request (hold_code) needs its hold_reason")
 
 
 class Vacate(Message, frozen=True):
@@ -549,10 +591,10 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     Ack, ErrorReply, Ping, Pong, Reconfig,
     UpdateAd, InvalidateAd, QueryAds, AdsReply,
     DaemonsOff, DaemonsOn, DaemonsRestart, QueryMaster, MasterStatus,
-    Submit, SubmitReply, QueryJobs, ActOnJobs, ActOnJobsReply, EditJobs, EditReply, Reschedule,
+    Submit, SubmitReply, QueryJobs, ActOnJobs, ActOnJobsReply, EditJobs, EditReply, Reschedule, SetUserPriority,
     GetResourceRequests, ResourceRequests, MatchNotify,
     RequestClaim, ClaimReply, ActivateClaim, ClaimKeepAlive, ReleaseClaim,
-    StarterUpdate, JobExited, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
+    StarterUpdate, JobOutput, JobExited, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
 )
 
 AnyMessage = Union[MESSAGE_TYPES]  # type: ignore[valid-type]

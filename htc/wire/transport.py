@@ -15,13 +15,17 @@ A :class:`Connection` carries whole messages over any byte stream with ``readexa
 ``write`` / ``drain`` / ``close``: frames from :mod:`htc.wire.framing`, bodies from
 :mod:`htc.wire.messages`.  Each call a client makes is ``request``: send one message, read one
 reply, turn an :class:`~htc.wire.messages.ErrorReply` into :class:`~htc.wire.errors.RemoteError`.
+A connection carries any number of requests in turn; daemons keep theirs for reuse through
+:class:`htc.wire.peers.PeerConnections`, which asks :attr:`Connection.reusable` before reusing one.
 
 A :class:`Server` runs ``handler(connection)`` for each accepted connection as a task in the
 TaskGroup its owner passes in, so no task is orphaned and a bug in a handler fails the daemon
 loudly.  Misbehaving peers do not: when a handler lets a :class:`~htc.wire.errors.WireError`
 escape (garbage bytes, a frame above the limit, an invalid message), the server answers
 ``ErrorReply`` with the error's code, closes *that* connection and keeps serving everyone else.
-A peer that disappears mid-conversation just ends its connection.
+A peer that disappears mid-conversation just ends its connection.  :meth:`Server.stop_accepting`
+closes the listening endpoint at once (a daemon that decided to exit), while :meth:`Server.aclose`
+also ends the connections being served.
 """
 
 from __future__ import annotations
@@ -165,6 +169,15 @@ class Connection:
             ConnectionClosed, RequestTimeout: the peer went away or stayed silent.
         """
         await self.send(msg)
+        return await self.read_reply(msg, timeout=timeout, expect=expect)
+
+    async def read_reply(self, msg: messages.Message, *, timeout: float | None = DEFAULT_TIMEOUT,
+                         expect: type[messages.Message] | None = None) -> messages.Message:
+        """Read the reply to ``msg``, already sent; the second half of :meth:`request`.
+
+        Raises:
+            As :meth:`request`, except that nothing is sent here.
+        """
         try:
             reply = await self.recv(timeout)
         except ConnectionClosed:
@@ -197,10 +210,37 @@ class Connection:
         except (ConnectionError, OSError):
             pass
 
+    def close_nowait(self) -> None:
+        """Start closing the connection without waiting for it (idempotent; for sync callers)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._writer.close()
+
     @property
     def closed(self) -> bool:
-        """True once :meth:`aclose` ran."""
+        """True once :meth:`aclose` or :meth:`close_nowait` ran."""
         return self._closed
+
+    @property
+    def reusable(self) -> bool:
+        """True if an idle connection can carry another request, as far as we can tell now.
+
+        False once it is closed, its peer has ended the stream (a peer that restarted or closed
+        an idle connection: the EOF arrives while nobody reads), reading failed, or bytes nobody
+        asked for are waiting (the conversation would be out of step).
+        """
+        if self._closed or self._writer.is_closing():
+            return False
+        reader = self._reader
+        at_eof = getattr(reader, "at_eof", None)
+        if at_eof is not None and at_eof():
+            return False
+        exception = getattr(reader, "exception", None)
+        if exception is not None and exception() is not None:
+            return False
+        # asyncio's StreamReader keeps unread bytes in _buffer; other streams may not say.
+        return not getattr(reader, "_buffer", b"")
 
     async def __aenter__(self) -> Connection:
         return self
@@ -224,6 +264,7 @@ class Server:
         self._task_group = task_group
         self._tasks: set[asyncio.Task] = set()
         self._closing = False
+        self._closed = False
 
     def _accept(self, conn: Connection) -> None:
         """Start serving one accepted connection (called by the transport)."""
@@ -251,15 +292,22 @@ class Server:
         """How many connections are being served now."""
         return len(self._tasks)
 
-    async def _stop_listening(self) -> None:  # pragma: no cover - overridden by transports
+    def _stop_listening(self) -> None:  # pragma: no cover - overridden by transports
         raise TypeError(f"{type(self).__name__} must implement _stop_listening")
 
-    async def aclose(self) -> None:
-        """Stop accepting, cancel the connections being served and wait for them to end."""
+    def stop_accepting(self) -> None:
+        """Stop listening now (idempotent): new clients find nobody there; current ones are served on."""
         if self._closing:
             return
         self._closing = True
-        await self._stop_listening()
+        self._stop_listening()
+
+    async def aclose(self) -> None:
+        """Stop accepting, cancel the connections being served and wait for them to end."""
+        if self._closed:
+            return
+        self._closed = True
+        self.stop_accepting()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -318,7 +366,7 @@ class _UnixServer(Server):
         self._server: asyncio.AbstractServer | None = None
         self._inode: int | None = None
 
-    async def _stop_listening(self) -> None:
+    def _stop_listening(self) -> None:
         if self._server is not None:
             self._server.close()
         try:
