@@ -8,7 +8,9 @@ calls), follows the user log with htc's reader, and prints three figures against
 
 1. **submit-to-start latency** on an idle pool, median and p95 over ``--latency-jobs`` (30)
    single-job submits, one at a time, each after the previous one has finished and its slot is
-   Unclaimed again. *Start* is when the job's own process began: the job is
+   Unclaimed again (for this figure the schedd releases claims at once: SCHEDD_CLAIM_LINGER = 0
+   through a drop-in file and ``htc reconfig``; then, as (1b), the same with the default kept
+   claim, each submit right after the previous job ended). *Start* is when the job's own process began: the job is
    ``/bin/date +%s.%N``, whose output is its start time to the nanosecond (the user log's
    EXECUTE event has 1-second stamps). The client's clock is read just before the submit call,
    so the figure includes expanding the description, the schedd's commit, a negotiation
@@ -179,6 +181,45 @@ def bench_latency(home: Path, work: Path, count: int) -> tuple[float, float]:
     return median, p95
 
 
+def set_claim_linger(home: Path, seconds: int | None) -> None:
+    """Set SCHEDD_CLAIM_LINGER with a drop-in file and tell the schedd (None: the default)."""
+    from htc.pool import reconfig
+
+    drop_in = home / "config.d" / "99-pool-bench"
+    if seconds is None:
+        drop_in.unlink(missing_ok=True)
+    else:
+        drop_in.write_text(f"SCHEDD_CLAIM_LINGER = {seconds}\n")
+    reconfig(["schedd"])
+
+
+def bench_warm_latency(home: Path, work: Path, count: int) -> float:
+    """Submit-to-start when the same user's previous job has just finished and its claim is kept
+    (SCHEDD_CLAIM_LINGER): what a client submitting one job after another sees."""
+    from htc.eventlog import EventLogReader, EventType
+    from htc.schedd_client import submit
+    from htc.wire.transport import UnixTransport
+
+    transport = UnixTransport(home / "sockets")
+    latencies = []
+    for i in range(count + 1):
+        description = (f"executable = /bin/date\narguments = +%s.%N\noutput = warm.{i}\n"
+                       f"log = warm.{i}.log\nqueue\n")
+        t0 = time.time()
+        result = submit(description, cwd=work, transport=transport)
+        reader = EventLogReader(work / f"warm.{i}.log")
+        wait_until(lambda: any(e.type == EventType.JOB_TERMINATED for e in reader.read_nowait(cluster=result.cluster_id)),
+                   f"job {result.cluster_id}.0 to terminate", 300)
+        if i:  # the first one found no kept claim
+            latencies.append(float((work / f"warm.{i}").read_text()) - t0)
+    latencies.sort()
+    median = statistics.median(latencies)
+    p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
+    print(f"(1b) submit-to-start latency with the user's claim kept (SCHEDD_CLAIM_LINGER), {count} submits: "
+          f"median {median * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms")
+    return median
+
+
 def bench_throughput(home: Path, work: Path, jobs: int) -> float:
     from htc.eventlog import EventLogReader, EventType
     from htc.schedd_client import submit
@@ -233,7 +274,12 @@ def main() -> None:
     with personal_pool(args.cpus) as (home, work, master_pid):
         settle(home)
         bench_idle(master_pid, args.idle_seconds)
+        if "SCHEDD_CLAIM_LINGER" not in KNOBS:
+            set_claim_linger(home, 0)  # each submit finds an idle pool: negotiation, claim, start
         bench_latency(home, work, args.latency_jobs)
+        if "SCHEDD_CLAIM_LINGER" not in KNOBS:
+            set_claim_linger(home, None)
+            bench_warm_latency(home, work, args.latency_jobs)
         bench_throughput(home, work, args.jobs)
 
 
