@@ -18,23 +18,31 @@ jobs run as ``nobody`` and use a system Python prepared as the tests do (tests/e
 
 ``pip install -e '.[benchmark]'`` adds dask/distributed for the dask column.
 
-Figures on the project's standard machine (2 shared cores, Firecracker VM; 2026-11-22, one
+Figures on the project's standard machine (2 shared cores, Firecracker VM; 2026-11-25, one
 run each, noisy -- treat differences under ~30 % as noise):
 
 ==========================  ==========  ========  ========  ==========  ====  =========
 executor                    cold start  RTT ms    burst/s   CPU wall s  eff.  batch/s
 ==========================  ==========  ========  ========  ==========  ====  =========
-ProcessPoolExecutor(2)      0.025 s     0.51      5,483     2.12        0.94  319,625
-HTCExecutor local (2)       0.28 s      6.7       279       2.88        0.69  28,341
-HTCExecutor pool (2 cpus)   0.76 s      328       8 (200)   30.4        0.07  1,046
-dask LocalCluster (2x1)     1.17 s      10.7      278       2.92        0.69  217
+ProcessPoolExecutor(2)      0.012 s     0.33      13,122    2.07        0.97  583,357
+HTCExecutor local (2)       0.18 s      6.1       311       2.64        0.76  45,203
+HTCExecutor pool (2 cpus)   0.41 s      23.7      49 (200)  6.92        0.29  5,664
+dask LocalCluster (2x1)     0.69 s      10.3      482       2.70        0.74  502
 ==========================  ==========  ========  ========  ==========  ====  =========
 
+(On 2026-11-22 the pool measured 328 ms, 8/s, 30.4 s and 1,046/s: every call started a fresh
+interpreter, every submit waited for a negotiation cycle and the client looked at the event
+log every 200 ms at worst.)
+
 The local backend's floor is one ``fork`` of a pre-imported zygote per call (about 3-4 ms on
-this VM, where a bare ``os.fork`` of a small Python costs ~2 ms). The pool's is a fresh
-``python -m htc.executors.worker`` per job started by the starter (~45 ms of imports plus the
-interpreter), the schedd's transactions, the shadow and file transfer; ``map(chunksize=...)``
-amortises it. The pool's cold start assumes a running pool (starting one adds ~1.5 s).
+this VM, where a bare ``os.fork`` of a small Python costs ~2 ms). The pool's round trip is now
+a chain of ~20 ms: the client's submit (pickle, spool file, one durable transaction), the
+schedd starting the call on the claim it kept for this user (SCHEDD_CLAIM_LINGER: no
+negotiation), the starter's sandbox and cgroup (~2.5 ms), a fork of the starter's zygote
+(~2 ms), the call itself, the exit report, the schedd's commit and user log, and the client's
+inotify wake-up. Each slot runs that chain serially, which is what bounds burst throughput and
+CPU efficiency; ``map(chunksize=...)`` amortises it. The pool's cold start assumes a running
+pool (starting one adds ~1.5 s).
 """
 
 from __future__ import annotations
