@@ -509,7 +509,7 @@ class Starter:
         assert self.sandbox is not None
         usage = Usage(user, system, max(procs.peak_vms // 1024, rss_kib), rss_kib, self.sandbox.disk_usage_kib())
         oom = bool(self.cgroup and self.cgroup.oom_killed())
-        outputs, error = self._transfer_output(reaped)
+        outputs, error = await self._off_loop(self._transfer_output, reaped)  # file copies: off the loop
         if not gone:
             error = (error + "; " if error else "") + "some job processes could not be killed"
         record = ExitRecord(reaped.exit_code, reaped.signal, reaped.core_dumped, oom, self._vacated, usage,
@@ -553,7 +553,7 @@ class Starter:
                     break
                 await asyncio.sleep(0.01)
         if self.sandbox is not None:
-            self.sandbox.remove()
+            await self._off_loop(self.sandbox.remove)
 
 
 def _open_streams(plan: Mapping[str, Any]) -> list[Any]:
