@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 Three layers. :class:`htc.daemons.startd.Startd` decides everything about slots, claims and
 the owner's policy; :class:`~htc.daemons.startd_wire.StartdDaemon` translates between it and
-the wire (see :mod:`htc.daemons.startd_wire` for the messages served and the reports sent);
+the wire (see :mod:`htc.daemons.startd_wire` for the messages served and
+:mod:`htc.daemons.startd_reports` for the reports sent);
 :class:`StartdService` here does the process work the adapter asks for:
 
 * :class:`SampleSensors` (every POLLING_INTERVAL): measure the machine with
@@ -48,11 +49,13 @@ from htc.daemons.sensors import SensorSettings, Sensors
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
 from htc.daemons.startd_policy import KNOBS, ClassAdPolicy
 from htc.daemons.startd_slots import StartdSettings
-from htc.daemons.startd_wire import (
+from htc.daemons.startd_ads import evaluated
+from htc.daemons.startd_reports import short_claim_id
+from htc.daemons.startd_service_events import (
     HOLD_FAILED_TO_CREATE_PROCESS, HOLD_TRANSFER_INPUT, STARTER_ACTIONS, RunStarter, Sampled, SampleSensors,
-    StartdDaemon, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage, evaluated,
-    short_claim_id,
+    StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage,
 )
+from htc.daemons.startd_wire import StartdDaemon
 from htc.daemons.starter import Starter, StarterSettings
 from htc.daemons.starter_stream import OutputStreamer, streamed_files
 from htc.daemons.starter_zygote import ZygotePool
