@@ -247,11 +247,13 @@ def test_ineligible_jobs_and_a_disabled_zygote_use_exec(world):
     async def go():
         pool = ZygotePool()
         try:
+            no_exec = StarterSettings(zygote_modules=("zjob",), use_exec_zygote=False)
             plain, r1 = await run({**job(iwd, mods, ""), "Cmd": "job.sh", "TransferExecutable": True,
-                                   "Arguments": ""}, execute, pool)
-            other, r2 = await run(job(iwd, mods, "exit 5"), execute, pool, StarterSettings())  # zjob not listed
+                                   "Arguments": ""}, execute, pool, no_exec)
+            other, r2 = await run(job(iwd, mods, "exit 5"), execute, pool,
+                                  StarterSettings(use_exec_zygote=False))  # zjob not listed
             off, r3 = await run(job(iwd, mods, "exit 6"), execute, pool,
-                                StarterSettings(zygote_modules=("zjob",), use_zygote=False))
+                                StarterSettings(zygote_modules=("zjob",), use_zygote=False, use_exec_zygote=False))
             return [s.zygote_pid for s in (plain, other, off)], [r.exit_code for r in (r1, r2, r3)], pool.pids()
         finally:
             pool.close()

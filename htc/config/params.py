@@ -335,6 +335,8 @@ _ENTRIES = [
     P("STARTER_UPLOAD_TIMEOUT", "int", "300", "Seconds the starter waits to send output."),
     P("STARTER_PYTHON_ZYGOTE", "bool", "true", "Fork Python jobs of STARTER_ZYGOTE_MODULES from a pre-imported "
       "interpreter (the starter zygote) instead of starting a fresh one per job.", "htc"),
+    P("STARTER_EXEC_ZYGOTE", "bool", "true", "Fork and exec jobs from a small separate root process of the "
+      "startd's interpreter (the exec zygote) instead of forking the startd itself for each job.", "htc"),
     P("STARTER_ZYGOTE_MODULES", "list", "htc.executors.worker", "Modules whose 'python -m MODULE' jobs the starter "
       "zygote runs (each must be safe to import without running).", "htc"),
     P("STARTER_JOB_ENVIRONMENT", "str", "", "Environment given to every job."),

@@ -125,7 +125,7 @@ class StartdService(DaemonService):
             memory_mb=memory if isinstance(memory, int) and memory > 0 else None,
             slot_user=self.settings.slot_user, use_cgroups=self.settings.use_cgroups,
             machine_ad=evaluated(slot_ad), use_zygote=self.settings.use_zygote,
-            zygote_modules=self.settings.zygote_modules)
+            zygote_modules=self.settings.zygote_modules, use_exec_zygote=self.settings.use_exec_zygote)
         run = _Running(Starter(evaluated(action.job_ad), self.settings.execute_dir, settings, self.zygotes))
         self.starters[action.claim_id] = run
         self.start_task(self._run_starter(action.claim_id, run), f"starter for {action.slot}")
@@ -295,7 +295,8 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         stop_timeout=float(config.param("MachineMaxVacateTime") or 600) + 30.0,
         fast_stop_timeout=float(config.param("KILLING_TIMEOUT")) + 5.0,
         use_zygote=bool(config.param("STARTER_PYTHON_ZYGOTE")),
-        zygote_modules=tuple(str(name) for name in config.param("STARTER_ZYGOTE_MODULES") or ()))
+        zygote_modules=tuple(str(name) for name in config.param("STARTER_ZYGOTE_MODULES") or ()),
+        use_exec_zygote=bool(config.param("STARTER_EXEC_ZYGOTE")))
 
 
 def make_service(paths: DaemonPaths) -> StartdService:

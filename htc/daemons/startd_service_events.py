@@ -51,6 +51,7 @@ class StartdServiceSettings:
     slot_weight: str = "Cpus"                 # SLOT_WEIGHT, published as an expression
     use_zygote: bool = True                   # STARTER_PYTHON_ZYGOTE
     zygote_modules: tuple[str, ...] = ("htc.executors.worker",)  # STARTER_ZYGOTE_MODULES
+    use_exec_zygote: bool = True              # STARTER_EXEC_ZYGOTE
 
 
 # --- the adapter's own events and actions ----------------------------------------------------

@@ -12,7 +12,9 @@ Theory of operation
    session so the starter can find its family. A function job (``python -m
    htc.executors.worker``) is instead forked by a pre-imported *zygote* of the startd's
    :class:`~htc.daemons.starter_zygote.ZygotePool` when the starter has one (same user, cgroup,
-   limits, files and environment; fork+exec whenever the zygote cannot serve).
+   limits, files and environment; fork+exec whenever the zygote cannot serve); any other job
+   is forked and exec'd by the pool's *exec zygote* (the same steps, in a small separate
+   process, so the startd neither forks nor waits for the exec).
 2. While it runs: ``suspend()``/``resume()`` send SIGSTOP/SIGCONT to every process of the job;
    ``usage()`` measures it (``RemoteUserCpu``, ``RemoteSysCpu``, ``ImageSize`` and
    ``ResidentSetSize`` in KiB, ``DiskUsage`` in KiB).
@@ -52,7 +54,7 @@ from htc.daemons.limits import JobCgroup, child_rlimits
 from htc.daemons.starter_env import build_environment, job_arguments
 from htc.daemons.starter_procs import JobProcesses, Reaped, watch_exit
 from htc.daemons.starter_stream import streamed_files
-from htc.daemons.starter_zygote import ZygoteKey, ZygotePool, eligible_module
+from htc.daemons.starter_zygote import JobStartError, ZygoteKey, ZygotePool, eligible_module
 from htc.errors import HTCError, UsageError
 
 
@@ -95,7 +97,9 @@ class StarterSettings:
     ``nobody``); ``create_slot_user`` adds it with ``useradd --system`` when missing.
     ``use_zygote`` lets a starter given a :class:`ZygotePool` have a pre-imported Python fork
     jobs that are ``python -m MODULE`` with MODULE in ``zygote_modules`` (see
-    :mod:`htc.daemons.starter_zygote`).
+    :mod:`htc.daemons.starter_zygote`). ``use_exec_zygote`` has the pool's exec zygote (a small
+    root process of the startd's interpreter) fork and exec every other job, instead of the
+    startd forking it.
     """
 
     slot_name: str = "slot1"
@@ -108,6 +112,7 @@ class StarterSettings:
     kill_timeout: float = 10.0
     use_zygote: bool = True
     zygote_modules: tuple[str, ...] = ("htc.executors.worker",)
+    use_exec_zygote: bool = True
 
 
 @dataclass(frozen=True)
@@ -280,15 +285,29 @@ class Starter:
 
     async def _spawn_by_zygote(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> bool:
         """Have a zygote fork an eligible job (see :mod:`htc.daemons.starter_zygote`); False: exec it."""
-        if self.zygotes is None or not self.settings.use_zygote or self._exe_name is not None:
-            return False  # (a transferred interpreter lives in this job's sandbox: no zygote can share it)
-        module = eligible_module(plan["argv"], self.settings.zygote_modules)
-        if module is None:
+        if self.zygotes is None:
             return False
-        key = ZygoteKey.for_job(plan["argv"], module, uid, gid, plan["env"])
+        module = None
+        if self.settings.use_zygote and self._exe_name is None:
+            # (a transferred interpreter lives in this job's sandbox: no zygote can share it)
+            module = eligible_module(plan["argv"], self.settings.zygote_modules)
+        if module is not None:
+            key = ZygoteKey.for_job(plan["argv"], module, uid, gid, plan["env"])
+        elif self.settings.use_exec_zygote:
+            key = ZygoteKey.for_exec()
+            plan = {**plan, "uid": uid, "gid": gid}
+        else:
+            return False
         streams = _open_streams(plan)
         try:
             started = await self.zygotes.run(key, plan, [s.fileno() for s in streams], self.cgroup)
+        except JobStartError as exc:
+            if exc.stage == "exec":
+                raise StarterError(f"cannot start {plan['argv'][0]}: {exc.strerror}; check the executable "
+                                   "exists in the sandbox, is executable, and suits this machine") from exc
+            raise StarterError(f"cannot prepare the job's process for {plan['argv'][0]} (setting limits or "
+                               f"becoming the slot user failed: {exc.strerror}); check the starter's "
+                               "privileges and EXECUTE") from exc
         finally:
             for stream in streams:
                 stream.close()
@@ -321,6 +340,8 @@ class Starter:
         execs; with two spawning threads the other job could exec meanwhile and fail with "Text
         file busy" (ETXTBSY). With one, the next exec waits for the previous child's, and since the
         copying happens in the same thread (:meth:`_set_up`), no copy is ever open during a fork.
+        (The exec zygote, a separate process, never holds the startd's descriptors, so the
+        copies stay here and its spawns need not queue in this thread.)
         """
         loop = asyncio.get_running_loop()
         working = loop.run_in_executor(_SPAWNER, fn, *args)

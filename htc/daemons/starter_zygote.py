@@ -51,8 +51,24 @@ changed on disk refuses new jobs (``stale``): it is retired once its jobs end, a
 gets a fresh one. :meth:`ZygotePool.close` (the startd's exit) ends every zygote; a zygote
 whose socket closes kills its children and exits.
 
+**The exec zygote.** Every other job (a plain executable, a script) may be forked by the
+pool's one exec zygote (:meth:`ZygoteKey.for_exec`, module :data:`EXEC_MODULE` = ``""``,
+``StarterSettings.use_exec_zygote``): the startd's own interpreter run with ``-I -S``, importing
+nothing, as root (it must become any slot user), in its own session, with
+``PR_SET_PDEATHSIG``. The request also carries the uid/gid to become. Steps 1-3 are as above;
+released, the child sets rlimits and umask, drops to the user (and asks for SIGKILL again:
+setuid cleared it), restores default signal dispositions, changes directory and ``execve``s; a
+``CLOEXEC`` pipe to the zygote carries the errno of a failed step, or closes on exec. The
+zygote reports ``exec`` (with ``stage``/``errno``/``error`` on failure) before the child's
+``exited``, and :meth:`ZygotePool.run` returns only after it: a failure raises
+:class:`JobStartError`, which the starter turns into the same ``StarterError`` as a failed
+fork+exec. The startd so never forks a job itself, and two slots' spawns no longer queue
+behind each other in its spawn thread.
+
 **Security.** The zygote runs as the slot user, like the jobs it forks, and holds no
 privilege a job lacks; the startd validates every pid it is told about before acting on it.
+The exec zygote is root but runs no job code and reads only the startd's socket; its children
+drop privilege before exec exactly as the startd's fork+exec does.
 The zygote's own environment has only the variables of the key, so nothing of one job's
 environment reaches another's. Jobs of one zygote share its hash-randomisation seed.
 """
@@ -68,6 +84,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -80,7 +97,8 @@ from htc.daemons.zygote_program import BOOTSTRAP, program
 if TYPE_CHECKING:
     from htc.daemons.limits import JobCgroup
 
-__all__ = ["ZygoteKey", "ZygotePool", "ZygoteStarted", "eligible_module", "zygote_environment"]
+__all__ = ["EXEC_MODULE", "JobStartError", "ZygoteKey", "ZygotePool", "ZygoteStarted", "eligible_module",
+           "zygote_environment"]
 
 log = logging.getLogger("htc.daemons.starter_zygote")
 
@@ -92,6 +110,9 @@ REQUEST_TIMEOUT = 10.0
 RETRY_AFTER = 60.0
 #: How long a job's exit may go unreported by its zygote after the process is gone.
 EXIT_REPORT_GRACE = 5.0
+
+#: The module of the exec zygote's key: it imports nothing, its children exec the job.
+EXEC_MODULE = ""
 
 _KILLED = Reaped(signal.SIGKILL, SimpleNamespace(ru_utime=0.0, ru_stime=0.0, ru_maxrss=0))
 _MAX_MESSAGE = 1 << 20
@@ -126,6 +147,21 @@ class ZygoteKey:
         """The key of the job whose argv, user and full environment are given."""
         return cls(os.path.abspath(argv[0]), module, uid, gid, tuple(sorted(zygote_environment(env).items())))
 
+    @classmethod
+    def for_exec(cls, python: str | None = None) -> ZygoteKey:
+        """The key of the exec zygote: root (no uid), the startd's interpreter, no environment."""
+        return cls(python or sys.executable, EXEC_MODULE, None, None, ())
+
+    @property
+    def is_exec(self) -> bool:
+        """True for the exec zygote (which forks and execs any executable)."""
+        return self.module == EXEC_MODULE
+
+    @property
+    def what(self) -> str:
+        """How logs name the zygote."""
+        return "exec jobs" if self.is_exec else self.module
+
 
 @dataclass(frozen=True)
 class ZygoteStarted:
@@ -138,6 +174,15 @@ class ZygoteStarted:
 
 class ZygoteError(Exception):
     """The zygote cannot serve this request; the starter falls back to exec."""
+
+
+class JobStartError(Exception):
+    """The exec zygote's child could not become the job: ``stage`` ``"prepare"`` (limits, user)
+    or ``"exec"`` (chdir, execve), with the errno and its text -- the job did not start."""
+
+    def __init__(self, stage: str, errno: int, strerror: str):
+        super().__init__(f"{stage}: {strerror}")
+        self.stage, self.errno, self.strerror = stage, errno, strerror
 
 
 # --- the startd's side ---------------------------------------------------------------------------
@@ -176,6 +221,7 @@ class _Zygote:
     requests: dict[int, asyncio.Future[tuple[int, asyncio.Future[Reaped]]]] = field(default_factory=dict)
     jobs: dict[int, asyncio.Future[Reaped]] = field(default_factory=dict)  # pid -> its end
     watchers: dict[int, int] = field(default_factory=dict)  # pid -> pidfd
+    execs: dict[int, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)  # pid -> its exec report
     error: str | None = None
 
 
@@ -199,10 +245,10 @@ class ZygotePool:
 
     def _warn(self, key: ZygoteKey, what: str) -> None:
         if key in self._warned:
-            log.debug("zygote for %s: %s", key.module, what)
+            log.debug("zygote for %s: %s", key.what, what)
             return
         self._warned.add(key)
-        log.warning("zygote for %s (%s, uid %s): %s; such jobs start by fork+exec instead", key.module,
+        log.warning("zygote for %s (%s, uid %s): %s; such jobs start by fork+exec instead", key.what,
                     key.python, key.uid, what)
 
     # ----------------------------------------------------------------- per job
@@ -212,12 +258,17 @@ class ZygotePool:
 
         Args:
             key: which zygote (:meth:`ZygoteKey.for_job`).
-            plan: argv, env, cwd, rlimit_memory, core.
+            plan: argv, env, cwd, rlimit_memory, core (and, for the exec zygote, uid and gid:
+                whom the child becomes).
             streams: the job's stdin, stdout and stderr, opened by the starter (they are passed,
                 the caller still closes its copies).
             cgroup: the job's cgroup, which the process joins before it runs anything.
             umask: the job's umask.
             retry: ask a fresh zygote once when this one is stale.
+
+        Raises:
+            JobStartError: (exec zygote) the child could not become the job: the job failed to
+                start, as a failed exec would.
         """
         zygote = await self._get(key)
         if zygote is None:
@@ -226,6 +277,8 @@ class ZygotePool:
         msg = {"op": "run", "id": request, "module": key.module, "argv": list(plan["argv"]),
                "env": dict(plan["env"]), "cwd": str(plan["cwd"]), "memory": plan["rlimit_memory"],
                "core": plan["core"], "umask": umask}
+        if key.is_exec:
+            msg["uid"], msg["gid"] = plan.get("uid"), plan.get("gid")
         answer = zygote.loop.create_future()
         zygote.requests[request] = answer
         try:
@@ -245,7 +298,7 @@ class ZygotePool:
         except ZygoteError as exc:
             if "stale" in str(exc):
                 log.info("zygote pid %s for %s: its interpreter or module changed on disk; retiring it",
-                         zygote.pid, key.module)
+                         zygote.pid, key.what)
                 self._retire(zygote)
                 if retry:
                     return await self.run(key, plan, streams, cgroup, umask, retry=False)
@@ -269,6 +322,24 @@ class ZygotePool:
                     await asyncio.shield(ended)
             return None
         self._send(zygote, {"op": "go", "pid": pid})
+        if key.is_exec:  # hear whether it exec'd (the zygote reads its CLOEXEC pipe)
+            execd = zygote.execs.get(pid)
+            if execd is None:
+                self._broken(zygote, "it lost a job process")
+                return None
+            try:
+                async with asyncio.timeout(REQUEST_TIMEOUT):
+                    report = await asyncio.shield(execd)
+            except TimeoutError:
+                self._warn(key, f"no exec report within {REQUEST_TIMEOUT:g} s")
+                self._broken(zygote, "it stopped answering")
+                return None
+            except ZygoteError as exc:
+                self._warn(key, str(exc))
+                return None
+            if report.get("error") is not None:
+                raise JobStartError(str(report.get("stage", "exec")), int(report.get("errno") or 0),
+                                    str(report["error"]))
         return ZygoteStarted(pid, ended, zygote.pid)
 
     def _send(self, zygote: _Zygote, msg: dict[str, Any]) -> None:
@@ -358,7 +429,7 @@ class ZygotePool:
                 raise ValueError(f"ready from pid {zygote.pid}, started as {zygote.popen.pid}")
             if not zygote.ready.done():
                 zygote.ready.set_result(zygote.pid)
-            log.info("zygote pid %s ready for %s (%s, uid %s)", zygote.pid, zygote.key.module, zygote.key.python,
+            log.info("zygote pid %s ready for %s (%s, uid %s)", zygote.pid, zygote.key.what, zygote.key.python,
                      zygote.key.uid)
         elif op == "error":
             zygote.error = str(msg["message"]).strip()
@@ -370,6 +441,8 @@ class ZygotePool:
             pid, request = int(msg["pid"]), int(msg["id"])
             ended = zygote.jobs[pid] = zygote.loop.create_future()
             self._watch(zygote, pid)
+            if zygote.key.is_exec:
+                zygote.execs[pid] = zygote.loop.create_future()
             answer = zygote.requests.pop(request, None)
             if answer is not None and not answer.done():
                 answer.set_result((pid, ended))
@@ -379,8 +452,15 @@ class ZygotePool:
             answer = zygote.requests.pop(int(msg["id"]), None)
             if answer is not None and not answer.done():
                 answer.set_exception(ZygoteError(str(msg["error"])))
+        elif op == "exec":
+            future = zygote.execs.pop(int(msg["pid"]), None)
+            if future is not None and not future.done():
+                future.set_result(msg)
         elif op == "exited":
             pid = int(msg["pid"])
+            execd = zygote.execs.pop(pid, None)
+            if execd is not None and not execd.done():  # gone before it could exec (never released)
+                execd.set_result({"stage": "prepare", "errno": 0, "error": "the process exited before exec"})
             rusage = SimpleNamespace(ru_utime=float(msg["utime"]), ru_stime=float(msg["stime"]),
                                      ru_maxrss=int(msg["maxrss"]))
             self._unwatch(zygote, pid)
@@ -432,7 +512,7 @@ class ZygotePool:
     def _broken(self, zygote: _Zygote, why: str) -> None:
         """The zygote is gone or unusable: kill it and report its jobs killed."""
         if zygote.alive:
-            log.info("zygote pid %s for %s: %s", zygote.pid or zygote.popen.pid, zygote.key.module, why)
+            log.info("zygote pid %s for %s: %s", zygote.pid or zygote.popen.pid, zygote.key.what, why)
         self._stop(zygote, kill=True)
 
     def _stop(self, zygote: _Zygote, kill: bool = False, timeout: float = 5.0) -> None:
@@ -452,10 +532,11 @@ class ZygotePool:
         for pid in list(zygote.watchers):
             self._unwatch(zygote, pid)
         loop_open = not zygote.loop.is_closed()
-        for future in [*zygote.requests.values(), zygote.ready]:
+        for future in [*zygote.requests.values(), *zygote.execs.values(), zygote.ready]:
             if loop_open and not future.done():
                 future.set_exception(ZygoteError(f"the zygote {'was stopped' if not kill else 'died'}"))
         zygote.requests.clear()
+        zygote.execs.clear()
         for future in zygote.jobs.values():
             if loop_open and not future.done():
                 future.set_result(_KILLED)  # PR_SET_PDEATHSIG killed it with the zygote
@@ -490,7 +571,9 @@ def _spawn_zygote(key: ZygoteKey, sock_fd: int) -> subprocess.Popen:
             os.setuid(uid)
         _die_with_parent(startd)  # after setuid, which clears the setting
 
-    popen = subprocess.Popen([key.python, "-c", BOOTSTRAP, str(sock_fd), key.module], stdin=subprocess.PIPE,
+    # The exec zygote runs no job code: isolated (-I) and without site (-S), it stays small.
+    flags = ["-I", "-S"] if key.is_exec else []
+    popen = subprocess.Popen([key.python, *flags, "-c", BOOTSTRAP, str(sock_fd), key.module], stdin=subprocess.PIPE,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/", env=dict(key.env),
                              pass_fds=(sock_fd,), preexec_fn=child, start_new_session=True)
     assert popen.stdin is not None

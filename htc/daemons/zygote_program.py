@@ -22,6 +22,13 @@ child leaves without running anything. Each child reaped (``wait4``, on SIGCHLD)
 as ``exited`` with its raw wait status and rusage. When the socket closes, the zygote kills
 its children and exits.
 
+**An exec child** (the exec zygote: ``MODULE`` is ``""``, nothing is imported) does the same up
+to the gate, closing every other descriptor, then sets the rlimits and umask, becomes the
+job's uid/gid, resets the signals Python and the zygote ignore, changes directory and ``execve``s.
+Its CLOEXEC report pipe, watched by the zygote, closes on exec or carries
+``[stage, errno, strerror]`` of what failed; the zygote sends that as ``exec`` before the
+child's ``exited``.
+
 **The child.** It starts a new session, asks for SIGKILL when the zygote dies
 (``PR_SET_PDEATHSIG``), closes the zygote's descriptors and waits on its gate. Released, it
 points fds 0/1/2 at the job's files, sets the rlimits and umask, replaces ``os.environ``,
@@ -74,10 +81,11 @@ def zygote_main(sock_fd, module):
     if sys.path and sys.path[0] in ("", "."):  # -c put the cwd first; a job's module is not found there
         del sys.path[0]
     try:
-        importlib.import_module(module)
-        import runpy  # noqa: F401 - imported once, here
-        import threading  # noqa: F401
-        origin = getattr(sys.modules[module], "__file__", None)
+        if module:  # (the exec zygote, module "", imports nothing: its children exec)
+            importlib.import_module(module)
+            import runpy  # noqa: F401 - imported once, here
+            import threading  # noqa: F401
+        origin = getattr(sys.modules[module], "__file__", None) if module else None
     except BaseException:  # noqa: BLE001 - tell the startd why, then leave
         send({"op": "error", "message": traceback.format_exc(limit=-4)})
         return 1
@@ -109,6 +117,7 @@ def zygote_main(sock_fd, module):
     sel.register(sock, selectors.EVENT_READ)
     sel.register(wake_r, selectors.EVENT_READ)
     gates = {}  # child pid -> write end of its gate (None once opened)
+    reports = {}  # exec child pid -> read end of its CLOEXEC report pipe (until it exec'd or failed)
 
     def exit_status(code):
         if code is None:
@@ -211,12 +220,87 @@ def zygote_main(sock_fd, module):
                 os.kill(os.getpid(), signal.SIGINT)
             os._exit(code)
 
+    def exec_child(msg, fds, gate_r, report_w):
+        stage = "prepare"
+        try:
+            os.setsid()
+            if prctl is not None:
+                prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+            if os.getppid() != me:
+                os._exit(1)
+            signal.set_wakeup_fd(-1)
+            # What Python ignores at startup, and what the zygote ignores, must not reach the job
+            # (ignored signals survive exec); subprocess resets the same ones.
+            for name in ("SIGCHLD", "SIGTERM", "SIGHUP", "SIGINT", "SIGPIPE", "SIGXFZ", "SIGXFSZ"):
+                if hasattr(signal, name):
+                    signal.signal(getattr(signal, name), signal.SIG_DFL)
+            sel.close()
+            sock.close()
+            for target, fd in enumerate(fds):
+                os.dup2(fd, target)  # (inheritable: the job keeps them)
+            keep = sorted((gate_r, report_w))
+            os.closerange(3, keep[0])
+            os.closerange(keep[0] + 1, keep[1])
+            os.closerange(keep[1] + 1, 1 << 20)
+            if os.read(gate_r, 1) != b"g":  # the startd put us into the job's cgroup, or gave up
+                os._exit(1)
+            os.close(gate_r)
+            for which, value in ((resource.RLIMIT_CORE, msg["core"]), (resource.RLIMIT_DATA, msg["memory"])):
+                if value is not None:
+                    hard = resource.getrlimit(which)[1]
+                    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+                    resource.setrlimit(which, (value, value))
+            os.umask(msg["umask"])
+            if msg.get("uid") is not None:
+                os.setgroups([])
+                os.setgid(msg["gid"] if msg.get("gid") is not None else msg["uid"])
+                os.setuid(msg["uid"])
+                if prctl is not None:
+                    prctl(1, signal.SIGKILL, 0, 0, 0)  # again: setuid cleared it
+                if os.getppid() != me:
+                    os._exit(1)
+            stage = "exec"
+            os.chdir(msg["cwd"])
+            os.execve(msg["argv"][0], msg["argv"], msg["env"])
+        except BaseException as exc:  # noqa: BLE001 - tell the zygote (the startd says what failed)
+            try:
+                number = getattr(exc, "errno", None) or 0
+                text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+                os.write(report_w, json.dumps([stage, number, text]).encode()[:4000])
+            except BaseException:  # noqa: BLE001
+                pass
+        os._exit(127)
+
+    def report(pid):
+        """Send what the exec child ``pid`` said: nothing (it exec'd) or why it could not."""
+        fd = reports.pop(pid, None)
+        if fd is None:
+            return
+        try:
+            data = os.read(fd, 8192)
+        except OSError:
+            data = b""
+        try:
+            sel.unregister(fd)
+        except (KeyError, ValueError):
+            pass
+        os.close(fd)
+        answer = {"op": "exec", "pid": pid}
+        if data:
+            try:
+                answer["stage"], answer["errno"], answer["error"] = json.loads(data)
+            except ValueError:
+                answer["stage"], answer["errno"], answer["error"] = "prepare", 0, "garbled report"
+        send(answer)
+
     def run(msg, fds):
         if fingerprint() != born:
             send({"op": "failed", "id": msg["id"], "error": "stale: the interpreter or module changed on disk",
                   "stale": True})
             return
         gate_r, gate_w = os.pipe()
+        exec_job = not msg["module"]
+        report_r, report_w = os.pipe() if exec_job else (-1, -1)  # (os.pipe is CLOEXEC)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -225,15 +309,23 @@ def zygote_main(sock_fd, module):
         try:
             pid = os.fork()
         except OSError as exc:
-            os.close(gate_r)
-            os.close(gate_w)
+            for fd in (gate_r, gate_w, report_r, report_w):
+                if fd >= 0:
+                    os.close(fd)
             send({"op": "failed", "id": msg["id"], "error": f"fork: {exc}"})
             return
         if pid == 0:
             os.close(gate_w)
+            if exec_job:
+                exec_child(msg, fds, gate_r, report_w)
             child(msg, fds, gate_r)
         os.close(gate_r)
         gates[pid] = gate_w
+        if exec_job:
+            os.close(report_w)
+            os.set_blocking(report_r, False)
+            reports[pid] = report_r
+            sel.register(report_r, selectors.EVENT_READ, pid)
         send({"op": "started", "id": msg["id"], "pid": pid})
 
     def reap():
@@ -247,6 +339,7 @@ def zygote_main(sock_fd, module):
             gate = gates.pop(pid, None)
             if gate is not None:
                 os.close(gate)
+            report(pid)  # (before its exit: the startd hears why an exec failed first)
             send({"op": "exited", "pid": pid, "status": status, "utime": ru.ru_utime, "stime": ru.ru_stime,
                   "maxrss": ru.ru_maxrss})
 
@@ -260,6 +353,9 @@ def zygote_main(sock_fd, module):
                 except BlockingIOError:
                     pass
                 reap()
+                continue
+            if key.data is not None:  # an exec child's report pipe: it exec'd, or it says why not
+                report(key.data)
                 continue
             try:
                 data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
