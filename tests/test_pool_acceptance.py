@@ -33,6 +33,7 @@ import signal
 import socket
 import subprocess
 from collections import Counter
+from pathlib import Path
 
 import htcondor2
 import psutil
@@ -184,8 +185,10 @@ def test_kill_9_of_the_startd_under_a_running_job_runs_it_again_to_one_completio
     old = pool.status("STARTD").pid
     os.kill(old, signal.SIGKILL)
     pool.running_pid("STARTD", other_than=old)  # the master brings it back
-    # The killed startd's job does not live on behind it.
+    # The killed startd's job does not live on behind it, and the new startd clears its sandbox
+    # and job cgroups.
     wait_for(lambda: not alive(int(first)), timeout=5, what=f"the first run (pid {first}) to end")
+    wait_for(lambda: not leftovers_of(old, pool), timeout=20, what=f"startd {old}'s sandbox and cgroups removed")
 
     [row] = wait_for(lambda: finished(pool, cluster), timeout=60, what="the job in the history")
     assert row["JobStatus"] == 4 and row["ExitCode"] == 0 and row["NumJobStarts"] == 2
@@ -197,6 +200,18 @@ def test_kill_9_of_the_startd_under_a_running_job_runs_it_again_to_one_completio
     assert events[-1].type == T.JOB_TERMINATED
     assert len(starts.read_text().split()) == 2
     assert ends.read_text() == "done\n", "exactly one run got to its end"
+
+
+def leftovers_of(startd_pid: int, pool) -> list[Path]:
+    """The sandboxes and job cgroups a startd with this pid made that still exist."""
+    from htc.daemons.limits import detect_cgroups
+
+    layout = detect_cgroups()
+    parents = [layout.base] if layout.version == 2 and layout.base else [p for _, p in layout.v1]
+    found = [*pool.root.rglob(f"dir_{startd_pid}_*"), *Path("/var/lib/htc/execute").glob(f"*/dir_{startd_pid}_*")]
+    for parent in parents:
+        found += parent.glob(f"htc_dir_{startd_pid}_*")
+    return found
 
 
 # --- 5. the owner comes back --------------------------------------------------------------------------

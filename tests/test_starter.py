@@ -475,3 +475,19 @@ def test_starter_process_vacates_its_job_on_sigterm(dirs):
     assert proc.returncode == 0, err
     assert "ExitCode = 5" in out
     assert list(execute.iterdir()) == []
+
+
+def test_sandboxes_of_gone_starters_are_swept_and_live_ones_kept(tmp_path):
+    from htc.daemons.sandbox import sweep_stale_sandboxes
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that no longer exists
+    stale = tmp_path / f"dir_{gone.pid}_3"
+    (stale / "sub").mkdir(parents=True)
+    (stale / "sub" / "file").write_text("x")
+    mine, init_s, other = tmp_path / f"dir_{os.getpid()}_1", tmp_path / "dir_1_1", tmp_path / "dir_x_1"
+    for path in (mine, init_s, other):
+        path.mkdir()
+    assert sweep_stale_sandboxes(tmp_path) == [stale]
+    assert not stale.exists() and mine.exists() and init_s.exists() and other.exists()
+    assert sweep_stale_sandboxes(tmp_path / "missing") == []

@@ -30,6 +30,7 @@ import errno
 import os
 import resource
 import signal
+import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -268,3 +269,56 @@ def child_rlimits(memory_bytes: int | None, core_bytes: int = 0) -> None:
         hard = resource.getrlimit(which)[1]
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)  # only root may raise it
         resource.setrlimit(which, (value, value))
+
+
+def sweep_stale_cgroups(layout: CgroupLayout | None = None) -> list[Path]:
+    """Remove job cgroups (``htc_dir_<pid>_<n>``) of starters that are gone, killing whatever
+    is still in them: after a startd is killed with SIGKILL its jobs die with it
+    (``PR_SET_PDEATHSIG``), but their cgroups stay. Cgroups of live processes (this one, other
+    pools' startds) are left alone.
+
+    Returns:
+        The cgroup directories removed.
+    """
+    layout = layout or detect_cgroups()
+    parents = [layout.base] if layout.version == 2 and layout.base else [p for _, p in layout.v1]
+    removed: list[Path] = []
+    for parent in parents:
+        try:
+            entries = [e for e in parent.iterdir() if e.is_dir()]
+        except OSError:
+            continue
+        for entry in entries:
+            parts = entry.name.split("_")
+            if len(parts) != 4 or parts[:2] != ["htc", "dir"] or not parts[2].isdigit() or not parts[3].isdigit():
+                continue
+            pid = int(parts[2])
+            if pid == os.getpid() or _alive(pid):
+                continue
+            for _ in range(50):
+                try:
+                    procs = [int(p) for p in _read(entry / "cgroup.procs").split()]
+                except OSError:
+                    procs = []
+                for proc in procs:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(proc, signal.SIGKILL)
+                try:
+                    entry.rmdir()
+                    removed.append(entry)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)  # the kernel frees an emptied cgroup a moment after the last exit
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

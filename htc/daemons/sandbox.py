@@ -241,3 +241,39 @@ class Sandbox:
 
         if self.path.exists():
             shutil.rmtree(self.path, onerror=make_writable)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_sandboxes(execute_dir: Path) -> list[Path]:
+    """Remove the sandboxes (``dir_<pid>_<n>``) of starters that are gone -- a startd killed with
+    SIGKILL cannot clean up after its jobs, which died with it. Sandboxes of live processes
+    (this one, another pool's startd sharing the directory) are left alone.
+
+    Returns:
+        The directories removed.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(Path(execute_dir).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        parts = entry.name.split("_")
+        if len(parts) != 3 or parts[0] != "dir" or not parts[1].isdigit() or not parts[2].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid == os.getpid() or _pid_alive(pid) or not entry.is_dir() or entry.is_symlink():
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        if not entry.exists():
+            removed.append(entry)
+    return removed

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import socket
 import time
@@ -43,7 +44,8 @@ from typing import Any
 
 from htc.daemons import startd_events as ev
 from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir
-from htc.daemons.sandbox import TransferError
+from htc.daemons.limits import sweep_stale_cgroups
+from htc.daemons.sandbox import TransferError, sweep_stale_sandboxes
 from htc.daemons.schedd_calls import Call, CallDone, install_calls, perform_call
 from htc.daemons.sensors import SensorSettings, Sensors
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
@@ -200,7 +202,9 @@ class StartdService(DaemonService):
         return streamer, asyncio.create_task(streamer.run(), name=f"stream output of claim {short}")
 
     async def run(self) -> int:
-        """Serve until the core exits; then drop a per-pool execute directory left empty."""
+        """Clear what a killed predecessor left, serve until the core exits, then drop a per-pool
+        execute directory left empty."""
+        self._sweep_leftovers()
         try:
             return await super().run()
         finally:
@@ -208,6 +212,16 @@ class StartdService(DaemonService):
             if self.settings.execute_chosen:  # the startd's own directory (htc.daemons.execute_dir)
                 with contextlib.suppress(OSError):
                     self.settings.execute_dir.rmdir()  # only when empty: the next start makes it again
+
+    def _sweep_leftovers(self) -> None:
+        """Sandboxes and job cgroups of a startd killed with SIGKILL (its jobs died with it, by
+        PR_SET_PDEATHSIG, but nothing removed their directories): HTCondor's startd likewise
+        cleans its execute directory when it starts."""
+        boxes = sweep_stale_sandboxes(self.settings.execute_dir)
+        groups = sweep_stale_cgroups() if self.settings.use_cgroups and os.geteuid() == 0 else []
+        if boxes or groups:
+            self.log.info("removed %d sandbox(es) and %d job cgroup(s) left by a startd that is gone",
+                          len(boxes), len(groups))
 
     def _do_starter_action(self, action: Any) -> None:
         run = self.starters.get(action.claim_id)
