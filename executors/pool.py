@@ -446,10 +446,8 @@ class PoolBackend:
         if self._named:
             self.spool.record(journal)
         self._interval = 0.002
-        try:  # condor_submit's SUBMIT_SEND_RESCHEDULE: ask for a negotiation cycle now
-            self._request(m.Reschedule(), timeout=5.0, retry=False)
-        except (HTCError, OSError):
-            pass  # the jobs are queued; the next regular cycle will match them
+        # No Reschedule of our own: the schedd starts new calls on a claim it kept for us, and
+        # otherwise asks the negotiator for a cycle itself (SCHEDD_SEND_RESCHEDULE).
         return [job_ids[spec.call_id] for spec in calls]
 
     def _proc_ad(self, spec: CallSpec) -> str:
