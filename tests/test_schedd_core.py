@@ -709,3 +709,26 @@ def test_a_kept_claim_is_not_given_to_a_smaller_job_that_would_waste_its_cpus():
     out = h.actions[before:]
     assert not h.calls(m.ActivateClaim, out) and h.status(2) is JobStatus.IDLE
     assert [r.claim_id for r in _released(out)] == ["slot1_1@exec#2#bb"]
+
+
+def test_a_job_that_ends_while_others_wait_does_not_ask_for_a_cycle_but_a_requeued_one_does():
+    # Every job start or end changes the ads; asking the negotiator for a cycle each time would
+    # have it re-read all idle jobs after every job. Only new idle work asks.
+    h = Harness()
+    h.start()
+    h.submit(job("max_retries = 1\non_exit_remove = ExitCode == 0", queue="queue 3"))
+    h.tick(h.now + 0.01)  # the submit's own Reschedule
+    claim_id, activate = run_first_job(h)
+    h.ack(activate)
+    before = len(h.actions)
+    h.exited(claim_id, "1.0", exit_code=0)  # done; 1.1 starts on the claim, 1.2 still waits
+    [again] = h.calls(m.ActivateClaim, h.actions[before:])
+    h.ack(again)
+    out = h.tick(h.now + 2.0)
+    assert sent(out, m.UpdateAd) and not sent(out, m.Reschedule)
+    # 1.1 fails and is requeued by max_retries: idle work again (the claim takes one of 1.1 and
+    # 1.2, the other waits), so the next ad update asks.
+    h.exited(claim_id, "1.1", exit_code=1)
+    assert h.queue.count("JobStatus == 1") == 1
+    out = h.tick(h.now + 2.0)
+    assert len(sent(out, m.Reschedule)) == 1

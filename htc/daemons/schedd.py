@@ -143,6 +143,7 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
         self._last_ad = -math.inf
         self._prompt_at: float | None = None   # new work: ads and a Reschedule are due then
         self._force_reschedule = False         # a tool asked for negotiation (condor_reschedule)
+        self._reschedule_due = False           # jobs became idle (submit, release, requeue) since the last one
         self._next_periodic: float | None = None
         self._advertised: set[str] = set()
 
@@ -344,9 +345,12 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
               f'NumUsers = {len(counts)}; ClaimsHeld = {len(self.claims)}; UpdateInterval = {int(st.interval)} ]')
         out.append(c.Send(st.collector, m.UpdateAd(ad_type=m.AdType.Schedd, name=st.name, ad_text=ad,
                                                     lifetime=lifetime)))
-        if (self._dirty or self._force_reschedule) and totals[0] > 0 and st.send_reschedule:
+        # Only new idle work is worth a cycle: a job that merely started or ended changes the
+        # ads, and asking for a cycle each time would have the negotiator re-read every idle job
+        # of the queue after every job (O(jobs) per job in a busy pool).
+        if (self._reschedule_due or self._force_reschedule) and totals[0] > 0 and st.send_reschedule:
             out.append(c.Send(st.negotiator, m.Reschedule()))
-        self._dirty = self._force_reschedule = False
+        self._dirty = self._force_reschedule = self._reschedule_due = False
         self._prompt_at = None
         self._last_ad = now
 
@@ -366,6 +370,7 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
         """Jobs may have become idle (submit, release) or a tool asked for a cycle: advertise
         and ask the negotiator within ``prompt_delay``, whatever SCHEDD_MIN_INTERVAL says."""
         self._dirty = True
+        self._reschedule_due = True
         self._forget_reuse_order()
         if self._prompt_at is None:
             self._prompt_at = now + self.settings.prompt_delay

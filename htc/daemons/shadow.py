@@ -465,6 +465,7 @@ class ShadowHandling:
             again = self._job(shadow.job_id)
             if again is not None and again.status == JobStatus.IDLE:
                 self._forget_reuse_order(self._submitter(again))  # idle again: a reuse candidate
+                self._reschedule_due = True  # the next ad update asks the negotiator to place it
         out.append(c.Log(f"{shadow.label}: run ended ({kind}{': ' + reason if reason else ''})"))
         self._changed()
         if claim is not None:
