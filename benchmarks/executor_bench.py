@@ -24,10 +24,10 @@ run each, noisy -- treat differences under ~30 % as noise):
 ==========================  ==========  ========  ========  ==========  ====  =========
 executor                    cold start  RTT ms    burst/s   CPU wall s  eff.  batch/s
 ==========================  ==========  ========  ========  ==========  ====  =========
-ProcessPoolExecutor(2)      0.012 s     0.33      13,122    2.07        0.97  583,357
-HTCExecutor local (2)       0.18 s      6.1       311       2.64        0.76  45,203
-HTCExecutor pool (2 cpus)   0.41 s      23.7      49 (200)  6.92        0.29  5,664
-dask LocalCluster (2x1)     0.69 s      10.3      482       2.70        0.74  502
+ProcessPoolExecutor(2)      0.013 s     0.22      14,134    2.05        0.98  807,002
+HTCExecutor local (2)       0.18 s      3.8       453       2.61        0.77  45,786
+HTCExecutor pool (2 cpus)   0.42 s      20.4      68 (200)  5.24        0.38  7,231
+dask LocalCluster (2x1)     0.62 s      10.5      492       2.83        0.71  480
 ==========================  ==========  ========  ========  ==========  ====  =========
 
 (On 2026-11-22 the pool measured 328 ms, 8/s, 30.4 s and 1,046/s: every call started a fresh
