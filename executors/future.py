@@ -114,6 +114,8 @@ class HTCFuture(Future):
 
         Live output needs ``stream_output=True`` in the call's options on the pool backend
         (the local backend always writes live); otherwise the lines arrive when the job ends.
+        When an evicted call runs again its output starts over, and so do the lines (from
+        the new run's first line, once the file is seen shorter than before).
 
         Args:
             stream: ``"stdout"`` or ``"stderr"``.
@@ -129,6 +131,8 @@ class HTCFuture(Future):
         while True:
             finished = self.done()
             text = self._output(stream)
+            if len(text) < offset:  # the file started again: a new run after an eviction
+                offset = 0
             chunk, offset = text[offset:], len(text)
             pending += chunk
             *lines, pending = pending.split("\n")

@@ -305,3 +305,21 @@ def test_progress_bars_follow_map_and_wait_when_asked(capsys):
     assert len(done) == 2 and not not_done
     err = capsys.readouterr().err
     assert "3/3" in err and "2/2" in err and "1 failed" in err
+
+
+def test_stream_starts_over_when_an_evicted_call_runs_again():
+    # The output file of a streaming call is emptied when a new run starts (after an eviction):
+    # stream() then follows the new run from its first line instead of skipping it.
+    from htc.executors.future import HTCFuture
+
+    looks = iter(["run 1 line 1\nrun 1 line 2\n", "run 2 line 1\n", "run 2 line 1\nrun 2 line 2\n"])
+    future = HTCFuture.__new__(HTCFuture)
+    state = {"text": ""}
+
+    def output(stream):
+        state["text"] = next(looks, state["text"])
+        return state["text"]
+
+    future._output = output
+    future.done = lambda: state["text"].endswith("run 2 line 2\n")
+    assert list(future.stream(interval=0)) == ["run 1 line 1\n", "run 1 line 2\n", "run 2 line 1\n", "run 2 line 2\n"]
