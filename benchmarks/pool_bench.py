@@ -149,31 +149,38 @@ def bench_idle(master_pid: int, seconds: float) -> float:
     return percent
 
 
-def bench_latency(home: Path, work: Path, count: int) -> tuple[float, float]:
-    from htc.daemons.client import AdType, query_collector
+def _start_latency(work: Path, transport, name: str) -> float:
+    """Submit one ``/bin/date`` job, wait for it to end, return submit-to-start in seconds."""
     from htc.eventlog import EventLogReader, EventType
     from htc.schedd_client import submit
+
+    description = f"executable = /bin/date\narguments = +%s.%N\noutput = {name}.out\nlog = {name}.log\nqueue\n"
+    t0 = time.time()
+    result = submit(description, cwd=work, transport=transport)
+    reader = EventLogReader(work / f"{name}.log")
+    # generous: a job a negotiation cycle missed waits for the next periodic one (NEGOTIATOR_INTERVAL)
+    wait_until(lambda: any(e.type == EventType.JOB_TERMINATED for e in reader.read_nowait(cluster=result.cluster_id)),
+               f"job {result.cluster_id}.0 to terminate", 300)
+    return float((work / f"{name}.out").read_text()) - t0
+
+
+def _spread(latencies: list[float]) -> tuple[float, float]:
+    latencies.sort()
+    return statistics.median(latencies), latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
+
+
+def bench_latency(home: Path, work: Path, count: int) -> tuple[float, float]:
+    from htc.daemons.client import AdType, query_collector
     from htc.wire.transport import UnixTransport
 
     transport = UnixTransport(home / "sockets")
     latencies = []
     for i in range(count):
-        description = (f"executable = /bin/date\narguments = +%s.%N\noutput = start.{i}\n"
-                       f"log = latency.{i}.log\nqueue\n")
-        t0 = time.time()
-        result = submit(description, cwd=work, transport=transport)
-        reader = EventLogReader(work / f"latency.{i}.log")
-        # generous: a job a negotiation cycle missed waits for the next periodic one (NEGOTIATOR_INTERVAL)
-        wait_until(lambda: any(e.type == EventType.JOB_TERMINATED for e in reader.read_nowait(cluster=result.cluster_id)),
-                   f"job {result.cluster_id}.0 to terminate", 300)
-        started = float((work / f"start.{i}").read_text())
-        latencies.append(started - t0)
+        latencies.append(_start_latency(work, transport, f"latency.{i}"))
         # the next submit finds an idle pool: no slot claimed any more
         wait_until(lambda: not query_collector(AdType.Startd, 'State == "Claimed"', ("Name",), transport=transport),
                    "the slot to be released", 60)
-    latencies.sort()
-    median = statistics.median(latencies)
-    p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
+    median, p95 = _spread(latencies)
     slow = sum(latency > 10 for latency in latencies)
     print(f"(1) submit-to-start latency over {count} single-job submits: median {median * 1000:.0f} ms, "
           f"p95 {p95 * 1000:.0f} ms, min {latencies[0] * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms"
@@ -196,25 +203,11 @@ def set_claim_linger(home: Path, seconds: int | None) -> None:
 def bench_warm_latency(home: Path, work: Path, count: int) -> float:
     """Submit-to-start when the same user's previous job has just finished and its claim is kept
     (SCHEDD_CLAIM_LINGER): what a client submitting one job after another sees."""
-    from htc.eventlog import EventLogReader, EventType
-    from htc.schedd_client import submit
     from htc.wire.transport import UnixTransport
 
     transport = UnixTransport(home / "sockets")
-    latencies = []
-    for i in range(count + 1):
-        description = (f"executable = /bin/date\narguments = +%s.%N\noutput = warm.{i}\n"
-                       f"log = warm.{i}.log\nqueue\n")
-        t0 = time.time()
-        result = submit(description, cwd=work, transport=transport)
-        reader = EventLogReader(work / f"warm.{i}.log")
-        wait_until(lambda: any(e.type == EventType.JOB_TERMINATED for e in reader.read_nowait(cluster=result.cluster_id)),
-                   f"job {result.cluster_id}.0 to terminate", 300)
-        if i:  # the first one found no kept claim
-            latencies.append(float((work / f"warm.{i}").read_text()) - t0)
-    latencies.sort()
-    median = statistics.median(latencies)
-    p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
+    _start_latency(work, transport, "warm.first")  # finds no kept claim; leaves one
+    median, p95 = _spread([_start_latency(work, transport, f"warm.{i}") for i in range(count)])
     print(f"(1b) submit-to-start latency with the user's claim kept (SCHEDD_CLAIM_LINGER), {count} submits: "
           f"median {median * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms")
     return median

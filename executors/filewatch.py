@@ -101,10 +101,8 @@ class FileWatch:
             except OSError:
                 return
             if self._names(data, name):
-                try:
+                with contextlib.suppress(Exception):  # a watcher must not die of its listener's bug
                     self.on_change()
-                except Exception:  # noqa: BLE001 - a watcher must not die of its listener's bug
-                    pass
 
     @staticmethod
     def _names(data: bytes, name: bytes) -> bool:

@@ -28,6 +28,7 @@ it again), ``EXIT_ERROR`` (3) it could not run or timed out (retrying cannot hel
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -205,10 +206,8 @@ def _warm() -> None:
     made that lookup again. The starter's zygote imports this module once and forks every call
     from it, so the calls inherit this answer (and the path caches behind it) for free.
     """
-    try:
+    with contextlib.suppress(Exception):  # a broken environment is reported when a call checks versions
         package_version("cloudpickle")
-    except Exception:  # noqa: BLE001 - a broken environment is reported when a call checks versions
-        pass
 
 
 _warm()

@@ -14,7 +14,6 @@ import re
 import shutil
 import signal
 import tempfile
-import time
 from pathlib import Path
 
 import psutil
@@ -23,6 +22,7 @@ import pytest
 from htc.daemons import limits
 from htc.daemons.starter import Starter, StarterError, StarterSettings
 from htc.daemons.starter_zygote import ZygoteKey, ZygotePool
+from test_starter_zygote import gone, until
 
 ROOT = os.geteuid() == 0
 SETTINGS = StarterSettings()
@@ -62,20 +62,6 @@ async def run(ad, execute, pool, settings=SETTINGS):
     starter = Starter(ad, execute, settings, pool)
     await starter.start()
     return starter, await asyncio.wait_for(starter.wait(), 60)
-
-
-async def until(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "the job never got there"
-        await asyncio.sleep(0.01)
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 FACTS = ('id -u > facts.uid; echo $PPID > facts.ppid; cat /proc/self/cgroup > facts.cgroup; '

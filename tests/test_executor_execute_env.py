@@ -14,7 +14,7 @@ import pytest
 from htc.executors import shared_python
 from htc.executors.execute_env import _readable_by
 
-ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="only root's jobs run as another user")
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="only a root client's calls run as another user (nobody); run the tests as root, as CI does")
 
 
 def test_not_root_needs_nothing(monkeypatch, tmp_path):

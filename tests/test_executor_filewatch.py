@@ -10,7 +10,7 @@ import pytest
 
 from htc.executors.filewatch import FileWatch
 
-linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's; elsewhere the executor polls its log and there is no watch to test")
 
 
 @linux_only

@@ -338,7 +338,7 @@ def test_concurrent_first_jobs_share_one_new_zygote(world):
     assert codes == [0, 1, 2] and len(set(zygotes)) == 1 and zygotes[0] is not None
 
 
-@pytest.mark.skipif(not ROOT, reason="when root, the function job runs as nobody with a prepared Python")
+@pytest.mark.skipif(not ROOT, reason="tests the root path (the job runs as nobody with a Python prepared for it); run the tests as root, as CI does")
 def test_a_function_job_runs_the_real_worker_through_the_zygote(world):
     iwd, execute, _ = world
     sys.path.insert(0, str(Path(__file__).parent))

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import psutil
+
 _V1_CONTROLLERS = ("memory", "cpuacct", "cpu", "freezer")
 
 
@@ -293,7 +295,7 @@ def sweep_stale_cgroups(layout: CgroupLayout | None = None) -> list[Path]:
             if len(parts) != 4 or parts[:2] != ["htc", "dir"] or not parts[2].isdigit() or not parts[3].isdigit():
                 continue
             pid = int(parts[2])
-            if pid == os.getpid() or _alive(pid):
+            if pid == os.getpid() or psutil.pid_exists(pid):
                 continue
             for _ in range(50):
                 try:
@@ -312,13 +314,3 @@ def sweep_stale_cgroups(layout: CgroupLayout | None = None) -> list[Path]:
                 except OSError:
                     time.sleep(0.01)  # the kernel frees an emptied cgroup a moment after the last exit
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

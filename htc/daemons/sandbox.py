@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from htc.errors import HTCError
 
 STDOUT_NAME = "_condor_stdout"
@@ -243,16 +245,6 @@ class Sandbox:
             shutil.rmtree(self.path, onerror=make_writable)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_stale_sandboxes(execute_dir: Path) -> list[Path]:
     """Remove the sandboxes (``dir_<pid>_<n>``) of starters that are gone -- a startd killed with
     SIGKILL cannot clean up after its jobs, which died with it. Sandboxes of live processes
@@ -271,7 +263,7 @@ def sweep_stale_sandboxes(execute_dir: Path) -> list[Path]:
         if len(parts) != 3 or parts[0] != "dir" or not parts[1].isdigit() or not parts[2].isdigit():
             continue
         pid = int(parts[1])
-        if pid == os.getpid() or _pid_alive(pid) or not entry.is_dir() or entry.is_symlink():
+        if pid == os.getpid() or psutil.pid_exists(pid) or not entry.is_dir() or entry.is_symlink():
             continue
         shutil.rmtree(entry, ignore_errors=True)
         if not entry.exists():

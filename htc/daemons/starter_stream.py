@@ -34,6 +34,7 @@ target files when it starts a run of a streaming job (see :mod:`htc.daemons.shad
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -126,11 +127,9 @@ class OutputStreamer:
         """Pump every ``interval`` seconds until :meth:`finish` (or a refusal)."""
         while not self._stop.is_set() and not self.refused:
             await self.pump()
-            try:
+            with contextlib.suppress(TimeoutError):  # the next look is due
                 async with asyncio.timeout(interval):
                     await self._stop.wait()
-            except TimeoutError:
-                pass
 
     async def finish(self, runner: asyncio.Task | None, deadline: float = 30.0, retry: float = 1.0) -> None:
         """The job has exited: stop ``runner`` (the :meth:`run` task), send the rest, close the files."""

@@ -53,6 +53,7 @@ __all__ = ["BOOTSTRAP", "program", "zygote_main"]
 def zygote_main(sock_fd, module):
     """The zygote's program; shipped as source on its stdin by :func:`program`."""
     import atexit
+    import contextlib
     import ctypes
     import importlib
     import io
@@ -68,10 +69,8 @@ def zygote_main(sock_fd, module):
     sock = socket.socket(fileno=sock_fd)
 
     def send(msg):
-        try:
+        with contextlib.suppress(OSError):  # the startd is gone: nobody to tell
             sock.send(json.dumps(msg).encode())
-        except OSError:
-            pass
 
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -124,11 +123,22 @@ def zygote_main(sock_fd, module):
             return 0
         if isinstance(code, int):
             return code & 0xFF
-        try:
+        with contextlib.suppress(Exception):  # a closed stderr cannot take the message
             print(code, file=sys.stderr)
-        except Exception:  # noqa: BLE001
-            pass
         return 1
+
+    def through_gate(msg, gate_r):
+        """In a child: wait until the startd has put us into the job's cgroup (or gave up),
+        then take the job's rlimits and umask."""
+        if os.read(gate_r, 1) != b"g":
+            os._exit(1)
+        os.close(gate_r)
+        for which, value in ((resource.RLIMIT_CORE, msg["core"]), (resource.RLIMIT_DATA, msg["memory"])):
+            if value is not None:
+                hard = resource.getrlimit(which)[1]
+                value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+                resource.setrlimit(which, (value, value))
+        os.umask(msg["umask"])
 
     def child(msg, fds, gate_r):
         code = 1
@@ -156,15 +166,7 @@ def zygote_main(sock_fd, module):
                 old = sys.stdin
                 sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.open(0, "rb", closefd=False), encoding=old.encoding,
                                                              errors=old.errors, line_buffering=old.line_buffering)
-            if os.read(gate_r, 1) != b"g":  # the startd put us into the job's cgroup, or gave up
-                os._exit(1)
-            os.close(gate_r)
-            for which, value in ((resource.RLIMIT_CORE, msg["core"]), (resource.RLIMIT_DATA, msg["memory"])):
-                if value is not None:
-                    hard = resource.getrlimit(which)[1]
-                    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-                    resource.setrlimit(which, (value, value))
-            os.umask(msg["umask"])
+            through_gate(msg, gate_r)
             os.environ.clear()
             os.environ.update(msg["env"])
             os.chdir(msg["cwd"])
@@ -172,10 +174,8 @@ def zygote_main(sock_fd, module):
             if not getattr(sys.flags, "safe_path", False):
                 sys.path.insert(0, os.getcwd())
             if "numpy" in sys.modules:  # os.register_at_fork reseeds `random`; numpy's is ours to do
-                try:
+                with contextlib.suppress(Exception):  # a numpy without its random module
                     sys.modules["numpy"].random.seed()
-                except Exception:  # noqa: BLE001
-                    pass
             import runpy
 
             # As under ``python -m``, the module runs as __main__ and is not itself in sys.modules
@@ -193,21 +193,16 @@ def zygote_main(sock_fd, module):
             except BaseException:  # noqa: BLE001 - an uncaught exception, as the interpreter reports it
                 sys.excepthook(*sys.exc_info())
                 code = 1
-            try:
+            # As the interpreter does at exit; a failure there must not change the exit status.
+            with contextlib.suppress(BaseException):
                 import threading
 
                 threading._shutdown()
-            except BaseException:  # noqa: BLE001
-                pass
-            try:
+            with contextlib.suppress(BaseException):
                 atexit._run_exitfuncs()
-            except BaseException:  # noqa: BLE001
-                pass
         except BaseException:  # noqa: BLE001 - setting the job up failed; say so on its stderr
-            try:
+            with contextlib.suppress(BaseException):  # a closed stderr cannot take the traceback
                 traceback.print_exc()
-            except BaseException:  # noqa: BLE001
-                pass
             code = 1
         finally:
             for stream in (sys.stdout, sys.stderr):
@@ -242,15 +237,7 @@ def zygote_main(sock_fd, module):
             os.closerange(3, keep[0])
             os.closerange(keep[0] + 1, keep[1])
             os.closerange(keep[1] + 1, 1 << 20)
-            if os.read(gate_r, 1) != b"g":  # the startd put us into the job's cgroup, or gave up
-                os._exit(1)
-            os.close(gate_r)
-            for which, value in ((resource.RLIMIT_CORE, msg["core"]), (resource.RLIMIT_DATA, msg["memory"])):
-                if value is not None:
-                    hard = resource.getrlimit(which)[1]
-                    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-                    resource.setrlimit(which, (value, value))
-            os.umask(msg["umask"])
+            through_gate(msg, gate_r)
             if msg.get("uid") is not None:
                 os.setgroups([])
                 os.setgid(msg["gid"] if msg.get("gid") is not None else msg["uid"])
@@ -263,12 +250,10 @@ def zygote_main(sock_fd, module):
             os.chdir(msg["cwd"])
             os.execve(msg["argv"][0], msg["argv"], msg["env"])
         except BaseException as exc:  # noqa: BLE001 - tell the zygote (the startd says what failed)
-            try:
+            with contextlib.suppress(BaseException):  # the zygote is gone: the exit status says it
                 number = getattr(exc, "errno", None) or 0
                 text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
                 os.write(report_w, json.dumps([stage, number, text]).encode()[:4000])
-            except BaseException:  # noqa: BLE001
-                pass
         os._exit(127)
 
     def report(pid):
@@ -280,10 +265,8 @@ def zygote_main(sock_fd, module):
             data = os.read(fd, 8192)
         except OSError:
             data = b""
-        try:
+        with contextlib.suppress(KeyError, ValueError):  # not (or no longer) registered
             sel.unregister(fd)
-        except (KeyError, ValueError):
-            pass
         os.close(fd)
         answer = {"op": "exec", "pid": pid}
         if data:
@@ -302,10 +285,8 @@ def zygote_main(sock_fd, module):
         exec_job = not msg["module"]
         report_r, report_w = os.pipe() if exec_job else (-1, -1)  # (os.pipe is CLOEXEC)
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(Exception):  # the job closed it: nothing left to flush
                 stream.flush()
-            except Exception:  # noqa: BLE001
-                pass
         try:
             pid = os.fork()
         except OSError as exc:
@@ -347,11 +328,9 @@ def zygote_main(sock_fd, module):
     while True:
         for key, _ in sel.select():
             if key.fileobj == wake_r:
-                try:
+                with contextlib.suppress(BlockingIOError):  # drained: the signals are noted
                     while os.read(wake_r, 512):
-                        pass
-                except BlockingIOError:
-                    pass
+                        continue
                 reap()
                 continue
             if key.data is not None:  # an exec child's report pipe: it exec'd, or it says why not
@@ -366,10 +345,8 @@ def zygote_main(sock_fd, module):
             if not data:  # the startd closed its end (or died): no job outlives it
                 for pid in list(gates):
                     for kill in (os.killpg, os.kill):
-                        try:
+                        with contextlib.suppress(OSError):  # already gone
                             kill(pid, signal.SIGKILL)
-                        except OSError:
-                            pass
                 while gates:
                     try:
                         gates.pop(os.wait4(-1, 0)[0], None)
