@@ -354,6 +354,11 @@ class PoolBackend:
             if options.checkpoint:
                 wanted.append(cf.CHECKPOINT_FILE)
             lines["transfer_output_files"] = ",".join(wanted)
+        if not (options.checkpoint or options.timeout or options.stream_output or options.transfer_output_files
+                or options.submit):
+            # Nothing a call lane lacks: the schedd may run it on a worker that stays up
+            # (htc.daemons.schedd_lanes); it is a job all the same.
+            lines["+HTCLane"] = "true"
         lines.update(options.submit)
         lines["+HTCSession"] = quote(self.spool.name)
         text = "\n".join(f"{k} = {v}" for k, v in lines.items()) + "\nqueue\n"

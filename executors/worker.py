@@ -35,6 +35,7 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,14 +69,21 @@ class _Outcome:
                                finished_at=time.time(), resumed=self.resumed, **extra)
 
 
-def _write_exception(path: Path, out: _Outcome, exc: BaseException, outcome: cf.Outcome) -> None:
+def _write_exception(path: Path | Callable[[bytes], None], out: _Outcome, exc: BaseException,
+                     outcome: cf.Outcome) -> None:
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     try:
         payload, packages = dumps_value(exc, out.serializer)
     except Exception:  # noqa: BLE001 - an unpicklable exception still reaches the caller, as a stand-in
         payload, packages = dumps_value(UnpicklableRemoteException(_qualname(exc), str(exc)), out.serializer)
-    cf.write_result(path, out.header(outcome, exception_type=_qualname(exc), traceback=tb, packages=packages),
-                    payload)
+    _deliver(path, out.header(outcome, exception_type=_qualname(exc), traceback=tb, packages=packages), payload)
+
+
+def _deliver(target: Path | Callable[[bytes], None], header: cf.ResultHeader, payload: bytes) -> None:
+    if callable(target):
+        target(cf.pack_result(header, payload))
+    else:
+        cf.write_result(target, header, payload)
 
 
 def _parents_loader(sandbox: Path, serializer: str):
@@ -117,18 +125,21 @@ def _on_vacate(fn: Any, context: RunContext):
     return handler
 
 
-def run(sandbox: Path | str = ".", *, call_data: bytes | None = None) -> int:
+def run(sandbox: Path | str = ".", *, call_data: bytes | None = None,
+        result_sink: Callable[[bytes], None] | None = None) -> int:
     """Run the call in ``sandbox`` and write its result there.
 
     Args:
         sandbox: the job's directory (holds the call, parents' results, the checkpoint).
         call_data: the call file's bytes when the caller already has them (the zygote).
+        result_sink: takes the result file's bytes instead of a file in ``sandbox`` (a call
+            lane sends them over the wire: creating a file costs more than most calls).
 
     Returns:
         The exit status for the process: ``EXIT_VALUE``, ``EXIT_EXCEPTION`` or ``EXIT_ERROR``.
     """
     sandbox = Path(sandbox)
-    result_path = sandbox / cf.RESULT_FILE
+    result_path: Path | Callable[[bytes], None] = result_sink or sandbox / cf.RESULT_FILE
     started = time.time()
     out = _Outcome("?", "cloudpickle", started)
     try:
@@ -186,7 +197,7 @@ def run(sandbox: Path | str = ".", *, call_data: bytes | None = None) -> int:
     except Exception as exc:  # noqa: BLE001
         _write_exception(result_path, out, exc, "error")
         return EXIT_ERROR
-    cf.write_result(result_path, out.header("value", packages=packages), data)
+    _deliver(result_path, out.header("value", packages=packages), data)
     return EXIT_VALUE
 
 

@@ -264,6 +264,9 @@ _ENTRIES = [
     P("SUBMIT_ATTRS", "list", "", "Config macros inserted into every job ad."),
     P("SCHEDD_CLAIM_LINGER", "int", "10", "Seconds the schedd keeps a claim whose job ended when no idle job is "
       "queued, so the next submit of the same user starts on it without negotiation (0: release at once).", "htc"),
+    P("SCHEDD_CALL_LANES", "bool", "true", "Run HTCExecutor function calls on call lanes: a worker that stays up on a "
+      "claim and gets each call over the wire, one job per call still (false: every call starts a starter of its "
+      "own).", "htc"),
     # --- shadow ---
     P("SHADOW_QUEUE_UPDATE_INTERVAL", "int", "900", "Seconds between a shadow's job-ad updates to the queue.", "code"),
     P("SHADOW_WORKLIFE", "int", "3600", "Seconds after which a shadow is not reused for another job."),
@@ -337,8 +340,8 @@ _ENTRIES = [
       "interpreter (the starter zygote) instead of starting a fresh one per job.", "htc"),
     P("STARTER_EXEC_ZYGOTE", "bool", "true", "Fork and exec jobs from a small separate root process of the "
       "startd's interpreter (the exec zygote) instead of forking the startd itself for each job.", "htc"),
-    P("STARTER_ZYGOTE_MODULES", "list", "htc.executors.worker", "Modules whose 'python -m MODULE' jobs the starter "
-      "zygote runs (each must be safe to import without running).", "htc"),
+    P("STARTER_ZYGOTE_MODULES", "list", "htc.executors.worker, htc.executors.lane", "Modules whose 'python -m "
+      "MODULE' jobs the starter zygote runs (each must be safe to import without running).", "htc"),
     P("STARTER_JOB_ENVIRONMENT", "str", "", "Environment given to every job."),
     P("STARTER_NUM_THREADS_ENV_VARS", "list",
       "CUBACORES GOMAXPROCS JULIA_NUM_THREADS MKL_NUM_THREADS NUMEXPR_NUM_THREADS OMP_NUM_THREADS "

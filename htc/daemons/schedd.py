@@ -50,6 +50,7 @@ from htc.daemons import schedd_userlog as ul
 from htc.daemons.autocluster import AutoclusterTable
 from htc.daemons.schedd_calls import CallDone, CallFailed
 from htc.daemons.schedd_claims import Claim, ClaimHandling, ClaimState
+from htc.daemons.schedd_lanes import Lane, LaneHandling, read_input
 from htc.daemons.schedd_requests import Denied, ToolRequests
 from htc.daemons.shadow import Shadow, ShadowEvent, ShadowHandling, ShadowState, job_duration_limit
 from htc.errors import UsageError
@@ -83,6 +84,7 @@ class ScheddSettings:
     send_reschedule: bool = True          # SCHEDD_SEND_RESCHEDULE
     max_jobs_running: int = 10000         # MAX_JOBS_RUNNING
     claim_linger: float = 0.0             # SCHEDD_CLAIM_LINGER (htc): keep an idle claim this long
+    call_lanes: bool = True               # SCHEDD_CALL_LANES (htc): function calls run on call lanes
     system_policy: SystemPolicy = SystemPolicy()
 
     def __post_init__(self) -> None:
@@ -114,7 +116,7 @@ def _user_of_uid(uid: int) -> str | None:
         return None
 
 
-class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
+class Schedd(ToolRequests, ClaimHandling, LaneHandling, ShadowHandling):
     """The schedd's decisions (see the module docstring).
 
     Args:
@@ -122,10 +124,12 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
         queue: the job queue it owns (open; the caller closes it).
         user_of_uid: maps a peer's uid to a user name (default: the password database).
         own_uid: the uid the schedd runs as (may submit for others, like root).
+        read_input: reads a call's input file for a call lane (default: from disk).
     """
 
     def __init__(self, settings: ScheddSettings, queue: JobQueue, *,
-                 user_of_uid: Callable[[int], str | None] = _user_of_uid, own_uid: int | None = None):
+                 user_of_uid: Callable[[int], str | None] = _user_of_uid, own_uid: int | None = None,
+                 read_input: Callable[[str], bytes] = read_input):
         self.settings = settings
         self.queue = queue
         self.queue.system_policy = settings.system_policy
@@ -133,6 +137,10 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
         self.own_uid = os.getuid() if own_uid is None else own_uid
         self.claims: dict[str, Claim] = {}
         self.shadows: dict[tuple[int, int], Shadow] = {}
+        self.read_input = read_input
+        self.lanes: dict[str, Lane] = {}                 # call lanes by claim id (htc.daemons.schedd_lanes)
+        self.lane_idle: dict[tuple, list] = {}           # idle calls by lane key, a heap each
+        self.lane_broken: dict[tuple, float] = {}        # lane keys sent to starters until then
         self.reserved: set[tuple[int, int]] = set()
         self.offers: dict[str, dict[int, list[tuple[int, int]]]] = {}
         self.reuse_order: dict[str, deque[tuple[int, int]]] = {}  # claim reuse candidates, best first
@@ -155,7 +163,7 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
             return None
         gap = max(self.settings.min_interval, 0.05) if self._dirty else self.settings.interval
         times = [self._last_ad + gap, self._prompt_at, self._next_periodic, self._claims_deadline(),
-                 self._shadow_deadline()]
+                 self._shadow_deadline(), self._lanes_deadline()]
         return min(t for t in times if t is not None)
 
     def handle(self, event: c.Event, now: float) -> list[c.Action]:
@@ -199,6 +207,7 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
         running = self.queue.query("JobStatus == 2 || JobStatus == 3 || JobStatus == 6 || JobStatus == 7")
         for job in running:
             self._reattach(job, now, out)
+        self._lane_index(now)
         out.append(c.Log(f"schedd {self.settings.name} ready: {self.queue.statistics().jobs} jobs in the queue, "
                          f"reconnecting to {len(self.shadows)} running"))
         self._advertise(now, out)
@@ -211,8 +220,9 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
                 self.queue.retire(job_id, now=now)
             else:
                 self.queue.set_status(job_id, JobStatus.IDLE, now=now)
-                out += ul.write(job, ul.shadow_exception_event(job, "the schedd restarted and the job's claim "
-                                                               "was never recorded", now))
+                why = ("the schedd restarted while the call ran on a call lane; it runs again"
+                       if ul.literal(job, "HTCLane") is True else "the schedd restarted and the job's claim was never recorded")
+                out += ul.write(job, ul.shadow_exception_event(job, why, now))
             return
         slot = ul.literal(job, "RemoteHost", "")
         lease = ul.number(job, "JobLeaseDuration", self.settings.default_lease) or self.settings.default_lease
@@ -260,7 +270,9 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
 
     def _answered(self, event: CallDone | CallFailed, now: float, out: list) -> None:
         kind = event.cookie[0]
-        if kind == "claim":
+        if kind in ("lane", "lanecalls", "lanevacate"):
+            self._lane_answered(event, now, out)
+        elif kind == "claim":
             self._claim_answered(event, now, out)
         elif kind == "alive":
             self._keepalive_answered(event, now, out)
@@ -285,6 +297,7 @@ class Schedd(ToolRequests, ClaimHandling, ShadowHandling):
     def _tick(self, now: float, out: list) -> None:
         self._claim_timers(now, out)
         self._shadow_timers(now, out)
+        self._lane_timers(now, out)
         if self._next_periodic is not None and now >= self._next_periodic:
             self._next_periodic = now + self.settings.periodic_interval
             self._periodic(now, out)
@@ -405,6 +418,7 @@ _HANDLERS = {
     m.Submit: "_submit", m.QueryJobs: "_query", m.ActOnJobs: "_act", m.EditJobs: "_edit",
     m.Reschedule: "_reschedule", m.GetResourceRequests: "_resource_requests", m.MatchNotify: "_match",
     m.StarterUpdate: "_starter_update", m.JobOutput: "_job_output", m.JobExited: "_job_exited", m.ReleaseClaim: "_claim_released",
+    m.CallsDone: "_calls_done",
 }
 
 

@@ -356,6 +356,7 @@ class ClaimHandling:
         # the run if that report never comes.
 
     def _claim_lost(self, claim: Claim, why: str, now: float, out: list) -> None:
+        self._lane_claim_lost(claim, why, now, out)
         shadow = self.shadows.get(claim.job) if claim.job is not None else None
         if shadow is not None and shadow.claim_id == claim.id:
             self._end_run(shadow, "lost", now, out, reason=why)  # frees the claim too

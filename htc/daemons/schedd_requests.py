@@ -151,12 +151,14 @@ class ToolRequests:
         host = f"<{self.settings.machine}:{self.settings.address}>"
         by_log: dict[str, list] = {}
         for job in self.queue.query(f"ClusterId == {cid}"):
+            self._lane_enqueue(job)
             path = ul.log_path(job)
             if path:
                 by_log.setdefault(path, []).append(ul.submit_event(job, host, now))
         out += [ul.WriteUserLog(path, tuple(events)) for path, events in by_log.items()]
         out.append(c.Log(f"submitted cluster {cid} ({cluster.num_procs} jobs) for {user}"))
         out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=cluster.num_procs)))
+        self._feed_lanes(now, out)
         self._use_lingering_claims(now, out)
         self._new_work(now)  # the negotiator hears of the new jobs within milliseconds
 
@@ -208,6 +210,11 @@ class ToolRequests:
             counts[outcome] += 1
         out.append(c.Reply(event.conn_id, m.ActOnJobsReply(**counts)))
         if msg.action is m.JobAction.Release and counts["success"]:
+            for job in jobs:
+                again = self._job(job.job_id)
+                if again is not None:
+                    self._lane_enqueue(again)
+            self._feed_lanes(now, out)
             self._use_lingering_claims(now, out)
             self._new_work(now)  # released jobs are idle work, like a submit
         else:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from htc.daemons.schedd import Schedd, ScheddSettings
 from htc.daemons.schedd_calls import install_calls
+from htc.daemons.schedd_lanes import WriteCallFiles, write_call_files
 from htc.daemons.schedd_output import WriteJobOutput, write_job_output
 from htc.daemons.schedd_userlog import WriteUserLog
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
@@ -50,6 +51,7 @@ def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
         send_reschedule=bool(config.param("SCHEDD_SEND_RESCHEDULE")),
         max_jobs_running=int(config.param("MAX_JOBS_RUNNING")),
         claim_linger=float(config.param("SCHEDD_CLAIM_LINGER")),
+        call_lanes=bool(config.param("SCHEDD_CALL_LANES")),
         system_policy=SystemPolicy(periodic_hold=text("SYSTEM_PERIODIC_HOLD"),
                                    periodic_release=text("SYSTEM_PERIODIC_RELEASE"),
                                    periodic_remove=text("SYSTEM_PERIODIC_REMOVE")),
@@ -65,6 +67,7 @@ class ScheddService(DaemonService):
         install_calls(self)
         self.register_action(WriteUserLog, self._write_user_log)
         self.register_action(WriteJobOutput, self._write_job_output)
+        self.register_action(WriteCallFiles, self._write_call_files)
 
     def _write_user_log(self, action: WriteUserLog) -> None:
         try:
@@ -80,6 +83,13 @@ class ScheddService(DaemonService):
         except OSError as exc:
             what = "truncate" if action.truncate else f"write {len(action.data)} streamed bytes at {action.offset} to"
             self.log.error("cannot %s the job output file %s: %s", what, action.path, exc)
+
+    def _write_call_files(self, action: WriteCallFiles) -> None:
+        try:
+            write_call_files(action)
+        except OSError as exc:
+            names = ", ".join(name for name, _ in action.files)
+            self.log.error("cannot write the call's files (%s) to %s: %s", names, action.directory, exc)
 
     async def run(self) -> int:
         """Serve until the core exits; the job queue is closed on the way out."""

@@ -254,6 +254,9 @@ class ShadowHandling:
         self.reserved.discard(job_id)
         if job is None or job.status != JobStatus.IDLE:
             return False
+        key = self._wants_lane(job, now)
+        if key is not None:
+            return self._start_lane(claim, job, key, now, out)
         with self.queue.transaction():
             self.queue.set_attributes(job_id, {"ClaimId": quote(claim.id), "StartdIpAddr": quote(claim.startd),
                                                "RemoteHost": quote(claim.slot_name)})
@@ -412,6 +415,9 @@ class ShadowHandling:
     # -- the end of a run -------------------------------------------------------------------
 
     def _job_exited(self, event: c.Received, msg: m.JobExited, now: float, out: list) -> None:
+        if msg.claim_id in self.lanes:
+            self._lane_exited(event, msg, now, out)
+            return
         job_id = parse_job_id(msg.job_id)
         shadow = self.shadows.get(job_id)
         if shadow is None or shadow.claim_id != msg.claim_id:
@@ -465,6 +471,7 @@ class ShadowHandling:
             again = self._job(shadow.job_id)
             if again is not None and again.status == JobStatus.IDLE:
                 self._forget_reuse_order(self._submitter(again))  # idle again: a reuse candidate
+                self._lane_enqueue(again)
                 self._reschedule_due = True  # the next ad update asks the negotiator to place it
         out.append(c.Log(f"{shadow.label}: run ended ({kind}{': ' + reason if reason else ''})"))
         self._changed()

@@ -570,7 +570,7 @@ class Startd:
         claim.suspended_total, claim.suspended_since = 0.0, None
         claim.execute_limit, claim.held = execute_limit(job_ad), False
         self._move(slot, T.ACTIVATE, now, out)
-        out.append(ev.StartStarter(slot.name, claim.id, job_ad, self.slot_ad(slot, now)))
+        out.append(ev.StartStarter(slot.name, claim.id, job_ad, self.slot_ad(slot, now), e.lane))
         out.append(ev.ReplyActivate(claim.id, True))
 
     def _on_KeepAlive(self, e: ev.KeepAlive, now: float, out: list[ev.Action]) -> None:

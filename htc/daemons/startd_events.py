@@ -56,10 +56,11 @@ class RequestClaim:
 
 @dataclass(frozen=True, slots=True)
 class ActivateClaim:
-    """The claimant's shadow asks to run ``job_ad`` on its claim."""
+    """The claimant's shadow asks to run ``job_ad`` on its claim (``lane``: as a call lane)."""
 
     claim_id: str
     job_ad: Ad
+    lane: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +171,7 @@ class StartStarter:
     claim_id: str
     job_ad: dict[str, Any]
     slot_ad: dict[str, Any]
+    lane: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,9 @@ the wire (see :mod:`htc.daemons.startd_wire` for the messages served and
   ``stream_output``/``stream_error`` has its stdout/stderr sent to the shadow as JobOutput
   while it runs (every 0.5 s) and once more after it exits, before StarterExited
   (:mod:`htc.daemons.starter_stream`);
+* :class:`QueueCalls` (RunCalls): hand the calls to the claim's call lane, whose
+  :class:`~htc.daemons.startd_lanes.LaneRelay` writes them to the lane's socket and sends its
+  results to the shadow as CallsDone, all of them before StarterExited;
 * the core's ``SuspendJob``/``ContinueJob``/``VacateJob``/``KillJob``/``KillStarter``:
   ``suspend()``, ``resume()``, ``vacate(grace)``, ``kill()`` on the claim's starter (kept until
   the job has spawned if they come earlier).
@@ -54,9 +57,10 @@ from htc.daemons.startd_slots import StartdSettings
 from htc.daemons.startd_ads import evaluated
 from htc.daemons.startd_reports import short_claim_id
 from htc.daemons.startd_service_events import (
-    HOLD_FAILED_TO_CREATE_PROCESS, HOLD_TRANSFER_INPUT, STARTER_ACTIONS, RunStarter, Sampled, SampleSensors,
-    StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage,
+    HOLD_FAILED_TO_CREATE_PROCESS, HOLD_TRANSFER_INPUT, STARTER_ACTIONS, QueueCalls, RunStarter, Sampled,
+    SampleSensors, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage,
 )
+from htc.daemons.startd_lanes import LaneRelay
 from htc.daemons.startd_wire import StartdDaemon
 from htc.daemons.starter import Starter, StarterSettings
 from htc.daemons.starter_stream import OutputStreamer, streamed_files
@@ -75,6 +79,7 @@ class _Running:
     starter: Starter
     started: bool = False
     pending: list[Any] = field(default_factory=list)  # actions that came before the job spawned
+    lane: LaneRelay | None = None  # a call lane's relay (htc.daemons.startd_lanes)
 
 
 class StartdService(DaemonService):
@@ -98,6 +103,7 @@ class StartdService(DaemonService):
         install_calls(self)
         self.register_action(SampleSensors, self._do_sample)
         self.register_action(RunStarter, self._do_run_starter)
+        self.register_action(QueueCalls, self._do_queue_calls)
         for kind in STARTER_ACTIONS:
             self.register_action(kind, self._do_starter_action)
 
@@ -128,7 +134,10 @@ class StartdService(DaemonService):
             slot_user=self.settings.slot_user, use_cgroups=self.settings.use_cgroups,
             machine_ad=evaluated(slot_ad), use_zygote=self.settings.use_zygote,
             zygote_modules=self.settings.zygote_modules, use_exec_zygote=self.settings.use_exec_zygote)
-        run = _Running(Starter(evaluated(action.job_ad), self.settings.execute_dir, settings, self.zygotes))
+        run = _Running(Starter(evaluated(action.job_ad), self.settings.execute_dir, settings, self.zygotes,
+                               lane=action.lane))
+        if action.lane:
+            run.lane = self._lane_relay(action.claim_id)
         self.starters[action.claim_id] = run
         self.start_task(self._run_starter(action.claim_id, run), f"starter for {action.slot}")
 
@@ -146,6 +155,9 @@ class StartdService(DaemonService):
                 self.feed(StarterFailed(claim_id, str(exc), code))
                 return
             run.started = True
+            if run.lane is not None:
+                assert starter.lane_socket is not None
+                await run.lane.attach(starter.lane_socket)
             self.feed(StarterStarted(claim_id))
             for action in run.pending:
                 self._apply(claim_id, run, action)
@@ -160,6 +172,8 @@ class StartdService(DaemonService):
                 except TimeoutError:
                     self.feed(StarterUsage(claim_id, starter.usage().to_ad()))
                     delay = self.settings.starter_update_interval
+            if run.lane is not None:
+                await run.lane.finish()  # every CallsDone reaches the shadow before JobExited
             if streamer is not None:
                 await streamer.finish(streaming)  # the last bytes reach the shadow before JobExited
             self.starters.pop(claim_id, None)
@@ -170,6 +184,8 @@ class StartdService(DaemonService):
                 await starter.kill()
             raise
         finally:
+            if run.lane is not None:
+                run.lane.close()
             if streaming is not None:
                 streaming.cancel()
             if streamer is not None:
@@ -178,7 +194,7 @@ class StartdService(DaemonService):
     def _stream_output(self, claim_id: str, starter: Starter) -> tuple[OutputStreamer | None, asyncio.Task | None]:
         """Start tailing the job's streamed stdout/stderr (:mod:`htc.daemons.starter_stream`), if any."""
         names = streamed_files(starter.job_ad)
-        if not names or starter.sandbox is None:
+        if not names or starter.sandbox is None or starter.lane:  # (a lane's calls bring their output back)
             return None, None
         short = short_claim_id(claim_id)
 
@@ -222,6 +238,34 @@ class StartdService(DaemonService):
         if boxes or groups:
             self.log.info("removed %d sandbox(es) and %d job cgroup(s) left by a startd that is gone",
                           len(boxes), len(groups))
+
+    def _lane_relay(self, claim_id: str) -> LaneRelay:
+        """The relay of the lane on ``claim_id``: its results go to the activation's shadow."""
+        short = short_claim_id(claim_id)
+
+        async def send(results: tuple[m.LaneResult, ...]) -> bool | None:
+            target = self.daemon_core.output_target(claim_id)
+            if target is None:
+                return None
+            msg = m.CallsDone(claim_id=claim_id, results=results)
+            outcome = await perform_call(self.peers, Call(target[0], msg, timeout=10.0))
+            if isinstance(outcome, CallDone):
+                return True
+            if outcome.refused:
+                self.log.warning("claim %s: the shadow refused CallsDone: %s", short, outcome.error)
+                return None
+            self.log.info("claim %s: cannot deliver CallsDone yet: %s", short, outcome.error)
+            return False
+
+        return LaneRelay(short, send, self.log)
+
+    def _do_queue_calls(self, action: QueueCalls) -> None:
+        run = self.starters.get(action.claim_id)
+        if run is None or run.lane is None:
+            self.log.info("claim %s: its lane is gone; %d call(s) dropped (its JobExited ends them)",
+                          short_claim_id(action.claim_id), len(action.calls))
+            return
+        run.lane.queue(action.calls)
 
     def _do_starter_action(self, action: Any) -> None:
         run = self.starters.get(action.claim_id)

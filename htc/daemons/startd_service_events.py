@@ -2,7 +2,7 @@
 
 :class:`~htc.daemons.startd_service.StartdService` drives a
 :class:`~htc.daemons.startd_wire.StartdDaemon` built from :class:`StartdServiceSettings`. The
-adapter asks for process work with :class:`SampleSensors`, :class:`RunStarter` and the core's
+adapter asks for process work with :class:`SampleSensors`, :class:`RunStarter`, :class:`QueueCalls` and the core's
 :data:`STARTER_ACTIONS`; the service carries it out and answers with :class:`Sampled`,
 :class:`StarterStarted`, :class:`StarterFailed`, :class:`StarterUsage` and
 :class:`StarterExited`.
@@ -22,7 +22,8 @@ from htc.daemons.starter import ExitRecord
 
 __all__ = [
     "StartdServiceSettings", "SampleSensors", "RunStarter", "Sampled", "StarterStarted", "StarterFailed",
-    "StarterUsage", "StarterExited", "STARTER_ACTIONS", "HOLD_FAILED_TO_CREATE_PROCESS", "HOLD_TRANSFER_INPUT",
+    "StarterUsage", "StarterExited", "QueueCalls", "STARTER_ACTIONS", "HOLD_FAILED_TO_CREATE_PROCESS",
+    "HOLD_TRANSFER_INPUT",
 ]
 
 
@@ -50,7 +51,7 @@ class StartdServiceSettings:
     use_cgroups: bool = True
     slot_weight: str = "Cpus"                 # SLOT_WEIGHT, published as an expression
     use_zygote: bool = True                   # STARTER_PYTHON_ZYGOTE
-    zygote_modules: tuple[str, ...] = ("htc.executors.worker",)  # STARTER_ZYGOTE_MODULES
+    zygote_modules: tuple[str, ...] = ("htc.executors.worker", "htc.executors.lane")  # STARTER_ZYGOTE_MODULES
     use_exec_zygote: bool = True              # STARTER_EXEC_ZYGOTE
 
 
@@ -113,6 +114,15 @@ class RunStarter(c.Action):
     claim_id: str
     job_ad: dict[str, Any]
     slot_ad: dict[str, Any]
+    lane: bool = False  # a call lane (htc.executors.lane): RunCalls feed it, CallsDone report it
+
+
+@dataclass(frozen=True)
+class QueueCalls(c.Action):
+    """Hand ``calls`` (wire LaneCalls, checked) to the call lane running on ``claim_id``."""
+
+    claim_id: str
+    calls: tuple[Any, ...]
 
 
 #: HTCondor's HoldReasonCode for a job the starter could not start / whose input could not be fetched

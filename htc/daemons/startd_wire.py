@@ -17,7 +17,9 @@ tests are lists of events. The process work it asks for -- :class:`SampleSensors
 
 Messages served: MatchNotify, RequestClaim (answered with ClaimReply; a claim that preempts a
 running one is answered when the slot is free), ActivateClaim (acknowledged when the core
-accepts it; the starter then sets the job up), ClaimKeepAlive, ReleaseClaim, Vacate,
+accepts it; the starter then sets the job up; ``lane``: a call lane), RunCalls (checked and
+acknowledged once queued for the claim's running lane: :class:`QueueCalls`; the service relays
+the results, :mod:`htc.daemons.startd_lanes`), ClaimKeepAlive, ReleaseClaim, Vacate,
 Suspend/Continue (straight to the starter, as condor_suspend reaches HTCondor's starter through
 the shadow), DrainJobs and CancelDrainJobs. An ActivateClaim repeated by a reconnecting shadow
 for a job that is still running, or that ended and is not yet reported, is refused with
@@ -45,11 +47,13 @@ from htc.daemons.startd import Startd
 from htc.daemons.startd_ads import SlotAdvertising, ad_text, evaluated, job_id_of, parse_ad, parse_job
 from htc.daemons.startd_reports import Contact, JobReports, short_claim_id
 from htc.daemons.startd_service_events import (
-    HOLD_FAILED_TO_CREATE_PROCESS, HOLD_TRANSFER_INPUT, STARTER_ACTIONS, RunStarter, Sampled, SampleSensors,
-    StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage,
+    HOLD_FAILED_TO_CREATE_PROCESS, HOLD_TRANSFER_INPUT, STARTER_ACTIONS, QueueCalls, RunStarter, Sampled,
+    SampleSensors, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage,
 )
 from htc.daemons.startd_slots import UnknownClaim
 from htc.errors import HTCError, UsageError
+from htc.executors.callfile import CALL_FILE
+from htc.executors.lane_frames import plain_name
 from htc.wire import messages as m
 
 # Re-exported for importers (with the HOLD_* codes): the settings, events, actions and ad helpers live in
@@ -79,6 +83,7 @@ class StartdDaemon(JobReports, SlotAdvertising):
         self.contacts: dict[str, Contact] = {}
         self.running: set[str] = set()         # claims whose starter is alive
         self.suspended: set[str] = set()       # claims whose job is stopped
+        self.lanes: set[str] = set()           # running claims whose job is a call lane
         self._waiting_claims: dict[str, tuple[int, m.RequestClaim]] = {}  # preemptions pending
         self._current: tuple[int, m.RequestClaim] | None = None
         self._next_sample: float | None = None
@@ -184,7 +189,11 @@ class StartdDaemon(JobReports, SlotAdvertising):
             if contact is not None:
                 contact.job_id = job_id_of(a.job_ad)
             self.running.add(a.claim_id)
-            out.append(RunStarter(a.slot, a.claim_id, dict(a.job_ad), dict(a.slot_ad)))
+            if a.lane:
+                self.lanes.add(a.claim_id)
+            else:
+                self.lanes.discard(a.claim_id)
+            out.append(RunStarter(a.slot, a.claim_id, dict(a.job_ad), dict(a.slot_ad), a.lane))
         elif isinstance(a, STARTER_ACTIONS):
             out.append(a)
             if isinstance(a, (ev.SuspendJob, ev.ContinueJob)):
@@ -226,6 +235,7 @@ class StartdDaemon(JobReports, SlotAdvertising):
         live = self._live_claims() | self.running
         for claim_id in [cid for cid in self.contacts if cid not in live]:
             del self.contacts[claim_id]
+        self.lanes &= self.running
 
     # --- messages ---------------------------------------------------------------------------
 
@@ -240,6 +250,8 @@ class StartdDaemon(JobReports, SlotAdvertising):
                 self._request_claim(e, msg, now, out)
             elif isinstance(msg, m.ActivateClaim):
                 self._activate(e, msg, now, out)
+            elif isinstance(msg, m.RunCalls):
+                self._run_calls(e, msg, out)
             elif isinstance(msg, m.MatchNotify):
                 self._core(ev.MatchNotified(self._slot_or_fail(msg.slot_name), msg.claim_id), now, out)
                 out.append(c.Reply(e.conn_id, m.Ack()))
@@ -335,7 +347,28 @@ class StartdDaemon(JobReports, SlotAdvertising):
             return
         contact.job_id = job_id_of(job)
         contact.activation_conn = e.conn_id
-        self._core(ev.ActivateClaim(msg.claim_id, job), now, out)
+        self._core(ev.ActivateClaim(msg.claim_id, job, lane=msg.lane), now, out)
+
+    def _run_calls(self, e: c.Received, msg: m.RunCalls, out: list[c.Action]) -> None:
+        """Check the calls and queue them on the claim's running lane (the service relays them)."""
+        slot = self._slot_of_claim(msg.claim_id)  # raises UnknownClaim (not_found) for a claim nobody holds
+        if msg.claim_id not in self.running or msg.claim_id not in self.lanes:
+            out.append(c.Reply(e.conn_id, m.ErrorReply(code="not_found", message=(
+                f"claim {short_claim_id(msg.claim_id)} on {slot} runs no call lane; activate one "
+                "(ActivateClaim with lane=True) or run the calls as jobs"))))
+            return
+        for call in msg.calls:
+            bad = [name for name in call.files if not plain_name(name)]
+            size = sum(map(len, call.files.values()))
+            why = (f"file names must be plain names (no '/', not '.' or '..'): {bad}" if bad else
+                   f"it has no {CALL_FILE}" if CALL_FILE not in call.files else
+                   f"it carries {size} bytes, more than {m.MAX_LANE_CALL_BYTES}" if size > m.MAX_LANE_CALL_BYTES else
+                   None)
+            if why:
+                out.append(c.bad_request(e, f"RunCalls: call {call.job_id} refused (none queued): {why}"))
+                return
+        out.append(QueueCalls(msg.claim_id, msg.calls))
+        out.append(c.Reply(e.conn_id, m.Ack(detail=f"{len(msg.calls)} call(s) queued")))
 
     def _release(self, e: c.Received, msg: m.ReleaseClaim, now: float, out: list[c.Action]) -> None:
         waiter = self._waiting_claims.pop(msg.claim_id, None)

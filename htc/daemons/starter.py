@@ -27,6 +27,12 @@ Theory of operation
    at the end, the startd sent it while the job ran -- :mod:`htc.daemons.starter_stream`),
    and the sandbox and cgroup are removed.
 
+A *call lane* (``Starter(..., lane=True)``, :mod:`htc.executors.lane`) is started the same way
+but for its channel: the starter makes a socket pair, gives the job one end as its stdin
+(``HTC_LANE_FD=0``) and keeps :attr:`Starter.lane_socket` for the startd
+(:mod:`htc.daemons.startd_lanes`); it brings no input in (calls bring their own), keeps the
+lane's stdout/stderr in the sandbox, and sends nothing back at the end.
+
 The soft kill goes to the whole job, not only its main process, the way systemd's
 ``KillMode=control-group`` does: a shell-script job's children get the chance to clean up too.
 """
@@ -41,6 +47,7 @@ import pwd
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -56,6 +63,7 @@ from htc.daemons.starter_procs import JobProcesses, Reaped, watch_exit
 from htc.daemons.starter_stream import streamed_files
 from htc.daemons.starter_zygote import JobStartError, ZygoteKey, ZygotePool, eligible_module
 from htc.errors import HTCError, UsageError
+from htc.executors.lane_frames import CHANNEL_ENV
 
 
 class StarterError(HTCError):
@@ -111,7 +119,7 @@ class StarterSettings:
     machine_ad: Mapping[str, Any] = field(default_factory=dict)
     kill_timeout: float = 10.0
     use_zygote: bool = True
-    zygote_modules: tuple[str, ...] = ("htc.executors.worker",)
+    zygote_modules: tuple[str, ...] = ("htc.executors.worker", "htc.executors.lane")
     use_exec_zygote: bool = True
 
 
@@ -235,11 +243,17 @@ class Starter:
         execute_dir: where sandboxes are made.
         settings: slot, limits and user.
         zygotes: the startd's zygotes, which fork eligible function jobs (None: always exec).
+        lane: the job is a call lane (:mod:`htc.executors.lane`): its stdin is a socket whose
+            other end is :attr:`lane_socket`; no input but the executable is brought in, its
+            stdout/stderr stay in the sandbox, and no output is sent back.
     """
 
     def __init__(self, job_ad: Mapping[str, Any], execute_dir: Path, settings: StarterSettings | None = None,
-                 zygotes: ZygotePool | None = None):
+                 zygotes: ZygotePool | None = None, *, lane: bool = False):
         self.job_ad = dict(job_ad)
+        self.lane = lane
+        self.lane_socket: socket.socket | None = None  # the startd's end of a lane's channel
+        self._lane_child: socket.socket | None = None  # the job's end, until it has started
         self.execute_dir = Path(execute_dir)
         self.settings = settings or StarterSettings()
         self.zygotes = zygotes
@@ -270,6 +284,8 @@ class Starter:
             raise UsageError("Starter.start() was already called; make a new Starter for the next job")
         user = resolve_user(self.settings)
         uid, gid = (user.pw_uid, user.pw_gid) if user else (None, None)
+        if self.lane:
+            self.lane_socket, self._lane_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             # Sandbox, input files, ad files and cgroup are milliseconds of file system work per
             # job: done in the spawn thread, they leave the event loop free for other slots.
@@ -279,7 +295,13 @@ class Starter:
                 self._exit = watch_exit(self.pid)
         except BaseException:
             await self._cleanup()
+            if self.lane_socket is not None:
+                self.lane_socket.close()
             raise
+        finally:
+            if self._lane_child is not None:
+                self._lane_child.close()  # the job has its copy: the channel ends when the job does
+                self._lane_child = None
         assert self._exit is not None
         self._exit.add_done_callback(self._main_gone)
 
@@ -354,7 +376,8 @@ class Starter:
     def _prepare(self, uid: int | None, gid: int | None) -> dict[str, Any]:
         box, job = self.sandbox, self.job_ad
         assert box is not None
-        shared_fs = str(job.get("ShouldTransferFiles", "")).upper() == "NO"
+        # A lane runs in its sandbox whatever the job says: its calls bring their own files.
+        shared_fs = str(job.get("ShouldTransferFiles", "")).upper() == "NO" and not self.lane
         base = self.iwd or Path.cwd()
         cmd = job.get("Cmd")
         if not isinstance(cmd, str) or not cmd:
@@ -363,10 +386,10 @@ class Starter:
         if not shared_fs and job.get("TransferExecutable", True) is not False:
             exe = box.bring_in(str(exe), base, executable=True)
             self._exe_name = exe.name
-        if not shared_fs:
+        if not shared_fs and not self.lane:
             for item in sb.split_list(job.get("TransferInput")):
                 box.bring_in(item, base)
-        stdin = _path_attr(job, "In")
+        stdin = _path_attr(job, "In") if not self.lane else None
         if stdin and not shared_fs and job.get("TransferIn", True) is not False:
             stdin = str(box.bring_in(stdin, base))
         elif stdin:
@@ -382,8 +405,9 @@ class Starter:
             self.cgroup = JobCgroup.create(box.path.name, memory, cpus)
         marker = (f"_CONDOR_ANCESTOR_{os.getpid()}", secrets.token_hex(8))
         self.procs = JobProcesses(self.cgroup, marker)
+        extra = dict([marker, (CHANNEL_ENV, "0")] if self.lane else [marker])
         env = build_environment(job, scratch_dir=box.path, slot_name=self.settings.slot_name, cpus=cpus,
-                                job_ad_file=job_ad_file, machine_ad_file=machine_ad_file, extra=dict([marker]))
+                                job_ad_file=job_ad_file, machine_ad_file=machine_ad_file, extra=extra)
         cwd = base if shared_fs else box.path
         out = self._capture("Out", sb.STDOUT_NAME, shared_fs, base)
         err = out if job.get("Err") == job.get("Out") and _path_attr(job, "Out") else \
@@ -393,6 +417,7 @@ class Starter:
             if uid is not None:
                 os.chown(path, uid, gid)
         return {"argv": [str(exe), *job_arguments(job)], "env": env, "cwd": cwd, "stdin": stdin or os.devnull,
+                "stdin_fd": self._lane_child.fileno() if self._lane_child is not None else None,
                 "stdout": out, "stderr": err,
                 "rlimit_memory": None if self.cgroup and self.cgroup.memory_limited else memory,
                 "core": int(job.get("CoreSize", 0) or 0)}
@@ -400,6 +425,8 @@ class Starter:
     def _capture(self, attr: str, name: str, shared_fs: bool, base: Path) -> str:
         assert self.sandbox is not None
         target = _path_attr(self.job_ad, attr)
+        if self.lane:  # the lane's own output (its calls' is captured per call) dies with the sandbox
+            return str(self.sandbox.path / name)
         if target is None:
             return os.devnull
         if shared_fs or self.job_ad.get("Transfer" + attr, True) is False:
@@ -542,6 +569,8 @@ class Starter:
         job, box = self.job_ad, self.sandbox
         assert box is not None
         when = str(job.get("WhenToTransferOutput", "ON_EXIT")).upper()
+        if self.lane:  # results went back call by call; the Iwd is the first call's: never clobber it
+            return [], None
         if str(job.get("ShouldTransferFiles", "")).upper() == "NO":
             return [], None
         if self._vacated and when != "ON_EXIT_OR_EVICT":
@@ -586,6 +615,9 @@ def _open_streams(plan: Mapping[str, Any]) -> list[Any]:
     streams: list[Any] = []
     try:
         for key, mode in (("stdin", "rb"), ("stdout", "ab"), ("stderr", "ab")):
+            if key == "stdin" and plan.get("stdin_fd") is not None:  # a lane's channel (a copy to pass on)
+                streams.append(open(os.dup(plan["stdin_fd"]), "rb", buffering=0))
+                continue
             streams.append(open(plan[key], mode))
     except OSError as exc:
         for stream in streams:

@@ -460,12 +460,15 @@ class RequestClaim(Message, frozen=True):
 
 
 class ActivateClaim(Message, frozen=True):
-    """Schedd -> startd: run ``job_ad`` on the claimed slot; the starter reports to ``shadow_address``."""
+    """Schedd -> startd: run ``job_ad`` on the claimed slot; the starter reports to ``shadow_address``.
+    With ``lane`` the job is a *call lane*: a function-call worker that stays up and runs the
+    calls RunCalls brings it, one after another, until the schedd vacates it."""
 
     reply_type = Ack
     claim_id: NonEmpty
     job_ad: AdText
     shadow_address: NonEmpty
+    lane: bool = False
 
 
 class ClaimKeepAlive(Message, frozen=True):
@@ -537,6 +540,49 @@ class JobExited(Message, frozen=True, omit_defaults=True):
             raise _invalid(self, "a hold request (hold_code) needs its hold_reason")
 
 
+#: the most input (or output) bytes one lane call may carry; bigger calls take the classic path
+MAX_LANE_CALL_BYTES = 1024 * 1024
+
+
+class LaneCall(Record, frozen=True):
+    """One function call for a call lane: the job and its input files (sandbox name -> bytes)."""
+
+    job_id: JobId
+    files: dict[NonEmpty, bytes]
+
+
+class RunCalls(Message, frozen=True):
+    """Schedd -> startd: queue these calls, in order, on the call lane running on ``claim_id``."""
+
+    reply_type = Ack
+    claim_id: NonEmpty
+    calls: tuple[LaneCall, ...]
+
+
+class LaneResult(Record, frozen=True, omit_defaults=True):
+    """How one lane call ended: the worker's exit status for it (``EXIT_VALUE`` 0,
+    ``EXIT_EXCEPTION`` 1, ``EXIT_ERROR`` 3), the files it created or changed in its directory
+    (``htc_result.pkl``, ...), what it printed, and its times (execute side's clock, seconds)."""
+
+    job_id: JobId
+    exit_code: int
+    files: dict[NonEmpty, bytes] = {}
+    stdout: bytes = b""
+    stderr: bytes = b""
+    started: Seconds = 0.0
+    finished: Seconds = 0.0
+    user_cpu: Seconds = 0.0
+    sys_cpu: Seconds = 0.0
+
+
+class CallsDone(Message, frozen=True):
+    """Startd -> shadow: calls of the lane on ``claim_id`` ended, in the order they ran."""
+
+    reply_type = Ack
+    claim_id: NonEmpty
+    results: tuple[LaneResult, ...]
+
+
 class Vacate(Message, frozen=True):
     """Evict the job of a claim or of named slots (condor_vacate); ``fast`` skips the soft kill."""
 
@@ -594,7 +640,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     Submit, SubmitReply, QueryJobs, ActOnJobs, ActOnJobsReply, EditJobs, EditReply, Reschedule, SetUserPriority,
     GetResourceRequests, ResourceRequests, MatchNotify,
     RequestClaim, ClaimReply, ActivateClaim, ClaimKeepAlive, ReleaseClaim,
-    StarterUpdate, JobOutput, JobExited, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
+    StarterUpdate, JobOutput, JobExited, RunCalls, CallsDone, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
 )
 
 AnyMessage = Union[MESSAGE_TYPES]  # type: ignore[valid-type]

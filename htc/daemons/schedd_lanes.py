@@ -1,0 +1,479 @@
+"""Call lanes: function calls run one after another by a worker that stays up on a claim.
+
+Theory of operation
+-------------------
+A function call of :class:`htc.executors.HTCExecutor` is a job like any other: it is submitted
+into the durable queue, negotiated for, started, logged and retired. Starting a starter for each
+call (sandbox, cgroup, a fork of a pre-imported Python, file transfer, an exit report) costs
+more than most calls do, so a claim that is to run a call becomes a *call lane* instead:
+
+1. ``_start_job`` on a job whose ad says ``HTCLane = true`` (the executor sets it for calls that
+   need nothing a lane lacks: no time limit, checkpoint, streaming or custom output files)
+   activates the claim with ``ActivateClaim(lane=True)``: the startd runs the worker
+   ``python -m htc.executors.lane`` in a sandbox and cgroup of its own, under the slot's policy
+   like any job.
+2. Once the activation is acknowledged the schedd feeds the lane: it takes idle calls with the
+   same *lane key* (owner, interpreter, arguments, environment, resource requests and
+   requirements: what makes two calls interchangeable on one worker), marks each Running (with
+   ``RemoteHost`` and an EXECUTE event, as a shadow would), reads its input files and sends
+   them in one :class:`~htc.wire.messages.RunCalls`. A lane of quick calls holds a few at once
+   so the worker never waits for the wire (about 10 ms of work at its recent pace, up to 33
+   calls) -- but only while every other lane of its kind is busy too and its current call is
+   not running long, since a call sent to a lane can neither run elsewhere nor be cancelled.
+3. The startd answers with :class:`~htc.wire.messages.CallsDone` batches. Each result's files
+   (``htc_result.pkl``, ...) and output go into the call's ``Iwd`` (as file transfer would
+   have put them), then the call ends exactly as a shadow's job ends -- usage, the job's own
+   ``on_exit`` policy and ``max_retries``, the TERMINATED event, history -- one transaction
+   and one fsync per batch.
+4. A lane that runs dry lingers ``SCHEDD_CLAIM_LINGER`` seconds while nothing else is idle
+   (the next submit of the same user runs on it at once); then, or at once when other jobs
+   wait, the schedd vacates it, which ends the claim (other jobs get the slot through the
+   negotiator).
+5. When the lane's worker ends without being asked (the owner came back, the claim was lost, a
+   call killed its process), its calls in flight become idle again with an EVICTED event. A
+   worker that died by itself names no culprit, so those calls leave the lane
+   (``HTCLane = false``) and run on starters of their own, where what kills them is reported
+   as for any job. A lane that could not start at all sends calls with its key to starters
+   for a minute.
+
+A schedd that restarts does not reconnect to lanes: their calls go back to idle (a shadow
+exception event says so) and run again; the orphaned worker ends with its claim's lease.
+
+Calls in a lane are not shadows: ``htc rm`` of a call in flight retires the job at once (its
+late result is dropped), a hold keeps it held (its result is dropped too).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from htc.daemons import core as c
+from htc.daemons import schedd_userlog as ul
+from htc.daemons.sandbox import split_list
+from htc.daemons.schedd_calls import Call
+from htc.jobqueue import JobStatus
+from htc.jobqueue.ads import quote
+from htc.jobqueue.records import JobId
+from htc.wire import messages as m
+
+__all__ = ["LANE_ARGUMENTS", "Lane", "LaneHandling", "WriteCallFiles", "lane_key", "read_input"]
+
+#: the lane worker's arguments (the interpreter is the call's own ``Cmd``)
+LANE_ARGUMENTS = "-m htc.executors.lane"
+#: attributes that must be equal for two calls to share one worker
+_KEY_ATTRS = ("Owner", "AccountingGroup", "Cmd", "Arguments", "Environment", "Env", "JobUniverse", "RequestCpus",
+              "RequestMemory", "RequestDisk", "RequestGpus", "Requirements", "HTCSession")
+#: features a lane does not provide; a call that asks for one runs on a starter of its own
+_CLASSIC_ONLY = ("AllowedExecuteDuration", "AllowedJobDuration", "StreamOut", "StreamErr", "TransferOutput",
+                 "TransferOutputRemaps", "OutputDestination")
+#: a lane whose worker could not start sends its key's calls to starters this long (s)
+_BROKEN_FOR = 60.0
+#: seconds of work a lane holds ahead of its worker (within 1 .. _MAX_AHEAD calls)
+_AHEAD_SECONDS = 0.010
+_MAX_AHEAD = 32
+
+
+def lane_key(job) -> tuple | None:
+    """What makes ``job`` interchangeable with other calls on one worker (None: not a lane call)."""
+    if ul.literal(job, "HTCLane") is not True:
+        return None
+    for name in _CLASSIC_ONLY:
+        value = ul.literal(job, name)
+        if value not in (None, False, ""):
+            return None
+    return tuple(job.get(name) for name in _KEY_ATTRS)
+
+
+def read_input(path: str) -> bytes:
+    """One input file of a call (the service's default reader)."""
+    with open(path, "rb") as f:
+        return f.read(m.MAX_LANE_CALL_BYTES + 1)
+
+
+@dataclass(frozen=True)
+class WriteCallFiles(c.Action):
+    """Write a lane call's output ``files`` (name -> bytes) into ``directory``, owned like it."""
+
+    directory: str
+    files: tuple[tuple[str, bytes], ...]
+
+
+def write_call_files(action: WriteCallFiles) -> None:
+    """Carry out :class:`WriteCallFiles` (the schedd service's side). Empty output goes only
+    where a file is there to empty: creating a file costs more than a quick call.
+
+    Raises:
+        OSError: a file could not be written.
+    """
+    base = Path(action.directory)
+    st = base.stat()
+    chown = os.geteuid() == 0 and (st.st_uid, st.st_gid) != (0, 0)
+    for name, data in action.files:
+        path = base / name
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC | (os.O_CREAT if data else 0), 0o644)
+        except FileNotFoundError:
+            continue  # nothing printed and no file: the reader takes a missing one as empty
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if chown:
+                os.fchown(fd, st.st_uid, st.st_gid)
+        finally:
+            os.close(fd)
+
+
+@dataclass(eq=False)
+class Lane:
+    """A call lane on one claim, as the schedd follows it."""
+
+    claim_id: str
+    key: tuple
+    job_id: JobId                 # the job whose ad activated the lane (its JobExited names it)
+    first: JobId | None = None    # that job, until the lane runs it
+    active: bool = False          # the startd acknowledged the activation
+    stopping: bool = False        # the schedd vacated it
+    in_flight: dict[JobId, float] = field(default_factory=dict)  # sent, no result yet -> when sent
+    pace: float | None = None     # recent seconds per call on the worker
+    idle_until: float | None = None
+    ran: int = 0                  # calls finished on it
+
+    def ahead(self, now: float, others_busy: bool) -> int:
+        """How many calls the lane should hold now.
+
+        One, unless its calls are quick (then about ``_AHEAD_SECONDS`` of them, so the worker
+        never waits for the wire), every other lane of its kind is busy too (an idle lane takes
+        the next call instead) and the call it runs is not taking much longer than its pace (a
+        call queued behind a slow one could neither run elsewhere nor be cancelled).
+        """
+        if self.pace is None or not others_busy or self.pace > _AHEAD_SECONDS:
+            return 1
+        oldest = min(self.in_flight.values(), default=now)
+        if now - oldest > max(10 * self.pace, 2 * _AHEAD_SECONDS):
+            return 1
+        return 1 + max(1, min(_MAX_AHEAD, math.ceil(_AHEAD_SECONDS / max(self.pace, 1e-5))))
+
+
+class LaneHandling:
+    """The schedd core's call lanes. A mixin of :class:`htc.daemons.schedd.Schedd`.
+
+    It uses the core's ``queue``, ``claims``, ``reserved``, ``settings``, the claim and shadow
+    helpers (``_claim_step``, ``_claim_done``, ``_record_end``) and keeps ``lanes`` (claim id
+    -> :class:`Lane`), ``lane_idle`` (lane key -> a heap of idle calls, best first) and
+    ``lane_broken`` (lane key -> until when it runs on starters).
+    """
+
+    read_input: Callable[[str], bytes]
+
+    # -- the idle calls, by lane key --------------------------------------------------------
+
+    def _lane_enqueue(self, job) -> None:
+        if not self.settings.call_lanes or job.status != JobStatus.IDLE:
+            return
+        key = lane_key(job)
+        if key is not None:
+            heapq.heappush(self.lane_idle.setdefault(key, []), (-job.prio, job.cluster_id, job.proc_id))
+
+    def _lane_index(self, now: float) -> None:
+        """Start-up: every idle call is a lane candidate."""
+        if self.settings.call_lanes:
+            for job in self.queue.query("JobStatus == 1 && HTCLane =?= true", now=now):
+                self._lane_enqueue(job)
+
+    def _next_lane_job(self, lane: Lane):
+        heap = self.lane_idle.get(lane.key)
+        while heap:
+            _, cluster, proc = heapq.heappop(heap)
+            job_id = (cluster, proc)
+            if job_id in self.reserved:
+                continue
+            job = self._job(job_id)
+            if job is not None and job.status == JobStatus.IDLE and lane_key(job) == lane.key:
+                return job
+        return None
+
+    def _wants_lane(self, job, now: float) -> tuple | None:
+        if not self.settings.call_lanes:
+            return None
+        key = lane_key(job)
+        if key is None or self.lane_broken.get(key, 0.0) > now:
+            return None
+        return key
+
+    # -- starting and feeding ----------------------------------------------------------------
+
+    def _start_lane(self, claim, job, key: tuple, now: float, out: list) -> bool:
+        lane = Lane(claim.id, key, job.job_id, first=job.job_id)
+        self.lanes[claim.id] = lane
+        self.reserved.add(job.job_id)  # runs first, once the worker is up
+        claim.job = None
+        self._claim_step(claim, "activate")
+        ad = {k: v for k, v in job.items() if k != "ClaimId"}
+        ad["Arguments"] = quote(LANE_ARGUMENTS)
+        ad.pop("Args", None)
+        text = "[ " + "; ".join(f"{k} = {v}" for k, v in ad.items()) + " ]"
+        out.append(Call(claim.startd, m.ActivateClaim(claim_id=claim.id, job_ad=text,
+                                                      shadow_address=self.settings.address, lane=True),
+                        cookie=("lane", claim.id)))
+        out.append(c.Log(f"claim on {claim.slot_name}: starting a call lane for job {job.cluster_id}.{job.proc_id}"))
+        return True
+
+    def _lane_answered(self, event, now: float, out: list) -> None:
+        kind, claim_id = event.cookie[0], event.cookie[1]
+        lane, claim = self.lanes.get(claim_id), self.claims.get(claim_id)
+        if lane is None or claim is None:
+            return
+        if getattr(event, "reply", None) is not None:
+            if kind == "lane":
+                lane.active = True
+                claim.last_alive = now
+                self._feed_lane(lane, claim, now, out)
+                self._feed_lanes(now, out)
+            return
+        if kind == "lane":
+            out.append(c.Log(f"claim on {claim.slot_name}: the call lane did not start ({event.error}); calls "
+                             f"like job {lane.job_id[0]}.{lane.job_id[1]} run on starters for {_BROKEN_FOR:g} s"))
+            self.lane_broken[lane.key] = now + _BROKEN_FOR
+            self._end_lane(lane, claim, now, out, reason=f"the call lane did not start: {event.error}", release=True)
+        elif kind == "lanecalls" and event.refused:
+            self._end_lane(lane, claim, now, out, reason=f"the startd refused the calls: {event.error}", release=True)
+        elif kind == "lanevacate" and event.refused:
+            self._end_lane(lane, claim, now, out, reason=f"the startd no longer holds the claim ({event.error})")
+
+    def _feed_lanes(self, now: float, out: list) -> None:
+        """Give idle calls to the lanes that can run them: first one to each lane without
+        one, then more to quick lanes (see :meth:`Lane.ahead`); a lane kept idle that none of
+        the idle jobs fits ends, so that its slot can go to them (as a lingering claim would)."""
+        busy: dict[tuple, bool] = {}
+        for lane in self.lanes.values():
+            busy[lane.key] = busy.get(lane.key, True) and (bool(lane.in_flight) or not lane.active or lane.stopping)
+        for prefetch in (False, True):
+            for lane in list(self.lanes.values()):
+                claim = self.claims.get(lane.claim_id)
+                if claim is None or not self.lane_idle.get(lane.key) and lane.first is None:
+                    continue
+                want = lane.ahead(now, busy.get(lane.key, True)) if prefetch else 1
+                self._feed_lane(lane, claim, now, out, want)
+                busy[lane.key] = all(bool(other.in_flight) or not other.active or other.stopping
+                                     for other in self.lanes.values() if other.key == lane.key)
+        lingering = [lane for lane in self.lanes.values()
+                     if lane.idle_until is not None and not lane.in_flight and not lane.stopping]
+        if lingering and self.queue.count("JobStatus == 1"):
+            for lane in lingering:
+                claim = self.claims.get(lane.claim_id)
+                if claim is not None:
+                    self._stop_lane(lane, claim, out, "other jobs wait for slots")
+
+    def _feed_lane(self, lane: Lane, claim, now: float, out: list, want: int = 1) -> None:
+        """Send the lane calls until it holds ``want``; a lane with nothing to do runs dry."""
+        if not lane.active or lane.stopping:
+            return
+        room = want - len(lane.in_flight)
+        calls, events = [], {}
+        if room > 0:
+            with self.queue.transaction(durable=False):  # bookkeeping: the next durable commit covers it
+                while room > 0:
+                    job = self._lane_first(lane) or self._next_lane_job(lane)
+                    if job is None:
+                        break
+                    files = self._lane_inputs(job)
+                    if files is None:
+                        self.queue.set_attributes(job.job_id, {"HTCLane": "false"})
+                        self.reserved.discard(job.job_id)
+                        self._reschedule_due = True  # a starter of its own: the negotiator places it
+                        continue
+                    self.queue.set_attributes(job.job_id, {"RemoteHost": quote(claim.slot_name),
+                                                           "StartdIpAddr": quote(claim.startd)})
+                    self.queue.set_status(job.job_id, JobStatus.RUNNING, now=now)
+                    lane.in_flight[job.job_id] = now
+                    lane.idle_until = None
+                    room -= 1
+                    calls.append(m.LaneCall(job_id=f"{job.cluster_id}.{job.proc_id}", files=files))
+                    path = ul.log_path(job)
+                    if path:
+                        events.setdefault(path, []).append(
+                            ul.execute_event(job, claim.startd, claim.slot_name, claim.slot_values, now))
+        if calls:
+            out += [ul.WriteUserLog(path, tuple(evs)) for path, evs in events.items()]
+            out.append(Call(claim.startd, m.RunCalls(claim_id=claim.id, calls=tuple(calls)),
+                            cookie=("lanecalls", claim.id)))
+            self._changed()
+        elif not lane.in_flight:
+            self._lane_ran_dry(lane, claim, now, out)
+
+    def _lane_first(self, lane: Lane):
+        job_id, lane.first = lane.first, None
+        if job_id is None:
+            return None
+        self.reserved.discard(job_id)
+        job = self._job(job_id)
+        return job if job is not None and job.status == JobStatus.IDLE else None
+
+    def _lane_inputs(self, job) -> dict[str, bytes] | None:
+        """The call's input files by name (None: it cannot run on a lane)."""
+        iwd = ul.literal(job, "Iwd")
+        if not isinstance(iwd, str):
+            return None
+        files, total = {}, 0
+        for source in split_list(ul.literal(job, "TransferInput")):
+            name = os.path.basename(source)
+            if "://" in source or not name or name in files:
+                return None
+            try:
+                data = self.read_input(os.path.join(iwd, source))
+            except OSError:
+                return None  # a directory, or missing: the starter's transfer says what is wrong
+            total += len(data)
+            if total > m.MAX_LANE_CALL_BYTES:
+                return None
+            files[name] = data
+        return files
+
+    def _lane_ran_dry(self, lane: Lane, claim, now: float, out: list) -> None:
+        if self.settings.claim_linger > 0 and not self.queue.count("JobStatus == 1"):
+            if lane.idle_until is None:
+                lane.idle_until = now + self.settings.claim_linger
+            return
+        self._stop_lane(lane, claim, out, "no more calls for it")
+
+    def _stop_lane(self, lane: Lane, claim, out: list, why: str) -> None:
+        lane.stopping = True
+        lane.idle_until = None
+        out.append(Call(claim.startd, m.Vacate(claim_id=claim.id, fast=True, reason=f"call lane ends: {why}"),
+                        cookie=("lanevacate", claim.id)))
+
+    # -- results --------------------------------------------------------------------------------
+
+    def _calls_done(self, event: c.Received, msg: m.CallsDone, now: float, out: list) -> None:
+        lane, claim = self.lanes.get(msg.claim_id), self.claims.get(msg.claim_id)
+        if lane is None or claim is None:
+            out.append(c.Reply(event.conn_id, m.Ack(detail="no such lane; results dropped")))
+            return
+        from htc.daemons.shadow import Shadow, ShadowState
+
+        writes, events = [], {}
+        with self.queue.transaction(durable=False):
+            for result in msg.results:
+                cluster, _, proc = result.job_id.partition(".")
+                job_id = (int(cluster), int(proc or 0))
+                sent = lane.in_flight.pop(job_id, None)
+                if sent is None:
+                    continue  # a repeated report
+                lane.ran += 1
+                took = max(result.finished - result.started, 0.0)
+                lane.pace = took if lane.pace is None else 0.8 * lane.pace + 0.2 * took
+                job = self._job(job_id)
+                if job is None:
+                    continue  # removed while it ran
+                iwd = ul.literal(job, "Iwd")
+                if isinstance(iwd, str) and iwd:
+                    writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result)))
+                shadow = Shadow(job_id, claim.id, ShadowState.RUNNING, started=sent, executed=True)
+                shadow.usage.update(RemoteUserCpu=result.user_cpu, RemoteSysCpu=result.sys_cpu)
+                recorded = self._record_end(shadow, claim, job, "exited", now, "", result.exit_code, None, False, 0, 0)
+                path = ul.log_path(job)
+                if path and recorded:
+                    events.setdefault(path, []).extend(recorded)
+                again = self._job(job_id)
+                if again is not None and again.status == JobStatus.IDLE:
+                    self._lane_enqueue(again)  # max_retries: it runs again
+                    self._reschedule_due = True
+        self.queue.sync()
+        out += writes
+        out += [ul.WriteUserLog(path, tuple(evs)) for path, evs in events.items()]
+        out.append(c.Reply(event.conn_id, m.Ack()))
+        claim.last_alive = now
+        self._changed()
+        self._feed_lane(lane, claim, now, out)  # its next call, or it runs dry
+        self._feed_lanes(now, out)
+
+    @staticmethod
+    def _lane_outputs(job, result: m.LaneResult) -> tuple[tuple[str, bytes], ...]:
+        files = [(name, data) for name, data in result.files.items() if "/" not in name and name not in (".", "..")]
+        for attr, data in (("Out", result.stdout), ("Err", result.stderr)):
+            target = ul.literal(job, attr)
+            if isinstance(target, str) and target and target != "/dev/null" and "/" not in target:
+                files.append((target, data))
+        return tuple(files)
+
+    # -- the end of a lane ------------------------------------------------------------------------
+
+    def _lane_exited(self, event: c.Received, msg: m.JobExited, now: float, out: list) -> None:
+        lane, claim = self.lanes.get(msg.claim_id), self.claims.get(msg.claim_id)
+        out.append(c.Reply(event.conn_id, m.Ack()))
+        if lane is None:
+            return
+        # A vacated lane (by the schedd, or the startd's policy) ended its claim with it; a worker
+        # that ended by itself leaves the claim to the next job, as a job that exited does.
+        if msg.vacated:
+            reason = "the call worker was taken off its slot"
+        elif msg.exit_signal is not None:
+            reason = f"the call worker died of signal {msg.exit_signal}"
+        else:
+            reason = f"the call worker exited with status {msg.exit_code}"
+        if "StarterError" in msg.usage_ad:
+            self.lane_broken[lane.key] = now + _BROKEN_FOR
+            reason = f"the call worker could not start ({msg.usage_ad})"
+            self._end_lane(lane, claim, now, out, reason=reason, release=True)
+            return
+        self._end_lane(lane, claim, now, out, reason=reason, reusable=not msg.vacated, culprit=not msg.vacated)
+
+    def _end_lane(self, lane: Lane, claim, now: float, out: list, *, reason: str, reusable: bool = False,
+                  release: bool = False, culprit: bool = False) -> None:
+        """The lane is gone: its calls in flight are idle again; the claim goes the usual way
+        (``reusable``: for the next job; ``release``: given back; neither: it ended with the lane).
+
+        ``culprit``: the worker ended by itself, perhaps because of a call: those calls run on
+        starters of their own from now on.
+        """
+        self.lanes.pop(lane.claim_id, None)
+        if lane.first is not None:
+            self.reserved.discard(lane.first)
+            lane.first = None
+        if lane.in_flight:
+            with self.queue.transaction(durable=False):
+                for job_id in lane.in_flight:
+                    job = self._job(job_id)
+                    if job is None:
+                        continue
+                    if job.status not in (JobStatus.RUNNING, JobStatus.SUSPENDED):
+                        continue
+                    attrs = {"HTCLane": "false"} if culprit else {}
+                    attrs["LastRemoteHost"] = quote(claim.slot_name if claim else "")
+                    self.queue.set_attributes(job_id, attrs)
+                    self.queue.set_status(job_id, JobStatus.IDLE, now=now)
+                    out += ul.write(job, ul.evicted_event(job, {}, f"{reason}; the call runs again", now))
+                    again = self._job(job_id)
+                    if again is not None:
+                        self._lane_enqueue(again)
+            self.queue.sync()
+            self._reschedule_due = True
+            lane.in_flight.clear()
+        out.append(c.Log(f"call lane on {claim.slot_name if claim else lane.claim_id} ended after {lane.ran} calls: "
+                         f"{reason}"))
+        self._changed()
+        if claim is not None and claim.id in self.claims:
+            self._claim_done(claim, reusable=reusable, release=release, now=now, out=out)
+
+    # -- timers ---------------------------------------------------------------------------------
+
+    def _lanes_deadline(self) -> float | None:
+        return min((lane.idle_until for lane in self.lanes.values() if lane.idle_until is not None), default=None)
+
+    def _lane_timers(self, now: float, out: list) -> None:
+        for lane in list(self.lanes.values()):
+            if lane.idle_until is not None and now >= lane.idle_until and not lane.in_flight:
+                claim = self.claims.get(lane.claim_id)
+                if claim is not None:
+                    self._stop_lane(lane, claim, out, f"idle for SCHEDD_CLAIM_LINGER ({self.settings.claim_linger:g} s)")
+
+    def _lane_claim_lost(self, claim, why: str, now: float, out: list) -> None:
+        lane = self.lanes.get(claim.id)
+        if lane is not None:  # the caller drops the claim itself
+            self._end_lane(lane, None, now, out, reason=why)

@@ -1,0 +1,205 @@
+"""Call lanes in the schedd core (htc.daemons.schedd_lanes), with the fake clock of test_schedd_core.
+
+Every call stays a job: it is Running with an EXECUTE event while the lane has it, and ends
+with the job's own policy, a TERMINATED event and its history entry; only the transport
+changes (RunCalls / CallsDone instead of an activation per job).
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_schedd_core import Harness, job
+
+from htc.classad import ClassAd
+from htc.daemons import core as c
+from htc.daemons.schedd_lanes import LANE_ARGUMENTS, WriteCallFiles
+from htc.eventlog.events import EventType
+from htc.jobqueue import JobStatus
+from htc.wire import messages as m
+
+CALL = 'universe = vanilla\n+HTCLane = true\ntransfer_input_files = htc_call.pkl\noutput = stdout\nerror = stderr\n'
+
+
+def lane_job(extra: str = "", queue: str = "queue") -> str:
+    return job(CALL + extra, queue)
+
+
+@pytest.fixture
+def h() -> Harness:
+    harness = Harness()
+    harness.core.read_input = _read
+    harness.start()
+    return harness
+
+
+_FILES = {"/work/htc_call.pkl": b"CALL"}
+
+
+def _read(path: str) -> bytes:
+    if path not in _FILES:
+        raise FileNotFoundError(path)
+    return _FILES[path]
+
+
+def sent_ids(h: Harness, out: list[c.Action]) -> list[str]:
+    return [call.job_id for run in h.calls(m.RunCalls, out) for call in run.msg.calls]
+
+
+def start_lane(h: Harness) -> tuple[str, list[m.RunCalls]]:
+    """Match, claim, activate the lane and acknowledge it; return the claim id and the RunCalls sent."""
+    out = h.grant(h.match())
+    [activate] = h.calls(m.ActivateClaim, out)
+    assert activate.msg.lane is True
+    assert ClassAd(activate.msg.job_ad)["Arguments"] == LANE_ARGUMENTS
+    out = h.ack(activate)
+    return activate.msg.claim_id, [call.msg for call in h.calls(m.RunCalls, out)]
+
+
+def done(h: Harness, claim_id: str, *job_ids: str, exit_code: int = 0) -> list[c.Action]:
+    before = len(h.actions)
+    results = tuple(m.LaneResult(job_id=j, exit_code=exit_code, files={"htc_result.pkl": b"R" + j.encode()},
+                                 stdout=b"out " + j.encode(), started=10.0, finished=10.001, user_cpu=0.001)
+                    for j in job_ids)
+    assert h.request(m.CallsDone(claim_id=claim_id, results=results)) == m.Ack()
+    return h.actions[before:]
+
+
+def test_calls_run_on_a_lane_as_jobs_and_a_dry_lane_is_vacated_then_its_claim_released(h):
+    h.submit(lane_job(queue="queue 3"))
+    claim_id, [first] = start_lane(h)
+    # One call for a worker whose pace is unknown, Running with an EXECUTE event.
+    assert [call.job_id for call in first.calls] == ["1.0"]
+    assert first.calls[0].files == {"htc_call.pkl": b"CALL"}
+    assert h.status(1, 0) is JobStatus.RUNNING and h.status(1, 1) is JobStatus.IDLE
+    assert h.queue.get_job((1, 0))["RemoteHost"] == '"slot1_1@exec"'
+    assert h.events().count(EventType.EXECUTE) == 1
+    out = done(h, claim_id, "1.0")
+    # The result lands in the Iwd before the TERMINATED event is written, and the job is history.
+    writes = [a for a in out if isinstance(a, WriteCallFiles)]
+    assert writes and dict(writes[0].files) == {"htc_result.pkl": b"R1.0", "stdout": b"out 1.0", "stderr": b""}
+    assert out.index(writes[0]) < next(i for i, a in enumerate(out) if EventType.JOB_TERMINATED in h.events([a]))
+    [hist] = h.queue.history("ProcId == 0")
+    assert hist["JobStatus"] == "4" and hist["ExitCode"] == "0"
+    # The next call goes at once; quick calls (1 ms) get the worker a few ahead.
+    assert sent_ids(h, out) == ["1.1", "1.2"]
+    assert h.events(out).count(EventType.EXECUTE) == 2
+    done(h, claim_id, "1.1")
+    out = done(h, claim_id, "1.2")
+    assert h.queue.count() == 0 and len(h.queue.history()) == 3
+    # Nothing left and no linger: the lane is vacated, which ends its claim.
+    [vacate] = h.calls(m.Vacate, out)
+    assert vacate.msg.claim_id == claim_id
+    assert h.exited(claim_id, "1.0", vacated=True) == m.Ack()
+    assert h.core.lanes == {} and h.core.claims == {}
+
+
+def test_a_lane_keeps_more_calls_ahead_when_they_are_quick(h):
+    h.submit(lane_job(queue="queue 40"))
+    claim_id, [first] = start_lane(h)
+    out = done(h, claim_id, *(call.job_id for call in first.calls))
+    assert len(sent_ids(h, out)) > 5  # 1 ms calls: about 10 ms of work ahead
+
+
+def test_no_call_waits_behind_a_slow_one_nor_on_a_busy_lane_while_another_is_idle(h):
+    h.submit(lane_job(queue="queue 40"))
+    claim_id, _ = start_lane(h)
+    done(h, claim_id, "1.0")  # quick: the lane now holds several
+    held = set(h.core.lanes[claim_id].in_flight)
+    assert len(held) > 2
+    h.now += 5  # the call it runs is taking far longer than its pace
+    out = done(h, claim_id, *sorted(f"{c}.{p}" for c, p in held)[1:])
+    assert len(sent_ids(h, out)) == 0  # nothing more goes behind the slow one
+
+
+
+def test_a_new_submit_goes_to_a_lingering_lane_at_once():
+    h = Harness(claim_linger=10.0)
+    h.core.read_input = _read
+    h.start()
+    h.submit(lane_job())
+    claim_id, _ = start_lane(h)
+    out = done(h, claim_id, "1.0")
+    assert not h.calls(m.Vacate, out)  # lingers
+    before = len(h.actions)
+    h.submit(lane_job())
+    [run] = h.calls(m.RunCalls, h.actions[before:])
+    assert run.msg.calls[0].job_id == "2.0"
+    done(h, claim_id, "2.0")
+    out = h.tick(h.now + 11)
+    [vacate] = h.calls(m.Vacate, out)
+    assert vacate.msg.claim_id == claim_id
+
+
+def test_max_retries_runs_a_failed_call_again_on_the_lane(h):
+    h.submit(lane_job("max_retries = 1"))
+    claim_id, _ = start_lane(h)
+    out = done(h, claim_id, "1.0", exit_code=1)
+    assert EventType.JOB_EVICTED in h.events(out)  # terminated and requeued
+    [again] = h.calls(m.RunCalls, out)
+    assert again.msg.calls[0].job_id == "1.0" and h.status(1, 0) is JobStatus.RUNNING
+    done(h, claim_id, "1.0", exit_code=1)
+    [hist] = h.queue.history()
+    assert hist["NumJobCompletions"] == "2"
+
+
+def test_a_worker_that_dies_sends_its_calls_to_starters_of_their_own(h):
+    h.submit(lane_job(queue="queue 2"))
+    claim_id, _ = start_lane(h)
+    before = len(h.actions)
+    h.exited(claim_id, "1.0", exit_signal=9)
+    out = h.actions[before:]
+    assert h.events(out).count(EventType.JOB_EVICTED) == 1
+    assert h.queue.get_job((1, 0))["HTCLane"] == "false" and h.queue.get_job((1, 1))["HTCLane"] == "true"
+    # The claim is reused for the call it ran, now on a starter of its own.
+    [activate] = h.calls(m.ActivateClaim, out)
+    assert activate.msg.lane is False and ClassAd(activate.msg.job_ad)["ProcId"] == 0
+
+
+def test_a_removed_call_in_flight_leaves_at_once_and_its_late_result_is_dropped(h):
+    h.submit(lane_job())
+    claim_id, _ = start_lane(h)
+    reply = h.request(m.ActOnJobs(action=m.JobAction.Remove, ids=("1.0",)))
+    assert reply.success == 1 and h.queue.count() == 0
+    out = done(h, claim_id, "1.0")
+    assert not [a for a in out if isinstance(a, WriteCallFiles)]
+    assert EventType.JOB_TERMINATED not in h.events(out)
+
+
+def test_a_call_whose_input_cannot_be_read_runs_on_a_starter(h):
+    h.submit(job('+HTCLane = true\ntransfer_input_files = missing.pkl\n'))
+    out = h.grant(h.match())
+    [activate] = h.calls(m.ActivateClaim, out)
+    out = h.ack(activate)
+    assert not h.calls(m.RunCalls, out) and h.queue.get_job((1, 0))["HTCLane"] == "false"
+
+
+def test_calls_with_a_time_limit_or_lanes_off_never_use_a_lane():
+    for knobs, extra in (({}, "allowed_execute_duration = 60\n"), ({"call_lanes": False}, "")):
+        h = Harness(**knobs)
+        h.core.read_input = _read
+        h.start()
+        h.submit(lane_job(extra))
+        [activate] = h.calls(m.ActivateClaim, h.grant(h.match()))
+        assert activate.msg.lane is False
+
+
+def test_a_lane_that_could_not_start_sends_its_calls_to_starters(h):
+    h.submit(lane_job(queue="queue 2"))
+    out = h.grant(h.match())
+    [activate] = h.calls(m.ActivateClaim, out)
+    out = h.fail(activate, "internal", "no lane here")
+    assert [a for a in out if isinstance(a, c.Send) and isinstance(a.msg, m.ReleaseClaim)]
+    assert h.status(1, 0) is JobStatus.IDLE and h.core.claims == {}
+    # The next claim runs the call on a starter of its own.
+    [classic] = h.calls(m.ActivateClaim, h.grant(h.match(claim_id="slot1@exec#3#cc"), new_id="slot1_2@exec#4#dd"))
+    assert classic.msg.lane is False
+
+
+def test_a_restarted_schedd_runs_the_calls_of_its_lanes_again(h):
+    h.submit(lane_job())
+    start_lane(h)
+    from test_schedd_core import restarted
+
+    h2 = restarted(h)
+    assert h2.status(1, 0) is JobStatus.IDLE
+    assert EventType.SHADOW_EXCEPTION in h2.events()
