@@ -7,8 +7,7 @@ shared/reference/peer-baselines.md:
 
 * **cold start**: executor creation to the first result (imports done beforehand);
 * **RTT**: median of 50 sequential ``submit(noop).result()``;
-* **burst**: N no-op calls submitted in a loop, then all collected (N = 5,000; the pool runs
-  a job per call, so it gets N = 200 and the rate is what matters);
+* **burst**: 5,000 no-op calls submitted in a loop, then all collected;
 * **CPU**: 200 calls of 20 ms CPU each on 2 workers; ideal 2.0 s, efficiency = 2.0 / wall;
 * **batch**: ``map(noop, range(5000), chunksize=100)``, the executor's bulk path.
 
@@ -19,30 +18,35 @@ jobs run as ``nobody`` and use a system Python prepared as the tests do (tests/e
 ``pip install -e '.[benchmark]'`` adds dask/distributed for the dask column.
 
 Figures on the project's standard machine (2 shared cores, Firecracker VM; 2026-11-25, one
-run each, noisy -- treat differences under ~30 % as noise):
+run each, noisy -- treat differences under ~30 % as noise; this run's machine was busier than
+the last one's, see ProcessPoolExecutor's CPU efficiency):
 
 ==========================  ==========  ========  ========  ==========  ====  =========
 executor                    cold start  RTT ms    burst/s   CPU wall s  eff.  batch/s
 ==========================  ==========  ========  ========  ==========  ====  =========
-ProcessPoolExecutor(2)      0.013 s     0.22      14,134    2.05        0.98  807,002
-HTCExecutor local (2)       0.18 s      3.8       453       2.61        0.77  45,786
-HTCExecutor pool (2 cpus)   0.42 s      20.4      68 (200)  5.24        0.38  7,231
-dask LocalCluster (2x1)     0.62 s      10.5      492       2.83        0.71  480
+ProcessPoolExecutor(2)      0.016 s     0.13      12,437    2.65        0.76  900,979
+HTCExecutor local (2)       0.17 s      3.8       380       2.51        0.80  46,512
+HTCExecutor pool (2 cpus)   0.42 s      5.4       490       2.58        0.78  37,562
+dask LocalCluster (2x1)     0.58 s      10.7      501       2.63        0.76  535
 ==========================  ==========  ========  ========  ==========  ====  =========
 
-(On 2026-11-22 the pool measured 328 ms, 8/s, 30.4 s and 1,046/s: every call started a fresh
-interpreter, every submit waited for a negotiation cycle and the client looked at the event
-log every 200 ms at worst.)
+(Earlier the same day, before call lanes, the pool measured 20.4 ms, 68/s (200 calls), 5.24 s
+and 7,231/s; on 2026-11-22, when every call started a fresh interpreter and waited for a
+negotiation cycle, 328 ms, 8/s, 30.4 s and 1,046/s.)
 
 The local backend's floor is one ``fork`` of a pre-imported zygote per call (about 3-4 ms on
-this VM, where a bare ``os.fork`` of a small Python costs ~2 ms). The pool's round trip is now
-a chain of ~20 ms: the client's submit (pickle, spool file, one durable transaction), the
-schedd starting the call on the claim it kept for this user (SCHEDD_CLAIM_LINGER: no
-negotiation), the starter's sandbox and cgroup (~2.5 ms), a fork of the starter's zygote
-(~2 ms), the call itself, the exit report, the schedd's commit and user log, and the client's
-inotify wake-up. Each slot runs that chain serially, which is what bounds burst throughput and
-CPU efficiency; ``map(chunksize=...)`` amortises it. The pool's cold start assumes a running
-pool (starting one adds ~1.5 s).
+this VM). In the pool most calls run on *call lanes* (htc.daemons.schedd_lanes): a worker
+that stays up on a claimed slot gets each call over the wire and sends the result back the
+same way, so a call no longer pays for a starter, a sandbox, a cgroup or a fork. What is
+left of the round trip is the client's submit (pickle, the call's spool directory and file,
+one durable transaction and the SUBMIT event), the schedd's EXECUTE event and RunCalls, the
+worker, CallsDone, the schedd's commit, result file and TERMINATED event, and the client's
+inotify wake-up: about 3.7 ms of schedd CPU and 1.7-2 ms of client CPU per sequential call
+(measured with psutil around 200 calls), with one fsync for the submit and one per event
+written to the user log. Creating a file costs ~0.6 ms on this VM's ext4, which is why the
+lane hands results over as bytes and empty stdout/stderr files are not created. A burst
+batches all of it (one RunCalls, CallsDone and transaction for many calls): ~1 ms of schedd
+CPU and ~0.7 ms of client CPU per call, which is what bounds the rate on 2 cores.
 """
 
 from __future__ import annotations
@@ -112,7 +116,7 @@ def measure(kind: str, quick: bool, extra: dict) -> dict:
         samples.append(time.perf_counter() - t)
     out["rtt_ms"] = statistics.median(samples) * 1000
 
-    n = 200 if kind == "pool" else (500 if quick else 5000)
+    n = 500 if quick else 5000
     t = time.perf_counter()
     futures = [ex.submit(noop, i) for i in range(n)]
     submitted = time.perf_counter() - t

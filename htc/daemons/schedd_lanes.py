@@ -23,8 +23,9 @@ more than most calls do, so a claim that is to run a call becomes a *call lane* 
 3. The startd answers with :class:`~htc.wire.messages.CallsDone` batches. Each result's files
    (``htc_result.pkl``, ...) and output go into the call's ``Iwd`` (as file transfer would
    have put them), then the call ends exactly as a shadow's job ends -- usage, the job's own
-   ``on_exit`` policy and ``max_retries``, the TERMINATED event, history -- one transaction
-   and one fsync per batch.
+   ``on_exit`` policy and ``max_retries``, the TERMINATED event, history -- in one
+   transaction per batch, committed without an fsync of its own: the next durable commit (a
+   submit's) covers it, and a power cut before then runs those calls again.
 4. A lane that runs dry lingers ``SCHEDD_CLAIM_LINGER`` seconds while nothing else is idle
    (the next submit of the same user runs on it at once); then, or at once when other jobs
    wait, the schedd vacates it, which ends the claim (other jobs get the slot through the
@@ -384,7 +385,9 @@ class LaneHandling:
                 if again is not None and again.status == JobStatus.IDLE:
                     self._lane_enqueue(again)  # max_retries: it runs again
                     self._reschedule_due = True
-        self.queue.sync()
+        # No fsync of its own: the next durable commit (the next submit's) covers these ends;
+        # a power cut before it runs the calls again -- their results are files not fsynced
+        # either -- while a crash of the schedd alone loses nothing (WAL).
         out += writes
         out += [ul.WriteUserLog(path, tuple(evs)) for path, evs in events.items()]
         out.append(c.Reply(event.conn_id, m.Ack()))
