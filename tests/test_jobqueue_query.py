@@ -240,3 +240,21 @@ def test_grouped_evaluation_does_not_share_values_read_dynamically():
     assert [j.job_id for j in GroupedEvaluator('Own == "3"').select(jobs)] == [(cid, 3)]
     assert [j.job_id for j in GroupedEvaluator('MY["Args"] == "1"').select(jobs)] == [(cid, 1)]
     q.close()
+
+
+def _counted(rows, attrs):
+    totals: dict = {}
+    for values, status, n in rows:
+        key = (tuple(values.get(a) for a in attrs), status)
+        totals[key] = totals.get(key, 0) + n
+    return totals
+
+
+@pytest.mark.parametrize("attrs", [["Owner"], ["Owner", "Picked"], ["Owner", "RequestMemory"], ["Args"],
+                                   ["Tag", "Owner"], ["Owner", "JobPrio"]])
+def test_status_counts_agree_with_looking_at_every_job(queue, attrs):
+    # Owner and Picked come from the cluster and a column (the GROUP BY way); Args, Tag and
+    # RequestMemory are overridden by some procs and JobPrio is a per-job column (job by job).
+    every = [({a: job[a] for a in attrs if a in job}, int(job["JobStatus"]), 1)
+             for job in queue.query(projection=[*attrs, "JobStatus"])]
+    assert _counted(queue.status_counts(attrs), attrs) == _counted(every, attrs)

@@ -12,7 +12,7 @@ from test_schedd_core import Harness, job
 
 from htc.classad import ClassAd
 from htc.daemons import core as c
-from htc.daemons.schedd_lanes import LANE_ARGUMENTS, WriteCallFiles
+from htc.daemons.schedd_lanes import LANE_ARGUMENTS, WriteCallFiles, write_call_files
 from htc.eventlog.events import EventType
 from htc.jobqueue import JobStatus
 from htc.wire import messages as m
@@ -203,3 +203,28 @@ def test_a_restarted_schedd_runs_the_calls_of_its_lanes_again(h):
     h2 = restarted(h)
     assert h2.status(1, 0) is JobStatus.IDLE
     assert EventType.SHADOW_EXCEPTION in h2.events()
+
+
+def test_call_files_land_in_the_iwd_reusing_the_call_file_and_skipping_empty_output(tmp_path):
+    (tmp_path / "htc_call.pkl").write_bytes(b"CALL")
+    (tmp_path / "stderr").write_bytes(b"old run")
+    inode = (tmp_path / "htc_call.pkl").stat().st_ino
+    write_call_files(WriteCallFiles(str(tmp_path), (("htc_result.pkl", b"RESULT"), ("stdout", b""), ("stderr", b"")),
+                                    recycle="htc_call.pkl"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["htc_result.pkl", "stderr"]
+    assert (tmp_path / "htc_result.pkl").read_bytes() == b"RESULT"
+    assert (tmp_path / "htc_result.pkl").stat().st_ino == inode  # no new file made
+    assert (tmp_path / "stderr").read_bytes() == b""  # emptied, since it was there
+    # Without a call file to reuse (or asked not to), the result is a file of its own.
+    write_call_files(WriteCallFiles(str(tmp_path), (("htc_result.pkl", b"AGAIN"), ("stdout", b"hi")),
+                                    recycle="htc_call.pkl"))
+    assert (tmp_path / "htc_result.pkl").read_bytes() == b"AGAIN" and (tmp_path / "stdout").read_bytes() == b"hi"
+
+
+def test_the_result_is_written_first_and_reuses_the_call_file_only_once_the_job_is_gone(h):
+    h.submit(lane_job("max_retries = 1"))
+    claim_id, _ = start_lane(h)
+    [retry] = [a for a in done(h, claim_id, "1.0", exit_code=1) if isinstance(a, WriteCallFiles)]
+    assert retry.recycle is None and retry.files[0][0] == "htc_result.pkl"  # it runs again: keep the call
+    [last] = [a for a in done(h, claim_id, "1.0") if isinstance(a, WriteCallFiles)]
+    assert last.recycle == "htc_call.pkl" and last.files[0][0] == "htc_result.pkl"

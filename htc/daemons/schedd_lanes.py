@@ -16,9 +16,9 @@ more than most calls do, so a claim that is to run a call becomes a *call lane* 
    same *lane key* (owner, interpreter, arguments, environment, resource requests and
    requirements: what makes two calls interchangeable on one worker), marks each Running (with
    ``RemoteHost`` and an EXECUTE event, as a shadow would), reads its input files and sends
-   them in one :class:`~htc.wire.messages.RunCalls`. A lane of quick calls holds a few at once
-   so the worker never waits for the wire (about 10 ms of work at its recent pace, up to 33
-   calls) -- but only while every other lane of its kind is busy too and its current call is
+   them in one :class:`~htc.wire.messages.RunCalls`. A lane of quick calls (under 100 ms)
+   holds the next one too, and about 10 ms of work if that is more (up to 33 calls), so the
+   worker never waits for the wire -- but only while every other lane of its kind is busy too and its current call is
    not running long, since a call sent to a lane can neither run elsewhere nor be cancelled.
 3. The startd answers with :class:`~htc.wire.messages.CallsDone` batches. Each result's files
    (``htc_result.pkl``, ...) and output go into the call's ``Iwd`` (as file transfer would
@@ -72,11 +72,16 @@ _KEY_ATTRS = ("Owner", "AccountingGroup", "Cmd", "Arguments", "Environment", "En
 #: features a lane does not provide; a call that asks for one runs on a starter of its own
 _CLASSIC_ONLY = ("AllowedExecuteDuration", "AllowedJobDuration", "StreamOut", "StreamErr", "TransferOutput",
                  "TransferOutputRemaps", "OutputDestination")
+#: the call's pickled function and arguments (htc.executors.callfile.CALL_FILE)
+_CALL_FILE = "htc_call.pkl"
+_RESULT_FILE = "htc_result.pkl"
 #: a lane whose worker could not start sends its key's calls to starters this long (s)
 _BROKEN_FOR = 60.0
 #: seconds of work a lane holds ahead of its worker (within 1 .. _MAX_AHEAD calls)
 _AHEAD_SECONDS = 0.010
 _MAX_AHEAD = 32
+#: calls quicker than this (s) get the next one queued behind them
+_QUICK_CALL = 0.1
 
 
 def lane_key(job) -> tuple | None:
@@ -98,10 +103,14 @@ def read_input(path: str) -> bytes:
 
 @dataclass(frozen=True)
 class WriteCallFiles(c.Action):
-    """Write a lane call's output ``files`` (name -> bytes) into ``directory``, owned like it."""
+    """Write a lane call's output ``files`` (name -> bytes) into ``directory``, owned like it.
+    ``recycle`` names a file there the call no longer needs (its call file, once the job has
+    left the queue): the first output is written into it and renamed, which spares a new
+    file (an inode costs more to make than most calls take)."""
 
     directory: str
     files: tuple[tuple[str, bytes], ...]
+    recycle: str | None = None
 
 
 def write_call_files(action: WriteCallFiles) -> None:
@@ -114,10 +123,16 @@ def write_call_files(action: WriteCallFiles) -> None:
     base = Path(action.directory)
     st = base.stat()
     chown = os.geteuid() == 0 and (st.st_uid, st.st_gid) != (0, 0)
-    for name, data in action.files:
+    for i, (name, data) in enumerate(action.files):
         path = base / name
+        old = base / action.recycle if action.recycle and i == 0 else None
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_TRUNC | (os.O_CREAT if data else 0), 0o644)
+            fd = os.open(old, os.O_WRONLY | os.O_TRUNC) if old is not None else None
+        except FileNotFoundError:
+            fd = old = None
+        try:
+            if fd is None:
+                fd = os.open(path, os.O_WRONLY | os.O_TRUNC | (os.O_CREAT if data else 0), 0o644)
         except FileNotFoundError:
             continue  # nothing printed and no file: the reader takes a missing one as empty
         try:
@@ -128,6 +143,8 @@ def write_call_files(action: WriteCallFiles) -> None:
                 os.fchown(fd, st.st_uid, st.st_gid)
         finally:
             os.close(fd)
+        if old is not None:
+            os.replace(old, path)
 
 
 @dataclass(eq=False)
@@ -148,12 +165,12 @@ class Lane:
     def ahead(self, now: float, others_busy: bool) -> int:
         """How many calls the lane should hold now.
 
-        One, unless its calls are quick (then about ``_AHEAD_SECONDS`` of them, so the worker
-        never waits for the wire), every other lane of its kind is busy too (an idle lane takes
+        One, unless its calls are quick (under ``_QUICK_CALL``: then the next one too, and
+        about ``_AHEAD_SECONDS`` of them, so the worker never waits for the wire), every other lane of its kind is busy too (an idle lane takes
         the next call instead) and the call it runs is not taking much longer than its pace (a
         call queued behind a slow one could neither run elsewhere nor be cancelled).
         """
-        if self.pace is None or not others_busy or self.pace > _AHEAD_SECONDS:
+        if self.pace is None or not others_busy or self.pace > _QUICK_CALL:
             return 1
         oldest = min(self.in_flight.values(), default=now)
         if now - oldest > max(10 * self.pace, 2 * _AHEAD_SECONDS):
@@ -372,9 +389,6 @@ class LaneHandling:
                 job = self._job(job_id)
                 if job is None:
                     continue  # removed while it ran
-                iwd = ul.literal(job, "Iwd")
-                if isinstance(iwd, str) and iwd:
-                    writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result)))
                 shadow = Shadow(job_id, claim.id, ShadowState.RUNNING, started=sent, executed=True)
                 shadow.usage.update(RemoteUserCpu=result.user_cpu, RemoteSysCpu=result.sys_cpu)
                 recorded = self._record_end(shadow, claim, job, "exited", now, "", result.exit_code, None, False, 0, 0)
@@ -385,6 +399,11 @@ class LaneHandling:
                 if again is not None and again.status == JobStatus.IDLE:
                     self._lane_enqueue(again)  # max_retries: it runs again
                     self._reschedule_due = True
+                iwd = ul.literal(job, "Iwd")
+                if isinstance(iwd, str) and iwd:
+                    # Gone from the queue: the call will not run again, its call file may go.
+                    writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result),
+                                                 recycle=_CALL_FILE if again is None else None))
         # No fsync of its own: the next durable commit (the next submit's) covers these ends;
         # a power cut before it runs the calls again -- their results are files not fsynced
         # either -- while a crash of the schedd alone loses nothing (WAL).
@@ -398,7 +417,8 @@ class LaneHandling:
 
     @staticmethod
     def _lane_outputs(job, result: m.LaneResult) -> tuple[tuple[str, bytes], ...]:
-        files = [(name, data) for name, data in result.files.items() if "/" not in name and name not in (".", "..")]
+        files = sorted(((name, data) for name, data in result.files.items() if "/" not in name and name not in (".", "..")),
+                       key=lambda item: item[0] != _RESULT_FILE)  # the result first: it may take the call file's place
         for attr, data in (("Out", result.stdout), ("Err", result.stderr)):
             target = ul.literal(job, attr)
             if isinstance(target, str) and target and target != "/dev/null" and "/" not in target:

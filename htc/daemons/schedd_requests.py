@@ -76,11 +76,23 @@ def texts_of(ad_text_: str, what: str) -> dict[str, str]:
     Raises:
         UsageError: the text is not a ClassAd (names ``what``).
     """
+    cached = _PARSED.get(ad_text_)
+    if cached is not None:
+        return dict(cached)
     try:
         ad = ClassAd(ad_text_)
     except ClassAdParseError as exc:
         raise UsageError(f"the {what} is not ClassAd text: {exc}") from None
-    return {name: ad.lookup(name).unparse() for name in ad}
+    texts = {name: ad.lookup(name).unparse() for name in ad}
+    if len(ad_text_) > 200:  # a cluster ad a client sends again and again (an executor's template)
+        if len(_PARSED) >= 64:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[ad_text_] = texts
+    return dict(texts)
+
+
+#: recently parsed long ads (text -> attribute texts), oldest first
+_PARSED: dict[str, dict[str, str]] = {}
 
 
 def description_message(text: str, iwd: str | os.PathLike, filename: str | None = None) -> m.Submit:
@@ -310,15 +322,14 @@ class ToolRequests:
     def _submitter_counts(self) -> dict[str, list[int]]:
         """``{submitter: [idle, running, held]}`` over the queue."""
         counts: dict[str, list[int]] = {}
-        for row in self.queue.query(projection=["Owner", "User", "AccountingGroup", "JobStatus"]):
-            entry = counts.setdefault(submitter_of(row, self.settings.uid_domain), [0, 0, 0])
-            status = int(row.get("JobStatus", "0"))
+        for values, status, n in self.queue.status_counts(["Owner", "User", "AccountingGroup"]):
+            entry = counts.setdefault(submitter_of(values, self.settings.uid_domain), [0, 0, 0])
             if status == JobStatus.IDLE:
-                entry[0] += 1
+                entry[0] += n
             elif status in (JobStatus.RUNNING, JobStatus.SUSPENDED, JobStatus.TRANSFERRING_OUTPUT):
-                entry[1] += 1
+                entry[1] += n
             elif status == JobStatus.HELD:
-                entry[2] += 1
+                entry[2] += n
         return counts
 
 

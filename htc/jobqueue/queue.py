@@ -52,7 +52,7 @@ import msgspec
 
 from htc.errors import UsageError
 from htc.jobqueue import store
-from htc.jobqueue.ads import ClusterAd, JobAd, quote
+from htc.jobqueue.ads import HOT_ATTRS, ClusterAd, JobAd, quote
 from htc.jobqueue.changes import _JOB_COLUMNS, QueueChanges
 from htc.jobqueue.expr import GroupedEvaluator
 from htc.jobqueue.factory import QueueFactory, factory_room
@@ -77,6 +77,9 @@ class _Ticket:
     done: bool = False
     result: int | None = None
     error: BaseException | None = None
+
+
+_HOT_NAMES = frozenset(HOT_ATTRS)  # lower-case names of the per-job columns
 
 
 def _job_text(job_id: JobId) -> str:
@@ -485,6 +488,36 @@ class JobQueue(QueueChanges, QueueFactory):
         if projection is not None:
             return [{name: job[name] for name in projection if name in job} for job in jobs]
         return jobs
+
+    def status_counts(self, attrs: Sequence[str]) -> list[tuple[dict[str, str], int, int]]:
+        """How many jobs have each status, by the values of ``attrs`` (expression texts).
+
+        One ``GROUP BY`` over clusters, owners and statuses rather than a look at every job:
+        where no proc of a cluster overrides one of ``attrs``, its procs share the cluster's
+        values (``Owner`` is a column of its own).
+
+        Returns:
+            ``(values, status, count)`` triples; ``values`` maps each of ``attrs`` the job has.
+        """
+        wanted = {a.lower() for a in attrs} - {"owner"}
+        owner_attr = next((a for a in attrs if a.lower() == "owner"), None)
+        out: list[tuple[dict[str, str], int, int]] = []
+        with self._reading() as conn:
+            rows = conn.execute("SELECT cluster_id, owner, status, COUNT(*) FROM jobs "
+                                "GROUP BY cluster_id, owner, status").fetchall()
+            for cid, owner, status, n in rows:
+                cluster = self._cluster(cid)
+                if cluster.proc_attrs & wanted or wanted & _HOT_NAMES:
+                    break
+                values = {a: cluster.attrs[a] for a in attrs if a in cluster.attrs}
+                if owner_attr is not None and owner is not None:
+                    values[owner_attr] = quote(owner)
+                out.append((values, status, n))
+            else:
+                return out
+        # Some proc overrides one of them (or it is a per-job column): look at each job.
+        return [({a: job[a] for a in attrs if a in job}, int(job.get("JobStatus", "0")), 1)
+                for job in self.query(projection=[*attrs, "JobStatus"])]
 
     def count(self, constraint: str | None = None) -> int:
         """How many jobs match ``constraint`` (every job when None)."""
