@@ -263,3 +263,21 @@ def test_an_unnamed_session_removes_its_leftover_jobs_when_it_ends(pool, scratch
     ex.shutdown(wait=True, cancel_futures=True)
     assert all(f.cancelled() for f in pending)
     assert pool.pool.send(m.QueryJobs(constraint=f'HTCSession == "{session}"')).ads == ()
+
+
+def test_calls_run_on_a_lane_worker_and_a_vacated_one_runs_again(ex, pool, scratch):
+    # One worker runs call after call (a call lane): the same process answers each time.
+    pids = [ex.submit(os.getpid).result(timeout=120) for _ in range(3)]
+    assert len(set(pids)) == 1 and pids[0] != os.getpid()
+    started, gate_path = scratch / "started", scratch / "open"
+    future = ex.submit(gate, str(gate_path), "done", str(started))
+    wait_for(lambda: started.exists() and future.running(), limit=120, what="the call running on its lane")
+    assert int(started.read_text()) == pids[0]
+    ad = future.classad()
+    assert ad["HTCLane"] is True and ad["JobStatus"] == 2 and ad["RemoteHost"].startswith("slot")
+    started.unlink()
+    future.vacate()  # stops the worker, as a job's process is stopped; the call runs again
+    wait_for(lambda: future.evictions == 1 and started.exists(), limit=120, what="the eviction and the rerun")
+    assert int(started.read_text()) != pids[0]
+    gate_path.touch()
+    assert future.result(timeout=120) == "done" and future.evictions == 1

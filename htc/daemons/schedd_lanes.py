@@ -40,8 +40,9 @@ more than most calls do, so a claim that is to run a call becomes a *call lane* 
 A schedd that restarts does not reconnect to lanes: their calls go back to idle (a shadow
 exception event says so) and run again; the orphaned worker ends with its claim's lease.
 
-Calls in a lane are not shadows: ``htc rm`` of a call in flight retires the job at once (its
-late result is dropped), a hold keeps it held (its result is dropped too).
+Calls in a lane are not shadows: ``htc rm``, ``htc hold`` or ``htc vacate`` of a call the
+lane holds stops the whole worker, as it would stop a job's process; the lane's other calls
+become idle again (EVICTED) and run elsewhere. ``htc suspend`` does not reach a lane call.
 """
 
 from __future__ import annotations
@@ -366,6 +367,17 @@ class LaneHandling:
         out.append(Call(claim.startd, m.Vacate(claim_id=claim.id, fast=True, reason=f"call lane ends: {why}"),
                         cookie=("lanevacate", claim.id)))
 
+    def _stop_lane_call(self, job_id: JobId, why: str, out: list) -> bool:
+        """Take a call off its lane (remove, hold, vacate): the worker is stopped, as a job's
+        process would be, and the lane's other calls become idle again (False: on no lane)."""
+        for lane in self.lanes.values():
+            if job_id in lane.in_flight:
+                claim = self.claims.get(lane.claim_id)
+                if claim is not None and not lane.stopping:
+                    self._stop_lane(lane, claim, out, f"job {job_id[0]}.{job_id[1]}: {why}")
+                return True
+        return False
+
     # -- results --------------------------------------------------------------------------------
 
     def _calls_done(self, event: c.Received, msg: m.CallsDone, now: float, out: list) -> None:
@@ -465,8 +477,11 @@ class LaneHandling:
                     job = self._job(job_id)
                     if job is None:
                         continue
-                    if job.status not in (JobStatus.RUNNING, JobStatus.SUSPENDED):
+                    if job.status == JobStatus.REMOVED:
+                        self.queue.retire(job_id, now=now)  # its ABORTED event was written when removed
                         continue
+                    if job.status not in (JobStatus.RUNNING, JobStatus.SUSPENDED):
+                        continue  # held while it ran
                     attrs = {"HTCLane": "false"} if culprit else {}
                     attrs["LastRemoteHost"] = quote(claim.slot_name if claim else "")
                     self.queue.set_attributes(job_id, attrs)

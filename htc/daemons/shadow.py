@@ -399,7 +399,7 @@ class ShadowHandling:
         """Ask the startd to take ``job_id`` off its slot (``why``: remove, hold or vacate)."""
         shadow = self.shadows.get(job_id)
         if shadow is None:
-            return False
+            return self._stop_lane_call(job_id, why, out)
         claim = self.claims.get(shadow.claim_id)
         # A later remove outranks a hold or vacate asked for before it.
         shadow.stop = why if shadow.stop in (None, "vacate") or why == "remove" else shadow.stop
