@@ -471,3 +471,15 @@ def test_non_durable_commits_wait_for_one_fsync_of_the_wal(tmp_path, monkeypatch
             q.set_attributes((cid, 0), {"Note": '"lost"'})
             raise RuntimeError("rolled back")
         assert q.get_job((cid, 0))["Note"] == '"one"' and q._conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+
+
+def test_a_status_change_can_set_other_attributes_in_the_same_update(queue):
+    cid = submit(queue, 1)
+    queue.set_status((cid, 0), JobStatus.RUNNING, now=1700000100,
+                     attrs={"RemoteHost": '"slot1@a"', "requestmemory": "4096"})
+    job = queue.get_job((cid, 0))
+    assert job.status == JobStatus.RUNNING and job["RemoteHost"] == '"slot1@a"'
+    assert job["RequestMemory"] == "4096" and job["JobCurrentStartDate"] == "1700000100"
+    with pytest.raises(UsageError, match="JobPrio cannot be set along with a status change"):
+        queue.set_status((cid, 0), JobStatus.IDLE, attrs={"JobPrio": "5"})
+    assert queue.get_job((cid, 0)).status == JobStatus.RUNNING  # nothing changed

@@ -93,6 +93,15 @@ def test_calls_run_on_a_lane_as_jobs_and_a_dry_lane_is_vacated_then_its_claim_re
     assert h.core.lanes == {} and h.core.claims == {}
 
 
+def test_the_lane_workers_own_updates_are_taken_as_signs_of_life(h):
+    h.submit(lane_job())
+    claim_id, _ = start_lane(h)
+    h.now += 30
+    update = '[ ImageSize = 2048; JobState = "Running" ]'
+    assert h.request(m.StarterUpdate(claim_id=claim_id, job_id="1.0", update_ad=update)) == m.Ack()
+    assert h.core.claims[claim_id].last_alive == h.now
+
+
 def test_a_lane_keeps_more_calls_ahead_when_they_are_quick(h):
     h.submit(lane_job(queue="queue 40"))
     claim_id, [first] = start_lane(h)

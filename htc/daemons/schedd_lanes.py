@@ -127,20 +127,25 @@ def write_call_files(action: WriteCallFiles) -> None:
     for i, (name, data) in enumerate(action.files):
         path = base / name
         old = base / action.recycle if action.recycle and i == 0 else None
+        created = False
         try:
-            fd = os.open(old, os.O_WRONLY | os.O_TRUNC) if old is not None else None
+            fd = os.open(old, os.O_WRONLY) if old is not None else None
         except FileNotFoundError:
             fd = old = None
         try:
             if fd is None:
-                fd = os.open(path, os.O_WRONLY | os.O_TRUNC | (os.O_CREAT if data else 0), 0o644)
+                fd = os.open(path, os.O_WRONLY | (os.O_CREAT if data else 0), 0o644)
+                created = data != b"" and os.fstat(fd).st_size == 0
         except FileNotFoundError:
             continue  # nothing printed and no file: the reader takes a missing one as empty
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if chown:
+            view, at = memoryview(data), 0
+            while at < len(data):
+                at += os.pwrite(fd, view[at:], at)
+            # Cut to length, not to zero first: ext4 flushes a file emptied and rewritten at
+            # its close (auto_da_alloc), which costs more than the whole write.
+            os.ftruncate(fd, len(data))
+            if chown and created:
                 os.fchown(fd, st.st_uid, st.st_gid)
         finally:
             os.close(fd)
@@ -307,9 +312,9 @@ class LaneHandling:
                         self.reserved.discard(job.job_id)
                         self._reschedule_due = True  # a starter of its own: the negotiator places it
                         continue
-                    self.queue.set_attributes(job.job_id, {"RemoteHost": quote(claim.slot_name),
-                                                           "StartdIpAddr": quote(claim.startd)})
-                    self.queue.set_status(job.job_id, JobStatus.RUNNING, now=now)
+                    self.queue.set_status(job.job_id, JobStatus.RUNNING, now=now,
+                                          attrs={"RemoteHost": quote(claim.slot_name),
+                                                 "StartdIpAddr": quote(claim.startd)})
                     lane.in_flight[job.job_id] = now
                     lane.idle_until = None
                     room -= 1

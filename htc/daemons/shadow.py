@@ -334,6 +334,10 @@ class ShadowHandling:
     def _starter_update(self, event: c.Received, msg: m.StarterUpdate, now: float, out: list) -> None:
         shadow = self.shadows.get(parse_job_id(msg.job_id))
         claim = self.claims.get(msg.claim_id)
+        if msg.claim_id in self.lanes and claim is not None:
+            claim.last_alive = now  # a call lane's worker: its calls report their own usage
+            out.append(c.Reply(event.conn_id, m.Ack()))
+            return
         if shadow is None or claim is None or shadow.claim_id != msg.claim_id:
             out.append(c.Reply(event.conn_id, m.ErrorReply(
                 code="not_found", message=f"{self.settings.name} runs no job {msg.job_id} on that claim; "

@@ -78,7 +78,7 @@ class QueueChanges:
 
     def set_status(self, job_id: JobId, new: int, *, reason: str | None = None,
                    code: int | None = None, subcode: int | None = None,
-                   now: float | None = None) -> StatusChange:
+                   now: float | None = None, attrs: Mapping[str, str] | None = None) -> StatusChange:
         """Move a job to another state, enforcing the transition table.
 
         Args:
@@ -87,6 +87,8 @@ class QueueChanges:
             reason: HoldReason (to Held), ReleaseReason (Held to Idle), RemoveReason (to Removed).
             code, subcode: HoldReasonCode / HoldReasonSubCode when holding (default 0).
             now: the time of the change (EnteredCurrentStatus); default: the clock.
+            attrs: other attributes to set in the same change (as :meth:`set_attributes`
+                would, but not the per-job columns such as JobPrio).
 
         Returns:
             What changed, the event to log, and whether the job left the queue.
@@ -102,6 +104,13 @@ class QueueChanges:
             event = check_transition(f"{job_id[0]}.{job_id[1]}", old, new)
             new = JobStatus(new)
             own = dict(job.own)
+            for name, text in (attrs or {}).items():
+                if name.lower() in HOT_ATTRS:
+                    raise UsageError(f"{HOT_ATTRS[name.lower()]} cannot be set along with a status change; "
+                                     "use set_attributes")
+                if self._validate:
+                    check_expression(name, text)
+                own[job.cluster.canon.get(name.lower(), name)] = text
             own["LastJobStatus"] = str(int(old))
             if new == JobStatus.HELD:
                 own["HoldReason"] = quote(clean_text(reason or "Unspecified"))
