@@ -18,16 +18,16 @@ jobs run as ``nobody`` and use a system Python prepared as the tests do (tests/e
 ``pip install -e '.[benchmark]'`` adds dask/distributed for the dask column.
 
 Figures on the project's standard machine (2 shared cores, Firecracker VM; 2026-11-25, one
-run each, noisy -- treat differences under ~30 % as noise; this run's machine was busier than
-the last one's, see ProcessPoolExecutor's CPU efficiency):
+run each, noisy -- treat differences under ~30 % as noise; over the day the same pool code
+measured 4.6-8 ms round trips as the VM's speed varied, see ProcessPoolExecutor's):
 
 ==========================  ==========  ========  ========  ==========  ====  =========
 executor                    cold start  RTT ms    burst/s   CPU wall s  eff.  batch/s
 ==========================  ==========  ========  ========  ==========  ====  =========
-ProcessPoolExecutor(2)      0.016 s     0.13      12,437    2.65        0.76  900,979
-HTCExecutor local (2)       0.17 s      3.8       380       2.51        0.80  46,512
-HTCExecutor pool (2 cpus)   0.42 s      5.4       490       2.58        0.78  37,562
-dask LocalCluster (2x1)     0.58 s      10.7      501       2.63        0.76  535
+ProcessPoolExecutor(2)      0.013 s     0.22      11,886    2.07        0.96  641,414
+HTCExecutor local (2)       0.21 s      5.8       346       2.78        0.72  34,883
+HTCExecutor pool (2 cpus)   0.42 s      5.8       702       2.61        0.77  43,435
+dask LocalCluster (2x1)     0.74 s      10.9      416       2.69        0.74  413
 ==========================  ==========  ========  ========  ==========  ====  =========
 
 (Earlier the same day, before call lanes, the pool measured 20.4 ms, 68/s (200 calls), 5.24 s
@@ -41,12 +41,15 @@ same way, so a call no longer pays for a starter, a sandbox, a cgroup or a fork.
 left of the round trip is the client's submit (pickle, the call's spool directory and file,
 one durable transaction and the SUBMIT event), the schedd's EXECUTE event and RunCalls, the
 worker, CallsDone, the schedd's commit, result file and TERMINATED event, and the client's
-inotify wake-up: about 3.7 ms of schedd CPU and 1.7-2 ms of client CPU per sequential call
-(measured with psutil around 200 calls), with one fsync for the submit and one per event
-written to the user log. Creating a file costs ~0.6 ms on this VM's ext4, which is why the
-lane hands results over as bytes and empty stdout/stderr files are not created. A burst
-batches all of it (one RunCalls, CallsDone and transaction for many calls): ~1 ms of schedd
-CPU and ~0.7 ms of client CPU per call, which is what bounds the rate on 2 cores.
+inotify wake-up. Measured on one sequential call (median of 100): 0.3 ms to the client's
+submitting thread, 0.6-0.9 ms to write the call's directory and file, 2.3 ms for the durable
+submit's round trip, 2.5-2.8 ms from there to the result. Making a file costs 0.3-1.7 ms in
+this VM's /tmp (0.02 ms elsewhere on the same disk), which is why the lane hands results over
+as bytes, the result takes the finished call file's place and empty stdout/stderr files are
+not made. A burst batches the rest (one RunCalls, CallsDone, transaction and log write for
+many calls): ~1 ms of schedd CPU and ~0.5-0.9 ms of client CPU per call, which is what bounds
+the rate on 2 cores; the CPU test loses its 20 % to the same per-call work done beside the
+two workers.
 """
 
 from __future__ import annotations
