@@ -15,6 +15,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from executor_contract import double, gate, wait_for
@@ -281,3 +282,25 @@ def test_calls_run_on_a_lane_worker_and_a_vacated_one_runs_again(ex, pool, scrat
     assert int(started.read_text()) != pids[0]
     gate_path.touch()
     assert future.result(timeout=120) == "done" and future.evictions == 1
+
+
+def test_kill_9_of_the_schedd_under_a_lane_runs_its_call_again_and_frees_the_slot(pool, scratch):
+    ex = HTCExecutor(**pool.executor_args())
+    try:
+        started, gate_path = scratch / "started", scratch / "open"
+        future = ex.submit(gate, str(gate_path), "done", str(started))
+        wait_for(lambda: started.exists() and future.running(), limit=120, what="the call running on its lane")
+        first_worker = int(started.read_text())
+        started.unlink()
+        old = pool.pool.status("SCHEDD").pid
+        os.kill(old, signal.SIGKILL)
+        pool.pool.running_pid("SCHEDD", other_than=old)  # the master brings it back
+        # The new schedd gives the lane's claim back: the startd ends the orphaned worker at
+        # once (not when the lease runs out) and the call runs again, on a new worker.
+        wait_for(lambda: started.exists(), limit=120, what="the call running again")
+        wait_for(lambda: not psutil.pid_exists(first_worker), limit=30, what="the orphaned worker to end")
+        gate_path.touch()
+        assert future.result(timeout=120) == "done"
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+

@@ -217,14 +217,20 @@ def test_a_lane_that_could_not_start_sends_its_calls_to_starters(h):
     assert classic.msg.lane is False
 
 
-def test_a_restarted_schedd_runs_the_calls_of_its_lanes_again(h):
-    h.submit(lane_job())
-    start_lane(h)
+def test_a_restarted_schedd_runs_the_calls_of_its_lanes_again_and_gives_their_claims_back(h):
+    h.submit(lane_job(queue="queue 2"))
+    claim_id, _ = start_lane(h)
+    assert "ClaimId" not in ClassAd(h.request(m.QueryJobs(constraint="ProcId == 0")).ads[0])  # hidden
     from test_schedd_core import restarted
 
     h2 = restarted(h)
-    assert h2.status(1, 0) is JobStatus.IDLE
+    assert h2.status(1, 0) is JobStatus.IDLE and h2.status(1, 1) is JobStatus.IDLE
     assert EventType.SHADOW_EXCEPTION in h2.events()
+    released = [a.msg for a in h2.actions if isinstance(a, c.Send) and isinstance(a.msg, m.ReleaseClaim)]
+    assert [r.claim_id for r in released] == [claim_id]
+    # The next start of the call is a clean one (a lane again here), not a reconnect.
+    [activate] = h2.calls(m.ActivateClaim, h2.grant(h2.match(claim_id="slot1@exec#5#ee"), new_id="slot1_3@exec#6#ff"))
+    assert activate.msg.lane is True
 
 
 def test_call_files_land_in_the_iwd_reusing_the_call_file_and_skipping_empty_output(tmp_path):

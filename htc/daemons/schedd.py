@@ -205,7 +205,7 @@ class Schedd(ToolRequests, ClaimHandling, LaneHandling, ShadowHandling):
         self.started = True
         self._next_periodic = now + self.settings.periodic_interval
         running = self.queue.query("JobStatus == 2 || JobStatus == 3 || JobStatus == 6 || JobStatus == 7")
-        for job in running:
+        for job in self._lanes_after_restart(running, now, out):
             self._reattach(job, now, out)
         self._lane_index(now)
         out.append(c.Log(f"schedd {self.settings.name} ready: {self.queue.statistics().jobs} jobs in the queue, "
@@ -220,9 +220,8 @@ class Schedd(ToolRequests, ClaimHandling, LaneHandling, ShadowHandling):
                 self.queue.retire(job_id, now=now)
             else:
                 self.queue.set_status(job_id, JobStatus.IDLE, now=now)
-                why = ("the schedd restarted while the call ran on a call lane; it runs again"
-                       if ul.literal(job, "HTCLane") is True else "the schedd restarted and the job's claim was never recorded")
-                out += ul.write(job, ul.shadow_exception_event(job, why, now))
+                out += ul.write(job, ul.shadow_exception_event(job, "the schedd restarted and the job's claim "
+                                                               "was never recorded", now))
             return
         slot = ul.literal(job, "RemoteHost", "")
         lease = ul.number(job, "JobLeaseDuration", self.settings.default_lease) or self.settings.default_lease

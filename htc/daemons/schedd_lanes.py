@@ -38,7 +38,9 @@ more than most calls do, so a claim that is to run a call becomes a *call lane* 
    for a minute.
 
 A schedd that restarts does not reconnect to lanes: their calls go back to idle (a shadow
-exception event says so) and run again; the orphaned worker ends with its claim's lease.
+exception event says so) and run again, and it gives the lanes' claims back (each call
+records its lane's claim, hidden like any ``ClaimId``), so the startd ends the orphaned
+workers at once.
 
 Calls in a lane are not shadows: ``htc rm``, ``htc hold`` or ``htc vacate`` of a call the
 lane holds stops the whole worker, as it would stop a job's process; the lane's other calls
@@ -314,7 +316,8 @@ class LaneHandling:
                         continue
                     self.queue.set_status(job.job_id, JobStatus.RUNNING, now=now,
                                           attrs={"RemoteHost": quote(claim.slot_name),
-                                                 "StartdIpAddr": quote(claim.startd)})
+                                                 "StartdIpAddr": quote(claim.startd),
+                                                 "ClaimId": quote(claim.id), "HTCLaneRun": "true"})
                     lane.in_flight[job.job_id] = now
                     lane.idle_until = None
                     room -= 1
@@ -503,6 +506,34 @@ class LaneHandling:
         self._changed()
         if claim is not None and claim.id in self.claims:
             self._claim_done(claim, reusable=reusable, release=release, now=now, out=out)
+
+    # -- a restart ------------------------------------------------------------------------------
+
+    def _lanes_after_restart(self, jobs, now: float, out: list) -> list:
+        """Start-up: calls that were on lanes run again, and their lanes' claims are given
+        back (the startd ends the orphaned worker at once instead of when the lease runs
+        out). Returns the running jobs that are not lane calls."""
+        others, claims = [], {}
+        for job in jobs:
+            if ul.literal(job, "HTCLaneRun") is not True or JobStatus(job.status) not in (
+                    JobStatus.RUNNING, JobStatus.SUSPENDED, JobStatus.REMOVED):
+                others.append(job)
+                continue
+            claim_id, startd = ul.literal(job, "ClaimId"), ul.literal(job, "StartdIpAddr")
+            if isinstance(claim_id, str) and isinstance(startd, str):
+                claims[claim_id] = startd
+            if job.status == JobStatus.REMOVED:
+                self.queue.retire(job.job_id, now=now)
+                continue
+            self.queue.set_status(job.job_id, JobStatus.IDLE, now=now, attrs={"HTCLaneRun": "false"})
+            out += ul.write(job, ul.shadow_exception_event(
+                job, "the schedd restarted while the call ran on a call lane; it runs again", now))
+        for claim_id, startd in claims.items():
+            out.append(c.Send(startd, m.ReleaseClaim(claim_id=claim_id, reason="the schedd restarted; its call "
+                                                                               "lane ends")))
+        if claims:
+            out.append(c.Log(f"gave back {len(claims)} call lane claim(s) after the restart"))
+        return others
 
     # -- timers ---------------------------------------------------------------------------------
 

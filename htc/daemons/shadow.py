@@ -259,7 +259,7 @@ class ShadowHandling:
             return self._start_lane(claim, job, key, now, out)
         with self.queue.transaction():
             self.queue.set_attributes(job_id, {"ClaimId": quote(claim.id), "StartdIpAddr": quote(claim.startd),
-                                               "RemoteHost": quote(claim.slot_name)})
+                                               "RemoteHost": quote(claim.slot_name), "HTCLaneRun": None})
             self.queue.set_status(job_id, JobStatus.RUNNING, now=now)
         shadow = Shadow(job_id, claim.id, ShadowState.ACTIVATING, started=now, duration_limit=job_duration_limit(job))
         self.shadows[job_id] = shadow
