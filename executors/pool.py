@@ -19,8 +19,8 @@ spool, the ``log`` submit command); :meth:`PoolBackend.poll` follows it with
 ``max_retries`` requeue, requeued, terminated -> the result file read from the call's
 directory, held -> a failure or an automatic release, aborted -> removed). Looking at a file
 costs a ``stat``; on Linux an inotify watch (:mod:`htc.executors.filewatch`) wakes the poll the
-moment the schedd writes the log, and the interval (2 ms after any activity, backing off to
-200 ms) is only the fallback.
+moment the schedd writes the log, and looks every 200 ms only as a safety net; without a watch
+the poll looks 2 ms after any activity, backing off to 200 ms.
 Every few seconds the queue itself is asked about the session's jobs (``QueryJobs``), which
 catches a job that left the queue without a log event.
 
@@ -82,6 +82,7 @@ _DURATION_HOLDS = frozenset({46, 47})
 _TRANSIENT = (DaemonUnreachable, ConnectionClosed, RequestTimeout, ConnectionError)
 _MAX_PROCS_PER_SUBMIT = 2000
 _RECONCILE_EVERY = 5.0
+_WATCHED_POLL = 0.2  # s between looks at a log the kernel watches for us (a safety net)
 _SLOTS_FRESH = 30.0
 _FIRST_SLOTS_WAIT = 10.0
 _PROJECTION = ("ClusterId", "ProcId", "JobStatus", "HTCCallId", "HoldReason", "HoldReasonCode")
@@ -518,7 +519,9 @@ class PoolBackend:
                 return updates
             # The log watch sets the event the moment the schedd writes the log; the timeout
             # is the fallback where the kernel cannot tell us (and catches the queue checks).
-            self._woken.wait(max(0.0, min(self._interval, deadline - now)))
+            # With a working watch there is nothing to look for in between: no 2 ms polls.
+            interval = _WATCHED_POLL if self._watch is not None and self._watch.active else self._interval
+            self._woken.wait(max(0.0, min(interval, deadline - now)))
             self._woken.clear()
             self._interval = min(self._interval * 2, 0.2)
 
