@@ -132,3 +132,28 @@ def test_significant_attributes_agree_with_htcondor():
         for ref in filter(None, ad.externalRefs(value)):  # literals give ['']
             theirs.add(ref.split(".", 1)[1].lower() if "." in ref else ref.lower())
     assert ours == theirs
+
+
+def test_grouping_stored_jobs_by_cluster_gives_the_ids_of_keying_each_job():
+    from htc.jobqueue import JobQueue
+    from htc.jobqueue.expr import job_classad
+    from htc.jobqueue.testing import SimpleCluster
+
+    q = JobQueue.open(":memory:")
+    base = {"Owner": '"u"', "JobStatus": "1", "QDate": "1", "RequestMemory": "100", "Requirements": "Foo > 1",
+            "Foo": "2"}
+    # Cluster 1: proc 0 overrides a significant attribute (RequestMemory), proc 1 one that a
+    # Requirements reference makes significant (Foo), proc 2 only an insignificant one.
+    overrides = {0: {"RequestMemory": "200"}, 1: {"Foo": "3"}, 2: {"Iwd": '"/x"'}}
+    q.submit(SimpleCluster(q.next_cluster_id(), base, 5, per_proc=lambda i: overrides.get(i, {})), now=1)
+    q.submit(SimpleCluster(q.next_cluster_id(), {**base, "RequestMemory": "300"}, 3), now=1)
+    jobs = q.query()
+    table = AutoclusterTable(("RequestMemory",))
+    groups = table.ids_by_cluster(jobs)
+    expected = AutoclusterTable(("RequestMemory",))
+    by_job = {job.job_id: expected.id_of(job_classad(job)) for job in jobs}
+    got = {job.job_id: ac for ac, members in groups.items() for job in members}
+    # The same partition of jobs (ids are handed out in first-seen order by both).
+    assert {frozenset(j for j, a in got.items() if a == ac) for ac in set(got.values())} == \
+        {frozenset(j for j, a in by_job.items() if a == ac) for ac in set(by_job.values())}
+    assert len(groups) == 4  # 1.0 alone, 1.1 alone, the rest of cluster 1, cluster 2

@@ -286,6 +286,33 @@ class AutoclusterTable:
             self._next_id += 1
         return found
 
+    def ids_by_cluster(self, jobs: Iterable) -> dict[int, list]:
+        """Group stored jobs (:class:`htc.jobqueue.JobAd`, in the order given) by autocluster id.
+
+        Procs of one cluster share their autocluster unless a proc overrides an attribute
+        that decides it, so each cluster's key is worked out once, from its first proc that
+        overrides none, and any proc that does override one is keyed on its own -- the same
+        ids :meth:`id_of` gives, without building every idle job's ClassAd every cycle.
+        """
+        from htc.jobqueue.expr import job_classad
+
+        groups: dict[int, list] = {}
+        shared: dict[int, tuple[frozenset[str], int]] = {}
+        for job in jobs:
+            own = {name.lower() for name in job.own}
+            known = shared.get(job.cluster_id)
+            if known is not None and not own & known[0]:
+                ac = known[1]
+            else:
+                ad = job_classad(job)
+                attrs = job_significant_attributes(ad, self.significant)
+                ac = self.id_of(ad)
+                decides = frozenset(attrs) | {"requirements", "rank"}
+                if known is None and not own & decides:
+                    shared[job.cluster_id] = (decides, ac)
+            groups.setdefault(ac, []).append(job)
+        return groups
+
     def __len__(self) -> int:
         return len(self._ids)
 

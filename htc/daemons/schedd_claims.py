@@ -134,14 +134,12 @@ class ClaimHandling:
     def _resource_requests(self, event: c.Received, msg: m.GetResourceRequests, now: float, out: list) -> None:
         table: AutoclusterTable = self.autoclusters
         table.set_significant(msg.significant_attributes)
-        jobs = self._idle_jobs_of(msg.submitter, now)
-        by_id = {f"{job.cluster_id}.{job.proc_id}": job for job in jobs}
-        requests = table.resource_requests([(key, job_classad(job)) for key, job in by_id.items()])
-        self.offers[msg.submitter] = {r.autocluster_id: [tuple(map(int, j.split("."))) for j in r.job_ids]
-                                      for r in requests}
-        wire = tuple(m.ResourceRequest(autocluster_id=r.autocluster_id, count=r.count,
-                                       job_ad=ad_text(_public(by_id[r.job_ids[0]])))
-                     for r in requests)
+        jobs = sorted(self._idle_jobs_of(msg.submitter, now),
+                      key=lambda j: (-j.prio, j.qdate, j.cluster_id, j.proc_id))  # the schedd's job order
+        groups = table.ids_by_cluster(jobs)
+        self.offers[msg.submitter] = {ac: [job.job_id for job in members] for ac, members in groups.items()}
+        wire = tuple(m.ResourceRequest(autocluster_id=ac, count=len(members), job_ad=ad_text(_public(members[0])))
+                     for ac, members in groups.items())
         out.append(c.Reply(event.conn_id, m.ResourceRequests(submitter=msg.submitter, requests=wire)))
 
     def _match(self, event: c.Received, msg: m.MatchNotify, now: float, out: list) -> None:
