@@ -205,6 +205,18 @@ def test_calls_with_a_time_limit_or_lanes_off_never_use_a_lane():
         assert activate.msg.lane is False
 
 
+def test_calls_the_startd_never_took_are_not_lost(h):
+    h.submit(lane_job(queue="queue 2"))
+    claim_id, _ = start_lane(h)
+    out = done(h, claim_id, "1.0")
+    [run] = h.calls(m.RunCalls, out)
+    out = h.fail(run, "timeout", "no answer")  # never answered: did the calls get there?
+    [vacate] = h.calls(m.Vacate, out)  # the worker is stopped ...
+    assert vacate.msg.claim_id == claim_id
+    h.exited(claim_id, "1.0", vacated=True)
+    assert h.status(1, 1) is JobStatus.IDLE  # ... and the call is queued again
+
+
 def test_a_lane_that_could_not_start_sends_its_calls_to_starters(h):
     h.submit(lane_job(queue="queue 2"))
     out = h.grant(h.match())

@@ -269,6 +269,10 @@ class LaneHandling:
             self._end_lane(lane, claim, now, out, reason=f"the call lane did not start: {event.error}", release=True)
         elif kind == "lanecalls" and event.refused:
             self._end_lane(lane, claim, now, out, reason=f"the startd refused the calls: {event.error}", release=True)
+        elif kind == "lanecalls" and not lane.stopping:
+            # Unanswered: the calls may never have got there. Stop the worker; its end (or the
+            # claim's lease, if the startd is gone) puts every call it held back in the queue.
+            self._stop_lane(lane, claim, out, f"the startd did not take calls ({event.error})")
         elif kind == "lanevacate" and event.refused:
             self._end_lane(lane, claim, now, out, reason=f"the startd no longer holds the claim ({event.error})")
 
