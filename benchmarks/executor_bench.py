@@ -24,10 +24,10 @@ measured 4.6-8 ms round trips as the VM's speed varied, see ProcessPoolExecutor'
 ==========================  ==========  ========  ========  ==========  ====  =========
 executor                    cold start  RTT ms    burst/s   CPU wall s  eff.  batch/s
 ==========================  ==========  ========  ========  ==========  ====  =========
-ProcessPoolExecutor(2)      0.013 s     0.22      11,886    2.07        0.96  641,414
-HTCExecutor local (2)       0.21 s      5.8       346       2.78        0.72  34,883
-HTCExecutor pool (2 cpus)   0.42 s      5.8       702       2.61        0.77  43,435
-dask LocalCluster (2x1)     0.74 s      10.9      416       2.69        0.74  413
+ProcessPoolExecutor(2)      0.011 s     0.22      13,647    2.07        0.97  782,067
+HTCExecutor local (2)       0.19 s      5.5       378       2.69        0.74  32,174
+HTCExecutor pool (2 cpus)   0.42 s      6.1       795       2.60        0.77  56,758
+dask LocalCluster (2x1)     0.70 s      10.4      440       2.86        0.70  460
 ==========================  ==========  ========  ========  ==========  ====  =========
 
 (Earlier the same day, before call lanes, the pool measured 20.4 ms, 68/s (200 calls), 5.24 s
@@ -48,8 +48,11 @@ this VM's /tmp (0.02 ms elsewhere on the same disk), which is why the lane hands
 as bytes, the result takes the finished call file's place and empty stdout/stderr files are
 not made. A burst batches the rest (one RunCalls, CallsDone, transaction and log write for
 many calls): ~1 ms of schedd CPU and ~0.5-0.9 ms of client CPU per call, which is what bounds
-the rate on 2 cores; the CPU test loses its 20 % to the same per-call work done beside the
-two workers.
+the rate on 2 cores. The CPU test loses its 20 % to the same per-call work done beside the two
+workers: they are never idle between calls (gaps of 0.06-0.13 s in all, measured from the
+results' start and end times) but each 20 ms call takes ~24 ms of wall time, because the
+schedd, the startd and the client use ~0.7 s of CPU for the 200 calls (2 cores x 2.6 s =
+4.0 s of calls + that), so 4 / 4.7 = 0.85 is the ceiling until the per-call work shrinks.
 """
 
 from __future__ import annotations
