@@ -50,9 +50,9 @@ not made. A burst batches the rest (one RunCalls, CallsDone, transaction and log
 many calls): ~1 ms of schedd CPU and ~0.5-0.9 ms of client CPU per call, which is what bounds
 the rate on 2 cores. The CPU test loses its 20 % to the same per-call work done beside the two
 workers: they are never idle between calls (gaps of 0.06-0.13 s in all, measured from the
-results' start and end times) but each 20 ms call takes ~24 ms of wall time, because the
-schedd, the startd and the client use ~0.7 s of CPU for the 200 calls (2 cores x 2.6 s =
-4.0 s of calls + that), so 4 / 4.7 = 0.85 is the ceiling until the per-call work shrinks.
+results' start and end times) but each 20 ms call takes ~24 ms of wall time: the calls need
+4.0 s of CPU and the schedd, the startd and the client ~0.7 s more, which on 2 cores takes at
+least 4.7 / 2 = 2.35 s -- an efficiency of 0.85 at best until the per-call work shrinks.
 """
 
 from __future__ import annotations
