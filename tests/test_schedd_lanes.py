@@ -12,7 +12,8 @@ from test_schedd_core import Harness, job
 
 from htc.classad import ClassAd
 from htc.daemons import core as c
-from htc.daemons.schedd_lanes import LANE_ARGUMENTS, WriteCallFiles, write_call_files
+from htc.daemons.schedd_callfiles import WriteCallFiles, write_call_files
+from htc.daemons.schedd_lanes import LANE_ARGUMENTS
 from htc.eventlog.events import EventType
 from htc.jobqueue import JobStatus
 from htc.wire import messages as m

@@ -50,7 +50,8 @@ from htc.daemons import schedd_userlog as ul
 from htc.daemons.autocluster import AutoclusterTable
 from htc.daemons.schedd_calls import CallDone, CallFailed
 from htc.daemons.schedd_claims import Claim, ClaimHandling, ClaimState
-from htc.daemons.schedd_lanes import Lane, LaneHandling, read_input
+from htc.daemons.schedd_callfiles import read_input
+from htc.daemons.schedd_lanes import Lane, LaneHandling
 from htc.daemons.schedd_requests import Denied, ToolRequests
 from htc.daemons.shadow import Shadow, ShadowEvent, ShadowHandling, ShadowState, job_duration_limit
 from htc.errors import UsageError

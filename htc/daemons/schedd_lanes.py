@@ -54,18 +54,18 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from htc.daemons import core as c
 from htc.daemons import schedd_userlog as ul
 from htc.daemons.sandbox import split_list
+from htc.daemons.schedd_callfiles import WriteCallFiles
 from htc.daemons.schedd_calls import Call
 from htc.jobqueue import JobStatus
 from htc.jobqueue.ads import quote
 from htc.jobqueue.records import JobId
 from htc.wire import messages as m
 
-__all__ = ["LANE_ARGUMENTS", "Lane", "LaneHandling", "WriteCallFiles", "lane_key", "read_input"]
+__all__ = ["LANE_ARGUMENTS", "Lane", "LaneHandling", "lane_key"]
 
 #: the lane worker's arguments (the interpreter is the call's own ``Cmd``)
 LANE_ARGUMENTS = "-m htc.executors.lane"
@@ -96,63 +96,6 @@ def lane_key(job) -> tuple | None:
         if value not in (None, False, ""):
             return None
     return tuple(job.get(name) for name in _KEY_ATTRS)
-
-
-def read_input(path: str) -> bytes:
-    """One input file of a call (the service's default reader)."""
-    with open(path, "rb") as f:
-        return f.read(m.MAX_LANE_CALL_BYTES + 1)
-
-
-@dataclass(frozen=True)
-class WriteCallFiles(c.Action):
-    """Write a lane call's output ``files`` (name -> bytes) into ``directory``, owned like it.
-    ``recycle`` names a file there the call no longer needs (its call file, once the job has
-    left the queue): the first output is written into it and renamed, which spares a new
-    file (an inode costs more to make than most calls take)."""
-
-    directory: str
-    files: tuple[tuple[str, bytes], ...]
-    recycle: str | None = None
-
-
-def write_call_files(action: WriteCallFiles) -> None:
-    """Carry out :class:`WriteCallFiles` (the schedd service's side). Empty output goes only
-    where a file is there to empty: creating a file costs more than a quick call.
-
-    Raises:
-        OSError: a file could not be written.
-    """
-    base = Path(action.directory)
-    st = base.stat()
-    chown = os.geteuid() == 0 and (st.st_uid, st.st_gid) != (0, 0)
-    for i, (name, data) in enumerate(action.files):
-        path = base / name
-        old = base / action.recycle if action.recycle and i == 0 else None
-        created = False
-        try:
-            fd = os.open(old, os.O_WRONLY) if old is not None else None
-        except FileNotFoundError:
-            fd = old = None
-        try:
-            if fd is None:
-                fd = os.open(path, os.O_WRONLY | (os.O_CREAT if data else 0), 0o644)
-                created = data != b"" and os.fstat(fd).st_size == 0
-        except FileNotFoundError:
-            continue  # nothing printed and no file: the reader takes a missing one as empty
-        try:
-            view, at = memoryview(data), 0
-            while at < len(data):
-                at += os.pwrite(fd, view[at:], at)
-            # Cut to length, not to zero first: ext4 flushes a file emptied and rewritten at
-            # its close (auto_da_alloc), which costs more than the whole write.
-            os.ftruncate(fd, len(data))
-            if chown and created:
-                os.fchown(fd, st.st_uid, st.st_gid)
-        finally:
-            os.close(fd)
-        if old is not None:
-            os.replace(old, path)
 
 
 @dataclass(eq=False)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from htc.daemons.schedd import Schedd, ScheddSettings
 from htc.daemons.schedd_calls import install_calls
-from htc.daemons.schedd_lanes import WriteCallFiles, write_call_files
+from htc.daemons.schedd_callfiles import WriteCallFiles, write_call_files
 from htc.daemons.schedd_output import WriteJobOutput, write_job_output
 from htc.daemons.schedd_userlog import WriteUserLog
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
