@@ -211,3 +211,14 @@ def test_list_subscripts_are_converted_to_a_c_int_as_htcondor_does():
         assert ExprTree(f"l[{index}]").eval(ad) == value, index
     for index in ("2147483648", "-1", "3"):
         assert ExprTree(f"l[{index}]").eval(ad) is Value.Error, index
+
+
+@pytest.mark.parametrize("text, want", [
+    ("{1} =?= [k = 1]", False), ("[k = 1] =?= {1}", False), ("{1} =!= [k = 1]", True), ("[a = 1] is {1}", False),
+    ("{1} =?= {1}", Value.Error), ("[k = 1] =?= [k = 1]", Value.Error),
+])
+def test_meta_equality_of_lists_and_ads_follows_htcondor(text, want):
+    # A list and an ad differ in type (false); two lists or two ads cannot be compared (error),
+    # as classad2 evaluates them.
+    got = ExprTree(text).eval(ClassAd())
+    assert got is want

@@ -2,7 +2,7 @@
 
 Every call stays a job: it is Running with an EXECUTE event while the lane has it, and ends
 with the job's own policy, a TERMINATED event and its history entry; only the transport
-changes (RunCalls / CallsDone instead of an activation per job).
+changes (RunCalls / CallsDone and its answer MoreCalls instead of an activation per job).
 """
 
 from __future__ import annotations
@@ -43,7 +43,10 @@ def _read(path: str) -> bytes:
 
 
 def sent_ids(h: Harness, out: list[c.Action]) -> list[str]:
-    return [call.job_id for run in h.calls(m.RunCalls, out) for call in run.msg.calls]
+    """The calls sent to lanes in ``out``: in RunCalls, and in the answers (MoreCalls) to CallsDone."""
+    ids = [call.job_id for run in h.calls(m.RunCalls, out) for call in run.msg.calls]
+    return ids + [call.job_id for a in out if isinstance(a, c.Reply) and isinstance(a.msg, m.MoreCalls)
+                  for call in a.msg.calls]
 
 
 def start_lane(h: Harness) -> tuple[str, list[m.RunCalls]]:
@@ -61,7 +64,7 @@ def done(h: Harness, claim_id: str, *job_ids: str, exit_code: int = 0) -> list[c
     results = tuple(m.LaneResult(job_id=j, exit_code=exit_code, files={"htc_result.pkl": b"R" + j.encode()},
                                  stdout=b"out " + j.encode(), started=10.0, finished=10.001, user_cpu=0.001)
                     for j in job_ids)
-    assert h.request(m.CallsDone(claim_id=claim_id, results=results)) == m.Ack()
+    assert isinstance(h.request(m.CallsDone(claim_id=claim_id, results=results)), m.MoreCalls)
     return h.actions[before:]
 
 
@@ -145,8 +148,7 @@ def test_max_retries_runs_a_failed_call_again_on_the_lane(h):
     claim_id, _ = start_lane(h)
     out = done(h, claim_id, "1.0", exit_code=1)
     assert EventType.JOB_EVICTED in h.events(out)  # terminated and requeued
-    [again] = h.calls(m.RunCalls, out)
-    assert again.msg.calls[0].job_id == "1.0" and h.status(1, 0) is JobStatus.RUNNING
+    assert sent_ids(h, out) == ["1.0"] and h.status(1, 0) is JobStatus.RUNNING
     done(h, claim_id, "1.0", exit_code=1)
     [hist] = h.queue.history()
     assert hist["NumJobCompletions"] == "2"
@@ -185,7 +187,7 @@ def test_removing_a_call_on_a_lane_stops_the_worker_and_its_other_calls_run_agai
     assert h.queue.get_job(held[1])["HTCLane"] == "true"  # taken off, not to blame: lanes still
     # A late result of the removed call changes nothing.
     assert h.request(m.CallsDone(claim_id=claim_id, results=(m.LaneResult(job_id=first, exit_code=0),))) \
-        == m.Ack(detail="no such lane; results dropped")
+        == m.MoreCalls()
 
 
 def test_a_call_whose_input_cannot_be_read_runs_on_a_starter(h):
@@ -208,14 +210,28 @@ def test_calls_with_a_time_limit_or_lanes_off_never_use_a_lane():
 
 def test_calls_the_startd_never_took_are_not_lost(h):
     h.submit(lane_job(queue="queue 2"))
-    claim_id, _ = start_lane(h)
-    out = done(h, claim_id, "1.0")
-    [run] = h.calls(m.RunCalls, out)
+    out = h.grant(h.match())
+    [activate] = h.calls(m.ActivateClaim, out)
+    claim_id = activate.msg.claim_id
+    [run] = h.calls(m.RunCalls, h.ack(activate))
     out = h.fail(run, "timeout", "no answer")  # never answered: did the calls get there?
     [vacate] = h.calls(m.Vacate, out)  # the worker is stopped ...
     assert vacate.msg.claim_id == claim_id
     h.exited(claim_id, "1.0", vacated=True)
-    assert h.status(1, 1) is JobStatus.IDLE  # ... and the call is queued again
+    assert h.status(1, 0) is JobStatus.IDLE  # ... and the call is queued again
+
+
+def test_the_answer_to_calls_done_brings_the_next_calls_again_when_it_may_have_been_lost(h):
+    h.submit(lane_job(queue="queue 3"))
+    claim_id, _ = start_lane(h)
+    first = done(h, claim_id, "1.0")
+    assert sent_ids(h, first) == ["1.1", "1.2"] and not h.calls(m.RunCalls, first)  # no RunCalls needed
+    # The startd did not get that answer and sends the same CallsDone again: the answer
+    # repeats the calls (the startd runs none twice) and changes nothing else.
+    again = done(h, claim_id, "1.0")
+    assert sent_ids(h, again) == ["1.1", "1.2"] and EventType.JOB_TERMINATED not in h.events(again)
+    # A fresh CallsDone means the answer arrived: nothing is repeated.
+    assert sent_ids(h, done(h, claim_id, "1.1")) == []
 
 
 def test_a_lane_that_could_not_start_sends_its_calls_to_starters(h):

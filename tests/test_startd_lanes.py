@@ -255,3 +255,46 @@ def test_a_lane_started_by_fork_and_exec_serves_its_socket_and_ends_when_it_clos
     assert loads(payload, header.serializer)[3] == "EXEC"
     assert (record.exit_code, record.vacated, record.output_files) == (0, False, ())
     assert list((home / "execute").iterdir()) == [] and sorted(p.name for p in iwd.iterdir()) == []
+
+
+class FeedingPeer(Peer):
+    """A shadow that answers each CallsDone with the lane's next call, twice over (a call the
+    lane holds must not run twice), and last with a call that already ran (``max_retries``: it
+    must run again)."""
+
+    def __init__(self, calls: list[m.LaneCall]):
+        super().__init__()
+        self.todo = list(calls)
+
+    async def serve(self, conn):
+        while True:
+            msg = await conn.recv(timeout=60)
+            self.got.append(msg)
+            self.arrived.set()
+            if isinstance(msg, m.CallsDone):
+                more = (self.todo.pop(0),) * 2 if self.todo else ()
+                await conn.send(m.MoreCalls(calls=more))
+            else:
+                await conn.send(m.Ack())
+
+
+def test_the_answer_to_calls_done_feeds_the_lane_and_runs_a_call_once_per_run(home, lane_python):
+    iwd, job = first_call_iwd(home, lane_python, "first", cluster=23)
+    again = m.LaneCall(job_id="23.1", files={cf.CALL_FILE: call_file(shout, "again")})
+    peer = FeedingPeer([m.LaneCall(job_id=f"23.{i}", files={cf.CALL_FILE: call_file(shout, f"n{i}")})
+                        for i in range(1, 4)] + [again])
+
+    async def body(t, startd):
+        claim_id = await claim_lane(t, job)
+        await send_command_async("startd", m.RunCalls(claim_id=claim_id, calls=(
+            m.LaneCall(job_id="23.0", files={cf.CALL_FILE: call_file(shout, "n0")}),)), transport=t)
+        await results(peer, 5)
+        await asyncio.sleep(0.5)  # room for a call run twice to show up
+        got = await results(peer, 5)
+        await send_command_async("startd", m.Vacate(claim_id=claim_id), transport=t)
+        await peer.wait_for(m.JobExited)
+        return got
+
+    got = asyncio.run(with_pool(home, settings(home), body, {"schedd": peer}))
+    assert [r.job_id for r in got] == ["23.0", "23.1", "23.2", "23.3", "23.1"]  # once per run, in order
+    assert [value_of(r)[3] for r in got] == ["N0", "N1", "N2", "N3", "AGAIN"]

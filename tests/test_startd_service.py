@@ -269,7 +269,8 @@ def test_reconfig_applies_a_new_policy_and_readvertises(tmp_path):
 
 
 class Peer:
-    """A schedd/shadow stand-in listening on the pool's sockets: records and acknowledges."""
+    """A schedd/shadow stand-in listening on the pool's sockets: records and acknowledges
+    (a CallsDone with an answer that brings no more calls)."""
 
     def __init__(self):
         self.got: list[m.Message] = []
@@ -280,7 +281,7 @@ class Peer:
             msg = await conn.recv(timeout=60)
             self.got.append(msg)
             self.arrived.set()
-            await conn.send(m.Ack())
+            await conn.send(m.MoreCalls() if isinstance(msg, m.CallsDone) else m.Ack())
 
     async def wait_for(self, kind, where=lambda msg: True, timeout=10.0):
         async with asyncio.timeout(timeout):

@@ -54,6 +54,7 @@ EXAMPLES = [
     m.RunCalls(claim_id="c1", calls=(m.LaneCall(job_id="7.1", files={"htc_call.pkl": b"\x80call"}),)),
     m.CallsDone(claim_id="c1", results=(m.LaneResult(job_id="7.1", exit_code=0, files={"htc_result.pkl": b"r"},
                                                      stdout=b"hi\n", started=1.0, finished=1.5),)),
+    m.MoreCalls(calls=(m.LaneCall(job_id="7.2", files={"htc_call.pkl": b"\x80next"}),)),
     m.Vacate(slot_names=("slot1@a",)),
     m.Suspend(claim_id="c1"),
     m.Continue(claim_id="c1"),

@@ -202,7 +202,10 @@ def compare(op: str, a, b):
 def same(a, b) -> bool:
     """``=?=``: identical type and value (strings case-sensitive)."""
     if isinstance(a, list) or is_classad(a):
-        return Error if isinstance(b, list) or is_classad(b) else False
+        # Two lists, or two ads, cannot be compared (error); a list and an ad differ in type.
+        if isinstance(a, list) and isinstance(b, list) or is_classad(a) and is_classad(b):
+            return Error
+        return False
     if type(a) is not type(b):
         return False
     return a == b

@@ -20,7 +20,9 @@ more than most calls do, so a claim that is to run a call becomes a *call lane* 
    holds the next one too, and about 10 ms of work if that is more (up to 33 calls), so the
    worker never waits for the wire -- but only while every other lane of its kind is busy too and its current call is
    not running long, since a call sent to a lane can neither run elsewhere nor be cancelled.
-3. The startd answers with :class:`~htc.wire.messages.CallsDone` batches. Each result's files
+3. The startd answers with :class:`~htc.wire.messages.CallsDone` batches; the schedd's answer
+   (:class:`~htc.wire.messages.MoreCalls`) carries the lane's next calls, so a lane that keeps
+   busy costs one message each way per batch. Each result's files
    (``htc_result.pkl``, ...) and output go into the call's ``Iwd`` (as file transfer would
    have put them), then the call ends exactly as a shadow's job ends -- usage, the job's own
    ``on_exit`` policy and ``max_retries``, the TERMINATED event, history -- in one
@@ -87,6 +89,11 @@ _MAX_AHEAD = 32
 _QUICK_CALL = 0.1
 
 
+def _job_id(text: str) -> JobId:
+    cluster, _, proc = text.partition(".")
+    return int(cluster), int(proc or 0)
+
+
 def lane_key(job) -> tuple | None:
     """What makes ``job`` interchangeable with other calls on one worker (None: not a lane call)."""
     if ul.literal(job, "HTCLane") is not True:
@@ -110,6 +117,7 @@ class Lane:
     stopping: bool = False        # the schedd vacated it
     in_flight: dict[JobId, float] = field(default_factory=dict)  # sent, no result yet -> when sent
     pace: float | None = None     # recent seconds per call on the worker
+    answered: list = field(default_factory=list)  # the calls of our last MoreCalls (sent again if it was lost)
     idle_until: float | None = None
     ran: int = 0                  # calls finished on it
 
@@ -219,6 +227,12 @@ class LaneHandling:
         elif kind == "lanevacate" and event.refused:
             self._end_lane(lane, claim, now, out, reason=f"the startd no longer holds the claim ({event.error})")
 
+    def _ahead(self, lane: Lane, now: float) -> int:
+        """How many calls ``lane`` should hold now (see :meth:`Lane.ahead`)."""
+        others_busy = all(bool(other.in_flight) or not other.active or other.stopping
+                          for other in self.lanes.values() if other.key == lane.key and other is not lane)
+        return lane.ahead(now, others_busy)
+
     def _feed_lanes(self, now: float, out: list) -> None:
         """Give idle calls to the lanes that can run them: first one to each lane without
         one, then more to quick lanes (see :meth:`Lane.ahead`); a lane kept idle that none of
@@ -243,8 +257,10 @@ class LaneHandling:
                 if claim is not None:
                     self._stop_lane(lane, claim, out, "other jobs wait for slots")
 
-    def _feed_lane(self, lane: Lane, claim, now: float, out: list, want: int = 1) -> None:
-        """Send the lane calls until it holds ``want``; a lane with nothing to do runs dry."""
+    def _feed_lane(self, lane: Lane, claim, now: float, out: list, want: int = 1,
+                   into: list[m.LaneCall] | None = None) -> None:
+        """Send the lane calls until it holds ``want`` (in a RunCalls, or added to ``into``: the
+        answer to its CallsDone); a lane with nothing to do runs dry."""
         if not lane.active or lane.stopping:
             return
         room = want - len(lane.in_flight)
@@ -275,8 +291,11 @@ class LaneHandling:
                             ul.execute_event(job, claim.startd, claim.slot_name, claim.slot_values, now))
         if calls:
             out += [ul.WriteUserLog(path, tuple(evs)) for path, evs in events.items()]
-            out.append(Call(claim.startd, m.RunCalls(claim_id=claim.id, calls=tuple(calls)),
-                            cookie=("lanecalls", claim.id)))
+            if into is not None:
+                into += calls
+            else:
+                out.append(Call(claim.startd, m.RunCalls(claim_id=claim.id, calls=tuple(calls)),
+                                cookie=("lanecalls", claim.id)))
             self._changed()
         elif not lane.in_flight:
             self._lane_ran_dry(lane, claim, now, out)
@@ -338,18 +357,19 @@ class LaneHandling:
     def _calls_done(self, event: c.Received, msg: m.CallsDone, now: float, out: list) -> None:
         lane, claim = self.lanes.get(msg.claim_id), self.claims.get(msg.claim_id)
         if lane is None or claim is None:
-            out.append(c.Reply(event.conn_id, m.Ack(detail="no such lane; results dropped")))
+            out.append(c.Reply(event.conn_id, m.MoreCalls()))  # results of a lane it no longer follows: dropped
             return
         from htc.daemons.shadow import Shadow, ShadowState
 
-        writes, events = [], {}
+        writes, events, repeated = [], {}, False
         with self.queue.transaction(durable=False):
             for result in msg.results:
                 cluster, _, proc = result.job_id.partition(".")
                 job_id = (int(cluster), int(proc or 0))
                 sent = lane.in_flight.pop(job_id, None)
                 if sent is None:
-                    continue  # a repeated report
+                    repeated = True  # a CallsDone sent again: our last answer may not have arrived
+                    continue
                 lane.ran += 1
                 took = max(result.finished - result.started, 0.0)
                 lane.pace = took if lane.pace is None else 0.8 * lane.pace + 0.2 * took
@@ -376,10 +396,16 @@ class LaneHandling:
         # either -- while a crash of the schedd alone loses nothing (WAL).
         out += writes
         out += [ul.WriteUserLog(path, tuple(evs)) for path, evs in events.items()]
-        out.append(c.Reply(event.conn_id, m.Ack()))
         claim.last_alive = now
         self._changed()
-        self._feed_lane(lane, claim, now, out)  # its next call, or it runs dry
+        # The answer brings the lane its next calls (one message, not a RunCalls and its Ack).
+        # The startd sends one CallsDone at a time, so a fresh one means it had our last answer;
+        # a repeated one may mean it did not: those calls go again (it runs none twice).
+        more = [call for call in lane.answered if self._job(_job_id(call.job_id)) is not None
+                and _job_id(call.job_id) in lane.in_flight] if repeated else []
+        self._feed_lane(lane, claim, now, out, self._ahead(lane, now), into=more)  # or it runs dry
+        lane.answered = more
+        out.append(c.Reply(event.conn_id, m.MoreCalls(calls=tuple(more))))
         self._feed_lanes(now, out)
 
     @staticmethod

@@ -17,7 +17,8 @@ with RunCalls one after another. Its starter gives it one end of a socket pair a
   outstanding job id. A frame that does not decode, or that has no call to belong to, is a
   broken lane: the relay closes the socket, the lane reads end-of-file and exits.
 * A sender task sends every result that is ready as one CallsDone (``send``: the service's, to
-  the shadow address of the activation), in the order the calls ran, one CallsDone at a time:
+  the shadow address of the activation), in the order the calls ran, one CallsDone at a time
+  (the shadow's answer, MoreCalls, brings the lane's next calls, which ``send`` queues):
   results that finish while one is on its way go in the next, so nothing waits to fill a batch.
   A transient failure is retried (every :data:`RETRY` seconds) with whatever is ready by then;
   a refusal drops that batch (logged) and goes on.
@@ -37,10 +38,11 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import msgspec
 
-from htc.executors.lane_frames import HEADER, MAX_FRAME, CallFrame, ResultFrame, frame
+from htc.executors.callfile import CALL_FILE
+from htc.executors.lane_frames import HEADER, MAX_FRAME, CallFrame, ResultFrame, frame, plain_name
 from htc.wire import messages as m
 
-__all__ = ["BATCH_BYTES", "LaneRelay", "RETRY"]
+__all__ = ["BATCH_BYTES", "LaneRelay", "RETRY", "refused_call"]
 
 #: seconds between attempts to deliver a CallsDone the shadow did not take
 RETRY = 0.5
@@ -49,6 +51,21 @@ BATCH_BYTES = 16 * 1024 * 1024
 
 #: ``send(results)`` -> True (acknowledged), False (try again later), None (refused: drop them)
 Send = Callable[[tuple[m.LaneResult, ...]], Awaitable[bool | None]]
+
+
+def refused_call(calls: Iterable[m.LaneCall]) -> str | None:
+    """Why these calls cannot go to a lane (None: they can): names that are not plain file
+    names, no call file, or more input than a lane call may carry."""
+    for call in calls:
+        bad = [name for name in call.files if not plain_name(name)]
+        size = sum(map(len, call.files.values()))
+        why = (f"file names must be plain names (no '/', not '.' or '..'): {bad}" if bad else
+               f"it has no {CALL_FILE}" if CALL_FILE not in call.files else
+               f"it carries {size} bytes, more than {m.MAX_LANE_CALL_BYTES}" if size > m.MAX_LANE_CALL_BYTES else
+               None)
+        if why:
+            return f"call {call.job_id} refused: {why}"
+    return None
 
 
 class LaneRelay:
@@ -77,8 +94,12 @@ class LaneRelay:
         self._decode = msgspec.msgpack.Decoder(ResultFrame).decode
 
     def queue(self, calls: Iterable[m.LaneCall]) -> None:
-        """Send ``calls`` to the lane (now, or once it is spawned), in order."""
+        """Send ``calls`` to the lane (now, or once it is spawned), in order. A call the lane
+        holds already (given, no result yet) is not given twice; one whose result came back may
+        come again (``max_retries`` runs it again)."""
         for call in calls:
+            if call.job_id in self.outstanding:
+                continue
             data = frame(self._encode(CallFrame(call.job_id, call.files)))
             self.outstanding.append(call.job_id)
             if self._writer is None:

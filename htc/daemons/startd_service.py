@@ -60,7 +60,7 @@ from htc.daemons.startd_service_events import (
     HOLD_FAILED_TO_CREATE_PROCESS, HOLD_TRANSFER_INPUT, STARTER_ACTIONS, QueueCalls, RunStarter, Sampled,
     SampleSensors, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage,
 )
-from htc.daemons.startd_lanes import LaneRelay
+from htc.daemons.startd_lanes import LaneRelay, refused_call
 from htc.daemons.startd_wire import StartdDaemon
 from htc.daemons.starter import Starter, StarterSettings
 from htc.daemons.starter_stream import OutputStreamer, streamed_files
@@ -250,6 +250,12 @@ class StartdService(DaemonService):
             msg = m.CallsDone(claim_id=claim_id, results=results)
             outcome = await perform_call(self.peers, Call(target[0], msg, timeout=10.0))
             if isinstance(outcome, CallDone):
+                more = outcome.reply.calls if isinstance(outcome.reply, m.MoreCalls) else ()
+                why = refused_call(more)
+                if why:
+                    self.log.warning("claim %s: the next calls in the answer to CallsDone are not run: %s", short, why)
+                elif more:
+                    relay.queue(more)
                 return True
             if outcome.refused:
                 self.log.warning("claim %s: the shadow refused CallsDone: %s", short, outcome.error)
@@ -257,7 +263,8 @@ class StartdService(DaemonService):
             self.log.info("claim %s: cannot deliver CallsDone yet: %s", short, outcome.error)
             return False
 
-        return LaneRelay(short, send, self.log)
+        relay = LaneRelay(short, send, self.log)
+        return relay
 
     def _do_queue_calls(self, action: QueueCalls) -> None:
         run = self.starters.get(action.claim_id)

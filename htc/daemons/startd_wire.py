@@ -52,8 +52,7 @@ from htc.daemons.startd_service_events import (
 )
 from htc.daemons.startd_slots import UnknownClaim
 from htc.errors import HTCError, UsageError
-from htc.executors.callfile import CALL_FILE
-from htc.executors.lane_frames import plain_name
+from htc.daemons.startd_lanes import refused_call
 from htc.wire import messages as m
 
 # Re-exported for importers (with the HOLD_* codes): the settings, events, actions and ad helpers live in
@@ -357,16 +356,10 @@ class StartdDaemon(JobReports, SlotAdvertising):
                 f"claim {short_claim_id(msg.claim_id)} on {slot} runs no call lane; activate one "
                 "(ActivateClaim with lane=True) or run the calls as jobs"))))
             return
-        for call in msg.calls:
-            bad = [name for name in call.files if not plain_name(name)]
-            size = sum(map(len, call.files.values()))
-            why = (f"file names must be plain names (no '/', not '.' or '..'): {bad}" if bad else
-                   f"it has no {CALL_FILE}" if CALL_FILE not in call.files else
-                   f"it carries {size} bytes, more than {m.MAX_LANE_CALL_BYTES}" if size > m.MAX_LANE_CALL_BYTES else
-                   None)
-            if why:
-                out.append(c.bad_request(e, f"RunCalls: call {call.job_id} refused (none queued): {why}"))
-                return
+        why = refused_call(msg.calls)
+        if why:
+            out.append(c.bad_request(e, f"RunCalls: {why} (none queued)"))
+            return
         out.append(QueueCalls(msg.claim_id, msg.calls))
         out.append(c.Reply(e.conn_id, m.Ack(detail=f"{len(msg.calls)} call(s) queued")))
 

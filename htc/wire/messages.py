@@ -575,10 +575,18 @@ class LaneResult(Record, frozen=True, omit_defaults=True):
     sys_cpu: Seconds = 0.0
 
 
+class MoreCalls(Message, frozen=True):
+    """Shadow -> startd, the answer to CallsDone: the lane's next calls, queued as RunCalls'
+    are (one message fewer per call). A call the lane already has is not queued again: the
+    answer to a CallsDone sent again repeats the calls of an answer that may have been lost."""
+
+    calls: tuple[LaneCall, ...] = ()
+
+
 class CallsDone(Message, frozen=True):
     """Startd -> shadow: calls of the lane on ``claim_id`` ended, in the order they ran."""
 
-    reply_type = Ack
+    reply_type = MoreCalls
     claim_id: NonEmpty
     results: tuple[LaneResult, ...]
 
@@ -640,7 +648,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     Submit, SubmitReply, QueryJobs, ActOnJobs, ActOnJobsReply, EditJobs, EditReply, Reschedule, SetUserPriority,
     GetResourceRequests, ResourceRequests, MatchNotify,
     RequestClaim, ClaimReply, ActivateClaim, ClaimKeepAlive, ReleaseClaim,
-    StarterUpdate, JobOutput, JobExited, RunCalls, CallsDone, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
+    StarterUpdate, JobOutput, JobExited, RunCalls, CallsDone, MoreCalls, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
 )
 
 AnyMessage = Union[MESSAGE_TYPES]  # type: ignore[valid-type]
