@@ -18,16 +18,16 @@ jobs run as ``nobody`` and use a system Python prepared as the tests do (tests/e
 ``pip install -e '.[benchmark]'`` adds dask/distributed for the dask column.
 
 Figures on the project's standard machine (2 shared cores, Firecracker VM; 2026-11-25, one
-run each, noisy -- treat differences under ~30 % as noise; over the day the same pool code
-measured 4.6-8 ms round trips as the VM's speed varied, see ProcessPoolExecutor's):
+run each, noisy -- treat differences under ~30 % as noise: four runs of the pool minutes apart
+measured 4.7-6.4 ms, 665-1,003 calls/s, 0.77-0.80 and 41,000-50,000 calls/s in batch):
 
 ==========================  ==========  ========  ========  ==========  ====  =========
 executor                    cold start  RTT ms    burst/s   CPU wall s  eff.  batch/s
 ==========================  ==========  ========  ========  ==========  ====  =========
-ProcessPoolExecutor(2)      0.011 s     0.22      13,647    2.07        0.97  782,067
-HTCExecutor local (2)       0.19 s      5.5       378       2.69        0.74  32,174
-HTCExecutor pool (2 cpus)   0.42 s      6.1       795       2.60        0.77  56,758
-dask LocalCluster (2x1)     0.70 s      10.4      440       2.86        0.70  460
+ProcessPoolExecutor(2)      0.011 s     0.20      16,245    2.05        0.98  879,790
+HTCExecutor local (2)       0.17 s      4.5       386       2.62        0.76  39,793
+HTCExecutor pool (2 cpus)   0.44 s      6.4       810       2.58        0.78  45,956
+dask LocalCluster (2x1)     0.66 s      10.4      459       2.92        0.68  472
 ==========================  ==========  ========  ========  ==========  ====  =========
 
 (Earlier the same day, before call lanes, the pool measured 20.4 ms, 68/s (200 calls), 5.24 s
@@ -37,7 +37,8 @@ negotiation cycle, 328 ms, 8/s, 30.4 s and 1,046/s.)
 The local backend's floor is one ``fork`` of a pre-imported zygote per call (about 3-4 ms on
 this VM). In the pool most calls run on *call lanes* (htc.daemons.schedd_lanes): a worker
 that stays up on a claimed slot gets each call over the wire and sends the result back the
-same way, so a call no longer pays for a starter, a sandbox, a cgroup or a fork. What is
+same way (the answer to each batch of results carries the next calls), so a call no longer
+pays for a starter, a sandbox, a cgroup or a fork. What is
 left of the round trip is the client's submit (pickle, the call's spool directory and file,
 one durable transaction and the SUBMIT event), the schedd's EXECUTE event and RunCalls, the
 worker, CallsDone, the schedd's commit, result file and TERMINATED event, and the client's
