@@ -417,8 +417,8 @@ class ScheddStatistics:
 _HANDLERS = {
     m.Submit: "_submit", m.QueryJobs: "_query", m.ActOnJobs: "_act", m.EditJobs: "_edit",
     m.Reschedule: "_reschedule", m.GetResourceRequests: "_resource_requests", m.MatchNotify: "_match",
-    m.StarterUpdate: "_starter_update", m.JobOutput: "_job_output", m.JobExited: "_job_exited", m.ReleaseClaim: "_claim_released",
-    m.CallsDone: "_calls_done",
+    m.StarterUpdate: "_starter_update", m.JobOutput: "_job_output", m.JobExited: "_job_exited",
+    m.ReleaseClaim: "_claim_released", m.CallsDone: "_calls_done",
 }
 
 

@@ -18,16 +18,17 @@ more than most calls do, so a claim that is to run a call becomes a *call lane* 
    ``RemoteHost`` and an EXECUTE event, as a shadow would), reads its input files and sends
    them in one :class:`~htc.wire.messages.RunCalls`. A lane of quick calls (under 100 ms)
    holds the next one too, and about 10 ms of work if that is more (up to 33 calls), so the
-   worker never waits for the wire -- but only while every other lane of its kind is busy too and its current call is
-   not running long, since a call sent to a lane can neither run elsewhere nor be cancelled.
+   worker never waits for the wire -- but only while every other lane of its kind is busy too
+   and its current call is not running long, since a call sent to a lane can neither run
+   elsewhere nor be cancelled.
 3. The startd answers with :class:`~htc.wire.messages.CallsDone` batches; the schedd's answer
    (:class:`~htc.wire.messages.MoreCalls`) carries the lane's next calls, so a lane that keeps
-   busy costs one message each way per batch. Each result's files
-   (``htc_result.pkl``, ...) and output go into the call's ``Iwd`` (as file transfer would
-   have put them), then the call ends exactly as a shadow's job ends -- usage, the job's own
-   ``on_exit`` policy and ``max_retries``, the TERMINATED event, history -- in one
-   transaction per batch, committed without an fsync of its own: the next durable commit (a
-   submit's) covers it, and a power cut before then runs those calls again.
+   busy costs one message each way per batch. Each result's files (``htc_result.pkl``, ...)
+   and output go into the call's ``Iwd`` (as file transfer would have put them), then the call
+   ends exactly as a shadow's job ends -- usage, the job's own ``on_exit`` policy and
+   ``max_retries``, the TERMINATED event, history -- in one transaction per batch, committed
+   without an fsync of its own: the next durable commit (a submit's) covers it, and a power
+   cut before then runs those calls again.
 4. A lane that runs dry lingers ``SCHEDD_CLAIM_LINGER`` seconds while nothing else is idle
    (the next submit of the same user runs on it at once); then, or at once when other jobs
    wait, the schedd vacates it, which ends the claim (other jobs get the slot through the
@@ -125,9 +126,10 @@ class Lane:
         """How many calls the lane should hold now.
 
         One, unless its calls are quick (under ``_QUICK_CALL``: then the next one too, and
-        about ``_AHEAD_SECONDS`` of them, so the worker never waits for the wire), every other lane of its kind is busy too (an idle lane takes
-        the next call instead) and the call it runs is not taking much longer than its pace (a
-        call queued behind a slow one could neither run elsewhere nor be cancelled).
+        about ``_AHEAD_SECONDS`` of them, so the worker never waits for the wire), every other
+        lane of its kind is busy too (an idle lane takes the next call instead) and the call it
+        runs is not taking much longer than its pace (a call queued behind a slow one could
+        neither run elsewhere nor be cancelled).
         """
         if self.pace is None or not others_busy or self.pace > _QUICK_CALL:
             return 1
@@ -237,18 +239,12 @@ class LaneHandling:
         """Give idle calls to the lanes that can run them: first one to each lane without
         one, then more to quick lanes (see :meth:`Lane.ahead`); a lane kept idle that none of
         the idle jobs fits ends, so that its slot can go to them (as a lingering claim would)."""
-        busy: dict[tuple, bool] = {}
-        for lane in self.lanes.values():
-            busy[lane.key] = busy.get(lane.key, True) and (bool(lane.in_flight) or not lane.active or lane.stopping)
         for prefetch in (False, True):
             for lane in list(self.lanes.values()):
                 claim = self.claims.get(lane.claim_id)
-                if claim is None or not self.lane_idle.get(lane.key) and lane.first is None:
+                if claim is None or (not self.lane_idle.get(lane.key) and lane.first is None):
                     continue
-                want = lane.ahead(now, busy.get(lane.key, True)) if prefetch else 1
-                self._feed_lane(lane, claim, now, out, want)
-                busy[lane.key] = all(bool(other.in_flight) or not other.active or other.stopping
-                                     for other in self.lanes.values() if other.key == lane.key)
+                self._feed_lane(lane, claim, now, out, self._ahead(lane, now) if prefetch else 1)
         lingering = [lane for lane in self.lanes.values()
                      if lane.idle_until is not None and not lane.in_flight and not lane.stopping]
         if lingering and self.queue.count("JobStatus == 1"):
@@ -410,8 +406,9 @@ class LaneHandling:
 
     @staticmethod
     def _lane_outputs(job, result: m.LaneResult) -> tuple[tuple[str, bytes], ...]:
-        files = sorted(((name, data) for name, data in result.files.items() if "/" not in name and name not in (".", "..")),
-                       key=lambda item: item[0] != _RESULT_FILE)  # the result first: it may take the call file's place
+        plain = ((name, data) for name, data in result.files.items() if "/" not in name and name not in (".", ".."))
+        # The result first: it may take the call file's place.
+        files = sorted(plain, key=lambda item: item[0] != _RESULT_FILE)
         for attr, data in (("Out", result.stdout), ("Err", result.stderr)):
             target = ul.literal(job, attr)
             if isinstance(target, str) and target and target != "/dev/null" and "/" not in target:
