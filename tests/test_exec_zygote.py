@@ -22,7 +22,7 @@ import pytest
 from htc.daemons import limits
 from htc.daemons.starter import Starter, StarterError, StarterSettings
 from htc.daemons.starter_zygote import ZygoteKey, ZygotePool
-from test_starter_zygote import gone, until
+from test_starter_zygote import gone, suspends_and_resumes, until
 
 ROOT = os.geteuid() == 0
 SETTINGS = StarterSettings()
@@ -178,14 +178,7 @@ def test_vacate_kill_and_suspend_reach_an_exec_zygote_job(dirs):
             assert starter.zygote_pid is not None
             box = starter.sandbox.path
             await until(lambda: (box / "count.txt").exists() and (box / "count.txt").read_text().strip())
-            starter.suspend()
-            await until(lambda: psutil.Process(starter.pid).status() == psutil.STATUS_STOPPED)
-            await asyncio.sleep(0.1)
-            before = (box / "count.txt").read_text()
-            await asyncio.sleep(0.3)
-            assert (box / "count.txt").read_text() == before
-            starter.resume()
-            await until(lambda: (box / "count.txt").read_text() != before)
+            await suspends_and_resumes(starter, box / "count.txt")
             killed = await starter.kill()
             starter = Starter(job(iwd, "polite.sh", WhenToTransferOutput="ON_EXIT_OR_EVICT"), execute, SETTINGS,
                               pool)

@@ -110,6 +110,18 @@ async def run(ad, execute, pool, settings=SETTINGS):
     return starter, await asyncio.wait_for(starter.wait(), 60)
 
 
+async def suspends_and_resumes(starter, counter) -> None:
+    """The job counting into ``counter`` stops counting while suspended and counts on after."""
+    starter.suspend()
+    await until(lambda: psutil.Process(starter.pid).status() == psutil.STATUS_STOPPED)
+    await asyncio.sleep(0.1)
+    before = counter.read_text()
+    await asyncio.sleep(0.3)
+    assert counter.read_text() == before
+    starter.resume()
+    await until(lambda: counter.read_text() != before)
+
+
 async def until(predicate, timeout=15.0):
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -207,13 +219,7 @@ def test_vacate_kill_and_suspend_reach_a_forked_job(world):
             assert starter.zygote_pid is not None
             box = starter.sandbox.path
             await until(lambda: (box / "count.txt").exists())
-            starter.suspend()
-            await until(lambda: psutil.Process(starter.pid).status() == psutil.STATUS_STOPPED)
-            before = (box / "count.txt").read_text()
-            await asyncio.sleep(0.3)
-            assert (box / "count.txt").read_text() == before
-            starter.resume()
-            await until(lambda: (box / "count.txt").read_text() != before)
+            await suspends_and_resumes(starter, box / "count.txt")
             killed = await starter.kill()
             # vacate: the job's SIGTERM handler runs and it leaves on its own
             starter = Starter(job(iwd, mods, "sleep handler", WhenToTransferOutput="ON_EXIT_OR_EVICT"), execute,

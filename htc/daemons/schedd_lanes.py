@@ -63,6 +63,8 @@ from htc.daemons import schedd_userlog as ul
 from htc.daemons.sandbox import split_list
 from htc.daemons.schedd_callfiles import WriteCallFiles
 from htc.daemons.schedd_calls import Call
+from htc.daemons.shadow import Shadow, ShadowState, parse_job_id
+from htc.executors.callfile import CALL_FILE, RESULT_FILE
 from htc.jobqueue import JobStatus
 from htc.jobqueue.ads import quote
 from htc.jobqueue.records import JobId
@@ -78,9 +80,6 @@ _KEY_ATTRS = ("Owner", "AccountingGroup", "Cmd", "Arguments", "Environment", "En
 #: features a lane does not provide; a call that asks for one runs on a starter of its own
 _CLASSIC_ONLY = ("AllowedExecuteDuration", "AllowedJobDuration", "StreamOut", "StreamErr", "TransferOutput",
                  "TransferOutputRemaps", "OutputDestination")
-#: the call's pickled function and arguments (htc.executors.callfile.CALL_FILE)
-_CALL_FILE = "htc_call.pkl"
-_RESULT_FILE = "htc_result.pkl"
 #: a lane whose worker could not start sends its key's calls to starters this long (s)
 _BROKEN_FOR = 60.0
 #: seconds of work a lane holds ahead of its worker (within 1 .. _MAX_AHEAD calls)
@@ -88,11 +87,6 @@ _AHEAD_SECONDS = 0.010
 _MAX_AHEAD = 32
 #: calls quicker than this (s) get the next one queued behind them
 _QUICK_CALL = 0.1
-
-
-def _job_id(text: str) -> JobId:
-    cluster, _, proc = text.partition(".")
-    return int(cluster), int(proc or 0)
 
 
 def lane_key(job) -> tuple | None:
@@ -355,13 +349,10 @@ class LaneHandling:
         if lane is None or claim is None:
             out.append(c.Reply(event.conn_id, m.MoreCalls()))  # results of a lane it no longer follows: dropped
             return
-        from htc.daemons.shadow import Shadow, ShadowState
-
         writes, events, repeated = [], {}, False
         with self.queue.transaction(durable=False):
             for result in msg.results:
-                cluster, _, proc = result.job_id.partition(".")
-                job_id = (int(cluster), int(proc or 0))
+                job_id = parse_job_id(result.job_id)
                 sent = lane.in_flight.pop(job_id, None)
                 if sent is None:
                     repeated = True  # a CallsDone sent again: our last answer may not have arrived
@@ -386,7 +377,7 @@ class LaneHandling:
                 if isinstance(iwd, str) and iwd:
                     # Gone from the queue: the call will not run again, its call file may go.
                     writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result),
-                                                 recycle=_CALL_FILE if again is None else None))
+                                                 recycle=CALL_FILE if again is None else None))
         # No fsync of its own: the next durable commit (the next submit's) covers these ends;
         # a power cut before it runs the calls again -- their results are files not fsynced
         # either -- while a crash of the schedd alone loses nothing (WAL).
@@ -397,8 +388,7 @@ class LaneHandling:
         # The answer brings the lane its next calls (one message, not a RunCalls and its Ack).
         # The startd sends one CallsDone at a time, so a fresh one means it had our last answer;
         # a repeated one may mean it did not: those calls go again (it runs none twice).
-        more = [call for call in lane.answered if self._job(_job_id(call.job_id)) is not None
-                and _job_id(call.job_id) in lane.in_flight] if repeated else []
+        more = [call for call in lane.answered if parse_job_id(call.job_id) in lane.in_flight] if repeated else []
         self._feed_lane(lane, claim, now, out, self._ahead(lane, now), into=more)  # or it runs dry
         lane.answered = more
         out.append(c.Reply(event.conn_id, m.MoreCalls(calls=tuple(more))))
@@ -408,7 +398,7 @@ class LaneHandling:
     def _lane_outputs(job, result: m.LaneResult) -> tuple[tuple[str, bytes], ...]:
         plain = ((name, data) for name, data in result.files.items() if "/" not in name and name not in (".", ".."))
         # The result first: it may take the call file's place.
-        files = sorted(plain, key=lambda item: item[0] != _RESULT_FILE)
+        files = sorted(plain, key=lambda item: item[0] != RESULT_FILE)
         for attr, data in (("Out", result.stdout), ("Err", result.stderr)):
             target = ul.literal(job, attr)
             if isinstance(target, str) and target and target != "/dev/null" and "/" not in target:

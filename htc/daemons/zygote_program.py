@@ -140,16 +140,20 @@ def zygote_main(sock_fd, module):
                 resource.setrlimit(which, (value, value))
         os.umask(msg["umask"])
 
+    def detach():
+        """In a new child: a session of its own, killed with the zygote, no wake-up fd."""
+        os.setsid()
+        if prctl is not None:
+            prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != me:
+            os._exit(1)
+        signal.set_wakeup_fd(-1)
+
     def child(msg, fds, gate_r):
         code = 1
         interrupted = False
         try:
-            os.setsid()
-            if prctl is not None:
-                prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-            if os.getppid() != me:
-                os._exit(1)
-            signal.set_wakeup_fd(-1)
+            detach()
             for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
                 signal.signal(sig, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -218,12 +222,7 @@ def zygote_main(sock_fd, module):
     def exec_child(msg, fds, gate_r, report_w):
         stage = "prepare"
         try:
-            os.setsid()
-            if prctl is not None:
-                prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-            if os.getppid() != me:
-                os._exit(1)
-            signal.set_wakeup_fd(-1)
+            detach()
             # What Python ignores at startup, and what the zygote ignores, must not reach the job
             # (ignored signals survive exec); subprocess resets the same ones.
             for name in ("SIGCHLD", "SIGTERM", "SIGHUP", "SIGINT", "SIGPIPE", "SIGXFZ", "SIGXFSZ"):
