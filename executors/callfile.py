@@ -3,8 +3,11 @@
 A function job's sandbox holds (names fixed, so the submit side and the worker agree):
 
 =========================  ===============================================================
-``htc_call.pkl``           the call: a header, then ``(fn, args, kwargs)`` pickled
-``htc_parent_<id>.pkl``    the result file of each parent call whose future was an argument
+``htc_call.pkl``           the call: a header, then ``(fn, args, kwargs)`` pickled; or
+``<call id>.call``         the same, named after the call (a call whose files share the
+                           session's ``calls/`` directory with the others'; see
+                           :mod:`htc.executors.spool`)
+``<parent id>.result``     the result file of each parent call whose future was an argument
 ``htc_checkpoint.pkl``     the latest ``htc.checkpoint(state)`` (brought back on a restart)
 ``htc_result.pkl``         the outcome: a header, then the value or exception pickled
 =========================  ===============================================================
@@ -24,6 +27,7 @@ import dataclasses
 import json
 import os
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +36,8 @@ from htc.errors import PeerError
 
 __all__ = [
     "CALL_FILE", "CHECKPOINT_FILE", "RESULT_FILE", "CallFileError", "CallHeader", "ResultHeader",
-    "parent_file", "read_call", "read_result", "write_atomic", "write_call", "write_result",
+    "call_file_in", "is_call_file", "parent_file", "read_call", "read_result", "write_atomic", "write_call",
+    "write_result",
 ]
 
 CALL_FILE = "htc_call.pkl"
@@ -43,9 +48,34 @@ _RESULT_MAGIC = b"HTCrslt1"
 _LEN = struct.Struct(">I")
 
 
+#: how a call file named after its call ends
+CALL_SUFFIX = ".call"
+
+
 def parent_file(call_id: str) -> str:
-    """The sandbox name of parent call ``call_id``'s result."""
-    return f"htc_parent_{call_id}.pkl"
+    """The sandbox name of parent call ``call_id``'s result (its name in a shared ``calls/``)."""
+    return f"{call_id}.result"
+
+
+def is_call_file(name: str) -> bool:
+    """True for the name of a call file: ``htc_call.pkl`` or ``<call id>.call``."""
+    return name == CALL_FILE or (name.endswith(CALL_SUFFIX) and len(name) > len(CALL_SUFFIX))
+
+
+def call_file_in(names: Iterable[str], where: str = "the sandbox") -> str:
+    """The one call file among ``names``.
+
+    Raises:
+        CallFileError: there is none, or more than one.
+    """
+    found = sorted(n for n in names if is_call_file(n))
+    if not found:
+        raise CallFileError(f"the call file is missing from {where} (no {CALL_FILE} or <call id>{CALL_SUFFIX}); "
+                            "the job's input was not transferred")
+    if len(found) > 1:
+        raise CallFileError(f"{where} holds {len(found)} call files ({', '.join(found)}); a function job "
+                            "runs exactly one")
+    return found[0]
 
 
 class CallFileError(PeerError):

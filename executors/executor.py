@@ -407,7 +407,7 @@ class HTCExecutor(Executor):
             # after still leaves it to a later attach (a waiting call needs its call file too).
             with self._journal_lock:
                 if spec.parents:
-                    self._spool.prepare(call_id, spec.data, ())
+                    self._spool.prepare(call_id, spec.data, (), options)
                 self._spool.record([{"op": "call", "id": call_id, "label": label, "parents": list(spec.parents),
                                      "options": options_to_json(options)}])
         with self._lock:

@@ -11,8 +11,8 @@ At start the lane moves the channel off fd 0 (a call's subprocesses must not inh
 points fd 0 at ``/dev/null``. Then, per :class:`~htc.executors.lane_frames.CallFrame`:
 
 1. Empty ``htc_lane_call/`` in the sandbox (one directory, reused) and write the call's files
-   into it (``htc_parent_<id>.pkl``, the caller's input files; ``htc_call.pkl`` goes to the
-   worker as bytes); make it the current directory.
+   into it (``<parent id>.result``, the caller's input files; the call file, ``htc_call.pkl``
+   or ``<call id>.call``, goes to the worker as bytes); make it the current directory.
 2. Point fds 1 and 2 at ``.htc_lane_stdout`` / ``.htc_lane_stderr`` in the sandbox, emptied
    for each call, so what the call prints -- from Python or from C -- is its own.
 3. Run it with :func:`htc.executors.worker.run`, which hands back the bytes of
@@ -109,13 +109,18 @@ class Lane:
     def run(self, call: CallFrame) -> ResultFrame:
         """Run one call (see the module docstring) and say how it ended."""
         bad = [name for name in call.files if not plain_name(name)]
-        if bad or cf.CALL_FILE not in call.files:
-            why = f"file names must be plain names: {bad}" if bad else f"the call has no {cf.CALL_FILE}"
+        why, call_file = (f"file names must be plain names: {bad}" if bad else None), ""
+        if why is None:
+            try:
+                call_file = cf.call_file_in(call.files, "the call")
+            except cf.CallFileError as exc:
+                why = str(exc)
+        if why is not None:
             return ResultFrame(worker.EXIT_ERROR, {}, b"", f"htc lane: {why}\n".encode(), time.time(), time.time(),
                                0.0, 0.0)
         self._empty()
         # (the call file goes to the worker as bytes: one file less to write and remove per call)
-        inputs = {name: self._write(name, data) for name, data in call.files.items() if name != cf.CALL_FILE}
+        inputs = {name: self._write(name, data) for name, data in call.files.items() if name != call_file}
         os.chdir(self.dir)
         for stream in (sys.stdout, sys.stderr):
             _flush(stream)
@@ -127,7 +132,7 @@ class Lane:
         results: list[bytes] = []
         started = time.time()
         try:
-            code = worker.run(self.dir, call_data=call.files[cf.CALL_FILE], result_sink=results.append)
+            code = worker.run(self.dir, call_data=call.files[call_file], result_sink=results.append)
         except Exception:  # noqa: BLE001 - the lane outlives a call that broke the worker itself
             traceback.print_exc()
             code = worker.EXIT_ERROR

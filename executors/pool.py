@@ -5,19 +5,23 @@ Theory of operation
 **Jobs.** Calls with the same options share one *template*: the job ad condor_submit would
 build for ``universe = python`` running ``python -m htc.executors.worker``, made once per
 option set by :class:`htc.submit.Submit` (so defaults, ``Requirements``, ``max_retries`` and
-every other rule are condor_submit's own). Each call adds a small proc ad: its ``Iwd`` (the
-call's directory in the session spool), its ``TransferInput`` (the call file, its parents'
-results, the caller's ``transfer_input_files``) and ``HTCCallId``/``HTCFunction``. A batch of
-calls with the same options is one ``Submit`` message -- one cluster, one transaction in the
-schedd's queue. The execute side gets its input from the starter and sends ``htc_result.pkl``
-back with the rest of the sandbox's new files; nothing on an execute node talks to the client.
+every other rule are condor_submit's own). Each call adds a small proc ad: its
+``TransferInput`` (the call file, its parents' results, the caller's
+``transfer_input_files``), ``HTCCallId``/``HTCFunction``, and where its files go. Most calls
+share the session's ``calls/`` (the cluster's ``Iwd``) with files named after the call:
+``Out``/``Err`` ``<id>.out``/``<id>.err`` and ``TransferOutputRemaps`` naming the result
+``<id>.result``; a call with ``transfer_output_files`` or ``checkpoint=True`` has an ``Iwd`` of
+its own (:mod:`htc.executors.spool`). A batch of calls with the same options is one
+``Submit`` message -- one cluster, one transaction in the schedd's queue. The execute side
+gets its input from the starter and sends ``htc_result.pkl`` back with the rest of the
+sandbox's new files; nothing on an execute node talks to the client.
 
 **Watching.** Every job of a session writes the session's event log (``jobs.log`` in the
 spool, the ``log`` submit command); :meth:`PoolBackend.poll` follows it with
 :class:`~htc.eventlog.EventLogReader` and turns each event into a
 :class:`~htc.executors.backend.JobUpdate` (execute -> started, evicted -> evicted or, for a
-``max_retries`` requeue, requeued, terminated -> the result file read from the call's
-directory, held -> a failure or an automatic release, aborted -> removed). Looking at a file
+``max_retries`` requeue, requeued, terminated -> the call's result file read from the
+spool, held -> a failure or an automatic release, aborted -> removed). Looking at a file
 costs a ``stat``; on Linux an inotify watch (:mod:`htc.executors.filewatch`) wakes the poll the
 moment the schedd writes the log, and looks every 200 ms only as a safety net; without a watch
 the poll looks 2 ms after any activity, backing off to 200 ms.
@@ -266,6 +270,7 @@ class PoolBackend:
         from htc.eventlog import EventLogReader
 
         self.spool = spool
+        spool.flat = True  # most calls' files share calls/ (see htc.executors.spool)
         self._named = named
         self._transport, self.home = _transport_for(self.pool)
         self._io = _IOThread(f"htc-pool-io-{spool.name}")
@@ -458,14 +463,21 @@ class PoolBackend:
 
     def _proc_ad(self, spec: CallSpec) -> str:
         assert self.spool is not None
-        where = self.spool.prepare(spec.call_id, spec.data, spec.parents)
-        inputs = [cf.CALL_FILE, *(cf.parent_file(p) for p in spec.parents)]
-        if spec.options.checkpoint:
-            (where / cf.CHECKPOINT_FILE).touch()  # empty until the call checkpoints; comes back on eviction
-            inputs.append(cf.CHECKPOINT_FILE)
+        call_file = self.spool.prepare(spec.call_id, spec.data, spec.parents, spec.options)
+        inputs = [call_file.name, *(cf.parent_file(p) for p in spec.parents)]
+        attrs = {"HTCCallId": quote(spec.call_id), "HTCFunction": quote(spec.label)}
+        if call_file.name == cf.CALL_FILE:  # a directory of its own
+            where = call_file.parent
+            if spec.options.checkpoint:
+                (where / cf.CHECKPOINT_FILE).touch()  # empty until the call checkpoints; comes back on eviction
+                inputs.append(cf.CHECKPOINT_FILE)
+            attrs["Iwd"] = quote(str(where))
+        else:  # its files in the cluster's Iwd, calls/, named after it
+            attrs.update(Out=quote(self.spool.output_path(spec.call_id, "stdout").name),
+                         Err=quote(self.spool.output_path(spec.call_id, "stderr").name),
+                         TransferOutputRemaps=quote(f"{cf.RESULT_FILE}={self.spool.result_path(spec.call_id).name}"))
         inputs += [os.path.abspath(f) for f in spec.options.transfer_input_files]
-        attrs = {"Iwd": quote(str(where)), "TransferInput": quote(",".join(inputs)),
-                 "HTCCallId": quote(spec.call_id), "HTCFunction": quote(spec.label)}
+        attrs["TransferInput"] = quote(",".join(inputs))
         return "[ " + "; ".join(f"{k} = {v}" for k, v in attrs.items()) + " ]"
 
     def _submit_cluster(self, cluster_ad: str, procs: tuple[str, ...], specs: list[CallSpec]) -> list[str]:
@@ -699,7 +711,7 @@ class PoolBackend:
 
     # --- Backend: introspection ---------------------------------------------------------------------------
     def output(self, call_id: str, stream: str) -> Path:
-        """Where the call's output arrives (the call's directory, its job's Iwd)."""
+        """Where the call's output arrives (in its job's Iwd)."""
         assert self.spool is not None
         return self.spool.output_path(call_id, stream)
 
@@ -774,7 +786,7 @@ class PoolBackend:
                 self._job_of[call_id] = job_id
             else:
                 try:
-                    data = (self.spool.call_dir(call_id) / cf.CALL_FILE).read_bytes()
+                    data = self.spool.call_path(call_id).read_bytes()
                 except FileNotFoundError:
                     data = None
             out.append(RecoveredCall(call_id, entry["label"], job_id, tuple(entry.get("parents", ())), options,

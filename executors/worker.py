@@ -5,11 +5,12 @@ it in the job's sandbox; the local backend's zygote calls :func:`run` in a forke
 
 Theory of operation
 -------------------
-1. Read ``htc_call.pkl`` (:mod:`htc.executors.callfile`). Its header is plain JSON, so the
+1. Read the call file, ``htc_call.pkl`` or ``<call id>.call`` (:mod:`htc.executors.callfile`;
+   the sandbox holds exactly one). Its header is plain JSON, so the
    versions recorded at submit time are compared with this interpreter's *before* anything
    is unpickled; a mismatch ends the call with a :class:`VersionMismatch` naming each one.
 2. Unpickle ``(fn, args, kwargs)``; every future that was an argument is replaced by its
-   parent's value, read from ``htc_parent_<id>.pkl``.
+   parent's value, read from ``<parent id>.result``.
 3. Install the checkpoint context: ``htc.resume()`` returns what ``htc_checkpoint.pkl``
    holds, if an earlier run left one; a :class:`~htc.executors.checkpointing.Checkpointable`
    callable gets it through ``set_checkpoint``.
@@ -144,7 +145,7 @@ def run(sandbox: Path | str = ".", *, call_data: bytes | None = None,
     out = _Outcome("?", "cloudpickle", started)
     try:
         if call_data is None:
-            header, payload = cf.read_call(sandbox / cf.CALL_FILE)
+            header, payload = cf.read_call(sandbox / cf.call_file_in(os.listdir(sandbox), str(sandbox)))
         else:
             header, payload = cf.unpack_call(call_data)
         out = _Outcome(header.call_id, header.serializer, started)

@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from executor_contract import double, gate, wait_for
-from executor_jobs import chatty, combine, flaky, stepper, talk_slowly, value_of
+from executor_jobs import chatty, combine, flaky, stepper, talk_slowly, value_of, write_and_return
 from executor_pool import ExecutorPool
 from htc.classad import ClassAd
 from htc.executors import (
@@ -124,6 +124,21 @@ def test_dependencies_and_retries_run_through_the_schedd(ex, scratch):
     dependant = ex.submit(value_of, broken)
     with pytest.raises(DependencyFailed, match="RuntimeError"):
         dependant.result(timeout=120)
+
+
+def test_calls_share_the_calls_directory_unless_they_need_one_of_their_own(ex):
+    calls = ex._spool.calls
+    first = ex.submit(combine, 1, 2)  # files named after the call, in calls/
+    own = ex.options(transfer_output_files=["made.txt"]).submit(write_and_return, "made.txt", first)
+    last = ex.submit(combine, own, 10)
+    assert last.result(timeout=120) == 13 and own.stdout == "wrote made.txt\n"
+    assert not (calls / first.call_id).exists() and not (calls / last.call_id).exists()
+    assert {p.name for p in calls.glob(f"{first.call_id}.*")} == {f"{first.call_id}.result"}  # its call file became it
+    assert (calls / f"{last.call_id}.result").exists()
+    # A call with transfer_output_files gets a directory, where its files come back.
+    assert (calls / own.call_id / "made.txt").read_text() == "made for 3\n"
+    assert (calls / own.call_id / f"{first.call_id}.result").exists()  # its parent's result, as an input
+    assert (calls / f"{own.call_id}.result").exists()  # and its own result where a flat child reads it
 
 
 def test_infrastructure_failures_are_retried_and_shown_as_a_status(ex, pool, scratch):

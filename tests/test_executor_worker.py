@@ -100,7 +100,7 @@ def test_a_missing_call_file_is_reported_in_the_result(tmp_path):
     done = run_worker(tmp_path)
     assert done.returncode == EXIT_ERROR
     _, exc = outcome(tmp_path)
-    assert isinstance(exc, cf.CallFileError) and "missing" in str(exc)
+    assert isinstance(exc, cf.CallFileError) and "call file is missing" in str(exc)
 
 
 def test_an_unpicklable_exception_comes_back_as_a_stand_in(tmp_path):
@@ -238,3 +238,15 @@ def test_result_files_are_checked_for_damage(tmp_path):
     with pytest.raises(cf.CallFileError, match="not an htc result file"):
         cf.read_result(path)
     assert os.path.exists(path)
+
+
+def test_a_call_file_named_after_its_call_is_found_and_two_are_refused(tmp_path):
+    write_call(tmp_path, pow, 3, 2)
+    (tmp_path / cf.CALL_FILE).rename(tmp_path / "4d-7.call")  # a call from a session's shared calls/
+    done = run_worker(tmp_path)
+    assert done.returncode == EXIT_VALUE, done.stderr
+    assert outcome(tmp_path)[1] == 9
+    write_call(tmp_path, pow, 3, 3)
+    assert run_worker(tmp_path).returncode == EXIT_ERROR
+    _, exc = outcome(tmp_path)
+    assert isinstance(exc, cf.CallFileError) and "2 call files (4d-7.call, htc_call.pkl)" in str(exc)

@@ -145,6 +145,9 @@ def test_a_dependency_is_read_from_its_parent_file_and_inputs_are_there(lane):
     # The call ran in its own directory holding exactly its inputs: nothing left from the call before.
     assert outcome(result)[1] == ["input.csv", "new.txt"]
     assert result.files["new.txt"] == b"made by the call" and "input.csv" not in result.files
+    # A call file named after its call (the pool backend's shared calls/) is the call, not an input.
+    result = lane.call({"4d-2.call": call_bytes(make_file, "x.txt"), "p9.result": b"unused"})
+    assert result.exit_code == EXIT_VALUE and outcome(result)[1] == ["p9.result", "x.txt"]
 
 
 def test_a_version_mismatch_is_an_error_without_running_the_call(lane):

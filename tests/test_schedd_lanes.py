@@ -285,3 +285,26 @@ def test_the_result_is_written_first_and_reuses_the_call_file_only_once_the_job_
     assert retry.recycle is None and retry.files[0][0] == "htc_result.pkl"  # it runs again: keep the call
     [last] = [a for a in done(h, claim_id, "1.0") if isinstance(a, WriteCallFiles)]
     assert last.recycle == "htc_call.pkl" and last.files[0][0] == "htc_result.pkl"
+
+
+def test_a_call_named_after_itself_gets_its_outputs_renamed_as_its_remaps_say(h):
+    # The pool backend's calls share calls/: the call file, result and output carry the call's id.
+    _FILES["/work/7f-3.call"] = b"CALL"
+    h.submit(job('+HTCLane = true\ntransfer_input_files = 7f-3.call\noutput = 7f-3.out\nerror = 7f-3.err\n'
+                 'transfer_output_remaps = "htc_result.pkl=7f-3.result"\n'))
+    claim_id, [run] = start_lane(h)
+    assert [(call.job_id, sorted(call.files)) for call in run.calls] == [("1.0", ["7f-3.call"])]
+    [write] = [a for a in done(h, claim_id, "1.0") if isinstance(a, WriteCallFiles)]
+    assert write.recycle == "7f-3.call"  # its inode becomes the result's
+    assert dict(write.files) == {"7f-3.result": b"R1.0", "7f-3.out": b"out 1.0", "7f-3.err": b""}
+    assert write.files[0][0] == "7f-3.result"
+
+
+def test_remaps_a_lane_cannot_apply_send_the_call_to_a_starter():
+    for remaps in ("htc_result.pkl=sub/r.pkl", "htc_result.pkl"):
+        h = Harness()
+        h.core.read_input = _read
+        h.start()
+        h.submit(lane_job(f'transfer_output_remaps = "{remaps}"\n'))
+        [activate] = h.calls(m.ActivateClaim, h.grant(h.match()))
+        assert activate.msg.lane is False, remaps

@@ -60,11 +60,12 @@ from dataclasses import dataclass, field
 
 from htc.daemons import core as c
 from htc.daemons import schedd_userlog as ul
-from htc.daemons.sandbox import split_list
+from htc.daemons.sandbox import TransferError, parse_remaps, split_list
 from htc.daemons.schedd_callfiles import WriteCallFiles
 from htc.daemons.schedd_calls import Call
 from htc.daemons.shadow import Shadow, ShadowState, parse_job_id
-from htc.executors.callfile import CALL_FILE, RESULT_FILE
+from htc.executors.callfile import RESULT_FILE, is_call_file
+from htc.executors.lane_frames import plain_name
 from htc.jobqueue import JobStatus
 from htc.jobqueue.ads import quote
 from htc.jobqueue.records import JobId
@@ -79,7 +80,7 @@ _KEY_ATTRS = ("Owner", "AccountingGroup", "Cmd", "Arguments", "Environment", "En
               "RequestMemory", "RequestDisk", "RequestGpus", "Requirements", "HTCSession")
 #: features a lane does not provide; a call that asks for one runs on a starter of its own
 _CLASSIC_ONLY = ("AllowedExecuteDuration", "AllowedJobDuration", "StreamOut", "StreamErr", "TransferOutput",
-                 "TransferOutputRemaps", "OutputDestination")
+                 "OutputDestination")
 #: a lane whose worker could not start sends its key's calls to starters this long (s)
 _BROKEN_FOR = 60.0
 #: seconds of work a lane holds ahead of its worker (within 1 .. _MAX_AHEAD calls)
@@ -97,7 +98,21 @@ def lane_key(job) -> tuple | None:
         value = ul.literal(job, name)
         if value not in (None, False, ""):
             return None
+    if output_remaps(job) is None:
+        return None
     return tuple(job.get(name) for name in _KEY_ATTRS)
+
+
+def output_remaps(job) -> dict[str, str] | None:
+    """The job's ``TransferOutputRemaps`` when a lane can apply them: plain names renamed to
+    plain names in the ``Iwd`` (None: remaps a lane leaves to the starter's file transfer)."""
+    try:
+        remaps = parse_remaps(ul.literal(job, "TransferOutputRemaps"))
+    except TransferError:
+        return None
+    if not all(plain_name(k) and plain_name(v) for k, v in remaps.items()):
+        return None
+    return remaps
 
 
 @dataclass(eq=False)
@@ -377,7 +392,7 @@ class LaneHandling:
                 if isinstance(iwd, str) and iwd:
                     # Gone from the queue: the call will not run again, its call file may go.
                     writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result),
-                                                 recycle=CALL_FILE if again is None else None))
+                                                 recycle=self._call_file(job) if again is None else None))
         # No fsync of its own: the next durable commit (the next submit's) covers these ends;
         # a power cut before it runs the calls again -- their results are files not fsynced
         # either -- while a crash of the schedd alone loses nothing (WAL).
@@ -395,10 +410,16 @@ class LaneHandling:
         self._feed_lanes(now, out)
 
     @staticmethod
+    def _call_file(job) -> str | None:
+        names = [os.path.basename(source) for source in split_list(ul.literal(job, "TransferInput"))]
+        return next((name for name in names if is_call_file(name)), None)
+
+    @staticmethod
     def _lane_outputs(job, result: m.LaneResult) -> tuple[tuple[str, bytes], ...]:
-        plain = ((name, data) for name, data in result.files.items() if "/" not in name and name not in (".", ".."))
-        # The result first: it may take the call file's place.
-        files = sorted(plain, key=lambda item: item[0] != RESULT_FILE)
+        remaps = output_remaps(job) or {}
+        plain = sorted(((name, data) for name, data in result.files.items() if plain_name(name)),
+                       key=lambda item: item[0] != RESULT_FILE)  # the result first: it may take the call file's place
+        files = [(remaps.get(name, name), data) for name, data in plain]
         for attr, data in (("Out", result.stdout), ("Err", result.stderr)):
             target = ul.literal(job, attr)
             if isinstance(target, str) and target and target != "/dev/null" and "/" not in target:

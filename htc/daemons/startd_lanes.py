@@ -38,7 +38,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import msgspec
 
-from htc.executors.callfile import CALL_FILE
+from htc.executors.callfile import CALL_FILE, is_call_file
 from htc.executors.lane_frames import HEADER, MAX_FRAME, CallFrame, ResultFrame, frame, plain_name
 from htc.wire import messages as m
 
@@ -60,7 +60,7 @@ def refused_call(calls: Iterable[m.LaneCall]) -> str | None:
         bad = [name for name in call.files if not plain_name(name)]
         size = sum(map(len, call.files.values()))
         why = (f"file names must be plain names (no '/', not '.' or '..'): {bad}" if bad else
-               f"it has no {CALL_FILE}" if CALL_FILE not in call.files else
+               f"it needs exactly one call file ({CALL_FILE} or <call id>.call)" if sum(map(is_call_file, call.files)) != 1 else
                f"it carries {size} bytes, more than {m.MAX_LANE_CALL_BYTES}" if size > m.MAX_LANE_CALL_BYTES else
                None)
         if why:
