@@ -3,19 +3,22 @@
 The pool backend follows its session's event log, which the schedd appends to as the jobs
 move. Looking (a ``stat``) every 2 ms costs CPU while nothing happens; backing off to 200 ms
 adds up to 200 ms to a call's round trip. :class:`FileWatch` removes the trade-off where the
-kernel can tell: on Linux it asks inotify about the file's directory and calls ``on_change``
-from a small daemon thread the moment the file is written or created; elsewhere (or when
-inotify is unavailable, e.g. out of watches) it does nothing and the caller's polling, which
+kernel can tell: on Linux it asks inotify about the file's directory, and the waiting thread
+itself (:meth:`FileWatch.wait`; the pool backend's dispatcher) or a small daemon thread of the
+watch's own (``on_change``) wakes the moment the file is written or created; elsewhere (or when
+inotify is unavailable, e.g. out of watches) nothing tells, and the caller's polling, which
 stays in place as the fallback, finds the change.
 
 Theory of operation
 -------------------
 ``inotify_init1`` gives a file descriptor; ``inotify_add_watch`` on the *directory* (the file
 may not exist yet) for ``IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE`` makes the
-kernel queue an event whenever an entry of it changes. The thread blocks in ``select`` on that
-descriptor and a self-pipe; each readable batch is read whole and, when one of its events names
-the watched file, ``on_change()`` runs once. :meth:`close` writes the self-pipe, joins the
-thread and closes both.
+kernel queue an event whenever an entry of it changes. A wait is a ``select`` on that
+descriptor and a self-pipe (:meth:`FileWatch.wake` writes it, from any thread); each readable
+batch is read whole and ends the wait when one of its events names the watched file. Waiting
+in the thread that acts on the change saves a thread hand-off per change, which on a small VM
+costs more than reading the change. :meth:`close` writes the self-pipe, joins the thread (if
+any) and closes both.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import select
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,17 +62,21 @@ _LIBC = _libc()
 
 
 class FileWatch:
-    """Calls ``on_change()`` (from its own thread) whenever ``path`` is written or created.
+    """Tells when ``path`` is written or created: :meth:`wait` blocks the calling thread until it
+    is (or :meth:`wake` is called), or, given ``on_change``, a thread of its own calls that.
 
-    ``active`` is False when the platform cannot watch; then nothing is ever called.
+    ``active`` is False when the platform cannot watch; then :meth:`wait` only times out or
+    wakes, and ``on_change`` is never called.
     """
 
-    def __init__(self, path: str | os.PathLike, on_change: Callable[[], None]):
+    def __init__(self, path: str | os.PathLike, on_change: Callable[[], None] | None = None):
         self.path = Path(path)
         self.on_change = on_change
         self.active = False
+        self._closing = False
         self._fd = -1
-        self._wake_r = self._wake_w = -1
+        self._name = os.fsencode(self.path.name)
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._thread: threading.Thread | None = None
         if _LIBC is None:
             return
@@ -80,29 +88,47 @@ class FileWatch:
             os.close(fd)
             return
         self._fd = fd
-        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self.active = True
-        self._thread = threading.Thread(target=self._run, name=f"htc-filewatch-{self.path.name}", daemon=True)
-        self._thread.start()
+        if on_change is not None:
+            self._thread = threading.Thread(target=self._run, name=f"htc-filewatch-{self.path.name}", daemon=True)
+            self._thread.start()
 
-    def _run(self) -> None:
-        name = os.fsencode(self.path.name)
+    def wait(self, timeout: float | None) -> bool:
+        """Block until the file changes or :meth:`wake` is called (True), or ``timeout`` s pass
+        (False). Changes to other entries of the directory do not end the wait."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        fds = [self._wake_r, self._fd] if self._fd >= 0 else [self._wake_r]
         while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                ready, _, _ = select.select([self._fd, self._wake_r], [], [])
+                ready, _, _ = select.select(fds, [], [], left)
             except (OSError, ValueError):
-                return
+                return True  # closed under us
+            if not ready:
+                return False
             if self._wake_r in ready:
-                return
+                with contextlib.suppress(OSError):
+                    while os.read(self._wake_r, 4096):
+                        pass
+                return True
             try:
                 data = os.read(self._fd, 64 * 1024)
             except BlockingIOError:
                 continue
             except OSError:
-                return
-            if self._names(data, name):
-                with contextlib.suppress(Exception):  # a watcher must not die of its listener's bug
-                    self.on_change()
+                return True
+            if self._names(data, self._name):
+                return True
+
+    def wake(self) -> None:
+        """End a :meth:`wait` now (or the next one, if none is waiting); from any thread."""
+        with contextlib.suppress(OSError):  # a full pipe is a wake already pending
+            os.write(self._wake_w, b"x")
+
+    def _run(self) -> None:
+        while self.wait(None) and not self._closing:
+            with contextlib.suppress(Exception):  # a watcher must not die of its listener's bug
+                self.on_change()
 
     @staticmethod
     def _names(data: bytes, name: bytes) -> bool:
@@ -117,16 +143,17 @@ class FileWatch:
 
     def close(self) -> None:
         """Stop watching (idempotent)."""
-        if not self.active:
+        if self._closing:
             return
+        self._closing = True
         self.active = False
-        with contextlib.suppress(OSError):
-            os.write(self._wake_w, b"x")
+        self.wake()
         if self._thread is not None:
             self._thread.join(timeout=5)
         for fd in (self._fd, self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
         self._fd = self._wake_r = self._wake_w = -1
 
     def __enter__(self) -> FileWatch:

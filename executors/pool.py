@@ -73,7 +73,9 @@ from htc.executors.options import CallOptions
 from htc.executors.spool import Spool, options_from_json
 from htc.executors.status import CallEvent
 from htc.executors.worker import EXIT_ERROR, EXIT_EXCEPTION, EXIT_VALUE
+from htc.wire import blocking
 from htc.wire import messages as m
+from htc.wire.blocking import BlockingConnection
 from htc.wire.errors import ConnectionClosed, DaemonUnreachable, RemoteError, RequestTimeout
 from htc.wire.transport import Transport, UnixTransport
 
@@ -209,6 +211,9 @@ class PoolBackend:
         self._io: _IOThread | None = None
         self._conn = None
         self._req_lock: asyncio.Lock | None = None
+        self._blocking: BlockingConnection | None = None
+        self._blocking_ok = True  # False: the transport has no blocking form (requests go through _io)
+        self._blocking_lock = threading.Lock()
         self._jobs: dict[str, _Job] = {}
         self._job_of: dict[str, str] = {}
         self._templates: dict[int, tuple[CallOptions, dict[str, str]]] = {}
@@ -240,6 +245,19 @@ class PoolBackend:
                 await conn.aclose()
                 raise
 
+    def _request_once(self, msg: m.Message, timeout: float) -> m.Message:
+        # A blocking socket in the calling thread where the transport has one (a Unix socket):
+        # going through the I/O thread's loop costs two thread hand-offs per request.
+        if self._blocking_ok:
+            with self._blocking_lock:
+                if self._blocking is None or self._blocking.closed:
+                    self._blocking = blocking.connect(self._transport, self.schedd, timeout=timeout)
+                    self._blocking_ok = self._blocking is not None
+                if self._blocking is not None:
+                    return self._blocking.request(msg, timeout=timeout)
+        assert self._io is not None
+        return self._io.call(self._request_async(msg, timeout), timeout + 5)
+
     def _request(self, msg: m.Message, *, timeout: float = 30.0, retry: bool = True) -> m.Message:
         """One request to the schedd; transient failures are retried until ``lost_after``."""
         assert self._io is not None
@@ -247,7 +265,7 @@ class PoolBackend:
         delay = 0.05
         while True:
             try:
-                reply = self._io.call(self._request_async(msg, timeout), timeout + 5)
+                reply = self._request_once(msg, timeout)
                 self._failing_since = None
                 return reply
             except _TRANSIENT as exc:
@@ -282,7 +300,7 @@ class PoolBackend:
             raise ScheddLost(f"no schedd answers in the pool at {where}: {exc}; 'htc pool status' shows which daemons "
                              "run (HTCExecutor(backend='local') runs calls without a pool)") from exc
         self._reader = EventLogReader(self._log_path())
-        self._watch = FileWatch(self._log_path(), self._woken.set)
+        self._watch = FileWatch(self._log_path())  # poll() waits on it: no thread hand-off
 
     def _log_path(self) -> Path:
         assert self.spool is not None
@@ -305,6 +323,10 @@ class PoolBackend:
             if self._watch is not None:
                 self._watch.close()
                 self._watch = None
+            with self._blocking_lock:
+                if self._blocking is not None:
+                    self._blocking.close()
+                    self._blocking = None
             if self._io is not None:
                 if self._conn is not None:
                     try:
@@ -511,6 +533,9 @@ class PoolBackend:
     def wake(self) -> None:
         """Make a blocked :meth:`poll` return soon."""
         self._wake_requested = True
+        watch = self._watch
+        if watch is not None:
+            watch.wake()
         self._woken.set()
 
     def poll(self, timeout: float) -> list[JobUpdate]:
@@ -529,12 +554,17 @@ class PoolBackend:
                 self._wake_requested = False
                 self._woken.clear()
                 return updates
-            # The log watch sets the event the moment the schedd writes the log; the timeout
+            # The log watch ends the wait the moment the schedd writes the log; the timeout
             # is the fallback where the kernel cannot tell us (and catches the queue checks).
             # With a working watch there is nothing to look for in between: no 2 ms polls.
-            interval = _WATCHED_POLL if self._watch is not None and self._watch.active else self._interval
-            self._woken.wait(max(0.0, min(interval, deadline - now)))
-            self._woken.clear()
+            watch = self._watch
+            interval = _WATCHED_POLL if watch is not None and watch.active else self._interval
+            wait = max(0.0, min(interval, deadline - now))
+            if watch is not None:
+                watch.wait(wait)
+            else:
+                self._woken.wait(wait)
+                self._woken.clear()
             self._interval = min(self._interval * 2, 0.2)
 
     def _read_log(self) -> list[JobUpdate]:

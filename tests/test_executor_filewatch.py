@@ -69,3 +69,34 @@ def test_a_failing_listener_does_not_stop_the_watch(tmp_path):
             with open(target, "a") as log:
                 log.write("c")
         assert seen.is_set() and len(calls) >= 2
+
+
+@linux_only
+def test_wait_blocks_the_caller_until_a_write_or_a_wake(tmp_path):
+    target = tmp_path / "jobs.log"
+
+    def settle(watch):  # one write is several inotify events, which may end more than one wait
+        while watch.wait(0.1):
+            pass
+
+    with FileWatch(target) as watch:
+        assert watch.active and not any(t.name.startswith("htc-filewatch") for t in threading.enumerate())
+        assert watch.wait(0.05) is False  # nothing happened
+        (tmp_path / "journal.jsonl").write_text("{}\n")  # another file of the directory
+        assert watch.wait(0.2) is False
+        threading.Timer(0.1, lambda: target.write_text("000 (001.000.000) event\n")).start()
+        assert watch.wait(5) is True
+        settle(watch)
+        threading.Timer(0.1, watch.wake).start()
+        assert watch.wait(5) is True
+        assert watch.wait(0.1) is False
+        watch.wake()  # a wake with nobody waiting ends the next wait at once
+        assert watch.wait(5) is True and watch.wait(0.1) is False
+
+
+def test_without_inotify_wait_still_times_out_and_wakes(tmp_path):
+    watch = FileWatch(tmp_path / "missing" / "jobs.log")
+    assert not watch.active and watch.wait(0.05) is False
+    watch.wake()
+    assert watch.wait(5) is True
+    watch.close()

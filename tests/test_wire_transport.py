@@ -278,3 +278,57 @@ def test_server_close_cancels_open_connections(sockdir):
             await transport.open_connection("testd")
 
     run(client, sockdir)
+
+
+def test_a_blocking_connection_speaks_the_same_frames_and_raises_the_same_errors(sockdir):
+    from htc.wire import blocking
+
+    async def hangup_on_reschedule(conn):
+        while True:
+            msg = await conn.recv(timeout=10)
+            if isinstance(msg, m.Reschedule):
+                return  # hang up without answering
+            if isinstance(msg, m.Reconfig):
+                await asyncio.sleep(2)  # silent for longer than the client waits
+                continue
+            await conn.send(m.Pong(daemon="test", pid=os.getpid(), started_at=0) if isinstance(msg, m.Ping) else
+                            m.ErrorReply(code="unknown_request", message=type(msg).__name__))
+
+    def blocking_client(transport):
+        conn = blocking.connect(transport, "testd", timeout=5)
+        pong = conn.request(m.Ping(), timeout=5)
+        with pytest.raises(RemoteError, match="unknown_request"):
+            conn.request(m.QueryAds(ad_type=m.AdType.Startd), timeout=5)
+        with pytest.raises(WireError, match="answered Ping with Pong, expected AdsReply"):
+            conn.request(m.Ping(), expect=m.AdsReply, timeout=5)
+        again = conn.request(m.Ping(), timeout=5)  # still usable after an error reply
+        with pytest.raises(ConnectionClosed, match="instead of answering Reschedule"):
+            conn.request(m.Reschedule(), timeout=5)
+        assert conn.closed
+        slow = blocking.connect(transport, "testd", timeout=5)
+        with pytest.raises(RequestTimeout, match="did not answer Reconfig within 0.2 s"):
+            slow.request(m.Reconfig(), timeout=0.2)
+        assert slow.closed  # a late reply must not be taken for the next request's
+        with pytest.raises(DaemonUnreachable, match="no nobody daemon is listening"):
+            blocking.connect(transport, "nobody")
+        return pong, again
+
+    async def client(transport, server):
+        return await asyncio.to_thread(blocking_client, transport)
+
+    pong, again = run(client, sockdir, hangup_on_reschedule)
+    assert pong == again == m.Pong(daemon="test", pid=os.getpid(), started_at=0)
+
+
+def test_only_a_unix_transport_has_a_blocking_form():
+    from htc.wire import blocking
+    from htc.wire.transport import Transport
+
+    class Elsewhere(Transport):
+        async def open_connection(self, address, *, timeout=None):
+            raise AssertionError("not used")
+
+        async def start_server(self, address, handler, *, task_group):
+            raise AssertionError("not used")
+
+    assert blocking.connect(Elsewhere(), "schedd") is None

@@ -61,6 +61,17 @@ def _check_length(length: int, max_size: int) -> None:
         )
 
 
+def body_length(header: bytes, max_size: int = DEFAULT_MAX_FRAME) -> int:
+    """The body length a frame's ``HEADER_SIZE``-byte header announces.
+
+    Raises:
+        FrameTooLarge: it is above ``max_size``.
+    """
+    (length,) = _HEADER.unpack(header)
+    _check_length(length, max_size)
+    return length
+
+
 class ByteReader(Protocol):
     """The one method :func:`read_frame` needs from a stream."""
 

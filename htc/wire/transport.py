@@ -70,6 +70,23 @@ class PeerInfo:
     description: str = ""
 
 
+def checked_reply(label: str, msg: messages.Message, reply: messages.Message,
+                  expect: type[messages.Message] | None = None) -> messages.Message:
+    """``reply`` to ``msg`` from ``label`` when it is the answer wanted.
+
+    Raises:
+        RemoteError: the peer answered with an ErrorReply (its code and words are kept).
+        WireError: the peer answered with the wrong kind of message.
+    """
+    if isinstance(reply, messages.ErrorReply):
+        raise RemoteError(label, reply.code, reply.message)
+    wanted = expect or msg.reply_type
+    if wanted is not None and not isinstance(reply, wanted):
+        raise WireError(f"{label} answered {type(msg).__name__} with "
+                        f"{type(reply).__name__}, expected {wanted.__name__}")
+    return reply
+
+
 class Connection:
     """A message-level conversation with one peer.
 
@@ -183,13 +200,7 @@ class Connection:
         except ConnectionClosed:
             raise ConnectionClosed(f"{self.label} closed the connection instead of answering "
                                    f"{type(msg).__name__}; see its log") from None
-        if isinstance(reply, messages.ErrorReply):
-            raise RemoteError(self.label, reply.code, reply.message)
-        wanted = expect or msg.reply_type
-        if wanted is not None and not isinstance(reply, wanted):
-            raise WireError(f"{self.label} answered {type(msg).__name__} with "
-                            f"{type(reply).__name__}, expected {wanted.__name__}")
-        return reply
+        return checked_reply(self.label, msg, reply, expect)
 
     async def send_error(self, code: str, text: str) -> None:
         """Best effort: tell the peer why we are about to close; never raises for a dead peer."""
