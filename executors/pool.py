@@ -654,8 +654,10 @@ class PoolBackend:
     def _ended(self, job_id: str, job: _Job, code: int | None, sig: int | None) -> JobUpdate:
         assert self.spool is not None
         cid, label = job.call_id, job.label
-        path = self.spool.result_path(cid)
-        result = path.read_bytes() if path.exists() else None
+        try:
+            result = self.spool.result_path(cid).read_bytes()
+        except FileNotFoundError:
+            result = None
         if result is not None and code in (EXIT_VALUE, EXIT_EXCEPTION, EXIT_ERROR):
             event = CallEvent.RETURNED if code == EXIT_VALUE else CallEvent.FAILED
             return JobUpdate(cid, event, job_id, result=result)

@@ -105,6 +105,7 @@ class Spool:
         self._record_lock = threading.Lock()
         #: calls keep their files in ``calls/`` unless they need a directory (set by the backend)
         self.flat = False
+        self._has_dir: dict[str, bool] = {}  # call id -> whether it has a directory of its own
 
     # --- the session ------------------------------------------------------------------------
     def exists(self) -> bool:
@@ -198,8 +199,10 @@ class Spool:
         return self.calls / call_id
 
     def _file(self, call_id: str, own: str, flat: str) -> Path:
-        where = self.calls / call_id
-        return where / own if where.is_dir() else self.calls / f"{call_id}{flat}"
+        has_dir = self._has_dir.get(call_id)
+        if has_dir is None:  # a call of an earlier client of the session: look once
+            has_dir = self._has_dir[call_id] = os.path.isdir(os.path.join(self.calls, call_id))
+        return self.calls / call_id / own if has_dir else self.calls / f"{call_id}{flat}"
 
     def prepare(self, call_id: str, data: bytes | None, parents: Iterable[str],
                 options: CallOptions | None = None) -> Path:
@@ -218,6 +221,7 @@ class Spool:
             path = where / cf.CALL_FILE
         else:
             where, path = self.calls, self.calls / f"{call_id}{cf.CALL_SUFFIX}"
+        self._has_dir[call_id] = where != self.calls
         if data is not None:
             cf.write_atomic(path, data)
         for parent in parents:
@@ -249,6 +253,7 @@ class Spool:
 
     def forget_call(self, call_id: str) -> None:
         """Delete one call's files."""
+        self._has_dir.pop(call_id, None)
         shutil.rmtree(self.call_dir(call_id), ignore_errors=True)
         for suffix in _FLAT_SUFFIXES:
             with contextlib.suppress(FileNotFoundError):

@@ -483,3 +483,37 @@ def test_a_status_change_can_set_other_attributes_in_the_same_update(queue):
     with pytest.raises(UsageError, match="JobPrio cannot be set along with a status change"):
         queue.set_status((cid, 0), JobStatus.IDLE, attrs={"JobPrio": "5"})
     assert queue.get_job((cid, 0)).status == JobStatus.RUNNING  # nothing changed
+
+
+def test_to_dict_is_the_ad_as_iterating_and_indexing_give_it_in_order(queue):
+    cid = submit(queue, 2, per_proc=lambda i: {"Args": f'"{i}"'})
+    queue.set_attributes((cid, 1), {"Cmd": '"/bin/true"', "NewThing": "42", "JobPrio": "7"})
+    for proc in (0, 1):
+        job = queue.get_job((cid, proc))
+        assert list(job.to_dict().items()) == [(name, job[name]) for name in job]
+    job = queue.get_job((cid, 1))
+    assert job.to_dict()["Cmd"] == '"/bin/true"' and job.to_dict()["NewThing"] == "42"
+    assert job.to_dict()["JobPrio"] == "7" and job.to_dict()["Owner"] == '"alice"'
+
+
+def test_reads_inside_a_transaction_see_every_change_made_in_it(queue):
+    cid = submit(queue, 2)
+    with queue.transaction():
+        assert queue.get_job((cid, 0)).status == S.IDLE
+        queue.set_status((cid, 0), S.RUNNING, now=1700000001, attrs={"RemoteHost": '"slot1@x"'})
+        job = queue.get_job((cid, 0))
+        assert job.status == S.RUNNING and job["RemoteHost"] == '"slot1@x"'
+        queue.set_attributes((cid, 0), {"Extra": "1"})
+        assert queue.get_job((cid, 0))["Extra"] == "1"
+        queue.edit_cluster(cid, "JobPrio", "5")  # a cluster-wide write
+        assert queue.get_job((cid, 0)).prio == 5 and queue.get_job((cid, 1)).prio == 5
+        with pytest.raises(UsageError):
+            with queue.transaction():
+                queue.set_attributes((cid, 1), {"Doomed": "1"})
+                assert queue.get_job((cid, 1))["Doomed"] == "1"
+                raise UsageError("undo the inner block")
+        assert "Doomed" not in queue.get_job((cid, 1))  # rolled back, and not read from a stale copy
+        assert queue.set_status((cid, 1), S.REMOVED, reason="gone", now=1700000002).left_queue  # idle: gone at once
+        with pytest.raises(JobNotFound):
+            queue.get_job((cid, 1))
+    assert queue.get_job((cid, 0))["Extra"] == "1" and queue.get_job((cid, 0)).status == S.RUNNING

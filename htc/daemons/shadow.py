@@ -74,7 +74,7 @@ from htc.daemons.schedd_calls import Call
 from htc.daemons.startd_events import format_time_short
 from htc.jobqueue import Action as PolicyAction
 from htc.jobqueue import ExitInfo, HoldReasonCode, JobStatus
-from htc.jobqueue.ads import quote
+from htc.jobqueue.ads import parse_literal, quote
 from htc.jobqueue.expr import job_classad
 from htc.jobqueue.records import JobId
 from htc.jobqueue.states import ACTIVE_STATES
@@ -542,10 +542,18 @@ class ShadowHandling:
 
     @staticmethod
     def _requests_of(job) -> dict[str, float | None]:
-        ad = job_classad(job)
+        ad = None  # a ClassAd of the job only for a request that is an expression, not a number
         out: dict[str, float | None] = {}
         for name in ("RequestCpus", "RequestDisk", "RequestMemory"):
-            value = ad.eval(name) if name in ad else None
+            text = job.get(name)
+            if text is None:
+                value = None
+            else:
+                try:
+                    value = parse_literal(text)
+                except ValueError:
+                    ad = job_classad(job) if ad is None else ad
+                    value = ad.eval(name)
             out[name] = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
         return out
 

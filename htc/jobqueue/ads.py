@@ -225,8 +225,23 @@ class JobAd(Mapping[str, str]):
         return sum(1 for _ in self)
 
     def to_dict(self) -> dict[str, str]:
-        """A plain ``{attribute: expression text}`` copy of the whole ad."""
-        return {name: self[name] for name in self}
+        """A plain ``{attribute: expression text}`` copy of the whole ad (what iterating and
+        indexing give, in the same order, built without a lookup per attribute)."""
+        hot = self._hot
+        out = {HOT_ATTRS[low]: (quote(v) if i == 4 else str(v))
+               for low, i in _HOT_INDEX.items() if (v := hot[i]) is not None}
+        attrs = self.cluster.attrs
+        own = self.own
+        if not own:
+            out.update(attrs)
+            return out
+        for name, text in attrs.items():
+            mine = own.get(name)
+            out[name] = text if mine is None else mine
+        for name in own:
+            if name not in attrs:
+                out[name] = self[name]
+        return out
 
     def __repr__(self) -> str:
         return f"<JobAd {self._hot[0]}.{self._hot[1]} status={self._hot[2]}>"

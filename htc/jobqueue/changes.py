@@ -8,6 +8,7 @@ Every method that changes something runs in one transaction (or joins the caller
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import Iterable, Mapping
 
@@ -27,6 +28,7 @@ _decode_attrs = msgspec.json.Decoder(dict[str, str]).decode
 
 _JOB_COLUMNS = ("cluster_id, proc_id, status, prio, owner, qdate, entered_status, "
                 "autocluster_id, ad")
+_COLUMN_INDEX = {name.strip(): i for i, name in enumerate(_JOB_COLUMNS.split(","))}
 
 #: Attributes ``edit`` (condor_qedit) refuses: identity, state and bookkeeping of the queue.
 PROTECTED_ATTRS = frozenset(name.lower() for name in (
@@ -44,19 +46,36 @@ class QueueChanges:
     # -- helpers -------------------------------------------------------------------------
 
     def _load(self, job_id: JobId) -> JobAd:
-        row = self._conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE cluster_id = ? AND proc_id = ?",
-                                 (job_id[0], job_id[1])).fetchone()
+        # Inside this thread's transaction a row read before (and not written since) is reused.
+        cached = self._depth and self._owner == threading.get_ident()
+        row = self._rows.get(job_id) if cached else None
         if row is None:
-            raise JobNotFound(f"job {job_id[0]}.{job_id[1]} is not in the queue; it may have "
-                              "finished (see history) or never existed")
+            row = self._conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE cluster_id = ? AND proc_id = ?",
+                                     (job_id[0], job_id[1])).fetchone()
+            if row is None:
+                raise JobNotFound(f"job {job_id[0]}.{job_id[1]} is not in the queue; it may have "
+                                  "finished (see history) or never existed")
+            if cached:
+                self._rows[(row[0], row[1])] = row
         return self._job_from_row(row)
 
     def _store_own(self, job: JobAd, own: dict[str, str], **columns: object) -> None:
         sets = ", ".join(f"{name} = ?" for name in columns)
         params = list(columns.values())
+        text = _encode(own).decode() if own else None
         self._conn.execute(
             f"UPDATE jobs SET {sets + ', ' if sets else ''}ad = ? WHERE cluster_id = ? AND proc_id = ?",
-            (*params, _encode(own).decode() if own else None, job.cluster_id, job.proc_id))
+            (*params, text, job.cluster_id, job.proc_id))
+        if self._rows.get(job.job_id) is job._hot:
+            # ``job`` was read from the row this transaction holds: keep the row as it is now
+            # for the next read (otherwise it is read again).
+            row = list(job._hot)
+            for name, value in columns.items():
+                row[_COLUMN_INDEX[name]] = value
+            row[8] = text
+            self._rows[job.job_id] = tuple(row)
+        else:
+            self._rows.pop(job.job_id, None)
 
     def _note_proc_attrs(self, cluster_id: int, names: Iterable[str]) -> None:
         cluster = self._cluster(cluster_id)
@@ -195,6 +214,7 @@ class QueueChanges:
             "VALUES (?, ?, ?, ?, ?, ?)",
             (cid, pid, job.owner, job.status, int(now), _encode(job.to_dict()).decode()))
         self._conn.execute("DELETE FROM jobs WHERE cluster_id = ? AND proc_id = ?", (cid, pid))
+        self._rows.pop((cid, pid), None)
         row = self._conn.execute(
             "SELECT next_proc >= num_procs AND NOT EXISTS "
             "(SELECT 1 FROM jobs WHERE cluster_id = ?) FROM clusters WHERE cluster_id = ?",
@@ -281,6 +301,7 @@ class QueueChanges:
         with self.transaction():
             cluster = self._cluster(cluster_id)
             if low in ("jobprio",):
+                self._rows.clear()
                 self._conn.execute("UPDATE jobs SET prio = ?, autocluster_id = NULL WHERE cluster_id = ?",
                                    (int_literal("JobPrio", text), cluster_id))
                 return
@@ -295,8 +316,10 @@ class QueueChanges:
                 for pid, raw in rows:
                     own = _decode_attrs(raw)
                     if own.pop(canon, None) is not None:
+                        self._rows.clear()
                         self._conn.execute("UPDATE jobs SET ad = ? WHERE cluster_id = ? AND proc_id = ?",
                                            (_encode(own).decode() if own else None, cluster_id, pid))
+            self._rows.clear()
             self._conn.execute("UPDATE jobs SET autocluster_id = NULL WHERE cluster_id = ?", (cluster_id,))
             self._clusters.pop(cluster_id, None)
 
@@ -458,6 +481,7 @@ class QueueChanges:
                                               (sig,)).lastrowid
                     ids[sig] = acid
                 updates.append((acid, job.cluster_id, job.proc_id))
+            self._rows.clear()
             self._conn.executemany("UPDATE jobs SET autocluster_id = ? WHERE cluster_id = ? AND proc_id = ?",
                                    updates)
             groups: dict[int, list[JobId]] = {}
@@ -470,6 +494,7 @@ class QueueChanges:
     def reset_autoclusters(self) -> None:
         """Forget every AutoClusterId (the significant attributes changed)."""
         with self.transaction():
+            self._rows.clear()
             self._conn.execute("UPDATE jobs SET autocluster_id = NULL WHERE autocluster_id IS NOT NULL")
             self._conn.execute("DELETE FROM autoclusters")
 

@@ -111,6 +111,9 @@ class JobQueue(QueueChanges, QueueFactory):
         self._commits = 0
         self._unsynced = False  # a non-durable commit awaits the next fsync of the WAL
         self._owner: int | None = None  # thread running the outermost transaction
+        # Job rows read in the current transaction, by job id: a change to a job reads it
+        # several times (load, policy, history); every write to a job drops its row here.
+        self._rows: dict[tuple[int, int], tuple] = {}
         GroupedEvaluator(prio_expr)  # refuse a PRIO expression that does not parse, now
 
     @classmethod
@@ -181,6 +184,7 @@ class JobQueue(QueueChanges, QueueFactory):
                     self._conn.execute(f"ROLLBACK TO {name}")
                     self._conn.execute(f"RELEASE {name}")
                     self._clusters.clear()
+                    self._rows.clear()
                     raise
                 finally:
                     self._depth -= 1
@@ -188,6 +192,7 @@ class JobQueue(QueueChanges, QueueFactory):
                 return
             if not durable:
                 self._conn.execute("PRAGMA synchronous = NORMAL")  # may not change inside a transaction
+            self._rows.clear()
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 self._depth = 1
@@ -214,6 +219,7 @@ class JobQueue(QueueChanges, QueueFactory):
                     self._clusters.clear()
                     raise
             finally:
+                self._rows.clear()
                 if not durable:
                     self._conn.execute("PRAGMA synchronous = FULL")
             self._unsynced = not durable
@@ -427,13 +433,8 @@ class JobQueue(QueueChanges, QueueFactory):
             JobNotFound: no such job in the queue (see :meth:`history` for finished ones).
         """
         cid, pid = job_id
-        with self._reading() as conn:
-            row = conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE cluster_id = ? AND proc_id = ?",
-                               (cid, pid)).fetchone()
-            if row is None:
-                raise JobNotFound(f"job {cid}.{pid} is not in the queue; it may have finished "
-                                  "(see history) or never existed")
-            return self._job_from_row(row)
+        with self._reading():
+            return self._load(job_id)
 
     def query(self, constraint: str | None = None, *, projection: Sequence[str] | None = None,
               limit: int | None = None, now: float | None = None) -> list:
