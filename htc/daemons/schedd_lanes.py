@@ -245,15 +245,27 @@ class LaneHandling:
         return lane.ahead(now, others_busy)
 
     def _feed_lanes(self, now: float, out: list) -> None:
-        """Give idle calls to the lanes that can run them: first one to each lane without
-        one, then more to quick lanes (see :meth:`Lane.ahead`); a lane kept idle that none of
-        the idle jobs fits ends, so that its slot can go to them (as a lingering claim would)."""
+        """Give idle calls to the lanes without one: first one to each, then more to quick
+        lanes (see :meth:`Lane.ahead`), all of a lane's in one RunCalls. A lane with calls
+        gets its next ones in the answer to its CallsDone, not in a RunCalls of their own
+        (a message each way less per call). A lane kept idle that none of the idle jobs
+        fits ends, so that its slot can go to them (as a lingering claim would)."""
+        fed: dict[str, tuple[object, list[m.LaneCall]]] = {}
         for prefetch in (False, True):
             for lane in list(self.lanes.values()):
                 claim = self.claims.get(lane.claim_id)
                 if claim is None or (not self.lane_idle.get(lane.key) and lane.first is None):
                     continue
-                self._feed_lane(lane, claim, now, out, self._ahead(lane, now) if prefetch else 1)
+                if not prefetch and not lane.in_flight:
+                    fed[lane.claim_id] = (claim, [])
+                elif lane.claim_id not in fed:
+                    continue  # busy: its next CallsDone's answer brings it more
+                self._feed_lane(lane, claim, now, out, self._ahead(lane, now) if prefetch else 1,
+                                into=fed[lane.claim_id][1])
+        for claim_id, (claim, calls) in fed.items():
+            if calls:
+                out.append(Call(claim.startd, m.RunCalls(claim_id=claim_id, calls=tuple(calls)),
+                                cookie=("lanecalls", claim_id)))
         lingering = [lane for lane in self.lanes.values()
                      if lane.idle_until is not None and not lane.in_flight and not lane.stopping]
         if lingering and self.queue.count("JobStatus == 1"):
