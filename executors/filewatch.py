@@ -74,6 +74,7 @@ class FileWatch:
         self.on_change = on_change
         self.active = False
         self._closing = False
+        self._wake_pending = False
         self._fd = -1
         self._name = os.fsencode(self.path.name)
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
@@ -110,6 +111,9 @@ class FileWatch:
                 with contextlib.suppress(OSError):
                     while os.read(self._wake_r, 4096):
                         pass
+                # Cleared after the drain: a wake() in between skipped its write, and this
+                # return (which follows it) answers it.
+                self._wake_pending = False
                 return True
             try:
                 data = os.read(self._fd, 64 * 1024)
@@ -121,7 +125,11 @@ class FileWatch:
                 return True
 
     def wake(self) -> None:
-        """End a :meth:`wait` now (or the next one, if none is waiting); from any thread."""
+        """End a :meth:`wait` now (or the next one, if none is waiting); from any thread.
+        Wakes before the wait returns are one wake (a submit loop costs no system call each)."""
+        if self._wake_pending:
+            return
+        self._wake_pending = True
         with contextlib.suppress(OSError):  # a full pipe is a wake already pending
             os.write(self._wake_w, b"x")
 
