@@ -16,17 +16,8 @@ its own (:mod:`htc.executors.spool`). A batch of calls with the same options is 
 gets its input from the starter and sends ``htc_result.pkl`` back with the rest of the
 sandbox's new files; nothing on an execute node talks to the client.
 
-**Watching.** Every job of a session writes the session's event log (``jobs.log`` in the
-spool, the ``log`` submit command); :meth:`PoolBackend.poll` follows it with
-:class:`~htc.eventlog.EventLogReader` and turns each event into a
-:class:`~htc.executors.backend.JobUpdate` (execute -> started, evicted -> evicted or, for a
-``max_retries`` requeue, requeued, terminated -> the call's result file read from the
-spool, held -> a failure or an automatic release, aborted -> removed). Looking at a file
-costs a ``stat``; on Linux an inotify watch (:mod:`htc.executors.filewatch`) wakes the poll the
-moment the schedd writes the log, and looks every 200 ms only as a safety net; without a watch
-the poll looks 2 ms after any activity, backing off to 200 ms.
-Every few seconds the queue itself is asked about the session's jobs (``QueryJobs``), which
-catches a job that left the queue without a log event.
+**Watching** the jobs -- the session's event log, and now and then the queue -- is the other
+half of the backend, :mod:`htc.executors.pool_watch`.
 
 **Infrastructure failures** are the pool's fault, not the function's: a shadow exception or
 failed reconnect (the schedd requeues the job itself), or a hold for a file-transfer or
@@ -35,12 +26,15 @@ future shows ``retrying``. Other holds (``htc hold``, a policy, a timeout, memor
 future; the job stays held in the queue for inspection (an unnamed session removes its jobs
 when it ends).
 
-**Talking to the schedd.** All requests go through one connection owned by a private event
-loop on its own thread, so the backend works from any thread -- including a Jupyter cell,
-whose thread already runs an event loop. A request that fails because the schedd is
-restarting is retried for ``lost_after`` seconds before the executor is declared broken
-(:class:`ScheddLost`); a ``Submit`` whose answer was lost is first looked for in the queue (by
-``HTCCallId``) so that it is never queued twice.
+**Talking to the schedd.** A pool on this machine (a Unix socket) is asked over a blocking
+socket in the calling thread (:mod:`htc.wire.blocking`, one connection, a lock); any other
+transport through one connection owned by a private event loop on its own thread, so the
+backend works from any thread -- including a Jupyter cell, whose thread already runs an event
+loop. (Going through the loop costs two thread hand-offs per request, which on a small VM
+cost more than the request.) A request that fails because the schedd is restarting is retried
+for ``lost_after`` seconds before the executor is declared broken (:class:`ScheddLost`); a
+``Submit`` whose answer was lost is first looked for in the queue (by ``HTCCallId``) so that it
+is never queued twice.
 
 **Attach.** The session journal names every call and its job; replaying the event log from
 its start brings each future to where the job is now (finished ones read their result file).
@@ -51,28 +45,23 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import shlex
 import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from htc.classad import ClassAd, quote
 from htc.errors import HTCError, UsageError
 from htc.executors import callfile as cf
-from htc.executors.backend import CallSpec, JobUpdate, RecoveredCall
-from htc.executors.errors import (
-    CallTimedOut, ImpossibleRequest, JobFailed, JobHeld, JobKilled, JobOutOfMemory, JobRemoved, OptionError,
-    ResultExpired, ScheddLost, SessionError,
-)
+from htc.executors.backend import CallSpec, RecoveredCall
+from htc.executors.errors import ImpossibleRequest, OptionError, ScheddLost, SessionError
 from htc.executors.filewatch import FileWatch
 from htc.executors.options import CallOptions
+from htc.executors.pool_watch import PoolWatching, _Job
 from htc.executors.spool import Spool, options_from_json
-from htc.executors.status import CallEvent
-from htc.executors.worker import EXIT_ERROR, EXIT_EXCEPTION, EXIT_VALUE
+from htc.executors.worker import EXIT_ERROR
 from htc.wire import blocking
 from htc.wire import messages as m
 from htc.wire.blocking import BlockingConnection
@@ -81,17 +70,10 @@ from htc.wire.transport import Transport, UnixTransport
 
 __all__ = ["PoolBackend", "remove_session_jobs"]
 
-#: hold codes that mean the pool failed, not the call (retried automatically)
-_INFRA_HOLDS = frozenset({6, 7, 8, 9, 10, 11, 12, 13, 14, 18, 22, 24})
-_OOM_HOLD = 34
-_DURATION_HOLDS = frozenset({46, 47})
 _TRANSIENT = (DaemonUnreachable, ConnectionClosed, RequestTimeout, ConnectionError)
 _MAX_PROCS_PER_SUBMIT = 2000
-_RECONCILE_EVERY = 5.0
-_WATCHED_POLL = 0.2  # s between looks at a log the kernel watches for us (a safety net)
 _SLOTS_FRESH = 30.0
 _FIRST_SLOTS_WAIT = 10.0
-_PROJECTION = ("ClusterId", "ProcId", "JobStatus", "HTCCallId", "HoldReason", "HoldReasonCode")
 
 
 def _slot_user_cannot_run(python: str, environment: dict[str, str]) -> str | None:
@@ -177,19 +159,7 @@ def _environment_text(env: dict[str, str]) -> str:
     return '"' + " ".join(parts) + '"'
 
 
-@dataclass
-class _Job:
-    call_id: str
-    label: str
-    options: CallOptions
-    state: str = "idle"  # idle | running | evicted | retrying | held | done
-    evictions: int = 0
-    infra_retries: int = 0
-    removing: bool = False
-    missing_since: float | None = None
-
-
-class PoolBackend:
+class PoolBackend(PoolWatching):
     """Runs calls as jobs of a schedd. See the module docstring.
 
     Args:
@@ -528,198 +498,6 @@ class PoolBackend:
             ad = ClassAd(text)
             found[str(ad["HTCCallId"])] = f"{ad['ClusterId']}.{ad['ProcId']}"
         return found
-
-    # --- Backend: watching ---------------------------------------------------------------------------
-    def wake(self) -> None:
-        """Make a blocked :meth:`poll` return soon."""
-        self._wake_requested = True
-        watch = self._watch
-        if watch is not None:
-            watch.wake()
-        self._woken.set()
-
-    def poll(self, timeout: float) -> list[JobUpdate]:
-        """Follow the session's event log (and, now and then, the queue) for up to ``timeout`` s."""
-        deadline = time.monotonic() + timeout
-        while True:
-            updates = self._read_log()
-            now = time.monotonic()
-            if now >= self._next_reconcile and self._jobs:
-                self._next_reconcile = now + _RECONCILE_EVERY
-                updates += self._reconcile(now)
-            if updates:
-                self._interval = 0.002
-                return updates
-            if self._wake_requested or now >= deadline:
-                self._wake_requested = False
-                self._woken.clear()
-                return updates
-            # The log watch ends the wait the moment the schedd writes the log; the timeout
-            # is the fallback where the kernel cannot tell us (and catches the queue checks).
-            # With a working watch there is nothing to look for in between: no 2 ms polls.
-            watch = self._watch
-            interval = _WATCHED_POLL if watch is not None and watch.active else self._interval
-            wait = max(0.0, min(interval, deadline - now))
-            if watch is not None:
-                watch.wait(wait)
-            else:
-                self._woken.wait(wait)
-                self._woken.clear()
-            self._interval = min(self._interval * 2, 0.2)
-
-    def _read_log(self) -> list[JobUpdate]:
-        try:
-            size = os.stat(self._log_path()).st_size
-        except FileNotFoundError:
-            return []
-        if size == self._log_size:
-            return []
-        self._log_size = size
-        updates: list[JobUpdate] = []
-        for event in self._reader.read_nowait():
-            updates += self._on_event(event)
-        return updates
-
-    def _on_event(self, event) -> list[JobUpdate]:
-        from htc.eventlog import events as ev
-
-        job_id = f"{event.cluster}.{event.proc}"
-        job = self._jobs.get(job_id)
-        if job is None or job.state == "done":
-            return []
-        cid = job.call_id
-        if isinstance(event, ev.ExecuteEvent):
-            job.state = "running"
-            return [JobUpdate(cid, CallEvent.STARTED, job_id, host=event.slot_name or event.execute_host)]
-        if isinstance(event, ev.JobEvictedEvent):
-            if event.terminated_and_requeued:
-                job.state = "idle"
-                return [JobUpdate(cid, CallEvent.REQUEUED, job_id,
-                                  detail=f"raised (exit {event.return_value}); max_retries runs it again")]
-            job.state = "evicted"
-            job.evictions += 1
-            reason = f": {event.reason}" if event.reason else ""
-            return [JobUpdate(cid, CallEvent.EVICTED, job_id, detail=f"evicted{reason}", evictions=job.evictions)]
-        if isinstance(event, ev.JobTerminatedEvent):
-            job.state = "done"
-            return [self._ended(job_id, job, event.return_value if event.terminated_normally else None,
-                                None if event.terminated_normally else event.signal)]
-        if isinstance(event, ev.JobHeldEvent):
-            return self._held(job_id, job, event.reason or "", event.code)
-        if isinstance(event, ev.JobReleasedEvent):
-            if job.state in ("retrying", "held"):
-                job.state = "idle"
-                return [JobUpdate(cid, CallEvent.REQUEUED, job_id, detail="released")]
-            return []
-        if isinstance(event, ev.JobAbortedEvent):
-            job.state = "done"
-            if job.removing:
-                return []
-            return [JobUpdate(cid, CallEvent.FAILED, job_id, error=JobRemoved(
-                f"job {job_id} (call {job.label}) was removed from the queue before it finished"
-                f"{': ' + event.reason if event.reason else ''}; 'htc history {job_id}' shows who removed it",
-                job_id))]
-        if isinstance(event, (ev.ShadowExceptionEvent, ev.JobReconnectFailedEvent)):
-            job.state = "retrying"
-            job.infra_retries += 1
-            text = getattr(event, "message", "") or getattr(event, "reason", "")
-            return [JobUpdate(cid, CallEvent.INFRA_FAILURE, job_id, detail=f"the pool failed the job ({text}); "
-                              "the schedd runs it again")]
-        return []
-
-    def _held(self, job_id: str, job: _Job, reason: str, code: int | None) -> list[JobUpdate]:
-        cid, label = job.call_id, job.label
-        if code in _INFRA_HOLDS and job.infra_retries < job.options.infrastructure_retries:
-            job.infra_retries += 1
-            job.state = "retrying"
-            self._act(m.JobAction.Release, [job_id], f"htc executor: infrastructure retry {job.infra_retries}")
-            return [JobUpdate(cid, CallEvent.INFRA_FAILURE, job_id, detail=(
-                f"held by the pool ({reason}, code {code}); released for retry {job.infra_retries} of "
-                f"{job.options.infrastructure_retries}"))]
-        job.state = "done"
-        see = f"'htc q -hold {job_id}' and 'htc q -l {job_id}' show it; the job's stderr is in future.stderr"
-        if code == _OOM_HOLD:
-            error: JobFailed = JobOutOfMemory(f"job {job_id} (call {label}) used more memory than its request_memory "
-                                              f"of {job.options.request_memory} MiB: {reason}; raise request_memory "
-                                              f"in options() ({see})", job_id)
-        elif code in _DURATION_HOLDS:
-            error = CallTimedOut(f"job {job_id} (call {label}) ran past its timeout and was held: {reason} ({see})",
-                                 job_id)
-        else:
-            error = JobHeld(f"job {job_id} (call {label}) was held: {reason} (HoldReasonCode {code}). It stays in the "
-                            f"queue: {see}; 'htc release {job_id}' runs it again (attach to the session to get its "
-                            "result), 'htc rm' removes it", job_id, reason, code)
-        return [JobUpdate(cid, CallEvent.FAILED, job_id, detail=f"held: {reason}", error=error)]
-
-    def _ended(self, job_id: str, job: _Job, code: int | None, sig: int | None) -> JobUpdate:
-        assert self.spool is not None
-        cid, label = job.call_id, job.label
-        try:
-            result = self.spool.result_path(cid).read_bytes()
-        except FileNotFoundError:
-            result = None
-        if result is not None and code in (EXIT_VALUE, EXIT_EXCEPTION, EXIT_ERROR):
-            event = CallEvent.RETURNED if code == EXIT_VALUE else CallEvent.FAILED
-            return JobUpdate(cid, event, job_id, result=result)
-        see = f"see future.stderr or {self.spool.output_path(cid, 'stderr')}, and 'htc history -l {job_id}'"
-        if sig is not None:
-            text = f"job {job_id} (call {label}) was killed by signal {sig} before it returned ({see})"
-        else:
-            text = f"job {job_id} (call {label}) exited with status {code} without sending a result back ({see})"
-        return JobUpdate(cid, CallEvent.FAILED, job_id, error=JobKilled(text, job_id))
-
-    def _reconcile(self, now: float) -> list[JobUpdate]:
-        """Compare with the queue: catch jobs that left it, or moved, without a log event."""
-        try:
-            reply = self._request(m.QueryJobs(constraint=self._session_constraint(), projection=_PROJECTION),
-                                  timeout=10.0, retry=False)
-        except ScheddLost as exc:
-            if self._failing_since is None:
-                self._failing_since = now
-            if now - self._failing_since > self.lost_after:
-                raise exc
-            return []
-        in_queue: dict[str, ClassAd] = {}
-        for text in reply.ads:
-            ad = ClassAd(text)
-            in_queue[f"{ad['ClusterId']}.{ad['ProcId']}"] = ad
-        updates: list[JobUpdate] = []
-        for job_id, job in self._jobs.items():
-            if job.state == "done":
-                continue
-            ad = in_queue.get(job_id)
-            if ad is None:
-                if job.missing_since is None:
-                    job.missing_since = now
-                    continue
-                self._read_log()  # the event may have landed since
-                if job.state == "done":
-                    continue
-                updates += self._vanished(job_id, job)
-                continue
-            job.missing_since = None
-            status = ad.get("JobStatus")
-            if status in (2, 6, 7) and job.state == "idle":
-                job.state = "running"
-                updates.append(JobUpdate(job.call_id, CallEvent.STARTED, job_id))
-            elif status == 5 and job.state not in ("held", "retrying"):
-                code = ad.get("HoldReasonCode")
-                updates += self._held(job_id, job, str(ad.get("HoldReason") or ""), code if isinstance(code, int) else None)
-        return updates
-
-    def _vanished(self, job_id: str, job: _Job) -> list[JobUpdate]:
-        assert self.spool is not None
-        job.state = "done"
-        path = self.spool.result_path(job.call_id)
-        if path.exists():
-            header, _ = cf.read_result(path)
-            event = CallEvent.RETURNED if header.outcome == "value" else CallEvent.FAILED
-            return [JobUpdate(job.call_id, event, job_id, result=path.read_bytes())]
-        if job.removing:
-            return []
-        return [JobUpdate(job.call_id, CallEvent.FAILED, job_id, error=JobFailed(
-            f"job {job_id} (call {job.label}) left the queue without a result and without an event in "
-            f"{self._log_path()}; 'htc history -l {job_id}' shows how it ended", job_id))]
 
     # --- Backend: acting on jobs ------------------------------------------------------------------------
     def _act(self, action: m.JobAction, job_ids: list[str], reason: str) -> None:
