@@ -18,42 +18,52 @@ jobs run as ``nobody`` and use a system Python prepared as the tests do (tests/e
 ``pip install -e '.[benchmark]'`` adds dask/distributed for the dask column.
 
 Figures on the project's standard machine (2 shared cores, Firecracker VM; 2026-11-25, one
-run each, noisy -- treat differences under ~30 % as noise: four runs of the pool minutes apart
-measured 4.7-6.4 ms, 665-1,003 calls/s, 0.77-0.80 and 41,000-50,000 calls/s in batch):
+full run; noisy -- treat differences under ~30 % as noise: some twenty runs of the pool that day,
+of the morning's code and of this one alike, measured 3.8-8.1 ms, 700-1,180 calls/s,
+0.76-0.84 and 44,000-65,000 calls/s in batch):
 
 ==========================  ==========  ========  ========  ==========  ====  =========
 executor                    cold start  RTT ms    burst/s   CPU wall s  eff.  batch/s
 ==========================  ==========  ========  ========  ==========  ====  =========
-ProcessPoolExecutor(2)      0.011 s     0.20      16,245    2.05        0.98  879,790
-HTCExecutor local (2)       0.17 s      4.5       386       2.62        0.76  39,793
-HTCExecutor pool (2 cpus)   0.44 s      6.4       810       2.58        0.78  45,956
-dask LocalCluster (2x1)     0.66 s      10.4      459       2.92        0.68  472
+ProcessPoolExecutor(2)      0.011 s     0.20      15,613    2.05        0.97  800,719
+HTCExecutor local (2)       0.17 s      3.9       362       2.66        0.75  44,838
+HTCExecutor pool (2 cpus)   0.41 s      5.2       919       2.47        0.81  62,317
+dask LocalCluster (2x1)     0.62 s      10.4      487       2.60        0.77  505
 ==========================  ==========  ========  ========  ==========  ====  =========
 
-(Earlier the same day, before call lanes, the pool measured 20.4 ms, 68/s (200 calls), 5.24 s
+(Before call lanes, earlier on 2026-11-25, the pool measured 20.4 ms, 68/s (200 calls), 5.24 s
 and 7,231/s; on 2026-11-22, when every call started a fresh interpreter and waited for a
 negotiation cycle, 328 ms, 8/s, 30.4 s and 1,046/s.)
 
-The local backend's floor is one ``fork`` of a pre-imported zygote per call (about 3-4 ms on
-this VM). In the pool most calls run on *call lanes* (htc.daemons.schedd_lanes): a worker
-that stays up on a claimed slot gets each call over the wire and sends the result back the
-same way (the answer to each batch of results carries the next calls), so a call no longer
-pays for a starter, a sandbox, a cgroup or a fork. What is
-left of the round trip is the client's submit (pickle, the call's spool directory and file,
-one durable transaction and the SUBMIT event), the schedd's EXECUTE event and RunCalls, the
-worker, CallsDone, the schedd's commit, result file and TERMINATED event, and the client's
-inotify wake-up. Measured on one sequential call (median of 100): 0.3 ms to the client's
-submitting thread, 0.6-0.9 ms to write the call's directory and file, 2.3 ms for the durable
-submit's round trip, 2.5-2.8 ms from there to the result. Making a file costs 0.3-1.7 ms in
-this VM's /tmp (0.02 ms elsewhere on the same disk), which is why the lane hands results over
-as bytes, the result takes the finished call file's place and empty stdout/stderr files are
-not made. A burst batches the rest (one RunCalls, CallsDone, transaction and log write for
-many calls): ~1 ms of schedd CPU and ~0.5-0.9 ms of client CPU per call, which is what bounds
-the rate on 2 cores. The CPU test loses its 20 % to the same per-call work done beside the two
-workers: they are never idle between calls (gaps of 0.06-0.13 s in all, measured from the
-results' start and end times) but each 20 ms call takes ~24 ms of wall time: the calls need
-4.0 s of CPU and the schedd, the startd and the client ~0.7 s more, which on 2 cores takes at
-least 4.7 / 2 = 2.35 s -- an efficiency of 0.85 at best until the per-call work shrinks.
+The local backend's floor is one ``fork`` of a pre-imported zygote per call. In the pool most
+calls run on *call lanes* (htc.daemons.schedd_lanes): a worker that stays up on a claimed
+slot gets each call over the wire and sends the result back the same way (the answer to each
+batch of results carries the next calls), so a call pays for no starter, sandbox, cgroup or
+fork. What is left of the round trip: the client's submit (pickle; the call's file, written
+into the session's shared ``calls/``; one durable transaction, asked over a blocking socket
+from the executor's own thread), the schedd's EXECUTE event and RunCalls, the worker,
+CallsDone, the schedd's commit, the result (written into the call file's inode) and the
+TERMINATED event, and the client's wake-up (its thread sleeps on the log's inotify watch).
+
+Making a file is the one cost that depends on the disk: on this VM it costs 0.03 ms in a
+fresh directory tree and up to 0.7-0.9 ms in one whose block group has been churned (``/tmp``
+after a day of test runs; ``python -c`` timing of 1,000 creates shows which), and the
+executor's session directory lands wherever ``TMPDIR``/``HTC_HOME`` put it. That is why calls
+share one directory (a directory per call cost two new inodes, 0.6-1.3 ms), the result takes
+the finished call file's place and empty stdout/stderr files are not made; and why two runs
+of the same code can differ by a third.
+
+A burst batches the rest (one RunCalls, CallsDone, transaction and log write for many calls):
+~0.8 ms of schedd CPU, 0.4-0.8 ms of client CPU and ~0.3 ms for the startd and the lane
+workers per call, which is what bounds the rate on 2 cores (2,000 calls/s would need under
+1 ms in all). The CPU test loses its ~20 % to the same per-call work done beside the two
+workers: they are never idle between calls (gaps of 0.05-0.2 s in all, measured from the
+results' start and end times) but each 20 ms call takes ~25 ms of wall time. Measured with
+psutil over the 200 calls: the lane workers 4.15 s (4.0 s of it the calls), the schedd
+0.38-0.50 s, the client 0.2-0.3 s, the startd 0.1 s, the collector 0.05 s: about 5 s of CPU,
+which on 2 cores takes at least 2.5 s -- an efficiency of 0.8 until the per-call work (about
+2 ms of schedd, 1 ms of client and 0.5 ms of startd CPU when results come one at a time)
+shrinks by half.
 """
 
 from __future__ import annotations
