@@ -126,6 +126,18 @@ def _classify(modules: Iterable[str]) -> tuple[dict[str, str], list[str]]:
 
 def _make_pickler(serializer: str, buffer: io.BytesIO, modules: set[str],
                   persistent: Callable[[Any], str | None] | None):
+    cls = _PICKLERS.get(serializer)
+    if cls is None:
+        cls = _PICKLERS[serializer] = _pickler_class(serializer)
+    return cls(buffer, modules, persistent)
+
+
+#: the pickler class of each serializer, made on first use (a class per call cost more than
+#: pickling a small call)
+_PICKLERS: dict[str, type] = {}
+
+
+def _pickler_class(serializer: str) -> type:
     if serializer == "cloudpickle":
         base = cloudpickle.Pickler
     elif serializer == "dill":
@@ -136,8 +148,13 @@ def _make_pickler(serializer: str, buffer: io.BytesIO, modules: set[str],
         raise OptionError(f"serializer={serializer!r} is not known; use one of {', '.join(SERIALIZERS)}")
 
     class CallPickler(base):  # type: ignore[valid-type,misc]
+        def __init__(self, buffer: io.BytesIO, modules: set[str], persistent: Callable[[Any], str | None] | None):
+            super().__init__(buffer, protocol=PROTOCOL)
+            self._htc_modules = modules
+            self._htc_persistent = persistent
+
         def persistent_id(self, obj):  # noqa: D102 - pickle hook
-            return persistent(obj) if persistent is not None else None
+            return self._htc_persistent(obj) if self._htc_persistent is not None else None
 
         if serializer == "cloudpickle":
             if _CLOUDPICKLE_CODE_REDUCE is not None:
@@ -145,14 +162,14 @@ def _make_pickler(serializer: str, buffer: io.BytesIO, modules: set[str],
                                           cloudpickle.Pickler.dispatch_table)
 
             def reducer_override(self, obj):  # noqa: D102 - pickle hook
-                _note(obj, modules)
+                _note(obj, self._htc_modules)
                 return super().reducer_override(obj)
         else:
             def save(self, obj, save_persistent_id=True):  # noqa: D102 - pickle hook
-                _note(obj, modules)
+                _note(obj, self._htc_modules)
                 return super().save(obj, save_persistent_id)
 
-    return CallPickler(buffer, protocol=PROTOCOL)
+    return CallPickler
 
 
 #: cloudpickle's code-object reducer; cloudpickle >= 3.1 names every function pickled by value
