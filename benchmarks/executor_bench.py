@@ -20,15 +20,16 @@ jobs run as ``nobody`` and use a system Python prepared as the tests do (tests/e
 Figures on the project's standard machine (2 shared cores, Firecracker VM; 2026-11-25, one
 full run; noisy -- treat differences under ~30 % as noise: some twenty runs of the pool that day,
 of the morning's code and of this one alike, measured 3.8-8.1 ms, 700-1,180 calls/s,
-0.76-0.84 and 44,000-65,000 calls/s in batch):
+0.76-0.84 and 44,000-67,000 calls/s in batch; an earlier full run of this code gave the pool
+5.2 ms, 919/s, 0.81 and 62,317/s, and the others much the same):
 
 ==========================  ==========  ========  ========  ==========  ====  =========
 executor                    cold start  RTT ms    burst/s   CPU wall s  eff.  batch/s
 ==========================  ==========  ========  ========  ==========  ====  =========
-ProcessPoolExecutor(2)      0.011 s     0.20      15,613    2.05        0.97  800,719
-HTCExecutor local (2)       0.17 s      3.9       362       2.66        0.75  44,838
-HTCExecutor pool (2 cpus)   0.41 s      5.2       919       2.47        0.81  62,317
-dask LocalCluster (2x1)     0.62 s      10.4      487       2.60        0.77  505
+ProcessPoolExecutor(2)      0.017 s     0.29      13,028    2.08        0.96  614,700
+HTCExecutor local (2)       0.19 s      4.4       447       2.52        0.79  47,250
+HTCExecutor pool (2 cpus)   0.40 s      3.9       1,175     2.42        0.83  66,835
+dask LocalCluster (2x1)     0.60 s      10.6      482       2.66        0.75  530
 ==========================  ==========  ========  ========  ==========  ====  =========
 
 (Before call lanes, earlier on 2026-11-25, the pool measured 20.4 ms, 68/s (200 calls), 5.24 s
