@@ -239,7 +239,8 @@ class PoolWatching:
                 updates.append(JobUpdate(job.call_id, CallEvent.STARTED, job_id))
             elif status == 5 and job.state not in ("held", "retrying"):
                 code = ad.get("HoldReasonCode")
-                updates += self._held(job_id, job, str(ad.get("HoldReason") or ""), code if isinstance(code, int) else None)
+                code = code if isinstance(code, int) else None
+                updates += self._held(job_id, job, str(ad.get("HoldReason") or ""), code)
         return updates
 
     def _vanished(self, job_id: str, job: _Job) -> list[JobUpdate]:

@@ -16,9 +16,10 @@ back there (the pool backend's calls name their result with ``TransferOutputRema
 the execute node never talks to the client -- the files move between the starter and the
 schedd's shadow. Most calls share ``calls/``: making a directory costs a fresh inode in a
 block group of its own, which on some disks costs more than a quick call (measured 0.6-1.3 ms
-of CPU per call on the project's VM, against 0.05 ms for a file in a shared directory). The journal lets ``attach`` rebuild the
-futures of a session after the client died: which calls exist, what they wait for, with
-which options, and which job runs each. A session's results stay until it is forgotten
+of CPU per call on the project's VM, against 0.05 ms for a file in a shared directory).
+
+The journal lets ``attach`` rebuild the futures of a session after the client died: which
+calls exist, what they wait for, with which options, and which job runs each. A session's results stay until it is forgotten
 (:meth:`Spool.remove`, ``htc.executors.forget``) or expires (``result_lifetime``, default a
 week, checked when an executor starts).
 
