@@ -308,3 +308,12 @@ def test_remaps_a_lane_cannot_apply_send_the_call_to_a_starter():
         h.submit(lane_job(f'transfer_output_remaps = "{remaps}"\n'))
         [activate] = h.calls(m.ActivateClaim, h.grant(h.match()))
         assert activate.msg.lane is False, remaps
+
+
+def test_a_call_queued_behind_another_counts_only_its_own_run_as_wall_clock_time(h):
+    h.submit(lane_job(queue="queue 2"))
+    claim_id, _ = start_lane(h)
+    h.now += 30.0  # the result comes back long after the call was sent; the worker took 1 ms
+    done(h, claim_id, "1.0")
+    [ad] = h.queue.history(constraint="ProcId == 0")
+    assert 0.0 < float(ad["RemoteWallClockTime"]) < 0.01

@@ -390,7 +390,10 @@ class LaneHandling:
                 job = self._job(job_id)
                 if job is None:
                     continue  # removed while it ran
-                shadow = Shadow(job_id, claim.id, ShadowState.RUNNING, started=sent, executed=True)
+                # Its run began when the worker took it, not when it was sent: a call queued
+                # behind another one on the lane counts only its own time (RemoteWallClockTime).
+                began = max(sent, now - took)
+                shadow = Shadow(job_id, claim.id, ShadowState.RUNNING, started=began, executed=True)
                 shadow.usage.update(RemoteUserCpu=result.user_cpu, RemoteSysCpu=result.sys_cpu)
                 recorded = self._record_end(shadow, claim, job, "exited", now, "", result.exit_code, None, False, 0, 0)
                 path = ul.log_path(job)
