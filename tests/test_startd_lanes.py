@@ -47,6 +47,54 @@ def value_of(result: m.LaneResult):
     return loads(payload, header.serializer)
 
 
+# --------------------------------------------------------------------------- the relay alone
+
+
+def test_results_wait_for_company_only_while_the_lane_has_a_call_queued(monkeypatch):
+    """The relay holds a result (up to GATHER) while its lane has another call queued behind
+    the running one, so one CallsDone carries several; with nothing queued it goes at once."""
+    import socket
+
+    from htc.daemons import startd_lanes
+    from htc.daemons.startd_lanes import LaneRelay
+    from htc.executors.lane_frames import ResultFrame, frame
+
+    gather = 0.5  # long, so that a busy test machine cannot make the test flaky
+    monkeypatch.setattr(startd_lanes, "GATHER", gather)
+
+    async def scenario():
+        batches: list[tuple[float, list[str]]] = []
+        loop = asyncio.get_running_loop()
+
+        async def send(results):
+            batches.append((loop.time(), [r.job_id for r in results]))
+            return True
+
+        ours, theirs = socket.socketpair()
+        relay = LaneRelay("test", send)
+        relay.queue([m.LaneCall(job_id=f"1.{i}", files={cf.CALL_FILE: b"x"}) for i in range(3)])
+        await relay.attach(ours)
+        done = frame(msgspec.msgpack.encode(ResultFrame(0, {}, b"", b"", 1.0, 1.0, 0.0, 0.0)))
+        start = loop.time()
+        theirs.sendall(done)  # 1.0 ends; 1.1 runs and 1.2 waits: 1.0's result waits too
+        await asyncio.sleep(0.05)
+        assert batches == []
+        theirs.sendall(done)  # 1.1 ends; nothing waits behind 1.2 now: both go, in one CallsDone
+        while not batches:
+            await asyncio.sleep(0.001)
+        first = batches[-1]
+        theirs.sendall(done)  # 1.2 ends with nothing behind it: at once
+        while len(batches) < 2:
+            await asyncio.sleep(0.001)
+        relay.close()
+        theirs.close()
+        return start, batches, first
+
+    start, batches, first = asyncio.run(scenario())
+    assert [ids for _, ids in batches] == [["1.0", "1.1"], ["1.2"]]
+    assert first[0] - start < gather  # sent when 1.1 ended, not when the gathering time ran out
+
+
 # --------------------------------------------------------------------------- the adapter alone
 
 

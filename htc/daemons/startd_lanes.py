@@ -19,7 +19,10 @@ with RunCalls one after another. Its starter gives it one end of a socket pair a
 * A sender task sends every result that is ready as one CallsDone (``send``: the service's, to
   the shadow address of the activation), in the order the calls ran, one CallsDone at a time
   (the shadow's answer, MoreCalls, brings the lane's next calls, which ``send`` queues):
-  results that finish while one is on its way go in the next, so nothing waits to fill a batch.
+  results that finish while one is on its way go in the next. While the lane has a call
+  queued behind the one it runs, so that it cannot run dry, a ready result also waits up to
+  :data:`GATHER` for the next ones (one CallsDone costs the shadow a transaction, a log write
+  and a message each way, whatever it carries); with nothing queued it goes at once.
   A transient failure is retried (every :data:`RETRY` seconds) with whatever is ready by then;
   a refusal drops that batch (logged) and goes on.
 * :meth:`LaneRelay.finish`, after the lane's process has ended and before the service reports
@@ -46,6 +49,8 @@ __all__ = ["BATCH_BYTES", "LaneRelay", "RETRY", "refused_call"]
 
 #: seconds between attempts to deliver a CallsDone the shadow did not take
 RETRY = 0.5
+#: seconds a result may wait for others while its lane has a call queued (see LaneRelay._gather)
+GATHER = 0.03
 #: the most result bytes one CallsDone carries (more go in the next one)
 BATCH_BYTES = 16 * 1024 * 1024
 
@@ -146,6 +151,7 @@ class LaneRelay:
                     return
                 self._wake.clear()
                 await self._wake.wait()
+            await self._gather()
             batch, size = [], 0
             for result in self.ready:
                 weight = len(result.stdout) + len(result.stderr) + sum(map(len, result.files.values()))
@@ -163,6 +169,22 @@ class LaneRelay:
             else:
                 self.delivered += len(batch)
             del self.ready[:len(batch)]
+
+    async def _gather(self) -> None:
+        """Hold ready results for up to :data:`GATHER` s while the lane has a call queued
+        behind the one it runs (it cannot run dry meanwhile), so that one CallsDone carries
+        several: each costs the shadow a transaction, a log write and a message each way."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + GATHER
+        while len(self.outstanding) >= 2 and not self._stopping:
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), left)
+            except TimeoutError:
+                return
 
     async def finish(self, deadline: float = 30.0) -> None:
         """The lane's process ended: read and deliver the rest (see the module docstring)."""
