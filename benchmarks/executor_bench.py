@@ -32,6 +32,12 @@ HTCExecutor pool (2 cpus)   0.40 s      3.9       1,175     2.42        0.83  66
 dask LocalCluster (2x1)     0.60 s      10.6      482       2.66        0.75  530
 ==========================  ==========  ========  ========  ==========  ====  =========
 
+(That run predates the day's last change, results travelling together while calls wait on a
+lane; a full run after it, at a slow moment when the local backend measured 9.3 ms, gave the
+pool 5.4 ms, 804/s, 2.44 s = 0.82 and 61,740/s, and alternating pool-only runs of the code
+before and after it measured 0.79 and 0.79 against 0.84 and 0.83 efficiency, and 47,572 and
+49,663 against 60,963 and 58,984 calls/s in batch.)
+
 (Before call lanes, earlier on 2026-11-25, the pool measured 20.4 ms, 68/s (200 calls), 5.24 s
 and 7,231/s; on 2026-11-22, when every call started a fresh interpreter and waited for a
 negotiation cycle, 328 ms, 8/s, 30.4 s and 1,046/s.)
