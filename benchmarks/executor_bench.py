@@ -63,7 +63,7 @@ of the same code can differ by a third.
 A burst batches the rest (one RunCalls, CallsDone, transaction and log write for many calls):
 ~0.8 ms of schedd CPU, 0.4-0.8 ms of client CPU and ~0.3 ms for the startd and the lane
 workers per call, which is what bounds the rate on 2 cores (2,000 calls/s would need under
-1 ms in all). The CPU test loses its ~20 % to the same per-call work done beside the two
+1 ms in all). The CPU test loses its 15-20 % to the same per-call work done beside the two
 workers: they are never idle between calls (gaps of 0.05-0.2 s in all, measured from the
 results' start and end times) but each 20 ms call takes ~25 ms of wall time. Measured with
 psutil over the 200 calls: the lane workers 4.15 s (4.0 s of it the calls), the schedd
