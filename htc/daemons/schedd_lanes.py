@@ -378,6 +378,8 @@ class LaneHandling:
             out.append(c.Reply(event.conn_id, m.MoreCalls()))  # results of a lane it no longer follows: dropped
             return
         writes, events, repeated = [], {}, False
+        # One transaction for the ends and the next starts: each commit writes the pages it
+        # touched to the WAL, and the two share most of theirs.
         with self.queue.transaction(durable=False):
             for result in msg.results:
                 job_id = parse_job_id(result.job_id)
@@ -409,21 +411,21 @@ class LaneHandling:
                     # Gone from the queue: the call will not run again, its call file may go.
                     writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result),
                                                  recycle=self._call_file(job) if again is None else None))
-        # No fsync of its own: the next durable commit (the next submit's) covers these ends;
-        # a power cut before it runs the calls again -- their results are files not fsynced
-        # either -- while a crash of the schedd alone loses nothing (WAL).
-        out += writes
-        out += [ul.WriteUserLog(path, tuple(evs)) for path, evs in events.items()]
-        claim.last_alive = now
-        self._changed()
-        # The answer brings the lane its next calls (one message, not a RunCalls and its Ack).
-        # The startd sends one CallsDone at a time, so a fresh one means it had our last answer;
-        # a repeated one may mean it did not: those calls go again (it runs none twice).
-        more = [call for call in lane.answered if parse_job_id(call.job_id) in lane.in_flight] if repeated else []
-        self._feed_lane(lane, claim, now, out, self._ahead(lane, now), into=more)  # or it runs dry
-        lane.answered = more
-        out.append(c.Reply(event.conn_id, m.MoreCalls(calls=tuple(more))))
-        self._feed_lanes(now, out)
+            # No fsync of its own: the next durable commit (the next submit's) covers these ends;
+            # a power cut before it runs the calls again -- their results are files not fsynced
+            # either -- while a crash of the schedd alone loses nothing (WAL).
+            out += writes
+            out += [ul.WriteUserLog(path, tuple(evs)) for path, evs in events.items()]
+            claim.last_alive = now
+            self._changed()
+            # The answer brings the lane its next calls (one message, not a RunCalls and its Ack).
+            # The startd sends one CallsDone at a time, so a fresh one means it had our last answer;
+            # a repeated one may mean it did not: those calls go again (it runs none twice).
+            more = [call for call in lane.answered if parse_job_id(call.job_id) in lane.in_flight] if repeated else []
+            self._feed_lane(lane, claim, now, out, self._ahead(lane, now), into=more)  # or it runs dry
+            lane.answered = more
+            out.append(c.Reply(event.conn_id, m.MoreCalls(calls=tuple(more))))
+            self._feed_lanes(now, out)
 
     @staticmethod
     def _call_file(job) -> str | None:
