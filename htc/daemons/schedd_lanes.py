@@ -438,9 +438,12 @@ class LaneHandling:
         plain = sorted(((name, data) for name, data in result.files.items() if plain_name(name)),
                        key=lambda item: item[0] != RESULT_FILE)  # the result first: it may take the call file's place
         files = [(remaps.get(name, name), data) for name, data in plain]
+        # Empty output empties a file an earlier run left; on a first run there is none to look for.
+        first_run = ul.number(job, "NumJobStarts") <= 1
         for attr, data in (("Out", result.stdout), ("Err", result.stderr)):
             target = ul.literal(job, attr)
-            if isinstance(target, str) and target and target != "/dev/null" and "/" not in target:
+            if (data or not first_run) and isinstance(target, str) and target and target != "/dev/null" \
+                    and "/" not in target:
                 files.append((target, data))
         return tuple(files)
 
