@@ -18,25 +18,24 @@ jobs run as ``nobody`` and use a system Python prepared as the tests do (tests/e
 ``pip install -e '.[benchmark]'`` adds dask/distributed for the dask column.
 
 Figures on the project's standard machine (2 shared cores, Firecracker VM; 2026-11-25, one
-full run; noisy -- treat differences under ~30 % as noise: some twenty runs of the pool that day,
-of the morning's code and of this one alike, measured 3.8-8.1 ms, 700-1,180 calls/s,
-0.76-0.84 and 44,000-67,000 calls/s in batch; an earlier full run of this code gave the pool
-5.2 ms, 919/s, 0.81 and 62,317/s, and the others much the same):
+full run; noisy -- treat differences under ~30 % as noise: some thirty runs of the pool that
+day, of the morning's code and of this one alike, measured 3.8-8.1 ms, 700-1,180 calls/s,
+0.76-0.87 and 44,000-74,000 calls/s in batch; the local backend measured 3.9-9.3 ms in four
+full runs):
 
 ==========================  ==========  ========  ========  ==========  ====  =========
 executor                    cold start  RTT ms    burst/s   CPU wall s  eff.  batch/s
 ==========================  ==========  ========  ========  ==========  ====  =========
-ProcessPoolExecutor(2)      0.017 s     0.29      13,028    2.08        0.96  614,700
-HTCExecutor local (2)       0.19 s      4.4       447       2.52        0.79  47,250
-HTCExecutor pool (2 cpus)   0.40 s      3.9       1,175     2.42        0.83  66,835
-dask LocalCluster (2x1)     0.60 s      10.6      482       2.66        0.75  530
+ProcessPoolExecutor(2)      0.012 s     0.21      14,488    2.06        0.97  700,292
+HTCExecutor local (2)       0.21 s      6.6       397       2.68        0.75  45,559
+HTCExecutor pool (2 cpus)   0.42 s      4.8       995       2.29        0.87  73,811
+dask LocalCluster (2x1)     0.62 s      10.4      474       2.59        0.77  504
 ==========================  ==========  ========  ========  ==========  ====  =========
 
-(That run predates the day's last change, results travelling together while calls wait on a
-lane; a full run after it, at a slow moment when the local backend measured 9.3 ms, gave the
-pool 5.4 ms, 804/s, 2.44 s = 0.82 and 61,740/s, and alternating pool-only runs of the code
-before and after it measured 0.79 and 0.79 against 0.84 and 0.83 efficiency, and 47,572 and
-49,663 against 60,963 and 58,984 calls/s in batch.)
+(Earlier full runs of the day gave the pool 3.9 ms, 1,175/s, 0.83, 66,835/s and 5.2 ms,
+919/s, 0.81, 62,317/s before results travelled together; 5.4 ms, 804/s, 0.82, 61,740/s
+after, at a slow moment. Alternating pool-only runs of the code before and after that change
+measured 0.79 and 0.79 against 0.84 and 0.83 efficiency.)
 
 (Before call lanes, earlier on 2026-11-25, the pool measured 20.4 ms, 68/s (200 calls), 5.24 s
 and 7,231/s; on 2026-11-22, when every call started a fresh interpreter and waited for a
