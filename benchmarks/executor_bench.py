@@ -63,9 +63,9 @@ A burst batches the rest (one RunCalls, CallsDone, transaction and log write for
 ~0.8 ms of schedd CPU, 0.4-0.8 ms of client CPU and ~0.3 ms for the startd and the lane
 workers per call, which is what bounds the rate on 2 cores (2,000 calls/s would need under
 1 ms in all). The CPU test loses its 13-20 % to the same per-call work done beside the two
-workers: they are never idle between calls (gaps of 0.05-0.2 s in all, measured from the
-results' start and end times, most of it the ~25-50 ms before the first calls start) but each
-20 ms call takes 23-25 ms of wall time. Measured with psutil over the 200 calls: the lane
+workers: they start 15-50 ms after the map and are never idle between calls (gaps of
+0.05-0.2 s in all, measured from the results' start and end times), but each 20 ms call takes
+23-25 ms of wall time. Measured with psutil over the 200 calls: the lane
 workers 4.07 s (4.0 s of it the calls), the schedd 0.24-0.26 s, the client 0.15-0.17 s (most
 of it making the 200 call files), the startd 0.05 s, the collector 0.03-0.04 s, idle 0.11-0.15
 s: 2.37 s of wall time, 0.84. (Before results travelled together -- a lane with a call
