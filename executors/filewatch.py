@@ -109,8 +109,7 @@ class FileWatch:
                 return False
             if self._wake_r in ready:
                 with contextlib.suppress(OSError):
-                    while os.read(self._wake_r, 4096):
-                        pass
+                    os.read(self._wake_r, 4096)  # a byte per wake while none was pending: all of them
                 # Cleared after the drain: a wake() in between skipped its write, and this
                 # return (which follows it) answers it.
                 self._wake_pending = False

@@ -188,7 +188,6 @@ class PoolBackend(PoolWatching):
         self._job_of: dict[str, str] = {}
         self._templates: dict[int, tuple[CallOptions, dict[str, str]]] = {}
         self._slots: tuple[float, list[ClassAd]] = (0.0, [])
-        self._woken = threading.Event()
         self._wake_requested = False
         self._watch: FileWatch | None = None
         self._reader = None

@@ -22,7 +22,6 @@ job that left the queue without a log event.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from dataclasses import dataclass
 
@@ -63,15 +62,12 @@ class PoolWatching:
     """Following a session's jobs (mixed into ``PoolBackend``, whose state it shares: ``spool``,
     ``_jobs``, ``_watch``, ``_reader`` and the ``_request``/``_act`` of the submitting half)."""
 
-    _woken: threading.Event
-
     def wake(self) -> None:
         """Make a blocked :meth:`poll` return soon."""
         self._wake_requested = True
         watch = self._watch
         if watch is not None:
             watch.wake()
-        self._woken.set()
 
     def poll(self, timeout: float) -> list[JobUpdate]:
         """Follow the session's event log (and, now and then, the queue) for up to ``timeout`` s."""
@@ -85,21 +81,15 @@ class PoolWatching:
             if updates:
                 self._interval = 0.002
                 return updates
-            if self._wake_requested or now >= deadline:
+            watch = self._watch  # None only before open() and after close(): nothing to wait for
+            if self._wake_requested or now >= deadline or watch is None:
                 self._wake_requested = False
-                self._woken.clear()
                 return updates
-            # The log watch ends the wait the moment the schedd writes the log; the timeout
-            # is the fallback where the kernel cannot tell us (and catches the queue checks).
-            # With a working watch there is nothing to look for in between: no 2 ms polls.
-            watch = self._watch
-            interval = _WATCHED_POLL if watch is not None and watch.active else self._interval
-            wait = max(0.0, min(interval, deadline - now))
-            if watch is not None:
-                watch.wait(wait)
-            else:
-                self._woken.wait(wait)
-                self._woken.clear()
+            # The log watch ends the wait the moment the schedd writes the log (or wake() is
+            # called); the timeout is the fallback where the kernel cannot tell us (and catches
+            # the queue checks). With a working watch there is nothing to look for in between:
+            # no 2 ms polls.
+            watch.wait(max(0.0, min(_WATCHED_POLL if watch.active else self._interval, deadline - now)))
             self._interval = min(self._interval * 2, 0.2)
 
     def _read_log(self) -> list[JobUpdate]:
