@@ -46,6 +46,7 @@ CHECKPOINT_FILE = "htc_checkpoint.pkl"
 _CALL_MAGIC = b"HTCcall1"
 _RESULT_MAGIC = b"HTCrslt1"
 _LEN = struct.Struct(">I")
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 
 #: how a call file named after its call ends
@@ -135,25 +136,48 @@ class ResultHeader:
 _TYPES = {"str": str, "int": int, "float": float, "bool": bool}
 
 
+class _Fields:
+    """A header class's fields, looked up once: (name, required, expected type) each."""
+
+    def __init__(self, cls: type):
+        self.names = tuple(f.name for f in dataclasses.fields(cls))
+        self.known = frozenset(self.names)
+        self.checks = tuple(
+            (f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+             _TYPES.get(f.type.split(" |")[0]) if isinstance(f.type, str) else None, f.type)
+            for f in dataclasses.fields(cls))
+
+
+_FIELDS: dict[type, _Fields] = {}
+_ABSENT = object()
+
+
+def _fields(cls: type) -> _Fields:
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = _Fields(cls)
+    return found
+
+
 def _decode_header(cls, data: bytes) -> Any:
     raw = json.loads(data)
     if not isinstance(raw, dict):
         raise ValueError("the header is not a JSON object")
-    known = {f.name: f for f in dataclasses.fields(cls)}
-    values = {k: v for k, v in raw.items() if k in known}  # names from a newer htc are ignored
-    for name, f in known.items():
-        if name not in values:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+    table = _fields(cls)
+    # (names from a newer htc are ignored)
+    values = raw if raw.keys() <= table.known else {k: v for k, v in raw.items() if k in table.known}
+    for name, required, expected, declared in table.checks:
+        value = values.get(name, _ABSENT)
+        if value is _ABSENT:
+            if required:
                 raise ValueError(f"the header has no {name!r}")
             continue
-        expected = _TYPES.get(f.type.split(" |")[0]) if isinstance(f.type, str) else None
-        value = values[name]
         if expected is not None and value is not None and not isinstance(value, expected):
             if not (expected is float and isinstance(value, int)):
-                raise ValueError(f"header field {name!r} is {value!r}, not a {f.type}")
-    for name in ("parents",):
-        if name in values and isinstance(values[name], list):
-            values[name] = tuple(values[name])
+                raise ValueError(f"header field {name!r} is {value!r}, not a {declared}")
+    parents = values.get("parents")
+    if isinstance(parents, list):
+        values["parents"] = tuple(parents)
     return cls(**values)
 
 
@@ -166,7 +190,9 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def _pack(magic: bytes, header: Any, payload: bytes) -> bytes:
-    head = json.dumps(dataclasses.asdict(header), separators=(",", ":")).encode()
+    # A shallow dict: the fields are plain values, dicts and tuples (asdict's deep copy costs
+    # more than the rest of the packing).
+    head = _dumps({name: getattr(header, name) for name in _fields(type(header)).names}).encode()
     return b"".join((magic, _LEN.pack(len(head)), head, payload))
 
 

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 
 from htc.classad import ClassAd
+from htc.eventlog import events as ev
 from htc.executors import callfile as cf
 from htc.executors.backend import JobUpdate
 from htc.executors.errors import CallTimedOut, JobFailed, JobHeld, JobKilled, JobOutOfMemory, JobRemoved, ScheddLost
@@ -43,6 +44,12 @@ _DURATION_HOLDS = frozenset({46, 47})
 _RECONCILE_EVERY = 5.0
 _WATCHED_POLL = 0.2  # s between looks at a log the kernel watches for us (a safety net)
 _PROJECTION = ("ClusterId", "ProcId", "JobStatus", "HTCCallId", "HoldReason", "HoldReasonCode")
+#: the events _on_event acts on (the others, SUBMIT first, are skipped unparsed)
+_WATCHED = frozenset({
+    ev.EventType.EXECUTE, ev.EventType.JOB_EVICTED, ev.EventType.JOB_TERMINATED, ev.EventType.JOB_HELD,
+    ev.EventType.JOB_RELEASED, ev.EventType.JOB_ABORTED, ev.EventType.SHADOW_EXCEPTION,
+    ev.EventType.JOB_RECONNECT_FAILED,
+})
 
 
 @dataclass
@@ -101,13 +108,11 @@ class PoolWatching:
             return []
         self._log_size = size
         updates: list[JobUpdate] = []
-        for event in self._reader.read_nowait():
+        for event in self._reader.read_nowait(types=_WATCHED):
             updates += self._on_event(event)
         return updates
 
     def _on_event(self, event) -> list[JobUpdate]:
-        from htc.eventlog import events as ev
-
         job_id = f"{event.cluster}.{event.proc}"
         job = self._jobs.get(job_id)
         if job is None or job.state == "done":

@@ -282,6 +282,16 @@ def loads(data: bytes, serializer: str = "cloudpickle", persistent_load: Callabl
     Returns:
         The object.
     """
+    unpickler = _UNPICKLERS.get(serializer) or _unpickler_class(serializer)
+    return unpickler(io.BytesIO(data), persistent_load).load()
+
+
+_UNPICKLERS: dict[str, type] = {}
+
+
+def _unpickler_class(serializer: str) -> type:
+    """The unpickler of ``serializer`` that resolves parents (made once: a class per call costs more
+    than unpickling a small call)."""
     if serializer == "dill":
         import dill
 
@@ -290,13 +300,18 @@ def loads(data: bytes, serializer: str = "cloudpickle", persistent_load: Callabl
         base = pickle.Unpickler
 
     class CallUnpickler(base):  # type: ignore[valid-type,misc]
+        def __init__(self, file, parent_load: Callable[[Any], Any] | None):
+            super().__init__(file)
+            self._parent_load = parent_load
+
         def persistent_load(self, pid):  # noqa: D102 - pickle hook
-            if persistent_load is None:
+            if self._parent_load is None:
                 raise pickle.UnpicklingError(f"the pickle refers to another call's result ({pid!r}) "
                                              "but no parent results were given")
-            return persistent_load(pid)
+            return self._parent_load(pid)
 
-    return CallUnpickler(io.BytesIO(data)).load()
+    _UNPICKLERS[serializer] = CallUnpickler
+    return CallUnpickler
 
 
 # --- versions on the execute side -------------------------------------------------------------

@@ -357,6 +357,38 @@ def test_header_dates(text, expected):
     assert parse_time(text) == expected
 
 
+def test_header_dates_are_remembered_within_a_bound():
+    from htc.eventlog import reader
+
+    count = reader._TIMES_KEPT + 500
+    texts = [f"2024-03-{1 + i // 1440:02d} {i // 60 % 24:02d}:{i % 60:02d}:07" for i in range(count)]
+    fresh = [time.mktime(time.strptime(t, "%Y-%m-%d %H:%M:%S")) for t in texts]
+    assert [parse_time(t) for t in texts] == fresh
+    assert [parse_time(t) for t in texts] == fresh  # read again, some remembered, some not
+    assert 0 < len(reader._TIMES) <= reader._TIMES_KEPT
+    parse_time("01/02 03:04:05")
+    assert "01/02 03:04:05" not in reader._TIMES  # no year in it: never kept
+
+
+def test_a_reader_can_skip_the_event_types_it_does_not_want(tmp_path):
+    path = tmp_path / "types.log"
+    with EventLogWriter(path, fsync=False) as w:
+        w.write(ev.SubmitEvent(cluster=1, timestamp=T, submit_host="<h>"),
+                ev.ExecuteEvent(cluster=1, timestamp=T, execute_host="<e>"),
+                ev.JobHeldEvent(cluster=1, timestamp=T, reason="r", code=1),
+                ev.SubmitEvent(cluster=2, timestamp=T, submit_host="<h>"))
+    reader = EventLogReader(path)
+    wanted = {ev.EventType.EXECUTE, ev.EventType.JOB_HELD}
+    assert [(e.type, e.cluster) for e in reader.read_nowait(types=wanted)] == [
+        (ev.EventType.EXECUTE, 1), (ev.EventType.JOB_HELD, 1)]
+    assert reader.offset == path.stat().st_size  # the skipped events are consumed all the same
+    assert reader.read_nowait() == []
+    with open(path, "a") as f:
+        f.write(format_event(ev.SubmitEvent(cluster=3, timestamp=T, submit_host="<h>")))
+    assert reader.read_nowait(types=wanted) == []
+    assert reader.read_nowait(types=wanted, cluster=1) == [] and reader.skipped == 0
+
+
 def test_legacy_dates_assume_the_current_year():
     year = time.localtime().tm_year
     assert time.localtime(parse_time("01/02 03:04:05"))[:6] == (year, 1, 2, 3, 4, 5)

@@ -27,7 +27,7 @@ import calendar
 import os
 import re
 import time
-from typing import Iterator
+from collections.abc import Collection, Iterator
 
 from htc.errors import UsageError
 from htc.eventlog import events as ev
@@ -51,21 +51,37 @@ def parse_time(text: str) -> float:
     Raises:
         ValueError: the text is not a date in any of these formats.
     """
+    seconds = _TIMES.get(text)
+    if seconds is not None:
+        return seconds
     m = _ISO.match(text)
     if m:
         fields = tuple(int(g) for g in m.groups()[:6])
         frac = float(m.group(7)) if m.group(7) else 0.0
         if m.group(8):
-            return calendar.timegm(fields + (0, 0, 0)) + frac
-        return time.mktime(fields + (0, 0, -1)) + frac
+            seconds = calendar.timegm(fields + (0, 0, 0)) + frac
+        else:
+            seconds = time.mktime(fields + (0, 0, -1)) + frac
+        if len(_TIMES) >= _TIMES_KEPT:
+            _TIMES.clear()
+        _TIMES[text] = seconds
+        return seconds
     m = _LEGACY.match(text)
     if m:
-        # The legacy format has no year: HTCondor's reader assumes the current one.
+        # The legacy format has no year: HTCondor's reader assumes the current one (so these
+        # are not remembered).
         year = time.localtime().tm_year
         fields = (year,) + tuple(int(g) for g in m.groups()[:5])
         frac = float(m.group(6)) if m.group(6) else 0.0
         return time.mktime(fields + (0, 0, -1)) + frac
     raise ValueError(f"{text!r} is not an event log date")
+
+
+#: ISO header dates already parsed: the events of one second share theirs, and ``mktime``
+#: costs more than the rest of a small event's parsing. (A process that changes its time zone
+#: with ``time.tzset`` keeps the old zone's readings of the dates it has seen.)
+_TIMES: dict[str, float] = {}
+_TIMES_KEPT = 4096
 
 
 def _split_header(line: str) -> tuple[float, str]:
@@ -124,6 +140,8 @@ def _resources(lines: list[str]) -> tuple[ev.ResourceRow, ...]:
 def _bytes(lines: list[str]) -> dict[str, float]:
     out = {}
     for line in lines:
+        if "By Job" not in line:
+            continue
         m = _BYTES.match(line.strip())
         if m:
             key = ("total_" if m.group(2) == "Total" else "") + m.group(3).lower()
@@ -346,11 +364,13 @@ class EventLogReader:
         #: number of damaged fragments skipped so far (text before a header, cut-off events)
         self.skipped = 0
 
-    def read_nowait(self, *, cluster: int | None = None) -> list[ev.Event]:
+    def read_nowait(self, *, cluster: int | None = None,
+                    types: Collection[ev.EventType] | None = None) -> list[ev.Event]:
         """Return the complete events appended since the last call, without waiting.
 
         Args:
             cluster: return only events of this cluster (others are consumed all the same).
+            types: return only events of these types (others are consumed without being parsed).
 
         Returns:
             Events in file order; empty when nothing complete was added.
@@ -369,7 +389,7 @@ class EventLogReader:
             return []
         except OSError as exc:
             raise UsageError(f"cannot read the job event log {self.path}: {exc.strerror}") from None
-        events, consumed = self._parse(data)
+        events, consumed = self._parse(data, None if types is None else frozenset(int(t) for t in types))
         self.offset += consumed
         if cluster is not None:
             events = [e for e in events if e.cluster == cluster]
@@ -389,7 +409,7 @@ class EventLogReader:
                 return found
             time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
 
-    def _parse(self, data: bytes) -> tuple[list[ev.Event], int]:
+    def _parse(self, data: bytes, codes: frozenset[int] | None = None) -> tuple[list[ev.Event], int]:
         events: list[ev.Event] = []
         pos = 0          # start of the next unread line
         consumed = 0     # end of the last complete event (or skipped junk)
@@ -415,9 +435,10 @@ class EventLogReader:
                     consumed = pos
                 continue
             if line == b"...":
-                event = self._build(current[0], current[1])
-                if event is not None:
-                    events.append(event)
+                if codes is None or int(current[0].group(1)) in codes:
+                    event = self._build(current[0], current[1])
+                    if event is not None:
+                        events.append(event)
                 current = None
                 consumed = pos
                 continue
