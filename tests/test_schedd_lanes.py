@@ -13,7 +13,7 @@ from test_schedd_core import Harness, job
 from htc.classad import ClassAd
 from htc.daemons import core as c
 from htc.daemons.schedd_callfiles import WriteCallFiles, write_call_files
-from htc.daemons.schedd_lanes import LANE_ARGUMENTS
+from htc.daemons.schedd_lanes import LANE_ARGUMENTS, lane_key
 from htc.eventlog.events import EventType
 from htc.jobqueue import JobStatus
 from htc.wire import messages as m
@@ -321,3 +321,30 @@ def test_a_call_queued_behind_another_counts_only_its_own_run_as_wall_clock_time
     done(h, claim_id, "1.0")
     [ad] = h.queue.history(constraint="ProcId == 0")
     assert 0.0 < float(ad["RemoteWallClockTime"]) < 0.01
+
+
+def test_a_lane_key_is_worked_out_once_per_cluster_and_follows_its_changes(h):
+    cid = h.submit(lane_job("request_memory = 128\n", queue="queue 3"))
+    q = h.queue
+
+    def memo(proc):
+        return lane_key(q.get_job((cid, proc)))
+
+    def plain(proc):  # a plain mapping: worked out attribute by attribute
+        return lane_key(dict(q.get_job((cid, proc)).to_dict()))
+
+    keys = [memo(p) for p in range(3)]
+    assert keys[0] is not None and keys == [plain(p) for p in range(3)] == [keys[0]] * 3
+    with q.transaction():
+        q.edit_cluster(cid, "RequestMemory", "256")
+    assert memo(0) == plain(0) != keys[0] and "256" in memo(0)
+    with q.transaction():
+        q.set_attributes((cid, 1), {"RequestMemory": "512"})  # one proc of its own
+    assert memo(1) == plain(1) and "512" in memo(1)
+    assert memo(2) == plain(2) and "256" in memo(2)
+    with q.transaction():
+        q.set_attributes((cid, 2), {"TransferOutputRemaps": '"htc_result.pkl=sub/r.pkl"'})
+        q.set_attributes((cid, 0), {"StreamOut": "true"})
+    assert memo(2) is None and plain(2) is None  # a remap a lane cannot apply
+    assert memo(0) is None and plain(0) is None  # streaming: a starter of its own
+    assert memo(1) == plain(1) is not None

@@ -68,7 +68,7 @@ from htc.daemons.shadow import Shadow, ShadowState, parse_job_id
 from htc.executors.callfile import RESULT_FILE, is_call_file
 from htc.executors.lane_frames import plain_name
 from htc.jobqueue import JobStatus
-from htc.jobqueue.ads import quote
+from htc.jobqueue.ads import ClusterAd, quote
 from htc.jobqueue.records import JobId
 from htc.wire import messages as m
 
@@ -76,12 +76,17 @@ __all__ = ["LANE_ARGUMENTS", "Lane", "LaneHandling", "lane_key"]
 
 #: the lane worker's arguments (the interpreter is the call's own ``Cmd``)
 LANE_ARGUMENTS = "-m htc.executors.lane"
-#: attributes that must be equal for two calls to share one worker
+#: attributes that must be equal for two calls to share one worker (the owner first)
 _KEY_ATTRS = ("Owner", "AccountingGroup", "Cmd", "Arguments", "Environment", "Env", "JobUniverse", "RequestCpus",
               "RequestMemory", "RequestDisk", "RequestGpus", "Requirements", "HTCSession")
 #: features a lane does not provide; a call that asks for one runs on a starter of its own
 _CLASSIC_ONLY = ("AllowedExecuteDuration", "AllowedJobDuration", "StreamOut", "StreamErr", "TransferOutput",
                  "OutputDestination")
+#: the attributes of a lane key that a cluster usually shares (lower case; not the owner, a
+#: column of each job, nor TransferOutputRemaps, which an executor sets per call)
+_SHARED_NAMES = frozenset(n.lower() for n in ("HTCLane", *_CLASSIC_ONLY, *_KEY_ATTRS[1:]))
+_LANE_KEY_MEMO = "htc.schedd.lane_key"
+_UNSET = object()
 #: a lane whose worker could not start sends its key's calls to starters this long (s)
 _BROKEN_FOR = 60.0
 #: seconds of work a lane holds ahead of its worker (within 1 .. _MAX_AHEAD calls)
@@ -93,15 +98,30 @@ _QUICK_CALL = 0.1
 
 def lane_key(job) -> tuple | None:
     """What makes ``job`` interchangeable with other calls on one worker (None: not a lane call)."""
+    cluster = getattr(job, "cluster", None)
+    if isinstance(cluster, ClusterAd) and cluster.proc_attrs.isdisjoint(_SHARED_NAMES):
+        # No proc sets any of them: worked out once per cluster ad (a cluster that changes is
+        # read into a new ClusterAd, with an empty cache).
+        shared = cluster.cache.get(_LANE_KEY_MEMO, _UNSET)
+        if shared is _UNSET:
+            shared = cluster.cache[_LANE_KEY_MEMO] = _shared_key(job)
+    else:
+        shared = _shared_key(job)
+    if shared is None or output_remaps(job) is None:
+        return None
+    return (job.get("Owner"), *shared)
+
+
+def _shared_key(job) -> tuple | None:
+    """The lane key but the owner, from the attributes a cluster usually shares (None: not a
+    lane call)."""
     if ul.literal(job, "HTCLane") is not True:
         return None
     for name in _CLASSIC_ONLY:
         value = ul.literal(job, name)
         if value not in (None, False, ""):
             return None
-    if output_remaps(job) is None:
-        return None
-    return tuple(job.get(name) for name in _KEY_ATTRS)
+    return tuple(job.get(name) for name in _KEY_ATTRS[1:])
 
 
 def output_remaps(job) -> dict[str, str] | None:

@@ -25,9 +25,11 @@ user and root may submit jobs for somebody else.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 
 from htc.classad import ClassAd, ClassAdParseError
+from htc.classad.lexer import KEYWORDS
 from htc.daemons import core as c
 from htc.daemons import schedd_userlog as ul
 from htc.daemons.schedd_calls import Call
@@ -79,6 +81,11 @@ def texts_of(ad_text_: str, what: str) -> dict[str, str]:
     cached = _PARSED.get(ad_text_)
     if cached is not None:
         return dict(cached)
+    if _PLAIN_AD.match(ad_text_):  # what an executor sends per call: names set to plain strings
+        pairs = _PLAIN_ATTR.findall(ad_text_)
+        names = {name.lower() for name, _ in pairs}
+        if len(names) == len(pairs) and names.isdisjoint(KEYWORDS):
+            return dict(pairs)
     try:
         ad = ClassAd(ad_text_)
     except ClassAdParseError as exc:
@@ -93,6 +100,13 @@ def texts_of(ad_text_: str, what: str) -> dict[str, str]:
 
 #: recently parsed long ads (text -> attribute texts), oldest first
 _PARSED: dict[str, dict[str, str]] = {}
+# An ad whose every attribute is a string of printable ASCII without quotes or backslashes
+# (and whose names are neither repeated nor keywords): its texts are read off without the
+# parser, as the parser would give them back.
+_PLAIN_STRING = r'"[ !#-\[\]-~]*"'
+_PLAIN_AD = re.compile(r"\[(?: *[A-Za-z_][A-Za-z0-9_]* = %s;)* *[A-Za-z_][A-Za-z0-9_]* = %s *\]\Z"
+                       % (_PLAIN_STRING, _PLAIN_STRING))
+_PLAIN_ATTR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*) = (%s)" % _PLAIN_STRING)
 
 
 def description_message(text: str, iwd: str | os.PathLike, filename: str | None = None) -> m.Submit:
