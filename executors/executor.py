@@ -421,6 +421,8 @@ class HTCExecutor(Executor):
                 for parent in missing:
                     self._children.setdefault(parent, []).append(call_id)
             elif failed_parent is None:
+                if spec.parents:  # every parent has its value already: nothing to wait for
+                    future._status = advance(call_id, future._status, CallEvent.PARENTS_DONE)
                 self._outbox.append(spec)
         if failed_parent is not None:
             self._fail_child(future, failed_parent)

@@ -258,6 +258,7 @@ class PoolBackend(PoolWatching):
 
         self.spool = spool
         spool.flat = True  # most calls' files share calls/ (see htc.executors.spool)
+        spool.recycle = not named  # no later client reads an anonymous session's results
         self._named = named
         self._transport, self.home = _transport_for(self.pool)
         self._io = _IOThread(f"htc-pool-io-{spool.name}")

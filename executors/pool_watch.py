@@ -190,6 +190,7 @@ class PoolWatching:
             result = None
         if result is not None and code in (EXIT_VALUE, EXIT_EXCEPTION, EXIT_ERROR):
             event = CallEvent.RETURNED if code == EXIT_VALUE else CallEvent.FAILED
+            self.spool.consumed(cid, result)
             return JobUpdate(cid, event, job_id, result=result)
         see = f"see future.stderr or {self.spool.output_path(cid, 'stderr')}, and 'htc history -l {job_id}'"
         if sig is not None:

@@ -137,6 +137,14 @@ def test_futures_among_the_arguments_are_dependencies(ex, tmp_path):
     assert grandchild.result(timeout=60) == 42 + 40 + 40 + 1
 
 
+def test_a_parent_that_finished_before_its_child_was_submitted(ex):
+    parent = ex.submit(combine, 1, 2)
+    assert parent.result(timeout=60) == 3
+    child = ex.submit(combine, parent, 10)
+    assert child.result(timeout=60) == 13
+    assert [status for _, status, _ in child.history][:2] == [CallStatus.WAITING, CallStatus.IDLE]
+
+
 def test_a_failed_parent_fails_its_dependants_without_running_them(ex):
     parent = ex.submit(fail, "parent broke")
     child = ex.submit(value_of, parent)

@@ -133,12 +133,37 @@ def test_calls_share_the_calls_directory_unless_they_need_one_of_their_own(ex):
     last = ex.submit(combine, own, 10)
     assert last.result(timeout=120) == 13 and own.stdout == "wrote made.txt\n"
     assert not (calls / first.call_id).exists() and not (calls / last.call_id).exists()
-    assert {p.name for p in calls.glob(f"{first.call_id}.*")} == {f"{first.call_id}.result"}  # its call file became it
-    assert (calls / f"{last.call_id}.result").exists()
+    # Its call file became its result, which this anonymous session reused once read (below).
+    assert not list(calls.glob(f"{first.call_id}.*")) and not list(calls.glob(f"{last.call_id}.*"))
     # A call with transfer_output_files gets a directory, where its files come back.
     assert (calls / own.call_id / "made.txt").read_text() == "made for 3\n"
     assert (calls / own.call_id / f"{first.call_id}.result").exists()  # its parent's result, as an input
     assert (calls / f"{own.call_id}.result").exists()  # and its own result where a flat child reads it
+
+
+def test_an_anonymous_session_reuses_the_files_of_the_results_it_has_read(ex):
+    calls = ex._spool.calls
+
+    def spares() -> dict[str, int]:
+        return {p.name: p.stat().st_ino for p in calls.glob(".spare-*")}
+
+    first = ex.submit(combine, 1, 2)
+    assert first.result(timeout=120) == 3
+    assert not (calls / f"{first.call_id}.result").exists()
+    [(name, inode)] = spares().items()
+    # The next call is written into that file: call file, result, spare again; no new inode.
+    second = ex.submit(combine, 3, 4)
+    assert second.result(timeout=120) == 7
+    assert list(spares().values()) == [inode] and not list(calls.glob(f"{second.call_id}.*"))
+    # A result read (and its file reused) is still there for a child: written again from memory.
+    child = ex.submit(combine, first, 10)
+    assert child.result(timeout=120) == 13
+    assert (calls / f"{first.call_id}.result").exists()
+    # A result too big to keep in memory keeps its file (here the spare its call was written into).
+    [inode] = spares().values()
+    big = ex.submit(value_of, "x" * 40_000)
+    assert len(big.result(timeout=120)) == 40_000
+    assert (calls / f"{big.call_id}.result").stat().st_ino == inode and not spares()
 
 
 def test_infrastructure_failures_are_retried_and_shown_as_a_status(ex, pool, scratch):
