@@ -166,14 +166,16 @@ def test_removed_idle_jobs_leave_at_once_running_ones_after_retire(queue):
 
 
 def test_completed_jobs_move_to_history_unless_leave_job_in_queue(queue):
-    cid = submit(queue, 2, per_proc=lambda i: {"LeaveJobInQueue": "true" if i else "false"})
-    for p in (0, 1):
+    texts = ["false", " TRUE ", "ProcId * 2 == 4", "ProcId * 2 == 4"]  # plain, and an expression
+    cid = submit(queue, 4, per_proc=lambda i: {"LeaveJobInQueue": texts[i]})
+    for p in (0, 1, 2, 3):
         queue.set_status((cid, p), S.RUNNING)
         change = queue.set_status((cid, p), S.COMPLETED, now=1700000500)
-        assert change.left_queue is (p == 0)
+        assert change.left_queue is (p in (0, 3))
     assert queue.get_job((cid, 1)).status == S.COMPLETED
     assert queue.history(owner="alice")[0]["CompletionDate"] == "1700000500"
-    assert queue.retire((cid, 1)) is True
+    assert queue.retire((cid, 1)) is False  # proc 2 is left
+    assert queue.retire((cid, 2)) is True
     with pytest.raises(JobNotFound):
         queue.retire((cid, 1))
 

@@ -21,10 +21,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from htc.daemons import limits
+from htc.daemons import sandbox
 from htc.daemons.sandbox import TransferError, parse_remaps
 from htc.daemons.starter import Starter, StarterError, StarterSettings, kill_signal
 from htc.daemons.starter_env import (
@@ -95,6 +96,18 @@ def test_remaps_and_kill_signal_parsing():
     assert kill_signal({"KillSig": 10}) == 10
     with pytest.raises(UsageError, match="not a signal name"):
         kill_signal({"KillSig": "SIGNOPE"})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("ab.=; /\t"), max_size=24))
+def test_remaps_without_escapes_read_the_same_by_plain_splits(text):
+    def outcome(split):
+        try:
+            return split(text)
+        except TransferError as exc:
+            return str(exc)
+
+    assert outcome(sandbox._split_plain_remaps) == outcome(sandbox._split_escaped_remaps)
 
 
 # ------------------------------------------------------------------ real jobs

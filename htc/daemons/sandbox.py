@@ -64,6 +64,23 @@ def parse_remaps(value: Any) -> dict[str, str]:
     """
     if not isinstance(value, str) or not value.strip():
         return {}
+    # Nothing escaped (what an executor's calls set): plain splits read it the same way.
+    return _split_escaped_remaps(value) if "\\" in value else _split_plain_remaps(value)
+
+
+def _split_plain_remaps(value: str) -> dict[str, str]:
+    remaps = {}
+    for entry in value.split(";"):
+        entry = entry.strip()
+        if entry:
+            name, eq, destination = entry.partition("=")
+            if not eq:
+                raise _no_equals(entry)
+            remaps[name.strip()] = destination.strip()
+    return remaps
+
+
+def _split_escaped_remaps(value: str) -> dict[str, str]:
     entries, buf, i = [], "", 0
     while i < len(value):
         ch = value[i]
@@ -84,10 +101,14 @@ def parse_remaps(value: Any) -> dict[str, str]:
             continue
         pos = next((k for k in range(len(entry)) if entry[k] == "=" and (k == 0 or entry[k - 1] != "\\")), -1)
         if pos < 0:
-            raise TransferError(f"TransferOutputRemaps entry {entry!r} has no '='; write it as 'name = destination'")
+            raise _no_equals(entry)
         unescape = lambda s: s.strip().replace("\\;", ";").replace("\\=", "=")  # noqa: E731
         remaps[unescape(entry[:pos])] = unescape(entry[pos + 1:])
     return remaps
+
+
+def _no_equals(entry: str) -> TransferError:
+    return TransferError(f"TransferOutputRemaps entry {entry!r} has no '='; write it as 'name = destination'")
 
 
 def _local(source: str, base: Path) -> Path:

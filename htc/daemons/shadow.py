@@ -494,7 +494,8 @@ class ShadowHandling:
             return []  # held (or otherwise settled) while it was being stopped
         usage = dict(shadow.usage)
         attrs = self._usage_attributes(job, shadow, claim, now)
-        q.set_attributes(job_id, attrs)
+        if kind != "exited":
+            q.set_attributes(job_id, attrs)  # (an exit records them with its own attributes)
         if kind in ("failed", "held"):
             q.hold(job_id, reason, code=code, subcode=subcode, now=now)
             return [ul.held_event(job, reason, code, subcode, now)]
@@ -516,7 +517,7 @@ class ShadowHandling:
             return [ul.reconnect_failed_event(job, reason, claim.slot_name if claim else "", now)]
         if status == JobStatus.SUSPENDED:
             q.set_status(job_id, JobStatus.RUNNING, now=now)
-        decision = q.on_exit(job_id, ExitInfo(exit_code, exit_signal, core_dumped), now=now)
+        decision = q.on_exit(job_id, ExitInfo(exit_code, exit_signal, core_dumped), now=now, attrs=attrs)
         q.apply(decision, now=now)
         if decision.action is PolicyAction.COMPLETE:
             cumulative = {k: float(attrs[k]) for k in ("CumulativeRemoteUserCpu", "CumulativeRemoteSysCpu")}

@@ -205,6 +205,27 @@ class JobAd(Mapping[str, str]):
             return text
         return self.cluster.attrs[canon]
 
+    def get(self, name: str, default=None):  # type: ignore[override]
+        """``self[name]``, or ``default`` when the job has no such attribute (one lookup, the
+        same chain as ``[]``: the daemons call this for every attribute they read)."""
+        low = name.lower()
+        i = _HOT_INDEX.get(low)
+        if i is not None:
+            value = self._hot[i]
+            if value is None:
+                return default
+            return quote(value) if i == 4 else str(value)
+        cluster = self.cluster
+        canon = cluster.canon.get(low, name)
+        own = self._own
+        if own:
+            if own.__class__ is str:
+                own = self.own
+            text = own.get(canon)
+            if text is not None:
+                return text
+        return cluster.attrs.get(canon, default)
+
     def __contains__(self, name: object) -> bool:
         try:
             self[name]  # type: ignore[index]

@@ -156,8 +156,7 @@ class QueueChanges:
             leaves = new == JobStatus.COMPLETED or (new == JobStatus.REMOVED and old not in ACTIVE_STATES)
             updated = JobAd(job.cluster, own, (job.cluster_id, job.proc_id, int(new), job.prio,
                                                job.owner, job.qdate, int(now), job.hot_value("autoclusterid")))
-            if leaves and new == JobStatus.COMPLETED and is_true(
-                    evaluate_in(updated, updated.get("LeaveJobInQueue", "false"), now)):
+            if leaves and new == JobStatus.COMPLETED and self._leave_in_queue(updated, now):
                 leaves = False
             if leaves:
                 removed = self._to_history(updated, now)
@@ -165,6 +164,15 @@ class QueueChanges:
             self._note_proc_attrs(job.cluster_id, own)
             self._store_own(job, own, status=int(new), entered_status=int(now))
             return StatusChange(job_id, old, new, event)
+
+    @staticmethod
+    def _leave_in_queue(job: JobAd, now: float) -> bool:
+        """``LeaveJobInQueue`` of a completed job (a plain true or false is read, not evaluated)."""
+        text = job.get("LeaveJobInQueue", "false")
+        low = text.strip().lower()
+        if low in ("false", "true"):
+            return low == "true"
+        return is_true(evaluate_in(job, text, now))
 
     def set_status_many(self, job_ids: Iterable[JobId], new: int, **options) -> list[StatusChange]:
         """:meth:`set_status` for many jobs in one transaction: all change, or none.
@@ -356,11 +364,13 @@ class QueueChanges:
                         decisions.append(decision)
         return decisions
 
-    def on_exit(self, job_id: JobId, info: ExitInfo, *, now: float | None = None) -> Decision:
+    def on_exit(self, job_id: JobId, info: ExitInfo, *, now: float | None = None,
+                attrs: Mapping[str, str] | None = None) -> Decision:
         """Record how a job's process exited and decide what follows (on_exit_*, retries).
 
         Records ExitCode or ExitSignal, ExitBySignal, JobCoreDumped and NumJobCompletions in
-        the job ad (durably), then evaluates the policy. Apply the decision with :meth:`apply`.
+        the job ad (durably), with ``attrs`` (the run's usage, say: one write for both), then
+        evaluates the policy. Apply the decision with :meth:`apply`.
 
         Raises:
             JobNotFound: no such job.
@@ -373,7 +383,7 @@ class QueueChanges:
                 raise UsageError(f"job {job_id[0]}.{job_id[1]} is {JobStatus(job.status).name}; only "
                                  "a running job can exit")
             completions = self._int_attr(job, "NumJobCompletions") + 1
-            self.set_attributes(job_id, exit_attributes(info, completions))
+            self.set_attributes(job_id, {**(attrs or {}), **exit_attributes(info, completions)})
             job = self._load(job_id)
         return PolicyEvaluator(self.system_policy, now).on_exit(job)
 
