@@ -191,7 +191,6 @@ class PoolBackend(PoolWatching):
         self._wake_requested = False
         self._watch: FileWatch | None = None
         self._reader = None
-        self._log_size = -1
         self._interval = 0.002
         self._next_reconcile = 0.0
         self._failing_since: float | None = None
@@ -269,7 +268,7 @@ class PoolBackend(PoolWatching):
             where = self.home or self.pool
             raise ScheddLost(f"no schedd answers in the pool at {where}: {exc}; 'htc pool status' shows which daemons "
                              "run (HTCExecutor(backend='local') runs calls without a pool)") from exc
-        self._reader = EventLogReader(self._log_path())
+        self._reader = EventLogReader(self._log_path(), keep_open=True)
         self._watch = FileWatch(self._log_path())  # poll() waits on it: no thread hand-off
 
     def _log_path(self) -> Path:
@@ -293,6 +292,8 @@ class PoolBackend(PoolWatching):
             if self._watch is not None:
                 self._watch.close()
                 self._watch = None
+            if self._reader is not None:
+                self._reader.close()
             with self._blocking_lock:
                 if self._blocking is not None:
                     self._blocking.close()

@@ -21,7 +21,6 @@ job that left the queue without a log event.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 
@@ -100,13 +99,7 @@ class PoolWatching:
             self._interval = min(self._interval * 2, 0.2)
 
     def _read_log(self) -> list[JobUpdate]:
-        try:
-            size = os.stat(self._log_path()).st_size
-        except FileNotFoundError:
-            return []
-        if size == self._log_size:
-            return []
-        self._log_size = size
+        # (The reader keeps the log open: a look that finds nothing new costs one stat.)
         updates: list[JobUpdate] = []
         for event in self._reader.read_nowait(types=_WATCHED):
             updates += self._on_event(event)
@@ -185,7 +178,7 @@ class PoolWatching:
         assert self.spool is not None
         cid, label = job.call_id, job.label
         try:
-            result = self.spool.result_path(cid).read_bytes()
+            result = cf.read_whole(self.spool.result_path(cid))
         except FileNotFoundError:
             result = None
         if result is not None and code in (EXIT_VALUE, EXIT_EXCEPTION, EXIT_ERROR):

@@ -337,6 +337,33 @@ def test_damage_is_skipped_and_counted(tmp_path):
     assert (unknown.number, unknown.head, unknown.body) == (99, "Something new", ("\tdetail",))
 
 
+def test_a_reader_that_keeps_the_log_open_follows_growth_truncation_and_replacement(tmp_path):
+    path = tmp_path / "kept.log"
+    one = format_event(ev.GenericEvent(cluster=1, timestamp=T, info="one"))
+    two = format_event(ev.GenericEvent(cluster=2, timestamp=T, info="two"))
+    reader = EventLogReader(path, keep_open=True)
+    assert reader.read_nowait() == []  # no file yet
+    path.write_text(one + two[:10])
+    assert [e.info for e in reader.read_nowait()] == ["one"]
+    assert reader.read_nowait() == []  # half an event: nothing yet
+    with open(path, "a") as f:
+        f.write(two[10:])
+    assert [e.info for e in reader.read_nowait()] == ["two"]
+    path.write_text(two)  # truncated, then written again
+    assert [e.info for e in reader.read_nowait()] == ["two"]
+    fresh = tmp_path / "fresh.log"
+    fresh.write_text(one + one + one)  # longer than what was read: only a new inode tells
+    os.replace(fresh, path)
+    assert [e.info for e in reader.read_nowait()] == ["one"] * 3
+    reader.close()
+    with open(path, "a") as f:
+        f.write(two)
+    assert [e.info for e in reader.read_nowait()] == ["two"]  # reopened where it was
+    reader.close()
+    with pytest.raises(UsageError, match="cannot read the job event log"):
+        EventLogReader(tmp_path, keep_open=True).read_nowait()
+
+
 def test_a_truncated_log_is_read_again_from_the_start(tmp_path):
     path = tmp_path / "t.log"
     event = format_event(ev.GenericEvent(cluster=1, timestamp=T, info="one"))

@@ -12,7 +12,7 @@ from test_schedd_core import Harness, job
 
 from htc.classad import ClassAd
 from htc.daemons import core as c
-from htc.daemons.schedd_callfiles import WriteCallFiles, write_call_files
+from htc.daemons.schedd_callfiles import WriteCallFiles, read_input, write_call_files
 from htc.daemons.schedd_lanes import LANE_ARGUMENTS, lane_key
 from htc.eventlog.events import EventType
 from htc.jobqueue import JobStatus
@@ -348,3 +348,15 @@ def test_a_lane_key_is_worked_out_once_per_cluster_and_follows_its_changes(h):
     assert memo(2) is None and plain(2) is None  # a remap a lane cannot apply
     assert memo(0) is None and plain(0) is None  # streaming: a starter of its own
     assert memo(1) == plain(1) is not None
+
+
+def test_a_call_input_is_read_whole_or_one_byte_past_what_a_lane_carries(tmp_path):
+    small, big = tmp_path / "small", tmp_path / "big"
+    small.write_bytes(b"call bytes")
+    big.write_bytes(b"x" * (m.MAX_LANE_CALL_BYTES + 5000))
+    assert read_input(str(small)) == b"call bytes"
+    assert len(read_input(str(big))) == m.MAX_LANE_CALL_BYTES + 1  # too big: the call goes to a starter
+    with pytest.raises(FileNotFoundError):
+        read_input(str(tmp_path / "missing"))
+    with pytest.raises(OSError):
+        read_input(str(tmp_path))

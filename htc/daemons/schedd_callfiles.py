@@ -20,9 +20,20 @@ __all__ = ["WriteCallFiles", "read_input", "write_call_files"]
 
 
 def read_input(path: str) -> bytes:
-    """One input file of a call (the service's default reader)."""
-    with open(path, "rb") as f:
-        return f.read(m.MAX_LANE_CALL_BYTES + 1)
+    """One input file of a call (the service's default reader): at most one byte more than a
+    lane carries, so that the caller sees it is too big."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        parts, left = [], m.MAX_LANE_CALL_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            parts.append(chunk)
+            left -= len(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)

@@ -353,16 +353,28 @@ def _find(lines: list[str], needle: str) -> str:
 class EventLogReader:
     """Reads the complete events of one log, and follows it as writers append to it."""
 
-    def __init__(self, path: str | os.PathLike, *, offset: int = 0):
+    def __init__(self, path: str | os.PathLike, *, offset: int = 0, keep_open: bool = False):
         """Prepare to read ``path`` from byte ``offset`` (0: the beginning).
 
-        The file need not exist yet: reads return no events until it does.
+        The file need not exist yet: reads return no events until it does. With ``keep_open``
+        the file stays open between reads (one ``stat`` and one ``pread`` a read, for a reader
+        that follows a log closely; a file put in its place is opened afresh); :meth:`close`
+        closes it.
         """
         self.path = os.fspath(path)
         #: byte offset of the first event not yet returned
         self.offset = offset
         #: number of damaged fragments skipped so far (text before a header, cut-off events)
         self.skipped = 0
+        self._keep_open = keep_open
+        self._fd: int | None = None
+        self._file_id: tuple[int, int] | None = None
+
+    def close(self) -> None:
+        """Close the file a ``keep_open`` reader holds (the next read opens it again)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = self._file_id = None
 
     def read_nowait(self, *, cluster: int | None = None,
                     types: Collection[ev.EventType] | None = None) -> list[ev.Event]:
@@ -379,21 +391,49 @@ class EventLogReader:
             UsageError: the path exists but cannot be read (a directory, no permission).
         """
         try:
-            with open(self.path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size < self.offset:
-                    self.offset = 0  # truncated or replaced: start over
-                f.seek(self.offset)
-                data = f.read()
+            data = self._read_kept() if self._keep_open else self._read_once()
         except FileNotFoundError:
             return []
         except OSError as exc:
             raise UsageError(f"cannot read the job event log {self.path}: {exc.strerror}") from None
+        if not data:
+            return []
         events, consumed = self._parse(data, None if types is None else frozenset(int(t) for t in types))
         self.offset += consumed
         if cluster is not None:
             events = [e for e in events if e.cluster == cluster]
         return events
+
+    def _read_once(self) -> bytes:
+        with open(self.path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < self.offset:
+                self.offset = 0  # truncated or replaced: start over
+            f.seek(self.offset)
+            return f.read()
+
+    def _read_kept(self) -> bytes:
+        st = os.stat(self.path)
+        if self._fd is None or self._file_id != (st.st_dev, st.st_ino):
+            replaced = self._file_id is not None
+            self.close()
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            st = os.fstat(fd)  # the file opened, should the name have moved on meanwhile
+            self._fd, self._file_id = fd, (st.st_dev, st.st_ino)
+            if replaced:
+                self.offset = 0  # another file now: start over
+        if st.st_size < self.offset:
+            self.offset = 0  # truncated: start over
+        if st.st_size == self.offset:
+            return b""
+        parts, at = [], self.offset
+        while at < st.st_size:
+            chunk = os.pread(self._fd, st.st_size - at, at)
+            if not chunk:
+                break
+            parts.append(chunk)
+            at += len(chunk)
+        return b"".join(parts)
 
     def wait_events(self, timeout: float | None = None, *, poll: float = 0.1,
                     cluster: int | None = None) -> list[ev.Event]:
