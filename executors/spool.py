@@ -25,7 +25,9 @@ has read a result of at most ``RECYCLE_MAX_BYTES`` it renames the file to a spar
 call's file is written into a spare and renamed. A file system that allocates inodes slowly
 (ext4 without a journal skips the inodes freed in the last minutes, one by one, for every
 file it makes: 0.3-1 ms a file on the project's VM after a test run) so pays for no new
-inode per call.
+inode per call. For the same reason ``$HTC_HOME/executor`` carries ext4's top-directory flag
+(``chattr +T``, :func:`spread_sessions`): each session's directory starts in a block group
+of its own, away from files just deleted nearby.
 
 The journal lets ``attach`` rebuild the futures of a session after the client died: which
 calls exist, what they wait for, with which options, and which job runs each. A session's results stay until it is forgotten
@@ -38,6 +40,7 @@ truncated last line, which :meth:`Spool.journal` skips.
 
 from __future__ import annotations
 
+import array
 import contextlib
 import fcntl
 import json
@@ -72,6 +75,38 @@ RECYCLE_KEEP_BYTES = 64 * 1024 * 1024
 #: the most spare files a session keeps
 MAX_SPARES = 4096
 _SPARE_PREFIX = ".spare-"
+
+
+# ext2/3/4's "top of a directory hierarchy" flag (chattr +T): the directories made in one are
+# spread over the disk's block groups instead of kept near their parent's.
+_FS_IOC_GETFLAGS, _FS_IOC_SETFLAGS, _FS_TOPDIR_FL = 0x80086601, 0x40086602, 0x00020000
+
+
+def spread_sessions(root: Path) -> None:
+    """Make ``root`` (creating it) a directory whose sessions land in block groups of their own.
+
+    A file made in a directory gets an inode of the directory's block group, and ext4 without
+    a journal passes over each inode freed there in the last minutes before it picks one:
+    after a test run or another session's files were deleted near ``/tmp``, 0.5 ms a file on
+    the project's VM, against 0.03 ms in a group nothing was deleted from. With the flag set,
+    each new session directory starts in a group the allocator picks afresh. On other file
+    systems this does nothing.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        flags = array.array("i", [0])
+        fcntl.ioctl(fd, _FS_IOC_GETFLAGS, flags, True)
+        if not flags[0] & _FS_TOPDIR_FL:
+            flags[0] |= _FS_TOPDIR_FL
+            fcntl.ioctl(fd, _FS_IOC_SETFLAGS, flags)
+    except OSError:
+        return  # not ext2/3/4, or not ours to flag: sessions go where the file system puts them
+    finally:
+        os.close(fd)
 
 
 def executor_root() -> Path:
@@ -138,6 +173,7 @@ class Spool:
 
     def create(self, info: dict[str, Any]) -> None:
         """Make the directories and write ``session.json`` (keeping ``created`` of an existing one)."""
+        spread_sessions(self.path.parent)
         self.calls.mkdir(parents=True, exist_ok=True)
         old = self.info() if self.exists() else {}
         data = {**info, "name": self.name, "created": old.get("created", time.time()), "updated": time.time()}
@@ -161,6 +197,7 @@ class Spool:
         Raises:
             SessionError: another live executor holds it.
         """
+        spread_sessions(self.path.parent)
         self.path.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path / "session.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:

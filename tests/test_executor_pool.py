@@ -166,6 +166,26 @@ def test_an_anonymous_session_reuses_the_files_of_the_results_it_has_read(ex):
     assert (calls / f"{big.call_id}.result").stat().st_ino == inode and not spares()
 
 
+def test_sessions_are_spread_over_the_disk_where_the_file_system_allows(ex):
+    import array
+    import fcntl
+
+    from htc.executors.spool import _FS_IOC_GETFLAGS, _FS_TOPDIR_FL, spread_sessions
+
+    root = ex._spool.path.parent
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        flags = array.array("i", [0])
+        fcntl.ioctl(fd, _FS_IOC_GETFLAGS, flags, True)
+    except OSError:  # a file system without inode flags: nothing to set, and nothing failed
+        flags = None
+    finally:
+        os.close(fd)
+    assert flags is None or flags[0] & _FS_TOPDIR_FL
+    spread_sessions(root / "not-yet" / "made")  # makes the directory; never fails for the flag
+    assert (root / "not-yet" / "made").is_dir()
+
+
 def test_infrastructure_failures_are_retried_and_shown_as_a_status(ex, pool, scratch):
     future = ex.options(transfer_input_files=[str(scratch / "missing.dat")], infrastructure_retries=1).submit(double, 1)
     with pytest.raises(JobHeld, match="HoldReasonCode 13") as info:
