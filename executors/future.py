@@ -9,6 +9,8 @@ call: ``job_id``, ``status`` (finer than the future's state, see
 
 from __future__ import annotations
 
+import os
+
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -90,14 +92,23 @@ class HTCFuture(Future):
             return ""
 
     def _keep_outputs(self) -> None:
-        """Read small outputs into the future (the executor calls this when the call ends)."""
+        """Read small outputs into the future (the executor calls this when the call ends).
+        A call that printed nothing usually has no file: one failed ``open`` says so."""
         for stream in ("stdout", "stderr"):
             try:
-                path = self._executor._output_path(self, stream)
-                if path.stat().st_size <= _KEEP_OUTPUT:
-                    self._outputs[stream] = path.read_text(errors="replace")
-            except (FileNotFoundError, OSError):
+                fd = os.open(self._executor._output_path(self, stream), os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
                 self._outputs[stream] = ""
+                continue
+            try:
+                size = os.fstat(fd).st_size
+                if size <= _KEEP_OUTPUT:
+                    with open(fd, errors="replace", closefd=False) as f:  # as Path.read_text reads
+                        self._outputs[stream] = f.read()
+            except OSError:
+                self._outputs[stream] = ""
+            finally:
+                os.close(fd)
 
     @property
     def stdout(self) -> str:

@@ -10,7 +10,8 @@ Theory of operation
 At start the lane moves the channel off fd 0 (a call's subprocesses must not inherit it) and
 points fd 0 at ``/dev/null``. Then, per :class:`~htc.executors.lane_frames.CallFrame`:
 
-1. Empty ``htc_lane_call/`` in the sandbox (one directory, reused) and write the call's files
+1. Empty ``htc_lane_call/`` in the sandbox (one directory, reused; skipped when the last
+   call left nothing there) and write the call's files
    into it (``<parent id>.result``, the caller's input files; the call file, ``htc_call.pkl``
    or ``<call id>.call``, goes to the worker as bytes); make it the current directory.
 2. Point fds 1 and 2 at ``.htc_lane_stdout`` / ``.htc_lane_stderr`` in the sandbox, emptied
@@ -73,6 +74,7 @@ class Lane:
         self.dir = self.home / CALL_DIR
         self.dir.mkdir(exist_ok=True)
         self.dir_fd = os.open(self.dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self._left_over = True  # whether the directory may hold anything (the last look saw some)
         self.out = os.open(self.home / _OUT, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         self.err = os.open(self.home / _ERR, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         self.saved = (os.dup(1), os.dup(2))  # (non-inheritable) the lane's own stdout/stderr
@@ -118,7 +120,8 @@ class Lane:
         if why is not None:
             return ResultFrame(worker.EXIT_ERROR, {}, b"", f"htc lane: {why}\n".encode(), time.time(), time.time(),
                                0.0, 0.0)
-        self._empty()
+        if self._left_over:
+            self._empty()
         # (the call file goes to the worker as bytes: one file less to write and remove per call)
         inputs = {name: self._write(name, data) for name, data in call.files.items() if name != call_file}
         os.chdir(self.dir)
@@ -177,7 +180,9 @@ class Lane:
 
     def _changed(self, inputs: dict[str, tuple[int, int, int]]) -> dict[str, bytes]:
         files = {}
+        self._left_over = False
         for entry in os.scandir(self.dir_fd):
+            self._left_over = True
             if not entry.is_file(follow_symlinks=False):
                 continue
             st = entry.stat(follow_symlinks=False)

@@ -109,6 +109,23 @@ def spread_sessions(root: Path) -> None:
         os.close(fd)
 
 
+def _write_new(path: Path, data: bytes) -> None:
+    """Write a new call file in place, without a temporary name: in a session no later client
+    attaches to, nothing reads it before its job is queued (and a client that dies before
+    takes the session with it). A rename less per call."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    except FileExistsError:  # a leftover of the same name: replace it whole
+        cf.write_atomic(path, data)
+        return
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
 def executor_root() -> Path:
     """``$HTC_HOME/executor``: where sessions live."""
     from htc.config import htc_home
@@ -284,7 +301,10 @@ class Spool:
             where, path = self.calls, self.calls / f"{call_id}{cf.CALL_SUFFIX}"
         self._has_dir[call_id] = where != self.calls
         if data is not None and not (where == self.calls and self._write_into_spare(path, data)):
-            cf.write_atomic(path, data)
+            if self.recycle and where == self.calls:
+                _write_new(path, data)
+            else:
+                cf.write_atomic(path, data)
         for parent in parents:
             target = where / cf.parent_file(parent)
             if target.exists():

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -489,6 +490,31 @@ def test_starter_process_vacates_its_job_on_sigterm(dirs):
         proc.wait()
     assert proc.returncode == 0, err
     assert "ExitCode = 5" in out
+    assert list(execute.iterdir()) == []
+
+
+def test_a_sigterm_while_the_job_is_being_started_vacates_it_once_it_runs(dirs):
+    iwd, execute = dirs
+    iwd.chmod(0o777)
+    cmd = script(iwd, "trap 'exit 5' TERM\ntouch \"$_CONDOR_JOB_IWD/started\"\nwhile :; do sleep 0.05; done")
+    (iwd / "job.ad").write_text(f'Cmd = "{cmd}"\nIwd = "{iwd}"\n')
+    # The signal lands the moment the job is spawned, before the starter is waiting on it.
+    program = textwrap.dedent(f"""
+        import os, signal, sys
+        from htc.daemons import starter
+
+        spawn = starter.Starter.start
+
+        async def start_then_signal(self):
+            await spawn(self)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        starter.Starter.start = start_then_signal
+        sys.exit(starter.main([{str(iwd / "job.ad")!r}, {str(execute)!r}, "--vacate-grace", "30"]))
+    """)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert "ExitCode = 5" in done.stdout  # the job got the soft kill and ran its trap
     assert list(execute.iterdir()) == []
 
 

@@ -517,19 +517,30 @@ async def run_job(job_ad: Mapping[str, Any], execute_dir: Path, settings: Starte
     SIGTSTP suspends the job, SIGCONT resumes it.
     """
     starter = Starter(job_ad, execute_dir, settings)
-    await starter.start()
     loop = asyncio.get_running_loop()
     handled = (signal.SIGTERM, signal.SIGQUIT, signal.SIGTSTP, signal.SIGCONT)
-    async with asyncio.TaskGroup() as group:
-        loop.add_signal_handler(signal.SIGTERM, lambda: group.create_task(starter.vacate(vacate_grace)))
-        loop.add_signal_handler(signal.SIGQUIT, lambda: group.create_task(starter.kill()))
-        loop.add_signal_handler(signal.SIGTSTP, starter.suspend)
-        loop.add_signal_handler(signal.SIGCONT, starter.resume)
-        try:
+    # A signal that comes while the job is being started is kept and acted on once it runs
+    # (left to its default, SIGTERM would kill this process and orphan the job).
+    early: list[int] = []
+    for sig in handled:
+        loop.add_signal_handler(sig, early.append, sig)
+    try:
+        await starter.start()
+        async with asyncio.TaskGroup() as group:
+            actions = {
+                signal.SIGTERM: lambda: group.create_task(starter.vacate(vacate_grace)),
+                signal.SIGQUIT: lambda: group.create_task(starter.kill()),
+                signal.SIGTSTP: starter.suspend,
+                signal.SIGCONT: starter.resume,
+            }
+            for sig, act in actions.items():
+                loop.add_signal_handler(sig, act)
+            for sig in early:
+                actions[sig]()
             record = await starter.wait()
-        finally:
-            for sig in handled:
-                loop.remove_signal_handler(sig)
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
     return record
 
 

@@ -24,6 +24,7 @@ A file that shrank (it was truncated or replaced) is read again from its start.
 from __future__ import annotations
 
 import calendar
+import functools
 import os
 import re
 import time
@@ -93,6 +94,9 @@ def _split_header(line: str) -> tuple[float, str]:
     return parse_time(f"{first} {second}"), rest
 
 
+# Usage lines and resource tables repeat from event to event (a cluster's calls ask for the
+# same resources, and quick calls use no whole second): each distinct one is read once.
+@functools.lru_cache(maxsize=1024)
 def _rusage(line: str) -> ev.Rusage:
     m = _RUSAGE.search(line)
     if not m:
@@ -118,13 +122,18 @@ def _resources(lines: list[str]) -> tuple[ev.ResourceRow, ...]:
     start = next((i for i, l in enumerate(lines) if l.strip().startswith("Partitionable Resources")), None)
     if start is None:
         return ()
-    header = lines[start]
+    return _resource_rows(tuple(lines[start:]))
+
+
+@functools.lru_cache(maxsize=256)
+def _resource_rows(lines: tuple[str, ...]) -> tuple[ev.ResourceRow, ...]:
+    header = lines[0]
     table = header[header.index(":") + 1:]
     cut_use = len(table) - len(table.lstrip()) + len("Usage")
     cut_req = table.index("Request") + len("Request") if "Request" in table else cut_use + 9
     cut_alloc = table.index("Allocated") + len("Allocated") if "Allocated" in table else None
     rows = []
-    for line in lines[start + 1:]:
+    for line in lines[1:]:
         name_part, colon, values = line.partition(":")
         if not colon:
             break
