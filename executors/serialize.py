@@ -137,6 +137,14 @@ def _make_pickler(serializer: str, buffer: io.BytesIO, modules: set[str],
 _PICKLERS: dict[str, type] = {}
 
 
+#: types whose instances never stand for another call's result (a future is none of them)
+_NEVER_PERSISTENT = frozenset({
+    str, bytes, bytearray, int, float, complex, bool, type(None), tuple, list, dict, set, frozenset, type,
+    types.CodeType, types.FunctionType, types.BuiltinFunctionType, types.ModuleType, types.MethodType,
+    types.CellType,
+})
+
+
 def _pickler_class(serializer: str) -> type:
     if serializer == "cloudpickle":
         base = cloudpickle.Pickler
@@ -154,7 +162,11 @@ def _pickler_class(serializer: str) -> type:
             self._htc_persistent = persistent
 
         def persistent_id(self, obj):  # noqa: D102 - pickle hook
-            return self._htc_persistent(obj) if self._htc_persistent is not None else None
+            # (Called for every object pickled: the plain ones, most of them, are never a
+            # future, and need not ask.)
+            if obj.__class__ in _NEVER_PERSISTENT or self._htc_persistent is None:
+                return None
+            return self._htc_persistent(obj)
 
         if serializer == "cloudpickle":
             if _CLOUDPICKLE_CODE_REDUCE is not None:
