@@ -519,3 +519,18 @@ def test_reads_inside_a_transaction_see_every_change_made_in_it(queue):
         with pytest.raises(JobNotFound):
             queue.get_job((cid, 1))
     assert queue.get_job((cid, 0))["Extra"] == "1" and queue.get_job((cid, 0)).status == S.RUNNING
+
+
+def test_literal_texts_are_read_the_same_the_first_time_and_after():
+    from htc.jobqueue import ads
+
+    cases = {"42": 42, " -7 ": -7, "1.5e3": 1500.0, '"a\\"b\\n"': 'a"b\n', '"plain"': "plain", "TRUE": True,
+             "false": False, "undefined": None}
+    for _ in range(2):  # the second time from memory
+        assert {text: ads.parse_literal(text) for text in cases} == cases
+        for expression in ("1 + 2", '"a" "b"', "RequestMemory"):
+            with pytest.raises(ValueError, match="literal"):
+                ads.parse_literal(expression)
+    for i in range(ads._LITERALS_KEPT + 100):
+        assert ads.parse_literal(str(i)) == i
+    assert len(ads._LITERALS) <= ads._LITERALS_KEPT

@@ -48,6 +48,28 @@ def parse_literal(text: str) -> object:
     Raises:
         ValueError: ``text`` is not a single literal (it is an expression to evaluate).
     """
+    # The daemons read the same texts again and again (a cluster's attributes, for each of
+    # its jobs): each is read once while it stays among the last few thousand.
+    found = _LITERALS.get(text, _UNREAD)
+    if found is _UNREAD:
+        try:
+            found = _parse_literal(text)
+        except ValueError as exc:
+            found = exc
+        if len(_LITERALS) >= _LITERALS_KEPT:
+            _LITERALS.clear()
+        _LITERALS[text] = found
+    if found.__class__ is ValueError:
+        raise ValueError(*found.args)
+    return found
+
+
+_LITERALS: dict[str, object] = {}
+_LITERALS_KEPT = 8192
+_UNREAD = object()
+
+
+def _parse_literal(text: str) -> object:
     t = text.strip()
     if _INT.match(t):
         return int(t)
