@@ -232,7 +232,8 @@ def dumps_call(fn: Callable, args: tuple, kwargs: dict, *, serializer: str = "cl
         args, kwargs: its arguments.
         serializer: ``"cloudpickle"`` or ``"dill"``.
         persistent: maps an object to a call id when it stands for another call's result (a
-            future), else None; those objects become the call's parents.
+            future), else None; those objects become the call's parents. It is not asked about
+            plain values (strings, numbers, containers, functions, code: ``_NEVER_PERSISTENT``).
 
     Returns:
         A :class:`PickledCall`.

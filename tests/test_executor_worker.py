@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_lane_worker import Parent
 
 from htc.executors import callfile as cf
 from htc.executors.errors import CallTimedOut, UnpicklableRemoteException, VersionMismatch
@@ -19,7 +20,7 @@ from htc.executors.worker import EXIT_ERROR, EXIT_EXCEPTION, EXIT_VALUE
 
 def write_call(sandbox: Path, fn, *args, check_versions=True, timeout=None, chunked=False, python=None,
                packages=None, parents=(), **kwargs) -> cf.CallHeader:
-    pickled = dumps_call(fn, args, kwargs, persistent=lambda o: o if isinstance(o, str) and o.startswith("@") else None)
+    pickled = dumps_call(fn, args, kwargs, persistent=lambda o: o.call_id if isinstance(o, Parent) else None)
     header = cf.CallHeader(call_id="c1", function=getattr(fn, "__qualname__", "fn"), python=python or python_version(),
                            packages=pickled.packages if packages is None else packages, parents=parents,
                            check_versions=check_versions, timeout=timeout, chunked=chunked)
@@ -152,7 +153,7 @@ def test_chunks_apply_the_function_to_each_argument_tuple(tmp_path):
 def test_parent_results_replace_the_futures_among_the_arguments(tmp_path):
     data, _ = dumps_value({"weights": [1, 2, 3]})
     cf.write_result(tmp_path / cf.parent_file("@p1"), cf.ResultHeader(call_id="@p1", outcome="value"), data)
-    write_call(tmp_path, lambda d, k: sum(d["weights"]) * k, "@p1", 10, parents=("@p1",))
+    write_call(tmp_path, lambda d, k: sum(d["weights"]) * k, Parent("@p1"), 10, parents=("@p1",))
     assert run_worker(tmp_path).returncode == EXIT_VALUE, (tmp_path / cf.RESULT_FILE).read_bytes()[:400]
     assert outcome(tmp_path)[1] == 60
 
