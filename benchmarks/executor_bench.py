@@ -174,8 +174,10 @@ def _child(kind: str, quick: bool, extra_json: str) -> None:
     print(json.dumps(measure(kind, quick, extra)), flush=True)
 
 
-def _personal_pool(workdir: Path) -> tuple[dict, dict]:
-    """Start a fast personal pool under ``workdir``; returns (environment for children, executor args)."""
+def _personal_pool(workdir: Path, test_knobs: bool = False) -> tuple[dict, dict]:
+    """Start a personal pool of 2 cpus under ``workdir`` with the personal pool's own configuration
+    (what ``HTCExecutor()`` starts), or with the test suite's fast knobs on top; returns
+    (environment for children, executor args)."""
     sys.path.insert(0, str(ROOT / "tests"))
     from executor_pool import execute_python
     from poolutil import FAST
@@ -186,7 +188,8 @@ def _personal_pool(workdir: Path) -> tuple[dict, dict]:
         path.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("_HTC_")}
     env["HTC_HOME"] = str(home)
-    for knob, value in {**FAST, "DAEMON_LIST": "MASTER, COLLECTOR, NEGOTIATOR, STARTD, SCHEDD"}.items():
+    knobs = {**(FAST if test_knobs else {}), "NUM_CPUS": "2", "DAEMON_LIST": "MASTER, COLLECTOR, NEGOTIATOR, STARTD, SCHEDD"}
+    for knob, value in knobs.items():
         env[f"_HTC_{knob}"] = value
     started = subprocess.run([sys.executable, "-c", "from htc.pool import start_pool; start_pool(timeout=60)"],
                              env=env, capture_output=True, text=True, timeout=120)
@@ -205,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls: a smoke run")
     parser.add_argument("--only", default="process,local,pool,dask", help="comma-separated executors")
+    parser.add_argument("--test-knobs", action="store_true",
+                        help="start the pool with the test suite's fast knobs (ads every 50 ms, negotiation every 2 s)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--extra", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -225,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             for kind in kinds:
                 env, extra = dict(os.environ), {}
                 if kind == "pool":
-                    pool_env, extra = _personal_pool(Path(tmp))
+                    pool_env, extra = _personal_pool(Path(tmp), args.test_knobs)
                     env = pool_env
                 else:
                     env["HTC_HOME"] = str(Path(tmp) / f"home-{kind}")
