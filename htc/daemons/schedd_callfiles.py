@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from htc.daemons import core as c
 from htc.wire import messages as m
@@ -55,12 +54,11 @@ def write_call_files(action: WriteCallFiles) -> None:
     Raises:
         OSError: a file could not be written.
     """
-    base = Path(action.directory)
-    st = base.stat()
-    chown = os.geteuid() == 0 and (st.st_uid, st.st_gid) != (0, 0)
+    base = action.directory
+    root = os.geteuid() == 0
     for i, (name, data) in enumerate(action.files):
-        path = base / name
-        old = base / action.recycle if action.recycle and i == 0 else None
+        path = os.path.join(base, name)
+        old = os.path.join(base, action.recycle) if action.recycle and i == 0 else None
         created = False
         try:
             fd = os.open(old, os.O_WRONLY) if old is not None else None
@@ -79,8 +77,10 @@ def write_call_files(action: WriteCallFiles) -> None:
             # Cut to length, not to zero first: ext4 flushes a file emptied and rewritten at
             # its close (auto_da_alloc), which costs more than the whole write.
             os.ftruncate(fd, len(data))
-            if chown and created:
-                os.fchown(fd, st.st_uid, st.st_gid)
+            if root and created:  # a file made here belongs to the directory's owner
+                st = os.stat(base)
+                if (st.st_uid, st.st_gid) != (0, 0):
+                    os.fchown(fd, st.st_uid, st.st_gid)
         finally:
             os.close(fd)
         if old is not None:

@@ -65,6 +65,7 @@ from htc.daemons.sandbox import TransferError, parse_remaps, split_list
 from htc.daemons.schedd_callfiles import WriteCallFiles
 from htc.daemons.schedd_calls import Call
 from htc.daemons.shadow import Shadow, ShadowState, parse_job_id
+from htc.eventlog.events import EventType
 from htc.executors.callfile import RESULT_FILE, is_call_file
 from htc.executors.lane_frames import plain_name
 from htc.jobqueue import JobStatus
@@ -422,7 +423,8 @@ class LaneHandling:
                 path = ul.log_path(job)
                 if path and recorded:
                     events.setdefault(path, []).extend(recorded)
-                again = self._job(job_id)
+                # Terminated: completed (gone, or kept by LeaveJobInQueue), not to run again.
+                again = None if any(e.type is EventType.JOB_TERMINATED for e in recorded) else self._job(job_id)
                 if again is not None and again.status == JobStatus.IDLE:
                     self._lane_enqueue(again)  # max_retries: it runs again
                     self._reschedule_due = True

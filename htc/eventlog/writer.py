@@ -21,6 +21,7 @@ Free text (hold reasons, messages) never contains a newline in this format: ``\\
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import time
 from typing import Iterable
@@ -93,9 +94,14 @@ def format_resources(rows: Iterable[ev.ResourceRow]) -> list[str]:
     The real reader cuts the rows at the column edges of the header line, so every row is
     padded to those widths even where a column is empty.
     """
+    return list(_resource_lines(tuple(rows)))
+
+
+@functools.lru_cache(maxsize=256)  # a cluster's jobs ask for the same resources: one table each
+def _resource_lines(rows: tuple[ev.ResourceRow, ...]) -> tuple[str, ...]:
     rows = sorted(rows, key=lambda r: r.name.lower())
     if not rows:
-        return []
+        return ()
     cells = [[_num(r.usage), _num(r.request), _num(r.allocated), r.assigned or ""] for r in rows]
     # A column that shows a fraction anywhere pads its whole numbers to line up the dots.
     for col in range(3):
@@ -118,7 +124,7 @@ def format_resources(rows: Iterable[ev.ResourceRow]) -> list[str]:
             f"\t   {label:<{w_res + 8}} : {c[0]:>{w_use}} {c[1]:>{w_req}} "
             f"{c[2]:>{max(w_alloc, 9)}} {c[3]}"
         )
-    return lines
+    return tuple(lines)
 
 
 def _termination(normal: bool, return_value: int | None, signal: int | None,
