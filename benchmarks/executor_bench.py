@@ -11,66 +11,63 @@ shared/reference/peer-baselines.md:
 * **CPU**: 200 calls of 20 ms CPU each on 2 workers; ideal 2.0 s, efficiency = 2.0 / wall;
 * **batch**: ``map(noop, range(5000), chunksize=100)``, the executor's bulk path.
 
-The pool is a personal pool under a temporary ``HTC_HOME`` with the test suite's fast knobs
-(2-second negotiation cycles, claim reuse); it is stopped at the end. When run as root, its
-jobs run as ``nobody`` and use a system Python prepared as the tests do (tests/executor_pool.py).
+The pool is a personal pool of 2 cpus under a temporary ``HTC_HOME``, with the personal
+pool's own configuration, as ``HTCExecutor()`` starts it (``--test-knobs`` adds the test
+suite's fast knobs: schedd ads every 50 ms, a negotiation cycle every 2 s); it is stopped at
+the end. When run as root, its jobs run as ``nobody`` and use a system Python prepared as the
+tests do (tests/executor_pool.py).
 
 ``pip install -e '.[benchmark]'`` adds dask/distributed for the dask column.
 
-Figures on the project's standard machine (2 shared cores, Firecracker VM; 2026-11-25, one
-full run; noisy -- treat differences under ~30 % as noise: some thirty runs of the pool that
-day, of the morning's code and of this one alike, measured 3.8-8.1 ms, 700-1,180 calls/s,
-0.76-0.87 and 44,000-74,000 calls/s in batch; the local backend measured 3.9-9.3 ms in four
-full runs):
+Figures on the project's standard machine (2 shared cores, Firecracker VM), 2026-11-25
+evening, one full run of this code. Noisy: this code measured 1,500-1,700 calls/s, 3.3-4.8
+ms and 0.86-0.89 in the full and pool-only runs of its last hour, more in slow phases of the
+machine (in one the process pool too lost a third); the code of an hour earlier, which
+prepared each call's file in the service thread, measured 1,885 and 1,995/s, 3.1 and 2.9 ms,
+0.88 and 0.91 in two full runs with the test knobs, and 1,850-1,950/s and 0.90-0.91 in
+pool-only runs with the personal pool's configuration:
 
 ==========================  ==========  ========  ========  ==========  ====  =========
 executor                    cold start  RTT ms    burst/s   CPU wall s  eff.  batch/s
 ==========================  ==========  ========  ========  ==========  ====  =========
-ProcessPoolExecutor(2)      0.012 s     0.21      14,488    2.06        0.97  700,292
-HTCExecutor local (2)       0.21 s      6.6       397       2.68        0.75  45,559
-HTCExecutor pool (2 cpus)   0.42 s      4.8       995       2.29        0.87  73,811
-dask LocalCluster (2x1)     0.62 s      10.4      474       2.59        0.77  504
+ProcessPoolExecutor(2)      0.011 s     0.27      12,689    2.05        0.97  775,357
+HTCExecutor local (2)       0.22 s      4.1       426       2.60        0.77  47,040
+HTCExecutor pool (2 cpus)   0.41 s      3.6       1,517     2.30        0.87  105,977
+dask LocalCluster (2x1)     0.66 s      10.4      422       2.87        0.70  348
 ==========================  ==========  ========  ========  ==========  ====  =========
 
-(Earlier full runs of the day gave the pool 3.9 ms, 1,175/s, 0.83, 66,835/s and 5.2 ms,
-919/s, 0.81, 62,317/s before results travelled together; 5.4 ms, 804/s, 0.82, 61,740/s
-after, at a slow moment. Alternating pool-only runs of the code before and after that change
-measured 0.79 and 0.79 against 0.84 and 0.83 efficiency.)
-
-(Before call lanes, earlier on 2026-11-25, the pool measured 20.4 ms, 68/s (200 calls), 5.24 s
-and 7,231/s; on 2026-11-22, when every call started a fresh interpreter and waited for a
-negotiation cycle, 328 ms, 8/s, 30.4 s and 1,046/s.)
+In alternating runs of the same minutes, the pool of the morning's code (``ab0fb1e``, test
+knobs) measured 5.8 and 6.2 ms, 824 and 792 calls/s, 0.81 and 0.82, 51,000-66,000 calls/s in
+batch; this code with the test knobs 4.5 and 3.3 ms, 1,653 and 1,785/s, 0.89 and 0.87; with
+the personal pool's configuration 3.3 and 3.8 ms, 1,639 and 1,698/s, 0.89 and 0.89.
 
 The local backend's floor is one ``fork`` of a pre-imported zygote per call. In the pool most
 calls run on *call lanes* (htc.daemons.schedd_lanes): a worker that stays up on a claimed
 slot gets each call over the wire and sends the result back the same way (the answer to each
 batch of results carries the next calls), so a call pays for no starter, sandbox, cgroup or
 fork. What is left of the round trip: the client's submit (pickle; the call's file, written
-into the session's shared ``calls/``; one durable transaction, asked over a blocking socket
-from the executor's own thread), the schedd's EXECUTE event and RunCalls, the worker,
+into a spare file of the session's ``calls/`` in the calling thread; one durable transaction,
+asked over a blocking socket), the schedd's EXECUTE event and RunCalls, the worker,
 CallsDone, the schedd's commit, the result (written into the call file's inode) and the
-TERMINATED event, and the client's wake-up (its thread sleeps on the log's inotify watch).
+TERMINATED event, and the client's wake-up (its thread sleeps on the log's inotify watch and
+reads the log it keeps open).
 
-Making a file is the one cost that depends on the disk: on this VM it costs 0.03 ms in a
-fresh directory tree and up to 0.7-0.9 ms in one whose block group has been churned (``/tmp``
-after a day of test runs; ``python -c`` timing of 1,000 creates shows which), and the
-executor's session directory lands wherever ``TMPDIR``/``HTC_HOME`` put it. That is why calls
-share one directory (a directory per call cost two new inodes, 0.6-1.3 ms), the result takes
-the finished call file's place and empty stdout/stderr files are not made; and why two runs
-of the same code can differ by a third.
+Files: on this VM's ext4 (no journal) making a file passes over every inode freed in its
+block group in the last minutes, so after a test run a file in ``/tmp`` cost 0.3-0.9 ms
+against 0.03 ms elsewhere. Sessions therefore start in block groups of their own
+(``$HTC_HOME/executor`` carries ext4's top-directory flag), and an unnamed session writes
+each new call into the file of a result it has read (see htc.executors.spool).
 
-A burst batches the rest (one RunCalls, CallsDone, transaction and log write for many calls):
-~0.8 ms of schedd CPU, 0.4-0.8 ms of client CPU and ~0.3 ms for the startd and the lane
-workers per call, which is what bounds the rate on 2 cores (2,000 calls/s would need under
-1 ms in all). The CPU test loses its 13-20 % to the same per-call work done beside the two
-workers: they start 15-50 ms after the map and are never idle between calls (gaps of
-0.05-0.2 s in all, measured from the results' start and end times), but each 20 ms call takes
-23-25 ms of wall time. Measured with psutil over the 200 calls: the lane
-workers 4.07 s (4.0 s of it the calls), the schedd 0.24-0.26 s, the client 0.15-0.17 s (most
-of it making the 200 call files), the startd 0.05 s, the collector 0.03-0.04 s, idle 0.11-0.15
-s: 2.37 s of wall time, 0.84. (Before results travelled together -- a lane with a call
-queued holds a finished one up to 30 ms so that one CallsDone carries several -- the schedd
-took 0.38-0.50 s and the startd 0.1 s.) 0.9 would need all of that under 0.35 s.
+A burst: the schedd's work, about 0.45 ms of CPU a call (its transaction, two log events,
+the result's file), the client's 0.25 ms, the startd's 0.08 ms and the lane workers' 0.15
+ms share the two cores; the schedd, one process, is the bound, busy 80-95 % of the burst.
+2,000 calls/s would need it under 0.4 ms. The CPU test loses its 9-12 % to the same work
+done beside the two workers: measured with psutil over the 200 calls, the lane workers
+4.07-4.09 s (4.0 s of it the calls), the schedd 0.14-0.15 s, the client 0.07-0.09 s, the
+startd 0.04-0.06 s, the collector and negotiator 0.03 s, idle 0.08-0.15 s. Quick lanes hold
+about 150 ms of calls and a result waits up to 120 ms for others while calls are queued
+behind it, so one CallsDone carries about five results (alternating runs: 0.844 with 30/40
+ms, 0.867 with 70/90 ms, 0.883-0.886 with 120/150 ms, 0.879 with 200/250 ms).
 """
 
 from __future__ import annotations
@@ -188,7 +185,8 @@ def _personal_pool(workdir: Path, test_knobs: bool = False) -> tuple[dict, dict]
         path.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("_HTC_")}
     env["HTC_HOME"] = str(home)
-    knobs = {**(FAST if test_knobs else {}), "NUM_CPUS": "2", "DAEMON_LIST": "MASTER, COLLECTOR, NEGOTIATOR, STARTD, SCHEDD"}
+    knobs = {**(FAST if test_knobs else {}), "NUM_CPUS": "2",
+             "DAEMON_LIST": "MASTER, COLLECTOR, NEGOTIATOR, STARTD, SCHEDD"}
     for knob, value in knobs.items():
         env[f"_HTC_{knob}"] = value
     started = subprocess.run([sys.executable, "-c", "from htc.pool import start_pool; start_pool(timeout=60)"],
