@@ -5,6 +5,7 @@
 * :mod:`htc.eventlog.writer` -- :class:`EventLogWriter` appends events, safe to share.
 * :mod:`htc.eventlog.reader` -- :func:`read_events` and :class:`EventLogReader`, which follows
   a growing log and returns complete events only.
+* :mod:`htc.eventlog.parsing` -- one event's date and lines read into its event object.
 
 See ``docs/eventlog.md``.
 """
