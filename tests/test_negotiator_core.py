@@ -695,6 +695,30 @@ def test_back_to_back_cycles_do_not_match_a_slot_twice_before_its_startd_reports
     assert len(neg.pending) == 1
 
 
+def test_a_match_the_schedd_let_lapse_frees_what_it_held_for_the_next_cycle():
+    neg = Negotiator(NegotiatorSettings(timeout=30, trigger_delay=0.25), now=0.0)
+    static = make_slot("slot1@a")
+    pslot = make_slot("slot1@p", Cpus=2, Memory=4096, PartitionableSlot=True, ClaimId="p#1#x")
+    subs = (SubmitterAd("alice@x", "s1", "<s1>", 5, 0),)
+
+    def cycle(n: int, t: float, wanted: int) -> list:
+        if n > 1:
+            neg.handle(Reschedule("submit"), t - 0.25)
+        neg.handle(Wakeup(), t)
+        neg.handle(PoolAds(n, (static, pslot), subs), t)
+        actions = neg.handle(RequestsReceived(n, "s1", "alice@x", (ResourceRequest(1, make_job(), wanted),)), t)
+        return [a.match for a in actions if isinstance(a, NotifyMatch)]
+
+    matches = cycle(1, 0.0, 3)
+    assert sorted(x.slot_name for x in matches) == ["slot1@a", "slot1@p", "slot1@p"]
+    assert cycle(2, 1.0, 3) == []  # all of it on its way to the schedd
+    # The schedd took the static slot and one carve, and let the other carve lapse.
+    carve = next(x for x in matches if x.slot_name == "slot1@p")
+    assert neg.match_lapsed("slot1@p", carve.claim_id, carve.autocluster_id) is True
+    assert [x.slot_name for x in cycle(3, 2.0, 3)] == ["slot1@p"]  # one carve's worth again, at once
+    assert neg.match_lapsed("slot1@zz", "no#such#claim", 1) is False
+
+
 def test_silent_schedd_is_skipped_after_the_timeout_and_its_late_answer_ignored():
     neg = Negotiator(NegotiatorSettings(timeout=30), now=0.0)
     neg.handle(Wakeup(), 0.0)

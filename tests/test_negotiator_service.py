@@ -288,3 +288,17 @@ def test_negotiator_process_matches_and_saves_its_accountant(home):
     assert "alice@test" in saved["customers"]
     log = (home / "log" / "NegotiatorLog").read_text()
     assert "match: alice@test" in log and "got SIGTERM" in log
+
+
+def test_a_schedd_answer_that_a_match_lapsed_reaches_the_core(monkeypatch):
+    settings = NegotiatorServiceSettings(core=NegotiatorSettings(), accountant_file=Path("/nonexistent"))
+    daemon = NegotiatorDaemon(settings, None, now=0.0)
+    told = []
+    monkeypatch.setattr(daemon.negotiator, "match_lapsed", lambda *args: told.append(args) or True)
+    notify = m.MatchNotify(claim_id="p#1#x", submitter="alice@x", slot_name="slot1@p", startd_address="<startd>",
+                           slot_ad="[ Name = \"slot1@p\" ]", autocluster_id=7)
+    assert daemon.handle(c.SendDone("<schedd>", notify, m.Ack()), 1.0) == []  # taken: nothing to do
+    lapsed = m.Ack(detail=m.MATCH_LAPSED + "no idle job left for it")
+    [log] = daemon.handle(c.SendDone("<schedd>", notify, lapsed), 1.0)
+    assert told == [("slot1@p", "p#1#x", 7)]
+    assert "lapsed at the schedd (no idle job left for it)" in log.text

@@ -732,3 +732,14 @@ def test_a_job_that_ends_while_others_wait_does_not_ask_for_a_cycle_but_a_requeu
     assert h.queue.count("JobStatus == 1") == 1
     out = h.tick(h.now + 2.0)
     assert len(sent(out, m.Reschedule)) == 1
+
+
+def test_a_match_without_an_idle_job_for_it_is_answered_as_lapsed():
+    h = Harness()
+    h.start()
+    h.submit(job())
+    h.match()  # the one idle job takes the first match
+    reply = h.request(m.MatchNotify(claim_id="slot1@exec#1#cc", submitter="alice@localhost", slot_name="slot1@exec",
+                                    startd_address="startd", slot_ad=SLOT_AD, autocluster_id=1))
+    # (the negotiator, told so, gives the slot back to its next cycle)
+    assert isinstance(reply, m.Ack) and reply.detail == m.MATCH_LAPSED + "no idle job left for it"

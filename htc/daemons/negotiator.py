@@ -258,6 +258,9 @@ class PendingSlots:
 
     def __init__(self) -> None:
         self._slots: dict[str, tuple[tuple, bool, list[float], float]] = {}
+        #: slot name -> what each of its recorded matches gave away: (claim id, autocluster,
+        #: carve or None for the whole slot), so that a match the schedd let lapse gives it back
+        self._given: dict[str, list[tuple[str, int, tuple[float, float, float] | None]]] = {}
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -280,6 +283,30 @@ class PendingSlots:
             else:
                 carved = [have + more for have, more in zip(carved, match.carved)]
             self._slots[match.slot_name] = (signature, whole, carved, until)
+            self._given.setdefault(match.slot_name, []).append((match.claim_id, match.autocluster_id, match.carved))
+
+    def lapsed(self, slot_name: str, claim_id: str, autocluster_id: int | None) -> bool:
+        """A schedd let a match of ``slot_name`` lapse: give back what it held (True: found)."""
+        given = self._given.get(slot_name, [])
+        found = next((g for g in given if g[0] == claim_id and g[1] == autocluster_id), None) \
+            or next((g for g in given if g[0] == claim_id), None)
+        record = self._slots.get(slot_name)
+        if found is None or record is None:
+            return False
+        given.remove(found)
+        signature, whole, carved, until = record
+        if found[2] is not None:
+            carved = [max(0.0, have - back) for have, back in zip(carved, found[2])]
+        whole = any(g[2] is None for g in given)
+        if not whole and not any(amount > 0 for amount in carved):
+            self._forget(slot_name)
+        else:
+            self._slots[slot_name] = (signature, whole, carved, until)
+        return True
+
+    def _forget(self, slot_name: str) -> None:
+        self._slots.pop(slot_name, None)
+        self._given.pop(slot_name, None)
 
     def apply(self, machines: list, now: float) -> list:
         """The slot ads as a cycle at ``now`` should see them: pending slots held back."""
@@ -294,7 +321,7 @@ class PendingSlots:
                 continue
             signature, whole, carved, until = pending
             if now >= until or self._signature(ad) != signature:
-                del self._slots[name]  # the startd reported, or the match lapsed
+                self._forget(name)  # the startd reported, or the match lapsed
                 out.append(ad)
                 continue
             if whole:
@@ -309,7 +336,7 @@ class PendingSlots:
                 continue  # all of it is on its way to the schedds
             out.append(ad)
         for name in [n for n in self._slots if n not in seen]:
-            del self._slots[name]  # the slot is gone from the pool
+            self._forget(name)  # the slot is gone from the pool
         return out
 
 
@@ -379,6 +406,11 @@ class Negotiator:
             f"negotiator in phase {self.phase.value} got {event!r}, which is not a negotiator "
             "event; pass one of the event classes of htc.daemons.negotiator"
         )
+
+    def match_lapsed(self, slot_name: str, claim_id: str, autocluster_id: int | None) -> bool:
+        """A schedd did not take a match (its Ack to MatchNotify began ``MATCH_LAPSED``): what the
+        match held of ``slot_name`` is free for the next cycle (True: there was such a match)."""
+        return self.pending.lapsed(slot_name, claim_id, autocluster_id)
 
     def next_deadline(self) -> float | None:
         """Return when the service must send :class:`Wakeup` (a cycle or a timeout is due)."""

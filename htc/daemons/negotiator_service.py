@@ -138,6 +138,12 @@ class NegotiatorDaemon:
     def handle(self, event: c.Event, now: float) -> list[c.Action]:
         """Apply one event; return what the service must do."""
         if isinstance(event, c.SendDone):
+            msg, reply = event.msg, event.reply
+            if isinstance(msg, m.MatchNotify) and isinstance(reply, m.Ack) and reply.detail.startswith(m.MATCH_LAPSED):
+                if self.negotiator.match_lapsed(msg.slot_name, msg.claim_id, msg.autocluster_id):
+                    why = reply.detail[len(m.MATCH_LAPSED):]
+                    return [c.Log(f"match of {msg.slot_name} for {msg.submitter} lapsed at the schedd ({why}); "
+                                  "what it held is free for the next cycle")]
             return []
         if isinstance(event, c.SendFailed):
             return [c.Log(f"cannot send {type(event.msg).__name__} to {event.to}: {event.error}", logging.WARNING)]

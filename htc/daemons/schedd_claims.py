@@ -143,7 +143,14 @@ class ClaimHandling:
         out.append(c.Reply(event.conn_id, m.ResourceRequests(submitter=msg.submitter, requests=wire)))
 
     def _match(self, event: c.Received, msg: m.MatchNotify, now: float, out: list) -> None:
-        out.append(c.Reply(event.conn_id, m.Ack()))
+        lapsed = self._take_match(msg, now, out)
+        # A match this schedd does not take is said so in the answer: the negotiator then stops
+        # holding the slot back for it (else a partitionable slot's carve stays given away
+        # until NEGOTIATOR_TIMEOUT passes or the startd reports, minutes with UPDATE_INTERVAL).
+        out.append(c.Reply(event.conn_id, m.Ack(detail=f"{m.MATCH_LAPSED}{lapsed}" if lapsed else "")))
+
+    def _take_match(self, msg: m.MatchNotify, now: float, out: list) -> str | None:
+        """Claim the matched slot for a job; why the match lapses instead (None: taken)."""
         slot_ad = ClassAd(msg.slot_ad)
         key = msg.claim_id
         if _partitionable(slot_ad):
@@ -152,17 +159,17 @@ class ClaimHandling:
             self._carves += 1
             key = f"{msg.claim_id}#carve{self._carves}"
         elif key in self.claims:
-            return  # the same match told twice
+            return None  # the same match told twice
         job = self._job_for_match(msg, slot_ad, now)
         if job is None:
             out.append(c.Log(f"match of {msg.slot_name} for {msg.submitter}: no idle job left for it; "
                              "the match lapses"))
-            return
+            return "no idle job left for it"
         if len(self.shadows) + sum(cl.state is ClaimState.REQUESTED for cl in self.claims.values()) \
                 >= self.settings.max_jobs_running:
             out.append(c.Log(f"match of {msg.slot_name}: MAX_JOBS_RUNNING ({self.settings.max_jobs_running}) "
                              "reached; the match lapses"))
-            return
+            return f"MAX_JOBS_RUNNING ({self.settings.max_jobs_running}) reached"
         lease = ul.number(job, "JobLeaseDuration", self.settings.default_lease) or self.settings.default_lease
         claim = Claim(key, msg.startd_address, msg.submitter, msg.slot_name, slot_ad,
                       ClaimState.REQUESTED, lease, now, job=job.job_id)
@@ -172,6 +179,7 @@ class ClaimHandling:
             claim_id=msg.claim_id, schedd_name=self.settings.name, schedd_address=self.settings.address,
             submitter=msg.submitter, job_ad=ad_text(_public(job)), lease_duration=lease),
             cookie=("claim", key), timeout=self.settings.request_claim_timeout))
+        return None
 
     def _job_for_match(self, msg: m.MatchNotify, slot_ad: ClassAd, now: float):
         for job_id in self.offers.get(msg.submitter, {}).get(msg.autocluster_id, ()):

@@ -420,7 +420,11 @@ class GetResourceRequests(Message, frozen=True):
 
 
 class MatchNotify(Message, frozen=True):
-    """Negotiator -> schedd and startd: ``slot_name`` is matched to a request under ``claim_id``."""
+    """Negotiator -> schedd and startd: ``slot_name`` is matched to a request under ``claim_id``.
+
+    The schedd's Ack says ``MATCH_LAPSED`` and why when it does not take the match (no idle
+    job left for it, MAX_JOBS_RUNNING): the negotiator stops holding the slot back for it.
+    """
 
     reply_type = Ack
     claim_id: NonEmpty
@@ -429,6 +433,10 @@ class MatchNotify(Message, frozen=True):
     startd_address: NonEmpty
     slot_ad: AdText
     autocluster_id: Count | None = None
+
+
+#: how a schedd's Ack to a MatchNotify it does not take begins (the reason follows)
+MATCH_LAPSED = "lapsed: "
 
 
 # --- claims and running jobs ----------------------------------------------------------------
