@@ -59,9 +59,6 @@ class CallSpec:
     options: CallOptions
     #: call ids whose results the call needs (already finished when the call is submitted)
     parents: tuple[str, ...] = ()
-    #: what the backend's ``prepare`` made of the call in the submitting thread (the pool:
-    #: the job's proc ad, its call file written), for ``submit_calls`` to use as it is
-    prepared: Any = None
 
 
 @dataclass(frozen=True)
@@ -120,10 +117,6 @@ class Backend(Protocol):
         Raises:
             ImpossibleRequest: naming what is too big or never true, and the largest slot.
         """
-
-    # Optional: ``prepare(spec)``, the per-call work that needs no schedd (writing the call's
-    # file, say), done by the executor in the thread that submits a call without parents, so
-    # that the thread that talks to the schedd is free to send what is ready.
 
     def submit_calls(self, calls: Sequence[CallSpec]) -> list[str]:
         """Queue ``calls`` (as few transactions as their options allow).

@@ -400,11 +400,6 @@ class HTCExecutor(Executor):
                                packages=pickled.packages, parents=pickled.parents,
                                check_versions=options.check_versions, timeout=options.timeout, chunked=chunked)
         spec = CallSpec(call_id, label, cf.pack_call(header, pickled.payload), options, pickled.parents)
-        prepare = getattr(self._backend, "prepare", None)
-        if prepare is not None and not spec.parents:
-            # Here, not in the service thread: a loop of submits holds the GIL, and the service
-            # thread, whose every file write gives it up, would get it back only now and then.
-            prepare(spec)
         future = HTCFuture(self, call_id, label, pickled.parents)
         failed_parent = None
         if self._named:

@@ -441,7 +441,7 @@ class PoolBackend(PoolWatching):
             cluster_ad = "[ " + "; ".join(f"{k} = {v}" for k, v in template.items()) + " ]"
             for start in range(0, len(group), _MAX_PROCS_PER_SUBMIT):
                 part = group[start:start + _MAX_PROCS_PER_SUBMIT]
-                procs = tuple(spec.prepared or self._proc_ad(spec) for spec in part)
+                procs = tuple(self._proc_ad(spec) for spec in part)
                 for spec, job_id in zip(part, self._submit_cluster(cluster_ad, procs, part)):
                     job_ids[spec.call_id] = job_id
                     self._jobs[job_id] = _Job(spec.call_id, spec.label, spec.options)
@@ -453,11 +453,6 @@ class PoolBackend(PoolWatching):
         # No Reschedule of our own: the schedd starts new calls on a claim it kept for us, and
         # otherwise asks the negotiator for a cycle itself (SCHEDD_SEND_RESCHEDULE).
         return [job_ids[spec.call_id] for spec in calls]
-
-    def prepare(self, spec: CallSpec) -> None:
-        """Write the call's file and make its proc ad now (the executor calls this in the thread
-        that submits the call; :meth:`submit_calls` sends the ad as it is)."""
-        spec.prepared = self._proc_ad(spec)
 
     def _proc_ad(self, spec: CallSpec) -> str:
         assert self.spool is not None
