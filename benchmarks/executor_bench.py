@@ -20,34 +20,32 @@ tests do (tests/executor_pool.py).
 ``pip install -e '.[benchmark]'`` adds dask/distributed for the dask column.
 
 Figures on the project's standard machine (2 shared cores, Firecracker VM), 2026-11-25
-evening, one full run of this code. Noisy: this code measured 1,500-1,700 calls/s, 3.3-4.8
-ms and 0.86-0.89 in the full and pool-only runs of its last hour, more in slow phases of the
-machine (in one the process pool too lost a third); the code of an hour earlier, which
-prepared each call's file in the service thread, measured 1,885 and 1,995/s, 3.1 and 2.9 ms,
-0.88 and 0.91 in two full runs with the test knobs, and 1,850-1,950/s and 0.90-0.91 in
-pool-only runs with the personal pool's configuration:
+evening, one full run of this code. Noisy: in fifteen other runs of the pool that hour this
+code measured 3.0-4.0 ms (7.1 ms once, at a moment the local backend was slow too),
+1,010-1,912 calls/s (median about 1,770; the slow runs made their call files in a block
+group where files had just been deleted) and 0.87-0.90:
 
 ==========================  ==========  ========  ========  ==========  ====  =========
 executor                    cold start  RTT ms    burst/s   CPU wall s  eff.  batch/s
 ==========================  ==========  ========  ========  ==========  ====  =========
-ProcessPoolExecutor(2)      0.011 s     0.27      12,689    2.05        0.97  775,357
-HTCExecutor local (2)       0.22 s      4.1       426       2.60        0.77  47,040
-HTCExecutor pool (2 cpus)   0.41 s      3.6       1,517     2.30        0.87  105,977
-dask LocalCluster (2x1)     0.66 s      10.4      422       2.87        0.70  348
+ProcessPoolExecutor(2)      0.012 s     0.23      13,386    2.05        0.97  831,298
+HTCExecutor local (2)       0.19 s      4.4       402       2.79        0.72  33,859
+HTCExecutor pool (2 cpus)   0.44 s      4.0       1,777     2.27        0.88  101,441
+dask LocalCluster (2x1)     0.65 s      10.4      474       2.61        0.77  485
 ==========================  ==========  ========  ========  ==========  ====  =========
 
 In alternating runs of the same minutes, the pool of the morning's code (``ab0fb1e``, test
-knobs) measured 5.8 and 6.2 ms, 824 and 792 calls/s, 0.81 and 0.82, 51,000-66,000 calls/s in
-batch; this code with the test knobs 4.5 and 3.3 ms, 1,653 and 1,785/s, 0.89 and 0.87; with
-the personal pool's configuration 3.3 and 3.8 ms, 1,639 and 1,698/s, 0.89 and 0.89.
+knobs) measured 6.7 and 4.9 ms, 803 and 842 calls/s, 0.81 and 0.83, 56,000-60,000 calls/s in
+batch; this code with the test knobs 3.5 and 3.3 ms, 1,747 and 1,914/s, 0.87 and 0.88; with
+the personal pool's configuration 4.0 and 3.0 ms, 1,920 and 1,886/s, 0.89 and 0.89.
 
 The local backend's floor is one ``fork`` of a pre-imported zygote per call. In the pool most
 calls run on *call lanes* (htc.daemons.schedd_lanes): a worker that stays up on a claimed
 slot gets each call over the wire and sends the result back the same way (the answer to each
 batch of results carries the next calls), so a call pays for no starter, sandbox, cgroup or
 fork. What is left of the round trip: the client's submit (pickle; the call's file, written
-into a spare file of the session's ``calls/`` in the calling thread; one durable transaction,
-asked over a blocking socket), the schedd's EXECUTE event and RunCalls, the worker,
+into a spare file of the session's ``calls/``; one durable transaction, asked over a blocking
+socket from the executor's own thread), the schedd's EXECUTE event and RunCalls, the worker,
 CallsDone, the schedd's commit, the result (written into the call file's inode) and the
 TERMINATED event, and the client's wake-up (its thread sleeps on the log's inotify watch and
 reads the log it keeps open).
