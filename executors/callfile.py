@@ -24,6 +24,7 @@ job is killed mid-write.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import struct
@@ -148,15 +149,8 @@ class _Fields:
             for f in dataclasses.fields(cls))
 
 
-_FIELDS: dict[type, _Fields] = {}
 _ABSENT = object()
-
-
-def _fields(cls: type) -> _Fields:
-    found = _FIELDS.get(cls)
-    if found is None:
-        found = _FIELDS[cls] = _Fields(cls)
-    return found
+_fields = functools.cache(_Fields)
 
 
 def _decode_header(cls, data: bytes) -> Any:
@@ -187,6 +181,17 @@ def write_atomic(path: Path, data: bytes) -> None:
     with open(tmp, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
+
+
+def overwrite(fd: int, data: bytes) -> None:
+    """Write ``data`` over the open file ``fd`` from its start and cut the file to its length
+    (a file reused for new contents: no inode to make)."""
+    view, at = memoryview(data), 0
+    while at < len(data):
+        at += os.pwrite(fd, view[at:], at)
+    # Cut to length after the write, not to zero before it: ext4 flushes a file emptied and
+    # rewritten when it is closed (auto_da_alloc), which costs more than the whole write.
+    os.ftruncate(fd, len(data))
 
 
 def read_whole(path: Path | str) -> bytes:

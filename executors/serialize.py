@@ -27,6 +27,7 @@ smallest part that fails, with the path to it (``args[1]['conn']``).
 
 from __future__ import annotations
 
+import functools
 import io
 import pickle
 import sys
@@ -126,15 +127,7 @@ def _classify(modules: Iterable[str]) -> tuple[dict[str, str], list[str]]:
 
 def _make_pickler(serializer: str, buffer: io.BytesIO, modules: set[str],
                   persistent: Callable[[Any], str | None] | None):
-    cls = _PICKLERS.get(serializer)
-    if cls is None:
-        cls = _PICKLERS[serializer] = _pickler_class(serializer)
-    return cls(buffer, modules, persistent)
-
-
-#: the pickler class of each serializer, made on first use (a class per call cost more than
-#: pickling a small call)
-_PICKLERS: dict[str, type] = {}
+    return _pickler_class(serializer)(buffer, modules, persistent)
 
 
 #: types whose instances never stand for another call's result (a future is none of them)
@@ -145,6 +138,7 @@ _NEVER_PERSISTENT = frozenset({
 })
 
 
+@functools.cache  # one class per serializer: a class per call cost more than pickling a small call
 def _pickler_class(serializer: str) -> type:
     if serializer == "cloudpickle":
         base = cloudpickle.Pickler
@@ -295,13 +289,10 @@ def loads(data: bytes, serializer: str = "cloudpickle", persistent_load: Callabl
     Returns:
         The object.
     """
-    unpickler = _UNPICKLERS.get(serializer) or _unpickler_class(serializer)
-    return unpickler(io.BytesIO(data), persistent_load).load()
+    return _unpickler_class(serializer)(io.BytesIO(data), persistent_load).load()
 
 
-_UNPICKLERS: dict[str, type] = {}
-
-
+@functools.cache
 def _unpickler_class(serializer: str) -> type:
     """The unpickler of ``serializer`` that resolves parents (made once: a class per call costs more
     than unpickling a small call)."""
@@ -323,7 +314,6 @@ def _unpickler_class(serializer: str) -> type:
                                              "but no parent results were given")
             return self._parent_load(pid)
 
-    _UNPICKLERS[serializer] = CallUnpickler
     return CallUnpickler
 
 

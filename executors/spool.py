@@ -190,7 +190,6 @@ class Spool:
 
     def create(self, info: dict[str, Any]) -> None:
         """Make the directories and write ``session.json`` (keeping ``created`` of an existing one)."""
-        spread_sessions(self.path.parent)
         self.calls.mkdir(parents=True, exist_ok=True)
         old = self.info() if self.exists() else {}
         data = {**info, "name": self.name, "created": old.get("created", time.time()), "updated": time.time()}
@@ -293,18 +292,16 @@ class Spool:
         Raises:
             CallFileError: a parent's result is missing.
         """
-        if self.own_dir(options):
+        flat = not self.own_dir(options)
+        if flat:
+            where, path = self.calls, self.calls / f"{call_id}{cf.CALL_SUFFIX}"
+        else:
             where = self.call_dir(call_id)
             where.mkdir(parents=True, exist_ok=True)
             path = where / cf.CALL_FILE
-        else:
-            where, path = self.calls, self.calls / f"{call_id}{cf.CALL_SUFFIX}"
-        self._has_dir[call_id] = where != self.calls
-        if data is not None and not (where == self.calls and self._write_into_spare(path, data)):
-            if self.recycle and where == self.calls:
-                _write_new(path, data)
-            else:
-                cf.write_atomic(path, data)
+        self._has_dir[call_id] = not flat
+        if data is not None and not (flat and self._write_into_spare(path, data)):
+            (_write_new if flat and self.recycle else cf.write_atomic)(path, data)
         for parent in parents:
             target = where / cf.parent_file(parent)
             if target.exists():
@@ -350,12 +347,7 @@ class Spool:
             try:
                 fd = os.open(spare, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
                 try:
-                    view, at = memoryview(data), 0
-                    while at < len(data):
-                        at += os.pwrite(fd, view[at:], at)
-                    # Cut to length after the write, not to zero before it: ext4 flushes a
-                    # file emptied and rewritten when it is closed (auto_da_alloc).
-                    os.ftruncate(fd, len(data))
+                    cf.overwrite(fd, data)
                 finally:
                     os.close(fd)
                 os.rename(spare, path)

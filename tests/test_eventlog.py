@@ -384,17 +384,21 @@ def test_header_dates(text, expected):
     assert parse_time(text) == expected
 
 
-def test_header_dates_are_remembered_within_a_bound():
+def test_header_dates_are_remembered_within_a_bound(monkeypatch):
     from htc.eventlog import parsing
 
-    count = parsing._TIMES_KEPT + 500
+    kept = parsing._iso_time.cache_info().maxsize
+    count = kept + 500
     texts = [f"2024-03-{1 + i // 1440:02d} {i // 60 % 24:02d}:{i % 60:02d}:07" for i in range(count)]
     fresh = [time.mktime(time.strptime(t, "%Y-%m-%d %H:%M:%S")) for t in texts]
     assert [parse_time(t) for t in texts] == fresh
     assert [parse_time(t) for t in texts] == fresh  # read again, some remembered, some not
-    assert 0 < len(parsing._TIMES) <= parsing._TIMES_KEPT
+    assert 0 < parsing._iso_time.cache_info().currsize <= kept
     parse_time("01/02 03:04:05")
-    assert "01/02 03:04:05" not in parsing._TIMES  # no year in it: never kept
+    real = time.localtime
+    later = real(time.mktime((2031, 6, 1, 0, 0, 0, 0, 0, -1)))
+    monkeypatch.setattr(time, "localtime", lambda *args: real(*args) if args else later)
+    assert time.localtime(parse_time("01/02 03:04:05")).tm_year == 2031  # no year in it: never kept
 
 
 def test_a_reader_can_skip_the_event_types_it_does_not_want(tmp_path):

@@ -531,6 +531,7 @@ def test_literal_texts_are_read_the_same_the_first_time_and_after():
         for expression in ("1 + 2", '"a" "b"', "RequestMemory"):
             with pytest.raises(ValueError, match="literal"):
                 ads.parse_literal(expression)
-    for i in range(ads._LITERALS_KEPT + 100):
+    kept = ads._literal.cache_info().maxsize
+    for i in range(kept + 100):
         assert ads.parse_literal(str(i)) == i
-    assert len(ads._LITERALS) <= ads._LITERALS_KEPT
+    assert ads._literal.cache_info().currsize <= kept

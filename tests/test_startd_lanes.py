@@ -123,8 +123,8 @@ def test_a_lane_activation_reaches_the_starter_and_its_calls_are_checked_then_qu
     (run,) = [a for a in out if isinstance(a, RunStarter)]
     assert run.lane and run.claim_id == claim_id
     for files, why in (({cf.CALL_FILE: b"x", "../up": b""}, "plain names"), ({cf.CALL_FILE: b"x", "..": b""}, "plain"),
-                       ({"input.txt": b""}, "exactly one call file"),
-                       ({cf.CALL_FILE: b"x", "4d-1.call": b"x"}, "exactly one call file"),
+                       ({"input.txt": b""}, "the call file is missing from the call"),
+                       ({cf.CALL_FILE: b"x", "4d-1.call": b"x"}, "the call holds 2 call files"),
                        ({cf.CALL_FILE: b"x" * (m.MAX_LANE_CALL_BYTES + 1)}, "more than")):
         calls = (m.LaneCall(job_id="3.1", files={cf.CALL_FILE: b"ok"}), m.LaneCall(job_id="3.2", files=files))
         out = daemon.handle(c.Received(m.RunCalls(claim_id=claim_id, calls=calls), conn_id=3), T0 + 3)

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from htc.daemons import core as c
+from htc.executors.callfile import overwrite
 from htc.wire import messages as m
 
 __all__ = ["WriteCallFiles", "read_input", "write_call_files"]
@@ -71,12 +72,7 @@ def write_call_files(action: WriteCallFiles) -> None:
         except FileNotFoundError:
             continue  # nothing printed and no file: the reader takes a missing one as empty
         try:
-            view, at = memoryview(data), 0
-            while at < len(data):
-                at += os.pwrite(fd, view[at:], at)
-            # Cut to length, not to zero first: ext4 flushes a file emptied and rewritten at
-            # its close (auto_da_alloc), which costs more than the whole write.
-            os.ftruncate(fd, len(data))
+            overwrite(fd, data)
             if root and created:  # a file made here belongs to the directory's owner
                 st = os.stat(base)
                 if (st.st_uid, st.st_gid) != (0, 0):

@@ -65,7 +65,6 @@ from htc.daemons.sandbox import TransferError, parse_remaps, split_list
 from htc.daemons.schedd_callfiles import WriteCallFiles
 from htc.daemons.schedd_calls import Call
 from htc.daemons.shadow import Shadow, ShadowState, parse_job_id
-from htc.eventlog.events import EventType
 from htc.executors.callfile import RESULT_FILE, is_call_file
 from htc.executors.lane_frames import plain_name
 from htc.jobqueue import JobStatus
@@ -423,8 +422,7 @@ class LaneHandling:
                 path = ul.log_path(job)
                 if path and recorded:
                     events.setdefault(path, []).extend(recorded)
-                # Terminated: completed (gone, or kept by LeaveJobInQueue), not to run again.
-                again = None if any(e.type is EventType.JOB_TERMINATED for e in recorded) else self._job(job_id)
+                again = self._job(job_id)
                 if again is not None and again.status == JobStatus.IDLE:
                     self._lane_enqueue(again)  # max_retries: it runs again
                     self._reschedule_due = True
@@ -443,7 +441,8 @@ class LaneHandling:
             # The answer brings the lane its next calls (one message, not a RunCalls and its Ack).
             # The startd sends one CallsDone at a time, so a fresh one means it had our last answer;
             # a repeated one may mean it did not: those calls go again (it runs none twice).
-            more = [call for call in lane.answered if parse_job_id(call.job_id) in lane.in_flight] if repeated else []
+            more = [call for call in lane.answered if parse_job_id(call.job_id) in lane.in_flight] \
+                if repeated else []
             self._feed_lane(lane, claim, now, out, self._ahead(lane, now), into=more)  # or it runs dry
             lane.answered = more
             out.append(c.Reply(event.conn_id, m.MoreCalls(calls=tuple(more))))

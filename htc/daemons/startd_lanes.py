@@ -41,7 +41,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import msgspec
 
-from htc.executors.callfile import CALL_FILE, is_call_file
+from htc.executors.callfile import CallFileError, call_file_in
 from htc.executors.lane_frames import HEADER, MAX_FRAME, CallFrame, ResultFrame, frame, plain_name
 from htc.wire import messages as m
 
@@ -64,10 +64,14 @@ def refused_call(calls: Iterable[m.LaneCall]) -> str | None:
     for call in calls:
         bad = [name for name in call.files if not plain_name(name)]
         size = sum(map(len, call.files.values()))
-        why = (f"file names must be plain names (no '/', not '.' or '..'): {bad}" if bad else
-               f"it needs exactly one call file ({CALL_FILE} or <call id>.call)" if sum(map(is_call_file, call.files)) != 1 else
-               f"it carries {size} bytes, more than {m.MAX_LANE_CALL_BYTES}" if size > m.MAX_LANE_CALL_BYTES else
-               None)
+        why = f"file names must be plain names (no '/', not '.' or '..'): {bad}" if bad else None
+        if why is None:
+            try:
+                call_file_in(call.files, "the call")
+            except CallFileError as exc:
+                why = str(exc)
+        if why is None and size > m.MAX_LANE_CALL_BYTES:
+            why = f"it carries {size} bytes, more than {m.MAX_LANE_CALL_BYTES}"
         if why:
             return f"call {call.job_id} refused: {why}"
     return None

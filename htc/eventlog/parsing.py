@@ -36,25 +36,13 @@ def parse_time(text: str) -> float:
     Raises:
         ValueError: the text is not a date in any of these formats.
     """
-    seconds = _TIMES.get(text)
+    seconds = _iso_time(text)
     if seconds is not None:
-        return seconds
-    m = _ISO.match(text)
-    if m:
-        fields = tuple(int(g) for g in m.groups()[:6])
-        frac = float(m.group(7)) if m.group(7) else 0.0
-        if m.group(8):
-            seconds = calendar.timegm(fields + (0, 0, 0)) + frac
-        else:
-            seconds = time.mktime(fields + (0, 0, -1)) + frac
-        if len(_TIMES) >= _TIMES_KEPT:
-            _TIMES.clear()
-        _TIMES[text] = seconds
         return seconds
     m = _LEGACY.match(text)
     if m:
-        # The legacy format has no year: HTCondor's reader assumes the current one (so these
-        # are not remembered).
+        # The legacy format has no year: HTCondor's reader assumes the current one (so the
+        # value is worked out each time).
         year = time.localtime().tm_year
         fields = (year,) + tuple(int(g) for g in m.groups()[:5])
         frac = float(m.group(6)) if m.group(6) else 0.0
@@ -62,11 +50,20 @@ def parse_time(text: str) -> float:
     raise ValueError(f"{text!r} is not an event log date")
 
 
-#: ISO header dates already parsed: the events of one second share theirs, and ``mktime``
-#: costs more than the rest of a small event's parsing. (A process that changes its time zone
-#: with ``time.tzset`` keeps the old zone's readings of the dates it has seen.)
-_TIMES: dict[str, float] = {}
-_TIMES_KEPT = 4096
+# The events of one second share their date, and ``mktime`` costs more than the rest of a
+# small event's parsing: each date text is read once. (A process that changes its time zone
+# with ``time.tzset`` keeps the old zone's readings of the dates it has seen.)
+@functools.lru_cache(maxsize=4096)
+def _iso_time(text: str) -> float | None:
+    """The seconds of an ISO date text (None: not one)."""
+    m = _ISO.match(text)
+    if not m:
+        return None
+    fields = tuple(int(g) for g in m.groups()[:6])
+    frac = float(m.group(7)) if m.group(7) else 0.0
+    if m.group(8):
+        return calendar.timegm(fields + (0, 0, 0)) + frac
+    return time.mktime(fields + (0, 0, -1)) + frac
 
 
 def split_header(line: str) -> tuple[float, str]:

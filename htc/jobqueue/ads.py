@@ -9,6 +9,7 @@ Building one costs a few attribute stores, so a query can return a hundred thous
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Iterator, Mapping
 
@@ -29,6 +30,7 @@ HOT_ATTRS = {
     "enteredcurrentstatus": "EnteredCurrentStatus",
     "autoclusterid": "AutoClusterId",
 }
+_ABSENT = object()
 # Position of each hot attribute in JobAd._hot.
 _HOT_INDEX = {low: i for i, low in enumerate(HOT_ATTRS)}
 
@@ -48,25 +50,21 @@ def parse_literal(text: str) -> object:
     Raises:
         ValueError: ``text`` is not a single literal (it is an expression to evaluate).
     """
-    # The daemons read the same texts again and again (a cluster's attributes, for each of
-    # its jobs): each is read once while it stays among the last few thousand.
-    found = _LITERALS.get(text, _UNREAD)
-    if found is _UNREAD:
-        try:
-            found = _parse_literal(text)
-        except ValueError as exc:
-            found = exc
-        if len(_LITERALS) >= _LITERALS_KEPT:
-            _LITERALS.clear()
-        _LITERALS[text] = found
-    if found.__class__ is ValueError:
-        raise ValueError(*found.args)
+    ok, found = _literal(text)
+    if not ok:
+        raise ValueError(found)
     return found
 
 
-_LITERALS: dict[str, object] = {}
-_LITERALS_KEPT = 8192
-_UNREAD = object()
+# The daemons read the same texts again and again (a cluster's attributes, for each of its
+# jobs): each is read once while it stays among the last few thousand.
+@functools.lru_cache(maxsize=8192)
+def _literal(text: str) -> tuple[bool, object]:
+    """(True, the value) of a literal text, or (False, why not)."""
+    try:
+        return True, _parse_literal(text)
+    except ValueError as exc:
+        return False, str(exc)
 
 
 def _parse_literal(text: str) -> object:
@@ -214,18 +212,10 @@ class JobAd(Mapping[str, str]):
         return self._hot[_HOT_INDEX[name.lower()]]
 
     def __getitem__(self, name: str) -> str:
-        low = name.lower()
-        i = _HOT_INDEX.get(low)
-        if i is not None:
-            value = self._hot[i]
-            if value is None:
-                raise KeyError(name)
-            return quote(value) if i == 4 else str(value)
-        canon = self.cluster.canon.get(low, name)
-        text = self.own.get(canon)
-        if text is not None:
-            return text
-        return self.cluster.attrs[canon]
+        text = self.get(name, _ABSENT)
+        if text is _ABSENT:
+            raise KeyError(name)
+        return text
 
     def get(self, name: str, default=None):  # type: ignore[override]
         """``self[name]``, or ``default`` when the job has no such attribute (one lookup, the

@@ -169,10 +169,11 @@ class QueueChanges:
     def _leave_in_queue(job: JobAd, now: float) -> bool:
         """``LeaveJobInQueue`` of a completed job (a plain true or false is read, not evaluated)."""
         text = job.get("LeaveJobInQueue", "false")
-        low = text.strip().lower()
-        if low in ("false", "true"):
-            return low == "true"
-        return is_true(evaluate_in(job, text, now))
+        try:
+            value = parse_literal(text)
+        except ValueError:
+            value = None
+        return value if isinstance(value, bool) else is_true(evaluate_in(job, text, now))
 
     def set_status_many(self, job_ids: Iterable[JobId], new: int, **options) -> list[StatusChange]:
         """:meth:`set_status` for many jobs in one transaction: all change, or none.

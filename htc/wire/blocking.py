@@ -15,9 +15,9 @@ import socket
 import time
 
 from htc.wire import messages
-from htc.wire.errors import ConnectionClosed, DaemonUnreachable, RequestTimeout, WireError
+from htc.wire.errors import ConnectionClosed, RequestTimeout, WireError
 from htc.wire.framing import HEADER_SIZE, body_length, frame
-from htc.wire.transport import DEFAULT_TIMEOUT, Transport, UnixTransport, checked_reply
+from htc.wire.transport import DEFAULT_TIMEOUT, Transport, UnixTransport, checked_reply, unreachable
 
 __all__ = ["BlockingConnection", "connect"]
 
@@ -97,18 +97,7 @@ def connect(transport: Transport, address: str, *, timeout: float | None = DEFAU
     try:
         sock.settimeout(timeout)
         sock.connect(str(path))
-    except FileNotFoundError:
-        sock.close()
-        raise DaemonUnreachable(f"no {address} daemon is listening: {path} does not exist; "
-                                "is the pool running? (start it with 'htc pool start')") from None
-    except ConnectionRefusedError:
-        sock.close()
-        raise DaemonUnreachable(f"the {address} daemon is not accepting connections at {path}; "
-                                "it may have died (see its log, or 'htc pool status')") from None
-    except TimeoutError:
-        sock.close()
-        raise DaemonUnreachable(f"connecting to {address} at {path} took over {timeout:g} s") from None
     except OSError as exc:
         sock.close()
-        raise DaemonUnreachable(f"cannot connect to {address} at {path}: {exc}") from None
+        raise unreachable(address, path, exc, timeout) from None
     return BlockingConnection(sock, address, transport.max_frame)

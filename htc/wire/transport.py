@@ -388,6 +388,19 @@ class _UnixServer(Server):
             pass
 
 
+def unreachable(address: str, path: Path, exc: OSError, timeout: float | None) -> DaemonUnreachable:
+    """The error for a failed connect to the Unix socket ``path`` of daemon ``address``."""
+    if isinstance(exc, FileNotFoundError):
+        return DaemonUnreachable(f"no {address} daemon is listening: {path} does not exist; "
+                                 "is the pool running? (start it with 'htc pool start')")
+    if isinstance(exc, ConnectionRefusedError):
+        return DaemonUnreachable(f"the {address} daemon is not accepting connections at {path}; "
+                                 "it may have died (see its log, or 'htc pool status')")
+    if isinstance(exc, TimeoutError):
+        return DaemonUnreachable(f"connecting to {address} at {path} took over {timeout:g} s")
+    return DaemonUnreachable(f"cannot connect to {address} at {path}: {exc}")
+
+
 class UnixTransport(Transport):
     """Daemons on this machine: ``address`` ``"collector"`` is ``<socket_dir>/collector.sock``.
 
@@ -420,16 +433,8 @@ class UnixTransport(Transport):
         try:
             async with asyncio.timeout(timeout):
                 reader, writer = await asyncio.open_unix_connection(path, limit=2 ** 20)
-        except FileNotFoundError:
-            raise DaemonUnreachable(f"no {address} daemon is listening: {path} does not exist; "
-                                    "is the pool running? (start it with 'htc pool start')") from None
-        except ConnectionRefusedError:
-            raise DaemonUnreachable(f"the {address} daemon is not accepting connections at {path}; "
-                                    "it may have died (see its log, or 'htc pool status')") from None
-        except TimeoutError:
-            raise DaemonUnreachable(f"connecting to {address} at {path} took over {timeout:g} s") from None
         except OSError as exc:
-            raise DaemonUnreachable(f"cannot connect to {address} at {path}: {exc}") from None
+            raise unreachable(address, path, exc, timeout) from None
         return Connection(reader, writer, peer=PeerInfo(description=str(path)), label=address,
                           max_frame=self.max_frame)
 
