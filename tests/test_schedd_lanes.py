@@ -360,3 +360,25 @@ def test_a_call_input_is_read_whole_or_one_byte_past_what_a_lane_carries(tmp_pat
         read_input(str(tmp_path / "missing"))
     with pytest.raises(OSError):
         read_input(str(tmp_path))
+
+
+def test_lanes_of_one_kind_take_their_share_of_the_last_idle_calls_so_they_finish_together(h):
+    h.submit(lane_job(queue="queue 24"))
+    claim_a, _ = start_lane(h)  # runs 1.0
+    out = h.grant(h.match(claim_id="slot1@exec#1#cc"), new_id="slot1_2@exec#2#dd")
+    [activate] = h.calls(m.ActivateClaim, out)
+    h.ack(activate)  # runs 1.1
+    claim_b = activate.msg.claim_id
+    lane_a, lane_b = h.core.lanes[claim_a], h.core.lanes[claim_b]
+    assert len(lane_a.in_flight) == len(lane_b.in_flight) == 1
+    # Quick calls on both: alone, lane A would take 33 (about 300 ms of 1 ms calls); with 22
+    # idle and another lane of its kind it takes about half of them (the count of idle calls
+    # it goes by may still hold the two that run).
+    out = done(h, claim_a, "1.0")
+    assert 11 <= len(sent_ids(h, out)) <= 12
+    out = done(h, claim_b, "1.1")  # then B about half of what is left
+    assert 5 <= len(sent_ids(h, out)) <= 7
+    out = done(h, claim_a, *(f"{c}.{p}" for c, p in sorted(lane_a.in_flight)[:-2]))  # A is 2 short of dry
+    assert 2 <= len(sent_ids(h, out)) <= 4
+    assert not h.core.lane_idle.get(lane_a.key) or len(h.core.lane_idle[lane_a.key]) <= 3
+    assert abs(len(lane_a.in_flight) - len(lane_b.in_flight)) <= 2  # and neither holds the rest alone

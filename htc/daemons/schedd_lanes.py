@@ -17,11 +17,12 @@ more than most calls do, so a claim that is to run a call becomes a *call lane* 
    requirements: what makes two calls interchangeable on one worker), marks each Running (with
    ``RemoteHost`` and an EXECUTE event, as a shadow would), reads its input files and sends
    them in one :class:`~htc.wire.messages.RunCalls`. A lane of quick calls (under 100 ms)
-   holds the next one too, and about 150 ms of work if that is more (up to 33 calls), so the
+   holds the next one too, and about 300 ms of work if that is more (up to 33 calls), so the
    worker never waits for the wire and the startd can send several results in one CallsDone
    (it holds a result while a call waits behind the running one) -- but only while every other
    lane of its kind is busy too and its current call is not running long, since a call sent
-   to a lane can neither run elsewhere nor be cancelled.
+   to a lane can neither run elsewhere nor be cancelled. With several lanes of a kind, each
+   takes at most its share of the idle calls at a time, so that they finish a map together.
 3. The startd answers with :class:`~htc.wire.messages.CallsDone` batches; the schedd's answer
    (:class:`~htc.wire.messages.MoreCalls`) carries the lane's next calls, so a lane that keeps
    busy costs one message each way per batch. Each result's files (``htc_result.pkl``, ...)
@@ -90,7 +91,7 @@ _UNSET = object()
 #: a lane whose worker could not start sends its key's calls to starters this long (s)
 _BROKEN_FOR = 60.0
 #: seconds of work a lane holds ahead of its worker (within 1 .. _MAX_AHEAD calls)
-_AHEAD_SECONDS = 0.150
+_AHEAD_SECONDS = 0.300
 _MAX_AHEAD = 32
 #: calls quicker than this (s) get the next one queued behind them
 _QUICK_CALL = 0.1
@@ -260,10 +261,19 @@ class LaneHandling:
             self._end_lane(lane, claim, now, out, reason=f"the startd no longer holds the claim ({event.error})")
 
     def _ahead(self, lane: Lane, now: float) -> int:
-        """How many calls ``lane`` should hold now (see :meth:`Lane.ahead`)."""
-        others_busy = all(bool(other.in_flight) or not other.active or other.stopping
-                          for other in self.lanes.values() if other.key == lane.key and other is not lane)
-        return lane.ahead(now, others_busy)
+        """How many calls ``lane`` should hold now (see :meth:`Lane.ahead`).
+
+        With other lanes of its kind, it takes at most its share of the idle calls at a time
+        (that many more than it holds): at the end of a map the lanes then finish together,
+        instead of one running the last calls it took while the others have nothing to do.
+        """
+        peers = [other for other in self.lanes.values()
+                 if other.key == lane.key and other is not lane and other.active and not other.stopping]
+        want = lane.ahead(now, all(other.in_flight for other in peers))
+        if want > 1 and peers:
+            idle = len(self.lane_idle.get(lane.key, ()))  # (the heap may hold a few stale entries)
+            want = min(want, len(lane.in_flight) + max(1, -(-idle // (len(peers) + 1))))
+        return want
 
     def _feed_lanes(self, now: float, out: list) -> None:
         """Give idle calls to the lanes without one: first one to each, then more to quick

@@ -50,7 +50,7 @@ __all__ = ["BATCH_BYTES", "LaneRelay", "RETRY", "refused_call"]
 #: seconds between attempts to deliver a CallsDone the shadow did not take
 RETRY = 0.5
 #: seconds a result may wait for others while its lane has a call queued (see LaneRelay._gather)
-GATHER = 0.12
+GATHER = 0.25
 #: the most result bytes one CallsDone carries (more go in the next one)
 BATCH_BYTES = 16 * 1024 * 1024
 
