@@ -190,6 +190,31 @@ def test_periodic_rules_win_over_exit_rules_and_undefined_on_exit_holds(queue):
     assert (d.action, d.code) == (Action.HOLD, HoldReasonCode.JobPolicyUndefined)
 
 
+def test_exit_and_apply_decides_on_the_ad_the_exit_leaves_and_records_it_in_one_step(queue):
+    usage = {"RemoteWallClockTime": "12.5", "LastRemoteHost": '"slot1@exec"'}
+    done = make(queue, MAX_RETRIES)
+    run(queue, (done, 0))
+    decision, change = queue.exit_and_apply((done, 0), ExitInfo(exit_code=0), now=T0 + 20, attrs=usage)
+    assert decision.action is Action.COMPLETE and change.left_queue and change.event == EventType.JOB_TERMINATED
+    [hist] = queue.history()
+    assert (hist["ExitCode"], hist["NumJobCompletions"], hist["RemoteWallClockTime"], hist["LastRemoteHost"],
+            hist["JobStatus"], hist["CompletionDate"]) == ("0", "1", "12.5", '"slot1@exec"', "4", str(T0 + 20))
+    # A retried exit: the policy saw ExitCode 1 and NumJobCompletions 1; the job is idle with them.
+    again = make(queue, MAX_RETRIES)
+    run(queue, (again, 0))
+    decision, change = queue.exit_and_apply((again, 0), ExitInfo(exit_code=1), attrs=usage)
+    assert decision.action is Action.REQUEUE and change.new == S.IDLE and not change.left_queue
+    job = queue.get_job((again, 0))
+    assert (job["ExitCode"], job["NumJobCompletions"], job["RemoteWallClockTime"]) == ("1", "1", "12.5")
+    held = make(queue, {"OnExitHold": "ExitBySignal == true"})
+    run(queue, (held, 0))
+    decision, change = queue.exit_and_apply((held, 0), ExitInfo(exit_signal=9))
+    assert (decision.action, change.new) == (Action.HOLD, S.HELD)
+    assert queue.get_job((held, 0))["ExitSignal"] == "9"
+    with pytest.raises(UsageError, match="HELD"):
+        queue.exit_and_apply((held, 0), ExitInfo(exit_code=0))
+
+
 def test_only_running_jobs_exit(queue):
     cid = make(queue)
     with pytest.raises(UsageError, match="IDLE"):

@@ -517,8 +517,7 @@ class ShadowHandling:
             return [ul.reconnect_failed_event(job, reason, claim.slot_name if claim else "", now)]
         if status == JobStatus.SUSPENDED:
             q.set_status(job_id, JobStatus.RUNNING, now=now)
-        decision = q.on_exit(job_id, ExitInfo(exit_code, exit_signal, core_dumped), now=now, attrs=attrs)
-        q.apply(decision, now=now)
+        decision, _ = q.exit_and_apply(job_id, ExitInfo(exit_code, exit_signal, core_dumped), now=now, attrs=attrs)
         if decision.action is PolicyAction.COMPLETE:
             cumulative = {k: float(attrs[k]) for k in ("CumulativeRemoteUserCpu", "CumulativeRemoteSysCpu")}
             return [ul.terminated_event(job, exit_code, exit_signal, core_dumped, usage, cumulative,

@@ -388,6 +388,36 @@ class QueueChanges:
             job = self._load(job_id)
         return PolicyEvaluator(self.system_policy, now).on_exit(job)
 
+    def exit_and_apply(self, job_id: JobId, info: ExitInfo, *, now: float | None = None,
+                       attrs: Mapping[str, str] | None = None) -> tuple[Decision, StatusChange]:
+        """:meth:`on_exit` and :meth:`apply` in one transaction, what a shadow does when a job ends.
+
+        The decision is made on the ad as the exit leaves it. A job that completes then goes to
+        the history with the exit's attributes in one step, without first writing them into a
+        row it leaves at once (a third of the writes of a quick job's end); any other decision
+        records them first, as :meth:`on_exit` does.
+
+        Raises:
+            JobNotFound: no such job.
+            UsageError: the job is not running (only a running job can exit).
+        """
+        now = time.time() if now is None else now
+        with self.transaction():
+            job = self._load(job_id)
+            if job.status not in ACTIVE_STATES:
+                raise UsageError(f"job {job_id[0]}.{job_id[1]} is {JobStatus(job.status).name}; only "
+                                 "a running job can exit")
+            changes = {**(attrs or {}), **exit_attributes(info, self._int_attr(job, "NumJobCompletions") + 1)}
+            own = dict(job.own)
+            canon = job.cluster.canon
+            for name, text in changes.items():
+                own[canon.get(name.lower(), name)] = text
+            decision = PolicyEvaluator(self.system_policy, now).on_exit(JobAd(job.cluster, own, job._hot))
+            if decision.action is Action.COMPLETE:
+                return decision, self.set_status(job_id, JobStatus.COMPLETED, now=now, attrs=changes)
+            self.set_attributes(job_id, changes)
+            return decision, self.apply(decision, now=now)
+
     def apply(self, decision: Decision, *, now: float | None = None) -> StatusChange:
         """Carry out a policy decision as a status change.
 
