@@ -432,7 +432,7 @@ class LaneHandling:
                 path = ul.log_path(job)
                 if path and recorded:
                     events.setdefault(path, []).extend(recorded)
-                again = self._job(job_id)
+                again = None if shadow.left_queue else self._job(job_id)
                 if again is not None and again.status == JobStatus.IDLE:
                     self._lane_enqueue(again)  # max_retries: it runs again
                     self._reschedule_due = True

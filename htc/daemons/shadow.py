@@ -155,6 +155,7 @@ class Shadow:
     usage: dict[str, Any] = field(default_factory=dict)
     logged_image_size: int = 0
     duration_limit: float | None = None  # AllowedJobDuration (s) while it is still to be enforced
+    left_queue: bool = False  # its end moved the job to the history (nothing to look up after)
 
     @property
     def duration_deadline(self) -> float | None:
@@ -472,7 +473,7 @@ class ShadowHandling:
                 events = self._record_end(shadow, claim, job, kind, now, reason, exit_code, exit_signal,
                                           core_dumped, code, subcode)
             out += ul.write(job, *events)
-            again = self._job(shadow.job_id)
+            again = None if shadow.left_queue else self._job(shadow.job_id)
             if again is not None and again.status == JobStatus.IDLE:
                 self._forget_reuse_order(self._submitter(again))  # idle again: a reuse candidate
                 self._lane_enqueue(again)
@@ -517,7 +518,9 @@ class ShadowHandling:
             return [ul.reconnect_failed_event(job, reason, claim.slot_name if claim else "", now)]
         if status == JobStatus.SUSPENDED:
             q.set_status(job_id, JobStatus.RUNNING, now=now)
-        decision, _ = q.exit_and_apply(job_id, ExitInfo(exit_code, exit_signal, core_dumped), now=now, attrs=attrs)
+        decision, change = q.exit_and_apply(job_id, ExitInfo(exit_code, exit_signal, core_dumped), now=now,
+                                            attrs=attrs)
+        shadow.left_queue = change.left_queue
         if decision.action is PolicyAction.COMPLETE:
             cumulative = {k: float(attrs[k]) for k in ("CumulativeRemoteUserCpu", "CumulativeRemoteSysCpu")}
             return [ul.terminated_event(job, exit_code, exit_signal, core_dumped, usage, cumulative,
