@@ -73,7 +73,11 @@ def format_rusage(usage: ev.Rusage) -> str:
 
 
 def _dhms(seconds: float) -> str:
-    s = int(seconds)
+    return _dhms_of(int(seconds))
+
+
+@functools.lru_cache(maxsize=4096)  # quick jobs' usage is mostly "0 00:00:00": formatted once
+def _dhms_of(s: int) -> str:
     days, s = divmod(s, 86400)
     hours, s = divmod(s, 3600)
     minutes, s = divmod(s, 60)
