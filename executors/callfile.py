@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import msgspec
 
 from htc.errors import PeerError
 
@@ -47,7 +48,9 @@ CHECKPOINT_FILE = "htc_checkpoint.pkl"
 _CALL_MAGIC = b"HTCcall1"
 _RESULT_MAGIC = b"HTCrslt1"
 _LEN = struct.Struct(">I")
-_dumps = json.JSONEncoder(separators=(",", ":")).encode
+#: the header's JSON (msgspec: a few times quicker than json, the same JSON)
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
 
 
 #: how a call file named after its call ends
@@ -154,7 +157,7 @@ _fields = functools.cache(_Fields)
 
 
 def _decode_header(cls, data: bytes) -> Any:
-    raw = json.loads(data)
+    raw = _decode(data)
     if not isinstance(raw, dict):
         raise ValueError("the header is not a JSON object")
     table = _fields(cls)
@@ -218,7 +221,7 @@ def read_whole(path: Path | str) -> bytes:
 def _pack(magic: bytes, header: Any, payload: bytes) -> bytes:
     # A shallow dict: the fields are plain values, dicts and tuples (asdict's deep copy costs
     # more than the rest of the packing).
-    head = _dumps({name: getattr(header, name) for name in _fields(type(header)).names}).encode()
+    head = _encode({name: getattr(header, name) for name in _fields(type(header)).names})
     return b"".join((magic, _LEN.pack(len(head)), head, payload))
 
 
@@ -231,7 +234,7 @@ def _unpack(data: bytes, magic: bytes, cls: type, what: str, where: str):
         raise CallFileError(f"{where} is truncated: its header says {size} bytes but the file ends first")
     try:
         header = _decode_header(cls, data[12:12 + size])
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, msgspec.DecodeError) as exc:
         raise CallFileError(f"{where} has an unreadable header: {exc}") from None
     return header, data[12 + size:]
 

@@ -206,7 +206,7 @@ class LocalProcessBackend:
         for spec in calls:
             seq = next(self._seq)
             call = _Call(spec, seq, f"local.{seq}")
-            where = self.spool.prepare(spec.call_id, None, spec.parents).parent
+            where = Path(self.spool.prepare(spec.call_id, None, spec.parents)).parent
             for name in ("stdout", "stderr"):
                 (where / name).touch()
             self.calls[spec.call_id] = call

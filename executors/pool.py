@@ -456,19 +456,19 @@ class PoolBackend(PoolWatching):
 
     def _proc_ad(self, spec: CallSpec) -> str:
         assert self.spool is not None
-        call_file = self.spool.prepare(spec.call_id, spec.data, spec.parents, spec.options)
-        inputs = [call_file.name, *(cf.parent_file(p) for p in spec.parents)]
-        attrs = {"HTCCallId": quote(spec.call_id), "HTCFunction": quote(spec.label)}
-        if call_file.name == cf.CALL_FILE:  # a directory of its own
-            where = call_file.parent
+        where, name = os.path.split(self.spool.prepare(spec.call_id, spec.data, spec.parents, spec.options))
+        inputs = [name, *(cf.parent_file(p) for p in spec.parents)]
+        cid = spec.call_id
+        attrs = {"HTCCallId": quote(cid), "HTCFunction": quote(spec.label)}
+        if name == cf.CALL_FILE:  # a directory of its own
             if spec.options.checkpoint:
-                (where / cf.CHECKPOINT_FILE).touch()  # empty until the call checkpoints; comes back on eviction
+                Path(where, cf.CHECKPOINT_FILE).touch()  # empty until the call checkpoints; comes back on eviction
                 inputs.append(cf.CHECKPOINT_FILE)
-            attrs["Iwd"] = quote(str(where))
-        else:  # its files in the cluster's Iwd, calls/, named after it
-            attrs.update(Out=quote(self.spool.output_path(spec.call_id, "stdout").name),
-                         Err=quote(self.spool.output_path(spec.call_id, "stderr").name),
-                         TransferOutputRemaps=quote(f"{cf.RESULT_FILE}={self.spool.result_path(spec.call_id).name}"))
+            attrs["Iwd"] = quote(where)
+        else:  # its files in the cluster's Iwd, calls/, named after it (as the spool names them)
+            attrs.update(Out=quote(os.path.basename(self.spool.output_file(cid, "stdout"))),
+                         Err=quote(os.path.basename(self.spool.output_file(cid, "stderr"))),
+                         TransferOutputRemaps=quote(f"{cf.RESULT_FILE}={os.path.basename(self.spool.result_file(cid))}"))
         inputs += [os.path.abspath(f) for f in spec.options.transfer_input_files]
         attrs["TransferInput"] = quote(",".join(inputs))
         return "[ " + "; ".join(f"{k} = {v}" for k, v in attrs.items()) + " ]"

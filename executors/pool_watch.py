@@ -178,7 +178,7 @@ class PoolWatching:
         assert self.spool is not None
         cid, label = job.call_id, job.label
         try:
-            result = cf.read_whole(self.spool.result_path(cid))
+            result = cf.read_whole(self.spool.result_file(cid))
         except FileNotFoundError:
             result = None
         if result is not None and code in (EXIT_VALUE, EXIT_EXCEPTION, EXIT_ERROR):

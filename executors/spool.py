@@ -109,14 +109,14 @@ def spread_sessions(root: Path) -> None:
         os.close(fd)
 
 
-def _write_new(path: Path, data: bytes) -> None:
+def _write_new(path: str, data: bytes) -> None:
     """Write a new call file in place, without a temporary name: in a session no later client
     attaches to, nothing reads it before its job is queued (and a client that dies before
     takes the session with it). A rename less per call."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     except FileExistsError:  # a leftover of the same name: replace it whole
-        cf.write_atomic(path, data)
+        cf.write_atomic(Path(path), data)
         return
     try:
         view = memoryview(data)
@@ -169,6 +169,7 @@ class Spool:
         self.name = valid_session_name(name)
         self.path = (root or executor_root()) / name
         self.calls = self.path / "calls"
+        self._calls = os.fspath(self.calls)  # (string paths where a call pays for each: pathlib costs more)
         self._lock_fd: int | None = None
         self._journal_fd: int | None = None
         self._record_lock = threading.Lock()
@@ -275,33 +276,36 @@ class Spool:
         """The directory of a call that has one of its own (its job's Iwd)."""
         return self.calls / call_id
 
-    def _file(self, call_id: str, own: str, flat: str) -> Path:
+    def _file(self, call_id: str, own: str, flat: str) -> str:
         has_dir = self._has_dir.get(call_id)
         if has_dir is None:  # a call of an earlier client of the session: look once
-            has_dir = self._has_dir[call_id] = os.path.isdir(os.path.join(self.calls, call_id))
-        return self.calls / call_id / own if has_dir else self.calls / f"{call_id}{flat}"
+            has_dir = self._has_dir[call_id] = os.path.isdir(os.path.join(self._calls, call_id))
+        return f"{self._calls}/{call_id}/{own}" if has_dir else f"{self._calls}/{call_id}{flat}"
 
     def prepare(self, call_id: str, data: bytes | None, parents: Iterable[str],
-                options: CallOptions | None = None) -> Path:
+                options: CallOptions | None = None) -> str:
         """Write the call's file (when ``data``) and make its parents' results its inputs.
 
         Returns:
             The call's file (``htc_call.pkl`` in its own directory, or ``<call_id>.call`` in
-            ``calls/``); its parent is the job's Iwd.
+            ``calls/``); its directory is the job's Iwd.
 
         Raises:
             CallFileError: a parent's result is missing.
         """
         flat = not self.own_dir(options)
         if flat:
-            where, path = self.calls, self.calls / f"{call_id}{cf.CALL_SUFFIX}"
+            where, path = self.calls, f"{self._calls}/{call_id}{cf.CALL_SUFFIX}"
         else:
             where = self.call_dir(call_id)
             where.mkdir(parents=True, exist_ok=True)
-            path = where / cf.CALL_FILE
+            path = os.path.join(where, cf.CALL_FILE)
         self._has_dir[call_id] = not flat
         if data is not None and not (flat and self._write_into_spare(path, data)):
-            (_write_new if flat and self.recycle else cf.write_atomic)(path, data)
+            if flat and self.recycle:
+                _write_new(path, data)
+            else:
+                cf.write_atomic(Path(path), data)
         for parent in parents:
             target = where / cf.parent_file(parent)
             if target.exists():
@@ -330,20 +334,20 @@ class Spool:
             spare = f"{_SPARE_PREFIX}{self._spare_seq}"
             self._spare_seq += 1
             try:
-                os.rename(self.calls / f"{call_id}{RESULT_SUFFIX}", self.calls / spare)
+                os.rename(f"{self._calls}/{call_id}{RESULT_SUFFIX}", f"{self._calls}/{spare}")
             except OSError:
                 return  # gone already (forgotten, expired): nothing to reuse
             self._spares.append(spare)
             self._recycled[call_id] = result
             self._recycled_bytes += len(result)
 
-    def _write_into_spare(self, path: Path, data: bytes) -> bool:
+    def _write_into_spare(self, path: str, data: bytes) -> bool:
         """Write a new call file into a spare and rename it to ``path`` (False: no spare)."""
         while True:
             with self._spare_lock:
                 if not self._spares:
                     return False
-                spare = self.calls / self._spares.pop()
+                spare = f"{self._calls}/{self._spares.pop()}"
             try:
                 fd = os.open(spare, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
                 try:
@@ -358,14 +362,22 @@ class Spool:
 
     def call_path(self, call_id: str) -> Path:
         """The call's call file."""
-        return self._file(call_id, cf.CALL_FILE, cf.CALL_SUFFIX)
+        return Path(self._file(call_id, cf.CALL_FILE, cf.CALL_SUFFIX))
 
     def result_path(self, call_id: str) -> Path:
         """Where the call's result file arrives."""
+        return Path(self.result_file(call_id))
+
+    def result_file(self, call_id: str) -> str:
+        """:meth:`result_path` as a string (what a client does for every call)."""
         return self._file(call_id, cf.RESULT_FILE, RESULT_SUFFIX)
 
     def output_path(self, call_id: str, stream: str) -> Path:
         """Where the call's ``stdout`` or ``stderr`` arrives."""
+        return Path(self.output_file(call_id, stream))
+
+    def output_file(self, call_id: str, stream: str) -> str:
+        """:meth:`output_path` as a string."""
         if stream == "stdout":
             return self._file(call_id, STDOUT, OUT_SUFFIX)
         return self._file(call_id, STDERR, ERR_SUFFIX)
