@@ -433,6 +433,43 @@ def test_submit_inside_a_transaction_joins_it(queue):
     assert queue.count() == 2
 
 
+def test_a_job_change_that_fails_before_writing_leaves_the_rest_of_the_transaction_to_commit(queue):
+    cid = submit(queue, 2)
+    with queue.transaction():
+        queue.set_attributes((cid, 0), {"Note": '"kept"'})
+        with pytest.raises(IllegalTransition):  # Idle -> Completed: refused before any write
+            queue.set_status((cid, 1), S.COMPLETED)
+        with pytest.raises(UsageError, match="not a valid ClassAd expression"):
+            queue.set_attributes((cid, 1), {"Good": "1", "Bad": "(("})
+    assert queue.get_job((cid, 0))["Note"] == '"kept"'
+    assert "Good" not in queue.get_job((cid, 1)) and queue.get_job((cid, 1)).status == S.IDLE
+
+
+def test_a_change_that_fails_after_writing_cannot_be_committed_by_a_caller_that_goes_on(queue):
+    from htc.jobqueue.store import QueueStorageError
+    cid = submit(queue, 2)
+    with pytest.raises(QueueStorageError, match="nothing of the transaction was committed"):
+        with queue.transaction():
+            queue.set_attributes((cid, 0), {"Note": '"lost"'})
+            try:
+                with queue.transaction(savepoint=False):
+                    queue.set_attributes((cid, 1), {"Half": "1"})
+                    raise RuntimeError("fails after writing")
+            except RuntimeError:
+                pass  # the caller goes on: its transaction must not commit half a change
+    assert "Note" not in queue.get_job((cid, 0)) and "Half" not in queue.get_job((cid, 1))
+    # With a savepoint (the default) the failed part rolls back alone and the rest commits.
+    with queue.transaction():
+        queue.set_attributes((cid, 0), {"Note": '"kept"'})
+        with pytest.raises(RuntimeError):
+            with queue.transaction():
+                queue.set_attributes((cid, 1), {"Half": "1"})
+                raise RuntimeError("fails after writing")
+    assert queue.get_job((cid, 0))["Note"] == '"kept"' and "Half" not in queue.get_job((cid, 1))
+    queue.set_attributes((cid, 1), {"Whole": "1"})  # and the queue goes on
+    assert queue.get_job((cid, 1))["Whole"] == "1"
+
+
 def test_a_second_process_sees_changes_made_by_another(tmp_path):
     path = str(tmp_path / "q.db")
     with JobQueue.open(path) as a, JobQueue.open(path) as b:

@@ -117,7 +117,7 @@ class QueueChanges:
             IllegalTransition: the table has no such change (the message lists legal ones).
         """
         now = time.time() if now is None else now
-        with self.transaction():
+        with self.transaction(savepoint=False):
             job = self._load(job_id)
             old = JobStatus(job.status)
             event = check_transition(f"{job_id[0]}.{job_id[1]}", old, new)
@@ -209,7 +209,7 @@ class QueueChanges:
             UsageError: the job is not Removed or Completed.
         """
         now = time.time() if now is None else now
-        with self.transaction():
+        with self.transaction(savepoint=False):
             job = self._load(job_id)
             if job.status not in TERMINAL_STATES:
                 raise UsageError(f"job {job_id[0]}.{job_id[1]} is {JobStatus(job.status).name}; "
@@ -251,7 +251,7 @@ class QueueChanges:
             UsageError: an attribute only the queue may set (JobStatus, ClusterId, ProcId,
                 Owner, QDate), or a text that is not a ClassAd expression.
         """
-        with self.transaction():
+        with self.transaction(savepoint=False):
             job = self._load(job_id)
             own = dict(job.own)
             columns: dict[str, object] = {"autocluster_id": None}
@@ -378,7 +378,7 @@ class QueueChanges:
             UsageError: the job is not running (only a running job can exit).
         """
         now = time.time() if now is None else now
-        with self.transaction():
+        with self.transaction(savepoint=False):
             job = self._load(job_id)
             if job.status not in ACTIVE_STATES:
                 raise UsageError(f"job {job_id[0]}.{job_id[1]} is {JobStatus(job.status).name}; only "
@@ -402,7 +402,7 @@ class QueueChanges:
             UsageError: the job is not running (only a running job can exit).
         """
         now = time.time() if now is None else now
-        with self.transaction():
+        with self.transaction(savepoint=False):
             job = self._load(job_id)
             if job.status not in ACTIVE_STATES:
                 raise UsageError(f"job {job_id[0]}.{job_id[1]} is {JobStatus(job.status).name}; only "

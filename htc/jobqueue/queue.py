@@ -5,7 +5,9 @@ Theory of operation
 :class:`JobQueue` owns one sqlite connection (see :mod:`htc.jobqueue.store` for the file and
 schema) and serialises every use of it with one re-entrant lock. Every change is a
 transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``); nested uses become savepoints, so a failing
-part rolls back alone and the caller decides.
+part rolls back alone and the caller decides. One job's changes (status, attributes, its
+exit), which check everything before they write, nest without a savepoint: should one fail
+after writing anyway, the transaction around it cannot commit (see :meth:`JobQueue.transaction`).
 
 Submitting is the hot write path and uses group commit: a submitter appends its cluster to a
 pending list and then takes the lock; whoever gets the lock first becomes the leader and
@@ -103,6 +105,7 @@ class JobQueue(QueueChanges, QueueFactory):
         self._validate = validate
         self._lock = threading.RLock()
         self._depth = 0
+        self._broken = False  # a nested block failed after writing: this transaction must not commit
         self._pending: list[_Ticket] = []
         self._pending_lock = threading.Lock()
         self._clusters: dict[int, ClusterAd] = {}
@@ -159,7 +162,7 @@ class JobQueue(QueueChanges, QueueFactory):
     # -- transactions --------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def transaction(self, *, durable: bool = True) -> Iterator[None]:
+    def transaction(self, *, durable: bool = True, savepoint: bool = True) -> Iterator[None]:
         """Group changes into one atomic, durable commit (nested uses are savepoints).
 
         Everything done by this thread inside the block -- including :meth:`submit` -- is
@@ -169,12 +172,17 @@ class JobQueue(QueueChanges, QueueFactory):
             durable: fsync at commit (the default). With False the commit survives a crash of
                 the process but not of the machine until the next durable commit or
                 :meth:`sync` (see the module docstring). Only the outermost block decides.
+            savepoint: for a nested use, whether a failure inside it rolls back alone. With
+                False (a change that checks everything before it writes, as each status
+                change does) there is no savepoint to pay for, and should the block fail after
+                it wrote, the outermost block rolls everything back and raises
+                ``QueueStorageError`` instead of committing a half-made change.
 
         Raises:
             QueueStorageError: sqlite failed (disk full, I/O error); nothing was committed.
         """
         with self._lock, _translate_errors(self.path):
-            if self._depth:
+            if self._depth and savepoint:
                 name = f"sp{self._depth}"
                 self._conn.execute(f"SAVEPOINT {name}")
                 self._depth += 1
@@ -190,11 +198,29 @@ class JobQueue(QueueChanges, QueueFactory):
                     self._depth -= 1
                 self._conn.execute(f"RELEASE {name}")
                 return
+            if self._depth:
+                # Without a savepoint (two statements each; one job's status change nests two
+                # or three deep): a block that failed after writing part of itself leaves the
+                # whole transaction unable to commit, since that part cannot be undone alone.
+                before = self._conn.total_changes
+                self._depth += 1
+                try:
+                    yield
+                except BaseException:
+                    if self._conn.total_changes != before:
+                        self._broken = True
+                    self._clusters.clear()
+                    self._rows.clear()
+                    raise
+                finally:
+                    self._depth -= 1
+                return
             if not durable:
                 self._conn.execute("PRAGMA synchronous = NORMAL")  # may not change inside a transaction
             self._rows.clear()
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
+                self._broken = False
                 self._depth = 1
                 self._owner = threading.get_ident()
                 version = self._conn.execute("PRAGMA data_version").fetchone()[0]
@@ -210,6 +236,12 @@ class JobQueue(QueueChanges, QueueFactory):
                     raise
                 self._depth = 0
                 self._owner = None
+                if self._broken:
+                    self._conn.execute("ROLLBACK")
+                    self._clusters.clear()
+                    raise store.QueueStorageError(
+                        f"a change to the job queue {self.path} failed after it had written part of "
+                        "itself, and its caller went on: nothing of the transaction was committed")
                 try:
                     self._conn.execute("COMMIT")
                 except BaseException:
