@@ -572,3 +572,20 @@ def test_literal_texts_are_read_the_same_the_first_time_and_after():
     for i in range(kept + 100):
         assert ads.parse_literal(str(i)) == i
     assert ads._literal.cache_info().currsize <= kept
+
+
+_NAMES = ["Cmd", "cmd", "Args", "ARGS", "Note", "note", "RequestMemory", "requestmemory", "LastJobStatus"]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_job_ad_as_a_dict_is_what_iterating_and_indexing_give(queue, seed):
+    import random
+    rnd = random.Random(seed)
+    base = {n: v for n, v in BASE_AD.items() if n.lower() not in ("cmd", "args")}
+    cid = queue.next_cluster_id()
+    ad = {**base, rnd.choice(["Cmd", "cmd"]): '"c0"', rnd.choice(["Args", "ARGS"]): '"c1"'}
+    queue.submit(SimpleCluster(cid, ad, 1), now=1700000000)
+    for _ in range(3):  # per-job values over cluster names, in whatever case they are set
+        queue.set_attributes((cid, 0), {rnd.choice(_NAMES): f'"j{rnd.randrange(99)}"'})
+    job = queue.get_job((cid, 0))
+    assert job.to_dict() == {name: job[name] for name in job} == dict(job)

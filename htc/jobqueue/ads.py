@@ -271,9 +271,12 @@ class JobAd(Mapping[str, str]):
         for name, text in attrs.items():
             mine = own.get(name)
             out[name] = text if mine is None else mine
-        for name in own:
+        canon = self.cluster.canon
+        for name, text in own.items():
             if name not in attrs:
-                out[name] = self[name]
+                low = name.lower()
+                # (an own name is stored in its canonical case: its own text, as [] reads it)
+                out[name] = text if low not in _HOT_INDEX and canon.get(low, name) == name else self[name]
         return out
 
     def __repr__(self) -> str:
