@@ -258,3 +258,19 @@ def test_status_counts_agree_with_looking_at_every_job(queue, attrs):
     every = [({a: job[a] for a in attrs if a in job}, int(job["JobStatus"]), 1)
              for job in queue.query(projection=[*attrs, "JobStatus"])]
     assert _counted(queue.status_counts(attrs), attrs) == _counted(every, attrs)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(alphabet="0123456789.eE+- x", max_size=12),
+                 st.floats(allow_nan=False, allow_infinity=False).map(str),
+                 st.integers().map(str)))
+def test_a_value_taken_as_a_plain_number_without_parsing_is_one_the_parser_reads(text):
+    from htc.errors import UsageError
+    from htc.jobqueue.expr import _PLAIN_NUMBER, check_expression, parse
+    if _PLAIN_NUMBER.match(text):
+        parse.__wrapped__(text)  # the parser reads it too (raises UsageError if not)
+    else:
+        try:
+            check_expression("X", text)
+        except UsageError:
+            pass  # (left to the parser, which may refuse it)

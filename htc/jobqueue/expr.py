@@ -67,12 +67,19 @@ def parse(text: str) -> ExprTree:
         raise UsageError(f"{text!r} is not a valid ClassAd expression: {exc}") from None
 
 
+#: a plain integer or real literal, as the ClassAd lexer reads one (optionally negated): valid
+#: without parsing (the daemons set many, such as a run's usage, each a new text)
+_PLAIN_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*|[0-9]*\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)\Z")
+
+
 def check_expression(attr: str, text: str) -> None:
     """Refuse an attribute value that does not parse, naming the attribute.
 
     Raises:
         UsageError: ``text`` is not a ClassAd expression.
     """
+    if _PLAIN_NUMBER.match(text):
+        return
     try:
         parse(text)
     except UsageError as exc:
