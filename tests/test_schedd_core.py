@@ -743,3 +743,18 @@ def test_a_match_without_an_idle_job_for_it_is_answered_as_lapsed():
                                     startd_address="startd", slot_ad=SLOT_AD, autocluster_id=1))
     # (the negotiator, told so, gives the slot back to its next cycle)
     assert isinstance(reply, m.Ack) and reply.detail == m.MATCH_LAPSED + "no idle job left for it"
+
+
+def test_resource_requests_charge_each_job_to_its_own_group_also_when_one_job_of_a_cluster_sets_it():
+    h = Harness()
+    h.start()
+    cid = h.submit(job("accounting_group = physics\naccounting_group_user = alice\n", "queue 3"))
+    name = "physics.alice@localhost"
+    before = h.request(m.GetResourceRequests(submitter=name, significant_attributes=("RequestMemory",)))
+    assert sum(r.count for r in before.requests) == 3
+    # One job moved to another group: the cluster's answer is no longer everyone's.
+    h.queue.set_attributes((cid, 1), {"AccountingGroup": '"chemistry.alice"'})
+    after = h.request(m.GetResourceRequests(submitter=name, significant_attributes=("RequestMemory",)))
+    other = h.request(m.GetResourceRequests(submitter="chemistry.alice@localhost",
+                                            significant_attributes=("RequestMemory",)))
+    assert sum(r.count for r in after.requests) == 2 and sum(r.count for r in other.requests) == 1

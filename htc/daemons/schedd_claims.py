@@ -105,8 +105,24 @@ class Claim:
         self.slot_values = {key: ad[key] for key in ("Cpus", "Memory", "Disk") if key in ad}
 
 
+#: the attributes that say whom a job is charged to (lower case)
+_SUBMITTER_ATTRS = frozenset({"accountinggroup", "user", "owner"})
+
+
 def submitter_of(job: Mapping[str, str], uid_domain: str) -> str:
-    """Whom a stored job ad is charged to: ``AccountingGroup@domain``, ``User``, or ``Owner@domain``."""
+    """Whom a stored job ad is charged to: ``AccountingGroup@domain``, ``User``, or ``Owner@domain``
+    (worked out once per cluster when no job of it sets those attributes itself)."""
+    cluster = getattr(job, "cluster", None)
+    if cluster is None or _SUBMITTER_ATTRS & cluster.proc_attrs:
+        return _charged_to(job, uid_domain)
+    key = ("submitter", uid_domain)
+    who = cluster.cache.get(key)
+    if who is None:
+        who = cluster.cache[key] = _charged_to(job, uid_domain)
+    return who
+
+
+def _charged_to(job: Mapping[str, str], uid_domain: str) -> str:
     group = ul.literal(job, "AccountingGroup")
     if isinstance(group, str) and group:
         return f"{group}@{uid_domain}"
@@ -124,9 +140,9 @@ class ClaimHandling:
         if claim.state is ClaimState.GONE:
             self.claims.pop(claim.id, None)
 
-    def _idle_jobs_of(self, submitter: str, now: float) -> list:
+    def _idle_jobs_of(self, submitter: str, now: float, ordered: bool = True) -> list:
         uid_domain = self.settings.uid_domain
-        return [job for job in self.queue.idle_jobs(now=now)
+        return [job for job in self.queue.idle_jobs(now=now, ordered=ordered)
                 if job.job_id not in self.reserved and submitter_of(job, uid_domain) == submitter]
 
     # -- the negotiator's questions ---------------------------------------------------------
@@ -134,7 +150,7 @@ class ClaimHandling:
     def _resource_requests(self, event: c.Received, msg: m.GetResourceRequests, now: float, out: list) -> None:
         table: AutoclusterTable = self.autoclusters
         table.set_significant(msg.significant_attributes)
-        jobs = sorted(self._idle_jobs_of(msg.submitter, now),
+        jobs = sorted(self._idle_jobs_of(msg.submitter, now, ordered=False),
                       key=lambda j: (-j.prio, j.qdate, j.cluster_id, j.proc_id))  # the schedd's job order
         groups = table.ids_by_cluster(jobs)
         self.offers[msg.submitter] = {ac: [job.job_id for job in members] for ac, members in groups.items()}
