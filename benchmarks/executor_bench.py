@@ -20,24 +20,22 @@ tests do (tests/executor_pool.py).
 ``pip install -e '.[benchmark]'`` adds dask/distributed for the dask column.
 
 Figures on the project's standard machine (2 shared cores, Firecracker VM), 2026-11-25
-evening, one full run of this code. Noisy: in fifteen other runs of the pool that hour this
-code measured 3.0-4.0 ms (7.1 ms once, at a moment the local backend was slow too),
-1,010-1,912 calls/s (median about 1,770; the slow runs made their call files in a block
-group where files had just been deleted) and 0.87-0.90:
+late evening, one full run of this code. Noisy: in 25 pool-only runs of this code (or of it
+less its last two commits) within the hour the pool measured 2.9-4.6 ms, 1,866-2,246 calls/s
+(median about 2,040; 21 runs at 2,000 or more) and 0.89-0.92 (one run under 0.90):
 
 ==========================  ==========  ========  ========  ==========  ====  =========
 executor                    cold start  RTT ms    burst/s   CPU wall s  eff.  batch/s
 ==========================  ==========  ========  ========  ==========  ====  =========
-ProcessPoolExecutor(2)      0.012 s     0.23      13,386    2.05        0.97  831,298
-HTCExecutor local (2)       0.19 s      4.4       402       2.79        0.72  33,859
-HTCExecutor pool (2 cpus)   0.44 s      4.0       1,777     2.27        0.88  101,441
-dask LocalCluster (2x1)     0.65 s      10.4      474       2.61        0.77  485
+ProcessPoolExecutor(2)      0.013 s     0.21      13,372    2.05        0.97  807,140
+HTCExecutor local (2)       0.19 s      3.7       403       2.61        0.77  45,223
+HTCExecutor pool (2 cpus)   0.43 s      3.0       2,217     2.21        0.91  124,140
+dask LocalCluster (2x1)     0.69 s      10.7      466       2.67        0.75  487
 ==========================  ==========  ========  ========  ==========  ====  =========
 
-In alternating runs of the same minutes, the pool of the morning's code (``ab0fb1e``, test
-knobs) measured 6.7 and 4.9 ms, 803 and 842 calls/s, 0.81 and 0.83, 56,000-60,000 calls/s in
-batch; this code with the test knobs 3.5 and 3.3 ms, 1,747 and 1,914/s, 0.87 and 0.88; with
-the personal pool's configuration 4.0 and 3.0 ms, 1,920 and 1,886/s, 0.89 and 0.89.
+The evening before, the same bench gave the pool 3.0-4.0 ms, 1,010-1,912 calls/s (median
+about 1,770) and 0.87-0.90; in the morning (``ab0fb1e``) 4.9-6.7 ms, 803-842 calls/s and
+0.81-0.83.
 
 The local backend's floor is one ``fork`` of a pre-imported zygote per call. In the pool most
 calls run on *call lanes* (htc.daemons.schedd_lanes): a worker that stays up on a claimed
@@ -56,16 +54,19 @@ against 0.03 ms elsewhere. Sessions therefore start in block groups of their own
 (``$HTC_HOME/executor`` carries ext4's top-directory flag), and an unnamed session writes
 each new call into the file of a result it has read (see htc.executors.spool).
 
-A burst: the schedd's work, about 0.45 ms of CPU a call (its transaction, two log events,
-the result's file), the client's 0.25 ms, the startd's 0.08 ms and the lane workers' 0.15
-ms share the two cores; the schedd, one process, is the bound, busy 80-95 % of the burst.
-2,000 calls/s would need it under 0.4 ms. The CPU test loses its 9-12 % to the same work
-done beside the two workers: measured with psutil over the 200 calls, the lane workers
-4.07-4.09 s (4.0 s of it the calls), the schedd 0.14-0.15 s, the client 0.07-0.09 s, the
-startd 0.04-0.06 s, the collector and negotiator 0.03 s, idle 0.08-0.15 s. Quick lanes hold
-about 150 ms of calls and a result waits up to 120 ms for others while calls are queued
-behind it, so one CallsDone carries about five results (alternating runs: 0.844 with 30/40
-ms, 0.867 with 70/90 ms, 0.883-0.886 with 120/150 ms, 0.879 with 200/250 ms).
+A burst: the schedd's work, about 0.35 ms of CPU a call (its transactions, three log
+events, the call's file read and the result's written), the client's 0.21 ms, the startd's
+0.07 ms and the lane workers' 0.12 ms share the two cores; the schedd, one process, is the
+bound. Measured from ``/proc/<pid>/schedstat`` over one burst of 2.39 s: the schedd ran 1.73
+s and waited 0.30 s for a core; most of the rest is the start, while the client's submit loop
+holds the GIL and its service thread writes the first calls' files slowly (each write lets
+the loop have the GIL for up to 5 ms). The CPU test loses its 8-10 % to the same work done
+beside the two workers (psutil over the 200 calls: the schedd 0.10-0.11 s, the client and
+the startd 0.05-0.07 s each, the lane workers 0.08-0.10 s beyond the calls), to the 30-40 ms
+before the first call runs and to the lanes not ending at the same moment. Quick lanes hold
+about 300 ms of calls, each taking at most its share of the calls left, and a result waits
+up to 250 ms for others while calls are queued behind it (alternating runs of the CPU test:
+0.883-0.886 with 150/120 ms and no share rule, 0.90-0.91 with the share rule and 300/250).
 """
 
 from __future__ import annotations
