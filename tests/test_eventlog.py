@@ -12,6 +12,7 @@ import pytest
 from htc.errors import UsageError
 from htc.eventlog import (EventLogReader, EventLogWriter, events as ev, format_event, parse_time,
                           read_events)
+from htc.eventlog.parsing import parse_event, split_header
 
 # htcondor-semantics.md 1.6: a hand-written log the real reader parses into 30 events.
 SAMPLE_LOG = """000 (123.000.000) 2024-01-01 12:00:00 Job submitted from host: <10.0.0.1:9618?addrs=10.0.0.1-9618&alias=submit.example.net>
@@ -454,3 +455,72 @@ def test_free_text_never_breaks_the_format(tmp_path):
         w.write(ev.JobHeldEvent(cluster=1, timestamp=T, reason="line one\nline two\r\n...", code=3))
     [held] = read_events(path)
     assert held.reason == "line one|line two |..."
+
+
+def _line_by_line(reader: EventLogReader, data: bytes, codes=None):
+    """The reader's rules, one line at a time (its first implementation): what the quicker
+    split of ``_parse`` must give, events, consumed bytes and damage counted alike."""
+    import re
+    header_re = re.compile(rb"^(\d{3}) \((-?\d+)\.(-?\d+)\.(-?\d+)\) ")
+    events, pos, consumed, current, skipped = [], 0, 0, None, 0
+    while True:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break
+        line, line_start, pos = data[pos:nl], pos, nl + 1
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        header = header_re.match(line)
+        if header:
+            if current is not None or line_start > consumed:
+                skipped += 1
+            current = (header, [line])
+            continue
+        if current is None:
+            if line == b"...":
+                consumed = pos
+            continue
+        if line == b"...":
+            if codes is None or int(current[0].group(1)) in codes:
+                text = [l.decode("utf-8", "replace") for l in current[1]]
+                code, cluster, proc, subproc = (int(g) for g in current[0].groups())
+                try:
+                    stamp, first = split_header(text[0][current[0].end():])
+                    events.append(parse_event(code, cluster, proc, subproc, stamp, first, text[1:]))
+                except ValueError:
+                    skipped += 1
+            current, consumed = None, pos
+            continue
+        current[1].append(line)
+    return events, consumed, skipped
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_reader_splits_damaged_logs_exactly_as_reading_them_line_by_line(seed):
+    import random
+    rnd = random.Random(seed)
+    kinds = [ev.ExecuteEvent(cluster=3, proc=1, timestamp=T, execute_host="<1.2.3.4:5>", slot_name="slot1@h"),
+             ev.JobTerminatedEvent(cluster=3, proc=2, timestamp=T, return_value=7),
+             ev.JobHeldEvent(cluster=4, timestamp=T, reason="held", code=3),
+             ev.JobAbortedEvent(cluster=5, timestamp=T, reason="gone")]
+    parts = []
+    for _ in range(rnd.randrange(1, 12)):
+        text = format_event(rnd.choice(kinds))
+        damage = rnd.random()
+        if damage < 0.15:
+            text = text[:rnd.randrange(len(text))] + "\n"  # cut off
+        elif damage < 0.25:
+            text = "junk " * rnd.randrange(1, 3) + "\n" + text
+        elif damage < 0.35:
+            text = text.replace("\n", "\r\n")
+        elif damage < 0.4:
+            text = "...\n" + text  # a stray terminator
+        elif damage < 0.45:
+            text = text.replace("...\n", "")  # never terminated
+        parts.append(text)
+    data = "".join(parts).encode()
+    data = data[:rnd.randrange(len(data) // 2, len(data) + 1)]  # still being written
+    codes = rnd.choice([None, frozenset({int(ev.EventType.EXECUTE), int(ev.EventType.JOB_TERMINATED)})])
+    reader = EventLogReader("/nonexistent")
+    events, consumed = reader._parse(data, codes)
+    assert (events, consumed, reader.skipped) == _line_by_line(EventLogReader("/nonexistent"), data, codes)

@@ -162,6 +162,27 @@ def _notes(lines: list[str]) -> list[str]:
     return [l.strip() for l in lines if l.startswith("    ") and not l.strip().startswith("WARNING:")]
 
 
+# Quick jobs' TERMINATED events differ in their header only (the same exit, usage rounded to
+# the second, bytes and resource table): each body is read once.
+@functools.lru_cache(maxsize=1024)
+def _terminated(body: tuple[str, ...]) -> dict:
+    """The fields of a TERMINATED event read from its body lines (values all immutable)."""
+    lines = list(body)
+    nbytes = _bytes(lines)
+    toe = next((l.strip() for l in lines if l.strip().startswith("Job terminated of its own accord")), None)
+    return dict(
+        **_termination(lines),
+        run_remote_usage=_rusage(_find(lines, "Run Remote Usage")),
+        run_local_usage=_rusage(_find(lines, "Run Local Usage")),
+        total_remote_usage=_rusage(_find(lines, "Total Remote Usage")),
+        total_local_usage=_rusage(_find(lines, "Total Local Usage")),
+        sent_bytes=nbytes.get("sent", 0.0), received_bytes=nbytes.get("received", 0.0),
+        total_sent_bytes=nbytes.get("total_sent", 0.0),
+        total_received_bytes=nbytes.get("total_received", 0.0),
+        resources=_resources(lines), toe=toe,
+    )
+
+
 def parse_event(code: int, cluster: int, proc: int, subproc: int, timestamp: float,
                 first: str, body: list[str]) -> ev.Event:
     """Build the event object for one event's header fields, first line and body lines."""
@@ -220,19 +241,7 @@ def parse_event(code: int, cluster: int, proc: int, subproc: int, timestamp: flo
             **{k: v for k, v in term.items()},
         )
     if kind == t.JOB_TERMINATED:
-        nbytes = _bytes(body)
-        toe = next((l for l in stripped if l.startswith("Job terminated of its own accord")), None)
-        return ev.JobTerminatedEvent(
-            **base, **_termination(body),
-            run_remote_usage=_rusage(_find(body, "Run Remote Usage")),
-            run_local_usage=_rusage(_find(body, "Run Local Usage")),
-            total_remote_usage=_rusage(_find(body, "Total Remote Usage")),
-            total_local_usage=_rusage(_find(body, "Total Local Usage")),
-            sent_bytes=nbytes.get("sent", 0.0), received_bytes=nbytes.get("received", 0.0),
-            total_sent_bytes=nbytes.get("total_sent", 0.0),
-            total_received_bytes=nbytes.get("total_received", 0.0),
-            resources=_resources(body), toe=toe,
-        )
+        return ev.JobTerminatedEvent(**base, **_terminated(tuple(body)))
     if kind == t.IMAGE_SIZE:
         def value(label: str) -> int | None:
             line = _find(body, label)

@@ -35,7 +35,8 @@ from htc.eventlog.parsing import parse_event, parse_time, split_header
 __all__ = ["EventLogReader", "parse_event", "parse_time", "read_events"]
 
 # "NNN (cluster.proc.subproc) " -- the event number is exactly three digits (readEventNumber).
-_HEADER = re.compile(rb"^(\d{3}) \((-?\d+)\.(-?\d+)\.(-?\d+)\) ")
+#: a line that starts an event (its header) or ends one (``...``)
+_BOUNDARY = re.compile(rb"^(?:(\.\.\.)\r?$|(\d{3}) \((-?\d+)\.(-?\d+)\.(-?\d+)\) )", re.M)
 
 
 class EventLogReader:
@@ -138,50 +139,47 @@ class EventLogReader:
             time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
 
     def _parse(self, data: bytes, codes: frozenset[int] | None = None) -> tuple[list[ev.Event], int]:
+        # From one boundary line (a header or a "...") to the next with one regex search, not a
+        # look at every line: an event not asked for is passed over without being split.
         events: list[ev.Event] = []
-        pos = 0          # start of the next unread line
+        pos = 0          # where to look for the next boundary line
         consumed = 0     # end of the last complete event (or skipped junk)
-        current: tuple[re.Match, list[bytes], int] | None = None
+        current: tuple[re.Match, int] | None = None  # the open event's header, where its body starts
         while True:
-            nl = data.find(b"\n", pos)
-            if nl < 0:
+            m = _BOUNDARY.search(data, pos)
+            if m is None:
+                break
+            end = data.find(b"\n", m.start())
+            if end < 0:
                 break  # a line without its newline is still being written
-            line = data[pos:nl]
-            line_start, pos = pos, nl + 1
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            header = _HEADER.match(line)
-            if header:
+            pos = end + 1
+            if m.group(1) is None:  # a header
                 if current is not None:
                     self.skipped += 1  # the previous event never got its terminator
-                elif line_start > consumed:
+                elif m.start() > consumed:
                     self.skipped += 1  # junk before this header
-                current = (header, [line], line_start)
+                current = (m, pos)
                 continue
-            if current is None:
-                if line == b"...":
-                    consumed = pos
-                continue
-            if line == b"...":
-                if codes is None or int(current[0].group(1)) in codes:
-                    event = self._build(current[0], current[1])
+            if current is not None:
+                header, body = current
+                if codes is None or int(header.group(2)) in codes:
+                    event = self._build(header, data[header.end():body - 1], data[body:m.start()])
                     if event is not None:
                         events.append(event)
                 current = None
-                consumed = pos
-                continue
-            current[1].append(line)
+            consumed = pos
         return events, consumed
 
-    def _build(self, header: re.Match, lines: list[bytes]) -> ev.Event | None:
-        text = [l.decode("utf-8", "replace") for l in lines]
-        code, cluster, proc, subproc = (int(g) for g in header.groups())
+    def _build(self, header: re.Match, rest: bytes, body: bytes) -> ev.Event | None:
+        code, cluster, proc, subproc = (int(g) for g in header.group(2, 3, 4, 5))
         try:
-            timestamp, first = split_header(text[0][header.end():])
+            timestamp, first = split_header(rest.rstrip(b"\r").decode("utf-8", "replace"))
         except ValueError:
             self.skipped += 1
             return None
-        return parse_event(code, cluster, proc, subproc, timestamp, first, text[1:])
+        lines = body.decode("utf-8", "replace").split("\n")[:-1] if body else []
+        return parse_event(code, cluster, proc, subproc, timestamp, first,
+                           [l[:-1] if l.endswith("\r") else l for l in lines])
 
     def __iter__(self) -> Iterator[ev.Event]:
         """Follow the log forever, yielding events as they complete (polls every 0.1 s)."""
