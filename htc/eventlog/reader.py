@@ -173,7 +173,7 @@ class EventLogReader:
     def _build(self, header: re.Match, rest: bytes, body: bytes) -> ev.Event | None:
         code, cluster, proc, subproc = (int(g) for g in header.group(2, 3, 4, 5))
         try:
-            timestamp, first = split_header(rest.rstrip(b"\r").decode("utf-8", "replace"))
+            timestamp, first = split_header((rest[:-1] if rest.endswith(b"\r") else rest).decode("utf-8", "replace"))
         except ValueError:
             self.skipped += 1
             return None
