@@ -466,9 +466,10 @@ class PoolBackend(PoolWatching):
                 inputs.append(cf.CHECKPOINT_FILE)
             attrs["Iwd"] = quote(where)
         else:  # its files in the cluster's Iwd, calls/, named after it (as the spool names them)
+            result = os.path.basename(self.spool.result_file(cid))
             attrs.update(Out=quote(os.path.basename(self.spool.output_file(cid, "stdout"))),
                          Err=quote(os.path.basename(self.spool.output_file(cid, "stderr"))),
-                         TransferOutputRemaps=quote(f"{cf.RESULT_FILE}={os.path.basename(self.spool.result_file(cid))}"))
+                         TransferOutputRemaps=quote(f"{cf.RESULT_FILE}={result}"))
         inputs += [os.path.abspath(f) for f in spec.options.transfer_input_files]
         attrs["TransferInput"] = quote(",".join(inputs))
         return "[ " + "; ".join(f"{k} = {v}" for k, v in attrs.items()) + " ]"
