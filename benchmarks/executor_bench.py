@@ -20,17 +20,18 @@ tests do (tests/executor_pool.py).
 ``pip install -e '.[benchmark]'`` adds dask/distributed for the dask column.
 
 Figures on the project's standard machine (2 shared cores, Firecracker VM), 2026-11-25
-late evening, one full run of this code. Noisy: in 25 pool-only runs of this code (or of it
-less its last two commits) within the hour the pool measured 2.9-4.6 ms, 1,866-2,246 calls/s
-(median about 2,040; 21 runs at 2,000 or more) and 0.89-0.92 (one run under 0.90):
+late evening, one full run of this code. Noisy: in fifteen pool-only runs of this code within
+the hour the pool measured 2.8-4.0 ms, 1,126-2,389 calls/s (median 2,161; 12 runs at 2,000 or
+more, one at 1,992, and two at 1,126 and 1,178 whose client made its call files at 0.7 ms
+each: see "Files" below) and 0.89-0.92 (0.89 once, in one of those two runs):
 
 ==========================  ==========  ========  ========  ==========  ====  =========
 executor                    cold start  RTT ms    burst/s   CPU wall s  eff.  batch/s
 ==========================  ==========  ========  ========  ==========  ====  =========
-ProcessPoolExecutor(2)      0.013 s     0.21      13,372    2.05        0.97  807,140
-HTCExecutor local (2)       0.19 s      3.7       403       2.61        0.77  45,223
-HTCExecutor pool (2 cpus)   0.43 s      3.0       2,217     2.21        0.91  124,140
-dask LocalCluster (2x1)     0.69 s      10.7      466       2.67        0.75  487
+ProcessPoolExecutor(2)      0.011 s     0.23      14,419    2.05        0.97  792,722
+HTCExecutor local (2)       0.19 s      4.0       418       2.69        0.74  40,432
+HTCExecutor pool (2 cpus)   0.42 s      3.0       2,217     2.17        0.92  126,755
+dask LocalCluster (2x1)     0.58 s      10.7      462       2.54        0.79  533
 ==========================  ==========  ========  ========  ==========  ====  =========
 
 The evening before, the same bench gave the pool 3.0-4.0 ms, 1,010-1,912 calls/s (median
@@ -50,7 +51,9 @@ reads the log it keeps open).
 
 Files: on this VM's ext4 (no journal) making a file passes over every inode freed in its
 block group in the last minutes, so after a test run a file in ``/tmp`` cost 0.3-0.9 ms
-against 0.03 ms elsewhere. Sessions therefore start in block groups of their own
+against 0.03 ms elsewhere. Back-to-back runs of this bench hit it: each deletes its temporary
+``HTC_HOME`` (some 10,000 files) at the end, and a later run whose session lands in that
+block group makes its 5,000 call files slowly (the burst then measures 1,100-1,200/s). Sessions therefore start in block groups of their own
 (``$HTC_HOME/executor`` carries ext4's top-directory flag), and an unnamed session writes
 each new call into the file of a result it has read (see htc.executors.spool).
 
