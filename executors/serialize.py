@@ -20,6 +20,14 @@ saves, for two reasons:
 Futures passed as arguments are not pickled: the pickler's ``persistent_id`` replaces each by
 its call id (a dependency), and the worker's unpickler puts the parent's result in its place.
 
+**Functions pickled by value** (from ``__main__``, a notebook, a local module) cost most of a
+small call's pickling, and ``map`` pickles the same one for every item. Such a function's
+pickle is kept (:func:`_kept_function`) when nothing in it can change without the function's
+identities changing too: no closure, no attributes of its own, defaults and the globals its
+code reads all modules, plain constants or classes and functions pickled by reference. The
+call then travels as two pickles, the function's and ``(args, kwargs)``'s (:func:`loads_call`
+reads both forms). Anything else is pickled afresh for each call, as cloudpickle would.
+
 When pickling fails, :func:`diagnose` pickles the parts one by one (the function's closure
 cells and globals, each argument, inside containers and object attributes) and names the
 smallest part that fails, with the path to it (``args[1]['conn']``).
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import io
+import weakref
 import pickle
 import sys
 import threading
@@ -43,7 +52,7 @@ import cloudpickle
 from htc.executors.errors import OptionError, SerializationError, VersionMismatch
 
 __all__ = [
-    "SERIALIZERS", "PickledCall", "check_versions", "diagnose", "dumps_call", "dumps_value", "loads",
+    "SERIALIZERS", "PickledCall", "check_versions", "diagnose", "dumps_call", "dumps_value", "loads", "loads_call",
     "package_version", "python_version",
 ]
 
@@ -55,6 +64,11 @@ _ALWAYS_THERE = frozenset({"builtins", "__main__", "__mp_main__", "copyreg", "_c
 _versions: dict[str, str | None] = {}
 _dists: dict[str, list[str]] | None = None
 _by_value: set[str] = set()
+#: the pickles of functions kept by identity (see _kept_function), with what they depend on
+_kept: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_kept_lock = threading.Lock()
+_PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes})
+_ABSENT = object()
 _lock = threading.Lock()
 
 
@@ -154,6 +168,7 @@ def _pickler_class(serializer: str) -> type:
             super().__init__(buffer, protocol=PROTOCOL)
             self._htc_modules = modules
             self._htc_persistent = persistent
+            self._htc_avoid = None
 
         def persistent_id(self, obj):  # noqa: D102 - pickle hook
             # (Called for every object pickled: the plain ones, most of them, are never a
@@ -168,6 +183,8 @@ def _pickler_class(serializer: str) -> type:
                                           cloudpickle.Pickler.dispatch_table)
 
             def reducer_override(self, obj):  # noqa: D102 - pickle hook
+                if obj is self._htc_avoid and obj is not None:
+                    raise _FunctionInArguments()
                 _note(obj, self._htc_modules)
                 return super().reducer_override(obj)
         else:
@@ -201,10 +218,13 @@ def _note(obj: Any, modules: set[str]) -> None:
         modules.add(type(obj).__module__)
 
 
-def _dump(obj: Any, serializer: str, persistent: Callable[[Any], str | None] | None) -> tuple[bytes, set[str]]:
+def _dump(obj: Any, serializer: str, persistent: Callable[[Any], str | None] | None,
+          avoid: Any = None) -> tuple[bytes, set[str]]:
     buffer = io.BytesIO()
     modules: set[str] = set()
-    _make_pickler(serializer, buffer, modules, persistent).dump(obj)
+    pickler = _make_pickler(serializer, buffer, modules, persistent)
+    pickler._htc_avoid = avoid
+    pickler.dump(obj)
     return buffer.getvalue(), modules
 
 
@@ -245,6 +265,22 @@ def dumps_call(fn: Callable, args: tuple, kwargs: dict, *, serializer: str = "cl
             parents.append(pid)
         return pid
 
+    if serializer == "cloudpickle":
+        kept = _kept_function(fn)
+        if kept is not None:
+            try:
+                rest, modules = _dump((args, kwargs), serializer, record, avoid=fn)
+            except _FunctionInArguments:
+                pass  # pickled with its arguments, so that they share it on the other side
+            except (OptionError, SerializationError):
+                raise
+            except Exception as exc:  # noqa: BLE001
+                raise SerializationError(diagnose(fn, args, kwargs, exc, serializer)) from exc
+            else:
+                packages, local = _classify(modules | kept[1])
+                if not local:
+                    return PickledCall(kept[0] + rest, tuple(parents), packages)
+                parents.clear()
     call = (fn, args, kwargs)
     for _attempt in range(3):
         parents.clear()
@@ -261,6 +297,80 @@ def dumps_call(fn: Callable, args: tuple, kwargs: dict, *, serializer: str = "cl
             cloudpickle.register_pickle_by_value(sys.modules[name])
             _by_value.add(name)
     return PickledCall(payload, tuple(parents), packages)
+
+
+class _FunctionInArguments(Exception):
+    """The kept function is among the arguments too: pickle them together."""
+
+
+def _kept_function(fn: Any) -> tuple[bytes, set[str]] | None:
+    """The pickle of ``fn`` and the modules it names, kept while nothing it holds has changed
+    (None: ``fn`` is not such a function, or its pickle names local code still to be registered)."""
+    key = _function_key(fn)
+    if key is None:
+        return None
+    with _kept_lock:
+        entry = _kept.get(fn)
+    if entry is not None and entry[0] == key:
+        return entry[1], entry[2]
+    try:
+        data, modules = _dump(fn, "cloudpickle", None)
+    except Exception:  # noqa: BLE001 - the whole call is pickled, and fails, as usual
+        return None
+    if _classify(modules)[1]:
+        return None  # local code: the usual path registers it first
+    with _kept_lock:
+        _kept[fn] = (_function_key(fn), data, modules)
+    return data, modules
+
+
+def _function_key(fn: Any) -> tuple | None:
+    """What a function's cloudpickle depends on, by value, when all of it is immutable: its code,
+    names, defaults and each global its code reads (a plain constant, a module, or a class or
+    function pickled by reference: by its name); None for any other callable."""
+    if type(fn) is not types.FunctionType or fn.__closure__ or fn.__dict__ or \
+            cloudpickle.cloudpickle._should_pickle_by_reference(fn):
+        return None  # (a function pickled by reference costs little anyway)
+    defaults, kwdefaults, notes = fn.__defaults__, fn.__kwdefaults__, fn.__annotations__
+    if (defaults and not _plain(defaults)) or (kwdefaults and not all(_plain(v) for v in kwdefaults.values())) \
+            or (notes and not all(_plain(v) or _by_reference(v) for v in notes.values())):
+        return None
+    scope, refs = fn.__globals__, []
+    for name in cloudpickle.cloudpickle._extract_code_globals(fn.__code__):
+        value = scope.get(name, _ABSENT)
+        if value is _ABSENT:
+            continue
+        if _plain(value):
+            refs.append((name, _typed(value)))
+        elif isinstance(value, types.ModuleType):
+            refs.append((name, types.ModuleType, value.__name__))
+        elif _by_reference(value):
+            refs.append((name, type(value), value.__module__, value.__qualname__))
+        else:
+            return None
+    return (fn.__code__, _typed(defaults), tuple((k, _typed(v)) for k, v in kwdefaults.items()) if kwdefaults else None,
+            tuple((k, _name_of(v)) for k, v in notes.items()) if notes else None,
+            fn.__name__, fn.__qualname__, fn.__module__, fn.__doc__, tuple(refs), len(sys.modules), len(_by_value))
+
+
+def _typed(value: Any) -> Any:
+    """A plain value with its type, as a key (``1``, ``1.0`` and ``True`` are equal, their pickles not)."""
+    return tuple(_typed(v) for v in value) if type(value) is tuple else (type(value), value)
+
+
+def _name_of(value: Any) -> Any:
+    return _typed(value) if _plain(value) else (value.__module__, value.__qualname__)
+
+
+def _plain(value: Any) -> bool:
+    t = type(value)
+    return t in _PLAIN or (t is tuple and all(_plain(v) for v in value))
+
+
+def _by_reference(value: Any) -> bool:
+    """A class or function cloudpickle pickles by reference (by its importable name)."""
+    return isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)) and \
+        cloudpickle.cloudpickle._should_pickle_by_reference(value)
 
 
 def dumps_value(value: Any, serializer: str = "cloudpickle") -> tuple[bytes, dict[str, str]]:
@@ -290,6 +400,18 @@ def loads(data: bytes, serializer: str = "cloudpickle", persistent_load: Callabl
         The object.
     """
     return _unpickler_class(serializer)(io.BytesIO(data), persistent_load).load()
+
+
+def loads_call(data: bytes, serializer: str = "cloudpickle",
+               persistent_load: Callable[[Any], Any] | None = None) -> tuple[Callable, tuple, dict]:
+    """Unpickle a call from :func:`dumps_call`: ``(fn, args, kwargs)``, whichever of its two
+    forms it travels in (one pickle of the three, or the function's then the arguments')."""
+    stream = io.BytesIO(data)
+    first = _unpickler_class(serializer)(stream, persistent_load).load()
+    if type(first) is tuple:
+        return first
+    args, kwargs = _unpickler_class(serializer)(stream, persistent_load).load()
+    return first, args, kwargs
 
 
 @functools.cache

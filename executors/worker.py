@@ -43,7 +43,7 @@ from typing import Any
 from htc.executors import callfile as cf
 from htc.executors.checkpointing import Checkpointable, RunContext, install
 from htc.executors.errors import CallTimedOut, UnpicklableRemoteException
-from htc.executors.serialize import check_versions, dumps_value, loads, package_version, python_version
+from htc.executors.serialize import check_versions, dumps_value, loads, loads_call, package_version, python_version
 
 __all__ = ["EXIT_ERROR", "EXIT_EXCEPTION", "EXIT_VALUE", "main", "run"]
 
@@ -152,7 +152,7 @@ def run(sandbox: Path | str = ".", *, call_data: bytes | None = None,
         if header.check_versions:
             check_versions(header.python, header.packages)
         try:
-            fn, args, kwargs = loads(payload, header.serializer, _parents_loader(sandbox, header.serializer))
+            fn, args, kwargs = loads_call(payload, header.serializer, _parents_loader(sandbox, header.serializer))
         except cf.CallFileError:
             raise
         except Exception as exc:  # noqa: BLE001

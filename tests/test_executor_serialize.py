@@ -13,7 +13,7 @@ import pytest
 
 from htc.executors import callfile as cf
 from htc.executors.errors import OptionError, SerializationError, VersionMismatch
-from htc.executors.serialize import check_versions, dumps_call, loads, package_version, python_version
+from htc.executors.serialize import check_versions, dumps_call, loads, loads_call, package_version, python_version
 
 
 class Point(msgspec.Struct):
@@ -38,7 +38,7 @@ def test_futures_become_parents_through_the_persistent_hook():
     marker = object()
     pickled = dumps_call(max, (marker, [marker, 3]), {}, persistent=lambda o: "p7" if o is marker else None)
     assert pickled.parents == ("p7",)
-    fn, args, _ = loads(pickled.payload, persistent_load=lambda pid: 99)
+    fn, args, _ = loads_call(pickled.payload, persistent_load=lambda pid: 99)
     assert fn is max and args == (99, [99, 3])
 
 
@@ -81,7 +81,7 @@ def test_serialization_error_is_a_pickling_error_and_a_usage_error():
 
 def test_dill_can_be_chosen():
     pickled = dumps_call(lambda a: a + 1, (41,), {}, serializer="dill")
-    fn, args, kwargs = loads(pickled.payload, "dill")
+    fn, args, kwargs = loads_call(pickled.payload, "dill")
     assert fn(*args) == 42
 
 
@@ -170,6 +170,63 @@ def test_a_function_pickled_by_value_keeps_its_file_name_for_remote_tracebacks()
     def inner():
         raise ValueError("here")
 
-    fn, _, _ = loads(dumps_call(inner, (), {}).payload)
+    fn, _, _ = loads_call(dumps_call(inner, (), {}).payload)
     assert fn.__code__.co_filename == __file__
     assert fn.__code__.co_firstlineno == inner.__code__.co_firstlineno
+
+
+def _main_function(source: str, **scope):
+    """A function defined in a ``__main__``-like namespace: cloudpickle pickles it by value."""
+    namespace = {"__name__": "__main__", **scope}
+    exec(compile(source, "<main>", "exec"), namespace)
+    return namespace["f"], namespace
+
+
+def test_a_by_value_function_is_pickled_once_while_nothing_it_reads_changes():
+    from htc.executors import serialize
+    f, scope = _main_function("import math\nK = 3\ndef f(x, y=2):\n    return math.floor(x * K + y)\n")
+    first = dumps_call(f, (1,), {})
+    assert f in serialize._kept  # kept: it reads a module and a plain constant
+    again = dumps_call(f, (2,), {"y": 5})
+    fn, args, kwargs = loads_call(again.payload)
+    assert (fn(*args, **kwargs), args, kwargs) == (11, (2,), {"y": 5})
+    assert loads_call(first.payload)[0](1) == 5
+    scope["K"] = 10  # a new value for a global it reads: pickled afresh
+    fn, args, _ = loads_call(dumps_call(f, (1,), {}).payload)
+    assert fn(*args) == 12
+    f.__defaults__ = (0,)  # new defaults too
+    fn, args, _ = loads_call(dumps_call(f, (1,), {}).payload)
+    assert fn(*args) == 10
+    f.__defaults__ = (False,)  # equal to 0, but not the same value
+    assert loads_call(dumps_call(f, (1,), {}).payload)[0].__defaults__ == (False,)
+    assert type(loads_call(dumps_call(f, (1,), {}).payload)[0].__defaults__[0]) is bool
+
+
+def test_a_function_that_reads_something_mutable_is_pickled_afresh_for_each_call():
+    from htc.executors import serialize
+    f, scope = _main_function("SEEN = []\ndef f(x):\n    return SEEN + [x]\n")
+    assert loads_call(dumps_call(f, (1,), {}).payload)[0](1) == [1]
+    scope["SEEN"].append(0)  # changed in place: the next call must carry it
+    fn, args, _ = loads_call(dumps_call(f, (1,), {}).payload)
+    assert fn(*args) == [0, 1] and f not in serialize._kept
+    counter = 0
+
+    def closure(x):
+        return x + counter
+    counter = 5
+    assert loads_call(dumps_call(closure, (1,), {}).payload)[0](1) == 6 and closure not in serialize._kept
+    g, _ = _main_function("def f(x, acc=[]):\n    return acc\n")  # a mutable default
+    dumps_call(g, (1,), {})
+    assert g not in serialize._kept
+
+
+def test_a_kept_function_that_is_also_an_argument_is_one_object_on_the_other_side():
+    f, _ = _main_function("def f(g):\n    return g\n")
+    dumps_call(f, (1,), {})  # kept
+    fn, args, _ = loads_call(dumps_call(f, (f,), {}).payload)
+    assert args[0] is fn
+
+
+def test_a_call_pickled_whole_still_loads():
+    import pickle as std_pickle
+    assert loads_call(std_pickle.dumps((max, (1, 3), {}))) == (max, (1, 3), {})

@@ -514,7 +514,9 @@ def test_a_sigterm_while_the_job_is_being_started_vacates_it_once_it_runs(dirs):
     """)
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, (done.returncode, done.stderr)
-    assert "ExitCode = 5" in done.stdout  # the job got the soft kill and ran its trap
+    # The job got the soft kill: it ran its trap, or (on a busy machine) the signal came before
+    # its shell had set the trap. Either way the starter waited for it and cleaned up.
+    assert "ExitCode = 5" in done.stdout or "ExitSignal = 15" in done.stdout, done.stdout
     assert list(execute.iterdir()) == []
 
 
