@@ -20,18 +20,19 @@ tests do (tests/executor_pool.py).
 ``pip install -e '.[benchmark]'`` adds dask/distributed for the dask column.
 
 Figures on the project's standard machine (2 shared cores, Firecracker VM), 2026-11-25
-late evening, one full run of this code. Noisy: in fifteen pool-only runs of this code within
-the hour the pool measured 2.8-4.0 ms, 1,126-2,389 calls/s (median 2,161; 12 runs at 2,000 or
-more, one at 1,992, and two at 1,126 and 1,178 whose client made its call files at 0.7 ms
-each: see "Files" below) and 0.89-0.92 (0.89 once, in one of those two runs):
+late evening, one full run of this code. In ten pool-only runs of this code just before it,
+the pool measured 2.72-3.30 ms, 2,204-2,321 calls/s and 0.91-0.93. Runs of the code before
+its last commit (which keeps the pickle of a function pickled by value) measured 1,992-2,389
+calls/s in thirteen of fifteen runs; the other two, 1,126 and 1,178, made their call files at
+0.7 ms each (see "Files" below), which this code can meet too:
 
 ==========================  ==========  ========  ========  ==========  ====  =========
 executor                    cold start  RTT ms    burst/s   CPU wall s  eff.  batch/s
 ==========================  ==========  ========  ========  ==========  ====  =========
-ProcessPoolExecutor(2)      0.011 s     0.23      14,419    2.05        0.97  792,722
-HTCExecutor local (2)       0.19 s      4.0       418       2.69        0.74  40,432
-HTCExecutor pool (2 cpus)   0.42 s      3.0       2,217     2.17        0.92  126,755
-dask LocalCluster (2x1)     0.58 s      10.7      462       2.54        0.79  533
+ProcessPoolExecutor(2)      0.012 s     0.22      15,140    2.05        0.98  750,602
+HTCExecutor local (2)       0.19 s      3.5       444       2.57        0.78  44,074
+HTCExecutor pool (2 cpus)   0.42 s      3.2       2,174     2.22        0.90  115,144
+dask LocalCluster (2x1)     0.64 s      10.6      487       2.80        0.72  503
 ==========================  ==========  ========  ========  ==========  ====  =========
 
 The evening before, the same bench gave the pool 3.0-4.0 ms, 1,010-1,912 calls/s (median
@@ -58,7 +59,7 @@ block group makes its 5,000 call files slowly (the burst then measures 1,100-1,2
 each new call into the file of a result it has read (see htc.executors.spool).
 
 A burst: the schedd's work, about 0.35 ms of CPU a call (its transactions, three log
-events, the call's file read and the result's written), the client's 0.21 ms, the startd's
+events, the call's file read and the result's written), the client's 0.18-0.20 ms, the startd's
 0.07 ms and the lane workers' 0.12 ms share the two cores; the schedd, one process, is the
 bound. Measured from ``/proc/<pid>/schedstat`` over one burst of 2.39 s: the schedd ran 1.73
 s and waited 0.30 s for a core; most of the rest is the start, while the client's submit loop
