@@ -20,13 +20,9 @@ saves, for two reasons:
 Futures passed as arguments are not pickled: the pickler's ``persistent_id`` replaces each by
 its call id (a dependency), and the worker's unpickler puts the parent's result in its place.
 
-**Functions pickled by value** (from ``__main__``, a notebook, a local module) cost most of a
-small call's pickling, and ``map`` pickles the same one for every item. Such a function's
-pickle is kept (:func:`_kept_function`) when nothing in it can change without the function's
-identities changing too: no closure, no attributes of its own, defaults and the globals its
-code reads all modules, plain constants or classes and functions pickled by reference. The
-call then travels as two pickles, the function's and ``(args, kwargs)``'s (:func:`loads_call`
-reads both forms). Anything else is pickled afresh for each call, as cloudpickle would.
+A function pickled by value whose pickle depends on nothing mutable is pickled once and kept
+while its key (:mod:`htc.executors.function_key`) stays the same; its calls travel as two
+pickles, the function's then ``(args, kwargs)``'s (:func:`loads_call` reads both forms).
 
 When pickling fails, :func:`diagnose` pickles the parts one by one (the function's closure
 cells and globals, each argument, inside containers and object attributes) and names the
@@ -50,6 +46,7 @@ from typing import Any
 import cloudpickle
 
 from htc.executors.errors import OptionError, SerializationError, VersionMismatch
+from htc.executors.function_key import function_key
 
 __all__ = [
     "SERIALIZERS", "PickledCall", "check_versions", "diagnose", "dumps_call", "dumps_value", "loads", "loads_call",
@@ -67,8 +64,6 @@ _by_value: set[str] = set()
 #: the pickles of functions kept by identity (see _kept_function), with what they depend on
 _kept: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _kept_lock = threading.Lock()
-_PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes})
-_ABSENT = object()
 _lock = threading.Lock()
 
 
@@ -306,7 +301,7 @@ class _FunctionInArguments(Exception):
 def _kept_function(fn: Any) -> tuple[bytes, set[str]] | None:
     """The pickle of ``fn`` and the modules it names, kept while nothing it holds has changed
     (None: ``fn`` is not such a function, or its pickle names local code still to be registered)."""
-    key = _function_key(fn)
+    key = function_key(fn, len(_by_value))
     if key is None:
         return None
     with _kept_lock:
@@ -320,57 +315,8 @@ def _kept_function(fn: Any) -> tuple[bytes, set[str]] | None:
     if _classify(modules)[1]:
         return None  # local code: the usual path registers it first
     with _kept_lock:
-        _kept[fn] = (_function_key(fn), data, modules)
+        _kept[fn] = (function_key(fn, len(_by_value)), data, modules)
     return data, modules
-
-
-def _function_key(fn: Any) -> tuple | None:
-    """What a function's cloudpickle depends on, by value, when all of it is immutable: its code,
-    names, defaults and each global its code reads (a plain constant, a module, or a class or
-    function pickled by reference: by its name); None for any other callable."""
-    if type(fn) is not types.FunctionType or fn.__closure__ or fn.__dict__ or \
-            cloudpickle.cloudpickle._should_pickle_by_reference(fn):
-        return None  # (a function pickled by reference costs little anyway)
-    defaults, kwdefaults, notes = fn.__defaults__, fn.__kwdefaults__, fn.__annotations__
-    if (defaults and not _plain(defaults)) or (kwdefaults and not all(_plain(v) for v in kwdefaults.values())) \
-            or (notes and not all(_plain(v) or _by_reference(v) for v in notes.values())):
-        return None
-    scope, refs = fn.__globals__, []
-    for name in cloudpickle.cloudpickle._extract_code_globals(fn.__code__):
-        value = scope.get(name, _ABSENT)
-        if value is _ABSENT:
-            continue
-        if _plain(value):
-            refs.append((name, _typed(value)))
-        elif isinstance(value, types.ModuleType):
-            refs.append((name, types.ModuleType, value.__name__))
-        elif _by_reference(value):
-            refs.append((name, type(value), value.__module__, value.__qualname__))
-        else:
-            return None
-    return (fn.__code__, _typed(defaults), tuple((k, _typed(v)) for k, v in kwdefaults.items()) if kwdefaults else None,
-            tuple((k, _name_of(v)) for k, v in notes.items()) if notes else None,
-            fn.__name__, fn.__qualname__, fn.__module__, fn.__doc__, tuple(refs), len(sys.modules), len(_by_value))
-
-
-def _typed(value: Any) -> Any:
-    """A plain value with its type, as a key (``1``, ``1.0`` and ``True`` are equal, their pickles not)."""
-    return tuple(_typed(v) for v in value) if type(value) is tuple else (type(value), value)
-
-
-def _name_of(value: Any) -> Any:
-    return _typed(value) if _plain(value) else (value.__module__, value.__qualname__)
-
-
-def _plain(value: Any) -> bool:
-    t = type(value)
-    return t in _PLAIN or (t is tuple and all(_plain(v) for v in value))
-
-
-def _by_reference(value: Any) -> bool:
-    """A class or function cloudpickle pickles by reference (by its importable name)."""
-    return isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)) and \
-        cloudpickle.cloudpickle._should_pickle_by_reference(value)
 
 
 def dumps_value(value: Any, serializer: str = "cloudpickle") -> tuple[bytes, dict[str, str]]:
