@@ -301,7 +301,10 @@ class _FunctionInArguments(Exception):
 def _kept_function(fn: Any) -> tuple[bytes, set[str]] | None:
     """The pickle of ``fn`` and the modules it names, kept while nothing it holds has changed
     (None: ``fn`` is not such a function, or its pickle names local code still to be registered)."""
-    key = function_key(fn, len(_by_value))
+    try:
+        key = function_key(fn, len(_by_value))
+    except Exception:  # noqa: BLE001 - (cloudpickle's helpers it uses are not public): pickle as usual
+        return None
     if key is None:
         return None
     with _kept_lock:
@@ -315,7 +318,7 @@ def _kept_function(fn: Any) -> tuple[bytes, set[str]] | None:
     if _classify(modules)[1]:
         return None  # local code: the usual path registers it first
     with _kept_lock:
-        _kept[fn] = (function_key(fn, len(_by_value)), data, modules)
+        _kept[fn] = (key, data, modules)
     return data, modules
 
 

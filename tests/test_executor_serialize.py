@@ -230,3 +230,14 @@ def test_a_kept_function_that_is_also_an_argument_is_one_object_on_the_other_sid
 def test_a_call_pickled_whole_still_loads():
     import pickle as std_pickle
     assert loads_call(std_pickle.dumps((max, (1, 3), {}))) == (max, (1, 3), {})
+
+
+def test_without_cloudpickles_helpers_a_function_is_pickled_whole_as_before(monkeypatch):
+    from htc.executors import serialize
+
+    def gone(*_args):  # the key uses helpers cloudpickle does not promise to keep
+        raise AttributeError("module 'cloudpickle.cloudpickle' has no attribute '_extract_code_globals'")
+    monkeypatch.setattr(serialize, "function_key", gone)
+    f, _ = _main_function("K = 2\ndef f(x):\n    return x * K\n")
+    fn, args, _ = loads_call(dumps_call(f, (4,), {}).payload)
+    assert fn(*args) == 8 and f not in serialize._kept

@@ -468,6 +468,15 @@ def test_a_change_that_fails_after_writing_cannot_be_committed_by_a_caller_that_
     assert queue.get_job((cid, 0))["Note"] == '"kept"' and "Half" not in queue.get_job((cid, 1))
     queue.set_attributes((cid, 1), {"Whole": "1"})  # and the queue goes on
     assert queue.get_job((cid, 1))["Whole"] == "1"
+    # A half-made change inside a savepoint is undone with it: the rest still commits.
+    with queue.transaction():
+        queue.set_attributes((cid, 0), {"Note": '"kept again"'})
+        with pytest.raises(RuntimeError):
+            with queue.transaction():
+                with queue.transaction(savepoint=False):
+                    queue.set_attributes((cid, 1), {"Half": "2"})
+                    raise RuntimeError("fails after writing")
+    assert queue.get_job((cid, 0))["Note"] == '"kept again"' and "Half" not in queue.get_job((cid, 1))
 
 
 def test_a_second_process_sees_changes_made_by_another(tmp_path):

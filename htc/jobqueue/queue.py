@@ -185,12 +185,14 @@ class JobQueue(QueueChanges, QueueFactory):
             if self._depth and savepoint:
                 name = f"sp{self._depth}"
                 self._conn.execute(f"SAVEPOINT {name}")
+                broken = self._broken
                 self._depth += 1
                 try:
                     yield
                 except BaseException:
                     self._conn.execute(f"ROLLBACK TO {name}")
                     self._conn.execute(f"RELEASE {name}")
+                    self._broken = broken  # whatever failed inside is undone with the savepoint
                     self._clusters.clear()
                     self._rows.clear()
                     raise
