@@ -31,8 +31,9 @@ def slow(x, seconds):
 
 def gate(path, value, started=None, limit=60.0):
     """Wait until ``path`` exists (the test opens the gate), then return ``value``."""
-    if started:
-        Path(started).write_text(str(os.getpid()))
+    if started:  # (whole or not at all: a test reads the pid as soon as the file is there)
+        Path(f"{started}.{os.getpid()}.tmp").write_text(str(os.getpid()))
+        os.replace(f"{started}.{os.getpid()}.tmp", started)
     deadline = time.monotonic() + limit
     while not os.path.exists(path):
         if time.monotonic() > deadline:
