@@ -264,18 +264,16 @@ def dumps_call(fn: Callable, args: tuple, kwargs: dict, *, serializer: str = "cl
         kept = _kept_function(fn)
         if kept is not None:
             try:
-                rest, modules = _dump((args, kwargs), serializer, record, avoid=fn)
-            except _FunctionInArguments:
-                pass  # pickled with its arguments, so that they share it on the other side
+                rest = _dump_arguments(fn, args, kwargs, record)
             except (OptionError, SerializationError):
                 raise
             except Exception as exc:  # noqa: BLE001
                 raise SerializationError(diagnose(fn, args, kwargs, exc, serializer)) from exc
-            else:
-                packages, local = _classify(modules | kept[1])
+            if rest is not None:
+                packages, local = _classify(rest[1] | kept[1])
                 if not local:
-                    return PickledCall(kept[0] + rest, tuple(parents), packages)
-                parents.clear()
+                    return PickledCall(kept[0] + rest[0], tuple(parents), packages)
+            parents.clear()
     call = (fn, args, kwargs)
     for _attempt in range(3):
         parents.clear()
@@ -296,6 +294,16 @@ def dumps_call(fn: Callable, args: tuple, kwargs: dict, *, serializer: str = "cl
 
 class _FunctionInArguments(Exception):
     """The kept function is among the arguments too: pickle them together."""
+
+
+def _dump_arguments(fn: Any, args: tuple, kwargs: dict,
+                    record: Callable[[Any], str | None]) -> tuple[bytes, set[str]] | None:
+    """``(args, kwargs)``'s pickle and modules; None when ``fn`` is among them (then the three
+    travel in one pickle, so that they share it on the other side)."""
+    try:
+        return _dump((args, kwargs), "cloudpickle", record, avoid=fn)
+    except _FunctionInArguments:
+        return None
 
 
 def _kept_function(fn: Any) -> tuple[bytes, set[str]] | None:

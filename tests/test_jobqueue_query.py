@@ -267,10 +267,13 @@ def test_status_counts_agree_with_looking_at_every_job(queue, attrs):
 def test_a_value_taken_as_a_plain_number_without_parsing_is_one_the_parser_reads(text):
     from htc.errors import UsageError
     from htc.jobqueue.expr import _PLAIN_NUMBER, check_expression, parse
-    if _PLAIN_NUMBER.match(text):
-        parse.__wrapped__(text)  # the parser reads it too (raises UsageError if not)
-    else:
+
+    def accepted(check) -> bool:
         try:
-            check_expression("X", text)
+            check(text)
         except UsageError:
-            pass  # (left to the parser, which may refuse it)
+            return False
+        return True
+    parses = accepted(parse.__wrapped__)
+    assert parses or not _PLAIN_NUMBER.match(text)  # the shortcut takes only what the parser reads
+    assert accepted(lambda t: check_expression("X", t)) == parses  # and the check says what the parser says

@@ -379,14 +379,23 @@ class QueueChanges:
         """
         now = time.time() if now is None else now
         with self.transaction(savepoint=False):
-            job = self._load(job_id)
-            if job.status not in ACTIVE_STATES:
-                raise UsageError(f"job {job_id[0]}.{job_id[1]} is {JobStatus(job.status).name}; only "
-                                 "a running job can exit")
-            completions = self._int_attr(job, "NumJobCompletions") + 1
-            self.set_attributes(job_id, {**(attrs or {}), **exit_attributes(info, completions)})
+            self.set_attributes(job_id, self._exit_changes(job_id, info, attrs)[1])
             job = self._load(job_id)
         return PolicyEvaluator(self.system_policy, now).on_exit(job)
+
+    def _exit_changes(self, job_id: JobId, info: ExitInfo,
+                      attrs: Mapping[str, str] | None) -> tuple[JobAd, dict[str, str]]:
+        """The running job, and the attributes its exit records (with ``attrs``).
+
+        Raises:
+            JobNotFound: no such job.
+            UsageError: the job is not running (only a running job can exit).
+        """
+        job = self._load(job_id)
+        if job.status not in ACTIVE_STATES:
+            raise UsageError(f"job {job_id[0]}.{job_id[1]} is {JobStatus(job.status).name}; only "
+                             "a running job can exit")
+        return job, {**(attrs or {}), **exit_attributes(info, self._int_attr(job, "NumJobCompletions") + 1)}
 
     def exit_and_apply(self, job_id: JobId, info: ExitInfo, *, now: float | None = None,
                        attrs: Mapping[str, str] | None = None) -> tuple[Decision, StatusChange]:
@@ -403,11 +412,7 @@ class QueueChanges:
         """
         now = time.time() if now is None else now
         with self.transaction(savepoint=False):
-            job = self._load(job_id)
-            if job.status not in ACTIVE_STATES:
-                raise UsageError(f"job {job_id[0]}.{job_id[1]} is {JobStatus(job.status).name}; only "
-                                 "a running job can exit")
-            changes = {**(attrs or {}), **exit_attributes(info, self._int_attr(job, "NumJobCompletions") + 1)}
+            job, changes = self._exit_changes(job_id, info, attrs)
             own = dict(job.own)
             canon = job.cluster.canon
             for name, text in changes.items():
