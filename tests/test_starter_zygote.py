@@ -160,8 +160,8 @@ def test_module_jobs_are_forked_by_one_zygote(world):
             seen = facts(iwd)
             assert first.zygote_pid is not None and pool.pids() == {next(iter(pool.pids())): first.zygote_pid}
             assert psutil.pid_exists(first.zygote_pid)  # it stays for the next job
-            if ROOT:  # the zygote itself is the slot user's, not root's
-                assert psutil.Process(first.zygote_pid).uids().real == pwd.getpwnam("nobody").pw_uid
+            if ROOT:  # the zygote itself is the slot account's (the job names no Owner), not root's
+                assert psutil.Process(first.zygote_pid).uids().real == pwd.getpwnam("htc-slot1").pw_uid
             second, record2 = await run(job(iwd, mods, "exit 0"), execute, pool)
             assert second.zygote_pid == first.zygote_pid and facts(iwd)["ppid"] == first.zygote_pid
             return first.zygote_pid, record, seen, record2
@@ -181,8 +181,8 @@ def test_module_jobs_are_forked_by_one_zygote(world):
     assert (iwd / "out.txt").read_text() == "to stdout exit\n"
     assert (iwd / "err.txt").read_text() == "to stderr exit\n"
     assert record.usage.resident_set_size > 1000 and record.usage.disk_usage > 0
-    if ROOT:
-        assert seen["uid"] == pwd.getpwnam("nobody").pw_uid
+    if ROOT:  # a job that names no Owner runs as the slot's account, htc-slot1
+        assert seen["uid"] == pwd.getpwnam("htc-slot1").pw_uid
     if limits.detect_cgroups().version:
         assert "htc_dir_" in seen["cgroup"], seen["cgroup"]
     assert list(execute.iterdir()) == []
@@ -344,7 +344,7 @@ def test_concurrent_first_jobs_share_one_new_zygote(world):
     assert codes == [0, 1, 2] and len(set(zygotes)) == 1 and zygotes[0] is not None
 
 
-@pytest.mark.skipif(not ROOT, reason="tests the root path (the job runs as nobody with a Python prepared for it); run the tests as root, as CI does")
+@pytest.mark.skipif(not ROOT, reason="tests the root path (the job runs as the slot account with a Python prepared for it); run the tests as root, as CI does")
 def test_a_function_job_runs_the_real_worker_through_the_zygote(world):
     iwd, execute, _ = world
     sys.path.insert(0, str(Path(__file__).parent))

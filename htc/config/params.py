@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Param", "PARAMS", "TYPES", "lookup", "table_default", "markdown_table"]
+__all__ = ["Param", "PARAMS", "PATTERN_PARAMS", "TYPES", "lookup", "table_default", "markdown_table"]
 
 TYPES = ("int", "float", "bool", "str", "path", "list", "expr")
 ORIGINS = ("table", "code", "htc", "changed", "detected")
@@ -343,6 +343,14 @@ _ENTRIES = [
     P("STARTER_ZYGOTE_MODULES", "list", "htc.executors.worker, htc.executors.lane", "Modules whose 'python -m "
       "MODULE' jobs the starter zygote runs (each must be safe to import without running).", "htc"),
     P("STARTER_JOB_ENVIRONMENT", "str", "", "Environment given to every job."),
+    P("STARTER_ALLOW_RUNAS_OWNER", "bool", "true", "A root startd runs each job as its Owner when the "
+      "job's UID_DOMAIN is this startd's, the Owner has an account here that is not root nor a dedicated "
+      "execute account, and the job does not say RunAsOwner = false; else as the slot's account "
+      "(SLOT<N>_USER, else htc-slot<N>, made with useradd). False: always the slot's account.", "code"),
+    P("DEDICATED_EXECUTE_ACCOUNT_REGEXP", "str", "htc-slot[0-9]+", "Accounts that only run jobs: a job owned "
+      "by one never runs as it, and every process left under one when its job ends is killed (HTCondor: "
+      "unset; htc's default names the htc-slot<N> accounts its startd makes; SLOT<N>_USER accounts are "
+      "always dedicated).", "code"),
     P("STARTER_NUM_THREADS_ENV_VARS", "list",
       "CUBACORES GOMAXPROCS JULIA_NUM_THREADS MKL_NUM_THREADS NUMEXPR_NUM_THREADS OMP_NUM_THREADS "
       "OMP_THREAD_LIMIT OPENBLAS_NUM_THREADS PYTHON_CPU_COUNT ROOT_MAX_THREADS TF_LOOP_PARALLEL_ITERATIONS "
@@ -436,6 +444,14 @@ _ENTRIES = [
     P("SENSOR_OVERRIDE_FILE", "path", "",
       "File whose Name = value lines replace measured sensors (empty: $HTC_HOME/sensor_override).", "htc"),
 ]
+
+#: Knobs with a number in their name, which the table's fixed names cannot hold; code reads
+#: them with :meth:`Config.get` after :meth:`Config.names` shows which are set.
+PATTERN_PARAMS = (
+    Param("SLOT<N>_USER", "str", "", "The account a root startd runs slot N's jobs as when they do not run "
+          "as their owner (a dynamic slot takes the lowest N no running job holds); unset: htc-slot<N>, "
+          "made with useradd --system. Never root.", "table"),
+)
 
 #: upper-case name -> Param
 PARAMS: dict[str, Param] = {}

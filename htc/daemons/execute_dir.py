@@ -1,20 +1,22 @@
-"""Where a startd makes its jobs' sandboxes: EXECUTE, or a directory the slot user can reach.
+"""Where a startd makes its jobs' sandboxes: EXECUTE, or a directory every job's user can reach.
 
 Theory of operation
 -------------------
-A startd running as root runs jobs as the slot user (``nobody`` by default), and that user
-must be able to *traverse* every directory down to its sandbox. A personal pool's EXECUTE is
+A startd running as root runs each job as its owner or as the slot's account
+(:mod:`htc.daemons.run_as`), and that user must be able to *traverse* every directory down to
+its sandbox: since any local user may own a job, every directory on the way must be
+traversable by everyone (``o+x``). A personal pool's EXECUTE is
 ``$(LOCAL_DIR)/execute`` = ``$HTC_HOME/execute``, and the default home is ``~/.htc``: for root
 that is ``/root/.htc/execute``, and ``/root`` is mode 0700. So is pytest's
 ``/tmp/pytest-of-root``. Left alone, every job would fail to start.
 
 :func:`resolve_execute_dir` keeps EXECUTE whenever it works: when the startd is not root, when
 the slot user can traverse the way down, and whenever an administrator set EXECUTE to anything
-but its default. Only when EXECUTE is left at its default and the slot user cannot reach it
+but its default. Only when EXECUTE is left at its default and others cannot reach it
 does the startd use a per-pool directory of its own instead,
 ``/var/lib/htc/execute/<hash of HTC_HOME>`` (:data:`SHARED_EXECUTE_ROOT`): made by root, mode
 0755 all the way, never group- or world-writable, so nobody else can plant or swap a
-directory in it. The sandboxes inside are handed to the slot user as always (mode 0700). The
+directory in it. The sandboxes inside are handed to the job's user as always (mode 0700). The
 startd logs the directory it chose and why (StartLog), and removes it when it stops if it is
 empty (a throw-away pool leaves nothing behind; the next start makes it again).
 """
@@ -33,30 +35,37 @@ from htc.errors import UsageError
 __all__ = ["SHARED_EXECUTE_ROOT", "DEFAULT_EXECUTE", "unreachable_parent", "shared_execute_dir",
            "resolve_execute_dir"]
 
-#: where per-pool execute directories go when EXECUTE is out of the slot user's reach
+#: where per-pool execute directories go when EXECUTE is out of the job users' reach
 SHARED_EXECUTE_ROOT = Path("/var/lib/htc/execute")
 
 #: EXECUTE's default (the param table's, and what a generated htc_config says)
 DEFAULT_EXECUTE = "$(LOCAL_DIR)/execute"
 
 
-def unreachable_parent(path: Path, user: pwd.struct_passwd) -> tuple[Path, int] | None:
+def unreachable_parent(path: Path, user: pwd.struct_passwd | int | None = None, gid: int | None = None,
+                       groups: tuple[int, ...] = ()) -> tuple[Path, int] | None:
     """The first existing directory on the way to ``path`` that ``user`` may not traverse.
 
-    Directories that do not exist yet are skipped: root creates them mode 0755.
+    ``user`` is a password entry, or a uid (with ``gid`` and its supplementary ``groups``), or
+    None: any user at all (who gets only the "other" permission bits). Directories that do not
+    exist yet are skipped: root creates them mode 0755.
 
     Returns:
         ``(directory, mode)``, or None when ``user`` can get through to ``path``.
     """
     path = Path(path)
+    if isinstance(user, pwd.struct_passwd):
+        uid, gids = user.pw_uid, {user.pw_gid}
+    else:
+        uid, gids = user, {g for g in (gid, *groups) if g is not None}
     for directory in [*reversed(path.parents), path]:
         try:
             st = directory.stat()
         except FileNotFoundError:
             continue
-        if st.st_uid == user.pw_uid:
+        if uid is not None and st.st_uid == uid:
             ok = st.st_mode & 0o100
-        elif st.st_gid == user.pw_gid:
+        elif st.st_gid in gids:
             ok = st.st_mode & 0o010
         else:
             ok = st.st_mode & 0o001
@@ -98,7 +107,7 @@ def shared_execute_dir(home: Path, root: Path = SHARED_EXECUTE_ROOT) -> Path:
     return leaf
 
 
-def resolve_execute_dir(configured: Path, *, home: Path, is_default: bool, slot_user: str,
+def resolve_execute_dir(configured: Path, *, home: Path, is_default: bool, slot_user: str | None = None,
                         root: Path = SHARED_EXECUTE_ROOT) -> tuple[Path, str]:
     """The directory the startd should make sandboxes in, and why it is not ``configured``.
 
@@ -107,7 +116,7 @@ def resolve_execute_dir(configured: Path, *, home: Path, is_default: bool, slot_
         home: the pool's ``$HTC_HOME`` (names the per-pool directory).
         is_default: EXECUTE is left at its default (:data:`DEFAULT_EXECUTE`); an administrator's
             own setting is always kept.
-        slot_user: who runs jobs when the startd is root.
+        slot_user: unused (every job's user must reach it: any local user may own a job).
         root: where per-pool directories go (tests point it elsewhere).
 
     Returns:
@@ -116,21 +125,17 @@ def resolve_execute_dir(configured: Path, *, home: Path, is_default: bool, slot_
     """
     if os.geteuid() != 0 or not is_default:
         return configured, ""
-    try:
-        user = pwd.getpwnam(slot_user)
-    except KeyError:
-        return configured, ""  # the starter says so, with what to do, when a job comes
-    blocked = unreachable_parent(configured, user)
+    blocked = unreachable_parent(configured)
     if blocked is None:
         return configured, ""
     try:
         shared = shared_execute_dir(home, root)
     except (UsageError, OSError) as exc:
-        return configured, (f"EXECUTE {configured} cannot be reached by the slot user {slot_user!r} and no "
+        return configured, (f"EXECUTE {configured} cannot be reached by the jobs' users and no "
                             f"directory of its own could be made under {root}: {exc}; jobs will fail to start "
                             "until EXECUTE names a directory every user may traverse")
-    if unreachable_parent(shared, user) is not None:
+    if unreachable_parent(shared) is not None:
         return configured, ""  # no better: keep EXECUTE and let the starter name the directory
     where, mode = blocked
-    return shared, (f"EXECUTE {configured} cannot be reached by the slot user {slot_user!r} ({where} is mode "
+    return shared, (f"EXECUTE {configured} cannot be reached by the jobs' users ({where} is mode "
                     f"{mode:04o}); jobs run in {shared} instead (set EXECUTE to choose another directory)")

@@ -28,6 +28,13 @@ the wire (see :mod:`htc.daemons.startd_wire` for the messages served and
 A starter task cancelled because the service is exiting kills its job first: a job is never
 left running behind a startd that is gone.
 
+Who runs each job (a root startd): its owner, or a slot account the service hands out
+(:class:`~htc.daemons.run_as.SlotAccounts`: static slot N takes account N, a dynamic slot the
+lowest number no running job holds). Before a job runs as a slot account last used by another
+owner, the account's zygotes and processes are ended; when a job that ran as a slot account is
+over, every process left under that uid is killed (the zygotes kept for its owner excepted).
+See :mod:`htc.daemons.run_as`.
+
 The service owns the :class:`~htc.daemons.starter_zygote.ZygotePool` its starters share (the
 pre-imported Pythons that fork function jobs); it stops every zygote when it exits, after the
 starters have killed their jobs.
@@ -38,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import socket
 import time
@@ -48,13 +56,14 @@ from typing import Any
 from htc.daemons import startd_events as ev
 from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir
 from htc.daemons.limits import sweep_stale_cgroups
+from htc.daemons.run_as import DEFAULT_DEDICATED, JobUser, RunAsPolicy, SlotAccounts, kill_processes_of
 from htc.daemons.sandbox import TransferError, sweep_stale_sandboxes
 from htc.daemons.schedd_calls import Call, CallDone, install_calls, perform_call
 from htc.daemons.sensors import SensorSettings, Sensors
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
 from htc.daemons.startd_policy import KNOBS, ClassAdPolicy
 from htc.daemons.startd_slots import StartdSettings
-from htc.daemons.startd_ads import evaluated
+from htc.daemons.startd_ads import evaluated, job_id_of
 from htc.daemons.startd_reports import short_claim_id
 from htc.daemons.startd_service_events import (
     HOLD_FAILED_TO_CREATE_PROCESS, HOLD_TRANSFER_INPUT, STARTER_ACTIONS, QueueCalls, RunStarter, Sampled,
@@ -68,7 +77,8 @@ from htc.daemons.starter_zygote import ZygotePool
 from htc.errors import HTCError, UsageError
 from htc.wire import messages as m
 
-__all__ = ["StartdService", "StartdServiceSettings", "StartdDaemon", "make_service", "settings_from_config"]
+__all__ = ["StartdService", "StartdServiceSettings", "StartdDaemon", "make_service", "run_as_policy",
+           "settings_from_config"]
 
 
 # --- the service --------------------------------------------------------------------------------
@@ -80,6 +90,7 @@ class _Running:
     started: bool = False
     pending: list[Any] = field(default_factory=list)  # actions that came before the job spawned
     lane: LaneRelay | None = None  # a call lane's relay (htc.daemons.startd_lanes)
+    account: int = 0  # the number of the slot account it holds (htc.daemons.run_as.SlotAccounts)
 
 
 class StartdService(DaemonService):
@@ -100,6 +111,7 @@ class StartdService(DaemonService):
         self.sensors = Sensors(settings.sensors)
         self.starters: dict[str, _Running] = {}
         self.zygotes = ZygotePool()
+        self.accounts = SlotAccounts()
         install_calls(self)
         self.register_action(SampleSensors, self._do_sample)
         self.register_action(RunStarter, self._do_run_starter)
@@ -128,14 +140,18 @@ class StartdService(DaemonService):
     def _do_run_starter(self, action: RunStarter) -> None:
         slot_ad = action.slot_ad
         cpus, memory = slot_ad.get("Cpus"), slot_ad.get("Memory")
+        slot_name = action.slot.split("@", 1)[0]
+        policy = self.settings.run_as
+        number = self.accounts.acquire(action.claim_id, slot_name)
         settings = StarterSettings(
-            slot_name=action.slot.split("@", 1)[0], cpus=cpus if isinstance(cpus, int) and cpus > 0 else 1,
+            slot_name=slot_name, cpus=cpus if isinstance(cpus, int) and cpus > 0 else 1,
             memory_mb=memory if isinstance(memory, int) and memory > 0 else None,
-            slot_user=self.settings.slot_user, use_cgroups=self.settings.use_cgroups,
+            slot_user=policy.account_name(number), create_slot_user=number not in policy.slot_users,
+            run_as=policy, use_cgroups=self.settings.use_cgroups,
             machine_ad=evaluated(slot_ad), use_zygote=self.settings.use_zygote,
             zygote_modules=self.settings.zygote_modules, use_exec_zygote=self.settings.use_exec_zygote)
         run = _Running(Starter(evaluated(action.job_ad), self.settings.execute_dir, settings, self.zygotes,
-                               lane=action.lane))
+                               lane=action.lane), account=number)
         if action.lane:
             run.lane = self._lane_relay(action.claim_id)
         self.starters[action.claim_id] = run
@@ -148,6 +164,7 @@ class StartdService(DaemonService):
         try:
             try:
                 self.settings.execute_dir.mkdir(parents=True, exist_ok=True)
+                self._take_account(claim_id, run, await asyncio.to_thread(starter.resolve_user))
                 await starter.start()
             except (HTCError, OSError) as exc:
                 self.starters.pop(claim_id, None)
@@ -190,6 +207,33 @@ class StartdService(DaemonService):
                 streaming.cancel()
             if streamer is not None:
                 streamer.close()
+            self._give_back_account(claim_id, starter.user)
+
+    def _take_account(self, claim_id: str, run: _Running, user: JobUser | None) -> None:
+        """The job runs as ``user``: log it; a slot account that last ran another owner's job is
+        cleared first (its zygotes and any process under it end)."""
+        if user is None:
+            return
+        self.log.info("claim %s: job %s of %s runs as %s", short_claim_id(claim_id),
+                      job_id_of(run.starter.job_ad), run.starter.job_ad.get("Owner") or "?", user.describe())
+        if user.owner:
+            return
+        owner = str(run.starter.job_ad.get("Owner") or "")
+        if self.accounts.serve(run.account, owner):
+            self.zygotes.stop_user(user.uid)
+            killed = kill_processes_of(user.uid)
+            self.log.info("slot account %s passes to %s's jobs: its zygotes ended, %d process(es) killed",
+                          user.name, owner or "?", len(killed))
+
+    def _give_back_account(self, claim_id: str, user: JobUser | None) -> None:
+        """The job is over: free its slot account, and kill whatever it left running under it."""
+        self.accounts.release(claim_id)
+        if user is None or user.owner:
+            return
+        killed = kill_processes_of(user.uid, keep=self.zygotes.pids_of(user.uid))
+        if killed:
+            self.log.info("claim %s: killed %d process(es) the job left under the slot account %s",
+                          short_claim_id(claim_id), len(killed), user.name)
 
     def _stream_output(self, claim_id: str, starter: Starter) -> tuple[OutputStreamer | None, asyncio.Task | None]:
         """Start tailing the job's streamed stdout/stderr (:mod:`htc.daemons.starter_stream`), if any."""
@@ -314,10 +358,9 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         UsageError: a knob has a value the startd cannot use (the message names it).
     """
     host = socket.getfqdn()
-    slot_user = StartdServiceSettings.slot_user
     raw = config.raw("EXECUTE")
     configured = Path(config.param("EXECUTE") or home / "execute")
-    execute, execute_note = resolve_execute_dir(configured, home=home, slot_user=slot_user,
+    execute, execute_note = resolve_execute_dir(configured, home=home,
                                                 is_default=raw is None or raw.strip() in ("", DEFAULT_EXECUTE))
     expressions = {}
     for knob in KNOBS:
@@ -351,7 +394,7 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
                              uid_domain=_domain(config, "UID_DOMAIN"))
     return StartdServiceSettings(
         startd=startd, sensors=sensors, execute_dir=execute, execute_note=execute_note,
-        execute_chosen=execute != configured, slot_user=slot_user,
+        execute_chosen=execute != configured, run_as=run_as_policy(config, host),
         address=address, sample_interval=polling,
         ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * update)),
         starter_update_interval=float(config.param("STARTER_UPDATE_INTERVAL")),
@@ -362,6 +405,40 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         use_zygote=bool(config.param("STARTER_PYTHON_ZYGOTE")),
         zygote_modules=tuple(str(name) for name in config.param("STARTER_ZYGOTE_MODULES") or ()),
         use_exec_zygote=bool(config.param("STARTER_EXEC_ZYGOTE")))
+
+
+_SLOT_USER = re.compile(r"(?:.*\.)?SLOT([0-9]+)_USER", re.IGNORECASE)
+
+
+def run_as_policy(config, host: str) -> RunAsPolicy:
+    """Who runs jobs (a root startd): STARTER_ALLOW_RUNAS_OWNER, UID_DOMAIN (as the schedd reads it),
+    DEDICATED_EXECUTE_ACCOUNT_REGEXP and every SLOT<N>_USER set (:mod:`htc.daemons.run_as`).
+
+    Raises:
+        UsageError: the regular expression does not compile, or a SLOT<N>_USER is not an account name.
+    """
+    dedicated = str(config.param("DEDICATED_EXECUTE_ACCOUNT_REGEXP")).strip()
+    try:
+        re.compile(dedicated)
+    except re.error as exc:
+        raise UsageError(f"DEDICATED_EXECUTE_ACCOUNT_REGEXP = {dedicated!r} is not a regular expression: {exc}; "
+                         f"fix it (the default is {DEFAULT_DEDICATED})") from None
+    slot_users: dict[int, str] = {}
+    for name in config.names():
+        match = _SLOT_USER.fullmatch(name)
+        if match is None:
+            continue
+        number = int(match.group(1))
+        value = (config.get(f"SLOT{number}_USER") or "").strip()
+        if not value:
+            continue
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\$?", value) or len(value) > 32:
+            raise UsageError(f"SLOT{number}_USER = {value!r} is not an account name; name an existing "
+                             "unprivileged account, or leave it unset for the startd's own htc-slot<N>")
+        slot_users[number] = value
+    return RunAsPolicy(allow_runas_owner=bool(config.param("STARTER_ALLOW_RUNAS_OWNER")),
+                       uid_domain=str(config.param("UID_DOMAIN") or host), dedicated=dedicated,
+                       slot_users=slot_users)
 
 
 def make_service(paths: DaemonPaths) -> StartdService:

@@ -10,12 +10,13 @@ adapter asks for process work with :class:`SampleSensors`, :class:`RunStarter`, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from htc.daemons import core as c
 from htc.daemons import startd_events as ev
+from htc.daemons.run_as import RunAsPolicy
 from htc.daemons.sensors import SensorSettings
 from htc.daemons.startd_slots import StartdSettings
 from htc.daemons.starter import ExitRecord
@@ -45,7 +46,7 @@ class StartdServiceSettings:
     claimed_update_delay: float = 1.0         # a claimed slot's activity-only ad changes wait this long
     stop_timeout: float = 630.0               # graceful shutdown: longest wait for jobs to vacate
     fast_stop_timeout: float = 35.0           # fast shutdown: longest wait for killed jobs
-    slot_user: str = "nobody"                 # who runs jobs when the startd is root
+    run_as: RunAsPolicy = field(default_factory=RunAsPolicy)  # who runs jobs when the startd is root
     execute_note: str = ""                    # why execute_dir is not EXECUTE (see htc.daemons.execute_dir)
     execute_chosen: bool = False              # execute_dir is the startd's own per-pool directory
     use_cgroups: bool = True

@@ -1,14 +1,16 @@
-"""The starter: runs one job in a sandbox, under limits, as the slot's user, and cleans up.
+"""The starter: runs one job in a sandbox, under limits, as its owner or the slot's account, and cleans up.
 
 Theory of operation
 -------------------
 ``Starter(job_ad, execute_dir, settings)`` then, inside an event loop:
 
-1. ``await start()`` -- resolve who runs the job (the slot user when we are root, else us),
+1. ``await start()`` -- resolve who runs the job (when we are root: its owner when the startd
+   trusts it, else the slot's account -- :mod:`htc.daemons.run_as`; else us),
    make the sandbox, bring the input in (:mod:`htc.daemons.sandbox`), write ``.job.ad`` and
    ``.machine.ad``, make the job's cgroup (:mod:`htc.daemons.limits`), and spawn the executable
    with HTCondor's argument vector and environment (:mod:`htc.daemons.starter_env`). The child
-   joins the cgroup, sets rlimits and drops to the slot user before ``exec``; it leads a new
+   joins the cgroup, sets rlimits and drops to that user -- its uid, its primary group and its
+   supplementary groups, nothing of root's -- before ``exec``; it leads a new
    session so the starter can find its family. A function job (``python -m
    htc.executors.worker``) is instead forked by a pre-imported *zygote* of the startd's
    :class:`~htc.daemons.starter_zygote.ZygotePool` when the starter has one (same user, cgroup,
@@ -46,7 +48,6 @@ import asyncio
 import concurrent.futures
 import ctypes
 import os
-import pwd
 import secrets
 import signal
 import socket
@@ -61,6 +62,7 @@ from htc.daemons.execute_dir import unreachable_parent
 from htc.daemons.limits import JobCgroup, child_rlimits
 from htc.daemons.starter_env import build_environment, job_arguments
 from htc.daemons.starter_procs import JobProcesses, Reaped, watch_exit
+from htc.daemons.run_as import JobUser
 from htc.daemons.starter_records import (ExitRecord, StarterError, StarterSettings, Usage, kill_signal,
                                          resolve_user)
 from htc.daemons.starter_stream import streamed_files
@@ -97,12 +99,12 @@ def _die_with_parent(parent: int) -> None:
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="htc-starter-spawn")
 
 
-def _check_reachable(path: Path, user: pwd.struct_passwd) -> None:
-    """Fail early, and say where, when the slot user cannot get to its sandbox."""
-    blocked = unreachable_parent(path.parent, user)
+def _check_reachable(path: Path, user: JobUser) -> None:
+    """Fail early, and say where, when the job's user cannot get to its sandbox."""
+    blocked = unreachable_parent(path.parent, user.uid, user.gid, user.groups)
     if blocked is not None:
         parent, mode = blocked
-        raise StarterError(f"slot user {user.pw_name!r} cannot reach its sandbox {path}: {parent} is mode "
+        raise StarterError(f"the job's user {user.name!r} cannot reach its sandbox {path}: {parent} is mode "
                            f"{mode:04o}; put EXECUTE where every user may traverse (chmod o+x)")
 
 
@@ -153,6 +155,22 @@ class Starter:
         self._exe_name: str | None = None
         iwd = self.job_ad.get("Iwd")
         self.iwd = Path(iwd) if isinstance(iwd, str) and iwd else None
+        self.user: JobUser | None = None  # who runs the job (None: this process's user)
+        self._user_known = False
+
+    def resolve_user(self) -> JobUser | None:
+        """Decide who runs the job (once; :meth:`start` does it when nobody did before).
+
+        The startd's service calls it first (in a thread: the slot's account may be made with
+        ``useradd``), to clear a slot account another owner used before the job starts.
+
+        Raises:
+            StarterError: the slot's account cannot be used.
+        """
+        if not self._user_known:
+            self.user = resolve_user(self.settings, self.job_ad)
+            self._user_known = True
+        return self.user
 
     # ---------------------------------------------------------------------------- start
     async def start(self) -> None:
@@ -165,8 +183,8 @@ class Starter:
         """
         if self.pid is not None:
             raise UsageError("Starter.start() was already called; make a new Starter for the next job")
-        user = resolve_user(self.settings)
-        uid, gid = (user.pw_uid, user.pw_gid) if user else (None, None)
+        user = self.resolve_user()
+        uid, gid = (user.uid, user.gid) if user else (None, None)
         if self.lane:
             self.lane_socket, self._lane_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -197,10 +215,10 @@ class Starter:
             # (a transferred interpreter lives in this job's sandbox: no zygote can share it)
             module = eligible_module(plan["argv"], self.settings.zygote_modules)
         if module is not None:
-            key = ZygoteKey.for_job(plan["argv"], module, uid, gid, plan["env"])
+            key = ZygoteKey.for_job(plan["argv"], module, uid, gid, plan["env"], self._groups())
         elif self.settings.use_exec_zygote:
             key = ZygoteKey.for_exec()
-            plan = {**plan, "uid": uid, "gid": gid}
+            plan = {**plan, "uid": uid, "gid": gid, "groups": list(self._groups())}
         else:
             return False
         streams = _open_streams(plan)
@@ -211,7 +229,7 @@ class Starter:
                 raise StarterError(f"cannot start {plan['argv'][0]}: {exc.strerror}; check the executable "
                                    "exists in the sandbox, is executable, and suits this machine") from exc
             raise StarterError(f"cannot prepare the job's process for {plan['argv'][0]} (setting limits or "
-                               f"becoming the slot user failed: {exc.strerror}); check the starter's "
+                               f"becoming the job's user failed: {exc.strerror}); check the starter's "
                                "privileges and EXECUTE") from exc
         finally:
             for stream in streams:
@@ -223,7 +241,11 @@ class Starter:
         self.procs.started(started.pid)
         return True
 
-    def _set_up(self, user: pwd.struct_passwd | None, uid: int | None, gid: int | None) -> dict[str, Any]:
+    def _groups(self) -> tuple[int, ...]:
+        """The job user's groups (its primary one first); () when we are not root."""
+        return self.user.groups if self.user is not None else ()
+
+    def _set_up(self, user: JobUser | None, uid: int | None, gid: int | None) -> dict[str, Any]:
         self.sandbox = sb.Sandbox.create(self.execute_dir, uid, gid)
         if user is not None:
             _check_reachable(self.sandbox.path, user)
@@ -319,6 +341,7 @@ class Starter:
     def _spawn(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> None:
         cgroup, memory, core = self.cgroup, plan["rlimit_memory"], plan["core"]
         starter_pid = os.getpid()
+        groups = list(self._groups())
 
         def child() -> None:  # runs in the child between fork and exec
             if cgroup is not None:
@@ -326,7 +349,7 @@ class Starter:
             child_rlimits(memory, core)
             os.umask(0o022)
             if uid is not None:
-                os.setgroups([])
+                os.setgroups(groups)  # the job user's groups: none of root's survive
                 os.setgid(gid)
                 os.setuid(uid)
             _die_with_parent(starter_pid)  # after setuid, which clears the setting
@@ -342,7 +365,7 @@ class Starter:
                                "exists in the sandbox, is executable, and suits this machine") from exc
         except subprocess.SubprocessError as exc:  # child() failed: cgroup, rlimit or user switch
             raise StarterError(f"cannot prepare the job's process for {plan['argv'][0]} (joining its cgroup, "
-                               f"setting limits or becoming the slot user failed: {exc}); check the starter's "
+                               f"setting limits or becoming the job's user failed: {exc}); check the starter's "
                                "privileges and EXECUTE") from exc
         finally:
             for stream in streams:
@@ -561,7 +584,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slot", default="slot1")
     parser.add_argument("--cpus", type=int, default=1)
     parser.add_argument("--memory", type=int, default=None, help="hard memory limit in MiB")
-    parser.add_argument("--user", default="nobody", help="slot user when running as root")
+    parser.add_argument("--user", default=None, help="the slot's account when running as root (default: "
+                        "htc-slot<N>, made when missing); the job's Owner runs it when trusted")
     parser.add_argument("--vacate-grace", type=float, default=600.0, help="seconds between soft and hard kill")
     args = parser.parse_args(argv)
     ad = parseOne(args.job_ad.read_text())

@@ -1,5 +1,6 @@
 """What a starter is told and what it reports: its settings, the job's usage and exit, the
-job's kill signal, and who runs the job (the slot user when the startd is root).
+job's kill signal, and who runs the job (when the startd is root: its owner, or the slot's
+account -- :mod:`htc.daemons.run_as`).
 
 The records the startd's core and service pass around; :mod:`htc.daemons.starter` runs jobs
 with them (and re-exports them).
@@ -7,19 +8,17 @@ with them (and re-exports them).
 
 from __future__ import annotations
 
-import os
-import pwd
-import shutil
 import signal
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from htc.daemons.run_as import JobUser, RunAsError, RunAsPolicy, choose_user, default_slot_account, slot_number
 from htc.errors import HTCError, UsageError
 
-__all__ = ["ExitRecord", "StarterError", "StarterSettings", "Usage", "kill_signal", "resolve_user"]
+__all__ = ["ExitRecord", "StarterError", "StarterSettings", "Usage", "kill_signal", "resolve_user",
+           "slot_account"]
 
 
 class StarterError(HTCError):
@@ -31,8 +30,11 @@ class StarterSettings:
     """How to run jobs on this slot; the startd's service fills it from config and the slot ad.
 
     ``memory_mb`` is the hard memory limit (the slot's Memory; None: the job's RequestMemory).
-    ``slot_user`` runs the job when the starter is root (HTCondor's ``SLOT<N>_USER``; default
-    ``nobody``); ``create_slot_user`` adds it with ``useradd --system`` when missing.
+    When the starter is root, the job runs as its owner when ``run_as`` lets it (see
+    :mod:`htc.daemons.run_as`), else as ``slot_user``, the slot's account (HTCondor's
+    ``SLOT<N>_USER``; None: ``htc-slot<N>`` of the slot's number, which the starter makes with
+    ``useradd --system`` when missing). ``create_slot_user`` lets it make a named
+    ``slot_user`` too (None: only its own ``htc-slot<N>``).
     ``use_zygote`` lets a starter given a :class:`ZygotePool` have a pre-imported Python fork
     jobs that are ``python -m MODULE`` with MODULE in ``zygote_modules`` (see
     :mod:`htc.daemons.starter_zygote`). ``use_exec_zygote`` has the pool's exec zygote (a small
@@ -43,8 +45,9 @@ class StarterSettings:
     slot_name: str = "slot1"
     cpus: int = 1
     memory_mb: int | None = None
-    slot_user: str = "nobody"
-    create_slot_user: bool = False
+    slot_user: str | None = None
+    create_slot_user: bool | None = None
+    run_as: RunAsPolicy = field(default_factory=RunAsPolicy)
     use_cgroups: bool = True
     machine_ad: Mapping[str, Any] = field(default_factory=dict)
     kill_timeout: float = 10.0
@@ -118,27 +121,23 @@ def kill_signal(job_ad: Mapping[str, Any]) -> int:
         raise UsageError(f"KillSig = {value!r} is not a signal name; use e.g. SIGTERM or SIGINT") from None
 
 
-def resolve_user(settings: StarterSettings) -> pwd.struct_passwd | None:
-    """Who runs the job: the slot user when we are root, None (ourselves) otherwise.
+def slot_account(settings: StarterSettings) -> tuple[str, bool]:
+    """The slot's account for ``settings`` and whether the starter may create it."""
+    if settings.slot_user:
+        return settings.slot_user, bool(settings.create_slot_user)
+    name = default_slot_account(slot_number(settings.slot_name) or 1)
+    return name, settings.create_slot_user is not False
+
+
+def resolve_user(settings: StarterSettings, job_ad: Mapping[str, Any] | None = None) -> JobUser | None:
+    """Who runs the job: None (ourselves) unless we are root; then the job's owner when
+    ``settings.run_as`` trusts it, else the slot's account (:func:`htc.daemons.run_as.choose_user`).
 
     Raises:
-        StarterError: the slot user is missing (and may not be created) or is root.
+        StarterError: the slot's account is missing (and may not be created) or is root.
     """
-    if os.geteuid() != 0:
-        return None
-    name = settings.slot_user
+    name, create = slot_account(settings)
     try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        if not settings.create_slot_user:
-            raise StarterError(f"slot user {name!r} does not exist; create it (useradd --system {name}) or "
-                               "let the starter create it (create_slot_user)") from None
-        useradd = shutil.which("useradd")
-        if useradd is None:
-            raise StarterError(f"slot user {name!r} does not exist and this system has no useradd") from None
-        subprocess.run([useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-                       check=True, capture_output=True)
-        entry = pwd.getpwnam(name)
-    if entry.pw_uid == 0:
-        raise StarterError(f"slot user {name!r} is root; jobs never run as root -- pick an unprivileged user")
-    return entry
+        return choose_user(job_ad or {}, settings.run_as, name, create=create)
+    except RunAsError as exc:
+        raise StarterError(str(exc)) from None

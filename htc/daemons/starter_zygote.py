@@ -15,14 +15,15 @@ or refuses a request -- falls back to the ordinary fork+exec (logged once per zy
 zygote never makes a job fail.
 
 **Which zygote.** :class:`ZygotePool` (one per startd) keeps one zygote per
-:class:`ZygoteKey`: the interpreter path, the module, the job user's uid/gid, and the job
+:class:`ZygoteKey`: the interpreter path, the module, the job user's uid, gid and groups, and the job
 environment's variables that decide what a Python imports and how it starts (``PYTHON*``,
 ``LANG``/``LC_*``, ``HOME``). It starts lazily, on the first eligible job, as
 ``PYTHON -c <bootstrap>`` whose program (:mod:`htc.daemons.zygote_program`, stdlib only,
 shipped on its stdin so the interpreter needs no access to htc) imports ``MODULE`` once. It
-runs as the job's user (root startd: the slot user), in its own session, with
+runs as the job's user (root startd: the job's owner or the slot's account, see
+:mod:`htc.daemons.run_as`; so jobs of different users never share a zygote), in its own session, with
 ``PR_SET_PDEATHSIG`` so it dies with the startd, and talks over a ``SOCK_SEQPACKET`` socket pair: one JSON message each way per
-request (the startd never unpickles what a process of the slot user sends).
+request (the startd never unpickles what a process of the job's user sends).
 
 **Per job** (:meth:`ZygotePool.run`):
 
@@ -55,7 +56,7 @@ whose socket closes kills its children and exits.
 pool's one exec zygote (:meth:`ZygoteKey.for_exec`, module :data:`EXEC_MODULE` = ``""``,
 ``StarterSettings.use_exec_zygote``): the startd's own interpreter run with ``-I -S``, importing
 nothing, as root (it must become any slot user), in its own session, with
-``PR_SET_PDEATHSIG``. The request also carries the uid/gid to become. Steps 1-3 are as above;
+``PR_SET_PDEATHSIG``. The request also carries the uid, gid and groups to become. Steps 1-3 are as above;
 released, the child sets rlimits and umask, drops to the user (and asks for SIGKILL again:
 setuid cleared it), restores default signal dispositions, changes directory and ``execve``s; a
 ``CLOEXEC`` pipe to the zygote carries the errno of a failed step, or closes on exec. The
@@ -65,7 +66,7 @@ zygote reports ``exec`` (with ``stage``/``errno``/``error`` on failure) before t
 fork+exec. The startd so never forks a job itself, and two slots' spawns no longer queue
 behind each other in its spawn thread.
 
-**Security.** The zygote runs as the slot user, like the jobs it forks, and holds no
+**Security.** The zygote runs as the job's user, like the jobs it forks, and holds no
 privilege a job lacks; the startd validates every pid it is told about before acting on it.
 The exec zygote is root but runs no job code and reads only the startd's socket; its children
 drop privilege before exec exactly as the startd's fork+exec does.
@@ -140,12 +141,14 @@ class ZygoteKey:
     uid: int | None
     gid: int | None
     env: tuple[tuple[str, str], ...]
+    groups: tuple[int, ...] = ()  # the user's supplementary groups (set before the uid)
 
     @classmethod
     def for_job(cls, argv: Sequence[str], module: str, uid: int | None, gid: int | None,
-                env: Mapping[str, str]) -> ZygoteKey:
-        """The key of the job whose argv, user and full environment are given."""
-        return cls(os.path.abspath(argv[0]), module, uid, gid, tuple(sorted(zygote_environment(env).items())))
+                env: Mapping[str, str], groups: Sequence[int] = ()) -> ZygoteKey:
+        """The key of the job whose argv, user (uid, gid, groups) and full environment are given."""
+        return cls(os.path.abspath(argv[0]), module, uid, gid, tuple(sorted(zygote_environment(env).items())),
+                   tuple(groups))
 
     @classmethod
     def for_exec(cls, python: str | None = None) -> ZygoteKey:
@@ -243,6 +246,17 @@ class ZygotePool:
         """The live zygotes' pids, by key (for tests and diagnostics)."""
         return {key: z.pid for key, z in self._zygotes.items() if z.alive and z.pid}
 
+    def pids_of(self, uid: int) -> set[int]:
+        """The pids of every zygote (live or retired) running as ``uid``."""
+        return {z.popen.pid for z in [*self._zygotes.values(), *self._retired] if z.key.uid == uid and z.alive}
+
+    def stop_user(self, uid: int) -> None:
+        """End every zygote running as ``uid`` (a slot account handed to another owner's job:
+        nothing of the previous owner's may stay under it)."""
+        for zygote in [*self._zygotes.values(), *self._retired]:
+            if zygote.key.uid == uid:
+                self._stop(zygote, kill=True)
+
     def _warn(self, key: ZygoteKey, what: str) -> None:
         if key in self._warned:
             log.debug("zygote for %s: %s", key.what, what)
@@ -258,8 +272,8 @@ class ZygotePool:
 
         Args:
             key: which zygote (:meth:`ZygoteKey.for_job`).
-            plan: argv, env, cwd, rlimit_memory, core (and, for the exec zygote, uid and gid:
-                whom the child becomes).
+            plan: argv, env, cwd, rlimit_memory, core (and, for the exec zygote, uid, gid and
+                groups: whom the child becomes).
             streams: the job's stdin, stdout and stderr, opened by the starter (they are passed,
                 the caller still closes its copies).
             cgroup: the job's cgroup, which the process joins before it runs anything.
@@ -279,6 +293,7 @@ class ZygotePool:
                "core": plan["core"], "umask": umask}
         if key.is_exec:
             msg["uid"], msg["gid"] = plan.get("uid"), plan.get("gid")
+            msg["groups"] = [int(g) for g in plan.get("groups") or ()]
         answer = zygote.loop.create_future()
         zygote.requests[request] = answer
         try:
@@ -562,11 +577,11 @@ def _spawn_zygote(key: ZygoteKey, sock_fd: int) -> subprocess.Popen:
     from htc.daemons.starter import _die_with_parent
 
     startd = os.getpid()
-    uid, gid = key.uid, key.gid
+    uid, gid, groups = key.uid, key.gid, list(key.groups)
 
     def child() -> None:
         if uid is not None and os.geteuid() == 0:
-            os.setgroups([])
+            os.setgroups(groups)  # the user's own groups: none of root's survive
             os.setgid(gid if gid is not None else uid)
             os.setuid(uid)
         _die_with_parent(startd)  # after setuid, which clears the setting

@@ -24,7 +24,7 @@ its children and exits.
 
 **An exec child** (the exec zygote: ``MODULE`` is ``""``, nothing is imported) does the same up
 to the gate, closing every other descriptor, then sets the rlimits and umask, becomes the
-job's uid/gid, resets the signals Python and the zygote ignore, changes directory and ``execve``s.
+job's uid, gid and supplementary groups, resets the signals Python and the zygote ignore, changes directory and ``execve``s.
 Its CLOEXEC report pipe, watched by the zygote, closes on exec or carries
 ``[stage, errno, strerror]`` of what failed; the zygote sends that as ``exec`` before the
 child's ``exited``.
@@ -238,7 +238,7 @@ def zygote_main(sock_fd, module):
             os.closerange(keep[1] + 1, 1 << 20)
             through_gate(msg, gate_r)
             if msg.get("uid") is not None:
-                os.setgroups([])
+                os.setgroups(msg.get("groups") or [])  # the user's own groups: none of root's
                 os.setgid(msg["gid"] if msg.get("gid") is not None else msg["uid"])
                 os.setuid(msg["uid"])
                 if prctl is not None:
