@@ -58,7 +58,7 @@ from htc.executors.errors import (
     CallTimedOut, ImpossibleRequest, JobKilled, JobOutOfMemory, ScheddLost, SessionError,
 )
 from htc.executors.options import CallOptions
-from htc.executors.spool import Spool
+from htc.executors.spool import Spool, UntrustedFile
 from htc.executors.status import CallEvent
 from htc.executors.worker import EXIT_ERROR, EXIT_EXCEPTION, EXIT_VALUE
 from htc.executors.zygote import Zygote
@@ -365,8 +365,11 @@ class LocalProcessBackend:
                 f"call {label} (job {jid}) ran past its timeout of {call.spec.options.timeout:g} s and did not "
                 f"stop when asked, so it was killed ({see})", jid)))
             return
-        result_path = self.spool.result_path(cid)
-        result = result_path.read_bytes() if result_path.exists() else None
+        try:
+            result = self.spool.read_result(cid)
+        except UntrustedFile as exc:  # never unpickled: the call fails saying why
+            self._updates.append(JobUpdate(cid, CallEvent.FAILED, jid, error=exc))
+            return
         if result is not None and code in (EXIT_VALUE, EXIT_EXCEPTION, EXIT_ERROR):
             if code == EXIT_EXCEPTION and call.user_retries < call.spec.options.max_retries:
                 call.user_retries += 1

@@ -30,6 +30,7 @@ from htc.executors import callfile as cf
 from htc.executors.backend import JobUpdate
 from htc.executors.errors import CallTimedOut, JobFailed, JobHeld, JobKilled, JobOutOfMemory, JobRemoved, ScheddLost
 from htc.executors.options import CallOptions
+from htc.executors.spool import UntrustedFile
 from htc.executors.status import CallEvent
 from htc.executors.worker import EXIT_ERROR, EXIT_EXCEPTION, EXIT_VALUE
 from htc.wire import messages as m
@@ -178,9 +179,9 @@ class PoolWatching:
         assert self.spool is not None
         cid, label = job.call_id, job.label
         try:
-            result = cf.read_whole(self.spool.result_file(cid))
-        except FileNotFoundError:
-            result = None
+            result = self.spool.read_result(cid)
+        except UntrustedFile as exc:  # never unpickled: the call fails saying why
+            return JobUpdate(cid, CallEvent.FAILED, job_id, error=exc)
         if result is not None and code in (EXIT_VALUE, EXIT_EXCEPTION, EXIT_ERROR):
             event = CallEvent.RETURNED if code == EXIT_VALUE else CallEvent.FAILED
             self.spool.consumed(cid, result)
@@ -236,10 +237,14 @@ class PoolWatching:
         assert self.spool is not None
         job.state = "done"
         path = self.spool.result_path(job.call_id)
-        if path.exists():
-            header, _ = cf.read_result(path)
+        try:
+            result = self.spool.read_result(job.call_id)
+        except UntrustedFile as exc:  # never unpickled: the call fails saying why
+            return [JobUpdate(job.call_id, CallEvent.FAILED, job_id, error=exc)]
+        if result is not None:
+            header, _ = cf.unpack_result(result, str(path))
             event = CallEvent.RETURNED if header.outcome == "value" else CallEvent.FAILED
-            return [JobUpdate(job.call_id, event, job_id, result=path.read_bytes())]
+            return [JobUpdate(job.call_id, event, job_id, result=result)]
         if job.removing:
             return []
         return [JobUpdate(job.call_id, CallEvent.FAILED, job_id, error=JobFailed(

@@ -36,17 +36,31 @@ week, checked when an executor starts).
 
 Journal lines are appended with one ``write`` each, so a killed client leaves at worst a
 truncated last line, which :meth:`Spool.journal` skips.
+
+Results are read only from where only the client could have written them. The client unpickles
+every result it reads, and unpickling runs code: a result file another user (a job running as
+another account, say) could write or replace would run that user's code as the client. So the
+session's directory, its ``calls/`` and each call's own directory must be directories owned by
+the client's uid (or root, whose daemons may make them) that neither group nor others may
+write, and a result file must be a regular file (not a symbolic link: it is opened with
+``O_NOFOLLOW``) owned by the client or root and writable by neither group nor others -- checked
+on the open file (``fstat``), so nothing can be swapped in between. Anything else is refused
+with :class:`UntrustedFile`, which names the file, its owner and mode; the call fails with it
+instead of unpickling. The directories the client makes lose their group and world write bits
+whatever the umask.
 """
 
 from __future__ import annotations
 
 import array
 import contextlib
+import errno
 import fcntl
 import json
 import os
 import re
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -58,7 +72,8 @@ from htc.executors import callfile as cf
 from htc.executors.errors import SessionError
 from htc.executors.options import CallOptions
 
-__all__ = ["Spool", "executor_root", "sessions", "valid_session_name"]
+__all__ = ["Spool", "UntrustedFile", "check_trusted", "executor_root", "read_trusted", "sessions",
+           "valid_session_name"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 STDOUT = "stdout"
@@ -75,6 +90,80 @@ RECYCLE_KEEP_BYTES = 64 * 1024 * 1024
 #: the most spare files a session keeps
 MAX_SPARES = 4096
 _SPARE_PREFIX = ".spare-"
+
+
+class UntrustedFile(SessionError):
+    """A session directory or result file that someone other than the client (or root) could
+    have written: the client refuses to read (and unpickle) it."""
+
+
+def _trusted_uids() -> tuple[int, ...]:
+    """Who may own what the client reads: itself, and root (the pool's daemons)."""
+    return (os.geteuid(), 0)
+
+
+def check_trusted(st: os.stat_result, path: str | os.PathLike, *, directory: bool) -> None:
+    """Refuse ``path`` (its ``lstat``/``fstat`` is ``st``) unless it is a directory (or a regular
+    file) owned by the client or root that neither group nor others may write.
+
+    Raises:
+        UntrustedFile: it is not; the message says what and what to do.
+    """
+    kind = "directory" if directory else "result file"
+    if not (stat.S_ISDIR(st.st_mode) if directory else stat.S_ISREG(st.st_mode)):
+        raise UntrustedFile(f"executor {kind} {path} is not a {'directory' if directory else 'regular file'} "
+                            f"({stat.filemode(st.st_mode)}); refusing to read the results there -- remove it")
+    if st.st_uid not in _trusted_uids():
+        raise UntrustedFile(f"executor {kind} {path} belongs to uid {st.st_uid}, not to this client (uid "
+                            f"{os.geteuid()}) or root; refusing to read it (another user could have written what "
+                            "would be unpickled here)")
+    if st.st_mode & 0o022:
+        raise UntrustedFile(f"executor {kind} {path} is writable by {'its group' if st.st_mode & 0o020 else 'others'} "
+                            f"({stat.filemode(st.st_mode)}); refusing to read it (another user could have written "
+                            f"what would be unpickled here) -- chmod go-w {path} if you trust its content")
+
+
+def read_trusted(path: str) -> bytes | None:
+    """The bytes of the result file ``path`` once :func:`check_trusted` accepts it (on the open
+    file, opened without following a symbolic link); None when there is none.
+
+    Raises:
+        UntrustedFile: the file is not one only the client or root could have written.
+        OSError: it cannot be read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UntrustedFile(f"executor result file {path} is a symbolic link; refusing to follow it "
+                                "(results are read only from files in the session itself)") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        check_trusted(st, path, directory=False)
+        parts, at = [], 0
+        while True:
+            want = max(st.st_size - at, 0) + 1  # a byte more than is left: a short read is the end
+            chunk = os.read(fd, want)
+            parts.append(chunk)
+            at += len(chunk)
+            if len(chunk) < want:
+                return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def _private_dir(path: Path) -> None:
+    """Make directory ``path`` (and its parents) if missing; one the client made loses group and
+    world write whatever the umask."""
+    if path.is_dir():
+        return
+    path.mkdir(parents=True, exist_ok=True)
+    st = path.lstat()
+    if st.st_uid == os.geteuid() and stat.S_ISDIR(st.st_mode) and st.st_mode & 0o022:
+        os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o022)
 
 
 # ext2/3/4's "top of a directory hierarchy" flag (chattr +T): the directories made in one are
@@ -183,6 +272,7 @@ class Spool:
         self._recycled: dict[str, bytes] = {}  # call id -> the result whose file was reused
         self._recycled_bytes = 0
         self._spare_lock = threading.Lock()
+        self._trusted_dirs: set[str] = set()  # directories check_trusted accepted (see read_result)
 
     # --- the session ------------------------------------------------------------------------
     def exists(self) -> bool:
@@ -190,8 +280,13 @@ class Spool:
         return (self.path / "session.json").exists()
 
     def create(self, info: dict[str, Any]) -> None:
-        """Make the directories and write ``session.json`` (keeping ``created`` of an existing one)."""
-        self.calls.mkdir(parents=True, exist_ok=True)
+        """Make the directories and write ``session.json`` (keeping ``created`` of an existing one).
+
+        Raises:
+            UntrustedFile: the session's directory or ``calls/`` may be written by others.
+        """
+        _private_dir(self.calls)
+        self.check_dirs()
         old = self.info() if self.exists() else {}
         data = {**info, "name": self.name, "created": old.get("created", time.time()), "updated": time.time()}
         cf.write_atomic(self.path / "session.json", json.dumps(data, indent=1).encode())
@@ -215,8 +310,9 @@ class Spool:
             SessionError: another live executor holds it.
         """
         spread_sessions(self.path.parent)
-        self.path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path / "session.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        _private_dir(self.path)
+        self.check_dirs()
+        fd = os.open(self.path / "session.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -227,6 +323,42 @@ class Spool:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd
+
+    def check_dirs(self) -> None:
+        """Check the session's directory and ``calls/`` (when made) as results are read from them.
+
+        Raises:
+            UntrustedFile: one is not the client's (or root's), or others may write it.
+        """
+        for directory in (self.path, self.calls):
+            try:
+                st = directory.lstat()
+            except FileNotFoundError:
+                continue
+            check_trusted(st, directory, directory=True)
+            self._trusted_dirs.add(os.fspath(directory))
+
+    def read_result(self, call_id: str) -> bytes | None:
+        """The call's result file, read only if only the client or root could have written it
+        (see the module docstring); None when it is not there (yet).
+
+        Raises:
+            UntrustedFile: the file, or a directory it is in, could have been written by others.
+            OSError: it cannot be read.
+        """
+        path = self.result_file(call_id)
+        directory = os.path.dirname(path)
+        if directory not in self._trusted_dirs:
+            for where in dict.fromkeys((os.fspath(self.path), self._calls, directory)):
+                if where in self._trusted_dirs:
+                    continue
+                try:
+                    st = os.lstat(where)
+                except FileNotFoundError:
+                    return None
+                check_trusted(st, where, directory=True)
+                self._trusted_dirs.add(where)
+        return read_trusted(path)
 
     def unlock(self) -> None:
         """Release the session (and close the journal)."""
@@ -298,7 +430,7 @@ class Spool:
             where, path = self.calls, f"{self._calls}/{call_id}{cf.CALL_SUFFIX}"
         else:
             where = self.call_dir(call_id)
-            where.mkdir(parents=True, exist_ok=True)
+            _private_dir(where)
             path = os.path.join(where, cf.CALL_FILE)
         self._has_dir[call_id] = not flat
         if data is not None and not (flat and self._write_into_spare(path, data)):
