@@ -118,7 +118,8 @@ def check_trusted(st: os.stat_result, path: str | os.PathLike, *, directory: boo
                             f"{os.geteuid()}) or root; refusing to read it (another user could have written what "
                             "would be unpickled here)")
     if st.st_mode & 0o022:
-        raise UntrustedFile(f"executor {kind} {path} is writable by {'its group' if st.st_mode & 0o020 else 'others'} "
+        who = " and ".join(w for bit, w in ((0o020, "its group"), (0o002, "others")) if st.st_mode & bit)
+        raise UntrustedFile(f"executor {kind} {path} is writable by {who} "
                             f"({stat.filemode(st.st_mode)}); refusing to read it (another user could have written "
                             f"what would be unpickled here) -- chmod go-w {path} if you trust its content")
 
