@@ -227,10 +227,10 @@ def test_two_users_jobs_at_once_get_different_uids_and_cannot_touch_each_other(r
     said = (alice_home / "out.txt").read_text()
     uids = re.search(r"alice uid (\d+) bob uid (\d+)", said)
     assert uids, said + (alice_home / "err.txt").read_text()
-    assert int(uids.group(1)) == local_user(ALICE).pw_uid and int(uids.group(2)) == local_user(BOB).pw_uid
     assert "read: no" in said, said      # bob's mode-600 file in his 0700 sandbox
     assert "stop: no" in said, said      # SIGSTOP to bob's job: EPERM
     assert "signal: no" in said, said    # not even signal 0
+    assert int(uids.group(1)) == local_user(ALICE).pw_uid and int(uids.group(2)) == local_user(BOB).pw_uid
     assert (bob_home / "out.txt").read_text().strip() == f"bob uid {local_user(BOB).pw_uid}"
 
 
