@@ -79,8 +79,9 @@ _FIRST_SLOTS_WAIT = 10.0
 def _slot_user_cannot_run(python: str, environment: dict[str, str]) -> str | None:
     """Why the slot user could not run function jobs with ``python`` (None: it can).
 
-    A root client's jobs run as the pool's slot user (``nobody``): every call would fail if
-    that user cannot read the interpreter or, with no PYTHONPATH of the caller's, htc itself.
+    A root client's jobs run as a slot account of the pool (``htc-slot<N>``: any other user, as far
+    as file permissions go; ``nobody`` stands in for it here): every call would fail if that
+    user cannot read the interpreter or, with no PYTHONPATH of the caller's, htc itself.
     """
     if os.geteuid() != 0:
         return None
@@ -97,10 +98,11 @@ def _slot_user_cannot_run(python: str, environment: dict[str, str]) -> str | Non
     if python == sys.executable and not environment.get("PYTHONPATH"):
         if _reachable_install(user):
             return None
-        return (f"this Python ({sys.executable}) or its packages are out of reach of the slot user 'nobody', "
-                f"who runs a root client's calls (jobs never run as root); {fix}")
+        return (f"this Python ({sys.executable}) or its packages are out of reach of the pool's slot accounts "
+                f"(htc-slot<N>), who run a root client's calls (jobs never run as root); {fix}")
     if not _readable_by(Path(python), user):
-        return f"python={python!r} is out of reach of the slot user 'nobody', who runs a root client's calls; {fix}"
+        return (f"python={python!r} is out of reach of the pool's slot accounts (htc-slot<N>), who run a root "
+                f"client's calls; {fix}")
     return None
 
 
