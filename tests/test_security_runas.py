@@ -78,9 +78,14 @@ class RunAsPool:
     sockets every user may connect to."""
 
     def __init__(self) -> None:
-        self.pool = Pool("COLLECTOR, NEGOTIATOR, STARTD, SCHEDD", NUM_CPUS="2")
         self.python_root = Path(tempfile.mkdtemp(prefix="htc-runas-py-"))
         self.python_root.chmod(0o755)
+        self.mods = self.python_root / "mods"  # a module the starter zygote runs (see ZMOD)
+        self.mods.mkdir(mode=0o755)
+        (self.mods / "whoami_job.py").write_text(ZMOD)
+        (self.mods / "whoami_job.py").chmod(0o644)
+        self.pool = Pool("COLLECTOR, NEGOTIATOR, STARTD, SCHEDD", NUM_CPUS="2",
+                         STARTER_ZYGOTE_MODULES="htc.executors.worker, htc.executors.lane, whoami_job")
         self.python, env = shared_python(self.python_root)
         # A client needs psutil too (a job does not): the same copy, as an administrator installs it.
         client = self.python_root / "client"
@@ -232,6 +237,39 @@ def test_two_users_jobs_at_once_get_different_uids_and_cannot_touch_each_other(r
     assert "signal: no" in said, said    # not even signal 0
     assert int(uids.group(1)) == local_user(ALICE).pw_uid and int(uids.group(2)) == local_user(BOB).pw_uid
     assert (bob_home / "out.txt").read_text().strip() == f"bob uid {local_user(BOB).pw_uid}"
+
+
+def zygote_job(rpool: RunAsPool, out: Path, extra: str = "") -> str:
+    """A job the startd's zygote forks (``python -m whoami_job OUT``) saying who it is and its parent."""
+    return (f"executable = {rpool.python}\ntransfer_executable = false\narguments = -m whoami_job {out}\n"
+            f"environment = PYTHONPATH={rpool.mods}\nshould_transfer_files = NO\ninitialdir = {out.parent}\n"
+            f"request_memory = 64\n{extra}\nqueue\n")
+
+
+def test_a_slot_account_passed_to_another_owner_keeps_nothing_of_the_previous_one(rpool):
+    """Root's function job runs as a slot account, forked by a zygote running as it. Alice's next
+    job asks not to run as her (run_as_owner = false) and gets the same account: the startd ends
+    root's zygote first, and her job is forked by a fresh one -- never by a process of root's job."""
+    meet = Path(tempfile.mkdtemp(dir=rpool.pool.root))
+    meet.chmod(0o1777)
+    first = rpool.pool.submit(zygote_job(rpool, meet / "root.txt")).cluster_id
+    rpool.finished(first)
+    uid, gid, *rest = (meet / "root.txt").read_text().split()
+    root_zygote = int(rest[-1])
+    account = pwd.getpwuid(int(uid))
+    assert re.fullmatch(DEFAULT_DEDICATED, account.pw_name)
+    assert psutil.Process(root_zygote).uids().real == account.pw_uid  # it stays for root's next job
+    home = user_dir(rpool, ALICE)
+    second = rpool.submit_as(ALICE, home, zygote_job(rpool, meet / "alice.txt", "run_as_owner = false"))
+    rpool.finished(second)
+    uid2, gid2, *rest2 = (meet / "alice.txt").read_text().split()
+    assert int(uid2) == account.pw_uid  # the same account (the lowest free number)...
+    assert int(rest2[-1]) != root_zygote  # ...but a zygote of its own
+    wait_for(lambda: not psutil.pid_exists(root_zygote) or psutil.Process(root_zygote).status() == "zombie",
+             10, "root's zygote to end")
+    log = (rpool.pool.home / "log" / "StartLog").read_text()
+    assert f"slot account {account.pw_name} passes to {ALICE}'s jobs: its zygotes ended" in log
+    assert "the job says RunAsOwner = false" in log
 
 
 # --- the executor -----------------------------------------------------------------------------------
