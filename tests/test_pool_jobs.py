@@ -113,6 +113,10 @@ def test_kill_9_of_the_schedd_while_20_jobs_run_completes_every_job_exactly_once
         # Each job runs until the test drops the "go" file, so all 20 are running when the schedd
         # dies and still running when it comes back; they leave a line per start and per end.
         go = pool.work / "go"
+        # Root's jobs on different slots run as different slot accounts (htc-slot<N>): the file
+        # they all append to must be writable by each of them.
+        (pool.work / "starts").touch(mode=0o666)
+        (pool.work / "starts").chmod(0o666)
         job = (f"executable = /bin/sh\n"
                f"arguments = \"-c 'echo $(Process) >> {pool.work}/starts; "
                f"while [ ! -e {go} ]; do sleep 0.5; done; echo $(Process)'\"\n"
@@ -120,8 +124,8 @@ def test_kill_9_of_the_schedd_while_20_jobs_run_completes_every_job_exactly_once
         cluster = pool.submit(job).cluster_id
         log = pool.work / "k.log"
         pool.log_events(log, until=lambda evs: sum(e.type == T.EXECUTE for e in evs) == n, timeout=40)
-        starts = pool.work / "starts"  # made by the first job to start
-        wait_for(lambda: starts.exists() and len(starts.read_text().split()) == n, what=f"{n} jobs running")
+        starts = pool.work / "starts"
+        wait_for(lambda: len(starts.read_text().split()) == n, what=f"{n} jobs running")
         assert {a["JobStatus"] for a in pool.jobs(f"ClusterId == {cluster}", "JobStatus")} == {2}
         old = pool.status("SCHEDD").pid
         os.kill(old, signal.SIGKILL)
