@@ -77,7 +77,7 @@ _ENTRIES = [
     P("SPOOL", "path", "$(LOCAL_DIR)/spool", "Directory of the job queue, history and job sandboxes."),
     P("EXECUTE", "path", "$(LOCAL_DIR)/execute",
       "Directory under which jobs run (one scratch dir per job; left at this default, a root startd whose "
-      "slot user cannot reach it uses /var/lib/htc/execute/<hash of HTC_HOME>)."),
+      "jobs' users cannot reach it uses /var/lib/htc/execute/<hash of HTC_HOME>)."),
     P("LOCK", "path", "$(LOG)", "Directory of lock files."),
     P("RUN", "path", "$(LOCK)", "Directory of sockets and other run-time files."),
     P("HISTORY", "path", "$(SPOOL)/history", "File of completed and removed job ads."),
