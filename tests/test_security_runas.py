@@ -585,3 +585,84 @@ def test_jobs_of_different_users_never_share_a_zygote():
     assert len(set.union(*zygotes.values())) == 3  # ...and a different one for each user
     assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
                    for p in set.union(*zygotes.values()))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs jobs as another user")
+@pytest.mark.parametrize("how", ["fork", "exec zygote"])
+def test_the_starter_gives_the_job_its_owners_uid_gid_and_groups(how):
+    """Both ways a plain job starts (the startd's fork+exec, the exec zygote): the owner's uid,
+    primary gid and supplementary groups, set before the uid, nothing of the starter's."""
+    alice = local_user(ALICE)
+    base = Path(tempfile.mkdtemp(prefix="htc-runas-starter-"))
+    base.chmod(0o755)
+    iwd = base / "iwd"
+    iwd.mkdir()
+    iwd.chmod(0o777)
+    (iwd / "id.sh").write_text(ID_SCRIPT)
+    (iwd / "id.sh").chmod(0o755)
+    job = {**ad(ALICE), "Cmd": str(iwd / "id.sh"), "Iwd": str(iwd), "Out": "out.txt", "Err": "err.txt",
+           "RequestMemory": 64}
+    settings = StarterSettings(run_as=RunAsPolicy(uid_domain=HOST), use_exec_zygote=how == "exec zygote")
+
+    async def go():
+        starter = Starter(job, base / "execute", settings, ZygotePool() if how == "exec zygote" else None)
+        try:
+            await starter.start()
+            return starter, await asyncio.wait_for(starter.wait(), 60)
+        finally:
+            if starter.zygotes is not None:
+                starter.zygotes.close()
+
+    try:
+        starter, record = asyncio.run(go())
+        assert record.exit_code == 0, (iwd / "err.txt").read_text()
+        assert (starter.zygote_pid is not None) == (how == "exec zygote")
+        assert starter.user is not None and starter.user.owner
+        uid, gid, groups = identity((iwd / "out.txt").read_text())
+        assert (uid, gid, groups) == (alice.pw_uid, alice.pw_gid, own_groups(ALICE))
+    finally:
+        shutil.rmtree(base)
+
+
+ORPHAN = '''\
+import os, sys, time
+if os.fork() == 0:        # the orphan: its parent leaves at once, init adopts it
+    os.setsid()
+    if os.fork() == 0:
+        open(sys.argv[1], "w").write(str(os.getpid()))
+        time.sleep(300)
+    os._exit(0)
+os.wait()
+time.sleep(300)           # this one keeps its parent (the test)
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs processes as a slot account")
+def test_processes_a_job_left_under_its_slot_account_are_killed_but_not_others():
+    from htc.daemons.run_as import ensure_account, kill_processes_of
+
+    account = ensure_account("htc-slot9", True)
+    where = Path(tempfile.mkdtemp(prefix="htc-runas-orphan-"))  # (pytest's tmp_path is below a 0700 one)
+    where.chmod(0o777)
+    pidfile = where / "orphan.pid"
+    python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+    parent = subprocess.Popen([python, "-c", ORPHAN, str(pidfile)], user=account.pw_uid, group=account.pw_gid,
+                              extra_groups=[], cwd="/")
+    try:
+        wait_for(lambda: pidfile.exists() and pidfile.read_text(), 20, "the orphan to start")
+        orphan = int(pidfile.read_text())
+        wait_for(lambda: psutil.Process(orphan).ppid() != parent.pid, 20, "the orphan to be adopted")
+        if psutil.Process(orphan).ppid() != 1:
+            pytest.skip("a subreaper adopts orphans here, not init")
+        with pytest.raises(ValueError, match="root"):
+            kill_processes_of(0)
+        killed = kill_processes_of(account.pw_uid)
+        assert orphan in killed and parent.pid not in killed
+        wait_for(lambda: not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == "zombie", 10,
+                 "the orphan to die")
+        assert parent.poll() is None  # a process with a parent (another startd's job, say) is left alone
+    finally:
+        parent.kill()
+        parent.wait()
+        kill_processes_of(account.pw_uid)
+        shutil.rmtree(where)
