@@ -43,6 +43,7 @@ startd makes; the ``SLOT<N>_USER`` accounts count as dedicated whatever it says.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pwd
 import re
@@ -96,11 +97,7 @@ class RunAsPolicy:
 
     def domain(self) -> str:
         """This startd's UID_DOMAIN."""
-        if self.uid_domain:
-            return self.uid_domain
-        import socket
-
-        return socket.getfqdn()
+        return self.uid_domain or _fqdn()
 
     def is_dedicated(self, name: str) -> bool:
         """True when ``name`` is one of the dedicated execute accounts."""
@@ -114,6 +111,13 @@ class RunAsPolicy:
     def account_name(self, number: int) -> str:
         """The account of slot number ``number``: SLOT<N>_USER, else ``htc-slot<N>``."""
         return self.slot_users.get(number) or default_slot_account(number)
+
+
+@functools.cache
+def _fqdn() -> str:
+    import socket
+
+    return socket.getfqdn()
 
 
 def default_slot_account(number: int) -> str:

@@ -31,9 +31,9 @@ left running behind a startd that is gone.
 Who runs each job (a root startd): its owner, or a slot account the service hands out
 (:class:`~htc.daemons.run_as.SlotAccounts`: static slot N takes account N, a dynamic slot the
 lowest number no running job holds). Before a job runs as a slot account last used by another
-owner, the account's zygotes and processes are ended; when a job that ran as a slot account is
-over, every process left under that uid is killed (the zygotes kept for its owner excepted).
-See :mod:`htc.daemons.run_as`.
+owner, the account's zygotes end (and any orphan left under it); when a job that ran as a slot
+account is over, every process left under that uid that init adopted is killed. The StartLog
+names each job's account and why. See :mod:`htc.daemons.run_as`.
 
 The service owns the :class:`~htc.daemons.starter_zygote.ZygotePool` its starters share (the
 pre-imported Pythons that fork function jobs); it stops every zygote when it exits, after the
@@ -211,7 +211,7 @@ class StartdService(DaemonService):
 
     def _take_account(self, claim_id: str, run: _Running, user: JobUser | None) -> None:
         """The job runs as ``user``: log it; a slot account that last ran another owner's job is
-        cleared first (its zygotes and any process under it end)."""
+        cleared first (its zygotes and any orphan under it end)."""
         if user is None:
             return
         self.log.info("claim %s: job %s of %s runs as %s", short_claim_id(claim_id),
@@ -226,7 +226,7 @@ class StartdService(DaemonService):
                           user.name, owner or "?", len(killed))
 
     def _give_back_account(self, claim_id: str, user: JobUser | None) -> None:
-        """The job is over: free its slot account, and kill whatever it left running under it."""
+        """The job is over: free its slot account, and kill the orphans it left running under it."""
         self.accounts.release(claim_id)
         if user is None or user.owner:
             return
