@@ -29,6 +29,7 @@ its jobs never run as root (the startd runs them as a slot user).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -137,6 +138,14 @@ def description_message(text: str, iwd: str | os.PathLike, filename: str | None 
     return m.Submit(cluster_ad=ad_text(attrs), proc_ads=("[ ]",))
 
 
+def _denied_log(event: c.Received, what: str, why: str) -> c.Log:
+    """The daemon-log line of a request refused for ownership (as the service logs its refusals)."""
+    peer = event.peer
+    who = peer.user or "an unmapped peer"
+    return c.Log(f"PERMISSION DENIED to {who} (uid {peer.uid}, pid {peer.pid}) for {what}: {why}",
+                 logging.WARNING)
+
+
 def _without(attrs: Mapping[str, str], names) -> dict[str, str]:
     return {k: v for k, v in attrs.items() if k.lower() not in names}
 
@@ -182,7 +191,11 @@ class ToolRequests:
     def _submit(self, event: c.Received, msg: m.Submit, now: float, out: list) -> None:
         cluster_attrs = texts_of(msg.cluster_ad, "cluster_ad")
         claimed = ul.literal(cluster_attrs, "Owner")
-        owner = self._owner(event, claimed if isinstance(claimed, str) else None)
+        try:
+            owner = self._owner(event, claimed if isinstance(claimed, str) else None)
+        except Denied as exc:
+            out.append(_denied_log(event, "Submit", str(exc)))
+            raise
         user = f"{owner}@{self.settings.uid_domain}"
         if "SubmitDescription" in cluster_attrs:
             cid = self.queue.next_cluster_id()
@@ -259,6 +272,11 @@ class ToolRequests:
             outcome = self._act_on(job, msg, reason, now, out) if self._may_change(event, job) else "permission_denied"
             counts[outcome] += 1
         out.append(c.Reply(event.conn_id, m.ActOnJobsReply(**counts)))
+        if counts["permission_denied"]:
+            others = sorted({job.owner for job in jobs if not self._may_change(event, job)})
+            out.append(_denied_log(event, f"ActOnJobs {msg.action.value}",
+                                   f"{counts['permission_denied']} job(s) of {', '.join(others)}: only a job's "
+                                   "owner or an administrator acts on it"))
         if msg.action is m.JobAction.Release and counts["success"]:
             for job in jobs:
                 again = self._job(job.job_id)
@@ -339,7 +357,9 @@ class ToolRequests:
         jobs, _ = self._select(msg.ids, msg.constraint, now)
         others = sorted({job.owner for job in jobs if not self._may_change(event, job)})
         if others:
-            raise Denied(f"you may not edit jobs of {', '.join(others)}; select only your own jobs")
+            text = f"you may not edit jobs of {', '.join(others)}; select only your own jobs"
+            out.append(_denied_log(event, "EditJobs", text))
+            raise Denied(text)
         events = []
         with self.queue.transaction():  # all edits, or none
             for job in jobs:
