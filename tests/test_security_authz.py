@@ -140,8 +140,14 @@ class SecuredPool:
     def log(self, name: str) -> str:
         return (self.home / "log" / name).read_text(errors="replace")
 
+    def slot_names(self) -> list[str]:
+        """The Name of every slot in the collector, once the startd has advertised."""
+        ads = wait_for(lambda: self.send(m.QueryAds(ad_type=m.AdType.Startd), "collector").ads, 60,
+                       "the startd's slots in the collector")
+        return [str(ClassAd(a)["Name"]) for a in ads]
+
     def machine(self) -> str:
-        return str(ClassAd(self.send(m.QueryAds(ad_type=m.AdType.Startd), "collector").ads[0])["Machine"])
+        return self.slot_names()[0].rpartition("@")[2]
 
 
 @pytest.fixture(scope="module")
@@ -263,7 +269,7 @@ def test_alice_cannot_advertise_or_remove_a_machine(pool):
     lines = done.stdout.splitlines()
     assert len(lines) == 3 and all(line.startswith("REFUSED denied permission denied") for line in lines), done
     assert "ADVERTISE_STARTD" in lines[0] and "ADVERTISE_SCHEDD" in lines[2]
-    names = [ClassAd(a)["Name"] for a in pool.send(m.QueryAds(ad_type=m.AdType.Startd), "collector").ads]
+    names = pool.slot_names()
     assert names and "slot1@fake" not in names  # the fake is not there, the real slots still are
     log = pool.log("CollectorLog")
     assert f"PERMISSION DENIED to {ALICE}@" in log and "for UpdateAd, access level ADVERTISE_STARTD" in log
