@@ -9,6 +9,7 @@ client with a uid that has no account sends raw messages. Each refusal must come
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -22,7 +23,6 @@ from pathlib import Path
 import psutil
 import pytest
 
-import htc
 from htc.classad import ClassAd
 from htc.daemons.client import query_master, send_command
 from htc.wire import messages as m
@@ -34,7 +34,6 @@ from tests.poolutil import FAST, Pool, wait_for
 pytestmark = needs_users
 
 DAEMONS = "MASTER, COLLECTOR, NEGOTIATOR, SCHEDD, STARTD"
-REPO = Path(htc.__file__).resolve().parents[1]
 NO_ACCOUNT = 54321  # a uid with no passwd entry
 
 
@@ -62,10 +61,26 @@ def _python_for_others() -> str:
     pytest.skip(f"no python{version} that other users can run (sys.executable is under a private directory)")
 
 
+_HOOK: list[Path] = []
+
+
+def _site_hook() -> Path:
+    """A directory others can read whose sitecustomize adds this environment's site-packages (with
+    its .pth files: htc may be installed in editable mode) to any interpreter that has it on PYTHONPATH."""
+    if not _HOOK:
+        path = Path(tempfile.mkdtemp(prefix="htc-site-"))
+        path.chmod(0o755)
+        (path / "sitecustomize.py").write_text(f"import site\nsite.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+        (path / "sitecustomize.py").chmod(0o644)
+        atexit.register(shutil.rmtree, path, True)
+        _HOOK.append(path)
+    return _HOOK[0]
+
+
 def _env(home: Path) -> dict[str, str]:
-    """The environment of a client of the pool at ``home``: htc and its packages from this checkout."""
+    """The environment of a client of the pool at ``home``: htc and its packages from this environment."""
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("_HTC_") and k != "HTC_CONFIG"}
-    env.update(HTC_HOME=str(home), PYTHONPATH=f"{REPO}:{sysconfig.get_paths()['purelib']}", PYTHONNOUSERSITE="1")
+    env.update(HTC_HOME=str(home), PYTHONPATH=str(_site_hook()), PYTHONNOUSERSITE="1")
     return env
 
 
@@ -334,3 +349,41 @@ def test_config_others_can_write_is_refused_and_its_command_never_runs():
         assert f"PERMISSION DENIED to {ALICE}@" in (pool.home / "log" / "SchedLog").read_text()
     finally:
         pool.stop()
+
+
+def test_a_personal_pool_of_alice_works_for_her_and_lets_bob_only_look():
+    """No configuration: the pool's account (alice) is its administrator and only writer."""
+    local_user(ALICE), local_user(BOB)
+    root = Path(tempfile.mkdtemp(prefix="htc-personal-"))
+    root.chmod(0o755)
+    try:
+        secured = SecuredPool.__new__(SecuredPool)
+        secured.root, secured.python = root, _python_for_others()
+        secured.dirs = {ALICE: private_dir(ALICE, root), BOB: private_dir(BOB, root)}
+        secured.dirs[ALICE].chmod(0o755)  # bob may reach her pool's sockets, as any local user could
+        secured.home = secured.dirs[ALICE] / "pool"
+        secured.env = _env(secured.home)
+        secured.env.update({f"_HTC_{k}": v for k, v in {**FAST, "DAEMON_LIST": "MASTER, COLLECTOR, SCHEDD"}.items()})
+        secured.transport = UnixTransport(secured.home / "sockets")
+        done = secured.htc(ALICE, "pool", "start", "-timeout", "60")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert (secured.home / "sockets" / "schedd.sock").stat().st_uid == local_user(ALICE).pw_uid
+        alice_id = secured.submit_as(ALICE)  # her own pool takes her jobs
+        assert [j["Owner"] for j in secured.jobs()] == [ALICE]
+        sub = secured.dirs[BOB] / "job.sub"
+        run_as(BOB, ["/bin/sh", "-c", f"cat > {sub}"], input="executable = /bin/true\nqueue\n", check=True)
+        done = secured.htc(BOB, "submit", str(sub))
+        assert done.returncode != 0 and "needs WRITE access" in done.stderr and "built-in default" in done.stderr
+        assert secured.htc(BOB, "q").returncode == 0  # but may look
+        done = secured.htc(BOB, "pool", "stop")
+        assert done.returncode != 0 and "ADMINISTRATOR" in done.stderr, done.stderr
+        assert f"PERMISSION DENIED to {BOB}@" in secured.log("SchedLog")
+        assert f"PERMISSION DENIED to {BOB}@" in secured.log("MasterLog")
+        assert secured.htc(ALICE, "rm", alice_id).returncode == 0
+        done = secured.htc(ALICE, "pool", "stop")
+        assert done.returncode == 0, done.stdout + done.stderr
+    finally:
+        for proc in psutil.process_iter(["cmdline"]):
+            if str(root) in " ".join(proc.info["cmdline"] or ()):
+                proc.kill()
+        shutil.rmtree(root, ignore_errors=True)
