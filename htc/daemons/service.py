@@ -445,8 +445,8 @@ class DaemonService:
 
     def _authorize(self, conn: Connection, msg: m.Message, who: authz.Identity | None) -> authz.Identity | None:
         """The peer's identity if it may send ``msg`` (None when refused: answered and logged here)."""
-        if self.authorizer is None:  # a service run without run() (a test driving _serve)
-            return who
+        if self.authorizer is None:
+            raise RuntimeError(f"{self.daemon}: serving a request before the authorization policy was loaded")
         if who is None:
             who = self.authorizer.identify(conn.peer.uid, conn.peer.pid)
         decision = self.authorizer.check(msg, who)
@@ -467,11 +467,10 @@ class DaemonService:
                     msg = await conn.recv(timeout=self.idle_timeout)
                 except RequestTimeout:
                     return
-                allowed = self._authorize(conn, msg, who)
-                if allowed is None and self.authorizer is not None:
+                who = self._authorize(conn, msg, who)
+                if who is None:  # refused: answered and logged
                     await conn.drain()
                     continue
-                who = allowed
                 if isinstance(msg, m.Ping):
                     conn.send_nowait(m.Pong(daemon=self.daemon, pid=os.getpid(),
                                             started_at=self.started_at, version=__version__))
@@ -480,9 +479,7 @@ class DaemonService:
                     conn.send_nowait(m.Ack(detail="configuration re-read") if error is None
                                      else m.ErrorReply(code="bad_request", message=error))
                 else:
-                    peer = conn.peer
-                    if who is not None and self.authorizer is not None:
-                        peer = replace(peer, user=who.user, administrator=self.authorizer.is_administrator(who))
+                    peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who))
                     self.feed(c.Received(msg=msg, conn_id=conn_id, peer=peer))
                 await conn.drain()
         finally:
