@@ -146,11 +146,12 @@ def _alive(pid: int | None) -> bool:
 def _launch_master(home: Path) -> int:
     """Start the master detached (new session, not our child); return its pid."""
     log_dir = home / "log"
-    log_dir.mkdir(parents=True, exist_ok=True)
+    log_dir.mkdir(mode=0o755, parents=True, exist_ok=True)  # ensure_home made it 0755 already
     stderr_path = log_dir / "MasterLog.stderr"
     argv = [sys.executable, "-m", "htc.daemons", "master", "-home", str(home)]
     launcher = (
-        "import subprocess, sys\n"
+        "import os, subprocess, sys\n"
+        "os.umask(0o022)\n"  # the stderr file and the master get safe modes whatever our umask
         "err = open(sys.argv[1], 'ab')\n"
         "p = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,"
         " stderr=err, start_new_session=True, close_fds=True)\n"

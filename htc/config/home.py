@@ -12,6 +12,10 @@ Layout (created on first use of any command that reads configuration)::
         log/                 LOG (and LOCK): daemon logs, address files, sockets
 
 The generated file is plain configuration; edit it freely. It is never overwritten.
+
+Modes are explicit, whatever the umask of whoever runs first: directories 0755 and
+``htc_config`` 0644, owned by that user (see docs/security.md). The daemons refuse to run from
+a home, or read configuration, that other users can change.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Mapping
 
 from htc.config.detected import htc_home_path
 from htc.config.errors import ConfigError
+from htc.config.safety import DIR_MODE, FILE_MODE, make_dir
 
 __all__ = ["htc_home", "ensure_home", "CONFIG_NAME", "PERSONAL_CONFIG"]
 
@@ -71,11 +76,14 @@ def ensure_home(env: Mapping[str, str] | None = None) -> str:
     home = htc_home(env)
     path = os.path.join(home, CONFIG_NAME)
     try:
+        _make_dirs(home)
         for sub in SUBDIRS:
-            os.makedirs(os.path.join(home, sub), exist_ok=True)
+            make_dir(os.path.join(home, sub))
         if not os.path.exists(path):
             tmp = f"{path}.tmp.{os.getpid()}"
-            with open(tmp, "w", encoding="utf-8") as fh:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+            os.fchmod(fd, FILE_MODE)
+            with open(fd, "w", encoding="utf-8") as fh:
                 fh.write(PERSONAL_CONFIG)
             try:
                 os.link(tmp, path)  # atomic and never replaces a file another process just made
@@ -88,3 +96,11 @@ def ensure_home(env: Mapping[str, str] | None = None) -> str:
                           hint="set HTC_HOME to a writable directory, or HTC_CONFIG to an existing "
                                "configuration file") from None
     return path
+
+
+def _make_dirs(path: str) -> None:
+    """``os.makedirs`` with :data:`DIR_MODE` for every directory it creates, whatever the umask."""
+    parent = os.path.dirname(path)
+    if parent != path and not os.path.isdir(parent):
+        _make_dirs(parent)
+    make_dir(path, DIR_MODE)

@@ -17,6 +17,12 @@ file of the ``LOCAL_CONFIG_DIR`` directories (name order, skipping
 ``LOCAL_CONFIG_DIR_EXCLUDE_REGEXP``), then the ``LOCAL_CONFIG_FILE`` list (re-read if a file
 changes the list), then ``LOCAL_CONFIG_DIR`` again if a local file changed it. Environment
 overrides come last (:meth:`Loader.apply_environment`). Every error names the file and line.
+
+Safety (:mod:`htc.config.safety`): a daemon (any subsystem but TOOL and SUBMIT) reads only
+files, and LOCAL_CONFIG_DIR directories, that nobody but root and its own account can change,
+up to ``/``; any reader runs the command of an ``include command`` line or of a
+``LOCAL_CONFIG_FILE`` ending in ``|`` only when the file that asks for it, and the program,
+pass the same test. Otherwise it stops with an error naming the path and why.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +40,7 @@ from htc.config.conditions import ConditionError, IfStack, test_condition
 from htc.config.errors import ConfigError
 from htc.config.evaluate import to_bool
 from htc.config.macros import IDCHARS, Expander, MacroError, MacroSet, Origin
+from htc.config.safety import unsafe_reason
 from htc.config.parser import (Line, Statement, StatementError, logical_lines, parse_include_options,
                                parse_statement, split_use, template_lines)
 
@@ -83,6 +91,20 @@ class Loader:
         self.files: list[str] = []
         #: non-fatal problems, ``file:line: warning: ...``
         self.warnings: list[str] = []
+        #: a daemon reads only files nobody else can change (tools only check command lines)
+        self.strict = (expander.ctx.subsys or "TOOL").upper() not in ("TOOL", "SUBMIT")
+
+    def check_safe(self, path: str, what: str, where: tuple[str | None, int | None] = (None, None)) -> None:
+        """Refuse ``path`` if others could change it (see :mod:`htc.config.safety`).
+
+        Raises:
+            ConfigError: naming the path, why, and how to fix it.
+        """
+        reason = unsafe_reason(path)
+        if reason is not None:
+            raise ConfigError(f"refusing {what} {path}: {reason}", file=where[0], line=where[1],
+                              hint="htc obeys only configuration that nobody but root and the pool's "
+                                   "account can change (docs/security.md)")
 
     # -- definitions -----------------------------------------------------------------------
     def define(self, name: str, value: str, origin: Origin) -> None:
@@ -103,6 +125,8 @@ class Loader:
         Raises:
             ConfigError: the file is missing (when required) or wrong.
         """
+        if self.strict:
+            self.check_safe(path, f"to read {purpose}")
         try:
             with open(path, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()
@@ -151,6 +175,8 @@ class Loader:
                               f"regular expression ({exc})", hint="fix or remove it") from None
         required = self._required_locals()
         for directory in _split_list(dirlist):
+            if self.strict and os.path.isdir(directory):
+                self.check_safe(directory, "to read the LOCAL_CONFIG_DIR directory")
             try:
                 names = os.listdir(directory)
             except OSError:
@@ -171,7 +197,10 @@ class Loader:
         while i < len(todo):
             source = todo[i]
             if source.rstrip().endswith("|"):
-                self._read_command(source.rstrip()[:-1], 1, (None, None), "LOCAL_CONFIG_FILE")
+                entry = self.macros.get("LOCAL_CONFIG_FILE")
+                origin = entry.origin if entry is not None else None
+                where = (origin.file, origin.line) if origin is not None and origin.kind == "file" else (None, None)
+                self._read_command(source.rstrip()[:-1], 1, where, "LOCAL_CONFIG_FILE")
             else:
                 origin = self.macros.get("LOCAL_CONFIG_FILE")
                 named = (f" (named at {origin.origin.describe()})"
@@ -192,10 +221,18 @@ class Loader:
 
     def _read_command(self, command: str, depth: int, where: tuple[str | None, int | None],
                       what: str) -> str:
-        """Run ``command`` and parse its output as configuration; return the output."""
+        """Run ``command`` and parse its output as configuration; return the output.
+
+        Only when the file asking for it (``where``) and the program pass the safety test.
+        """
         file, line = where
+        if file is not None and os.path.exists(file):
+            self.check_safe(file, f"to run the {what} command '{command}' of", where)
         try:
             argv = shlex.split(command)
+            program = shutil.which(argv[0]) if argv else None
+            if program is not None:
+                self.check_safe(program, f"to run the {what} command '{command}': its program", where)
             out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
         except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
             raise ConfigError(f"{what} command '{command}' could not run: {exc}", file=file, line=line,
@@ -383,6 +420,8 @@ class Loader:
         if path in src.chain:
             cycle = " -> ".join(list(src.chain) + [path])
             raise self._error(src, line, f"include cycle: {cycle}", "remove one of the includes")
+        if self.strict:
+            self.check_safe(target, "to include", (src.file, line.first))
         try:
             with open(target, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -56,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return DAEMON_NO_RESTART
     paths = DaemonPaths(Path(args.home).expanduser().resolve() if args.home else home_dir())
+    os.umask(0o022)  # what a daemon creates has safe modes whatever umask started the pool
     try:
+        paths.prepare()
         return run_service(make_service(paths))
     except UsageError as exc:
         print(f"htc {name}: {exc}", file=sys.stderr)

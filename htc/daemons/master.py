@@ -592,7 +592,7 @@ class MasterService(DaemonService):
         daemon = action.daemon.lower()
         argv = [sys.executable, "-m", "htc.daemons", daemon, "-home", str(self.paths.home)]
         env = dict(os.environ, HTC_HOME=str(self.paths.home), **{PARENT_PID_ENV: str(os.getpid())})
-        self.paths.log.mkdir(parents=True, exist_ok=True)
+        self.paths.log.mkdir(mode=0o755, parents=True, exist_ok=True)
         stderr_path = self.paths.log_file(daemon).with_suffix(".stderr")
         try:
             pid = self.spawn(argv, env=env, stderr_path=stderr_path,

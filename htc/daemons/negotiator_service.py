@@ -162,7 +162,9 @@ class NegotiatorDaemon:
         submitter's standing; it is saved and advertised at once."""
         msg: m.SetUserPriority = event.msg
         uid = event.peer.uid if event.peer is not None else None
-        if uid not in (0, os.getuid()):
+        # the service decided ADMINISTRATOR by the pool's policy; a core fed directly falls back to uids
+        admin = event.peer.administrator if event.peer.administrator is not None else uid in (0, os.getuid())
+        if not admin:
             return [c.Reply(event.conn_id, m.ErrorReply(
                 code="denied", message="only the pool's administrator (root, or the user the negotiator runs as) "
                                        "may change user priorities"))]

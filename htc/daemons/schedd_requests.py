@@ -18,12 +18,18 @@ Submit comes in two shapes, both in the one ``Submit`` message:
   description is answered with ``bad_request`` naming the file, line and command; nothing is
   queued.
 
-The owner of submitted jobs is the peer the socket names (SO_PEERCRED). Only the schedd's own
-user and root may submit jobs for somebody else.
+The owner of submitted jobs is the peer the socket names (SO_PEERCRED), never what the ads
+claim: ``Owner`` and ``User`` are set from the authenticated account (the service's
+authorization step maps the uid; a core fed directly maps it with ``user_of_uid``). A peer with
+no account is refused. A claimed ``Owner`` naming somebody else is accepted only from a pool
+administrator (ALLOW_ADMINISTRATOR, as HTCondor's QUEUE_SUPER_USERS). Only a job's owner or an
+administrator acts on a job or edits it. Root may submit (htc's tests and executors run as root);
+its jobs never run as root (the startd runs them as a slot user).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -132,6 +138,14 @@ def description_message(text: str, iwd: str | os.PathLike, filename: str | None 
     return m.Submit(cluster_ad=ad_text(attrs), proc_ads=("[ ]",))
 
 
+def _denied_log(event: c.Received, what: str, why: str) -> c.Log:
+    """The daemon-log line of a request refused for ownership (as the service logs its refusals)."""
+    peer = event.peer
+    who = peer.user or "an unmapped peer"
+    return c.Log(f"PERMISSION DENIED to {who} (uid {peer.uid}, pid {peer.pid}) for {what}: {why}",
+                 logging.WARNING)
+
+
 def _without(attrs: Mapping[str, str], names) -> dict[str, str]:
     return {k: v for k, v in attrs.items() if k.lower() not in names}
 
@@ -141,16 +155,35 @@ class ToolRequests:
 
     # -- submit ---------------------------------------------------------------------------------
 
+    def _user(self, event: c.Received) -> str | None:
+        """The account of the peer: as the service's authorization mapped it, else by its uid."""
+        peer = event.peer
+        if peer.user is not None:
+            return peer.user
+        return self.user_of_uid(peer.uid) if peer.uid is not None else None
+
+    def _administrator(self, event: c.Received) -> bool:
+        """Whether the peer administers the pool (ALLOW_ADMINISTRATOR, decided by the service; a
+        core fed without it falls back to root and the schedd's own account)."""
+        peer = event.peer
+        if peer.administrator is not None:
+            return peer.administrator
+        return peer.uid is not None and peer.uid in (0, self.own_uid)
+
     def _owner(self, event: c.Received, claimed: str | None) -> str:
-        uid = event.peer.uid
-        name = self.user_of_uid(uid) if uid is not None else None
+        """The owner of jobs the peer submits: its own account, whatever the ad claims.
+
+        Raises:
+            Denied: the peer has no account (a uid without a passwd entry), or claims another
+                owner without being an administrator.
+        """
+        name = self._user(event)
         if name is None:
-            if claimed:
-                return claimed
-            raise UsageError("cannot tell who is submitting: the connection names no user and the cluster "
-                             "ad has no Owner")
+            uid = event.peer.uid
+            raise Denied(f"uid {uid if uid is not None else '(unknown)'} has no account in the password database; "
+                         "only local users may submit jobs (the Owner in the ad is not taken on trust)")
         if claimed and claimed != name:
-            if uid not in (0, self.own_uid):
+            if not self._administrator(event):
                 raise Denied(f"user {name} may not submit jobs owned by {claimed}; submit as {claimed}")
             return claimed
         return name
@@ -158,7 +191,11 @@ class ToolRequests:
     def _submit(self, event: c.Received, msg: m.Submit, now: float, out: list) -> None:
         cluster_attrs = texts_of(msg.cluster_ad, "cluster_ad")
         claimed = ul.literal(cluster_attrs, "Owner")
-        owner = self._owner(event, claimed if isinstance(claimed, str) else None)
+        try:
+            owner = self._owner(event, claimed if isinstance(claimed, str) else None)
+        except Denied as exc:
+            out.append(_denied_log(event, "Submit", str(exc)))
+            raise
         user = f"{owner}@{self.settings.uid_domain}"
         if "SubmitDescription" in cluster_attrs:
             cid = self.queue.next_cluster_id()
@@ -226,7 +263,7 @@ class ToolRequests:
     # -- acting on jobs ---------------------------------------------------------------------
 
     def _act(self, event: c.Received, msg: m.ActOnJobs, now: float, out: list) -> None:
-        who = self.user_of_uid(event.peer.uid) if event.peer.uid is not None else None
+        who = self._user(event)
         reason = msg.reason or f"via htc {_VERBS[msg.action]} (by user {who or 'unknown'})"
         jobs, missing = self._select(msg.ids, msg.constraint, now)
         counts = {"success": 0, "not_found": missing, "bad_status": 0, "already_done": 0,
@@ -235,6 +272,11 @@ class ToolRequests:
             outcome = self._act_on(job, msg, reason, now, out) if self._may_change(event, job) else "permission_denied"
             counts[outcome] += 1
         out.append(c.Reply(event.conn_id, m.ActOnJobsReply(**counts)))
+        if counts["permission_denied"]:
+            others = sorted({job.owner for job in jobs if not self._may_change(event, job)})
+            out.append(_denied_log(event, f"ActOnJobs {msg.action.value}",
+                                   f"{counts['permission_denied']} job(s) of {', '.join(others)}: only a job's "
+                                   "owner or an administrator acts on it"))
         if msg.action is m.JobAction.Release and counts["success"]:
             for job in jobs:
                 again = self._job(job.job_id)
@@ -247,11 +289,11 @@ class ToolRequests:
             self._changed()
 
     def _may_change(self, event: c.Received, job) -> bool:
-        """Only a job's owner, the schedd's own user and root may act on it or edit it."""
-        uid = event.peer.uid
-        if uid is None or uid in (0, self.own_uid):
+        """Only a job's owner and the pool's administrators may act on it or edit it."""
+        if self._administrator(event):
             return True
-        return self.user_of_uid(uid) == job.owner
+        user = self._user(event)
+        return user is not None and user == job.owner
 
     def _act_on(self, job, msg: m.ActOnJobs, reason: str, now: float, out: list) -> str:
         action, status, job_id = msg.action, JobStatus(job.status), job.job_id
@@ -315,7 +357,9 @@ class ToolRequests:
         jobs, _ = self._select(msg.ids, msg.constraint, now)
         others = sorted({job.owner for job in jobs if not self._may_change(event, job)})
         if others:
-            raise Denied(f"you may not edit jobs of {', '.join(others)}; select only your own jobs")
+            text = f"you may not edit jobs of {', '.join(others)}; select only your own jobs"
+            out.append(_denied_log(event, "EditJobs", text))
+            raise Denied(text)
         events = []
         with self.queue.transaction():  # all edits, or none
             for job in jobs:

@@ -27,6 +27,15 @@ does the same).  SIGTERM/SIGINT feed ``StopRequested()``, SIGQUIT ``StopRequeste
 the core answers with :class:`Exit` when it is done.  A daemon started by a master also stops
 (fast) when that master dies, which it learns from a pidfd, without polling.
 
+Every request is authorized here, in one place, before it reaches the core (or Ping/Reconfig):
+the peer's uid (SO_PEERCRED) is mapped to an identity and the level the message needs
+(:data:`htc.wire.authz.REQUIRED`) is checked against the ALLOW/DENY lists of the daemon's
+configuration (re-read with it). A refused request is answered ``ErrorReply(code="denied")``
+naming the identity, the level and the list that decided, and logged as ``PERMISSION DENIED``
+with the peer's uid and pid; the connection stays open. An accepted request reaches the core
+with the peer's account name and whether it is an administrator filled in
+(:class:`~htc.wire.transport.PeerInfo`), which is what the schedd's ownership checks use.
+
 A bug (an exception that is not an :class:`~htc.errors.HTCError` about a peer) ends the
 TaskGroup and the process with a traceback in the daemon log; the master restarts the daemon.
 """
@@ -42,13 +51,14 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from htc import __version__
-from htc.errors import HTCError
+from htc.errors import HTCError, UsageError
 from htc.daemons import core as c
+from htc.wire import authz
 from htc.wire import messages as m
 from htc.wire.errors import ConnectionClosed, RequestTimeout
 from htc.wire.peers import PeerConnections
@@ -91,6 +101,27 @@ class DaemonPaths:
         """The local transport reaching every daemon of this home."""
         return UnixTransport(self.sockets)
 
+    def prepare(self) -> None:
+        """Create the home, ``log`` and ``sockets`` with mode 0755 whatever the umask, and refuse to
+        run from a home that other users can change.
+
+        Raises:
+            UsageError: the home, or one of its directories (``config.d``, ``log``, ``sockets``,
+                ``spool``, ``execute``), or a directory above it, is writable by others or owned
+                by another user; the text names it and says how to fix it.
+        """
+        from htc.config.safety import make_dir, unsafe_reason
+
+        self.home.parent.mkdir(parents=True, exist_ok=True)
+        for path in (self.home, self.log, self.sockets):
+            make_dir(str(path))
+        for path in (self.home, self.home / "config.d", self.log, self.sockets, self.home / "spool",
+                     self.home / "execute"):
+            if path.exists():
+                reason = unsafe_reason(str(path))
+                if reason is not None:
+                    raise UsageError(f"refusing to run from {self.home}: {reason}")
+
 
 def home_dir() -> Path:
     """The pool's home: ``$HTC_HOME``, else ``~/.htc`` (as :func:`htc.config.htc_home` says)."""
@@ -126,11 +157,14 @@ class DaemonService:
             :class:`~htc.errors.UsageError` for a broken configuration (old settings stay).
         idle_timeout: seconds a client connection may stay silent before it is closed.
         flush_timeout: seconds pending sends may take after :class:`Exit` before being cancelled.
+        authorizer: who may send what (default: built from the daemon's configuration when it
+            starts, and again at each reconfiguration).
     """
 
     def __init__(self, daemon: str, core: c.Core, transport: Transport, *, address: str | None = None,
                  log_file: Path | None = None, reload_settings: Callable[[], Any] | None = None,
-                 idle_timeout: float = 300.0, flush_timeout: float = 2.0):
+                 idle_timeout: float = 300.0, flush_timeout: float = 2.0,
+                 authorizer: authz.Authorizer | None = None):
         self.daemon = daemon
         self.core = core
         self.transport = transport
@@ -141,6 +175,8 @@ class DaemonService:
         self.reload_settings = reload_settings
         self.idle_timeout = idle_timeout
         self.flush_timeout = flush_timeout
+        self.authorizer = authorizer
+        self._own_authorizer = authorizer is None
         self.log = logging.getLogger(f"htc.daemons.{daemon}")
         self.started_at = time.time()
         self._queue: collections.deque[c.Event] = collections.deque()
@@ -268,6 +304,8 @@ class DaemonService:
         handler = self._open_log()
         loop = asyncio.get_running_loop()
         try:
+            if self._own_authorizer:
+                self.authorizer = self._load_authorizer()
             async with asyncio.TaskGroup() as tg:
                 self._tg = tg
                 server = self._server = await self.transport.start_server(self.address, self._serve, task_group=tg)
@@ -332,7 +370,7 @@ class DaemonService:
     def _open_log(self) -> logging.Handler | None:
         if self.log_file is None:
             return None
-        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self.log_file.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         handler = logging.FileHandler(self.log_file)
         handler.setFormatter(_FORMAT)
         root = logging.getLogger("htc")
@@ -369,8 +407,27 @@ class DaemonService:
         loop.add_reader(fd, parent_gone)
         return fd
 
+    def _load_authorizer(self) -> authz.Authorizer:
+        """The ALLOW/DENY policy of this daemon's configuration (warnings go to the log).
+
+        Raises:
+            UsageError: the configuration is broken.
+        """
+        config = load_daemon_config(self.daemon.upper())
+        authorizer = authz.authorizer_from_config(self.daemon, config, pool_uid=os.geteuid(),
+                                                  user_of_uid=authz.user_of_uid)
+        for warning in authorizer.warnings():
+            self.log.warning("%s", warning)
+        return authorizer
+
     def _reconfigure(self, why: str) -> str | None:
         """Re-read settings and feed Reconfigured; return an error text if the config is broken."""
+        if self._own_authorizer:
+            try:
+                self.authorizer = self._load_authorizer()
+            except HTCError as exc:
+                self.log.error("%s: keeping the old configuration: %s", why, exc)
+                return str(exc)
         if self.reload_settings is None:
             self.log.info("%s: nothing to reconfigure", why)
             self.feed(c.Reconfigured(None))
@@ -386,15 +443,34 @@ class DaemonService:
 
     # --- connections -------------------------------------------------------------------------
 
+    def _authorize(self, conn: Connection, msg: m.Message, who: authz.Identity | None) -> authz.Identity | None:
+        """The peer's identity if it may send ``msg`` (None when refused: answered and logged here)."""
+        if self.authorizer is None:
+            raise RuntimeError(f"{self.daemon}: serving a request before the authorization policy was loaded")
+        if who is None:
+            who = self.authorizer.identify(conn.peer.uid, conn.peer.pid)
+        decision = self.authorizer.check(msg, who)
+        if decision.allowed:
+            return who
+        self.log.warning("PERMISSION DENIED to %s for %s, access level %s: %s", who.describe(),
+                         type(msg).__name__, decision.level.value, decision.reason)
+        conn.send_nowait(m.ErrorReply(code="denied", message=self.authorizer.refusal(msg, who, decision)))
+        return None
+
     async def _serve(self, conn: Connection) -> None:
         conn_id = next(self._conn_ids)
         self._conns[conn_id] = conn
+        who: authz.Identity | None = None
         try:
             while self._exit_status is None:
                 try:
                     msg = await conn.recv(timeout=self.idle_timeout)
                 except RequestTimeout:
                     return
+                who = self._authorize(conn, msg, who)
+                if who is None:  # refused: answered and logged
+                    await conn.drain()
+                    continue
                 if isinstance(msg, m.Ping):
                     conn.send_nowait(m.Pong(daemon=self.daemon, pid=os.getpid(),
                                             started_at=self.started_at, version=__version__))
@@ -403,7 +479,8 @@ class DaemonService:
                     conn.send_nowait(m.Ack(detail="configuration re-read") if error is None
                                      else m.ErrorReply(code="bad_request", message=error))
                 else:
-                    self.feed(c.Received(msg=msg, conn_id=conn_id, peer=conn.peer))
+                    peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who))
+                    self.feed(c.Received(msg=msg, conn_id=conn_id, peer=peer))
                 await conn.drain()
         finally:
             del self._conns[conn_id]

@@ -42,6 +42,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from htc.errors import UsageError
 from htc.wire import messages
 from htc.wire.errors import (
     AddressInUse,
@@ -62,12 +63,20 @@ DEFAULT_TIMEOUT = 30.0
 
 @dataclass(frozen=True)
 class PeerInfo:
-    """Who is on the other end, as far as the transport can tell (None: unknown)."""
+    """Who is on the other end, as far as the transport can tell (None: unknown).
+
+    ``pid``/``uid``/``gid`` are the kernel's word (SO_PEERCRED). ``user`` and ``administrator``
+    are filled in by the daemon's authorization step (:mod:`htc.wire.authz`) before a request
+    reaches a core: the local account the uid maps to (None: unmapped) and whether the pool's
+    policy grants that identity ADMINISTRATOR (None: not decided, a core fed directly).
+    """
 
     pid: int | None = None
     uid: int | None = None
     gid: int | None = None
     description: str = ""
+    user: str | None = None
+    administrator: bool | None = None
 
 
 def checked_reply(label: str, msg: messages.Message, reply: messages.Message,
@@ -355,6 +364,11 @@ class Transport(abc.ABC):
 
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
+#: mode of the socket directory: only its owner adds or removes sockets, everyone reaches them
+SOCKET_DIR_MODE = 0o755
+#: mode of each socket file: every local user may connect; the daemon authorizes each message
+#: (htc.wire.authz), as HTCondor's shared-port socket is open to all and its daemons decide
+SOCKET_MODE = 0o666
 #: Linux sun_path holds 108 bytes including the terminating NUL
 _MAX_SOCKET_PATH = 107
 _PEERCRED = struct.Struct("3i")
@@ -441,7 +455,7 @@ class UnixTransport(Transport):
     async def start_server(self, address: str, handler: ConnectionHandler, *,
                            task_group: asyncio.TaskGroup) -> Server:
         path = self.path_of(address)
-        self.socket_dir.mkdir(parents=True, exist_ok=True)
+        self._check_socket_dir()
         await self._clear_stale(address, path)
         server = _UnixServer(address, handler, task_group, path)
 
@@ -451,8 +465,31 @@ class UnixTransport(Transport):
             server._accept(Connection(reader, writer, peer=peer, label=label, max_frame=self.max_frame))
 
         server._server = await asyncio.start_unix_server(accepted, path, limit=2 ** 20)
+        # bind() gave the socket the umask's mode; set it explicitly (a narrower umask only made
+        # it unreachable for a moment, never reachable by more)
+        os.chmod(path, SOCKET_MODE)
         server._inode = path.stat().st_ino
         return server
+
+    def _check_socket_dir(self) -> None:
+        """Create the socket directory with :data:`SOCKET_DIR_MODE`, whatever the umask; refuse
+        one that others may write to (another user could replace a daemon's socket).
+
+        Raises:
+            UsageError: the directory is writable by group or others, or owned by another user.
+        """
+        self.socket_dir.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.socket_dir.mkdir(mode=SOCKET_DIR_MODE)
+        except FileExistsError:
+            pass
+        else:
+            os.chmod(self.socket_dir, SOCKET_DIR_MODE)
+        st = self.socket_dir.stat()
+        if st.st_mode & 0o022 or st.st_uid not in (0, os.geteuid()):
+            raise UsageError(f"{self.socket_dir} (mode {stat.S_IMODE(st.st_mode):04o}, uid {st.st_uid}) can be "
+                               "changed by other users, who could put their own socket in a daemon's place; "
+                               f"chmod go-w {self.socket_dir} (and chown it to the pool's account)")
 
     async def _clear_stale(self, address: str, path: Path) -> None:
         """Remove a socket file left by a dead daemon; refuse if a live one answers there."""
