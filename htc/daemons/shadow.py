@@ -291,6 +291,8 @@ class ShadowHandling:
     def _activation_answered(self, shadow: Shadow, claim, now: float, out: list) -> None:
         shadow.call_pending = False
         claim.last_alive = now
+        if not claim.watching:
+            self._watch_claim(claim, out)  # a reconnected claim is watched again at once
         job = self._job(shadow.job_id)
         if job is None:
             return
