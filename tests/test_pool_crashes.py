@@ -146,3 +146,28 @@ def test_kill_9_of_the_schedd_in_a_lane_burst_runs_the_calls_again_in_seconds(xp
                  what="the slots released once the burst is done")
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
+
+
+def test_kill_9_of_the_schedd_under_lingering_lanes_frees_their_slots_in_seconds():
+    """Lanes that wait for their user's next calls (SCHEDD_CLAIM_LINGER) hold no call: no job in
+    the queue names their claims, so a restarted schedd cannot give them back. The startd sees
+    the dead schedd's watches close and ends them, and the next calls run at once."""
+    xpool = ExecutorPool(SCHEDD_CLAIM_LINGER="600", **REAL_ALIVE).start()
+    pool = xpool.pool
+    ex = HTCExecutor(**xpool.executor_args())
+    try:
+        assert sorted(ex.map(double, range(20))) == [2 * i for i in range(20)]
+        wait_for(lambda: [(s.get("State"), s.get("Activity")) for s in pool.slots("SlotType =!= \"Partitionable\"")]
+                 .count(("Claimed", "Busy")) >= 1, timeout=30, what="a lane lingering on its claim")
+        old = pool.status("SCHEDD").pid
+        os.kill(old, signal.SIGKILL)
+        killed = time.monotonic()
+        pool.running_pid("SCHEDD", other_than=old)
+        restarted = time.monotonic()
+        futures = [ex.submit(double, i) for i in range(4)]
+        assert [f.result(timeout=DEADLINE) for f in futures] == [0, 2, 4, 6]
+        print(f"\nschedd kill -9 under lingering lanes: restarted after {restarted - killed:.2f} s, "
+              f"the next calls done {time.monotonic() - restarted:.2f} s after the restart")
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+        xpool.stop()
