@@ -38,6 +38,9 @@ def test_a_watch_closed_then_nobody_listening_gives_the_job_back_at_once(h):
     assert h.status(1, 0) is JobStatus.IDLE
     assert h.events(out) == [EventType.JOB_DISCONNECTED, EventType.JOB_RECONNECT_FAILED]
     assert h.core.claims == {} and h.core.shadows == {}
+    # Idle again is new work: the ads and a Reschedule go out now, not SCHEDD_MIN_INTERVAL later.
+    assert h.core.next_deadline() <= h.now + 0.01
+    assert any(isinstance(a.msg, m.Reschedule) for a in h.tick(h.now + 0.01) if hasattr(a, "msg"))
 
 
 def test_a_watch_closed_then_a_restarted_startd_that_forgot_the_claim(h):

@@ -415,6 +415,7 @@ class ClaimHandling:
             out += ul.write(job, ul.disconnected_event(job, "the connection to the startd closed", claim.slot_name,
                                                        claim.startd, now))
         self._claim_lost(claim, why, now, out)
+        self._new_work(now)  # its work is idle again: to the negotiator now, not SCHEDD_MIN_INTERVAL later
 
     def _claim_released(self, event: c.Received, msg: m.ReleaseClaim, now: float, out: list) -> None:
         """The startd ended one of our claims (owner back, drain, lease): use it no more."""
