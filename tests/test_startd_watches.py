@@ -19,7 +19,7 @@ from htc.daemons.service import DaemonPaths
 from htc.daemons.startd_service import StartdService
 from htc.daemons.startd_service_events import HoldWatch, RunStarter, StarterStarted, WatchClosed
 from htc.daemons.startd_states import State
-from htc.daemons.startd_watches import MAX_WATCH
+from htc.daemons.startd_watches import MAX_WATCH, UNWATCHED_GRACE
 from htc.wire import messages as m
 from htc.wire.transport import UnixTransport
 from test_startd_service import IDLE, MACHINE, T0, adapter, claim_static_slot, home, settings, sends  # noqa: F401
@@ -102,6 +102,23 @@ def test_the_schedd_gone_a_job_keeps_running_within_its_lease_and_a_lane_ends(tm
     out = lane_daemon.handle(WatchClosed(9), T0 + 4)
     assert [a for a in out if isinstance(a, ev.KillJob)], out  # the orphaned worker ends at once
     assert any("its call lane ends" in a.text for a in out if isinstance(a, c.Log))
+
+
+def test_a_granted_claim_no_schedd_comes_to_watch_is_released_after_the_grace(tmp_path):
+    daemon, _ = adapter(tmp_path)
+    claim_id = claim_static_slot(daemon, T0 + 1)  # the schedd died before it could watch it
+    assert daemon.next_deadline() <= T0 + 1 + UNWATCHED_GRACE
+    daemon.handle(c.Tick(), T0 + UNWATCHED_GRACE)
+    assert slot_state(daemon) is State.CLAIMED
+    out = daemon.handle(c.Tick(), T0 + 1 + UNWATCHED_GRACE)
+    assert daemon.startd.slots[f"slot1@{MACHINE}"].claim is None
+    assert any("no watch from its schedd" in a.text for a in out if isinstance(a, c.Log))
+    # A claim that was watched in time is not.
+    other, _ = adapter(tmp_path)
+    watched_id = claim_static_slot(other, T0 + 1)
+    other.handle(c.Received(m.ClaimKeepAlive(claim_id=watched_id, watch=60.0), conn_id=9), T0 + 2)
+    other.handle(c.Tick(), T0 + 1 + UNWATCHED_GRACE)
+    assert other.startd.slots[f"slot1@{MACHINE}"].claim is not None
 
 
 # --------------------------------------------------------------------------- the service

@@ -22,6 +22,11 @@ keep-alives; the schedd sends the next watch as soon as one is answered.
   job keeps it running within the claim lease (the job's ``JobLeaseDuration`` since the last
   keep-alive), so that the restarted schedd can reconnect to it, as HTCondor promises.
 
+A claim granted to a schedd that dies before its first watch arrives (a claim request in
+flight at the kill) would be watched by nobody: a claim with no job, or a call lane, that is
+still unwatched :data:`UNWATCHED_GRACE` seconds after it was granted ends the same way (a
+schedd sends its first watch right after the grant).
+
 A watch answered because its time is up gets ``Ack`` if the claim is still held and
 ``not_found`` if it ended meanwhile (the schedd has usually heard already, from the
 ReleaseClaim or the job's exit report). A claim ending does not answer its watch early: the
@@ -41,11 +46,15 @@ from htc.daemons.startd_reports import short_claim_id
 from htc.daemons.startd_service_events import HoldWatch, WatchClosed
 from htc.wire import messages as m
 
-__all__ = ["MAX_WATCH", "ClaimWatches", "Watch"]
+__all__ = ["MAX_WATCH", "UNWATCHED_GRACE", "ClaimWatches", "Watch"]
 
 #: the longest a startd holds a watch's answer (s): the connection then carries a message at
 #: least this often, well within the 300 s after which a server closes a silent connection
 MAX_WATCH = 60.0
+
+#: a granted claim with no job (or a lane) that no watch has reached this long (s) after the
+#: grant is released: the schedd that asked for it died before it could watch it
+UNWATCHED_GRACE = 30.0
 
 
 @dataclass
@@ -63,9 +72,14 @@ class ClaimWatches:
     def _init_watches(self) -> None:
         self.watches: dict[str, Watch] = {}      # claim id -> its watch
         self._watch_conns: dict[int, str] = {}   # connection -> the claim it watches
+        self._unwatched: dict[str, float] = {}   # granted, not yet watched -> when granted
+
+    def _claim_granted(self, claim_id: str, now: float) -> None:
+        self._unwatched[claim_id] = now
 
     def _hold_watch(self, e: c.Received, msg: m.ClaimKeepAlive, now: float, out: list[c.Action]) -> None:
         """Hold the answer to a keep-alive with ``watch`` (the claim is live: the core renewed it)."""
+        self._unwatched.pop(msg.claim_id, None)
         old = self.watches.pop(msg.claim_id, None)
         if old is not None:
             self._watch_conns.pop(old.conn_id, None)
@@ -76,7 +90,22 @@ class ClaimWatches:
         out.append(HoldWatch(e.conn_id))
 
     def _watch_deadline(self) -> float | None:
-        return min((w.until for w in self.watches.values()), default=None)
+        times = [w.until for w in self.watches.values()]
+        times += [granted + UNWATCHED_GRACE for granted in self._unwatched.values()]
+        return min(times, default=None)
+
+    def _release_unwatched(self, now: float, out: list[c.Action]) -> None:
+        """End the claims no schedd came to watch within UNWATCHED_GRACE of their grant."""
+        due = [cid for cid, granted in self._unwatched.items() if granted + UNWATCHED_GRACE <= now]
+        if not due:
+            return
+        live = self._live_claims()
+        for claim_id in due:
+            del self._unwatched[claim_id]
+            if claim_id in live and not (claim_id in self.running and claim_id not in self.lanes):
+                out.append(c.Log(f"claim {short_claim_id(claim_id)}: no watch from its schedd "
+                                 f"{UNWATCHED_GRACE:g} s after the grant (the schedd is gone); it is released"))
+                self._core_quietly(ev.ClaimantGone(claim_id), now, out)
 
     def _answer_due_watches(self, now: float, out: list[c.Action]) -> None:
         due = [w for w in self.watches.values() if w.until <= now]

@@ -330,6 +330,7 @@ class StartdDaemon(JobReports, SlotAdvertising, ClaimWatches):
         if a.accepted:
             self.contacts[a.claim_id] = Contact(a.claim_id, request.schedd_name, request.schedd_address,
                                                 request.submitter)
+            self._claim_granted(a.claim_id, self._now)
             out.append(c.Log(f"{a.slot} claimed by {request.schedd_name} for {request.submitter}"))
         out.append(c.Reply(conn_id, m.ClaimReply(claim_id=a.claim_id, accepted=a.accepted,
                                                  slot_ad=ad_text(a.slot_ad) if a.slot_ad else "",
@@ -425,6 +426,7 @@ class StartdDaemon(JobReports, SlotAdvertising, ClaimWatches):
         self._flush_ads(now, out)
         self._retry_exits(now, out)
         self._answer_due_watches(now, out)
+        self._release_unwatched(now, out)
         if self._stopping is not None and now >= self._stopping[0]:
             if self._withdrawing:
                 self._exit(out)  # the collector is slow to take the invalidations: leave anyway
