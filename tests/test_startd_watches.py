@@ -21,7 +21,7 @@ from htc.daemons.startd_service_events import HoldWatch, RunStarter, StarterStar
 from htc.daemons.startd_states import State
 from htc.daemons.startd_watches import MAX_WATCH, UNWATCHED_GRACE
 from htc.wire import messages as m
-from htc.wire.transport import UnixTransport
+from htc.wire.transport import PeerInfo, UnixTransport
 from test_startd_service import IDLE, MACHINE, T0, adapter, claim_static_slot, home, settings, sends  # noqa: F401
 
 JOB = '[ ClusterId = 3; ProcId = 0; Cmd = "/bin/true"; RequestCpus = 1; RequestMemory = 64 ]'
@@ -119,6 +119,25 @@ def test_a_granted_claim_no_schedd_comes_to_watch_is_released_after_the_grace(tm
     other.handle(c.Received(m.ClaimKeepAlive(claim_id=watched_id, watch=60.0), conn_id=9), T0 + 2)
     other.handle(c.Tick(), T0 + 1 + UNWATCHED_GRACE)
     assert other.startd.slots[f"slot1@{MACHINE}"].claim is not None
+
+
+def test_only_the_uid_that_claimed_may_watch_the_claim(tmp_path):
+    daemon, _ = adapter(tmp_path)
+    slot = daemon.startd.slots[f"slot1@{MACHINE}"]
+    out = daemon.handle(c.Received(m.RequestClaim(claim_id=slot.claim_id, schedd_name="schedd@s",
+                                                  schedd_address="schedd", submitter="alice@test", job_ad=JOB),
+                                   conn_id=1, peer=PeerInfo(uid=1000)), T0 + 1)
+    [reply] = replies(out)
+    claim_id = reply.msg.claim_id
+    # Another user who read the claim id in an old slot ad cannot watch it (and end it by closing).
+    out = daemon.handle(c.Received(m.ClaimKeepAlive(claim_id=claim_id, watch=60.0), conn_id=2,
+                                   peer=PeerInfo(uid=1001)), T0 + 2)
+    [denied] = replies(out)
+    assert denied.msg.code == "denied" and "only its claimant may watch it" in denied.msg.message
+    assert daemon.watches == {}
+    out = daemon.handle(c.Received(m.ClaimKeepAlive(claim_id=claim_id, watch=60.0), conn_id=3,
+                                   peer=PeerInfo(uid=1000)), T0 + 3)
+    assert replies(out) == [] and claim_id in daemon.watches
 
 
 # --------------------------------------------------------------------------- the service

@@ -27,6 +27,10 @@ flight at the kill) would be watched by nobody: a claim with no job, or a call l
 still unwatched :data:`UNWATCHED_GRACE` seconds after it was granted ends the same way (a
 schedd sends its first watch right after the grant).
 
+Only the uid that claimed the slot (the peer credentials of its RequestClaim, when the
+transport knows them) may watch the claim: closing a watch can end a claim, and claim ids were
+public in the slot ads before they were claimed.
+
 A watch answered because its time is up gets ``Ack`` if the claim is still held and
 ``not_found`` if it ended meanwhile (the schedd has usually heard already, from the
 ReleaseClaim or the job's exit report). A claim ending does not answer its watch early: the
@@ -73,12 +77,28 @@ class ClaimWatches:
         self.watches: dict[str, Watch] = {}      # claim id -> its watch
         self._watch_conns: dict[int, str] = {}   # connection -> the claim it watches
         self._unwatched: dict[str, float] = {}   # granted, not yet watched -> when granted
+        self._claimant_uids: dict[str, int] = {}  # claim id -> the uid that claimed it (when known)
+        self._request_uids: dict[str, int | None] = {}  # claim request waiting for its answer -> its uid
 
-    def _claim_granted(self, claim_id: str, now: float) -> None:
+    def _claim_granted(self, claim_id: str, now: float, uid: int | None) -> None:
         self._unwatched[claim_id] = now
+        live = self._live_claims()
+        for gone in [cid for cid in self._claimant_uids if cid not in live]:
+            del self._claimant_uids[gone]
+        if uid is not None:
+            self._claimant_uids[claim_id] = uid
 
     def _hold_watch(self, e: c.Received, msg: m.ClaimKeepAlive, now: float, out: list[c.Action]) -> None:
-        """Hold the answer to a keep-alive with ``watch`` (the claim is live: the core renewed it)."""
+        """Hold the answer to a keep-alive with ``watch`` (the claim is live: the core renewed it).
+
+        Only the uid that claimed the slot may watch the claim: a watch that closes can end it.
+        """
+        owner, uid = self._claimant_uids.get(msg.claim_id), e.peer.uid if e.peer is not None else None
+        if owner is not None and uid is not None and uid != owner:
+            out.append(c.Reply(e.conn_id, m.ErrorReply(code="denied", message=(
+                f"claim {short_claim_id(msg.claim_id)} was claimed by uid {owner}, not {uid}: only its "
+                "claimant may watch it"))))
+            return
         self._unwatched.pop(msg.claim_id, None)
         old = self.watches.pop(msg.claim_id, None)
         if old is not None:

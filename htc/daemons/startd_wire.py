@@ -307,6 +307,7 @@ class StartdDaemon(JobReports, SlotAdvertising, ClaimWatches):
         slot = self._slot_or_fail(msg.claim_id.split("#", 1)[0])
         job = self._parse_job(msg.job_ad)
         self._current = (e.conn_id, msg)
+        self._request_uids[msg.claim_id] = e.peer.uid if e.peer is not None else None
         try:
             self._core(ev.RequestClaim(slot, msg.claim_id, job, msg.schedd_name, lease=msg.lease_duration), now, out)
         finally:
@@ -327,10 +328,11 @@ class StartdDaemon(JobReports, SlotAdvertising, ClaimWatches):
             out.append(c.Log(f"claim {short_claim_id(a.claim_id)} on {a.slot}: nobody waits for the answer", logging.WARNING))
             return
         conn_id, request = waiter
+        uid = self._request_uids.pop(request.claim_id, None)
         if a.accepted:
             self.contacts[a.claim_id] = Contact(a.claim_id, request.schedd_name, request.schedd_address,
                                                 request.submitter)
-            self._claim_granted(a.claim_id, self._now)
+            self._claim_granted(a.claim_id, self._now, uid)
             out.append(c.Log(f"{a.slot} claimed by {request.schedd_name} for {request.submitter}"))
         out.append(c.Reply(conn_id, m.ClaimReply(claim_id=a.claim_id, accepted=a.accepted,
                                                  slot_ad=ad_text(a.slot_ad) if a.slot_ad else "",
@@ -375,6 +377,8 @@ class StartdDaemon(JobReports, SlotAdvertising, ClaimWatches):
 
     def _release(self, e: c.Received, msg: m.ReleaseClaim, now: float, out: list[c.Action]) -> None:
         waiter = self._waiting_claims.pop(msg.claim_id, None)
+        if waiter is not None:
+            self._request_uids.pop(msg.claim_id, None)
         self._core(ev.ReleaseClaim(msg.claim_id), now, out)
         if waiter is not None:
             out.append(c.Reply(waiter[0], m.ClaimReply(claim_id=msg.claim_id, accepted=False,
