@@ -67,7 +67,10 @@ def test_kill_9_of_the_startd_under_running_jobs_reschedules_them_in_seconds():
         wait_for(lambda: len(starts.read_text().split()) == 4, timeout=DEADLINE, what="both jobs started again")
         rerun = time.monotonic() - killed
         go.touch()
-        wait_for(lambda: not pool.jobs(f"ClusterId == {cluster}"), timeout=DEADLINE, what="both jobs done")
+        # (The queue commits an exit before the schedd writes the user log: wait for the log.)
+        wait_for(lambda: all((p, T.JOB_TERMINATED) in _log_types(log) for p in (0, 1)), timeout=DEADLINE,
+                 what="both jobs done")
+        assert not pool.jobs(f"ClusterId == {cluster}")
         print(f"\nstartd kill -9 under 2 jobs: lost run noticed after {noticed:.2f} s, running again after {rerun:.2f} s")
         counts = Counter(_log_types(log))
         for proc in (0, 1):
