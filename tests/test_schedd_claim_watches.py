@@ -43,6 +43,16 @@ def test_a_watch_closed_then_nobody_listening_gives_the_job_back_at_once(h):
     assert any(isinstance(a.msg, m.Reschedule) for a in h.tick(h.now + 0.01) if hasattr(a, "msg"))
 
 
+def test_a_watch_closed_then_closed_again_on_a_stale_connection_is_asked_again_at_once(h):
+    claim_id, watch = watched(h)
+    [again] = h.calls(m.ClaimKeepAlive, h.fail(watch, "closed"))
+    h.now += 0.01
+    [third] = h.calls(m.ClaimKeepAlive, h.fail(again, "closed", "startd closed the connection instead of answering"))
+    out = h.fail(third, "unreachable", "no startd daemon is listening")
+    assert h.status(1, 0) is JobStatus.IDLE
+    assert h.events(out) == [EventType.JOB_DISCONNECTED, EventType.JOB_RECONNECT_FAILED]
+
+
 def test_a_watch_closed_then_a_restarted_startd_that_forgot_the_claim(h):
     claim_id, watch = watched(h)
     [again] = h.calls(m.ClaimKeepAlive, h.fail(watch, "closed"))

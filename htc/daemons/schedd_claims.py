@@ -400,6 +400,10 @@ class ClaimHandling:
             claim.broken_at = now
             out.append(c.Log(f"claim on {claim.slot_name}: {claim.startd} closed the claim's watch; asking again"))
             self._watch_claim(claim, out)
+        elif event.code == "closed" and now - claim.broken_at < self.settings.reconnect_retry:
+            # Asked again on a pooled connection to the same dead startd, whose end closed with
+            # the rest: each such connection is dropped when it fails, so ask again at once.
+            self._watch_claim(claim, out)
         elif event.code == "unreachable" and claim.broken_at is not None:
             self._startd_gone(claim, f"{claim.startd} closed the claim's watch and nobody listens at its address "
                                      f"any more ({event.error})", now, out)
