@@ -11,11 +11,8 @@ import sys
 import textwrap
 import time
 
-import pytest
-
 from htc.daemons import core as c
 from htc.daemons import startd_events as ev
-from htc.daemons.service import DaemonPaths
 from htc.daemons.startd_service import StartdService
 from htc.daemons.startd_service_events import HoldWatch, RunStarter, StarterStarted, WatchClosed
 from htc.daemons.startd_states import State
@@ -144,8 +141,7 @@ def test_only_the_uid_that_claimed_may_watch_the_claim(tmp_path):
 
 
 _CLIENT = textwrap.dedent("""
-    import socket, struct, sys, time
-    import msgspec
+    import socket, sys, time
     from htc.wire import messages as m
     from htc.wire.framing import frame
     s = socket.socket(socket.AF_UNIX)
