@@ -554,12 +554,14 @@ def test_a_claim_the_startd_ended_is_not_reused(h):
 def test_keepalives_follow_alive_interval_and_a_dropped_claim_requeues(h):
     h.submit(job())
     claim_id, activate = run_first_job(h)
-    h.ack(activate)
-    out = h.tick(h.now + 60.0)
+    out = h.ack(activate)
+    out += h.tick(h.now + 0.01)
+    # A claim watch: the startd holds the answer (ALIVE_INTERVAL, at most 60 s), then it goes again.
     [alive] = h.calls(m.ClaimKeepAlive, out)
-    h.ack(alive)
-    out = h.tick(h.now + 60.0)
-    [alive] = h.calls(m.ClaimKeepAlive, out)
+    assert alive.msg.watch == 60.0 and alive.timeout >= 90.0
+    assert h.calls(m.ClaimKeepAlive, h.tick(h.now + 60.0)) == []  # one at a time
+    out = h.ack(alive)
+    [alive] = h.calls(m.ClaimKeepAlive, out)  # answered: the next watch goes at once
     out = h.fail(alive, "not_found", "startd holds no claim")
     assert h.status(1, 0) is JobStatus.IDLE and h.events(out) == [EventType.JOB_RECONNECT_FAILED]
 

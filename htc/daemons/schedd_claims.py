@@ -27,9 +27,23 @@ ones again. New work (a submit, a release, an edit, a job back to Idle) discards
 next reuse builds it afresh.
 
 Leases. A claim lives ``JobLeaseDuration`` seconds past the last sign of life of its startd
-(a keep-alive answered, a starter update). Keep-alives go every ALIVE_INTERVAL, at most a
-third of the lease. A startd that answers ``not_found`` has dropped the claim: the job on it
-is gone and goes back to Idle; one that does not answer gets until the lease ends.
+(a keep-alive answered, a starter update). A startd that answers ``not_found`` has dropped the
+claim: the job on it is gone and goes back to Idle; one that does not answer gets until the
+lease ends.
+
+Claim watches. The keep-alive of a granted claim is a *watch*: ``ClaimKeepAlive(watch=W)``,
+whose answer the startd holds up to ``W`` seconds (ALIVE_INTERVAL, at most a third of the
+lease and at most a minute; :mod:`htc.daemons.startd_watches`), and the next one goes as soon
+as it is answered. So a connection to the startd stays open per claim, as HTCondor's shadow
+keeps one to its starter, and a startd killed under its jobs is noticed at once: the held
+request fails with ``closed``. The schedd then asks again at once: a startd that answers
+(a connection that broke, a startd alive) is watched again; one that no longer knows the claim
+(restarted) or at whose address nobody listens (dead: its in-process starters, and the jobs
+they ran, died with it) has lost the claim -- the job is written JOB_DISCONNECTED then
+JOB_RECONNECT_FAILED and goes back to Idle, a lane's calls in flight are EVICTED and idle
+again, all within a second of the kill. Only a startd that stays silent (a hung host, a
+network cut) keeps its claims until the lease ends. The other way round, the startd sees the
+watch's connection close when the schedd dies, and releases the claims that run no job.
 """
 
 from __future__ import annotations
@@ -93,6 +107,8 @@ class Claim:
     job: JobId | None = None
     alive_due: float | None = None
     ended_by_startd: bool = False  # the startd said it ended the claim (ReleaseClaim from it)
+    watching: bool = False  # a keep-alive (a watch: its answer held by the startd) is on its way
+    broken_at: float | None = None  # when the startd closed the claim's watch unanswered
     linger_until: float | None = None  # idle with no job to give it: released then (SCHEDD_CLAIM_LINGER)
     slot_values: dict[str, Any] = field(default_factory=dict)
 
@@ -263,7 +279,7 @@ class ClaimHandling:
             name = ad.get("Name")
             claim.slot_name = name if isinstance(name, str) else claim.slot_name
         claim.last_alive = now
-        claim.alive_due = now + self.settings.alive_every(claim.lease)
+        claim.alive_due = now  # its watch starts at once
         self._claim_step(claim, "granted")
         job_id, claim.job = claim.job, None
         if job_id is None or not self._start_job(claim, job_id, now, out):
@@ -324,7 +340,7 @@ class ClaimHandling:
         out.append(c.Send(claim.startd, m.ReleaseClaim(claim_id=claim.id, reason="no more jobs for this claim")))
         self._claim_step(claim, "release")
 
-    # -- leases ---------------------------------------------------------------------------------
+    # -- leases and watches ------------------------------------------------------------------
 
     def _claims_deadline(self) -> float | None:
         times = []
@@ -332,7 +348,7 @@ class ClaimHandling:
             if claim.state is ClaimState.REQUESTED:
                 continue
             times.append(claim.last_alive + claim.lease)
-            if claim.alive_due is not None:
+            if claim.alive_due is not None and not claim.watching:
                 times.append(claim.alive_due)
             if claim.linger_until is not None:
                 times.append(claim.linger_until)
@@ -351,18 +367,59 @@ class ClaimHandling:
                     self._release_lingering(claim, now, out)
                     continue
                 claim.linger_until = None
-            if claim.alive_due is None or claim.alive_due <= now:
-                claim.alive_due = now + self.settings.alive_every(claim.lease)
-                out.append(Call(claim.startd, m.ClaimKeepAlive(claim_id=claim.id), cookie=("alive", claim.id)))
+            if not claim.watching and (claim.alive_due is None or claim.alive_due <= now):
+                self._watch_claim(claim, out)
+
+    def _watch_claim(self, claim: Claim, out: list) -> None:
+        """Send the claim's next keep-alive as a watch (the startd holds its answer)."""
+        seconds = watch_seconds(self.settings.alive_every(claim.lease))
+        claim.watching, claim.alive_due = True, None
+        out.append(Call(claim.startd, m.ClaimKeepAlive(claim_id=claim.id, watch=seconds), cookie=("alive", claim.id),
+                        timeout=seconds + max(30.0, seconds)))
 
     def _keepalive_answered(self, event, now: float, out: list) -> None:
         claim = self.claims.get(event.cookie[1])
         if claim is None:
             return
+        claim.watching = False
         if getattr(event, "reply", None) is not None:
             claim.last_alive = now
+            if claim.broken_at is not None:
+                out.append(c.Log(f"claim on {claim.slot_name}: {claim.startd} answers again; watching it again"))
+                claim.broken_at = None
+            self._watch_claim(claim, out)
         elif event.refused:
-            self._claim_lost(claim, f"{claim.startd} no longer holds the claim ({event.error})", now, out)
+            why = f"{claim.startd} no longer holds the claim ({event.error})"
+            if claim.broken_at is not None:
+                self._startd_gone(claim, f"the startd restarted: {why}", now, out)
+            else:
+                self._claim_lost(claim, why, now, out)
+        elif event.code == "closed" and claim.broken_at is None:
+            # The startd closed the connection of the held watch without answering: it died (and
+            # its starters with it) or the connection broke. Ask again at once to tell which.
+            claim.broken_at = now
+            out.append(c.Log(f"claim on {claim.slot_name}: {claim.startd} closed the claim's watch; asking again"))
+            self._watch_claim(claim, out)
+        elif event.code == "closed" and now - claim.broken_at < self.settings.reconnect_retry:
+            # Asked again on a pooled connection to the same dead startd, whose end closed with
+            # the rest: each such connection is dropped when it fails, so ask again at once.
+            self._watch_claim(claim, out)
+        elif event.code == "unreachable" and claim.broken_at is not None:
+            self._startd_gone(claim, f"{claim.startd} closed the claim's watch and nobody listens at its address "
+                                     f"any more ({event.error})", now, out)
+        else:
+            claim.alive_due = now + self.settings.reconnect_retry  # silence: asked again within the lease
+
+    def _startd_gone(self, claim: Claim, why: str, now: float, out: list) -> None:
+        """The startd that held ``claim`` is gone, and the job on it with it: say so in the job's
+        log as HTCondor's shadow does (disconnected, then the reconnect failed) and end the run."""
+        shadow = self.shadows.get(claim.job) if claim.job is not None else None
+        job = self._job(shadow.job_id) if shadow is not None and shadow.claim_id == claim.id else None
+        if job is not None:
+            out += ul.write(job, ul.disconnected_event(job, "the connection to the startd closed", claim.slot_name,
+                                                       claim.startd, now))
+        self._claim_lost(claim, why, now, out)
+        self._new_work(now)  # its work is idle again: to the negotiator now, not SCHEDD_MIN_INTERVAL later
 
     def _claim_released(self, event: c.Received, msg: m.ReleaseClaim, now: float, out: list) -> None:
         """The startd ended one of our claims (owner back, drain, lease): use it no more."""
@@ -385,6 +442,15 @@ class ClaimHandling:
         if claim.id in self.claims:
             out.append(c.Log(f"claim on {claim.slot_name} lost: {why}"))
             self._claim_step(claim, "lost")
+
+
+#: the longest a claim watch is held (s); a startd holds one at most htc.daemons.startd_watches.MAX_WATCH
+MAX_WATCH = 60.0
+
+
+def watch_seconds(alive_every: float) -> float:
+    """How long a claim watch is held: the claim's keep-alive interval, at most :data:`MAX_WATCH`."""
+    return min(alive_every, MAX_WATCH)
 
 
 def _wastes(slot_ad: ClassAd, job) -> bool:
@@ -412,4 +478,4 @@ def _public(job) -> dict[str, str]:
     return {k: v for k, v in job.items() if k != "ClaimId"}
 
 
-__all__ = ["CLAIM", "Claim", "ClaimHandling", "ClaimState", "submitter_of"]
+__all__ = ["CLAIM", "MAX_WATCH", "Claim", "ClaimHandling", "ClaimState", "submitter_of", "watch_seconds"]

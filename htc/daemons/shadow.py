@@ -26,7 +26,11 @@ runs or its exit report is coming -- starters retry it -- while a second Activat
 start a finished job again); an unconfirmed one is activated again, and a startd that answers
 that the claim is already busy is running it. A startd that does not answer is asked again
 every ``reconnect_retry`` seconds until the job lease runs out; one that no longer holds the
-claim (``not_found``) sends the job back to Idle (JOB_RECONNECT_FAILED).
+claim (``not_found``) sends the job back to Idle (JOB_RECONNECT_FAILED). Once reconnected (or
+activated), the claim is *watched* (:mod:`htc.daemons.schedd_claims`): a startd killed under the
+job closes the watch's connection, and the shadow's run ends at once (JOB_DISCONNECTED, then
+JOB_RECONNECT_FAILED; the job is Idle again) instead of at the next keep-alive -- HTCondor's
+shadow likewise sees its connection to the starter drop.
 
 How a run ends is decided once, in :meth:`ShadowHandling._record_end`, from the job's state
 in the queue and how the starter ended: a job removed or held meanwhile stays so; an exit
@@ -291,6 +295,8 @@ class ShadowHandling:
     def _activation_answered(self, shadow: Shadow, claim, now: float, out: list) -> None:
         shadow.call_pending = False
         claim.last_alive = now
+        if not claim.watching:
+            self._watch_claim(claim, out)  # a reconnected claim is watched again at once
         job = self._job(shadow.job_id)
         if job is None:
             return

@@ -604,6 +604,12 @@ class Startd:
         if slot.state is S.CLAIMED:
             self._evict(slot, now, out, "released by the claimant")
 
+    def _on_ClaimantGone(self, e: ev.ClaimantGone, now: float, out: list[ev.Action]) -> None:
+        slot, claim = self._claim_of(e.claim_id)
+        claim.released = True  # nobody to tell: the claimant is gone
+        if slot.state is S.CLAIMED:
+            self._evict(slot, now, out, "its schedd is gone (the claim watch closed)", fast=True)
+
     def _on_ClaimLeaseExpired(self, e: ev.ClaimLeaseExpired, now: float, out: list[ev.Action]) -> None:
         slot, claim = self._claim_of(e.claim_id)
         if slot.state is S.CLAIMED:

@@ -93,6 +93,15 @@ class ReleaseClaim:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimantGone:
+    """The claimant's watch on the claim closed unanswered: its schedd died or went away. The
+    claim ends now (the wire adapter sends this only for a claim with no job, or a call lane's;
+    a job keeps running within the claim lease, for a restarted schedd to reconnect to)."""
+
+    claim_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimLeaseExpired:
     """The service decided the claimant is gone (the core also expires leases by itself)."""
 

@@ -67,7 +67,8 @@ from htc.daemons.startd_ads import evaluated, job_id_of
 from htc.daemons.startd_reports import short_claim_id
 from htc.daemons.startd_service_events import (
     HOLD_FAILED_TO_CREATE_PROCESS, HOLD_TRANSFER_INPUT, STARTER_ACTIONS, QueueCalls, RunStarter, Sampled,
-    SampleSensors, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage,
+    SampleSensors, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage, HoldWatch,
+    WatchClosed,
 )
 from htc.daemons.startd_lanes import LaneRelay, refused_call
 from htc.daemons.startd_wire import StartdDaemon
@@ -116,6 +117,8 @@ class StartdService(DaemonService):
         self.register_action(SampleSensors, self._do_sample)
         self.register_action(RunStarter, self._do_run_starter)
         self.register_action(QueueCalls, self._do_queue_calls)
+        self._held_watches: dict[int, int] = {}  # id(connection) -> conn id of a held claim watch
+        self.register_action(HoldWatch, self._do_hold_watch)
         for kind in STARTER_ACTIONS:
             self.register_action(kind, self._do_starter_action)
 
@@ -123,6 +126,23 @@ class StartdService(DaemonService):
     def settings(self) -> StartdServiceSettings:
         """The settings in force (replaced on reconfig)."""
         return self.daemon_core.settings
+
+    def _do_hold_watch(self, action: HoldWatch) -> None:
+        """Remember the connection of a held claim watch, to feed WatchClosed when it closes."""
+        conn = self._conns.get(action.conn_id)
+        if conn is None:
+            self.feed(WatchClosed(action.conn_id))  # gone already
+        else:
+            self._held_watches[id(conn)] = action.conn_id
+
+    async def _serve(self, conn) -> None:
+        """Serve a connection; if it held a claim watch, tell the adapter it closed (its schedd is gone)."""
+        try:
+            await super()._serve(conn)
+        finally:
+            conn_id = self._held_watches.pop(id(conn), None)
+            if conn_id is not None and self._exit_status is None:
+                self.feed(WatchClosed(conn_id))
 
     def _do_sample(self, action: SampleSensors) -> None:
         job_cpu = {}

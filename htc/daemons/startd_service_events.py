@@ -24,7 +24,7 @@ from htc.daemons.starter import ExitRecord
 __all__ = [
     "StartdServiceSettings", "SampleSensors", "RunStarter", "Sampled", "StarterStarted", "StarterFailed",
     "StarterUsage", "StarterExited", "QueueCalls", "STARTER_ACTIONS", "HOLD_FAILED_TO_CREATE_PROCESS",
-    "HOLD_TRANSFER_INPUT",
+    "HOLD_TRANSFER_INPUT", "HoldWatch", "WatchClosed",
 ]
 
 
@@ -124,6 +124,21 @@ class QueueCalls(c.Action):
 
     claim_id: str
     calls: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class HoldWatch(c.Action):
+    """The answer to the request on ``conn_id`` is held (a claim watch, ClaimKeepAlive with
+    ``watch``): feed :class:`WatchClosed` if that connection closes first."""
+
+    conn_id: int
+
+
+@dataclass(frozen=True)
+class WatchClosed(c.Event):
+    """The connection ``conn_id`` of a held claim watch closed: the schedd that watched died or left."""
+
+    conn_id: int
 
 
 #: HTCondor's HoldReasonCode for a job the starter could not start / whose input could not be fetched

@@ -19,7 +19,9 @@ Messages served: MatchNotify, RequestClaim (answered with ClaimReply; a claim th
 running one is answered when the slot is free), ActivateClaim (acknowledged when the core
 accepts it; the starter then sets the job up; ``lane``: a call lane), RunCalls (checked and
 acknowledged once queued for the claim's running lane: :class:`QueueCalls`; the service relays
-the results, :mod:`htc.daemons.startd_lanes`), ClaimKeepAlive, ReleaseClaim, Vacate,
+the results, :mod:`htc.daemons.startd_lanes`), ClaimKeepAlive (with ``watch``: a claim watch, whose
+answer is held and whose connection closing means the schedd is gone, :mod:`htc.daemons.startd_watches`),
+ReleaseClaim, Vacate,
 Suspend/Continue (straight to the starter, as condor_suspend reaches HTCondor's starter through
 the shadow), DrainJobs and CancelDrainJobs. An ActivateClaim repeated by a reconnecting shadow
 for a job that is still running, or that ended and is not yet reported, is refused with
@@ -48,9 +50,10 @@ from htc.daemons.startd_ads import SlotAdvertising, ad_text, evaluated, job_id_o
 from htc.daemons.startd_reports import Contact, JobReports, short_claim_id
 from htc.daemons.startd_service_events import (
     HOLD_FAILED_TO_CREATE_PROCESS, HOLD_TRANSFER_INPUT, STARTER_ACTIONS, QueueCalls, RunStarter, Sampled,
-    SampleSensors, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage,
+    SampleSensors, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage, WatchClosed,
 )
 from htc.daemons.startd_slots import UnknownClaim
+from htc.daemons.startd_watches import ClaimWatches
 from htc.errors import HTCError, UsageError
 from htc.daemons.startd_lanes import refused_call
 from htc.wire import messages as m
@@ -68,7 +71,7 @@ class _NoSuchSlot(HTCError):
     """A message named a slot this startd does not have."""
 
 
-class StartdDaemon(JobReports, SlotAdvertising):
+class StartdDaemon(JobReports, SlotAdvertising, ClaimWatches):
     """The wire adapter around a :class:`Startd` core (see the module docstring).
 
     Args:
@@ -94,12 +97,13 @@ class StartdDaemon(JobReports, SlotAdvertising):
         self._last_job: tuple[str, dict[str, Any]] | None = None  # the job ad parsed last
         self._now = now
         self._init_advertising(now)
+        self._init_watches()
 
     # --- the core interface ---------------------------------------------------------------
 
     def next_deadline(self) -> float | None:
         """The next sample, core timer, retry or stop deadline."""
-        times = [self._next_sample, self._ad_retry_at, self._defer_until]
+        times = [self._next_sample, self._ad_retry_at, self._defer_until, self._watch_deadline()]
         if self._sampled:
             core_next = self.startd.next_deadline()
             if core_next is not None and core_next <= self._last_core_tick:
@@ -133,6 +137,8 @@ class StartdDaemon(JobReports, SlotAdvertising):
             self._on_usage(event, now, out)
         elif isinstance(event, StarterExited):
             self._on_exited(event, now, out)
+        elif isinstance(event, WatchClosed):
+            self._watch_closed(event, now, out)
         elif isinstance(event, (c.SendDone, c.SendFailed, CallDone, CallFailed)):
             self._on_delivery(event, now, out)
         elif isinstance(event, c.Started):
@@ -256,7 +262,10 @@ class StartdDaemon(JobReports, SlotAdvertising):
                 out.append(c.Reply(e.conn_id, m.Ack()))
             elif isinstance(msg, m.ClaimKeepAlive):
                 self._core(ev.KeepAlive(msg.claim_id), now, out)
-                out.append(c.Reply(e.conn_id, m.Ack()))
+                if msg.watch > 0:
+                    self._hold_watch(e, msg, now, out)  # answered later (htc.daemons.startd_watches)
+                else:
+                    out.append(c.Reply(e.conn_id, m.Ack()))
             elif isinstance(msg, m.ReleaseClaim):
                 self._release(e, msg, now, out)
             elif isinstance(msg, m.Vacate):
@@ -298,6 +307,7 @@ class StartdDaemon(JobReports, SlotAdvertising):
         slot = self._slot_or_fail(msg.claim_id.split("#", 1)[0])
         job = self._parse_job(msg.job_ad)
         self._current = (e.conn_id, msg)
+        self._request_uids[msg.claim_id] = e.peer.uid if e.peer is not None else None
         try:
             self._core(ev.RequestClaim(slot, msg.claim_id, job, msg.schedd_name, lease=msg.lease_duration), now, out)
         finally:
@@ -318,9 +328,11 @@ class StartdDaemon(JobReports, SlotAdvertising):
             out.append(c.Log(f"claim {short_claim_id(a.claim_id)} on {a.slot}: nobody waits for the answer", logging.WARNING))
             return
         conn_id, request = waiter
+        uid = self._request_uids.pop(request.claim_id, None)
         if a.accepted:
             self.contacts[a.claim_id] = Contact(a.claim_id, request.schedd_name, request.schedd_address,
                                                 request.submitter)
+            self._claim_granted(a.claim_id, self._now, uid)
             out.append(c.Log(f"{a.slot} claimed by {request.schedd_name} for {request.submitter}"))
         out.append(c.Reply(conn_id, m.ClaimReply(claim_id=a.claim_id, accepted=a.accepted,
                                                  slot_ad=ad_text(a.slot_ad) if a.slot_ad else "",
@@ -365,6 +377,8 @@ class StartdDaemon(JobReports, SlotAdvertising):
 
     def _release(self, e: c.Received, msg: m.ReleaseClaim, now: float, out: list[c.Action]) -> None:
         waiter = self._waiting_claims.pop(msg.claim_id, None)
+        if waiter is not None:
+            self._request_uids.pop(msg.claim_id, None)
         self._core(ev.ReleaseClaim(msg.claim_id), now, out)
         if waiter is not None:
             out.append(c.Reply(waiter[0], m.ClaimReply(claim_id=msg.claim_id, accepted=False,
@@ -415,6 +429,8 @@ class StartdDaemon(JobReports, SlotAdvertising):
             self._core(ev.Tick(), now, out)
         self._flush_ads(now, out)
         self._retry_exits(now, out)
+        self._answer_due_watches(now, out)
+        self._release_unwatched(now, out)
         if self._stopping is not None and now >= self._stopping[0]:
             if self._withdrawing:
                 self._exit(out)  # the collector is slow to take the invalidations: leave anyway

@@ -480,10 +480,13 @@ class ActivateClaim(Message, frozen=True):
 
 
 class ClaimKeepAlive(Message, frozen=True):
-    """Schedd -> startd: the claim is still wanted (renews its lease)."""
+    """Schedd -> startd: the claim is still wanted (renews its lease). With ``watch`` > 0 the
+    startd holds the answer up to that many seconds (a *claim watch*): its connection stays open,
+    and either side learns at once that the other died when it closes."""
 
     reply_type = Ack
     claim_id: NonEmpty
+    watch: Seconds = 0.0
 
 
 class ReleaseClaim(Message, frozen=True):
