@@ -290,6 +290,9 @@ class _Parser:
             return None
         if "$" in name:
             name = self.expander().expand(name)
+        if op in ("=", "@") and not name.lstrip("+-"):  # ' = 3', '+ = 3': a value with no name
+            raise self.error(f"Illegal Identifier: <{name}>: a line 'name = value' needs a name "
+                             "before the '='", lineno, file, name or "=")
         if op == ":" and bare.lower() == "use":
             raise self.error(f"'use {rhs}' submit templates are not supported by htc; "
                              "write the commands out", lineno, file)

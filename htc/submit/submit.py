@@ -127,8 +127,9 @@ class Submit(Mapping):
         return self._desc
 
     def _expander(self, macros: MacroTable | None = None) -> Expander:
-        return Expander(macros or self._description().macros, self._defaults, {}, self.env,
-                        self.cwd)
+        # an empty table is falsy: test for None, or a description of only comments recurses
+        return Expander(self._description().macros if macros is None else macros, self._defaults, {},
+                        self.env, self.cwd)
 
     @property
     def has_queue_statement(self) -> bool:
