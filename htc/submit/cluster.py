@@ -105,7 +105,7 @@ class Materializer:
     """Builds job ads for the procs of one cluster (see the module docstring)."""
 
     def __init__(self, sub, cluster_id: int, qdate: int, owner: str | None, first_proc: int = 0,
-                 fast: bool = True):
+                 fast: bool = True, check=None):
         self.sub = sub
         self.fast = fast
         self.cluster_id = cluster_id
@@ -126,6 +126,8 @@ class Materializer:
             if plan.num_procs:
                 self.plans.append(plan)
         self.num_procs = first - first_proc
+        if check is not None:  # the procs are counted; none is built yet (limits refuse here)
+            check(self.num_procs)
         for plan in self.plans:
             self._analyse(plan)
 

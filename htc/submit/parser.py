@@ -127,6 +127,12 @@ class _Parser:
         return Expander(self.desc.macros, self.defaults, {}, self.env, self.cwd)
 
     def parse(self, text: str, file: str | None, depth: int = 0) -> None:
+        nul = text.find("\0")
+        if nul >= 0:  # no NUL reaches a value: paths, arguments and names are C strings downstream
+            lineno = text.count("\n", 0, nul) + 1
+            self.current = text.splitlines()[lineno - 1] if text.splitlines() else ""
+            raise self.error("the line holds a NUL byte (\\0), which no command, value or path may "
+                             "contain; remove it", lineno, file)
         lines = logical_lines(text.splitlines())
         ifs = _IfStack()
         here: tuple[str, str, int] | None = None

@@ -189,7 +189,15 @@ def _scan_vars(s: str, kw_start: int, qa: QueueArgs) -> int:
 
 
 def read_item_lines(text: str) -> list[str]:
-    """Item lines of a file or command output: trimmed, continuation lines joined."""
+    """Item lines of a file or command output: trimmed, continuation lines joined.
+
+    Raises:
+        SubmitError: an item holds a NUL byte (it would end up in a path or an argument).
+    """
+    nul = text.find("\0")
+    if nul >= 0:
+        raise SubmitError(f"invalid Queue statement: item line {text.count(chr(10), 0, nul) + 1} holds a "
+                          "NUL byte (\\0), which no item may contain")
     lines = text.splitlines()
     if not any(line.rstrip().endswith("\\") for line in lines):
         return [line.strip() for line in lines]
@@ -214,9 +222,10 @@ def load_items(qa: QueueArgs, cwd: str, env: dict[str, str]) -> list[str]:
         path = src if os.path.isabs(src) else os.path.join(cwd, src)
         try:
             with open(path, encoding="utf-8", errors="surrogateescape") as f:
-                return read_item_lines(f.read())
+                text = f.read()
         except OSError as e:
             raise SubmitError(f"invalid Queue statement: can't open file {src}: {e.strerror}") from None
+        return read_item_lines(text)
     if qa.mode == "matching":
         return _glob_items(qa.items, qa.match, cwd)
     return list(qa.items)

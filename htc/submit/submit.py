@@ -78,6 +78,9 @@ class Submit(Mapping):
             text = description
         else:
             raise TypeError("description must be submit-description text or a dict")
+        for what, value in (("the submit file name", filename), ("the submit directory", cwd)):
+            if value is not None and "\0" in os.fsdecode(value):
+                raise SubmitError(f"{what} {os.fsdecode(value)!r} holds a NUL byte, which no path may contain")
         self._text = text
         self.filename = filename
         self.cwd = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
@@ -170,6 +173,9 @@ class Submit(Mapping):
             raise TypeError("keys and values must be strings")
         if key.lower() == "queue":
             raise SubmitError("set the queue statement with setQArgs(), not as a key")
+        if "\0" in key or "\0" in value:
+            raise SubmitError(f"the command {key!r} = {value!r} holds a NUL byte, which no command or value "
+                              "may contain")
         self._overrides[key] = value
         self._desc = None
 
@@ -215,6 +221,8 @@ class Submit(Mapping):
         if not isinstance(args, str):
             raise TypeError("queue arguments must be a string")
         a = args.strip()
+        if "\0" in a:
+            raise SubmitError(f"the queue arguments {a!r} hold a NUL byte, which no item or path may contain")
         if a.lower() == "queue" or a.lower().startswith("queue "):
             a = a[5:].strip()
         self._qargs = a
@@ -233,7 +241,7 @@ class Submit(Mapping):
 
     # -- building job ads ---------------------------------------------------------------
     def cluster(self, clusterid: int, *, qdate: int | None = None, owner: str | None = None,
-                first_proc: int = 0, fast: bool = True) -> SubmittedCluster:
+                first_proc: int = 0, fast: bool = True, check=None) -> SubmittedCluster:
         """Plan the cluster: the common cluster ad now, per-proc ads on demand.
 
         Args:
@@ -243,13 +251,16 @@ class Submit(Mapping):
             first_proc: ProcId of the first proc.
             fast: build per-proc ads from templates where that is proven exact; False
                 re-runs the per-proc commands for every proc (same result, slower).
+            check: called with the number of procs as soon as the queue statements' items are
+                counted, before any proc is built: a limit (MAX_JOBS_PER_SUBMISSION) raises
+                there, so ``queue 100000000`` is refused in milliseconds.
         Returns:
             A :class:`SubmittedCluster`.
         Raises:
             SubmitError: the description is invalid; nothing may be queued.
         """
         qdate = int(time.time()) if qdate is None else int(qdate)
-        return SubmittedCluster(Materializer(self, int(clusterid), qdate, owner, first_proc, fast))
+        return SubmittedCluster(Materializer(self, int(clusterid), qdate, owner, first_proc, fast, check))
 
     def jobs(self, clusterid: int = 1, procid: int = 0, qdate: int | None = None,
              owner: str | None = None) -> Iterator:
