@@ -114,7 +114,6 @@ def test_a_late_materialization_cluster_counts_the_procs_it_queues_at_first(pool
         assert len(pool.jobs(f"ClusterId == {reply.cluster_id}", "ProcId")) == 2
     finally:
         pool.send(m.ActOnJobs(action=m.JobAction.RemoveX, ids=(str(reply.cluster_id),)))
-        wait_for(lambda: not pool.jobs(f"ClusterId == {reply.cluster_id}", "ProcId"), what="the cluster to leave")
 
 
 def _as_user(name: str, pool: Pool, text: str, iwd: str) -> tuple[str, object]:
@@ -260,12 +259,27 @@ def test_nul_bytes_in_paths_are_refused_naming_the_line(pool, tmp_path):
         assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
         assert f"Line 3 of submit file {name}" in done.stderr and "NUL byte" in done.stderr, done.stderr
         assert command.split("=")[0].strip() in done.stderr, done.stderr
-    # the items a queue statement reads from a file, in the schedd's own expansion
-    (pool.work / "items").write_text("a\nb\0c\n")
-    err = refused(pool, f"executable = /bin/true\narguments = $(x)\nqueue x from {pool.work}/items\n")
-    assert "item line 2 holds a NUL byte" in str(err) and "Line 3" in str(err), str(err)
+    # the items a queue statement reads from a file
+    (tmp_path / "items").write_text("a\nb\0c\n")
+    (tmp_path / "items.sub").write_text("executable = /bin/true\narguments = $(x)\nqueue x from items\n")
+    done = htc(pool, "submit", "items.sub", cwd=tmp_path)
+    assert "item line 2 holds a NUL byte" in done.stderr and "Line 3" in done.stderr, done.stderr
     serving(pool)
     assert count(pool) == before
+
+
+def test_the_schedd_reads_no_file_and_runs_no_command_for_a_description(pool, tmp_path):
+    """The schedd expands descriptions as root: include, queue from and matching are refused."""
+    witness = tmp_path / "touched"
+    for line in ("include : /etc/shadow", f"include : /usr/bin/touch {witness} |",
+                 f"include command : /usr/bin/touch {witness}", "queue x from /etc/shadow",
+                 f"queue x from /usr/bin/touch {witness} |", "queue x matching /root/*"):
+        text = f"executable = /bin/true\narguments = $(x)\n{line}\n" + ("" if line.startswith("queue") else "queue\n")
+        err = refused(pool, text)
+        assert "reads no file, lists no directory and runs no command" in str(err), str(err)
+        assert "root:" not in str(err)  # no line of /etc/shadow in the answer
+        serving(pool)
+    assert not witness.exists()
 
 
 def test_htc_submit_of_a_file_with_a_nul_byte_names_the_line(pool, tmp_path):

@@ -241,7 +241,10 @@ class ToolRequests:
         if not isinstance(text, str) or not isinstance(iwd, str) or not os.path.isabs(iwd):
             raise UsageError("a submit-description cluster needs SubmitDescription (the text) and SubmitIwd "
                              "(the absolute submit directory) as string literals")
-        sub = Submit(text, filename=filename if isinstance(filename, str) else None, cwd=iwd, env={})
+        # host_access=False: the schedd runs as root, so a user's description may not make it
+        # read a file (include : /etc/shadow), list a directory or run a command for it
+        sub = Submit(text, filename=filename if isinstance(filename, str) else None, cwd=iwd, env={},
+                     host_access=False)
         if not sub.has_queue_statement:
             raise UsageError(f'"{filename or "the submit description"}" doesn\'t contain any "queue" commands -- '
                              "no jobs queued; end the description with 'queue'")

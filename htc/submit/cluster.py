@@ -80,7 +80,7 @@ class StatementPlan:
         return Proc(self.first + i, i % self.count, row, loop)
 
 
-def statement_rows(stmt: QueueStatement, cwd: str, env: dict[str, str]
+def statement_rows(stmt: QueueStatement, cwd: str, env: dict[str, str], host_access: bool = True
                    ) -> tuple[tuple[str, ...], list[tuple[int, tuple[str, ...]]]]:
     """The loop variable names and (row, values) of every selected item of a statement."""
     qa = stmt.args
@@ -88,7 +88,7 @@ def statement_rows(stmt: QueueStatement, cwd: str, env: dict[str, str]
     if not qa.mode:
         return names, [(0, ())]
     try:
-        items = load_items(qa, cwd, env)
+        items = load_items(qa, cwd, env, host_access)
     except SubmitError as e:
         raise e.located(file=stmt.file, line=stmt.line, command="queue") from None
     rows = []
@@ -120,7 +120,7 @@ class Materializer:
         self.warnings: list[str] = []
         first = first_proc
         for stmt in sub._description().queues:
-            names, rows = statement_rows(stmt, sub.cwd, sub.env)
+            names, rows = statement_rows(stmt, sub.cwd, sub.env, sub.host_access)
             plan = StatementPlan(stmt, names, rows, stmt.args.count, first)
             first += plan.num_procs
             if plan.num_procs:

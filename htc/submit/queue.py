@@ -206,12 +206,27 @@ def read_item_lines(text: str) -> list[str]:
     return [line for _, line in logical_lines(lines, comments=False)]
 
 
-def load_items(qa: QueueArgs, cwd: str, env: dict[str, str]) -> list[str]:
+#: why a description expanded without host access (by the schedd, as root) may not read
+#: files, list directories or run commands
+NO_HOST_ACCESS = ("the schedd expands this description with its own rights, so it reads no file, lists no "
+                  "directory and runs no command for it; list the items in the description "
+                  "(queue x from ( ... )), or let htc submit expand it (no $(Cluster) in the job's commands)")
+
+
+def load_items(qa: QueueArgs, cwd: str, env: dict[str, str], host_access: bool = True) -> list[str]:
     """The item list of a queue statement, reading files, commands and globs.
 
+    Args:
+        host_access: whether files may be read, commands run and directories listed (False
+            when the schedd expands a description for a user).
+
     Raises:
-        SubmitError: the file cannot be read, the command fails, or stdin is named.
+        SubmitError: the file cannot be read, the command fails, stdin is named, or the
+            items need host access that is not given.
     """
+    if not host_access and (qa.mode == "matching" or (qa.mode == "from" and qa.source not in ("", "<"))):
+        raise SubmitError(f"invalid Queue statement: 'queue ... {qa.mode} {qa.source or ' '.join(qa.items)}': "
+                          + NO_HOST_ACCESS)
     if qa.mode == "from" and qa.source not in ("", "<"):
         src = qa.source
         if src == "-":

@@ -62,6 +62,9 @@ class Submit(Mapping):
         env: the environment ``$ENV()`` and ``getenv`` read (default: ``os.environ``).
         settings: the configuration values submit uses (:class:`SubmitSettings`).
         queue: queue arguments replacing the description's queue statements.
+        host_access: whether ``include``, ``queue ... from FILE``, ``from CMD |`` and
+            ``matching`` may read files, run commands and list directories with this process's
+            rights. The schedd passes False: it expands users' descriptions as root.
     Raises:
         SubmitError: the description cannot be parsed; nothing is queued.
     """
@@ -69,7 +72,7 @@ class Submit(Mapping):
     def __init__(self, description: str | Mapping[str, object] | None = None, *,
                  filename: str | None = None, cwd: str | os.PathLike | None = None,
                  env: Mapping[str, str] | None = None, settings: SubmitSettings | None = None,
-                 queue: str | None = None):
+                 queue: str | None = None, host_access: bool = True):
         if isinstance(description, Mapping):
             text = _dict_to_text(description)
         elif description is None:
@@ -83,6 +86,7 @@ class Submit(Mapping):
                 raise SubmitError(f"{what} {os.fsdecode(value)!r} holds a NUL byte, which no path may contain")
         self._text = text
         self.filename = filename
+        self.host_access = host_access
         self.cwd = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
         self.env: dict[str, str] = environ_snapshot(env)
         self.settings = settings or SubmitSettings()
@@ -91,7 +95,7 @@ class Submit(Mapping):
         self._desc: Description | None = None
         self._defaults = self.defaults_at(time.time())
         self._parsed = parse_description(text, filename=filename, cwd=self.cwd,
-                                         defaults=self._defaults, env=self.env)
+                                         defaults=self._defaults, env=self.env, host_access=host_access)
         if queue is not None:
             self.setQArgs(queue)
 
@@ -232,7 +236,7 @@ class Submit(Mapping):
     def itemdata(self) -> Iterator[str | dict[str, str]]:
         """The items of the (first) queue statement: dicts when it names variables."""
         q = self._description().queues[0]
-        names, rows = statement_rows(q, self.cwd, self.env)
+        names, rows = statement_rows(q, self.cwd, self.env, self.host_access)
         for _row, values in rows:
             if q.args.vars:
                 yield dict(zip(names, values))
