@@ -40,7 +40,7 @@ PIECES = st.sampled_from(["$(A)", "$(B)", "$(C)", "$(N)", "$(LIST)", "$(A:def)",
 
 @st.composite
 def statements(draw) -> str:
-    kind = draw(st.integers(0, 11))
+    kind = draw(st.integers(0, 12))
     if kind <= 5:
         value = "".join(draw(st.lists(PIECES, max_size=5)))
         return f"{draw(NAMES)} {draw(st.sampled_from(['=', ':', '=', '+=']))} {value}"
@@ -57,6 +57,12 @@ def statements(draw) -> str:
         return f"{draw(NAMES)} @=end\n" + "".join(draw(st.lists(PIECES, max_size=3))) + "\n@end"
     if kind == 9:
         return draw(st.binary(max_size=30)).decode("latin-1")
+    if kind == 10:  # a reference back to the name being defined, through a function
+        name = draw(st.sampled_from(["A", "B", "C"]))
+        func = draw(st.sampled_from(["$INT({})", "$REAL({})", "$STRING({})", "$EVAL({})", "$SUBSTR({},1)",
+                                     "$CHOICE(0,{})", "$RANDOM_CHOICE({})", "$Fpn({})", "$({})"]))
+        other = draw(st.sampled_from(["A", "B", "C", name]))
+        return f"{name} = {draw(PIECES)} {func.format(other)}"
     return draw(st.text(max_size=30))
 
 
