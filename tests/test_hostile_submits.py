@@ -287,6 +287,10 @@ def test_htc_submit_of_a_file_with_a_nul_byte_names_the_line(pool, tmp_path):
     done = htc(pool, "submit", "nul.sub", cwd=tmp_path)
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
     assert "Line 2 of submit file nul.sub" in done.stderr and "NUL byte" in done.stderr
+    (tmp_path / "latin1.sub").write_bytes(b"executable = /bin/true\narguments = caf\xe9\nqueue\n")
+    done = htc(pool, "submit", "latin1.sub", cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert "Line 2 of submit file latin1.sub: byte 0xe9 is not UTF-8 text" in done.stderr
 
 
 def test_a_config_line_with_a_nul_byte_is_a_config_error(tmp_path):
