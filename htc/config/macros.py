@@ -186,10 +186,21 @@ def find_macro(value: str, pos: int = 0, accept: Callable[[str, str], bool] | No
     """
     n = len(value)
     scan = pos
+    # The first ')' at or after a position, remembered: scans only move forwards, so looking
+    # for the close of every '$(' costs linear time in all, however many there are.
+    close_at = [-1, -1]  # [from, found]
+
+    def next_close(q: int) -> int:
+        if not close_at[0] <= q <= close_at[1]:
+            close_at[0], close_at[1] = q, value.find(")", q)
+            if close_at[1] < 0:
+                close_at[1] = n  # none: every later look is answered at once
+        return close_at[1] if close_at[1] < n else -1
+
     while True:
         while True:
             dollar = value.find("$", scan)
-            if dollar < 0:
+            if dollar < 0 or next_close(dollar) < 0:  # no ')' after it: no macro either
                 return None
             p = dollar + 1
             if p < n and value[p] == "$":
@@ -206,8 +217,9 @@ def find_macro(value: str, pos: int = 0, accept: Callable[[str, str], bool] | No
         after_colon = 0
         ok = True
         if rule == "anything":
-            while q < n and value[q] != ")":
-                q += 1
+            q = next_close(q)
+            if q < 0:
+                q = n
         else:
             meta = rule == "meta"
             while q < n and value[q] != ")":
@@ -218,7 +230,7 @@ def find_macro(value: str, pos: int = 0, accept: Callable[[str, str], bool] | No
                     continue
                 if after_colon:
                     if c == "(":
-                        close = value.find(")", q)
+                        close = next_close(q)
                         if close >= 0:
                             q = close + 1
                             continue

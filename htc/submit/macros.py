@@ -125,9 +125,20 @@ def find_macro(s: str, pos: int = 0, *, dollar_only: bool = False):
         or ``None``.  ``colon`` is the index of the default's ``:`` or -1.
     """
     n = len(s)
+    # The first ')' at or after a position, remembered: scans only move forwards, so looking
+    # for the close of every '$(' costs linear time in all, however many there are.
+    close_at = [-1, -1]  # [from, found]
+
+    def next_close(q: int) -> int:
+        if not close_at[0] <= q <= close_at[1]:
+            close_at[0], close_at[1] = q, s.find(")", q)
+            if close_at[1] < 0:
+                close_at[1] = n  # none: every later look is answered at once
+        return close_at[1] if close_at[1] < n else -1
+
     while True:
         d = s.find("$", pos)
-        if d < 0:
+        if d < 0 or next_close(d) < 0:  # no ')' after it: no macro either
             return None
         p = d + 1
         if p < n and s[p] == "$":
@@ -155,7 +166,7 @@ def find_macro(s: str, pos: int = 0, *, dollar_only: bool = False):
                     continue
                 if colon >= 0:
                     if c == "(":
-                        close = s.find(")", q)
+                        close = next_close(q)
                         if close >= 0:
                             q = close + 1
                             continue
@@ -169,7 +180,7 @@ def find_macro(s: str, pos: int = 0, *, dollar_only: bool = False):
                 continue
             end = q
         else:
-            end = s.find(")", body)
+            end = next_close(body)
             if end < 0:
                 pos = body
                 continue
