@@ -37,7 +37,8 @@ WORDS = st.sampled_from(["/bin/true", "/bin/echo", "in.txt", "out.$(Process)", "
                          "$CHOICE(0,a,b)", "$CHOICE(A,list)", "$SUBSTR(A,1)", "$SUBSTR(B,-2,1)",
                          "$RANDOM_CHOICE(a,b)", "$RANDOM_INTEGER(1,9)", "$Fpn(A)", "$BASENAME(A)",
                          "$DIRNAME(A)", "$(A) $INT(B)", "$(B)$(B)", '"quoted"', "(", ")", "\\", "@", ":",
-                         "=", "#", "$(", "$INT(", "x\0y", "\t", "é", "Memory > 1", "a || b && c"])
+                         "=", "#", "$(", "$INT(", "x\0y", "\t", "é", "Memory > 1", "a || b && c",
+                         "+".join(["1"] * 1500), " || ".join(["a"] * 800), "(" * 300 + "1" + ")" * 300])
 COMMANDS = st.sampled_from(["executable", "arguments", "args", "output", "error", "log", "input",
                             "initialdir", "iwd", "transfer_input_files", "transfer_output_files",
                             "transfer_output_remaps", "should_transfer_files", "when_to_transfer_output",
@@ -131,7 +132,8 @@ def test_every_description_makes_jobs_or_raises_submit_error(text, tmp_path_fact
 def test_known_crashes_of_the_audit_are_submit_errors(tmp_path):
     for text in (" = 3\nexecutable = /bin/true\nqueue\n", "A = 1\nB = $(A) $INT(B)\narguments = $(B)\n"
                  "executable = /bin/true\nqueue\n", "executable = /bin/tr\0ue\nqueue\n",
-                 "# only a comment\n", "A = $SUBSTR(B,1)\nB = $CHOICE(0,A)\nexecutable = $(A)\nqueue\n"):
+                 "# only a comment\n", "A = $SUBSTR(B,1)\nB = $CHOICE(0,A)\nexecutable = $(A)\nqueue\n",
+                 "executable = /bin/true\nrequirements = " + "+".join(["1"] * 5000) + " > 0\nqueue\n"):
         with pytest.raises(SubmitError):
             expand(text, str(tmp_path))
 

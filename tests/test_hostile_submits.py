@@ -77,6 +77,14 @@ def test_a_line_with_no_name_is_answered_with_its_line_and_the_schedd_serves_on(
     assert count(pool) == before
 
 
+def test_an_expression_too_long_for_htc_is_a_parse_error_and_the_schedd_serves_on(pool):
+    chain = "+".join(["1"] * 5000)
+    for command in ("requirements", "rank", "+Chain", "periodic_remove"):
+        err = refused(pool, f"executable = /bin/true\n{command} = {chain} > 0\nqueue\n")
+        assert err.code == "bad_request" and "Parse error in expression" in str(err), str(err)[:300]
+        serving(pool)
+
+
 def test_htc_submit_of_a_line_with_no_name_says_which_line(pool, tmp_path):
     (tmp_path / "bad.sub").write_text("executable = /bin/true\n = 3\nqueue\n")
     done = htc(pool, "submit", "bad.sub", cwd=tmp_path)
