@@ -196,6 +196,12 @@ def test_max_jobs_per_owner_and_max_jobs_submitted_refuse_over_and_accept_under(
         assert owners == [ALICE] * 3 + ["root"] * 5
         kind, rest = _as_user(ALICE, pool, job.format(n=1), str(tmp_path))  # a full queue refuses even one
         assert kind == "refused" and "MAX_JOBS_SUBMITTED" in rest, rest
+        # jobs that leave make room again (the schedd's remembered counts are only upper bounds)
+        pool.send(m.ActOnJobs(action=m.JobAction.RemoveX, ids=(str(clusters.pop(0)),)))
+        wait_for(lambda: count(pool) == 5, what="root's first 3 jobs to leave")
+        kind, rest = _as_user(ALICE, pool, job.format(n=3), str(tmp_path))  # 5 + 3 = 8 again
+        assert kind == "ok", rest
+        clusters.append(int(rest.split()[0]))
         # the owner's limit is tested before the submission's, as HTCondor's NewProc does
         err = refused(pool, "executable = /bin/true\nqueue 100000000\n")
         assert "MAX_JOBS_PER_OWNER" in str(err) or "MAX_JOBS_SUBMITTED" in str(err), str(err)
