@@ -294,6 +294,15 @@ def test_the_schedd_reads_no_file_and_runs_no_command_for_a_description(pool, tm
         assert "root:" not in str(err)  # no line of /etc/shadow in the answer
         serving(pool)
     assert not witness.exists()
+    # nor does it measure (walk) what a job names: transfer_input_files = / cost minutes of a
+    # root walk of the whole file system, and sizes of files the user may not read
+    started = time.monotonic()
+    reply = pool.submit("executable = /bin/true\nhold = true\nshould_transfer_files = yes\n"
+                        "transfer_input_files = /, /root\nqueue\n")
+    assert time.monotonic() - started < 10
+    [ad] = pool.jobs(f"ClusterId == {reply.cluster_id}", "TransferInputSizeMB", "ExecutableSize")
+    assert ad["TransferInputSizeMB"] == 0 and ad["ExecutableSize"] == 0
+    pool.send(m.ActOnJobs(action=m.JobAction.RemoveX, ids=(str(reply.cluster_id),)))
 
 
 def test_htc_submit_of_a_file_with_a_nul_byte_names_the_line(pool, tmp_path):

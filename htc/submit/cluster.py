@@ -147,10 +147,12 @@ class Materializer:
         loop = {n.lower(): v for n, v in zip(plan.loop_names, loop_values)}
         rng = random.Random(f"{self.cluster_id}.{p.proc_id}")
         ex = Expander(plan.stmt.macros, defaults, loop, sub.env, sub.cwd, rng, per_proc)
-        return JobContext(settings=sub.settings, expander=ex, base=base, cluster_id=self.cluster_id,
-                          proc_id=p.proc_id, qdate=self.qdate, owner=self.owner, cwd=sub.cwd,
-                          submit_file=sub.filename, universe=self.universe,
-                          queue_line=plan.stmt.line, file=plan.stmt.file)
+        ctx = JobContext(settings=sub.settings, expander=ex, base=base, cluster_id=self.cluster_id,
+                         proc_id=p.proc_id, qdate=self.qdate, owner=self.owner, cwd=sub.cwd,
+                         submit_file=sub.filename, universe=self.universe,
+                         queue_line=plan.stmt.line, file=plan.stmt.file)
+        ctx.host_access = sub.host_access
+        return ctx
 
     def _analyse(self, plan: StatementPlan) -> None:
         from htc.submit.commands import find_universe
