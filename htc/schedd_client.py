@@ -160,7 +160,7 @@ def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: 
     from htc.daemons.schedd_requests import description_message
 
     sub = _prepare(description, cwd=cwd, filename=filename, append=append, queue=queue)
-    cluster = sub.cluster(_SENTINEL_CLUSTER)
+    cluster = sub.cluster(_SENTINEL_CLUSTER, check=_per_submission_limit)
     mark = str(_SENTINEL_CLUSTER)
     # the schedd assigns the cluster id (Submit's contract); send none
     cluster_ad = {k: v for k, v in cluster.cluster_ad.items() if k.lower() != "clusterid"}
@@ -172,6 +172,20 @@ def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: 
     reply = send_command(SCHEDD, msg, transport=transport, timeout=timeout)
     return SubmitResult(cluster_id=reply.cluster_id, first_proc=reply.first_proc, num_procs=reply.num_procs,
                         warnings=tuple(cluster.warnings))
+
+
+def _per_submission_limit(num_procs: int) -> None:
+    """Refuse, before expanding a proc, what the schedd would refuse (MAX_JOBS_PER_SUBMISSION).
+
+    The schedd checks every limit again; this spares expanding ``queue 100000000`` here first.
+    """
+    from htc.config import load_config
+
+    limit = load_config("SCHEDD").param("MAX_JOBS_PER_SUBMISSION")
+    if limit is not None and num_procs > limit:
+        raise UsageError(f"Number of submitted jobs would exceed MAX_JOBS_PER_SUBMISSION: this submission "
+                         f"makes {num_procs} jobs and the limit is {limit}; submit fewer jobs at a time. "
+                         "No jobs were queued.")
 
 
 def _ad_text(attrs: Mapping[str, str]) -> str:

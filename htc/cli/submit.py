@@ -23,12 +23,23 @@ def _read(args: argparse.Namespace) -> tuple[str, str | None]:
     if name in (None, "-"):
         if sys.stdin.isatty():
             print("Reading the submit description from standard input (end with Ctrl-D)...", file=sys.stderr)
-        return sys.stdin.read(), None
+        raw = getattr(sys.stdin, "buffer", None)  # a text stream without bytes (a test's StringIO) is read as text
+        return (_text(raw.read(), "standard input") if raw is not None else sys.stdin.read()), None
     try:
-        with open(name, encoding="utf-8") as fh:
-            return fh.read(), name
-    except OSError as exc:
-        raise UsageError(f"Failed to open command file {name}: {exc.strerror}") from None
+        with open(name, "rb") as fh:
+            return _text(fh.read(), name), name
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise UsageError(f"Failed to open command file {name!r}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _text(data: bytes, where: str) -> str:
+    """The description as text; bytes that are not UTF-8 are an error naming their line."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise UsageError(f"ERROR: on Line {line} of submit file {where}: byte 0x{data[exc.start]:02x} is not "
+                         "UTF-8 text; save the description as UTF-8. No jobs were queued.") from None
 
 
 def submit(args: argparse.Namespace) -> int:

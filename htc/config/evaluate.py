@@ -92,12 +92,28 @@ _BINARY = {
 }
 
 
+#: parentheses, unary operators, ``?:`` and function calls nested deeper than this are refused
+#: (chains of binary operators, ``1+1+...+1``, are not nesting: they parse and evaluate in loops)
+MAX_NESTING = 100
+
+
 class _Parser:
-    """Pratt parser producing nested tuples: ('lit', v) | ('attr', n) | (op, a, b) | ('call', n, args)."""
+    """Pratt parser producing nested tuples: ('lit', v) | ('attr', n) | (op, a, b) | ('call', n, args).
+
+    A chain of left-associative operators becomes a left-deep tree built in a loop; everything
+    that recurses (a parenthesis, a unary operator, the right side of ``?:``, an argument) counts
+    towards :data:`MAX_NESTING`, so no text can exhaust the Python stack.
+    """
 
     def __init__(self, text: str):
         self.toks = _tokenize(text)
         self.i = 0
+        self.depth = 0
+
+    def _nest(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise EvalSyntaxError(f"the expression nests more than {MAX_NESTING} levels deep")
 
     def peek(self) -> tuple[str, object]:
         return self.toks[self.i]
@@ -127,6 +143,13 @@ class _Parser:
         return None
 
     def expr(self, rbp: int):
+        self._nest()
+        try:
+            return self._expr(rbp)
+        finally:
+            self.depth -= 1
+
+    def _expr(self, rbp: int):
         left = self.unary()
         while True:
             kind, val = self.peek()
@@ -148,10 +171,17 @@ class _Parser:
 
     def unary(self):
         kind, val = self.peek()
-        if kind == "op" and val in ("-", "+", "!"):
+        ops = []
+        while kind == "op" and val in ("-", "+", "!"):  # a run of unary operators, in a loop
             self.take()
-            return ("u" + str(val), self.unary())
-        return self.primary()
+            ops.append("u" + str(val))
+            if len(ops) > MAX_NESTING:
+                raise EvalSyntaxError(f"more than {MAX_NESTING} unary operators in a row")
+            kind, val = self.peek()
+        node = self.primary()
+        for op in reversed(ops):
+            node = (op, node)
+        return node
 
     def primary(self):
         kind, val = self.take()
@@ -329,7 +359,56 @@ def _call(name: str, args: list):
     raise EvalSyntaxError(f"unknown function {name}()")
 
 
+#: node kinds whose first operand may be a long left-deep chain (``1+1+...``, ``a ?: b ?: c``)
+_CHAINED = frozenset(_BINARY) | {"&&", "||", "?", "?:"}
+
+
 def _eval(node):
+    """The value of a parsed expression.
+
+    The left spine of a chain is walked in a loop and folded from its innermost node outwards,
+    so a 10,000-term sum costs no Python stack; only the nesting the parser bounds recurses.
+    """
+    if node[0] not in _CHAINED:
+        return _eval_one(node)
+    spine = []
+    while node[0] in _CHAINED:
+        spine.append(node)
+        node = node[1]
+    value = _eval_one(node)
+    for outer in reversed(spine):
+        value = _apply(outer, value)
+    return value
+
+
+def _apply(node, a):
+    """Finish ``node`` whose first operand has the value ``a``."""
+    kind = node[0]
+    if kind == "?":
+        cond = _truth(a)
+        if cond is UNDEFINED or cond is ERROR:
+            return cond
+        return _eval(node[2] if cond else node[3])
+    if kind == "?:":
+        return _eval(node[2]) if a is UNDEFINED else a
+    if kind in ("&&", "||"):
+        a = _truth(a)
+        if a is ERROR:
+            return ERROR
+        if a is (kind == "||"):  # short circuit: false && x, true || x
+            return a
+        b = _truth(_eval(node[2]))
+        if b is ERROR:
+            return ERROR
+        if a is UNDEFINED:
+            return b if b is (kind == "||") else UNDEFINED
+        return b
+    if kind in ("+", "-", "*", "/", "%"):
+        return _arith(kind, a, _eval(node[2]))
+    return _compare(kind, a, _eval(node[2]))
+
+
+def _eval_one(node):
     kind = node[0]
     if kind == "lit":
         return node[1]
@@ -346,35 +425,13 @@ def _eval(node):
                 return cond
             return _eval(node[2][1] if cond else node[2][2])
         return _call(node[1], [_eval(a) for a in node[2]])
-    if kind == "?":
-        cond = _truth(_eval(node[1]))
-        if cond is UNDEFINED or cond is ERROR:
-            return cond
-        return _eval(node[2] if cond else node[3])
-    if kind == "?:":
-        first = _eval(node[1])
-        return _eval(node[2]) if first is UNDEFINED else first
     if kind in ("u-", "u+"):
         v = _eval(node[1])
         return _arith("-", 0, v) if kind == "u-" else _arith("+", 0, v)
     if kind == "u!":
         t = _truth(_eval(node[1]))
         return t if isinstance(t, _Special) else not t
-    if kind in ("&&", "||"):
-        a = _truth(_eval(node[1]))
-        if a is ERROR:
-            return ERROR
-        if a is (kind == "||"):  # short circuit: false && x, true || x
-            return a
-        b = _truth(_eval(node[2]))
-        if b is ERROR:
-            return ERROR
-        if a is UNDEFINED:
-            return b if b is (kind == "||") else UNDEFINED
-        return b
-    if kind in ("+", "-", "*", "/", "%"):
-        return _arith(kind, _eval(node[1]), _eval(node[2]))
-    return _compare(kind, _eval(node[1]), _eval(node[2]))
+    raise AssertionError(f"unknown node {kind!r}")  # chained kinds are folded by _eval
 
 
 def evaluate(text: str):

@@ -266,6 +266,9 @@ class Loader:
         for line in lines:
             last = line
             text = line.text
+            if "\0" in text:  # no NUL reaches a value: every path a knob names is a C string
+                raise self._error(src, line, "the line holds a NUL byte (\\0), which no value, "
+                                  "name or path may contain", "remove it; a text editor may show it as ^@")
             if not text or text.startswith("#"):
                 continue
             if here is not None:

@@ -45,8 +45,13 @@ IDCHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456
 #: characters allowed after the ``:`` of ``$(NAME:default)`` besides IDCHARS
 _COLON_EXTRA = frozenset("$ ,\\:")
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-#: substitutions allowed while expanding one value before we call it a reference cycle
+#: substitutions allowed while expanding one value (nested function arguments included)
+#: before we call it a reference cycle
 MAX_STEPS = 20000
+#: characters one expansion may copy (each substitution copies the text it edits)
+MAX_WORK = 50_000_000
+#: macro functions whose arguments are being expanded, one inside another
+MAX_NESTING = 32
 
 
 @dataclass(frozen=True)
@@ -181,10 +186,21 @@ def find_macro(value: str, pos: int = 0, accept: Callable[[str, str], bool] | No
     """
     n = len(value)
     scan = pos
+    # The first ')' at or after a position, remembered: scans only move forwards, so looking
+    # for the close of every '$(' costs linear time in all, however many there are.
+    close_at = [-1, -1]  # [from, found]
+
+    def next_close(q: int) -> int:
+        if not close_at[0] <= q <= close_at[1]:
+            close_at[0], close_at[1] = q, value.find(")", q)
+            if close_at[1] < 0:
+                close_at[1] = n  # none: every later look is answered at once
+        return close_at[1] if close_at[1] < n else -1
+
     while True:
         while True:
             dollar = value.find("$", scan)
-            if dollar < 0:
+            if dollar < 0 or next_close(dollar) < 0:  # no ')' after it: no macro either
                 return None
             p = dollar + 1
             if p < n and value[p] == "$":
@@ -201,8 +217,9 @@ def find_macro(value: str, pos: int = 0, accept: Callable[[str, str], bool] | No
         after_colon = 0
         ok = True
         if rule == "anything":
-            while q < n and value[q] != ")":
-                q += 1
+            q = next_close(q)
+            if q < 0:
+                q = n
         else:
             meta = rule == "meta"
             while q < n and value[q] != ")":
@@ -213,7 +230,7 @@ def find_macro(value: str, pos: int = 0, accept: Callable[[str, str], bool] | No
                     continue
                 if after_colon:
                     if c == "(":
-                        close = value.find(")", q)
+                        close = next_close(q)
                         if close >= 0:
                             q = close + 1
                             continue
@@ -243,6 +260,10 @@ class Expander:
         self.ctx = ctx
         #: names referenced but defined nowhere during the last expand() calls (for -v notes)
         self.undefined: list[str] = []
+        self._calls: list[str] = []  # the macro functions being evaluated, outermost first
+        self._steps = 0  # substitutions, and characters copied, by the current top-level expand
+        self._work = 0
+        self._counts: dict[str, int] = {}
 
     # -- lookup --------------------------------------------------------------------------
     def lookup_entry(self, name: str) -> tuple[str | None, Entry | None]:
@@ -270,17 +291,21 @@ class Expander:
         """
         value = text
         pos = 0
-        counts: dict[str, int] = {}
-        steps = 0
+        if not self._calls:  # a top-level expansion: its budget starts afresh
+            self._steps = self._work = 0
+            self._counts = {}
+        counts = self._counts
         while True:
             m = find_macro(value, pos, accept=_not_dollar)
             if m is None:
                 break
-            steps += 1
-            if steps > MAX_STEPS:
+            self._steps += 1
+            self._work += len(value)
+            if self._steps > MAX_STEPS or self._work > MAX_WORK:
                 loop = sorted(k for k, c in counts.items() if c > MAX_STEPS // 20) or sorted(counts)
-                raise MacroError("expansion does not terminate: " + ", ".join(loop)
-                                 + " refer to each other in a cycle")
+                raise MacroError("expansion does not terminate (or grows without bound): "
+                                 + (", ".join(loop) + " refer to each other in a cycle" if loop else
+                                    f"at {value[m.dollar:m.right][:80]}"))
             if not m.func:
                 key = m.name(value).upper()
                 counts[key] = counts.get(key, 0) + 1
@@ -343,7 +368,18 @@ class Expander:
             if default is not None:
                 return default
             return "UNDEFINED" if got is None else ""
-        return functions.call(self, func, m.text(value))
+        call = f"${func}({m.text(value)})"
+        if call in self._calls:  # the same call inside its own argument: a definition cycle
+            chain = " -> ".join(self._calls[self._calls.index(call):] + [call])
+            raise MacroError(f"a macro refers to itself through a function: {chain}")
+        if len(self._calls) >= MAX_NESTING:
+            raise MacroError(f"macro functions nest more than {MAX_NESTING} deep: "
+                             + " -> ".join(self._calls[:3] + ["..."] + self._calls[-2:]))
+        self._calls.append(call)
+        try:
+            return functions.call(self, func, m.text(value))
+        finally:
+            self._calls.pop()
 
 
 def _not_dollar(func: str, body: str) -> bool:

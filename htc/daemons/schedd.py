@@ -84,6 +84,9 @@ class ScheddSettings:
     reconnect_retry: float = 2.0          # between attempts to reach a running job's startd
     send_reschedule: bool = True          # SCHEDD_SEND_RESCHEDULE
     max_jobs_running: int = 10000         # MAX_JOBS_RUNNING
+    max_jobs_submitted: int = 2147483647  # MAX_JOBS_SUBMITTED: jobs the whole queue may hold
+    max_jobs_per_owner: int = 100000      # MAX_JOBS_PER_OWNER: jobs one owner may have queued
+    max_jobs_per_submission: int = 20000  # MAX_JOBS_PER_SUBMISSION: jobs one submit may add
     claim_linger: float = 0.0             # SCHEDD_CLAIM_LINGER (htc): keep an idle claim this long
     call_lanes: bool = True               # SCHEDD_CALL_LANES (htc): function calls run on call lanes
     system_policy: SystemPolicy = SystemPolicy()

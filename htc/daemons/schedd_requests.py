@@ -25,6 +25,13 @@ no account is refused. A claimed ``Owner`` naming somebody else is accepted only
 administrator (ALLOW_ADMINISTRATOR, as HTCondor's QUEUE_SUPER_USERS). Only a job's owner or an
 administrator acts on a job or edits it. Root may submit (htc's tests and executors run as root);
 its jobs never run as root (the startd runs them as a slot user).
+
+Before anything is built or stored, a submit is held against MAX_JOBS_PER_SUBMISSION (jobs one
+submit adds), MAX_JOBS_PER_OWNER (the owner's jobs in the queue, plus these) and
+MAX_JOBS_SUBMITTED (all jobs in the queue, plus these), as HTCondor's schedd does proc by proc;
+a description's procs are counted from its queue statements without building one, so
+``queue 100000000`` is refused at once with condor_submit's words ("Number of submitted jobs
+would exceed MAX_JOBS_PER_SUBMISSION").
 """
 
 from __future__ import annotations
@@ -60,6 +67,17 @@ _VERBS = {m.JobAction.Remove: "rm", m.JobAction.RemoveX: "rm -forcex", m.JobActi
 
 class Denied(UsageError):
     """The requester may not do this (submit for another user)."""
+
+
+class LimitExceeded(UsageError):
+    """A submit would pass MAX_JOBS_PER_SUBMISSION, MAX_JOBS_PER_OWNER or MAX_JOBS_SUBMITTED."""
+
+
+#: the limits a submit must stay under, in the order HTCondor's NewCluster/NewProc test them
+_LIMITS = ("MAX_JOBS_SUBMITTED", "MAX_JOBS_PER_OWNER", "MAX_JOBS_PER_SUBMISSION")
+#: submit commands that make a cluster materialize late (only this many procs are queued at first)
+_MATERIALIZE_CAPS = ("max_materialize", "max_idle", "materialize_max_idle")
+_PLAIN_COUNT = re.compile(r"\s*\d{1,10}\s*\Z")
 
 
 class _AdsCluster:
@@ -146,6 +164,21 @@ def _denied_log(event: c.Received, what: str, why: str) -> c.Log:
                  logging.WARNING)
 
 
+def _materialized_at_first(num_procs: int, value) -> int:
+    """How many of ``num_procs`` procs a submit queues at once.
+
+    A late-materialization cluster (``max_materialize``, ``max_idle``) queues only that many
+    at first, and it is those that HTCondor holds against the limits. ``value(name)`` gives a
+    submit command's value or an ad attribute's text; only plain counts are taken as caps.
+    """
+    caps = [num_procs]
+    for name in (*_MATERIALIZE_CAPS, "JobMaterializeLimit", "JobMaterializeMaxIdle"):
+        text = value(name)
+        if isinstance(text, str) and _PLAIN_COUNT.match(text):
+            caps.append(int(text))
+    return min(caps)
+
+
 def _without(attrs: Mapping[str, str], names) -> dict[str, str]:
     return {k: v for k, v in attrs.items() if k.lower() not in names}
 
@@ -199,7 +232,7 @@ class ToolRequests:
         user = f"{owner}@{self.settings.uid_domain}"
         if "SubmitDescription" in cluster_attrs:
             cid = self.queue.next_cluster_id()
-            cluster = self._expand_description(cluster_attrs, cid, owner, now)
+            cluster = self._expand_description(cluster_attrs, cid, owner, now, out)
             cluster.cluster_ad["User"] = quote(user)
         else:
             procs = [_without(texts_of(text, f"proc ad {i}"), SCHEDD_SETS) for i, text in enumerate(msg.proc_ads)]
@@ -209,6 +242,7 @@ class ToolRequests:
                          EnteredCurrentStatus=str(int(now)))
             if not any(k.lower() == "jobleaseduration" for k in attrs):
                 attrs["JobLeaseDuration"] = str(int(self.settings.default_lease))
+            self._check_limits(owner, _materialized_at_first(len(procs), attrs.get), out)
             cluster = _AdsCluster(cid, attrs, procs)
         self.queue.submit(cluster, now=now)
         host = f"<{self.settings.machine}:{self.settings.address}>"
@@ -225,7 +259,17 @@ class ToolRequests:
         self._use_lingering_claims(now, out)
         self._new_work(now)  # the negotiator hears of the new jobs within milliseconds
 
-    def _expand_description(self, attrs: Mapping[str, str], cid: int, owner: str, now: float):
+    def _expand_description(self, attrs: Mapping[str, str], cid: int, owner: str, now: float,
+                            out: list | None = None):
+        """Expand a submit description into a cluster (see the module docstring).
+
+        The procs are counted before any is built, and the limits are checked on that count
+        (:meth:`_check_limits`): ``queue 100000000`` is refused in milliseconds.
+
+        Raises:
+            UsageError: the description is malformed (a ``SubmitError`` naming file, line and
+                command) or a limit refuses it (:class:`LimitExceeded`).
+        """
         from htc.submit import Submit  # the submit language is only needed for this shape
 
         text = ul.literal(attrs, "SubmitDescription")
@@ -234,11 +278,74 @@ class ToolRequests:
         if not isinstance(text, str) or not isinstance(iwd, str) or not os.path.isabs(iwd):
             raise UsageError("a submit-description cluster needs SubmitDescription (the text) and SubmitIwd "
                              "(the absolute submit directory) as string literals")
-        sub = Submit(text, filename=filename if isinstance(filename, str) else None, cwd=iwd, env={})
+        # host_access=False: the schedd runs as root, so a user's description may not make it
+        # read a file (include : /etc/shadow), list a directory or run a command for it
+        sub = Submit(text, filename=filename if isinstance(filename, str) else None, cwd=iwd, env={},
+                     host_access=False)
         if not sub.has_queue_statement:
             raise UsageError(f'"{filename or "the submit description"}" doesn\'t contain any "queue" commands -- '
                              "no jobs queued; end the description with 'queue'")
-        return sub.cluster(cid, qdate=int(now), owner=owner)
+
+        def check(num_procs: int) -> None:
+            self._check_limits(owner, _materialized_at_first(num_procs, sub.expand), out, num_procs)
+
+        return sub.cluster(cid, qdate=int(now), owner=owner, check=check)
+
+    def _check_limits(self, owner: str, num_procs: int, out: list | None = None,
+                      all_procs: int | None = None) -> None:
+        """Refuse a submit of ``num_procs`` jobs that would pass a queue limit, as HTCondor does.
+
+        HTCondor's schedd tests, before each new proc: the queue's jobs plus those added so far
+        against MAX_JOBS_SUBMITTED, the owner's jobs plus those added against MAX_JOBS_PER_OWNER,
+        and the jobs added against MAX_JOBS_PER_SUBMISSION; the first proc that would pass one
+        fails the whole submit. The same outcome is reached here from the count alone, before
+        any proc is built. Jobs in the queue in any state count, as in HTCondor.
+
+        The counts are ``COUNT(*)`` queries (5-10 ms each with 100,000 jobs queued), so they
+        are remembered as upper bounds -- jobs enter the queue only through a submit, which
+        adds its procs (``all_procs``: a late-materialization cluster's whole count) to the
+        bounds, and leave it only -- and queried again only when a bound plus this submit
+        would reach a limit. A bound is never below the truth, so no submit over a limit passes.
+
+        Raises:
+            LimitExceeded: with condor_submit's words ("Number of submitted jobs would exceed
+                MAX_JOBS_PER_SUBMISSION") and the figures; the refusal is also logged.
+        """
+        s = self.settings
+        bounds: dict[str, int] = self.__dict__.setdefault("_job_count_bounds", {})  # "" total, "@o" owner o
+        total, owned = bounds.get(""), bounds.get("@" + owner)
+        if total is None or total + num_procs > s.max_jobs_submitted:
+            total = bounds[""] = self.queue.count()
+        if owned is None or owned + num_procs > s.max_jobs_per_owner:
+            owned = bounds["@" + owner] = self.queue.count(f"Owner == {quote(owner)}")
+        held = {"MAX_JOBS_SUBMITTED": (total, s.max_jobs_submitted),
+                "MAX_JOBS_PER_OWNER": (owned, s.max_jobs_per_owner),
+                "MAX_JOBS_PER_SUBMISSION": (0, s.max_jobs_per_submission)}
+        # the proc that would fail each test is the room left under it; the earliest one fails
+        failing = [(max(limit - now, 0), order, knob) for order, (knob, (now, limit)) in
+                   enumerate((k, held[k]) for k in _LIMITS)
+                   if num_procs > limit - now or (knob == "MAX_JOBS_SUBMITTED" and now >= limit)]
+        if not failing:
+            added = num_procs if all_procs is None else max(all_procs, num_procs)
+            bounds[""], bounds["@" + owner] = total + added, owned + added
+            return
+        _, _, knob = min(failing)
+        now_, limit = held[knob]
+        if knob == "MAX_JOBS_PER_SUBMISSION":
+            figures = f"this submission makes {num_procs} jobs and the limit is {limit}"
+            advice = "submit fewer jobs at a time"
+        elif knob == "MAX_JOBS_PER_OWNER":
+            figures = (f"{owner} has {now_} jobs in the queue, {num_procs} more would make "
+                       f"{now_ + num_procs} and the limit is {limit}")
+            advice = "remove jobs you no longer need, or wait for some to leave the queue"
+        else:
+            figures = (f"the queue holds {now_} jobs, {num_procs} more would make {now_ + num_procs} "
+                       f"and the limit is {limit}")
+            advice = "wait for jobs to leave the queue"
+        if out is not None:
+            out.append(c.Log(f"submit by {owner} refused: {knob} exceeded ({figures})"))
+        raise LimitExceeded(f"Number of submitted jobs would exceed {knob}: {figures}; {advice}. "
+                            "No jobs were queued.")
 
     # -- query ----------------------------------------------------------------------------------
 
@@ -391,4 +498,4 @@ class ToolRequests:
         return counts
 
 
-__all__ = ["DESCRIPTION_ATTRS", "Denied", "description_message", "SCHEDD_SETS", "ToolRequests", "texts_of"]
+__all__ = ["DESCRIPTION_ATTRS", "Denied", "LimitExceeded", "description_message", "SCHEDD_SETS", "ToolRequests", "texts_of"]

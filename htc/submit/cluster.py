@@ -80,7 +80,7 @@ class StatementPlan:
         return Proc(self.first + i, i % self.count, row, loop)
 
 
-def statement_rows(stmt: QueueStatement, cwd: str, env: dict[str, str]
+def statement_rows(stmt: QueueStatement, cwd: str, env: dict[str, str], host_access: bool = True
                    ) -> tuple[tuple[str, ...], list[tuple[int, tuple[str, ...]]]]:
     """The loop variable names and (row, values) of every selected item of a statement."""
     qa = stmt.args
@@ -88,7 +88,7 @@ def statement_rows(stmt: QueueStatement, cwd: str, env: dict[str, str]
     if not qa.mode:
         return names, [(0, ())]
     try:
-        items = load_items(qa, cwd, env)
+        items = load_items(qa, cwd, env, host_access)
     except SubmitError as e:
         raise e.located(file=stmt.file, line=stmt.line, command="queue") from None
     rows = []
@@ -105,7 +105,7 @@ class Materializer:
     """Builds job ads for the procs of one cluster (see the module docstring)."""
 
     def __init__(self, sub, cluster_id: int, qdate: int, owner: str | None, first_proc: int = 0,
-                 fast: bool = True):
+                 fast: bool = True, check=None):
         self.sub = sub
         self.fast = fast
         self.cluster_id = cluster_id
@@ -120,12 +120,14 @@ class Materializer:
         self.warnings: list[str] = []
         first = first_proc
         for stmt in sub._description().queues:
-            names, rows = statement_rows(stmt, sub.cwd, sub.env)
+            names, rows = statement_rows(stmt, sub.cwd, sub.env, sub.host_access)
             plan = StatementPlan(stmt, names, rows, stmt.args.count, first)
             first += plan.num_procs
             if plan.num_procs:
                 self.plans.append(plan)
         self.num_procs = first - first_proc
+        if check is not None:  # the procs are counted; none is built yet (limits refuse here)
+            check(self.num_procs)
         for plan in self.plans:
             self._analyse(plan)
 
@@ -145,10 +147,12 @@ class Materializer:
         loop = {n.lower(): v for n, v in zip(plan.loop_names, loop_values)}
         rng = random.Random(f"{self.cluster_id}.{p.proc_id}")
         ex = Expander(plan.stmt.macros, defaults, loop, sub.env, sub.cwd, rng, per_proc)
-        return JobContext(settings=sub.settings, expander=ex, base=base, cluster_id=self.cluster_id,
-                          proc_id=p.proc_id, qdate=self.qdate, owner=self.owner, cwd=sub.cwd,
-                          submit_file=sub.filename, universe=self.universe,
-                          queue_line=plan.stmt.line, file=plan.stmt.file)
+        ctx = JobContext(settings=sub.settings, expander=ex, base=base, cluster_id=self.cluster_id,
+                         proc_id=p.proc_id, qdate=self.qdate, owner=self.owner, cwd=sub.cwd,
+                         submit_file=sub.filename, universe=self.universe,
+                         queue_line=plan.stmt.line, file=plan.stmt.file)
+        ctx.host_access = sub.host_access
+        return ctx
 
     def _analyse(self, plan: StatementPlan) -> None:
         from htc.submit.commands import find_universe

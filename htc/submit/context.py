@@ -68,6 +68,8 @@ class JobContext:
         self.warnings: list[str] = []
         self.reads: set[str] | None = None
         self.writes: list[str] | None = None
+        #: whether files may be looked at (False when the schedd expands a description as root)
+        self.host_access = True
 
     # -- errors --------------------------------------------------------------------------
     def fail(self, message: str, command: str | None = None) -> SubmitError:
@@ -188,6 +190,11 @@ class JobContext:
         """The job's initial directory (the submit directory until ``Iwd`` is set)."""
         a = self.get("Iwd")
         return a.value if a is not None and isinstance(a.value, str) else self.cwd
+
+    def measure(self, name: str) -> int:
+        """The size of a file or directory the job names, in KiB (0 without host access: the
+        schedd, expanding as root, neither reveals sizes nor walks a tree like ``/`` for it)."""
+        return size_kb(self.full_path(name)) if self.host_access else 0
 
     def full_path(self, name: str, use_iwd: bool = True) -> str:
         """HTCondor's ``full_path``: absolute, relative to the iwd (or the submit dir)."""

@@ -79,7 +79,7 @@ def _parse(text: str):
     ca = _classad()
     try:
         ad = ca.parseOne("X = " + text, ca.ParserType.Old)
-    except (ca.ClassAdParseError, ValueError, TypeError):
+    except (ca.ClassAdParseError, ValueError, TypeError, RecursionError):  # too deep: refused, not a crash
         return None
     if ad is None or len(ad) != 1 or "X" not in ad:
         return None
@@ -92,7 +92,10 @@ def canonical(text: str) -> str | None:
     ad = _parse(text)
     if ad is None:
         return None
-    return ad.printOld()[4:].rstrip("\n")
+    try:
+        return ad.printOld()[4:].rstrip("\n")
+    except RecursionError:  # an operator chain too long for the printer (1+1+...+1): a parse error
+        return None
 
 
 def check(attr: str, text: str) -> str:

@@ -46,8 +46,15 @@ _SPECIAL = {
     "$CHOICE": "choice", "$SUBSTR": "substr", "$INT": "int", "$REAL": "real",
     "$STRING": "string", "$EVAL": "eval", "$BASENAME": "basename", "$DIRNAME": "dirname",
 }
-#: guard against recursive definitions (``a = $(b)``, ``b = $(a)``), which HTCondor loops on
+#: guard against recursive definitions (``a = $(b)``, ``b = $(a)``), which HTCondor loops on:
+#: substitutions in one top-level expansion, those in nested function arguments included
 _MAX_EXPANSIONS = 20000
+#: characters one top-level expansion may copy (each substitution copies the text it edits)
+_MAX_WORK = 50_000_000
+#: the longest value an expansion may produce
+_MAX_LENGTH = 4_000_000
+#: macro functions whose arguments are being expanded, one inside another
+_MAX_NESTING = 32
 
 
 class Macro:
@@ -118,9 +125,20 @@ def find_macro(s: str, pos: int = 0, *, dollar_only: bool = False):
         or ``None``.  ``colon`` is the index of the default's ``:`` or -1.
     """
     n = len(s)
+    # The first ')' at or after a position, remembered: scans only move forwards, so looking
+    # for the close of every '$(' costs linear time in all, however many there are.
+    close_at = [-1, -1]  # [from, found]
+
+    def next_close(q: int) -> int:
+        if not close_at[0] <= q <= close_at[1]:
+            close_at[0], close_at[1] = q, s.find(")", q)
+            if close_at[1] < 0:
+                close_at[1] = n  # none: every later look is answered at once
+        return close_at[1] if close_at[1] < n else -1
+
     while True:
         d = s.find("$", pos)
-        if d < 0:
+        if d < 0 or next_close(d) < 0:  # no ')' after it: no macro either
             return None
         p = d + 1
         if p < n and s[p] == "$":
@@ -148,7 +166,7 @@ def find_macro(s: str, pos: int = 0, *, dollar_only: bool = False):
                     continue
                 if colon >= 0:
                     if c == "(":
-                        close = s.find(")", q)
+                        close = next_close(q)
                         if close >= 0:
                             q = close + 1
                             continue
@@ -162,7 +180,7 @@ def find_macro(s: str, pos: int = 0, *, dollar_only: bool = False):
                 continue
             end = q
         else:
-            end = s.find(")", body)
+            end = next_close(body)
             if end < 0:
                 pos = body
                 continue
@@ -207,6 +225,9 @@ class Expander:
         self.per_proc_names = per_proc_names
         self.touched: set[str] = set()
         self.used_random = False
+        self._calls: list[str] = []  # the macro functions being evaluated, outermost first
+        self._steps = 0  # substitutions, and characters copied, by the current top-level expand
+        self._work = 0
 
     # -- lookups -----------------------------------------------------------------------
     def lookup(self, name: str) -> str | None:
@@ -241,18 +262,26 @@ class Expander:
         """
         if "$" not in text:
             return text
+        if not self._calls:  # a top-level expansion: its budget starts afresh
+            self._steps = self._work = 0
         s = text
-        count = 0
+        pos = 0
         while True:
-            found = find_macro(s, 0)
+            # rescan from where the last substitution began (modern HTCondor's expand_macro):
+            # the text before it holds no macro, so a long value is not scanned again and again
+            found = find_macro(s, pos)
             if found is None:
                 break
-            count += 1
-            if count > _MAX_EXPANSIONS or len(s) > 4_000_000:
-                raise SubmitError(f"macro expansion of '{text}' does not terminate; "
-                                  "is a macro defined in terms of itself?")
+            self._steps += 1
+            self._work += len(s)
             start, body, end, colon, kind, prefix = found
+            if self._steps > _MAX_EXPANSIONS or self._work > _MAX_WORK or len(s) > _MAX_LENGTH:
+                shown = text if len(text) <= 80 else text[:77] + "..."
+                raise SubmitError(f"macro expansion of '{shown}' does not terminate or grows without "
+                                  f"bound (at {s[start:end + 1][:80]}); is a macro defined in terms "
+                                  "of itself?")
             s = s[:start] + self._evaluate(s, start, body, end, colon, kind, prefix) + s[end + 1:]
+            pos = start
         while True:
             found = find_macro(s, 0, dollar_only=True)
             if found is None:
@@ -274,10 +303,23 @@ class Expander:
             if v is None:
                 return default if default is not None else "UNDEFINED"
             return v
+        call = f"{prefix}({inner})"
+        if call in self._calls:  # the same call inside its own argument: a definition cycle
+            chain = " -> ".join(self._calls[self._calls.index(call):] + [call])
+            raise SubmitError(f"a macro refers to itself through a function: {chain}; "
+                              "define it without referring to itself")
+        if len(self._calls) >= _MAX_NESTING:
+            raise SubmitError(f"macro functions nest more than {_MAX_NESTING} deep: "
+                              + " -> ".join(self._calls[:3] + ["..."] + self._calls[-2:]))
+        self._calls.append(call)
         try:
             return FUNCTIONS[kind](self, inner, prefix)
         except SubmitError as e:
-            raise SubmitError(f"{prefix}({inner}): {e.reason}") from None
+            if self._calls[:-1]:  # an inner call: the outermost names the whole chain
+                raise
+            raise SubmitError(f"{call}: {e.reason}") from None
+        finally:
+            self._calls.pop()
 
     def arg_value(self, arg: str) -> str:
         """A function argument: the value of the macro it names, else the text itself."""

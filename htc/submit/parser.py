@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from htc.submit.errors import SubmitError
 from htc.submit.functions import split_list
 from htc.submit.macros import Expander, MacroTable, expand_self
-from htc.submit.queue import QueueArgs, parse_queue_args, run_command
+from htc.submit.queue import NO_HOST_ACCESS, QueueArgs, parse_queue_args, run_command
 
 #: the HTCondor version ``if version >= x.y.z`` compares against (the semantics htc follows)
 CONDOR_VERSION = (25, 14, 1)
@@ -109,7 +109,8 @@ class _IfStack:
 
 class _Parser:
     def __init__(self, *, filename: str | None, cwd: str, defaults: Mapping[str, str],
-                 env: Mapping[str, str]):
+                 env: Mapping[str, str], host_access: bool = True):
+        self.host_access = host_access
         self.filename = filename
         self.cwd = cwd
         self.defaults = defaults
@@ -127,6 +128,12 @@ class _Parser:
         return Expander(self.desc.macros, self.defaults, {}, self.env, self.cwd)
 
     def parse(self, text: str, file: str | None, depth: int = 0) -> None:
+        nul = text.find("\0")
+        if nul >= 0:  # no NUL reaches a value: paths, arguments and names are C strings downstream
+            lineno = text.count("\n", 0, nul) + 1
+            self.current = text.splitlines()[lineno - 1] if text.splitlines() else ""
+            raise self.error("the line holds a NUL byte (\\0), which no command, value or path may "
+                             "contain; remove it", lineno, file)
         lines = logical_lines(text.splitlines())
         ifs = _IfStack()
         here: tuple[str, str, int] | None = None
@@ -290,6 +297,9 @@ class _Parser:
             return None
         if "$" in name:
             name = self.expander().expand(name)
+        if op in ("=", "@") and not name.lstrip("+-"):  # ' = 3', '+ = 3': a value with no name
+            raise self.error(f"Illegal Identifier: <{name}>: a line 'name = value' needs a name "
+                             "before the '='", lineno, file, name or "=")
         if op == ":" and bare.lower() == "use":
             raise self.error(f"'use {rhs}' submit templates are not supported by htc; "
                              "write the commands out", lineno, file)
@@ -323,6 +333,8 @@ class _Parser:
             raise self.error(f"unexpected keyword(s) '{' '.join(words)}' after include", lineno, file)
         if depth + 1 >= _MAX_INCLUDE_DEPTH:
             raise self.error("includes nested too deep", lineno, file)
+        if not self.host_access:
+            raise self.error(f"include : {target.strip()}: {NO_HOST_ACCESS}", lineno, file, "include")
         target = self.expander().expand(target).strip()
         if is_command or target.endswith("|"):
             cmd = target.rstrip("|").strip()
@@ -376,7 +388,7 @@ class _Parser:
 
 
 def parse_description(text: str, *, filename: str | None, cwd: str, defaults: Mapping[str, str],
-                      env: Mapping[str, str]) -> Description:
+                      env: Mapping[str, str], host_access: bool = True) -> Description:
     """Parse submit-description text.
 
     Args:
@@ -385,11 +397,12 @@ def parse_description(text: str, *, filename: str | None, cwd: str, defaults: Ma
         cwd: the submit directory (includes and item files are relative to it).
         defaults: built-in macros (see :func:`htc.submit.macros.default_macros`).
         env: the environment for ``$ENV()`` and include commands.
+        host_access: whether includes may read files and run commands (see ``Submit``).
     Returns:
         The macros and queue statements.
     Raises:
         SubmitError: a line cannot be parsed; the error names the file and line.
     """
-    p = _Parser(filename=filename, cwd=cwd, defaults=defaults, env=env)
+    p = _Parser(filename=filename, cwd=cwd, defaults=defaults, env=env, host_access=host_access)
     p.parse(text, filename)
     return p.desc

@@ -189,7 +189,15 @@ def _scan_vars(s: str, kw_start: int, qa: QueueArgs) -> int:
 
 
 def read_item_lines(text: str) -> list[str]:
-    """Item lines of a file or command output: trimmed, continuation lines joined."""
+    """Item lines of a file or command output: trimmed, continuation lines joined.
+
+    Raises:
+        SubmitError: an item holds a NUL byte (it would end up in a path or an argument).
+    """
+    nul = text.find("\0")
+    if nul >= 0:
+        raise SubmitError(f"invalid Queue statement: item line {text.count(chr(10), 0, nul) + 1} holds a "
+                          "NUL byte (\\0), which no item may contain")
     lines = text.splitlines()
     if not any(line.rstrip().endswith("\\") for line in lines):
         return [line.strip() for line in lines]
@@ -198,12 +206,27 @@ def read_item_lines(text: str) -> list[str]:
     return [line for _, line in logical_lines(lines, comments=False)]
 
 
-def load_items(qa: QueueArgs, cwd: str, env: dict[str, str]) -> list[str]:
+#: why a description expanded without host access (by the schedd, as root) may not read
+#: files, list directories or run commands
+NO_HOST_ACCESS = ("the schedd expands this description with its own rights, so it reads no file, lists no "
+                  "directory and runs no command for it; list the items in the description "
+                  "(queue x from ( ... )), or let htc submit expand it (no $(Cluster) in the job's commands)")
+
+
+def load_items(qa: QueueArgs, cwd: str, env: dict[str, str], host_access: bool = True) -> list[str]:
     """The item list of a queue statement, reading files, commands and globs.
 
+    Args:
+        host_access: whether files may be read, commands run and directories listed (False
+            when the schedd expands a description for a user).
+
     Raises:
-        SubmitError: the file cannot be read, the command fails, or stdin is named.
+        SubmitError: the file cannot be read, the command fails, stdin is named, or the
+            items need host access that is not given.
     """
+    if not host_access and (qa.mode == "matching" or (qa.mode == "from" and qa.source not in ("", "<"))):
+        raise SubmitError(f"invalid Queue statement: 'queue ... {qa.mode} {qa.source or ' '.join(qa.items)}': "
+                          + NO_HOST_ACCESS)
     if qa.mode == "from" and qa.source not in ("", "<"):
         src = qa.source
         if src == "-":
@@ -214,9 +237,10 @@ def load_items(qa: QueueArgs, cwd: str, env: dict[str, str]) -> list[str]:
         path = src if os.path.isabs(src) else os.path.join(cwd, src)
         try:
             with open(path, encoding="utf-8", errors="surrogateescape") as f:
-                return read_item_lines(f.read())
+                text = f.read()
         except OSError as e:
             raise SubmitError(f"invalid Queue statement: can't open file {src}: {e.strerror}") from None
+        return read_item_lines(text)
     if qa.mode == "matching":
         return _glob_items(qa.items, qa.match, cwd)
     return list(qa.items)

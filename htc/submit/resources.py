@@ -11,7 +11,7 @@ import re
 
 from htc.submit import exprtext
 from htc.submit.commands import RECONNECTABLE, SCHEDULER, strip_quotes
-from htc.submit.context import JobContext, size_kb
+from htc.submit.context import JobContext
 from htc.submit.functions import split_list
 
 _UNITS = {"k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
@@ -350,7 +350,7 @@ def set_image_size(c: JobContext) -> None:
     """``ExecutableSize`` (first proc) and ``ImageSize`` (``image_size`` or the same)."""
     if c.proc_id < 1:
         cmd = c.get_value("Cmd", str, "")
-        c.assign_int("ExecutableSize", size_kb(c.full_path(cmd)) if cmd else 0)
+        c.assign_int("ExecutableSize", c.measure(cmd) if cmd else 0)
     v = c.param("image_size", "ImageSize")
     if v is not None:
         kb = parse_bytes(v, 1024)

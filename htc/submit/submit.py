@@ -62,6 +62,9 @@ class Submit(Mapping):
         env: the environment ``$ENV()`` and ``getenv`` read (default: ``os.environ``).
         settings: the configuration values submit uses (:class:`SubmitSettings`).
         queue: queue arguments replacing the description's queue statements.
+        host_access: whether ``include``, ``queue ... from FILE``, ``from CMD |`` and
+            ``matching`` may read files, run commands and list directories with this process's
+            rights. The schedd passes False: it expands users' descriptions as root.
     Raises:
         SubmitError: the description cannot be parsed; nothing is queued.
     """
@@ -69,7 +72,7 @@ class Submit(Mapping):
     def __init__(self, description: str | Mapping[str, object] | None = None, *,
                  filename: str | None = None, cwd: str | os.PathLike | None = None,
                  env: Mapping[str, str] | None = None, settings: SubmitSettings | None = None,
-                 queue: str | None = None):
+                 queue: str | None = None, host_access: bool = True):
         if isinstance(description, Mapping):
             text = _dict_to_text(description)
         elif description is None:
@@ -78,8 +81,12 @@ class Submit(Mapping):
             text = description
         else:
             raise TypeError("description must be submit-description text or a dict")
+        for what, value in (("the submit file name", filename), ("the submit directory", cwd)):
+            if value is not None and "\0" in os.fsdecode(value):
+                raise SubmitError(f"{what} {os.fsdecode(value)!r} holds a NUL byte, which no path may contain")
         self._text = text
         self.filename = filename
+        self.host_access = host_access
         self.cwd = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
         self.env: dict[str, str] = environ_snapshot(env)
         self.settings = settings or SubmitSettings()
@@ -88,7 +95,7 @@ class Submit(Mapping):
         self._desc: Description | None = None
         self._defaults = self.defaults_at(time.time())
         self._parsed = parse_description(text, filename=filename, cwd=self.cwd,
-                                         defaults=self._defaults, env=self.env)
+                                         defaults=self._defaults, env=self.env, host_access=host_access)
         if queue is not None:
             self.setQArgs(queue)
 
@@ -127,8 +134,9 @@ class Submit(Mapping):
         return self._desc
 
     def _expander(self, macros: MacroTable | None = None) -> Expander:
-        return Expander(macros or self._description().macros, self._defaults, {}, self.env,
-                        self.cwd)
+        # an empty table is falsy: test for None, or a description of only comments recurses
+        return Expander(self._description().macros if macros is None else macros, self._defaults, {},
+                        self.env, self.cwd)
 
     @property
     def has_queue_statement(self) -> bool:
@@ -169,6 +177,9 @@ class Submit(Mapping):
             raise TypeError("keys and values must be strings")
         if key.lower() == "queue":
             raise SubmitError("set the queue statement with setQArgs(), not as a key")
+        if "\0" in key or "\0" in value:
+            raise SubmitError(f"the command {key!r} = {value!r} holds a NUL byte, which no command or value "
+                              "may contain")
         self._overrides[key] = value
         self._desc = None
 
@@ -214,6 +225,8 @@ class Submit(Mapping):
         if not isinstance(args, str):
             raise TypeError("queue arguments must be a string")
         a = args.strip()
+        if "\0" in a:
+            raise SubmitError(f"the queue arguments {a!r} hold a NUL byte, which no item or path may contain")
         if a.lower() == "queue" or a.lower().startswith("queue "):
             a = a[5:].strip()
         self._qargs = a
@@ -223,7 +236,7 @@ class Submit(Mapping):
     def itemdata(self) -> Iterator[str | dict[str, str]]:
         """The items of the (first) queue statement: dicts when it names variables."""
         q = self._description().queues[0]
-        names, rows = statement_rows(q, self.cwd, self.env)
+        names, rows = statement_rows(q, self.cwd, self.env, self.host_access)
         for _row, values in rows:
             if q.args.vars:
                 yield dict(zip(names, values))
@@ -232,7 +245,7 @@ class Submit(Mapping):
 
     # -- building job ads ---------------------------------------------------------------
     def cluster(self, clusterid: int, *, qdate: int | None = None, owner: str | None = None,
-                first_proc: int = 0, fast: bool = True) -> SubmittedCluster:
+                first_proc: int = 0, fast: bool = True, check=None) -> SubmittedCluster:
         """Plan the cluster: the common cluster ad now, per-proc ads on demand.
 
         Args:
@@ -242,13 +255,16 @@ class Submit(Mapping):
             first_proc: ProcId of the first proc.
             fast: build per-proc ads from templates where that is proven exact; False
                 re-runs the per-proc commands for every proc (same result, slower).
+            check: called with the number of procs as soon as the queue statements' items are
+                counted, before any proc is built: a limit (MAX_JOBS_PER_SUBMISSION) raises
+                there, so ``queue 100000000`` is refused in milliseconds.
         Returns:
             A :class:`SubmittedCluster`.
         Raises:
             SubmitError: the description is invalid; nothing may be queued.
         """
         qdate = int(time.time()) if qdate is None else int(qdate)
-        return SubmittedCluster(Materializer(self, int(clusterid), qdate, owner, first_proc, fast))
+        return SubmittedCluster(Materializer(self, int(clusterid), qdate, owner, first_proc, fast, check))
 
     def jobs(self, clusterid: int = 1, procid: int = 0, qdate: int | None = None,
              owner: str | None = None) -> Iterator:

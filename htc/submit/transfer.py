@@ -9,7 +9,7 @@ job might run without transferring files.
 from __future__ import annotations
 
 from htc.submit.commands import JAVA, strip_quotes
-from htc.submit.context import JobContext, size_kb
+from htc.submit.context import JobContext
 from htc.submit.functions import split_list
 from htc.submit.resources import parse_bytes
 
@@ -30,15 +30,15 @@ def _file_list(v: str | None) -> tuple[list[str], bool]:
 def set_transfer_files(c: JobContext) -> None:
     """``should_transfer_files``, ``when_to_transfer_output``, the file lists and sizes."""
     inputs, in_given = _file_list(c.param("transfer_input_files", "TransferInput"))
-    input_kb = sum(size_kb(c.full_path(f)) for f in inputs)
+    input_kb = sum(c.measure(f) for f in inputs)
     if c.universe.topping == "container":
         if _container_inputs(c, inputs):
             in_given = True
-            input_kb += size_kb(c.full_path(inputs[-1]))
+            input_kb += c.measure(inputs[-1])
     if c.get_value("TransferIn", bool, True):
         stdin = c.get_value("In", str, "")
         if stdin:
-            input_kb += size_kb(c.full_path(stdin))
+            input_kb += c.measure(stdin)
     outputs, out_given = _file_list(c.param("transfer_output_files", "TransferOutput"))
     should = c.param("ShouldTransferFiles", "should_transfer_files")
     key = "should_transfer_files"
@@ -89,10 +89,10 @@ def set_transfer_files(c: JobContext) -> None:
         # explicit transfer_input_files makes the list appear in the ad
         if cmd and cmd != "java" and cmd not in inputs:
             inputs.append(cmd)
-            input_kb += size_kb(c.full_path(cmd))
+            input_kb += c.measure(cmd)
         for jar in split_list(c.get_value("JarFiles", str, ""), ","):
             inputs.append(jar)
-            input_kb += size_kb(c.full_path(jar))
+            input_kb += c.measure(jar)
         c.assign_str("Cmd", "java")
         c.assign_bool("TransferExecutable", False)
     du = c.param("disk_usage", "DiskUsage")
