@@ -181,7 +181,9 @@ def _per_submission_limit(num_procs: int) -> None:
     """
     from htc.config import load_config
 
-    limit = load_config("SCHEDD").param("MAX_JOBS_PER_SUBMISSION")
+    # Read as a tool (SUBMIT), not as the schedd: a client is not held to a daemon's config
+    # safety rules (it may use a pool another user runs); the schedd's own check decides anyway.
+    limit = load_config("SUBMIT").param("MAX_JOBS_PER_SUBMISSION")
     if limit is not None and num_procs > limit:
         raise UsageError(f"Number of submitted jobs would exceed MAX_JOBS_PER_SUBMISSION: this submission "
                          f"makes {num_procs} jobs and the limit is {limit}; submit fewer jobs at a time. "
