@@ -56,6 +56,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from htc.daemons import owner_files as ofs
 from htc.daemons import sandbox as sb
 from htc.daemons.execute_dir import unreachable_parent
 from htc.daemons.limits import JobCgroup, child_rlimits
@@ -151,6 +152,7 @@ class Starter:
         self._vacated = False
         self._baseline: dict[str, tuple[float, int]] = {}
         self._exe_name: str | None = None
+        self._owner: ofs.Identity | None = None  # whose rights move the job's files (htc.daemons.owner_files)
         iwd = self.job_ad.get("Iwd")
         self.iwd = Path(iwd) if isinstance(iwd, str) and iwd else None
 
@@ -203,7 +205,7 @@ class Starter:
             plan = {**plan, "uid": uid, "gid": gid}
         else:
             return False
-        streams = _open_streams(plan)
+        streams = _open_streams(plan, self._stdio_owner(), self._job_label())
         try:
             started = await self.zygotes.run(key, plan, [s.fileno() for s in streams], self.cgroup)
         except JobStartError as exc:
@@ -266,15 +268,16 @@ class Starter:
         if not isinstance(cmd, str) or not cmd:
             raise UsageError("the job ad has no Cmd; it needs the executable's path")
         exe = Path(cmd) if Path(cmd).is_absolute() else base / cmd
+        owner, label = self._job_owner(), self._job_label()
         if not shared_fs and job.get("TransferExecutable", True) is not False:
-            exe = box.bring_in(str(exe), base, executable=True)
+            exe = box.bring_in(str(exe), base, executable=True, owner=owner, job=label)
             self._exe_name = exe.name
         if not shared_fs and not self.lane:
             for item in sb.split_list(job.get("TransferInput")):
-                box.bring_in(item, base)
+                box.bring_in(item, base, owner=owner, job=label)
         stdin = _path_attr(job, "In") if not self.lane else None
         if stdin and not shared_fs and job.get("TransferIn", True) is not False:
-            stdin = str(box.bring_in(stdin, base))
+            stdin = str(box.bring_in(stdin, base, owner=owner, job=label))
         elif stdin:
             stdin = str(Path(stdin) if Path(stdin).is_absolute() else base / stdin)
         job_ad_file, machine_ad_file = box.path / sb.JOB_AD_NAME, box.path / sb.MACHINE_AD_NAME
@@ -295,15 +298,33 @@ class Starter:
         out = self._capture("Out", sb.STDOUT_NAME, shared_fs, base)
         err = out if job.get("Err") == job.get("Out") and _path_attr(job, "Out") else \
             self._capture("Err", sb.STDERR_NAME, shared_fs, base)
-        for path in {p for p in (out, err) if p != os.devnull}:
+        for path in {p for p in (out, err) if Path(p).parent == box.path}:
             Path(path).write_bytes(b"")  # a fresh, truncated file the job's user owns
             if uid is not None:
                 os.chown(path, uid, gid)
+        # (a file outside the sandbox -- shared file system, transfer_output = false -- is
+        # opened, and emptied, with its owner's rights by _open_streams)
         return {"argv": [str(exe), *job_arguments(job)], "env": env, "cwd": cwd, "stdin": stdin or os.devnull,
                 "stdin_fd": self._lane_child.fileno() if self._lane_child is not None else None,
                 "stdout": out, "stderr": err,
                 "rlimit_memory": None if self.cgroup and self.cgroup.memory_limited else memory,
                 "core": int(job.get("CoreSize", 0) or 0)}
+
+    def _job_owner(self) -> ofs.Identity:
+        """Whose rights the job's files outside the sandbox are opened with: its ``Owner``'s.
+
+        Raises:
+            TransferError: we are root and the owner has no account here.
+        """
+        if self._owner is None:
+            try:
+                self._owner = ofs.Identity.owner(self.job_ad.get("Owner"))
+            except ofs.OwnerFileError as exc:
+                raise sb.TransferError(f"job {self._job_label()}: {exc}") from None
+        return self._owner
+
+    def _job_label(self) -> str:
+        return f"{self.job_ad.get('ClusterId', 0)}.{self.job_ad.get('ProcId', 0)}"
 
     def _capture(self, attr: str, name: str, shared_fs: bool, base: Path) -> str:
         assert self.sandbox is not None
@@ -333,7 +354,7 @@ class Starter:
 
         streams = []
         try:
-            streams = _open_streams(plan)
+            streams = _open_streams(plan, self._stdio_owner(), self._job_label())
             popen = subprocess.Popen(plan["argv"], stdin=streams[0], stdout=streams[1], stderr=streams[2],
                                      cwd=plan["cwd"], env=plan["env"], preexec_fn=child, start_new_session=True,
                                      close_fds=True)
@@ -352,6 +373,10 @@ class Starter:
         self.pid = popen.pid
         assert self.procs is not None
         self.procs.started(popen.pid)
+
+    def _stdio_owner(self) -> tuple[Path | None, ofs.Identity | None]:
+        """The sandbox (files there: opened as the starter) and the owner (files elsewhere)."""
+        return (self.sandbox.path if self.sandbox else None), self._owner
 
     def _main_gone(self, _future: asyncio.Future) -> None:
         if self.procs is not None:
@@ -464,15 +489,17 @@ class Starter:
         written: list[Path] = []
         streamed = set(streamed_files(job).values())  # sent while it ran (htc.daemons.starter_stream)
         try:
+            owner, label = self._job_owner(), self._job_label()
             for attr, name in (("Out", sb.STDOUT_NAME), ("Err", sb.STDERR_NAME)):
                 target = _path_attr(job, attr)
                 if name in streamed:
                     continue
                 if target and job.get("Transfer" + attr, True) is not False and (box.path / name).exists():
-                    written += box.send_out([name], dest, {name: target})
+                    written += box.send_out([name], dest, {name: target}, owner=owner, job=label)
             skip = {self._exe_name} if self._exe_name else set()
             names = box.output_names(job, self._baseline, skip)
-            written += box.send_out(names, dest, sb.parse_remaps(job.get("TransferOutputRemaps")))
+            written += box.send_out(names, dest, sb.parse_remaps(job.get("TransferOutputRemaps")), owner=owner,
+                                    job=label)
         except sb.TransferError as exc:
             return written, str(exc)
         return written, None
@@ -489,19 +516,40 @@ class Starter:
             await self._off_loop(self.sandbox.remove)
 
 
-def _open_streams(plan: Mapping[str, Any]) -> list[Any]:
+def _open_streams(plan: Mapping[str, Any], where: tuple[Path | None, ofs.Identity | None] = (None, None),
+                  job: str | None = None) -> list[Any]:
     """The job's stdin, stdout and stderr, opened by the starter (root: before dropping privilege).
+
+    ``where`` is (the sandbox, the job's owner): a file in the sandbox is the starter's to open
+    (it made it, without following a link); any other -- ``output``/``error``/``input`` on a
+    shared file system -- is opened with the owner's rights (:mod:`htc.daemons.owner_files`),
+    never writing through a link, and an output one is emptied first as HTCondor does.
 
     Raises:
         StarterError: one cannot be opened.
     """
+    sandbox, owner = where
     streams: list[Any] = []
     try:
         for key, mode in (("stdin", "rb"), ("stdout", "ab"), ("stderr", "ab")):
             if key == "stdin" and plan.get("stdin_fd") is not None:  # a lane's channel (a copy to pass on)
                 streams.append(open(os.dup(plan["stdin_fd"]), "rb", buffering=0))
                 continue
-            streams.append(open(plan[key], mode))
+            path = plan[key]
+            inside = sandbox is not None and Path(path).parent == sandbox
+            if path == os.devnull:
+                streams.append(open(path, mode))
+            elif key == "stdin":
+                fd, _ = ofs.open_read(path, None if inside else owner, what="input", job=job, follow=not inside)
+                streams.append(open(fd, mode))
+            else:
+                fd = ofs.open_write(path, None if inside else owner, what=f"{key} file", job=job, append=True,
+                                    truncate=not inside)
+                streams.append(open(fd, mode))
+    except ofs.OwnerFileError as exc:
+        for stream in streams:
+            stream.close()
+        raise StarterError(str(exc)) from None
     except OSError as exc:
         for stream in streams:
             stream.close()
