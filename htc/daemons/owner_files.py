@@ -106,42 +106,48 @@ class Identity:
         return cls(name, uid, os.getegid(), (), switch=False, kernel_checks=True)
 
     @classmethod
-    def owner(cls, name: object) -> Identity:
+    def owner(cls, name: object, fallback: Identity | None = None) -> Identity:
         """The identity acting for a job whose ``Owner`` is ``name``.
 
         Root acts as that user (a missing Owner: as root, with the path rules). A daemon that
         is not root acts as itself; it judges destinations outside the Iwd itself unless it is
-        the owner.
+        the owner. An owner without an account here is acted for as ``fallback`` (the starter
+        gives the account the job runs as, as HTCondor's starter does for a user it cannot
+        map) or refused.
 
         Raises:
-            OwnerFileError: root serves an owner the password database does not know.
+            OwnerFileError: root serves an owner the password database does not know, and
+                there is no fallback.
         """
         owner = name if isinstance(name, str) and name else None
         key = (owner, os.geteuid())
         now = time.monotonic()
         hit = _cache.get(key)
         if hit is not None and hit[0] > now:
-            return hit[1]
-        identity = cls._look_up(owner)
-        if len(_cache) > 1024:
-            _cache.clear()
-        _cache[key] = (now + _CACHE_SECONDS, identity)
+            identity = hit[1]
+        else:
+            identity = cls._look_up(owner)
+            if len(_cache) > 1024:
+                _cache.clear()
+            _cache[key] = (now + _CACHE_SECONDS, identity)
+        if identity is None:
+            if fallback is not None:
+                return fallback
+            raise OwnerFileError(f"the job's owner {owner!r} has no account on this machine; htc acts for a "
+                                 "job only with its owner's rights")
         return identity
 
     @classmethod
-    def _look_up(cls, owner: str | None) -> Identity:
+    def _look_up(cls, owner: str | None) -> Identity | None:
         if os.geteuid() != 0:
             me = cls.daemon()
             return me if owner is None or owner == me.name else Identity(me.name, me.uid, me.gid, (), False, False)
         if owner is None:
             return cls.daemon()
-        if "\0" in owner:
-            raise OwnerFileError(f"the job's owner {owner!r} is not a user name")
         try:
             entry = pwd.getpwnam(owner)
-        except KeyError:
-            raise OwnerFileError(f"the job's owner {owner!r} has no account on this machine; htc acts for a "
-                                 "job only with its owner's rights") from None
+        except (KeyError, ValueError):  # (ValueError: a NUL byte in the name)
+            return None
         if entry.pw_uid == 0:
             return cls.daemon()
         try:
@@ -162,7 +168,7 @@ class Identity:
         return cls(name, uid, gid if gid is not None else uid, (), switch=_NR is not None)
 
 
-_cache: dict[tuple[str | None, int], tuple[float, Identity]] = {}
+_cache: dict[tuple[str | None, int], tuple[float, Identity | None]] = {}
 _switched = threading.local()
 
 

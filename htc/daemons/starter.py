@@ -311,14 +311,17 @@ class Starter:
                 "core": int(job.get("CoreSize", 0) or 0)}
 
     def _job_owner(self) -> ofs.Identity:
-        """Whose rights the job's files outside the sandbox are opened with: its ``Owner``'s.
+        """Whose rights the job's files outside the sandbox are opened with: its ``Owner``'s
+        (one without an account here: the account the job runs as).
 
         Raises:
             TransferError: we are root and the owner has no account here.
         """
         if self._owner is None:
+            box = self.sandbox
+            fallback = ofs.Identity.account(box.uid, box.gid) if box is not None and box.uid is not None else None
             try:
-                self._owner = ofs.Identity.owner(self.job_ad.get("Owner"))
+                self._owner = ofs.Identity.owner(self.job_ad.get("Owner"), fallback)
             except ofs.OwnerFileError as exc:
                 raise sb.TransferError(f"job {self._job_label()}: {exc}") from None
         return self._owner
