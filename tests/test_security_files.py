@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import site
 import stat
 import sys
 import tempfile
@@ -25,6 +23,7 @@ import pytest
 from executor_pool import execute_python
 from local_users import ALICE, local_user, needs_users, private_dir, run_as
 from poolutil import Pool, wait_for
+from user_python import python_argv
 
 pytestmark = [pytest.mark.slow, needs_users]
 
@@ -75,23 +74,9 @@ def alice_dir(pool):
     return private_dir(ALICE, pool.root)
 
 
-def alice_python(script: str) -> list[str]:
-    """A command running ``script`` as a Python program alice can start: the tests' interpreter
-    (or the system's of the same version, when that one lives under /root) with the tests'
-    packages added the way ``site`` adds them."""
-    packages = [p for p in site.getsitepackages() if Path(p).is_dir()]
-    python = sys.executable
-    if any(not os.access(parent, os.X_OK, effective_ids=False) or stat.S_IMODE(parent.stat().st_mode) & 0o001 == 0
-           for parent in Path(os.path.realpath(python)).parents):
-        python = shutil.which(f"python{sys.version_info.major}.{sys.version_info.minor}", path="/usr/bin:/usr/local/bin")
-        assert python, "alice needs a Python of the tests' version she can run"
-    prefix = f"import site\nfor p in {packages!r}: site.addsitedir(p)\n"
-    return [python, "-c", prefix + script]
-
-
 def submit_as_alice(pool: Pool, cwd: Path, text: str) -> int:
     """Submit ``text`` as alice (her own process, her own uid on the socket); the cluster id."""
-    done = run_as(ALICE, [*alice_python(_SUBMIT), str(pool.home), str(cwd)], input=text, env=pool.env, cwd=str(cwd))
+    done = run_as(ALICE, [*python_argv(_SUBMIT), str(pool.home), str(cwd)], input=text, env=pool.env, cwd=str(cwd))
     assert done.returncode == 0, f"alice could not submit: {done.stderr}"
     return int(done.stdout.strip())
 
@@ -179,7 +164,8 @@ def test_transfer_input_files_of_etc_shadow_is_refused(pool, alice_dir):
 
 
 def test_remaps_out_of_the_iwd_go_only_where_alice_may_write(pool, root_only, alice_dir):
-    up = submit_as_alice(pool, alice_dir, sh_job(alice_dir, "echo a > a", "transfer_output_remaps = \"a = ../escaped\""))
+    up = submit_as_alice(pool, alice_dir, sh_job(alice_dir, "echo a > a",
+                                                 "transfer_output_remaps = \"a = ../escaped\""))
     absolute = submit_as_alice(pool, alice_dir, sh_job(alice_dir, "echo b > b",
                                                        f"transfer_output_remaps = \"b = {root_only}/b\""))
     elsewhere = private_dir(ALICE, pool.root)
@@ -222,7 +208,7 @@ def test_a_link_planted_in_an_executor_calls_dir_is_not_followed_by_the_schedd(p
     sessions = pool.home / "executor"  # (where executor sessions live: $HTC_HOME/executor)
     sessions.mkdir(exist_ok=True)
     os.chown(sessions, local_user(ALICE).pw_uid, local_user(ALICE).pw_gid)
-    done = run_as(ALICE, alice_python(script), env=pool.env, cwd=str(home), home=str(home), timeout=300)
+    done = run_as(ALICE, python_argv(script), env=pool.env, cwd=str(home), home=str(home), timeout=300)
     assert victim.read_text() == "ROOT SECRET\n", done.stdout + done.stderr
     assert done.returncode == 0, done.stderr
     log = schedd_log(pool)

@@ -88,9 +88,9 @@ def write_call_files(action: WriteCallFiles) -> None:
     except ofs.OwnerFileError:
         raise
     except OSError as exc:
-        name = exc.filename if isinstance(exc.filename, str) else "call output"
-        raise ofs.OwnerFileError(ofs.describe(exc, "write", "call output", os.path.join(base, name), who),
-                                 exc.errno) from None
+        name = exc.filename if isinstance(exc.filename, str) else ""
+        what, where = ("call directory", base) if name in ("", base) else ("call output", os.path.join(base, name))
+        raise ofs.OwnerFileError(ofs.describe(exc, "write", what, where, who), exc.errno) from None
 
 
 _WRITE = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
