@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from htc.errors import HTCError
 
 __all__ = ["Identity", "OwnerFileError", "acting_as", "check_path", "describe", "leaves", "open_beneath",
-           "open_read", "open_write", "makedirs", "copy_fd"]
+           "open_read", "open_write", "own_directory", "makedirs", "copy_fd"]
 
 # System call numbers (asm/unistd_64.h); the fs-credential calls are per thread in the kernel.
 _SYSCALLS = {
@@ -381,6 +381,44 @@ def open_beneath(dir_fd: int, relative: str, who: Identity | None, *, what: str 
         os.close(fd)
         raise OwnerFileError(f"cannot read {what} {text}{_for(job)}: {_NOT_REGULAR}", errno.EINVAL)
     return fd, st
+
+
+_own_dirs: dict[tuple[str, int], tuple[float, int, int]] = {}
+
+
+def own_directory(path: str, who: Identity | None) -> int | None:
+    """A descriptor of ``path`` when it is ``who``'s own directory -- owned by ``who``, not
+    writable by group or others, and reachable by ``who`` (checked with the owner's rights
+    once every few seconds) -- else None.
+
+    In such a directory only ``who`` (and root) can make or replace an entry, so a regular file
+    opened there with ``O_NOFOLLOW`` and owned by ``who`` is one ``who`` may write: the daemon
+    may then write it without switching credentials (the lane's hot path,
+    :mod:`htc.daemons.schedd_callfiles`), making new files ``who``'s with ``fchown``.
+    """
+    if who is None or not who.switch:
+        return None
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    if st.st_uid != who.uid or st.st_mode & 0o022:
+        os.close(fd)
+        return None
+    key, now = (path, who.uid), time.monotonic()
+    seen = _own_dirs.get(key)
+    if seen is None or seen[0] <= now or seen[1:] != (st.st_dev, st.st_ino):
+        try:
+            with acting_as(who):
+                reached = os.stat(path)
+        except OSError:
+            os.close(fd)
+            return None
+        if (reached.st_dev, reached.st_ino) != (st.st_dev, st.st_ino):
+            os.close(fd)
+            return None
+        if len(_own_dirs) > 4096:
+            _own_dirs.clear()
+        _own_dirs[key] = (now + _CACHE_SECONDS, st.st_dev, st.st_ino)
+    return fd
 
 
 def makedirs(path: str, who: Identity | None, *, what: str = "directory", job: str | None = None) -> None:
