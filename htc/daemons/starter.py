@@ -5,7 +5,10 @@ Theory of operation
 ``Starter(job_ad, execute_dir, settings)`` then, inside an event loop:
 
 1. ``await start()`` -- resolve who runs the job (the slot user when we are root, else us),
-   make the sandbox, bring the input in (:mod:`htc.daemons.sandbox`), write ``.job.ad`` and
+   make the sandbox, bring the input in (:mod:`htc.daemons.sandbox`; every file outside the
+   sandbox -- inputs, outputs, ``output``/``error``/``input`` on a shared file system -- is
+   opened with the rights of the job's ``Owner``, never through a link:
+   :mod:`htc.daemons.owner_files`), write ``.job.ad`` and
    ``.machine.ad``, make the job's cgroup (:mod:`htc.daemons.limits`), and spawn the executable
    with HTCondor's argument vector and environment (:mod:`htc.daemons.starter_env`). The child
    joins the cgroup, sets rlimits and drops to the slot user before ``exec``; it leads a new
