@@ -283,6 +283,35 @@ class Sandbox:
         if self.uid is not None and os.geteuid() == 0:
             os.fchown(fd, self.uid, self.gid if self.gid is not None else -1)
 
+    def fresh_file(self, name: str, data: bytes = b"", *, own: bool = False) -> Path:
+        """Make the starter's own file ``name`` at the top of the sandbox afresh: whatever the
+        input put under that name (a link to ``/etc/passwd``...) is removed, never written
+        through. ``own``: the job's user owns it (its stdout/stderr), else the starter.
+
+        Raises:
+            TransferError: a directory of that name is in the way, or the write failed.
+        """
+        box = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=box)
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                         dir_fd=box)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                if own:
+                    self._fown(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise TransferError(f"cannot make {name} in the sandbox {self.path}: {exc.strerror or exc}; "
+                                "an input of that name is in the way") from None
+        finally:
+            os.close(box)
+        return self.path / name
+
     def snapshot(self) -> dict[str, tuple[float, int]]:
         """Modification time and size of each top-level entry (to spot new/modified output)."""
         out = {}

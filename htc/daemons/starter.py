@@ -115,10 +115,10 @@ def _path_attr(job_ad: Mapping[str, Any], name: str) -> str | None:
     return value if isinstance(value, str) and value and value != "/dev/null" else None
 
 
-def _write_ad(path: Path, ad: Mapping[str, Any]) -> None:
+def _ad_text(ad: Mapping[str, Any]) -> bytes:
     from htc.classad import ClassAd
 
-    path.write_text(ClassAd(dict(ad)).printOld())
+    return ClassAd(dict(ad)).printOld().encode()
 
 
 class Starter:
@@ -283,9 +283,9 @@ class Starter:
             stdin = str(box.bring_in(stdin, base, owner=owner, job=label))
         elif stdin:
             stdin = str(Path(stdin) if Path(stdin).is_absolute() else base / stdin)
-        job_ad_file, machine_ad_file = box.path / sb.JOB_AD_NAME, box.path / sb.MACHINE_AD_NAME
-        _write_ad(job_ad_file, job)
-        _write_ad(machine_ad_file, self.settings.machine_ad)
+        # (made afresh: an input may have brought a link of the same name)
+        job_ad_file = box.fresh_file(sb.JOB_AD_NAME, _ad_text(job))
+        machine_ad_file = box.fresh_file(sb.MACHINE_AD_NAME, _ad_text(self.settings.machine_ad))
         self._baseline = box.snapshot()
         cpus = self.settings.cpus
         memory_mb = self.settings.memory_mb or job.get("RequestMemory")
@@ -302,9 +302,7 @@ class Starter:
         err = out if job.get("Err") == job.get("Out") and _path_attr(job, "Out") else \
             self._capture("Err", sb.STDERR_NAME, shared_fs, base)
         for path in {p for p in (out, err) if Path(p).parent == box.path}:
-            Path(path).write_bytes(b"")  # a fresh, truncated file the job's user owns
-            if uid is not None:
-                os.chown(path, uid, gid)
+            box.fresh_file(Path(path).name, own=True)  # a fresh, empty file the job's user owns
         # (a file outside the sandbox -- shared file system, transfer_output = false -- is
         # opened, and emptied, with its owner's rights by _open_streams)
         return {"argv": [str(exe), *job_arguments(job)], "env": env, "cwd": cwd, "stdin": stdin or os.devnull,
