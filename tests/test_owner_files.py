@@ -277,3 +277,17 @@ def test_call_files_are_written_as_the_owner_and_never_through_a_link(alice, ali
     assert victim.read_text() == "ROOT SECRET\n"
     with pytest.raises(OSError, match=f"permission denied for user {ALICE}"):
         read_input(str(victim), ALICE)
+
+
+def test_the_starters_own_files_are_made_afresh_over_a_link(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    execute = tmp_path / "execute"
+    box = Sandbox.create(execute)
+    (box.path / "_condor_stdout").symlink_to(victim)
+    made = box.fresh_file("_condor_stdout", b"")
+    assert not made.is_symlink() and made.read_bytes() == b"" and victim.read_text() == "untouched"
+    (box.path / ".job.ad").mkdir()
+    with pytest.raises(TransferError, match="an input of that name is in the way"):
+        box.fresh_file(".job.ad", b"[]")
+    box.remove()

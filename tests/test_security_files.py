@@ -163,21 +163,23 @@ def test_transfer_input_files_of_etc_shadow_is_refused(pool, alice_dir):
     assert "/etc/shadow" in state["HoldReason"] and f"permission denied for user {ALICE}" in state["HoldReason"]
 
 
-def test_links_brought_in_under_the_starters_own_file_names_are_not_written_through(pool, root_only, alice_dir):
-    """An input directory's contents land at the top of the sandbox, links as links: a link
-    named ``_condor_stdout`` or ``.job.ad`` must not make the starter write through it."""
+def test_links_in_an_input_directory_are_neither_read_nor_written_through(pool, root_only, alice_dir):
+    """An input directory's contents land at the top of the sandbox: a link there is copied as a
+    link (the job reads through it only what it may read itself), and a link named like the
+    starter's own files (``_condor_stdout``, ``.job.ad``) does not make the starter write."""
     other = root_only / "other"
     other.write_text("ROOT OTHER\n")
     inputs = alice_dir / "in"
     run_as(ALICE, ["mkdir", str(inputs)], check=True)
-    for name, target in (("_condor_stdout", root_only / "secret"), (".job.ad", other)):
+    for name, target in (("leak", root_only / "secret"), ("_condor_stdout", root_only / "secret"),
+                         (".job.ad", other)):
         run_as(ALICE, ["ln", "-s", str(target), str(inputs / name)], check=True)
-    job = sh_job(alice_dir, "echo hi", f"transfer_input_files = in/\noutput = {alice_dir}/out")
+    job = sh_job(alice_dir, "cat leak; echo done", f"transfer_input_files = in/\noutput = {alice_dir}/out")
     state = wait_for_end(pool, submit_as_alice(pool, alice_dir, job))
     for victim, text in ((root_only / "secret", "ROOT SECRET\n"), (other, "ROOT OTHER\n")):
         assert victim.read_text() == text and victim.stat().st_uid == 0
     assert state["JobStatus"] == 4, state
-    assert (alice_dir / "out").read_text() == "hi\n"
+    assert (alice_dir / "out").read_text() == "done\n"
 
 
 def test_remaps_out_of_the_iwd_go_only_where_alice_may_write(pool, root_only, alice_dir):
