@@ -138,8 +138,9 @@ def test_streamed_output_to_a_root_only_file_is_refused(pool, root_only, alice_d
     cluster = submit_as_alice(pool, alice_dir, job)
     wait_for_end(pool, cluster)
     assert victim.read_text() == "ROOT SECRET\n"
-    wait_for(lambda: f"permission denied for user {ALICE}" in schedd_log(pool), 30,
+    wait_for(lambda: f"the job output file {victim}" in schedd_log(pool), 30,
              "the refused streamed write in the SchedLog")
+    assert f"permission denied for user {ALICE}" in schedd_log(pool).split(f"the job output file {victim}")[1]
 
 
 def test_output_on_a_shared_file_system_is_opened_as_the_owner(pool, root_only, alice_dir):
@@ -221,7 +222,7 @@ def test_a_link_planted_in_an_executor_calls_dir_is_not_followed_by_the_schedd(p
                 outcome = repr(future.result(timeout=120))
             except BaseException as exc:
                 outcome = f"{{type(exc).__name__}}: {{exc}}"
-        print(json.dumps(outcome))
+        print(json.dumps([ex._token, outcome]))
     """)
     home = private_dir(ALICE, pool.root)
     sessions = pool.home / "executor"  # (where executor sessions live: $HTC_HOME/executor)
@@ -230,5 +231,6 @@ def test_a_link_planted_in_an_executor_calls_dir_is_not_followed_by_the_schedd(p
     done = run_as(ALICE, python_argv(script), env=pool.env, cwd=str(home), home=str(home), timeout=300)
     assert victim.read_text() == "ROOT SECRET\n", done.stdout + done.stderr
     assert done.returncode == 0, done.stderr
-    log = schedd_log(pool)
-    assert "symbolic link" in log, json.loads(done.stdout.strip().splitlines()[-1])
+    token, outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    wait_for(lambda: f"{token}-1.out: it is a symbolic link" in schedd_log(pool), 30,
+             f"the refused write through the link in the SchedLog (the call: {outcome})")
