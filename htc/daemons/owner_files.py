@@ -6,7 +6,7 @@ The schedd and the startd (whose in-process starters move a job's files) run as 
 root-started pool. Every file they open *for a job* -- its input files, its output and
 remaps, its ``output``/``error``/``log`` files, a streamed chunk, a lane call's result --
 must be one the job's owner could open, or a job could make root read ``/etc/shadow`` or
-write through a symbolic link it planted into ``/etc``. Two rules do that:
+write through a symbolic link it planted into ``/etc``. These rules do that:
 
 1. **The kernel checks the owner.** :func:`acting_as` switches the *file-system*
    credentials of the calling thread -- Linux's fsuid, fsgid and supplementary groups, which
@@ -32,8 +32,19 @@ write through a symbolic link it planted into ``/etc``. Two rules do that:
    when the kernel can judge it as the owner (:attr:`Identity.kernel_checks`): a non-root
    daemon serving another user's job keeps every destination inside the Iwd.
 
+3. **The owner's own directory** (:func:`own_directory`): a directory owned by the owner,
+   closed to group and others, and reachable by the owner (checked with the owner's
+   credentials, again every few seconds) holds only what the owner (or root) put there, so a
+   regular file of the owner's opened there with ``O_NOFOLLOW`` is one the owner may write.
+   The lane's call files (thousands a second) are written so without a switch; anything
+   else met there sends the write back to rule 1.
+
 :class:`Identity` says for whom: :meth:`Identity.owner` looks the job's ``Owner`` up in the
-password database (a few seconds' cache: the lane path asks thousands of times a second).
+password database (a few seconds' cache: the lane path asks thousands of times a second); an
+owner without an account here is refused, or acted for as the account the job runs as when
+the caller names it (the starter). The switch needs the system call numbers of the machine
+(x86_64 and aarch64 here); elsewhere root acts as itself with the path rules and keeps remaps
+inside the Iwd.
 :class:`OwnerFileError` carries a sentence for the SchedLog or the job's hold reason
 ("cannot write output file out.txt for job 1.0: permission denied for user alice").
 """
