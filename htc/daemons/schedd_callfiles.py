@@ -34,7 +34,7 @@ def read_input(path: str, owner: str | None = None) -> bytes:
             :class:`~htc.daemons.owner_files.OwnerFileError`): the call goes to a starter,
             whose transfer says what is wrong.
     """
-    fd, _ = ofs.open_read(path, ofs.Identity.owner(owner), what="input file")
+    fd, _ = ofs.open_read(path, ofs.Identity.owner(owner), what="input file", regular=False)  # (bounded reads)
     try:
         parts, left = [], m.MAX_LANE_CALL_BYTES + 1
         while left > 0:
@@ -93,12 +93,11 @@ def write_call_files(action: WriteCallFiles) -> None:
                     return
             finally:
                 os.close(dir_fd)
-        with ofs.acting_as(who):
-            dir_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                _write_all(action, base, dir_fd, None)
-            finally:
-                os.close(dir_fd)
+        if who.switch:
+            with ofs.acting_as(who):
+                _write_in(action, base)
+        else:
+            _write_in(action, base)
     except ofs.OwnerFileError:
         raise
     except OSError as exc:
@@ -108,6 +107,14 @@ def write_call_files(action: WriteCallFiles) -> None:
 
 
 _WRITE = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _write_in(action: WriteCallFiles, base: str) -> None:
+    dir_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        _write_all(action, base, dir_fd, None)
+    finally:
+        os.close(dir_fd)
 
 
 def _write_all(action: WriteCallFiles, base: str, dir_fd: int, owner: ofs.Identity | None) -> bool:
@@ -128,14 +135,18 @@ def _write_all(action: WriteCallFiles, base: str, dir_fd: int, owner: ofs.Identi
                 raise
         made = False
         try:
-            if fd is None:
+            if fd is None and owner is None:  # as the owner: the file made is the owner's
+                fd = os.open(name, _WRITE | (os.O_CREAT if data else 0), 0o644, dir_fd=dir_fd)
+            elif fd is None:  # as root: a file made here must be given to the owner
                 try:
                     fd = os.open(name, _WRITE, dir_fd=dir_fd)
                 except FileNotFoundError:
                     if not data:
-                        continue  # nothing printed and no file: the reader takes a missing one as empty
+                        raise
                     fd = os.open(name, _WRITE | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=dir_fd)
                     made = True
+        except FileNotFoundError:
+            continue  # nothing printed and no file: the reader takes a missing one as empty
         except OSError as exc:
             exc.filename = name
             raise
