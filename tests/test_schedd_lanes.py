@@ -36,7 +36,7 @@ def h() -> Harness:
 _FILES = {"/work/htc_call.pkl": b"CALL"}
 
 
-def _read(path: str) -> bytes:
+def _read(path: str, owner: str | None = None) -> bytes:
     if path not in _FILES:
         raise FileNotFoundError(path)
     return _FILES[path]

@@ -137,14 +137,15 @@ def test_the_shadow_writes_streamed_output_of_its_job_only():
     claim_id, activate = run_first_job(h)
     # The run starts by truncating the streamed file (a new run writes from the start); stderr
     # is not streamed and is left alone.
-    assert [a for a in h.actions if isinstance(a, WriteJobOutput)] == [
-        WriteJobOutput("/work/out.txt", 0, b"", truncate=True)]
+    writes = [a for a in h.actions if isinstance(a, WriteJobOutput)]
+    assert [(a.path, a.offset, a.data, a.truncate) for a in writes] == [("/work/out.txt", 0, b"", True)]
+    assert writes[0].job_id == "1.0" and writes[0].owner  # written with the job's owner's rights
     h.ack(activate)
     before = len(h.actions)
     reply = h.request(m.JobOutput(claim_id=claim_id, job_id="1.0", stream="stdout", offset=0, data=b"line 1\n"))
     assert reply == m.Ack()
-    assert [a for a in h.actions[before:] if isinstance(a, WriteJobOutput)] == [
-        WriteJobOutput("/work/out.txt", 0, b"line 1\n")]
+    assert [(a.path, a.offset, a.data, a.truncate) for a in h.actions[before:] if isinstance(a, WriteJobOutput)] \
+        == [("/work/out.txt", 0, b"line 1\n", False)]
     # The write comes before the acknowledgement: an Ack means the bytes are in the file.
     kinds = [type(a) for a in h.actions[before:] if isinstance(a, (WriteJobOutput, c.Reply))]
     assert kinds == [WriteJobOutput, c.Reply]

@@ -128,12 +128,12 @@ class Schedd(ToolRequests, ClaimHandling, LaneHandling, ShadowHandling):
         queue: the job queue it owns (open; the caller closes it).
         user_of_uid: maps a peer's uid to a user name (default: the password database).
         own_uid: the uid the schedd runs as (may submit for others, like root).
-        read_input: reads a call's input file for a call lane (default: from disk).
+        read_input: reads a call's input file for a call lane, as its owner (default: from disk).
     """
 
     def __init__(self, settings: ScheddSettings, queue: JobQueue, *,
                  user_of_uid: Callable[[int], str | None] = _user_of_uid, own_uid: int | None = None,
-                 read_input: Callable[[str], bytes] = read_input):
+                 read_input: Callable[[str, str | None], bytes] = read_input):
         self.settings = settings
         self.queue = queue
         self.queue.system_policy = settings.system_policy

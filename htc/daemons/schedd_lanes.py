@@ -335,10 +335,10 @@ class LaneHandling:
                     calls.append(m.LaneCall(job_id=f"{job.cluster_id}.{job.proc_id}", files=files))
                     path = ul.log_path(job)
                     if path:
-                        events.setdefault(path, []).append(
+                        events.setdefault((path, ul.owner(job)), []).append(
                             ul.execute_event(job, claim.startd, claim.slot_name, claim.slot_values, now))
         if calls:
-            out += [ul.WriteUserLog(path, tuple(evs)) for path, evs in events.items()]
+            out += [ul.WriteUserLog(path, tuple(evs), who) for (path, who), evs in events.items()]
             if into is not None:
                 into += calls
             else:
@@ -367,7 +367,7 @@ class LaneHandling:
             if "://" in source or not name or name in files:
                 return None
             try:
-                data = self.read_input(os.path.join(iwd, source))
+                data = self.read_input(os.path.join(iwd, source), ul.owner(job))
             except OSError:
                 return None  # a directory, or missing: the starter's transfer says what is wrong
             total += len(data)
@@ -431,7 +431,7 @@ class LaneHandling:
                 recorded = self._record_end(shadow, claim, job, "exited", now, "", result.exit_code, None, False, 0, 0)
                 path = ul.log_path(job)
                 if path and recorded:
-                    events.setdefault(path, []).extend(recorded)
+                    events.setdefault((path, ul.owner(job)), []).extend(recorded)
                 again = None if shadow.left_queue else self._job(job_id)
                 if again is not None and again.status == JobStatus.IDLE:
                     self._lane_enqueue(again)  # max_retries: it runs again
@@ -440,12 +440,13 @@ class LaneHandling:
                 if isinstance(iwd, str) and iwd:
                     # Gone from the queue: the call will not run again, its call file may go.
                     writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result),
-                                                 recycle=self._call_file(job) if again is None else None))
+                                                 recycle=self._call_file(job) if again is None else None,
+                                                 owner=ul.owner(job)))
             # No fsync of its own: the next durable commit (the next submit's) covers these ends;
             # a power cut before it runs the calls again -- their results are files not fsynced
             # either -- while a crash of the schedd alone loses nothing (WAL).
             out += writes
-            out += [ul.WriteUserLog(path, tuple(evs)) for path, evs in events.items()]
+            out += [ul.WriteUserLog(path, tuple(evs), who) for (path, who), evs in events.items()]
             claim.last_alive = now
             self._changed()
             # The answer brings the lane its next calls (one message, not a RunCalls and its Ack).

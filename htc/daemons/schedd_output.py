@@ -10,6 +10,8 @@ its offset (``pwrite``), so a chunk sent twice leaves the file as it was. When a
 streaming job starts, the shadow truncates its streamed files first (a ``truncate`` write of
 nothing at offset 0): an evicted job's next run writes its output afresh, as HTCondor's does.
 A file that cannot be written costs that chunk and a line in the SchedLog, never the schedd.
+Every write uses the rights of the job's owner and never follows a link at the file
+(:mod:`htc.daemons.owner_files`): ``output = /etc/passwd`` is refused as the owner would be.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from htc.daemons import core as c
+from htc.daemons import owner_files as ofs
 from htc.daemons.schedd_userlog import literal
 from htc.daemons.starter_stream import streamed_files
 
@@ -31,12 +34,24 @@ _ATTRS = ("Out", "Err", "StreamOut", "StreamErr", "TransferOut", "TransferErr", 
 
 @dataclass(frozen=True)
 class WriteJobOutput(c.Action):
-    """Write ``data`` at byte ``offset`` of ``path`` (created as needed); ``truncate`` empties it first."""
+    """Write ``data`` at byte ``offset`` of ``path`` (created as needed); ``truncate`` empties it
+    first. ``owner`` is the job's ``Owner``, whose rights the write uses; ``job_id`` names the
+    job in a refusal."""
 
     path: str
     offset: int
     data: bytes
     truncate: bool = False
+    owner: str | None = None
+    job_id: str | None = None
+
+
+def job_output(job: Mapping[str, str], path: str, offset: int, data: bytes,
+               truncate: bool = False) -> WriteJobOutput:
+    """The write of one streamed chunk (or truncation) of ``job``'s output file ``path``."""
+    owner = literal(job, "Owner")
+    job_id = f"{literal(job, 'ClusterId', 0)}.{literal(job, 'ProcId', 0)}"
+    return WriteJobOutput(path, offset, data, truncate, owner if isinstance(owner, str) else None, job_id)
 
 
 def streamed_paths(job: Mapping[str, str]) -> dict[str, str]:
@@ -62,19 +77,21 @@ def streamed_paths(job: Mapping[str, str]) -> dict[str, str]:
 
 def truncations(job: Mapping[str, str]) -> list[WriteJobOutput]:
     """The writes that empty a streaming job's files as a run of it starts."""
-    return [WriteJobOutput(path, 0, b"", truncate=True) for path in streamed_paths(job).values()]
+    return [job_output(job, path, 0, b"", truncate=True) for path in streamed_paths(job).values()]
 
 
 def write_job_output(action: WriteJobOutput) -> None:
-    """Carry out one :class:`WriteJobOutput`.
+    """Carry out one :class:`WriteJobOutput` with the rights of the job's owner, never through
+    a link and only into a regular file (:mod:`htc.daemons.owner_files`).
 
     Raises:
-        OSError: the file cannot be created or written.
+        OSError: the file cannot be created or written (an
+            :class:`~htc.daemons.owner_files.OwnerFileError` says why and for whom).
     """
-    path = Path(action.path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_TRUNC if action.truncate else 0)
-    fd = os.open(path, flags, 0o644)
+    who = ofs.Identity.owner(action.owner)
+    path = ofs.check_path(action.path, "output file", action.job_id)
+    ofs.makedirs(os.path.dirname(path) or ".", who, what="output directory", job=action.job_id)
+    fd = ofs.open_write(path, who, what="output file", job=action.job_id, truncate=action.truncate)
     try:
         view = memoryview(action.data)
         offset = action.offset
@@ -85,4 +102,4 @@ def write_job_output(action: WriteJobOutput) -> None:
         os.close(fd)
 
 
-__all__ = ["STREAM_ATTRS", "WriteJobOutput", "streamed_paths", "truncations", "write_job_output"]
+__all__ = ["STREAM_ATTRS", "WriteJobOutput", "job_output", "streamed_paths", "truncations", "write_job_output"]

@@ -252,7 +252,7 @@ class ToolRequests:
             path = ul.log_path(job)
             if path:
                 by_log.setdefault(path, []).append(ul.submit_event(job, host, now))
-        out += [ul.WriteUserLog(path, tuple(events)) for path, events in by_log.items()]
+        out += [ul.WriteUserLog(path, tuple(events), owner) for path, events in by_log.items()]
         out.append(c.Log(f"submitted cluster {cid} ({cluster.num_procs} jobs) for {user}"))
         out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=cluster.num_procs)))
         self._feed_lanes(now, out)

@@ -25,10 +25,9 @@ from htc.daemons.schedd import Schedd, ScheddSettings
 from htc.daemons.schedd_calls import install_calls
 from htc.daemons.schedd_callfiles import WriteCallFiles, write_call_files
 from htc.daemons.schedd_output import WriteJobOutput, write_job_output
-from htc.daemons.schedd_userlog import WriteUserLog
+from htc.daemons.schedd_userlog import WriteUserLog, open_log
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
 from htc.errors import HTCError
-from htc.eventlog.writer import EventLogWriter
 from htc.jobqueue import JobQueue, SystemPolicy
 
 
@@ -106,12 +105,12 @@ class ScheddService(DaemonService):
             except OSError as exc:
                 names = ", ".join(name for name, _ in action.files)
                 self.log.error("cannot write the call's files (%s) to %s: %s", names, action.directory, exc)
-        by_path: dict[str, list] = {}
+        by_path: dict[tuple[str, str | None], list] = {}
         for action in logs:
-            by_path.setdefault(action.path, []).extend(action.events)
-        for path, events in by_path.items():
+            by_path.setdefault((action.path, action.owner), []).extend(action.events)
+        for (path, owner), events in by_path.items():
             try:
-                with EventLogWriter(path) as writer:
+                with open_log(path, owner) as writer:
                     writer.write(*events)
             except (HTCError, OSError) as exc:
                 names = ", ".join(f"{e.type.name} {e.job_id}" for e in events)

@@ -3,7 +3,8 @@
 The core decides; it never opens the log. It returns :class:`WriteUserLog` actions (the
 service appends them with :class:`htc.eventlog.writer.EventLogWriter`, one locked, fsynced
 write per action) after the queue change they record is committed, so that a reader never
-sees an event the queue could take back.
+sees an event the queue could take back. The log is opened with the rights of the job's
+owner, never through a link (:func:`open_log`, :mod:`htc.daemons.owner_files`).
 
 A job's log is its ``UserLog`` attribute (the ``log`` submit command, made absolute by
 submit); a job without one gets no events. The helpers here read job ads as the queue stores
@@ -16,16 +17,40 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from htc.daemons import core as c
+from htc.daemons import owner_files as ofs
 from htc.eventlog import events as ev
+from htc.eventlog.writer import EventLogWriter
 from htc.jobqueue.ads import parse_literal
 
 
 @dataclass(frozen=True)
 class WriteUserLog(c.Action):
-    """Append ``events`` to the job event log at ``path``."""
+    """Append ``events`` to the job event log at ``path``, with the rights of ``owner`` (the
+    jobs' ``Owner``; see :func:`open_log`)."""
 
     path: str
     events: tuple[ev.Event, ...]
+    owner: str | None = None
+
+
+def owner(job: Mapping[str, str]) -> str | None:
+    """The job's ``Owner`` (None when it has none), whose rights its files are written with."""
+    name = literal(job, "Owner")
+    return name if isinstance(name, str) and name else None
+
+
+def open_log(path: str, owner_name: str | None, **options) -> EventLogWriter:
+    """The user log at ``path`` opened for appending as the schedd writes it: with the rights
+    of the job's owner, never through a link, only a regular file
+    (:mod:`htc.daemons.owner_files`) -- ``log = /etc/passwd`` is refused as the owner would be.
+
+    Raises:
+        OSError: refused or cannot be opened (an
+            :class:`~htc.daemons.owner_files.OwnerFileError` says why and for whom).
+    """
+    who = ofs.Identity.owner(owner_name)
+    fd = ofs.open_write(path, who, what="user log", append=True)
+    return EventLogWriter(path, fd=fd, **options)
 
 
 def literal(job: Mapping[str, str], name: str, default=None):
@@ -55,7 +80,7 @@ def log_path(job: Mapping[str, str]) -> str | None:
 def write(job: Mapping[str, str], *events: ev.Event) -> list[WriteUserLog]:
     """The action writing ``events`` to ``job``'s log (nothing when the job has no log)."""
     path = log_path(job)
-    return [WriteUserLog(path, tuple(events))] if path and events else []
+    return [WriteUserLog(path, tuple(events), owner(job))] if path and events else []
 
 
 def ids(job: Mapping[str, str]) -> dict[str, int]:
@@ -194,4 +219,4 @@ def attribute_update_event(job: Mapping[str, str], attr: str, value: str, old: s
 
 
 __all__ = [name for name in dir() if name.endswith("_event")] + [
-    "WriteUserLog", "literal", "number", "log_path", "write", "ids", "usage_rusage", "resources"]
+    "WriteUserLog", "open_log", "owner", "literal", "number", "log_path", "write", "ids", "usage_rusage", "resources"]

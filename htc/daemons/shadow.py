@@ -73,7 +73,7 @@ from typing import Any
 from htc.classad import ClassAd
 from htc.daemons import core as c
 from htc.daemons import schedd_userlog as ul
-from htc.daemons.schedd_output import WriteJobOutput, streamed_paths, truncations
+from htc.daemons.schedd_output import job_output, streamed_paths, truncations
 from htc.daemons.schedd_calls import Call
 from htc.daemons.startd_events import format_time_short
 from htc.jobqueue import Action as PolicyAction
@@ -379,7 +379,7 @@ class ShadowHandling:
                                             f"(stream_{'output' if msg.stream == 'stdout' else 'error'} is not true)"))
             return
         claim.last_alive = now
-        out.append(WriteJobOutput(path, msg.offset, msg.data))
+        out.append(job_output(job, path, msg.offset, msg.data))
         out.append(c.Reply(event.conn_id, m.Ack()))
 
     def _follow_job_state(self, shadow: Shadow, job, values: dict, now: float, out: list) -> None:

@@ -6,7 +6,10 @@ Theory of operation
 
 1. ``await start()`` -- resolve who runs the job (when we are root: its owner when the startd
    trusts it, else the slot's account -- :mod:`htc.daemons.run_as`; else us),
-   make the sandbox, bring the input in (:mod:`htc.daemons.sandbox`), write ``.job.ad`` and
+   make the sandbox, bring the input in (:mod:`htc.daemons.sandbox`; every file outside the
+   sandbox -- inputs, outputs, ``output``/``error``/``input`` on a shared file system -- is
+   opened with the rights of the job's ``Owner``, never through a link:
+   :mod:`htc.daemons.owner_files`), write ``.job.ad`` and
    ``.machine.ad``, make the job's cgroup (:mod:`htc.daemons.limits`), and spawn the executable
    with HTCondor's argument vector and environment (:mod:`htc.daemons.starter_env`). The child
    joins the cgroup, sets rlimits and drops to that user -- its uid, its primary group and its
@@ -57,6 +60,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from htc.daemons import owner_files as ofs
 from htc.daemons import sandbox as sb
 from htc.daemons.execute_dir import unreachable_parent
 from htc.daemons.limits import JobCgroup, child_rlimits
@@ -113,10 +117,10 @@ def _path_attr(job_ad: Mapping[str, Any], name: str) -> str | None:
     return value if isinstance(value, str) and value and value != "/dev/null" else None
 
 
-def _write_ad(path: Path, ad: Mapping[str, Any]) -> None:
+def _ad_text(ad: Mapping[str, Any]) -> bytes:
     from htc.classad import ClassAd
 
-    path.write_text(ClassAd(dict(ad)).printOld())
+    return ClassAd(dict(ad)).printOld().encode()
 
 
 class Starter:
@@ -153,6 +157,7 @@ class Starter:
         self._vacated = False
         self._baseline: dict[str, tuple[float, int]] = {}
         self._exe_name: str | None = None
+        self._owner: ofs.Identity | None = None  # whose rights move the job's files (htc.daemons.owner_files)
         iwd = self.job_ad.get("Iwd")
         self.iwd = Path(iwd) if isinstance(iwd, str) and iwd else None
         self.user: JobUser | None = None  # who runs the job (None: this process's user)
@@ -221,7 +226,7 @@ class Starter:
             plan = {**plan, "uid": uid, "gid": gid, "groups": list(self._groups())}
         else:
             return False
-        streams = _open_streams(plan)
+        streams = _open_streams(plan, self._stdio_owner(), self._job_label())
         try:
             started = await self.zygotes.run(key, plan, [s.fileno() for s in streams], self.cgroup)
         except JobStartError as exc:
@@ -288,20 +293,21 @@ class Starter:
         if not isinstance(cmd, str) or not cmd:
             raise UsageError("the job ad has no Cmd; it needs the executable's path")
         exe = Path(cmd) if Path(cmd).is_absolute() else base / cmd
+        owner, label = self._job_owner(), self._job_label()
         if not shared_fs and job.get("TransferExecutable", True) is not False:
-            exe = box.bring_in(str(exe), base, executable=True)
+            exe = box.bring_in(str(exe), base, executable=True, owner=owner, job=label)
             self._exe_name = exe.name
         if not shared_fs and not self.lane:
             for item in sb.split_list(job.get("TransferInput")):
-                box.bring_in(item, base)
+                box.bring_in(item, base, owner=owner, job=label)
         stdin = _path_attr(job, "In") if not self.lane else None
         if stdin and not shared_fs and job.get("TransferIn", True) is not False:
-            stdin = str(box.bring_in(stdin, base))
+            stdin = str(box.bring_in(stdin, base, owner=owner, job=label))
         elif stdin:
             stdin = str(Path(stdin) if Path(stdin).is_absolute() else base / stdin)
-        job_ad_file, machine_ad_file = box.path / sb.JOB_AD_NAME, box.path / sb.MACHINE_AD_NAME
-        _write_ad(job_ad_file, job)
-        _write_ad(machine_ad_file, self.settings.machine_ad)
+        # (made afresh: an input may have brought a link of the same name)
+        job_ad_file = box.fresh_file(sb.JOB_AD_NAME, _ad_text(job))
+        machine_ad_file = box.fresh_file(sb.MACHINE_AD_NAME, _ad_text(self.settings.machine_ad))
         self._baseline = box.snapshot()
         cpus = self.settings.cpus
         memory_mb = self.settings.memory_mb or job.get("RequestMemory")
@@ -317,15 +323,34 @@ class Starter:
         out = self._capture("Out", sb.STDOUT_NAME, shared_fs, base)
         err = out if job.get("Err") == job.get("Out") and _path_attr(job, "Out") else \
             self._capture("Err", sb.STDERR_NAME, shared_fs, base)
-        for path in {p for p in (out, err) if p != os.devnull}:
-            Path(path).write_bytes(b"")  # a fresh, truncated file the job's user owns
-            if uid is not None:
-                os.chown(path, uid, gid)
+        for path in {p for p in (out, err) if Path(p).parent == box.path}:
+            box.fresh_file(Path(path).name, own=True)  # a fresh, empty file the job's user owns
+        # (a file outside the sandbox -- shared file system, transfer_output = false -- is
+        # opened, and emptied, with its owner's rights by _open_streams)
         return {"argv": [str(exe), *job_arguments(job)], "env": env, "cwd": cwd, "stdin": stdin or os.devnull,
                 "stdin_fd": self._lane_child.fileno() if self._lane_child is not None else None,
                 "stdout": out, "stderr": err,
                 "rlimit_memory": None if self.cgroup and self.cgroup.memory_limited else memory,
                 "core": int(job.get("CoreSize", 0) or 0)}
+
+    def _job_owner(self) -> ofs.Identity:
+        """Whose rights the job's files outside the sandbox are opened with: its ``Owner``'s
+        (one without an account here: the account the job runs as).
+
+        Raises:
+            TransferError: we are root and the owner has no account here.
+        """
+        if self._owner is None:
+            box = self.sandbox
+            fallback = ofs.Identity.account(box.uid, box.gid) if box is not None and box.uid is not None else None
+            try:
+                self._owner = ofs.Identity.owner(self.job_ad.get("Owner"), fallback)
+            except ofs.OwnerFileError as exc:
+                raise sb.TransferError(f"job {self._job_label()}: {exc}") from None
+        return self._owner
+
+    def _job_label(self) -> str:
+        return f"{self.job_ad.get('ClusterId', 0)}.{self.job_ad.get('ProcId', 0)}"
 
     def _capture(self, attr: str, name: str, shared_fs: bool, base: Path) -> str:
         assert self.sandbox is not None
@@ -356,7 +381,7 @@ class Starter:
 
         streams = []
         try:
-            streams = _open_streams(plan)
+            streams = _open_streams(plan, self._stdio_owner(), self._job_label())
             popen = subprocess.Popen(plan["argv"], stdin=streams[0], stdout=streams[1], stderr=streams[2],
                                      cwd=plan["cwd"], env=plan["env"], preexec_fn=child, start_new_session=True,
                                      close_fds=True)
@@ -375,6 +400,10 @@ class Starter:
         self.pid = popen.pid
         assert self.procs is not None
         self.procs.started(popen.pid)
+
+    def _stdio_owner(self) -> tuple[Path | None, ofs.Identity | None]:
+        """The sandbox (files there: opened as the starter) and the owner (files elsewhere)."""
+        return (self.sandbox.path if self.sandbox else None), self._owner
 
     def _main_gone(self, _future: asyncio.Future) -> None:
         if self.procs is not None:
@@ -487,15 +516,17 @@ class Starter:
         written: list[Path] = []
         streamed = set(streamed_files(job).values())  # sent while it ran (htc.daemons.starter_stream)
         try:
+            owner, label = self._job_owner(), self._job_label()
             for attr, name in (("Out", sb.STDOUT_NAME), ("Err", sb.STDERR_NAME)):
                 target = _path_attr(job, attr)
                 if name in streamed:
                     continue
                 if target and job.get("Transfer" + attr, True) is not False and (box.path / name).exists():
-                    written += box.send_out([name], dest, {name: target})
+                    written += box.send_out([name], dest, {name: target}, owner=owner, job=label)
             skip = {self._exe_name} if self._exe_name else set()
             names = box.output_names(job, self._baseline, skip)
-            written += box.send_out(names, dest, sb.parse_remaps(job.get("TransferOutputRemaps")))
+            written += box.send_out(names, dest, sb.parse_remaps(job.get("TransferOutputRemaps")), owner=owner,
+                                    job=label)
         except sb.TransferError as exc:
             return written, str(exc)
         return written, None
@@ -512,19 +543,40 @@ class Starter:
             await self._off_loop(self.sandbox.remove)
 
 
-def _open_streams(plan: Mapping[str, Any]) -> list[Any]:
+def _open_streams(plan: Mapping[str, Any], where: tuple[Path | None, ofs.Identity | None] = (None, None),
+                  job: str | None = None) -> list[Any]:
     """The job's stdin, stdout and stderr, opened by the starter (root: before dropping privilege).
+
+    ``where`` is (the sandbox, the job's owner): a file in the sandbox is the starter's to open
+    (it made it, without following a link); any other -- ``output``/``error``/``input`` on a
+    shared file system -- is opened with the owner's rights (:mod:`htc.daemons.owner_files`),
+    never writing through a link, and an output one is emptied first as HTCondor does.
 
     Raises:
         StarterError: one cannot be opened.
     """
+    sandbox, owner = where
     streams: list[Any] = []
     try:
         for key, mode in (("stdin", "rb"), ("stdout", "ab"), ("stderr", "ab")):
             if key == "stdin" and plan.get("stdin_fd") is not None:  # a lane's channel (a copy to pass on)
                 streams.append(open(os.dup(plan["stdin_fd"]), "rb", buffering=0))
                 continue
-            streams.append(open(plan[key], mode))
+            path = plan[key]
+            inside = sandbox is not None and Path(path).parent == sandbox
+            if path == os.devnull:
+                streams.append(open(path, mode))
+            elif key == "stdin":
+                fd, _ = ofs.open_read(path, None if inside else owner, what="input", job=job, follow=not inside)
+                streams.append(open(fd, mode))
+            else:
+                fd = ofs.open_write(path, None if inside else owner, what=f"{key} file", job=job, append=True,
+                                    truncate=not inside)
+                streams.append(open(fd, mode))
+    except ofs.OwnerFileError as exc:
+        for stream in streams:
+            stream.close()
+        raise StarterError(str(exc)) from None
     except OSError as exc:
         for stream in streams:
             stream.close()

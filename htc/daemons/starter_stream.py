@@ -12,7 +12,8 @@ startd service tails that file and sends what is new to the shadow:
   stream captured in the sandbox qualifies: with a shared file system, or ``transfer_output =
   false``, the job writes its target directly and there is nothing to stream. A job whose
   ``error`` is its ``output`` has one file, streamed as ``stdout`` when either is asked for.
-* :class:`OutputStreamer` opens each streamed file once the job has started and keeps the
+* :class:`OutputStreamer` opens each streamed file once the job has started -- as the
+  sandbox's user, never through a link (:func:`open_sandbox_file`) -- and keeps the
   descriptor: the starter removes the sandbox after the job has ended, and the final read
   after that still finds every byte. :meth:`OutputStreamer.pump` reads what is new past the
   last *acknowledged* offset, in chunks of at most :data:`CHUNK` bytes, and hands each to the
@@ -37,10 +38,12 @@ import asyncio
 import contextlib
 import logging
 import os
+import stat
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from htc.daemons import owner_files as ofs
 from htc.daemons import sandbox as sb
 
 #: the most bytes one JobOutput carries
@@ -80,6 +83,27 @@ def streamed_files(job_ad: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def open_sandbox_file(path: Path) -> int:
+    """Open a file the job writes in its sandbox for reading, as the sandbox's user and without
+    following a link (:func:`htc.daemons.owner_files.open_beneath`): a job that swaps its
+    ``_condor_stdout`` for a link to ``/etc/shadow`` streams nothing it could not read itself.
+
+    Raises:
+        OSError: missing, a link, not a regular file, or not readable by the job's user.
+    """
+    parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        st = os.fstat(parent)
+        fd, info = ofs.open_beneath(parent, path.name, ofs.Identity.account(st.st_uid, st.st_gid),
+                                    what="streamed output")
+    finally:
+        os.close(parent)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise ofs.OwnerFileError(f"cannot stream {path}: it is not a regular file")
+    return fd
+
+
 class OutputStreamer:
     """Tails a running job's streamed files and sends what is new (see the module docstring).
 
@@ -101,7 +125,7 @@ class OutputStreamer:
         self._stop = asyncio.Event()
         for stream, path in files.items():
             try:
-                self.fds[stream] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                self.fds[stream] = open_sandbox_file(Path(path))
             except OSError as exc:
                 self.log.warning("cannot stream the job's %s from %s: %s", stream, path, exc)
                 continue

@@ -351,7 +351,7 @@ class EventLogWriter:
     """
 
     def __init__(self, path: str | os.PathLike, *, utc: bool = False,
-                 sub_second: bool = False, fsync: bool = False):
+                 sub_second: bool = False, fsync: bool = False, fd: int | None = None):
         """Open (creating if needed) the log at ``path`` for appending.
 
         Args:
@@ -359,6 +359,8 @@ class EventLogWriter:
             utc: write times in UTC (``Z`` suffix) instead of local time.
             sub_second: write milliseconds.
             fsync: make every :meth:`write` durable before it returns (``ENABLE_USERLOG_FSYNC``).
+            fd: a descriptor of ``path`` already open for appending (the schedd opens a job's
+                log with the owner's rights); the writer takes it over and closes it.
 
         Raises:
             UsageError: the file cannot be opened for appending (the message says why).
@@ -367,6 +369,9 @@ class EventLogWriter:
         self._utc = utc
         self._sub_second = sub_second
         self._fsync = fsync
+        if fd is not None:
+            self._fd = fd
+            return
         try:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
