@@ -20,7 +20,7 @@ from htc.daemons.schedd_requests import description_message
 from htc.daemons.schedd_userlog import WriteUserLog
 from htc.daemons.shadow import SHADOW, Shadow, ShadowEvent, ShadowState
 from htc.eventlog.events import EventType
-from htc.jobqueue import JobQueue, JobStatus
+from htc.jobqueue import JobNotFound, JobQueue, JobStatus
 from htc.wire import messages as m
 from htc.wire.transport import PeerInfo
 
@@ -82,9 +82,11 @@ class Harness:
         return [e.type for a in (self.actions if out is None else out) if isinstance(a, WriteUserLog) for e in a.events]
 
     def status(self, cluster: int, proc: int = 0) -> JobStatus | None:
+        """The job's status in the queue; None only when it is not there (retired or never
+        submitted): any other failure is the test's to see."""
         try:
             return JobStatus(self.queue.get_job((cluster, proc)).status)
-        except Exception:
+        except JobNotFound:
             return None
 
     # -- playing the negotiator and the startd -----------------------------------------------------
