@@ -15,7 +15,8 @@ from htc.daemons import core as c
 from htc.daemons.schedd_callfiles import WriteCallFiles, read_input, write_call_files
 from htc.daemons.schedd_lanes import LANE_ARGUMENTS, lane_key
 from htc.eventlog.events import EventType
-from htc.jobqueue import JobStatus
+from htc.daemons.schedd_owed import Owed
+from htc.jobqueue import JobQueue, JobStatus
 from htc.wire import messages as m
 
 CALL = 'universe = vanilla\n+HTCLane = true\ntransfer_input_files = htc_call.pkl\noutput = stdout\nerror = stderr\n'
@@ -279,7 +280,7 @@ def test_call_files_land_in_the_iwd_reusing_the_call_file_and_skipping_empty_out
     assert (tmp_path / "htc_result.pkl").read_bytes() == b"AGAIN" and (tmp_path / "stdout").read_bytes() == b"hi"
 
 
-def test_the_result_is_written_first_and_reuses_the_call_file_only_once_the_job_is_gone(h):
+def test_the_result_reuses_the_call_file_only_once_the_job_is_gone(h):
     h.submit(lane_job("max_retries = 1"))
     claim_id, _ = start_lane(h)
     [retry] = [a for a in done(h, claim_id, "1.0", exit_code=1) if isinstance(a, WriteCallFiles)]
@@ -289,6 +290,35 @@ def test_the_result_is_written_first_and_reuses_the_call_file_only_once_the_job_
     # The second run empties what the first one printed to stderr (an empty stream on a first
     # run writes nothing: no earlier file can be there).
     assert dict(retry.files).get("stderr") is None and dict(last.files)["stderr"] == b""
+
+
+def test_a_result_is_committed_with_the_end_of_its_call_and_written_by_the_next_schedd(tmp_path):
+    # The files are written after the commit that ends the call (at the end of the service's
+    # turn): the commit itself must hold the result, for a schedd killed in between.
+    # (tests/test_durable_promises.py does it with kill -9 of a real schedd.)
+    path = str(tmp_path / "q.db")
+    h = Harness(JobQueue.open(path))
+    h.core.read_input = _read
+    h.start()
+    h.submit(lane_job(queue="queue 2"))
+    claim_id, _ = start_lane(h)
+    out = done(h, claim_id, "1.0")
+    [write] = [a for a in out if isinstance(a, WriteCallFiles)]
+    [owed] = [a for a in out if isinstance(a, Owed)]
+    assert out.index(write) < out.index(owed)
+    # What another process sees in the file now, before the service has written anything:
+    with JobQueue.open(path) as other:
+        assert [hist["ProcId"] for hist in other.history()] == ["0"]
+        assert [seq for seq, _ in other.owed()] == [owed.seq]
+    # The schedd dies here. The next one writes the result before anything else, then pays.
+    h.queue.close()
+    again = Harness(JobQueue.open(path))
+    started = again.start()
+    assert [a for a in started if isinstance(a, (WriteCallFiles, Owed))] == [write, owed]
+    again.queue.paid([owed.seq])
+    assert again.queue.owed() == []
+    assert not [a for a in Harness(again.queue).start() if isinstance(a, WriteCallFiles)]
+    again.queue.close()
 
 
 def test_a_call_named_after_itself_gets_its_outputs_renamed_as_its_remaps_say(h):

@@ -30,7 +30,9 @@ more than most calls do, so a claim that is to run a call becomes a *call lane* 
    ends exactly as a shadow's job ends -- usage, the job's own ``on_exit`` policy and
    ``max_retries``, the TERMINATED event, history -- in one transaction per batch, committed
    without an fsync of its own: the next durable commit (a submit's) covers it, and a power
-   cut before then runs those calls again.
+   cut before then runs those calls again. The files are written after that commit, so the
+   same transaction keeps their bytes in the queue's outbox until they are
+   (:mod:`htc.daemons.schedd_owed`): a schedd killed in between writes them when it starts.
 4. A lane that runs dry lingers ``SCHEDD_CLAIM_LINGER`` seconds while nothing else is idle
    (the next submit of the same user runs on it at once); then, or at once when other jobs
    wait, the schedd vacates it, which ends the claim (other jobs get the slot through the
@@ -65,6 +67,7 @@ from htc.daemons import schedd_userlog as ul
 from htc.daemons.sandbox import TransferError, parse_remaps, split_list
 from htc.daemons.schedd_callfiles import WriteCallFiles
 from htc.daemons.schedd_calls import Call
+from htc.daemons.schedd_owed import Owed, encode_writes
 from htc.daemons.shadow import Shadow, ShadowState, parse_job_id
 from htc.executors.callfile import RESULT_FILE, is_call_file
 from htc.executors.lane_frames import plain_name
@@ -441,10 +444,15 @@ class LaneHandling:
                     # Gone from the queue: the call will not run again, its call file may go.
                     writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result),
                                                  recycle=self._call_file(job) if again is None else None))
+            # The results go into the queue with the ends that announce them (the files are
+            # written after the commit, at the end of the turn: htc.daemons.schedd_owed), so
+            # that a schedd killed in between writes them when it starts again.
             # No fsync of its own: the next durable commit (the next submit's) covers these ends;
             # a power cut before it runs the calls again -- their results are files not fsynced
             # either -- while a crash of the schedd alone loses nothing (WAL).
-            out += writes
+            if writes:
+                out += writes
+                out.append(Owed(self.queue.owe(encode_writes(writes))))
             out += [ul.WriteUserLog(path, tuple(evs)) for path, evs in events.items()]
             claim.last_alive = now
             self._changed()

@@ -1,0 +1,126 @@
+"""No acknowledged result is lost and no lost reply duplicates work: real schedds killed with
+SIGKILL at the worst moments (issue 14, section 3).
+
+* between the commit that ends a lane call (its history entry) and the write of its result
+  file: the restarted schedd writes the result from the queue's outbox, and the future gets it;
+* between the commit of a Submit and its reply: the client's retry, with the same submission
+  id, gets the original cluster from the restarted schedd and nothing runs twice.
+
+The crashes are real: the schedd's service kills itself with SIGKILL at that point when a flag
+file named by an environment variable exists (``htc.daemons.schedd_service``), and the pool's
+master restarts it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from durable_jobs import mark_run, runs
+from executor_contract import double, wait_for
+from executor_pool import ExecutorPool
+from htc.daemons.schedd_service import CRASH_BEFORE_CALL_FILES_ENV, CRASH_BEFORE_SUBMIT_REPLY_ENV
+from htc.executors import HTCExecutor
+from htc.wire import messages as m
+from poolutil import open_pool
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def pool():
+    flags = Path(tempfile.mkdtemp(prefix="htc-crash-flags-"))
+    started = ExecutorPool()
+    started.pool.env[CRASH_BEFORE_CALL_FILES_ENV] = str(flags / "before-call-files")
+    started.pool.env[CRASH_BEFORE_SUBMIT_REPLY_ENV] = str(flags / "before-submit-reply")
+    started.flags = flags
+    started.start()
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture
+def scratch(pool):
+    path = Path(tempfile.mkdtemp(dir=pool.pool.work))
+    path.chmod(0o777)
+    return path
+
+
+def arm(pool, which: str) -> tuple[Path, int]:
+    """Make the schedd kill itself at the next ``which``; return the flag and its pid now."""
+    flag = pool.flags / which
+    flag.touch()
+    return flag, pool.pool.status("SCHEDD").pid
+
+
+def test_a_lane_result_committed_just_before_a_kill_9_reaches_its_future(pool):
+    ex = HTCExecutor(**pool.executor_args())
+    try:
+        assert ex.submit(double, 1).result(timeout=120) == 2  # a lane is up
+        flag, old = arm(pool, "before-call-files")
+        future = ex.submit(double, 21)
+        # The schedd commits the call's end (history), then dies before it writes the result.
+        wait_for(lambda: not flag.exists(), 120, "the schedd to die before it writes the result")
+        pool.pool.running_pid("SCHEDD", other_than=old, timeout=60)
+        # The restarted schedd writes it from the queue's outbox; the executor finds the job gone
+        # from the queue with its result there (no TERMINATED event: that went down too).
+        assert future.result(timeout=120) == 42
+        assert pool.pool.jobs(f'HTCCallId == "{future.call_id}"') == []
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+
+
+def test_a_submit_committed_just_before_a_kill_9_is_not_queued_again_by_the_retry(pool, scratch):
+    ex = HTCExecutor(**pool.executor_args())
+    try:
+        assert ex.submit(double, 1).result(timeout=120) == 2
+        flag, old = arm(pool, "before-submit-reply")
+        futures = [ex.submit(mark_run, str(scratch), i) for i in range(20)]  # one batch, one Submit
+        assert [f.result(timeout=180) for f in futures] == list(range(20))
+        assert not flag.exists() and pool.pool.status("SCHEDD").pid != old  # it did die before replying
+        assert runs(str(scratch)) == {i: 1 for i in range(20)}  # each call ran once
+        session = f'HTCSession == "{ex.name}" && HTCFunction == "durable_jobs.mark_run"'
+        assert pool.pool.jobs(session) == [] and len(finished(pool, session)) == 20  # one cluster of 20
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+
+
+def test_htc_submit_retries_a_lost_reply_without_queueing_twice(pool):
+    work = pool.pool.work
+    (work / "one.sub").write_text("executable = /bin/true\nqueue 3\n")
+    before = clusters(pool)
+    flag, old = arm(pool, "before-submit-reply")
+    done = subprocess.run([sys.executable, "-m", "htc.cli.main", "submit", "-terse", "one.sub"], cwd=work, env=pool.pool.env,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert not flag.exists() and pool.pool.status("SCHEDD").pid != old  # it died instead of replying
+    cluster = int(done.stdout.split(".")[0])
+    # One cluster: the retry was answered with the first try's.
+    assert clusters(pool) - before == {cluster}
+
+
+def finished(pool, constraint: str) -> list:
+    from htc.schedd_client import history
+
+    return history(constraint, path=pool.pool.home / "spool" / "job_queue.db")
+
+
+def clusters(pool) -> set[int]:
+    """Every cluster id in the queue or the history."""
+    return {int(ad["ClusterId"]) for ad in [*pool.pool.jobs("true", "ClusterId"), *finished(pool, "true")]}
+
+
+def test_a_submit_sent_twice_with_one_id_queues_once_on_a_real_schedd():
+    with open_pool("COLLECTOR, SCHEDD") as p:
+        msg = m.Submit(cluster_ad='[ Cmd = "/bin/true"; Iwd = "/tmp" ]', proc_ads=("[ ]", "[ ]"),
+                       submission_id="test:twice")
+        first, again = p.send(msg), p.send(msg)
+        assert isinstance(first, m.SubmitReply) and again == first
+        assert len(p.jobs("true")) == 2
