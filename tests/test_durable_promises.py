@@ -14,9 +14,11 @@ master restarts it.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -141,3 +143,29 @@ def test_kill_9_campaign_every_result_reaches_its_future_once():
     print(f"kill -9 campaign: {result.line()}")
     assert len(result.kills) == 3
     assert result.lost == 0 and result.delivered == 2000, result.errors
+
+
+def test_an_executor_waits_for_a_schedd_the_master_is_still_restarting():
+    """The master's restart backoff (13 s here, minutes in a pool that crashed often) may
+    outlast the executor's patience (``lost_after``, 3 s here): the executor asks the master
+    and keeps waiting while it says the schedd is coming back."""
+    from htc.executors.pool import PoolBackend
+
+    slow = ExecutorPool(MASTER_BACKOFF_CONSTANT="12").start()
+    try:
+        args = slow.executor_args()
+        ex = HTCExecutor(backend=PoolBackend(args.pop("pool"), lost_after=3.0), **args)
+        try:
+            assert ex.submit(double, 1).result(timeout=120) == 2
+            old = slow.pool.status("SCHEDD").pid
+            os.kill(old, signal.SIGKILL)
+            wait_for(lambda: slow.pool.status("SCHEDD").state == "Backoff", 20, "the master to back off")
+            began = time.monotonic()
+            future = ex.submit(double, 21)  # its Submit waits for the schedd to come back
+            assert future.result(timeout=180) == 42
+            assert time.monotonic() - began > 3.0  # longer than lost_after: it did wait on the master's word
+            assert slow.pool.status("SCHEDD").pid != old
+        finally:
+            ex.shutdown(wait=True, cancel_futures=True)
+    finally:
+        slow.stop()
