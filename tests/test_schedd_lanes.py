@@ -257,11 +257,39 @@ def test_a_restarted_schedd_runs_the_calls_of_its_lanes_again_and_gives_their_cl
     h2 = restarted(h)
     assert h2.status(1, 0) is JobStatus.IDLE and h2.status(1, 1) is JobStatus.IDLE
     assert EventType.SHADOW_EXCEPTION in h2.events()
+    # The claims go back two seconds later (results the startd sends again meanwhile count).
+    assert not [a for a in h2.actions if isinstance(a, c.Send) and isinstance(a.msg, m.ReleaseClaim)]
+    assert h2.core.next_deadline() <= h2.now + 2.0
+    h2.tick(h2.now + 2.0)
     released = [a.msg for a in h2.actions if isinstance(a, c.Send) and isinstance(a.msg, m.ReleaseClaim)]
     assert [r.claim_id for r in released] == [claim_id]
     # The next start of the call is a clean one (a lane again here), not a reconnect.
     [activate] = h2.calls(m.ActivateClaim, h2.grant(h2.match(claim_id="slot1@exec#5#ee"), new_id="slot1_3@exec#6#ff"))
     assert activate.msg.lane is True
+
+
+def test_a_result_the_startd_sends_again_after_a_restart_ends_the_call_instead_of_running_it_twice(h):
+    h.submit(lane_job(queue="queue 3"))
+    claim_id, _ = start_lane(h)
+    done(h, claim_id, "1.0")  # quick: 1.1 and 1.2 go to the lane together
+    from test_schedd_core import restarted
+
+    h2 = restarted(h)  # the schedd died with 1.1 and 1.2 on the lane; the worker ran them
+    assert h2.status(1, 1) is JobStatus.IDLE and h2.status(1, 2) is JobStatus.IDLE
+    # The startd sends the results the dead schedd did not take to the new one, which ends
+    # 1.1 with its result (files in the outbox, TERMINATED, history) and does not run it again.
+    # 1.2 was taken by another lane meanwhile: its late result is dropped.
+    h2.queue.set_status((1, 2), JobStatus.RUNNING, now=h2.now, attrs={"ClaimId": '"slot9@exec#9#99"'})
+    out = done(h2, claim_id, "1.1", "1.2")
+    [write] = [a for a in out if isinstance(a, WriteCallFiles)]
+    assert dict(write.files)["htc_result.pkl"] == b"R1.1" and [a for a in out if isinstance(a, Owed)]
+    assert h2.events(out) == [EventType.JOB_TERMINATED]
+    assert h2.status(1, 1) is None and h2.queue.history("ProcId == 1")[0]["ExitCode"] == "0"
+    assert h2.status(1, 2) is JobStatus.RUNNING
+    # Nothing more for an idle call a lane of another claim had: its own lane's result counts.
+    h2.queue.set_status((1, 2), JobStatus.IDLE, now=h2.now)
+    assert not [a for a in done(h2, "slot1_7@exec#7#77", "1.2") if isinstance(a, WriteCallFiles)]
+    assert h2.status(1, 2) is JobStatus.IDLE
 
 
 def test_call_files_land_in_the_iwd_reusing_the_call_file_and_skipping_empty_output(tmp_path):

@@ -143,6 +143,8 @@ class Schedd(ToolRequests, ClaimHandling, LaneHandling, ShadowHandling):
         self.lanes: dict[str, Lane] = {}                 # call lanes by claim id (htc.daemons.schedd_lanes)
         self.lane_idle: dict[tuple, list] = {}           # idle calls by lane key, a heap each
         self.lane_broken: dict[tuple, float] = {}        # lane keys sent to starters until then
+        self.lane_orphans: dict[str, str] = {}           # a predecessor's lane claims -> startd, given back...
+        self._orphans_release_at: float | None = None    # ... then (htc.daemons.schedd_lanes)
         self.reserved: set[tuple[int, int]] = set()
         self.offers: dict[str, dict[int, list[tuple[int, int]]]] = {}
         self.reuse_order: dict[str, deque[tuple[int, int]]] = {}  # claim reuse candidates, best first
