@@ -169,3 +169,26 @@ def test_an_executor_waits_for_a_schedd_the_master_is_still_restarting():
             ex.shutdown(wait=True, cancel_futures=True)
     finally:
         slow.stop()
+
+
+def test_attach_finds_finished_calls_the_journal_does_not_name_in_the_history(pool, scratch):
+    """A client killed right after its Submit was answered never wrote down its calls' jobs:
+    attach looks for them in the queue and, once they have finished, in the history -- it
+    does not submit them again."""
+    from htc.executors import attach, forget
+
+    ex = HTCExecutor(name="durable-attach", **pool.executor_args())
+    futures = [ex.submit(mark_run, str(scratch), i) for i in range(5)]
+    assert [f.result(timeout=120) for f in futures] == list(range(5))
+    ex.shutdown(wait=False)  # (a named session: its results stay for attach)
+    journal = ex._spool.path / "journal.jsonl"
+    lines = [line for line in journal.read_text().splitlines() if '"op": "job"' not in line
+             and '"op":"job"' not in line]
+    journal.write_text("".join(line + "\n" for line in lines))
+    again = attach("durable-attach", **pool.executor_args())
+    try:
+        assert [f.result(timeout=120) for f in again.futures] == list(range(5))
+        assert runs(str(scratch)) == {i: 1 for i in range(5)}  # none ran again
+    finally:
+        again.shutdown(wait=True)
+        forget("durable-attach")
