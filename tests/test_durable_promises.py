@@ -171,12 +171,23 @@ def test_an_executor_waits_for_a_schedd_the_master_is_still_restarting():
         slow.stop()
 
 
-def test_attach_finds_finished_calls_the_journal_does_not_name_in_the_history(pool, scratch):
+def test_attach_finds_finished_calls_the_journal_does_not_name_in_the_history():
     """A client killed right after its Submit was answered never wrote down its calls' jobs:
     attach looks for them in the queue and, once they have finished, in the history -- it
-    does not submit them again."""
+    does not submit them again. (A pool of its own: the kill tests above leave the claims of
+    lanes that were idle when the schedd died claimed until their lease runs out.)"""
     from htc.executors import attach, forget
 
+    own = ExecutorPool().start()
+    try:
+        scratch = Path(tempfile.mkdtemp(dir=own.pool.work))
+        scratch.chmod(0o777)
+        _attach_after_a_lost_journal(own, scratch, attach, forget)
+    finally:
+        own.stop()
+
+
+def _attach_after_a_lost_journal(pool, scratch, attach, forget):
     ex = HTCExecutor(name="durable-attach", **pool.executor_args())
     futures = [ex.submit(mark_run, str(scratch), i) for i in range(5)]
     assert [f.result(timeout=120) for f in futures] == list(range(5))

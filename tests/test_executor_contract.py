@@ -254,5 +254,7 @@ def test_map_closed_early_cancels_the_calls_left(executor, tmp_path):
     results.close()
     gate_path.touch()
     executor.shutdown(wait=True)
+    # Two workers run calls 1 and 2 while the gate is shut; a backend may have handed the
+    # next one to a worker already (it is running, then, as far as cancel() goes), never the last.
     ran = sorted(i for i in range(6) if Path(finished[i]).exists())
-    assert ran[:1] == [0] and len(ran) <= 3, f"calls {ran} ran: closing the map cancelled nothing"
+    assert ran[:1] == [0] and len(ran) <= 4 and 5 not in ran, f"calls {ran} ran: closing the map cancelled nothing"
