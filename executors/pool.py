@@ -32,9 +32,11 @@ transport through one connection owned by a private event loop on its own thread
 backend works from any thread -- including a Jupyter cell, whose thread already runs an event
 loop. (Going through the loop costs two thread hand-offs per request, which on a small VM
 cost more than the request.) A request that fails because the schedd is restarting is retried
-for ``lost_after`` seconds before the executor is declared broken (:class:`ScheddLost`); a
-``Submit`` whose answer was lost is first looked for in the queue (by ``HTCCallId``) so that it
-is never queued twice.
+for ``lost_after`` seconds, and then for as long as the pool's master says it is still
+restarting the schedd (its backoff may be minutes); only a master that gave up, or is gone,
+makes the executor broken (:class:`ScheddLost`). Every ``Submit`` carries a submission id
+made of the session and its calls: a retry after a lost answer -- to this schedd or to the one
+the master started after a crash -- gets the cluster the first try made, never a second one.
 
 **Attach.** The session journal names every call and its job; replaying the event log from
 its start brings each future to where the job is now (finished ones read their result file).
@@ -43,6 +45,7 @@ its start brings each future to where the job is now (finished ones read their r
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import os
 import sys
@@ -71,6 +74,8 @@ from htc.wire.transport import Transport, UnixTransport
 __all__ = ["PoolBackend", "remove_session_jobs"]
 
 _TRANSIENT = (DaemonUnreachable, ConnectionClosed, RequestTimeout, ConnectionError)
+#: the master's states of a schedd that will answer again (htc.daemons.master.DState values)
+_COMING_BACK = frozenset({"Starting", "Running", "Restarting", "Backoff"})
 _MAX_PROCS_PER_SUBMIT = 2000
 _SLOTS_FRESH = 30.0
 _FIRST_SLOTS_WAIT = 10.0
@@ -196,6 +201,7 @@ class PoolBackend(PoolWatching):
         self._interval = 0.002
         self._next_reconcile = 0.0
         self._failing_since: float | None = None
+        self._last_master_word: str | None = None  # the schedd's state at its master's last answer
         self._named = False
 
     def __repr__(self) -> str:
@@ -229,7 +235,8 @@ class PoolBackend(PoolWatching):
         return self._io.call(self._request_async(msg, timeout), timeout + 5)
 
     def _request(self, msg: m.Message, *, timeout: float = 30.0, retry: bool = True) -> m.Message:
-        """One request to the schedd; transient failures are retried until ``lost_after``."""
+        """One request to the schedd; transient failures are retried for ``lost_after`` seconds,
+        and after that for as long as the pool's master is still restarting the schedd."""
         assert self._io is not None
         started = time.monotonic()
         delay = 0.05
@@ -240,12 +247,43 @@ class PoolBackend(PoolWatching):
                 return reply
             except _TRANSIENT as exc:
                 waited = time.monotonic() - started
-                if not retry or waited > self.lost_after:
+                if not retry or (waited > self.lost_after and not self._schedd_coming_back()):
                     raise ScheddLost(f"the schedd {self.schedd!r} did not answer ({type(exc).__name__}: {exc}; "
-                                     f"tried for {waited:.1f} s); 'htc pool status' shows the daemons; the jobs "
-                                     "stay in the queue, attach to a named session once it is back") from exc
+                                     f"tried for {waited:.1f} s){self._master_says() if retry else ''}; 'htc pool "
+                                     "status' shows the "
+                                     "daemons; the jobs stay in the queue, attach to a named session once it is "
+                                     "back") from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
+
+    def _schedd_coming_back(self) -> bool:
+        """Whether the pool's master still runs, or is restarting, our schedd (its restart
+        backoff can outlast ``lost_after``): False when it has given up on it, turned it off,
+        does not run it, or is gone itself."""
+        state = self._schedd_state()
+        self._last_master_word = state
+        return state in _COMING_BACK
+
+    def _schedd_state(self) -> str | None:
+        """The schedd's state as its master sees it (None: the master does not answer or does
+        not run a daemon of that name)."""
+        from htc.daemons.client import send_command_async
+
+        assert self._io is not None
+        try:
+            reply = self._io.call(send_command_async("master", m.QueryMaster(), transport=self._transport,
+                                                     timeout=5.0), 10)
+        except (HTCError, OSError, TimeoutError):
+            return None
+        if not isinstance(reply, m.MasterStatus) or reply.shutting_down:
+            return None
+        return next((d.state for d in reply.daemons if d.name.lower() == self.schedd.lower()), None)
+
+    def _master_says(self) -> str:
+        state = self._last_master_word
+        if state is None:
+            return "; the pool's master does not answer (or does not run it)"
+        return f"; its master has it in state {state}"
 
     # --- Backend: the session -----------------------------------------------------------------
     def open(self, spool: Spool, *, named: bool, create: bool) -> None:
@@ -477,31 +515,19 @@ class PoolBackend(PoolWatching):
         return "[ " + "; ".join(f"{k} = {v}" for k, v in attrs.items()) + " ]"
 
     def _submit_cluster(self, cluster_ad: str, procs: tuple[str, ...], specs: list[CallSpec]) -> list[str]:
-        msg = m.Submit(cluster_ad=cluster_ad, proc_ads=procs)
-        try:
-            reply = self._request(msg, timeout=60.0, retry=False)
-        except (ScheddLost, *_TRANSIENT):
-            found = self._find_submitted(specs)  # the answer was lost, perhaps not the jobs
-            if len(found) == len(specs):
-                return [found[s.call_id] for s in specs]
-            if found:
-                raise ScheddLost("the schedd went away while queueing a batch and kept only part of it; attach "
-                                 "to the session to see which calls are queued") from None
-            reply = self._request(msg, timeout=60.0)
+        # The batch's submission id makes a retry after a lost reply -- to this schedd or to
+        # the one the master starts after a crash -- answer the cluster the first try made.
+        msg = m.Submit(cluster_ad=cluster_ad, proc_ads=procs, submission_id=self._submission_id(specs))
+        reply = self._request(msg, timeout=60.0)
         return [f"{reply.cluster_id}.{reply.first_proc + i}" for i in range(reply.num_procs)]
 
-    def _find_submitted(self, specs: list[CallSpec]) -> dict[str, str]:
-        ids = " || ".join(f"HTCCallId == {quote(s.call_id)}" for s in specs)
-        try:
-            reply = self._request(m.QueryJobs(constraint=f"{self._session_constraint()} && ({ids})",
-                                              projection=("ClusterId", "ProcId", "HTCCallId")))
-        except ScheddLost:
-            return {}
-        found = {}
-        for text in reply.ads:
-            ad = ClassAd(text)
-            found[str(ad["HTCCallId"])] = f"{ad['ClusterId']}.{ad['ProcId']}"
-        return found
+    def _submission_id(self, specs: list[CallSpec]) -> str:
+        """The batch's name for the schedd: the same calls of the same session, the same id."""
+        assert self.spool is not None
+        h = hashlib.blake2b(self.spool.name.encode(), digest_size=20)
+        for spec in specs:
+            h.update(b"\0" + spec.call_id.encode())
+        return f"htcx-{h.hexdigest()}"
 
     # --- Backend: acting on jobs ------------------------------------------------------------------------
     def _act(self, action: m.JobAction, job_ids: list[str], reason: str) -> None:
@@ -609,17 +635,32 @@ class PoolBackend(PoolWatching):
         return out
 
     def _queued_call_ids(self, call_ids: set[str]) -> dict[str, str]:
-        """Jobs of the session the journal does not name (the client died right after submitting)."""
+        """Jobs of the session the journal does not name (the client died right after
+        submitting): in the queue, or -- finished meanwhile -- in the history, so that attach
+        does not submit them again."""
         if not call_ids:
             return {}
         reply = self._request(m.QueryJobs(constraint=self._session_constraint(),
                                           projection=("ClusterId", "ProcId", "HTCCallId")))
+        ads = [ClassAd(text) for text in reply.ads]
+        if len(ads) < len(call_ids):
+            ads += self._session_history()
         found = {}
-        for text in reply.ads:
-            ad = ClassAd(text)
+        for ad in ads:
             if ad.get("HTCCallId") in call_ids:
                 found[str(ad["HTCCallId"])] = f"{ad['ClusterId']}.{ad['ProcId']}"
         return found
+
+    def _session_history(self) -> list[ClassAd]:
+        """The session's finished jobs, from the history this machine can read (none when it
+        cannot: the pool is elsewhere, or its queue file is not readable)."""
+        from htc.schedd_client import history
+
+        path = self.home / "spool" / "job_queue.db" if self.pool is not None and self.home else None
+        try:
+            return history(self._session_constraint(), path=path)
+        except (HTCError, OSError):
+            return []
 
     def collected(self, call_ids: Sequence[str]) -> None:
         """Nothing to free: results stay in the spool until the session is forgotten or expires."""

@@ -201,7 +201,7 @@ class PoolWatching:
         except ScheddLost as exc:
             if self._failing_since is None:
                 self._failing_since = now
-            if now - self._failing_since > self.lost_after:
+            if now - self._failing_since > self.lost_after and not self._schedd_coming_back():
                 raise exc
             return []
         in_queue: dict[str, ClassAd] = {}

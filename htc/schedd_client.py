@@ -133,7 +133,8 @@ _SENTINEL_CLUSTER = 987654321
 
 def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: str | None = None,
            append: Sequence[str] = (), queue: str | None = None, transport: Transport | None = None,
-           timeout: float = DEFAULT_TIMEOUT) -> SubmitResult:
+           timeout: float = DEFAULT_TIMEOUT, submission_id: str | None = None,
+           resend_for: float = 0.0) -> SubmitResult:
     """condor_submit: put the jobs of a submit description in the schedd's queue.
 
     The description is expanded here first, so that mistakes are reported before anything is
@@ -148,6 +149,12 @@ def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: 
         cwd, filename, append, queue: as for :func:`build_cluster`.
         transport: how to reach the schedd (default: this machine's pool).
         timeout: seconds for the schedd to answer.
+        submission_id: the client's name for this submission (``Submit.submission_id``): sent
+            again with the same id, the same description is answered with the first cluster.
+        resend_for: with ``submission_id``, seconds to keep sending the same Submit again when
+            its answer is lost (the connection broke or timed out after it went out, the schedd
+            is restarting): a schedd that queued it answers with that cluster, so a lost answer
+            never queues the jobs twice. An unreachable schedd at the first try fails at once.
 
     Returns:
         A :class:`SubmitResult` (cluster id and the range of procs).
@@ -169,7 +176,9 @@ def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: 
         msg = description_message(sub.submit_text, sub.cwd, filename)
     else:
         msg = m.Submit(cluster_ad=_ad_text(cluster_ad), proc_ads=tuple(_ad_text(p) for p in procs))
-    reply = send_command(SCHEDD, msg, transport=transport, timeout=timeout)
+    if submission_id is not None:
+        msg = m.Submit(cluster_ad=msg.cluster_ad, proc_ads=msg.proc_ads, submission_id=submission_id)
+    reply = _send_submission(msg, transport, timeout, resend_for if submission_id is not None else 0.0)
     return SubmitResult(cluster_id=reply.cluster_id, first_proc=reply.first_proc, num_procs=reply.num_procs,
                         warnings=tuple(cluster.warnings))
 
@@ -188,6 +197,36 @@ def _per_submission_limit(num_procs: int) -> None:
         raise UsageError(f"Number of submitted jobs would exceed MAX_JOBS_PER_SUBMISSION: this submission "
                          f"makes {num_procs} jobs and the limit is {limit}; submit fewer jobs at a time. "
                          "No jobs were queued.")
+
+
+def _send_submission(msg: m.Submit, transport: Transport | None, timeout: float, resend_for: float) -> m.Message:
+    """Send ``msg``; while its answer is lost, send it again for ``resend_for`` seconds (see
+    :func:`submit`)."""
+    import sys
+    import time
+
+    from htc.wire.errors import ConnectionClosed, DaemonUnreachable, RequestTimeout
+
+    deadline = None
+    delay = 0.2
+    while True:
+        try:
+            return send_command(SCHEDD, msg, transport=transport, timeout=timeout)
+        except (ConnectionClosed, RequestTimeout, DaemonUnreachable) as exc:
+            if resend_for <= 0:
+                raise
+            if deadline is None:
+                if isinstance(exc, DaemonUnreachable):
+                    raise  # nothing went out
+                deadline = time.monotonic() + resend_for
+                print(f"htc: the schedd's answer to the submission was lost ({exc}); sending it again",
+                      file=sys.stderr)
+            if time.monotonic() > deadline:
+                raise UsageError(f"the schedd did not answer for {resend_for:g} s after it may have queued the jobs "
+                                 f"({exc}); 'htc q' shows whether they are queued (submission id "
+                                 f"{msg.submission_id})") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
 
 def _ad_text(attrs: Mapping[str, str]) -> str:

@@ -29,8 +29,9 @@ def slow(x, seconds):
     return x
 
 
-def gate(path, value, started=None, limit=60.0):
-    """Wait until ``path`` exists (the test opens the gate), then return ``value``."""
+def gate(path, value, started=None, limit=60.0, pause=0.0, finished=None):
+    """Wait until ``path`` exists (the test opens the gate), then return ``value`` (``pause``
+    seconds later: a call that is not quick), creating ``finished`` first when given."""
     if started:  # (whole or not at all: a test reads the pid as soon as the file is there)
         Path(f"{started}.{os.getpid()}.tmp").write_text(str(os.getpid()))
         os.replace(f"{started}.{os.getpid()}.tmp", started)
@@ -39,6 +40,9 @@ def gate(path, value, started=None, limit=60.0):
         if time.monotonic() > deadline:
             raise TimeoutError(f"the gate {path} was never opened")
         time.sleep(0.01)
+    time.sleep(pause)
+    if finished:
+        Path(finished).touch()
     return value
 
 

@@ -237,8 +237,24 @@ def test_done_callbacks_run_once_with_the_future(executor):
 
 
 def test_map_closed_early_cancels_the_calls_left(executor, tmp_path):
-    gate_path = tmp_path / "open"
-    results = executor.map(gate, [str(gate_path)] * 6, range(6))
+    # The first call's gate is open, the others wait for the test: once the first result has
+    # been read, at most two more calls run (two workers) and closing the iterator cancels
+    # the rest, which never start even after their gate opens. (A map iterator that was never
+    # started has nothing to cancel in the standard library: its generator body never ran.)
+    # The first call takes 0.3 s: a pool's call lane holds no call ahead behind one that slow
+    # (a call a lane holds is running, as far as cancel() goes).
+    # (A call cancelled just as the pool started it is stopped by its removal: it may have
+    # begun, but it never finishes.)
+    open_path, gate_path = tmp_path / "open-now", tmp_path / "open"
+    open_path.touch()
+    finished = [str(tmp_path / f"finished.{i}") for i in range(6)]
+    results = executor.map(gate, [str(open_path)] + [str(gate_path)] * 5, range(6), [None] * 6, [60.0] * 6,
+                           [0.3] + [0.0] * 5, finished)
+    assert next(results) == 0
     results.close()
     gate_path.touch()
     executor.shutdown(wait=True)
+    # Two workers run calls 1 and 2 while the gate is shut; a backend may have handed the
+    # next one to a worker already (it is running, then, as far as cancel() goes), never the last.
+    ran = sorted(i for i in range(6) if Path(finished[i]).exists())
+    assert ran[:1] == [0] and len(ran) <= 4 and 5 not in ran, f"calls {ran} ran: closing the map cancelled nothing"

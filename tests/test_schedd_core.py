@@ -20,7 +20,7 @@ from htc.daemons.schedd_requests import description_message
 from htc.daemons.schedd_userlog import WriteUserLog
 from htc.daemons.shadow import SHADOW, Shadow, ShadowEvent, ShadowState
 from htc.eventlog.events import EventType
-from htc.jobqueue import JobQueue, JobStatus
+from htc.jobqueue import JobNotFound, JobQueue, JobStatus
 from htc.wire import messages as m
 from htc.wire.transport import PeerInfo
 
@@ -82,9 +82,11 @@ class Harness:
         return [e.type for a in (self.actions if out is None else out) if isinstance(a, WriteUserLog) for e in a.events]
 
     def status(self, cluster: int, proc: int = 0) -> JobStatus | None:
+        """The job's status in the queue; None only when it is not there (retired or never
+        submitted): any other failure is the test's to see."""
         try:
             return JobStatus(self.queue.get_job((cluster, proc)).status)
-        except Exception:
+        except JobNotFound:
             return None
 
     # -- playing the negotiator and the startd -----------------------------------------------------
@@ -158,6 +160,49 @@ def test_ads_submit_gets_ids_and_owner_from_the_schedd(h):
     assert "alice may not submit jobs owned by bob" in bad.message
     broken = h.request(m.Submit(cluster_ad='[ Cmd = ]', proc_ads=("[ ]",)))
     assert isinstance(broken, m.ErrorReply) and "cluster_ad is not ClassAd text" in broken.message
+
+
+def test_a_submit_sent_again_with_its_submission_id_queues_once_and_gets_the_original_reply(h):
+    # The client lost the first reply and sends the very same Submit again.
+    msg = m.Submit(cluster_ad='[ Cmd = "/bin/true" ]', proc_ads=('[ Args = "a" ]', '[ Args = "b" ]'),
+                   submission_id="client-7:batch-1")
+    first = h.request(msg)
+    before = len(h.actions)
+    again = h.request(msg)
+    assert isinstance(first, m.SubmitReply) and again == first
+    assert h.queue.statistics().jobs == 2 and h.events(h.actions[before:]) == []  # no SUBMIT event either
+    # The same id with other jobs is refused, not answered with the first cluster.
+    other = h.request(m.Submit(cluster_ad='[ Cmd = "/bin/false" ]', proc_ads=("[ ]",),
+                               submission_id="client-7:batch-1"))
+    assert isinstance(other, m.ErrorReply) and other.code == "bad_request" and "new id" in other.message
+    # Ids are per owner: bob's submission of the same id is his own; without an id nothing is remembered.
+    bobs = h.request(m.Submit(cluster_ad='[ Cmd = "/bin/true" ]', proc_ads=('[ Args = "a" ]', '[ Args = "b" ]'),
+                              submission_id="client-7:batch-1"), uid=BOB)
+    assert bobs.cluster_id == first.cluster_id + 1
+    plain = m.Submit(cluster_ad='[ Cmd = "/bin/true" ]', proc_ads=("[ ]",))
+    assert h.request(plain).cluster_id != h.request(plain).cluster_id
+    assert h.queue.statistics().jobs == 6
+
+
+def test_a_remembered_submission_survives_a_restart_and_is_forgotten_in_time(tmp_path):
+    from htc.jobqueue import promises
+
+    path = str(tmp_path / "q.db")
+    h = Harness(JobQueue.open(path))
+    h.start()
+    msg = description_message(job(queue="queue 3"), "/work", "job.sub")
+    msg = m.Submit(cluster_ad=msg.cluster_ad, proc_ads=msg.proc_ads, submission_id="s1")
+    first = h.request(msg)
+    h.queue.close()
+    h = Harness(JobQueue.open(path))  # the schedd restarted: the submission is in the file
+    h.start()
+    assert h.request(msg) == first and h.queue.statistics().jobs == 3
+    # A week later it is forgotten (when a newer submission prunes the table).
+    h.now += promises.SUBMISSION_LIFETIME + 1
+    h.request(m.Submit(cluster_ad='[ Cmd = "/bin/true" ]', proc_ads=("[ ]",), submission_id="s2"))
+    assert h.queue.find_submission("alice", "s1") is None
+    assert h.queue.find_submission("alice", "s2") is not None
+    h.queue.close()
 
 
 def test_query_projects_and_hides_the_claim_id(h):

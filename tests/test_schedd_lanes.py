@@ -15,7 +15,8 @@ from htc.daemons import core as c
 from htc.daemons.schedd_callfiles import WriteCallFiles, read_input, write_call_files
 from htc.daemons.schedd_lanes import LANE_ARGUMENTS, lane_key
 from htc.eventlog.events import EventType
-from htc.jobqueue import JobStatus
+from htc.daemons.schedd_owed import Owed
+from htc.jobqueue import JobQueue, JobStatus
 from htc.wire import messages as m
 
 CALL = 'universe = vanilla\n+HTCLane = true\ntransfer_input_files = htc_call.pkl\noutput = stdout\nerror = stderr\n'
@@ -256,11 +257,39 @@ def test_a_restarted_schedd_runs_the_calls_of_its_lanes_again_and_gives_their_cl
     h2 = restarted(h)
     assert h2.status(1, 0) is JobStatus.IDLE and h2.status(1, 1) is JobStatus.IDLE
     assert EventType.SHADOW_EXCEPTION in h2.events()
+    # The claims go back two seconds later (results the startd sends again meanwhile count).
+    assert not [a for a in h2.actions if isinstance(a, c.Send) and isinstance(a.msg, m.ReleaseClaim)]
+    assert h2.core.next_deadline() <= h2.now + 2.0
+    h2.tick(h2.now + 2.0)
     released = [a.msg for a in h2.actions if isinstance(a, c.Send) and isinstance(a.msg, m.ReleaseClaim)]
     assert [r.claim_id for r in released] == [claim_id]
     # The next start of the call is a clean one (a lane again here), not a reconnect.
     [activate] = h2.calls(m.ActivateClaim, h2.grant(h2.match(claim_id="slot1@exec#5#ee"), new_id="slot1_3@exec#6#ff"))
     assert activate.msg.lane is True
+
+
+def test_a_result_the_startd_sends_again_after_a_restart_ends_the_call_instead_of_running_it_twice(h):
+    h.submit(lane_job(queue="queue 3"))
+    claim_id, _ = start_lane(h)
+    done(h, claim_id, "1.0")  # quick: 1.1 and 1.2 go to the lane together
+    from test_schedd_core import restarted
+
+    h2 = restarted(h)  # the schedd died with 1.1 and 1.2 on the lane; the worker ran them
+    assert h2.status(1, 1) is JobStatus.IDLE and h2.status(1, 2) is JobStatus.IDLE
+    # The startd sends the results the dead schedd did not take to the new one, which ends
+    # 1.1 with its result (files in the outbox, TERMINATED, history) and does not run it again.
+    # 1.2 was taken by another lane meanwhile: its late result is dropped.
+    h2.queue.set_status((1, 2), JobStatus.RUNNING, now=h2.now, attrs={"ClaimId": '"slot9@exec#9#99"'})
+    out = done(h2, claim_id, "1.1", "1.2")
+    [write] = [a for a in out if isinstance(a, WriteCallFiles)]
+    assert dict(write.files)["htc_result.pkl"] == b"R1.1" and [a for a in out if isinstance(a, Owed)]
+    assert h2.events(out) == [EventType.JOB_TERMINATED]
+    assert h2.status(1, 1) is None and h2.queue.history("ProcId == 1")[0]["ExitCode"] == "0"
+    assert h2.status(1, 2) is JobStatus.RUNNING
+    # Nothing more for an idle call a lane of another claim had: its own lane's result counts.
+    h2.queue.set_status((1, 2), JobStatus.IDLE, now=h2.now)
+    assert not [a for a in done(h2, "slot1_7@exec#7#77", "1.2") if isinstance(a, WriteCallFiles)]
+    assert h2.status(1, 2) is JobStatus.IDLE
 
 
 def test_call_files_land_in_the_iwd_reusing_the_call_file_and_skipping_empty_output(tmp_path):
@@ -279,7 +308,7 @@ def test_call_files_land_in_the_iwd_reusing_the_call_file_and_skipping_empty_out
     assert (tmp_path / "htc_result.pkl").read_bytes() == b"AGAIN" and (tmp_path / "stdout").read_bytes() == b"hi"
 
 
-def test_the_result_is_written_first_and_reuses_the_call_file_only_once_the_job_is_gone(h):
+def test_the_result_reuses_the_call_file_only_once_the_job_is_gone(h):
     h.submit(lane_job("max_retries = 1"))
     claim_id, _ = start_lane(h)
     [retry] = [a for a in done(h, claim_id, "1.0", exit_code=1) if isinstance(a, WriteCallFiles)]
@@ -289,6 +318,35 @@ def test_the_result_is_written_first_and_reuses_the_call_file_only_once_the_job_
     # The second run empties what the first one printed to stderr (an empty stream on a first
     # run writes nothing: no earlier file can be there).
     assert dict(retry.files).get("stderr") is None and dict(last.files)["stderr"] == b""
+
+
+def test_a_result_is_committed_with_the_end_of_its_call_and_written_by_the_next_schedd(tmp_path):
+    # The files are written after the commit that ends the call (at the end of the service's
+    # turn): the commit itself must hold the result, for a schedd killed in between.
+    # (tests/test_durable_promises.py does it with kill -9 of a real schedd.)
+    path = str(tmp_path / "q.db")
+    h = Harness(JobQueue.open(path))
+    h.core.read_input = _read
+    h.start()
+    h.submit(lane_job(queue="queue 2"))
+    claim_id, _ = start_lane(h)
+    out = done(h, claim_id, "1.0")
+    [write] = [a for a in out if isinstance(a, WriteCallFiles)]
+    [owed] = [a for a in out if isinstance(a, Owed)]
+    assert out.index(write) < out.index(owed)
+    # What another process sees in the file now, before the service has written anything:
+    with JobQueue.open(path) as other:
+        assert [hist["ProcId"] for hist in other.history()] == ["0"]
+        assert [seq for seq, _ in other.owed()] == [owed.seq]
+    # The schedd dies here. The next one writes the result before anything else, then pays.
+    h.queue.close()
+    again = Harness(JobQueue.open(path))
+    started = again.start()
+    assert [a for a in started if isinstance(a, (WriteCallFiles, Owed))] == [write, owed]
+    again.queue.paid([owed.seq])
+    assert again.queue.owed() == []
+    assert not [a for a in Harness(again.queue).start() if isinstance(a, WriteCallFiles)]
+    again.queue.close()
 
 
 def test_a_call_named_after_itself_gets_its_outputs_renamed_as_its_remaps_say(h):

@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+import uuid
 
 from htc import schedd_client as sc
 from htc.cli.formatting import long_form
@@ -64,8 +65,7 @@ def submit(args: argparse.Namespace) -> int:
             with open(args.dry_run, "w", encoding="utf-8") as fh:
                 fh.write(output)
         return 0
-    result = sc.submit(text, cwd=os.getcwd(), filename=filename, append=append, queue=args.queue,
-                       transport=transport_from(args, "schedd"))
+    result = _submit_once(text, filename, append, args)
     for warning in result.warnings:
         print(f"WARNING: {warning}", file=sys.stderr)
     if args.json:
@@ -79,6 +79,20 @@ def submit(args: argparse.Namespace) -> int:
             print("Submitting job(s)" + "." * result.num_procs)
         print(result.summary())
     return 0
+
+
+#: seconds ``htc submit`` keeps trying to get an answer after one was lost (a restarting schedd)
+RETRY_FOR = 120.0
+
+
+def _submit_once(text: str, filename: str | None, append: list[str], args: argparse.Namespace):
+    """Submit with a submission id of its own: when the answer is lost (the schedd died after
+    queueing the jobs, or is restarting), the same submission is sent again for
+    :data:`RETRY_FOR` seconds, and a schedd that had queued it answers with that cluster; the
+    jobs are never queued twice."""
+    return sc.submit(text, cwd=os.getcwd(), filename=filename, append=append, queue=args.queue,
+                     transport=transport_from(args, "schedd"), submission_id=f"htc-submit-{uuid.uuid4().hex}",
+                     resend_for=RETRY_FOR)
 
 
 def register(sub) -> None:

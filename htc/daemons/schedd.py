@@ -52,6 +52,7 @@ from htc.daemons.schedd_calls import CallDone, CallFailed
 from htc.daemons.schedd_claims import Claim, ClaimHandling, ClaimState
 from htc.daemons.schedd_callfiles import read_input
 from htc.daemons.schedd_lanes import Lane, LaneHandling
+from htc.daemons.schedd_owed import Owed, owed_writes
 from htc.daemons.schedd_requests import Denied, ToolRequests
 from htc.daemons.shadow import Shadow, ShadowEvent, ShadowHandling, ShadowState, job_duration_limit
 from htc.errors import UsageError
@@ -145,6 +146,8 @@ class Schedd(ToolRequests, ClaimHandling, LaneHandling, ShadowHandling):
         self.lanes: dict[str, Lane] = {}                 # call lanes by claim id (htc.daemons.schedd_lanes)
         self.lane_idle: dict[tuple, list] = {}           # idle calls by lane key, a heap each
         self.lane_broken: dict[tuple, float] = {}        # lane keys sent to starters until then
+        self.lane_orphans: dict[str, str] = {}           # a predecessor's lane claims -> startd, given back...
+        self._orphans_release_at: float | None = None    # ... then (htc.daemons.schedd_lanes)
         self.reserved: set[tuple[int, int]] = set()
         self.offers: dict[str, dict[int, list[tuple[int, int]]]] = {}
         self.reuse_order: dict[str, deque[tuple[int, int]]] = {}  # claim reuse candidates, best first
@@ -208,6 +211,15 @@ class Schedd(ToolRequests, ClaimHandling, LaneHandling, ShadowHandling):
     def _start(self, now: float, out: list) -> None:
         self.started = True
         self._next_periodic = now + self.settings.periodic_interval
+        # Results a predecessor committed but did not live to write: first, before any answer.
+        owed, unreadable = owed_writes(self.queue)
+        out += owed
+        calls = sum(not isinstance(a, Owed) for a in owed)
+        if calls:
+            out.append(c.Log(f"writing the results of {calls} lane call(s) that were committed before the schedd "
+                             "stopped and not yet written"))
+        if unreadable:
+            out.append(c.Log(f"{unreadable} entries of the job queue's outbox could not be read; dropped"))
         running = self.queue.query("JobStatus == 2 || JobStatus == 3 || JobStatus == 6 || JobStatus == 7")
         for job in self._lanes_after_restart(running, now, out):
             self._reattach(job, now, out)

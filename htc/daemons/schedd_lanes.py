@@ -30,7 +30,9 @@ more than most calls do, so a claim that is to run a call becomes a *call lane* 
    ends exactly as a shadow's job ends -- usage, the job's own ``on_exit`` policy and
    ``max_retries``, the TERMINATED event, history -- in one transaction per batch, committed
    without an fsync of its own: the next durable commit (a submit's) covers it, and a power
-   cut before then runs those calls again.
+   cut before then runs those calls again. The files are written after that commit, so the
+   same transaction keeps their bytes in the queue's outbox until they are
+   (:mod:`htc.daemons.schedd_owed`): a schedd killed in between writes them when it starts.
 4. A lane that runs dry lingers ``SCHEDD_CLAIM_LINGER`` seconds while nothing else is idle
    (the next submit of the same user runs on it at once); then, or at once when other jobs
    wait, the schedd vacates it, which ends the claim (other jobs get the slot through the
@@ -45,7 +47,11 @@ more than most calls do, so a claim that is to run a call becomes a *call lane* 
 A schedd that restarts does not reconnect to lanes: their calls go back to idle (a shadow
 exception event says so) and run again, and it gives the lanes' claims back (each call
 records its lane's claim, hidden like any ``ClaimId``), so the startd ends the orphaned
-workers at once.
+workers. It waits ``_ORPHAN_GRACE`` (2 s) before it does: a startd sends again, every half
+second, the results the dead schedd did not take, and a call whose result so arrives while it
+is still idle, on the record of that claim, ends with it instead of running a second time
+(:meth:`LaneHandling._late_results`). The calls the lane had not finished run again: a call
+runs at least once, not exactly once (docs/executor.md says so).
 
 Calls in a lane are not shadows: ``htc rm``, ``htc hold`` or ``htc vacate`` of a call the
 lane holds stops the whole worker, as it would stop a job's process; the lane's other calls
@@ -65,6 +71,7 @@ from htc.daemons import schedd_userlog as ul
 from htc.daemons.sandbox import TransferError, parse_remaps, split_list
 from htc.daemons.schedd_callfiles import WriteCallFiles
 from htc.daemons.schedd_calls import Call
+from htc.daemons.schedd_owed import Owed, encode_writes
 from htc.daemons.shadow import Shadow, ShadowState, parse_job_id
 from htc.executors.callfile import RESULT_FILE, is_call_file
 from htc.executors.lane_frames import plain_name
@@ -95,6 +102,9 @@ _AHEAD_SECONDS = 0.300
 _MAX_AHEAD = 32
 #: calls quicker than this (s) get the next one queued behind them
 _QUICK_CALL = 0.1
+#: seconds a restarted schedd waits before it gives back its predecessor's lane claims (the
+#: startd sends the results it holds again every 0.5 s: htc.daemons.startd_lanes.RETRY)
+_ORPHAN_GRACE = 2.0
 
 
 def lane_key(job) -> tuple | None:
@@ -176,7 +186,9 @@ class LaneHandling:
     It uses the core's ``queue``, ``claims``, ``reserved``, ``settings``, the claim and shadow
     helpers (``_claim_step``, ``_claim_done``, ``_record_end``) and keeps ``lanes`` (claim id
     -> :class:`Lane`), ``lane_idle`` (lane key -> a heap of idle calls, best first) and
-    ``lane_broken`` (lane key -> until when it runs on starters).
+    ``lane_broken`` (lane key -> until when it runs on starters), and after a restart
+    ``lane_orphans`` (the predecessor's lane claims -> their startds, given back at
+    ``_orphans_release_at``).
     """
 
     read_input: Callable[[str], bytes]
@@ -405,7 +417,8 @@ class LaneHandling:
     def _calls_done(self, event: c.Received, msg: m.CallsDone, now: float, out: list) -> None:
         lane, claim = self.lanes.get(msg.claim_id), self.claims.get(msg.claim_id)
         if lane is None or claim is None:
-            out.append(c.Reply(event.conn_id, m.MoreCalls()))  # results of a lane it no longer follows: dropped
+            self._late_results(msg, now, out)
+            out.append(c.Reply(event.conn_id, m.MoreCalls()))
             return
         writes, events, repeated = [], {}, False
         # One transaction for the ends and the next starts: each commit writes the pages it
@@ -442,10 +455,15 @@ class LaneHandling:
                     writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result),
                                                  recycle=self._call_file(job) if again is None else None,
                                                  owner=ul.owner(job)))
+            # The results go into the queue with the ends that announce them (the files are
+            # written after the commit, at the end of the turn: htc.daemons.schedd_owed), so
+            # that a schedd killed in between writes them when it starts again.
             # No fsync of its own: the next durable commit (the next submit's) covers these ends;
             # a power cut before it runs the calls again -- their results are files not fsynced
             # either -- while a crash of the schedd alone loses nothing (WAL).
-            out += writes
+            if writes:
+                out += writes
+                out.append(Owed(self.queue.owe(encode_writes(writes))))
             out += [ul.WriteUserLog(path, tuple(evs), who) for (path, who), evs in events.items()]
             claim.last_alive = now
             self._changed()
@@ -458,6 +476,46 @@ class LaneHandling:
             lane.answered = more
             out.append(c.Reply(event.conn_id, m.MoreCalls(calls=tuple(more))))
             self._feed_lanes(now, out)
+
+    def _late_results(self, msg: m.CallsDone, now: float, out: list) -> None:
+        """Results of a lane the schedd no longer follows -- its predecessor's, sent again by the
+        startd after a restart, or one whose claim it gave up: a call that is idle again, waiting
+        to run a second time, and whose record names that lane's claim ends with this run's
+        result instead (its files and end as in :meth:`_calls_done`). Others are dropped: the
+        call runs, or ran, again."""
+        writes, events = [], {}
+        with self.queue.transaction(durable=False):
+            for result in msg.results:
+                job_id = parse_job_id(result.job_id)
+                job = None if job_id in self.reserved else self._job(job_id)
+                if job is None or job.status != JobStatus.IDLE or ul.literal(job, "ClaimId") != msg.claim_id:
+                    continue
+                self.queue.set_status(job_id, JobStatus.RUNNING, now=now)
+                job = self._job(job_id)
+                took = max(result.finished - result.started, 0.0)
+                shadow = Shadow(job_id, msg.claim_id, ShadowState.RUNNING, started=now - took, executed=True)
+                shadow.usage.update(RemoteUserCpu=result.user_cpu, RemoteSysCpu=result.sys_cpu)
+                recorded = self._record_end(shadow, None, job, "exited", now, "", result.exit_code, None, False, 0, 0)
+                path = ul.log_path(job)
+                if path and recorded:
+                    events.setdefault(path, []).extend(recorded)
+                again = None if shadow.left_queue else self._job(job_id)
+                if again is not None and again.status == JobStatus.IDLE:
+                    self._lane_enqueue(again)
+                    self._reschedule_due = True
+                iwd = ul.literal(job, "Iwd")
+                if isinstance(iwd, str) and iwd:
+                    writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result),
+                                                 recycle=self._call_file(job) if again is None else None))
+            if writes:
+                out += writes
+                out.append(Owed(self.queue.owe(encode_writes(writes))))
+        if writes:
+            out += [ul.WriteUserLog(path, tuple(evs)) for path, evs in events.items()]
+            out.append(c.Log(f"took {len(writes)} result(s) of the call lane on claim "
+                             f"{msg.claim_id.split('#')[0]} that the schedd no longer follows; those calls do "
+                             "not run again"))
+            self._changed()
 
     @staticmethod
     def _call_file(job) -> str | None:
@@ -562,19 +620,34 @@ class LaneHandling:
             self.queue.set_status(job.job_id, JobStatus.IDLE, now=now, attrs={"HTCLaneRun": "false"})
             out += ul.write(job, ul.shadow_exception_event(
                 job, "the schedd restarted while the call ran on a call lane; it runs again", now))
+        # The claims go back a moment later (_ORPHAN_GRACE): meanwhile the startds send again the
+        # results they could not deliver to the dead schedd, and _late_results keeps those calls
+        # from running a second time.
+        self.lane_orphans.update(claims)
+        if claims:
+            self._orphans_release_at = now + _ORPHAN_GRACE
+        return others
+
+    def _release_orphans(self, out: list) -> None:
+        claims, self.lane_orphans = self.lane_orphans, {}
+        self._orphans_release_at = None
         for claim_id, startd in claims.items():
             out.append(c.Send(startd, m.ReleaseClaim(claim_id=claim_id, reason="the schedd restarted; its call "
                                                                                "lane ends")))
         if claims:
             out.append(c.Log(f"gave back {len(claims)} call lane claim(s) after the restart"))
-        return others
 
     # -- timers ---------------------------------------------------------------------------------
 
     def _lanes_deadline(self) -> float | None:
-        return min((lane.idle_until for lane in self.lanes.values() if lane.idle_until is not None), default=None)
+        times = [lane.idle_until for lane in self.lanes.values() if lane.idle_until is not None]
+        if self._orphans_release_at is not None:
+            times.append(self._orphans_release_at)
+        return min(times, default=None)
 
     def _lane_timers(self, now: float, out: list) -> None:
+        if self._orphans_release_at is not None and now >= self._orphans_release_at:
+            self._release_orphans(out)
         for lane in list(self.lanes.values()):
             if lane.idle_until is not None and now >= lane.idle_until and not lane.in_flight:
                 claim = self.claims.get(lane.claim_id)

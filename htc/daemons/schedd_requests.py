@@ -51,6 +51,7 @@ from htc.daemons.shadow import ad_text
 from htc.errors import UsageError
 from htc.jobqueue import HoldReasonCode, JobStatus
 from htc.jobqueue.ads import int_literal, quote
+from htc.jobqueue.promises import submission_digest
 from htc.jobqueue.states import ACTIVE_STATES
 from htc.wire import messages as m
 
@@ -230,6 +231,11 @@ class ToolRequests:
             out.append(_denied_log(event, "Submit", str(exc)))
             raise
         user = f"{owner}@{self.settings.uid_domain}"
+        digest = None
+        if msg.submission_id is not None:
+            digest = submission_digest((msg.cluster_ad, *msg.proc_ads))
+            if self._submitted_before(event, msg, owner, digest, out):
+                return
         if "SubmitDescription" in cluster_attrs:
             cid = self.queue.next_cluster_id()
             cluster = self._expand_description(cluster_attrs, cid, owner, now, out)
@@ -244,7 +250,10 @@ class ToolRequests:
                 attrs["JobLeaseDuration"] = str(int(self.settings.default_lease))
             self._check_limits(owner, _materialized_at_first(len(procs), attrs.get), out)
             cluster = _AdsCluster(cid, attrs, procs)
-        self.queue.submit(cluster, now=now)
+        with self.queue.transaction():  # the cluster and its submission id: one durable commit
+            self.queue.submit(cluster, now=now)
+            if msg.submission_id is not None:
+                self.queue.remember_submission(owner, msg.submission_id, cid, cluster.num_procs, digest, now=now)
         host = f"<{self.settings.machine}:{self.settings.address}>"
         by_log: dict[str, list] = {}
         for job in self.queue.query(f"ClusterId == {cid}"):
@@ -258,6 +267,19 @@ class ToolRequests:
         self._feed_lanes(now, out)
         self._use_lingering_claims(now, out)
         self._new_work(now)  # the negotiator hears of the new jobs within milliseconds
+
+    def _submitted_before(self, event: c.Received, msg: m.Submit, owner: str, digest: str, out: list) -> bool:
+        """A Submit sent again (its reply was lost): answer the original SubmitReply, queue nothing."""
+        known = self.queue.find_submission(owner, msg.submission_id)
+        if known is None:
+            return False
+        cid, num_procs, was = known
+        if was != digest:
+            raise UsageError(f"submission id {msg.submission_id!r} already named other jobs of {owner} (cluster "
+                             f"{cid}); a new submission needs a new id")
+        out.append(c.Log(f"submission {msg.submission_id} of {owner} came again: answered with its cluster {cid}"))
+        out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=num_procs)))
+        return True
 
     def _expand_description(self, attrs: Mapping[str, str], cid: int, owner: str, now: float,
                             out: list | None = None):

@@ -12,23 +12,39 @@ line in the SchedLog, never the schedd.
 User-log events and call files are written at the end of the loop's turn, after the replies
 and requests the same events produced have gone out, all files before all events and one
 fsynced write per log for the whole turn: a burst of calls costs a few fsyncs, not three per
-call, and a lane's next call does not wait for the log of the last one.
+call, and a lane's next call does not wait for the log of the last one. The call files are
+also in the job queue's outbox from the commit that ended their calls
+(:mod:`htc.daemons.schedd_owed`); once they are written the service takes them out
+(:class:`~htc.daemons.schedd_owed.Owed`), and a schedd that starts writes what is left.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import socket
 from pathlib import Path
 
+from htc.daemons import core as c
 from htc.daemons.schedd import Schedd, ScheddSettings
 from htc.daemons.schedd_calls import install_calls
 from htc.daemons.schedd_callfiles import WriteCallFiles, write_call_files
 from htc.daemons.schedd_output import WriteJobOutput, write_job_output
+from htc.daemons.schedd_owed import Owed
 from htc.daemons.schedd_userlog import WriteUserLog, open_log
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
 from htc.errors import HTCError
-from htc.jobqueue import JobQueue, SystemPolicy
+from htc.jobqueue import JobQueue, QueueStorageError, SystemPolicy
+from htc.wire import messages as m
+
+#: environment variable for tests: the path of a flag file; a schedd that is about to write
+#: call files while it exists removes it and kills itself with SIGKILL (a crash between the
+#: commit of a lane batch and its files, in a real process)
+CRASH_BEFORE_CALL_FILES_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_CALL_FILES"
+#: the same, when it is about to send a SubmitReply (the cluster is committed, the client
+#: will never hear so)
+CRASH_BEFORE_SUBMIT_REPLY_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_SUBMIT_REPLY"
 
 
 def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
@@ -76,10 +92,16 @@ class ScheddService(DaemonService):
         install_calls(self)
         self._pending_logs: list[WriteUserLog] = []
         self._pending_files: list[WriteCallFiles] = []
+        self._pending_owed: list[int] = []
         self._flush_due = False
+        self._crash_flag = os.environ.get(CRASH_BEFORE_CALL_FILES_ENV) or None
+        self._reply_crash_flag = os.environ.get(CRASH_BEFORE_SUBMIT_REPLY_ENV) or None
+        if self._reply_crash_flag is not None:
+            self.register_action(c.Reply, self._reply_or_crash)
         self.register_action(WriteUserLog, self._write_user_log)
         self.register_action(WriteJobOutput, self._write_job_output)
         self.register_action(WriteCallFiles, self._write_call_files)
+        self.register_action(Owed, self._owed)
 
     def _write_user_log(self, action: WriteUserLog) -> None:
         self._pending_logs.append(action)
@@ -99,12 +121,25 @@ class ScheddService(DaemonService):
         self._flush_due = False
         files, self._pending_files = self._pending_files, []
         logs, self._pending_logs = self._pending_logs, []
+        owed, self._pending_owed = self._pending_owed, []
+        if files and self._crash_flag is not None:
+            self._crash_if_asked()
+        failed = False
         for action in files:
             try:
                 write_call_files(action)
             except OSError as exc:
+                failed = True
                 names = ", ".join(name for name, _ in action.files)
                 self.log.error("cannot write the call's files (%s) to %s: %s", names, action.directory, exc)
+        if owed and not failed:
+            # Written: the queue's outbox may forget them (one failed: they all stay, and the
+            # next start of the schedd tries them again).
+            try:
+                self.core.queue.paid(owed)
+            except QueueStorageError as exc:
+                self.log.error("cannot take %d written result batches out of the job queue's outbox: %s",
+                               len(owed), exc)
         by_path: dict[tuple[str, str | None], list] = {}
         for action in logs:
             by_path.setdefault((action.path, action.owner), []).extend(action.events)
@@ -126,6 +161,26 @@ class ScheddService(DaemonService):
     def _write_call_files(self, action: WriteCallFiles) -> None:
         self._pending_files.append(action)
         self._flush_soon()
+
+    def _owed(self, action: Owed) -> None:
+        self._pending_owed.append(action.seq)
+        self._flush_soon()
+
+    def _crash_if_asked(self, flag: str | None = None) -> None:
+        """The tests' kill -9 between a lane batch's commit and its files: when the file that
+        :data:`CRASH_BEFORE_CALL_FILES_ENV` names exists, remove it and die of SIGKILL here."""
+        try:
+            os.unlink(flag or self._crash_flag)
+        except OSError:
+            return
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def _reply_or_crash(self, action: c.Reply) -> None:
+        """(Only with :data:`CRASH_BEFORE_SUBMIT_REPLY_ENV`) die of SIGKILL instead of sending
+        a SubmitReply while its flag file exists."""
+        if isinstance(action.msg, m.SubmitReply):
+            self._crash_if_asked(self._reply_crash_flag)
+        self._do_reply(action)
 
     async def run(self) -> int:
         """Serve until the core exits; the job queue is closed on the way out."""
@@ -158,4 +213,4 @@ def make_schedd_service(paths: DaemonPaths) -> ScheddService:
     return ScheddService(core, paths, settings)
 
 
-__all__ = ["ScheddService", "make_schedd_service", "settings_from_config"]
+__all__ = ["CRASH_BEFORE_CALL_FILES_ENV", "CRASH_BEFORE_SUBMIT_REPLY_ENV", "ScheddService", "make_schedd_service", "settings_from_config"]

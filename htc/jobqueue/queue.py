@@ -58,6 +58,7 @@ from htc.jobqueue.ads import HOT_ATTRS, ClusterAd, JobAd, quote
 from htc.jobqueue.changes import _JOB_COLUMNS, QueueChanges
 from htc.jobqueue.expr import GroupedEvaluator
 from htc.jobqueue.factory import QueueFactory, factory_room
+from htc.jobqueue.promises import QueuePromises
 from htc.jobqueue.query import narrow, plan, select_rows
 from htc.jobqueue.records import JobId, JobNotFound, QueueStatistics
 from htc.jobqueue.states import JobStatus
@@ -88,7 +89,7 @@ def _job_text(job_id: JobId) -> str:
     return f"{job_id[0]}.{job_id[1]}"
 
 
-class JobQueue(QueueChanges, QueueFactory):
+class JobQueue(QueueChanges, QueueFactory, QueuePromises):
     """A durable job queue in one sqlite file (see the module docstring)."""
 
     def __init__(self, db, path: str, *, prio_expr: str = DEFAULT_PRIO_EXPR,
@@ -579,7 +580,8 @@ class JobQueue(QueueChanges, QueueFactory):
 
     # The rest of the API is mixed in: status changes, edits, policy, history, job order
     # and autoclusters (QueueChanges, htc.jobqueue.changes); late materialization
-    # (QueueFactory, htc.jobqueue.factory).
+    # (QueueFactory, htc.jobqueue.factory); remembered submissions and results owed to disk
+    # (QueuePromises, htc.jobqueue.promises).
 
 
 class _Translate(contextlib.AbstractContextManager):

@@ -35,6 +35,7 @@ import sqlite3
 import sqlite_utils
 
 from htc.errors import HTCError, UsageError
+from htc.jobqueue import promises
 
 APPLICATION_ID = 0x48544351  # "HTCQ"
 SCHEMA_VERSION = 1
@@ -92,6 +93,10 @@ CREATE TABLE autoclusters (
     signature       TEXT NOT NULL UNIQUE -- JSON: significant attribute values
 );
 """
+
+# The tables of remembered submissions and results owed to disk (htc.jobqueue.promises) came
+# later: a queue file without them gets them when it is opened (see _add_later_tables).
+SCHEMA += promises.TABLES
 
 EXPECTED_TABLES = {"meta", "clusters", "jobs", "history", "autoclusters"}
 
@@ -213,6 +218,20 @@ def _check_identity(path: str, db: sqlite_utils.Database, verify: bool) -> None:
                 "restore it from a backup")
 
 
+def _add_later_tables(conn: sqlite3.Connection) -> None:
+    """Give a queue made before :mod:`htc.jobqueue.promises` its tables (older htc versions
+    ignore them). A reader that may not write the file (``htc history`` of another user) does
+    without: it never uses them."""
+    have = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if have.issuperset(promises.TABLE_NAMES):
+        return
+    try:
+        conn.executescript(promises.TABLES)
+    except sqlite3.OperationalError:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+
+
 def open_database(path: str, *, create: bool = True, verify: bool = True) -> sqlite_utils.Database:
     """Open (or create) the queue database at ``path``, refusing anything that is not ours.
 
@@ -255,6 +274,7 @@ def open_database(path: str, *, create: bool = True, verify: bool = True) -> sql
         db = sqlite_utils.Database(conn)
         _check_identity(path, db, verify)
         _configure(conn)
+        _add_later_tables(conn)
     except QueueFileError:
         conn.close()
         raise

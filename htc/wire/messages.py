@@ -300,12 +300,23 @@ class SubmitReply(Message, frozen=True):
     first_proc: Count = 0
 
 
+#: a client's name for one submission (letters, digits, ``.``, ``_``, ``:``, ``-``)
+SubmissionId = Annotated[str, Meta(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")]
+
+
 class Submit(Message, frozen=True):
-    """A new cluster: its cluster ad and one ad per proc (the schedd assigns the ids)."""
+    """A new cluster: its cluster ad and one ad per proc (the schedd assigns the ids).
+
+    ``submission_id`` (optional, chosen by the client, unique per submission) makes the Submit
+    idempotent: the schedd remembers it with the cluster, in the same transaction, and answers
+    a Submit of the same owner with the same id -- a retry after a lost reply -- with the
+    original SubmitReply, queueing nothing (the same id with other ads is a ``bad_request``).
+    """
 
     reply_type = SubmitReply
     cluster_ad: AdText
     proc_ads: tuple[AdText, ...]
+    submission_id: SubmissionId | None = None
 
     def _check(self) -> None:
         if not self.proc_ads:

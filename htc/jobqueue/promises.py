@@ -1,0 +1,117 @@
+"""What the queue remembers beyond jobs: submissions already answered, and results owed to disk.
+
+Theory of operation
+-------------------
+Two small tables of the queue's file (see :mod:`htc.jobqueue.store`) make two promises of the
+schedd hold across a crash. Both are written in the same transaction as the change they go
+with, so they are exactly as durable as it is.
+
+**Submissions** (``submissions``): a client may name a submission (``Submit.submission_id``,
+chosen by the client, unique per submission). The cluster it made is recorded under
+``(owner, submission id)`` together with a digest of what was submitted, in the cluster's
+own transaction. When the reply is lost and the client sends the same Submit again -- to the
+same schedd, or to one restarted after a crash -- :meth:`QueuePromises.find_submission` finds
+the cluster and the schedd answers the original ``SubmitReply`` without queueing anything.
+The table keeps submissions for :data:`SUBMISSION_LIFETIME` seconds and at most
+:data:`SUBMISSION_LIMIT` of them (the oldest go first), pruned as new ones arrive: a retry
+comes seconds or minutes after its first try, not days.
+
+**Results owed to disk** (``outbox``): a call lane's results arrive at the schedd as bytes
+(:class:`~htc.wire.messages.CallsDone`) and become files in the call's ``Iwd`` only after
+the transaction that ends the calls has committed (the schedd's service writes them at the
+end of its turn). So that a crash in between cannot lose a result the queue already counts
+as delivered, the bytes go into the outbox in that same transaction
+(:meth:`QueuePromises.owe`); the service takes the entry out once the files are written
+(:meth:`QueuePromises.paid`), and a schedd that starts writes whatever its predecessor still
+owed (:meth:`QueuePromises.owed`). An entry is opaque bytes to the queue (the schedd encodes
+it); it usually lives for one turn of the schedd's loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+
+#: seconds a submission id is remembered
+SUBMISSION_LIFETIME = 7 * 24 * 3600.0
+#: at most this many submission ids are remembered (the newest)
+SUBMISSION_LIMIT = 100_000
+
+#: the tables this module keeps (created in an older queue file when it is opened)
+TABLES = """
+CREATE TABLE IF NOT EXISTS submissions (
+    owner          TEXT NOT NULL,
+    submission_id  TEXT NOT NULL,
+    cluster_id     INTEGER NOT NULL,
+    num_procs      INTEGER NOT NULL,
+    digest         TEXT NOT NULL,        -- of what was submitted: the same id for other jobs is refused
+    created        REAL NOT NULL,
+    PRIMARY KEY (owner, submission_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS submissions_by_time ON submissions (created);
+
+CREATE TABLE IF NOT EXISTS outbox (
+    seq    INTEGER PRIMARY KEY,
+    entry  BLOB NOT NULL                 -- what the schedd still has to write (its own encoding)
+);
+"""
+TABLE_NAMES = ("submissions", "outbox")
+
+
+def submission_digest(parts: Iterable[str]) -> str:
+    """A digest of a submission's texts (the cluster ad, then each proc ad)."""
+    h = hashlib.blake2b(digest_size=16)
+    for text in parts:
+        data = text.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+class QueuePromises:
+    """Submissions and owed results (mixed into :class:`~htc.jobqueue.queue.JobQueue`)."""
+
+    # -- submissions ------------------------------------------------------------------------
+
+    def find_submission(self, owner: str, submission_id: str) -> tuple[int, int, str] | None:
+        """The ``(cluster_id, num_procs, digest)`` of ``owner``'s submission of that id (None: none
+        is remembered)."""
+        with self._reading() as conn:
+            row = conn.execute("SELECT cluster_id, num_procs, digest FROM submissions "
+                               "WHERE owner = ? AND submission_id = ?", (owner, submission_id)).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def remember_submission(self, owner: str, submission_id: str, cluster_id: int, num_procs: int, digest: str,
+                            *, now: float) -> None:
+        """Record a submission in the current transaction (the cluster's own) and forget the
+        ones past :data:`SUBMISSION_LIFETIME` or beyond :data:`SUBMISSION_LIMIT`."""
+        with self.transaction(savepoint=False):
+            conn = self._conn
+            conn.execute("INSERT OR REPLACE INTO submissions (owner, submission_id, cluster_id, num_procs, digest, "
+                         "created) VALUES (?, ?, ?, ?, ?, ?)",
+                         (owner, submission_id, cluster_id, num_procs, digest, now))
+            conn.execute("DELETE FROM submissions WHERE created < ?", (now - SUBMISSION_LIFETIME,))
+            edge = conn.execute("SELECT created FROM submissions ORDER BY created DESC LIMIT 1 OFFSET ?",
+                                (SUBMISSION_LIMIT,)).fetchone()
+            if edge is not None:
+                conn.execute("DELETE FROM submissions WHERE created <= ?", (edge[0],))
+
+    # -- results owed to disk -----------------------------------------------------------------
+
+    def owe(self, entry: bytes) -> int:
+        """Keep ``entry`` in the current transaction until :meth:`paid`; returns its number."""
+        with self.transaction(savepoint=False):
+            return self._conn.execute("INSERT INTO outbox (entry) VALUES (?)", (entry,)).lastrowid
+
+    def owed(self) -> list[tuple[int, bytes]]:
+        """Every entry not yet paid, oldest first."""
+        with self._reading() as conn:
+            return [(seq, bytes(entry)) for seq, entry in conn.execute("SELECT seq, entry FROM outbox ORDER BY seq")]
+
+    def paid(self, seqs: Sequence[int]) -> None:
+        """The entries are written: forget them (a commit without an fsync of its own: should it
+        be lost, the entries are written once more, which writes the same bytes)."""
+        if not seqs:
+            return
+        with self.transaction(durable=False):
+            self._conn.executemany("DELETE FROM outbox WHERE seq = ?", [(seq,) for seq in seqs])
