@@ -265,10 +265,16 @@ def _referenced_job_attributes(job: ClassAd, node: Node) -> dict[str, str]:
 
 
 def _conjuncts(node: Node) -> list[Node]:
-    """The operands of the top-level && chain, left to right."""
-    if isinstance(node, Binary) and node.op == "&&":
-        return _conjuncts(node.left) + _conjuncts(node.right)
-    return [node]
+    """The operands of the top-level && chain, left to right (a loop: chains may be long)."""
+    out: list[Node] = []
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, Binary) and node.op == "&&":
+            todo.extend((node.right, node.left))
+        else:
+            out.append(node)
+    return out
 
 
 def _wrap_expression(parts: tuple[str, ...], width: int) -> str:
