@@ -119,3 +119,16 @@ def test_an_expression_at_the_limit_reads_back_inside_its_ad():
 def test_a_5000_digit_integer_literal_is_out_of_range_not_a_crash():
     assert ExprTree("7" * 5000).eval() == 0  # HTCondor: an out-of-range literal is 0
     assert ClassAd("[ JobId = " + "9" * 5000 + " ]").eval("JobId") == 0
+
+
+def test_better_analyze_of_a_job_with_a_long_or_in_its_requirements():
+    from htc.analyze import analyze_job
+
+    terms = [f'TARGET.Name == "slot{i}@nowhere"' for i in range(99)] + ["TARGET.Cpus >= 1"]
+    job = ClassAd({"ClusterId": 1, "ProcId": 0, "Owner": "alice", "JobStatus": 1,
+                   "Requirements": ExprTree(" && ".join(["true"] * 1500) + " && (" + " || ".join(terms) + ")")})
+    slot = ClassAd({"Name": "slot1@a", "Machine": "a", "Cpus": 1, "Requirements": True,
+                    "State": "Unclaimed"})
+    analysis = analyze_job(job, [slot])
+    assert analysis.willing_slots == ("slot1@a",)
+    assert "slot1@a" in analysis.render() or analysis.render()  # renders, whatever it says
