@@ -114,8 +114,34 @@ def value_of(t, depth: int = 0) -> st.SearchStrategy:
     return ANY
 
 
+def _chain(op: str, n: int, term: str) -> str:
+    return f" {op} ".join([term.format(i=i) for i in range(n)])
+
+
+#: what a ``constraint`` field carries: mostly expressions that killed daemons on 7af1fba
+HOSTILE_CONSTRAINTS = [_chain("||", 400, 'Args == "a{i}"'), _chain("||", 400, 'Name == "n{i}"') + " || true",
+                     "(" + _chain("+", 400, "{i}") + ") > 0", "MY" + ".a" * 400 + " =?= undefined",
+                     _chain("&&", 700, "ProcId >= 0"), _chain("||", 3000, "ClusterId == {i}"),
+                     "ClusterId == " + "9" * 5000, "(" * 130 + "true" + ")" * 130, "Owner == == 1",
+                     "unresolved(Requirements)", "eval(" + '"' + _chain("+", 300, "1") + '"' + ") > 0"]
+CONSTRAINTS = st.one_of(st.sampled_from(HOSTILE_CONSTRAINTS), STRINGS)
+#: what a field of ClassAd text carries
+HOSTILE_ADS = ["[ Requirements = " + _chain("||", 700, 'TARGET.Name == "s{i}"') + " ]",
+                     "[ A = MY" + ".b" * 500 + " ]",
+                     "[ ClusterId = " + "9" * 5000 + "; ProcId = 0 ]",
+                     "[ Rank = " + _chain("*", 500, "2") + "; Requirements = true ]"]
+AD_TEXTS = st.one_of(st.sampled_from(HOSTILE_ADS), STRINGS)
+HOSTILE_JOB_IDS = ["9" * 5000, "1." + "9" * 5000, "99999999999", "1.0"]
+
+
 def struct_of(t, depth: int = 0) -> st.SearchStrategy:
-    fields = {f.encode_name: value_of(f.type, depth) for f in t.fields}
+    def field_values(f):
+        if f.encode_name == "constraint":
+            return CONSTRAINTS
+        if f.encode_name.endswith(("ad", "ad_text", "ads")) and isinstance(f.type, msgspec.inspect.StrType):
+            return AD_TEXTS
+        return value_of(f.type, depth)
+    fields = {f.encode_name: field_values(f) for f in t.fields}
     required = [f.encode_name for f in t.fields if f.required]
     optional = [f.encode_name for f in t.fields if not f.required]
     base = st.fixed_dictionaries({k: fields[k] for k in required},
@@ -125,7 +151,39 @@ def struct_of(t, depth: int = 0) -> st.SearchStrategy:
     return base.map(lambda d, tag=t.tag, field=t.tag_field: {field: tag, **d})
 
 
-MESSAGE = st.one_of(*[struct_of(msgspec.inspect.type_info(cls)) for cls in MESSAGES])
+#: which daemons handle each request (a message sent elsewhere is only "unknown_request")
+HANDLERS = {
+    "COLLECTOR": ("UpdateAd", "InvalidateAd", "QueryAds"),
+    "MASTER": ("QueryMaster", "DaemonsOn"),
+    "NEGOTIATOR": ("Reschedule", "SetUserPriority"),
+    "SCHEDD": ("Submit", "QueryJobs", "ActOnJobs", "EditJobs", "Reschedule", "GetResourceRequests",
+               "MatchNotify", "StarterUpdate", "JobOutput", "JobExited", "CallsDone", "ReleaseClaim"),
+    "STARTD": ("RequestClaim", "ActivateClaim", "ClaimKeepAlive", "ReleaseClaim", "RunCalls", "Vacate",
+               "Suspend", "Continue", "DrainJobs", "CancelDrainJobs"),
+}
+
+
+def _addressed(cls) -> st.SearchStrategy:
+    daemons = [d for d, names in HANDLERS.items() if cls.__name__ in names] or list(DAEMONS)
+    return st.tuples(st.sampled_from(daemons), struct_of(msgspec.inspect.type_info(cls)))
+
+
+#: (daemon, message): each request to a daemon that handles it, and half of the time one of
+#: the requests that read an expression or a job id, with the contents that killed daemons
+MESSAGE = st.one_of(
+    st.one_of(*[_addressed(cls) for cls in MESSAGES]),
+    st.one_of(
+        st.tuples(st.just("SCHEDD"), st.fixed_dictionaries({"type": st.just("QueryJobs"), "constraint": CONSTRAINTS})),
+        st.tuples(st.just("COLLECTOR"), st.fixed_dictionaries({"type": st.just("QueryAds"), "ad_type": st.sampled_from(
+            [t.value for t in m.AdType]), "constraint": CONSTRAINTS})),
+        st.tuples(st.just("SCHEDD"), st.fixed_dictionaries({"type": st.just("ActOnJobs"), "action": st.just("Hold"),
+                                                            "constraint": CONSTRAINTS})),
+        st.tuples(st.just("SCHEDD"), st.fixed_dictionaries({"type": st.just("Submit"), "cluster_ad": AD_TEXTS,
+                                                            "proc_ads": st.lists(AD_TEXTS, min_size=1, max_size=2)})),
+        st.tuples(st.sampled_from(["SCHEDD", "STARTD"]), st.fixed_dictionaries({
+            "type": st.sampled_from(["StarterUpdate", "JobExited", "ActOnJobs"]), "claim_id": st.just("c"),
+            "job_id": st.sampled_from(HOSTILE_JOB_IDS),
+            "update_ad": AD_TEXTS}))))
 
 
 # --- talking to a daemon ---------------------------------------------------------------------------
@@ -153,8 +211,9 @@ def still_serving(pool: Pool, daemon: str, what) -> None:
 
 
 @_settings(120)
-@given(daemon=st.sampled_from(DAEMONS), message=MESSAGE)
-def test_random_messages_with_extreme_fields_are_answered_or_refused(pool, daemon, message):
+@given(addressed=MESSAGE)
+def test_random_messages_with_extreme_fields_are_answered_or_refused(pool, addressed):
+    daemon, message = addressed
     payload = msgspec.msgpack.encode(message)
     body = exchange(pool, daemon, struct.pack(">I", len(payload)) + payload)
     assert body is not None, f"{daemon} closed without answering {message!r:.300}"
@@ -173,3 +232,34 @@ def test_random_bytes_are_refused(pool, daemon, data, framed):
         reply = m.decode(body)
         assert isinstance(reply, m.ErrorReply) or framed, reply
     still_serving(pool, daemon, data)
+
+
+def test_every_hostile_value_to_every_daemon_that_reads_it(pool):
+    """The random tests' hostile values, each at least once where it is read (no luck needed)."""
+    sent = []
+    for constraint in HOSTILE_CONSTRAINTS:
+        sent += [("SCHEDD", {"type": "QueryJobs", "constraint": constraint}),
+                 ("SCHEDD", {"type": "ActOnJobs", "action": "Hold", "constraint": constraint}),
+                 ("SCHEDD", {"type": "EditJobs", "attributes": {"JobPrio": "1"}, "constraint": constraint}),
+                 ("COLLECTOR", {"type": "QueryAds", "ad_type": "Any", "constraint": constraint}),
+                 ("COLLECTOR", {"type": "InvalidateAd", "ad_type": "Generic", "constraint": constraint})]
+    for text in HOSTILE_ADS:
+        sent += [("SCHEDD", {"type": "Submit", "cluster_ad": text, "proc_ads": ["[ ProcId = 0 ]"]}),
+                 ("COLLECTOR", {"type": "UpdateAd", "ad_type": "Generic", "name": "g", "ad_text": text}),
+                 ("SCHEDD", {"type": "EditJobs", "attributes": {"JobPrio": text[1:-1].split("=", 1)[1]},
+                             "constraint": "ClusterId > 0"})]
+    for job_id in HOSTILE_JOB_IDS:
+        for daemon in ("SCHEDD", "STARTD"):
+            sent += [(daemon, {"type": "StarterUpdate", "claim_id": "c", "job_id": job_id, "update_ad": "[ A = 1 ]"}),
+                     (daemon, {"type": "JobExited", "claim_id": "c", "job_id": job_id, "exit_code": 0}),
+                     (daemon, {"type": "JobOutput", "claim_id": "c", "job_id": job_id, "stream": "stdout",
+                               "offset": 0, "data": b"x"})]
+        sent.append(("SCHEDD", {"type": "ActOnJobs", "action": "Remove", "ids": [job_id]}))
+    for daemon, message in sent:
+        payload = msgspec.msgpack.encode(message)
+        body = exchange(pool, daemon, struct.pack(">I", len(payload)) + payload)
+        assert body is not None, f"{daemon} closed without answering {message!r:.300}"
+        reply = m.decode(body)
+        if isinstance(reply, m.ErrorReply):
+            assert reply.code != "internal", (daemon, reply, message)
+        still_serving(pool, daemon, message)
