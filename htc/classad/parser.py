@@ -126,7 +126,9 @@ class Parser:
                 level = _PREC.get(op)
                 if level is not None and level >= min_level:
                     self.i += 1
-                    self.enter()
+                    self.depth += 1  # (enter(), inlined: this is the parser's hottest loop)
+                    if self.depth > MAX_DEPTH:
+                        raise self.error(f"an expression nested at most {MAX_DEPTH} levels deep")
                     right = self.binary(level + 1)
                     self.depth -= 1
                     left = Binary(_CANON.get(op, op), left, right)
