@@ -210,22 +210,34 @@ def _strip(node: Node) -> Node:
 
 
 def _steps(node: Node, must_store: bool, steps: list[_Step]) -> int:
-    """Number the clauses of ``node`` as HTCondor's AnalyzeThisSubExpr does; return its step."""
-    if isinstance(node, Paren):
-        return _steps(node.inner, True, steps)
-    if isinstance(node, Binary) and node.op in _LOGIC:
-        left = _steps(node.left, True, steps)
-        right = _steps(node.right, True, steps)
-        steps.append(_Step(node, f"[{left}] {node.op} [{right}]", (left, right)))
-        return len(steps) - 1
-    if isinstance(node, Unary) and node.op == "!":
-        inner = _steps(node.operand, True, steps)
-        steps.append(_Step(node, f" ! [{inner}]", (inner,)))
-        return len(steps) - 1
-    if (isinstance(node, Binary) and node.op in _COMPARISON) or must_store or isinstance(node, Conditional):
-        steps.append(_Step(node, None, ()))
-        return len(steps) - 1
-    return -1
+    """Number the clauses of ``node`` as HTCondor's AnalyzeThisSubExpr does; return its step.
+
+    Its recursion, run with a stack of our own: a Requirements of a 700-term ``||`` is as deep
+    as it is long."""
+    todo: list[tuple] = [("enter", node, must_store)]
+    done: list[int] = []
+    while todo:
+        kind, n, store = todo.pop()
+        if kind == "logic":
+            right, left = done.pop(), done.pop()
+            steps.append(_Step(n, f"[{left}] {n.op} [{right}]", (left, right)))
+            done.append(len(steps) - 1)
+        elif kind == "not":
+            inner = done.pop()
+            steps.append(_Step(n, f" ! [{inner}]", (inner,)))
+            done.append(len(steps) - 1)
+        elif isinstance(n, Paren):
+            todo.append(("enter", n.inner, True))
+        elif isinstance(n, Binary) and n.op in _LOGIC:
+            todo.extend((("logic", n, True), ("enter", n.right, True), ("enter", n.left, True)))
+        elif isinstance(n, Unary) and n.op == "!":
+            todo.extend((("not", n, True), ("enter", n.operand, True)))
+        elif (isinstance(n, Binary) and n.op in _COMPARISON) or store or isinstance(n, Conditional):
+            steps.append(_Step(n, None, ()))
+            done.append(len(steps) - 1)
+        else:
+            done.append(-1)
+    return done.pop()
 
 
 def _chain(steps: list[_Step], root: int) -> tuple[set[int], set[int]]:
@@ -265,10 +277,16 @@ def _referenced_job_attributes(job: ClassAd, node: Node) -> dict[str, str]:
 
 
 def _conjuncts(node: Node) -> list[Node]:
-    """The operands of the top-level && chain, left to right."""
-    if isinstance(node, Binary) and node.op == "&&":
-        return _conjuncts(node.left) + _conjuncts(node.right)
-    return [node]
+    """The operands of the top-level && chain, left to right (a loop: chains may be long)."""
+    out: list[Node] = []
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, Binary) and node.op == "&&":
+            todo.extend((node.right, node.left))
+        else:
+            out.append(node)
+    return out
 
 
 def _wrap_expression(parts: tuple[str, ...], width: int) -> str:

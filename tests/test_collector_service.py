@@ -171,28 +171,52 @@ async def _run_until(service, condition):
 
 
 class Buggy:
+    """A core with a bug on requests (Reschedule) and, if asked, on its own work (a Tick)."""
+
+    def __init__(self, tick_bug: bool = False):
+        self.tick_bug = tick_bug
+
     def next_deadline(self):
-        return None
+        return time.time() if self.tick_bug else None
 
     def handle(self, event, now):
         if isinstance(event, c.Received):
             raise ZeroDivisionError("a bug in a core")
+        if isinstance(event, c.Tick):
+            raise ZeroDivisionError("a bug in a core's own work")
         return []
 
 
-def test_a_core_bug_ends_the_daemon_with_a_traceback_in_its_log(paths):
+def test_a_core_bug_on_a_request_is_answered_logged_and_the_daemon_serves_on(paths):
     service = DaemonService("buggy", Buggy(), paths.transport(), log_file=paths.log_file("buggy"))
 
     async def main():
         task = asyncio.create_task(service.run())
         await _wait_for_socket(service)
-        with pytest.raises(Exception):
-            await send_command_async("buggy", m.Reschedule(), transport=service.transport, timeout=5)
-        await task
+        for _ in range(3):
+            with pytest.raises(RemoteError) as info:
+                await send_command_async("buggy", m.Reschedule(), transport=service.transport, timeout=5)
+            assert info.value.code == "internal"
+            assert "Reschedule" in str(info.value) and "ZeroDivisionError: a bug in a core" in str(info.value)
+        pong = await send_command_async("buggy", m.Ping(), transport=service.transport, timeout=5)
+        assert isinstance(pong, m.Pong)
+        assert not task.done()
+        task.cancel()  # (this core never exits by itself)
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    log = paths.log_file("buggy").read_text()
+    assert log.count("handling Reschedule from") == 3 and "serving on" in log
+    assert "Traceback" in log and "ZeroDivisionError: a bug in a core" in log
+
+
+def test_a_core_bug_in_its_own_work_ends_the_daemon_with_a_traceback_in_its_log(paths):
+    service = DaemonService("buggy", Buggy(tick_bug=True), paths.transport(), log_file=paths.log_file("buggy"))
 
     with pytest.raises(ExceptionGroup) as info:
-        asyncio.run(main())
+        asyncio.run(service.run())
     assert info.group_contains(ZeroDivisionError)
     log = paths.log_file("buggy").read_text()
-    assert "buggy (pid" in log and "failed" in log and "ZeroDivisionError: a bug in a core" in log
+    assert "buggy (pid" in log and "failed" in log and "ZeroDivisionError: a bug in a core's own work" in log
     assert not logging.getLogger("htc").handlers, "the service removes its log handler"

@@ -4,6 +4,16 @@ Nodes are immutable once built and may be shared between ads and expression obje
 node caches its compiled evaluator in ``fn`` (filled in lazily by
 :func:`htc.classad.compiler.compile_node`), so an expression is compiled once however many
 times and in however many ads it is evaluated.
+
+Deep trees
+----------
+A chain of left-associative operators (``a || b || c ...``, ``a + b - c ...``), of postfix
+selections and subscripts (``a.b.c``, ``a[0][1]``) or of ``?:`` is a tree whose *left spine*
+is as long as the chain, and the parser accepts chains of any length (HTCondor does). Every
+walk over trees therefore follows a left spine with a loop, never with one recursive call per
+link (:func:`spine` gives the links); everything else nests at most
+:data:`htc.classad.parser.MAX_DEPTH` levels, which the parser enforces.  Equality and hashing
+below are iterative for the same reason.
 """
 
 from __future__ import annotations
@@ -19,13 +29,31 @@ class Node:
         return ()
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._key() == other._key()  # type: ignore[attr-defined]
+        # Structural equality, walked with a stack (a tree may be thousands of links deep).
+        if self is other:
+            return True
+        todo = [(self, other)]
+        while todo:
+            a, b = todo.pop()
+            if a is b:
+                continue
+            if type(a) is not type(b) or a._local() != b._local():  # type: ignore[attr-defined]
+                return False
+            ca, cb = a.children(), b.children()  # type: ignore[attr-defined]
+            if len(ca) != len(cb):
+                return False
+            todo.extend(zip(ca, cb))
+        return True
 
     def __hash__(self) -> int:
-        return hash((type(self).__name__, self._key()))
+        h = 0
+        for n in walk(self):  # parents before children, with each node's arity: one tree, one order
+            h = hash((h, type(n).__name__, n._local(), len(n.children())))
+        return h
 
-    def _key(self) -> tuple:
-        raise TypeError(f"{type(self).__name__} has no comparison key")
+    def _local(self) -> tuple:
+        """What tells this node from another of its class, its children aside."""
+        return ()
 
 
 class Literal(Node):
@@ -37,7 +65,7 @@ class Literal(Node):
         self.fn = None
         self.value = value
 
-    def _key(self):
+    def _local(self):
         v = self.value
         return (type(v).__name__, repr(v))
 
@@ -52,7 +80,7 @@ class AttrRef(Node):
         self.name = name
         self.lname = name.lower()
 
-    def _key(self):
+    def _local(self):
         return (self.lname,)
 
 
@@ -70,8 +98,8 @@ class Select(Node):
     def children(self):
         return (self.base,)
 
-    def _key(self):
-        return (self.base, self.lname)
+    def _local(self):
+        return (self.lname,)
 
 
 class Subscript(Node):
@@ -87,8 +115,6 @@ class Subscript(Node):
     def children(self):
         return (self.base, self.index)
 
-    def _key(self):
-        return (self.base, self.index)
 
 
 class Unary(Node):
@@ -104,8 +130,8 @@ class Unary(Node):
     def children(self):
         return (self.operand,)
 
-    def _key(self):
-        return (self.op, self.operand)
+    def _local(self):
+        return (self.op,)
 
 
 class Binary(Node):
@@ -122,8 +148,8 @@ class Binary(Node):
     def children(self):
         return (self.left, self.right)
 
-    def _key(self):
-        return (self.op, self.left, self.right)
+    def _local(self):
+        return (self.op,)
 
 
 class Conditional(Node):
@@ -142,8 +168,8 @@ class Conditional(Node):
             return (self.cond, self.other)
         return (self.cond, self.then, self.other)
 
-    def _key(self):
-        return (self.cond, self.then, self.other)
+    def _local(self):
+        return (self.then is None,)
 
 
 class Paren(Node):
@@ -158,8 +184,6 @@ class Paren(Node):
     def children(self):
         return (self.inner,)
 
-    def _key(self):
-        return (self.inner,)
 
 
 class Call(Node):
@@ -176,8 +200,8 @@ class Call(Node):
     def children(self):
         return self.args
 
-    def _key(self):
-        return (self.lname, self.args)
+    def _local(self):
+        return (self.lname,)
 
 
 class ListExpr(Node):
@@ -192,8 +216,6 @@ class ListExpr(Node):
     def children(self):
         return self.items
 
-    def _key(self):
-        return self.items
 
 
 class AdExpr(Node):
@@ -215,8 +237,8 @@ class AdExpr(Node):
     def children(self):
         return tuple(node for _, node in self.pairs)
 
-    def _key(self):
-        return tuple((name.lower(), node) for name, node in self.pairs)
+    def _local(self):
+        return tuple(name.lower() for name, _ in self.pairs)
 
 
 def walk(node: Node):
@@ -226,3 +248,30 @@ def walk(node: Node):
         n = stack.pop()
         yield n
         stack.extend(reversed(n.children()))
+
+
+def left_link(node: Node) -> Node | None:
+    """The node a chain continues into: the left operand of a binary operator, the base of a
+    selection or subscript, the first operand of ``?:``; None for any other node."""
+    t = node.__class__
+    if t is Binary:
+        return node.left  # type: ignore[attr-defined]
+    if t is Select or t is Subscript:
+        return node.base  # type: ignore[attr-defined]
+    if t is Conditional and node.then is None:  # type: ignore[attr-defined]
+        return node.cond  # type: ignore[attr-defined]
+    return None
+
+
+def spine(node: Node) -> tuple[Node, list[Node]]:
+    """Split ``node`` at its left spine: ``(first, links)`` where ``first`` is the innermost
+    left operand and ``links`` the chain's nodes from the innermost out, so that a walk can
+    visit ``first`` and then each link's other operands in source order, with a loop."""
+    links: list[Node] = []
+    while True:
+        nxt = left_link(node)
+        if nxt is None:
+            links.reverse()
+            return node, links
+        links.append(node)
+        node = nxt

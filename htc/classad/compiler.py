@@ -22,6 +22,17 @@ The context :class:`Ctx` carries the HTCondor compat-mode scoping:
   cycle and yields UNDEFINED for that inner reference, which is what HTCondor does
   (``[a = isUndefined(a) ? 0 : a + 1].a`` is 1).
 
+Long chains (``a || b || c ...`` with hundreds of terms, ``a.b.c...``, ``x ?: y ?: ...``) are
+trees as deep as they are long.  A left spine of at least :data:`CHAIN_MIN` links compiles to
+one closure that evaluates the innermost operand and then applies each link in a loop
+(:func:`_c_chain`), with the same semantics link by link as the nested closures (every
+operator is left associative, so the left operand is always a finished value when the
+right one is looked at; ``||`` and ``&&`` still skip their right operand).  Shorter chains
+keep the nested closures, the fastest form for the short expressions of matchmaking.  The
+rest of a tree nests at most :data:`htc.classad.parser.MAX_DEPTH` levels, so compiling and
+evaluating never recurse deeper than that; what still can (a reference cycle through
+thousands of attributes) evaluates to ERROR.
+
 Nested ad values (``[ ... ]`` literals) evaluate to :class:`~htc.classad.ad.ClassAd` objects
 whose ``_parent`` is the ad the literal was evaluated in, which gives lexical scoping.
 """
@@ -31,7 +42,7 @@ from __future__ import annotations
 import operator
 
 from htc.classad.ast import (AdExpr, AttrRef, Binary, Call, Conditional, ListExpr, Literal,
-                             Node, Paren, Select, Subscript, Unary)
+                             Node, Paren, Select, Subscript, Unary, left_link)
 from htc.classad.operators import (arith, bitwise, compare, fold, identical, not_identical,
                                    truth, unary)
 from htc.classad.values import (INT64_MAX, INT64_MIN, Error, ExprList, Undefined, is_classad,
@@ -171,13 +182,142 @@ def subscript_value(ctx: Ctx, base, index):
 # ---------------------------------------------------------------------------------------
 # node compilers
 
+#: a left spine at least this long compiles to a loop (see the module docstring)
+CHAIN_MIN = 16
+
+
 def compile_node(node: Node):
     """Return (and cache on the node) the closure that evaluates ``node``."""
     fn = node.fn
     if fn is None:
-        fn = _COMPILERS[node.__class__](node)
+        if _long_chain(node):
+            fn = _c_chain(node)
+        else:
+            fn = _COMPILERS[node.__class__](node)
         node.fn = fn
     return fn
+
+
+def _chain_link(node: Node) -> Node | None:
+    """Where ``node``'s chain continues (``MY.x``/``TARGET.x`` keep their own closure)."""
+    nxt = left_link(node)
+    if nxt is not None and node.__class__ is Select and nxt.__class__ is AttrRef:
+        return None
+    return nxt
+
+
+def _long_chain(node: Node) -> bool:
+    n = 0
+    while n < CHAIN_MIN:
+        node = _chain_link(node)
+        if node is None:
+            return False
+        n += 1
+    return True
+
+
+def _c_chain(node: Node):
+    links = []
+    while True:
+        nxt = _chain_link(node)
+        if nxt is None:
+            break
+        links.append(node)
+        node = nxt
+    first = compile_node(node)
+    steps = tuple(_STEPS[link.__class__](link) for link in reversed(links))
+
+    def chain(ctx):
+        v = first(ctx)
+        for step in steps:
+            v = step(v, ctx)
+        return v
+    return chain
+
+
+# Each link of a chain as ``step(value of the left operand, ctx) -> value``.
+
+def _s_binary(node: Binary):
+    op = node.op
+    rf = compile_node(node.right)
+    if op == "&&":
+        def and_step(a, ctx):
+            if a is True:
+                b = rf(ctx)
+                return b if b.__class__ is bool else truth(b)
+            if a is False:
+                return False
+            ta = truth(a)
+            if ta is False or ta is Error:
+                return ta
+            tb = truth(rf(ctx))
+            if ta is True:
+                return tb
+            if tb is False or tb is Error:
+                return tb
+            return Undefined
+        return and_step
+    if op == "||":
+        def or_step(a, ctx):
+            if a is False:
+                b = rf(ctx)
+                return b if b.__class__ is bool else truth(b)
+            if a is True:
+                return True
+            ta = truth(a)
+            if ta is True or ta is Error:
+                return ta
+            tb = truth(rf(ctx))
+            if ta is False:
+                return tb
+            if tb is True or tb is Error:
+                return tb
+            return Undefined
+        return or_step
+    if op in _PYCMP:
+        pyop = _PYCMP[op]
+
+        def cmp_step(a, ctx):
+            b = rf(ctx)
+            if a.__class__ is int and b.__class__ is int:
+                return pyop(a, b)
+            return compare(op, a, b)
+        return cmp_step
+    if op in _PYARITH:
+        pyop = _PYARITH[op]
+
+        def arith_step(a, ctx):
+            b = rf(ctx)
+            if a.__class__ is int and b.__class__ is int:
+                r = pyop(a, b)
+                return r if INT64_MIN <= r <= INT64_MAX else wrap_int(r)
+            return arith(op, a, b)
+        return arith_step
+    if op in ("/", "%"):
+        return lambda a, ctx: arith(op, a, rf(ctx))
+    if op == "is":
+        return lambda a, ctx: identical(a, rf(ctx))
+    if op == "isnt":
+        return lambda a, ctx: not_identical(a, rf(ctx))
+    return lambda a, ctx: bitwise(op, a, rf(ctx))
+
+
+def _s_select(node: Select):
+    lname = node.lname
+    return lambda v, ctx: select_value(ctx, v, lname)
+
+
+def _s_subscript(node: Subscript):
+    xf = compile_node(node.index)
+    return lambda v, ctx: subscript_value(ctx, v, xf(ctx))
+
+
+def _s_elvis(node: Conditional):
+    of = compile_node(node.other)
+    return lambda v, ctx: of(ctx) if v is Undefined else v
+
+
+_STEPS = {Binary: _s_binary, Select: _s_select, Subscript: _s_subscript, Conditional: _s_elvis}
 
 
 def _c_literal(node: Literal):
@@ -457,8 +597,8 @@ def evaluate(node: Node, scope=None, target=None, ctx: Ctx | None = None):
     """
     if ctx is None:
         ctx = Ctx(scope, root_of(scope) if scope is not None else None, target)
-    fn = node.fn or compile_node(node)
     try:
+        fn = node.fn or compile_node(node)
         return fn(ctx)
     except RecursionError:
         return Error

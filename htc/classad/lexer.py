@@ -89,6 +89,9 @@ _COMMENT_STARTS = frozenset("/*")
 
 def int_from_text(text: str) -> int:
     """Convert decimal digits (with an optional leading ``-``) as HTCondor does: out of range is 0."""
+    digits = text.lstrip("-+").lstrip("0")
+    if len(digits) > 19:  # out of range whatever the digits (and no 5,000-digit conversion)
+        return 0
     n = int(text)
     if _INT64_MIN <= n <= _INT64_MAX:
         return n

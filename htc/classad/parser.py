@@ -17,6 +17,19 @@ Grammar (HTCondor manual, "ClassAd Syntax"; lowest precedence first)::
 A ``-`` written directly against a number literal (``-1``, no space) folds into a negative
 literal, as HTCondor's parser does; ``- 1`` stays a unary minus.  That is also how
 ``-9223372036854775808`` is representable.
+
+Depth and length
+----------------
+A chain of operators of one precedence level is read in a loop, so ``a || b || ...`` may
+have any number of terms (a 700-term ``||`` in a job's ``Requirements`` is ordinary).  What
+nests is bounded: parentheses, lists, ads, calls, subscripts, prefix operators, ``? :`` and
+each step to a tighter precedence level for a right operand (``a || b && c`` nests ``b && c``
+one level) count one level each, and an expression nested more than :data:`MAX_DEPTH` levels
+is refused with a :class:`ClassAdParseError` that says so (the brackets of a top-level ad
+do not count: its values may nest as deeply as an expression alone).  The syntax trees that result are
+deep only along their left spines (the chains), which every walk follows with a loop (see
+:mod:`htc.classad.ast`); so no later step (compiling, evaluating, printing, comparing) can
+run out of Python's stack on an expression the parser accepted.
 """
 
 from __future__ import annotations
@@ -39,7 +52,8 @@ _PREC = {op: level for level, ops in enumerate(_LEVELS) for op in ops}
 _CANON = {"=?=": "is", "=!=": "isnt"}
 _CONSTS = {"true": True, "false": False, "undefined": Undefined, "error": Error}
 
-#: deepest nesting of parentheses, lists, ads and prefix operators accepted
+#: deepest nesting accepted: parentheses, lists, ads, calls, subscripts, prefix operators,
+#: conditionals and right operands of a tighter precedence level (see the module docstring)
 MAX_DEPTH = 120
 
 #: Attribute values of top-level ads, by source text: the same expressions come back in ad
@@ -112,7 +126,11 @@ class Parser:
                 level = _PREC.get(op)
                 if level is not None and level >= min_level:
                     self.i += 1
+                    self.depth += 1  # (enter(), inlined: this is the parser's hottest loop)
+                    if self.depth > MAX_DEPTH:
+                        raise self.error(f"an expression nested at most {MAX_DEPTH} levels deep")
                     right = self.binary(level + 1)
+                    self.depth -= 1
                     left = Binary(_CANON.get(op, op), left, right)
                     continue
             return left
@@ -271,7 +289,7 @@ class Parser:
                 raise self.error("an attribute name (keywords need 'quotes')")
             self.i += 1
             self.expect_op("=", f"'=' after the attribute name {t.value!r}")
-            pairs.append((t.value, self.value() if self.depth == 1 else self.expr()))
+            pairs.append((t.value, self.value() if self.depth == 0 else self.expr()))
             semis = 0
         self.depth -= 1
         return AdExpr(pairs)
@@ -359,6 +377,9 @@ def parse_ad_prefix(text: str, start: int = 0) -> tuple[AdExpr, int] | None:
             raise ClassAdParseError(text, i, "'[' starting a ClassAd")
         toks = L.tokenize(text, i, one_group=True)
         p = Parser(text, toks)
+        # The brackets of a top-level ad are no nesting: its values may nest as deeply as an
+        # expression parsed alone, so that every expression an ad holds reads back in the ad.
+        p.depth = -1
         node = p.ad_literal()
         if p.tok.kind != L.EOF:
             raise p.error("end of the ad")

@@ -12,7 +12,9 @@ One :class:`Unparser` walks a tree and writes text; three knobs give HTCondor's 
 * ``old`` mode: reals as ``%.16G`` (``0.1``) instead of ``%.15E`` (``1.000000000000000E-01``),
   and strings with only ``"`` escaped, as old-syntax ads (``condor_q -long``) carry them.
 
-Parentheses are kept as written (the parser records them), so text round-trips.
+Parentheses are kept as written (the parser records them), so text round-trips.  A chain
+(``a || b || ...``, ``a.b.c``) is written with a loop along its left spine
+(:func:`htc.classad.ast.spine`), so a chain of any length prints without deep recursion.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import math
 import re
 
 from htc.classad.ast import (AdExpr, AttrRef, Binary, Call, Conditional, ListExpr, Literal,
-                             Node, Paren, Select, Subscript, Unary)
+                             Node, Paren, Select, Subscript, Unary, left_link, spine)
 from htc.classad.lexer import KEYWORDS
 from htc.classad.values import AbsTime, Error, RelTime, Undefined, is_classad
 
@@ -123,24 +125,18 @@ class Unparser:
         raise TypeError(f"cannot unparse {v!r}")
 
     def node(self, n: Node) -> str:
+        if left_link(n) is not None:
+            return self.chain(n)
         t = n.__class__
         if t is Literal:
             return self.literal(n.value)
         if t is AttrRef:
             return quote_name(n.name)
-        if t is Binary:
-            return f"{self.node(n.left)} {n.op} {self.node(n.right)}"
-        if t is Select:
-            return f"{self.node(n.base)}.{quote_name(n.name)}"
-        if t is Subscript:
-            return f"{self.node(n.base)}[{self.node(n.index)}]"
         if t is Unary:
             return f" {n.op}{self.node(n.operand)}"
         if t is Paren:
             return f"({self.node(n.inner)})"
         if t is Conditional:
-            if n.then is None:
-                return f"{self.node(n.cond)} ?: {self.node(n.other)}"
             return f"{self.node(n.cond)} ? {self.node(n.then)} : {self.node(n.other)}"
         if t is Call:
             return n.name + "(" + ",".join(self.node(a) for a in n.args) + ")"
@@ -149,6 +145,22 @@ class Unparser:
         if t is AdExpr:
             return self.ad(n.pairs)
         raise TypeError(f"cannot unparse node {n!r}")
+
+    def chain(self, n: Node) -> str:
+        """A binary operator, selection, subscript or ``?:`` and the chain below it, in a loop."""
+        first, links = spine(n)
+        out = [self.node(first)]
+        for link in links:
+            t = link.__class__
+            if t is Binary:
+                out.append(f" {link.op} {self.node(link.right)}")
+            elif t is Select:
+                out.append("." + quote_name(link.name))
+            elif t is Subscript:
+                out.append(f"[{self.node(link.index)}]")
+            else:
+                out.append(f" ?: {self.node(link.other)}")
+        return "".join(out)
 
     def list(self, n: ListExpr) -> str:
         if not self.pretty:

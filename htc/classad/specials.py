@@ -171,6 +171,8 @@ def _unresolved_refs(ctx: Ctx, home, expr: Node) -> tuple[dict, dict]:
     target = ctx.target if root_of(home) is ctx.my else (ctx.my if root_of(home) is ctx.target
                                                           else None)
 
+    todo: list[tuple[Node, list]] = [(expr, [])]
+
     def visit(n: Node, locals_: list) -> None:
         t = n.__class__
         if t is AttrRef:
@@ -217,13 +219,14 @@ def _unresolved_refs(ctx: Ctx, home, expr: Node) -> tuple[dict, dict]:
         if t is AdExpr:
             from htc.classad.ad import ClassAd
             inner = ClassAd._from_node(n, home)
-            for _, child in n.pairs:
-                visit(child, [inner] + locals_)
+            for _, child in reversed(n.pairs):
+                todo.append((child, [inner] + locals_))
             return
-        for child in n.children():
-            visit(child, locals_)
+        # (a stack, not recursion: a chain of thousands of terms is as deep as it is long)
+        todo.extend((child, locals_) for child in reversed(n.children()))
 
-    visit(expr, [])
+    while todo:
+        visit(*todo.pop())
     return mine, theirs
 
 

@@ -25,7 +25,7 @@ from htc.classad import lexer as L
 from htc.classad.ad import ClassAd
 from htc.classad.ast import AdExpr, ListExpr, Literal, Node
 from htc.classad.errors import ClassAdParseError
-from htc.classad.parser import Parser, parse_ad_prefix, parse_expr
+from htc.classad.parser import MAX_DEPTH, Parser, parse_ad_prefix, parse_expr
 from htc.classad.values import Undefined
 
 
@@ -196,6 +196,7 @@ class _Json:
     def __init__(self, text: str):
         self.text = text
         self.i = 0
+        self.depth = 0  # arrays and objects open: at most the expression parser's MAX_DEPTH
 
     def peek(self):
         m = _JSON_TOKEN.match(self.text, self.i)
@@ -243,19 +244,29 @@ class _Json:
 
     def value(self) -> Node:
         kind, val, pos, end = self.peek()
-        if kind == "punct" and val == "{":
-            return self.obj()
-        if kind == "punct" and val == "[":
-            self.i = end
-            items: list[Node] = []
-            if self.peek()[1] == "]":
-                self.i = self.peek()[3]
+        if kind == "punct" and val in "{[":
+            if self.depth >= MAX_DEPTH:
+                raise _JsonError(pos, end, f"arrays and objects nested at most {MAX_DEPTH} deep",
+                                 hard=True)
+            self.depth += 1
+            node = self.obj() if val == "{" else self.array(end)
+            self.depth -= 1
+            return node
+        return self.scalar(kind, val, pos, end)
+
+    def array(self, end: int) -> ListExpr:
+        self.i = end
+        items: list[Node] = []
+        if self.peek()[1] == "]":
+            self.i = self.peek()[3]
+            return ListExpr(items)
+        while True:
+            items.append(self.value())
+            k, v, p, e = self.take("',' or ']' in the array", ("punct", ","), ("punct", "]"))
+            if v == "]":
                 return ListExpr(items)
-            while True:
-                items.append(self.value())
-                k, v, p, e = self.take("',' or ']' in the array", ("punct", ","), ("punct", "]"))
-                if v == "]":
-                    return ListExpr(items)
+
+    def scalar(self, kind: str, val, pos: int, end: int) -> Node:
         if kind == "string":
             self.i = end
             s = self.string(val, pos)

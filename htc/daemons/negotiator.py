@@ -47,6 +47,7 @@ counted and ignored; an event the core does not know is a caller error.
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -543,7 +544,8 @@ class Negotiator:
         self.pending.record(result.matches, self._machines, now + self.settings.timeout)
         self._finish(now)
         self._shares = dict(result.shares)
-        actions: list = [NotifyMatch(m) for m in result.matches]
+        actions: list = [c.Log(f"cycle {self.cycle}: {line}", logging.WARNING) for line in result.skipped]
+        actions.extend(NotifyMatch(m) for m in result.matches)
         actions.extend(self._accounting_changed())
         actions.append(CycleFinished(stats))
         return actions

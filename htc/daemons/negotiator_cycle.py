@@ -27,6 +27,12 @@ few and checked one by one, after a cheap filter drops those no request could pr
 
 A matched slot leaves the cycle; a partitionable slot gives up the request's (quantized)
 ``RequestCpus``/``RequestMemory``/``RequestDisk`` and stays while it has cores left.
+
+**One bad job.** Expressions come from users. If working on one request raises (its ad
+cannot be analysed, an expression of it fails in a way evaluation does not turn into ERROR),
+that request is left out of this cycle and the cycle goes on with every other
+(:meth:`_Cycle.skip`); :attr:`CycleResult.skipped` says which and why, and the negotiator
+logs it at every cycle until the job changes or leaves.
 """
 
 from __future__ import annotations
@@ -112,6 +118,9 @@ class CycleResult:
     matches: tuple[Match, ...]
     statistics: CycleStatistics
     shares: Mapping[str, float] = field(default_factory=dict)
+    #: requests left out of the cycle because working on them raised, one line each (which
+    #: submitter, schedd and autocluster, and the error): the negotiator logs them
+    skipped: tuple[str, ...] = ()
 
 
 class _Entry:
@@ -147,6 +156,17 @@ class _Cycle:
         self.search = IdleSearch(settings)
         self.preq = settings.compiled("preemption_requirements")
         self.claim_seq = 0
+        self.skipped: list[str] = []
+
+    def skip(self, entry: _Entry, request: ResourceRequest, exc: Exception,
+             rs: RequestState | None = None) -> None:
+        """Leave one request out of the cycle: working on it raised (one job must not stop
+        the matchmaking of every other; the negotiator logs why)."""
+        if rs is not None:
+            rs.remaining = 0
+        self.skipped.append(
+            f"skipped the request of {entry.ad.name} at {entry.ad.schedd} (autocluster "
+            f"{request.autocluster_id}, {request.count} job(s)): {type(exc).__name__}: {str(exc)[:300]}")
 
     # ------------------------------------------------------------------ set-up
 
@@ -155,15 +175,23 @@ class _Cycle:
         job_names: set[str] = set()
         for rs in requests:
             job = rs.job
-            for attr in job:
-                job_names.add(attr.lower())
-                # Every slot attribute any job expression can read belongs in the class key:
-                # TARGET.x, and plain names the job lacks (they fall back to the slot).
-                for ref in expr_refs(job[attr]) or ():
-                    if ref.startswith("target."):
-                        roots.add(ref[7:])
-                    elif ref not in job:
-                        roots.add(ref)
+            try:
+                names: set[str] = set()
+                reads: set[str] = set()
+                for attr in job:
+                    names.add(attr.lower())
+                    # Every slot attribute any job expression can read belongs in the class
+                    # key: TARGET.x, and plain names the job lacks (they fall back to the slot).
+                    for ref in expr_refs(job[attr]) or ():
+                        if ref.startswith("target."):
+                            reads.add(ref[7:])
+                        elif ref not in job:
+                            reads.add(ref)
+            except Exception as exc:  # noqa: BLE001 - see skip()
+                self.skip(rs.entry, rs.request, exc, rs)
+                continue
+            job_names |= names
+            roots |= reads
         pool = SlotPool(roots, job_names, self.s.compiled("pre_job_rank"),
                         self.s.compiled("post_job_rank"))
         for slot in slots:
@@ -411,8 +439,12 @@ class _Cycle:
                     if not ignore_limit:
                         return _MM_RESUME
                     only_rank = True
-                found = self.find_best(rs, pool, used, used_unclaimed, limit, limit_unclaimed,
-                                       only_rank)
+                try:
+                    found = self.find_best(rs, pool, used, used_unclaimed, limit, limit_unclaimed,
+                                           only_rank)
+                except Exception as exc:  # noqa: BLE001 - see skip()
+                    self.skip(entry, rs.request, exc, rs)
+                    break
                 if isinstance(found, Rejection):
                     self.rejections += 1
                     self.reasons[found.value] += 1
@@ -484,7 +516,10 @@ def negotiate_cycle(
             continue
         entry = _Entry(sub)
         for req in requests.get((sub.schedd, sub.name), ()):
-            entry.requests.append(RequestState(entry, req, state.submitter_job(entry, req)))
+            try:
+                entry.requests.append(RequestState(entry, req, state.submitter_job(entry, req)))
+            except Exception as exc:  # noqa: BLE001 - see _Cycle.skip
+                state.skip(entry, req, exc)
         all_requests.extend(entry.requests)
         entries.append(entry)
     pool = state.build_pool(slots, all_requests)
@@ -505,4 +540,4 @@ def negotiate_cycle(
         priority_preemptions=sum(m.preemption is PreemptState.PRIORITY for m in matches),
         rejections=state.rejections, rejections_by_reason=dict(state.reasons),
         pie_spins=spins, submitters_share_limited=tuple(sorted(state.share_limited)))
-    return CycleResult(matches=matches, statistics=stats, shares=shares)
+    return CycleResult(matches=matches, statistics=stats, shares=shares, skipped=tuple(state.skipped))

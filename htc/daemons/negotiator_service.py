@@ -325,14 +325,21 @@ class NegotiatorService(DaemonService):
                 timeout=self.settings.core.timeout)
             if reply.submitter != a.submitter:
                 raise UsageError(f"asked for {a.submitter!r} but the answer is about {reply.submitter!r}")
-            requests = tuple(ResourceRequest(autocluster_id=r.autocluster_id, job=ClassAd(r.job_ad), count=r.count)
-                             for r in reply.requests)
-        except (HTCError, ClassAdParseError) as exc:
+            requests = []
+            for r in reply.requests:
+                try:
+                    job = ClassAd(r.job_ad)
+                except ClassAdParseError as exc:  # one bad job ad costs its request, not the schedd's
+                    self.log.warning("cycle %d: schedd %s: skipped autocluster %d of %s, whose job ad "
+                                     "does not parse: %s", a.cycle, a.schedd, r.autocluster_id, a.submitter, exc)
+                    continue
+                requests.append(ResourceRequest(autocluster_id=r.autocluster_id, job=job, count=r.count))
+        except HTCError as exc:
             self.log.warning("cycle %d: schedd %s (%s) gave no requests for %s: %s", a.cycle, a.schedd, address,
                              a.submitter, exc)
             self.feed(n.RequestsFailed(a.cycle, a.schedd, a.submitter, str(exc)))
             return
-        self.feed(n.RequestsReceived(a.cycle, a.schedd, a.submitter, requests))
+        self.feed(n.RequestsReceived(a.cycle, a.schedd, a.submitter, tuple(requests)))
 
     # --- the accountant's file ------------------------------------------------------------------
 

@@ -36,8 +36,24 @@ with the peer's uid and pid; the connection stays open. An accepted request reac
 with the peer's account name and whether it is an administrator filled in
 (:class:`~htc.wire.transport.PeerInfo`), which is what the schedd's ownership checks use.
 
-A bug (an exception that is not an :class:`~htc.errors.HTCError` about a peer) ends the
-TaskGroup and the process with a traceback in the daemon log; the master restarts the daemon.
+Errors
+------
+One request must not end a daemon.  When the core raises while handling a ``Received`` event
+(a bug, or an input no check foresaw: a constraint nobody could evaluate, a number too big to
+convert), :meth:`DaemonService.feed` logs the exception with its traceback in the daemon log,
+answers the request with ``ErrorReply(code="internal")`` naming the message and the error,
+and goes on with the next event: every other client is still served.  The core did not get to
+return actions for that event, so nothing of its answer was sent; what it had changed in its
+memory before raising stays changed (the job queue's sqlite transactions roll back on the
+exception, so what is on disk stays whole), which is why the log line says so loudly.
+
+When the core raises on any other event (a ``Tick``, a send's outcome, a child's exit, a
+signal), that is a bug in the daemon's own work, not in what a client sent: it ends the
+TaskGroup and the process with a traceback in the daemon log (raised from the main task, even
+when a connection's task was the one feeding), and the master restarts the daemon, so that a
+core whose internal state may be broken starts afresh.  Whatever else raises while a
+connection is served (an executor of actions, say) closes that connection with an
+``internal`` error and is logged (:class:`~htc.wire.transport.Server`); the daemon serves on.
 """
 
 from __future__ import annotations
@@ -183,6 +199,8 @@ class DaemonService:
         self._draining = False
         self._wakeup = asyncio.Event()
         self._exit_status: int | None = None
+        #: an exception the core raised on an event that was not a request (see the header)
+        self._failure: Exception | None = None
         self._conns: dict[int, Connection] = {}
         self._conn_ids = itertools.count(1)
         self._tg: asyncio.TaskGroup | None = None
@@ -221,7 +239,17 @@ class DaemonService:
         try:
             while self._queue:
                 event = self._queue.popleft()
-                for action in self.core.handle(event, time.time()):
+                try:
+                    actions = self.core.handle(event, time.time())
+                except Exception as exc:
+                    if not isinstance(event, c.Received):
+                        # the daemon's own work: end it from the main task, whoever fed this
+                        if self._failure is None:
+                            self._failure = exc
+                        raise
+                    self._request_failed(event, exc)
+                    continue
+                for action in actions:
                     executor = self._executors.get(type(action))
                     if executor is None:
                         raise TypeError(f"{self.daemon}: the service cannot execute {action!r}")
@@ -229,6 +257,25 @@ class DaemonService:
         finally:
             self._draining = False
             self._wakeup.set()
+
+    def _request_failed(self, event: c.Received, exc: Exception) -> None:
+        """The core raised on one request: log it, answer ``internal``, keep serving (module header)."""
+        name = type(event.msg).__name__
+        peer = event.peer
+        who = peer.description or (f"pid {peer.pid} (uid {peer.uid})" if peer.pid else "a client")
+        self.log.error("%s (pid %d): handling %s from %s failed; answered with an error and "
+                       "serving on (this request's changes to memory may be partial): %s: %s",
+                       self.daemon, os.getpid(), name, who, type(exc).__name__,
+                       exc, exc_info=exc)
+        if getattr(event.msg, "reply_type", None) is None:
+            return  # the sender waits for no answer
+        text = str(exc)
+        if len(text) > 300:
+            text = text[:300] + "..."
+        where = f"; see {self.log_file}" if self.log_file is not None else ""
+        self._do_reply(c.Reply(event.conn_id, m.ErrorReply(
+            code="internal",
+            message=f"the {self.daemon} failed while handling {name}: {type(exc).__name__}: {text}{where}")))
 
     def spawn(self, argv: list[str], *, exited: Callable[[int, int], c.Event],
               env: dict[str, str] | None = None, stderr_path: Path | None = None) -> int:
@@ -343,6 +390,8 @@ class DaemonService:
 
     async def _wait_for_exit(self) -> None:
         while self._exit_status is None:
+            if self._failure is not None:
+                raise self._failure
             deadline = self.core.next_deadline()
             self._wakeup.clear()
             delay = None if deadline is None else deadline - time.time()

@@ -105,10 +105,16 @@ def _unwrap(node: Node) -> Node:
 
 
 def _conjuncts(node: Node) -> list[Node]:
-    node = _unwrap(node)
-    if isinstance(node, Binary) and node.op == "&&":
-        return _conjuncts(node.left) + _conjuncts(node.right)
-    return [node]
+    """The operands of the top-level ``&&`` chain, left to right (a loop: chains may be long)."""
+    out: list[Node] = []
+    todo = [node]
+    while todo:
+        node = _unwrap(todo.pop())
+        if isinstance(node, Binary) and node.op == "&&":
+            todo.extend((node.right, node.left))
+        else:
+            out.append(node)
+    return out
 
 
 def _hot_name(node: Node) -> str | None:

@@ -42,12 +42,19 @@ from htc.wire.errors import MessageInvalid, WireError
 NonEmpty = Annotated[str, Meta(min_length=1)]
 #: a ClassAd attribute name as HTCondor spells them (data keeps its CamelCase)
 AttrName = Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
-#: ``cluster`` or ``cluster.proc``
-JobId = Annotated[str, Meta(pattern=r"^[0-9]+(\.[0-9]+)?$")]
+#: ``cluster`` or ``cluster.proc``, each at most 10 digits: a number any receiver converts
+#: with ``int()`` and stores in a 64-bit column (a 5,000-digit id is refused at decode)
+JobId = Annotated[str, Meta(pattern=r"^[0-9]{1,10}(\.[0-9]{1,10})?$")]
 #: a daemon as DAEMON_LIST names it (COLLECTOR, SCHEDD, ...), case-insensitive
 DaemonName = Annotated[str, Meta(pattern=r"^[A-Za-z][A-Za-z0-9_]*$")]
-Count = Annotated[int, Meta(ge=0)]
-Seconds = Annotated[float, Meta(ge=0)]
+#: the largest integer a field takes: a ClassAd's and sqlite's 64-bit integers (MessagePack
+#: would carry unsigned 64-bit numbers up to 2**64 - 1, which neither can hold)
+INT64_MAX = 2**63 - 1
+Int = Annotated[int, Meta(ge=-INT64_MAX - 1, le=INT64_MAX)]
+Count = Annotated[int, Meta(ge=0, le=INT64_MAX)]
+Positive = Annotated[int, Meta(gt=0, le=INT64_MAX)]
+#: a duration or a time stamp: finite (no NaN, no infinity: deadlines are computed from it)
+Seconds = Annotated[float, Meta(ge=0, le=1e12)]
 #: new-syntax ClassAd text, ``[ A = 1; B = "x" ]``
 AdText = Annotated[str, Meta(min_length=2)]
 
@@ -201,7 +208,7 @@ class UpdateAd(Message, frozen=True):
     ad_type: AdType
     name: NonEmpty
     ad_text: AdText
-    lifetime: Annotated[int, Meta(gt=0)] | None = None
+    lifetime: Positive | None = None
 
     def _check(self) -> None:
         if self.ad_type is AdType.Any:
@@ -234,7 +241,7 @@ class QueryAds(Message, frozen=True):
     ad_type: AdType
     constraint: str = ""
     projection: tuple[AttrName, ...] = ()
-    limit: Annotated[int, Meta(gt=0)] | None = None
+    limit: Positive | None = None
 
 
 # --- master --------------------------------------------------------------------------------
@@ -295,8 +302,8 @@ class QueryMaster(Message, frozen=True):
 class SubmitReply(Message, frozen=True):
     """Jobs ``cluster_id``.``first_proc`` .. ``first_proc + num_procs - 1`` are durable."""
 
-    cluster_id: Annotated[int, Meta(gt=0)]
-    num_procs: Annotated[int, Meta(gt=0)]
+    cluster_id: Positive
+    num_procs: Positive
     first_proc: Count = 0
 
 
@@ -332,7 +339,7 @@ class QueryJobs(Message, frozen=True):
     reply_type = AdsReply
     constraint: str = ""
     projection: tuple[AttrName, ...] = ()
-    limit: Annotated[int, Meta(gt=0)] | None = None
+    limit: Positive | None = None
 
 
 class ActOnJobsReply(Message, frozen=True):
@@ -354,8 +361,8 @@ class ActOnJobs(Message, frozen=True):
     ids: tuple[JobId, ...] = ()
     constraint: str = ""
     reason: str = ""
-    reason_code: int | None = None
-    reason_subcode: int | None = None
+    reason_code: Int | None = None
+    reason_subcode: Int | None = None
 
     def _check(self) -> None:
         _one_of(self, ids=self.ids, constraint=self.constraint)
@@ -395,8 +402,8 @@ class SetUserPriority(Message, frozen=True):
 
     reply_type = Ack
     submitter: NonEmpty
-    priority: float | None = None
-    factor: float | None = None
+    priority: Annotated[float, Meta(ge=0, le=1e15)] | None = None
+    factor: Annotated[float, Meta(ge=0, le=1e15)] | None = None
     reset_usage: bool = False
 
     def _check(self) -> None:
@@ -412,7 +419,7 @@ class ResourceRequest(Record, frozen=True):
 
     autocluster_id: Count
     job_ad: AdText
-    count: Annotated[int, Meta(gt=0)]
+    count: Positive
 
 
 class ResourceRequests(Message, frozen=True):
@@ -475,7 +482,7 @@ class RequestClaim(Message, frozen=True):
     schedd_address: NonEmpty
     submitter: NonEmpty
     job_ad: AdText
-    lease_duration: Annotated[float, Meta(gt=0)] = 2400.0
+    lease_duration: Annotated[float, Meta(gt=0, le=1e9)] = 2400.0
 
 
 class ActivateClaim(Message, frozen=True):
@@ -545,14 +552,14 @@ class JobExited(Message, frozen=True, omit_defaults=True):
     reply_type = Ack
     claim_id: NonEmpty
     job_id: JobId
-    exit_code: int | None = None
-    exit_signal: Annotated[int, Meta(gt=0)] | None = None
+    exit_code: Int | None = None
+    exit_signal: Positive | None = None
     core_dumped: bool = False
     vacated: bool = False
     checkpointed: bool = False
     usage_ad: str = ""
-    hold_code: Annotated[int, Meta(gt=0)] | None = None
-    hold_subcode: int = 0
+    hold_code: Positive | None = None
+    hold_subcode: Int = 0
     hold_reason: str = ""
 
     def _check(self) -> None:
@@ -587,7 +594,7 @@ class LaneResult(Record, frozen=True, omit_defaults=True):
     (``htc_result.pkl``, ...), what it printed, and its times (execute side's clock, seconds)."""
 
     job_id: JobId
-    exit_code: int
+    exit_code: Int
     files: dict[NonEmpty, bytes] = {}
     stdout: bytes = b""
     stderr: bytes = b""

@@ -19,10 +19,13 @@ A connection carries any number of requests in turn; daemons keep theirs for reu
 :class:`htc.wire.peers.PeerConnections`, which asks :attr:`Connection.reusable` before reusing one.
 
 A :class:`Server` runs ``handler(connection)`` for each accepted connection as a task in the
-TaskGroup its owner passes in, so no task is orphaned and a bug in a handler fails the daemon
-loudly.  Misbehaving peers do not: when a handler lets a :class:`~htc.wire.errors.WireError`
-escape (garbage bytes, a frame above the limit, an invalid message), the server answers
-``ErrorReply`` with the error's code, closes *that* connection and keeps serving everyone else.
+TaskGroup its owner passes in, so no task is orphaned.  Nothing one peer sends ends the
+server: when a handler lets a :class:`~htc.wire.errors.WireError` escape (garbage bytes, a
+frame above the limit, an invalid message), the server answers ``ErrorReply`` with the error's
+code, closes *that* connection and keeps serving everyone else; any other exception (a bug met
+while serving that peer) is logged with its traceback, answered ``ErrorReply(code="internal")``
+and likewise ends only that connection.  (A daemon that must stop on a bug of its own work
+raises from its main task: see :mod:`htc.daemons.service`.)
 A peer that disappears mid-conversation just ends its connection.  :meth:`Server.stop_accepting`
 closes the listening endpoint at once (a daemon that decided to exit), while :meth:`Server.aclose`
 also ends the connections being served.
@@ -304,6 +307,13 @@ class Server:
             await conn.send_error(exc.code, str(exc))
         except (ConnectionClosed, RequestTimeout):
             pass
+        except Exception as exc:  # noqa: BLE001 - one connection's failure must not end the server
+            # A bug while serving this peer: log it with its traceback, tell the peer, close
+            # this connection; every other connection (and the daemon) goes on.
+            log.error("%s: serving %s failed, closing that connection: %s: %s", self.address,
+                      conn.label, type(exc).__name__, exc, exc_info=exc)
+            await conn.send_error("internal", f"{self.address} failed while serving this connection: "
+                                              f"{type(exc).__name__}: {str(exc)[:300]}")
         finally:
             await conn.aclose()
 
