@@ -133,7 +133,7 @@ def test_known_crashes_of_the_audit_are_submit_errors(tmp_path):
     for text in (" = 3\nexecutable = /bin/true\nqueue\n", "A = 1\nB = $(A) $INT(B)\narguments = $(B)\n"
                  "executable = /bin/true\nqueue\n", "executable = /bin/tr\0ue\nqueue\n",
                  "# only a comment\n", "A = $SUBSTR(B,1)\nB = $CHOICE(0,A)\nexecutable = $(A)\nqueue\n",
-                 "executable = /bin/true\nrequirements = " + "+".join(["1"] * 5000) + " > 0\nqueue\n"):
+                 "executable = /bin/true\nrequirements = " + "(" * 500 + "1" + ")" * 500 + " > 0\nqueue\n"):
         with pytest.raises(SubmitError):
             expand(text, str(tmp_path))
 
