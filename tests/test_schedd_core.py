@@ -105,8 +105,8 @@ class Harness:
         reply = m.ClaimReply(claim_id=new_id, accepted=True, slot_ad=DSLOT_AD)
         return self.feed(CallDone(call.to, call.msg, reply, call.cookie))
 
-    def ack(self, call: Call) -> list[c.Action]:
-        return self.feed(CallDone(call.to, call.msg, m.Ack(), call.cookie))
+    def ack(self, call: Call, reply: m.Message | None = None) -> list[c.Action]:
+        return self.feed(CallDone(call.to, call.msg, reply or m.Ack(), call.cookie))
 
     def fail(self, call: Call, code: str, error: str = "no") -> list[c.Action]:
         return self.feed(CallFailed(call.to, call.msg, code, error, call.cookie))
@@ -505,6 +505,32 @@ def test_suspend_and_continue_follow_the_startd(h):
     assert h.status(1, 0) is JobStatus.SUSPENDED  # the startd's own SUSPEND policy is followed too
     h.exited(claim_id, "1.0", exit_code=0)
     assert h.queue.history()[0]["JobStatus"] == "4"
+
+
+def test_an_update_overtaken_by_a_continues_answer_does_not_suspend_the_job_again(h):
+    """The startd sends an update at each suspension and answers the Suspend/Continue on another
+    connection: the "Suspended" update of a suspension can arrive after the continue's answer.
+    Its JobStateSequence is older than the answer's, so it changes nothing (it used to log a
+    second SUSPENDED and UNSUSPENDED pair: test_pool_jobs' suspend test failed so on a busy machine)."""
+    h.submit(job())
+    claim_id, activate = run_first_job(h)
+    h.ack(activate)
+    assert h.request(m.ActOnJobs(action=m.JobAction.Suspend, ids=("1.0",))).success == 1
+    [suspend] = h.calls(m.Suspend)
+    assert h.events(h.ack(suspend, m.Ack(sequence=1))) == [EventType.JOB_SUSPENDED]
+    assert h.request(m.ActOnJobs(action=m.JobAction.Continue, ids=("1.0",))).success == 1
+    [resume] = h.calls(m.Continue)
+    assert h.events(h.ack(resume, m.Ack(sequence=2))) == [EventType.JOB_UNSUSPENDED]
+    before = len(h.actions)
+    stale = '[ JobState = "Suspended"; NumPids = 1; JobStateSequence = 1 ]'
+    assert h.request(m.StarterUpdate(claim_id=claim_id, job_id="1.0", update_ad=stale)) == m.Ack()
+    assert h.status(1, 0) is JobStatus.RUNNING and h.events(h.actions[before:]) == []
+    fresh = '[ JobState = "Running"; NumPids = 1; JobStateSequence = 2 ]'
+    assert h.request(m.StarterUpdate(claim_id=claim_id, job_id="1.0", update_ad=fresh)) == m.Ack()
+    assert h.status(1, 0) is JobStatus.RUNNING and h.events(h.actions[before:]) == []
+    policy = '[ JobState = "Suspended"; NumPids = 1; JobStateSequence = 3 ]'  # the startd's own SUSPEND
+    h.request(m.StarterUpdate(claim_id=claim_id, job_id="1.0", update_ad=policy))
+    assert h.status(1, 0) is JobStatus.SUSPENDED and h.events(h.actions[before:]) == [EventType.JOB_SUSPENDED]
 
 
 def test_a_job_that_cannot_start_is_held_with_the_starters_reason(h):

@@ -41,7 +41,10 @@ until acknowledged) finds the job no longer running on that claim and changes no
 
 Starter conventions (carried by the existing wire messages): ``StarterUpdate.update_ad``
 holds usage (``RemoteUserCpu``, ``ImageSize``, ``MemoryUsage``...) and ``JobState``
-(``"Running"``/``"Suspended"``, with ``NumPids``); a ``JobExited`` whose ``usage_ad`` has
+(``"Running"``/``"Suspended"``, with ``NumPids`` and ``JobStateSequence``, the startd's count of
+state changes, which its Suspend/Continue answers carry too: a state older than one already
+seen is ignored, so an update overtaken by a continue's answer does not suspend the job again in
+the user log); a ``JobExited`` whose ``usage_ad`` has
 ``StarterError`` means the job could not be started (it is held with ``HoldReasonCode``,
 default 6 FailedToCreateProcess); a ``JobExited`` with ``hold_code`` is a job the execute side
 killed for breaking a limit of its own (47 JobExecuteExceeded, its AllowedExecuteDuration): it
@@ -158,6 +161,7 @@ class Shadow:
     retry_at: float | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     logged_image_size: int = 0
+    state_sequence: int = -1  # the newest JobStateSequence the startd reported (updates or answers)
     duration_limit: float | None = None  # AllowedJobDuration (s) while it is still to be enforced
     left_queue: bool = False  # its end moved the job to the history (nothing to look up after)
 
@@ -383,6 +387,14 @@ class ShadowHandling:
         out.append(c.Reply(event.conn_id, m.Ack()))
 
     def _follow_job_state(self, shadow: Shadow, job, values: dict, now: float, out: list) -> None:
+        # Updates and Suspend/Continue answers travel on different connections: an update sent
+        # before a continue can arrive after its answer. The startd numbers its job state
+        # changes (JobStateSequence); an older number than one seen is a stale state.
+        sequence = values.get("JobStateSequence")
+        if isinstance(sequence, int) and not isinstance(sequence, bool):
+            if sequence < shadow.state_sequence:
+                return
+            shadow.state_sequence = sequence
         state = values.get("JobState")
         if state == "Suspended" and shadow.state is not ShadowState.SUSPENDED:
             self._step(shadow, ShadowEvent.SUSPENDED)
@@ -403,7 +415,9 @@ class ShadowHandling:
             out.append(c.Log(f"{shadow.label}: {kind} failed: {getattr(event, 'error', '')}"))
             return
         state = "Suspended" if kind == "suspend" else "Running"
-        self._follow_job_state(shadow, job, {"JobState": state, "NumPids": 1}, now, out)
+        sequence = getattr(event.reply, "sequence", None)
+        self._follow_job_state(shadow, job, {"JobState": state, "NumPids": 1, "JobStateSequence": sequence},
+                               now, out)
         self._changed()
 
     def _stop_shadow(self, job_id: JobId, why: str, fast: bool, now: float, out: list) -> bool:

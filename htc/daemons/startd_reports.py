@@ -5,7 +5,9 @@ Theory of operation
 Reports, with the shadow's conventions (:mod:`htc.daemons.shadow`): usage goes to the claim's
 shadow as StarterUpdate every STARTER_UPDATE_INTERVAL (the first after
 STARTER_INITIAL_UPDATE_INTERVAL) and at once when the job is suspended or continued, with
-``JobState`` (``"Running"``/``"Suspended"``). A job's streamed stdout/stderr goes to the
+``JobState`` (``"Running"``/``"Suspended"``) and ``JobStateSequence``, a number that grows with
+every suspension or continuation and that the answer to a Suspend/Continue carries as well
+(``Ack.sequence``), so the shadow can tell a stale state from a new one. A job's streamed stdout/stderr goes to the
 shadow as JobOutput, sent by the service itself (:mod:`htc.daemons.starter_stream`; it asks
 :meth:`JobReports.output_target` where to), all of it before the exit is reported. The
 exit goes as JobExited and is retried until the shadow takes it or the claim ends, so a
@@ -69,6 +71,7 @@ class JobReports:
     """
 
     def _job_state_changed(self, claim_id: str, suspended: bool, out: list[c.Action]) -> None:
+        self.state_sequence += 1
         if suspended:
             self.suspended.add(claim_id)
         else:
@@ -88,7 +91,8 @@ class JobReports:
         contact = self.contacts.get(claim_id)
         if contact is None or not contact.shadow_address or claim_id not in self.running:
             return
-        ad = dict(usage, JobState="Suspended" if claim_id in self.suspended else "Running")
+        ad = dict(usage, JobState="Suspended" if claim_id in self.suspended else "Running",
+                  JobStateSequence=self.state_sequence)
         out.append(c.Send(contact.shadow_address, m.StarterUpdate(claim_id=claim_id, job_id=contact.job_id,
                                                                   update_ad=ad_text(ad)), cookie=("update", claim_id)))
 

@@ -85,6 +85,7 @@ class StartdDaemon(JobReports, SlotAdvertising, ClaimWatches):
         self.contacts: dict[str, Contact] = {}
         self.running: set[str] = set()         # claims whose starter is alive
         self.suspended: set[str] = set()       # claims whose job is stopped
+        self.state_sequence = 0                # counts suspensions and continuations (JobStateSequence)
         self.lanes: set[str] = set()           # running claims whose job is a call lane
         self._waiting_claims: dict[str, tuple[int, m.RequestClaim]] = {}  # preemptions pending
         self._current: tuple[int, m.RequestClaim] | None = None
@@ -394,7 +395,7 @@ class StartdDaemon(JobReports, SlotAdvertising, ClaimWatches):
         stop = isinstance(msg, m.Suspend)
         out.append(ev.SuspendJob(slot, msg.claim_id) if stop else ev.ContinueJob(slot, msg.claim_id))
         self._job_state_changed(msg.claim_id, stop, out)
-        out.append(c.Reply(e.conn_id, m.Ack()))
+        out.append(c.Reply(e.conn_id, m.Ack(sequence=self.state_sequence)))
 
     # --- deliveries -------------------------------------------------------------------------
 

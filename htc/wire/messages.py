@@ -161,9 +161,12 @@ def _ad_text_ok(msg: Message | Record, field: str, text: str) -> None:
 
 
 class Ack(Message, frozen=True):
-    """A request was done; ``detail`` may say what happened."""
+    """A request was done; ``detail`` may say what happened. ``sequence`` orders answers against
+    reports sent on other connections (a Suspend/Continue answer carries the job state's
+    sequence number, which the StarterUpdates' ``JobStateSequence`` also carry)."""
 
     detail: str = ""
+    sequence: Count | None = None
 
 
 class ErrorReply(Message, frozen=True):
