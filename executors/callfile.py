@@ -205,17 +205,21 @@ def read_whole(path: Path | str) -> bytes:
     """
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        size = os.fstat(fd).st_size
-        parts, at = [], 0
-        while True:
-            want = max(size - at, 0) + 1  # a byte more than is left: a short read is the end
-            chunk = os.read(fd, want)
-            parts.append(chunk)
-            at += len(chunk)
-            if len(chunk) < want:
-                return b"".join(parts)
+        return read_fd(fd, os.fstat(fd).st_size)
     finally:
         os.close(fd)
+
+
+def read_fd(fd: int, size: int) -> bytes:
+    """The rest of open file ``fd``, whose size was ``size``: one read when it has not grown."""
+    parts, at = [], 0
+    while True:
+        want = max(size - at, 0) + 1  # a byte more than is left: a short read is the end
+        chunk = os.read(fd, want)
+        parts.append(chunk)
+        at += len(chunk)
+        if len(chunk) < want:
+            return b"".join(parts)
 
 
 def _pack(magic: bytes, header: Any, payload: bytes) -> bytes:

@@ -144,14 +144,7 @@ def read_trusted(path: str) -> bytes | None:
     try:
         st = os.fstat(fd)
         check_trusted(st, path, directory=False)
-        parts, at = [], 0
-        while True:
-            want = max(st.st_size - at, 0) + 1  # a byte more than is left: a short read is the end
-            chunk = os.read(fd, want)
-            parts.append(chunk)
-            at += len(chunk)
-            if len(chunk) < want:
-                return b"".join(parts)
+        return cf.read_fd(fd, st.st_size)
     finally:
         os.close(fd)
 

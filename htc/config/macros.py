@@ -35,6 +35,25 @@ from dataclasses import dataclass, field
 from htc.config import functions
 from htc.config.errors import MacroError
 
+
+class ClosingParens:
+    """``find(q)``: the index of the first ``)`` at or after ``q`` in ``text`` (-1: none),
+    remembered. Macro scans only move forwards, so looking for the close of every ``$(`` costs
+    linear time in all, however many there are (the config and submit languages share it)."""
+
+    __slots__ = ("text", "_from", "_found")
+
+    def __init__(self, text: str):
+        self.text = text
+        self._from = self._found = -1
+
+    def __call__(self, q: int) -> int:
+        if not self._from <= q <= self._found:
+            self._from, self._found = q, self.text.find(")", q)
+            if self._found < 0:
+                self._found = len(self.text)  # none: every later look is answered at once
+        return self._found if self._found < len(self.text) else -1
+
 __all__ = ["Origin", "Entry", "MacroSet", "Context", "Expander", "MacroError",
            "find_macro", "Match", "filename_parts"]
 
@@ -186,16 +205,7 @@ def find_macro(value: str, pos: int = 0, accept: Callable[[str, str], bool] | No
     """
     n = len(value)
     scan = pos
-    # The first ')' at or after a position, remembered: scans only move forwards, so looking
-    # for the close of every '$(' costs linear time in all, however many there are.
-    close_at = [-1, -1]  # [from, found]
-
-    def next_close(q: int) -> int:
-        if not close_at[0] <= q <= close_at[1]:
-            close_at[0], close_at[1] = q, value.find(")", q)
-            if close_at[1] < 0:
-                close_at[1] = n  # none: every later look is answered at once
-        return close_at[1] if close_at[1] < n else -1
+    next_close = ClosingParens(value)
 
     while True:
         while True:

@@ -32,6 +32,7 @@ import os
 import random
 from collections.abc import Mapping
 
+from htc.config.macros import ClosingParens
 from htc.submit.errors import SubmitError
 from htc.submit.functions import FUNCTIONS
 
@@ -125,16 +126,7 @@ def find_macro(s: str, pos: int = 0, *, dollar_only: bool = False):
         or ``None``.  ``colon`` is the index of the default's ``:`` or -1.
     """
     n = len(s)
-    # The first ')' at or after a position, remembered: scans only move forwards, so looking
-    # for the close of every '$(' costs linear time in all, however many there are.
-    close_at = [-1, -1]  # [from, found]
-
-    def next_close(q: int) -> int:
-        if not close_at[0] <= q <= close_at[1]:
-            close_at[0], close_at[1] = q, s.find(")", q)
-            if close_at[1] < 0:
-                close_at[1] = n  # none: every later look is answered at once
-        return close_at[1] if close_at[1] < n else -1
+    next_close = ClosingParens(s)  # linear in all, however many '$(' there are
 
     while True:
         d = s.find("$", pos)
