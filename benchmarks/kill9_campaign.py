@@ -15,7 +15,8 @@ trial and in total:
   happened: see docs/executor.md, "What is guaranteed").
 
 ``tests/test_durable_promises.py`` runs one trial of this in the test suite. When run as root,
-jobs run as ``nobody`` and use a Python prepared as the tests do (tests/executor_pool.py).
+the calls run as the slots' accounts (``htc-slot<N>``, docs/startd.md) and use a Python prepared
+as the tests do (tests/executor_pool.py).
 """
 
 from __future__ import annotations
