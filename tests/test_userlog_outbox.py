@@ -190,3 +190,14 @@ def test_an_event_written_again_after_a_crash_is_read_twice_by_htcondor_and_coun
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("5.0.0 completed") == 1 and "All jobs done." in done.stdout
+
+
+def test_a_periodic_policy_hold_keeps_its_event_with_the_change(tmp_path):
+    path = str(tmp_path / "q.db")
+    h = Harness(JobQueue.open(path))
+    h.start()
+    h.submit(job("periodic_hold = true"))
+    _pay(h)
+    h.tick(h.now + 61)  # PERIODIC_EXPR_INTERVAL
+    assert _owed_events(path) == [("1.0", ev.EventType.JOB_HELD)]
+    h.queue.close()
