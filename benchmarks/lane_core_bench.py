@@ -2,6 +2,13 @@
 log, start one lane, and answer CallsDone for them one at a time against a queue file.
 
 Run: ``python benchmarks/lane_core_bench.py [N]`` (prints microseconds per call).
+
+Figures on the project's standard machine (2 shared cores, load about 2), 2026-11-27, 2,000
+calls, three runs each: before the user-log events went into the outbox 742-1028 us of CPU
+per call (median 799), after 865-1063 (median 894) -- within the machine's noise. A profile
+puts the whole outbox step (encoding the entry, inserting its row) at about 3.5% of the
+core's time per call; encoding a one-call entry takes 1.1 us with the call files alone and
+4.7 us with its TERMINATED and the next call's EXECUTE (895 bytes).
 """
 
 from __future__ import annotations
