@@ -4,7 +4,10 @@ SIGKILL at the worst moments (issue 14, section 3).
 * between the commit that ends a lane call (its history entry) and the write of its result
   file: the restarted schedd writes the result from the queue's outbox, and the future gets it;
 * between the commit of a Submit and its reply: the client's retry, with the same submission
-  id, gets the original cluster from the restarted schedd and nothing runs twice.
+  id, gets the original cluster from the restarted schedd and nothing runs twice;
+* between the commit of a job's end and the write of its TERMINATED event to the job's user
+  log: the restarted schedd writes the event from the outbox, HTCondor's own reader
+  (``htcondor2.JobEventLog``) sees the job end, and ``htc wait`` on the log returns.
 
 The crashes are real: the schedd's service kills itself with SIGKILL at that point when a flag
 file named by an environment variable exists (``htc.daemons.schedd_service``), and the pool's
@@ -26,7 +29,11 @@ import pytest
 from durable_jobs import mark_run, runs
 from executor_contract import double, wait_for
 from executor_pool import ExecutorPool
-from htc.daemons.schedd_service import CRASH_BEFORE_CALL_FILES_ENV, CRASH_BEFORE_SUBMIT_REPLY_ENV
+from htc.daemons.schedd_service import (
+    CRASH_BEFORE_CALL_FILES_ENV,
+    CRASH_BEFORE_SUBMIT_REPLY_ENV,
+    CRASH_BEFORE_TERMINATED_EVENT_ENV,
+)
 from htc.executors import HTCExecutor
 from htc.wire import messages as m
 from poolutil import open_pool
@@ -40,6 +47,7 @@ def pool():
     started = ExecutorPool()
     started.pool.env[CRASH_BEFORE_CALL_FILES_ENV] = str(flags / "before-call-files")
     started.pool.env[CRASH_BEFORE_SUBMIT_REPLY_ENV] = str(flags / "before-submit-reply")
+    started.pool.env[CRASH_BEFORE_TERMINATED_EVENT_ENV] = str(flags / "before-terminated-event")
     started.flags = flags
     started.start()
     try:
@@ -72,11 +80,32 @@ def test_a_lane_result_committed_just_before_a_kill_9_reaches_its_future(pool):
         wait_for(lambda: not flag.exists(), 120, "the schedd to die before it writes the result")
         pool.pool.running_pid("SCHEDD", other_than=old, timeout=60)
         # The restarted schedd writes it from the queue's outbox; the executor finds the job gone
-        # from the queue with its result there (no TERMINATED event: that went down too).
+        # from the queue with its result there.
         assert future.result(timeout=120) == 42
         assert pool.pool.jobs(f'HTCCallId == "{future.call_id}"') == []
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
+
+
+def test_a_jobs_end_committed_just_before_a_kill_9_reaches_its_user_log(pool, scratch):
+    import htcondor2
+
+    log = scratch / "ended.log"
+    flag, old = arm(pool, "before-terminated-event")
+    reply = pool.pool.submit(f'executable = /bin/sh\narguments = "-c \'exit 3\'"\nlog = {log}\nqueue\n')
+    # The schedd commits the job's end (history), then dies before its TERMINATED is in the log.
+    wait_for(lambda: not flag.exists(), 120, "the schedd to die before it writes the TERMINATED event")
+    pool.pool.running_pid("SCHEDD", other_than=old, timeout=60)
+    terminated = htcondor2.JobEventType.JOB_TERMINATED
+    events = pool.pool.log_events(log, until=lambda evs: any(e.type == terminated for e in evs), timeout=120)
+    [end] = [e for e in events if e.type == terminated]
+    assert (end.cluster, end.proc, end["ReturnValue"]) == (reply.cluster_id, 0, 3)
+    assert [e.type for e in events][:2] == [htcondor2.JobEventType.SUBMIT, htcondor2.JobEventType.EXECUTE]
+    done = subprocess.run([sys.executable, "-m", "htc.cli.main", "wait", "-wait", "120", str(log)], env=pool.pool.env,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert pool.pool.jobs(f"ClusterId == {reply.cluster_id}") == []
+    assert [ad["ExitCode"] for ad in finished(pool, f"ClusterId == {reply.cluster_id}")] == [3]
 
 
 def test_a_submit_committed_just_before_a_kill_9_is_not_queued_again_by_the_retry(pool, scratch):

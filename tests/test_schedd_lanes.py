@@ -16,6 +16,7 @@ from htc.daemons.schedd_callfiles import WriteCallFiles, read_input, write_call_
 from htc.daemons.schedd_lanes import LANE_ARGUMENTS, lane_key
 from htc.eventlog.events import EventType
 from htc.daemons.schedd_owed import Owed
+from htc.daemons.schedd_userlog import WriteUserLog
 from htc.jobqueue import JobQueue, JobStatus
 from htc.wire import messages as m
 
@@ -330,10 +331,15 @@ def test_a_result_is_committed_with_the_end_of_its_call_and_written_by_the_next_
     h.start()
     h.submit(lane_job(queue="queue 2"))
     claim_id, _ = start_lane(h)
+    h.queue.paid([seq for seq, _ in h.queue.owed()])  # the service wrote the SUBMIT and EXECUTE events
     out = done(h, claim_id, "1.0")
     [write] = [a for a in out if isinstance(a, WriteCallFiles)]
+    logs = [a for a in out if isinstance(a, WriteUserLog)]
     [owed] = [a for a in out if isinstance(a, Owed)]
-    assert out.index(write) < out.index(owed)
+    assert out.index(write) < out.index(owed) and all(out.index(log) < out.index(owed) for log in logs)
+    # One entry for the batch: 1.0's TERMINATED and the EXECUTE of 1.1, sent in the answer.
+    assert [(e.type, e.job_id) for log in logs for e in log.events] == [(EventType.JOB_TERMINATED, "1.0"),
+                                                                        (EventType.EXECUTE, "1.1")]
     # What another process sees in the file now, before the service has written anything:
     with JobQueue.open(path) as other:
         assert [hist["ProcId"] for hist in other.history()] == ["0"]
@@ -342,8 +348,9 @@ def test_a_result_is_committed_with_the_end_of_its_call_and_written_by_the_next_
     h.queue.close()
     again = Harness(JobQueue.open(path))
     started = again.start()
-    assert [a for a in started if isinstance(a, (WriteCallFiles, Owed))] == [write, owed]
-    again.queue.paid([owed.seq])
+    kept = [a for a in started if isinstance(a, (WriteCallFiles, WriteUserLog, Owed))]
+    assert kept[:len(logs) + 2] == [write, *logs, owed]  # (then 1.1's SHADOW_EXCEPTION: it runs again)
+    again.queue.paid([a.seq for a in started if isinstance(a, Owed)])
     assert again.queue.owed() == []
     assert not [a for a in Harness(again.queue).start() if isinstance(a, WriteCallFiles)]
     again.queue.close()

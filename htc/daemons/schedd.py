@@ -52,7 +52,7 @@ from htc.daemons.schedd_calls import CallDone, CallFailed
 from htc.daemons.schedd_claims import Claim, ClaimHandling, ClaimState
 from htc.daemons.schedd_callfiles import read_input
 from htc.daemons.schedd_lanes import Lane, LaneHandling
-from htc.daemons.schedd_owed import Owed, owed_writes
+from htc.daemons.schedd_owed import Owed, owe, owed_writes
 from htc.daemons.schedd_requests import Denied, ToolRequests
 from htc.daemons.shadow import Shadow, ShadowEvent, ShadowHandling, ShadowState, job_duration_limit
 from htc.errors import UsageError
@@ -325,20 +325,23 @@ class Schedd(ToolRequests, ClaimHandling, LaneHandling, ShadowHandling):
             job = self._job(decision.job_id)
             if job is None:
                 continue
+            event = (ul.held_event(job, decision.reason, decision.code, decision.subcode, now)
+                     if decision.action is PolicyAction.HOLD else
+                     ul.released_event(job, decision.reason, now) if decision.action is PolicyAction.RELEASE else
+                     ul.aborted_event(job, decision.reason, now) if decision.action is PolicyAction.REMOVE else None)
             try:
-                self.queue.apply(decision, now=now)
+                with self.queue.transaction():  # the event is kept with the change (schedd_owed)
+                    self.queue.apply(decision, now=now)
+                    if event is not None:
+                        out += owe(self.queue, ul.write(job, event))
             except UsageError as exc:  # the job moved on since the evaluation
                 out.append(c.Log(f"periodic policy for job {job.cluster_id}.{job.proc_id} not applied: {exc}"))
                 continue
             active = JobStatus(job.status) in ACTIVE_STATES
             if decision.action is PolicyAction.HOLD:
-                out += ul.write(job, ul.held_event(job, decision.reason, decision.code, decision.subcode, now))
                 if active:
                     self._stop_shadow(job.job_id, "hold", False, now, out)
-            elif decision.action is PolicyAction.RELEASE:
-                out += ul.write(job, ul.released_event(job, decision.reason, now))
             elif decision.action is PolicyAction.REMOVE:
-                out += ul.write(job, ul.aborted_event(job, decision.reason, now))
                 if active and not self._stop_shadow(job.job_id, "remove", False, now, out):
                     self.queue.retire(job.job_id, now=now)
             self._changed()

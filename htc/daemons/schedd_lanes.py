@@ -31,8 +31,9 @@ more than most calls do, so a claim that is to run a call becomes a *call lane* 
    ``max_retries``, the TERMINATED event, history -- in one transaction per batch, committed
    without an fsync of its own: the next durable commit (a submit's) covers it, and a power
    cut before then runs those calls again. The files are written after that commit, so the
-   same transaction keeps their bytes in the queue's outbox until they are
-   (:mod:`htc.daemons.schedd_owed`): a schedd killed in between writes them when it starts.
+   same transaction keeps their bytes -- and the batch's user-log events -- in one entry of the
+   queue's outbox until they are (:mod:`htc.daemons.schedd_owed`): a schedd killed in between
+   writes them when it starts.
 4. A lane that runs dry lingers ``SCHEDD_CLAIM_LINGER`` seconds while nothing else is idle
    (the next submit of the same user runs on it at once); then, or at once when other jobs
    wait, the schedd vacates it, which ends the claim (other jobs get the slot through the
@@ -71,7 +72,7 @@ from htc.daemons import schedd_userlog as ul
 from htc.daemons.sandbox import TransferError, parse_remaps, split_list
 from htc.daemons.schedd_callfiles import WriteCallFiles
 from htc.daemons.schedd_calls import Call
-from htc.daemons.schedd_owed import Owed, encode_writes
+from htc.daemons.schedd_owed import owe
 from htc.daemons.shadow import Shadow, ShadowState, parse_job_id
 from htc.executors.callfile import RESULT_FILE, is_call_file
 from htc.executors.lane_frames import plain_name
@@ -318,9 +319,11 @@ class LaneHandling:
                     self._stop_lane(lane, claim, out, "other jobs wait for slots")
 
     def _feed_lane(self, lane: Lane, claim, now: float, out: list, want: int = 1,
-                   into: list[m.LaneCall] | None = None) -> None:
+                   into: list[m.LaneCall] | None = None, logs: list | None = None) -> None:
         """Send the lane calls until it holds ``want`` (in a RunCalls, or added to ``into``: the
-        answer to its CallsDone); a lane with nothing to do runs dry."""
+        answer to its CallsDone); a lane with nothing to do runs dry. Their EXECUTE events go
+        into the queue's outbox with their start (or onto ``logs``, for a caller that keeps
+        them there with its own, in the same transaction)."""
         if not lane.active or lane.stopping:
             return
         room = want - len(lane.in_flight)
@@ -349,8 +352,12 @@ class LaneHandling:
                     if path:
                         events.setdefault((path, ul.owner(job)), []).append(
                             ul.execute_event(job, claim.startd, claim.slot_name, claim.slot_values, now))
+                written = [ul.WriteUserLog(path, tuple(evs), who) for (path, who), evs in events.items()]
+                if logs is not None:
+                    logs += written
+                else:
+                    out += owe(self.queue, written)
         if calls:
-            out += [ul.WriteUserLog(path, tuple(evs), who) for (path, who), evs in events.items()]
             if into is not None:
                 into += calls
             else:
@@ -461,10 +468,7 @@ class LaneHandling:
             # No fsync of its own: the next durable commit (the next submit's) covers these ends;
             # a power cut before it runs the calls again -- their results are files not fsynced
             # either -- while a crash of the schedd alone loses nothing (WAL).
-            if writes:
-                out += writes
-                out.append(Owed(self.queue.owe(encode_writes(writes))))
-            out += [ul.WriteUserLog(path, tuple(evs), who) for (path, who), evs in events.items()]
+            logs = [ul.WriteUserLog(path, tuple(evs), who) for (path, who), evs in events.items()]
             claim.last_alive = now
             self._changed()
             # The answer brings the lane its next calls (one message, not a RunCalls and its Ack).
@@ -472,7 +476,11 @@ class LaneHandling:
             # a repeated one may mean it did not: those calls go again (it runs none twice).
             more = [call for call in lane.answered if parse_job_id(call.job_id) in lane.in_flight] \
                 if repeated else []
-            self._feed_lane(lane, claim, now, out, self._ahead(lane, now), into=more)  # or it runs dry
+            mark = len(out)
+            self._feed_lane(lane, claim, now, out, self._ahead(lane, now), into=more, logs=logs)  # or it runs dry
+            # The files and events of the batch (TERMINATED, then the next calls' EXECUTE): one
+            # outbox entry, in the transaction of the ends and starts they announce.
+            out[mark:mark] = owe(self.queue, [*writes, *logs])
             lane.answered = more
             out.append(c.Reply(event.conn_id, m.MoreCalls(calls=tuple(more))))
             self._feed_lanes(now, out)
@@ -498,7 +506,7 @@ class LaneHandling:
                 recorded = self._record_end(shadow, None, job, "exited", now, "", result.exit_code, None, False, 0, 0)
                 path = ul.log_path(job)
                 if path and recorded:
-                    events.setdefault(path, []).extend(recorded)
+                    events.setdefault((path, ul.owner(job)), []).extend(recorded)
                 again = None if shadow.left_queue else self._job(job_id)
                 if again is not None and again.status == JobStatus.IDLE:
                     self._lane_enqueue(again)
@@ -508,10 +516,9 @@ class LaneHandling:
                     writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result),
                                                  recycle=self._call_file(job) if again is None else None))
             if writes:
-                out += writes
-                out.append(Owed(self.queue.owe(encode_writes(writes))))
+                out += owe(self.queue, [*writes, *(ul.WriteUserLog(path, tuple(evs), who)
+                                                   for (path, who), evs in events.items())])
         if writes:
-            out += [ul.WriteUserLog(path, tuple(evs)) for path, evs in events.items()]
             out.append(c.Log(f"took {len(writes)} result(s) of the call lane on claim "
                              f"{msg.claim_id.split('#')[0]} that the schedd no longer follows; those calls do "
                              "not run again"))
@@ -572,6 +579,7 @@ class LaneHandling:
             self.reserved.discard(lane.first)
             lane.first = None
         if lane.in_flight:
+            evicted: list = []
             with self.queue.transaction(durable=False):
                 for job_id in lane.in_flight:
                     job = self._job(job_id)
@@ -586,10 +594,11 @@ class LaneHandling:
                     attrs["LastRemoteHost"] = quote(claim.slot_name if claim else "")
                     self.queue.set_attributes(job_id, attrs)
                     self.queue.set_status(job_id, JobStatus.IDLE, now=now)
-                    out += ul.write(job, ul.evicted_event(job, {}, f"{reason}; the call runs again", now))
+                    evicted += ul.write(job, ul.evicted_event(job, {}, f"{reason}; the call runs again", now))
                     again = self._job(job_id)
                     if again is not None:
                         self._lane_enqueue(again)
+                out += owe(self.queue, evicted)  # kept with the change (htc.daemons.schedd_owed)
             self.queue.sync()
             self._reschedule_due = True
             lane.in_flight.clear()
@@ -617,9 +626,10 @@ class LaneHandling:
             if job.status == JobStatus.REMOVED:
                 self.queue.retire(job.job_id, now=now)
                 continue
-            self.queue.set_status(job.job_id, JobStatus.IDLE, now=now, attrs={"HTCLaneRun": "false"})
-            out += ul.write(job, ul.shadow_exception_event(
-                job, "the schedd restarted while the call ran on a call lane; it runs again", now))
+            with self.queue.transaction():  # the event is kept with the change (htc.daemons.schedd_owed)
+                self.queue.set_status(job.job_id, JobStatus.IDLE, now=now, attrs={"HTCLaneRun": "false"})
+                out += owe(self.queue, ul.write(job, ul.shadow_exception_event(
+                    job, "the schedd restarted while the call ran on a call lane; it runs again", now)))
         # The claims go back a moment later (_ORPHAN_GRACE): meanwhile the startds send again the
         # results they could not deliver to the dead schedd, and _late_results keeps those calls
         # from running a second time.

@@ -47,6 +47,7 @@ from htc.daemons import core as c
 from htc.daemons import schedd_userlog as ul
 from htc.daemons.schedd_calls import Call
 from htc.daemons.schedd_claims import submitter_of
+from htc.daemons.schedd_owed import owe
 from htc.daemons.shadow import ad_text
 from htc.errors import UsageError
 from htc.jobqueue import HoldReasonCode, JobStatus
@@ -254,14 +255,17 @@ class ToolRequests:
             self.queue.submit(cluster, now=now)
             if msg.submission_id is not None:
                 self.queue.remember_submission(owner, msg.submission_id, cid, cluster.num_procs, digest, now=now)
-        host = f"<{self.settings.machine}:{self.settings.address}>"
-        by_log: dict[str, list] = {}
-        for job in self.queue.query(f"ClusterId == {cid}"):
+            host = f"<{self.settings.machine}:{self.settings.address}>"
+            by_log: dict[str, list] = {}
+            jobs = self.queue.query(f"ClusterId == {cid}")
+            for job in jobs:
+                path = ul.log_path(job)
+                if path:
+                    by_log.setdefault(path, []).append(ul.submit_event(job, host, now))
+            # The SUBMIT events go into the outbox with the cluster (htc.daemons.schedd_owed).
+            out += owe(self.queue, [ul.WriteUserLog(path, tuple(events), owner) for path, events in by_log.items()])
+        for job in jobs:
             self._lane_enqueue(job)
-            path = ul.log_path(job)
-            if path:
-                by_log.setdefault(path, []).append(ul.submit_event(job, host, now))
-        out += [ul.WriteUserLog(path, tuple(events), owner) for path, events in by_log.items()]
         out.append(c.Log(f"submitted cluster {cid} ({cluster.num_procs} jobs) for {user}"))
         out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=cluster.num_procs)))
         self._feed_lanes(now, out)
@@ -431,8 +435,9 @@ class ToolRequests:
             if status == JobStatus.COMPLETED or (status == JobStatus.REMOVED and action is m.JobAction.Remove):
                 return "already_done"
             if status != JobStatus.REMOVED:
-                q.remove(job_id, reason, now=now)
-                out += ul.write(job, ul.aborted_event(job, reason, now))
+                with q.transaction():  # the event goes into the outbox with the change (schedd_owed)
+                    q.remove(job_id, reason, now=now)
+                    out += owe(q, ul.write(job, ul.aborted_event(job, reason, now)))
             if status in ACTIVE_STATES or status == JobStatus.REMOVED:
                 fast = action is m.JobAction.RemoveX
                 if not self._stop_shadow(job_id, "remove", fast, now, out) or fast:
@@ -445,16 +450,18 @@ class ToolRequests:
                 return "bad_status"
             code = msg.reason_code if msg.reason_code is not None else HoldReasonCode.UserRequest
             subcode = msg.reason_subcode or 0
-            q.hold(job_id, reason, code=code, subcode=subcode, now=now)
-            out += ul.write(job, ul.held_event(job, reason, code, subcode, now))
+            with q.transaction():
+                q.hold(job_id, reason, code=code, subcode=subcode, now=now)
+                out += owe(q, ul.write(job, ul.held_event(job, reason, code, subcode, now)))
             if status in ACTIVE_STATES:
                 self._stop_shadow(job_id, "hold", False, now, out)
             return "success"
         if action is m.JobAction.Release:
             if status != JobStatus.HELD:
                 return "bad_status"
-            q.release(job_id, reason, now=now)
-            out += ul.write(job, ul.released_event(job, reason, now))
+            with q.transaction():
+                q.release(job_id, reason, now=now)
+                out += owe(q, ul.write(job, ul.released_event(job, reason, now)))
             return "success"
         if action in (m.JobAction.Vacate, m.JobAction.VacateFast):
             if status not in ACTIVE_STATES:
@@ -499,7 +506,7 @@ class ToolRequests:
                     else:
                         old_text = self.queue.edit(job.job_id, attr, text)
                     events += ul.write(job, ul.attribute_update_event(job, attr, text, old_text, now))
-        out += events
+            out += owe(self.queue, events)
         out.append(c.Reply(event.conn_id, m.EditReply(matched=len(jobs))))
         self._forget_reuse_order()  # priorities or requirements may have changed
         self._changed()

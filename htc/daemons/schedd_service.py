@@ -13,9 +13,11 @@ User-log events and call files are written at the end of the loop's turn, after 
 and requests the same events produced have gone out, all files before all events and one
 fsynced write per log for the whole turn: a burst of calls costs a few fsyncs, not three per
 call, and a lane's next call does not wait for the log of the last one. The call files are
-also in the job queue's outbox from the commit that ended their calls
-(:mod:`htc.daemons.schedd_owed`); once they are written the service takes them out
-(:class:`~htc.daemons.schedd_owed.Owed`), and a schedd that starts writes what is left.
+in the job queue's outbox from the commit that ended their calls, and so are the user-log
+events of a committed change of a job -- its SUBMIT, EXECUTE, TERMINATED, ABORTED, HELD...
+(:mod:`htc.daemons.schedd_owed`); once the files and events are written the service takes
+them out (:class:`~htc.daemons.schedd_owed.Owed`), and a schedd that starts writes what is
+left (a crash between the write and the take-out writes those events once more).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from htc.daemons.schedd_owed import Owed
 from htc.daemons.schedd_userlog import WriteUserLog, open_log
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
 from htc.errors import HTCError
+from htc.eventlog.events import EventType
 from htc.jobqueue import JobQueue, QueueStorageError, SystemPolicy
 from htc.wire import messages as m
 
@@ -42,6 +45,9 @@ from htc.wire import messages as m
 #: call files while it exists removes it and kills itself with SIGKILL (a crash between the
 #: commit of a lane batch and its files, in a real process)
 CRASH_BEFORE_CALL_FILES_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_CALL_FILES"
+#: the same, when it is about to write user-log events of which one is a TERMINATED (the job's
+#: end is committed, its log does not say so yet)
+CRASH_BEFORE_TERMINATED_EVENT_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_TERMINATED_EVENT"
 #: the same, when it is about to send a SubmitReply (the cluster is committed, the client
 #: will never hear so)
 CRASH_BEFORE_SUBMIT_REPLY_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_SUBMIT_REPLY"
@@ -96,6 +102,7 @@ class ScheddService(DaemonService):
         self._flush_due = False
         self._crash_flag = os.environ.get(CRASH_BEFORE_CALL_FILES_ENV) or None
         self._reply_crash_flag = os.environ.get(CRASH_BEFORE_SUBMIT_REPLY_ENV) or None
+        self._log_crash_flag = os.environ.get(CRASH_BEFORE_TERMINATED_EVENT_ENV) or None
         if self._reply_crash_flag is not None:
             self.register_action(c.Reply, self._reply_or_crash)
         self.register_action(WriteUserLog, self._write_user_log)
@@ -117,7 +124,8 @@ class ScheddService(DaemonService):
 
     def _flush(self) -> None:
         """Every pending call file first (a result is on disk before the event that announces
-        it), then the events, one locked, fsynced write per log for all of them, in order."""
+        it), then the events, one locked, fsynced write per log for all of them, in order; then
+        the outbox entries that held them are paid."""
         self._flush_due = False
         files, self._pending_files = self._pending_files, []
         logs, self._pending_logs = self._pending_logs, []
@@ -132,14 +140,9 @@ class ScheddService(DaemonService):
                 failed = True
                 names = ", ".join(name for name, _ in action.files)
                 self.log.error("cannot write the call's files (%s) to %s: %s", names, action.directory, exc)
-        if owed and not failed:
-            # Written: the queue's outbox may forget them (one failed: they all stay, and the
-            # next start of the schedd tries them again).
-            try:
-                self.core.queue.paid(owed)
-            except QueueStorageError as exc:
-                self.log.error("cannot take %d written result batches out of the job queue's outbox: %s",
-                               len(owed), exc)
+        if logs and self._log_crash_flag is not None and any(
+                event.type == EventType.JOB_TERMINATED for action in logs for event in action.events):
+            self._crash_if_asked(self._log_crash_flag)
         by_path: dict[tuple[str, str | None], list] = {}
         for action in logs:
             by_path.setdefault((action.path, action.owner), []).extend(action.events)
@@ -150,6 +153,15 @@ class ScheddService(DaemonService):
             except (HTCError, OSError) as exc:
                 names = ", ".join(f"{e.type.name} {e.job_id}" for e in events)
                 self.log.error("cannot write %s to the user log %s: %s", names, path, exc)
+        if owed and not failed:
+            # Written: the queue's outbox may forget them (a call file failed: they all stay,
+            # and the next start of the schedd tries them again; a user log that cannot be
+            # written is not retried, as before the events were kept).
+            try:
+                self.core.queue.paid(owed)
+            except QueueStorageError as exc:
+                self.log.error("cannot take %d written batches (results, user-log events) out of the job queue's "
+                               "outbox: %s", len(owed), exc)
 
     def _write_job_output(self, action: WriteJobOutput) -> None:
         try:
@@ -213,4 +225,4 @@ def make_schedd_service(paths: DaemonPaths) -> ScheddService:
     return ScheddService(core, paths, settings)
 
 
-__all__ = ["CRASH_BEFORE_CALL_FILES_ENV", "CRASH_BEFORE_SUBMIT_REPLY_ENV", "ScheddService", "make_schedd_service", "settings_from_config"]
+__all__ = ["CRASH_BEFORE_CALL_FILES_ENV", "CRASH_BEFORE_TERMINATED_EVENT_ENV", "CRASH_BEFORE_SUBMIT_REPLY_ENV", "ScheddService", "make_schedd_service", "settings_from_config"]

@@ -3,8 +3,11 @@
 The core decides; it never opens the log. It returns :class:`WriteUserLog` actions (the
 service appends them with :class:`htc.eventlog.writer.EventLogWriter`, one locked, fsynced
 write per action) after the queue change they record is committed, so that a reader never
-sees an event the queue could take back. The log is opened with the rights of the job's
-owner, never through a link (:func:`open_log`, :mod:`htc.daemons.owner_files`).
+sees an event the queue could take back. The events of a change of a job are also kept in the
+job queue's outbox in the change's own transaction (:func:`htc.daemons.schedd_owed.owe`), so
+that a schedd killed before it wrote them writes them when it starts. The log is opened with
+the rights of the job's owner, never through a link (:func:`open_log`,
+:mod:`htc.daemons.owner_files`).
 
 A job's log is its ``UserLog`` attribute (the ``log`` submit command, made absolute by
 submit); a job without one gets no events. The helpers here read job ads as the queue stores

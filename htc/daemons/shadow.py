@@ -77,6 +77,7 @@ from htc.classad import ClassAd
 from htc.daemons import core as c
 from htc.daemons import schedd_userlog as ul
 from htc.daemons.schedd_output import job_output, streamed_paths, truncations
+from htc.daemons.schedd_owed import owe
 from htc.daemons.schedd_calls import Call
 from htc.daemons.startd_events import format_time_short
 from htc.jobqueue import Action as PolicyAction
@@ -489,10 +490,13 @@ class ShadowHandling:
             # Not fsynced on its own: the next job started on the claim commits durably at once
             # (one fsync for both), and the sync below covers the other cases -- either way
             # before the service acknowledges the exit or writes the user log.
+            # Its events (TERMINATED, EVICTED, HELD...) go into the queue's outbox with the end
+            # they announce (htc.daemons.schedd_owed): a schedd killed before it writes them
+            # writes them when it starts again.
             with self.queue.transaction(durable=False):
                 events = self._record_end(shadow, claim, job, kind, now, reason, exit_code, exit_signal,
                                           core_dumped, code, subcode)
-            out += ul.write(job, *events)
+                out += owe(self.queue, ul.write(job, *events))
             again = None if shadow.left_queue else self._job(shadow.job_id)
             if again is not None and again.status == JobStatus.IDLE:
                 self._forget_reuse_order(self._submitter(again))  # idle again: a reuse candidate
@@ -595,8 +599,9 @@ class ShadowHandling:
             return
         reason = f"The job exceeded allowed job duration of {format_time_short(limit)}"
         code = HoldReasonCode.JobDurationExceeded
-        self.queue.hold(shadow.job_id, reason, code=code, subcode=0, now=now)
-        out += ul.write(job, ul.held_event(job, reason, code, 0, now))
+        with self.queue.transaction():
+            self.queue.hold(shadow.job_id, reason, code=code, subcode=0, now=now)
+            out += owe(self.queue, ul.write(job, ul.held_event(job, reason, code, 0, now)))
         out.append(c.Log(f"{shadow.label}: {reason}; holding it"))
         self._stop_shadow(shadow.job_id, "hold", False, now, out)
         self._changed()

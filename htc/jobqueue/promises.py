@@ -16,11 +16,13 @@ The table keeps submissions for :data:`SUBMISSION_LIFETIME` seconds and at most
 :data:`SUBMISSION_LIMIT` of them (the oldest go first), pruned as new ones arrive: a retry
 comes seconds or minutes after its first try, not days.
 
-**Results owed to disk** (``outbox``): a call lane's results arrive at the schedd as bytes
-(:class:`~htc.wire.messages.CallsDone`) and become files in the call's ``Iwd`` only after
-the transaction that ends the calls has committed (the schedd's service writes them at the
-end of its turn). So that a crash in between cannot lose a result the queue already counts
-as delivered, the bytes go into the outbox in that same transaction
+**Results and events owed to disk** (``outbox``): a call lane's results arrive at the schedd
+as bytes (:class:`~htc.wire.messages.CallsDone`) and become files in the call's ``Iwd`` only
+after the transaction that ends the calls has committed (the schedd's service writes them at
+the end of its turn), and so do the user-log events of every change of a job (its end, a
+removal, a hold...). So that a crash in between cannot lose a result the queue already counts
+as delivered, or the TERMINATED event that tells a job's log it ended, they go into the
+outbox in that same transaction
 (:meth:`QueuePromises.owe`); the service takes the entry out once the files are written
 (:meth:`QueuePromises.paid`), and a schedd that starts writes whatever its predecessor still
 owed (:meth:`QueuePromises.owed`). An entry is opaque bytes to the queue (the schedd encodes
@@ -96,7 +98,7 @@ class QueuePromises:
             if edge is not None:
                 conn.execute("DELETE FROM submissions WHERE created <= ?", (edge[0],))
 
-    # -- results owed to disk -----------------------------------------------------------------
+    # -- results and user-log events owed to disk ----------------------------------------------
 
     def owe(self, entry: bytes) -> int:
         """Keep ``entry`` in the current transaction until :meth:`paid`; returns its number."""
@@ -110,7 +112,8 @@ class QueuePromises:
 
     def paid(self, seqs: Sequence[int]) -> None:
         """The entries are written: forget them (a commit without an fsync of its own: should it
-        be lost, the entries are written once more, which writes the same bytes)."""
+        be lost, the entries are written once more: the same file bytes, and the same user-log
+        events a second time)."""
         if not seqs:
             return
         with self.transaction(durable=False):
