@@ -284,6 +284,7 @@ def test_a_result_the_startd_sends_again_after_a_restart_ends_the_call_instead_o
     out = done(h2, claim_id, "1.1", "1.2")
     [write] = [a for a in out if isinstance(a, WriteCallFiles)]
     assert dict(write.files)["htc_result.pkl"] == b"R1.1" and [a for a in out if isinstance(a, Owed)]
+    assert write.owner == h2.queue.history("ProcId == 1")[0]["Owner"].strip('"')  # written with the owner's rights
     assert h2.events(out) == [EventType.JOB_TERMINATED]
     assert h2.status(1, 1) is None and h2.queue.history("ProcId == 1")[0]["ExitCode"] == "0"
     assert h2.status(1, 2) is JobStatus.RUNNING

@@ -514,7 +514,8 @@ class LaneHandling:
                 iwd = ul.literal(job, "Iwd")
                 if isinstance(iwd, str) and iwd:
                     writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result),
-                                                 recycle=self._call_file(job) if again is None else None))
+                                                 recycle=self._call_file(job) if again is None else None,
+                                                 owner=ul.owner(job)))
             if writes:
                 out += owe(self.queue, [*writes, *(ul.WriteUserLog(path, tuple(evs), who)
                                                    for (path, who), evs in events.items())])
