@@ -447,21 +447,7 @@ class LaneHandling:
                 # behind another one on the lane counts only its own time (RemoteWallClockTime).
                 began = max(sent, now - took)
                 shadow = Shadow(job_id, claim.id, ShadowState.RUNNING, started=began, executed=True)
-                shadow.usage.update(RemoteUserCpu=result.user_cpu, RemoteSysCpu=result.sys_cpu)
-                recorded = self._record_end(shadow, claim, job, "exited", now, "", result.exit_code, None, False, 0, 0)
-                path = ul.log_path(job)
-                if path and recorded:
-                    events.setdefault((path, ul.owner(job)), []).extend(recorded)
-                again = None if shadow.left_queue else self._job(job_id)
-                if again is not None and again.status == JobStatus.IDLE:
-                    self._lane_enqueue(again)  # max_retries: it runs again
-                    self._reschedule_due = True
-                iwd = ul.literal(job, "Iwd")
-                if isinstance(iwd, str) and iwd:
-                    # Gone from the queue: the call will not run again, its call file may go.
-                    writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result),
-                                                 recycle=self._call_file(job) if again is None else None,
-                                                 owner=ul.owner(job)))
+                self._end_call(shadow, claim, job, result, now, writes, events)
             # The results go into the queue with the ends that announce them (the files are
             # written after the commit, at the end of the turn: htc.daemons.schedd_owed), so
             # that a schedd killed in between writes them when it starts again.
@@ -485,6 +471,26 @@ class LaneHandling:
             out.append(c.Reply(event.conn_id, m.MoreCalls(calls=tuple(more))))
             self._feed_lanes(now, out)
 
+    def _end_call(self, shadow: Shadow, claim, job, result, now: float, writes: list, events: dict) -> None:
+        """Record the end of one lane call whose run is ``shadow`` (inside the caller's
+        transaction): its usage and end (history or retry), its user-log events into ``events``
+        (by log and owner), its result files into ``writes`` (with the owner's rights)."""
+        shadow.usage.update(RemoteUserCpu=result.user_cpu, RemoteSysCpu=result.sys_cpu)
+        recorded = self._record_end(shadow, claim, job, "exited", now, "", result.exit_code, None, False, 0, 0)
+        path = ul.log_path(job)
+        if path and recorded:
+            events.setdefault((path, ul.owner(job)), []).extend(recorded)
+        again = None if shadow.left_queue else self._job(shadow.job_id)
+        if again is not None and again.status == JobStatus.IDLE:
+            self._lane_enqueue(again)  # max_retries: it runs again
+            self._reschedule_due = True
+        iwd = ul.literal(job, "Iwd")
+        if isinstance(iwd, str) and iwd:
+            # Gone from the queue: the call will not run again, its call file may go.
+            writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result),
+                                         recycle=self._call_file(job) if again is None else None,
+                                         owner=ul.owner(job)))
+
     def _late_results(self, msg: m.CallsDone, now: float, out: list) -> None:
         """Results of a lane the schedd no longer follows -- its predecessor's, sent again by the
         startd after a restart, or one whose claim it gave up: a call that is idle again, waiting
@@ -502,20 +508,7 @@ class LaneHandling:
                 job = self._job(job_id)
                 took = max(result.finished - result.started, 0.0)
                 shadow = Shadow(job_id, msg.claim_id, ShadowState.RUNNING, started=now - took, executed=True)
-                shadow.usage.update(RemoteUserCpu=result.user_cpu, RemoteSysCpu=result.sys_cpu)
-                recorded = self._record_end(shadow, None, job, "exited", now, "", result.exit_code, None, False, 0, 0)
-                path = ul.log_path(job)
-                if path and recorded:
-                    events.setdefault((path, ul.owner(job)), []).extend(recorded)
-                again = None if shadow.left_queue else self._job(job_id)
-                if again is not None and again.status == JobStatus.IDLE:
-                    self._lane_enqueue(again)
-                    self._reschedule_due = True
-                iwd = ul.literal(job, "Iwd")
-                if isinstance(iwd, str) and iwd:
-                    writes.append(WriteCallFiles(iwd, self._lane_outputs(job, result),
-                                                 recycle=self._call_file(job) if again is None else None,
-                                                 owner=ul.owner(job)))
+                self._end_call(shadow, None, job, result, now, writes, events)
             if writes:
                 out += owe(self.queue, [*writes, *(ul.WriteUserLog(path, tuple(evs), who)
                                                    for (path, who), evs in events.items())])
