@@ -40,7 +40,7 @@ about 1,770) and 0.87-0.90; in the morning (``ab0fb1e``) 4.9-6.7 ms, 803-842 cal
 0.81-0.83.
 
 The local backend's floor is one ``fork`` of a pre-imported zygote per call. In the pool most
-calls run on *call lanes* (htc.daemons.schedd_lanes): a worker that stays up on a claimed
+calls run on *call lanes* (htc.daemons.schedd.lanes): a worker that stays up on a claimed
 slot gets each call over the wire and sends the result back the same way (the answer to each
 batch of results carries the next calls), so a call pays for no starter, sandbox, cgroup or
 fork. What is left of the round trip: the client's submit (pickle; the call's file, written
@@ -192,7 +192,7 @@ def _personal_pool(workdir: Path, test_knobs: bool = False) -> tuple[dict, dict]
              "DAEMON_LIST": "MASTER, COLLECTOR, NEGOTIATOR, STARTD, SCHEDD"}
     for knob, value in knobs.items():
         env[f"_HTC_{knob}"] = value
-    started = subprocess.run([sys.executable, "-c", "from htc.pool import start_pool; start_pool(timeout=60)"],
+    started = subprocess.run([sys.executable, "-c", "from htc.client.pool import start_pool; start_pool(timeout=60)"],
                              env=env, capture_output=True, text=True, timeout=120)
     if started.returncode != 0:
         raise SystemExit(f"could not start the personal pool: {started.stderr}")
@@ -201,7 +201,7 @@ def _personal_pool(workdir: Path, test_knobs: bool = False) -> tuple[dict, dict]
 
 
 def _stop_pool(env: dict) -> None:
-    subprocess.run([sys.executable, "-c", "from htc.pool import stop_pool; stop_pool(fast=True)"], env=env,
+    subprocess.run([sys.executable, "-c", "from htc.client.pool import stop_pool; stop_pool(fast=True)"], env=env,
                    capture_output=True, text=True, timeout=120)
 
 

@@ -14,7 +14,7 @@ trial and in total:
 * **run twice**: calls that ran more than once (the runs a restarted schedd cannot know had
   happened: see docs/executor.md, "What is guaranteed").
 
-``tests/test_durable_promises.py`` runs one trial of this in the test suite. When run as root,
+``tests/system/test_durable_promises.py`` runs one trial of this in the test suite. When run as root,
 the calls run as the slots' accounts (``htc-slot<N>``, docs/startd.md) and use a Python prepared
 as the tests do (tests/executor_pool.py).
 """

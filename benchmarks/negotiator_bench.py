@@ -21,7 +21,7 @@ import time
 
 from htc.classad import ClassAd, ExprTree
 from htc.daemons.autocluster import ResourceRequest
-from htc.daemons.negotiator import (Negotiator, NegotiatorSettings, NotifyMatch, PoolAds,
+from htc.daemons.negotiator.core import (Negotiator, NegotiatorSettings, NotifyMatch, PoolAds,
                                     RequestsReceived, SubmitterAd, Wakeup)
 
 DESKTOP_START = "(KeyboardIdle > 15 * 60) && (LoadAvg < 0.3 || TARGET.Owner == \"alice0\")"

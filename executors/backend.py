@@ -54,7 +54,7 @@ class CallSpec:
     call_id: str
     #: ``module.qualname`` of the function, for displays
     label: str
-    #: the call file's bytes (:mod:`htc.executors.callfile`)
+    #: the call file's bytes (:mod:`htc.wire.callfile`)
     data: bytes
     options: CallOptions
     #: call ids whose results the call needs (already finished when the call is submitted)

@@ -71,7 +71,7 @@ class RunContext:
 
     def save(self, state: Any) -> None:
         """Pickle ``state`` to the checkpoint file, atomically."""
-        from htc.executors.callfile import write_atomic
+        from htc.wire.callfile import write_atomic
         from htc.executors.serialize import dumps_value
 
         payload, _ = dumps_value(state, self.serializer)

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from htc.errors import HTCError, UsageError
-from htc.executors import callfile as cf
+from htc.wire import callfile as cf
 from htc.executors.backend import Backend, CallSpec, JobUpdate
 from htc.executors.errors import (
     DependencyFailed, JobFailed, RemoteTraceback, ResultExpired, ScheddLost, SerializationError, SessionError,

@@ -2,13 +2,13 @@
 
 ``python -m htc.executors.lane`` is a lane's executable. The startd starts it like any function
 job (sandbox, cgroup, slot user, usually forked by the starter zygote) with fd 0 one end of a
-socket pair (``HTC_LANE_FD=0``; see :mod:`htc.executors.lane_frames` for the frames), then
+socket pair (``HTC_LANE_FD=0``; see :mod:`htc.wire.lane_frames` for the frames), then
 writes calls to it as the schedd sends them; the lane runs them one at a time, in order.
 
 Theory of operation
 -------------------
 At start the lane moves the channel off fd 0 (a call's subprocesses must not inherit it) and
-points fd 0 at ``/dev/null``. Then, per :class:`~htc.executors.lane_frames.CallFrame`:
+points fd 0 at ``/dev/null``. Then, per :class:`~htc.wire.lane_frames.CallFrame`:
 
 1. Empty ``htc_lane_call/`` in the sandbox (one directory, reused; skipped when the last
    call left nothing there) and write the call's files
@@ -20,7 +20,7 @@ points fd 0 at ``/dev/null``. Then, per :class:`~htc.executors.lane_frames.CallF
    ``htc_result.pkl`` (no file: creating one costs more than a quick call) and returns
    ``EXIT_VALUE``/``EXIT_EXCEPTION``/``EXIT_ERROR``.
 4. Flush Python's streams, put fds 1 and 2 back, and answer a
-   :class:`~htc.executors.lane_frames.ResultFrame`: the status, every regular file of the
+   :class:`~htc.wire.lane_frames.ResultFrame`: the status, every regular file of the
    directory that is new or changed (not the untouched inputs), what the call printed (at most
    ``MAX_STREAM_BYTES`` of each stream), its wall-clock start and end, and the user/system CPU
    it took (the lane's and its waited-for children's, ``getrusage``).
@@ -46,9 +46,9 @@ from pathlib import Path
 
 import msgspec
 
-from htc.executors import callfile as cf
+from htc.wire import callfile as cf
 from htc.executors import worker  # noqa: F401 - imported here so a zygote of this module has it warm
-from htc.executors.lane_frames import (
+from htc.wire.lane_frames import (
     CHANNEL_ENV, HEADER, MAX_FRAME, MAX_RESULT_BYTES, MAX_STREAM_BYTES, CallFrame, ResultFrame, frame, plain_name,
 )
 

@@ -52,7 +52,7 @@ from typing import Any
 
 import psutil
 
-from htc.executors import callfile as cf
+from htc.wire import callfile as cf
 from htc.executors.backend import CallSpec, JobUpdate, RecoveredCall
 from htc.executors.errors import (
     CallTimedOut, ImpossibleRequest, JobKilled, JobOutOfMemory, ScheddLost, SessionError,

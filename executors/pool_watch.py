@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from htc.classad import ClassAd
 from htc.eventlog import events as ev
-from htc.executors import callfile as cf
+from htc.wire import callfile as cf
 from htc.executors.backend import JobUpdate
 from htc.executors.errors import CallTimedOut, JobFailed, JobHeld, JobKilled, JobOutOfMemory, JobRemoved, ScheddLost
 from htc.executors.options import CallOptions

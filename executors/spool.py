@@ -68,7 +68,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from htc.executors import callfile as cf
+from htc.wire import callfile as cf
 from htc.executors.errors import SessionError
 from htc.executors.options import CallOptions
 

@@ -5,7 +5,7 @@ it in the job's sandbox; the local backend's zygote calls :func:`run` in a forke
 
 Theory of operation
 -------------------
-1. Read the call file, ``htc_call.pkl`` or ``<call id>.call`` (:mod:`htc.executors.callfile`;
+1. Read the call file, ``htc_call.pkl`` or ``<call id>.call`` (:mod:`htc.wire.callfile`;
    the sandbox holds exactly one). Its header is plain JSON, so the
    versions recorded at submit time are compared with this interpreter's *before* anything
    is unpickled; a mismatch ends the call with a :class:`VersionMismatch` naming each one.
@@ -40,7 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from htc.executors import callfile as cf
+from htc.wire import callfile as cf
 from htc.executors.checkpointing import Checkpointable, RunContext, install
 from htc.executors.errors import CallTimedOut, UnpicklableRemoteException
 from htc.executors.serialize import check_versions, dumps_value, loads, loads_call, package_version, python_version

@@ -1,7 +1,7 @@
 """Random ClassAd inputs and the one property every one of them must keep (issue #14, part 4).
 
 The generators take a :class:`random.Random`, so the same code feeds the bounded hypothesis
-tests (tests/test_fuzz_classad.py, through ``st.randoms()``) and a longer count run::
+tests (tests/unit/test_fuzz_classad.py, through ``st.randoms()``) and a longer count run::
 
     python tests/classad_fuzz.py --inputs 20000 [--seed 1]
 

@@ -33,9 +33,9 @@ import htcondor2
 import psutil
 
 from htc.classad import ClassAd
-from htc.daemons.client import ping, query_collector, query_master, send_command
-from htc.daemons.limits import detect_cgroups
-from htc.daemons.schedd_requests import description_message
+from htc.client.daemon import ping, query_collector, query_master, send_command
+from htc.daemons.starter.limits import detect_cgroups
+from htc.daemons.schedd.requests import description_message
 from htc.wire import messages as m
 from htc.wire.errors import DaemonUnreachable, PeerError
 from htc.wire.transport import UnixTransport
@@ -79,15 +79,15 @@ home, daemon, address, local = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.
 paths = DaemonPaths(home)
 log = paths.log / f"{address.capitalize()}Log"
 if daemon == "startd":
-    from htc.daemons.startd_service import StartdService, settings_from_config
+    from htc.daemons.startd.service import StartdService, settings_from_config
 
     def settings():
         return settings_from_config(load_config("STARTD", local_name=local), home, address=address)
 
     service = StartdService(settings(), paths.transport(), log_file=log, reload_settings=settings)
 elif daemon == "schedd":
-    from htc.daemons.schedd import Schedd
-    from htc.daemons.schedd_service import ScheddService, settings_from_config
+    from htc.daemons.schedd.core import Schedd
+    from htc.daemons.schedd.service import ScheddService, settings_from_config
     from htc.jobqueue import JobQueue
 
     def settings():
@@ -345,7 +345,7 @@ def echo_job(pool: Pool, extra: str = "", queue: str = "queue") -> str:
 def stop_pool_and_reap(root: Path, pids: set[int], timeout: float = 20.0) -> None:
     """Stop the pool under ``root`` through ``htc pool stop``, then kill whatever of ``pids``
     (and their children) is left, and remove ``root``: a failing test never leaks daemons."""
-    from htc.pool import pool_status, stop_pool
+    from htc.client.pool import pool_status, stop_pool
 
     status = pool_status()
     pids = set(pids) | {status.master_pid, *(d.pid for d in status.daemons)}

@@ -11,7 +11,7 @@ Daemons parse ads all day (every slot update, every job ad on the wire), so the 
 -- names, plain numbers, strings without escapes, operators, with the white space before
 them -- are read by one regular expression (``_FAST``); everything else goes through
 :func:`_next_token`, character by character, which also raises every error.
-``tests/test_classad_lexer.py`` checks the two paths agree token for token.
+``tests/unit/test_classad_lexer.py`` checks the two paths agree token for token.
 
 Rules that are easy to get wrong, all checked against HTCondor 25.14.1 in compat mode:
 

@@ -1,12 +1,12 @@
 """``htc pool start|stop|status``, ``htc off``/``on``/``restart``/``reconfig`` and
-``htc vacate``: the administrator's tools, over :mod:`htc.pool`."""
+``htc vacate``: the administrator's tools, over :mod:`htc.client.pool`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from htc import pool as lib
+from htc.client import pool as lib
 from htc.cli import formatting as fmt
 from htc.cli.options import add_command, add_option, add_pool_options, transport_from
 

@@ -1,5 +1,5 @@
 """``htc q``, ``rm``, ``hold``, ``release``, ``qedit``, ``prio``, ``history``, ``vacate_job``:
-condor_q and its friends.  Each parses, calls one :mod:`htc.schedd_client` function and prints."""
+condor_q and its friends.  Each parses, calls one :mod:`htc.client.schedd` function and prints."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import socket
 import sys
 import time
 
-from htc import schedd_client as sc
+from htc.client import schedd as sc
 from htc.classad import quote
 from htc.cli import formatting as fmt
 from htc.cli import job_views as views

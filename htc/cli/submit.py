@@ -1,4 +1,4 @@
-"""``htc submit``: condor_submit.  Parses, calls :func:`htc.schedd_client.submit`, prints
+"""``htc submit``: condor_submit.  Parses, calls :func:`htc.client.schedd.submit`, prints
 what condor_submit prints (``Submitting job(s)...`` / ``3 job(s) submitted to cluster 12.``)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import os
 import sys
 import uuid
 
-from htc import schedd_client as sc
+from htc.client import schedd as sc
 from htc.cli.formatting import long_form
 from htc.cli.options import add_command, add_option, add_pool_options, transport_from
 from htc.errors import UsageError

@@ -1,7 +1,7 @@
 """Regenerate the param table in ``docs/configuration.md``: ``python -m htc.config.paramdoc``.
 
 The table sits between ``<!-- param-table:begin -->`` and ``<!-- param-table:end -->``;
-``tests/test_config_params.py`` fails when it is stale.
+``tests/unit/test_config_params.py`` fails when it is stale.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """THE param table: every knob htc reads, with its type, HTCondor's default and a one-line doc.
 
 Code reads knobs only through :meth:`htc.config.Config.param`, which refuses names not
-declared here (:class:`~htc.config.errors.UndeclaredKnob`); ``tests/test_config_params.py``
+declared here (:class:`~htc.config.errors.UndeclaredKnob`); ``tests/unit/test_config_params.py``
 scans the source tree so that a missing declaration fails a test, not a user. The scan sees
 ``<x>.param("NAME")`` when the receiver is named like a configuration (``cfg``, ``config``,
 ``self.config``) or the name looks like a knob (``MAX_JOBS_RUNNING``), so keep the Config

@@ -22,11 +22,11 @@ from htc.errors import HTCError, UsageError
 
 #: daemon name -> module providing make_service(paths)
 DAEMON_MODULES = {
-    "master": "htc.daemons.master",
-    "collector": "htc.daemons.collector",
-    "negotiator": "htc.daemons.negotiator_service",
-    "schedd": "htc.daemons.schedd",
-    "startd": "htc.daemons.startd_service",
+    "master": "htc.daemons.master.core",
+    "collector": "htc.daemons.collector.core",
+    "negotiator": "htc.daemons.negotiator.service",
+    "schedd": "htc.daemons.schedd.core",
+    "startd": "htc.daemons.startd.service",
 }
 
 #: HTCondor's exit status for "do not restart me"

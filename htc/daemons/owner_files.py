@@ -413,7 +413,7 @@ def own_directory(path: str, who: Identity | None) -> int | None:
     In such a directory only ``who`` (and root) can make or replace an entry, so a regular file
     opened there with ``O_NOFOLLOW`` and owned by ``who`` is one ``who`` may write: the daemon
     may then write it without switching credentials (the lane's hot path,
-    :mod:`htc.daemons.schedd_callfiles`), making new files ``who``'s with ``fchown``.
+    :mod:`htc.daemons.schedd.callfiles`), making new files ``who``'s with ``fchown``.
     """
     if who is None or not who.switch:
         return None

@@ -25,7 +25,7 @@ HTCondor's starter does (``STARTER_ALLOW_RUNAS_OWNER``, ``UID_DOMAIN``, ``SLOT<N
    ``SLOT<N>_USER`` naming uid 0 is refused (the job fails to start, the message says why).
 
 A slot account is *dedicated*: nothing but jobs runs as it. A job's own processes are ended
-with it (its cgroup, or its session and ancestry marker: :mod:`htc.daemons.starter_procs`);
+with it (its cgroup, or its session and ancestry marker: :mod:`htc.daemons.starter.procs`);
 when one of its jobs ends, every process left running as that uid and adopted by init (a job
 that daemonized out of its session, without cgroups) is killed too, as HTCondor does for the
 accounts matching ``DEDICATED_EXECUTE_ACCOUNT_REGEXP``. When the account is handed to a job of

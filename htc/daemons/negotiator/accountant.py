@@ -1,0 +1,532 @@
+"""The negotiator's accountant: who used how much of the pool, and who goes first.
+
+Theory of operation
+-------------------
+HTCondor shares a pool by *usage*, not by jobs. For every submitter (``alice@example.net``,
+``group_physics.einstein@example.net``, ``nice-user.bob@example.net``) the accountant keeps
+
+* the **real user priority** (RUP): an exponential moving average of the slot weight (cores, by
+  default) the submitter holds. Each update, with ``dt`` seconds since the previous one and
+  ``h = PRIORITY_HALFLIFE``::
+
+      aging = 0.5 ** (dt / h)
+      RUP   = max(0.5, RUP * aging + recent_usage * (1 - aging))
+
+  ``recent_usage`` is the weight held now plus a correction ("uncharged time") for claims that
+  began or ended between two updates, so every second of every claim is charged exactly once.
+  Holding N cores steadily drives RUP to N; holding nothing halves it every half-life, down to
+  the floor of 0.5 where every submitter starts.
+* the **priority factor**, fixed on first sight (nice users 1e10, ``GROUP_PRIO_FACTOR_<g>``,
+  remote users 1e7 when ``ACCOUNTANT_LOCAL_DOMAIN`` is set, else ``DEFAULT_PRIO_FACTOR`` =
+  1000) and changed only by an administrator;
+* the **effective user priority** EUP = RUP x factor. Lower is better.
+
+The accountant also keeps one *match record* per claimed resource (slot name -> submitter,
+weight, start time). The negotiator adds a record for every match it makes and, at the start
+of each cycle, reconciles the records with what the slot ads say is claimed
+(:meth:`Accountant.check_matches`), exactly like HTCondor's ``CheckMatches``.
+
+Fair share is computed from the EUPs by :mod:`htc.daemons.negotiator.fair_share` (each submitter's share
+of the pool is proportional to 1/EUP, minus what it already holds), which also holds the one
+function that orders the submitters of a cycle.
+
+The accountant is plain data: :meth:`Accountant.snapshot` returns a JSON-ready ``dict`` and
+:meth:`Accountant.restore` rebuilds it; the negotiator's service persists the snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from htc.errors import UsageError
+
+#: Version of the snapshot format written by :meth:`Accountant.snapshot`.
+SNAPSHOT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class AccountantSettings:
+    """The knobs the accountant reads, with HTCondor's defaults.
+
+    ``group_names`` is ``GROUP_NAMES`` (hierarchical names such as ``group_a.sub``);
+    ``group_prio_factors`` maps a group name to its ``GROUP_PRIO_FACTOR_<group>``.
+    """
+
+    priority_halflife: float = 86400.0
+    default_prio_factor: float = 1000.0
+    nice_user_prio_factor: float = 1e10
+    remote_prio_factor: float = 1e7
+    local_domain: str | None = None
+    group_names: tuple[str, ...] = ()
+    group_prio_factors: Mapping[str, float] = field(default_factory=dict)
+    nice_user_group: str = "nice-user"  # NICE_USER_ACCOUNTING_GROUP_NAME
+    min_priority: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not self.priority_halflife > 0:
+            raise UsageError(
+                f"PRIORITY_HALFLIFE must be a positive number of seconds, got "
+                f"{self.priority_halflife!r}; HTCondor's default is 86400 (one day)"
+            )
+        for knob, value in (
+            ("DEFAULT_PRIO_FACTOR", self.default_prio_factor),
+            ("NICE_USER_PRIO_FACTOR", self.nice_user_prio_factor),
+            ("REMOTE_PRIO_FACTOR", self.remote_prio_factor),
+            *((f"GROUP_PRIO_FACTOR_{g}", f) for g, f in self.group_prio_factors.items()),
+        ):
+            if not value > 0:
+                raise UsageError(f"{knob} must be a positive number, got {value!r}")
+
+
+# --------------------------------------------------------------------------- submitter names
+
+
+def submitter_name(
+    owner: str,
+    uid_domain: str,
+    *,
+    accounting_group: str | None = None,
+    accounting_group_user: str | None = None,
+    nice_user: bool = False,
+    nice_user_group: str = "nice-user",
+) -> str:
+    """Form the submitter name HTCondor charges a job to.
+
+    Args:
+        owner: the job's owner (``alice``).
+        uid_domain: the schedd's ``UID_DOMAIN`` (``example.net``).
+        accounting_group: submit command ``accounting_group`` (``group_physics``), if any.
+        accounting_group_user: submit command ``accounting_group_user``; defaults to ``owner``.
+        nice_user: submit command ``nice_user``; puts the job in the ``nice-user`` group.
+        nice_user_group: ``NICE_USER_ACCOUNTING_GROUP_NAME``.
+
+    Returns:
+        ``alice@example.net``, ``group_physics.einstein@example.net`` or
+        ``nice-user.alice@example.net``.
+
+    Raises:
+        UsageError: the owner or domain is empty or contains ``@``.
+    """
+    for what, value in (("owner", owner), ("uid_domain", uid_domain)):
+        if not value or "@" in value:
+            raise UsageError(
+                f"cannot form a submitter name: {what} {value!r} must be a non-empty name "
+                "without '@' (the name is formed as user@uid_domain)"
+            )
+    user = accounting_group_user or owner
+    if accounting_group:
+        return f"{accounting_group}.{user}@{uid_domain}"
+    if nice_user:
+        return f"{nice_user_group}.{user}@{uid_domain}"
+    return f"{user}@{uid_domain}"
+
+
+def submitter_of_job(job: Mapping, uid_domain: str) -> str:
+    """Return the submitter a job ad is charged to (its ``AccountingGroup`` or ``User``).
+
+    Args:
+        job: a job ad (any mapping; attribute names are matched case-insensitively).
+        uid_domain: the schedd's ``UID_DOMAIN``, used when the ad has no ``User``.
+
+    Returns:
+        The submitter name, e.g. ``group_physics.einstein@example.net``.
+
+    Raises:
+        UsageError: the ad has neither ``AccountingGroup``, ``User`` nor ``Owner``.
+    """
+    attrs = {str(k).lower(): v for k, v in job.items()}
+    group = attrs.get("accountinggroup")
+    if isinstance(group, str) and group:
+        return f"{group}@{uid_domain}"
+    owner = attrs.get("owner")
+    if attrs.get("niceuser") is True and isinstance(owner, str):
+        return submitter_name(owner, uid_domain, nice_user=True)
+    user = attrs.get("user")
+    if isinstance(user, str) and "@" in user:
+        return user
+    if isinstance(owner, str) and owner:
+        return submitter_name(owner, uid_domain)
+    raise UsageError(
+        "cannot tell whom to charge for this job: its ad has no AccountingGroup, User or "
+        "Owner attribute; the schedd sets Owner and User when it accepts a job"
+    )
+
+
+def accounting_group_of(submitter: str, group_names: Iterable[str]) -> str | None:
+    """Return the configured accounting group a submitter belongs to, or ``None``.
+
+    HTCondor assigns ``group_a.sub.alice@dom`` to the longest configured group that prefixes
+    its local part (``group_a.sub`` if configured, else ``group_a``); names compare
+    case-insensitively.
+
+    Args:
+        submitter: a submitter name.
+        group_names: the configured ``GROUP_NAMES``.
+
+    Returns:
+        The configured group name as spelled in the configuration, or ``None`` for ``<none>``.
+    """
+    local = submitter.rsplit("@", 1)[0].lower()
+    best: str | None = None
+    for group in group_names:
+        g = group.lower()
+        if local.startswith(g + ".") and (best is None or len(g) > len(best)):
+            best = group
+    return best
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class SubmitterPriority:
+    """One line of ``htc userprio``: a submitter's priorities and usage."""
+
+    name: str
+    real_priority: float
+    priority_factor: float
+    effective_priority: float
+    weighted_resources_used: float
+    resources_used: int
+    weighted_accumulated_usage: float
+    begin_usage_time: float | None
+    last_usage_time: float | None
+
+
+@dataclass
+class _Customer:
+    """Mutable per-submitter state (HTCondor's ``Customer.<name>`` record)."""
+
+    priority: float
+    factor: float
+    factor_is_set: bool = False
+    resources_used: int = 0
+    weighted_resources_used: float = 0.0
+    weighted_uncharged_time: float = 0.0
+    weighted_accumulated_usage: float = 0.0
+    begin_usage_time: float | None = None
+    last_usage_time: float | None = None
+
+
+@dataclass
+class _Match:
+    """Mutable per-resource state (HTCondor's ``Resource.<name>`` record)."""
+
+    customer: str
+    weight: float
+    start_time: float
+
+
+_CUSTOMER_FIELDS = tuple(_Customer.__dataclass_fields__)
+_MATCH_FIELDS = tuple(_Match.__dataclass_fields__)
+
+
+class Accountant:
+    """Per-submitter usage, priorities and match records of one pool.
+
+    Args:
+        settings: the accountant knobs (defaults are HTCondor's).
+        now: the time the accountant starts counting from; the first
+            :meth:`update_priorities` call starts it if omitted.
+    """
+
+    def __init__(self, settings: AccountantSettings | None = None, now: float | None = None):
+        self.settings = settings or AccountantSettings()
+        self.last_update_time: float | None = now
+        self._customers: dict[str, _Customer] = {}
+        self._matches: dict[str, _Match] = {}
+
+    # ------------------------------------------------------------------ customers
+
+    def _customer(self, name: str) -> _Customer:
+        rec = self._customers.get(name)
+        if rec is None:
+            rec = _Customer(priority=self.settings.min_priority, factor=self.initial_factor(name))
+            self._customers[name] = rec
+        return rec
+
+    def initial_factor(self, name: str) -> float:
+        """Return the priority factor a submitter gets when first seen.
+
+        Args:
+            name: the submitter name.
+
+        Returns:
+            ``NICE_USER_PRIO_FACTOR`` for ``nice-user.*``; the group's
+            ``GROUP_PRIO_FACTOR_<g>`` if set; ``REMOTE_PRIO_FACTOR`` for a domain other than
+            ``ACCOUNTANT_LOCAL_DOMAIN`` (when set); else ``DEFAULT_PRIO_FACTOR``.
+        """
+        s = self.settings
+        if name.lower().startswith(s.nice_user_group.lower() + "."):
+            return s.nice_user_prio_factor
+        group = accounting_group_of(name, s.group_names or tuple(s.group_prio_factors))
+        if group is not None:
+            for g, factor in s.group_prio_factors.items():
+                if g.lower() == group.lower():
+                    return factor
+        if s.local_domain is not None:
+            domain = name.rsplit("@", 1)[1] if "@" in name else ""
+            if domain.lower() != s.local_domain.lower():
+                return s.remote_prio_factor
+        return s.default_prio_factor
+
+    def real_priority(self, name: str) -> float:
+        """Return the submitter's RUP (0.5 for a submitter never seen)."""
+        rec = self._customers.get(name)
+        return rec.priority if rec else self.settings.min_priority
+
+    def priority_factor(self, name: str) -> float:
+        """Return the submitter's priority factor (its initial factor if never seen)."""
+        rec = self._customers.get(name)
+        return rec.factor if rec else self.initial_factor(name)
+
+    def effective_priority(self, name: str) -> float:
+        """Return the submitter's EUP = RUP x factor; lower is better."""
+        return self.real_priority(name) * self.priority_factor(name)
+
+    def weighted_resources_used(self, name: str) -> float:
+        """Return the slot weight the submitter holds now (claims plus this cycle's matches)."""
+        rec = self._customers.get(name)
+        return rec.weighted_resources_used if rec else 0.0
+
+    def submitters(self) -> list[str]:
+        """Return the names of all submitters the accountant knows, sorted."""
+        return sorted(self._customers)
+
+    def records(self) -> list[SubmitterPriority]:
+        """Return every submitter's priorities, best (lowest EUP) first, for ``htc userprio``."""
+        out = [
+            SubmitterPriority(
+                name=name,
+                real_priority=rec.priority,
+                priority_factor=rec.factor,
+                effective_priority=rec.priority * rec.factor,
+                weighted_resources_used=rec.weighted_resources_used,
+                resources_used=rec.resources_used,
+                weighted_accumulated_usage=rec.weighted_accumulated_usage,
+                begin_usage_time=rec.begin_usage_time,
+                last_usage_time=rec.last_usage_time,
+            )
+            for name, rec in self._customers.items()
+        ]
+        out.sort(key=lambda r: (r.effective_priority, r.name))
+        return out
+
+    def accounting_ads(self, shares: Mapping[str, float] | None = None) -> list[dict]:
+        """Return one HTCondor-style Accounting ad per submitter, for the collector.
+
+        ``htc userprio`` reads these (``Priority`` is the *effective* priority there, as in
+        HTCondor's ``condor_status -accounting``).
+
+        Args:
+            shares: each submitter's pie share in the last cycle (``SubmitterShare``).
+
+        Returns:
+            Plain dicts of ClassAd attributes, best (lowest EUP) first.
+        """
+        shares = shares or {}
+        groups = self.settings.group_names
+        return [{
+            "MyType": "Accounting", "Name": r.name, "Priority": r.effective_priority,
+            "PriorityFactor": r.priority_factor, "RealPriority": r.real_priority,
+            "ResourcesUsed": r.resources_used, "WeightedResourcesUsed": r.weighted_resources_used,
+            "WeightedAccumulatedUsage": r.weighted_accumulated_usage,
+            "BeginUsageTime": r.begin_usage_time, "LastUsageTime": r.last_usage_time,
+            "AccountingGroup": accounting_group_of(r.name, groups) or "<none>",
+            "IsAccountingGroup": False, "SubmitterShare": shares.get(r.name, 0.0),
+        } for r in self.records()]
+
+    # ------------------------------------------------------------------ administration
+
+    def set_priority_factor(self, name: str, factor: float) -> None:
+        """Set a submitter's priority factor (``condor_userprio -setfactor``).
+
+        Raises:
+            UsageError: ``factor`` is below 1 (HTCondor refuses those too).
+        """
+        if not (isinstance(factor, (int, float)) and factor >= 1):
+            raise UsageError(
+                f"priority factor for {name} must be a number >= 1, got {factor!r}; "
+                "larger factors mean a worse effective priority"
+            )
+        rec = self._customer(name)
+        rec.factor = float(factor)
+        rec.factor_is_set = True
+
+    def set_real_priority(self, name: str, priority: float) -> None:
+        """Set a submitter's RUP (``condor_userprio -setprio``).
+
+        Raises:
+            UsageError: ``priority`` is below the 0.5 minimum.
+        """
+        if not (isinstance(priority, (int, float)) and priority >= self.settings.min_priority):
+            raise UsageError(
+                f"real priority for {name} must be a number >= {self.settings.min_priority}, "
+                f"got {priority!r}"
+            )
+        self._customer(name).priority = float(priority)
+
+    def reset_usage(self, name: str) -> None:
+        """Forget a submitter's past usage (``condor_userprio -resetusage``)."""
+        rec = self._customer(name)
+        rec.priority = self.settings.min_priority
+        rec.weighted_accumulated_usage = 0.0
+        rec.begin_usage_time = None
+
+    # ------------------------------------------------------------------ priorities
+
+    def update_priorities(self, now: float) -> None:
+        """Age every submitter's RUP to ``now`` and charge the usage since the last update.
+
+        HTCondor calls this at the start of every negotiation cycle. A clock that went
+        backwards restarts the interval without charging anything.
+
+        Args:
+            now: the current time (seconds).
+        """
+        if self.last_update_time is None:
+            self.last_update_time = now
+            return
+        time_passed = now - self.last_update_time
+        if time_passed <= 0:
+            if time_passed < 0:
+                self.last_update_time = now
+            return
+        aging = 0.5 ** (time_passed / self.settings.priority_halflife)
+        floor = self.settings.min_priority
+        for rec in self._customers.values():
+            recent = rec.weighted_resources_used + rec.weighted_uncharged_time / time_passed
+            rec.priority = max(floor, rec.priority * aging + recent * (1.0 - aging))
+            rec.weighted_accumulated_usage += (
+                rec.weighted_resources_used * time_passed + rec.weighted_uncharged_time
+            )
+            if rec.weighted_accumulated_usage > 0 and rec.begin_usage_time is None:
+                rec.begin_usage_time = now
+            if recent > 0:
+                rec.last_usage_time = now
+            rec.weighted_uncharged_time = 0.0
+        self.last_update_time = now
+
+    # ------------------------------------------------------------------ matches
+
+    def add_match(self, customer: str, resource: str, weight: float, now: float) -> None:
+        """Charge ``customer`` for ``resource`` from ``now`` on.
+
+        A resource held by another submitter is first released from it (that is how a
+        preemption moves usage from victim to winner).
+
+        Args:
+            customer: the submitter name.
+            resource: a unique resource name (the slot's ``Name``).
+            weight: the slot weight (``SlotWeight``, by default its ``Cpus``).
+            now: the current time.
+        """
+        current = self._matches.get(resource)
+        if current is not None:
+            if current.customer == customer:
+                return
+            self.remove_match(resource, now)
+        if self.last_update_time is None:
+            self.last_update_time = now
+        rec = self._customer(customer)
+        rec.resources_used += 1
+        rec.weighted_resources_used += weight
+        # The next update charges the whole interval; take back the part before the match.
+        rec.weighted_uncharged_time -= (now - self.last_update_time) * weight
+        self._matches[resource] = _Match(customer, weight, now)
+
+    def remove_match(self, resource: str, now: float) -> None:
+        """Stop charging for ``resource`` (claim ended); unknown resources are ignored."""
+        match = self._matches.pop(resource, None)
+        if match is None:
+            return
+        rec = self._customer(match.customer)
+        rec.resources_used = max(0, rec.resources_used - 1)
+        rec.weighted_resources_used = max(0.0, rec.weighted_resources_used - match.weight)
+        start = match.start_time
+        if self.last_update_time is not None and start < self.last_update_time:
+            start = self.last_update_time
+        # The next update charges only what is held then; add the part held until now.
+        rec.weighted_uncharged_time += (now - start) * match.weight
+
+    def match_of(self, resource: str) -> tuple[str, float] | None:
+        """Return ``(customer, weight)`` of the match on ``resource``, or ``None``."""
+        m = self._matches.get(resource)
+        return (m.customer, m.weight) if m else None
+
+    def check_matches(self, claimed: Mapping[str, tuple[str, float]], now: float) -> None:
+        """Reconcile match records with the pool (HTCondor's ``CheckMatches``).
+
+        Args:
+            claimed: every claimed resource the slot ads report, as
+                ``{resource_name: (submitter, slot_weight)}``.
+            now: the current time.
+        """
+        for resource in list(self._matches):
+            want = claimed.get(resource)
+            if want is None or want[0] != self._matches[resource].customer:
+                self.remove_match(resource, now)
+        for resource, (customer, weight) in claimed.items():
+            if resource not in self._matches:
+                self.add_match(customer, resource, weight, now)
+
+    # ------------------------------------------------------------------ persistence
+
+    def snapshot(self) -> dict:
+        """Return the whole accountant as plain JSON-ready data (for the service to persist)."""
+        return {
+            "version": SNAPSHOT_VERSION,
+            "last_update_time": self.last_update_time,
+            "customers": {n: {f: getattr(r, f) for f in _CUSTOMER_FIELDS}
+                          for n, r in sorted(self._customers.items())},
+            "matches": {n: {f: getattr(m, f) for f in _MATCH_FIELDS}
+                        for n, m in sorted(self._matches.items())},
+        }
+
+    @classmethod
+    def restore(cls, data: Mapping, settings: AccountantSettings | None = None) -> Accountant:
+        """Rebuild an accountant from :meth:`snapshot` output.
+
+        Args:
+            data: the snapshot (as read back from JSON).
+            settings: the knobs to use from now on (factors already stored are kept).
+
+        Returns:
+            A new :class:`Accountant`.
+
+        Raises:
+            UsageError: the data is not a snapshot of this version; move the file aside to
+                start with fresh priorities.
+        """
+        where = "accountant snapshot"
+        if not isinstance(data, Mapping) or data.get("version") != SNAPSHOT_VERSION:
+            version = data.get("version") if isinstance(data, Mapping) else type(data).__name__
+            raise UsageError(
+                f"{where} has version {version!r}, expected {SNAPSHOT_VERSION}; "
+                "move the file aside to start with fresh user priorities"
+            )
+        acct = cls(settings, now=_number_or_none(data.get("last_update_time"), where))
+        try:
+            for name, fields in dict(data["customers"]).items():
+                acct._customers[str(name)] = _Customer(**_checked(fields, _CUSTOMER_FIELDS))
+            for name, fields in dict(data["matches"]).items():
+                acct._matches[str(name)] = _Match(**_checked(fields, _MATCH_FIELDS))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(
+                f"{where} is damaged ({exc}); move the file aside to start with fresh "
+                "user priorities"
+            ) from None
+        return acct
+
+
+def _number_or_none(value: object, where: str) -> float | None:
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return value
+    raise UsageError(f"{where}: last_update_time must be a number or null, got {value!r}")
+
+
+def _checked(fields: object, names: tuple[str, ...]) -> dict:
+    if not isinstance(fields, Mapping) or set(fields) != set(names):
+        raise ValueError(f"record {fields!r} must have exactly the fields {', '.join(names)}")
+    return dict(fields)

@@ -1,0 +1,543 @@
+"""One negotiation cycle: fair-share pie spins, per-submitter negotiation, best-slot search.
+
+Theory of operation
+-------------------
+:func:`negotiate_cycle` is HTCondor's ``negotiateWithGroup`` + ``negotiate`` +
+``matchmakingAlgorithm`` for a pool without group quotas, as a pure function of the slot ads,
+the submitters with their resource requests, and the accountant (which it updates with the
+matches it makes).
+
+**Pie spins.** Each spin divides the pool's total slot weight among the submitters still
+negotiating in inverse proportion to their effective priority (:func:`pie_slices`); a
+submitter's *limit* is its slice minus what it already holds. Submitters negotiate in the order
+of :func:`order_submitters`, each until its limit is reached or it runs out of requests. A
+submitter that got everything it asked for (or whose requests match nothing) leaves; one that
+hit its limit stays, and the pie is spun again with the leftovers while anything changed. In
+the first spin (with preemption considered) a submitter over its limit may still take slots
+whose ``RANK`` strictly prefers its jobs.
+
+**Best slot.** For a request (one autocluster) the candidates are the idle slots that accept
+the job and that the job accepts (both ``Requirements`` hold), plus the claimed slots
+:func:`~htc.daemons.negotiator.preemption.decide_preemption` allows. The best candidate has
+the highest ``NEGOTIATOR_PRE_JOB_RANK``, then job ``Rank``, then ``NEGOTIATOR_POST_JOB_RANK``,
+then no preemption over rank preemption over priority preemption, then ``PREEMPTION_RANK``,
+then the slot name (so results are deterministic). Idle slots are searched class by class
+with caches shared between requests (:mod:`htc.daemons.negotiator.search`); claimed slots are
+few and checked one by one, after a cheap filter drops those no request could preempt.
+
+A matched slot leaves the cycle; a partitionable slot gives up the request's (quantized)
+``RequestCpus``/``RequestMemory``/``RequestDisk`` and stays while it has cores left.
+
+**One bad job.** Expressions come from users. If working on one request raises (its ad
+cannot be analysed, an expression of it fails in a way evaluation does not turn into ERROR),
+that request is left out of this cycle and the cycle goes on with every other
+(:meth:`_Cycle.skip`); :attr:`CycleResult.skipped` says which and why, and the negotiator
+logs it at every cycle until the job changes or leaves.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from htc.classad import ClassAd
+from htc.classad.match import rank, symmetric_match
+from htc.daemons.negotiator.accountant import Accountant, accounting_group_of
+from htc.daemons.negotiator.fair_share import order_submitters, pie_slices
+from htc.daemons.autocluster import ResourceRequest
+from htc.daemons.negotiator.preemption import (PreemptState, Rejection, as_rank,
+                                               decide_preemption, submitter_limit_permits)
+from htc.daemons.negotiator.search import IdleSearch, RequestState
+from htc.daemons.negotiator.settings import NegotiatorSettings
+from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as_classad,
+                                          eval_rank, expr_refs, number, same_type, slot_weight)
+
+
+@dataclass(frozen=True)
+class SubmitterAd:
+    """One submitter at one schedd, as its Submitter ad describes it."""
+
+    name: str
+    schedd: str
+    schedd_address: str = ""
+    idle_jobs: int = 0
+    running_jobs: int = 0
+
+
+@dataclass(frozen=True)
+class Match:
+    """A slot given to one job of a request; the service tells the schedd and the startd."""
+
+    submitter: str
+    schedd: str
+    schedd_address: str
+    autocluster_id: int
+    job_id: str | None
+    slot_name: str
+    startd_address: str
+    claim_id: str
+    slot_ad: ClassAd
+    preemption: PreemptState
+    preempted_user: str | None
+    weight: float
+    carved: tuple[float, float, float] | None = None  # (cpus, memory, disk) of a p-slot
+
+
+@dataclass(frozen=True)
+class CycleStatistics:
+    """What one cycle did (``Negotiator.statistics()`` reports the latest)."""
+
+    cycle: int = 0
+    started: float = 0.0
+    duration: float = 0.0  # from asking the collector to the last match (event time)
+    match_seconds: float = 0.0  # CPU-side time spent matchmaking (instrumentation only)
+    slots: int = 0
+    candidate_slots: int = 0
+    slot_classes: int = 0
+    submitters: int = 0
+    requests: int = 0
+    idle_jobs: int = 0
+    matches: int = 0
+    rank_preemptions: int = 0
+    priority_preemptions: int = 0
+    rejections: int = 0
+    rejections_by_reason: Mapping[str, int] = field(default_factory=dict)
+    pie_spins: int = 0
+    submitters_share_limited: tuple[str, ...] = ()
+    failed_schedds: tuple[str, ...] = ()
+    aborted: str = ""  # why the cycle was abandoned, if it was
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    """Matches of one cycle, in the order they were made, and its statistics."""
+
+    matches: tuple[Match, ...]
+    statistics: CycleStatistics
+    shares: Mapping[str, float] = field(default_factory=dict)
+    #: requests left out of the cycle because working on them raised, one line each (which
+    #: submitter, schedd and autocluster, and the error): the negotiator logs them
+    skipped: tuple[str, ...] = ()
+
+
+class _Entry:
+    __slots__ = ("ad", "requests")
+
+    def __init__(self, ad: SubmitterAd):
+        self.ad = ad
+        self.requests: list[RequestState] = []
+
+
+_MM_DONE, _MM_RESUME = "done", "resume"
+
+#: slack for float sums of shares (1/3 + 1/3 + 1/3 of 30 slots is not quite 30)
+_EPSILON = 1e-9
+
+
+class _Cycle:
+    """The mutable state of one cycle; see the module docstring for the algorithm."""
+
+    def __init__(self, settings: NegotiatorSettings, accountant: Accountant, now: float,
+                 cycle: int):
+        self.s = settings
+        self.acct = accountant
+        self.now = now
+        self.cycle = cycle
+        self.matches: list[Match] = []
+        self.reasons: Counter[str] = Counter()
+        self.rejections = 0
+        self.share_limited: set[str] = set()
+        self.pie_left = 0.0
+        self.free = 0  # untaken candidate slots
+        self.prank = settings.compiled("preemption_rank")
+        self.search = IdleSearch(settings)
+        self.preq = settings.compiled("preemption_requirements")
+        self.claim_seq = 0
+        self.skipped: list[str] = []
+
+    def skip(self, entry: _Entry, request: ResourceRequest, exc: Exception,
+             rs: RequestState | None = None) -> None:
+        """Leave one request out of the cycle: working on it raised (one job must not stop
+        the matchmaking of every other; the negotiator logs why)."""
+        if rs is not None:
+            rs.remaining = 0
+        self.skipped.append(
+            f"skipped the request of {entry.ad.name} at {entry.ad.schedd} (autocluster "
+            f"{request.autocluster_id}, {request.count} job(s)): {type(exc).__name__}: {str(exc)[:300]}")
+
+    # ------------------------------------------------------------------ set-up
+
+    def build_pool(self, slots: list[Slot], requests: list[RequestState]) -> SlotPool:
+        roots: set[str] = set()
+        job_names: set[str] = set()
+        for rs in requests:
+            job = rs.job
+            try:
+                names: set[str] = set()
+                reads: set[str] = set()
+                for attr in job:
+                    names.add(attr.lower())
+                    # Every slot attribute any job expression can read belongs in the class
+                    # key: TARGET.x, and plain names the job lacks (they fall back to the slot).
+                    for ref in expr_refs(job[attr]) or ():
+                        if ref.startswith("target."):
+                            reads.add(ref[7:])
+                        elif ref not in job:
+                            reads.add(ref)
+            except Exception as exc:  # noqa: BLE001 - see skip()
+                self.skip(rs.entry, rs.request, exc, rs)
+                continue
+            job_names |= names
+            roots |= reads
+        pool = SlotPool(roots, job_names, self.s.compiled("pre_job_rank"),
+                        self.s.compiled("post_job_rank"))
+        for slot in slots:
+            if slot.claimed:
+                if self._may_preempt(slot):
+                    self._prepare_claimed(slot)
+                    pool.claimed.append(slot)
+                    self.free += 1
+            else:
+                if slot.partitionable:
+                    slot.ad = slot.ad.copy()  # carving edits it; keep the caller's ad intact
+                pool.add(slot)
+                self.free += 1
+        return pool
+
+    def _may_preempt(self, slot: Slot) -> bool:
+        """Can this claimed slot ever be a candidate this cycle? (cheap pre-filter)"""
+        if not self.s.consider_preemption:
+            return False
+        if slot.activity.lower() == "idle":
+            return False  # claimed but idle: its schedd is about to reuse the claim
+        if not self.s.never_priority_preempts:
+            return True
+        # Only rank preemption is possible: impossible when RANK is a constant <= CurrentRank.
+        rank = slot.ad.get("Rank", 0.0)
+        current = slot.ad.get("PreemptingRank", slot.ad.get("CurrentRank", 0.0))
+        if isinstance(rank, (int, float)) and isinstance(current, (int, float)):
+            return rank > current
+        return True
+
+    def _prepare_claimed(self, slot: Slot) -> None:
+        ad = slot.ad.copy()
+        user = slot.remote_user
+        ad["RemoteUserPrio"] = self.acct.effective_priority(user)
+        ad["RemoteUserResourcesInUse"] = self.acct.weighted_resources_used(user)
+        group = accounting_group_of(user, self.s.accountant.group_names)
+        ad["RemoteGroup"] = group if group is not None else "<none>"
+        if "PreemptingRank" in ad:
+            ad["CurrentRank"] = ad["PreemptingRank"]  # a new preemptor must beat the pending one
+        slot.ad = ad
+
+    def submitter_job(self, entry: _Entry, request: ResourceRequest) -> ClassAd:
+        job = request.job.copy() if isinstance(request.job, ClassAd) else ClassAd(dict(request.job))
+        name = entry.ad.name
+        eup = self.acct.effective_priority(name)
+        job["SubmitterUserPrio"] = eup
+        job["SubmittorPrio"] = eup
+        job["SubmitterUserResourcesInUse"] = self.acct.weighted_resources_used(name)
+        group = accounting_group_of(name, self.s.accountant.group_names)
+        job["SubmitterGroup"] = group if group is not None else "<none>"
+        job["SubmitterNegotiatingGroup"] = "<none>"
+        return job
+
+    def _claimed_candidates(self, rs: RequestState, pool: SlotPool) -> list:
+        """Claimed slots that match ``rs`` with their rank key parts (computed once)."""
+        out = []
+        job = rs.job
+        for slot in pool.claimed:
+            ad = slot.ad
+            if not symmetric_match(job, ad):
+                continue
+            parts = (eval_rank(self.s.compiled("pre_job_rank"), ad, job), rank(job, ad),
+                     eval_rank(self.s.compiled("post_job_rank"), ad, job),
+                     eval_rank(self.prank, ad, job) if self.prank is not None else 0.0)
+            new_rank = as_rank(ad.eval("Rank", job)) if "Rank" in ad else 0.0
+            out.append((slot, parts, new_rank))
+        return out
+
+    # ------------------------------------------------------------------ best candidate
+
+    def find_best(self, rs: RequestState, pool: SlotPool, used: float, used_unclaimed: float,
+                  limit: float, limit_unclaimed: float, only_rank: bool):
+        """Return ``(slot, state, cost, carve)`` of the best candidate, or the Rejection."""
+        best = None
+        best_key = None
+        reasons: set[Rejection] = set()
+        matched_any = False
+        if not only_rank:
+            found, matched_any, limited = self.search.best(rs, pool, used_unclaimed,
+                                                           limit_unclaimed)
+            if limited:
+                reasons.add(Rejection.SUBMITTER_LIMIT)
+            if found is not None:
+                best_key, slot, cost, carve = found
+                best = (slot, PreemptState.NONE, cost, carve)
+        if pool.claimed:
+            if rs.claimed is None:
+                rs.claimed = self._claimed_candidates(rs, pool)
+            for slot, (pre, jr, post, prank), new_rank in rs.claimed:
+                if slot.taken:
+                    continue
+                matched_any = True
+                verdict = decide_preemption(
+                    submitter=rs.entry.ad.name, remote_user=slot.remote_user,
+                    new_rank=new_rank,
+                    current_rank=number(slot.ad, "CurrentRank", 0.0),
+                    preemption_requirements=lambda ad=slot.ad: self._preq_true(ad, rs.job),
+                    retirement_remaining=self._retirement(slot),
+                    consider_early_preemption=self.s.consider_early_preemption,
+                    only_rank=only_rank)
+                if verdict.state is None:
+                    reasons.add(verdict.rejection)
+                    continue
+                cost = slot.weight
+                if (verdict.state is PreemptState.PRIORITY
+                        and not submitter_limit_permits(used, limit, cost)):
+                    reasons.add(Rejection.SUBMITTER_LIMIT)
+                    continue
+                key = (-pre, -jr, -post, -verdict.state, -prank, slot.name)
+                if best_key is None or key < best_key:
+                    best, best_key = (slot, verdict.state, cost, None), key
+        if best is not None:
+            return best
+        if only_rank:
+            return Rejection.SUBMITTER_LIMIT  # over the limit: only rank preemption was allowed
+        if not matched_any:
+            return Rejection.NO_MATCH
+        for reason in (Rejection.SUBMITTER_LIMIT, Rejection.PREEMPTION_REQUIREMENTS,
+                       Rejection.MACHINE_RANK, Rejection.RETIREMENT):
+            if reason in reasons:
+                return reason
+        return Rejection.NO_MATCH
+
+    def _preq_true(self, slot_ad: ClassAd, job: ClassAd) -> bool:
+        if self.preq is None:
+            return True  # unset PREEMPTION_REQUIREMENTS places no restriction
+        return self.preq.eval(slot_ad, job) is True
+
+    def _retirement(self, slot: Slot) -> float:
+        remaining = number(slot.ad, "RetirementTimeRemaining")
+        if remaining is not None:
+            return remaining
+        limit = number(slot.ad, "MaxJobRetirementTime")
+        start = number(slot.ad, "JobStart")
+        if limit is None or start is None:
+            return 0.0
+        return max(0.0, limit - (self.now - start))
+
+    # ------------------------------------------------------------------ matching
+
+    def make_match(self, rs: RequestState, pool: SlotPool, slot: Slot, state: PreemptState,
+                   cost: float, carve) -> None:
+        entry = rs.entry.ad
+        offered = slot.ad.copy() if carve is not None else slot.ad
+        claim = slot.claim_id or f"{slot.name}#{self.cycle}.{self.claim_seq}"
+        self.claim_seq += 1
+        victim = slot.remote_user if state is not PreemptState.NONE else None
+        job_ids = rs.request.job_ids
+        self.matches.append(Match(
+            submitter=entry.name, schedd=entry.schedd, schedd_address=entry.schedd_address,
+            autocluster_id=rs.request.autocluster_id,
+            job_id=job_ids[rs.matched] if rs.matched < len(job_ids) else None,
+            slot_name=slot.name, startd_address=slot.address, claim_id=claim,
+            slot_ad=offered, preemption=state, preempted_user=victim, weight=cost,
+            carved=carve))
+        rs.matched += 1
+        rs.remaining -= 1
+        if carve is None:
+            self.acct.add_match(entry.name, slot.name, cost, self.now)
+            pool.take(slot)
+            self.free -= 1
+            self.search.taken_count += 1
+            return
+        # A partitionable slot: charge a pseudo-resource per carve (the real dynamic slot
+        # replaces it in the next cycle's check_matches) and shrink the slot.
+        self.acct.add_match(entry.name, f"{slot.name}#carve{slot.carves}", cost, self.now)
+        slot.carves += 1
+        self.search.taken_count += 1
+        ad = slot.ad
+        for name, amount in zip(("Cpus", "Memory", "Disk"), carve):
+            have = number(ad, name)
+            if have is not None:
+                ad[name] = same_type(ad[name], have - amount)
+        slot.weight = slot_weight(ad, self.s.use_slot_weights)
+        if (number(ad, "Cpus", 1.0) or 0.0) < 1.0 or (number(ad, "Memory", 1.0) or 0.0) <= 0:
+            pool.take(slot)
+            self.free -= 1
+        else:
+            pool.reclass(slot)
+
+    def spin_pie(self, entries: list[_Entry], pool: SlotPool, pool_weight: float,
+                 min_weight: float) -> tuple[int, dict[str, float]]:
+        """HTCondor's ``negotiateWithGroup``: spin the pie while anything changes.
+
+        Returns:
+            The number of spins, and each submitter's share of the pool in the first spin.
+        """
+        s, acct = self.s, self.acct
+        eups = {e.ad.name: acct.effective_priority(e.ad.name) for e in entries}
+        spins = 0
+        shares: dict[str, float] = {}
+        active = list(entries)
+        while active and self.free > 0:
+            spins += 1
+            ignore_limit = spins == 1 and s.consider_preemption
+            names = {e.ad.name for e in active}
+            slices = pie_slices({n: eups[n] for n in names},
+                                {n: acct.weighted_resources_used(n) for n in names}, pool_weight)
+            if spins == 1:
+                # the order is decided once, before anyone negotiates
+                shares = {n: p.share for n, p in slices.items()}
+                keyed = {(e.ad.name, e.ad.schedd): e for e in active}
+                active = [keyed[k] for k in order_submitters(keyed, eups, slices)]
+            if s.ignore_user_priorities:
+                self.pie_left = math.inf
+            else:
+                self.pie_left = sum(slices[e.ad.name].limit for e in active)
+            if not s.consider_preemption and self.pie_left <= 0:
+                break
+            pie_orig, count_orig = self.pie_left, len(active)
+            still = []
+            for entry in active:
+                name = entry.ad.name
+                limit = math.inf if s.ignore_user_priorities else max(
+                    0.0, slices[name].share * pool_weight - acct.weighted_resources_used(name))
+                limit = min(limit, self.pie_left)
+                if entry.ad.idle_jobs <= 0 or not any(r.remaining for r in entry.requests):
+                    result = _MM_DONE
+                elif spins > 1 and self.pie_left < min_weight - _EPSILON:
+                    # HTCondor also skips a submitter whose own limit is below one slot here;
+                    # htc lets it round up once (docs/negotiator.md, "Differences"), so a
+                    # slot split between two submitters' fractional limits is not left idle.
+                    result = _MM_RESUME
+                else:
+                    result = self.negotiate_entry(entry, pool, limit, limit, ignore_limit)
+                if result == _MM_RESUME:
+                    # stays for the next spin, where its rejected requests are offered again
+                    still.append(entry)
+            active = still
+            if not (self.pie_left < pie_orig or len(active) < count_orig):
+                break
+        return spins, shares
+
+    def negotiate_entry(self, entry: _Entry, pool: SlotPool, limit: float,
+                        limit_unclaimed: float, ignore_limit: bool) -> str:
+        """HTCondor's ``negotiate``: match one submitter's requests until done or limited."""
+        used = used_unclaimed = 0.0
+        limited = False
+        for rs in entry.requests:
+            while rs.remaining > 0:
+                if self.free <= 0:
+                    return _MM_DONE if not limited else _MM_RESUME
+                only_rank = False
+                if used >= limit:
+                    if not ignore_limit:
+                        return _MM_RESUME
+                    only_rank = True
+                try:
+                    found = self.find_best(rs, pool, used, used_unclaimed, limit, limit_unclaimed,
+                                           only_rank)
+                except Exception as exc:  # noqa: BLE001 - see skip()
+                    self.skip(entry, rs.request, exc, rs)
+                    break
+                if isinstance(found, Rejection):
+                    self.rejections += 1
+                    self.reasons[found.value] += 1
+                    if found is Rejection.SUBMITTER_LIMIT:
+                        limited = True
+                        self.share_limited.add(entry.ad.name)
+                        if not self.s.consider_preemption and not self.s.use_slot_weights:
+                            return _MM_RESUME
+                    break
+                slot, state, cost, carve = found
+                self.make_match(rs, pool, slot, state, cost, carve)
+                used += cost
+                if state is PreemptState.NONE:
+                    used_unclaimed += cost
+                self.pie_left -= cost
+        return _MM_RESUME if (used >= limit or limited) else _MM_DONE
+
+
+def negotiate_cycle(
+    machine_ads: Sequence[ClassAd],
+    submitters: Sequence[SubmitterAd],
+    requests: Mapping[tuple[str, str], Sequence[ResourceRequest]],
+    accountant: Accountant,
+    settings: NegotiatorSettings,
+    now: float,
+    cycle: int = 0,
+) -> CycleResult:
+    """Run the matchmaking of one cycle.
+
+    The accountant must already be brought up to date for this cycle
+    (``update_priorities`` and ``check_matches``); every match made is added to it.
+
+    Args:
+        machine_ads: all slot ads of the pool (claimed ones included: they count in the pie).
+        submitters: one entry per submitter per schedd.
+        requests: ``{(schedd, submitter): requests}`` in the schedd's order.
+        accountant: the pool's accountant.
+        settings: negotiator settings.
+        now: the current time.
+        cycle: the cycle number (used in minted claim ids).
+
+    Returns:
+        The matches and statistics of the cycle.
+    """
+    started = time.perf_counter()  # instrumentation only; decisions use ``now``
+    state = _Cycle(settings, accountant, now, cycle)
+    slots: list[Slot] = []
+    pool_weight = 0.0
+    min_weight = math.inf
+    for ad in machine_ads:
+        ad = as_classad(ad)
+        name = ad.get("Name")
+        if not isinstance(name, str) or not name:
+            continue  # an ad without a Name cannot be claimed; the collector should not keep it
+        slot = Slot(ad, name)
+        slot.weight = slot_weight(ad, settings.use_slot_weights)
+        pool_weight += slot.weight
+        min_weight = min(min_weight, slot.weight)
+        if slot.state.lower() not in UNAVAILABLE_STATES:
+            slots.append(slot)
+    min_weight = 0.0 if min_weight is math.inf else min_weight
+
+    entries = []
+    all_requests: list[RequestState] = []
+    for sub in submitters:
+        if sub.idle_jobs + sub.running_jobs <= 0:
+            continue
+        if not settings.consider_preemption and sub.idle_jobs <= 0:
+            continue
+        entry = _Entry(sub)
+        for req in requests.get((sub.schedd, sub.name), ()):
+            try:
+                entry.requests.append(RequestState(entry, req, state.submitter_job(entry, req)))
+            except Exception as exc:  # noqa: BLE001 - see _Cycle.skip
+                state.skip(entry, req, exc)
+        all_requests.extend(entry.requests)
+        entries.append(entry)
+    pool = state.build_pool(slots, all_requests)
+    candidate_slots = state.free
+
+    spins, shares = state.spin_pie(entries, pool, pool_weight, min_weight)
+
+    matches = tuple(state.matches)
+    stats = CycleStatistics(
+        cycle=cycle, started=now,
+        match_seconds=time.perf_counter() - started,
+        slots=len(machine_ads), candidate_slots=candidate_slots,
+        slot_classes=len(pool.classes), submitters=len(entries),
+        requests=len(all_requests),
+        idle_jobs=sum(e.ad.idle_jobs for e in entries),
+        matches=len(matches),
+        rank_preemptions=sum(m.preemption is PreemptState.RANK for m in matches),
+        priority_preemptions=sum(m.preemption is PreemptState.PRIORITY for m in matches),
+        rejections=state.rejections, rejections_by_reason=dict(state.reasons),
+        pie_spins=spins, submitters_share_limited=tuple(sorted(state.share_limited)))
+    return CycleResult(matches=matches, statistics=stats, shares=shares, skipped=tuple(state.skipped))

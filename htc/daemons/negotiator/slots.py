@@ -1,0 +1,335 @@
+"""The slots of one negotiation cycle: views of slot ads, slot classes, partitionable carving.
+
+Theory of operation
+-------------------
+Matching every request against every slot costs requests x slots ClassAd evaluations:
+10 million for 1,000 autoclusters and 10,000 slots, far too many for one cycle in Python.
+But most slots are interchangeable: whether a job matches a slot, and how they rank each
+other, depends only on the slot attributes that the expressions involved actually read.
+
+So each idle slot gets a **class key**: the values of the attributes reachable from the
+*roots* of matching — the slot's ``Requirements``, ``Rank`` and ``SlotWeight``, its
+``Cpus``/``Memory``/``Disk``, and every name the cycle's job expressions read — following the
+slot's own expression attributes transitively (``Requirements = START``, ``START =
+KeyboardIdle > 900`` reaches ``KeyboardIdle``). Slots with equal keys are equivalent for
+``Requirements`` and the job's ``Rank``, so a request is evaluated once per **class**, not once
+per slot.
+
+The negotiator's own ``NEGOTIATOR_PRE_JOB_RANK`` / ``NEGOTIATOR_POST_JOB_RANK`` usually read
+per-slot values (``SlotID``, ``KFlops``) but nothing of the job. When an expression's
+references (followed through the slot) reach no job attribute, it is evaluated once per slot
+per cycle ("static") and orders slots *within* a class; otherwise its references join the
+class key and it is evaluated per request and class like the job's ``Rank``.
+
+A partitionable slot is an ordinary member of a class until a request is carved out of it;
+then its ad copy shrinks (``Cpus``, ``Memory``, ``Disk``) and it moves to the class of its new
+key. Claimed slots are not classed: each is a preemption candidate of its own, with the
+per-cycle attributes ``RemoteUserPrio`` etc. inserted into a private copy of its ad.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Iterable, Mapping
+
+from htc.classad import ClassAd, ExprTree
+from htc.daemons.negotiator.preemption import WORST_RANK, as_rank
+
+#: Attributes every slot class key reads, whatever the expressions say.
+BASE_ROOTS = frozenset({"requirements", "rank", "slotweight", "cpus", "memory", "disk",
+                        "partitionableslot", "slottype"})
+
+#: States in which a slot cannot take a new match (its Requirements read False there anyway).
+#: Owner and Backfill slots stay: their START decides, as it does in HTCondor.
+UNAVAILABLE_STATES = frozenset({"matched", "preempting", "drained"})
+
+_MISSING = ("missing",)
+
+
+def expr_refs(value) -> set[str] | None:
+    """Lower-case names an expression reads (``target.x`` kept qualified); None for literals."""
+    if isinstance(value, ExprTree):
+        return value.attributes()
+    return None
+
+
+def closure(ad: ClassAd, roots: Iterable[str]) -> tuple[set[str], set[str]]:
+    """Follow references from ``roots`` through an ad's expression attributes.
+
+    Returns:
+        ``(names, targets)``: every name of this ad reached (present or not), and the
+        names read from the other ad as ``TARGET.x``.
+    """
+    seen: set[str] = set()
+    targets: set[str] = set()
+    todo = list(roots)
+    get = ad.get  # one lookup per name (None: missing; a ClassAd value is never None)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        value = get(name)
+        if value.__class__ is ExprTree:
+            for ref in value.attributes():
+                if ref.startswith("target."):
+                    targets.add(ref[7:])
+                elif ref not in seen:
+                    todo.append(ref)
+    return seen, targets
+
+
+def other_side_reads(ad: ClassAd, root: str = "requirements") -> tuple[str, ...]:
+    """The attributes of the *other* ad that ``ad[root]`` can read.
+
+    ``TARGET.x`` references, and plain names this ad does not define (ClassAd scoping looks
+    them up in the other ad), followed through this ad's expression attributes.
+    """
+    names, targets = closure(ad, (root,))
+    return tuple(sorted(targets | {n for n in names if n not in ad}))
+
+
+def projection(ad: ClassAd, names: Iterable[str]) -> tuple:
+    """A hashable key of everything ``names`` evaluate to in ``ad`` (following its expressions)."""
+    reached, _ = closure(ad, names)
+    return tuple((n, _value_key(ad, n)) for n in sorted(reached))
+
+
+def _value_key(ad: ClassAd, name: str):
+    value = ad.get(name)
+    if value is None:
+        return _MISSING
+    # ExprTree hashes and compares structurally; lists and ads need a hashable stand-in.
+    if isinstance(value, list):
+        return ("list", repr(value))
+    if isinstance(value, ClassAd):
+        return ("ad", repr(value))
+    return (type(value).__name__, value)
+
+
+def number(ad: ClassAd, name: str, default: float | None = None, target=None) -> float | None:
+    """Evaluate ``ad[name]`` (TARGET = ``target``) to a float, or return ``default``."""
+    value = ad.get(name)
+    if value is None:
+        return default
+    if value.__class__ is ExprTree:
+        value = ad.eval(name, target)
+    value = as_rank(value)
+    return default if value is None else value
+
+
+def eval_rank(expr: ExprTree | None, my: ClassAd, target) -> float:
+    """Evaluate a negotiator rank expression; non-numbers rank worst (HTCondor's -FLT_MAX)."""
+    if expr is None:
+        return 0.0
+    value = as_rank(expr.eval(my, target))
+    return WORST_RANK if value is None or math.isnan(value) else value
+
+
+class Slot:
+    """One slot ad as the cycle sees it (mutable: partitionable slots shrink when carved)."""
+
+    __slots__ = ("name", "ad", "state", "activity", "remote_user", "weight", "partitionable",
+                 "claim_id", "address", "pre", "post", "pre_dynamic", "post_dynamic", "cls",
+                 "taken", "carves")
+
+    def __init__(self, ad: ClassAd, name: str):
+        self.ad = ad
+        self.name = name
+        self.state = str(ad.get("State", "Unclaimed"))
+        self.activity = str(ad.get("Activity", "Idle"))
+        self.remote_user = remote_user_of(ad)
+        self.partitionable = ad.get("PartitionableSlot") is True or (
+            str(ad.get("SlotType", "")).lower() == "partitionable")
+        claim = ad.get("ClaimId")
+        self.claim_id = claim if isinstance(claim, str) and claim else None
+        address = ad.get("MyAddress", ad.get("StartdIpAddr", ""))
+        self.address = address if isinstance(address, str) else ""
+        self.weight = 1.0
+        self.pre = self.post = 0.0
+        self.pre_dynamic = self.post_dynamic = False
+        self.cls: SlotClass | None = None
+        self.taken = False
+        self.carves = 0
+
+    @property
+    def claimed(self) -> bool:
+        return self.remote_user is not None
+
+    def order_key(self) -> tuple:
+        """Within a class: best static pre/post rank first, then by name (deterministic)."""
+        return (-self.pre, -self.post, self.name)
+
+
+def remote_user_of(ad: Mapping) -> str | None:
+    """Return who a slot is claimed by (a pending preemptor first), or None when idle."""
+    state = str(ad.get("State", "")).lower()
+    for attr in ("PreemptingAccountingGroup", "PreemptingUser", "AccountingGroup", "RemoteUser"):
+        value = ad.get(attr)
+        if isinstance(value, str) and value:
+            # Only claimed slots have a remote user; stale attributes of idle slots do not count.
+            if state in ("claimed", "preempting", "matched") or attr.startswith("Preempting"):
+                return value
+    return None
+
+
+def slot_weight(ad: ClassAd, use_slot_weights: bool) -> float:
+    """HTCondor's ``GetSlotWeight``: ``SlotWeight`` (else ``Cpus``); 1 when weights are off."""
+    if not use_slot_weights:
+        return 1.0
+    for name in ("SlotWeight", "Cpus"):
+        value = number(ad, name)
+        if value is not None and value >= 0:
+            return value
+    return 1.0
+
+
+class SlotClass:
+    """Free slots with one class key; ``members`` is a heap by :meth:`Slot.order_key`."""
+
+    __slots__ = ("id", "key", "members", "ad", "partitionable", "pre_dynamic", "post_dynamic",
+                 "job_reads")
+
+    def __init__(self, cid: int, key: tuple, rep: Slot):
+        self.id = cid
+        self.key = key
+        self.members: list[tuple[tuple, int, Slot]] = []
+        # The ad that stands for the class in evaluations. A partitionable slot's own ad
+        # shrinks when carved (and the slot moves on), so the class keeps a copy.
+        self.ad = rep.ad.copy() if rep.partitionable else rep.ad
+        self.partitionable = rep.partitionable
+        self.pre_dynamic = rep.pre_dynamic
+        self.post_dynamic = rep.post_dynamic
+        #: job attributes the slot's Requirements reads: its verdict on a job depends on
+        #: nothing else, so it can be shared by every request that agrees on them
+        self.job_reads = other_side_reads(self.ad)
+
+    def best(self) -> Slot | None:
+        """Return the best free member, dropping members taken or moved elsewhere."""
+        members = self.members
+        while members:
+            slot = members[0][2]
+            if not slot.taken and slot.cls is self:
+                return slot
+            heapq.heappop(members)
+        return None
+
+
+class SlotPool:
+    """The idle slots of a cycle, grouped into classes, plus the claimed ones.
+
+    Args:
+        roots: names the cycle's job expressions read (added to :data:`BASE_ROOTS`).
+        job_names: every attribute name some request's job ad defines; a slot expression
+            reading one of them unresolved depends on the job.
+        pre_rank, post_rank: the compiled NEGOTIATOR_PRE/POST_JOB_RANK (None: 0).
+    """
+
+    def __init__(self, roots: Iterable[str], job_names: set[str],
+                 pre_rank: ExprTree | None, post_rank: ExprTree | None):
+        self.roots = BASE_ROOTS | {r.lower() for r in roots}
+        self.job_names = job_names
+        self.pre_rank = pre_rank
+        self.post_rank = post_rank
+        self.classes: list[SlotClass] = []
+        self._by_key: dict[tuple, SlotClass] = {}
+        #: class ids in the order they (re)gained a free slot; requests replay it lazily
+        self.avail_log: list[int] = []
+        self.claimed: list[Slot] = []
+        self._seq = itertools.count()
+        self._pre_refs = pre_rank.attributes() if pre_rank is not None else set()
+        self._post_refs = post_rank.attributes() if post_rank is not None else set()
+
+    def _static_or_roots(self, slot: Slot, refs: set[str]) -> tuple[bool, set[str]]:
+        """Does a negotiator rank read the job on this slot? Returns (dynamic, names read)."""
+        if any(r.startswith("target.") for r in refs):
+            return True, {r for r in refs if not r.startswith("target.")}
+        names, targets = closure(slot.ad, refs)
+        dynamic = bool(targets) or any(n not in slot.ad and n in self.job_names for n in names)
+        return dynamic, names
+
+    def add(self, slot: Slot) -> None:
+        """Add an idle slot: compute its static ranks and class."""
+        roots = set(self.roots)
+        if self.pre_rank is not None:
+            slot.pre_dynamic, names = self._static_or_roots(slot, self._pre_refs)
+            if slot.pre_dynamic:
+                roots |= names
+            else:
+                slot.pre = eval_rank(self.pre_rank, slot.ad, None)
+        if self.post_rank is not None:
+            slot.post_dynamic, names = self._static_or_roots(slot, self._post_refs)
+            if slot.post_dynamic:
+                roots |= names
+            else:
+                slot.post = eval_rank(self.post_rank, slot.ad, None)
+        self._place(slot, roots)
+
+    def _place(self, slot: Slot, roots: set[str]) -> None:
+        names, _ = closure(slot.ad, roots)
+        key = (slot.pre_dynamic, slot.post_dynamic,
+               *((n, _value_key(slot.ad, n)) for n in sorted(names)))
+        cls = self._by_key.get(key)
+        if cls is None:
+            cls = SlotClass(len(self.classes), key, slot)
+            self.classes.append(cls)
+            self._by_key[key] = cls
+        was_empty = cls.best() is None
+        slot.cls = cls
+        heapq.heappush(cls.members, (slot.order_key(), next(self._seq), slot))
+        if was_empty or cls.members[0][2] is slot:
+            # new best member: requests must reconsider this class
+            self.avail_log.append(cls.id)
+
+    def take(self, slot: Slot) -> None:
+        """Remove a slot from the cycle (matched)."""
+        slot.taken = True
+        slot.cls = None
+
+    def reclass(self, slot: Slot) -> None:
+        """Re-key a partitionable slot whose ad just shrank."""
+        slot.cls = None
+        roots = set(self.roots)
+        if slot.pre_dynamic:
+            roots |= self._pre_refs
+        if slot.post_dynamic:
+            roots |= self._post_refs
+        if self.post_rank is not None and not slot.post_dynamic:
+            slot.post = eval_rank(self.post_rank, slot.ad, None)
+        if self.pre_rank is not None and not slot.pre_dynamic:
+            slot.pre = eval_rank(self.pre_rank, slot.ad, None)
+        self._place(slot, {r for r in roots if not r.startswith("target.")})
+
+
+def quantize(value: float, quantum: float) -> float:
+    """Round ``value`` up to a multiple of ``quantum`` (ClassAd ``quantize``)."""
+    if quantum <= 0:
+        return value
+    return math.ceil(value / quantum) * quantum
+
+
+def as_classad(ad) -> ClassAd:
+    """Return ``ad`` as an ``htc.classad.ClassAd`` (plain mappings are converted)."""
+    return ad if isinstance(ad, ClassAd) else ClassAd(dict(ad))
+
+
+def claimed_resources(machine_ads, use_slot_weights: bool = True) -> dict[str, tuple[str, float]]:
+    """Return ``{slot name: (submitter, weight)}`` of the Claimed slots, for ``check_matches``."""
+    out = {}
+    for ad in machine_ads:
+        name = ad.get("Name")
+        if not isinstance(name, str) or str(ad.get("State", "")).lower() != "claimed":
+            continue
+        for attr in ("AccountingGroup", "RemoteUser"):
+            user = ad.get(attr)
+            if isinstance(user, str) and user:
+                out[name] = (user, slot_weight(as_classad(ad), use_slot_weights))
+                break
+    return out
+
+
+def same_type(old, value: float):
+    """Return ``value`` as an int when ``old`` was one (keeps shrunk resources integral)."""
+    return int(value) if isinstance(old, int) and float(value).is_integer() else value

@@ -1,0 +1,108 @@
+"""Files and user-log events the schedd owes to disk: kept in the job queue until written.
+
+Theory of operation
+-------------------
+The core changes the job queue and commits before the service writes what the change
+produced: a lane call's result files (:class:`~htc.daemons.schedd.callfiles.WriteCallFiles`)
+and the user-log events that announce it (:class:`~htc.daemons.schedd.userlog.WriteUserLog`:
+a job's TERMINATED, JOB_ABORTED, HELD...), at the end of the loop's turn. A schedd killed
+between the two would leave a job in the history whose result exists nowhere and whose log
+never says it ended -- ``htc wait`` and ``htcondor2.JobEventLog`` would wait forever. So the
+transaction of the change also keeps those writes in the queue's outbox (:func:`owe`, through
+:meth:`htc.jobqueue.JobQueue.owe`, see :mod:`htc.jobqueue.promises`): what the queue counts
+as done is in the queue file, as durable as the change itself.
+
+:func:`owe` returns the write actions followed by :class:`Owed`, naming the outbox entry --
+one entry for all the files and events of a lane's batch, so that the lane's fast path pays
+one row. The service writes the files, then the events, then drops the entry
+(``JobQueue.paid``). A schedd that starts writes every entry its predecessor left
+(:func:`owed_writes`) before it serves anybody.
+
+Repeats: an entry is dropped only after its writes, so a schedd killed between the writes and
+the drop writes them again when it starts. A result file is the same bytes again (and a call
+file already turned into its result is simply not there to reuse); a user-log event appears
+twice in the log -- once at most per crash, as with HTCondor's own schedd and shadow, which
+also write an event again when they lose track of having written it. Readers take the
+second copy as what it is: ``htcondor2.JobEventLog`` returns both events, ``htc wait`` counts
+a job's end once (docs/eventlog.md).
+
+An entry is MessagePack: ``{"files": [WriteCallFiles...], "logs": [[path, owner,
+[[event number, fields], ...]], ...]}``; entries from before the events were kept are a bare
+list of ``WriteCallFiles`` and are still read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+from htc.daemons import core as c
+from htc.daemons.schedd.callfiles import WriteCallFiles
+from htc.daemons.schedd.userlog import WriteUserLog
+from htc.eventlog import events as ev
+
+__all__ = ["Owed", "encode_writes", "owe", "owed_writes"]
+
+_encoder = msgspec.msgpack.Encoder()
+
+
+@dataclass(frozen=True)
+class Owed(c.Action):
+    """The outbox entry ``seq`` is paid once the writes before it (call files, then user-log
+    events) are done."""
+
+    seq: int
+
+
+def encode_writes(writes: Sequence[WriteCallFiles], logs: Sequence[WriteUserLog] = ()) -> bytes:
+    """The outbox entry for ``writes`` and ``logs`` (MessagePack, every field of each)."""
+    return _encoder.encode({
+        "files": writes,
+        "logs": [(log.path, log.owner, [(int(event.type), event) for event in log.events]) for log in logs],
+    })
+
+
+def owe(queue, actions: Iterable[c.Action]) -> list[c.Action]:
+    """Inside the transaction of the change they go with: keep the :class:`WriteCallFiles` and
+    :class:`WriteUserLog` of ``actions`` in one outbox entry of ``queue``; returns ``actions``
+    followed by its :class:`Owed` (nothing to keep: ``actions`` alone)."""
+    actions = list(actions)
+    writes = [a for a in actions if isinstance(a, WriteCallFiles)]
+    logs = [a for a in actions if isinstance(a, WriteUserLog)]
+    if not writes and not logs:
+        return actions
+    return [*actions, Owed(queue.owe(encode_writes(writes, logs)))]
+
+
+def decode_entry(entry: bytes) -> list[c.Action]:
+    """The writes of one outbox entry: its call files, then its user-log events.
+
+    Raises:
+        msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError, KeyError: not an
+            entry this schedd can read.
+    """
+    data = msgspec.msgpack.decode(entry)
+    if isinstance(data, list):  # written before user-log events were kept
+        return list(msgspec.convert(data, list[WriteCallFiles]))
+    out: list[c.Action] = list(msgspec.convert(data["files"], list[WriteCallFiles]))
+    for path, owner, events in data["logs"]:
+        out.append(WriteUserLog(path, tuple(msgspec.convert(fields, ev.EVENT_CLASSES[ev.EventType(number)])
+                                            for number, fields in events), owner))
+    return out
+
+
+def owed_writes(queue) -> tuple[list[c.Action], int]:
+    """Start-up: the writes every outbox entry of ``queue`` still owes, each entry's followed by
+    its :class:`Owed` (an empty list: nothing owed); and how many entries could not be read
+    (dropped: the caller logs them)."""
+    out: list[c.Action] = []
+    unreadable = 0
+    for seq, entry in queue.owed():
+        try:
+            out += decode_entry(entry)
+        except (msgspec.DecodeError, msgspec.ValidationError, TypeError, ValueError, KeyError):
+            unreadable += 1
+        out.append(Owed(seq))
+    return out, unreadable

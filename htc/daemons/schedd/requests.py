@@ -1,0 +1,530 @@
+"""What the schedd does for tools: submit, query, act on jobs (rm, hold, release, vacate), edit.
+
+Theory of operation
+-------------------
+Every request is answered only after the queue change it asks for is committed; its user-log
+events are written after that commit and before the reply, so a tool that sees the reply can
+read the events.
+
+Submit comes in two shapes, both in the one ``Submit`` message:
+
+* **ads**: a cluster ad and one ad per proc, as a tool that expanded the submit description
+  itself sends them. The schedd assigns the ClusterId and ProcIds and sets what only it may
+  set (Owner, User, QDate, EnteredCurrentStatus, a default JobLeaseDuration).
+* **a submit description**: a cluster ad holding ``SubmitDescription`` (the text),
+  ``SubmitIwd`` (the submit directory) and optionally ``SubmitFile`` (its name, for
+  messages), with one empty proc ad. The schedd expands it itself -- as HTCondor's factory
+  clusters carry their submit digest -- so ``$(Cluster)`` is the real id and a malformed
+  description is answered with ``bad_request`` naming the file, line and command; nothing is
+  queued.
+
+The owner of submitted jobs is the peer the socket names (SO_PEERCRED), never what the ads
+claim: ``Owner`` and ``User`` are set from the authenticated account (the service's
+authorization step maps the uid; a core fed directly maps it with ``user_of_uid``). A peer with
+no account is refused. A claimed ``Owner`` naming somebody else is accepted only from a pool
+administrator (ALLOW_ADMINISTRATOR, as HTCondor's QUEUE_SUPER_USERS). Only a job's owner or an
+administrator acts on a job or edits it. Root may submit (htc's tests and executors run as root);
+its jobs never run as root (the startd runs them as a slot user).
+
+Before anything is built or stored, a submit is held against MAX_JOBS_PER_SUBMISSION (jobs one
+submit adds), MAX_JOBS_PER_OWNER (the owner's jobs in the queue, plus these) and
+MAX_JOBS_SUBMITTED (all jobs in the queue, plus these), as HTCondor's schedd does proc by proc;
+a description's procs are counted from its queue statements without building one, so
+``queue 100000000`` is refused at once with condor_submit's words ("Number of submitted jobs
+would exceed MAX_JOBS_PER_SUBMISSION").
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping
+
+from htc.classad import ClassAd, ClassAdParseError
+from htc.classad.lexer import KEYWORDS
+from htc.daemons import core as c
+from htc.daemons.schedd import userlog as ul
+from htc.daemons.calls import Call
+from htc.daemons.schedd.claims import submitter_of
+from htc.daemons.schedd.owed import owe
+from htc.daemons.schedd.shadow import ad_text
+from htc.errors import UsageError
+from htc.jobqueue import HoldReasonCode, JobStatus
+from htc.jobqueue.ads import int_literal, quote
+from htc.jobqueue.promises import submission_digest
+from htc.jobqueue.states import ACTIVE_STATES
+from htc.wire import messages as m
+
+#: attributes only the schedd sets on submitted ads (compared lower-case)
+SCHEDD_SETS = frozenset({"clusterid", "procid", "owner", "user", "qdate", "enteredcurrentstatus"})
+#: attributes of a submit-description cluster ad
+DESCRIPTION_ATTRS = ("SubmitDescription", "SubmitIwd", "SubmitFile")
+
+_VERBS = {m.JobAction.Remove: "rm", m.JobAction.RemoveX: "rm -forcex", m.JobAction.Hold: "hold",
+          m.JobAction.Release: "release", m.JobAction.Vacate: "vacate_job",
+          m.JobAction.VacateFast: "vacate_job -fast", m.JobAction.Suspend: "suspend",
+          m.JobAction.Continue: "continue"}
+
+
+class Denied(UsageError):
+    """The requester may not do this (submit for another user)."""
+
+
+class LimitExceeded(UsageError):
+    """A submit would pass MAX_JOBS_PER_SUBMISSION, MAX_JOBS_PER_OWNER or MAX_JOBS_SUBMITTED."""
+
+
+#: the limits a submit must stay under, in the order HTCondor's NewCluster/NewProc test them
+_LIMITS = ("MAX_JOBS_SUBMITTED", "MAX_JOBS_PER_OWNER", "MAX_JOBS_PER_SUBMISSION")
+#: submit commands that make a cluster materialize late (only this many procs are queued at first)
+_MATERIALIZE_CAPS = ("max_materialize", "max_idle", "materialize_max_idle")
+_PLAIN_COUNT = re.compile(r"\s*\d{1,10}\s*\Z")
+
+
+class _AdsCluster:
+    """A cluster given as ads, in the shape ``JobQueue.submit`` takes."""
+
+    def __init__(self, cluster_id: int, cluster_ad: dict[str, str], procs: list[dict[str, str]]):
+        self.cluster_id = cluster_id
+        self.cluster_ad = cluster_ad
+        self.num_procs = len(procs)
+        self._procs = procs
+
+    def proc_ads(self, start: int = 0, stop: int | None = None):
+        """Each proc's own attributes, ProcId included, for procs ``start`` to ``stop - 1``."""
+        stop = self.num_procs if stop is None else min(stop, self.num_procs)
+        for i in range(start, stop):
+            yield {**self._procs[i], "ProcId": str(i)}
+
+
+def texts_of(ad_text_: str, what: str) -> dict[str, str]:
+    """A wire ClassAd as ``{attribute: expression text}``.
+
+    Raises:
+        UsageError: the text is not a ClassAd (names ``what``).
+    """
+    cached = _PARSED.get(ad_text_)
+    if cached is not None:
+        return dict(cached)
+    if _PLAIN_AD.match(ad_text_):  # what an executor sends per call: names set to plain strings
+        pairs = _PLAIN_ATTR.findall(ad_text_)
+        names = {name.lower() for name, _ in pairs}
+        if len(names) == len(pairs) and names.isdisjoint(KEYWORDS):
+            return dict(pairs)
+    try:
+        ad = ClassAd(ad_text_)
+    except ClassAdParseError as exc:
+        raise UsageError(f"the {what} is not ClassAd text: {exc}") from None
+    texts = {name: ad.lookup(name).unparse() for name in ad}
+    if len(ad_text_) > 200:  # a cluster ad a client sends again and again (an executor's template)
+        if len(_PARSED) >= 64:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[ad_text_] = texts
+    return dict(texts)
+
+
+#: recently parsed long ads (text -> attribute texts), oldest first
+_PARSED: dict[str, dict[str, str]] = {}
+# An ad whose every attribute is a string of printable ASCII without quotes or backslashes
+# (and whose names are neither repeated nor keywords): its texts are read off without the
+# parser, as the parser would give them back.
+_PLAIN_STRING = r'"[ !#-\[\]-~]*"'
+_PLAIN_AD = re.compile(r"\[(?: *[A-Za-z_][A-Za-z0-9_]* = %s;)* *[A-Za-z_][A-Za-z0-9_]* = %s *\]\Z"
+                       % (_PLAIN_STRING, _PLAIN_STRING))
+_PLAIN_ATTR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*) = (%s)" % _PLAIN_STRING)
+
+
+def description_message(text: str, iwd: str | os.PathLike, filename: str | None = None) -> m.Submit:
+    """The Submit message asking the schedd to expand a submit description itself.
+
+    Args:
+        text: the submit description.
+        iwd: the submit directory (relative paths in the description resolve against it).
+        filename: the file the text came from, named in error messages.
+
+    Returns:
+        A Submit whose cluster ad carries the description (see the module docstring).
+
+    Raises:
+        UsageError: ``iwd`` is not an absolute path.
+    """
+    iwd = os.fspath(iwd)
+    if not os.path.isabs(iwd):
+        raise UsageError(f"the submit directory {iwd!r} must be an absolute path")
+    attrs = {"SubmitDescription": quote(text), "SubmitIwd": quote(iwd)}
+    if filename:
+        attrs["SubmitFile"] = quote(filename)
+    return m.Submit(cluster_ad=ad_text(attrs), proc_ads=("[ ]",))
+
+
+def _denied_log(event: c.Received, what: str, why: str) -> c.Log:
+    """The daemon-log line of a request refused for ownership (as the service logs its refusals)."""
+    peer = event.peer
+    who = peer.user or "an unmapped peer"
+    return c.Log(f"PERMISSION DENIED to {who} (uid {peer.uid}, pid {peer.pid}) for {what}: {why}",
+                 logging.WARNING)
+
+
+def _materialized_at_first(num_procs: int, value) -> int:
+    """How many of ``num_procs`` procs a submit queues at once.
+
+    A late-materialization cluster (``max_materialize``, ``max_idle``) queues only that many
+    at first, and it is those that HTCondor holds against the limits. ``value(name)`` gives a
+    submit command's value or an ad attribute's text; only plain counts are taken as caps.
+    """
+    caps = [num_procs]
+    for name in (*_MATERIALIZE_CAPS, "JobMaterializeLimit", "JobMaterializeMaxIdle"):
+        text = value(name)
+        if isinstance(text, str) and _PLAIN_COUNT.match(text):
+            caps.append(int(text))
+    return min(caps)
+
+
+def _without(attrs: Mapping[str, str], names) -> dict[str, str]:
+    return {k: v for k, v in attrs.items() if k.lower() not in names}
+
+
+class ToolRequests:
+    """The schedd core's answers to tools. A mixin of :class:`htc.daemons.schedd.core.Schedd`."""
+
+    # -- submit ---------------------------------------------------------------------------------
+
+    def _user(self, event: c.Received) -> str | None:
+        """The account of the peer: as the service's authorization mapped it, else by its uid."""
+        peer = event.peer
+        if peer.user is not None:
+            return peer.user
+        return self.user_of_uid(peer.uid) if peer.uid is not None else None
+
+    def _administrator(self, event: c.Received) -> bool:
+        """Whether the peer administers the pool (ALLOW_ADMINISTRATOR, decided by the service; a
+        core fed without it falls back to root and the schedd's own account)."""
+        peer = event.peer
+        if peer.administrator is not None:
+            return peer.administrator
+        return peer.uid is not None and peer.uid in (0, self.own_uid)
+
+    def _owner(self, event: c.Received, claimed: str | None) -> str:
+        """The owner of jobs the peer submits: its own account, whatever the ad claims.
+
+        Raises:
+            Denied: the peer has no account (a uid without a passwd entry), or claims another
+                owner without being an administrator.
+        """
+        name = self._user(event)
+        if name is None:
+            uid = event.peer.uid
+            raise Denied(f"uid {uid if uid is not None else '(unknown)'} has no account in the password database; "
+                         "only local users may submit jobs (the Owner in the ad is not taken on trust)")
+        if claimed and claimed != name:
+            if not self._administrator(event):
+                raise Denied(f"user {name} may not submit jobs owned by {claimed}; submit as {claimed}")
+            return claimed
+        return name
+
+    def _submit(self, event: c.Received, msg: m.Submit, now: float, out: list) -> None:
+        cluster_attrs = texts_of(msg.cluster_ad, "cluster_ad")
+        claimed = ul.literal(cluster_attrs, "Owner")
+        try:
+            owner = self._owner(event, claimed if isinstance(claimed, str) else None)
+        except Denied as exc:
+            out.append(_denied_log(event, "Submit", str(exc)))
+            raise
+        user = f"{owner}@{self.settings.uid_domain}"
+        digest = None
+        if msg.submission_id is not None:
+            digest = submission_digest((msg.cluster_ad, *msg.proc_ads))
+            if self._submitted_before(event, msg, owner, digest, out):
+                return
+        if "SubmitDescription" in cluster_attrs:
+            cid = self.queue.next_cluster_id()
+            cluster = self._expand_description(cluster_attrs, cid, owner, now, out)
+            cluster.cluster_ad["User"] = quote(user)
+        else:
+            procs = [_without(texts_of(text, f"proc ad {i}"), SCHEDD_SETS) for i, text in enumerate(msg.proc_ads)]
+            cid = self.queue.next_cluster_id()
+            attrs = _without(cluster_attrs, SCHEDD_SETS)
+            attrs.update(ClusterId=str(cid), Owner=quote(owner), User=quote(user), QDate=str(int(now)),
+                         EnteredCurrentStatus=str(int(now)))
+            if not any(k.lower() == "jobleaseduration" for k in attrs):
+                attrs["JobLeaseDuration"] = str(int(self.settings.default_lease))
+            self._check_limits(owner, _materialized_at_first(len(procs), attrs.get), out)
+            cluster = _AdsCluster(cid, attrs, procs)
+        with self.queue.transaction():  # the cluster and its submission id: one durable commit
+            self.queue.submit(cluster, now=now)
+            if msg.submission_id is not None:
+                self.queue.remember_submission(owner, msg.submission_id, cid, cluster.num_procs, digest, now=now)
+            host = f"<{self.settings.machine}:{self.settings.address}>"
+            by_log: dict[str, list] = {}
+            jobs = self.queue.query(f"ClusterId == {cid}")
+            for job in jobs:
+                path = ul.log_path(job)
+                if path:
+                    by_log.setdefault(path, []).append(ul.submit_event(job, host, now))
+            # The SUBMIT events go into the outbox with the cluster (htc.daemons.schedd.owed).
+            out += owe(self.queue, [ul.WriteUserLog(path, tuple(events), owner) for path, events in by_log.items()])
+        for job in jobs:
+            self._lane_enqueue(job)
+        out.append(c.Log(f"submitted cluster {cid} ({cluster.num_procs} jobs) for {user}"))
+        out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=cluster.num_procs)))
+        self._feed_lanes(now, out)
+        self._use_lingering_claims(now, out)
+        self._new_work(now)  # the negotiator hears of the new jobs within milliseconds
+
+    def _submitted_before(self, event: c.Received, msg: m.Submit, owner: str, digest: str, out: list) -> bool:
+        """A Submit sent again (its reply was lost): answer the original SubmitReply, queue nothing."""
+        known = self.queue.find_submission(owner, msg.submission_id)
+        if known is None:
+            return False
+        cid, num_procs, was = known
+        if was != digest:
+            raise UsageError(f"submission id {msg.submission_id!r} already named other jobs of {owner} (cluster "
+                             f"{cid}); a new submission needs a new id")
+        out.append(c.Log(f"submission {msg.submission_id} of {owner} came again: answered with its cluster {cid}"))
+        out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=num_procs)))
+        return True
+
+    def _expand_description(self, attrs: Mapping[str, str], cid: int, owner: str, now: float,
+                            out: list | None = None):
+        """Expand a submit description into a cluster (see the module docstring).
+
+        The procs are counted before any is built, and the limits are checked on that count
+        (:meth:`_check_limits`): ``queue 100000000`` is refused in milliseconds.
+
+        Raises:
+            UsageError: the description is malformed (a ``SubmitError`` naming file, line and
+                command) or a limit refuses it (:class:`LimitExceeded`).
+        """
+        from htc.submit import Submit  # the submit language is only needed for this shape
+
+        text = ul.literal(attrs, "SubmitDescription")
+        iwd = ul.literal(attrs, "SubmitIwd")
+        filename = ul.literal(attrs, "SubmitFile")
+        if not isinstance(text, str) or not isinstance(iwd, str) or not os.path.isabs(iwd):
+            raise UsageError("a submit-description cluster needs SubmitDescription (the text) and SubmitIwd "
+                             "(the absolute submit directory) as string literals")
+        # host_access=False: the schedd runs as root, so a user's description may not make it
+        # read a file (include : /etc/shadow), list a directory or run a command for it
+        sub = Submit(text, filename=filename if isinstance(filename, str) else None, cwd=iwd, env={},
+                     host_access=False)
+        if not sub.has_queue_statement:
+            raise UsageError(f'"{filename or "the submit description"}" doesn\'t contain any "queue" commands -- '
+                             "no jobs queued; end the description with 'queue'")
+
+        def check(num_procs: int) -> None:
+            self._check_limits(owner, _materialized_at_first(num_procs, sub.expand), out, num_procs)
+
+        return sub.cluster(cid, qdate=int(now), owner=owner, check=check)
+
+    def _check_limits(self, owner: str, num_procs: int, out: list | None = None,
+                      all_procs: int | None = None) -> None:
+        """Refuse a submit of ``num_procs`` jobs that would pass a queue limit, as HTCondor does.
+
+        HTCondor's schedd tests, before each new proc: the queue's jobs plus those added so far
+        against MAX_JOBS_SUBMITTED, the owner's jobs plus those added against MAX_JOBS_PER_OWNER,
+        and the jobs added against MAX_JOBS_PER_SUBMISSION; the first proc that would pass one
+        fails the whole submit. The same outcome is reached here from the count alone, before
+        any proc is built. Jobs in the queue in any state count, as in HTCondor.
+
+        The counts are ``COUNT(*)`` queries (5-10 ms each with 100,000 jobs queued), so they
+        are remembered as upper bounds -- jobs enter the queue only through a submit, which
+        adds its procs (``all_procs``: a late-materialization cluster's whole count) to the
+        bounds, and leave it only -- and queried again only when a bound plus this submit
+        would reach a limit. A bound is never below the truth, so no submit over a limit passes.
+
+        Raises:
+            LimitExceeded: with condor_submit's words ("Number of submitted jobs would exceed
+                MAX_JOBS_PER_SUBMISSION") and the figures; the refusal is also logged.
+        """
+        s = self.settings
+        bounds: dict[str, int] = self.__dict__.setdefault("_job_count_bounds", {})  # "" total, "@o" owner o
+        total, owned = bounds.get(""), bounds.get("@" + owner)
+        if total is None or total + num_procs > s.max_jobs_submitted:
+            total = bounds[""] = self.queue.count()
+        if owned is None or owned + num_procs > s.max_jobs_per_owner:
+            owned = bounds["@" + owner] = self.queue.count(f"Owner == {quote(owner)}")
+        held = {"MAX_JOBS_SUBMITTED": (total, s.max_jobs_submitted),
+                "MAX_JOBS_PER_OWNER": (owned, s.max_jobs_per_owner),
+                "MAX_JOBS_PER_SUBMISSION": (0, s.max_jobs_per_submission)}
+        # the proc that would fail each test is the room left under it; the earliest one fails
+        failing = [(max(limit - now, 0), order, knob) for order, (knob, (now, limit)) in
+                   enumerate((k, held[k]) for k in _LIMITS)
+                   if num_procs > limit - now or (knob == "MAX_JOBS_SUBMITTED" and now >= limit)]
+        if not failing:
+            added = num_procs if all_procs is None else max(all_procs, num_procs)
+            bounds[""], bounds["@" + owner] = total + added, owned + added
+            return
+        _, _, knob = min(failing)
+        now_, limit = held[knob]
+        if knob == "MAX_JOBS_PER_SUBMISSION":
+            figures = f"this submission makes {num_procs} jobs and the limit is {limit}"
+            advice = "submit fewer jobs at a time"
+        elif knob == "MAX_JOBS_PER_OWNER":
+            figures = (f"{owner} has {now_} jobs in the queue, {num_procs} more would make "
+                       f"{now_ + num_procs} and the limit is {limit}")
+            advice = "remove jobs you no longer need, or wait for some to leave the queue"
+        else:
+            figures = (f"the queue holds {now_} jobs, {num_procs} more would make {now_ + num_procs} "
+                       f"and the limit is {limit}")
+            advice = "wait for jobs to leave the queue"
+        if out is not None:
+            out.append(c.Log(f"submit by {owner} refused: {knob} exceeded ({figures})"))
+        raise LimitExceeded(f"Number of submitted jobs would exceed {knob}: {figures}; {advice}. "
+                            "No jobs were queued.")
+
+    # -- query ----------------------------------------------------------------------------------
+
+    def _query(self, event: c.Received, msg: m.QueryJobs, now: float, out: list) -> None:
+        jobs = self.queue.query(msg.constraint or None, projection=list(msg.projection) or None,
+                                limit=msg.limit, now=now)
+        ads = tuple(ad_text({k: v for k, v in job.items() if k != "ClaimId"}) for job in jobs)
+        out.append(c.Reply(event.conn_id, m.AdsReply(ads=ads)))
+
+    def _select(self, ids: tuple[str, ...], constraint: str, now: float) -> tuple[list, int]:
+        """The jobs named by ``ids`` (cluster or cluster.proc) or ``constraint``, and how many ids named none."""
+        if not ids:
+            return self.queue.query(constraint, now=now), 0
+        jobs, missing = [], 0
+        for text in ids:
+            cluster, _, proc = text.partition(".")
+            found = self.queue.query(f"ClusterId == {int(cluster)}" + (f" && ProcId == {int(proc)}" if proc else ""))
+            missing += not found
+            jobs += found
+        return jobs, missing
+
+    # -- acting on jobs ---------------------------------------------------------------------
+
+    def _act(self, event: c.Received, msg: m.ActOnJobs, now: float, out: list) -> None:
+        who = self._user(event)
+        reason = msg.reason or f"via htc {_VERBS[msg.action]} (by user {who or 'unknown'})"
+        jobs, missing = self._select(msg.ids, msg.constraint, now)
+        counts = {"success": 0, "not_found": missing, "bad_status": 0, "already_done": 0,
+                  "permission_denied": 0, "error": 0}
+        for job in jobs:
+            outcome = self._act_on(job, msg, reason, now, out) if self._may_change(event, job) else "permission_denied"
+            counts[outcome] += 1
+        out.append(c.Reply(event.conn_id, m.ActOnJobsReply(**counts)))
+        if counts["permission_denied"]:
+            others = sorted({job.owner for job in jobs if not self._may_change(event, job)})
+            out.append(_denied_log(event, f"ActOnJobs {msg.action.value}",
+                                   f"{counts['permission_denied']} job(s) of {', '.join(others)}: only a job's "
+                                   "owner or an administrator acts on it"))
+        if msg.action is m.JobAction.Release and counts["success"]:
+            for job in jobs:
+                again = self._job(job.job_id)
+                if again is not None:
+                    self._lane_enqueue(again)
+            self._feed_lanes(now, out)
+            self._use_lingering_claims(now, out)
+            self._new_work(now)  # released jobs are idle work, like a submit
+        else:
+            self._changed()
+
+    def _may_change(self, event: c.Received, job) -> bool:
+        """Only a job's owner and the pool's administrators may act on it or edit it."""
+        if self._administrator(event):
+            return True
+        user = self._user(event)
+        return user is not None and user == job.owner
+
+    def _act_on(self, job, msg: m.ActOnJobs, reason: str, now: float, out: list) -> str:
+        action, status, job_id = msg.action, JobStatus(job.status), job.job_id
+        q = self.queue
+        if action in (m.JobAction.Remove, m.JobAction.RemoveX):
+            if status == JobStatus.COMPLETED or (status == JobStatus.REMOVED and action is m.JobAction.Remove):
+                return "already_done"
+            if status != JobStatus.REMOVED:
+                with q.transaction():  # the event goes into the outbox with the change (schedd_owed)
+                    q.remove(job_id, reason, now=now)
+                    out += owe(q, ul.write(job, ul.aborted_event(job, reason, now)))
+            if status in ACTIVE_STATES or status == JobStatus.REMOVED:
+                fast = action is m.JobAction.RemoveX
+                if not self._stop_shadow(job_id, "remove", fast, now, out) or fast:
+                    self._forget_run(job_id, now)
+            return "success"
+        if action is m.JobAction.Hold:
+            if status == JobStatus.HELD:
+                return "already_done"
+            if status in (JobStatus.REMOVED, JobStatus.COMPLETED):
+                return "bad_status"
+            code = msg.reason_code if msg.reason_code is not None else HoldReasonCode.UserRequest
+            subcode = msg.reason_subcode or 0
+            with q.transaction():
+                q.hold(job_id, reason, code=code, subcode=subcode, now=now)
+                out += owe(q, ul.write(job, ul.held_event(job, reason, code, subcode, now)))
+            if status in ACTIVE_STATES:
+                self._stop_shadow(job_id, "hold", False, now, out)
+            return "success"
+        if action is m.JobAction.Release:
+            if status != JobStatus.HELD:
+                return "bad_status"
+            with q.transaction():
+                q.release(job_id, reason, now=now)
+                out += owe(q, ul.write(job, ul.released_event(job, reason, now)))
+            return "success"
+        if action in (m.JobAction.Vacate, m.JobAction.VacateFast):
+            if status not in ACTIVE_STATES:
+                return "bad_status"
+            fast = action is m.JobAction.VacateFast
+            return "success" if self._stop_shadow(job_id, "vacate", fast, now, out) else "bad_status"
+        # Suspend / Continue: the startd's starter stops or resumes the job; the queue follows
+        # once the startd has done it (see ShadowHandling._suspension_answered).
+        wanted = JobStatus.RUNNING if action is m.JobAction.Suspend else JobStatus.SUSPENDED
+        shadow = self.shadows.get(job_id)
+        claim = self.claims.get(shadow.claim_id) if shadow is not None else None
+        if status != wanted or claim is None:
+            return "bad_status"
+        request = m.Suspend(claim_id=claim.id, reason=reason) if action is m.JobAction.Suspend \
+            else m.Continue(claim_id=claim.id)
+        out.append(Call(claim.startd, request, cookie=(action.value.lower(), job_id, claim.id)))
+        return "success"
+
+    def _forget_run(self, job_id, now: float) -> None:
+        """condor_rm -forcex: the job leaves the queue now, whatever its starter still does."""
+        self.shadows.pop(job_id, None)
+        job = self._job(job_id)
+        if job is not None and job.status == JobStatus.REMOVED:
+            self.queue.retire(job_id, now=now)
+
+    # -- edit -----------------------------------------------------------------------------------
+
+    def _edit(self, event: c.Received, msg: m.EditJobs, now: float, out: list) -> None:
+        jobs, _ = self._select(msg.ids, msg.constraint, now)
+        others = sorted({job.owner for job in jobs if not self._may_change(event, job)})
+        if others:
+            text = f"you may not edit jobs of {', '.join(others)}; select only your own jobs"
+            out.append(_denied_log(event, "EditJobs", text))
+            raise Denied(text)
+        events = []
+        with self.queue.transaction():  # all edits, or none
+            for job in jobs:
+                for attr, text in msg.attributes.items():
+                    if attr.lower() == "jobprio":
+                        old = self.queue.set_prio(job.job_id, int_literal("JobPrio", text))
+                        old_text = str(old)
+                    else:
+                        old_text = self.queue.edit(job.job_id, attr, text)
+                    events += ul.write(job, ul.attribute_update_event(job, attr, text, old_text, now))
+            out += owe(self.queue, events)
+        out.append(c.Reply(event.conn_id, m.EditReply(matched=len(jobs))))
+        self._forget_reuse_order()  # priorities or requirements may have changed
+        self._changed()
+
+    # -- what the collector hears ---------------------------------------------------------
+
+    def _submitter_counts(self) -> dict[str, list[int]]:
+        """``{submitter: [idle, running, held]}`` over the queue."""
+        counts: dict[str, list[int]] = {}
+        for values, status, n in self.queue.status_counts(["Owner", "User", "AccountingGroup"]):
+            entry = counts.setdefault(submitter_of(values, self.settings.uid_domain), [0, 0, 0])
+            if status == JobStatus.IDLE:
+                entry[0] += n
+            elif status in (JobStatus.RUNNING, JobStatus.SUSPENDED, JobStatus.TRANSFERRING_OUTPUT):
+                entry[1] += n
+            elif status == JobStatus.HELD:
+                entry[2] += n
+        return counts
+
+
+__all__ = ["DESCRIPTION_ATTRS", "Denied", "LimitExceeded", "description_message", "SCHEDD_SETS", "ToolRequests", "texts_of"]

@@ -1,0 +1,228 @@
+"""The schedd's service: the asyncio shell that opens the job queue and runs the schedd core.
+
+It adds four executors to :class:`~htc.daemons.service.DaemonService`: :class:`Call` (requests
+whose refusals the core tells apart from silence, :mod:`htc.daemons.calls`),
+:class:`WriteUserLog` (append events to a job's log with
+:class:`~htc.eventlog.writer.EventLogWriter`), :class:`WriteCallFiles` (a lane call's result and
+output, :mod:`htc.daemons.schedd.lanes`) and :class:`WriteJobOutput` (a chunk of a streamed
+stdout/stderr written at its offset, :mod:`htc.daemons.schedd.output`). A log or output file
+that cannot be written -- a deleted directory, a full disk -- costs that event or chunk and a
+line in the SchedLog, never the schedd.
+
+User-log events and call files are written at the end of the loop's turn, after the replies
+and requests the same events produced have gone out, all files before all events and one
+fsynced write per log for the whole turn: a burst of calls costs a few fsyncs, not three per
+call, and a lane's next call does not wait for the log of the last one. The call files are
+in the job queue's outbox from the commit that ended their calls, and so are the user-log
+events of a committed change of a job -- its SUBMIT, EXECUTE, TERMINATED, ABORTED, HELD...
+(:mod:`htc.daemons.schedd.owed`); once the files and events are written the service takes
+them out (:class:`~htc.daemons.schedd.owed.Owed`), and a schedd that starts writes what is
+left (a crash between the write and the take-out writes those events once more).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+from pathlib import Path
+
+from htc.daemons import core as c
+from htc.daemons.schedd.core import Schedd, ScheddSettings
+from htc.daemons.calls import install_calls
+from htc.daemons.schedd.callfiles import WriteCallFiles, write_call_files
+from htc.daemons.schedd.output import WriteJobOutput, write_job_output
+from htc.daemons.schedd.owed import Owed
+from htc.daemons.schedd.userlog import WriteUserLog, open_log
+from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
+from htc.errors import HTCError
+from htc.eventlog.events import EventType
+from htc.jobqueue import JobQueue, QueueStorageError, SystemPolicy
+from htc.wire import messages as m
+
+#: environment variable for tests: the path of a flag file; a schedd that is about to write
+#: call files while it exists removes it and kills itself with SIGKILL (a crash between the
+#: commit of a lane batch and its files, in a real process)
+CRASH_BEFORE_CALL_FILES_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_CALL_FILES"
+#: the same, when it is about to write user-log events of which one is a TERMINATED (the job's
+#: end is committed, its log does not say so yet)
+CRASH_BEFORE_TERMINATED_EVENT_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_TERMINATED_EVENT"
+#: the same, when it is about to send a SubmitReply (the cluster is committed, the client
+#: will never hear so)
+CRASH_BEFORE_SUBMIT_REPLY_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_SUBMIT_REPLY"
+
+
+def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
+    """Build the schedd's settings from the configuration (SCHEDD subsystem).
+
+    Raises:
+        UsageError: a knob has a value the schedd cannot use (the message names it).
+    """
+    host = socket.getfqdn()
+    name = str(config.param("SCHEDD_NAME") or "") or f"schedd@{host}"
+    if "@" not in name:
+        name = f"{name}@{host}"
+
+    def text(knob: str) -> str | None:
+        value = config.param(knob)
+        return str(value) if value not in (None, "") else None
+
+    return ScheddSettings(
+        name=name, address=address, machine=host,
+        uid_domain=str(config.param("UID_DOMAIN") or host),
+        interval=float(config.param("SCHEDD_INTERVAL")),
+        min_interval=float(config.param("SCHEDD_MIN_INTERVAL")),
+        alive_interval=float(config.param("ALIVE_INTERVAL")),
+        default_lease=float(config.param("JOB_DEFAULT_LEASE_DURATION")),
+        periodic_interval=float(config.param("PERIODIC_EXPR_INTERVAL")),
+        send_reschedule=bool(config.param("SCHEDD_SEND_RESCHEDULE")),
+        max_jobs_running=int(config.param("MAX_JOBS_RUNNING")),
+        max_jobs_submitted=int(config.param("MAX_JOBS_SUBMITTED")),
+        max_jobs_per_owner=int(config.param("MAX_JOBS_PER_OWNER")),
+        max_jobs_per_submission=int(config.param("MAX_JOBS_PER_SUBMISSION")),
+        claim_linger=float(config.param("SCHEDD_CLAIM_LINGER")),
+        call_lanes=bool(config.param("SCHEDD_CALL_LANES")),
+        system_policy=SystemPolicy(periodic_hold=text("SYSTEM_PERIODIC_HOLD"),
+                                   periodic_release=text("SYSTEM_PERIODIC_RELEASE"),
+                                   periodic_remove=text("SYSTEM_PERIODIC_REMOVE")),
+    )
+
+
+class ScheddService(DaemonService):
+    """Runs a :class:`Schedd` core: user-log writes, calls, and the queue's lifetime."""
+
+    def __init__(self, core: Schedd, paths: DaemonPaths, reload_settings):
+        super().__init__("schedd", core, paths.transport(), log_file=paths.log_file("schedd"),
+                         reload_settings=reload_settings)
+        install_calls(self)
+        self._pending_logs: list[WriteUserLog] = []
+        self._pending_files: list[WriteCallFiles] = []
+        self._pending_owed: list[int] = []
+        self._flush_due = False
+        self._crash_flag = os.environ.get(CRASH_BEFORE_CALL_FILES_ENV) or None
+        self._reply_crash_flag = os.environ.get(CRASH_BEFORE_SUBMIT_REPLY_ENV) or None
+        self._log_crash_flag = os.environ.get(CRASH_BEFORE_TERMINATED_EVENT_ENV) or None
+        if self._reply_crash_flag is not None:
+            self.register_action(c.Reply, self._reply_or_crash)
+        self.register_action(WriteUserLog, self._write_user_log)
+        self.register_action(WriteJobOutput, self._write_job_output)
+        self.register_action(WriteCallFiles, self._write_call_files)
+        self.register_action(Owed, self._owed)
+
+    def _write_user_log(self, action: WriteUserLog) -> None:
+        self._pending_logs.append(action)
+        self._flush_soon()
+
+    def _flush_soon(self) -> None:
+        """Write the pending call files and user-log events once this turn's replies and
+        requests are out (``call_later(0)`` runs after the tasks this turn started): a log
+        write is an fsync, and the next call of a lane should not wait for it."""
+        if not self._flush_due:
+            self._flush_due = True
+            asyncio.get_running_loop().call_later(0, self._flush)
+
+    def _flush(self) -> None:
+        """Every pending call file first (a result is on disk before the event that announces
+        it), then the events, one locked, fsynced write per log for all of them, in order; then
+        the outbox entries that held them are paid."""
+        self._flush_due = False
+        files, self._pending_files = self._pending_files, []
+        logs, self._pending_logs = self._pending_logs, []
+        owed, self._pending_owed = self._pending_owed, []
+        if files and self._crash_flag is not None:
+            self._crash_if_asked()
+        failed = False
+        for action in files:
+            try:
+                write_call_files(action)
+            except OSError as exc:
+                failed = True
+                names = ", ".join(name for name, _ in action.files)
+                self.log.error("cannot write the call's files (%s) to %s: %s", names, action.directory, exc)
+        if logs and self._log_crash_flag is not None and any(
+                event.type == EventType.JOB_TERMINATED for action in logs for event in action.events):
+            self._crash_if_asked(self._log_crash_flag)
+        by_path: dict[tuple[str, str | None], list] = {}
+        for action in logs:
+            by_path.setdefault((action.path, action.owner), []).extend(action.events)
+        for (path, owner), events in by_path.items():
+            try:
+                with open_log(path, owner) as writer:
+                    writer.write(*events)
+            except (HTCError, OSError) as exc:
+                names = ", ".join(f"{e.type.name} {e.job_id}" for e in events)
+                self.log.error("cannot write %s to the user log %s: %s", names, path, exc)
+        if owed and not failed:
+            # Written: the queue's outbox may forget them (a call file failed: they all stay,
+            # and the next start of the schedd tries them again; a user log that cannot be
+            # written is not retried, as before the events were kept).
+            try:
+                self.core.queue.paid(owed)
+            except QueueStorageError as exc:
+                self.log.error("cannot take %d written batches (results, user-log events) out of the job queue's "
+                               "outbox: %s", len(owed), exc)
+
+    def _write_job_output(self, action: WriteJobOutput) -> None:
+        try:
+            write_job_output(action)
+        except OSError as exc:
+            what = "truncate" if action.truncate else f"write {len(action.data)} streamed bytes at {action.offset} to"
+            self.log.error("cannot %s the job output file %s: %s", what, action.path, exc)
+
+    def _write_call_files(self, action: WriteCallFiles) -> None:
+        self._pending_files.append(action)
+        self._flush_soon()
+
+    def _owed(self, action: Owed) -> None:
+        self._pending_owed.append(action.seq)
+        self._flush_soon()
+
+    def _crash_if_asked(self, flag: str | None = None) -> None:
+        """The tests' kill -9 between a lane batch's commit and its files: when the file that
+        :data:`CRASH_BEFORE_CALL_FILES_ENV` names exists, remove it and die of SIGKILL here."""
+        try:
+            os.unlink(flag or self._crash_flag)
+        except OSError:
+            return
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def _reply_or_crash(self, action: c.Reply) -> None:
+        """(Only with :data:`CRASH_BEFORE_SUBMIT_REPLY_ENV`) die of SIGKILL instead of sending
+        a SubmitReply while its flag file exists."""
+        if isinstance(action.msg, m.SubmitReply):
+            self._crash_if_asked(self._reply_crash_flag)
+        self._do_reply(action)
+
+    async def run(self) -> int:
+        """Serve until the core exits; the job queue is closed on the way out."""
+        try:
+            return await super().run()
+        finally:
+            self._flush()  # what the last turn left to write
+            self.core.queue.close()
+
+
+def make_schedd_service(paths: DaemonPaths) -> ScheddService:
+    """Build the schedd's service from the configuration (SCHEDD subsystem).
+
+    Raises:
+        UsageError: the configuration is broken.
+        QueueFileError: the job queue file (JOB_QUEUE_DB) is damaged or not a job queue.
+    """
+    def settings():
+        return settings_from_config(load_daemon_config("SCHEDD"))
+
+    config = load_daemon_config("SCHEDD")
+    queue_path = Path(str(config.param("JOB_QUEUE_DB")))
+    queue_path.parent.mkdir(parents=True, exist_ok=True)
+    queue = JobQueue.open(str(queue_path))
+    try:
+        core = Schedd(settings_from_config(config), queue)
+    except BaseException:
+        queue.close()
+        raise
+    return ScheddService(core, paths, settings)
+
+
+__all__ = ["CRASH_BEFORE_CALL_FILES_ENV", "CRASH_BEFORE_TERMINATED_EVENT_ENV", "CRASH_BEFORE_SUBMIT_REPLY_ENV", "ScheddService", "make_schedd_service", "settings_from_config"]

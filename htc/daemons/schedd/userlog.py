@@ -1,0 +1,225 @@
+"""The job's user log as the schedd writes it: which event, with which fields, for which job.
+
+The core decides; it never opens the log. It returns :class:`WriteUserLog` actions (the
+service appends them with :class:`htc.eventlog.writer.EventLogWriter`, one locked, fsynced
+write per action) after the queue change they record is committed, so that a reader never
+sees an event the queue could take back. The events of a change of a job are also kept in the
+job queue's outbox in the change's own transaction (:func:`htc.daemons.schedd.owed.owe`), so
+that a schedd killed before it wrote them writes them when it starts. The log is opened with
+the rights of the job's owner, never through a link (:func:`open_log`,
+:mod:`htc.daemons.owner_files`).
+
+A job's log is its ``UserLog`` attribute (the ``log`` submit command, made absolute by
+submit); a job without one gets no events. The helpers here read job ads as the queue stores
+them (attribute -> ClassAd expression text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from htc.daemons import core as c
+from htc.daemons import owner_files as ofs
+from htc.eventlog import events as ev
+from htc.eventlog.writer import EventLogWriter
+from htc.jobqueue.ads import parse_literal
+
+
+@dataclass(frozen=True)
+class WriteUserLog(c.Action):
+    """Append ``events`` to the job event log at ``path``, with the rights of ``owner`` (the
+    jobs' ``Owner``; see :func:`open_log`)."""
+
+    path: str
+    events: tuple[ev.Event, ...]
+    owner: str | None = None
+
+
+def owner(job: Mapping[str, str]) -> str | None:
+    """The job's ``Owner`` (None when it has none), whose rights its files are written with."""
+    name = literal(job, "Owner")
+    return name if isinstance(name, str) and name else None
+
+
+def open_log(path: str, owner_name: str | None, **options) -> EventLogWriter:
+    """The user log at ``path`` opened for appending as the schedd writes it: with the rights
+    of the job's owner, never through a link, only a regular file
+    (:mod:`htc.daemons.owner_files`) -- ``log = /etc/passwd`` is refused as the owner would be.
+
+    Raises:
+        OSError: refused or cannot be opened (an
+            :class:`~htc.daemons.owner_files.OwnerFileError` says why and for whom).
+    """
+    who = ofs.Identity.owner(owner_name)
+    fd = ofs.open_write(path, who, what="user log", append=True)
+    return EventLogWriter(path, fd=fd, **options)
+
+
+def literal(job: Mapping[str, str], name: str, default=None):
+    """The value of a literal attribute of a stored job ad (``default`` when absent or not literal)."""
+    text = job.get(name)
+    if text is None:
+        return default
+    try:
+        value = parse_literal(text)
+    except ValueError:
+        return default
+    return default if value is None else value
+
+
+def number(job: Mapping[str, str], name: str, default: float = 0.0) -> float:
+    """A numeric literal attribute, ``default`` otherwise."""
+    value = literal(job, name, default)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def log_path(job: Mapping[str, str]) -> str | None:
+    """The job's user log (``UserLog``), or None when it has none."""
+    path = literal(job, "UserLog")
+    return path if isinstance(path, str) and path else None
+
+
+def write(job: Mapping[str, str], *events: ev.Event) -> list[WriteUserLog]:
+    """The action writing ``events`` to ``job``'s log (nothing when the job has no log)."""
+    path = log_path(job)
+    return [WriteUserLog(path, tuple(events), owner(job))] if path and events else []
+
+
+def ids(job: Mapping[str, str]) -> dict[str, int]:
+    """``cluster`` and ``proc`` keyword arguments of an event for ``job``."""
+    return {"cluster": int(literal(job, "ClusterId", 0)), "proc": int(literal(job, "ProcId", 0))}
+
+
+def usage_rusage(usage: Mapping[str, object], prefix: str = "Remote") -> ev.Rusage:
+    """``Rusage`` from ``RemoteUserCpu`` / ``RemoteSysCpu`` (or ``Cumulative...``) values."""
+    def num(key: str) -> float:
+        value = usage.get(key, 0.0)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+    return ev.Rusage(num(f"{prefix}UserCpu"), num(f"{prefix}SysCpu"))
+
+
+def resources(job_request: Mapping[str, float | None], slot: Mapping[str, object],
+              usage: Mapping[str, object]) -> tuple[ev.ResourceRow, ...]:
+    """The Partitionable Resources table: usage, request and allocation of Cpus, Disk, Memory."""
+    def num(ad: Mapping[str, object], key: str) -> float | None:
+        value = ad.get(key)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    return (
+        ev.ResourceRow("Cpus", None, job_request.get("RequestCpus"), num(slot, "Cpus")),
+        ev.ResourceRow("Disk", num(usage, "DiskUsage"), job_request.get("RequestDisk"), num(slot, "Disk")),
+        ev.ResourceRow("Memory", num(usage, "MemoryUsage"), job_request.get("RequestMemory"), num(slot, "Memory")),
+    )
+
+
+def submit_event(job: Mapping[str, str], submit_host: str, now: float) -> ev.SubmitEvent:
+    """000: the job is in the queue."""
+    return ev.SubmitEvent(**ids(job), timestamp=now, submit_host=submit_host)
+
+
+def execute_event(job: Mapping[str, str], startd: str, slot_name: str, slot: Mapping[str, object],
+                  now: float) -> ev.ExecuteEvent:
+    """001: the job runs on ``slot_name`` (props: the slot's Cpus, Memory, Disk)."""
+    props = {key: str(slot[key]) for key in ("Cpus", "Disk", "Memory")
+             if isinstance(slot.get(key), (int, float)) and not isinstance(slot.get(key), bool)}
+    return ev.ExecuteEvent(**ids(job), timestamp=now, execute_host=f"<{startd}>", slot_name=slot_name or None,
+                           props=props)
+
+
+def terminated_event(job: Mapping[str, str], exit_code: int | None, exit_signal: int | None,
+                     core_dumped: bool, usage: Mapping[str, object], total: Mapping[str, object],
+                     job_request: Mapping[str, float | None], slot: Mapping[str, object],
+                     now: float) -> ev.JobTerminatedEvent:
+    """005: the job finished (normally with ``exit_code``, or by ``exit_signal``)."""
+    normal = exit_signal is None
+    return ev.JobTerminatedEvent(
+        **ids(job), timestamp=now, terminated_normally=normal,
+        return_value=exit_code if normal else None, signal=None if normal else exit_signal,
+        core_file="core" if core_dumped else None,
+        run_remote_usage=usage_rusage(usage), total_remote_usage=usage_rusage(total, "CumulativeRemote"),
+        resources=resources(job_request, slot, usage))
+
+
+def requeued_event(job: Mapping[str, str], exit_code: int | None, exit_signal: int | None,
+                   usage: Mapping[str, object], reason: str, now: float) -> ev.JobEvictedEvent:
+    """004 ``Job terminated and was requeued``: the job exited and its policy runs it again."""
+    normal = exit_signal is None
+    return ev.JobEvictedEvent(**ids(job), timestamp=now, terminated_and_requeued=True,
+                              terminated_normally=normal, return_value=exit_code if normal else None,
+                              signal=None if normal else exit_signal, run_remote_usage=usage_rusage(usage),
+                              reason=reason)
+
+
+def evicted_event(job: Mapping[str, str], usage: Mapping[str, object], reason: str,
+                  now: float) -> ev.JobEvictedEvent:
+    """004: the job left its slot without finishing and is idle again."""
+    return ev.JobEvictedEvent(**ids(job), timestamp=now, run_remote_usage=usage_rusage(usage), reason=reason)
+
+
+def held_event(job: Mapping[str, str], reason: str, code: int, subcode: int, now: float) -> ev.JobHeldEvent:
+    """012: the job is held."""
+    return ev.JobHeldEvent(**ids(job), timestamp=now, reason=reason, code=code, subcode=subcode)
+
+
+def released_event(job: Mapping[str, str], reason: str, now: float) -> ev.JobReleasedEvent:
+    """013: the job was released from hold."""
+    return ev.JobReleasedEvent(**ids(job), timestamp=now, reason=reason or None)
+
+
+def aborted_event(job: Mapping[str, str], reason: str, now: float) -> ev.JobAbortedEvent:
+    """009: the job was removed."""
+    return ev.JobAbortedEvent(**ids(job), timestamp=now, reason=reason or None)
+
+
+def image_size_event(job: Mapping[str, str], usage: Mapping[str, object], now: float) -> ev.ImageSizeEvent:
+    """006: the job's memory use grew."""
+    def whole(key: str) -> int | None:
+        value = usage.get(key)
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return ev.ImageSizeEvent(**ids(job), timestamp=now, size=whole("ImageSize") or 0,
+                             memory_usage=whole("MemoryUsage"), resident_set_size=whole("ResidentSetSize"))
+
+
+def shadow_exception_event(job: Mapping[str, str], message: str, now: float) -> ev.ShadowExceptionEvent:
+    """007: the shadow could not run the job; it is idle again."""
+    return ev.ShadowExceptionEvent(**ids(job), timestamp=now, message=message)
+
+
+def suspended_event(job: Mapping[str, str], num_pids: int, now: float) -> ev.JobSuspendedEvent:
+    """010: the job was suspended."""
+    return ev.JobSuspendedEvent(**ids(job), timestamp=now, num_pids=num_pids)
+
+
+def unsuspended_event(job: Mapping[str, str], now: float) -> ev.JobUnsuspendedEvent:
+    """011: the job runs again."""
+    return ev.JobUnsuspendedEvent(**ids(job), timestamp=now)
+
+
+def disconnected_event(job: Mapping[str, str], reason: str, slot_name: str, startd: str,
+                       now: float) -> ev.JobDisconnectedEvent:
+    """022: the shadow lost its starter and will try to reconnect."""
+    return ev.JobDisconnectedEvent(**ids(job), timestamp=now, reason=reason, startd_name=slot_name,
+                                   startd_addr=f"<{startd}>")
+
+
+def reconnected_event(job: Mapping[str, str], slot_name: str, startd: str, now: float) -> ev.JobReconnectedEvent:
+    """023: the shadow found its starter again within the job lease."""
+    return ev.JobReconnectedEvent(**ids(job), timestamp=now, startd_name=slot_name, startd_addr=f"<{startd}>",
+                                  starter_addr=f"<{startd}>")
+
+
+def reconnect_failed_event(job: Mapping[str, str], reason: str, slot_name: str,
+                           now: float) -> ev.JobReconnectFailedEvent:
+    """024: the job could not be found again; it is rescheduled."""
+    return ev.JobReconnectFailedEvent(**ids(job), timestamp=now, reason=reason, startd_name=slot_name)
+
+
+def attribute_update_event(job: Mapping[str, str], attr: str, value: str, old: str | None,
+                           now: float) -> ev.AttributeUpdateEvent:
+    """033: a tool changed a job attribute."""
+    return ev.AttributeUpdateEvent(**ids(job), timestamp=now, attribute=attr, value=value, old_value=old)
+
+
+__all__ = [name for name in dir() if name.endswith("_event")] + [
+    "WriteUserLog", "open_log", "owner", "literal", "number", "log_path", "write", "ids", "usage_rusage", "resources"]

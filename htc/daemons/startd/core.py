@@ -1,0 +1,669 @@
+"""The startd core: slots, claims and the owner's policy, without I/O.
+
+Theory of operation
+-------------------
+``Startd.handle(event, now)`` takes one event (:mod:`htc.daemons.startd.events`) and returns the
+actions the service must carry out; ``next_deadline()`` says when to call again with a
+:class:`Tick` if nothing else happens. The core never reads the clock, a file or a socket.
+
+Slots. The machine's resources (cpus, MiB of memory, KiB of disk) are either one partitionable
+slot (``slot1@host``, HTCondor's default since 23.0) or N static slots. A claim on the p-slot
+carves a dynamic slot (``slot1_1@host``) of the job's RequestCpus/RequestMemory/RequestDisk,
+rounded up to the quanta; when the d-slot's claim ends the d-slot is deleted and its resources
+return to the p-slot. The p-slot itself never leaves Owner/Unclaimed/Drained.
+
+Moves. Every slot is in a (state, activity) pair; it moves only through
+:func:`htc.daemons.startd.states.step` (the table). Events move slots directly (a claim request
+is trigger CLAIM); after every event the core *evaluates* each slot -- policy expressions
+(START, SUSPEND, ...) over the slot ad with the claim's job ad as TARGET, plus timers -- and
+applies the triggers that fire, repeating until the slot is quiet (Matched->Owner->Unclaimed
+happens in one evaluation, as in HTCondor). Arriving in a pair may emit process actions:
+Suspended emits SuspendJob, Vacating emits VacateJob, Killing emits KillJob.
+
+Claims. A slot advertises a claim id (privately); a schedd presents it in RequestClaim. A
+claimed slot advertises a fresh id that a *better* claimant (higher startd RANK, or a
+negotiator priority preemption) may present: the running claim retires and, once its job is
+gone, the slot is Claimed/Idle by the newcomer (transition I). Leases: each claim expires
+``lease`` seconds after the last KeepAlive; an expired claim is evicted.
+
+Policy timers use the desktop policy's attributes: EnteredCurrentState/Activity, JobStart,
+CpuBusyTime (when the non-HTCondor load last became high; 0 when it is not).
+
+The job's own execute limit. A job with ``AllowedExecuteDuration`` (seconds; a number, or an
+expression the wire adapter evaluated in the job's scope; zero, negative or not a number means
+no limit) that is still running that long after its activation -- wall-clock time, suspension
+included, as HTCondor counts it from JobCurrentStartExecutingDate -- gets a :class:`HoldJob`
+(HoldReasonCode 47 JobExecuteExceeded, subcode 0): the service kills it and its exit report
+asks the shadow to hold it. The slot does not move for it (Claimed/Busy, then Claimed/Idle
+when the starter exits): the claim stays with its schedd. A slot already Preempting leaves
+the job to the eviction under way.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from htc.daemons.startd import events as ev
+from htc.daemons.startd.slots import (
+    Claim,
+    DrainRequest,
+    Moved,
+    Slot,
+    StartdSettings,
+    UnknownClaim,
+    build_slot_ad,
+    number_attr,
+    quantize,
+)
+from htc.daemons.startd.states import Activity, State, Trigger, step
+from htc.errors import UsageError
+from htc.jobqueue.states import HoldReasonCode
+
+__all__ = ["Startd", "StartdSettings", "UnknownClaim", "Slot", "Claim", "Moved"]
+
+S, A, T = State, Activity, Trigger
+_BUSY = (A.BUSY, A.SUSPENDED, A.RETIRING)
+
+
+class Startd:
+    """The startd's decisions. See the module docstring for how it works.
+
+    Args:
+        settings: resources, policy and timer knobs.
+        now: the time the startd starts (slots enter Owner at this time).
+    """
+
+    def __init__(self, settings: StartdSettings, now: float):
+        if settings.cpus < 1 or settings.memory < 1 or settings.disk < 0:
+            raise UsageError(
+                f"{settings.name}: cannot build slots from cpus={settings.cpus}, memory={settings.memory} MiB, "
+                f"disk={settings.disk} KiB; each must be positive (check NUM_CPUS / MEMORY / the execute dir)"
+            )
+        self.settings = settings
+        self.policy = settings.policy
+        self.slots: dict[str, Slot] = {}
+        self.sensors: dict[str, Any] = {}
+        self.drain: DrainRequest | None = None
+        self._cpu_busy_since: float = 0.0
+        self._seq = 0
+        self._dirty: set[str] = set()
+        self._last_advertise = now - settings.update_interval  # the first event advertises every slot
+        self._last_eval = now
+        #: the last steps taken, newest last: for `htc status -l`-style debugging and the tests
+        self.transition_log: deque[Moved] = deque(maxlen=512)
+        n = settings.static_slots
+        if n <= 0:
+            self._add_slot(1, "Partitionable", settings.cpus, settings.memory, settings.disk, now)
+        else:
+            for i in range(1, n + 1):
+                self._add_slot(i, "Static", max(1, _share(settings.cpus, n, i)), _share(settings.memory, n, i),
+                               _share(settings.disk, n, i), now)
+
+    # ------------------------------------------------------------------------ public API
+    def handle(self, event: ev.Event, now: float) -> list[ev.Action]:
+        """Apply one event at time ``now`` and return what the service must do.
+
+        Raises:
+            IllegalTransition: the event asks a slot for a step the table forbids.
+            UnknownClaim: the event names a claim this startd does not hold.
+            UsageError: the event is malformed (unknown slot, unknown drain mode).
+        """
+        out: list[ev.Action] = []
+        handler = getattr(self, "_on_" + type(event).__name__, None)
+        if handler is None:
+            raise UsageError(f"{self.settings.name}: the startd core has no handler for {type(event).__name__}")
+        handler(event, now, out)
+        self._evaluate(now, out)
+        self._advertise(now, out)
+        return out
+
+    def next_deadline(self) -> float | None:
+        """When the core next wants a :class:`Tick` (timers, policy polling, ad refresh)."""
+        busy = any(s.state in (S.MATCHED, S.CLAIMED, S.PREEMPTING) for s in self.slots.values())
+        times = [self._last_eval + (self.settings.polling_interval if busy else self.settings.update_interval)]
+        times.append(self._last_advertise + self.settings.update_interval)
+        for slot in self.slots.values():
+            if slot.state is S.MATCHED:
+                times.append(slot.entered_state + self.settings.match_timeout)
+            claim = slot.claim
+            if claim is None:
+                continue
+            times.append(claim.last_alive + claim.lease)
+            deadline = self._execute_deadline(slot, claim)
+            if deadline is not None:
+                times.append(deadline)
+            if slot.activity is A.KILLING and not claim.killed_starter:
+                times.append(slot.entered_activity + self.settings.killing_timeout)
+        return min(times)
+
+    def slot(self, name: str) -> Slot:
+        """The slot called ``name`` (``slot1@host`` or just ``slot1``).
+
+        Raises:
+            UsageError: there is no such slot.
+        """
+        found = self.slots.get(name) or self.slots.get(f"{name}@{self.settings.machine}")
+        if found is None:
+            raise UsageError(f"{self.settings.name} has no slot {name!r}; its slots are {sorted(self.slots)}")
+        return found
+
+    def slot_ad(self, slot: Slot, now: float) -> dict[str, Any]:
+        """The machine ad of ``slot`` as it stands at ``now`` (what the collector receives)."""
+        return build_slot_ad(slot, self.settings, self.policy, self.sensors, self._cpu_busy_since,
+                             self.drain is not None, now)
+
+    # ----------------------------------------------------------------------- slot plumbing
+    def _new_claim_id(self, slot_name: str) -> str:
+        self._seq += 1
+        return f"{slot_name}#{self._seq}#{secrets.token_hex(16)}"
+
+    def _add_slot(self, slot_id: int, kind: str, cpus: int, memory: int, disk: int, now: float,
+                  parent: Slot | None = None) -> Slot:
+        if parent is None:
+            name = f"slot{slot_id}@{self.settings.machine}"
+            sub = 0
+        else:
+            sub = parent.next_child
+            parent.next_child += 1
+            name = f"slot{slot_id}_{sub}@{self.settings.machine}"
+        slot = Slot(name, slot_id, kind, cpus, memory, disk, now, self._new_claim_id(name), parent=parent, sub_id=sub)
+        self.slots[name] = slot
+        if parent is not None:
+            parent.children.append(slot)
+            self._dirty.add(parent.name)
+        self._dirty.add(name)
+        return slot
+
+    def _move(self, slot: Slot, trigger: Trigger, now: float, out: list[ev.Action]) -> None:
+        t = step(self.settings.name, slot.name, slot.state, slot.activity, trigger)
+        old_state, old_activity = slot.state, slot.activity
+        self.transition_log.append(Moved(now, slot.name, old_state, old_activity, trigger, t))
+        if t.state is not old_state:
+            slot.entered_state = now
+        if (t.state, t.activity) != (old_state, old_activity):
+            slot.entered_activity = now
+        slot.state, slot.activity = t.state, t.activity
+        self._dirty.add(slot.name)
+        self._on_arrival(slot, old_activity, now, out)
+
+    def _on_arrival(self, slot: Slot, came_from: Activity, now: float, out: list[ev.Action]) -> None:
+        claim = slot.claim
+        if slot.activity is A.SUSPENDED and claim is not None:
+            claim.suspended_since = now
+            out.append(ev.SuspendJob(slot.name, claim.id))
+        elif came_from is A.SUSPENDED and claim is not None and slot.activity in (A.BUSY, A.RETIRING):
+            self._end_suspension(claim, now)
+            out.append(ev.ContinueJob(slot.name, claim.id))
+        elif slot.activity is A.VACATING and claim is not None and claim.starter_running:
+            if came_from is A.SUSPENDED:
+                self._end_suspension(claim, now)
+            out.append(ev.VacateJob(slot.name, claim.id, self._vacate_time(slot, now)))
+        elif slot.activity is A.KILLING and claim is not None and claim.starter_running:
+            out.append(ev.KillJob(slot.name, claim.id))
+        if slot.state is S.OWNER and claim is not None:
+            self._end_claim(slot, now, out)
+
+    @staticmethod
+    def _end_suspension(claim: Claim, now: float) -> None:
+        if claim.suspended_since is not None:
+            claim.suspended_total += now - claim.suspended_since
+            claim.suspended_since = None
+
+    def _end_claim(self, slot: Slot, now: float, out: list[ev.Action]) -> None:
+        claim = slot.claim
+        assert claim is not None
+        if not claim.released:
+            out.append(ev.ClaimEnded(claim.id, claim.schedd, slot.name, claim.end_reason or "claim preempted"))
+        slot.claim = None
+        if slot.kind == "Dynamic" and slot.parent is not None:
+            # A dynamic slot lives exactly as long as its claim; its resources go home.
+            slot.parent.children.remove(slot)
+            self._dirty.add(slot.parent.name)
+            self._dirty.discard(slot.name)
+            del self.slots[slot.name]
+            out.append(ev.InvalidateSlot(slot.name))
+        else:
+            slot.claim_id = self._new_claim_id(slot.name)
+
+    # ----------------------------------------------------------------------- policy reads
+    def _ask(self, name: str, slot: Slot, now: float, job: bool = True, undefined: bool = False) -> bool:
+        job_ad = slot.claim.job_ad if (job and slot.claim) else None
+        return self.policy.evaluate(name, self.slot_ad(slot, now), job_ad, now=now, undefined=undefined)
+
+    def _number(self, name: str, slot: Slot, job_ad: Mapping[str, Any] | None, now: float, default: float) -> float:
+        value = self.policy.number(name, self.slot_ad(slot, now), job_ad, now=now)
+        return default if value is None else value
+
+    def _vacate_time(self, slot: Slot, now: float) -> float:
+        claim = slot.claim
+        job_ad = claim.job_ad if claim else None
+        limit = self._number("MachineMaxVacateTime", slot, job_ad, now, 600.0)
+        job_limit = (job_ad or {}).get("JobMaxVacateTime")
+        if isinstance(job_limit, int | float) and not isinstance(job_limit, bool):
+            limit = min(limit, float(job_limit))  # the job may only shorten it
+        return max(0.0, limit)
+
+    def _retirement_over(self, slot: Slot, now: float) -> bool:
+        claim = slot.claim
+        assert claim is not None
+        if claim.job_start is None or not claim.starter_running:
+            return True
+        limit = self._number("MaxJobRetirementTime", slot, claim.job_ad, now, 0.0)
+        job_limit = claim.job_ad.get("MaxJobRetirementTime")
+        if isinstance(job_limit, int | float) and not isinstance(job_limit, bool):
+            limit = min(limit, float(job_limit))  # the job may only lower it
+        if claim.retirement_cap is not None:
+            limit = min(limit, claim.retirement_cap)
+        suspended = claim.suspended_total + (now - claim.suspended_since if claim.suspended_since else 0.0)
+        return (now - claim.job_start - suspended) >= limit
+
+    @staticmethod
+    def _execute_deadline(slot: Slot, claim: Claim) -> float | None:
+        """When the running job of ``claim`` breaks its AllowedExecuteDuration (None: it cannot)."""
+        if (claim.execute_limit is None or claim.held or claim.job_start is None or not claim.starter_running
+                or slot.state is not S.CLAIMED or slot.activity not in _BUSY):
+            return None
+        return claim.job_start + claim.execute_limit
+
+    def _check_execute_limit(self, slot: Slot, claim: Claim, now: float, out: list[ev.Action]) -> None:
+        deadline = self._execute_deadline(slot, claim)
+        if deadline is None or now < deadline:
+            return
+        assert claim.execute_limit is not None
+        claim.held = True
+        reason = f"The job exceeded allowed execute duration of {ev.format_time_short(claim.execute_limit)}"
+        out.append(ev.HoldJob(slot.name, claim.id, int(HoldReasonCode.JobExecuteExceeded), 0, reason))
+
+    def _evict(self, slot: Slot, now: float, out: list[ev.Action], reason: str, fast: bool = False) -> None:
+        claim = slot.claim
+        if claim is not None and not claim.end_reason:
+            claim.end_reason = reason
+        wants_vacate = not fast and self._ask("WANT_VACATE", slot, now)
+        self._move(slot, T.EVICT_VACATE if wants_vacate else T.EVICT_KILL, now, out)
+
+    # ----------------------------------------------------------------------- evaluation
+    def _evaluate(self, now: float, out: list[ev.Action]) -> None:
+        self._last_eval = now
+        # A slot settles in a few steps (Matched -> Owner -> Unclaimed). A policy whose
+        # expressions send it round a cycle (SUSPEND and PREEMPT both true) stops when it
+        # returns to a pair it already held; the next evaluation continues from there. Slots
+        # see each other (drain completes when all are drained), so passes repeat until quiet.
+        seen: dict[str, set[tuple[State, Activity]]] = {}
+        for _ in range(4):
+            moved = False
+            for slot in list(self.slots.values()):
+                visited = seen.setdefault(slot.name, {(slot.state, slot.activity)})
+                while slot.name in self.slots and self._evaluate_slot(slot, now, out):
+                    moved = True
+                    if (slot.state, slot.activity) in visited:
+                        break
+                    visited.add((slot.state, slot.activity))
+            if not moved:
+                break
+
+    def _evaluate_slot(self, slot: Slot, now: float, out: list[ev.Action]) -> bool:
+        """Apply at most one trigger to ``slot``; True when it moved."""
+        st, act, claim, drain = slot.state, slot.activity, slot.claim, self.drain
+        if claim is not None and now >= claim.last_alive + claim.lease and st is S.CLAIMED:
+            self._evict(slot, now, out, "claim lease expired")
+            return True
+        if st is S.OWNER:
+            if drain is not None and slot.kind != "Dynamic":
+                self._move(slot, T.DRAIN, now, out)
+            elif not self._ask("IS_OWNER", slot, now, job=False):
+                self._move(slot, T.NOT_OWNER, now, out)
+            else:
+                return False
+            return True
+        if st is S.UNCLAIMED:
+            if drain is not None:
+                self._move(slot, T.DRAIN, now, out)
+            elif self._ask("IS_OWNER", slot, now, job=False):
+                self._move(slot, T.OWNER, now, out)
+            else:
+                return False
+            return True
+        if st is S.MATCHED:
+            if (drain is not None or now >= slot.entered_state + self.settings.match_timeout
+                    or not self._ask("START", slot, now, job=False, undefined=True)):
+                slot.matched_id = None
+                slot.claim_id = self._new_claim_id(slot.name)
+                self._move(slot, T.MATCH_LOST, now, out)
+                return True
+            return False
+        if st is S.CLAIMED:
+            assert claim is not None
+            return self._evaluate_claimed(slot, claim, now, out)
+        if st is S.PREEMPTING:
+            assert claim is not None
+            if not claim.starter_running:
+                self._finish_preemption(slot, claim, now, out)
+                return True
+            if act is A.VACATING and (self._ask("KILL", slot, now)
+                                      or now >= slot.entered_activity + self._vacate_time(slot, now)):
+                self._move(slot, T.KILL, now, out)
+                return True
+            if act is A.KILLING and not claim.killed_starter and now >= slot.entered_activity + self.settings.killing_timeout:
+                claim.killed_starter = True
+                out.append(ev.KillStarter(slot.name, claim.id))
+            return False
+        if st is S.DRAINED:
+            if drain is None:
+                self._move(slot, T.DRAIN_OVER, now, out)
+                return True
+            if act is A.RETIRING and self._all_drained():
+                self._move(slot, T.ALL_DRAINED, now, out)
+                return True
+            if act is A.IDLE and drain.resume_on_completion:
+                self.drain = None  # finalized: the other drained slots follow (34/35)
+                self._move(slot, T.DRAIN_OVER, now, out)
+                return True
+        return False
+
+    def _evaluate_claimed(self, slot: Slot, claim: Claim, now: float, out: list[ev.Action]) -> bool:
+        act = slot.activity
+        self._check_execute_limit(slot, claim, now, out)
+        if act is A.IDLE:
+            if self.drain is not None:
+                self._evict(slot, now, out, f"draining: {self.drain.reason or 'condor_drain'}")
+            elif claim.preempting is not None:
+                self._evict(slot, now, out, "preempted by a better claim")
+            elif not self._ask("START", slot, now, undefined=True):
+                self._evict(slot, now, out, "START became false")
+            elif now - claim.created > self.settings.claim_worklife:
+                self._evict(slot, now, out, "claim worklife over")
+            else:
+                return False
+            return True
+        if act is A.BUSY:
+            if claim.retire_reason is not None:
+                self._move(slot, T.RETIRE, now, out)
+            elif self._ask("WANT_SUSPEND", slot, now):
+                if not self._ask("SUSPEND", slot, now):
+                    return False
+                self._move(slot, T.SUSPEND, now, out)
+            elif self._ask("PREEMPT", slot, now):
+                claim.retire_reason = "PREEMPT"
+                self._move(slot, T.RETIRE, now, out)
+            else:
+                return False
+            return True
+        if act is A.SUSPENDED:
+            if claim.retire_reason is not None and self._retirement_over(slot, now):
+                self._evict(slot, now, out, f"retired ({claim.retire_reason})")  # 17
+            elif self._ask("PREEMPT", slot, now):
+                claim.retire_reason = claim.retire_reason or "PREEMPT"
+                self._move(slot, T.RETIRE, now, out)
+            elif self._ask("CONTINUE", slot, now):
+                self._move(slot, T.RETIRE if claim.retire_reason else T.CONTINUE, now, out)
+            else:
+                return False
+            return True
+        if act is A.RETIRING:
+            if self._retirement_over(slot, now):
+                self._evict(slot, now, out, f"retired ({claim.retire_reason})")  # 18
+            elif claim.retire_reason == "rank" and claim.preempting is None:
+                claim.retire_reason = None
+                self._move(slot, T.UNRETIRE, now, out)
+            elif self._ask("WANT_SUSPEND", slot, now) and self._ask("SUSPEND", slot, now):
+                self._move(slot, T.SUSPEND, now, out)
+            else:
+                return False
+            return True
+        return False
+
+    def _finish_preemption(self, slot: Slot, claim: Claim, now: float, out: list[ev.Action]) -> None:
+        newcomer = claim.preempting
+        if newcomer is None:
+            self._move(slot, T.TO_OWNER, now, out)
+            return
+        # Transition I: the better claim takes the slot as soon as the old job is gone.
+        if not claim.released:
+            out.append(ev.ClaimEnded(claim.id, claim.schedd, slot.name, claim.end_reason or "preempted by a better claim"))
+        newcomer.created = newcomer.last_alive = now
+        slot.claim = newcomer
+        self._move(slot, T.TO_NEW_CLAIM, now, out)
+        out.append(ev.ReplyClaim(newcomer.id, True, slot.name, slot_ad=self.slot_ad(slot, now)))
+
+    def _all_drained(self) -> bool:
+        return all(s.state is S.DRAINED for s in self.slots.values())
+
+    def _advertise(self, now: float, out: list[ev.Action]) -> None:
+        if now >= self._last_advertise + self.settings.update_interval:
+            self._dirty.update(self.slots)
+        if not self._dirty:
+            return
+        self._last_advertise = now if len(self._dirty) == len(self.slots) else self._last_advertise
+        for name in sorted(self._dirty):
+            slot = self.slots.get(name)
+            if slot is not None:
+                out.append(ev.AdvertiseSlot(name, self.slot_ad(slot, now), slot.claim_id))
+        self._dirty.clear()
+
+    # ----------------------------------------------------------------------- event handlers
+    def _on_SensorSample(self, e: ev.SensorSample, now: float, out: list[ev.Action]) -> None:
+        self.sensors = dict(e.attrs)
+        any_slot = next(iter(self.slots.values()))
+        busy = self.policy.evaluate("CpuBusy", self.slot_ad(any_slot, now), None, now=now)
+        if busy and self._cpu_busy_since == 0:
+            self._cpu_busy_since = now
+        elif not busy:
+            self._cpu_busy_since = 0.0
+
+    def _on_Tick(self, e: ev.Tick, now: float, out: list[ev.Action]) -> None:
+        return None  # evaluation after every event does the work
+
+    def _on_MatchNotified(self, e: ev.MatchNotified, now: float, out: list[ev.Action]) -> None:
+        slot = self.slot(e.slot)
+        if e.claim_id != slot.claim_id or slot.kind == "Partitionable" or slot.state is not S.UNCLAIMED:
+            # A stale id or a slot no longer Unclaimed is a race with the owner or another
+            # claim, not an error: the schedd's claim request is refused with the reason.
+            # p-slots are never Matched (each claim carves its own dynamic slot).
+            return
+        slot.matched_id = e.claim_id
+        self._move(slot, T.MATCH, now, out)
+
+    def _refuse(self, e: ev.RequestClaim, slot: str, why: str, out: list[ev.Action]) -> None:
+        out.append(ev.ReplyClaim(e.claim_id, False, slot, reason=f"{self.settings.name}: {why}"))
+
+    def _on_RequestClaim(self, e: ev.RequestClaim, now: float, out: list[ev.Action]) -> None:
+        slot = self.slot(e.slot)
+        job_ad = dict(e.job_ad)
+        lease = e.lease if e.lease else self.settings.max_claim_alives_missed * e.alive_interval
+        claim = Claim(self._new_claim_id(slot.name), e.schedd, job_ad, lease, now, now,
+                      priority_preemption=e.priority_preemption)
+        if e.claim_id != slot.claim_id:
+            self._refuse(e, slot.name, f"{slot.name} does not advertise that claim id (stale match)", out)
+            return
+        if slot.kind == "Partitionable":
+            self._claim_partitionable(slot, e, claim, now, out)
+            return
+        if slot.state in (S.UNCLAIMED, S.MATCHED):
+            if not self.policy.evaluate("START", self.slot_ad(slot, now), job_ad, now=now):
+                self._refuse(e, slot.name, f"START is not true for this job on {slot.name}", out)
+                return
+            claim.id = slot.claim_id
+            claim.rank = self._number("RANK", slot, job_ad, now, 0.0)
+            slot.claim, slot.matched_id = claim, None
+            self._move(slot, T.CLAIM, now, out)
+            slot.claim_id = self._new_claim_id(slot.name)
+            out.append(ev.ReplyClaim(claim.id, True, slot.name, slot_ad=self.slot_ad(slot, now)))
+            return
+        if slot.state is S.CLAIMED and slot.claim is not None:
+            self._claim_preempting(slot, e, claim, now, out)
+            return
+        self._refuse(e, slot.name, f"{slot.name} is {slot.state}/{slot.activity} and takes no claims", out)
+
+    def _claim_partitionable(self, pslot: Slot, e: ev.RequestClaim, claim: Claim, now: float,
+                             out: list[ev.Action]) -> None:
+        if pslot.state is not S.UNCLAIMED:
+            self._refuse(e, pslot.name, f"{pslot.name} is {pslot.state}/{pslot.activity} and takes no claims", out)
+            return
+        st, job = self.settings, claim.job_ad
+        want = (quantize(number_attr(job, "RequestCpus", 1), st.cpu_quantum),
+                quantize(number_attr(job, "RequestMemory", st.memory_quantum), st.memory_quantum),
+                quantize(number_attr(job, "RequestDisk", st.disk_quantum), st.disk_quantum))
+        left = pslot.left()
+        if any(w > h for w, h in zip(want, left, strict=True)):
+            self._refuse(e, pslot.name, f"the job asks for cpus={want[0]}, memory={want[1]} MiB, disk={want[2]} KiB "
+                         f"but {pslot.name} has cpus={left[0]}, memory={left[1]} MiB, disk={left[2]} KiB left", out)
+            return
+        if not self.policy.evaluate("START", self.slot_ad(pslot, now), job, now=now):
+            self._refuse(e, pslot.name, f"START is not true for this job on {pslot.name}", out)
+            return
+        dslot = self._add_slot(pslot.slot_id, "Dynamic", *want, now, parent=pslot)
+        dslot.state, dslot.activity = S.UNCLAIMED, A.IDLE  # born free, claimed at once (transition D)
+        claim.id = dslot.claim_id
+        claim.rank = self._number("RANK", dslot, job, now, 0.0)
+        dslot.claim = claim
+        self._move(dslot, T.CLAIM, now, out)
+        dslot.claim_id = self._new_claim_id(dslot.name)
+        out.append(ev.ReplyClaim(claim.id, True, dslot.name, slot_ad=self.slot_ad(dslot, now)))
+
+    def _claim_preempting(self, slot: Slot, e: ev.RequestClaim, claim: Claim, now: float,
+                          out: list[ev.Action]) -> None:
+        current = slot.claim
+        assert current is not None
+        rank = self._number("RANK", slot, claim.job_ad, now, 0.0)
+        better = rank > current.rank or (e.priority_preemption and rank >= current.rank)
+        if current.preempting is not None or not better or slot.activity not in (A.IDLE, *_BUSY):
+            self._refuse(e, slot.name, f"{slot.name} is claimed by {current.schedd} (rank {current.rank:g}); "
+                         f"this request ranks {rank:g} and cannot preempt it", out)
+            return
+        if not self.policy.evaluate("START", self.slot_ad(slot, now), claim.job_ad, now=now):
+            self._refuse(e, slot.name, f"START is not true for this job on {slot.name}", out)
+            return
+        claim.id, claim.rank = slot.claim_id, rank
+        slot.claim_id = self._new_claim_id(slot.name)
+        current.preempting = claim
+        current.end_reason = "preempted by a better claim" if not e.priority_preemption else "preempted by user priority"
+        if current.retire_reason is None:
+            current.retire_reason = "rank"
+
+    def _claim_of(self, claim_id: str) -> tuple[Slot, Claim]:
+        for slot in self.slots.values():
+            if slot.claim is not None and slot.claim.id == claim_id:
+                return slot, slot.claim
+        raise UnknownClaim(f"{self.settings.name} holds no claim {claim_id.split('#')[0]}#...; it ended or never "
+                           "existed -- the claimant should drop it and ask the negotiator for a new match")
+
+    def _on_ActivateClaim(self, e: ev.ActivateClaim, now: float, out: list[ev.Action]) -> None:
+        slot, claim = self._claim_of(e.claim_id)
+        job_ad = dict(e.job_ad)
+        why = None
+        if (slot.state, slot.activity) != (S.CLAIMED, A.IDLE):
+            why = f"{slot.name} is {slot.state}/{slot.activity}, not Claimed/Idle"
+        elif now - claim.created > self.settings.claim_worklife:
+            why = f"the claim is older than CLAIM_WORKLIFE ({self.settings.claim_worklife:g} s)"
+        elif not self.policy.evaluate("START", self.slot_ad(slot, now), job_ad, now=now):
+            why = f"START is not true for this job on {slot.name}"
+        if why:
+            out.append(ev.ReplyActivate(e.claim_id, False, f"{self.settings.name}: {why}"))
+            return
+        claim.job_ad = job_ad
+        claim.rank = self._number("RANK", slot, job_ad, now, 0.0)
+        claim.job_start, claim.starter_running = now, True
+        claim.suspended_total, claim.suspended_since = 0.0, None
+        claim.execute_limit, claim.held = execute_limit(job_ad), False
+        self._move(slot, T.ACTIVATE, now, out)
+        out.append(ev.StartStarter(slot.name, claim.id, job_ad, self.slot_ad(slot, now), e.lane))
+        out.append(ev.ReplyActivate(claim.id, True))
+
+    def _on_KeepAlive(self, e: ev.KeepAlive, now: float, out: list[ev.Action]) -> None:
+        self._claim_of(e.claim_id)[1].last_alive = now
+
+    def _on_JobUpdate(self, e: ev.JobUpdate, now: float, out: list[ev.Action]) -> None:
+        self._claim_of(e.claim_id)[1].job_ad.update(e.attrs)
+
+    def _on_JobExited(self, e: ev.JobExited, now: float, out: list[ev.Action]) -> None:
+        slot, claim = self._claim_of(e.claim_id)
+        if slot.state is S.PREEMPTING and claim.starter_running:
+            claim.starter_running = False
+            return  # evaluation finishes the preemption
+        if not claim.starter_running:
+            # A duplicate report: the table has no row for it, and says so.
+            step(self.settings.name, slot.name, slot.state, slot.activity, T.STARTER_EXITED)
+        claim.starter_running = False  # before the move: arriving in Preempting must not vacate a dead job
+        self._move(slot, T.STARTER_EXITED, now, out)
+        claim.job_start, claim.suspended_since = None, None
+        if slot.state is S.CLAIMED and claim.retire_reason == "PREEMPT":
+            claim.retire_reason = None
+
+    def _on_ReleaseClaim(self, e: ev.ReleaseClaim, now: float, out: list[ev.Action]) -> None:
+        for slot in self.slots.values():
+            pending = slot.claim.preempting if slot.claim else None
+            if pending is not None and pending.id == e.claim_id:
+                slot.claim.preempting = None  # the better claim gave up; evaluation unretires (19)
+                return
+        slot, claim = self._claim_of(e.claim_id)
+        claim.released = True
+        if slot.state is S.CLAIMED:
+            self._evict(slot, now, out, "released by the claimant")
+
+    def _on_ClaimantGone(self, e: ev.ClaimantGone, now: float, out: list[ev.Action]) -> None:
+        slot, claim = self._claim_of(e.claim_id)
+        claim.released = True  # nobody to tell: the claimant is gone
+        if slot.state is S.CLAIMED:
+            self._evict(slot, now, out, "its schedd is gone (the claim watch closed)", fast=True)
+
+    def _on_ClaimLeaseExpired(self, e: ev.ClaimLeaseExpired, now: float, out: list[ev.Action]) -> None:
+        slot, claim = self._claim_of(e.claim_id)
+        if slot.state is S.CLAIMED:
+            self._evict(slot, now, out, "claim lease expired")
+
+    def _on_Vacate(self, e: ev.Vacate, now: float, out: list[ev.Action]) -> None:
+        targets = list(self.slots.values()) if e.slot is None else [self.slot(e.slot)]
+        if e.slot is not None and targets[0].kind == "Partitionable":
+            targets = list(targets[0].children)
+        for slot in targets:
+            if slot.state is S.MATCHED:
+                slot.matched_id, slot.claim_id = None, self._new_claim_id(slot.name)
+                self._move(slot, T.MATCH_LOST, now, out)
+            elif slot.state is S.CLAIMED:
+                self._evict(slot, now, out, "condor_vacate", fast=e.fast)
+            elif slot.state is S.PREEMPTING and slot.activity is A.VACATING and e.fast:
+                self._move(slot, T.KILL, now, out)
+
+    def _on_Drain(self, e: ev.Drain, now: float, out: list[ev.Action]) -> None:
+        if e.how not in ("graceful", "quick", "fast"):
+            raise UsageError(f"{self.settings.name}: drain how={e.how!r}; use 'graceful', 'quick' or 'fast'")
+        self.drain = DrainRequest(e.how, e.resume_on_completion, e.reason)
+        for slot in list(self.slots.values()):
+            claim = slot.claim
+            if slot.state is not S.CLAIMED or claim is None or slot.activity is A.IDLE:
+                continue
+            claim.end_reason = f"draining: {e.reason or 'condor_drain'}"
+            if e.how == "fast":
+                self._evict(slot, now, out, claim.end_reason, fast=True)
+                continue
+            claim.retire_reason = "drain"
+            if e.how == "quick":
+                claim.retirement_cap = 0.0
+
+    def _on_CancelDrain(self, e: ev.CancelDrain, now: float, out: list[ev.Action]) -> None:
+        self.drain = None
+        for slot in self.slots.values():
+            claim = slot.claim
+            if claim is not None and claim.retire_reason == "drain" and slot.state is S.CLAIMED:
+                claim.retire_reason, claim.retirement_cap, claim.end_reason = None, None, ""
+                if slot.activity is A.RETIRING:
+                    self._move(slot, T.UNRETIRE, now, out)
+
+
+def execute_limit(job_ad: Mapping[str, Any]) -> float | None:
+    """The job's ``AllowedExecuteDuration`` in seconds; None (no limit) unless a positive number.
+
+    An expression is evaluated without a scope here; the wire adapter hands the core the value
+    it evaluated in the job's own scope (:func:`htc.daemons.startd.ads.parse_job`).
+    """
+    value = number_attr(job_ad, "AllowedExecuteDuration", 0.0)
+    return value if value > 0 and math.isfinite(value) else None
+
+
+def _share(total: int, n: int, i: int) -> int:
+    """Slot i's part of ``total`` split n ways; remainders go to the first slots, so all is handed out."""
+    return total // n + (1 if i <= total % n else 0)

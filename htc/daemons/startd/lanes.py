@@ -1,0 +1,223 @@
+"""The startd's side of a call lane: calls in over the lane's socket, results out as CallsDone.
+
+Theory of operation
+-------------------
+A *call lane* is a function-call worker (:mod:`htc.executors.lane`) that a claim runs as its
+job (ActivateClaim with ``lane=True``) and that stays up, running the calls the schedd sends
+with RunCalls one after another. Its starter gives it one end of a socket pair as fd 0 (see
+:mod:`htc.wire.lane_frames` for the frames); :class:`LaneRelay` holds the other:
+
+* :meth:`LaneRelay.queue` (RunCalls, checked by the wire adapter) writes each call's frame to
+  the socket at once, in order, and notes its job id; calls that come before the starter has
+  spawned the lane wait in the relay and are written by :meth:`LaneRelay.attach`. Writing
+  everything at once means the lane reads its next call without a round trip through the
+  startd; the socket (and the event loop's write buffer) hold what it has not read yet.
+* A reader task decodes each result frame (typed msgpack: the startd never unpickles what the
+  slot user's process sends) into a :class:`~htc.wire.messages.LaneResult` for the oldest
+  outstanding job id. A frame that does not decode, or that has no call to belong to, is a
+  broken lane: the relay closes the socket, the lane reads end-of-file and exits.
+* A sender task sends every result that is ready as one CallsDone (``send``: the service's, to
+  the shadow address of the activation), in the order the calls ran, one CallsDone at a time
+  (the shadow's answer, MoreCalls, brings the lane's next calls, which ``send`` queues):
+  results that finish while one is on its way go in the next. While the lane has a call
+  queued behind the one it runs, so that it cannot run dry, a ready result also waits up to
+  :data:`GATHER` for the next ones (one CallsDone costs the shadow a transaction, a log write
+  and a message each way, whatever it carries); with nothing queued it goes at once.
+  A transient failure is retried (every :data:`RETRY` seconds) with whatever is ready by then;
+  a refusal drops that batch (logged) and goes on.
+* :meth:`LaneRelay.finish`, after the lane's process has ended and before the service reports
+  JobExited, reads the rest, sends every result and stops, giving up (logged) after
+  ``deadline`` seconds; calls queued that never produced a result are logged -- the schedd
+  learns of them from the JobExited, which ends every call still outstanding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+
+import msgspec
+
+from htc.wire.callfile import CallFileError, call_file_in
+from htc.wire.lane_frames import HEADER, MAX_FRAME, CallFrame, ResultFrame, frame, plain_name
+from htc.wire import messages as m
+
+__all__ = ["BATCH_BYTES", "LaneRelay", "RETRY", "refused_call"]
+
+#: seconds between attempts to deliver a CallsDone the shadow did not take
+RETRY = 0.5
+#: seconds a result may wait for others while its lane has a call queued (see LaneRelay._gather)
+GATHER = 0.25
+#: the most result bytes one CallsDone carries (more go in the next one)
+BATCH_BYTES = 16 * 1024 * 1024
+
+#: ``send(results)`` -> True (acknowledged), False (try again later), None (refused: drop them)
+Send = Callable[[tuple[m.LaneResult, ...]], Awaitable[bool | None]]
+
+
+def refused_call(calls: Iterable[m.LaneCall]) -> str | None:
+    """Why these calls cannot go to a lane (None: they can): names that are not plain file
+    names, no call file, or more input than a lane call may carry."""
+    for call in calls:
+        bad = [name for name in call.files if not plain_name(name)]
+        size = sum(map(len, call.files.values()))
+        why = f"file names must be plain names (no '/', not '.' or '..'): {bad}" if bad else None
+        if why is None:
+            try:
+                call_file_in(call.files, "the call")
+            except CallFileError as exc:
+                why = str(exc)
+        if why is None and size > m.MAX_LANE_CALL_BYTES:
+            why = f"it carries {size} bytes, more than {m.MAX_LANE_CALL_BYTES}"
+        if why:
+            return f"call {call.job_id} refused: {why}"
+    return None
+
+
+class LaneRelay:
+    """Calls to one lane, results back to its shadow (see the module docstring).
+
+    Args:
+        name: how logs name the lane (the claim, short).
+        send: delivers one CallsDone's results.
+        log: where trouble is reported.
+    """
+
+    def __init__(self, name: str, send: Send, log: logging.Logger | None = None):
+        self.name = name
+        self.send = send
+        self.log = log or logging.getLogger(__name__)
+        self.outstanding: deque[str] = deque()  # job ids written to the lane, results not yet read
+        self.ready: list[m.LaneResult] = []     # results read, not yet acknowledged by the shadow
+        self.delivered = 0
+        self._backlog: list[bytes] = []         # frames queued before the lane was spawned
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader: asyncio.Task | None = None
+        self._sender: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._encode = msgspec.msgpack.Encoder().encode
+        self._decode = msgspec.msgpack.Decoder(ResultFrame).decode
+
+    def queue(self, calls: Iterable[m.LaneCall]) -> None:
+        """Send ``calls`` to the lane (now, or once it is spawned), in order. A call the lane
+        holds already (given, no result yet) is not given twice; one whose result came back may
+        come again (``max_retries`` runs it again)."""
+        for call in calls:
+            if call.job_id in self.outstanding:
+                continue
+            data = frame(self._encode(CallFrame(call.job_id, call.files)))
+            self.outstanding.append(call.job_id)
+            if self._writer is None:
+                self._backlog.append(data)
+            elif not self._writer.is_closing():
+                self._writer.write(data)
+
+    async def attach(self, sock: socket.socket) -> None:
+        """The lane is spawned with the other end of ``sock``: write what waited, start relaying."""
+        reader, self._writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 20)
+        self._writer.write(b"".join(self._backlog))
+        self._backlog.clear()
+        self._reader = asyncio.create_task(self._read(reader), name=f"read lane {self.name}")
+        self._sender = asyncio.create_task(self._send_loop(), name=f"send results of lane {self.name}")
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                try:
+                    head = await reader.readexactly(HEADER.size)
+                except asyncio.IncompleteReadError:
+                    return  # the lane ended (or closed its channel)
+                (size,) = HEADER.unpack(head)
+                if size > MAX_FRAME or not self.outstanding:
+                    raise ValueError(f"a result frame of {size} bytes" if size > MAX_FRAME else
+                                     "a result with no call outstanding")
+                body = await reader.readexactly(size)
+                r = self._decode(body)
+                self.ready.append(m.LaneResult(
+                    job_id=self.outstanding.popleft(), exit_code=r.exit_code, files=r.files, stdout=r.stdout,
+                    stderr=r.stderr, started=max(r.started, 0.0), finished=max(r.finished, 0.0),
+                    user_cpu=max(r.user_cpu, 0.0), sys_cpu=max(r.sys_cpu, 0.0)))
+                self._wake.set()
+        except (ValueError, msgspec.DecodeError, asyncio.IncompleteReadError, OSError) as exc:
+            self.log.error("lane %s sent what is not a result (%s); closing its channel", self.name, exc)
+            self._close_writer()
+        finally:
+            self._wake.set()
+
+    async def _send_loop(self) -> None:
+        while True:
+            while not self.ready:
+                if self._stopping and (self._reader is None or self._reader.done()):
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+            await self._gather()
+            batch, size = [], 0
+            for result in self.ready:
+                weight = len(result.stdout) + len(result.stderr) + sum(map(len, result.files.values()))
+                if batch and size + weight > BATCH_BYTES:
+                    break
+                batch.append(result)
+                size += weight
+            outcome = await self.send(tuple(batch))
+            if outcome is False:
+                await asyncio.sleep(RETRY)
+                continue
+            if outcome is None:
+                self.log.warning("lane %s: the shadow refused the results of %s; dropped", self.name,
+                                 ", ".join(r.job_id for r in batch))
+            else:
+                self.delivered += len(batch)
+            del self.ready[:len(batch)]
+
+    async def _gather(self) -> None:
+        """Hold ready results for up to :data:`GATHER` s while the lane has a call queued
+        behind the one it runs (it cannot run dry meanwhile), so that one CallsDone carries
+        several: each costs the shadow a transaction, a log write and a message each way."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + GATHER
+        while len(self.outstanding) >= 2 and not self._stopping:
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), left)
+            except TimeoutError:
+                return
+
+    async def finish(self, deadline: float = 30.0) -> None:
+        """The lane's process ended: read and deliver the rest (see the module docstring)."""
+        self._stopping = True
+        self._wake.set()
+        tasks = [t for t in (self._reader, self._sender) if t is not None]
+        try:
+            async with asyncio.timeout(deadline):
+                for task in tasks:
+                    await asyncio.shield(task)
+        except TimeoutError:
+            self.log.warning("lane %s: %d result(s) could not be delivered within %g s; they are lost",
+                             self.name, len(self.ready), deadline)
+        except Exception:  # noqa: BLE001 - a broken relay costs these results, not the job's exit report
+            self.log.exception("lane %s: relaying its results failed", self.name)
+        finally:
+            if self.outstanding:
+                self.log.info("lane %s ended with %d call(s) not run to the end: %s", self.name,
+                              len(self.outstanding), ", ".join(self.outstanding))
+            self.close()
+
+    def _close_writer(self) -> None:
+        if self._writer is not None and not self._writer.is_closing():
+            self._writer.close()
+
+    def close(self) -> None:
+        """Stop relaying and close the channel (idempotent)."""
+        for task in (self._reader, self._sender):
+            if task is not None and not task.done():
+                task.cancel()
+        self._close_writer()
+        self._backlog.clear()

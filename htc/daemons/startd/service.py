@@ -1,0 +1,473 @@
+"""The startd's service: the ``Startd`` core on real sockets, sensors and starters.
+
+Theory of operation
+-------------------
+Three layers. :class:`htc.daemons.startd.core.Startd` decides everything about slots, claims and
+the owner's policy; :class:`~htc.daemons.startd.wire.StartdDaemon` translates between it and
+the wire (see :mod:`htc.daemons.startd.wire` for the messages served and
+:mod:`htc.daemons.startd.reports` for the reports sent);
+:class:`StartdService` here does the process work the adapter asks for:
+
+* :class:`SampleSensors` (every POLLING_INTERVAL): measure the machine with
+  :class:`~htc.daemons.startd.sensors.Sensors` (which re-reads the sensor override file), with the
+  CPU time of the running jobs for ``CondorLoadAvg``, and feed :class:`Sampled`;
+* :class:`RunStarter`: run one in-process :class:`~htc.daemons.starter.core.Starter` as a task of
+  the service's TaskGroup: feed :class:`StarterStarted` (or :class:`StarterFailed` with the
+  HoldReasonCode), :class:`StarterUsage` after STARTER_INITIAL_UPDATE_INTERVAL and every
+  STARTER_UPDATE_INTERVAL, and :class:`StarterExited` with the exit record; a job with
+  ``stream_output``/``stream_error`` has its stdout/stderr sent to the shadow as JobOutput
+  while it runs (every 0.5 s) and once more after it exits, before StarterExited
+  (:mod:`htc.daemons.starter.stream`);
+* :class:`QueueCalls` (RunCalls): hand the calls to the claim's call lane, whose
+  :class:`~htc.daemons.startd.lanes.LaneRelay` writes them to the lane's socket and sends its
+  results to the shadow as CallsDone, all of them before StarterExited;
+* the core's ``SuspendJob``/``ContinueJob``/``VacateJob``/``KillJob``/``KillStarter``:
+  ``suspend()``, ``resume()``, ``vacate(grace)``, ``kill()`` on the claim's starter (kept until
+  the job has spawned if they come earlier).
+
+A starter task cancelled because the service is exiting kills its job first: a job is never
+left running behind a startd that is gone.
+
+Who runs each job (a root startd): its owner, or a slot account the service hands out
+(:class:`~htc.daemons.run_as.SlotAccounts`: static slot N takes account N, a dynamic slot the
+lowest number no running job holds). Before a job runs as a slot account last used by another
+owner, the account's zygotes end (and any orphan left under it); when a job that ran as a slot
+account is over, every process left under that uid that init adopted is killed. The StartLog
+names each job's account and why. See :mod:`htc.daemons.run_as`.
+
+The service owns the :class:`~htc.daemons.starter.zygote.ZygotePool` its starters share (the
+pre-imported Pythons that fork function jobs); it stops every zygote when it exits, after the
+starters have killed their jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from htc.daemons.startd import events as ev
+from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir
+from htc.daemons.starter.limits import sweep_stale_cgroups
+from htc.daemons.run_as import DEFAULT_DEDICATED, JobUser, RunAsPolicy, SlotAccounts, kill_processes_of
+from htc.daemons.starter.sandbox import TransferError, sweep_stale_sandboxes
+from htc.daemons.calls import Call, CallDone, install_calls, perform_call
+from htc.daemons.startd.sensors import SensorSettings, Sensors
+from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
+from htc.daemons.startd.policy import KNOBS, ClassAdPolicy
+from htc.daemons.startd.slots import StartdSettings
+from htc.daemons.startd.ads import evaluated, job_id_of
+from htc.daemons.startd.reports import short_claim_id
+from htc.daemons.startd.service_events import (
+    HOLD_FAILED_TO_CREATE_PROCESS, HOLD_TRANSFER_INPUT, STARTER_ACTIONS, QueueCalls, RunStarter, Sampled,
+    SampleSensors, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage, HoldWatch,
+    WatchClosed,
+)
+from htc.daemons.startd.lanes import LaneRelay, refused_call
+from htc.daemons.startd.wire import StartdDaemon
+from htc.daemons.starter.core import Starter, StarterSettings
+from htc.daemons.starter.stream import OutputStreamer, streamed_files
+from htc.daemons.starter.zygote import ZygotePool
+from htc.errors import HTCError, UsageError
+from htc.wire import messages as m
+
+__all__ = ["StartdService", "StartdServiceSettings", "StartdDaemon", "make_service", "run_as_policy",
+           "settings_from_config"]
+
+
+# --- the service --------------------------------------------------------------------------------
+
+
+@dataclass
+class _Running:
+    starter: Starter
+    started: bool = False
+    pending: list[Any] = field(default_factory=list)  # actions that came before the job spawned
+    lane: LaneRelay | None = None  # a call lane's relay (htc.daemons.startd.lanes)
+    account: int = 0  # the number of the slot account it holds (htc.daemons.run_as.SlotAccounts)
+
+
+class StartdService(DaemonService):
+    """The startd's asyncio shell: sensors and starters on top of :class:`DaemonService`.
+
+    Args:
+        settings: everything the startd needs.
+        transport: how to listen and reach the collector and schedds.
+        log_file: the StartLog.
+        reload_settings: fresh settings after SIGHUP / Reconfig.
+    """
+
+    def __init__(self, settings: StartdServiceSettings, transport, *, log_file: Path | None = None,
+                 reload_settings=None):
+        self.daemon_core = StartdDaemon(settings, time.time())
+        super().__init__("startd", self.daemon_core, transport, address=settings.address, log_file=log_file,
+                         reload_settings=reload_settings)
+        self.sensors = Sensors(settings.sensors)
+        self.starters: dict[str, _Running] = {}
+        self.zygotes = ZygotePool()
+        self.accounts = SlotAccounts()
+        install_calls(self)
+        self.register_action(SampleSensors, self._do_sample)
+        self.register_action(RunStarter, self._do_run_starter)
+        self.register_action(QueueCalls, self._do_queue_calls)
+        self._held_watches: dict[int, int] = {}  # id(connection) -> conn id of a held claim watch
+        self.register_action(HoldWatch, self._do_hold_watch)
+        for kind in STARTER_ACTIONS:
+            self.register_action(kind, self._do_starter_action)
+
+    @property
+    def settings(self) -> StartdServiceSettings:
+        """The settings in force (replaced on reconfig)."""
+        return self.daemon_core.settings
+
+    def _do_hold_watch(self, action: HoldWatch) -> None:
+        """Remember the connection of a held claim watch, to feed WatchClosed when it closes."""
+        conn = self._conns.get(action.conn_id)
+        if conn is None:
+            self.feed(WatchClosed(action.conn_id))  # gone already
+        else:
+            self._held_watches[id(conn)] = action.conn_id
+
+    async def _serve(self, conn) -> None:
+        """Serve a connection; if it held a claim watch, tell the adapter it closed (its schedd is gone)."""
+        try:
+            await super()._serve(conn)
+        finally:
+            conn_id = self._held_watches.pop(id(conn), None)
+            if conn_id is not None and self._exit_status is None:
+                self.feed(WatchClosed(conn_id))
+
+    def _do_sample(self, action: SampleSensors) -> None:
+        job_cpu = {}
+        for claim_id, run in self.starters.items():
+            if run.started:
+                usage = run.starter.usage()
+                job_cpu[claim_id] = usage.remote_user_cpu + usage.remote_sys_cpu
+        try:
+            attrs = self.sensors.sample(time.time(), job_cpu)
+        except UsageError as exc:
+            self.log.error("sensors: %s; keeping the previous sample", exc)
+            return
+        self.feed(Sampled(attrs))
+
+    def _do_run_starter(self, action: RunStarter) -> None:
+        slot_ad = action.slot_ad
+        cpus, memory = slot_ad.get("Cpus"), slot_ad.get("Memory")
+        slot_name = action.slot.split("@", 1)[0]
+        policy = self.settings.run_as
+        number = self.accounts.acquire(action.claim_id, slot_name)
+        settings = StarterSettings(
+            slot_name=slot_name, cpus=cpus if isinstance(cpus, int) and cpus > 0 else 1,
+            memory_mb=memory if isinstance(memory, int) and memory > 0 else None,
+            slot_user=policy.account_name(number), create_slot_user=number not in policy.slot_users,
+            run_as=policy, use_cgroups=self.settings.use_cgroups,
+            machine_ad=evaluated(slot_ad), use_zygote=self.settings.use_zygote,
+            zygote_modules=self.settings.zygote_modules, use_exec_zygote=self.settings.use_exec_zygote)
+        run = _Running(Starter(evaluated(action.job_ad), self.settings.execute_dir, settings, self.zygotes,
+                               lane=action.lane), account=number)
+        if action.lane:
+            run.lane = self._lane_relay(action.claim_id)
+        self.starters[action.claim_id] = run
+        self.start_task(self._run_starter(action.claim_id, run), f"starter for {action.slot}")
+
+    async def _run_starter(self, claim_id: str, run: _Running) -> None:
+        starter = run.starter
+        streamer: OutputStreamer | None = None
+        streaming: asyncio.Task | None = None
+        try:
+            try:
+                self.settings.execute_dir.mkdir(parents=True, exist_ok=True)
+                self._take_account(claim_id, run, await asyncio.to_thread(starter.resolve_user))
+                await starter.start()
+            except (HTCError, OSError) as exc:
+                self.starters.pop(claim_id, None)
+                code = HOLD_TRANSFER_INPUT if isinstance(exc, TransferError) else HOLD_FAILED_TO_CREATE_PROCESS
+                self.feed(StarterFailed(claim_id, str(exc), code))
+                return
+            run.started = True
+            if run.lane is not None:
+                assert starter.lane_socket is not None
+                await run.lane.attach(starter.lane_socket)
+            self.feed(StarterStarted(claim_id))
+            for action in run.pending:
+                self._apply(claim_id, run, action)
+            run.pending.clear()
+            streamer, streaming = self._stream_output(claim_id, starter)
+            delay = self.settings.starter_initial_update_interval
+            while True:
+                try:
+                    async with asyncio.timeout(delay):
+                        record = await starter.wait()
+                    break
+                except TimeoutError:
+                    self.feed(StarterUsage(claim_id, starter.usage().to_ad()))
+                    delay = self.settings.starter_update_interval
+            if run.lane is not None:
+                await run.lane.finish()  # every CallsDone reaches the shadow before JobExited
+            if streamer is not None:
+                await streamer.finish(streaming)  # the last bytes reach the shadow before JobExited
+            self.starters.pop(claim_id, None)
+            self.feed(StarterExited(claim_id, record))
+        except asyncio.CancelledError:
+            # The service is going away: never leave a job running behind it.
+            if run.started:
+                await starter.kill()
+            raise
+        finally:
+            if run.lane is not None:
+                run.lane.close()
+            if streaming is not None:
+                streaming.cancel()
+            if streamer is not None:
+                streamer.close()
+            self._give_back_account(claim_id, starter.user)
+
+    def _take_account(self, claim_id: str, run: _Running, user: JobUser | None) -> None:
+        """The job runs as ``user``: log it; a slot account that last ran another owner's job is
+        cleared first (its zygotes and any orphan under it end)."""
+        if user is None:
+            return
+        self.log.info("claim %s: job %s of %s runs as %s", short_claim_id(claim_id),
+                      job_id_of(run.starter.job_ad), run.starter.job_ad.get("Owner") or "?", user.describe())
+        if user.owner:
+            return
+        owner = str(run.starter.job_ad.get("Owner") or "")
+        if self.accounts.serve(run.account, owner):
+            self.zygotes.stop_user(user.uid)
+            killed = kill_processes_of(user.uid)
+            self.log.info("slot account %s passes to %s's jobs: its zygotes ended, %d process(es) killed",
+                          user.name, owner or "?", len(killed))
+
+    def _give_back_account(self, claim_id: str, user: JobUser | None) -> None:
+        """The job is over: free its slot account, and kill the orphans it left running under it."""
+        self.accounts.release(claim_id)
+        if user is None or user.owner:
+            return
+        killed = kill_processes_of(user.uid, keep=self.zygotes.pids_of(user.uid))
+        if killed:
+            self.log.info("claim %s: killed %d process(es) the job left under the slot account %s",
+                          short_claim_id(claim_id), len(killed), user.name)
+
+    def _stream_output(self, claim_id: str, starter: Starter) -> tuple[OutputStreamer | None, asyncio.Task | None]:
+        """Start tailing the job's streamed stdout/stderr (:mod:`htc.daemons.starter.stream`), if any."""
+        names = streamed_files(starter.job_ad)
+        if not names or starter.sandbox is None or starter.lane:  # (a lane's calls bring their output back)
+            return None, None
+        short = short_claim_id(claim_id)
+
+        async def send(stream: str, offset: int, data: bytes) -> bool | None:
+            target = self.daemon_core.output_target(claim_id)
+            if target is None:
+                return None
+            shadow, job_id = target
+            msg = m.JobOutput(claim_id=claim_id, job_id=job_id, stream=stream, offset=offset, data=data)
+            outcome = await perform_call(self.peers, Call(shadow, msg, timeout=10.0))
+            if isinstance(outcome, CallDone):
+                return True
+            if outcome.refused:
+                self.log.warning("claim %s: the shadow refused job %s's %s (%s); streaming stops", short, job_id,
+                                 stream, outcome.error)
+                return None
+            self.log.info("claim %s: cannot stream job %s's %s yet: %s", short, job_id, stream, outcome.error)
+            return False
+
+        streamer = OutputStreamer({s: starter.sandbox.path / name for s, name in names.items()}, send, self.log)
+        return streamer, asyncio.create_task(streamer.run(), name=f"stream output of claim {short}")
+
+    async def run(self) -> int:
+        """Clear what a killed predecessor left, serve until the core exits, then drop a per-pool
+        execute directory left empty."""
+        self._sweep_leftovers()
+        try:
+            return await super().run()
+        finally:
+            self.zygotes.close()  # after the starters' tasks ended (and killed their jobs)
+            if self.settings.execute_chosen:  # the startd's own directory (htc.daemons.execute_dir)
+                with contextlib.suppress(OSError):
+                    self.settings.execute_dir.rmdir()  # only when empty: the next start makes it again
+
+    def _sweep_leftovers(self) -> None:
+        """Sandboxes and job cgroups of a startd killed with SIGKILL (its jobs died with it, by
+        PR_SET_PDEATHSIG, but nothing removed their directories): HTCondor's startd likewise
+        cleans its execute directory when it starts."""
+        boxes = sweep_stale_sandboxes(self.settings.execute_dir)
+        groups = sweep_stale_cgroups() if self.settings.use_cgroups and os.geteuid() == 0 else []
+        if boxes or groups:
+            self.log.info("removed %d sandbox(es) and %d job cgroup(s) left by a startd that is gone",
+                          len(boxes), len(groups))
+
+    def _lane_relay(self, claim_id: str) -> LaneRelay:
+        """The relay of the lane on ``claim_id``: its results go to the activation's shadow."""
+        short = short_claim_id(claim_id)
+
+        async def send(results: tuple[m.LaneResult, ...]) -> bool | None:
+            target = self.daemon_core.output_target(claim_id)
+            if target is None:
+                return None
+            msg = m.CallsDone(claim_id=claim_id, results=results)
+            outcome = await perform_call(self.peers, Call(target[0], msg, timeout=10.0))
+            if isinstance(outcome, CallDone):
+                more = outcome.reply.calls if isinstance(outcome.reply, m.MoreCalls) else ()
+                why = refused_call(more)
+                if why:
+                    self.log.warning("claim %s: the next calls in the answer to CallsDone are not run: %s", short, why)
+                elif more:
+                    relay.queue(more)
+                return True
+            if outcome.refused:
+                self.log.warning("claim %s: the shadow refused CallsDone: %s", short, outcome.error)
+                return None
+            self.log.info("claim %s: cannot deliver CallsDone yet: %s", short, outcome.error)
+            return False
+
+        relay = LaneRelay(short, send, self.log)
+        return relay
+
+    def _do_queue_calls(self, action: QueueCalls) -> None:
+        run = self.starters.get(action.claim_id)
+        if run is None or run.lane is None:
+            self.log.info("claim %s: its lane is gone; %d call(s) dropped (its JobExited ends them)",
+                          short_claim_id(action.claim_id), len(action.calls))
+            return
+        run.lane.queue(action.calls)
+
+    def _do_starter_action(self, action: Any) -> None:
+        run = self.starters.get(action.claim_id)
+        if run is None:
+            self.log.info("%s: no starter runs for claim %s", type(action).__name__, short_claim_id(action.claim_id))
+        elif not run.started:
+            run.pending.append(action)
+        else:
+            self._apply(action.claim_id, run, action)
+
+    def _apply(self, claim_id: str, run: _Running, action: Any) -> None:
+        starter = run.starter
+        self.log.info("%s: %s", type(action).__name__, action.slot)
+        if isinstance(action, ev.SuspendJob):
+            starter.suspend()
+        elif isinstance(action, ev.ContinueJob):
+            starter.resume()
+        elif isinstance(action, ev.VacateJob):
+            self.start_task(starter.vacate(action.grace), f"vacate claim {short_claim_id(claim_id)}")
+        else:  # KillJob, KillStarter
+            self.start_task(starter.kill(), f"kill claim {short_claim_id(claim_id)}")
+
+
+# --- configuration --------------------------------------------------------------------------------
+
+
+def _domain(config, knob: str) -> str | None:
+    """A domain knob when the administrator set it; else None: the host name, which htc.submit uses."""
+    origin = config.origin(knob)
+    if origin is None or origin.kind == "default":
+        return None
+    return config.param(knob) or None
+
+
+def settings_from_config(config, home: Path, address: str = "startd") -> StartdServiceSettings:
+    """Build the startd's settings from the configuration (STARTD subsystem).
+
+    Raises:
+        UsageError: a knob has a value the startd cannot use (the message names it).
+    """
+    host = socket.getfqdn()
+    raw = config.raw("EXECUTE")
+    configured = Path(config.param("EXECUTE") or home / "execute")
+    execute, execute_note = resolve_execute_dir(configured, home=home,
+                                                is_default=raw is None or raw.strip() in ("", DEFAULT_EXECUTE))
+    expressions = {}
+    for knob in KNOBS:
+        text = str(config.param(knob)).strip()
+        if text:
+            expressions[knob] = text
+    policy = ClassAdPolicy(expressions)
+    memory = (config.param("MEMORY") or 0) - (config.param("RESERVED_MEMORY") or 0)
+    disk = config.param("DISK")
+    if disk is None:
+        probe = execute
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        disk = shutil.disk_usage(probe).free // 1024
+    update = float(config.param("UPDATE_INTERVAL"))
+    polling = float(config.param("POLLING_INTERVAL"))
+    if update <= 0 or polling <= 0:
+        raise UsageError(f"UPDATE_INTERVAL = {update:g} and POLLING_INTERVAL = {polling:g}; both must be a "
+                         "positive number of seconds")
+    startd = StartdSettings(
+        name=config.param("STARTD_NAME") or host, machine=host, policy=policy,
+        cpus=int(config.param("NUM_CPUS") or 1), memory=int(memory), disk=int(disk),
+        static_slots=int(config.param("NUM_SLOTS") or 0), update_interval=update, polling_interval=polling,
+        match_timeout=float(config.param("MATCH_TIMEOUT")), killing_timeout=float(config.param("KILLING_TIMEOUT")),
+        claim_worklife=float(config.param("CLAIM_WORKLIFE")),
+        max_claim_alives_missed=int(config.param("MAX_CLAIM_ALIVES_MISSED")))
+    override = config.param("SENSOR_OVERRIDE_FILE")
+    sensors = SensorSettings(execute_dir=execute, daemon_name=address,
+                             override_file=Path(override) if override else home / "sensor_override",
+                             filesystem_domain=_domain(config, "FILESYSTEM_DOMAIN"),
+                             uid_domain=_domain(config, "UID_DOMAIN"))
+    return StartdServiceSettings(
+        startd=startd, sensors=sensors, execute_dir=execute, execute_note=execute_note,
+        execute_chosen=execute != configured, run_as=run_as_policy(config, host),
+        address=address, sample_interval=polling,
+        ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * update)),
+        starter_update_interval=float(config.param("STARTER_UPDATE_INTERVAL")),
+        starter_initial_update_interval=float(config.param("STARTER_INITIAL_UPDATE_INTERVAL")),
+        slot_weight=str(config.param("SLOT_WEIGHT")).strip() or "Cpus",
+        stop_timeout=float(config.param("MachineMaxVacateTime") or 600) + 30.0,
+        fast_stop_timeout=float(config.param("KILLING_TIMEOUT")) + 5.0,
+        use_zygote=bool(config.param("STARTER_PYTHON_ZYGOTE")),
+        zygote_modules=tuple(str(name) for name in config.param("STARTER_ZYGOTE_MODULES") or ()),
+        use_exec_zygote=bool(config.param("STARTER_EXEC_ZYGOTE")))
+
+
+_SLOT_USER = re.compile(r"(?:.*\.)?SLOT([0-9]+)_USER", re.IGNORECASE)
+
+
+def run_as_policy(config, host: str) -> RunAsPolicy:
+    """Who runs jobs (a root startd): STARTER_ALLOW_RUNAS_OWNER, UID_DOMAIN (as the schedd reads it),
+    DEDICATED_EXECUTE_ACCOUNT_REGEXP and every SLOT<N>_USER set (:mod:`htc.daemons.run_as`).
+
+    Raises:
+        UsageError: the regular expression does not compile, or a SLOT<N>_USER is not an account name.
+    """
+    dedicated = str(config.param("DEDICATED_EXECUTE_ACCOUNT_REGEXP")).strip()
+    try:
+        re.compile(dedicated)
+    except re.error as exc:
+        raise UsageError(f"DEDICATED_EXECUTE_ACCOUNT_REGEXP = {dedicated!r} is not a regular expression: {exc}; "
+                         f"fix it (the default is {DEFAULT_DEDICATED})") from None
+    slot_users: dict[int, str] = {}
+    for name in config.names():
+        match = _SLOT_USER.fullmatch(name)
+        if match is None:
+            continue
+        number = int(match.group(1))
+        value = (config.get(f"SLOT{number}_USER") or "").strip()
+        if not value:
+            continue
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\$?", value) or len(value) > 32:
+            raise UsageError(f"SLOT{number}_USER = {value!r} is not an account name; name an existing "
+                             "unprivileged account, or leave it unset for the startd's own htc-slot<N>")
+        slot_users[number] = value
+    return RunAsPolicy(allow_runas_owner=bool(config.param("STARTER_ALLOW_RUNAS_OWNER")),
+                       uid_domain=str(config.param("UID_DOMAIN") or host), dedicated=dedicated,
+                       slot_users=slot_users)
+
+
+def make_service(paths: DaemonPaths) -> StartdService:
+    """The startd's service for the pool at ``paths`` (used by ``python -m htc.daemons``).
+
+    Raises:
+        UsageError: the configuration is broken.
+    """
+    def settings() -> StartdServiceSettings:
+        return settings_from_config(load_daemon_config("STARTD"), paths.home)
+
+    return StartdService(settings(), paths.transport(), log_file=paths.log_file("startd"), reload_settings=settings)

@@ -1,0 +1,160 @@
+"""Claim watches at the startd: the schedd's held keep-alive, whose connection closing means it is gone.
+
+Theory of operation
+-------------------
+HTCondor's shadow keeps a connection open to its starter: when either process dies, the
+kernel closes its end and the other side knows at once, instead of when the next keep-alive
+goes unanswered (ALIVE_INTERVAL, five minutes by default). htc's starters live inside the
+startd, so the schedd watches each of its claims the same way: it sends
+``ClaimKeepAlive(claim_id, watch=W)`` and the startd *holds the answer* up to ``W`` seconds
+(at most :data:`MAX_WATCH`). The held request is an ordinary keep-alive (it renews the claim's
+lease when it arrives and again when it is answered), so a watched claim needs no other
+keep-alives; the schedd sends the next watch as soon as one is answered.
+
+* **The startd dies** (kill -9): its jobs die with it (``PR_SET_PDEATHSIG``), and the schedd's
+  held request fails with ``closed`` at once; the schedd then asks once more and, finding
+  nobody listening or a startd that no longer knows the claim, puts the job back to Idle
+  (:mod:`htc.daemons.schedd.claims`).
+* **The schedd dies**: the service sees the held request's connection close and feeds
+  :class:`~htc.daemons.startd.service_events.WatchClosed`. A claim with no job, or a call
+  lane's, ends at once (:class:`~htc.daemons.startd.events.ClaimantGone`): a restarted schedd
+  runs a lane's calls again itself, and nobody else would ever use the claim. A claim running a
+  job keeps it running within the claim lease (the job's ``JobLeaseDuration`` since the last
+  keep-alive), so that the restarted schedd can reconnect to it, as HTCondor promises.
+
+A claim granted to a schedd that dies before its first watch arrives (a claim request in
+flight at the kill) would be watched by nobody: a claim with no job, or a call lane, that is
+still unwatched :data:`UNWATCHED_GRACE` seconds after it was granted ends the same way (a
+schedd sends its first watch right after the grant).
+
+Only the uid that claimed the slot (the peer credentials of its RequestClaim, when the
+transport knows them) may watch the claim: closing a watch can end a claim, and claim ids were
+public in the slot ads before they were claimed.
+
+A watch answered because its time is up gets ``Ack`` if the claim is still held and
+``not_found`` if it ended meanwhile (the schedd has usually heard already, from the
+ReleaseClaim or the job's exit report). A claim ending does not answer its watch early: the
+exit report, not a keep-alive, tells the schedd how a job ended.
+
+This module is a mixin of :class:`~htc.daemons.startd.wire.StartdDaemon`; it uses the
+adapter's ``running``, ``lanes``, ``_live_claims`` and ``_core_quietly``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from htc.daemons import core as c
+from htc.daemons.startd import events as ev
+from htc.daemons.startd.reports import short_claim_id
+from htc.daemons.startd.service_events import HoldWatch, WatchClosed
+from htc.wire import messages as m
+
+__all__ = ["MAX_WATCH", "UNWATCHED_GRACE", "ClaimWatches", "Watch"]
+
+#: the longest a startd holds a watch's answer (s): the connection then carries a message at
+#: least this often, well within the 300 s after which a server closes a silent connection
+MAX_WATCH = 60.0
+
+#: a granted claim with no job (or a lane) that no watch has reached this long (s) after the
+#: grant is released: the schedd that asked for it died before it could watch it
+UNWATCHED_GRACE = 30.0
+
+
+@dataclass
+class Watch:
+    """A held ClaimKeepAlive: answer on ``conn_id`` by ``until``."""
+
+    claim_id: str
+    conn_id: int
+    until: float
+
+
+class ClaimWatches:
+    """The startd adapter's claim watches (see the module header)."""
+
+    def _init_watches(self) -> None:
+        self.watches: dict[str, Watch] = {}      # claim id -> its watch
+        self._watch_conns: dict[int, str] = {}   # connection -> the claim it watches
+        self._unwatched: dict[str, float] = {}   # granted, not yet watched -> when granted
+        self._claimant_uids: dict[str, int] = {}  # claim id -> the uid that claimed it (when known)
+        self._request_uids: dict[str, int | None] = {}  # claim request waiting for its answer -> its uid
+
+    def _claim_granted(self, claim_id: str, now: float, uid: int | None) -> None:
+        self._unwatched[claim_id] = now
+        live = self._live_claims()
+        for gone in [cid for cid in self._claimant_uids if cid not in live]:
+            del self._claimant_uids[gone]
+        if uid is not None:
+            self._claimant_uids[claim_id] = uid
+
+    def _hold_watch(self, e: c.Received, msg: m.ClaimKeepAlive, now: float, out: list[c.Action]) -> None:
+        """Hold the answer to a keep-alive with ``watch`` (the claim is live: the core renewed it).
+
+        Only the uid that claimed the slot may watch the claim: a watch that closes can end it.
+        """
+        owner, uid = self._claimant_uids.get(msg.claim_id), e.peer.uid if e.peer is not None else None
+        if owner is not None and uid is not None and uid != owner:
+            out.append(c.Reply(e.conn_id, m.ErrorReply(code="denied", message=(
+                f"claim {short_claim_id(msg.claim_id)} was claimed by uid {owner}, not {uid}: only its "
+                "claimant may watch it"))))
+            return
+        self._unwatched.pop(msg.claim_id, None)
+        old = self.watches.pop(msg.claim_id, None)
+        if old is not None:
+            self._watch_conns.pop(old.conn_id, None)
+            out.append(c.Reply(old.conn_id, m.Ack(detail="a newer watch took over")))
+        watch = Watch(msg.claim_id, e.conn_id, now + min(msg.watch, MAX_WATCH))
+        self.watches[msg.claim_id] = watch
+        self._watch_conns[e.conn_id] = msg.claim_id
+        out.append(HoldWatch(e.conn_id))
+
+    def _watch_deadline(self) -> float | None:
+        times = [w.until for w in self.watches.values()]
+        times += [granted + UNWATCHED_GRACE for granted in self._unwatched.values()]
+        return min(times, default=None)
+
+    def _release_unwatched(self, now: float, out: list[c.Action]) -> None:
+        """End the claims no schedd came to watch within UNWATCHED_GRACE of their grant."""
+        due = [cid for cid, granted in self._unwatched.items() if granted + UNWATCHED_GRACE <= now]
+        if not due:
+            return
+        live = self._live_claims()
+        for claim_id in due:
+            del self._unwatched[claim_id]
+            if claim_id in live and not (claim_id in self.running and claim_id not in self.lanes):
+                out.append(c.Log(f"claim {short_claim_id(claim_id)}: no watch from its schedd "
+                                 f"{UNWATCHED_GRACE:g} s after the grant (the schedd is gone); it is released"))
+                self._core_quietly(ev.ClaimantGone(claim_id), now, out)
+
+    def _answer_due_watches(self, now: float, out: list[c.Action]) -> None:
+        due = [w for w in self.watches.values() if w.until <= now]
+        if not due:
+            return
+        live = self._live_claims()
+        for watch in due:
+            del self.watches[watch.claim_id]
+            self._watch_conns.pop(watch.conn_id, None)
+            if watch.claim_id in live:
+                self._core_quietly(ev.KeepAlive(watch.claim_id), now, out)
+                out.append(c.Reply(watch.conn_id, m.Ack(detail="still claimed")))
+            else:
+                out.append(c.Reply(watch.conn_id, m.ErrorReply(code="not_found", message=(
+                    f"claim {short_claim_id(watch.claim_id)} ended; drop it"))))
+
+    def _watch_closed(self, e: WatchClosed, now: float, out: list[c.Action]) -> None:
+        claim_id = self._watch_conns.pop(e.conn_id, None)
+        watch = self.watches.get(claim_id) if claim_id is not None else None
+        if watch is None or watch.conn_id != e.conn_id:
+            return  # answered already, or superseded
+        del self.watches[claim_id]
+        if claim_id not in self._live_claims():
+            return
+        short = short_claim_id(claim_id)
+        if claim_id in self.running and claim_id not in self.lanes:
+            out.append(c.Log(f"claim {short}: its schedd's watch closed; the job keeps running within the "
+                             "claim lease for a restarted schedd to reconnect"))
+            return
+        what = "its call lane ends" if claim_id in self.lanes else "it is released"
+        out.append(c.Log(f"claim {short}: its schedd's watch closed (the schedd is gone); {what}"))
+        self._core_quietly(ev.ClaimantGone(claim_id), now, out)

@@ -1,0 +1,494 @@
+"""The startd's wire adapter: wire messages to ``Startd`` core events, core actions to messages.
+
+Theory of operation
+-------------------
+:class:`StartdDaemon` is the object :class:`~htc.daemons.startd.service.StartdService` (a
+:class:`~htc.daemons.service.DaemonService`) drives. It wraps the sans-IO
+:class:`htc.daemons.startd.core.Startd` core, which speaks its own events and actions
+(:mod:`htc.daemons.startd.events`), and keeps what the core does not: who to tell about each
+claim (the schedd's and the shadow's addresses from RequestClaim/ActivateClaim), which
+connection waits for which answer, the sensor clock, the per-slot order of ad updates, and
+job-exit reports not yet delivered. It reads no clock and touches no socket either, so its
+tests are lists of events. The process work it asks for -- :class:`SampleSensors`,
+:class:`RunStarter`, and the core's ``SuspendJob``/``ContinueJob``/``VacateJob``/``KillJob``/
+``KillStarter`` -- is the service's; the service answers with :class:`Sampled`,
+:class:`StarterStarted`, :class:`StarterFailed`, :class:`StarterUsage` and
+:class:`StarterExited`.
+
+Messages served: MatchNotify, RequestClaim (answered with ClaimReply; a claim that preempts a
+running one is answered when the slot is free), ActivateClaim (acknowledged when the core
+accepts it; the starter then sets the job up; ``lane``: a call lane), RunCalls (checked and
+acknowledged once queued for the claim's running lane: :class:`QueueCalls`; the service relays
+the results, :mod:`htc.daemons.startd.lanes`), ClaimKeepAlive (with ``watch``: a claim watch, whose
+answer is held and whose connection closing means the schedd is gone, :mod:`htc.daemons.startd.watches`),
+ReleaseClaim, Vacate,
+Suspend/Continue (straight to the starter, as condor_suspend reaches HTCondor's starter through
+the shadow), DrainJobs and CancelDrainJobs. An ActivateClaim repeated by a reconnecting shadow
+for a job that is still running, or that ended and is not yet reported, is refused with
+``bad_request`` saying so (the shadow follows the job) and never starts the job twice.
+
+The adapter is assembled from parts, each with its own module: the reports of jobs to their
+shadow (usage, exit, hold; :class:`~htc.daemons.startd.reports.JobReports`), the slot ads to
+the collector (:class:`~htc.daemons.startd.ads.SlotAdvertising`), and what it exchanges with
+its service (:mod:`htc.daemons.startd.service_events`). A claim the startd ends itself (owner
+back, lease expired, drain, vacate) is reported to the schedd with ReleaseClaim. A delivered
+report renews the claim's lease like a keep-alive: the schedd is evidently there.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from htc.classad import ClassAdParseError
+from htc.daemons import core as c
+from htc.daemons.startd import events as ev
+from htc.daemons.calls import CallDone, CallFailed
+from htc.daemons.startd.core import Startd
+from htc.daemons.startd.ads import SlotAdvertising, ad_text, evaluated, job_id_of, parse_ad, parse_job
+from htc.daemons.startd.reports import Contact, JobReports, short_claim_id
+from htc.daemons.startd.service_events import (
+    HOLD_FAILED_TO_CREATE_PROCESS, HOLD_TRANSFER_INPUT, STARTER_ACTIONS, QueueCalls, RunStarter, Sampled,
+    SampleSensors, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage, WatchClosed,
+)
+from htc.daemons.startd.slots import UnknownClaim
+from htc.daemons.startd.watches import ClaimWatches
+from htc.errors import HTCError, UsageError
+from htc.daemons.startd.lanes import refused_call
+from htc.wire import messages as m
+
+# Re-exported for importers (with the HOLD_* codes): the settings, events, actions and ad helpers live in
+# the modules above.
+__all__ = [
+    "StartdServiceSettings", "StartdDaemon", "Contact", "SampleSensors", "RunStarter", "Sampled", "StarterStarted",
+    "StarterFailed", "StarterUsage", "StarterExited", "STARTER_ACTIONS", "ad_text", "parse_ad", "parse_job",
+    "evaluated", "job_id_of", "short_claim_id",
+]
+
+
+class _NoSuchSlot(HTCError):
+    """A message named a slot this startd does not have."""
+
+
+class StartdDaemon(JobReports, SlotAdvertising, ClaimWatches):
+    """The wire adapter around a :class:`Startd` core (see the module docstring).
+
+    Args:
+        settings: the service settings (the core's are ``settings.startd``).
+        now: when the startd starts.
+    """
+
+    def __init__(self, settings: StartdServiceSettings, now: float):
+        self.settings = settings
+        self.startd = Startd(settings.startd, now)
+        self.contacts: dict[str, Contact] = {}
+        self.running: set[str] = set()         # claims whose starter is alive
+        self.suspended: set[str] = set()       # claims whose job is stopped
+        self.state_sequence = 0                # counts suspensions and continuations (JobStateSequence)
+        self.lanes: set[str] = set()           # running claims whose job is a call lane
+        self._waiting_claims: dict[str, tuple[int, m.RequestClaim]] = {}  # preemptions pending
+        self._current: tuple[int, m.RequestClaim] | None = None
+        self._next_sample: float | None = None
+        self._sampled = False
+        self._last_core_tick = now
+        self._stopping: tuple[float, bool] | None = None   # (deadline, fast)
+        self._withdrawing = False   # jobs are gone; the ads' invalidations are on their way
+        self._exited = False
+        self._last_job: tuple[str, dict[str, Any]] | None = None  # the job ad parsed last
+        self._now = now
+        self._init_advertising(now)
+        self._init_watches()
+
+    # --- the core interface ---------------------------------------------------------------
+
+    def next_deadline(self) -> float | None:
+        """The next sample, core timer, retry or stop deadline."""
+        times = [self._next_sample, self._ad_retry_at, self._defer_until, self._watch_deadline()]
+        if self._sampled:
+            core_next = self.startd.next_deadline()
+            if core_next is not None and core_next <= self._last_core_tick:
+                # A core timer that a Tick did not move (a lease that expired while the slot was
+                # already preempting): look again at the next sample instead of spinning.
+                core_next = self._last_core_tick + self.settings.sample_interval
+            times.append(core_next)
+        times += [ct.exit_retry_at for ct in self.contacts.values()]
+        if self._stopping is not None:
+            times.append(self._stopping[0])
+        return min((t for t in times if t is not None), default=None)
+
+    def handle(self, event: c.Event, now: float) -> list[c.Action]:
+        """Apply one event; return what the service must do."""
+        out: list[c.Action] = []
+        if self._exited:
+            return out
+        self._now = now
+        if isinstance(event, c.Received):
+            self._on_message(event, now, out)
+        elif isinstance(event, c.Tick):
+            self._on_tick(now, out)
+        elif isinstance(event, Sampled):
+            self._sampled = True
+            self._core(ev.SensorSample(event.attrs), now, out)
+        elif isinstance(event, StarterStarted):
+            self._on_started(event, out)
+        elif isinstance(event, StarterFailed):
+            self._on_failed(event, now, out)
+        elif isinstance(event, StarterUsage):
+            self._on_usage(event, now, out)
+        elif isinstance(event, StarterExited):
+            self._on_exited(event, now, out)
+        elif isinstance(event, WatchClosed):
+            self._watch_closed(event, now, out)
+        elif isinstance(event, (c.SendDone, c.SendFailed, CallDone, CallFailed)):
+            self._on_delivery(event, now, out)
+        elif isinstance(event, c.Started):
+            s = self.settings.startd
+            out.append(c.Log(f"startd {s.name!r}: {len(self.startd.slots)} slot(s) of {s.cpus} cpus, "
+                             f"{s.memory} MiB, {s.disk} KiB; reporting to {self.settings.collector!r}; "
+                             f"jobs run in {self.settings.execute_dir}"))
+            if self.settings.execute_note:
+                out.append(c.Log(self.settings.execute_note, logging.WARNING))
+            self._next_sample = now + self.settings.sample_interval
+            out.append(SampleSensors())
+        elif isinstance(event, c.StopRequested):
+            self._on_stop(event, now, out)
+        elif isinstance(event, c.Reconfigured):
+            self._on_reconfigured(event, now, out)
+        else:
+            raise TypeError(f"startd: unexpected event {event!r}")
+        return out
+
+    # --- driving the core -------------------------------------------------------------------
+
+    def _core(self, event: Any, now: float, out: list[c.Action]) -> None:
+        """Hand ``event`` to the core and translate what it returns."""
+        for action in self.startd.handle(event, now):
+            self._translate(action, out)
+        self._forget_ended_claims()
+
+    def _core_quietly(self, event: Any, now: float, out: list[c.Action]) -> None:
+        """Feed a report about a claim that may have ended meanwhile."""
+        try:
+            self._core(event, now, out)
+        except UnknownClaim as exc:
+            out.append(c.Log(f"ignoring {type(event).__name__}: {exc}"))
+
+    def _translate(self, a: Any, out: list[c.Action]) -> None:
+        if isinstance(a, ev.AdvertiseSlot):
+            self._advertise(a, out)
+        elif isinstance(a, ev.InvalidateSlot):
+            self._invalidate(a, out)
+        elif isinstance(a, ev.ReplyClaim):
+            self._reply_claim(a, out)
+        elif isinstance(a, ev.ReplyActivate):
+            contact = self.contacts.get(a.claim_id)
+            if contact is not None and a.accepted:
+                contact.exit_report, contact.exit_retry_at = None, None  # the previous run was reported
+                contact.hold = None
+            if contact is not None and contact.activation_conn is not None:
+                out.append(c.Reply(contact.activation_conn, m.Ack(detail=f"starting job {contact.job_id}")
+                                   if a.accepted else m.ErrorReply(code="bad_request", message=a.reason)))
+                contact.activation_conn = None
+        elif isinstance(a, ev.StartStarter):
+            contact = self.contacts.get(a.claim_id)
+            if contact is not None:
+                contact.job_id = job_id_of(a.job_ad)
+            self.running.add(a.claim_id)
+            if a.lane:
+                self.lanes.add(a.claim_id)
+            else:
+                self.lanes.discard(a.claim_id)
+            out.append(RunStarter(a.slot, a.claim_id, dict(a.job_ad), dict(a.slot_ad), a.lane))
+        elif isinstance(a, STARTER_ACTIONS):
+            out.append(a)
+            if isinstance(a, (ev.SuspendJob, ev.ContinueJob)):
+                self._job_state_changed(a.claim_id, isinstance(a, ev.SuspendJob), out)
+        elif isinstance(a, ev.HoldJob):
+            contact = self.contacts.get(a.claim_id)
+            if contact is not None:
+                contact.hold = a
+            out.append(c.Log(f"claim {short_claim_id(a.claim_id)}: killing job "
+                             f"{contact.job_id if contact else '?'} to hold it: {a.reason}"))
+            out.append(ev.KillJob(a.slot, a.claim_id))
+        elif isinstance(a, ev.ClaimEnded):
+            out.append(c.Log(f"claim {short_claim_id(a.claim_id)} on {a.slot} ended: {a.reason}"))
+            contact = self.contacts.pop(a.claim_id, None)
+            if contact is not None:
+                out.append(c.Send(contact.schedd_address, m.ReleaseClaim(claim_id=a.claim_id, reason=a.reason),
+                                  cookie=("ended", a.claim_id)))
+        else:
+            raise TypeError(f"startd: the adapter cannot translate {a!r}")
+
+    def _parse_job(self, text: str) -> dict[str, Any]:
+        # A schedd sends the same job ad in RequestClaim and then in ActivateClaim: parse it once.
+        if self._last_job is None or self._last_job[0] != text:
+            self._last_job = (text, parse_job(text))
+        return dict(self._last_job[1])
+
+    def _live_claims(self) -> set[str]:
+        live = set()
+        for slot in self.startd.slots.values():
+            claim = slot.claim
+            if claim is not None:
+                live.add(claim.id)
+                if claim.preempting is not None:
+                    live.add(claim.preempting.id)
+        return live
+
+    def _forget_ended_claims(self) -> None:
+        # A claim the schedd released ends without ClaimEnded: forget its contact too.
+        live = self._live_claims() | self.running
+        for claim_id in [cid for cid in self.contacts if cid not in live]:
+            del self.contacts[claim_id]
+        self.lanes &= self.running
+
+    # --- messages ---------------------------------------------------------------------------
+
+    def _on_message(self, e: c.Received, now: float, out: list[c.Action]) -> None:
+        msg = e.msg
+        if self._stopping is not None and isinstance(msg, (m.RequestClaim, m.ActivateClaim, m.MatchNotify)):
+            out.append(c.Reply(e.conn_id, m.ErrorReply(code="unavailable", message=(
+                f"startd {self.settings.startd.name!r} is shutting down; ask the negotiator for another slot"))))
+            return
+        try:
+            if isinstance(msg, m.RequestClaim):
+                self._request_claim(e, msg, now, out)
+            elif isinstance(msg, m.ActivateClaim):
+                self._activate(e, msg, now, out)
+            elif isinstance(msg, m.RunCalls):
+                self._run_calls(e, msg, out)
+            elif isinstance(msg, m.MatchNotify):
+                self._core(ev.MatchNotified(self._slot_or_fail(msg.slot_name), msg.claim_id), now, out)
+                out.append(c.Reply(e.conn_id, m.Ack()))
+            elif isinstance(msg, m.ClaimKeepAlive):
+                self._core(ev.KeepAlive(msg.claim_id), now, out)
+                if msg.watch > 0:
+                    self._hold_watch(e, msg, now, out)  # answered later (htc.daemons.startd.watches)
+                else:
+                    out.append(c.Reply(e.conn_id, m.Ack()))
+            elif isinstance(msg, m.ReleaseClaim):
+                self._release(e, msg, now, out)
+            elif isinstance(msg, m.Vacate):
+                slots = [self._slot_of_claim(msg.claim_id)] if msg.claim_id else \
+                    [self._slot_or_fail(name) for name in msg.slot_names]
+                for slot in slots:
+                    self._core(ev.Vacate(slot, fast=msg.fast), now, out)
+                out.append(c.Reply(e.conn_id, m.Ack(detail=f"vacating {', '.join(slots)}")))
+            elif isinstance(msg, (m.Suspend, m.Continue)):
+                self._suspend_or_continue(e, msg, out)
+            elif isinstance(msg, m.DrainJobs):
+                self._core(ev.Drain(msg.how, msg.resume_on_completion, msg.reason), now, out)
+                out.append(c.Reply(e.conn_id, m.Ack(detail=f"draining ({msg.how})")))
+            elif isinstance(msg, m.CancelDrainJobs):
+                self._core(ev.CancelDrain(), now, out)
+                out.append(c.Reply(e.conn_id, m.Ack(detail="drain cancelled")))
+            else:
+                out.append(c.unknown_request(e, "startd"))
+        except (UnknownClaim, _NoSuchSlot) as exc:
+            out.append(c.Reply(e.conn_id, m.ErrorReply(code="not_found", message=str(exc))))
+        except ClassAdParseError as exc:
+            out.append(c.bad_request(e, f"{type(msg).__name__}: the job ad is not a ClassAd: {exc}"))
+
+    def _slot_or_fail(self, name: str) -> str:
+        try:
+            return self.startd.slot(name).name
+        except UsageError as exc:
+            raise _NoSuchSlot(str(exc)) from None
+
+    def _slot_of_claim(self, claim_id: str) -> str:
+        for slot in self.startd.slots.values():
+            if slot.claim is not None and slot.claim.id == claim_id:
+                return slot.name
+        raise UnknownClaim(f"{self.settings.startd.name} holds no claim {short_claim_id(claim_id)}; it ended or never "
+                           "existed -- drop it and ask the negotiator for a new match")
+
+    def _request_claim(self, e: c.Received, msg: m.RequestClaim, now: float, out: list[c.Action]) -> None:
+        # A claim id is "<slot name>#<n>#<secret>": the slot it was advertised by comes first.
+        slot = self._slot_or_fail(msg.claim_id.split("#", 1)[0])
+        job = self._parse_job(msg.job_ad)
+        self._current = (e.conn_id, msg)
+        self._request_uids[msg.claim_id] = e.peer.uid if e.peer is not None else None
+        try:
+            self._core(ev.RequestClaim(slot, msg.claim_id, job, msg.schedd_name, lease=msg.lease_duration), now, out)
+        finally:
+            if self._current is not None:
+                # No answer yet: the claim preempts a running job and is answered when the slot is free.
+                self._waiting_claims[msg.claim_id] = self._current
+                out.append(c.Log(f"claim request from {msg.schedd_name} for {slot} waits for the running job "
+                                 "to retire"))
+            self._current = None
+
+    def _reply_claim(self, a: ev.ReplyClaim, out: list[c.Action]) -> None:
+        current = self._current
+        if current is not None and (a.claim_id == current[1].claim_id or a.claim_id not in self._waiting_claims):
+            waiter, self._current = current, None
+        else:
+            waiter = self._waiting_claims.pop(a.claim_id, None)
+        if waiter is None:
+            out.append(c.Log(f"claim {short_claim_id(a.claim_id)} on {a.slot}: nobody waits for the answer", logging.WARNING))
+            return
+        conn_id, request = waiter
+        uid = self._request_uids.pop(request.claim_id, None)
+        if a.accepted:
+            self.contacts[a.claim_id] = Contact(a.claim_id, request.schedd_name, request.schedd_address,
+                                                request.submitter)
+            self._claim_granted(a.claim_id, self._now, uid)
+            out.append(c.Log(f"{a.slot} claimed by {request.schedd_name} for {request.submitter}"))
+        out.append(c.Reply(conn_id, m.ClaimReply(claim_id=a.claim_id, accepted=a.accepted,
+                                                 slot_ad=ad_text(a.slot_ad) if a.slot_ad else "",
+                                                 reason=a.reason)))
+
+    def _activate(self, e: c.Received, msg: m.ActivateClaim, now: float, out: list[c.Action]) -> None:
+        job = self._parse_job(msg.job_ad)
+        contact = self.contacts.get(msg.claim_id)
+        if contact is None:
+            self._slot_of_claim(msg.claim_id)  # raises UnknownClaim for a claim nobody holds
+            out.append(c.bad_request(e, f"claim {short_claim_id(msg.claim_id)} is held by a claim request this startd "
+                                        "no longer knows; claim the slot again"))
+            return
+        contact.shadow_address = msg.shadow_address  # a restarted schedd may listen elsewhere
+        if msg.claim_id in self.running:
+            out.append(c.bad_request(e, f"claim {short_claim_id(msg.claim_id)} is already running job {contact.job_id}; "
+                                        "its starter keeps reporting to the shadow"))
+            return
+        if contact.exit_report is not None and contact.job_id == job_id_of(job):
+            out.append(c.bad_request(e, f"job {contact.job_id} already ended on claim {short_claim_id(msg.claim_id)}; "
+                                        "its JobExited is on the way again"))
+            out.append(self._report_exit(contact))
+            return
+        contact.job_id = job_id_of(job)
+        contact.activation_conn = e.conn_id
+        self._core(ev.ActivateClaim(msg.claim_id, job, lane=msg.lane), now, out)
+
+    def _run_calls(self, e: c.Received, msg: m.RunCalls, out: list[c.Action]) -> None:
+        """Check the calls and queue them on the claim's running lane (the service relays them)."""
+        slot = self._slot_of_claim(msg.claim_id)  # raises UnknownClaim (not_found) for a claim nobody holds
+        if msg.claim_id not in self.running or msg.claim_id not in self.lanes:
+            out.append(c.Reply(e.conn_id, m.ErrorReply(code="not_found", message=(
+                f"claim {short_claim_id(msg.claim_id)} on {slot} runs no call lane; activate one "
+                "(ActivateClaim with lane=True) or run the calls as jobs"))))
+            return
+        why = refused_call(msg.calls)
+        if why:
+            out.append(c.bad_request(e, f"RunCalls: {why} (none queued)"))
+            return
+        out.append(QueueCalls(msg.claim_id, msg.calls))
+        out.append(c.Reply(e.conn_id, m.Ack(detail=f"{len(msg.calls)} call(s) queued")))
+
+    def _release(self, e: c.Received, msg: m.ReleaseClaim, now: float, out: list[c.Action]) -> None:
+        waiter = self._waiting_claims.pop(msg.claim_id, None)
+        if waiter is not None:
+            self._request_uids.pop(msg.claim_id, None)
+        self._core(ev.ReleaseClaim(msg.claim_id), now, out)
+        if waiter is not None:
+            out.append(c.Reply(waiter[0], m.ClaimReply(claim_id=msg.claim_id, accepted=False,
+                                                       reason="the claimant withdrew the request")))
+        out.append(c.Reply(e.conn_id, m.Ack()))
+
+    def _suspend_or_continue(self, e: c.Received, msg: m.Suspend | m.Continue, out: list[c.Action]) -> None:
+        slot = self._slot_of_claim(msg.claim_id)
+        if msg.claim_id not in self.running:
+            what = "suspend" if isinstance(msg, m.Suspend) else "continue"
+            out.append(c.bad_request(e, f"claim {short_claim_id(msg.claim_id)} on {slot} runs no job to {what}"))
+            return
+        stop = isinstance(msg, m.Suspend)
+        out.append(ev.SuspendJob(slot, msg.claim_id) if stop else ev.ContinueJob(slot, msg.claim_id))
+        self._job_state_changed(msg.claim_id, stop, out)
+        out.append(c.Reply(e.conn_id, m.Ack(sequence=self.state_sequence)))
+
+    # --- deliveries -------------------------------------------------------------------------
+
+    def _on_delivery(self, e: Any, now: float, out: list[c.Action]) -> None:
+        cookie = e.cookie
+        if not isinstance(cookie, tuple) or len(cookie) != 2:
+            return
+        kind, key = cookie
+        ok = isinstance(e, (c.SendDone, CallDone))
+        if kind == "ad":
+            self._ad_delivered(e, key, ok, now, out)
+            return
+        contact = self.contacts.get(key)
+        if kind == "exit" and contact is not None and contact.exit_report is e.msg:
+            self._exit_delivered(e, contact, ok, now, out)
+        elif kind == "reschedule" and not ok:
+            out.append(c.Log(f"cannot ask {e.to} for a negotiation cycle: {e.error}"))
+        elif kind == "ended" and not ok:
+            out.append(c.Log(f"cannot tell {e.to} that claim {short_claim_id(key)} ended: {e.error}", logging.WARNING))
+        if ok and kind in ("exit", "update") and key in self._live_claims():
+            self._core_quietly(ev.KeepAlive(key), now, out)
+
+    # --- the clock ----------------------------------------------------------------------------
+
+    def _on_tick(self, now: float, out: list[c.Action]) -> None:
+        if self._next_sample is not None and now >= self._next_sample:
+            self._next_sample = now + self.settings.sample_interval
+            out.append(SampleSensors())
+        core_next = self.startd.next_deadline()
+        if self._sampled and core_next is not None and core_next <= now:
+            self._last_core_tick = now
+            self._core(ev.Tick(), now, out)
+        self._flush_ads(now, out)
+        self._retry_exits(now, out)
+        self._answer_due_watches(now, out)
+        self._release_unwatched(now, out)
+        if self._stopping is not None and now >= self._stopping[0]:
+            if self._withdrawing:
+                self._exit(out)  # the collector is slow to take the invalidations: leave anyway
+            else:
+                out.append(c.Log(f"{len(self.running)} job(s) still running at the shutdown deadline; "
+                                 "killing them on the way out", logging.WARNING))
+                self._finish_stop(now, out)
+
+    # --- stop and reconfigure -------------------------------------------------------------------
+
+    def _on_stop(self, e: c.StopRequested, now: float, out: list[c.Action]) -> None:
+        if self._stopping is not None:
+            if e.fast and not self._stopping[1]:
+                self._stopping = (min(self._stopping[0], now + self.settings.fast_stop_timeout), True)
+                self._core(ev.Vacate(None, fast=True), now, out)
+            return
+        timeout = self.settings.fast_stop_timeout if e.fast else self.settings.stop_timeout
+        self._stopping = (now + timeout, e.fast)
+        for slot in self.startd.slots.values():
+            if slot.claim is not None and not slot.claim.end_reason:
+                slot.claim.end_reason = f"the startd on {self.settings.startd.machine} is shutting down"
+        out.append(c.Log(f"startd shutting down ({'fast' if e.fast else 'graceful'}): "
+                         f"{'killing' if e.fast else 'vacating'} {len(self.running)} job(s)"))
+        self._core(ev.Vacate(None, fast=e.fast), now, out)
+        self._maybe_finish_stop(now, out)
+
+    def _maybe_finish_stop(self, now: float, out: list[c.Action]) -> None:
+        if self._stopping is not None and not self.running and not self._withdrawing:
+            self._finish_stop(now, out)
+
+    def _finish_stop(self, now: float, out: list[c.Action]) -> None:
+        """Withdraw every slot ad (after any update still on its way), then exit."""
+        self._withdrawing = True
+        self._stopping = (now + 3.0, True)
+        self._withdraw_ads(out)
+        if not self._ads_in_flight:
+            self._exit(out)
+
+    def _exit(self, out: list[c.Action]) -> None:
+        self._exited = True
+        out.append(c.Exit(0))
+
+    def _on_reconfigured(self, e: c.Reconfigured, now: float, out: list[c.Action]) -> None:
+        new = e.settings
+        if not isinstance(new, StartdServiceSettings):
+            out.append(c.Log("reconfigured without settings: nothing changes"))
+            return
+        old = self.settings.startd
+        layout = (old.cpus, old.memory, old.static_slots, old.machine)
+        if (new.startd.cpus, new.startd.memory, new.startd.static_slots, new.startd.machine) != layout:
+            out.append(c.Log("reconfig: NUM_CPUS, MEMORY or NUM_SLOTS changed; the slots keep their old "
+                             "resources until the startd restarts", logging.WARNING))
+            new = replace(new, startd=replace(new.startd, cpus=old.cpus, memory=old.memory, disk=old.disk,
+                                              static_slots=old.static_slots, machine=old.machine))
+        self.settings = new
+        self.startd.settings = new.startd
+        self.startd.policy = new.startd.policy
+        self._next_sample = now  # re-evaluate with the new policy at once
+        for name, slot in sorted(self.startd.slots.items()):
+            self._translate(ev.AdvertiseSlot(name, self.startd.slot_ad(slot, now), slot.claim_id), out)

@@ -1,0 +1,656 @@
+"""The starter: runs one job in a sandbox, under limits, as its owner or the slot's account, and cleans up.
+
+Theory of operation
+-------------------
+``Starter(job_ad, execute_dir, settings)`` then, inside an event loop:
+
+1. ``await start()`` -- resolve who runs the job (when we are root: its owner when the startd
+   trusts it, else the slot's account -- :mod:`htc.daemons.run_as`; else us),
+   make the sandbox, bring the input in (:mod:`htc.daemons.starter.sandbox`; every file outside the
+   sandbox -- inputs, outputs, ``output``/``error``/``input`` on a shared file system -- is
+   opened with the rights of the job's ``Owner``, never through a link:
+   :mod:`htc.daemons.owner_files`), write ``.job.ad`` and
+   ``.machine.ad``, make the job's cgroup (:mod:`htc.daemons.starter.limits`), and spawn the executable
+   with HTCondor's argument vector and environment (:mod:`htc.daemons.starter.env`). The child
+   joins the cgroup, sets rlimits and drops to that user -- its uid, its primary group and its
+   supplementary groups, nothing of root's -- before ``exec``; it leads a new
+   session so the starter can find its family. A function job (``python -m
+   htc.executors.worker``) is instead forked by a pre-imported *zygote* of the startd's
+   :class:`~htc.daemons.starter.zygote.ZygotePool` when the starter has one (same user, cgroup,
+   limits, files and environment; fork+exec whenever the zygote cannot serve); any other job
+   is forked and exec'd by the pool's *exec zygote* (the same steps, in a small separate
+   process, so the startd neither forks nor waits for the exec).
+2. While it runs: ``suspend()``/``resume()`` send SIGSTOP/SIGCONT to every process of the job;
+   ``usage()`` measures it (``RemoteUserCpu``, ``RemoteSysCpu``, ``ImageSize`` and
+   ``ResidentSetSize`` in KiB, ``DiskUsage`` in KiB).
+3. ``await vacate(grace)`` sends the job's ``KillSig`` (default SIGTERM) to every process (and
+   SIGCONT, so a suspended job can act on it), waits up to ``grace`` seconds, then kills;
+   ``await kill()`` kills at once.
+4. ``await wait()`` returns an :class:`ExitRecord` once the main process has exited: leftover
+   processes are killed, output is transferred (per ``WhenToTransferOutput``: a vacated job
+   sends nothing back unless ``ON_EXIT_OR_EVICT``; a streamed stdout/stderr is never sent
+   at the end, the startd sent it while the job ran -- :mod:`htc.daemons.starter.stream`),
+   and the sandbox and cgroup are removed.
+
+A *call lane* (``Starter(..., lane=True)``, :mod:`htc.executors.lane`) is started the same way
+but for its channel: the starter makes a socket pair, gives the job one end as its stdin
+(``HTC_LANE_FD=0``) and keeps :attr:`Starter.lane_socket` for the startd
+(:mod:`htc.daemons.startd.lanes`); it brings no input in (calls bring their own), keeps the
+lane's stdout/stderr in the sandbox, and sends nothing back at the end.
+
+The soft kill goes to the whole job, not only its main process, the way systemd's
+``KillMode=control-group`` does: a shell-script job's children get the chance to clean up too.
+
+Its settings and what it reports (:class:`StarterSettings`, :class:`ExitRecord`,
+:class:`Usage`) live in :mod:`htc.daemons.starter.records`, re-exported here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import ctypes
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from htc.daemons import owner_files as ofs
+from htc.daemons.starter import sandbox as sb
+from htc.daemons.execute_dir import unreachable_parent
+from htc.daemons.starter.limits import JobCgroup, child_rlimits
+from htc.daemons.starter.env import build_environment, job_arguments
+from htc.daemons.starter.procs import JobProcesses, Reaped, watch_exit
+from htc.daemons.run_as import JobUser
+from htc.daemons.starter.records import (ExitRecord, StarterError, StarterSettings, Usage, kill_signal,
+                                         resolve_user)
+from htc.daemons.starter.stream import streamed_files
+from htc.daemons.starter.zygote import JobStartError, ZygoteKey, ZygotePool, eligible_module
+from htc.errors import HTCError, UsageError
+from htc.wire.lane_frames import CHANNEL_ENV
+
+__all__ = ["ExitRecord", "Starter", "StarterError", "StarterSettings", "Usage", "kill_signal", "main", "resolve_user"]
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# Looked up once, here: the child (forked from a thread, see Starter._off_loop) must not
+# call into the dynamic loader, whose lock another thread may have held at the fork.
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+
+
+def _die_with_parent(parent: int) -> None:
+    """In the job's child before exec: have the kernel SIGKILL it when its starter is gone.
+
+    The starter runs inside the startd, so a startd killed with SIGKILL cannot kill its jobs;
+    without this the job would run on unseen while the schedd runs it again elsewhere (HTCondor's
+    starter likewise ends its job when its startd disappears). Only the main process is covered:
+    a shell job dies before it can run its next command.
+    """
+    if _PRCTL is None:
+        return
+    _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the starter died before the request took effect
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+#: The thread that forks and execs jobs, one at a time (see Starter._off_loop for why
+#: there must be exactly one).
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="htc-starter-spawn")
+
+
+def _check_reachable(path: Path, user: JobUser) -> None:
+    """Fail early, and say where, when the job's user cannot get to its sandbox."""
+    blocked = unreachable_parent(path.parent, user.uid, user.gid, user.groups)
+    if blocked is not None:
+        parent, mode = blocked
+        raise StarterError(f"the job's user {user.name!r} cannot reach its sandbox {path}: {parent} is mode "
+                           f"{mode:04o}; put EXECUTE where every user may traverse (chmod o+x)")
+
+
+def _path_attr(job_ad: Mapping[str, Any], name: str) -> str | None:
+    value = job_ad.get(name)
+    return value if isinstance(value, str) and value and value != "/dev/null" else None
+
+
+def _ad_text(ad: Mapping[str, Any]) -> bytes:
+    from htc.classad import ClassAd
+
+    return ClassAd(dict(ad)).printOld().encode()
+
+
+class Starter:
+    """Runs one job. See the module docstring.
+
+    Args:
+        job_ad: the job (Cmd, Arguments/Args, Environment/Env, Iwd, In/Out/Err, TransferInput,
+            TransferOutput, TransferOutputRemaps, WhenToTransferOutput, KillSig, RequestMemory).
+        execute_dir: where sandboxes are made.
+        settings: slot, limits and user.
+        zygotes: the startd's zygotes, which fork eligible function jobs (None: always exec).
+        lane: the job is a call lane (:mod:`htc.executors.lane`): its stdin is a socket whose
+            other end is :attr:`lane_socket`; no input but the executable is brought in, its
+            stdout/stderr stay in the sandbox, and no output is sent back.
+    """
+
+    def __init__(self, job_ad: Mapping[str, Any], execute_dir: Path, settings: StarterSettings | None = None,
+                 zygotes: ZygotePool | None = None, *, lane: bool = False):
+        self.job_ad = dict(job_ad)
+        self.lane = lane
+        self.lane_socket: socket.socket | None = None  # the startd's end of a lane's channel
+        self._lane_child: socket.socket | None = None  # the job's end, until it has started
+        self.execute_dir = Path(execute_dir)
+        self.settings = settings or StarterSettings()
+        self.zygotes = zygotes
+        self.zygote_pid: int | None = None  # the zygote that forked the job, when one did
+        self.sandbox: sb.Sandbox | None = None
+        self.cgroup: JobCgroup | None = None
+        self.procs: JobProcesses | None = None
+        self.pid: int | None = None
+        self.suspended = False
+        self._exit: asyncio.Future[Reaped] | None = None
+        self._finisher: asyncio.Future[ExitRecord] | None = None
+        self._vacated = False
+        self._baseline: dict[str, tuple[float, int]] = {}
+        self._exe_name: str | None = None
+        self._owner: ofs.Identity | None = None  # whose rights move the job's files (htc.daemons.owner_files)
+        iwd = self.job_ad.get("Iwd")
+        self.iwd = Path(iwd) if isinstance(iwd, str) and iwd else None
+        self.user: JobUser | None = None  # who runs the job (None: this process's user)
+        self._user_known = False
+
+    def resolve_user(self) -> JobUser | None:
+        """Decide who runs the job (once; :meth:`start` does it when nobody did before).
+
+        The startd's service calls it first (in a thread: the slot's account may be made with
+        ``useradd``), to clear a slot account another owner used before the job starts.
+
+        Raises:
+            StarterError: the slot's account cannot be used.
+        """
+        if not self._user_known:
+            self.user = resolve_user(self.settings, self.job_ad)
+            self._user_known = True
+        return self.user
+
+    # ---------------------------------------------------------------------------- start
+    async def start(self) -> None:
+        """Set up the sandbox and spawn the job.
+
+        Raises:
+            StarterError: the user, executable or spawn failed (nothing is left behind).
+            TransferError: an input could not be brought in.
+            UsageError: the job ad is malformed (arguments, environment, KillSig).
+        """
+        if self.pid is not None:
+            raise UsageError("Starter.start() was already called; make a new Starter for the next job")
+        user = self.resolve_user()
+        uid, gid = (user.uid, user.gid) if user else (None, None)
+        if self.lane:
+            self.lane_socket, self._lane_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            # Sandbox, input files, ad files and cgroup are milliseconds of file system work per
+            # job: done in the spawn thread, they leave the event loop free for other slots.
+            plan = await self._off_loop(self._set_up, user, uid, gid)
+            if not await self._spawn_by_zygote(plan, uid, gid):
+                await self._off_loop(self._spawn, plan, uid, gid)
+                self._exit = watch_exit(self.pid)
+        except BaseException:
+            await self._cleanup()
+            if self.lane_socket is not None:
+                self.lane_socket.close()
+            raise
+        finally:
+            if self._lane_child is not None:
+                self._lane_child.close()  # the job has its copy: the channel ends when the job does
+                self._lane_child = None
+        assert self._exit is not None
+        self._exit.add_done_callback(self._main_gone)
+
+    async def _spawn_by_zygote(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> bool:
+        """Have a zygote fork an eligible job (see :mod:`htc.daemons.starter.zygote`); False: exec it."""
+        if self.zygotes is None:
+            return False
+        module = None
+        if self.settings.use_zygote and self._exe_name is None:
+            # (a transferred interpreter lives in this job's sandbox: no zygote can share it)
+            module = eligible_module(plan["argv"], self.settings.zygote_modules)
+        if module is not None:
+            key = ZygoteKey.for_job(plan["argv"], module, uid, gid, plan["env"], self._groups())
+        elif self.settings.use_exec_zygote:
+            key = ZygoteKey.for_exec()
+            plan = {**plan, "uid": uid, "gid": gid, "groups": list(self._groups())}
+        else:
+            return False
+        streams = _open_streams(plan, self._stdio_owner(), self._job_label())
+        try:
+            started = await self.zygotes.run(key, plan, [s.fileno() for s in streams], self.cgroup)
+        except JobStartError as exc:
+            if exc.stage == "exec":
+                raise StarterError(f"cannot start {plan['argv'][0]}: {exc.strerror}; check the executable "
+                                   "exists in the sandbox, is executable, and suits this machine") from exc
+            raise StarterError(f"cannot prepare the job's process for {plan['argv'][0]} (setting limits or "
+                               f"becoming the job's user failed: {exc.strerror}); check the starter's "
+                               "privileges and EXECUTE") from exc
+        finally:
+            for stream in streams:
+                stream.close()
+        if started is None:
+            return False
+        self.pid, self._exit, self.zygote_pid = started.pid, started.exit, started.zygote_pid
+        assert self.procs is not None
+        self.procs.started(started.pid)
+        return True
+
+    def _groups(self) -> tuple[int, ...]:
+        """The job user's groups (its primary one first); () when we are not root."""
+        return self.user.groups if self.user is not None else ()
+
+    def _set_up(self, user: JobUser | None, uid: int | None, gid: int | None) -> dict[str, Any]:
+        self.sandbox = sb.Sandbox.create(self.execute_dir, uid, gid)
+        if user is not None:
+            _check_reachable(self.sandbox.path, user)
+        return self._prepare(uid, gid)
+
+    async def _off_loop(self, fn, *args):
+        """Run ``fn(*args)`` -- setting the job up, or forking and exec'ing it -- in the starters'
+        one worker thread, and return its result.
+
+        The parent of a fork waits until the child has exec'd (to hear of a failed exec), and a
+        child with setup to do before exec (cgroup, limits, user) takes milliseconds -- tens of
+        them on a busy machine -- in which the startd's event loop, and every other slot, would
+        stand still. Forking from a thread is safe for what the child does before exec: Python
+        resets its own locks in the child, and the one libc function it calls through ctypes was
+        resolved before any fork (``_die_with_parent``).
+
+        There is *one* such thread (:data:`_SPAWNER`). A child forked while the event loop copies
+        another job's executable into its sandbox holds that file open for writing until it
+        execs; with two spawning threads the other job could exec meanwhile and fail with "Text
+        file busy" (ETXTBSY). With one, the next exec waits for the previous child's, and since the
+        copying happens in the same thread (:meth:`_set_up`), no copy is ever open during a fork.
+        (The exec zygote, a separate process, never holds the startd's descriptors, so the
+        copies stay here and its spawns need not queue in this thread.)
+        """
+        loop = asyncio.get_running_loop()
+        working = loop.run_in_executor(_SPAWNER, fn, *args)
+        try:
+            return await asyncio.shield(working)
+        except asyncio.CancelledError:
+            await asyncio.wait([working])  # know whether the job (or its sandbox) exists before cleaning up
+            raise
+
+    def _prepare(self, uid: int | None, gid: int | None) -> dict[str, Any]:
+        box, job = self.sandbox, self.job_ad
+        assert box is not None
+        # A lane runs in its sandbox whatever the job says: its calls bring their own files.
+        shared_fs = str(job.get("ShouldTransferFiles", "")).upper() == "NO" and not self.lane
+        base = self.iwd or Path.cwd()
+        cmd = job.get("Cmd")
+        if not isinstance(cmd, str) or not cmd:
+            raise UsageError("the job ad has no Cmd; it needs the executable's path")
+        exe = Path(cmd) if Path(cmd).is_absolute() else base / cmd
+        owner, label = self._job_owner(), self._job_label()
+        if not shared_fs and job.get("TransferExecutable", True) is not False:
+            exe = box.bring_in(str(exe), base, executable=True, owner=owner, job=label)
+            self._exe_name = exe.name
+        if not shared_fs and not self.lane:
+            for item in sb.split_list(job.get("TransferInput")):
+                box.bring_in(item, base, owner=owner, job=label)
+        stdin = _path_attr(job, "In") if not self.lane else None
+        if stdin and not shared_fs and job.get("TransferIn", True) is not False:
+            stdin = str(box.bring_in(stdin, base, owner=owner, job=label))
+        elif stdin:
+            stdin = str(Path(stdin) if Path(stdin).is_absolute() else base / stdin)
+        # (made afresh: an input may have brought a link of the same name)
+        job_ad_file = box.fresh_file(sb.JOB_AD_NAME, _ad_text(job))
+        machine_ad_file = box.fresh_file(sb.MACHINE_AD_NAME, _ad_text(self.settings.machine_ad))
+        self._baseline = box.snapshot()
+        cpus = self.settings.cpus
+        memory_mb = self.settings.memory_mb or job.get("RequestMemory")
+        memory = int(memory_mb) * 1024 * 1024 if isinstance(memory_mb, int | float) and memory_mb > 0 else None
+        if self.settings.use_cgroups:
+            self.cgroup = JobCgroup.create(box.path.name, memory, cpus)
+        marker = (f"_CONDOR_ANCESTOR_{os.getpid()}", secrets.token_hex(8))
+        self.procs = JobProcesses(self.cgroup, marker)
+        extra = dict([marker, (CHANNEL_ENV, "0")] if self.lane else [marker])
+        env = build_environment(job, scratch_dir=box.path, slot_name=self.settings.slot_name, cpus=cpus,
+                                job_ad_file=job_ad_file, machine_ad_file=machine_ad_file, extra=extra)
+        cwd = base if shared_fs else box.path
+        out = self._capture("Out", sb.STDOUT_NAME, shared_fs, base)
+        err = out if job.get("Err") == job.get("Out") and _path_attr(job, "Out") else \
+            self._capture("Err", sb.STDERR_NAME, shared_fs, base)
+        for path in {p for p in (out, err) if Path(p).parent == box.path}:
+            box.fresh_file(Path(path).name, own=True)  # a fresh, empty file the job's user owns
+        # (a file outside the sandbox -- shared file system, transfer_output = false -- is
+        # opened, and emptied, with its owner's rights by _open_streams)
+        return {"argv": [str(exe), *job_arguments(job)], "env": env, "cwd": cwd, "stdin": stdin or os.devnull,
+                "stdin_fd": self._lane_child.fileno() if self._lane_child is not None else None,
+                "stdout": out, "stderr": err,
+                "rlimit_memory": None if self.cgroup and self.cgroup.memory_limited else memory,
+                "core": int(job.get("CoreSize", 0) or 0)}
+
+    def _job_owner(self) -> ofs.Identity:
+        """Whose rights the job's files outside the sandbox are opened with: its ``Owner``'s
+        (one without an account here: the account the job runs as).
+
+        Raises:
+            TransferError: we are root and the owner has no account here.
+        """
+        if self._owner is None:
+            box = self.sandbox
+            fallback = ofs.Identity.account(box.uid, box.gid) if box is not None and box.uid is not None else None
+            try:
+                self._owner = ofs.Identity.owner(self.job_ad.get("Owner"), fallback)
+            except ofs.OwnerFileError as exc:
+                raise sb.TransferError(f"job {self._job_label()}: {exc}") from None
+        return self._owner
+
+    def _job_label(self) -> str:
+        return f"{self.job_ad.get('ClusterId', 0)}.{self.job_ad.get('ProcId', 0)}"
+
+    def _capture(self, attr: str, name: str, shared_fs: bool, base: Path) -> str:
+        assert self.sandbox is not None
+        target = _path_attr(self.job_ad, attr)
+        if self.lane:  # the lane's own output (its calls' is captured per call) dies with the sandbox
+            return str(self.sandbox.path / name)
+        if target is None:
+            return os.devnull
+        if shared_fs or self.job_ad.get("Transfer" + attr, True) is False:
+            return str(Path(target) if Path(target).is_absolute() else base / target)
+        return str(self.sandbox.path / name)
+
+    def _spawn(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> None:
+        cgroup, memory, core = self.cgroup, plan["rlimit_memory"], plan["core"]
+        starter_pid = os.getpid()
+        groups = list(self._groups())
+
+        def child() -> None:  # runs in the child between fork and exec
+            if cgroup is not None:
+                cgroup.enter()
+            child_rlimits(memory, core)
+            os.umask(0o022)
+            if uid is not None:
+                os.setgroups(groups)  # the job user's groups: none of root's survive
+                os.setgid(gid)
+                os.setuid(uid)
+            _die_with_parent(starter_pid)  # after setuid, which clears the setting
+
+        streams = []
+        try:
+            streams = _open_streams(plan, self._stdio_owner(), self._job_label())
+            popen = subprocess.Popen(plan["argv"], stdin=streams[0], stdout=streams[1], stderr=streams[2],
+                                     cwd=plan["cwd"], env=plan["env"], preexec_fn=child, start_new_session=True,
+                                     close_fds=True)
+        except OSError as exc:
+            raise StarterError(f"cannot start {plan['argv'][0]}: {exc.strerror or exc}; check the executable "
+                               "exists in the sandbox, is executable, and suits this machine") from exc
+        except subprocess.SubprocessError as exc:  # child() failed: cgroup, rlimit or user switch
+            raise StarterError(f"cannot prepare the job's process for {plan['argv'][0]} (joining its cgroup, "
+                               f"setting limits or becoming the job's user failed: {exc}); check the starter's "
+                               "privileges and EXECUTE") from exc
+        finally:
+            for stream in streams:
+                stream.close()
+        # We reap the child ourselves (wait4, for its rusage); stop Popen from trying too.
+        popen.returncode = 0
+        self.pid = popen.pid
+        assert self.procs is not None
+        self.procs.started(popen.pid)
+
+    def _stdio_owner(self) -> tuple[Path | None, ofs.Identity | None]:
+        """The sandbox (files there: opened as the starter) and the owner (files elsewhere)."""
+        return (self.sandbox.path if self.sandbox else None), self._owner
+
+    def _main_gone(self, _future: asyncio.Future) -> None:
+        if self.procs is not None:
+            self.procs.main_alive = False
+
+    # ---------------------------------------------------------------------------- control
+    def _require_running(self, what: str) -> JobProcesses:
+        if self.procs is None or self._exit is None:
+            raise UsageError(f"Starter.{what}() before start(); start the job first")
+        return self.procs
+
+    def suspend(self) -> None:
+        """Stop every process of the job (SIGSTOP); CPU use stops until :meth:`resume`."""
+        procs = self._require_running("suspend")
+        procs.signal(signal.SIGSTOP)
+        self.suspended = True
+
+    def resume(self) -> None:
+        """Continue a suspended job (SIGCONT to every process)."""
+        procs = self._require_running("resume")
+        procs.signal(signal.SIGCONT)
+        self.suspended = False
+
+    async def vacate(self, grace: float) -> ExitRecord:
+        """Ask the job to leave (its KillSig), kill it after ``grace`` seconds, and finish up.
+
+        Returns:
+            The job's :class:`ExitRecord` (``vacated`` is True).
+        """
+        procs = self._require_running("vacate")
+        assert self._exit is not None
+        self._vacated = True
+        if not self._exit.done():
+            procs.signal(kill_signal(self.job_ad))
+            procs.signal(signal.SIGCONT)  # a stopped process cannot act on the soft kill
+            self.suspended = False
+            try:
+                await asyncio.wait_for(asyncio.shield(self._exit), timeout=max(0.0, grace))
+            except TimeoutError:
+                await procs.kill_all(self.settings.kill_timeout)
+        return await self.wait()
+
+    async def kill(self) -> ExitRecord:
+        """Kill every process of the job now and finish up."""
+        procs = self._require_running("kill")
+        self._vacated = True
+        await procs.kill_all(self.settings.kill_timeout)
+        return await self.wait()
+
+    def usage(self) -> Usage:
+        """Measure the job now (peaks are kept across calls)."""
+        procs = self._require_running("usage")
+        user, system, _, _ = procs.sample()
+        cg = self.cgroup.cpu_seconds() if self.cgroup else None
+        if cg is not None:
+            user, system = max(user, cg[0]), max(system, cg[1])
+        disk = self.sandbox.disk_usage_kib() if self.sandbox and self.sandbox.path.exists() else 0
+        return Usage(user, system, procs.peak_vms // 1024, procs.peak_rss // 1024, disk)
+
+    # ---------------------------------------------------------------------------- finish
+    async def wait(self) -> ExitRecord:
+        """Wait for the job to end; then kill leftovers, transfer output and clean up.
+
+        Any number of callers may wait (a vacate and the service, say): one task finishes the
+        job and every caller gets its result.
+
+        Returns:
+            The :class:`ExitRecord` (the same one on every call).
+        """
+        self._require_running("wait")
+        if self._finisher is None:
+            self._finisher = asyncio.ensure_future(self._finish())
+        return await asyncio.shield(self._finisher)
+
+    async def _finish(self) -> ExitRecord:
+        procs, exit_future = self.procs, self._exit
+        assert procs is not None and exit_future is not None
+        reaped = await exit_future
+        gone = await procs.kill_all(self.settings.kill_timeout)
+        ru = reaped.rusage
+        user, system = ru.ru_utime, ru.ru_stime
+        cg = self.cgroup.cpu_seconds() if self.cgroup else None
+        if cg is not None:
+            user, system = max(user, cg[0]), max(system, cg[1])
+        rss_kib = max(procs.peak_rss // 1024, ru.ru_maxrss)  # ru_maxrss is KiB on Linux
+        assert self.sandbox is not None
+        usage = Usage(user, system, max(procs.peak_vms // 1024, rss_kib), rss_kib, self.sandbox.disk_usage_kib())
+        oom = bool(self.cgroup and self.cgroup.oom_killed())
+        outputs, error = await self._off_loop(self._transfer_output, reaped)  # file copies: off the loop
+        if not gone:
+            error = (error + "; " if error else "") + "some job processes could not be killed"
+        record = ExitRecord(reaped.exit_code, reaped.signal, reaped.core_dumped, oom, self._vacated, usage,
+                            tuple(outputs), error)
+        await self._cleanup()
+        return record
+
+    def _transfer_output(self, reaped: Reaped) -> tuple[list[Path], str | None]:
+        job, box = self.job_ad, self.sandbox
+        assert box is not None
+        when = str(job.get("WhenToTransferOutput", "ON_EXIT")).upper()
+        if self.lane:  # results went back call by call; the Iwd is the first call's: never clobber it
+            return [], None
+        if str(job.get("ShouldTransferFiles", "")).upper() == "NO":
+            return [], None
+        if self._vacated and when != "ON_EXIT_OR_EVICT":
+            return [], None
+        if when == "ON_SUCCESS" and reaped.exit_code != 0:
+            return [], None
+        dest = self.iwd or Path.cwd()
+        written: list[Path] = []
+        streamed = set(streamed_files(job).values())  # sent while it ran (htc.daemons.starter.stream)
+        try:
+            owner, label = self._job_owner(), self._job_label()
+            for attr, name in (("Out", sb.STDOUT_NAME), ("Err", sb.STDERR_NAME)):
+                target = _path_attr(job, attr)
+                if name in streamed:
+                    continue
+                if target and job.get("Transfer" + attr, True) is not False and (box.path / name).exists():
+                    written += box.send_out([name], dest, {name: target}, owner=owner, job=label)
+            skip = {self._exe_name} if self._exe_name else set()
+            names = box.output_names(job, self._baseline, skip)
+            written += box.send_out(names, dest, sb.parse_remaps(job.get("TransferOutputRemaps")), owner=owner,
+                                    job=label)
+        except sb.TransferError as exc:
+            return written, str(exc)
+        return written, None
+
+    async def _cleanup(self) -> None:
+        if self.procs is not None and self.procs.main_alive:
+            await self.procs.kill_all(self.settings.kill_timeout)
+        if self.cgroup is not None:
+            for _ in range(100):  # the kernel frees an emptied cgroup a moment after the last exit
+                if self.cgroup.remove():
+                    break
+                await asyncio.sleep(0.01)
+        if self.sandbox is not None:
+            await self._off_loop(self.sandbox.remove)
+
+
+def _open_streams(plan: Mapping[str, Any], where: tuple[Path | None, ofs.Identity | None] = (None, None),
+                  job: str | None = None) -> list[Any]:
+    """The job's stdin, stdout and stderr, opened by the starter (root: before dropping privilege).
+
+    ``where`` is (the sandbox, the job's owner): a file in the sandbox is the starter's to open
+    (it made it, without following a link); any other -- ``output``/``error``/``input`` on a
+    shared file system -- is opened with the owner's rights (:mod:`htc.daemons.owner_files`),
+    never writing through a link, and an output one is emptied first as HTCondor does.
+
+    Raises:
+        StarterError: one cannot be opened.
+    """
+    sandbox, owner = where
+    streams: list[Any] = []
+    try:
+        for key, mode in (("stdin", "rb"), ("stdout", "ab"), ("stderr", "ab")):
+            if key == "stdin" and plan.get("stdin_fd") is not None:  # a lane's channel (a copy to pass on)
+                streams.append(open(os.dup(plan["stdin_fd"]), "rb", buffering=0))
+                continue
+            path = plan[key]
+            inside = sandbox is not None and Path(path).parent == sandbox
+            if path == os.devnull:
+                streams.append(open(path, mode))
+            elif key == "stdin":
+                fd, _ = ofs.open_read(path, None if inside else owner, what="input", job=job, follow=not inside)
+                streams.append(open(fd, mode))
+            else:
+                fd = ofs.open_write(path, None if inside else owner, what=f"{key} file", job=job, append=True,
+                                    truncate=not inside)
+                streams.append(open(fd, mode))
+    except ofs.OwnerFileError as exc:
+        for stream in streams:
+            stream.close()
+        raise StarterError(str(exc)) from None
+    except OSError as exc:
+        for stream in streams:
+            stream.close()
+        raise StarterError(f"cannot open the job's {key} {plan[key]}: {exc.strerror or exc}") from exc
+    return streams
+
+
+async def run_job(job_ad: Mapping[str, Any], execute_dir: Path, settings: StarterSettings | None = None,
+                  vacate_grace: float = 600.0) -> ExitRecord:
+    """Run one job to completion, obeying signals sent to this process (for ``python -m``).
+
+    SIGTERM vacates (soft kill, hard kill after ``vacate_grace``), SIGQUIT kills at once,
+    SIGTSTP suspends the job, SIGCONT resumes it.
+    """
+    starter = Starter(job_ad, execute_dir, settings)
+    loop = asyncio.get_running_loop()
+    handled = (signal.SIGTERM, signal.SIGQUIT, signal.SIGTSTP, signal.SIGCONT)
+    # A signal that comes while the job is being started is kept and acted on once it runs
+    # (left to its default, SIGTERM would kill this process and orphan the job).
+    early: list[int] = []
+    for sig in handled:
+        loop.add_signal_handler(sig, early.append, sig)
+    try:
+        await starter.start()
+        async with asyncio.TaskGroup() as group:
+            actions = {
+                signal.SIGTERM: lambda: group.create_task(starter.vacate(vacate_grace)),
+                signal.SIGQUIT: lambda: group.create_task(starter.kill()),
+                signal.SIGTSTP: starter.suspend,
+                signal.SIGCONT: starter.resume,
+            }
+            for sig, act in actions.items():
+                loop.add_signal_handler(sig, act)
+            for sig in early:
+                actions[sig]()
+            record = await starter.wait()
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m htc.daemons.starter.core JOB_AD_FILE EXECUTE_DIR [--slot S] [--cpus N] [--memory MB] [--user U]``.
+
+    Runs the job and prints its exit record as ClassAd attributes; SIGTERM vacates the job,
+    SIGQUIT kills it, SIGTSTP suspends it, SIGCONT resumes it. Exit status 0 when the job ran
+    (whatever its exit code), 1 when it could not be started.
+    """
+    import argparse
+
+    from htc.classad import ClassAd, parseOne
+
+    parser = argparse.ArgumentParser(prog="python -m htc.daemons.starter.core", description=main.__doc__)
+    parser.add_argument("job_ad", type=Path)
+    parser.add_argument("execute_dir", type=Path)
+    parser.add_argument("--slot", default="slot1")
+    parser.add_argument("--cpus", type=int, default=1)
+    parser.add_argument("--memory", type=int, default=None, help="hard memory limit in MiB")
+    parser.add_argument("--user", default=None, help="the slot's account when running as root (default: "
+                        "htc-slot<N>, made when missing); the job's Owner runs it when trusted")
+    parser.add_argument("--vacate-grace", type=float, default=600.0, help="seconds between soft and hard kill")
+    args = parser.parse_args(argv)
+    ad = parseOne(args.job_ad.read_text())
+    job = {key: ad.eval(key) if not isinstance(ad[key], str | int | float | bool) else ad[key] for key in ad}
+    settings = StarterSettings(slot_name=args.slot, cpus=args.cpus, memory_mb=args.memory, slot_user=args.user)
+    try:
+        record = asyncio.run(run_job(job, args.execute_dir, settings, args.vacate_grace))
+    except HTCError as exc:
+        print(f"starter: {exc}", file=sys.stderr)
+        return 1
+    print(ClassAd({k: v for k, v in record.to_ad().items()}).printOld(), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

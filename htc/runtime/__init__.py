@@ -1,1 +1,0 @@
-"""The bundled interposition runtime (checkpoint and remote system calls for native jobs)."""

@@ -1,1 +1,0 @@
-"""A simulated clock and pool that drive the real daemon cores at scale."""
