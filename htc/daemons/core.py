@@ -15,17 +15,18 @@ the time returned has come.  A core test is a list of events and a number for ``
 Generic events and actions live here; a daemon adds its own (the master's ``Spawn``,
 ``ChildExited``) in its module, and its service subclass executes them.
 
-State machines are dictionaries ``{(state, event): new_state}`` applied by :func:`transition`,
-so the table is the documentation; an illegal step raises :class:`IllegalTransition`.
+State machines are dictionaries ``{(state, event): new_state}`` applied by :func:`transition`
+(:mod:`htc.transitions`), so the table is the documentation; an illegal step raises
+:class:`IllegalTransition`.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, TypeVar
+from typing import Any, Protocol
 
-from htc.errors import HTCError
+from htc import transitions as _transitions
 from htc.wire import messages
 from htc.wire.transport import PeerInfo
 
@@ -152,41 +153,6 @@ def bad_request(event: Received, text: str) -> Reply:
 
 # --- state machines ------------------------------------------------------------------------------
 
-
-class IllegalTransition(HTCError):
-    """A state machine got an event its table has no entry for in the current state (a bug)."""
-
-    def __init__(self, machine: str, state: object, event: object):
-        super().__init__(f"{machine}: no transition from state {_name(state)} on event {_name(event)}; "
-                         "this is a bug in htc, please report it with the daemon log")
-        self.machine = machine
-        self.state = state
-        self.event = event
-
-
-def _name(x: object) -> str:
-    return getattr(x, "name", None) or str(x)
-
-
-S = TypeVar("S")
-V = TypeVar("V")
-
-
-def transition(table: Mapping[tuple[S, object], V], machine: str, state: S, event: object) -> V:
-    """Look up ``(state, event)`` in ``table``.
-
-    Args:
-        table: the state machine, ``{(state, event): value}``.
-        machine: names the machine in the error (``"master: COLLECTOR"``).
-        state, event: the current state and what happened.
-
-    Returns:
-        The table's value for the step (the new state, or whatever the table holds).
-
-    Raises:
-        IllegalTransition: the table has no such step.
-    """
-    try:
-        return table[(state, event)]
-    except KeyError:
-        raise IllegalTransition(machine, state, event) from None
+# One way to apply a table and one error, shared with the job queue (:mod:`htc.transitions`).
+IllegalTransition = _transitions.IllegalTransition
+transition = _transitions.transition

@@ -9,7 +9,7 @@ watchers).  The main coroutine sleeps until the core's ``next_deadline()`` or un
 fed in, whichever comes first.
 
 Feeding is synchronous and ordered.  :meth:`DaemonService.feed` queues an event; the first caller
-drains the queue, calling ``core.handle(event, time.time())`` and executing each action before
+drains the queue, calling ``core.handle(event, clock.time())`` and executing each action before
 the next event.  Actions that need I/O either complete without awaiting (a :class:`Reply` is
 written into the connection's buffer; a signal is sent) or start a task whose outcome comes back
 as another event (:class:`Send` -> ``SendDone``/``SendFailed``).  So the core never runs
@@ -65,7 +65,6 @@ import logging
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -74,6 +73,7 @@ from typing import Any
 from htc import __version__
 from htc.errors import HTCError, UsageError
 from htc.daemons import core as c
+from htc.daemons.clock import REAL, Clock
 from htc.wire import authz
 from htc.wire import messages as m
 from htc.wire.errors import ConnectionClosed, RequestTimeout
@@ -175,13 +175,16 @@ class DaemonService:
         flush_timeout: seconds pending sends may take after :class:`Exit` before being cancelled.
         authorizer: who may send what (default: built from the daemon's configuration when it
             starts, and again at each reconfiguration).
+        clock: where the time comes from and how the service waits (:mod:`htc.daemons.clock`;
+            a test or the simulator passes a FakeClock).
     """
 
     def __init__(self, daemon: str, core: c.Core, transport: Transport, *, address: str | None = None,
                  log_file: Path | None = None, reload_settings: Callable[[], Any] | None = None,
                  idle_timeout: float = 300.0, flush_timeout: float = 2.0,
-                 authorizer: authz.Authorizer | None = None):
+                 authorizer: authz.Authorizer | None = None, clock: Clock = REAL):
         self.daemon = daemon
+        self.clock = clock
         self.core = core
         self.transport = transport
         #: connections to other daemons, kept for reuse (requests from cores go through it)
@@ -194,7 +197,7 @@ class DaemonService:
         self.authorizer = authorizer
         self._own_authorizer = authorizer is None
         self.log = logging.getLogger(f"htc.daemons.{daemon}")
-        self.started_at = time.time()
+        self.started_at = clock.time()
         self._queue: collections.deque[c.Event] = collections.deque()
         self._draining = False
         self._wakeup = asyncio.Event()
@@ -240,7 +243,7 @@ class DaemonService:
             while self._queue:
                 event = self._queue.popleft()
                 try:
-                    actions = self.core.handle(event, time.time())
+                    actions = self.core.handle(event, self.clock.time())
                 except Exception as exc:
                     if not isinstance(event, c.Received):
                         # the daemon's own work: end it from the main task, whoever fed this
@@ -394,19 +397,15 @@ class DaemonService:
                 raise self._failure
             deadline = self.core.next_deadline()
             self._wakeup.clear()
-            delay = None if deadline is None else deadline - time.time()
+            delay = None if deadline is None else deadline - self.clock.time()
             if delay is not None and delay <= 0:
-                now = time.time()
+                now = self.clock.time()
                 self.feed(c.Tick())
                 after = self.core.next_deadline()
                 if self._exit_status is None and after is not None and after <= now:
                     raise RuntimeError(f"{self.daemon}: core kept deadline {after} after a Tick at {now}")
                 continue
-            try:
-                async with asyncio.timeout(delay):
-                    await self._wakeup.wait()
-            except TimeoutError:
-                pass
+            await self.clock.wait_for(self._wakeup, delay)
 
     async def _finish_tasks(self) -> None:
         """Give pending sends a moment (an ad invalidation on the way out), then cancel the rest."""
