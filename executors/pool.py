@@ -74,7 +74,7 @@ from htc.wire.transport import Transport, UnixTransport
 __all__ = ["PoolBackend", "remove_session_jobs"]
 
 _TRANSIENT = (DaemonUnreachable, ConnectionClosed, RequestTimeout, ConnectionError)
-#: the master's states of a schedd that will answer again (htc.daemons.master.core.DState values)
+#: the master's states of a schedd that will answer again (htc.daemons.master.states.DState values)
 _COMING_BACK = frozenset({"Starting", "Running", "Restarting", "Backoff"})
 _MAX_PROCS_PER_SUBMIT = 2000
 _SLOTS_FRESH = 30.0

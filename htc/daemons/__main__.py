@@ -1,8 +1,8 @@
 """``python -m htc.daemons <name>``: run one daemon in the foreground.
 
 The master starts its daemons this way; an administrator can too, to watch one daemon closely.
-Each daemon module offers ``make_service(paths) -> DaemonService``; this entry point finds the
-module, builds the service from the configuration and runs it until it exits.
+Each daemon's ``service`` module offers ``make_service(paths) -> DaemonService``; this entry
+point finds the module, builds the service from the configuration and runs it until it exits.
 
 Exit statuses: the daemon's own (0 after a clean stop); 1 after a crash (the traceback is in
 the daemon log); 4 (HTCondor's DAEMON_NO_RESTART) when restarting cannot help -- the daemon is
@@ -18,19 +18,19 @@ import os
 import sys
 from pathlib import Path
 
+from htc.daemons.master.events import DAEMON_NO_RESTART
 from htc.errors import HTCError, UsageError
 
 #: daemon name -> module providing make_service(paths)
 DAEMON_MODULES = {
-    "master": "htc.daemons.master.core",
-    "collector": "htc.daemons.collector.core",
+    "master": "htc.daemons.master.service",
+    "collector": "htc.daemons.collector.service",
     "negotiator": "htc.daemons.negotiator.service",
-    "schedd": "htc.daemons.schedd.core",
+    "schedd": "htc.daemons.schedd.service",
     "startd": "htc.daemons.startd.service",
 }
 
-#: HTCondor's exit status for "do not restart me"
-DAEMON_NO_RESTART = 4
+__all__ = ["DAEMON_MODULES", "DAEMON_NO_RESTART", "main"]
 
 
 def main(argv: list[str] | None = None) -> int:

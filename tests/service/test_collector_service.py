@@ -15,7 +15,8 @@ import pytest
 
 from htc.daemons import core as c
 from htc.client.daemon import query_collector_async, send_command_async
-from htc.daemons.collector.core import Collector, CollectorSettings
+from htc.daemons.collector.core import Collector
+from htc.daemons.collector.settings import CollectorSettings
 from htc.daemons.service import DaemonPaths, DaemonService
 from htc.errors import UsageError
 from htc.wire import messages as m

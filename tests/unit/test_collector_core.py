@@ -6,7 +6,8 @@ import pytest
 
 from htc.classad import ClassAd
 from htc.daemons import core as c
-from htc.daemons.collector.core import Collector, CollectorSettings
+from htc.daemons.collector.core import Collector
+from htc.daemons.collector.settings import CollectorSettings
 from htc.wire import messages as m
 
 T0 = 1_700_000_000.0

@@ -9,19 +9,10 @@ import signal
 import pytest
 
 from htc.daemons import core as c
-from htc.daemons.master.core import (
-    DAEMON_MACHINE,
-    ChildExited,
-    ChildStarted,
-    DState,
-    Ev,
-    Master,
-    MasterSettings,
-    Notify,
-    SignalChild,
-    Spawn,
-    SpawnFailed,
-)
+from htc.daemons.master.core import Master
+from htc.daemons.master.events import ChildExited, ChildStarted, Notify, SignalChild, Spawn, SpawnFailed
+from htc.daemons.master.settings import MasterSettings
+from htc.daemons.master.states import DAEMON_MACHINE, DState, Ev
 from htc.wire import messages as m
 
 SIGKILLED = -signal.SIGKILL

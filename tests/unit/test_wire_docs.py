@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from htc.daemons.master.core import machine_table
+from htc.daemons.master.states import machine_table
 from htc.wire.messages import message_table
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "daemons.md"

@@ -1,4 +1,4 @@
-"""The collector: the pool's directory of ads (machines, schedds, submitters, daemons).
+"""The collector's sans-IO core: the pool's directory of ads (machines, schedds, submitters, daemons).
 
 Theory of operation
 -------------------
@@ -17,34 +17,23 @@ recognised by their expiry time and skipped.
 and keeps those for which it is true, as HTCondor does; a projection cuts each answer down to the
 named attributes.  The collector advertises itself too (a Collector ad with pool totals) every
 COLLECTOR_UPDATE_INTERVAL.
+
+The collector has no state machine: an ad is either stored or not.
 """
 
 from __future__ import annotations
 
 import heapq
 import logging
-import os
-import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from htc.classad import ClassAd, ClassAdParseError, ExprTree
 from htc.daemons import core as c
-from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
+from htc.daemons.collector.settings import CollectorSettings
 from htc.wire import messages as m
 
 Key = tuple[m.AdType, str, str]
-
-
-@dataclass(frozen=True)
-class CollectorSettings:
-    """What the collector core needs from the configuration (names are HTCondor's knobs)."""
-
-    name: str = "collector"             # COLLECTOR_NAME (the Name of its own ad)
-    address: str = "collector"          # where daemons and tools reach it
-    machine: str = "localhost"          # the host it runs on
-    classad_lifetime: float = 900.0     # CLASSAD_LIFETIME
-    update_interval: float = 900.0      # COLLECTOR_UPDATE_INTERVAL
-    pid: int = 0
 
 
 @dataclass
@@ -101,43 +90,46 @@ class Collector:
 
     def handle(self, event: c.Event, now: float) -> list[c.Action]:
         """Apply one event; return what the service must do."""
-        out: list[c.Action] = []
-        if isinstance(event, c.Started):
-            self.started_at = now
-            out.append(c.Log(f"collector {self.settings.name!r} (pid {self.settings.pid}) ready"))
-            self._advertise_self(now)
-        elif isinstance(event, c.Tick):
-            self._expire(now, out)
-            if self.next_self_ad_at is not None and self.next_self_ad_at <= now:
-                self._advertise_self(now)
-        elif isinstance(event, c.Received):
-            self._request(event, now, out)
-        elif isinstance(event, c.StopRequested):
-            out.append(c.Log("collector shutting down"))
-            out.append(c.Exit(0))
-        elif isinstance(event, c.Reconfigured):
-            if event.settings is not None:
-                self.ads.pop(_key(m.AdType.Collector, self.settings.name, ClassAd()), None)
-                self.settings = event.settings
-                self._advertise_self(now)
-        elif isinstance(event, (c.SendDone, c.SendFailed)):
-            pass
-        else:
+        on_event = _ON_EVENT.get(type(event))
+        if on_event is None:
             raise TypeError(f"collector: unexpected event {event!r}")
+        out: list[c.Action] = []
+        on_event(self, event, now, out)
         return out
 
-    # --- requests ---------------------------------------------------------------------------------
+    # --- events -----------------------------------------------------------------------------------
 
-    def _request(self, event: c.Received, now: float, out: list[c.Action]) -> None:
-        msg = event.msg
-        if isinstance(msg, m.UpdateAd):
-            out.append(self._update(event, msg, now))
-        elif isinstance(msg, m.QueryAds):
-            out.append(self._query(event, msg, now))
-        elif isinstance(msg, m.InvalidateAd):
-            out.append(self._invalidate(event, msg, out))
-        else:
+    def _on_started(self, event: c.Started, now: float, out: list[c.Action]) -> None:
+        self.started_at = now
+        out.append(c.Log(f"collector {self.settings.name!r} (pid {self.settings.pid}) ready"))
+        self._advertise_self(now)
+
+    def _on_tick(self, event: c.Tick, now: float, out: list[c.Action]) -> None:
+        self._expire(now, out)
+        if self.next_self_ad_at is not None and self.next_self_ad_at <= now:
+            self._advertise_self(now)
+
+    def _on_received(self, event: c.Received, now: float, out: list[c.Action]) -> None:
+        on_request = _ON_REQUEST.get(type(event.msg))
+        if on_request is None:
             out.append(c.unknown_request(event, "collector"))
+            return
+        out.append(on_request(self, event, now, out))
+
+    def _on_stop_requested(self, event: c.StopRequested, now: float, out: list[c.Action]) -> None:
+        out.append(c.Log("collector shutting down"))
+        out.append(c.Exit(0))
+
+    def _on_reconfigured(self, event: c.Reconfigured, now: float, out: list[c.Action]) -> None:
+        if event.settings is not None:
+            self.ads.pop(_key(m.AdType.Collector, self.settings.name, ClassAd()), None)
+            self.settings = event.settings
+            self._advertise_self(now)
+
+    def _on_send_outcome(self, event: c.SendDone | c.SendFailed, now: float, out: list[c.Action]) -> None:
+        pass  # the collector sends nothing
+
+    # --- requests ---------------------------------------------------------------------------------
 
     def store(self, ad_type: m.AdType, name: str, ad: ClassAd, lifetime: float, now: float) -> None:
         """Keep ``ad`` (already checked) until ``now + lifetime``."""
@@ -147,7 +139,8 @@ class Collector:
         self.ads[key] = stored
         heapq.heappush(self._expiry, (stored.expires_at, key))
 
-    def _update(self, event: c.Received, msg: m.UpdateAd, now: float) -> c.Action:
+    def _update(self, event: c.Received, now: float, out: list[c.Action]) -> c.Action:
+        msg: m.UpdateAd = event.msg
         try:
             ad = ClassAd(msg.ad_text)
         except ClassAdParseError as exc:
@@ -169,7 +162,8 @@ class Collector:
         self.updates_total += 1
         return c.Reply(event.conn_id, m.Ack())
 
-    def _query(self, event: c.Received, msg: m.QueryAds, now: float) -> c.Action:
+    def _query(self, event: c.Received, now: float, out: list[c.Action]) -> c.Action:
+        msg: m.QueryAds = event.msg
         try:
             constraint = ExprTree(msg.constraint) if msg.constraint.strip() else None
         except ClassAdParseError as exc:
@@ -198,7 +192,8 @@ class Collector:
                 cut[attr] = stored.ad.lookup(attr)
         return str(cut)
 
-    def _invalidate(self, event: c.Received, msg: m.InvalidateAd, out: list[c.Action]) -> c.Action:
+    def _invalidate(self, event: c.Received, now: float, out: list[c.Action]) -> c.Action:
+        msg: m.InvalidateAd = event.msg
         if msg.name:
             doomed = [k for k in self.ads if k[1] == msg.name and msg.ad_type in (m.AdType.Any, k[0])]
         else:
@@ -264,31 +259,23 @@ class Collector:
         })
 
 
-# --- the service ----------------------------------------------------------------------------------
+_Handler = Callable[[Collector, c.Event, float, list[c.Action]], None]
 
+#: event type -> what the collector does with it
+_ON_EVENT: dict[type, _Handler] = {
+    c.Started: Collector._on_started,
+    c.Tick: Collector._on_tick,
+    c.Received: Collector._on_received,
+    c.StopRequested: Collector._on_stop_requested,
+    c.Reconfigured: Collector._on_reconfigured,
+    c.SendDone: Collector._on_send_outcome,
+    c.SendFailed: Collector._on_send_outcome,
+}
 
-def settings_from_config(config, address: str = "collector") -> CollectorSettings:
-    """Build the collector's settings from the configuration (COLLECTOR subsystem)."""
-    host = socket.getfqdn()
-    name = config.param("COLLECTOR_NAME") or f"collector@{host}"
-    return CollectorSettings(
-        name=str(name),
-        address=address,
-        machine=host,
-        classad_lifetime=float(config.param("CLASSAD_LIFETIME")),
-        update_interval=float(config.param("COLLECTOR_UPDATE_INTERVAL")),
-        pid=os.getpid(),
-    )
-
-
-def make_service(paths: DaemonPaths) -> DaemonService:
-    """The collector's service for the pool at ``paths`` (used by ``python -m htc.daemons``).
-
-    Raises:
-        UsageError: the configuration is broken.
-    """
-    def settings() -> CollectorSettings:
-        return settings_from_config(load_daemon_config("COLLECTOR"))
-
-    return DaemonService("collector", Collector(settings()), paths.transport(),
-                         log_file=paths.log_file("collector"), reload_settings=settings)
+#: request message type -> the collector's answer to it (any other: ``unknown_request``); a
+#: handler may put log lines in ``out`` before its reply
+_ON_REQUEST: dict[type, Callable[[Collector, c.Received, float, list[c.Action]], c.Action]] = {
+    m.UpdateAd: Collector._update,
+    m.QueryAds: Collector._query,
+    m.InvalidateAd: Collector._invalidate,
+}

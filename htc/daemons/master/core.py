@@ -1,11 +1,11 @@
-"""The master: starts the daemons of DAEMON_LIST, restarts them when they die, stops them.
+"""The master's sans-IO core: starts the daemons of DAEMON_LIST, restarts them when they die, stops them.
 
 Theory of operation
 -------------------
-Each daemon the master runs is a small state machine, :data:`DAEMON_MACHINE`, keyed by
-``(state, event)`` and valued ``(new state, effect)``.  The effect names a method of
-:class:`Master` that produces the actions (spawn, signal, log, notify).  Events come from three
-places: administrators (``DaemonsOn``/``Off``/``Restart`` messages, SIGTERM), the service
+Each daemon the master runs is a :class:`Child` that moves through the table of
+:mod:`htc.daemons.master.states`; the effect of each step is one method of :class:`Master`
+(:data:`_EFFECTS`), which produces the actions (spawn, signal, log, notify). Events come from
+three places: administrators (``DaemonsOn``/``Off``/``Restart`` messages, SIGTERM), the service
 (``ChildStarted``, ``SpawnFailed``, ``ChildExited``) and the clock (a backoff or a kill grace
 ending, found on :class:`~htc.daemons.core.Tick`).
 
@@ -24,189 +24,38 @@ A restart asked for by command starts the daemon again as soon as it has stopped
 restart count.  Stopping sends SIGTERM (graceful) or SIGQUIT (fast), then SIGKILL once
 SHUTDOWN_GRACEFUL_TIMEOUT / SHUTDOWN_FAST_TIMEOUT has passed.  When the master itself stops it
 turns every daemon Off and exits once none is left running.
+
+The master also advertises itself (a ``DaemonMaster`` ad) every MASTER_UPDATE_INTERVAL and
+answers ``QueryMaster`` with every daemon's state.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
-import math
-import os
-import re
 import signal
-import socket
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from htc.daemons import core as c
-from htc.daemons.service import PARENT_PID_ENV, DaemonPaths, DaemonService, load_daemon_config
+from htc.daemons.master.events import (
+    DAEMON_NO_RESTART,
+    ChildExited,
+    ChildStarted,
+    Notify,
+    SignalChild,
+    Spawn,
+    SpawnFailed,
+)
+from htc.daemons.master.settings import MasterSettings
+from htc.daemons.master.states import BY_COMMAND, DAEMON_MACHINE, DState, Effect, Ev
+from htc.transitions import transition
 from htc.wire import messages as m
-
-#: exit status with which a daemon tells its master not to restart it (HTCondor's value)
-DAEMON_NO_RESTART = 4
 
 #: seconds before re-sending a Master ad the collector did not take
 AD_RETRY = 5.0
 
 #: daemons ``python -m htc.daemons`` can start; DAEMON_LIST may name others, which are ignored
 RUNNABLE = ("COLLECTOR", "NEGOTIATOR", "SCHEDD", "STARTD")
-
-
-class DState(enum.Enum):
-    """Where one daemon of the master stands."""
-
-    OFF = "Off"
-    STARTING = "Starting"
-    RUNNING = "Running"
-    STOPPING = "Stopping"
-    RESTARTING = "Restarting"
-    BACKOFF = "Backoff"
-    GAVE_UP = "GaveUp"
-
-
-class Ev(enum.Enum):
-    """What can happen to one daemon of the master."""
-
-    ON = "on"
-    OFF = "off"
-    RESTART = "restart"
-    SPAWNED = "spawned"
-    SPAWN_FAILED = "spawn failed"
-    SPAWN_FAILED_TOO_OFTEN = "spawn failed too often"
-    CRASHED = "crashed"
-    CRASHED_TOO_OFTEN = "crashed too often"
-    EXITED_NO_RESTART = "exited asking not to be restarted"
-    EXITED = "exited"
-    BACKOFF_DONE = "backoff done"
-    KILL_TIMEOUT = "kill timeout"
-
-
-S, E = DState, Ev
-#: (state, event) -> (new state, effect); effect None means no action
-DAEMON_MACHINE: dict[tuple[DState, Ev], tuple[DState, str | None]] = {
-    (S.OFF, E.ON): (S.STARTING, "spawn"),
-    (S.OFF, E.RESTART): (S.STARTING, "spawn"),
-    (S.OFF, E.OFF): (S.OFF, None),
-    (S.STARTING, E.SPAWNED): (S.RUNNING, "running"),
-    (S.STARTING, E.SPAWN_FAILED): (S.BACKOFF, "schedule_restart"),
-    (S.STARTING, E.SPAWN_FAILED_TOO_OFTEN): (S.GAVE_UP, "give_up"),
-    (S.RUNNING, E.ON): (S.RUNNING, None),
-    (S.RUNNING, E.OFF): (S.STOPPING, "terminate"),
-    (S.RUNNING, E.RESTART): (S.RESTARTING, "terminate"),
-    (S.RUNNING, E.CRASHED): (S.BACKOFF, "schedule_restart"),
-    (S.RUNNING, E.CRASHED_TOO_OFTEN): (S.GAVE_UP, "give_up"),
-    (S.RUNNING, E.EXITED_NO_RESTART): (S.OFF, "stopped"),
-    (S.STOPPING, E.ON): (S.RESTARTING, None),
-    (S.STOPPING, E.RESTART): (S.RESTARTING, None),
-    (S.STOPPING, E.OFF): (S.STOPPING, "terminate"),  # a fast off hurries a graceful one
-    (S.STOPPING, E.EXITED): (S.OFF, "stopped"),
-    (S.STOPPING, E.KILL_TIMEOUT): (S.STOPPING, "kill"),
-    (S.RESTARTING, E.ON): (S.RESTARTING, None),
-    (S.RESTARTING, E.RESTART): (S.RESTARTING, None),
-    (S.RESTARTING, E.OFF): (S.STOPPING, "terminate"),
-    (S.RESTARTING, E.EXITED): (S.STARTING, "spawn"),
-    (S.RESTARTING, E.KILL_TIMEOUT): (S.RESTARTING, "kill"),
-    (S.BACKOFF, E.BACKOFF_DONE): (S.STARTING, "spawn"),
-    (S.BACKOFF, E.ON): (S.STARTING, "spawn"),
-    (S.BACKOFF, E.RESTART): (S.STARTING, "spawn"),
-    (S.BACKOFF, E.OFF): (S.OFF, "cancel_restart"),
-    (S.GAVE_UP, E.ON): (S.STARTING, "spawn"),
-    (S.GAVE_UP, E.RESTART): (S.STARTING, "spawn"),
-    (S.GAVE_UP, E.OFF): (S.OFF, None),
-}
-del S, E
-
-
-def machine_table() -> str:
-    """:data:`DAEMON_MACHINE` as a Markdown table (docs/daemons.md embeds it; a test keeps it current)."""
-    lines = ["| state | event | new state | effect |", "|---|---|---|---|"]
-    for (state, ev), (new, effect) in DAEMON_MACHINE.items():
-        lines.append(f"| {state.value} | {ev.value} | {new.value} | {effect or '-'} |")
-    return "\n".join(lines)
-
-#: events by which an administrator (not a crash) starts a daemon: they clear its restart count
-_BY_COMMAND = {Ev.ON, Ev.RESTART, Ev.EXITED}
-
-
-@dataclass(frozen=True)
-class MasterSettings:
-    """What the master core needs from the configuration (names are HTCondor's knobs)."""
-
-    daemon_list: tuple[str, ...] = ("COLLECTOR",)      # DAEMON_LIST (MASTER itself left out)
-    name: str = "master"                                 # MASTER_NAME / the host name
-    address: str = "master"                              # where tools reach this master
-    collector: str | None = "collector"                  # where the Master ad goes (None: nowhere)
-    backoff_constant: float = 9.0                        # MASTER_BACKOFF_CONSTANT
-    backoff_factor: float = 2.0                          # MASTER_BACKOFF_FACTOR
-    backoff_ceiling: float = 3600.0                      # MASTER_BACKOFF_CEILING
-    recover_factor: float = 300.0                        # MASTER_RECOVER_FACTOR
-    max_restarts: int = 10                               # MASTER_MAX_RESTARTS (0: never give up)
-    graceful_timeout: float = 1800.0                     # SHUTDOWN_GRACEFUL_TIMEOUT
-    fast_timeout: float = 300.0                          # SHUTDOWN_FAST_TIMEOUT
-    update_interval: float = 300.0                       # MASTER_UPDATE_INTERVAL
-    admin: str = ""                                      # CONDOR_ADMIN (empty: no mail)
-    mail: str = "mail"                                   # MAIL
-    pid: int = 0                                         # the master's own pid, for its ad
-
-    def backoff(self, restarts: int) -> float:
-        """Seconds to wait before automatic restart number ``restarts + 1`` (HTCondor's NextStart)."""
-        try:
-            seconds = self.backoff_constant + math.ceil(self.backoff_factor ** restarts)
-        except OverflowError:
-            return self.backoff_ceiling
-        return self.backoff_ceiling if seconds > self.backoff_ceiling or seconds < 0 else seconds
-
-
-# --- master-specific events and actions ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ChildStarted(c.Event):
-    """The service started ``daemon`` as process ``pid``."""
-
-    daemon: str
-    pid: int
-
-
-@dataclass(frozen=True)
-class SpawnFailed(c.Event):
-    """The service could not start ``daemon``."""
-
-    daemon: str
-    error: str
-
-
-@dataclass(frozen=True)
-class ChildExited(c.Event):
-    """Process ``pid`` of ``daemon`` ended; ``returncode`` < 0 means killed by that signal."""
-
-    daemon: str
-    pid: int
-    returncode: int
-
-
-@dataclass(frozen=True)
-class Spawn(c.Action):
-    """Start ``daemon`` (``python -m htc.daemons <daemon>``); answer ChildStarted or SpawnFailed."""
-
-    daemon: str
-
-
-@dataclass(frozen=True)
-class SignalChild(c.Action):
-    """Send ``signum`` to process ``pid`` of ``daemon``."""
-
-    daemon: str
-    pid: int
-    signum: int
-
-
-@dataclass(frozen=True)
-class Notify(c.Action):
-    """Tell the administrator: run ``argv`` with ``body`` on its standard input."""
-
-    argv: tuple[str, ...]
-    body: str
 
 
 @dataclass
@@ -263,58 +112,97 @@ class Master:
 
     def handle(self, event: c.Event, now: float) -> list[c.Action]:
         """Apply one event; return what the service must do."""
-        out: list[c.Action] = []
-        if isinstance(event, c.Started):
-            out.append(c.Log(f"master (pid {self.settings.pid}) starting; DAEMON_LIST: "
-                             f"{', '.join(self.settings.daemon_list) or '(empty)'}"))
-            self._adopt_list(now, out)
-            self.next_ad_at = now if self.settings.collector else None
-        elif isinstance(event, c.Tick):
-            self._tick(now, out)
-        elif isinstance(event, ChildStarted):
-            child = self.children[event.daemon]
-            child.pid = event.pid
-            self._step(child, Ev.SPAWNED, now, out)
-        elif isinstance(event, SpawnFailed):
-            child = self.children[event.daemon]
-            child.last_exit = f"could not be started: {event.error}"
-            self._step(child, self._failure_event(child, now, spawn=True), now, out)
-        elif isinstance(event, ChildExited):
-            self._exited(event, now, out)
-        elif isinstance(event, c.Received):
-            self._request(event, now, out)
-        elif isinstance(event, c.StopRequested):
-            self._shutdown("fast" if event.fast else "graceful", now, out)
-        elif isinstance(event, c.Reconfigured):
-            self._reconfigure(event.settings, now, out)
-        elif isinstance(event, c.SendFailed):
-            out.append(c.Log(f"could not send {type(event.msg).__name__} to {event.to}: {event.error}"))
-            if isinstance(event.msg, m.UpdateAd) and self.next_ad_at is not None:
-                # The collector is often still starting (we may have just spawned it): try again
-                # soon rather than leaving the pool without a Master ad for a whole interval.
-                self.next_ad_at = min(self.next_ad_at, now + min(self.settings.update_interval, AD_RETRY))
-        elif isinstance(event, c.SendDone):
-            pass
-        else:
+        on_event = _ON_EVENT.get(type(event))
+        if on_event is None:
             raise TypeError(f"master: unexpected event {event!r}")
+        out: list[c.Action] = []
+        on_event(self, event, now, out)
         self._maybe_exit(now, out)
         return out
+
+    # --- events -----------------------------------------------------------------------------------
+
+    def _on_started(self, event: c.Started, now: float, out: list[c.Action]) -> None:
+        out.append(c.Log(f"master (pid {self.settings.pid}) starting; DAEMON_LIST: "
+                         f"{', '.join(self.settings.daemon_list) or '(empty)'}"))
+        self._adopt_list(now, out)
+        self.next_ad_at = now if self.settings.collector else None
+
+    def _on_tick(self, event: c.Tick, now: float, out: list[c.Action]) -> None:
+        for child in list(self.children.values()):
+            if child.restart_at is not None and child.restart_at <= now:
+                child.restart_at = None
+                self._step(child, Ev.BACKOFF_DONE, now, out)
+            if child.kill_at is not None and child.kill_at <= now:
+                self._step(child, Ev.KILL_TIMEOUT, now, out)
+        if self.next_ad_at is not None and self.next_ad_at <= now:
+            self._advertise(now, out)
+
+    def _on_child_started(self, event: ChildStarted, now: float, out: list[c.Action]) -> None:
+        child = self.children[event.daemon]
+        child.pid = event.pid
+        self._step(child, Ev.SPAWNED, now, out)
+
+    def _on_spawn_failed(self, event: SpawnFailed, now: float, out: list[c.Action]) -> None:
+        child = self.children[event.daemon]
+        child.last_exit = f"could not be started: {event.error}"
+        self._step(child, self._failure_event(child, now, spawn=True), now, out)
+
+    def _on_child_exited(self, event: ChildExited, now: float, out: list[c.Action]) -> None:
+        child = self.children.get(event.daemon)
+        if child is None or child.pid != event.pid:
+            out.append(c.Log(f"reaped unknown process {event.pid} ({event.daemon})", level=logging.WARNING))
+            return
+        child.last_exit = f"(pid {event.pid}) {describe_exit(event.returncode)}"
+        if child.state is DState.RUNNING:
+            if event.returncode == DAEMON_NO_RESTART:
+                ev = Ev.EXITED_NO_RESTART
+            else:
+                ev = self._failure_event(child, now)
+        else:
+            ev = Ev.EXITED
+        child.pid = None
+        child.started_at = None  # so that a later failure to spawn is not mistaken for a recovery
+        self._step(child, ev, now, out)
+
+    def _on_stop_requested(self, event: c.StopRequested, now: float, out: list[c.Action]) -> None:
+        self._shutdown("fast" if event.fast else "graceful", now, out)
+
+    def _on_reconfigured(self, event: c.Reconfigured, now: float, out: list[c.Action]) -> None:
+        if event.settings is not None:
+            self.settings = replace(event.settings, pid=event.settings.pid or self.settings.pid)
+            self.next_ad_at = now if self.settings.collector else None
+        for child in self.children.values():
+            if child.state is DState.RUNNING and child.pid is not None:
+                out.append(SignalChild(child.name, child.pid, int(signal.SIGHUP)))
+        if not self.shutting_down:
+            self._adopt_list(now, out)
+
+    def _on_send_failed(self, event: c.SendFailed, now: float, out: list[c.Action]) -> None:
+        out.append(c.Log(f"could not send {type(event.msg).__name__} to {event.to}: {event.error}"))
+        if isinstance(event.msg, m.UpdateAd) and self.next_ad_at is not None:
+            # The collector is often still starting (we may have just spawned it): try again
+            # soon rather than leaving the pool without a Master ad for a whole interval.
+            self.next_ad_at = min(self.next_ad_at, now + min(self.settings.update_interval, AD_RETRY))
+
+    def _on_send_done(self, event: c.SendDone, now: float, out: list[c.Action]) -> None:
+        pass
 
     # --- one daemon's machine ---------------------------------------------------------------------
 
     def _step(self, child: Child, ev: Ev, now: float, out: list[c.Action]) -> None:
-        new_state, effect = c.transition(DAEMON_MACHINE, f"master: {child.name}", child.state, ev)
+        new_state, effect = transition(DAEMON_MACHINE, f"master: {child.name}", child.state, ev)
         old_state = child.state
         child.state = new_state
         if new_state is not old_state:
             child.since = now
         if effect is not None:
-            getattr(self, f"_{effect}")(child, ev, now, out)
+            _EFFECTS[effect](self, child, ev, now, out)
         if child.state is DState.OFF and not child.listed:
             del self.children[child.name]
 
     def _spawn(self, child: Child, ev: Ev, now: float, out: list[c.Action]) -> None:
-        if ev in _BY_COMMAND:
+        if ev in BY_COMMAND:
             child.restarts = 0
         child.restart_at = None
         child.kill_at = None
@@ -380,33 +268,6 @@ class Master:
             return Ev.SPAWN_FAILED_TOO_OFTEN if spawn else Ev.CRASHED_TOO_OFTEN
         return Ev.SPAWN_FAILED if spawn else Ev.CRASHED
 
-    def _exited(self, event: ChildExited, now: float, out: list[c.Action]) -> None:
-        child = self.children.get(event.daemon)
-        if child is None or child.pid != event.pid:
-            out.append(c.Log(f"reaped unknown process {event.pid} ({event.daemon})", level=logging.WARNING))
-            return
-        child.last_exit = f"(pid {event.pid}) {describe_exit(event.returncode)}"
-        if child.state is DState.RUNNING:
-            if event.returncode == DAEMON_NO_RESTART:
-                ev = Ev.EXITED_NO_RESTART
-            else:
-                ev = self._failure_event(child, now)
-        else:
-            ev = Ev.EXITED
-        child.pid = None
-        child.started_at = None  # so that a later failure to spawn is not mistaken for a recovery
-        self._step(child, ev, now, out)
-
-    def _tick(self, now: float, out: list[c.Action]) -> None:
-        for child in list(self.children.values()):
-            if child.restart_at is not None and child.restart_at <= now:
-                child.restart_at = None
-                self._step(child, Ev.BACKOFF_DONE, now, out)
-            if child.kill_at is not None and child.kill_at <= now:
-                self._step(child, Ev.KILL_TIMEOUT, now, out)
-        if self.next_ad_at is not None and self.next_ad_at <= now:
-            self._advertise(now, out)
-
     # --- the master as a whole ------------------------------------------------------------------
 
     def _adopt_list(self, now: float, out: list[c.Action]) -> None:
@@ -451,16 +312,6 @@ class Master:
             out.append(c.Log("all daemons stopped; master exiting"))
             out.append(c.Exit(0))
 
-    def _reconfigure(self, settings: MasterSettings | None, now: float, out: list[c.Action]) -> None:
-        if settings is not None:
-            self.settings = replace(settings, pid=settings.pid or self.settings.pid)
-            self.next_ad_at = now if self.settings.collector else None
-        for child in self.children.values():
-            if child.state is DState.RUNNING and child.pid is not None:
-                out.append(SignalChild(child.name, child.pid, int(signal.SIGHUP)))
-        if not self.shutting_down:
-            self._adopt_list(now, out)
-
     def _advertise(self, now: float, out: list[c.Action]) -> None:
         if not self.settings.collector:
             self.next_ad_at = None
@@ -492,14 +343,19 @@ class Master:
 
     # --- requests ---------------------------------------------------------------------------------
 
-    def _request(self, event: c.Received, now: float, out: list[c.Action]) -> None:
-        msg = event.msg
-        if isinstance(msg, m.QueryMaster):
-            out.append(c.Reply(event.conn_id, self.status()))
-            return
-        if not isinstance(msg, (m.DaemonsOn, m.DaemonsOff, m.DaemonsRestart)):
+    def _on_received(self, event: c.Received, now: float, out: list[c.Action]) -> None:
+        on_request = _ON_REQUEST.get(type(event.msg))
+        if on_request is None:
             out.append(c.unknown_request(event, "master"))
             return
+        on_request(self, event, now, out)
+
+    def _query(self, event: c.Received, now: float, out: list[c.Action]) -> None:
+        out.append(c.Reply(event.conn_id, self.status()))
+
+    def _command(self, event: c.Received, now: float, out: list[c.Action]) -> None:
+        """DaemonsOn, DaemonsOff or DaemonsRestart: step the daemons named (none named: all)."""
+        msg = event.msg
         if isinstance(msg, m.DaemonsOff) and msg.include_master:
             self._shutdown(msg.how, now, out)
             out.append(c.Reply(event.conn_id, m.Ack(detail="master and its daemons are stopping")))
@@ -514,7 +370,7 @@ class Master:
             out.append(c.bad_request(event, f"this master runs {', '.join(self.children) or 'no daemons'}; "
                                             f"it has no {', '.join(unknown)} (see DAEMON_LIST)"))
             return
-        ev = {m.DaemonsOn: Ev.ON, m.DaemonsOff: Ev.OFF, m.DaemonsRestart: Ev.RESTART}[type(msg)]
+        ev = _COMMAND_EVENTS[type(msg)]
         for name in names:
             child = self.children[name]
             child.how = getattr(msg, "how", "graceful")
@@ -537,76 +393,41 @@ def _version() -> str:
     return __version__
 
 
-# --- the service ------------------------------------------------------------------------------------
+_Handler = Callable[[Master, c.Event, float, list[c.Action]], None]
 
+#: event type -> what the master does with it
+_ON_EVENT: dict[type, _Handler] = {
+    c.Started: Master._on_started,
+    c.Tick: Master._on_tick,
+    ChildStarted: Master._on_child_started,
+    SpawnFailed: Master._on_spawn_failed,
+    ChildExited: Master._on_child_exited,
+    c.Received: Master._on_received,
+    c.StopRequested: Master._on_stop_requested,
+    c.Reconfigured: Master._on_reconfigured,
+    c.SendFailed: Master._on_send_failed,
+    c.SendDone: Master._on_send_done,
+}
 
-def settings_from_config(config, pid: int) -> MasterSettings:
-    """Build the master's settings from the configuration (MASTER subsystem)."""
-    daemons = config.param("DAEMON_LIST") or ""
-    if isinstance(daemons, str):
-        daemons = [d for d in re.split(r"[\s,]+", daemons) if d]
-    name = config.param("MASTER_NAME") or socket.getfqdn()
-    if "@" not in name:
-        name = f"master@{name}"
-    return MasterSettings(
-        daemon_list=tuple(d.upper() for d in daemons if d.upper() != "MASTER"),
-        name=name,
-        backoff_constant=float(config.param("MASTER_BACKOFF_CONSTANT")),
-        backoff_factor=float(config.param("MASTER_BACKOFF_FACTOR")),
-        backoff_ceiling=float(config.param("MASTER_BACKOFF_CEILING")),
-        recover_factor=float(config.param("MASTER_RECOVER_FACTOR")),
-        max_restarts=int(config.param("MASTER_MAX_RESTARTS")),
-        graceful_timeout=float(config.param("SHUTDOWN_GRACEFUL_TIMEOUT")),
-        fast_timeout=float(config.param("SHUTDOWN_FAST_TIMEOUT")),
-        update_interval=float(config.param("MASTER_UPDATE_INTERVAL")),
-        admin=str(config.param("CONDOR_ADMIN") or ""),
-        mail=str(config.param("MAIL") or "mail"),
-        pid=pid,
-    )
+#: request message type -> how the master answers it (any other: ``unknown_request``)
+_ON_REQUEST: dict[type, Callable[[Master, c.Received, float, list[c.Action]], None]] = {
+    m.QueryMaster: Master._query,
+    m.DaemonsOn: Master._command,
+    m.DaemonsOff: Master._command,
+    m.DaemonsRestart: Master._command,
+}
 
+#: the step a command makes every daemon it names take
+_COMMAND_EVENTS = {m.DaemonsOn: Ev.ON, m.DaemonsOff: Ev.OFF, m.DaemonsRestart: Ev.RESTART}
 
-def make_service(paths: DaemonPaths) -> MasterService:
-    """The master's service for the pool at ``paths`` (used by ``python -m htc.daemons``).
-
-    Raises:
-        UsageError: the configuration is broken.
-    """
-    def settings() -> MasterSettings:
-        return settings_from_config(load_daemon_config("MASTER"), os.getpid())
-
-    return MasterService(Master(settings()), paths, settings)
-
-
-class MasterService(DaemonService):
-    """Spawns, signals and reaps the master's daemons; tells the administrator."""
-
-    def __init__(self, core: Master, paths: DaemonPaths, reload_settings):
-        super().__init__("master", core, paths.transport(), log_file=paths.log_file("master"),
-                         reload_settings=reload_settings)
-        self.paths = paths
-        self.register_action(Spawn, self._do_spawn)
-        self.register_action(SignalChild, self._do_signal)
-        self.register_action(Notify, self._do_notify)
-
-    def _do_spawn(self, action: Spawn) -> None:
-        daemon = action.daemon.lower()
-        argv = [sys.executable, "-m", "htc.daemons", daemon, "-home", str(self.paths.home)]
-        env = dict(os.environ, HTC_HOME=str(self.paths.home), **{PARENT_PID_ENV: str(os.getpid())})
-        self.paths.log.mkdir(mode=0o755, parents=True, exist_ok=True)
-        stderr_path = self.paths.log_file(daemon).with_suffix(".stderr")
-        try:
-            pid = self.spawn(argv, env=env, stderr_path=stderr_path,
-                             exited=lambda pid, rc: ChildExited(action.daemon, pid, rc))
-        except OSError as exc:
-            self.feed(SpawnFailed(action.daemon, str(exc)))
-        else:
-            self.feed(ChildStarted(action.daemon, pid))
-
-    def _do_signal(self, action: SignalChild) -> None:
-        try:
-            os.kill(action.pid, action.signum)
-        except ProcessLookupError:
-            self.log.info("%s (pid %d) was already gone", action.daemon, action.pid)
-
-    def _do_notify(self, action: Notify) -> None:
-        self.start_task(self.run_command(action.argv, action.body), "notify the administrator")
+#: effect of a step of :data:`~htc.daemons.master.states.DAEMON_MACHINE` -> the method that does it
+_EFFECTS: dict[Effect, Callable[[Master, Child, Ev, float, list[c.Action]], None]] = {
+    Effect.SPAWN: Master._spawn,
+    Effect.RUNNING: Master._running,
+    Effect.SCHEDULE_RESTART: Master._schedule_restart,
+    Effect.GIVE_UP: Master._give_up,
+    Effect.TERMINATE: Master._terminate,
+    Effect.KILL: Master._kill,
+    Effect.STOPPED: Master._stopped,
+    Effect.CANCEL_RESTART: Master._cancel_restart,
+}

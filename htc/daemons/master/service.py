@@ -1,0 +1,72 @@
+"""The master's service: the :class:`~htc.daemons.master.core.Master` core with real processes.
+
+:class:`MasterService` teaches :class:`~htc.daemons.service.DaemonService` the master's own
+actions: :class:`~htc.daemons.master.events.Spawn` starts ``python -m htc.daemons <name>`` (its
+standard error appended to ``log/<Daemon>Log.stderr``) and feeds back ``ChildStarted`` or
+``SpawnFailed``, then ``ChildExited`` when the process ends (reaped through a pidfd);
+``SignalChild`` sends a signal; ``Notify`` runs the administrator's mail command.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from htc.daemons.clock import REAL, Clock
+from htc.daemons.master.core import Master
+from htc.daemons.master.events import ChildExited, ChildStarted, Notify, SignalChild, Spawn, SpawnFailed
+from htc.daemons.master.settings import MasterSettings
+from htc.daemons.service import PARENT_PID_ENV, DaemonPaths, DaemonService, load_daemon_config
+from htc.daemons.settings import from_config
+
+
+def settings_from_config(config, pid: int) -> MasterSettings:
+    """Build the master's settings from the configuration (MASTER subsystem)."""
+    return from_config(MasterSettings, config, pid=pid)
+
+
+def make_service(paths: DaemonPaths, clock: Clock = REAL) -> MasterService:
+    """The master's service for the pool at ``paths`` (used by ``python -m htc.daemons``).
+
+    Raises:
+        UsageError: the configuration is broken.
+    """
+    def settings() -> MasterSettings:
+        return settings_from_config(load_daemon_config("MASTER"), os.getpid())
+
+    return MasterService(Master(settings()), paths, settings, clock=clock)
+
+
+class MasterService(DaemonService):
+    """Spawns, signals and reaps the master's daemons; tells the administrator."""
+
+    def __init__(self, core: Master, paths: DaemonPaths, reload_settings, clock: Clock = REAL):
+        super().__init__("master", core, paths.transport(), log_file=paths.log_file("master"),
+                         reload_settings=reload_settings, clock=clock)
+        self.paths = paths
+        self.register_action(Spawn, self._do_spawn)
+        self.register_action(SignalChild, self._do_signal)
+        self.register_action(Notify, self._do_notify)
+
+    def _do_spawn(self, action: Spawn) -> None:
+        daemon = action.daemon.lower()
+        argv = [sys.executable, "-m", "htc.daemons", daemon, "-home", str(self.paths.home)]
+        env = dict(os.environ, HTC_HOME=str(self.paths.home), **{PARENT_PID_ENV: str(os.getpid())})
+        self.paths.log.mkdir(mode=0o755, parents=True, exist_ok=True)
+        stderr_path = self.paths.log_file(daemon).with_suffix(".stderr")
+        try:
+            pid = self.spawn(argv, env=env, stderr_path=stderr_path,
+                             exited=lambda pid, rc: ChildExited(action.daemon, pid, rc))
+        except OSError as exc:
+            self.feed(SpawnFailed(action.daemon, str(exc)))
+        else:
+            self.feed(ChildStarted(action.daemon, pid))
+
+    def _do_signal(self, action: SignalChild) -> None:
+        try:
+            os.kill(action.pid, action.signum)
+        except ProcessLookupError:
+            self.log.info("%s (pid %d) was already gone", action.daemon, action.pid)
+
+    def _do_notify(self, action: Notify) -> None:
+        self.start_task(self.run_command(action.argv, action.body), "notify the administrator")
