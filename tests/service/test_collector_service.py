@@ -15,7 +15,9 @@ import pytest
 
 from htc.daemons import core as c
 from htc.client.daemon import query_collector_async, send_command_async
+from htc.daemons.clock import FakeClock
 from htc.daemons.collector.core import Collector
+from htc.daemons.collector.service import make_service
 from htc.daemons.collector.settings import CollectorSettings
 from htc.daemons.service import DaemonPaths, DaemonService
 from htc.errors import UsageError
@@ -97,6 +99,42 @@ def test_ads_expire_on_the_collectors_own_clock(paths):
 
     waited, _ = asyncio.run(serve_while(service, body))
     assert waited < 2
+
+
+def test_ads_expire_when_the_services_clock_says_so_not_before(paths, monkeypatch):
+    """The service takes its time from the clock it is given: with a FakeClock, real time passing
+    expires nothing, and advancing the clock past CLASSAD_LIFETIME does."""
+    monkeypatch.setenv("_HTC_CLASSAD_LIFETIME", "1")
+    clock = FakeClock()
+    service = make_service(paths, clock=clock)
+    t = service.transport
+    key = (m.AdType.Startd, "slot1@n", "")
+
+    async def startd_ads():
+        return await query_collector_async(m.AdType.Startd, transport=t)
+
+    async def body():
+        pong = await send_command_async("collector", m.Ping(), transport=t)
+        assert pong.started_at == clock.time()
+        await send_command_async("collector", m.UpdateAd(
+            ad_type=m.AdType.Startd, name="slot1@n", ad_text="[ Cpus = 2 ]"), transport=t)
+        [ad] = await startd_ads()
+        assert ad["LastHeardFrom"] == int(clock.time()), "the ad is stamped with the clock's time"
+        await asyncio.sleep(1.2)  # longer than the lifetime, in real time
+        assert len(await startd_ads()) == 1 and key in service.core.ads
+        clock.advance(0.5)
+        await clock.settle()
+        assert len(await startd_ads()) == 1 and key in service.core.ads
+        clock.advance(0.6)
+        await clock.settle()
+        async with asyncio.timeout(5):
+            while key in service.core.ads:  # the service's Tick, woken by the clock, dropped it
+                await asyncio.sleep(0.01)
+        return await startd_ads()
+
+    after, status = asyncio.run(serve_while(service, body))
+    assert after == [] and status == 0
+    assert "Machine ad 'slot1@n' expired: not refreshed since 1 s ago" in paths.log_file("collector").read_text()
 
 
 def test_reconfig_reloads_settings_or_keeps_old_ones(paths):
