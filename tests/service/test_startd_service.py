@@ -20,7 +20,8 @@ from htc.classad import ClassAd
 from htc.daemons import core as c
 from htc.daemons.startd import events as ev
 from htc.client.daemon import query_collector_async, send_command_async
-from htc.daemons.collector.core import Collector, CollectorSettings
+from htc.daemons.collector.core import Collector
+from htc.daemons.collector.settings import CollectorSettings
 from htc.daemons.calls import CallDone, CallFailed
 from htc.daemons.startd.sensors import SensorSettings, write_sensor_override
 from htc.daemons.service import DaemonPaths, DaemonService
