@@ -16,16 +16,16 @@ from pathlib import Path
 import pytest
 
 from htc.classad import ClassAd
-from htc.daemons import core as c
-from htc.daemons.negotiator import core as n
-from htc.daemons.negotiator.accountant import Accountant
-from htc.daemons.autocluster import ResourceRequest
 from htc.client.daemon import query_collector_async, send_command_async
+from htc.daemons import core as c
+from htc.daemons.autocluster import ResourceRequest
+from htc.daemons.clock import FakeClock
 from htc.daemons.collector.core import Collector, CollectorSettings
-from htc.daemons.negotiator.service import (
-    NegotiatorDaemon, NegotiatorService, NegotiatorServiceSettings, load_accountant, save_accountant,
-)
-from htc.daemons.negotiator.settings import NegotiatorSettings
+from htc.daemons.negotiator import events as n
+from htc.daemons.negotiator.accountant import Accountant
+from htc.daemons.negotiator.service import NegotiatorService, load_accountant, save_accountant
+from htc.daemons.negotiator.settings import NegotiatorServiceSettings, NegotiatorSettings
+from htc.daemons.negotiator.wire import NegotiatorDaemon
 from htc.daemons.startd.sensors import SensorSettings, arch, condor_version
 from htc.daemons.service import DaemonPaths, DaemonService
 from htc.daemons.startd.policy import ClassAdPolicy

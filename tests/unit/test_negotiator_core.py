@@ -10,20 +10,21 @@ import random
 import pytest
 
 from htc.classad import ClassAd, ExprTree
-from htc.daemons.negotiator.accountant import Accountant, AccountantSettings
 from htc.daemons.autocluster import ResourceRequest
-from htc.daemons.negotiator.core import (AskResourceRequests, CycleFinished, FetchPoolAds, Negotiator,
-                                    NegotiatorSettings, NotifyMatch, Phase, PoolAds,
-                                    PoolAdsFailed, PublishAccounting, Reschedule, RequestsFailed,
-                                    RequestsReceived, ResetUsage, SaveAccountant,
-                                    SetPriorityFactor, SetRealPriority, SubmitterAd, Wakeup,
-                                    submitter_from_ad)
+from htc.daemons.negotiator.accountant import Accountant, AccountantSettings
+from htc.daemons.negotiator.core import Negotiator
 from htc.daemons.negotiator.cycle import negotiate_cycle
+from htc.daemons.negotiator.events import (AskResourceRequests, CycleFinished, FetchPoolAds, NotifyMatch,
+                                           PoolAds, PoolAdsFailed, PublishAccounting, Reschedule,
+                                           RequestsFailed, RequestsReceived, ResetUsage, SaveAccountant,
+                                           SetPriorityFactor, SetRealPriority, Wakeup)
 from htc.daemons.negotiator.preemption import (PreemptState, Rejection, decide_preemption,
                                                submitter_limit_permits)
 from htc.daemons.negotiator.settings import (DEFAULT_POST_JOB_RANK, DEFAULT_PRE_JOB_RANK,
-                                             UWCS_PREEMPTION_REQUIREMENTS)
+                                             UWCS_PREEMPTION_REQUIREMENTS, NegotiatorSettings)
 from htc.daemons.negotiator.slots import claimed_resources
+from htc.daemons.negotiator.states import Phase
+from htc.daemons.negotiator.submitters import SubmitterAd, submitter_from_ad
 from htc.errors import UsageError
 
 JOB_REQUIREMENTS = 'TARGET.OpSys == "LINUX" && TARGET.Memory >= RequestMemory'

@@ -38,33 +38,23 @@ logs it at every cycle until the job changes or leaves.
 from __future__ import annotations
 
 import math
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from htc.classad import ClassAd
 from htc.classad.match import rank, symmetric_match
-from htc.daemons.negotiator.accountant import Accountant, accounting_group_of
+from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.fair_share import order_submitters, pie_slices
 from htc.daemons.autocluster import ResourceRequest
+from htc.daemons.clock import REAL, Clock
 from htc.daemons.negotiator.preemption import (PreemptState, Rejection, as_rank,
                                                decide_preemption, submitter_limit_permits)
 from htc.daemons.negotiator.search import IdleSearch, RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
+from htc.daemons.negotiator.submitters import SubmitterAd, accounting_group_of
 from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as_classad,
                                           eval_rank, expr_refs, number, same_type, slot_weight)
-
-
-@dataclass(frozen=True)
-class SubmitterAd:
-    """One submitter at one schedd, as its Submitter ad describes it."""
-
-    name: str
-    schedd: str
-    schedd_address: str = ""
-    idle_jobs: int = 0
-    running_jobs: int = 0
 
 
 @dataclass(frozen=True)
@@ -471,6 +461,7 @@ def negotiate_cycle(
     settings: NegotiatorSettings,
     now: float,
     cycle: int = 0,
+    clock: Clock = REAL,
 ) -> CycleResult:
     """Run the matchmaking of one cycle.
 
@@ -485,11 +476,13 @@ def negotiate_cycle(
         settings: negotiator settings.
         now: the current time.
         cycle: the cycle number (used in minted claim ids).
+        clock: measures how long the matchmaking took (``match_seconds``, instrumentation
+            only: no decision reads it).
 
     Returns:
         The matches and statistics of the cycle.
     """
-    started = time.perf_counter()  # instrumentation only; decisions use ``now``
+    started = clock.monotonic()  # instrumentation only; decisions use ``now``
     state = _Cycle(settings, accountant, now, cycle)
     slots: list[Slot] = []
     pool_weight = 0.0
@@ -530,7 +523,7 @@ def negotiate_cycle(
     matches = tuple(state.matches)
     stats = CycleStatistics(
         cycle=cycle, started=now,
-        match_seconds=time.perf_counter() - started,
+        match_seconds=clock.monotonic() - started,
         slots=len(machine_ads), candidate_slots=candidate_slots,
         slot_classes=len(pool.classes), submitters=len(entries),
         requests=len(all_requests),
