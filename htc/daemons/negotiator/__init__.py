@@ -18,6 +18,7 @@ Modules:
 * ``settings`` -- the knobs of the core and of the service, from the param table.
 * ``cycle`` -- the matchmaking of one cycle: pie spins, per-submitter negotiation.
 * ``search`` -- the best idle slot for a request, class by class with shared caches.
+* ``claimed`` -- the claimed slots a request may preempt, and the best of them.
 * ``slots`` -- slot ads as a cycle sees them: classes, weights, partitionable carving.
 * ``preemption`` -- the one place a claimed slot's preemption is decided.
 * ``pending`` -- slots given away by recent cycles whose startds have not reported yet.

@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 HTCondor shares a pool by *usage*, not by jobs. For every submitter (``alice@example.net``,
-``group_physics.einstein@example.net``, ``nice-user.bob@example.net``) the accountant keeps
+``group_physics.einstein@example.net``, ``nice-user.bob@example.net``; how those names are
+formed is :mod:`htc.daemons.negotiator.submitters`) the accountant keeps
 
 * the **real user priority** (RUP): an exponential moving average of the slot weight (cores, by
   default) the submitter holds. Each update, with ``dt`` seconds since the previous one and
