@@ -21,8 +21,10 @@ import time
 
 from htc.classad import ClassAd, ExprTree
 from htc.daemons.autocluster import ResourceRequest
-from htc.daemons.negotiator.core import (Negotiator, NegotiatorSettings, NotifyMatch, PoolAds,
-                                    RequestsReceived, SubmitterAd, Wakeup)
+from htc.daemons.negotiator.core import Negotiator
+from htc.daemons.negotiator.events import NotifyMatch, PoolAds, RequestsReceived, Wakeup
+from htc.daemons.negotiator.settings import NegotiatorSettings
+from htc.daemons.negotiator.submitters import SubmitterAd
 
 DESKTOP_START = "(KeyboardIdle > 15 * 60) && (LoadAvg < 0.3 || TARGET.Owner == \"alice0\")"
 JOB_REQUIREMENTS = (

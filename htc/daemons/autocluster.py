@@ -1,5 +1,11 @@
 """Autoclusters: idle jobs that look alike to every machine are matched once, as one request.
 
+Why this module sits in ``htc/daemons/`` and not in a daemon's folder: two daemons share it.
+The negotiator computes which job attributes matter (:func:`negotiator_significant_attributes`)
+and matches :class:`ResourceRequest` objects; the schedd groups its idle jobs by those
+attributes (:class:`AutoclusterTable`) and answers with the requests. The two sides must agree
+on one definition of "alike", so the rule lives here, once, between them.
+
 Theory of operation
 -------------------
 A pool may hold 100,000 idle jobs but only a few hundred *kinds* of job. Whether a slot

@@ -16,17 +16,17 @@ from pathlib import Path
 import pytest
 
 from htc.classad import ClassAd
-from htc.daemons import core as c
-from htc.daemons.negotiator import core as n
-from htc.daemons.negotiator.accountant import Accountant
-from htc.daemons.autocluster import ResourceRequest
 from htc.client.daemon import query_collector_async, send_command_async
+from htc.daemons import core as c
+from htc.daemons.autocluster import ResourceRequest
+from htc.daemons.clock import FakeClock
 from htc.daemons.collector.core import Collector
 from htc.daemons.collector.settings import CollectorSettings
-from htc.daemons.negotiator.service import (
-    NegotiatorDaemon, NegotiatorService, NegotiatorServiceSettings, load_accountant, save_accountant,
-)
-from htc.daemons.negotiator.settings import NegotiatorSettings
+from htc.daemons.negotiator import events as n
+from htc.daemons.negotiator.accountant import Accountant
+from htc.daemons.negotiator.service import NegotiatorService, load_accountant, save_accountant
+from htc.daemons.negotiator.settings import NegotiatorServiceSettings, NegotiatorSettings
+from htc.daemons.negotiator.wire import NegotiatorDaemon
 from htc.daemons.startd.sensors import SensorSettings, arch, condor_version
 from htc.daemons.service import DaemonPaths, DaemonService
 from htc.daemons.startd.policy import ClassAdPolicy
@@ -231,6 +231,60 @@ def test_reschedule_matches_a_submitters_request_to_a_slot_and_the_schedd_can_cl
     assert "alice@test" in saved["customers"]
     again = NegotiatorService(service_settings(home), t)
     assert "alice@test" in again.negotiator.accountant.submitters()
+
+
+def test_a_fake_clock_decides_when_the_periodic_cycle_runs(home):
+    """The service reads the time only through its clock: NEGOTIATOR_INTERVAL passes when the fake
+    clock is advanced, however long the test waits in real time."""
+    t = DaemonPaths(home).transport()
+    clock = FakeClock(start=T0)
+
+    async def main():
+        collector = DaemonService("collector", Collector(CollectorSettings()), t)
+        negotiator = NegotiatorService(service_settings(home, interval=60.0), t, clock=clock)
+
+        def completed() -> int:
+            return negotiator.negotiator.statistics().cycles_completed
+
+        async def until(check, what: str) -> None:
+            for _ in range(250):  # 5 real seconds: only a hung service takes this long
+                if check():
+                    return
+                await asyncio.sleep(0.02)
+            raise AssertionError(f"no {what} after 5 s")
+
+        async with asyncio.TaskGroup() as tg:
+            runs = [tg.create_task(collector.run())]
+            await wait_serving(t, "collector")
+            runs.append(tg.create_task(negotiator.run()))
+            await wait_serving(t, "negotiator")
+            await until(lambda: completed() == 1, "the first cycle, due at start")
+            first = negotiator.negotiator.statistics()
+            await asyncio.sleep(0.3)  # real time passes, fake time does not: no second cycle
+            clock.advance(59.0)
+            await clock.settle()
+            await asyncio.sleep(0.3)
+            waited = completed()
+            clock.advance(1.0)  # NEGOTIATOR_INTERVAL after the first cycle started
+            await until(lambda: completed() == 2, "the periodic cycle")
+            second = negotiator.negotiator.statistics()
+            ads = []
+            async with asyncio.timeout(5):
+                while not ads or ads[0]["LastNegotiationCycleTime0"] != int(T0 + 60):
+                    ads = await query_collector_async(m.AdType.Negotiator, transport=t)
+                    await asyncio.sleep(0.02)
+            negotiator.feed(c.StopRequested(fast=True))
+            status = await runs[1]
+            collector.feed(c.StopRequested())
+            await runs[0]
+        return first, waited, second, ads[0], status
+
+    first, waited, second, ad, status = asyncio.run(main())
+    assert status == 0
+    assert (first.last_cycle.started, first.next_cycle) == (T0, T0 + 60)
+    assert waited == 1  # 59 fake seconds (and half a real second) are not the interval
+    assert second.last_cycle.started == T0 + 60 and second.next_cycle == T0 + 120
+    assert ad["DaemonStartTime"] == int(T0) and ad["NumNegotiationCycles"] == 2
 
 
 # --------------------------------------------------------------------------- real processes

@@ -9,14 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from htc.daemons.negotiator.accountant import (
-    Accountant,
-    AccountantSettings,
-    accounting_group_of,
-    submitter_name,
-    submitter_of_job,
-)
+from htc.daemons.negotiator.accountant import Accountant, AccountantSettings
 from htc.daemons.negotiator.fair_share import PieSlice, order_submitters, pie_slices, starvation_ratio
+from htc.daemons.negotiator.submitters import accounting_group_of, submitter_name, submitter_of_job
 from htc.errors import UsageError
 
 HOUR = 3600.0

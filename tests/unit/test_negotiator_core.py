@@ -10,21 +10,23 @@ import random
 import pytest
 
 from htc.classad import ClassAd, ExprTree
-from htc.daemons.negotiator.accountant import Accountant, AccountantSettings
 from htc.daemons.autocluster import ResourceRequest
-from htc.daemons.negotiator.core import (AskResourceRequests, CycleFinished, FetchPoolAds, Negotiator,
-                                    NegotiatorSettings, NotifyMatch, Phase, PoolAds,
-                                    PoolAdsFailed, PublishAccounting, Reschedule, RequestsFailed,
-                                    RequestsReceived, ResetUsage, SaveAccountant,
-                                    SetPriorityFactor, SetRealPriority, SubmitterAd, Wakeup,
-                                    submitter_from_ad)
+from htc.daemons.negotiator.accountant import Accountant, AccountantSettings
+from htc.daemons.negotiator.core import Negotiator
 from htc.daemons.negotiator.cycle import negotiate_cycle
+from htc.daemons.negotiator.events import (AskResourceRequests, CycleFinished, FetchPoolAds, NotifyMatch,
+                                           PoolAds, PoolAdsFailed, PublishAccounting, Reschedule,
+                                           RequestsFailed, RequestsReceived, ResetUsage, SaveAccountant,
+                                           SetPriorityFactor, SetRealPriority, Wakeup)
 from htc.daemons.negotiator.preemption import (PreemptState, Rejection, decide_preemption,
                                                submitter_limit_permits)
 from htc.daemons.negotiator.settings import (DEFAULT_POST_JOB_RANK, DEFAULT_PRE_JOB_RANK,
-                                             UWCS_PREEMPTION_REQUIREMENTS)
+                                             UWCS_PREEMPTION_REQUIREMENTS, NegotiatorSettings)
 from htc.daemons.negotiator.slots import claimed_resources
+from htc.daemons.negotiator.states import TABLE, Phase, Step, step
+from htc.daemons.negotiator.submitters import SubmitterAd, submitter_from_ad
 from htc.errors import UsageError
+from htc.transitions import IllegalTransition
 
 JOB_REQUIREMENTS = 'TARGET.OpSys == "LINUX" && TARGET.Memory >= RequestMemory'
 
@@ -759,6 +761,23 @@ def test_collector_failures_abort_the_cycle():
     assert neg.statistics().cycles_aborted == 2
     # a reply to the abandoned cycle is stale, not an error
     assert neg.handle(PoolAds(2, (), ()), 20.0) == []
+
+
+def test_the_cycle_moves_only_by_its_state_table():
+    assert step(Phase.IDLE, Step.CYCLE_DUE) is Phase.FETCHING
+    assert {TABLE[key] for key in TABLE if key[0] is not Phase.IDLE} == {Phase.REQUESTING, Phase.IDLE}
+    with pytest.raises(IllegalTransition, match="negotiator: no transition from state IDLE on event MATCHED"):
+        step(Phase.IDLE, Step.MATCHED)
+    # a core run through a cycle visits the phases the table allows, in order
+    neg = Negotiator(NegotiatorSettings(timeout=10), now=0.0)
+    seen = [neg.phase]
+    (fetch,) = neg.handle(Wakeup(), 0.0)
+    seen.append(neg.phase)
+    neg.handle(PoolAds(fetch.cycle, (make_slot("slot1@a"),), (SubmitterAd("a@x", "s1", "<s1>", 1, 0),)), 1.0)
+    seen.append(neg.phase)
+    neg.handle(RequestsReceived(fetch.cycle, "s1", "a@x", (ResourceRequest(1, make_job("a"), 1),)), 2.0)
+    seen.append(neg.phase)
+    assert seen == [Phase.IDLE, Phase.FETCHING, Phase.REQUESTING, Phase.IDLE]
 
 
 def test_unknown_events_are_refused_with_advice():

@@ -13,9 +13,11 @@ from test_negotiator_core import make_job, make_slot, run_cycle
 
 from htc.classad import ClassAd, builtins
 from htc.daemons import core as c
-from htc.daemons.negotiator.core import (CycleFinished, FetchPoolAds, Negotiator, NegotiatorSettings,
-                                    PoolAds, RequestsReceived, SubmitterAd)
 from htc.daemons.autocluster import ResourceRequest
+from htc.daemons.negotiator.core import Negotiator
+from htc.daemons.negotiator.events import CycleFinished, FetchPoolAds, PoolAds, RequestsReceived
+from htc.daemons.negotiator.settings import NegotiatorSettings
+from htc.daemons.negotiator.submitters import SubmitterAd
 
 LONG_OR = " || ".join(f'TARGET.Name == "slot{i}@nowhere"' for i in range(699)) + ' || TARGET.OpSys == "LINUX"'
 

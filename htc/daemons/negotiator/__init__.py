@@ -1,0 +1,31 @@
+"""The negotiator: HTCondor's matchmaker, with its accountant and fair share.
+
+Every cycle it reads the pool from the collector, asks each schedd for its idle work (one
+resource request per autocluster), divides the pool among the submitters by fair share, gives
+each submitter's jobs the best slots they and the slots agree on, and tells the schedds (and,
+if asked, the startds) of the matches. docs/negotiator.md tells the whole story.
+
+Modules:
+
+* ``core`` -- the sans-IO decision maker (:class:`~htc.daemons.negotiator.core.Negotiator`):
+  when a cycle is due, what to ask for, whom to tell.
+* ``states`` -- the cycle's phases (IDLE, FETCHING, REQUESTING) and their table.
+* ``events`` -- the events the core takes and the actions it returns.
+* ``service`` -- the only I/O: collector queries, schedd requests, the accountant's file;
+  ``make_service(paths, clock)`` and ``settings_from_config``.
+* ``wire`` -- the service's sans-IO adapter: the core's publishing actions become wire sends,
+  ``SetUserPriority`` becomes the core's administration events.
+* ``settings`` -- the knobs of the core and of the service, from the param table.
+* ``cycle`` -- the matchmaking of one cycle: pie spins, per-submitter negotiation.
+* ``search`` -- the best idle slot for a request, class by class with shared caches.
+* ``claimed`` -- the claimed slots a request may preempt, and the best of them.
+* ``slots`` -- slot ads as a cycle sees them: classes, weights, partitionable carving.
+* ``preemption`` -- the one place a claimed slot's preemption is decided.
+* ``pending`` -- slots given away by recent cycles whose startds have not reported yet.
+* ``accountant`` -- usage, user priorities and match records of the pool (persisted).
+* ``fair_share`` -- each submitter's share of the pool, and the order submitters go in.
+* ``submitters`` -- submitter names, accounting groups, and the Submitter ads.
+
+The autoclusters (:mod:`htc.daemons.autocluster`) are not here: the schedd builds them and the
+negotiator asks for their significant attributes, so they sit between the two.
+"""

@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 HTCondor shares a pool by *usage*, not by jobs. For every submitter (``alice@example.net``,
-``group_physics.einstein@example.net``, ``nice-user.bob@example.net``) the accountant keeps
+``group_physics.einstein@example.net``, ``nice-user.bob@example.net``; how those names are
+formed is :mod:`htc.daemons.negotiator.submitters`) the accountant keeps
 
 * the **real user priority** (RUP): an exponential moving average of the slot weight (cores, by
   default) the submitter holds. Each update, with ``dt`` seconds since the previous one and
@@ -36,9 +37,11 @@ The accountant is plain data: :meth:`Accountant.snapshot` returns a JSON-ready `
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from htc.daemons.negotiator.submitters import accounting_group_of
+from htc.daemons.settings import knob
 from htc.errors import UsageError
 
 #: Version of the snapshot format written by :meth:`Accountant.snapshot`.
@@ -50,17 +53,20 @@ class AccountantSettings:
     """The knobs the accountant reads, with HTCondor's defaults.
 
     ``group_names`` is ``GROUP_NAMES`` (hierarchical names such as ``group_a.sub``);
-    ``group_prio_factors`` maps a group name to its ``GROUP_PRIO_FACTOR_<group>``.
+    ``group_prio_factors`` maps a group name to its ``GROUP_PRIO_FACTOR_<group>`` (not read
+    from the configuration yet: the caller passes it). Built from the param table by
+    ``htc.daemons.settings.from_config(AccountantSettings, config)``.
     """
 
-    priority_halflife: float = 86400.0
-    default_prio_factor: float = 1000.0
-    nice_user_prio_factor: float = 1e10
-    remote_prio_factor: float = 1e7
-    local_domain: str | None = None
-    group_names: tuple[str, ...] = ()
+    priority_halflife: float = knob("PRIORITY_HALFLIFE", 86400.0)
+    default_prio_factor: float = knob("DEFAULT_PRIO_FACTOR", 1000.0)
+    nice_user_prio_factor: float = knob("NICE_USER_PRIO_FACTOR", 1e10)
+    remote_prio_factor: float = knob("REMOTE_PRIO_FACTOR", 1e7)
+    local_domain: str | None = knob("ACCOUNTANT_LOCAL_DOMAIN", None, convert=lambda domain: domain or None)
+    group_names: tuple[str, ...] = knob("GROUP_NAMES", (), convert=lambda names: tuple(names or ()))
     group_prio_factors: Mapping[str, float] = field(default_factory=dict)
-    nice_user_group: str = "nice-user"  # NICE_USER_ACCOUNTING_GROUP_NAME
+    nice_user_group: str = knob("NICE_USER_ACCOUNTING_GROUP_NAME", "nice-user",
+                                convert=lambda name: name or "nice-user")
     min_priority: float = 0.5
 
     def __post_init__(self) -> None:
@@ -77,103 +83,6 @@ class AccountantSettings:
         ):
             if not value > 0:
                 raise UsageError(f"{knob} must be a positive number, got {value!r}")
-
-
-# --------------------------------------------------------------------------- submitter names
-
-
-def submitter_name(
-    owner: str,
-    uid_domain: str,
-    *,
-    accounting_group: str | None = None,
-    accounting_group_user: str | None = None,
-    nice_user: bool = False,
-    nice_user_group: str = "nice-user",
-) -> str:
-    """Form the submitter name HTCondor charges a job to.
-
-    Args:
-        owner: the job's owner (``alice``).
-        uid_domain: the schedd's ``UID_DOMAIN`` (``example.net``).
-        accounting_group: submit command ``accounting_group`` (``group_physics``), if any.
-        accounting_group_user: submit command ``accounting_group_user``; defaults to ``owner``.
-        nice_user: submit command ``nice_user``; puts the job in the ``nice-user`` group.
-        nice_user_group: ``NICE_USER_ACCOUNTING_GROUP_NAME``.
-
-    Returns:
-        ``alice@example.net``, ``group_physics.einstein@example.net`` or
-        ``nice-user.alice@example.net``.
-
-    Raises:
-        UsageError: the owner or domain is empty or contains ``@``.
-    """
-    for what, value in (("owner", owner), ("uid_domain", uid_domain)):
-        if not value or "@" in value:
-            raise UsageError(
-                f"cannot form a submitter name: {what} {value!r} must be a non-empty name "
-                "without '@' (the name is formed as user@uid_domain)"
-            )
-    user = accounting_group_user or owner
-    if accounting_group:
-        return f"{accounting_group}.{user}@{uid_domain}"
-    if nice_user:
-        return f"{nice_user_group}.{user}@{uid_domain}"
-    return f"{user}@{uid_domain}"
-
-
-def submitter_of_job(job: Mapping, uid_domain: str) -> str:
-    """Return the submitter a job ad is charged to (its ``AccountingGroup`` or ``User``).
-
-    Args:
-        job: a job ad (any mapping; attribute names are matched case-insensitively).
-        uid_domain: the schedd's ``UID_DOMAIN``, used when the ad has no ``User``.
-
-    Returns:
-        The submitter name, e.g. ``group_physics.einstein@example.net``.
-
-    Raises:
-        UsageError: the ad has neither ``AccountingGroup``, ``User`` nor ``Owner``.
-    """
-    attrs = {str(k).lower(): v for k, v in job.items()}
-    group = attrs.get("accountinggroup")
-    if isinstance(group, str) and group:
-        return f"{group}@{uid_domain}"
-    owner = attrs.get("owner")
-    if attrs.get("niceuser") is True and isinstance(owner, str):
-        return submitter_name(owner, uid_domain, nice_user=True)
-    user = attrs.get("user")
-    if isinstance(user, str) and "@" in user:
-        return user
-    if isinstance(owner, str) and owner:
-        return submitter_name(owner, uid_domain)
-    raise UsageError(
-        "cannot tell whom to charge for this job: its ad has no AccountingGroup, User or "
-        "Owner attribute; the schedd sets Owner and User when it accepts a job"
-    )
-
-
-def accounting_group_of(submitter: str, group_names: Iterable[str]) -> str | None:
-    """Return the configured accounting group a submitter belongs to, or ``None``.
-
-    HTCondor assigns ``group_a.sub.alice@dom`` to the longest configured group that prefixes
-    its local part (``group_a.sub`` if configured, else ``group_a``); names compare
-    case-insensitively.
-
-    Args:
-        submitter: a submitter name.
-        group_names: the configured ``GROUP_NAMES``.
-
-    Returns:
-        The configured group name as spelled in the configuration, or ``None`` for ``<none>``.
-    """
-    local = submitter.rsplit("@", 1)[0].lower()
-    best: str | None = None
-    for group in group_names:
-        g = group.lower()
-        if local.startswith(g + ".") and (best is None or len(g) > len(best)):
-            best = group
-    return best
 
 
 # --------------------------------------------------------------------------- records

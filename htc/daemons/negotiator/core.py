@@ -2,8 +2,9 @@
 
 Theory of operation
 -------------------
-A negotiation cycle has three phases; the core moves between them on events and tells its
-service what to do with actions (it never touches the network or the clock)::
+A negotiation cycle has three phases (:mod:`htc.daemons.negotiator.states` holds their table);
+the core moves between them on events and tells its service what to do with actions
+(:mod:`htc.daemons.negotiator.events`; it never touches the network or the clock)::
 
     IDLE --deadline--> FETCHING --PoolAds--> REQUESTING --all answers (or timeout)--> IDLE
          FetchPoolAds            AskResourceRequests x N     NotifyMatch x M, SaveAccountant,
@@ -32,13 +33,14 @@ same way once the cycle ends. Without triggers a *periodic* cycle runs every
 ``NEGOTIATOR_INTERVAL`` from the start of the previous one and never sooner than
 ``NEGOTIATOR_CYCLE_DELAY`` after it ended.
 
-HTCondor keeps cycles 20 s apart (the cycle delay) because the startds need time to report the
-claims of the last cycle; a cycle that ran sooner would see a slot it just gave away as free
-and give it away again. htc remembers instead: a slot matched in a cycle is *pending*
-(:class:`PendingSlots`) until its ad in the collector changes -- the startd carved it or
-claimed it -- or ``NEGOTIATOR_TIMEOUT`` passes (the match lapsed). Until then a later cycle
-leaves a pending static slot out and sees a pending partitionable slot without what was carved
-from it, so back-to-back cycles neither wait nor match a slot twice.
+Cycles need not wait for the startds to report the claims of the last one (HTCondor's
+``NEGOTIATOR_CYCLE_DELAY`` guards that): a slot matched in a cycle stays *pending*
+(:class:`~htc.daemons.negotiator.pending.PendingSlots`) until its startd reports it again, so
+back-to-back cycles neither wait nor match a slot twice.
+
+Events are dispatched through tables of the handlers themselves: :data:`_ON_EVENT` for events
+that mean the same in every phase, :data:`_IN_CYCLE` for the steps of a cycle, looked up by
+``(phase, type(event))``; a cycle's reply that fits no step is stale.
 
 Replies that belong to an earlier cycle (a schedd that answered after the timeout) are
 counted and ignored; an event the core does not know is a caller error.
@@ -46,159 +48,28 @@ counted and ignored; an event the core does not know is a caller error.
 
 from __future__ import annotations
 
-import enum
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from htc.daemons import core as c
-from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.autocluster import ResourceRequest, negotiator_significant_attributes
-from htc.daemons.negotiator.cycle import CycleStatistics, Match, SubmitterAd, negotiate_cycle
+from htc.daemons.negotiator.accountant import Accountant
+from htc.daemons.negotiator.cycle import CycleStatistics, negotiate_cycle
+from htc.daemons.negotiator.events import (AskResourceRequests, CycleFinished, FetchPoolAds,
+                                           NotifyMatch, PoolAds, PoolAdsFailed,
+                                           PublishAccounting, RequestsFailed, RequestsReceived,
+                                           Reschedule, ResetUsage, SaveAccountant,
+                                           SetPriorityFactor, SetRealPriority, Wakeup)
+from htc.daemons.negotiator.pending import PendingSlots
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import as_classad, claimed_resources
+from htc.daemons.negotiator.states import Phase, Step, step
+from htc.daemons.negotiator.submitters import SubmitterAd, submitter_from_ad
 from htc.errors import UsageError
 from htc.wire import messages
 
-__all__ = [
-    "Negotiator", "NegotiatorSettings", "NegotiatorStatistics", "PendingSlots", "Phase",
-    "Wakeup", "Reschedule", "PoolAds", "PoolAdsFailed", "RequestsReceived", "RequestsFailed",
-    "SetPriorityFactor", "SetRealPriority", "ResetUsage",
-    "FetchPoolAds", "AskResourceRequests", "NotifyMatch", "SaveAccountant", "PublishAccounting",
-    "CycleFinished",
-    "Match", "SubmitterAd", "CycleStatistics", "submitter_from_ad",
-]
-
-
-class Phase(enum.Enum):
-    """Where the core is in a negotiation cycle."""
-
-    IDLE = "idle"
-    FETCHING = "fetching"  # waiting for the collector's slot and submitter ads
-    REQUESTING = "requesting"  # waiting for the schedds' resource requests
-
-
-# --------------------------------------------------------------------------- events
-
-
-#: The service's timer fired (``next_deadline()`` has passed): the shared ``Tick`` event.
-Wakeup = c.Tick
-
-
-@dataclass(frozen=True)
-class Reschedule(c.Event):
-    """Negotiate soon: new idle jobs, a slot became free, or someone asked."""
-
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class PoolAds(c.Event):
-    """The collector's answer to :class:`FetchPoolAds`: all slot ads and submitter ads."""
-
-    cycle: int
-    machines: tuple = ()
-    submitters: tuple = ()
-
-
-@dataclass(frozen=True)
-class PoolAdsFailed(c.Event):
-    """The collector could not be asked; the cycle is abandoned."""
-
-    cycle: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class RequestsReceived(c.Event):
-    """A schedd's resource requests for one submitter, best first."""
-
-    cycle: int
-    schedd: str
-    submitter: str
-    requests: tuple[ResourceRequest, ...] = ()
-
-
-@dataclass(frozen=True)
-class RequestsFailed(c.Event):
-    """A schedd could not be asked for a submitter's requests (it is skipped this cycle)."""
-
-    cycle: int
-    schedd: str
-    submitter: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class SetPriorityFactor(c.Event):
-    """``htc userprio -setfactor``."""
-
-    submitter: str
-    factor: float
-
-
-@dataclass(frozen=True)
-class SetRealPriority(c.Event):
-    """``htc userprio -setprio``."""
-
-    submitter: str
-    priority: float
-
-
-@dataclass(frozen=True)
-class ResetUsage(c.Event):
-    """``htc userprio -resetusage``."""
-
-    submitter: str
-
-
-# --------------------------------------------------------------------------- actions
-
-
-@dataclass(frozen=True)
-class FetchPoolAds(c.Action):
-    """Query the collector for every slot ad and submitter ad; answer with PoolAds."""
-
-    cycle: int
-
-
-@dataclass(frozen=True)
-class AskResourceRequests(c.Action):
-    """Ask ``schedd`` for ``submitter``'s resource requests; answer with RequestsReceived."""
-
-    cycle: int
-    schedd: str
-    schedd_address: str
-    submitter: str
-    significant_attributes: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class NotifyMatch(c.Action):
-    """Tell the schedd and the startd of ``match`` (wire message MatchNotify)."""
-
-    match: Match
-
-
-@dataclass(frozen=True)
-class SaveAccountant(c.Action):
-    """Persist the accountant (write ``snapshot`` as JSON, atomically)."""
-
-    snapshot: dict
-
-
-@dataclass(frozen=True)
-class PublishAccounting(c.Action):
-    """Advertise these Accounting ads (one per submitter) to the collector for ``htc userprio``."""
-
-    ads: tuple[dict, ...]
-
-
-@dataclass(frozen=True)
-class CycleFinished(c.Action):
-    """A cycle ended (with matches or aborted); publish its statistics."""
-
-    statistics: CycleStatistics
+__all__ = ["Negotiator", "NegotiatorStatistics"]
 
 
 @dataclass(frozen=True)
@@ -213,132 +84,6 @@ class NegotiatorStatistics:
     stale_replies: int
     next_cycle: float | None
     last_cycle: CycleStatistics | None
-
-
-def submitter_from_ad(ad) -> SubmitterAd:
-    """Read a Submitter ad (``Name``, ``ScheddName``, ``MyAddress``, ``IdleJobs``, ``RunningJobs``).
-
-    Raises:
-        UsageError: the ad lacks ``Name`` or ``ScheddName``.
-    """
-    if isinstance(ad, SubmitterAd):
-        return ad
-    name, schedd = ad.get("Name"), ad.get("ScheddName")
-    if not isinstance(name, str) or not isinstance(schedd, str):
-        raise UsageError(
-            f"submitter ad needs string Name and ScheddName attributes, got Name={name!r}, "
-            f"ScheddName={schedd!r}; the schedd advertises one such ad per submitter"
-        )
-
-    def count(attr: str) -> int:
-        v = ad.get(attr, 0)
-        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
-
-    address = ad.get("MyAddress", ad.get("ScheddIpAddr", ""))
-    return SubmitterAd(name=name, schedd=schedd,
-                       schedd_address=address if isinstance(address, str) else "",
-                       idle_jobs=count("IdleJobs"), running_jobs=count("RunningJobs"))
-
-
-#: what tells one report of a slot from the next: the startd's update counter, else (an ad
-#: without one) the attributes that change when a startd claims or carves the slot
-_REPORT = ("DaemonStartTime", "UpdateSequenceNumber")
-_CLAIM_SIGNATURE = ("State", "Activity", "Cpus", "Memory", "Disk", "ClaimId")
-
-
-class PendingSlots:
-    """Slots matched by recent cycles whose startds have not reported the claims yet.
-
-    Keyed by slot name: which report of the slot was matched (the startd's
-    ``UpdateSequenceNumber``; for an ad without one, its State, Activity, resources and
-    ClaimId), what was given away on it (the whole slot, or the sum of the carves from a
-    partitionable slot) and until when the record holds. A newer report is the startd's
-    answer: the record is dropped and the ad is taken as it is. (Content alone cannot tell: a
-    p-slot whose claim came and went between two cycles looks as it did.)
-    """
-
-    def __init__(self) -> None:
-        self._slots: dict[str, tuple[tuple, bool, list[float], float]] = {}
-        #: slot name -> what each of its recorded matches gave away: (claim id, autocluster,
-        #: carve or None for the whole slot), so that a match the schedd let lapse gives it back
-        self._given: dict[str, list[tuple[str, int, tuple[float, float, float] | None]]] = {}
-
-    def __len__(self) -> int:
-        return len(self._slots)
-
-    @staticmethod
-    def _signature(ad) -> tuple:
-        names = _REPORT if ad.get("UpdateSequenceNumber") is not None else _CLAIM_SIGNATURE
-        return tuple(ad.get(name) for name in names)
-
-    def record(self, matches, machines, until: float) -> None:
-        """Remember the slots ``matches`` gave away (``machines``: the ads the cycle saw)."""
-        ads = {ad.get("Name"): ad for ad in machines}
-        for match in matches:
-            ad = ads.get(match.slot_name)
-            if ad is None:
-                continue
-            signature, whole, carved, _ = self._slots.get(match.slot_name, (self._signature(ad), False, [0.0] * 3, 0))
-            if match.carved is None:
-                whole = True
-            else:
-                carved = [have + more for have, more in zip(carved, match.carved)]
-            self._slots[match.slot_name] = (signature, whole, carved, until)
-            self._given.setdefault(match.slot_name, []).append((match.claim_id, match.autocluster_id, match.carved))
-
-    def lapsed(self, slot_name: str, claim_id: str, autocluster_id: int | None) -> bool:
-        """A schedd let a match of ``slot_name`` lapse: give back what it held (True: found)."""
-        given = self._given.get(slot_name, [])
-        found = next((g for g in given if g[0] == claim_id and g[1] == autocluster_id), None) \
-            or next((g for g in given if g[0] == claim_id), None)
-        record = self._slots.get(slot_name)
-        if found is None or record is None:
-            return False
-        given.remove(found)
-        signature, whole, carved, until = record
-        if found[2] is not None:
-            carved = [max(0.0, have - back) for have, back in zip(carved, found[2])]
-        whole = any(g[2] is None for g in given)
-        if not whole and not any(amount > 0 for amount in carved):
-            self._forget(slot_name)
-        else:
-            self._slots[slot_name] = (signature, whole, carved, until)
-        return True
-
-    def _forget(self, slot_name: str) -> None:
-        self._slots.pop(slot_name, None)
-        self._given.pop(slot_name, None)
-
-    def apply(self, machines: list, now: float) -> list:
-        """The slot ads as a cycle at ``now`` should see them: pending slots held back."""
-        out = []
-        seen = set()
-        for ad in machines:
-            name = ad.get("Name")
-            seen.add(name)
-            pending = self._slots.get(name)
-            if pending is None:
-                out.append(ad)
-                continue
-            signature, whole, carved, until = pending
-            if now >= until or self._signature(ad) != signature:
-                self._forget(name)  # the startd reported, or the match lapsed
-                out.append(ad)
-                continue
-            if whole:
-                continue
-            ad = ad.copy()
-            for attr, amount in zip(("Cpus", "Memory", "Disk"), carved):
-                have = ad.get(attr)
-                if isinstance(have, (int, float)) and not isinstance(have, bool):
-                    ad[attr] = type(have)(have - amount) if isinstance(have, int) else have - amount
-            cpus, memory = ad.get("Cpus", 1), ad.get("Memory", 1)
-            if isinstance(cpus, (int, float)) and cpus < 1 or isinstance(memory, (int, float)) and memory <= 0:
-                continue  # all of it is on its way to the schedds
-            out.append(ad)
-        for name in [n for n in self._slots if n not in seen]:
-            self._forget(name)  # the slot is gone from the pool
-        return out
 
 
 class Negotiator:
@@ -377,35 +122,32 @@ class Negotiator:
     def handle(self, event: c.Event, now: float) -> list[c.Action]:
         """Apply one event at time ``now`` and return the actions for the service.
 
-        Besides this module's events the core takes the shared ones of
-        :mod:`htc.daemons.core`: ``Tick`` (alias :data:`Wakeup`), ``Started``,
+        Besides the events of :mod:`htc.daemons.negotiator.events` the core takes the shared
+        ones of :mod:`htc.daemons.core`: ``Tick`` (alias :data:`Wakeup`), ``Started``,
         ``StopRequested`` (answered with :class:`SaveAccountant` and ``Exit``),
         ``Reconfigured`` (new :class:`NegotiatorSettings`) and ``Received`` carrying the wire's
         ``Reschedule`` (acknowledged, and treated as a trigger).
 
         Raises:
-            UsageError: ``event`` is not one of this module's event classes.
+            UsageError: ``event`` is not a negotiator event.
         """
         kind = type(event)
-        if kind in _ADMIN:
-            return getattr(self, _ADMIN[kind])(event)
-        if kind is Reschedule:
-            return self._on_reschedule(now)
-        if kind in _SERVICE:
-            return getattr(self, _SERVICE[kind])(event, now)
-        handler = _TRANSITIONS.get((self.phase, kind))
+        handler = _ON_EVENT.get(kind)
+        if handler is not None:
+            return handler(self, event, now)
+        handler = _IN_CYCLE.get((self.phase, kind))
         if handler is not None:
             if kind is not Wakeup and event.cycle != self.cycle:
                 self._stale += 1
                 return []
-            return getattr(self, handler)(event, now)
+            return handler(self, event, now)
         if kind in _REPLIES:
             # a reply for a cycle that already ended (e.g. after the timeout): harmless
             self._stale += 1
             return []
         raise UsageError(
             f"negotiator in phase {self.phase.value} got {event!r}, which is not a negotiator "
-            "event; pass one of the event classes of htc.daemons.negotiator.core"
+            "event; pass one of the event classes of htc.daemons.negotiator.events"
         )
 
     def match_lapsed(self, slot_name: str, claim_id: str, autocluster_id: int | None) -> bool:
@@ -438,7 +180,10 @@ class Negotiator:
             t = max(t, self._last_start + self.settings.min_interval)
         return t
 
-    def _on_reschedule(self, now: float) -> list:
+    def _on_reschedule(self, event: Reschedule, now: float) -> list:
+        return self._trigger(now)
+
+    def _trigger(self, now: float) -> list:
         if self.phase is Phase.IDLE:
             self._next_cycle = min(self._next_cycle, self._earliest_start(now))
         else:
@@ -450,7 +195,7 @@ class Negotiator:
             return []  # an early timer: nothing is due yet
         self.cycle += 1
         self._last_start = now
-        self.phase = Phase.FETCHING
+        self.phase = step(self.phase, Step.CYCLE_DUE)
         self._phase_deadline = now + self.settings.timeout
         self._failed = set()
         return [FetchPoolAds(self.cycle)]
@@ -466,8 +211,8 @@ class Negotiator:
         self._waiting.clear()
         return self._negotiate(now)
 
-    def _finish(self, now: float) -> None:
-        self.phase = Phase.IDLE
+    def _finish(self, now: float, why: Step) -> None:
+        self.phase = step(self.phase, why)
         self._phase_deadline = None
         self._last_end = now
         periodic = max(self._last_start + self.settings.interval,
@@ -484,7 +229,7 @@ class Negotiator:
         stats = CycleStatistics(cycle=self.cycle, started=self._last_start,
                                 duration=now - self._last_start, aborted=reason)
         self._last_stats = stats
-        self._finish(now)
+        self._finish(now, Step.ABORTED)
         return [CycleFinished(stats)]
 
     # ------------------------------------------------------------------ cycle phases
@@ -506,7 +251,7 @@ class Negotiator:
         significant = negotiator_significant_attributes(
             machines, self.settings.policy_texts(), self.settings.startd_job_attrs)
         self._waiting = set(asks)
-        self.phase = Phase.REQUESTING
+        self.phase = step(self.phase, Step.ASKED_SCHEDDS)
         self._phase_deadline = now + self.settings.timeout
         return [AskResourceRequests(self.cycle, schedd, sub.schedd_address, name, significant)
                 for (schedd, name), sub in asks.items()]
@@ -542,7 +287,7 @@ class Negotiator:
         self._total_matches += stats.matches
         self._last_stats = stats
         self.pending.record(result.matches, self._machines, now + self.settings.timeout)
-        self._finish(now)
+        self._finish(now, Step.MATCHED)
         self._shares = dict(result.shares)
         actions: list = [c.Log(f"cycle {self.cycle}: {line}", logging.WARNING) for line in result.skipped]
         actions.extend(NotifyMatch(m) for m in result.matches)
@@ -557,11 +302,15 @@ class Negotiator:
     # ------------------------------------------------------------------ the service's events
 
     def _on_received(self, event: c.Received, now: float) -> list:
-        if isinstance(event.msg, messages.Reschedule):
-            # condor_reschedule from a schedd (after a submit) or a tool
-            return [c.Reply(event.conn_id, messages.Ack(detail="negotiation cycle scheduled")),
-                    *self._on_reschedule(now)]
-        return [c.unknown_request(event, "negotiator")]
+        handler = _ON_MESSAGE.get(type(event.msg))
+        if handler is None:
+            return [c.unknown_request(event, "negotiator")]
+        return handler(self, event, now)
+
+    def _on_reschedule_message(self, event: c.Received, now: float) -> list:
+        # condor_reschedule from a schedd (after a submit) or a tool
+        return [c.Reply(event.conn_id, messages.Ack(detail="negotiation cycle scheduled")),
+                *self._trigger(now)]
 
     def _on_started(self, event: c.Started, now: float) -> list:
         return []  # the first cycle is already due: next_deadline() says when
@@ -585,38 +334,46 @@ class Negotiator:
 
     # ------------------------------------------------------------------ administration
 
-    def _set_factor(self, event: SetPriorityFactor) -> list:
+    def _set_factor(self, event: SetPriorityFactor, now: float) -> list:
         self.accountant.set_priority_factor(event.submitter, event.factor)
         return self._accounting_changed()
 
-    def _set_priority(self, event: SetRealPriority) -> list:
+    def _set_priority(self, event: SetRealPriority, now: float) -> list:
         self.accountant.set_real_priority(event.submitter, event.priority)
         return self._accounting_changed()
 
-    def _reset_usage(self, event: ResetUsage) -> list:
+    def _reset_usage(self, event: ResetUsage, now: float) -> list:
         self.accountant.reset_usage(event.submitter)
         return self._accounting_changed()
 
 
-#: (phase, event type) -> handler: the legal steps of a cycle. Anything else is stale or wrong.
-_TRANSITIONS: Mapping[tuple[Phase, type], str] = {
-    (Phase.IDLE, Wakeup): "_on_wakeup_idle",
-    (Phase.FETCHING, Wakeup): "_on_wakeup_waiting",
-    (Phase.REQUESTING, Wakeup): "_on_wakeup_waiting",
-    (Phase.FETCHING, PoolAds): "_on_pool_ads",
-    (Phase.FETCHING, PoolAdsFailed): "_on_pool_ads_failed",
-    (Phase.REQUESTING, RequestsReceived): "_on_requests",
-    (Phase.REQUESTING, RequestsFailed): "_on_requests_failed",
+#: a handler: the core, the event and the time in, the actions out
+Handler = Callable[[Negotiator, c.Event, float], list]
+
+#: event type -> handler, for events that mean the same whatever the phase
+_ON_EVENT: Mapping[type, Handler] = {
+    Reschedule: Negotiator._on_reschedule,
+    c.Received: Negotiator._on_received,
+    c.Started: Negotiator._on_started,
+    c.StopRequested: Negotiator._on_stop,
+    c.Reconfigured: Negotiator._on_reconfigured,
+    SetPriorityFactor: Negotiator._set_factor,
+    SetRealPriority: Negotiator._set_priority,
+    ResetUsage: Negotiator._reset_usage,
+}
+#: (phase, event type) -> handler: the events a cycle waits for in each phase. Which step of
+#: the state table follows is the handler's to decide; a reply outside these is stale.
+_IN_CYCLE: Mapping[tuple[Phase, type], Handler] = {
+    (Phase.IDLE, Wakeup): Negotiator._on_wakeup_idle,
+    (Phase.FETCHING, Wakeup): Negotiator._on_wakeup_waiting,
+    (Phase.REQUESTING, Wakeup): Negotiator._on_wakeup_waiting,
+    (Phase.FETCHING, PoolAds): Negotiator._on_pool_ads,
+    (Phase.FETCHING, PoolAdsFailed): Negotiator._on_pool_ads_failed,
+    (Phase.REQUESTING, RequestsReceived): Negotiator._on_requests,
+    (Phase.REQUESTING, RequestsFailed): Negotiator._on_requests_failed,
 }
 _REPLIES = frozenset({PoolAds, PoolAdsFailed, RequestsReceived, RequestsFailed})
-_SERVICE: Mapping[type, str] = {
-    c.Received: "_on_received",
-    c.Started: "_on_started",
-    c.StopRequested: "_on_stop",
-    c.Reconfigured: "_on_reconfigured",
-}
-_ADMIN: Mapping[type, str] = {
-    SetPriorityFactor: "_set_factor",
-    SetRealPriority: "_set_priority",
-    ResetUsage: "_reset_usage",
+#: wire message type -> handler, for the messages the negotiator core answers itself
+_ON_MESSAGE: Mapping[type, Handler] = {
+    messages.Reschedule: Negotiator._on_reschedule_message,
 }

@@ -18,7 +18,8 @@ whose ``RANK`` strictly prefers its jobs.
 
 **Best slot.** For a request (one autocluster) the candidates are the idle slots that accept
 the job and that the job accepts (both ``Requirements`` hold), plus the claimed slots
-:func:`~htc.daemons.negotiator.preemption.decide_preemption` allows. The best candidate has
+:func:`~htc.daemons.negotiator.preemption.decide_preemption` allows
+(:mod:`htc.daemons.negotiator.claimed`). The best candidate has
 the highest ``NEGOTIATOR_PRE_JOB_RANK``, then job ``Rank``, then ``NEGOTIATOR_POST_JOB_RANK``,
 then no preemption over rank preemption over priority preemption, then ``PREEMPTION_RANK``,
 then the slot name (so results are deterministic). Idle slots are searched class by class
@@ -38,33 +39,22 @@ logs it at every cycle until the job changes or leaves.
 from __future__ import annotations
 
 import math
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from htc.classad import ClassAd
-from htc.classad.match import rank, symmetric_match
-from htc.daemons.negotiator.accountant import Accountant, accounting_group_of
-from htc.daemons.negotiator.fair_share import order_submitters, pie_slices
 from htc.daemons.autocluster import ResourceRequest
-from htc.daemons.negotiator.preemption import (PreemptState, Rejection, as_rank,
-                                               decide_preemption, submitter_limit_permits)
+from htc.daemons.clock import REAL, Clock
+from htc.daemons.negotiator.accountant import Accountant
+from htc.daemons.negotiator.claimed import ClaimedSearch
+from htc.daemons.negotiator.fair_share import order_submitters, pie_slices
+from htc.daemons.negotiator.preemption import PreemptState, Rejection
 from htc.daemons.negotiator.search import IdleSearch, RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as_classad,
-                                          eval_rank, expr_refs, number, same_type, slot_weight)
-
-
-@dataclass(frozen=True)
-class SubmitterAd:
-    """One submitter at one schedd, as its Submitter ad describes it."""
-
-    name: str
-    schedd: str
-    schedd_address: str = ""
-    idle_jobs: int = 0
-    running_jobs: int = 0
+from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as_classad, expr_refs,
+                                          number, same_type, slot_weight)
+from htc.daemons.negotiator.submitters import SubmitterAd, accounting_group_of
 
 
 @dataclass(frozen=True)
@@ -152,9 +142,8 @@ class _Cycle:
         self.share_limited: set[str] = set()
         self.pie_left = 0.0
         self.free = 0  # untaken candidate slots
-        self.prank = settings.compiled("preemption_rank")
         self.search = IdleSearch(settings)
-        self.preq = settings.compiled("preemption_requirements")
+        self.claimed = ClaimedSearch(settings, accountant, now)
         self.claim_seq = 0
         self.skipped: list[str] = []
 
@@ -196,8 +185,8 @@ class _Cycle:
                         self.s.compiled("post_job_rank"))
         for slot in slots:
             if slot.claimed:
-                if self._may_preempt(slot):
-                    self._prepare_claimed(slot)
+                if self.claimed.may_preempt(slot):
+                    self.claimed.prepare(slot)
                     pool.claimed.append(slot)
                     self.free += 1
             else:
@@ -206,32 +195,6 @@ class _Cycle:
                 pool.add(slot)
                 self.free += 1
         return pool
-
-    def _may_preempt(self, slot: Slot) -> bool:
-        """Can this claimed slot ever be a candidate this cycle? (cheap pre-filter)"""
-        if not self.s.consider_preemption:
-            return False
-        if slot.activity.lower() == "idle":
-            return False  # claimed but idle: its schedd is about to reuse the claim
-        if not self.s.never_priority_preempts:
-            return True
-        # Only rank preemption is possible: impossible when RANK is a constant <= CurrentRank.
-        rank = slot.ad.get("Rank", 0.0)
-        current = slot.ad.get("PreemptingRank", slot.ad.get("CurrentRank", 0.0))
-        if isinstance(rank, (int, float)) and isinstance(current, (int, float)):
-            return rank > current
-        return True
-
-    def _prepare_claimed(self, slot: Slot) -> None:
-        ad = slot.ad.copy()
-        user = slot.remote_user
-        ad["RemoteUserPrio"] = self.acct.effective_priority(user)
-        ad["RemoteUserResourcesInUse"] = self.acct.weighted_resources_used(user)
-        group = accounting_group_of(user, self.s.accountant.group_names)
-        ad["RemoteGroup"] = group if group is not None else "<none>"
-        if "PreemptingRank" in ad:
-            ad["CurrentRank"] = ad["PreemptingRank"]  # a new preemptor must beat the pending one
-        slot.ad = ad
 
     def submitter_job(self, entry: _Entry, request: ResourceRequest) -> ClassAd:
         job = request.job.copy() if isinstance(request.job, ClassAd) else ClassAd(dict(request.job))
@@ -244,21 +207,6 @@ class _Cycle:
         job["SubmitterGroup"] = group if group is not None else "<none>"
         job["SubmitterNegotiatingGroup"] = "<none>"
         return job
-
-    def _claimed_candidates(self, rs: RequestState, pool: SlotPool) -> list:
-        """Claimed slots that match ``rs`` with their rank key parts (computed once)."""
-        out = []
-        job = rs.job
-        for slot in pool.claimed:
-            ad = slot.ad
-            if not symmetric_match(job, ad):
-                continue
-            parts = (eval_rank(self.s.compiled("pre_job_rank"), ad, job), rank(job, ad),
-                     eval_rank(self.s.compiled("post_job_rank"), ad, job),
-                     eval_rank(self.prank, ad, job) if self.prank is not None else 0.0)
-            new_rank = as_rank(ad.eval("Rank", job)) if "Rank" in ad else 0.0
-            out.append((slot, parts, new_rank))
-        return out
 
     # ------------------------------------------------------------------ best candidate
 
@@ -278,31 +226,10 @@ class _Cycle:
                 best_key, slot, cost, carve = found
                 best = (slot, PreemptState.NONE, cost, carve)
         if pool.claimed:
-            if rs.claimed is None:
-                rs.claimed = self._claimed_candidates(rs, pool)
-            for slot, (pre, jr, post, prank), new_rank in rs.claimed:
-                if slot.taken:
-                    continue
-                matched_any = True
-                verdict = decide_preemption(
-                    submitter=rs.entry.ad.name, remote_user=slot.remote_user,
-                    new_rank=new_rank,
-                    current_rank=number(slot.ad, "CurrentRank", 0.0),
-                    preemption_requirements=lambda ad=slot.ad: self._preq_true(ad, rs.job),
-                    retirement_remaining=self._retirement(slot),
-                    consider_early_preemption=self.s.consider_early_preemption,
-                    only_rank=only_rank)
-                if verdict.state is None:
-                    reasons.add(verdict.rejection)
-                    continue
-                cost = slot.weight
-                if (verdict.state is PreemptState.PRIORITY
-                        and not submitter_limit_permits(used, limit, cost)):
-                    reasons.add(Rejection.SUBMITTER_LIMIT)
-                    continue
-                key = (-pre, -jr, -post, -verdict.state, -prank, slot.name)
-                if best_key is None or key < best_key:
-                    best, best_key = (slot, verdict.state, cost, None), key
+            found, key, matched = self.claimed.best(rs, pool, used, limit, only_rank, reasons)
+            matched_any = matched_any or matched
+            if found is not None and (best_key is None or key < best_key):
+                best, best_key = found, key
         if best is not None:
             return best
         if only_rank:
@@ -314,21 +241,6 @@ class _Cycle:
             if reason in reasons:
                 return reason
         return Rejection.NO_MATCH
-
-    def _preq_true(self, slot_ad: ClassAd, job: ClassAd) -> bool:
-        if self.preq is None:
-            return True  # unset PREEMPTION_REQUIREMENTS places no restriction
-        return self.preq.eval(slot_ad, job) is True
-
-    def _retirement(self, slot: Slot) -> float:
-        remaining = number(slot.ad, "RetirementTimeRemaining")
-        if remaining is not None:
-            return remaining
-        limit = number(slot.ad, "MaxJobRetirementTime")
-        start = number(slot.ad, "JobStart")
-        if limit is None or start is None:
-            return 0.0
-        return max(0.0, limit - (self.now - start))
 
     # ------------------------------------------------------------------ matching
 
@@ -471,6 +383,7 @@ def negotiate_cycle(
     settings: NegotiatorSettings,
     now: float,
     cycle: int = 0,
+    clock: Clock = REAL,
 ) -> CycleResult:
     """Run the matchmaking of one cycle.
 
@@ -485,11 +398,13 @@ def negotiate_cycle(
         settings: negotiator settings.
         now: the current time.
         cycle: the cycle number (used in minted claim ids).
+        clock: measures how long the matchmaking took (``match_seconds``, instrumentation
+            only: no decision reads it).
 
     Returns:
         The matches and statistics of the cycle.
     """
-    started = time.perf_counter()  # instrumentation only; decisions use ``now``
+    started = clock.monotonic()  # instrumentation only; decisions use ``now``
     state = _Cycle(settings, accountant, now, cycle)
     slots: list[Slot] = []
     pool_weight = 0.0
@@ -530,7 +445,7 @@ def negotiate_cycle(
     matches = tuple(state.matches)
     stats = CycleStatistics(
         cycle=cycle, started=now,
-        match_seconds=time.perf_counter() - started,
+        match_seconds=clock.monotonic() - started,
         slots=len(machine_ads), candidate_slots=candidate_slots,
         slot_classes=len(pool.classes), submitters=len(entries),
         requests=len(all_requests),

@@ -1,18 +1,28 @@
-"""The knobs the negotiator core reads, with HTCondor's defaults, checked once.
+"""The knobs the negotiator reads, with HTCondor's defaults, checked once.
 
-The service reads the configuration (``htc.config``) and builds a :class:`NegotiatorSettings`;
-the core never reads configuration itself. Policy expressions are given as ClassAd text and
-parsed here, so a typo in ``PREEMPTION_REQUIREMENTS`` is reported when the daemon starts, not
-in the middle of a cycle.
+Each field configured by a knob says so where it is declared (:func:`htc.daemons.settings.knob`);
+the service builds the settings from the param table (:meth:`NegotiatorSettings.from_config`,
+:func:`htc.daemons.settings.from_config`); the core never reads configuration itself. Policy
+expressions are given as ClassAd text and parsed here, so a typo in ``PREEMPTION_REQUIREMENTS``
+is reported when the daemon starts, not in the middle of a cycle.
+
+:class:`NegotiatorSettings` is what the core needs; :class:`NegotiatorServiceSettings` adds
+what only the service and its wire adapter need (where the accountant is saved, whom to tell).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from htc.classad import ExprTree
+from htc.daemons import settings as knobs
 from htc.daemons.negotiator.accountant import AccountantSettings
+from htc.daemons.settings import knob
 from htc.errors import UsageError
+
+__all__ = ["NegotiatorSettings", "NegotiatorServiceSettings", "DEFAULT_PRE_JOB_RANK",
+           "DEFAULT_POST_JOB_RANK", "DEFAULT_PREEMPTION_RANK", "UWCS_PREEMPTION_REQUIREMENTS"]
 
 #: HTCondor's defaults (param table of 25.x, see htcondor-semantics.md §4.1).
 DEFAULT_PRE_JOB_RANK = (
@@ -31,6 +41,10 @@ UWCS_PREEMPTION_REQUIREMENTS = (
     "((SubmitterGroup =?= RemoteGroup) && ((time() - EnteredCurrentState) > (1 * 3600))"
     " && (RemoteUserPrio > TARGET.SubmitterUserPrio * 1.2)) || (MY.NiceUser == True)"
 )
+
+
+def _text_or_none(value: str | None) -> str | None:
+    return value or None
 
 
 def _parse(knob: str, text: str | None) -> ExprTree | None:
@@ -52,20 +66,21 @@ class NegotiatorSettings:
     default is 0, HTCondor's 5 s: see docs/negotiator.md).
     """
 
-    interval: float = 60.0  # NEGOTIATOR_INTERVAL
-    cycle_delay: float = 20.0  # NEGOTIATOR_CYCLE_DELAY: from the end of one cycle to the next periodic one
-    min_interval: float = 0.0  # NEGOTIATOR_MIN_INTERVAL: between two cycle starts
+    interval: float = knob("NEGOTIATOR_INTERVAL", 60.0)
+    #: from the end of one cycle to the next periodic one
+    cycle_delay: float = knob("NEGOTIATOR_CYCLE_DELAY", 20.0)
+    min_interval: float = knob("NEGOTIATOR_MIN_INTERVAL", 0.0)  # between two cycle starts
     trigger_delay: float = 0.01
-    timeout: float = 30.0  # NEGOTIATOR_TIMEOUT: wait for the collector / a schedd
-    consider_preemption: bool = True  # NEGOTIATOR_CONSIDER_PREEMPTION
-    consider_early_preemption: bool = False  # NEGOTIATOR_CONSIDER_EARLY_PREEMPTION
-    preemption_requirements: str | None = "False"  # PREEMPTION_REQUIREMENTS
-    preemption_rank: str | None = DEFAULT_PREEMPTION_RANK  # PREEMPTION_RANK
-    pre_job_rank: str | None = DEFAULT_PRE_JOB_RANK  # NEGOTIATOR_PRE_JOB_RANK
-    post_job_rank: str | None = DEFAULT_POST_JOB_RANK  # NEGOTIATOR_POST_JOB_RANK
-    use_slot_weights: bool = True  # NEGOTIATOR_USE_SLOT_WEIGHTS
-    ignore_user_priorities: bool = False  # NEGOTIATOR_IGNORE_USER_PRIORITIES
-    startd_job_attrs: tuple[str, ...] = ()  # STARTD_JOB_ATTRS
+    timeout: float = knob("NEGOTIATOR_TIMEOUT", 30.0)  # wait for the collector / a schedd
+    consider_preemption: bool = knob("NEGOTIATOR_CONSIDER_PREEMPTION", True)
+    consider_early_preemption: bool = knob("NEGOTIATOR_CONSIDER_EARLY_PREEMPTION", False)
+    preemption_requirements: str | None = knob("PREEMPTION_REQUIREMENTS", "False", convert=_text_or_none)
+    preemption_rank: str | None = knob("PREEMPTION_RANK", DEFAULT_PREEMPTION_RANK, convert=_text_or_none)
+    pre_job_rank: str | None = knob("NEGOTIATOR_PRE_JOB_RANK", DEFAULT_PRE_JOB_RANK, convert=_text_or_none)
+    post_job_rank: str | None = knob("NEGOTIATOR_POST_JOB_RANK", DEFAULT_POST_JOB_RANK, convert=_text_or_none)
+    use_slot_weights: bool = knob("NEGOTIATOR_USE_SLOT_WEIGHTS", True)
+    ignore_user_priorities: bool = knob("NEGOTIATOR_IGNORE_USER_PRIORITIES", False)
+    startd_job_attrs: tuple[str, ...] = knob("STARTD_JOB_ATTRS", (), convert=lambda names: tuple(names or ()))
     #: how a partitionable slot rounds requests up when carving (MODIFY_REQUEST_EXPR_*)
     cpus_quantum: float = 1.0
     memory_quantum: float = 128.0
@@ -106,34 +121,8 @@ class NegotiatorSettings:
         Raises:
             UsageError: a knob has a value the negotiator cannot use (the message names it).
         """
-        group_names = tuple(config.param("GROUP_NAMES") or ())
-        accountant = AccountantSettings(
-            priority_halflife=config.param("PRIORITY_HALFLIFE"),
-            default_prio_factor=config.param("DEFAULT_PRIO_FACTOR"),
-            nice_user_prio_factor=config.param("NICE_USER_PRIO_FACTOR"),
-            remote_prio_factor=config.param("REMOTE_PRIO_FACTOR"),
-            local_domain=config.param("ACCOUNTANT_LOCAL_DOMAIN") or None,
-            group_names=group_names,
-            nice_user_group=config.param("NICE_USER_ACCOUNTING_GROUP_NAME") or "nice-user",
-        )
-        values = dict(
-            interval=float(config.param("NEGOTIATOR_INTERVAL")),
-            cycle_delay=float(config.param("NEGOTIATOR_CYCLE_DELAY")),
-            min_interval=float(config.param("NEGOTIATOR_MIN_INTERVAL")),
-            timeout=float(config.param("NEGOTIATOR_TIMEOUT")),
-            consider_preemption=config.param("NEGOTIATOR_CONSIDER_PREEMPTION"),
-            consider_early_preemption=config.param("NEGOTIATOR_CONSIDER_EARLY_PREEMPTION"),
-            preemption_requirements=config.param("PREEMPTION_REQUIREMENTS") or None,
-            preemption_rank=config.param("PREEMPTION_RANK") or None,
-            pre_job_rank=config.param("NEGOTIATOR_PRE_JOB_RANK") or None,
-            post_job_rank=config.param("NEGOTIATOR_POST_JOB_RANK") or None,
-            use_slot_weights=config.param("NEGOTIATOR_USE_SLOT_WEIGHTS"),
-            ignore_user_priorities=config.param("NEGOTIATOR_IGNORE_USER_PRIORITIES"),
-            startd_job_attrs=tuple(config.param("STARTD_JOB_ATTRS") or ()),
-            accountant=accountant,
-        )
-        values.update(overrides)
-        return cls(**values)
+        accountant = knobs.from_config(AccountantSettings, config)
+        return knobs.from_config(cls, config, **{"accountant": accountant, **overrides})
 
     def compiled(self, name: str) -> ExprTree | None:
         """Return the parsed policy expression ``name`` (None when unset)."""
@@ -149,3 +138,18 @@ class NegotiatorSettings:
         """The policy expressions whose references are significant attributes."""
         return tuple(t for t in (self.preemption_requirements, self.preemption_rank,
                                  self.pre_job_rank, self.post_job_rank) if t)
+
+
+@dataclass(frozen=True)
+class NegotiatorServiceSettings:
+    """The core's settings plus what only the service needs."""
+
+    core: NegotiatorSettings
+    accountant_file: Path               # ACCOUNTANT_DATABASE_FILE
+    inform_startd: bool = knob("NEGOTIATOR_INFORM_STARTD", False)
+    collector: str = "collector"
+    address: str = "negotiator"
+    name: str = "negotiator"            # the Name of its Negotiator ad
+    machine: str = "localhost"
+    pid: int = 0
+    ad_lifetime: int = 900              # CLASSAD_LIFETIME

@@ -1,0 +1,119 @@
+"""Slots a recent cycle gave away whose startds have not reported the claims yet.
+
+Theory of operation
+-------------------
+HTCondor keeps cycles 20 s apart (``NEGOTIATOR_CYCLE_DELAY``) because the startds need time to
+report the claims of the last cycle; a cycle that ran sooner would see a slot it just gave away
+as free and give it away again. htc remembers instead: a slot matched in a cycle is *pending*
+until its ad in the collector changes -- the startd carved it or claimed it -- or
+``NEGOTIATOR_TIMEOUT`` passes (the match lapsed). Until then a later cycle leaves a pending
+static slot out and sees a pending partitionable slot without what was carved from it
+(:meth:`PendingSlots.apply`), so back-to-back cycles neither wait nor match a slot twice.
+
+A schedd that does not take a match (it answers MatchNotify with ``MATCH_LAPSED``) gives back
+what the match held at once (:meth:`PendingSlots.lapsed`).
+"""
+
+from __future__ import annotations
+
+__all__ = ["PendingSlots"]
+
+#: what tells one report of a slot from the next: the startd's update counter, else (an ad
+#: without one) the attributes that change when a startd claims or carves the slot
+_REPORT = ("DaemonStartTime", "UpdateSequenceNumber")
+_CLAIM_SIGNATURE = ("State", "Activity", "Cpus", "Memory", "Disk", "ClaimId")
+
+
+class PendingSlots:
+    """Slots matched by recent cycles whose startds have not reported the claims yet.
+
+    Keyed by slot name: which report of the slot was matched (the startd's
+    ``UpdateSequenceNumber``; for an ad without one, its State, Activity, resources and
+    ClaimId), what was given away on it (the whole slot, or the sum of the carves from a
+    partitionable slot) and until when the record holds. A newer report is the startd's
+    answer: the record is dropped and the ad is taken as it is. (Content alone cannot tell: a
+    p-slot whose claim came and went between two cycles looks as it did.)
+    """
+
+    def __init__(self) -> None:
+        self._slots: dict[str, tuple[tuple, bool, list[float], float]] = {}
+        #: slot name -> what each of its recorded matches gave away: (claim id, autocluster,
+        #: carve or None for the whole slot), so that a match the schedd let lapse gives it back
+        self._given: dict[str, list[tuple[str, int, tuple[float, float, float] | None]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @staticmethod
+    def _signature(ad) -> tuple:
+        names = _REPORT if ad.get("UpdateSequenceNumber") is not None else _CLAIM_SIGNATURE
+        return tuple(ad.get(name) for name in names)
+
+    def record(self, matches, machines, until: float) -> None:
+        """Remember the slots ``matches`` gave away (``machines``: the ads the cycle saw)."""
+        ads = {ad.get("Name"): ad for ad in machines}
+        for match in matches:
+            ad = ads.get(match.slot_name)
+            if ad is None:
+                continue
+            signature, whole, carved, _ = self._slots.get(match.slot_name, (self._signature(ad), False, [0.0] * 3, 0))
+            if match.carved is None:
+                whole = True
+            else:
+                carved = [have + more for have, more in zip(carved, match.carved)]
+            self._slots[match.slot_name] = (signature, whole, carved, until)
+            self._given.setdefault(match.slot_name, []).append((match.claim_id, match.autocluster_id, match.carved))
+
+    def lapsed(self, slot_name: str, claim_id: str, autocluster_id: int | None) -> bool:
+        """A schedd let a match of ``slot_name`` lapse: give back what it held (True: found)."""
+        given = self._given.get(slot_name, [])
+        found = next((g for g in given if g[0] == claim_id and g[1] == autocluster_id), None) \
+            or next((g for g in given if g[0] == claim_id), None)
+        record = self._slots.get(slot_name)
+        if found is None or record is None:
+            return False
+        given.remove(found)
+        signature, whole, carved, until = record
+        if found[2] is not None:
+            carved = [max(0.0, have - back) for have, back in zip(carved, found[2])]
+        whole = any(g[2] is None for g in given)
+        if not whole and not any(amount > 0 for amount in carved):
+            self._forget(slot_name)
+        else:
+            self._slots[slot_name] = (signature, whole, carved, until)
+        return True
+
+    def _forget(self, slot_name: str) -> None:
+        self._slots.pop(slot_name, None)
+        self._given.pop(slot_name, None)
+
+    def apply(self, machines: list, now: float) -> list:
+        """The slot ads as a cycle at ``now`` should see them: pending slots held back."""
+        out = []
+        seen = set()
+        for ad in machines:
+            name = ad.get("Name")
+            seen.add(name)
+            pending = self._slots.get(name)
+            if pending is None:
+                out.append(ad)
+                continue
+            signature, whole, carved, until = pending
+            if now >= until or self._signature(ad) != signature:
+                self._forget(name)  # the startd reported, or the match lapsed
+                out.append(ad)
+                continue
+            if whole:
+                continue
+            ad = ad.copy()
+            for attr, amount in zip(("Cpus", "Memory", "Disk"), carved):
+                have = ad.get(attr)
+                if isinstance(have, (int, float)) and not isinstance(have, bool):
+                    ad[attr] = type(have)(have - amount) if isinstance(have, int) else have - amount
+            cpus, memory = ad.get("Cpus", 1), ad.get("Memory", 1)
+            if isinstance(cpus, (int, float)) and cpus < 1 or isinstance(memory, (int, float)) and memory <= 0:
+                continue  # all of it is on its way to the schedds
+            out.append(ad)
+        for name in [n for n in self._slots if n not in seen]:
+            self._forget(name)  # the slot is gone from the pool
+        return out

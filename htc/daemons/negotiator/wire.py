@@ -1,0 +1,232 @@
+"""The negotiator's wire adapter: the core's publishing actions become wire sends.
+
+Theory of operation
+-------------------
+:class:`NegotiatorDaemon` is the object :class:`~htc.daemons.negotiator.service.NegotiatorService`
+drives. It wraps the sans-IO :class:`~htc.daemons.negotiator.core.Negotiator` and, sans-IO
+itself, does what the core has no business with:
+
+============================  ====================================================================
+``NotifyMatch``               ``MatchNotify`` to the schedd (which claims the slot itself) and,
+                              with NEGOTIATOR_INFORM_STARTD, to the startd
+``PublishAccounting``         one Accounting ad per submitter to the collector (``htc userprio``)
+``CycleFinished``             a log line, and the Negotiator ad with the cycle's statistics
+``Exit``                      also withdraws the Negotiator ad
+============================  ====================================================================
+
+The outcome of a send is logged here instead of being fed to the core, except a schedd's
+answer that a match lapsed (the core gives back what the match held). ``SetUserPriority``
+(``htc userprio -setprio/-setfactor/-resetusage``) is checked here -- who may, which submitter,
+which values -- and handed to the core as its administration events. Everything else passes
+through to the core, and the core's other actions through to the service.
+
+Dispatch is by tables of the methods themselves (:data:`_ON_EVENT`, :data:`_ON_MESSAGE`,
+:data:`_TRANSLATE`), looked up by type.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+
+from htc.classad import ClassAd
+from htc.daemons import core as c
+from htc.daemons.negotiator.accountant import Accountant
+from htc.daemons.negotiator.core import Negotiator
+from htc.daemons.negotiator.cycle import CycleStatistics
+from htc.daemons.negotiator.events import (CycleFinished, NotifyMatch, PublishAccounting, ResetUsage,
+                                           SetPriorityFactor, SetRealPriority)
+from htc.daemons.negotiator.settings import NegotiatorServiceSettings
+from htc.errors import UsageError
+from htc.wire import messages as m
+
+__all__ = ["NegotiatorDaemon"]
+
+
+class NegotiatorDaemon:
+    """The core as its service drives it (see the module docstring).
+
+    Args:
+        settings: the service's settings.
+        accountant: the accountant to start with.
+        now: when the negotiator starts.
+    """
+
+    def __init__(self, settings: NegotiatorServiceSettings, accountant: Accountant | None, now: float):
+        self.settings = settings
+        self.negotiator = Negotiator(settings.core, accountant, now=now)
+        self.started_at = now
+
+    def next_deadline(self) -> float | None:
+        """The core's: the next cycle or the running cycle's timeout."""
+        return self.negotiator.next_deadline()
+
+    def handle(self, event: c.Event, now: float) -> list[c.Action]:
+        """Apply one event; return what the service must do."""
+        handler = _ON_EVENT.get(type(event))
+        if handler is None:
+            return self._to_core(event, now)
+        return handler(self, event, now)
+
+    def _to_core(self, event: c.Event, now: float) -> list[c.Action]:
+        """Hand ``event`` to the core and turn what it answers into what the service does."""
+        return self._translate(self.negotiator.handle(event, now))
+
+    # --- events -------------------------------------------------------------------------------
+
+    def _on_send_done(self, event: c.SendDone, now: float) -> list[c.Action]:
+        msg, reply = event.msg, event.reply
+        if isinstance(msg, m.MatchNotify) and isinstance(reply, m.Ack) and reply.detail.startswith(m.MATCH_LAPSED):
+            if self.negotiator.match_lapsed(msg.slot_name, msg.claim_id, msg.autocluster_id):
+                why = reply.detail[len(m.MATCH_LAPSED):]
+                return [c.Log(f"match of {msg.slot_name} for {msg.submitter} lapsed at the schedd ({why}); "
+                              "what it held is free for the next cycle")]
+        return []
+
+    def _on_send_failed(self, event: c.SendFailed, now: float) -> list[c.Action]:
+        return [c.Log(f"cannot send {type(event.msg).__name__} to {event.to}: {event.error}", logging.WARNING)]
+
+    def _on_received(self, event: c.Received, now: float) -> list[c.Action]:
+        handler = _ON_MESSAGE.get(type(event.msg))
+        if handler is None:
+            return self._to_core(event, now)
+        return handler(self, event, now)
+
+    def _on_reconfigured(self, event: c.Reconfigured, now: float) -> list[c.Action]:
+        if isinstance(event.settings, NegotiatorServiceSettings):
+            self.settings = event.settings
+            event = c.Reconfigured(event.settings.core)
+        return self._to_core(event, now)
+
+    def _set_user_priority(self, event: c.Received, now: float) -> list[c.Action]:
+        """``htc userprio -setprio/-setfactor/-resetusage``: the administrator changes one
+        submitter's standing; it is saved and advertised at once."""
+        msg: m.SetUserPriority = event.msg
+        uid = event.peer.uid if event.peer is not None else None
+        # the service decided ADMINISTRATOR by the pool's policy; a core fed directly falls back to uids
+        admin = event.peer.administrator if event.peer.administrator is not None else uid in (0, os.getuid())
+        if not admin:
+            return [c.Reply(event.conn_id, m.ErrorReply(
+                code="denied", message="only the pool's administrator (root, or the user the negotiator runs as) "
+                                       "may change user priorities"))]
+        core = self.negotiator
+        name = msg.submitter
+        if "@" not in name:  # "alice" names alice@<domain> when exactly one submitter is called that
+            known = [s for s in core.accountant.submitters() if s.split("@", 1)[0] == name]
+            if len(known) != 1:
+                hint = f"one of {', '.join(known)}" if known else "the full name 'htc userprio -all' shows (user@domain)"
+                return [c.bad_request(event, f"submitter {name!r} is ambiguous or unknown; give {hint}")]
+            name = known[0]
+        steps: list[tuple[c.Event, str]] = []
+        if msg.reset_usage:
+            steps.append((ResetUsage(name), "usage reset"))
+        if msg.priority is not None:
+            steps.append((SetRealPriority(name, msg.priority), f"priority {msg.priority:g}"))
+        if msg.factor is not None:
+            steps.append((SetPriorityFactor(name, msg.factor), f"priority factor {msg.factor:g}"))
+        actions: list[c.Action] = []
+        try:  # check every value before changing anything
+            least = core.accountant.settings.min_priority
+            if msg.priority is not None and msg.priority < least:
+                raise UsageError(f"real priority for {name} must be >= {least:g}, got {msg.priority:g}")
+            if msg.factor is not None and msg.factor < 1:
+                raise UsageError(f"priority factor for {name} must be >= 1, got {msg.factor:g}; larger "
+                                 "factors mean a worse effective priority")
+            for step, _ in steps:
+                actions = core.handle(step, now)  # each answers with the whole saved/advertised state
+        except UsageError as exc:
+            return [c.bad_request(event, str(exc))]
+        done = ", ".join(what for _, what in steps)
+        return [c.Reply(event.conn_id, m.Ack(detail=f"{name}: {done}")),
+                c.Log(f"user priority of {name} changed by uid {uid}: {done}"),
+                *self._translate(actions)]
+
+    # --- the core's actions -------------------------------------------------------------------
+
+    def _translate(self, actions: list[c.Action]) -> list[c.Action]:
+        out: list[c.Action] = []
+        for action in actions:
+            translate = _TRANSLATE.get(type(action))
+            if translate is None:
+                out.append(action)
+            else:
+                out.extend(translate(self, action))
+        return out
+
+    def _notify_match(self, action: NotifyMatch) -> list[c.Action]:
+        s = self.settings
+        match = action.match
+        msg = m.MatchNotify(claim_id=match.claim_id, submitter=match.submitter, slot_name=match.slot_name,
+                            startd_address=match.startd_address or "startd", slot_ad=str(match.slot_ad),
+                            autocluster_id=match.autocluster_id)
+        preempting = f", preempting {match.preempted_user}" if match.preempted_user else ""
+        out: list[c.Action] = [
+            c.Log(f"match: {match.submitter} (autocluster {match.autocluster_id} at {match.schedd}) "
+                  f"-> {match.slot_name}{preempting}"),
+            c.Send(match.schedd_address or match.schedd, msg, timeout=s.core.timeout)]
+        if s.inform_startd:
+            out.append(c.Send(msg.startd_address, msg, timeout=s.core.timeout))
+        return out
+
+    def _publish_accounting(self, action: PublishAccounting) -> list[c.Action]:
+        out: list[c.Action] = []
+        for ad in action.ads:
+            name = ad.get("Name")
+            if isinstance(name, str) and name:
+                out.append(self._advertise(m.AdType.Accounting, name, ad))
+        return out
+
+    def _cycle_finished(self, action: CycleFinished) -> list[c.Action]:
+        st = action.statistics
+        if st.aborted:
+            log = c.Log(f"cycle {st.cycle} abandoned: {st.aborted}", logging.WARNING)
+        else:
+            failed = f"; no answer from {', '.join(st.failed_schedds)}" if st.failed_schedds else ""
+            log = c.Log(f"cycle {st.cycle}: {st.matches} match(es) for {st.submitters} submitter(s), "
+                        f"{st.slots} slot(s), {st.requests} request(s) in {st.duration:.3f} s{failed}")
+        return [log, self._advertise(m.AdType.Negotiator, self.settings.name, self.negotiator_ad(st))]
+
+    def _exit(self, action: c.Exit) -> list[c.Action]:
+        s = self.settings
+        return [c.Send(s.collector, m.InvalidateAd(ad_type=m.AdType.Negotiator, name=s.name), timeout=2.0), action]
+
+    def negotiator_ad(self, st: CycleStatistics) -> dict:
+        """The Negotiator ad after a cycle (HTCondor's LastNegotiationCycle*0 attributes)."""
+        s = self.settings
+        return {
+            "Name": s.name, "Machine": s.machine, "MyAddress": s.address, "NegotiatorPid": s.pid,
+            "DaemonStartTime": int(self.started_at), "NegotiatorInterval": int(s.core.interval),
+            "LastNegotiationCycleTime0": int(st.started), "LastNegotiationCycleEnd0": int(st.started + st.duration),
+            "LastNegotiationCycleDuration0": round(st.duration, 3), "LastNegotiationCycleMatches0": st.matches,
+            "LastNegotiationCycleActiveSubmitterCount0": st.submitters,
+            "LastNegotiationCycleRejections0": st.rejections,
+            "LastNegotiationCycleCandidateSlots0": st.candidate_slots,
+            "LastNegotiationCycleNumSchedulersFailed0": len(st.failed_schedds),
+            "LastNegotiationCycleAborted0": st.aborted,
+            "NumNegotiationCycles": self.negotiator.statistics().cycles_completed,
+        }
+
+    def _advertise(self, ad_type: m.AdType, name: str, ad: dict) -> c.Send:
+        msg = m.UpdateAd(ad_type=ad_type, name=name, ad_text=str(ClassAd(dict(ad))), lifetime=self.settings.ad_lifetime)
+        return c.Send(self.settings.collector, msg, timeout=10.0)
+
+
+#: shared event type -> what the adapter does with it (anything else goes to the core)
+_ON_EVENT: Mapping[type, Callable[[NegotiatorDaemon, c.Event, float], list[c.Action]]] = {
+    c.SendDone: NegotiatorDaemon._on_send_done,
+    c.SendFailed: NegotiatorDaemon._on_send_failed,
+    c.Received: NegotiatorDaemon._on_received,
+    c.Reconfigured: NegotiatorDaemon._on_reconfigured,
+}
+#: wire message type -> the adapter's handler (anything else goes to the core)
+_ON_MESSAGE: Mapping[type, Callable[[NegotiatorDaemon, c.Received, float], list[c.Action]]] = {
+    m.SetUserPriority: NegotiatorDaemon._set_user_priority,
+}
+#: core action type -> the actions it becomes (anything else passes through to the service)
+_TRANSLATE: Mapping[type, Callable[[NegotiatorDaemon, c.Action], list[c.Action]]] = {
+    NotifyMatch: NegotiatorDaemon._notify_match,
+    PublishAccounting: NegotiatorDaemon._publish_accounting,
+    CycleFinished: NegotiatorDaemon._cycle_finished,
+    c.Exit: NegotiatorDaemon._exit,
+}
