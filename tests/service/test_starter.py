@@ -30,7 +30,6 @@ from htc.daemons.starter import sandbox
 from htc.daemons.starter.sandbox import TransferError, parse_remaps
 from htc.daemons.starter.core import Starter, StarterError, StarterSettings, kill_signal
 from htc.daemons.starter.env import (
-    join_args_v2,
     job_arguments,
     job_environment,
     parse_environment_v1,
@@ -38,6 +37,7 @@ from htc.daemons.starter.env import (
     split_args_v2,
 )
 from htc.errors import UsageError
+from htc.submit.argsenv import join_v2_raw
 
 ROOT = os.geteuid() == 0
 # An interpreter the slot user can run: the system one when we are root (ours may sit in /root).
@@ -63,15 +63,15 @@ def test_arguments_v1_and_precedence():
 
 
 def test_join_args_matches_htcondor_append_arg():
-    assert join_args_v2(["-n", "0", "quoted arg"]) == "-n 0 quoted' 'arg"
-    assert join_args_v2(["a  b"]) == "a'  'b"  # one quoted run, not a' '' 'b
-    assert join_args_v2(["it's"]) == "it''''s"
-    assert join_args_v2([""]) == "''"
+    assert join_v2_raw(["-n", "0", "quoted arg"]) == "-n 0 quoted' 'arg"
+    assert join_v2_raw(["a  b"]) == "a'  'b"  # one quoted run, not a' '' 'b
+    assert join_v2_raw(["it's"]) == "it''''s"
+    assert join_v2_raw([""]) == "''"
 
 
 @given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)))))
 def test_join_then_split_is_the_identity(args):
-    assert split_args_v2(join_args_v2(args)) == args
+    assert split_args_v2(join_v2_raw(args)) == args
 
 
 def test_environment_v2_v1_and_errors():
