@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from htc.daemons.starter import limits
 from htc.daemons.starter import sandbox
 from htc.daemons.starter.sandbox import TransferError, parse_remaps
-from htc.daemons.starter.core import Starter, StarterError, StarterSettings, kill_signal
+from htc.daemons.starter.service import Starter, StarterError, StarterSettings, kill_signal
 from htc.daemons.starter.env import (
     job_arguments,
     job_environment,
@@ -417,7 +417,7 @@ def test_starter_runs_as_its_own_process(dirs):
     iwd, execute = dirs
     cmd = script(iwd, "echo hi; exit 4")
     (iwd / "job.ad").write_text(f'Cmd = "{cmd}"\nIwd = "{iwd}"\nOut = "out.txt"\nArguments = "a b"\n')
-    proc = subprocess.run([sys.executable, "-m", "htc.daemons.starter.core", str(iwd / "job.ad"), str(execute)],
+    proc = subprocess.run([sys.executable, "-m", "htc.daemons.starter", str(iwd / "job.ad"), str(execute)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "ExitCode = 4" in proc.stdout and "ExitBySignal = false" in proc.stdout
@@ -478,7 +478,7 @@ def test_starter_process_vacates_its_job_on_sigterm(dirs):
     iwd.chmod(0o777)  # the job marks its start in its Iwd
     cmd = script(iwd, "trap 'exit 5' TERM\ntouch \"$_CONDOR_JOB_IWD/started\"\nwhile :; do sleep 0.05; done")
     (iwd / "job.ad").write_text(f'Cmd = "{cmd}"\nIwd = "{iwd}"\n')
-    proc = subprocess.Popen([sys.executable, "-m", "htc.daemons.starter.core", str(iwd / "job.ad"), str(execute),
+    proc = subprocess.Popen([sys.executable, "-m", "htc.daemons.starter", str(iwd / "job.ad"), str(execute),
                              "--vacate-grace", "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         asyncio.run(until(lambda: (iwd / "started").exists() or proc.poll() is not None, timeout=30))
@@ -501,16 +501,16 @@ def test_a_sigterm_while_the_job_is_being_started_vacates_it_once_it_runs(dirs):
     # The signal lands the moment the job is spawned, before the starter is waiting on it.
     program = textwrap.dedent(f"""
         import os, signal, sys
-        from htc.daemons.starter import core as starter
+        from htc.daemons.starter import service, standalone
 
-        spawn = starter.Starter.start
+        spawn = service.Starter.start
 
         async def start_then_signal(self):
             await spawn(self)
             os.kill(os.getpid(), signal.SIGTERM)
 
-        starter.Starter.start = start_then_signal
-        sys.exit(starter.main([{str(iwd / "job.ad")!r}, {str(execute)!r}, "--vacate-grace", "30"]))
+        service.Starter.start = start_then_signal
+        sys.exit(standalone.main([{str(iwd / "job.ad")!r}, {str(execute)!r}, "--vacate-grace", "30"]))
     """)
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, (done.returncode, done.stderr)

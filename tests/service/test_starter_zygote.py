@@ -23,8 +23,9 @@ import psutil
 import pytest
 
 from htc.daemons.starter import limits
-from htc.daemons.starter.core import Starter, StarterSettings
-from htc.daemons.starter.zygote import ZygoteKey, ZygotePool, eligible_module, zygote_environment
+from htc.daemons.starter.service import Starter, StarterSettings
+from htc.daemons.starter.zygote import ZygotePool
+from htc.daemons.starter.zygote_keys import ZygoteKey, eligible_module, zygote_environment
 
 ROOT = os.geteuid() == 0
 # An interpreter the slot user can run: the system one when we are root (ours may sit in /root).
