@@ -25,6 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from htc.daemons.clock import FakeClock
 from htc.daemons.starter import limits
 from htc.daemons.starter import sandbox
 from htc.daemons.starter.sandbox import TransferError, parse_remaps
@@ -318,6 +319,30 @@ def test_vacate_kills_after_the_grace_and_on_exit_sends_nothing_back(dirs):
     assert record.exit_signal == signal.SIGKILL and record.vacated
     assert 0.3 <= took < 5
     assert not (iwd / "partial.txt").exists() and not (iwd / "out.txt").exists()
+    assert list(execute.iterdir()) == []
+
+
+def test_the_vacate_grace_is_measured_by_the_starters_clock(dirs):
+    iwd, execute = dirs
+    cmd = script(iwd, "trap '' TERM\ntouch started\nwhile :; do sleep 0.05; done")
+    clock = FakeClock()
+
+    async def go():
+        starter = Starter(job(iwd, cmd), execute, clock=clock)
+        await starter.start()
+        await until(lambda: (starter.sandbox.path / "started").exists())
+        vacating = asyncio.ensure_future(starter.vacate(grace=600))
+        await asyncio.sleep(0.3)  # real time passes, the starter's does not
+        clock.advance(599)
+        await clock.settle()
+        assert not vacating.done()
+        while not vacating.done():  # past the grace: the kill and the clean-up wait by the clock too
+            clock.advance(0.02)
+            await asyncio.sleep(0.01)
+        return vacating.result()
+
+    record = asyncio.run(go())
+    assert record.exit_signal == signal.SIGKILL and record.vacated and record.transfer_error is None
     assert list(execute.iterdir()) == []
 
 
