@@ -20,7 +20,8 @@ stderr, env)``                                     ``("exited", call_id, pid, co
 
 The zygote is single-threaded (forking a threaded process is unsafe): one selector watches
 its stdin and the wake-up pipe that SIGCHLD writes to, and exited children are reaped with
-``wait4`` so their CPU time and peak memory are measured by the kernel. Each child starts a
+``wait4`` so their CPU time and peak memory are measured by the kernel (the same wake-up and
+reap loop as the starter's zygote: :mod:`htc.daemons.starter.reaping`). Each child starts a
 new session (``kill`` signals the whole process group), moves into its sandbox, points fds
 1 and 2 at its output files, reseeds random generators it inherited, runs
 :func:`htc.executors.worker.run` and leaves with its exit status.
@@ -42,6 +43,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from htc.daemons.starter.reaping import drain, open_sigchld_wakeup, reap_exited
 from htc.executors.errors import ScheddLost
 
 __all__ = ["Zygote", "serve"]
@@ -127,11 +129,7 @@ def serve(preload: Iterable[str] = ()) -> int:
     requests = 0  # stdin
     answers = os.dup(1)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # a stray print must not corrupt the protocol
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_r, False)
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
+    wake_r, wake_w = open_sigchld_wakeup()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the client's terminal is the client's
     sel = selectors.DefaultSelector()
@@ -146,28 +144,25 @@ def serve(preload: Iterable[str] = ()) -> int:
         while data:
             data = data[os.write(answers, data):]
 
+    def reaped(pid: int, status: int, ru: Any) -> None:
+        call_id = children.pop(pid, None)
+        if call_id is None:
+            return
+        code = os.waitstatus_to_exitcode(status)
+        exit_code, sig = (code, None) if code >= 0 else (None, -code)
+        if not client_gone:
+            send(("exited", call_id, pid, exit_code, sig, ru.ru_utime, ru.ru_stime, ru.ru_maxrss))
+
     def reap() -> None:
-        while children:
-            try:
-                pid, status, ru = os.wait4(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            call_id = children.pop(pid, None)
-            if call_id is None:
-                continue
-            code = os.waitstatus_to_exitcode(status)
-            exit_code, sig = (code, None) if code >= 0 else (None, -code)
-            if not client_gone:
-                send(("exited", call_id, pid, exit_code, sig, ru.ru_utime, ru.ru_stime, ru.ru_maxrss))
+        if children:
+            reap_exited(reaped)
 
     ready = ("ready", os.getpid(), sys.version_info[:3])
     send(ready)
     while not (client_gone and not children):
         for key, _ in sel.select(timeout=1.0 if client_gone else None):
             if key.data == "children":
-                _drain(wake_r)
+                drain(wake_r)
                 reap()
                 continue
             data = os.read(requests, 1 << 20)
@@ -197,15 +192,6 @@ def serve(preload: Iterable[str] = ()) -> int:
                         _killpg(pid, sig)
         reap()
     return 0
-
-
-def _drain(fd: int) -> None:
-    """Read a non-blocking wake-up pipe empty."""
-    try:
-        while os.read(fd, 512):
-            continue
-    except BlockingIOError:
-        return
 
 
 def _killpg(pid: int, sig: int) -> None:

@@ -59,10 +59,10 @@ import pwd
 import stat
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from htc.daemons.clock import REAL, Clock
 from htc.errors import HTCError
 
 __all__ = ["Identity", "OwnerFileError", "acting_as", "check_path", "describe", "leaves", "open_beneath",
@@ -117,7 +117,7 @@ class Identity:
         return cls(name, uid, os.getegid(), (), switch=False, kernel_checks=True)
 
     @classmethod
-    def owner(cls, name: object, fallback: Identity | None = None) -> Identity:
+    def owner(cls, name: object, fallback: Identity | None = None, *, clock: Clock = REAL) -> Identity:
         """The identity acting for a job whose ``Owner`` is ``name``.
 
         Root acts as that user (a missing Owner: as root, with the path rules). A daemon that
@@ -126,13 +126,15 @@ class Identity:
         gives the account the job runs as, as HTCondor's starter does for a user it cannot
         map) or refused.
 
+        A look-up is kept for a few seconds, by ``clock`` (:mod:`htc.daemons.clock`).
+
         Raises:
             OwnerFileError: root serves an owner the password database does not know, and
                 there is no fallback.
         """
         owner = name if isinstance(name, str) and name else None
         key = (owner, os.geteuid())
-        now = time.monotonic()
+        now = clock.monotonic()
         hit = _cache.get(key)
         if hit is not None and hit[0] > now:
             identity = hit[1]
@@ -405,7 +407,7 @@ def open_beneath(dir_fd: int, relative: str, who: Identity | None, *, what: str 
 _own_dirs: dict[tuple[str, int], tuple[float, int, int]] = {}
 
 
-def own_directory(path: str, who: Identity | None) -> int | None:
+def own_directory(path: str, who: Identity | None, *, clock: Clock = REAL) -> int | None:
     """A descriptor of ``path`` when it is ``who``'s own directory -- owned by ``who``, not
     writable by group or others, and reachable by ``who`` (checked with the owner's rights
     once every few seconds) -- else None.
@@ -413,7 +415,8 @@ def own_directory(path: str, who: Identity | None) -> int | None:
     In such a directory only ``who`` (and root) can make or replace an entry, so a regular file
     opened there with ``O_NOFOLLOW`` and owned by ``who`` is one ``who`` may write: the daemon
     may then write it without switching credentials (the lane's hot path,
-    :mod:`htc.daemons.schedd.callfiles`), making new files ``who``'s with ``fchown``.
+    :mod:`htc.daemons.schedd.callfiles`), making new files ``who``'s with ``fchown``. ``clock``
+    says when the reach check is due again (:mod:`htc.daemons.clock`).
     """
     if who is None or not who.switch:
         return None
@@ -422,7 +425,7 @@ def own_directory(path: str, who: Identity | None) -> int | None:
     if st.st_uid != who.uid or st.st_mode & 0o022:
         os.close(fd)
         return None
-    key, now = (path, who.uid), time.monotonic()
+    key, now = (path, who.uid), clock.monotonic()
     seen = _own_dirs.get(key)
     if seen is None or seen[0] <= now or seen[1:] != (st.st_dev, st.st_ino):
         try:

@@ -50,11 +50,11 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from htc.daemons.clock import REAL, Clock
 from htc.errors import HTCError
 
 __all__ = ["DEFAULT_DEDICATED", "JobUser", "RunAsError", "RunAsPolicy", "SlotAccounts", "choose_user",
@@ -167,14 +167,15 @@ def trusted_owner(job_ad: Mapping[str, Any], policy: RunAsPolicy) -> tuple[pwd.s
     return entry, ""
 
 
-def ensure_account(name: str, create: bool) -> pwd.struct_passwd:
+def ensure_account(name: str, create: bool, clock: Clock = REAL) -> pwd.struct_passwd:
     """The password entry of slot account ``name``, made with ``useradd --system`` when missing
-    and ``create``.
+    and ``create`` (retried for 30 s by ``clock`` while another ``useradd`` holds
+    ``/etc/passwd``: :mod:`htc.daemons.clock`).
 
     Raises:
         RunAsError: it is missing (and may not or cannot be made), or it is root.
     """
-    deadline = time.monotonic() + 30
+    deadline = clock.monotonic() + 30
     while True:
         try:
             entry = pwd.getpwnam(name)
@@ -191,9 +192,9 @@ def ensure_account(name: str, create: bool) -> pwd.struct_passwd:
         done = subprocess.run([useradd, "--system", "--no-create-home", "--user-group", "--shell",
                                "/usr/sbin/nologin", name], capture_output=True, text=True)
         if done.returncode not in (0, 9):  # 9: the name is taken (another startd made it meanwhile)
-            if time.monotonic() > deadline:
+            if clock.monotonic() > deadline:
                 raise RunAsError(f"cannot create slot user {name!r}: {done.stderr.strip()}")
-            time.sleep(0.2)  # /etc/passwd is locked by a concurrent useradd
+            clock.sleep_blocking(0.2)  # /etc/passwd is locked by a concurrent useradd
     if entry.pw_uid == 0:
         raise RunAsError(f"slot user {name!r} is root; jobs never run as root -- pick an unprivileged account")
     return entry

@@ -11,6 +11,10 @@ Arguments:
 
 Environment: V1 is ``A=1;B=2`` (``;``-separated, stored in ``Env`` with ``EnvDelim``); V2 is
 ``"A=1 B='x y'"`` (stored in ``Environment``, entries sorted by name, quoted like V2 args).
+
+This is the one copy of the splitting rule: the starter splits a job ad's ``Arguments``/``Args``
+and ``Environment`` with :func:`split_v2_raw` and :func:`parse_args_v1raw` too
+(:mod:`htc.daemons.starter.env`).
 """
 
 from __future__ import annotations

@@ -20,8 +20,9 @@ import psutil
 import pytest
 
 from htc.daemons.starter import limits
-from htc.daemons.starter.core import Starter, StarterError, StarterSettings
-from htc.daemons.starter.zygote import ZygoteKey, ZygotePool
+from htc.daemons.starter.service import Starter, StarterError, StarterSettings
+from htc.daemons.starter.zygote import ZygotePool
+from htc.daemons.starter.zygote_keys import ZygoteKey
 from test_starter_zygote import gone, suspends_and_resumes, until
 
 ROOT = os.geteuid() == 0

@@ -32,7 +32,7 @@ from htc.daemons.startd.service_events import (
 )
 from htc.daemons.startd.slots import StartdSettings
 from htc.daemons.startd.wire import StartdDaemon
-from htc.daemons.starter.core import ExitRecord, Usage
+from htc.daemons.starter.service import ExitRecord, Usage
 from htc.submit import Submit
 from htc.wire import messages as m
 from htc.wire.errors import ConnectionClosed, DaemonUnreachable, RemoteError

@@ -25,12 +25,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from htc.daemons.clock import FakeClock
 from htc.daemons.starter import limits
 from htc.daemons.starter import sandbox
 from htc.daemons.starter.sandbox import TransferError, parse_remaps
-from htc.daemons.starter.core import Starter, StarterError, StarterSettings, kill_signal
+from htc.daemons.starter.service import Starter, StarterError, StarterSettings, kill_signal
 from htc.daemons.starter.env import (
-    join_args_v2,
     job_arguments,
     job_environment,
     parse_environment_v1,
@@ -38,6 +38,7 @@ from htc.daemons.starter.env import (
     split_args_v2,
 )
 from htc.errors import UsageError
+from htc.submit.argsenv import join_v2_raw
 
 ROOT = os.geteuid() == 0
 # An interpreter the slot user can run: the system one when we are root (ours may sit in /root).
@@ -63,15 +64,15 @@ def test_arguments_v1_and_precedence():
 
 
 def test_join_args_matches_htcondor_append_arg():
-    assert join_args_v2(["-n", "0", "quoted arg"]) == "-n 0 quoted' 'arg"
-    assert join_args_v2(["a  b"]) == "a'  'b"  # one quoted run, not a' '' 'b
-    assert join_args_v2(["it's"]) == "it''''s"
-    assert join_args_v2([""]) == "''"
+    assert join_v2_raw(["-n", "0", "quoted arg"]) == "-n 0 quoted' 'arg"
+    assert join_v2_raw(["a  b"]) == "a'  'b"  # one quoted run, not a' '' 'b
+    assert join_v2_raw(["it's"]) == "it''''s"
+    assert join_v2_raw([""]) == "''"
 
 
 @given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)))))
 def test_join_then_split_is_the_identity(args):
-    assert split_args_v2(join_args_v2(args)) == args
+    assert split_args_v2(join_v2_raw(args)) == args
 
 
 def test_environment_v2_v1_and_errors():
@@ -321,6 +322,30 @@ def test_vacate_kills_after_the_grace_and_on_exit_sends_nothing_back(dirs):
     assert list(execute.iterdir()) == []
 
 
+def test_the_vacate_grace_is_measured_by_the_starters_clock(dirs):
+    iwd, execute = dirs
+    cmd = script(iwd, "trap '' TERM\ntouch started\nwhile :; do sleep 0.05; done")
+    clock = FakeClock()
+
+    async def go():
+        starter = Starter(job(iwd, cmd), execute, clock=clock)
+        await starter.start()
+        await until(lambda: (starter.sandbox.path / "started").exists())
+        vacating = asyncio.ensure_future(starter.vacate(grace=600))
+        await asyncio.sleep(0.3)  # real time passes, the starter's does not
+        clock.advance(599)
+        await clock.settle()
+        assert not vacating.done()
+        while not vacating.done():  # past the grace: the kill and the clean-up wait by the clock too
+            clock.advance(0.02)
+            await asyncio.sleep(0.01)
+        return vacating.result()
+
+    record = asyncio.run(go())
+    assert record.exit_signal == signal.SIGKILL and record.vacated and record.transfer_error is None
+    assert list(execute.iterdir()) == []
+
+
 @pytest.mark.parametrize("cgroups", [True, False], ids=["cgroup", "session+marker"])
 def test_cleanup_leaves_no_processes_even_escaped_ones(dirs, cgroups):
     iwd, execute = dirs
@@ -417,7 +442,7 @@ def test_starter_runs_as_its_own_process(dirs):
     iwd, execute = dirs
     cmd = script(iwd, "echo hi; exit 4")
     (iwd / "job.ad").write_text(f'Cmd = "{cmd}"\nIwd = "{iwd}"\nOut = "out.txt"\nArguments = "a b"\n')
-    proc = subprocess.run([sys.executable, "-m", "htc.daemons.starter.core", str(iwd / "job.ad"), str(execute)],
+    proc = subprocess.run([sys.executable, "-m", "htc.daemons.starter", str(iwd / "job.ad"), str(execute)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "ExitCode = 4" in proc.stdout and "ExitBySignal = false" in proc.stdout
@@ -478,7 +503,7 @@ def test_starter_process_vacates_its_job_on_sigterm(dirs):
     iwd.chmod(0o777)  # the job marks its start in its Iwd
     cmd = script(iwd, "trap 'exit 5' TERM\ntouch \"$_CONDOR_JOB_IWD/started\"\nwhile :; do sleep 0.05; done")
     (iwd / "job.ad").write_text(f'Cmd = "{cmd}"\nIwd = "{iwd}"\n')
-    proc = subprocess.Popen([sys.executable, "-m", "htc.daemons.starter.core", str(iwd / "job.ad"), str(execute),
+    proc = subprocess.Popen([sys.executable, "-m", "htc.daemons.starter", str(iwd / "job.ad"), str(execute),
                              "--vacate-grace", "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         asyncio.run(until(lambda: (iwd / "started").exists() or proc.poll() is not None, timeout=30))
@@ -501,16 +526,16 @@ def test_a_sigterm_while_the_job_is_being_started_vacates_it_once_it_runs(dirs):
     # The signal lands the moment the job is spawned, before the starter is waiting on it.
     program = textwrap.dedent(f"""
         import os, signal, sys
-        from htc.daemons.starter import core as starter
+        from htc.daemons.starter import service, standalone
 
-        spawn = starter.Starter.start
+        spawn = service.Starter.start
 
         async def start_then_signal(self):
             await spawn(self)
             os.kill(os.getpid(), signal.SIGTERM)
 
-        starter.Starter.start = start_then_signal
-        sys.exit(starter.main([{str(iwd / "job.ad")!r}, {str(execute)!r}, "--vacate-grace", "30"]))
+        service.Starter.start = start_then_signal
+        sys.exit(standalone.main([{str(iwd / "job.ad")!r}, {str(execute)!r}, "--vacate-grace", "30"]))
     """)
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, (done.returncode, done.stderr)

@@ -22,9 +22,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from htc.daemons.starter import limits
-from htc.daemons.starter.core import Starter, StarterSettings
-from htc.daemons.starter.zygote import ZygoteKey, ZygotePool, eligible_module, zygote_environment
+from htc.daemons.clock import FakeClock
+from htc.daemons.starter import limits, zygote
+from htc.daemons.starter.service import Starter, StarterSettings
+from htc.daemons.starter.zygote import ZygotePool
+from htc.daemons.starter.zygote_keys import ZygoteKey, eligible_module, zygote_environment
 
 ROOT = os.geteuid() == 0
 # An interpreter the slot user can run: the system one when we are root (ours may sit in /root).
@@ -282,6 +284,29 @@ def test_a_module_the_zygote_cannot_import_falls_back_to_exec(world):
     starter, record = asyncio.run(go())
     assert starter.zygote_pid is None and record.exit_code == 1
     assert "No module named no_such_module_here" in (iwd / "err.txt").read_text()
+
+
+def test_a_zygote_that_cannot_start_is_tried_again_after_a_while_by_the_pools_clock(tmp_path):
+    count = tmp_path / "launches"
+    broken_python = tmp_path / "python"
+    broken_python.write_text(f"#!/bin/sh\necho launched >> {count}\nexit 1\n")
+    broken_python.chmod(0o755)
+    clock = FakeClock()
+    pool = ZygotePool(clock=clock)
+    key = ZygoteKey(str(broken_python), "zjob", None, None, ())
+
+    async def go():
+        launches = []
+        for wait in (0, zygote.RETRY_AFTER - 1, 1):  # the second run comes before the retry is due
+            clock.advance(wait)
+            assert await pool.run(key, {}, [], None) is None  # (the starter execs the job)
+            launches.append(count.read_text().count("launched"))
+        return launches
+
+    try:
+        assert asyncio.run(go()) == [1, 1, 2]
+    finally:
+        pool.close()
 
 
 def test_a_zygote_killed_between_jobs_is_replaced(world):

@@ -40,7 +40,7 @@ from htc.daemons.run_as import (
 )
 from htc.daemons.schedd.requests import description_message
 from htc.daemons.startd.service import run_as_policy
-from htc.daemons.starter.core import Starter, StarterError, StarterSettings, resolve_user
+from htc.daemons.starter.service import Starter, StarterError, StarterSettings, resolve_user
 from htc.daemons.starter.zygote import ZygotePool
 from htc.errors import UsageError
 from htc.executors import HTCExecutor, attach, shared_python

@@ -277,7 +277,7 @@ def test_a_call_that_kills_the_lane_ends_it_after_the_results_before_it(home, la
 
 def test_a_lane_started_by_fork_and_exec_serves_its_socket_and_ends_when_it_closes(home, lane_python):
     """The starter alone, without zygotes: the channel is the job's stdin all the same."""
-    from htc.daemons.starter.core import Starter, StarterSettings
+    from htc.daemons.starter.service import Starter, StarterSettings
     from htc.wire.lane_frames import HEADER, CallFrame, ResultFrame, frame
 
     python, env = lane_python

@@ -11,7 +11,7 @@ the wire (see :mod:`htc.daemons.startd.wire` for the messages served and
 * :class:`SampleSensors` (every POLLING_INTERVAL): measure the machine with
   :class:`~htc.daemons.startd.sensors.Sensors` (which re-reads the sensor override file), with the
   CPU time of the running jobs for ``CondorLoadAvg``, and feed :class:`Sampled`;
-* :class:`RunStarter`: run one in-process :class:`~htc.daemons.starter.core.Starter` as a task of
+* :class:`RunStarter`: run one in-process :class:`~htc.daemons.starter.service.Starter` as a task of
   the service's TaskGroup: feed :class:`StarterStarted` (or :class:`StarterFailed` with the
   HoldReasonCode), :class:`StarterUsage` after STARTER_INITIAL_UPDATE_INTERVAL and every
   STARTER_UPDATE_INTERVAL, and :class:`StarterExited` with the exit record; a job with
@@ -72,7 +72,7 @@ from htc.daemons.startd.service_events import (
 )
 from htc.daemons.startd.lanes import LaneRelay, refused_call
 from htc.daemons.startd.wire import StartdDaemon
-from htc.daemons.starter.core import Starter, StarterSettings
+from htc.daemons.starter.service import Starter, StarterSettings
 from htc.daemons.starter.stream import OutputStreamer, streamed_files
 from htc.daemons.starter.zygote import ZygotePool
 from htc.errors import HTCError, UsageError

@@ -19,7 +19,7 @@ from htc.daemons.startd import events as ev
 from htc.daemons.run_as import RunAsPolicy
 from htc.daemons.startd.sensors import SensorSettings
 from htc.daemons.startd.slots import StartdSettings
-from htc.daemons.starter.core import ExitRecord
+from htc.daemons.starter.service import ExitRecord
 
 __all__ = [
     "StartdServiceSettings", "SampleSensors", "RunStarter", "Sampled", "StarterStarted", "StarterFailed",

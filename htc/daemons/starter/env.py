@@ -1,7 +1,8 @@
 """A job's argument vector and environment, built from its ad as HTCondor builds them.
 
 Arguments. A job ad carries ``Arguments`` (the V2 syntax, preferred) or ``Args`` (V1). The V2
-raw form is split exactly as ``split_args`` does in HTCondor's ``condor_arglist.cpp``:
+raw form is split exactly as ``split_args`` does in HTCondor's ``condor_arglist.cpp`` -- by
+:mod:`htc.submit.argsenv`, the one copy of the rule, which also writes it at submit time:
 
 * spaces, tabs, CR and LF separate arguments;
 * a single-quoted section is literal, and inside it ``''`` is one single quote;
@@ -41,67 +42,22 @@ _WHITESPACE = " \t\r\n"
 def split_args_v2(raw: str) -> list[str]:
     """Split a V2 raw argument (or environment) string into its pieces.
 
+    The rule is the submit side's (:func:`htc.submit.argsenv.split_v2_raw`, one copy); only the
+    error differs: a job ad that does not parse is the starter's caller's mistake, not a submit
+    description's.
+
     Raises:
         UsageError: an unbalanced single quote (the message shows where it starts).
     """
-    out: list[str] = []
-    buf: list[str] = []
-    token = False  # a piece has started (even an empty '' one)
-    i, n = 0, len(raw)
-    while i < n:
-        c = raw[i]
-        if c == "'":
-            start = i
-            i += 1
-            token = True
-            while True:
-                if i >= n:
-                    raise UsageError(f"Unbalanced quote starting here: {raw[start:]}")
-                if raw[i] == "'":
-                    if i + 1 < n and raw[i + 1] == "'":  # '' inside quotes is one quote
-                        buf.append("'")
-                        i += 2
-                        continue
-                    i += 1
-                    break
-                buf.append(raw[i])
-                i += 1
-        elif c in _WHITESPACE:
-            i += 1
-            if token:
-                out.append("".join(buf))
-                buf, token = [], False
-        else:
-            buf.append(c)
-            token = True
-            i += 1
-    if token:
-        out.append("".join(buf))
-    return out
+    # Late: importing htc.submit loads the whole submit language (~0.2 s), which the startd
+    # does not otherwise need; the first job pays it, in the spawn thread (Starter._set_up).
+    from htc.submit.argsenv import split_v2_raw
+    from htc.submit.errors import SubmitError
 
-
-def split_args_v1(raw: str) -> list[str]:
-    """Split V1 (Unix) arguments: whitespace separates, nothing quotes."""
-    return raw.split()
-
-
-def join_args_v2(args: list[str]) -> str:
-    """The V2 raw form of ``args`` (inverse of :func:`split_args_v2`), as HTCondor's ``join_args``."""
-    parts = []
-    for arg in args:
-        if arg == "":
-            parts.append("''")
-            continue
-        piece = ""
-        for ch in arg:
-            if ch in _WHITESPACE or ch == "'":
-                # Open a quoted run, or extend the one just closed, so no quotes are repeated.
-                piece = piece[:-1] if piece.endswith("'") else piece + "'"
-                piece += ("''" if ch == "'" else ch) + "'"
-            else:
-                piece += ch
-        parts.append(piece)
-    return " ".join(parts)
+    try:
+        return split_v2_raw(raw)
+    except SubmitError as exc:
+        raise UsageError(exc.reason) from None
 
 
 def job_arguments(job_ad: Mapping[str, Any]) -> list[str]:
@@ -113,7 +69,9 @@ def job_arguments(job_ad: Mapping[str, Any]) -> list[str]:
     if isinstance(job_ad.get("Arguments"), str):
         return split_args_v2(job_ad["Arguments"])
     if isinstance(job_ad.get("Args"), str):
-        return split_args_v1(job_ad["Args"])
+        from htc.submit.argsenv import parse_args_v1raw  # (late: see split_args_v2)
+
+        return parse_args_v1raw(job_ad["Args"])
     return []
 
 

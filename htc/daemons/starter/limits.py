@@ -30,12 +30,13 @@ import errno
 import os
 import resource
 import signal
-import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import psutil
+
+from htc.daemons.clock import REAL, Clock
 
 _V1_CONTROLLERS = ("memory", "cpuacct", "cpu", "freezer")
 
@@ -273,11 +274,12 @@ def child_rlimits(memory_bytes: int | None, core_bytes: int = 0) -> None:
         resource.setrlimit(which, (value, value))
 
 
-def sweep_stale_cgroups(layout: CgroupLayout | None = None) -> list[Path]:
+def sweep_stale_cgroups(layout: CgroupLayout | None = None, clock: Clock = REAL) -> list[Path]:
     """Remove job cgroups (``htc_dir_<pid>_<n>``) of starters that are gone, killing whatever
     is still in them: after a startd is killed with SIGKILL its jobs die with it
     (``PR_SET_PDEATHSIG``), but their cgroups stay. Cgroups of live processes (this one, other
-    pools' startds) are left alone.
+    pools' startds) are left alone. ``clock`` paces the retries of a removal
+    (:mod:`htc.daemons.clock`).
 
     Returns:
         The cgroup directories removed.
@@ -312,5 +314,5 @@ def sweep_stale_cgroups(layout: CgroupLayout | None = None) -> list[Path]:
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.01)  # the kernel frees an emptied cgroup a moment after the last exit
+                    clock.sleep_blocking(0.01)  # the kernel frees an emptied cgroup a moment after the last exit
     return removed

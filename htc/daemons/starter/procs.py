@@ -23,11 +23,11 @@ import asyncio
 import contextlib
 import os
 import signal
-import time
 from dataclasses import dataclass
 
 import psutil
 
+from htc.daemons.clock import REAL, Clock
 from htc.daemons.starter.limits import JobCgroup
 
 
@@ -86,11 +86,18 @@ def _wait4_blocking(pid: int) -> Reaped:
 
 
 class JobProcesses:
-    """The processes of one job (see the module docstring for how membership is decided)."""
+    """The processes of one job (see the module docstring for how membership is decided).
 
-    def __init__(self, cgroup: JobCgroup | None, marker: tuple[str, str]):
+    Args:
+        cgroup: the job's cgroup (None: find the processes by session and marker).
+        marker: the ancestry variable (name, value) the job's environment carries.
+        clock: how :meth:`kill_all` waits (:mod:`htc.daemons.clock`).
+    """
+
+    def __init__(self, cgroup: JobCgroup | None, marker: tuple[str, str], clock: Clock = REAL):
         self.cgroup = cgroup
         self.marker = marker
+        self.clock = clock
         self.main_pid: int | None = None
         self.main_alive = False
         self.peak_rss = 0  # bytes, summed over the job's processes
@@ -141,7 +148,7 @@ class JobProcesses:
             True when the job is gone; False when processes survived ``timeout`` seconds
             (stuck in the kernel), which the caller should report.
         """
-        deadline = time.monotonic() + timeout
+        deadline = self.clock.monotonic() + timeout
         while True:
             if self.cgroup is not None:
                 self.cgroup.kill_all()
@@ -149,9 +156,9 @@ class JobProcesses:
             left = self.pids() - ({self.main_pid} if self.main_alive else set())
             if not left and not self.main_alive:
                 return True
-            if time.monotonic() >= deadline:
+            if self.clock.monotonic() >= deadline:
                 return False
-            await asyncio.sleep(0.01)  # the kernel needs a moment to tear processes down
+            await self.clock.sleep(0.01)  # the kernel needs a moment to tear processes down
 
     def sample(self) -> tuple[float, float, int, int]:
         """(user cpu s, system cpu s, rss bytes, vms bytes) of the live processes, with peaks kept.

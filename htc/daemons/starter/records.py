@@ -2,7 +2,7 @@
 job's kill signal, and who runs the job (when the startd is root: its owner, or the slot's
 account -- :mod:`htc.daemons.run_as`).
 
-The records the startd's core and service pass around; :mod:`htc.daemons.starter.core` runs jobs
+The records the startd's core and service pass around; :mod:`htc.daemons.starter.service` runs jobs
 with them (and re-exports them).
 """
 

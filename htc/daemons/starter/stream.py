@@ -35,7 +35,6 @@ target files when it starts a run of a streaming job (see :mod:`htc.daemons.sche
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import stat
@@ -44,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from htc.daemons import owner_files as ofs
+from htc.daemons.clock import REAL, Clock
 from htc.daemons.starter import sandbox as sb
 
 #: the most bytes one JobOutput carries
@@ -112,11 +112,13 @@ class OutputStreamer:
         send: delivers one chunk; True when acknowledged, False to retry, None when refused.
         log: where a lost stream is reported.
         chunk: the most bytes per send.
+        clock: how the pumps wait (:mod:`htc.daemons.clock`; the startd's service passes its own).
     """
 
     def __init__(self, files: Mapping[str, Path], send: Send, log: logging.Logger | None = None,
-                 chunk: int = CHUNK):
+                 chunk: int = CHUNK, clock: Clock = REAL):
         self.send = send
+        self.clock = clock
         self.log = log or logging.getLogger(__name__)
         self.chunk = chunk
         self.fds: dict[str, int] = {}
@@ -151,9 +153,7 @@ class OutputStreamer:
         """Pump every ``interval`` seconds until :meth:`finish` (or a refusal)."""
         while not self._stop.is_set() and not self.refused:
             await self.pump()
-            with contextlib.suppress(TimeoutError):  # the next look is due
-                async with asyncio.timeout(interval):
-                    await self._stop.wait()
+            await self.clock.wait_for(self._stop, interval)  # (or the next look is due)
 
     async def finish(self, runner: asyncio.Task | None, deadline: float = 30.0, retry: float = 1.0) -> None:
         """The job has exited: stop ``runner`` (the :meth:`run` task), send the rest, close the files."""
@@ -164,14 +164,13 @@ class OutputStreamer:
                     await runner
                 except Exception:  # noqa: BLE001 -- a broken loop costs the live view, not the rest
                     self.log.exception("streaming the job's output failed; sending the rest now")
-            loop = asyncio.get_running_loop()
-            give_up = loop.time() + deadline
+            give_up = self.clock.monotonic() + deadline
             while not await self.pump():
-                if loop.time() >= give_up:
+                if self.clock.monotonic() >= give_up:
                     self.log.warning("the job's streamed output could not all be delivered within %g s; "
                                      "the rest is lost (acknowledged: %s)", deadline, self.acked)
                     break
-                await asyncio.sleep(retry)
+                await self.clock.sleep(retry)
         finally:
             self.close()
 

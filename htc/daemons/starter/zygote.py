@@ -9,7 +9,8 @@ Theory of operation
 -------------------
 **When.** A job is eligible when the starter would run ``[PYTHON, "-m", MODULE, args...]`` with
 ``MODULE`` in ``StarterSettings.zygote_modules`` (default: the executor's worker), the
-interpreter was not transferred into the sandbox, and ``StarterSettings.use_zygote`` is on.
+interpreter was not transferred into the sandbox, and ``StarterSettings.use_zygote`` is on
+(:mod:`htc.daemons.starter.zygote_keys` decides which jobs, and which zygote serves them).
 Anything else -- and any zygote trouble: it cannot start, cannot import the module, times out,
 or refuses a request -- falls back to the ordinary fork+exec (logged once per zygote); the
 zygote never makes a job fail.
@@ -66,6 +67,11 @@ zygote reports ``exec`` (with ``stage``/``errno``/``error`` on failure) before t
 fork+exec. The startd so never forks a job itself, and two slots' spawns no longer queue
 behind each other in its spawn thread.
 
+**Time.** How long a key that could not start a zygote uses exec before trying again
+(:data:`RETRY_AFTER`) is measured by the pool's clock (:mod:`htc.daemons.clock`); the bounds on
+a live zygote's answers (:data:`READY_TIMEOUT`, :data:`REQUEST_TIMEOUT`,
+:data:`EXIT_REPORT_GRACE`) guard against a stuck process and are the event loop's own timers.
+
 **Security.** The zygote runs as the job's user, like the jobs it forks, and holds no
 privilege a job lacks; the startd validates every pid it is told about before acting on it.
 The exec zygote is root but runs no job code and reads only the startd's socket; its children
@@ -85,21 +91,21 @@ import os
 import signal
 import socket
 import subprocess
-import sys
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from htc.daemons.clock import REAL, Clock
 from htc.daemons.starter.procs import Reaped
+from htc.daemons.starter.spawn import SPAWNER, die_with_parent
+from htc.daemons.starter.zygote_keys import ZygoteKey
 from htc.daemons.starter.zygote_program import BOOTSTRAP, program
 
 if TYPE_CHECKING:
     from htc.daemons.starter.limits import JobCgroup
 
-__all__ = ["EXEC_MODULE", "JobStartError", "ZygoteKey", "ZygotePool", "ZygoteStarted", "eligible_module",
-           "zygote_environment"]
+__all__ = ["JobStartError", "ZygotePool", "ZygoteStarted"]
 
 log = logging.getLogger("htc.daemons.starter.zygote")
 
@@ -112,58 +118,8 @@ RETRY_AFTER = 60.0
 #: How long a job's exit may go unreported by its zygote after the process is gone.
 EXIT_REPORT_GRACE = 5.0
 
-#: The module of the exec zygote's key: it imports nothing, its children exec the job.
-EXEC_MODULE = ""
-
 _KILLED = Reaped(signal.SIGKILL, SimpleNamespace(ru_utime=0.0, ru_stime=0.0, ru_maxrss=0))
 _MAX_MESSAGE = 1 << 20
-
-
-def eligible_module(argv: Sequence[str], modules: Iterable[str]) -> str | None:
-    """The module a zygote would run for ``argv`` (``[python, "-m", MODULE, ...]``), or None."""
-    if len(argv) >= 3 and argv[1] == "-m" and argv[2] in tuple(modules):
-        return argv[2]
-    return None
-
-
-def zygote_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """The part of a job's environment a zygote starts with (what decides imports and startup)."""
-    return {name: value for name, value in env.items()
-            if name.startswith(("PYTHON", "LC_")) or name in ("LANG", "LANGUAGE", "HOME")}
-
-
-@dataclass(frozen=True)
-class ZygoteKey:
-    """What makes two jobs able to share a zygote."""
-
-    python: str
-    module: str
-    uid: int | None
-    gid: int | None
-    env: tuple[tuple[str, str], ...]
-    groups: tuple[int, ...] = ()  # the user's supplementary groups (set before the uid)
-
-    @classmethod
-    def for_job(cls, argv: Sequence[str], module: str, uid: int | None, gid: int | None,
-                env: Mapping[str, str], groups: Sequence[int] = ()) -> ZygoteKey:
-        """The key of the job whose argv, user (uid, gid, groups) and full environment are given."""
-        return cls(os.path.abspath(argv[0]), module, uid, gid, tuple(sorted(zygote_environment(env).items())),
-                   tuple(groups))
-
-    @classmethod
-    def for_exec(cls, python: str | None = None) -> ZygoteKey:
-        """The key of the exec zygote: root (no uid), the startd's interpreter, no environment."""
-        return cls(python or sys.executable, EXEC_MODULE, None, None, ())
-
-    @property
-    def is_exec(self) -> bool:
-        """True for the exec zygote (which forks and execs any executable)."""
-        return self.module == EXEC_MODULE
-
-    @property
-    def what(self) -> str:
-        """How logs name the zygote."""
-        return "exec jobs" if self.is_exec else self.module
 
 
 @dataclass(frozen=True)
@@ -232,9 +188,13 @@ class ZygotePool:
     """The startd's zygotes, one per :class:`ZygoteKey` (see the module docstring).
 
     Use from one event loop; :meth:`close` when the startd stops.
+
+    Args:
+        clock: when a zygote that could not start may be tried again (:mod:`htc.daemons.clock`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = REAL) -> None:
+        self._clock = clock
         self._zygotes: dict[ZygoteKey, _Zygote] = {}
         self._retired: list[_Zygote] = []
         self._failed: dict[ZygoteKey, float] = {}  # key -> when starting it last failed
@@ -376,7 +336,7 @@ class ZygotePool:
             zygote = None
         if zygote is None:
             failed = self._failed.get(key)
-            if failed is not None and time.monotonic() - failed < RETRY_AFTER:
+            if failed is not None and self._clock.monotonic() - failed < RETRY_AFTER:
                 return None
             launching = self._launching.get(key)
             if launching is None or launching.get_loop() is not loop:  # one launch for concurrent jobs
@@ -384,7 +344,7 @@ class ZygotePool:
             try:
                 zygote = await asyncio.shield(launching)
             except (OSError, subprocess.SubprocessError) as exc:
-                self._failed[key] = time.monotonic()
+                self._failed[key] = self._clock.monotonic()
                 self._warn(key, f"cannot start {key.python}: {exc}")
                 return None
             finally:
@@ -394,18 +354,16 @@ class ZygotePool:
             async with asyncio.timeout(READY_TIMEOUT):
                 await asyncio.shield(zygote.ready)
         except (TimeoutError, ZygoteError) as exc:
-            self._failed[key] = time.monotonic()
+            self._failed[key] = self._clock.monotonic()
             self._warn(key, str(exc) or f"not ready within {READY_TIMEOUT:g} s")
             self._broken(zygote, "it did not start")
             return None
         return zygote if zygote.alive and not zygote.retired else None
 
     async def _launch(self, key: ZygoteKey, loop: asyncio.AbstractEventLoop) -> _Zygote:
-        from htc.daemons.starter.core import _SPAWNER
-
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            popen = await loop.run_in_executor(_SPAWNER, _spawn_zygote, key, theirs.fileno())
+            popen = await loop.run_in_executor(SPAWNER, _spawn_zygote, key, theirs.fileno())
         except BaseException:
             ours.close()
             raise
@@ -573,9 +531,7 @@ class ZygotePool:
 
 
 def _spawn_zygote(key: ZygoteKey, sock_fd: int) -> subprocess.Popen:
-    """Start the zygote process (in the starters' spawn thread; see Starter._off_loop)."""
-    from htc.daemons.starter.core import _die_with_parent
-
+    """Start the zygote process (in the starters' spawn thread: :mod:`htc.daemons.starter.spawn`)."""
     startd = os.getpid()
     uid, gid, groups = key.uid, key.gid, list(key.groups)
 
@@ -584,7 +540,7 @@ def _spawn_zygote(key: ZygoteKey, sock_fd: int) -> subprocess.Popen:
             os.setgroups(groups)  # the user's own groups: none of root's survive
             os.setgid(gid if gid is not None else uid)
             os.setuid(uid)
-        _die_with_parent(startd)  # after setuid, which clears the setting
+        die_with_parent(startd)  # after setuid, which clears the setting
 
     # The exec zygote runs no job code: isolated (-I) and without site (-S), it stays small.
     flags = ["-I", "-S"] if key.is_exec else []

@@ -7,10 +7,13 @@ Theory of operation
 -------------------
 **Shipping.** The zygote is started as ``PYTHON -c BOOTSTRAP SOCK_FD MODULE``: :data:`BOOTSTRAP`
 reads a program from stdin and runs it, and the startd writes :func:`program` there -- the
-source of :func:`zygote_main` (taken with :func:`inspect.getsource`, so it is this file's
-text) and a line that calls it. The interpreter so needs no access to htc, and
-:func:`zygote_main` must keep to the standard library and Python 3.9, import what it uses
-inside itself, and reach nothing else of this module.
+source of :mod:`htc.daemons.starter.reaping` (the SIGCHLD wake-up and the ``wait4`` loop the
+local executor's zygote uses too), then that of :func:`zygote_main` (taken with
+:func:`inspect.getsource`, so it is the files' text) and a line that calls it. The interpreter so
+needs no access to htc, and :func:`zygote_main` must keep to the standard library and Python
+3.9, import what it uses inside itself, and reach nothing else of this module but the reaping
+helpers it is shipped with (imported here under the same names, so the function also reads right
+in place).
 
 **The program.** It points fds 0/1/2 at ``/dev/null``, imports ``MODULE`` once (an import
 error is sent as ``error`` and the zygote leaves), says ``ready`` with its pid, and then
@@ -43,6 +46,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+
+from htc.daemons.starter import reaping
+from htc.daemons.starter.reaping import drain, open_sigchld_wakeup, reap_exited
 
 __all__ = ["BOOTSTRAP", "program", "zygote_main"]
 
@@ -105,11 +111,7 @@ def zygote_main(sock_fd, module):
     except (OSError, AttributeError):
         prctl = None
     me = os.getpid()
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_r, False)
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
+    wake_r, wake_w = open_sigchld_wakeup()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     sel = selectors.DefaultSelector()
@@ -308,29 +310,20 @@ def zygote_main(sock_fd, module):
             sel.register(report_r, selectors.EVENT_READ, pid)
         send({"op": "started", "id": msg["id"], "pid": pid})
 
-    def reap():
-        while True:
-            try:
-                pid, status, ru = os.wait4(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            gate = gates.pop(pid, None)
-            if gate is not None:
-                os.close(gate)
-            report(pid)  # (before its exit: the startd hears why an exec failed first)
-            send({"op": "exited", "pid": pid, "status": status, "utime": ru.ru_utime, "stime": ru.ru_stime,
-                  "maxrss": ru.ru_maxrss})
+    def reaped(pid, status, ru):
+        gate = gates.pop(pid, None)
+        if gate is not None:
+            os.close(gate)
+        report(pid)  # (before its exit: the startd hears why an exec failed first)
+        send({"op": "exited", "pid": pid, "status": status, "utime": ru.ru_utime, "stime": ru.ru_stime,
+              "maxrss": ru.ru_maxrss})
 
     send({"op": "ready", "pid": me, "python": list(sys.version_info[:3])})
     while True:
         for key, _ in sel.select():
             if key.fileobj == wake_r:
-                with contextlib.suppress(BlockingIOError):  # drained: the signals are noted
-                    while os.read(wake_r, 512):
-                        continue
-                reap()
+                drain(wake_r)
+                reap_exited(reaped)
                 continue
             if key.data is not None:  # an exec child's report pipe: it exec'd, or it says why not
                 report(key.data)
@@ -375,5 +368,7 @@ BOOTSTRAP = "import sys; exec(compile(open(0, 'rb', closefd=False).read(), '<htc
 
 @functools.cache
 def program() -> str:
-    """The zygote's program as source: :func:`zygote_main` and the line that runs it."""
-    return inspect.getsource(zygote_main) + "\nraise SystemExit(zygote_main(int(sys.argv[1]), sys.argv[2]))\n"
+    """The zygote's program as source: the reaping helpers (:mod:`htc.daemons.starter.reaping`),
+    :func:`zygote_main` and the line that runs it."""
+    return (inspect.getsource(reaping) + "\n\n" + inspect.getsource(zygote_main)
+            + "\nraise SystemExit(zygote_main(int(sys.argv[1]), sys.argv[2]))\n")

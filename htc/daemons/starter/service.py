@@ -1,4 +1,10 @@
-"""The starter: runs one job in a sandbox, under limits, as its owner or the slot's account, and cleans up.
+"""The starter's service: runs one job in a sandbox, under limits, as its owner or the slot's
+account, and cleans up.
+
+This is the starter's asyncio program (it owns the job's processes, files and cgroup); the
+decisions about the job -- when to suspend, vacate or kill it -- are the startd's
+(:mod:`htc.daemons.startd.states`), and the package docstring says why the starter has no core
+of its own.
 
 Theory of operation
 -------------------
@@ -14,7 +20,8 @@ Theory of operation
    with HTCondor's argument vector and environment (:mod:`htc.daemons.starter.env`). The child
    joins the cgroup, sets rlimits and drops to that user -- its uid, its primary group and its
    supplementary groups, nothing of root's -- before ``exec``; it leads a new
-   session so the starter can find its family. A function job (``python -m
+   session so the starter can find its family (:mod:`htc.daemons.starter.spawn`, which also
+   says why the set-up and the fork happen in one worker thread). A function job (``python -m
    htc.executors.worker``) is instead forked by a pre-imported *zygote* of the startd's
    :class:`~htc.daemons.starter.zygote.ZygotePool` when the starter has one (same user, cgroup,
    limits, files and environment; fork+exec whenever the zygote cannot serve); any other job
@@ -27,10 +34,10 @@ Theory of operation
    SIGCONT, so a suspended job can act on it), waits up to ``grace`` seconds, then kills;
    ``await kill()`` kills at once.
 4. ``await wait()`` returns an :class:`ExitRecord` once the main process has exited: leftover
-   processes are killed, output is transferred (per ``WhenToTransferOutput``: a vacated job
-   sends nothing back unless ``ON_EXIT_OR_EVICT``; a streamed stdout/stderr is never sent
-   at the end, the startd sent it while the job ran -- :mod:`htc.daemons.starter.stream`),
-   and the sandbox and cgroup are removed.
+   processes are killed, output is transferred (:mod:`htc.daemons.starter.output`; per
+   ``WhenToTransferOutput``: a vacated job sends nothing back unless ``ON_EXIT_OR_EVICT``; a
+   streamed stdout/stderr is never sent at the end, the startd sent it while the job ran --
+   :mod:`htc.daemons.starter.stream`), and the sandbox and cgroup are removed.
 
 A *call lane* (``Starter(..., lane=True)``, :mod:`htc.executors.lane`) is started the same way
 but for its channel: the starter makes a socket pair, gives the job one end as its stdin
@@ -41,66 +48,44 @@ lane's stdout/stderr in the sandbox, and sends nothing back at the end.
 The soft kill goes to the whole job, not only its main process, the way systemd's
 ``KillMode=control-group`` does: a shell-script job's children get the chance to clean up too.
 
+Every wait -- the vacate grace, the kill and cgroup removal retries -- goes through the
+starter's clock (:mod:`htc.daemons.clock`; ``Starter(..., clock=...)``, real by default).
+
 Its settings and what it reports (:class:`StarterSettings`, :class:`ExitRecord`,
-:class:`Usage`) live in :mod:`htc.daemons.starter.records`, re-exported here.
+:class:`Usage`) live in :mod:`htc.daemons.starter.records`, re-exported here. The same program
+runs as a process of its own with ``python -m htc.daemons.starter``
+(:mod:`htc.daemons.starter.standalone`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import ctypes
 import os
 import secrets
 import signal
 import socket
-import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from htc.daemons import owner_files as ofs
-from htc.daemons.starter import sandbox as sb
+from htc.daemons.clock import REAL, Clock
 from htc.daemons.execute_dir import unreachable_parent
-from htc.daemons.starter.limits import JobCgroup, child_rlimits
-from htc.daemons.starter.env import build_environment, job_arguments
-from htc.daemons.starter.procs import JobProcesses, Reaped, watch_exit
 from htc.daemons.run_as import JobUser
+from htc.daemons.starter import sandbox as sb
+from htc.daemons.starter.env import build_environment, job_arguments
+from htc.daemons.starter.limits import JobCgroup
+from htc.daemons.starter.output import path_attr, send_output, sends_output
+from htc.daemons.starter.procs import JobProcesses, Reaped, watch_exit
 from htc.daemons.starter.records import (ExitRecord, StarterError, StarterSettings, Usage, kill_signal,
                                          resolve_user)
-from htc.daemons.starter.stream import streamed_files
-from htc.daemons.starter.zygote import JobStartError, ZygoteKey, ZygotePool, eligible_module
-from htc.errors import HTCError, UsageError
+from htc.daemons.starter.spawn import exec_job, off_loop, open_streams
+from htc.daemons.starter.zygote import JobStartError, ZygotePool
+from htc.daemons.starter.zygote_keys import ZygoteKey, eligible_module
+from htc.errors import UsageError
 from htc.wire.lane_frames import CHANNEL_ENV
 
-__all__ = ["ExitRecord", "Starter", "StarterError", "StarterSettings", "Usage", "kill_signal", "main", "resolve_user"]
-
-
-_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-# Looked up once, here: the child (forked from a thread, see Starter._off_loop) must not
-# call into the dynamic loader, whose lock another thread may have held at the fork.
-_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
-
-
-def _die_with_parent(parent: int) -> None:
-    """In the job's child before exec: have the kernel SIGKILL it when its starter is gone.
-
-    The starter runs inside the startd, so a startd killed with SIGKILL cannot kill its jobs;
-    without this the job would run on unseen while the schedd runs it again elsewhere (HTCondor's
-    starter likewise ends its job when its startd disappears). Only the main process is covered:
-    a shell job dies before it can run its next command.
-    """
-    if _PRCTL is None:
-        return
-    _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the starter died before the request took effect
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-#: The thread that forks and execs jobs, one at a time (see Starter._off_loop for why
-#: there must be exactly one).
-_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="htc-starter-spawn")
+__all__ = ["ExitRecord", "Starter", "StarterError", "StarterSettings", "Usage", "kill_signal", "resolve_user"]
 
 
 def _check_reachable(path: Path, user: JobUser) -> None:
@@ -110,11 +95,6 @@ def _check_reachable(path: Path, user: JobUser) -> None:
         parent, mode = blocked
         raise StarterError(f"the job's user {user.name!r} cannot reach its sandbox {path}: {parent} is mode "
                            f"{mode:04o}; put EXECUTE where every user may traverse (chmod o+x)")
-
-
-def _path_attr(job_ad: Mapping[str, Any], name: str) -> str | None:
-    value = job_ad.get(name)
-    return value if isinstance(value, str) and value and value != "/dev/null" else None
 
 
 def _ad_text(ad: Mapping[str, Any]) -> bytes:
@@ -135,11 +115,13 @@ class Starter:
         lane: the job is a call lane (:mod:`htc.executors.lane`): its stdin is a socket whose
             other end is :attr:`lane_socket`; no input but the executable is brought in, its
             stdout/stderr stay in the sandbox, and no output is sent back.
+        clock: how long waits take (:mod:`htc.daemons.clock`; the startd's service passes its own).
     """
 
     def __init__(self, job_ad: Mapping[str, Any], execute_dir: Path, settings: StarterSettings | None = None,
-                 zygotes: ZygotePool | None = None, *, lane: bool = False):
+                 zygotes: ZygotePool | None = None, *, lane: bool = False, clock: Clock = REAL):
         self.job_ad = dict(job_ad)
+        self.clock = clock
         self.lane = lane
         self.lane_socket: socket.socket | None = None  # the startd's end of a lane's channel
         self._lane_child: socket.socket | None = None  # the job's end, until it has started
@@ -195,9 +177,9 @@ class Starter:
         try:
             # Sandbox, input files, ad files and cgroup are milliseconds of file system work per
             # job: done in the spawn thread, they leave the event loop free for other slots.
-            plan = await self._off_loop(self._set_up, user, uid, gid)
+            plan = await off_loop(self._set_up, user, uid, gid)
             if not await self._spawn_by_zygote(plan, uid, gid):
-                await self._off_loop(self._spawn, plan, uid, gid)
+                await off_loop(self._spawn, plan, uid, gid)
                 self._exit = watch_exit(self.pid)
         except BaseException:
             await self._cleanup()
@@ -226,7 +208,7 @@ class Starter:
             plan = {**plan, "uid": uid, "gid": gid, "groups": list(self._groups())}
         else:
             return False
-        streams = _open_streams(plan, self._stdio_owner(), self._job_label())
+        streams = open_streams(plan, self._stdio_owner(), self._job_label())
         try:
             started = await self.zygotes.run(key, plan, [s.fileno() for s in streams], self.cgroup)
         except JobStartError as exc:
@@ -256,33 +238,6 @@ class Starter:
             _check_reachable(self.sandbox.path, user)
         return self._prepare(uid, gid)
 
-    async def _off_loop(self, fn, *args):
-        """Run ``fn(*args)`` -- setting the job up, or forking and exec'ing it -- in the starters'
-        one worker thread, and return its result.
-
-        The parent of a fork waits until the child has exec'd (to hear of a failed exec), and a
-        child with setup to do before exec (cgroup, limits, user) takes milliseconds -- tens of
-        them on a busy machine -- in which the startd's event loop, and every other slot, would
-        stand still. Forking from a thread is safe for what the child does before exec: Python
-        resets its own locks in the child, and the one libc function it calls through ctypes was
-        resolved before any fork (``_die_with_parent``).
-
-        There is *one* such thread (:data:`_SPAWNER`). A child forked while the event loop copies
-        another job's executable into its sandbox holds that file open for writing until it
-        execs; with two spawning threads the other job could exec meanwhile and fail with "Text
-        file busy" (ETXTBSY). With one, the next exec waits for the previous child's, and since the
-        copying happens in the same thread (:meth:`_set_up`), no copy is ever open during a fork.
-        (The exec zygote, a separate process, never holds the startd's descriptors, so the
-        copies stay here and its spawns need not queue in this thread.)
-        """
-        loop = asyncio.get_running_loop()
-        working = loop.run_in_executor(_SPAWNER, fn, *args)
-        try:
-            return await asyncio.shield(working)
-        except asyncio.CancelledError:
-            await asyncio.wait([working])  # know whether the job (or its sandbox) exists before cleaning up
-            raise
-
     def _prepare(self, uid: int | None, gid: int | None) -> dict[str, Any]:
         box, job = self.sandbox, self.job_ad
         assert box is not None
@@ -300,7 +255,7 @@ class Starter:
         if not shared_fs and not self.lane:
             for item in sb.split_list(job.get("TransferInput")):
                 box.bring_in(item, base, owner=owner, job=label)
-        stdin = _path_attr(job, "In") if not self.lane else None
+        stdin = path_attr(job, "In") if not self.lane else None
         if stdin and not shared_fs and job.get("TransferIn", True) is not False:
             stdin = str(box.bring_in(stdin, base, owner=owner, job=label))
         elif stdin:
@@ -315,18 +270,18 @@ class Starter:
         if self.settings.use_cgroups:
             self.cgroup = JobCgroup.create(box.path.name, memory, cpus)
         marker = (f"_CONDOR_ANCESTOR_{os.getpid()}", secrets.token_hex(8))
-        self.procs = JobProcesses(self.cgroup, marker)
+        self.procs = JobProcesses(self.cgroup, marker, clock=self.clock)
         extra = dict([marker, (CHANNEL_ENV, "0")] if self.lane else [marker])
         env = build_environment(job, scratch_dir=box.path, slot_name=self.settings.slot_name, cpus=cpus,
                                 job_ad_file=job_ad_file, machine_ad_file=machine_ad_file, extra=extra)
         cwd = base if shared_fs else box.path
         out = self._capture("Out", sb.STDOUT_NAME, shared_fs, base)
-        err = out if job.get("Err") == job.get("Out") and _path_attr(job, "Out") else \
+        err = out if job.get("Err") == job.get("Out") and path_attr(job, "Out") else \
             self._capture("Err", sb.STDERR_NAME, shared_fs, base)
         for path in {p for p in (out, err) if Path(p).parent == box.path}:
             box.fresh_file(Path(path).name, own=True)  # a fresh, empty file the job's user owns
         # (a file outside the sandbox -- shared file system, transfer_output = false -- is
-        # opened, and emptied, with its owner's rights by _open_streams)
+        # opened, and emptied, with its owner's rights by open_streams: htc.daemons.starter.spawn)
         return {"argv": [str(exe), *job_arguments(job)], "env": env, "cwd": cwd, "stdin": stdin or os.devnull,
                 "stdin_fd": self._lane_child.fileno() if self._lane_child is not None else None,
                 "stdout": out, "stderr": err,
@@ -354,7 +309,7 @@ class Starter:
 
     def _capture(self, attr: str, name: str, shared_fs: bool, base: Path) -> str:
         assert self.sandbox is not None
-        target = _path_attr(self.job_ad, attr)
+        target = path_attr(self.job_ad, attr)
         if self.lane:  # the lane's own output (its calls' is captured per call) dies with the sandbox
             return str(self.sandbox.path / name)
         if target is None:
@@ -364,42 +319,11 @@ class Starter:
         return str(self.sandbox.path / name)
 
     def _spawn(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> None:
-        cgroup, memory, core = self.cgroup, plan["rlimit_memory"], plan["core"]
-        starter_pid = os.getpid()
-        groups = list(self._groups())
-
-        def child() -> None:  # runs in the child between fork and exec
-            if cgroup is not None:
-                cgroup.enter()
-            child_rlimits(memory, core)
-            os.umask(0o022)
-            if uid is not None:
-                os.setgroups(groups)  # the job user's groups: none of root's survive
-                os.setgid(gid)
-                os.setuid(uid)
-            _die_with_parent(starter_pid)  # after setuid, which clears the setting
-
-        streams = []
-        try:
-            streams = _open_streams(plan, self._stdio_owner(), self._job_label())
-            popen = subprocess.Popen(plan["argv"], stdin=streams[0], stdout=streams[1], stderr=streams[2],
-                                     cwd=plan["cwd"], env=plan["env"], preexec_fn=child, start_new_session=True,
-                                     close_fds=True)
-        except OSError as exc:
-            raise StarterError(f"cannot start {plan['argv'][0]}: {exc.strerror or exc}; check the executable "
-                               "exists in the sandbox, is executable, and suits this machine") from exc
-        except subprocess.SubprocessError as exc:  # child() failed: cgroup, rlimit or user switch
-            raise StarterError(f"cannot prepare the job's process for {plan['argv'][0]} (joining its cgroup, "
-                               f"setting limits or becoming the job's user failed: {exc}); check the starter's "
-                               "privileges and EXECUTE") from exc
-        finally:
-            for stream in streams:
-                stream.close()
-        # We reap the child ourselves (wait4, for its rusage); stop Popen from trying too.
-        popen.returncode = 0
-        self.pid = popen.pid
+        """Fork and exec the job (in the spawn thread) and note its main process there, so that a
+        cancelled start still knows what to clean up."""
+        self.pid = exec_job(plan, self.cgroup, uid, gid, self._groups(), self._stdio_owner(), self._job_label())
         assert self.procs is not None
-        self.procs.started(popen.pid)
+        self.procs.started(self.pid)
 
     def _stdio_owner(self) -> tuple[Path | None, ofs.Identity | None]:
         """The sandbox (files there: opened as the starter) and the owner (files elsewhere)."""
@@ -440,11 +364,18 @@ class Starter:
             procs.signal(kill_signal(self.job_ad))
             procs.signal(signal.SIGCONT)  # a stopped process cannot act on the soft kill
             self.suspended = False
-            try:
-                await asyncio.wait_for(asyncio.shield(self._exit), timeout=max(0.0, grace))
-            except TimeoutError:
+            if not await self._wait_exit(max(0.0, grace)):
                 await procs.kill_all(self.settings.kill_timeout)
         return await self.wait()
+
+    async def _wait_exit(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds, by the clock, for the main process to exit; True when it has."""
+        assert self._exit is not None
+        if self._exit.done():
+            return True
+        gone = asyncio.Event()
+        self._exit.add_done_callback(lambda _future: gone.set())
+        return await self.clock.wait_for(gone, timeout)
 
     async def kill(self) -> ExitRecord:
         """Kill every process of the job now and finish up."""
@@ -492,7 +423,7 @@ class Starter:
         assert self.sandbox is not None
         usage = Usage(user, system, max(procs.peak_vms // 1024, rss_kib), rss_kib, self.sandbox.disk_usage_kib())
         oom = bool(self.cgroup and self.cgroup.oom_killed())
-        outputs, error = await self._off_loop(self._transfer_output, reaped)  # file copies: off the loop
+        outputs, error = await off_loop(self._transfer_output, reaped)  # file copies: off the loop
         if not gone:
             error = (error + "; " if error else "") + "some job processes could not be killed"
         record = ExitRecord(reaped.exit_code, reaped.signal, reaped.core_dumped, oom, self._vacated, usage,
@@ -501,35 +432,18 @@ class Starter:
         return record
 
     def _transfer_output(self, reaped: Reaped) -> tuple[list[Path], str | None]:
+        """Send the job's output back as HTCondor would (:mod:`htc.daemons.starter.output`)."""
         job, box = self.job_ad, self.sandbox
         assert box is not None
-        when = str(job.get("WhenToTransferOutput", "ON_EXIT")).upper()
-        if self.lane:  # results went back call by call; the Iwd is the first call's: never clobber it
+        if not sends_output(job, vacated=self._vacated, exit_code=reaped.exit_code, lane=self.lane):
             return [], None
-        if str(job.get("ShouldTransferFiles", "")).upper() == "NO":
-            return [], None
-        if self._vacated and when != "ON_EXIT_OR_EVICT":
-            return [], None
-        if when == "ON_SUCCESS" and reaped.exit_code != 0:
-            return [], None
-        dest = self.iwd or Path.cwd()
-        written: list[Path] = []
-        streamed = set(streamed_files(job).values())  # sent while it ran (htc.daemons.starter.stream)
         try:
-            owner, label = self._job_owner(), self._job_label()
-            for attr, name in (("Out", sb.STDOUT_NAME), ("Err", sb.STDERR_NAME)):
-                target = _path_attr(job, attr)
-                if name in streamed:
-                    continue
-                if target and job.get("Transfer" + attr, True) is not False and (box.path / name).exists():
-                    written += box.send_out([name], dest, {name: target}, owner=owner, job=label)
-            skip = {self._exe_name} if self._exe_name else set()
-            names = box.output_names(job, self._baseline, skip)
-            written += box.send_out(names, dest, sb.parse_remaps(job.get("TransferOutputRemaps")), owner=owner,
-                                    job=label)
+            owner = self._job_owner()
         except sb.TransferError as exc:
-            return written, str(exc)
-        return written, None
+            return [], str(exc)
+        skip = {self._exe_name} if self._exe_name else set()
+        return send_output(job, box, self.iwd or Path.cwd(), baseline=self._baseline, skip=skip, owner=owner,
+                           job=self._job_label())
 
     async def _cleanup(self) -> None:
         if self.procs is not None and self.procs.main_alive:
@@ -538,119 +452,6 @@ class Starter:
             for _ in range(100):  # the kernel frees an emptied cgroup a moment after the last exit
                 if self.cgroup.remove():
                     break
-                await asyncio.sleep(0.01)
+                await self.clock.sleep(0.01)
         if self.sandbox is not None:
-            await self._off_loop(self.sandbox.remove)
-
-
-def _open_streams(plan: Mapping[str, Any], where: tuple[Path | None, ofs.Identity | None] = (None, None),
-                  job: str | None = None) -> list[Any]:
-    """The job's stdin, stdout and stderr, opened by the starter (root: before dropping privilege).
-
-    ``where`` is (the sandbox, the job's owner): a file in the sandbox is the starter's to open
-    (it made it, without following a link); any other -- ``output``/``error``/``input`` on a
-    shared file system -- is opened with the owner's rights (:mod:`htc.daemons.owner_files`),
-    never writing through a link, and an output one is emptied first as HTCondor does.
-
-    Raises:
-        StarterError: one cannot be opened.
-    """
-    sandbox, owner = where
-    streams: list[Any] = []
-    try:
-        for key, mode in (("stdin", "rb"), ("stdout", "ab"), ("stderr", "ab")):
-            if key == "stdin" and plan.get("stdin_fd") is not None:  # a lane's channel (a copy to pass on)
-                streams.append(open(os.dup(plan["stdin_fd"]), "rb", buffering=0))
-                continue
-            path = plan[key]
-            inside = sandbox is not None and Path(path).parent == sandbox
-            if path == os.devnull:
-                streams.append(open(path, mode))
-            elif key == "stdin":
-                fd, _ = ofs.open_read(path, None if inside else owner, what="input", job=job, follow=not inside)
-                streams.append(open(fd, mode))
-            else:
-                fd = ofs.open_write(path, None if inside else owner, what=f"{key} file", job=job, append=True,
-                                    truncate=not inside)
-                streams.append(open(fd, mode))
-    except ofs.OwnerFileError as exc:
-        for stream in streams:
-            stream.close()
-        raise StarterError(str(exc)) from None
-    except OSError as exc:
-        for stream in streams:
-            stream.close()
-        raise StarterError(f"cannot open the job's {key} {plan[key]}: {exc.strerror or exc}") from exc
-    return streams
-
-
-async def run_job(job_ad: Mapping[str, Any], execute_dir: Path, settings: StarterSettings | None = None,
-                  vacate_grace: float = 600.0) -> ExitRecord:
-    """Run one job to completion, obeying signals sent to this process (for ``python -m``).
-
-    SIGTERM vacates (soft kill, hard kill after ``vacate_grace``), SIGQUIT kills at once,
-    SIGTSTP suspends the job, SIGCONT resumes it.
-    """
-    starter = Starter(job_ad, execute_dir, settings)
-    loop = asyncio.get_running_loop()
-    handled = (signal.SIGTERM, signal.SIGQUIT, signal.SIGTSTP, signal.SIGCONT)
-    # A signal that comes while the job is being started is kept and acted on once it runs
-    # (left to its default, SIGTERM would kill this process and orphan the job).
-    early: list[int] = []
-    for sig in handled:
-        loop.add_signal_handler(sig, early.append, sig)
-    try:
-        await starter.start()
-        async with asyncio.TaskGroup() as group:
-            actions = {
-                signal.SIGTERM: lambda: group.create_task(starter.vacate(vacate_grace)),
-                signal.SIGQUIT: lambda: group.create_task(starter.kill()),
-                signal.SIGTSTP: starter.suspend,
-                signal.SIGCONT: starter.resume,
-            }
-            for sig, act in actions.items():
-                loop.add_signal_handler(sig, act)
-            for sig in early:
-                actions[sig]()
-            record = await starter.wait()
-    finally:
-        for sig in handled:
-            loop.remove_signal_handler(sig)
-    return record
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m htc.daemons.starter.core JOB_AD_FILE EXECUTE_DIR [--slot S] [--cpus N] [--memory MB] [--user U]``.
-
-    Runs the job and prints its exit record as ClassAd attributes; SIGTERM vacates the job,
-    SIGQUIT kills it, SIGTSTP suspends it, SIGCONT resumes it. Exit status 0 when the job ran
-    (whatever its exit code), 1 when it could not be started.
-    """
-    import argparse
-
-    from htc.classad import ClassAd, parseOne
-
-    parser = argparse.ArgumentParser(prog="python -m htc.daemons.starter.core", description=main.__doc__)
-    parser.add_argument("job_ad", type=Path)
-    parser.add_argument("execute_dir", type=Path)
-    parser.add_argument("--slot", default="slot1")
-    parser.add_argument("--cpus", type=int, default=1)
-    parser.add_argument("--memory", type=int, default=None, help="hard memory limit in MiB")
-    parser.add_argument("--user", default=None, help="the slot's account when running as root (default: "
-                        "htc-slot<N>, made when missing); the job's Owner runs it when trusted")
-    parser.add_argument("--vacate-grace", type=float, default=600.0, help="seconds between soft and hard kill")
-    args = parser.parse_args(argv)
-    ad = parseOne(args.job_ad.read_text())
-    job = {key: ad.eval(key) if not isinstance(ad[key], str | int | float | bool) else ad[key] for key in ad}
-    settings = StarterSettings(slot_name=args.slot, cpus=args.cpus, memory_mb=args.memory, slot_user=args.user)
-    try:
-        record = asyncio.run(run_job(job, args.execute_dir, settings, args.vacate_grace))
-    except HTCError as exc:
-        print(f"starter: {exc}", file=sys.stderr)
-        return 1
-    print(ClassAd({k: v for k, v in record.to_ad().items()}).printOld(), end="")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+            await off_loop(self.sandbox.remove)
