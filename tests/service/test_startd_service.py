@@ -1,4 +1,4 @@
-"""The startd daemon: its wire adapter (startd_wire, no event loop), then the service on real
+"""The startd daemon: its wire adapter (startd/adapter.py, no event loop), then the service on real
 sockets with a real collector and real jobs, in this process and as ``python -m htc.daemons startd``."""
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ from htc.daemons.startd.sensors import SensorSettings, write_sensor_override
 from htc.daemons.service import DaemonPaths, DaemonService
 from htc.daemons.startd.policy import DESKTOP, ClassAdPolicy
 from htc.daemons.startd.service import StartdService
-from htc.daemons.startd.service_events import (
-    RunStarter, Sampled, SampleSensors, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted,
+from htc.daemons.startd.events import (
+    RunStarter, Sampled, SampleSensors, StarterExited, StarterFailed, StarterStarted,
 )
-from htc.daemons.startd.slots import StartdSettings
-from htc.daemons.startd.wire import StartdDaemon
+from htc.daemons.startd.settings import StartdServiceSettings
+from htc.daemons.startd.settings import StartdSettings
+from htc.daemons.startd.adapter import StartdDaemon
 from htc.daemons.starter.core import ExitRecord, Usage
 from htc.submit import Submit
 from htc.wire import messages as m
