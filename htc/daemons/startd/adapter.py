@@ -23,10 +23,12 @@ the shadow), DrainJobs and CancelDrainJobs. An ActivateClaim repeated by a recon
 for a job that is still running, or that ended and is not yet reported, is refused with
 ``bad_request`` saying so (the shadow follows the job) and never starts the job twice.
 
-The adapter holds three parts, each an object of its own module: the reports of jobs to their
-shadow (usage, exit, hold; :class:`~htc.daemons.startd.reports.JobReports`), the slot ads to
-the collector (:class:`~htc.daemons.startd.ads.SlotAds`) and the claim watches
-(:class:`~htc.daemons.startd.watches.ClaimWatches`). Events, messages and core actions are
+The adapter holds four parts, each an object of its own module: the reports of jobs to their
+shadow and claims to their schedd (usage, exit, hold, a claim ended;
+:class:`~htc.daemons.startd.reports.JobReports`), the slot ads to the collector
+(:class:`~htc.daemons.startd.ads.SlotAds`), the claim watches
+(:class:`~htc.daemons.startd.watches.ClaimWatches`) and the claim requests waiting for their
+answer (:class:`~htc.daemons.startd.claim_requests.ClaimRequests`). Events, messages and core actions are
 dispatched by their type through the tables at the end of this module. A claim the startd ends itself (owner
 back, lease expired, drain, vacate) is reported to the schedd with ReleaseClaim. A delivered
 report renews the claim's lease like a keep-alive: the schedd is evidently there.
@@ -36,7 +38,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from htc.classad import ClassAdParseError
@@ -44,10 +45,11 @@ from htc.daemons import core as c
 from htc.daemons.calls import CallDone, CallFailed
 from htc.daemons.startd import events as ev
 from htc.daemons.startd.ads import SlotAds, ad_text, job_id_of, parse_job
+from htc.daemons.startd.claim_requests import ClaimRequests
 from htc.daemons.startd.core import Startd
 from htc.daemons.startd.lanes import refused_call
 from htc.daemons.startd.reports import Contact, JobReports, short_claim_id
-from htc.daemons.startd.settings import StartdServiceSettings
+from htc.daemons.startd.settings import StartdServiceSettings, keep_layout
 from htc.daemons.startd.slots import UnknownClaim, claim_holder, live_claim_ids
 from htc.daemons.startd.watches import UNWATCHED_GRACE, ClaimWatches, Watch
 from htc.errors import HTCError, UsageError
@@ -79,8 +81,7 @@ class StartdDaemon:
         self.claim_watches = ClaimWatches()
         self.running: set[str] = set()         # claims whose starter is alive
         self.lanes: set[str] = set()           # running claims whose job is a call lane
-        self._waiting_claims: dict[str, tuple[int, m.RequestClaim]] = {}  # preemptions pending
-        self._current: tuple[int, m.RequestClaim] | None = None
+        self.requests = ClaimRequests()        # claim requests waiting for their answer
         self._next_sample: float | None = None
         self._sampled = False
         self._last_core_tick = now
@@ -174,14 +175,7 @@ class StartdDaemon:
         self.ads.invalidate(a, out)
 
     def _reply_activate(self, a: ev.ReplyActivate, now: float, out: list[c.Action]) -> None:
-        contact = self.contacts.get(a.claim_id)
-        if contact is not None and a.accepted:
-            contact.exit_report, contact.exit_retry_at = None, None  # the previous run was reported
-            contact.hold = None
-        if contact is not None and contact.activation_conn is not None:
-            out.append(c.Reply(contact.activation_conn, m.Ack(detail=f"starting job {contact.job_id}")
-                               if a.accepted else m.ErrorReply(code="bad_request", message=a.reason)))
-            contact.activation_conn = None
+        self.reports.activation_answered(a, out)
 
     def _start_starter(self, a: ev.StartStarter, now: float, out: list[c.Action]) -> None:
         contact = self.contacts.get(a.claim_id)
@@ -202,39 +196,25 @@ class StartdDaemon:
         self.reports.state_changed(a.claim_id, type(a) is ev.SuspendJob, a.claim_id in self.running, out)
 
     def _hold_job(self, a: ev.HoldJob, now: float, out: list[c.Action]) -> None:
-        contact = self.contacts.get(a.claim_id)
-        if contact is not None:
-            contact.hold = a
-        out.append(c.Log(f"claim {short_claim_id(a.claim_id)}: killing job "
-                         f"{contact.job_id if contact else '?'} to hold it: {a.reason}"))
-        out.append(ev.KillJob(a.slot, a.claim_id))
+        self.reports.hold(a, out)
 
     def _claim_ended(self, a: ev.ClaimEnded, now: float, out: list[c.Action]) -> None:
-        out.append(c.Log(f"claim {short_claim_id(a.claim_id)} on {a.slot} ended: {a.reason}"))
-        contact = self.contacts.pop(a.claim_id, None)
-        if contact is not None:
-            out.append(c.Send(contact.schedd_address, m.ReleaseClaim(claim_id=a.claim_id, reason=a.reason),
-                              cookie=("ended", a.claim_id)))
+        self.reports.claim_ended(a, out)
 
     def _reply_claim(self, a: ev.ReplyClaim, now: float, out: list[c.Action]) -> None:
-        current = self._current
-        if current is not None and (a.claim_id == current[1].claim_id or a.claim_id not in self._waiting_claims):
-            waiter, self._current = current, None
-        else:
-            waiter = self._waiting_claims.pop(a.claim_id, None)
+        waiter = self.requests.answered(a.claim_id)
         if waiter is None:
             out.append(c.Log(f"claim {short_claim_id(a.claim_id)} on {a.slot}: nobody waits for the answer", logging.WARNING))
             return
-        conn_id, request = waiter
-        uid = self.claim_watches.request_answered(request.claim_id)
+        request = waiter.msg
         if a.accepted:
             self.contacts[a.claim_id] = Contact(a.claim_id, request.schedd_name, request.schedd_address,
                                                 request.submitter)
-            self.claim_watches.granted(a.claim_id, now, uid, self._live_claims())
+            self.claim_watches.granted(a.claim_id, now, waiter.uid, self._live_claims())
             out.append(c.Log(f"{a.slot} claimed by {request.schedd_name} for {request.submitter}"))
-        out.append(c.Reply(conn_id, m.ClaimReply(claim_id=a.claim_id, accepted=a.accepted,
-                                                 slot_ad=ad_text(a.slot_ad) if a.slot_ad else "",
-                                                 reason=a.reason)))
+        out.append(c.Reply(waiter.conn_id, m.ClaimReply(claim_id=a.claim_id, accepted=a.accepted,
+                                                        slot_ad=ad_text(a.slot_ad) if a.slot_ad else "",
+                                                        reason=a.reason)))
 
     # --- messages ---------------------------------------------------------------------------
 
@@ -298,17 +278,14 @@ class StartdDaemon:
         # A claim id is "<slot name>#<n>#<secret>": the slot it was advertised by comes first.
         slot = self._slot_or_fail(msg.claim_id.split("#", 1)[0])
         job = self._parse_job(msg.job_ad)
-        self._current = (e.conn_id, msg)
-        self.claim_watches.requested(msg.claim_id, e.peer.uid if e.peer is not None else None)
+        self.requests.begin(e.conn_id, msg, e.peer.uid if e.peer is not None else None)
         try:
             self._core(ev.RequestClaim(slot, msg.claim_id, job, msg.schedd_name, lease=msg.lease_duration), now, out)
         finally:
-            if self._current is not None:
+            if self.requests.end() is not None:
                 # No answer yet: the claim preempts a running job and is answered when the slot is free.
-                self._waiting_claims[msg.claim_id] = self._current
                 out.append(c.Log(f"claim request from {msg.schedd_name} for {slot} waits for the running job "
                                  "to retire"))
-            self._current = None
 
     def _activate(self, e: c.Received, msg: m.ActivateClaim, now: float, out: list[c.Action]) -> None:
         job = self._parse_job(msg.job_ad)
@@ -348,12 +325,10 @@ class StartdDaemon:
         out.append(c.Reply(e.conn_id, m.Ack(detail=f"{len(msg.calls)} call(s) queued")))
 
     def _release(self, e: c.Received, msg: m.ReleaseClaim, now: float, out: list[c.Action]) -> None:
-        waiter = self._waiting_claims.pop(msg.claim_id, None)
-        if waiter is not None:
-            self.claim_watches.request_answered(msg.claim_id)
+        waiter = self.requests.withdraw(msg.claim_id)
         self._core(ev.ReleaseClaim(msg.claim_id), now, out)
         if waiter is not None:
-            out.append(c.Reply(waiter[0], m.ClaimReply(claim_id=msg.claim_id, accepted=False,
+            out.append(c.Reply(waiter.conn_id, m.ClaimReply(claim_id=msg.claim_id, accepted=False,
                                                        reason="the claimant withdrew the request")))
         out.append(c.Reply(e.conn_id, m.Ack()))
 
@@ -526,13 +501,10 @@ class StartdDaemon:
         if not isinstance(new, StartdServiceSettings):
             out.append(c.Log("reconfigured without settings: nothing changes"))
             return
-        old = self.settings.startd
-        layout = (old.cpus, old.memory, old.static_slots, old.machine)
-        if (new.startd.cpus, new.startd.memory, new.startd.static_slots, new.startd.machine) != layout:
+        new, kept = keep_layout(self.settings, new)
+        if kept:
             out.append(c.Log("reconfig: NUM_CPUS, MEMORY or NUM_SLOTS changed; the slots keep their old "
                              "resources until the startd restarts", logging.WARNING))
-            new = replace(new, startd=replace(new.startd, cpus=old.cpus, memory=old.memory, disk=old.disk,
-                                              static_slots=old.static_slots, machine=old.machine))
         self.settings = self.reports.settings = self.ads.settings = new
         self.startd.settings = new.startd
         self.startd.policy = new.startd.policy

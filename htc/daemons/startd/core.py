@@ -128,17 +128,7 @@ class Startd:
         times = [self._last_eval + (self.settings.polling_interval if busy else self.settings.update_interval)]
         times.append(self._last_advertise + self.settings.update_interval)
         for slot in self.slots.values():
-            if slot.state is S.MATCHED:
-                times.append(slot.entered_state + self.settings.match_timeout)
-            claim = slot.claim
-            if claim is None:
-                continue
-            times.append(claim.last_alive + claim.lease)
-            deadline = timers.execute_deadline(slot, claim)
-            if deadline is not None:
-                times.append(deadline)
-            if slot.activity is A.KILLING and not claim.killed_starter:
-                times.append(slot.entered_activity + self.settings.killing_timeout)
+            times += timers.slot_deadlines(slot, self.settings)
         return min(times)
 
     def slot(self, name: str) -> Slot:

@@ -88,6 +88,36 @@ class JobReports:
             self.suspended.discard(claim_id)
         self.send_update(claim_id, {}, running, out)
 
+    def activation_answered(self, a: ev.ReplyActivate, out: list[c.Action]) -> None:
+        """Answer the ActivateClaim the core accepted or refused."""
+        contact = self.contacts.get(a.claim_id)
+        if contact is None:
+            return
+        if a.accepted:
+            contact.exit_report, contact.exit_retry_at = None, None  # the previous run was reported
+            contact.hold = None
+        if contact.activation_conn is not None:
+            out.append(c.Reply(contact.activation_conn, m.Ack(detail=f"starting job {contact.job_id}")
+                               if a.accepted else m.ErrorReply(code="bad_request", message=a.reason)))
+            contact.activation_conn = None
+
+    def hold(self, a: ev.HoldJob, out: list[c.Action]) -> None:
+        """The core holds the running job: kill it; its exit report carries the hold."""
+        contact = self.contacts.get(a.claim_id)
+        if contact is not None:
+            contact.hold = a
+        out.append(c.Log(f"claim {short_claim_id(a.claim_id)}: killing job "
+                         f"{contact.job_id if contact else '?'} to hold it: {a.reason}"))
+        out.append(ev.KillJob(a.slot, a.claim_id))
+
+    def claim_ended(self, a: ev.ClaimEnded, out: list[c.Action]) -> None:
+        """The startd ended a claim by itself: tell its schedd (ReleaseClaim) and forget it."""
+        out.append(c.Log(f"claim {short_claim_id(a.claim_id)} on {a.slot} ended: {a.reason}"))
+        contact = self.contacts.pop(a.claim_id, None)
+        if contact is not None:
+            out.append(c.Send(contact.schedd_address, m.ReleaseClaim(claim_id=a.claim_id, reason=a.reason),
+                              cookie=("ended", a.claim_id)))
+
     def output_target(self, claim_id: str) -> tuple[str, str] | None:
         """Where the running job of ``claim_id`` streams its output: ``(shadow address, job id)``;
         None when the claim has no shadow (any more). The service's streamer asks before each

@@ -11,7 +11,7 @@ without a configuration; a running startd always gets the param table's values.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from htc.daemons.settings import knob
 from htc.daemons.startd.policy import Policy
 from htc.daemons.startd.sensors import SensorSettings
 
-__all__ = ["StartdServiceSettings", "StartdSettings"]
+__all__ = ["StartdServiceSettings", "StartdSettings", "keep_layout"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,3 +83,13 @@ class StartdServiceSettings:
     zygote_modules: tuple[str, ...] = knob("STARTER_ZYGOTE_MODULES", ("htc.executors.worker", "htc.executors.lane"),
                                            convert=lambda value: tuple(str(name) for name in value or ()))
     use_exec_zygote: bool = knob("STARTER_EXEC_ZYGOTE", True)
+
+
+def keep_layout(old: StartdServiceSettings, new: StartdServiceSettings) -> tuple[StartdServiceSettings, bool]:
+    """The settings a reconfiguration may apply: ``new``, but with the slots' layout of ``old``
+    (NUM_CPUS, MEMORY, DISK, NUM_SLOTS and the host take a restart); True when that changed ``new``."""
+    was, now = old.startd, new.startd
+    if (now.cpus, now.memory, now.static_slots, now.machine) == (was.cpus, was.memory, was.static_slots, was.machine):
+        return new, False
+    return replace(new, startd=replace(now, cpus=was.cpus, memory=was.memory, disk=was.disk,
+                                       static_slots=was.static_slots, machine=was.machine)), True

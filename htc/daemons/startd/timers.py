@@ -8,6 +8,8 @@ MaxJobRetirementTime -- are evaluated by the core and passed in):
 * whether a retiring job's retirement is over (:func:`retirement_over`): its run time, less
   the time it spent suspended, against MaxJobRetirementTime (the job's own may only lower it;
   a quick drain caps it at 0);
+* when a slot's timers fire (:func:`slot_deadlines`: MATCH_TIMEOUT, the claim lease, the execute
+  limit, KILLING_TIMEOUT);
 * the job's own execute limit (:func:`execute_limit`, :func:`execute_deadline`,
   :func:`execute_limit_broken`): a job with ``AllowedExecuteDuration`` still running that long
   after its activation -- wall-clock time, suspension included, as HTCondor counts it from
@@ -21,11 +23,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from htc.daemons.startd import events as ev
+from htc.daemons.startd.settings import StartdSettings
 from htc.daemons.startd.slots import Claim, Slot, number_attr
 from htc.daemons.startd.states import Activity, State
 from htc.jobqueue.states import HoldReasonCode
 
-__all__ = ["BUSY", "execute_deadline", "execute_limit", "execute_limit_broken", "retirement_over", "vacate_time"]
+__all__ = ["BUSY", "execute_deadline", "execute_limit", "execute_limit_broken", "retirement_over", "slot_deadlines",
+           "vacate_time"]
 
 #: the activities of a claim whose job runs (or is stopped)
 BUSY = (Activity.BUSY, Activity.SUSPENDED, Activity.RETIRING)
@@ -87,6 +91,24 @@ def execute_deadline(slot: Slot, claim: Claim) -> float | None:
             or slot.state is not State.CLAIMED or slot.activity not in BUSY):
         return None
     return claim.job_start + claim.execute_limit
+
+
+def slot_deadlines(slot: Slot, settings: StartdSettings) -> list[float]:
+    """When a timer of ``slot`` fires: MATCH_TIMEOUT of a Matched slot; the claim lease, the
+    job's execute limit and KILLING_TIMEOUT of a claimed one."""
+    times = []
+    if slot.state is State.MATCHED:
+        times.append(slot.entered_state + settings.match_timeout)
+    claim = slot.claim
+    if claim is None:
+        return times
+    times.append(claim.last_alive + claim.lease)
+    deadline = execute_deadline(slot, claim)
+    if deadline is not None:
+        times.append(deadline)
+    if slot.activity is Activity.KILLING and not claim.killed_starter:
+        times.append(slot.entered_activity + settings.killing_timeout)
+    return times
 
 
 def execute_limit_broken(slot: Slot, claim: Claim, now: float) -> ev.HoldJob | None:

@@ -80,15 +80,6 @@ class ClaimWatches:
         self._conns: dict[int, str] = {}         # connection -> the claim it watches
         self._unwatched: dict[str, float] = {}   # granted, not yet watched -> when granted
         self._claimant_uids: dict[str, int] = {}  # claim id -> the uid that claimed it (when known)
-        self._request_uids: dict[str, int | None] = {}  # claim request waiting for its answer -> its uid
-
-    def requested(self, claim_id: str, uid: int | None) -> None:
-        """A claim request for ``claim_id`` came from ``uid`` (None: the transport cannot tell)."""
-        self._request_uids[claim_id] = uid
-
-    def request_answered(self, claim_id: str) -> int | None:
-        """The claim request for ``claim_id`` was answered (or withdrawn): the uid it came from."""
-        return self._request_uids.pop(claim_id, None)
 
     def granted(self, claim_id: str, now: float, uid: int | None, live: Collection[str]) -> None:
         """``claim_id`` was granted to ``uid`` at ``now``; ``live``: the claims the startd holds."""
