@@ -31,7 +31,7 @@ from htc.daemons.startd.sensors import SensorSettings, arch, condor_version
 from htc.daemons.service import DaemonPaths, DaemonService
 from htc.daemons.startd.policy import ClassAdPolicy
 from htc.daemons.startd.service import StartdService, StartdServiceSettings
-from htc.daemons.startd.slots import StartdSettings
+from htc.daemons.startd.settings import StartdSettings
 from htc.errors import UsageError
 from htc.submit import Submit
 from htc.wire import messages as m

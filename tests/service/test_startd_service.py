@@ -1,4 +1,4 @@
-"""The startd daemon: its wire adapter (startd_wire, no event loop), then the service on real
+"""The startd daemon: its wire adapter (startd/adapter.py, no event loop), then the service on real
 sockets with a real collector and real jobs, in this process and as ``python -m htc.daemons startd``."""
 
 from __future__ import annotations
@@ -23,15 +23,17 @@ from htc.client.daemon import query_collector_async, send_command_async
 from htc.daemons.collector.core import Collector
 from htc.daemons.collector.settings import CollectorSettings
 from htc.daemons.calls import CallDone, CallFailed
+from htc.daemons.clock import FakeClock
 from htc.daemons.startd.sensors import SensorSettings, write_sensor_override
 from htc.daemons.service import DaemonPaths, DaemonService
 from htc.daemons.startd.policy import DESKTOP, ClassAdPolicy
 from htc.daemons.startd.service import StartdService
-from htc.daemons.startd.service_events import (
-    RunStarter, Sampled, SampleSensors, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted,
+from htc.daemons.startd.events import (
+    RunStarter, Sampled, SampleSensors, StarterExited, StarterFailed, StarterStarted,
 )
-from htc.daemons.startd.slots import StartdSettings
-from htc.daemons.startd.wire import StartdDaemon
+from htc.daemons.startd.settings import StartdServiceSettings
+from htc.daemons.startd.settings import StartdSettings
+from htc.daemons.startd.adapter import StartdDaemon
 from htc.daemons.starter.service import ExitRecord, Usage
 from htc.submit import Submit
 from htc.wire import messages as m
@@ -335,6 +337,55 @@ async def with_pool(home: Path, startd_settings: StartdServiceSettings, body, pe
                 await server.aclose()
     assert status == 0
     return result
+
+
+def test_a_fake_clock_decides_when_the_service_samples_and_readvertises(home):
+    """The service reads the time and waits only through its clock: with a FakeClock the machine
+    is sampled, and the slot ad sent again at UPDATE_INTERVAL, only when the test moves the clock."""
+    clock = FakeClock()
+    start = clock.time()
+
+    async def body():
+        t = DaemonPaths(home).transport()
+        collector = DaemonService("collector", Collector(CollectorSettings()), t)
+        startd = StartdService(settings(home), t, log_file=home / "StartLog", clock=clock)
+        samples = []
+        sample = startd.sensors.sample
+        startd.sensors.sample = lambda now=None, job_cpu=None: samples.append(now) or sample(now, job_cpu)
+        async with asyncio.TaskGroup() as tg:
+            collector_run = tg.create_task(collector.run())
+            await wait_serving(t, "collector")
+            startd_run = tg.create_task(startd.run())
+            try:
+                await wait_serving(t, "startd")
+                (first,) = await wait_for_ads(t, "PartitionableSlot")
+                await asyncio.sleep(0.5)  # five sample intervals of real time: nothing happens
+                quiet = list(samples)
+                clock.advance(0.1)  # one sample interval of the startd's time
+                for _ in range(200):
+                    await clock.settle()
+                    if len(samples) > 1:
+                        break
+                    await asyncio.sleep(0.01)
+                sampled = list(samples)
+                (still,) = await wait_for_ads(t, "PartitionableSlot")
+                clock.advance(60)  # UPDATE_INTERVAL: the core refreshes every slot ad
+                await clock.settle()
+                (again,) = await wait_for_ads(t, f"UpdateSequenceNumber > {first['UpdateSequenceNumber']}")
+            finally:
+                startd.feed(c.StopRequested(fast=True))
+                status = await asyncio.wait_for(startd_run, 15)
+                collector.feed(c.StopRequested())
+                await collector_run
+        assert status == 0
+        return first, quiet, sampled, still, again
+
+    first, quiet, sampled, still, again = asyncio.run(body())
+    assert quiet == [start] and sampled == [start, start + 0.1]
+    assert first["EnteredCurrentState"] == int(start) and first["MyCurrentTime"] == int(start)
+    assert first["DaemonStartTime"] == int(start)
+    assert still["UpdateSequenceNumber"] == first["UpdateSequenceNumber"]  # no refresh before UPDATE_INTERVAL
+    assert again["DaemonStartTime"] == int(start) and again["State"] == "Unclaimed"
 
 
 def test_slot_ads_carry_measured_attributes_that_submit_requirements_match(home):

@@ -14,7 +14,7 @@ import time
 from htc.daemons import core as c
 from htc.daemons.startd import events as ev
 from htc.daemons.startd.service import StartdService
-from htc.daemons.startd.service_events import HoldWatch, RunStarter, StarterStarted, WatchClosed
+from htc.daemons.startd.events import HoldWatch, RunStarter, StarterStarted, WatchClosed
 from htc.daemons.startd.states import State
 from htc.daemons.startd.watches import MAX_WATCH, UNWATCHED_GRACE
 from htc.wire import messages as m

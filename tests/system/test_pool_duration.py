@@ -22,7 +22,7 @@ from htc.daemons.startd import events as ev
 from htc.daemons.schedd.shadow import job_duration_limit
 from htc.daemons.startd.core import execute_limit
 from htc.daemons.startd.states import Activity, State
-from htc.daemons.startd.service_events import StarterExited, StarterStarted
+from htc.daemons.startd.events import StarterExited, StarterStarted
 from htc.daemons.starter.service import ExitRecord, Usage
 from htc.eventlog.events import EventType
 from htc.jobqueue import HoldReasonCode, JobStatus

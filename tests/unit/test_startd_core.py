@@ -12,7 +12,8 @@ import pytest
 
 from htc.daemons.startd import events as ev
 from htc.daemons.startd.core import Startd, StartdSettings, UnknownClaim
-from htc.daemons.startd.states import TABLE, Activity, IllegalTransition, State, Trigger, state_diagram, step
+from htc.daemons.startd.states import TABLE, Activity, State, Trigger, refusal, state_diagram
+from htc.transitions import IllegalTransition, transition
 from htc.errors import UsageError
 
 T0 = 1_700_000_000.0
@@ -475,7 +476,8 @@ def test_illegal_step_names_daemon_slot_state_and_event():
     assert f"startd@{MACHINE}" in msg and f"slot1@{MACHINE}" in msg and "Claimed/Idle" in msg
     assert "STARTER_EXITED" in msg and "ACTIVATE" in msg  # and what would have been legal
     with pytest.raises(IllegalTransition, match="Owner/Idle and cannot take 'claim activated'"):
-        step("startd@x", "slot1@x", State.OWNER, Activity.IDLE, Trigger.ACTIVATE)
+        transition(TABLE, "startd@x: slot slot1@x", (State.OWNER, Activity.IDLE), Trigger.ACTIVATE,
+                   explain=lambda: refusal("startd@x", "slot1@x", State.OWNER, Activity.IDLE, Trigger.ACTIVATE))
 
 
 ALL_SCENARIOS = [v for k, v in dict(globals()).items() if k.startswith("test_") and k[5].isalnum()]

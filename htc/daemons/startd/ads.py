@@ -17,23 +17,25 @@ negotiator is sent a Reschedule. Each ad carries ``UpdateSequenceNumber`` and
 negotiator hands to the schedd in MatchNotify (HTCondor keeps it in a private ad; htc's
 collector has none yet, so every local user who may query the collector can read it).
 
-The publishing is :class:`SlotAdvertising`, a mixin of
-:class:`~htc.daemons.startd.wire.StartdDaemon`: the adapter hands it the core's
-``AdvertiseSlot``/``InvalidateSlot``, the ``("ad", slot)`` deliveries, its clock and its
+The publishing is :class:`SlotAds`, an object the wire adapter
+(:class:`~htc.daemons.startd.adapter.StartdDaemon`) holds: the adapter hands it the core's
+``AdvertiseSlot``/``InvalidateSlot``, the ``("ad", slot)`` deliveries, the time and its
 shutdown.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from typing import Any
 
 from htc.classad import ClassAd, ExprTree
 from htc.daemons import core as c
 from htc.daemons.startd import events as ev
+from htc.daemons.startd.settings import StartdServiceSettings
 from htc.wire import messages as m
 
-__all__ = ["REQUEST_ATTRS", "SlotAdvertising", "ad_text", "evaluated", "job_id_of", "parse_ad", "parse_job"]
+__all__ = ["REQUEST_ATTRS", "SlotAds", "ad_text", "evaluated", "job_id_of", "parse_ad", "parse_job"]
 
 
 def ad_text(ad: dict[str, Any]) -> str:
@@ -93,17 +95,24 @@ def job_id_of(job: dict[str, Any]) -> str:
     return "0.0"
 
 
-class SlotAdvertising:
-    """The startd's slot ads to the collector. A mixin of :class:`htc.daemons.startd.wire.StartdDaemon`."""
+class SlotAds:
+    """The startd's slot ads on their way to the collector (see the module docstring).
 
-    def _init_advertising(self, now: float) -> None:
-        """The publishing state; ``now``: when the startd starts."""
-        self._ads_in_flight: set[str] = set()
-        self._ads_queued: dict[str, m.Message] = {}
-        self._ads_failed: dict[str, m.Message] = {}
-        self._ad_retry_at: float | None = None
+    Args:
+        settings: the service settings (the adapter replaces them on reconfig).
+        now: when the startd starts (``DaemonStartTime``).
+    """
+
+    def __init__(self, settings: StartdServiceSettings, now: float):
+        self.settings = settings
+        #: every ad is being withdrawn: the startd is on its way out
+        self.withdrawing = False
+        self._in_flight: set[str] = set()
+        self._queued: dict[str, m.Message] = {}
+        self._failed: dict[str, m.Message] = {}
+        self._retry_at: float | None = None
         self._started_at = int(now)
-        self._ad_sequence = 0
+        self._sequence = 0
         self._offers: dict[str, tuple[float, float]] = {}  # slot -> (Cpus, Memory) it offers unclaimed
         self._announce: set[str] = set()  # slots whose next delivered ad is news for the negotiator
         self._weight: tuple[str, ExprTree] | None = None  # SLOT_WEIGHT, parsed once
@@ -111,7 +120,21 @@ class SlotAdvertising:
         self._deferred: dict[str, m.UpdateAd] = {}   # claimed slots' activity updates, newest only
         self._defer_until: float | None = None
 
-    def _advertise(self, a: ev.AdvertiseSlot, out: list[c.Action]) -> None:
+    @property
+    def in_flight(self) -> bool:
+        """Some ad is on its way to the collector."""
+        return bool(self._in_flight)
+
+    @property
+    def withdrawn(self) -> bool:
+        """Every ad was withdrawn and the collector has taken (or refused) each withdrawal."""
+        return self.withdrawing and not self._in_flight
+
+    def deadline(self) -> float | None:
+        """When a held-back ad or a retry is due."""
+        return min((t for t in (self._retry_at, self._defer_until) if t is not None), default=None)
+
+    def advertise(self, a: ev.AdvertiseSlot, now: float, out: list[c.Action]) -> None:
         """Publish a slot's ad the core produced (or hold it back, if only its activity changed)."""
         ad = dict(a.ad)
         if a.claim_id:
@@ -122,8 +145,8 @@ class SlotAdvertising:
         ad.setdefault("MyAddress", self.settings.address)
         # Which report this is: the negotiator holds back a slot it just matched until a
         # newer report comes (a p-slot may look the same again after a claim came and went).
-        self._ad_sequence += 1
-        ad["UpdateSequenceNumber"] = self._ad_sequence
+        self._sequence += 1
+        ad["UpdateSequenceNumber"] = self._sequence
         ad["DaemonStartTime"] = self._started_at
         self._note_offer(a.slot, ad)
         msg = m.UpdateAd(ad_type=m.AdType.Startd, name=a.slot, ad_text=ad_text(ad),
@@ -134,18 +157,18 @@ class SlotAdvertising:
             # newest such ad goes out claimed_update_delay later, not one per job start and end.
             self._deferred[a.slot] = msg
             if self._defer_until is None:
-                self._defer_until = self._now + self.settings.claimed_update_delay
+                self._defer_until = now + self.settings.claimed_update_delay
         else:
             self._deferred.pop(a.slot, None)
             self._told_state[a.slot] = state
-            self._queue_ad(a.slot, msg, out)
+            self._queue(a.slot, msg, out)
 
-    def _invalidate(self, a: ev.InvalidateSlot, out: list[c.Action]) -> None:
+    def invalidate(self, a: ev.InvalidateSlot, out: list[c.Action]) -> None:
         """Withdraw the ad of a slot that is gone."""
         self._offers.pop(a.slot, None)
         self._deferred.pop(a.slot, None)
         self._told_state.pop(a.slot, None)
-        self._queue_ad(a.slot, m.InvalidateAd(ad_type=m.AdType.Startd, name=a.slot), out)
+        self._queue(a.slot, m.InvalidateAd(ad_type=m.AdType.Startd, name=a.slot), out)
 
     def _slot_weight(self) -> ExprTree:
         text = self.settings.slot_weight
@@ -170,53 +193,54 @@ class SlotAdvertising:
             self._announce.add(slot)
         self._offers[slot] = (cpus, memory)
 
-    def _queue_ad(self, slot: str, msg: m.Message, out: list[c.Action]) -> None:
-        self._ads_failed.pop(slot, None)
-        if slot in self._ads_in_flight:
-            self._ads_queued[slot] = msg  # sent when the one in flight is done: order kept
+    def _queue(self, slot: str, msg: m.Message, out: list[c.Action]) -> None:
+        self._failed.pop(slot, None)
+        if slot in self._in_flight:
+            self._queued[slot] = msg  # sent when the one in flight is done: order kept
         else:
-            self._send_ad(slot, msg, out)
+            self._send(slot, msg, out)
 
-    def _send_ad(self, slot: str, msg: m.Message, out: list[c.Action]) -> None:
-        self._ads_in_flight.add(slot)
+    def _send(self, slot: str, msg: m.Message, out: list[c.Action]) -> None:
+        self._in_flight.add(slot)
         out.append(c.Send(self.settings.collector, msg, cookie=("ad", slot), timeout=10.0))
 
-    def _ad_delivered(self, e: Any, key: str, ok: bool, now: float, out: list[c.Action]) -> None:
-        """The collector took (``ok``) or did not take the ad of slot ``key``."""
-        self._ads_in_flight.discard(key)
-        if ok and key in self._announce and isinstance(e.msg, m.UpdateAd) and not self._stopping:
-            self._announce.discard(key)
-            out.append(c.Send(self.settings.negotiator, m.Reschedule(), cookie=("reschedule", key),
+    def delivered(self, e: Any, slot: str, ok: bool, now: float, out: list[c.Action], *, stopping: bool) -> None:
+        """The collector took (``ok``) or did not take the ad of ``slot``; ``stopping``: the startd
+        is shutting down (no Reschedule then)."""
+        self._in_flight.discard(slot)
+        if ok and slot in self._announce and isinstance(e.msg, m.UpdateAd) and not stopping:
+            self._announce.discard(slot)
+            out.append(c.Send(self.settings.negotiator, m.Reschedule(), cookie=("reschedule", slot),
                               timeout=10.0))
-        if not ok and key not in self._ads_queued and not self._withdrawing:
-            self._ads_failed[key] = e.msg
-            self._ad_retry_at = now + self.settings.retry_interval
-            out.append(c.Log(f"cannot update the collector about {key}: {e.error}; retrying", logging.WARNING))
-        queued = self._ads_queued.pop(key, None)
+        if not ok and slot not in self._queued and not self.withdrawing:
+            self._failed[slot] = e.msg
+            self._retry_at = now + self.settings.retry_interval
+            out.append(c.Log(f"cannot update the collector about {slot}: {e.error}; retrying", logging.WARNING))
+        queued = self._queued.pop(slot, None)
         if queued is not None:
-            self._send_ad(key, queued, out)
-        if self._withdrawing and not self._ads_in_flight:
-            self._exit(out)
+            self._send(slot, queued, out)
 
-    def _flush_ads(self, now: float, out: list[c.Action]) -> None:
-        """Send the held-back claimed-slot ads and retry failed sends whose time has come."""
+    def flush(self, now: float, slots: Collection[str], out: list[c.Action]) -> None:
+        """Send the held-back claimed-slot ads and retry failed sends whose time has come
+        (``slots``: the slots that still exist)."""
         if self._defer_until is not None and now >= self._defer_until:
             self._defer_until = None
             deferred, self._deferred = self._deferred, {}
             for slot, msg in deferred.items():
-                self._queue_ad(slot, msg, out)
-        if self._ad_retry_at is not None and now >= self._ad_retry_at:
-            self._ad_retry_at = None
-            for slot, msg in list(self._ads_failed.items()):
-                del self._ads_failed[slot]
-                if slot in self.startd.slots or isinstance(msg, m.InvalidateAd):
-                    self._queue_ad(slot, msg, out)
+                self._queue(slot, msg, out)
+        if self._retry_at is not None and now >= self._retry_at:
+            self._retry_at = None
+            for slot, msg in list(self._failed.items()):
+                del self._failed[slot]
+                if slot in slots or isinstance(msg, m.InvalidateAd):
+                    self._queue(slot, msg, out)
 
-    def _withdraw_ads(self, out: list[c.Action]) -> None:
+    def withdraw(self, slots: Collection[str], out: list[c.Action]) -> None:
         """Queue an invalidation of every slot ad (after any update still on its way)."""
-        names = set(self.startd.slots) | self._ads_in_flight | set(self._ads_queued) | set(self._ads_failed)
-        self._ads_failed.clear()
+        self.withdrawing = True
+        names = set(slots) | self._in_flight | set(self._queued) | set(self._failed)
+        self._failed.clear()
         self._deferred.clear()
         self._defer_until = None
         for name in sorted(names):
-            self._queue_ad(name, m.InvalidateAd(ad_type=m.AdType.Startd, name=name), out)
+            self._queue(name, m.InvalidateAd(ad_type=m.AdType.Startd, name=name), out)

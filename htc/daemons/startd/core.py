@@ -12,9 +12,9 @@ carves a dynamic slot (``slot1_1@host``) of the job's RequestCpus/RequestMemory/
 rounded up to the quanta; when the d-slot's claim ends the d-slot is deleted and its resources
 return to the p-slot. The p-slot itself never leaves Owner/Unclaimed/Drained.
 
-Moves. Every slot is in a (state, activity) pair; it moves only through
-:func:`htc.daemons.startd.states.step` (the table). Events move slots directly (a claim request
-is trigger CLAIM); after every event the core *evaluates* each slot -- policy expressions
+Moves. Every slot is in a (state, activity) pair; it moves only through the table
+(:data:`htc.daemons.startd.states.TABLE`, applied by :func:`htc.transitions.transition`).
+Events move slots directly (a claim request is trigger CLAIM); after every event the core *evaluates* each slot -- policy expressions
 (START, SUSPEND, ...) over the slot ad with the claim's job ad as TARGET, plus timers -- and
 applies the triggers that fire, repeating until the slot is quiet (Matched->Owner->Unclaimed
 happens in one evaluation, as in HTCondor). Arriving in a pair may emit process actions:
@@ -29,44 +29,45 @@ gone, the slot is Claimed/Idle by the newcomer (transition I). Leases: each clai
 Policy timers use the desktop policy's attributes: EnteredCurrentState/Activity, JobStart,
 CpuBusyTime (when the non-HTCondor load last became high; 0 when it is not).
 
-The job's own execute limit. A job with ``AllowedExecuteDuration`` (seconds; a number, or an
-expression the wire adapter evaluated in the job's scope; zero, negative or not a number means
-no limit) that is still running that long after its activation -- wall-clock time, suspension
-included, as HTCondor counts it from JobCurrentStartExecutingDate -- gets a :class:`HoldJob`
-(HoldReasonCode 47 JobExecuteExceeded, subcode 0): the service kills it and its exit report
-asks the shadow to hold it. The slot does not move for it (Claimed/Busy, then Claimed/Idle
-when the starter exits): the claim stays with its schedd. A slot already Preempting leaves
-the job to the eviction under way.
+The job's own execute limit (AllowedExecuteDuration, :mod:`htc.daemons.startd.timers`): a job
+that breaks it gets a :class:`HoldJob`; the slot does not move for it (the claim stays with its
+schedd). Which trigger fires for a slot is :mod:`htc.daemons.startd.evaluation`'s to say.
 """
 
 from __future__ import annotations
 
-import math
 import secrets
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from htc.daemons.startd import events as ev
+from htc.daemons.startd import timers
+from htc.daemons.startd.evaluation import Chore, Evict, Reading, verdict
+from htc.daemons.startd.settings import StartdSettings
+from htc.daemons.startd.timers import execute_limit
 from htc.daemons.startd.slots import (
     Claim,
     DrainRequest,
     Moved,
     Slot,
-    StartdSettings,
     UnknownClaim,
     build_slot_ad,
+    claim_holder,
     number_attr,
     quantize,
+    share,
 )
-from htc.daemons.startd.states import Activity, State, Trigger, step
+from htc.daemons.startd.states import TABLE, Activity, State, Transition, Trigger, refusal
 from htc.errors import UsageError
-from htc.jobqueue.states import HoldReasonCode
+from htc.transitions import transition
 
-__all__ = ["Startd", "StartdSettings", "UnknownClaim", "Slot", "Claim", "Moved"]
+# StartdSettings, UnknownClaim, Slot, Claim, Moved and execute_limit are re-exported for importers.
+__all__ = ["Startd", "StartdSettings", "UnknownClaim", "Slot", "Claim", "Moved", "execute_limit"]
 
 S, A, T = State, Activity, Trigger
-_BUSY = (A.BUSY, A.SUSPENDED, A.RETIRING)
+_BUSY = timers.BUSY
 
 
 class Startd:
@@ -100,11 +101,11 @@ class Startd:
             self._add_slot(1, "Partitionable", settings.cpus, settings.memory, settings.disk, now)
         else:
             for i in range(1, n + 1):
-                self._add_slot(i, "Static", max(1, _share(settings.cpus, n, i)), _share(settings.memory, n, i),
-                               _share(settings.disk, n, i), now)
+                self._add_slot(i, "Static", max(1, share(settings.cpus, n, i)), share(settings.memory, n, i),
+                               share(settings.disk, n, i), now)
 
     # ------------------------------------------------------------------------ public API
-    def handle(self, event: ev.Event, now: float) -> list[ev.Action]:
+    def handle(self, event: ev.CoreEvent, now: float) -> list[ev.CoreAction]:
         """Apply one event at time ``now`` and return what the service must do.
 
         Raises:
@@ -112,11 +113,11 @@ class Startd:
             UnknownClaim: the event names a claim this startd does not hold.
             UsageError: the event is malformed (unknown slot, unknown drain mode).
         """
-        out: list[ev.Action] = []
-        handler = getattr(self, "_on_" + type(event).__name__, None)
+        out: list[ev.CoreAction] = []
+        handler = _ON_EVENT.get(type(event))
         if handler is None:
             raise UsageError(f"{self.settings.name}: the startd core has no handler for {type(event).__name__}")
-        handler(event, now, out)
+        handler(self, event, now, out)
         self._evaluate(now, out)
         self._advertise(now, out)
         return out
@@ -127,17 +128,7 @@ class Startd:
         times = [self._last_eval + (self.settings.polling_interval if busy else self.settings.update_interval)]
         times.append(self._last_advertise + self.settings.update_interval)
         for slot in self.slots.values():
-            if slot.state is S.MATCHED:
-                times.append(slot.entered_state + self.settings.match_timeout)
-            claim = slot.claim
-            if claim is None:
-                continue
-            times.append(claim.last_alive + claim.lease)
-            deadline = self._execute_deadline(slot, claim)
-            if deadline is not None:
-                times.append(deadline)
-            if slot.activity is A.KILLING and not claim.killed_starter:
-                times.append(slot.entered_activity + self.settings.killing_timeout)
+            times += timers.slot_deadlines(slot, self.settings)
         return min(times)
 
     def slot(self, name: str) -> Slot:
@@ -178,8 +169,18 @@ class Startd:
         self._dirty.add(name)
         return slot
 
-    def _move(self, slot: Slot, trigger: Trigger, now: float, out: list[ev.Action]) -> None:
-        t = step(self.settings.name, slot.name, slot.state, slot.activity, trigger)
+    def _step(self, slot: Slot, trigger: Trigger) -> Transition:
+        """The table's row for ``trigger`` from where ``slot`` is.
+
+        Raises:
+            IllegalTransition: there is none (the message is :func:`~htc.daemons.startd.states.refusal`).
+        """
+        name = self.settings.name
+        return transition(TABLE, f"{name}: slot {slot.name}", (slot.state, slot.activity), trigger,
+                          explain=partial(refusal, name, slot.name, slot.state, slot.activity, trigger))
+
+    def _move(self, slot: Slot, trigger: Trigger, now: float, out: list[ev.CoreAction]) -> None:
+        t = self._step(slot, trigger)
         old_state, old_activity = slot.state, slot.activity
         self.transition_log.append(Moved(now, slot.name, old_state, old_activity, trigger, t))
         if t.state is not old_state:
@@ -190,7 +191,7 @@ class Startd:
         self._dirty.add(slot.name)
         self._on_arrival(slot, old_activity, now, out)
 
-    def _on_arrival(self, slot: Slot, came_from: Activity, now: float, out: list[ev.Action]) -> None:
+    def _on_arrival(self, slot: Slot, came_from: Activity, now: float, out: list[ev.CoreAction]) -> None:
         claim = slot.claim
         if slot.activity is A.SUSPENDED and claim is not None:
             claim.suspended_since = now
@@ -213,7 +214,7 @@ class Startd:
             claim.suspended_total += now - claim.suspended_since
             claim.suspended_since = None
 
-    def _end_claim(self, slot: Slot, now: float, out: list[ev.Action]) -> None:
+    def _end_claim(self, slot: Slot, now: float, out: list[ev.CoreAction]) -> None:
         claim = slot.claim
         assert claim is not None
         if not claim.released:
@@ -239,46 +240,23 @@ class Startd:
         return default if value is None else value
 
     def _vacate_time(self, slot: Slot, now: float) -> float:
-        claim = slot.claim
-        job_ad = claim.job_ad if claim else None
-        limit = self._number("MachineMaxVacateTime", slot, job_ad, now, 600.0)
-        job_limit = (job_ad or {}).get("JobMaxVacateTime")
-        if isinstance(job_limit, int | float) and not isinstance(job_limit, bool):
-            limit = min(limit, float(job_limit))  # the job may only shorten it
-        return max(0.0, limit)
+        job_ad = slot.claim.job_ad if slot.claim else None
+        return timers.vacate_time(self._number("MachineMaxVacateTime", slot, job_ad, now, 600.0), job_ad)
 
     def _retirement_over(self, slot: Slot, now: float) -> bool:
         claim = slot.claim
         assert claim is not None
         if claim.job_start is None or not claim.starter_running:
             return True
-        limit = self._number("MaxJobRetirementTime", slot, claim.job_ad, now, 0.0)
-        job_limit = claim.job_ad.get("MaxJobRetirementTime")
-        if isinstance(job_limit, int | float) and not isinstance(job_limit, bool):
-            limit = min(limit, float(job_limit))  # the job may only lower it
-        if claim.retirement_cap is not None:
-            limit = min(limit, claim.retirement_cap)
-        suspended = claim.suspended_total + (now - claim.suspended_since if claim.suspended_since else 0.0)
-        return (now - claim.job_start - suspended) >= limit
+        return timers.retirement_over(claim, self._number("MaxJobRetirementTime", slot, claim.job_ad, now, 0.0), now)
 
-    @staticmethod
-    def _execute_deadline(slot: Slot, claim: Claim) -> float | None:
-        """When the running job of ``claim`` breaks its AllowedExecuteDuration (None: it cannot)."""
-        if (claim.execute_limit is None or claim.held or claim.job_start is None or not claim.starter_running
-                or slot.state is not S.CLAIMED or slot.activity not in _BUSY):
-            return None
-        return claim.job_start + claim.execute_limit
+    def _check_execute_limit(self, slot: Slot, claim: Claim, now: float, out: list[ev.CoreAction]) -> None:
+        hold = timers.execute_limit_broken(slot, claim, now)
+        if hold is not None:
+            claim.held = True
+            out.append(hold)
 
-    def _check_execute_limit(self, slot: Slot, claim: Claim, now: float, out: list[ev.Action]) -> None:
-        deadline = self._execute_deadline(slot, claim)
-        if deadline is None or now < deadline:
-            return
-        assert claim.execute_limit is not None
-        claim.held = True
-        reason = f"The job exceeded allowed execute duration of {ev.format_time_short(claim.execute_limit)}"
-        out.append(ev.HoldJob(slot.name, claim.id, int(HoldReasonCode.JobExecuteExceeded), 0, reason))
-
-    def _evict(self, slot: Slot, now: float, out: list[ev.Action], reason: str, fast: bool = False) -> None:
+    def _evict(self, slot: Slot, now: float, out: list[ev.CoreAction], reason: str, fast: bool = False) -> None:
         claim = slot.claim
         if claim is not None and not claim.end_reason:
             claim.end_reason = reason
@@ -286,7 +264,7 @@ class Startd:
         self._move(slot, T.EVICT_VACATE if wants_vacate else T.EVICT_KILL, now, out)
 
     # ----------------------------------------------------------------------- evaluation
-    def _evaluate(self, now: float, out: list[ev.Action]) -> None:
+    def _evaluate(self, now: float, out: list[ev.CoreAction]) -> None:
         self._last_eval = now
         # A slot settles in a few steps (Matched -> Owner -> Unclaimed). A policy whose
         # expressions send it round a cycle (SUSPEND and PREEMPT both true) stops when it
@@ -305,122 +283,46 @@ class Startd:
             if not moved:
                 break
 
-    def _evaluate_slot(self, slot: Slot, now: float, out: list[ev.Action]) -> bool:
-        """Apply at most one trigger to ``slot``; True when it moved."""
-        st, act, claim, drain = slot.state, slot.activity, slot.claim, self.drain
-        if claim is not None and now >= claim.last_alive + claim.lease and st is S.CLAIMED:
-            self._evict(slot, now, out, "claim lease expired")
-            return True
-        if st is S.OWNER:
-            if drain is not None and slot.kind != "Dynamic":
-                self._move(slot, T.DRAIN, now, out)
-            elif not self._ask("IS_OWNER", slot, now, job=False):
-                self._move(slot, T.NOT_OWNER, now, out)
-            else:
-                return False
-            return True
-        if st is S.UNCLAIMED:
-            if drain is not None:
-                self._move(slot, T.DRAIN, now, out)
-            elif self._ask("IS_OWNER", slot, now, job=False):
-                self._move(slot, T.OWNER, now, out)
-            else:
-                return False
-            return True
-        if st is S.MATCHED:
-            if (drain is not None or now >= slot.entered_state + self.settings.match_timeout
-                    or not self._ask("START", slot, now, job=False, undefined=True)):
-                slot.matched_id = None
-                slot.claim_id = self._new_claim_id(slot.name)
-                self._move(slot, T.MATCH_LOST, now, out)
-                return True
+    def _evaluate_slot(self, slot: Slot, now: float, out: list[ev.CoreAction]) -> bool:
+        """Apply what fires for ``slot`` (:func:`~htc.daemons.startd.evaluation.verdict`); True when it moved."""
+        claim = slot.claim
+        if slot.state is S.CLAIMED and claim is not None and now < claim.last_alive + claim.lease:
+            self._check_execute_limit(slot, claim, now, out)
+        read = Reading(lambda name, job=True, undefined=False: self._ask(name, slot, now, job, undefined),
+                       partial(self._retirement_over, slot, now), partial(self._vacate_time, slot, now),
+                       self._all_drained)
+        fired = verdict(slot, self.drain, self.settings, read, now)
+        if fired is None:
             return False
-        if st is S.CLAIMED:
-            assert claim is not None
-            return self._evaluate_claimed(slot, claim, now, out)
-        if st is S.PREEMPTING:
-            assert claim is not None
-            if not claim.starter_running:
-                self._finish_preemption(slot, claim, now, out)
-                return True
-            if act is A.VACATING and (self._ask("KILL", slot, now)
-                                      or now >= slot.entered_activity + self._vacate_time(slot, now)):
-                self._move(slot, T.KILL, now, out)
-                return True
-            if act is A.KILLING and not claim.killed_starter and now >= slot.entered_activity + self.settings.killing_timeout:
-                claim.killed_starter = True
-                out.append(ev.KillStarter(slot.name, claim.id))
-            return False
-        if st is S.DRAINED:
-            if drain is None:
-                self._move(slot, T.DRAIN_OVER, now, out)
-                return True
-            if act is A.RETIRING and self._all_drained():
-                self._move(slot, T.ALL_DRAINED, now, out)
-                return True
-            if act is A.IDLE and drain.resume_on_completion:
-                self.drain = None  # finalized: the other drained slots follow (34/35)
-                self._move(slot, T.DRAIN_OVER, now, out)
-                return True
-        return False
+        if isinstance(fired, Evict):
+            self._evict(slot, now, out, fired.reason)
+        elif isinstance(fired, Chore):
+            return _CHORES[fired](self, slot, now, out)
+        else:
+            if fired is T.MATCH_LOST:
+                slot.matched_id, slot.claim_id = None, self._new_claim_id(slot.name)
+            self._move(slot, fired, now, out)
+        return True
 
-    def _evaluate_claimed(self, slot: Slot, claim: Claim, now: float, out: list[ev.Action]) -> bool:
-        act = slot.activity
-        self._check_execute_limit(slot, claim, now, out)
-        if act is A.IDLE:
-            if self.drain is not None:
-                self._evict(slot, now, out, f"draining: {self.drain.reason or 'condor_drain'}")
-            elif claim.preempting is not None:
-                self._evict(slot, now, out, "preempted by a better claim")
-            elif not self._ask("START", slot, now, undefined=True):
-                self._evict(slot, now, out, "START became false")
-            elif now - claim.created > self.settings.claim_worklife:
-                self._evict(slot, now, out, "claim worklife over")
-            else:
-                return False
-            return True
-        if act is A.BUSY:
-            if claim.retire_reason is not None:
-                self._move(slot, T.RETIRE, now, out)
-            elif self._ask("WANT_SUSPEND", slot, now):
-                if not self._ask("SUSPEND", slot, now):
-                    return False
-                self._move(slot, T.SUSPEND, now, out)
-            elif self._ask("PREEMPT", slot, now):
-                claim.retire_reason = "PREEMPT"
-                self._move(slot, T.RETIRE, now, out)
-            else:
-                return False
-            return True
-        if act is A.SUSPENDED:
-            if claim.retire_reason is not None and self._retirement_over(slot, now):
-                self._evict(slot, now, out, f"retired ({claim.retire_reason})")  # 17
-            elif self._ask("PREEMPT", slot, now):
-                claim.retire_reason = claim.retire_reason or "PREEMPT"
-                self._move(slot, T.RETIRE, now, out)
-            elif self._ask("CONTINUE", slot, now):
-                self._move(slot, T.RETIRE if claim.retire_reason else T.CONTINUE, now, out)
-            else:
-                return False
-            return True
-        if act is A.RETIRING:
-            if self._retirement_over(slot, now):
-                self._evict(slot, now, out, f"retired ({claim.retire_reason})")  # 18
-            elif claim.retire_reason == "rank" and claim.preempting is None:
-                claim.retire_reason = None
-                self._move(slot, T.UNRETIRE, now, out)
-            elif self._ask("WANT_SUSPEND", slot, now) and self._ask("SUSPEND", slot, now):
-                self._move(slot, T.SUSPEND, now, out)
-            else:
-                return False
-            return True
-        return False
+    def _kill_starter(self, slot: Slot, now: float, out: list[ev.CoreAction]) -> bool:
+        claim = slot.claim
+        assert claim is not None
+        claim.killed_starter = True
+        out.append(ev.KillStarter(slot.name, claim.id))
+        return False  # not a step: the slot stays Preempting/Killing until the starter is gone
 
-    def _finish_preemption(self, slot: Slot, claim: Claim, now: float, out: list[ev.Action]) -> None:
+    def _end_drain(self, slot: Slot, now: float, out: list[ev.CoreAction]) -> bool:
+        self.drain = None  # finalized: the other drained slots follow (34/35)
+        self._move(slot, T.DRAIN_OVER, now, out)
+        return True
+
+    def _finish_preemption(self, slot: Slot, now: float, out: list[ev.CoreAction]) -> bool:
+        claim = slot.claim
+        assert claim is not None
         newcomer = claim.preempting
         if newcomer is None:
             self._move(slot, T.TO_OWNER, now, out)
-            return
+            return True
         # Transition I: the better claim takes the slot as soon as the old job is gone.
         if not claim.released:
             out.append(ev.ClaimEnded(claim.id, claim.schedd, slot.name, claim.end_reason or "preempted by a better claim"))
@@ -428,11 +330,12 @@ class Startd:
         slot.claim = newcomer
         self._move(slot, T.TO_NEW_CLAIM, now, out)
         out.append(ev.ReplyClaim(newcomer.id, True, slot.name, slot_ad=self.slot_ad(slot, now)))
+        return True
 
     def _all_drained(self) -> bool:
         return all(s.state is S.DRAINED for s in self.slots.values())
 
-    def _advertise(self, now: float, out: list[ev.Action]) -> None:
+    def _advertise(self, now: float, out: list[ev.CoreAction]) -> None:
         if now >= self._last_advertise + self.settings.update_interval:
             self._dirty.update(self.slots)
         if not self._dirty:
@@ -445,7 +348,7 @@ class Startd:
         self._dirty.clear()
 
     # ----------------------------------------------------------------------- event handlers
-    def _on_SensorSample(self, e: ev.SensorSample, now: float, out: list[ev.Action]) -> None:
+    def _on_sensor_sample(self, e: ev.SensorSample, now: float, out: list[ev.CoreAction]) -> None:
         self.sensors = dict(e.attrs)
         any_slot = next(iter(self.slots.values()))
         busy = self.policy.evaluate("CpuBusy", self.slot_ad(any_slot, now), None, now=now)
@@ -454,10 +357,10 @@ class Startd:
         elif not busy:
             self._cpu_busy_since = 0.0
 
-    def _on_Tick(self, e: ev.Tick, now: float, out: list[ev.Action]) -> None:
+    def _on_tick(self, e: ev.Tick, now: float, out: list[ev.CoreAction]) -> None:
         return None  # evaluation after every event does the work
 
-    def _on_MatchNotified(self, e: ev.MatchNotified, now: float, out: list[ev.Action]) -> None:
+    def _on_match_notified(self, e: ev.MatchNotified, now: float, out: list[ev.CoreAction]) -> None:
         slot = self.slot(e.slot)
         if e.claim_id != slot.claim_id or slot.kind == "Partitionable" or slot.state is not S.UNCLAIMED:
             # A stale id or a slot no longer Unclaimed is a race with the owner or another
@@ -467,10 +370,10 @@ class Startd:
         slot.matched_id = e.claim_id
         self._move(slot, T.MATCH, now, out)
 
-    def _refuse(self, e: ev.RequestClaim, slot: str, why: str, out: list[ev.Action]) -> None:
+    def _refuse(self, e: ev.RequestClaim, slot: str, why: str, out: list[ev.CoreAction]) -> None:
         out.append(ev.ReplyClaim(e.claim_id, False, slot, reason=f"{self.settings.name}: {why}"))
 
-    def _on_RequestClaim(self, e: ev.RequestClaim, now: float, out: list[ev.Action]) -> None:
+    def _on_request_claim(self, e: ev.RequestClaim, now: float, out: list[ev.CoreAction]) -> None:
         slot = self.slot(e.slot)
         job_ad = dict(e.job_ad)
         lease = e.lease if e.lease else self.settings.max_claim_alives_missed * e.alive_interval
@@ -499,7 +402,7 @@ class Startd:
         self._refuse(e, slot.name, f"{slot.name} is {slot.state}/{slot.activity} and takes no claims", out)
 
     def _claim_partitionable(self, pslot: Slot, e: ev.RequestClaim, claim: Claim, now: float,
-                             out: list[ev.Action]) -> None:
+                             out: list[ev.CoreAction]) -> None:
         if pslot.state is not S.UNCLAIMED:
             self._refuse(e, pslot.name, f"{pslot.name} is {pslot.state}/{pslot.activity} and takes no claims", out)
             return
@@ -525,7 +428,7 @@ class Startd:
         out.append(ev.ReplyClaim(claim.id, True, dslot.name, slot_ad=self.slot_ad(dslot, now)))
 
     def _claim_preempting(self, slot: Slot, e: ev.RequestClaim, claim: Claim, now: float,
-                          out: list[ev.Action]) -> None:
+                          out: list[ev.CoreAction]) -> None:
         current = slot.claim
         assert current is not None
         rank = self._number("RANK", slot, claim.job_ad, now, 0.0)
@@ -545,13 +448,13 @@ class Startd:
             current.retire_reason = "rank"
 
     def _claim_of(self, claim_id: str) -> tuple[Slot, Claim]:
-        for slot in self.slots.values():
-            if slot.claim is not None and slot.claim.id == claim_id:
-                return slot, slot.claim
+        slot = claim_holder(self.slots.values(), claim_id)
+        if slot is not None and slot.claim is not None:
+            return slot, slot.claim
         raise UnknownClaim(f"{self.settings.name} holds no claim {claim_id.split('#')[0]}#...; it ended or never "
                            "existed -- the claimant should drop it and ask the negotiator for a new match")
 
-    def _on_ActivateClaim(self, e: ev.ActivateClaim, now: float, out: list[ev.Action]) -> None:
+    def _on_activate_claim(self, e: ev.ActivateClaim, now: float, out: list[ev.CoreAction]) -> None:
         slot, claim = self._claim_of(e.claim_id)
         job_ad = dict(e.job_ad)
         why = None
@@ -573,27 +476,27 @@ class Startd:
         out.append(ev.StartStarter(slot.name, claim.id, job_ad, self.slot_ad(slot, now), e.lane))
         out.append(ev.ReplyActivate(claim.id, True))
 
-    def _on_KeepAlive(self, e: ev.KeepAlive, now: float, out: list[ev.Action]) -> None:
+    def _on_keep_alive(self, e: ev.KeepAlive, now: float, out: list[ev.CoreAction]) -> None:
         self._claim_of(e.claim_id)[1].last_alive = now
 
-    def _on_JobUpdate(self, e: ev.JobUpdate, now: float, out: list[ev.Action]) -> None:
+    def _on_job_update(self, e: ev.JobUpdate, now: float, out: list[ev.CoreAction]) -> None:
         self._claim_of(e.claim_id)[1].job_ad.update(e.attrs)
 
-    def _on_JobExited(self, e: ev.JobExited, now: float, out: list[ev.Action]) -> None:
+    def _on_job_exited(self, e: ev.JobExited, now: float, out: list[ev.CoreAction]) -> None:
         slot, claim = self._claim_of(e.claim_id)
         if slot.state is S.PREEMPTING and claim.starter_running:
             claim.starter_running = False
             return  # evaluation finishes the preemption
         if not claim.starter_running:
             # A duplicate report: the table has no row for it, and says so.
-            step(self.settings.name, slot.name, slot.state, slot.activity, T.STARTER_EXITED)
+            self._step(slot, T.STARTER_EXITED)
         claim.starter_running = False  # before the move: arriving in Preempting must not vacate a dead job
         self._move(slot, T.STARTER_EXITED, now, out)
         claim.job_start, claim.suspended_since = None, None
         if slot.state is S.CLAIMED and claim.retire_reason == "PREEMPT":
             claim.retire_reason = None
 
-    def _on_ReleaseClaim(self, e: ev.ReleaseClaim, now: float, out: list[ev.Action]) -> None:
+    def _on_release_claim(self, e: ev.ReleaseClaim, now: float, out: list[ev.CoreAction]) -> None:
         for slot in self.slots.values():
             pending = slot.claim.preempting if slot.claim else None
             if pending is not None and pending.id == e.claim_id:
@@ -604,18 +507,18 @@ class Startd:
         if slot.state is S.CLAIMED:
             self._evict(slot, now, out, "released by the claimant")
 
-    def _on_ClaimantGone(self, e: ev.ClaimantGone, now: float, out: list[ev.Action]) -> None:
+    def _on_claimant_gone(self, e: ev.ClaimantGone, now: float, out: list[ev.CoreAction]) -> None:
         slot, claim = self._claim_of(e.claim_id)
         claim.released = True  # nobody to tell: the claimant is gone
         if slot.state is S.CLAIMED:
             self._evict(slot, now, out, "its schedd is gone (the claim watch closed)", fast=True)
 
-    def _on_ClaimLeaseExpired(self, e: ev.ClaimLeaseExpired, now: float, out: list[ev.Action]) -> None:
+    def _on_claim_lease_expired(self, e: ev.ClaimLeaseExpired, now: float, out: list[ev.CoreAction]) -> None:
         slot, claim = self._claim_of(e.claim_id)
         if slot.state is S.CLAIMED:
             self._evict(slot, now, out, "claim lease expired")
 
-    def _on_Vacate(self, e: ev.Vacate, now: float, out: list[ev.Action]) -> None:
+    def _on_vacate(self, e: ev.Vacate, now: float, out: list[ev.CoreAction]) -> None:
         targets = list(self.slots.values()) if e.slot is None else [self.slot(e.slot)]
         if e.slot is not None and targets[0].kind == "Partitionable":
             targets = list(targets[0].children)
@@ -628,7 +531,7 @@ class Startd:
             elif slot.state is S.PREEMPTING and slot.activity is A.VACATING and e.fast:
                 self._move(slot, T.KILL, now, out)
 
-    def _on_Drain(self, e: ev.Drain, now: float, out: list[ev.Action]) -> None:
+    def _on_drain(self, e: ev.Drain, now: float, out: list[ev.CoreAction]) -> None:
         if e.how not in ("graceful", "quick", "fast"):
             raise UsageError(f"{self.settings.name}: drain how={e.how!r}; use 'graceful', 'quick' or 'fast'")
         self.drain = DrainRequest(e.how, e.resume_on_completion, e.reason)
@@ -644,7 +547,7 @@ class Startd:
             if e.how == "quick":
                 claim.retirement_cap = 0.0
 
-    def _on_CancelDrain(self, e: ev.CancelDrain, now: float, out: list[ev.Action]) -> None:
+    def _on_cancel_drain(self, e: ev.CancelDrain, now: float, out: list[ev.CoreAction]) -> None:
         self.drain = None
         for slot in self.slots.values():
             claim = slot.claim
@@ -654,16 +557,27 @@ class Startd:
                     self._move(slot, T.UNRETIRE, now, out)
 
 
-def execute_limit(job_ad: Mapping[str, Any]) -> float | None:
-    """The job's ``AllowedExecuteDuration`` in seconds; None (no limit) unless a positive number.
+#: the core's work for each chore of the evaluation; True when the slot moved
+_CHORES: dict[Chore, Callable[[Startd, Slot, float, list[ev.CoreAction]], bool]] = {
+    Chore.FINISH_PREEMPTION: Startd._finish_preemption,
+    Chore.KILL_STARTER: Startd._kill_starter,
+    Chore.END_DRAIN: Startd._end_drain,
+}
 
-    An expression is evaluated without a scope here; the wire adapter hands the core the value
-    it evaluated in the job's own scope (:func:`htc.daemons.startd.ads.parse_job`).
-    """
-    value = number_attr(job_ad, "AllowedExecuteDuration", 0.0)
-    return value if value > 0 and math.isfinite(value) else None
-
-
-def _share(total: int, n: int, i: int) -> int:
-    """Slot i's part of ``total`` split n ways; remainders go to the first slots, so all is handed out."""
-    return total // n + (1 if i <= total % n else 0)
+#: the core's handler of each event it takes
+_ON_EVENT: dict[type, Callable[[Startd, Any, float, list[ev.CoreAction]], None]] = {
+    ev.SensorSample: Startd._on_sensor_sample,
+    ev.Tick: Startd._on_tick,
+    ev.MatchNotified: Startd._on_match_notified,
+    ev.RequestClaim: Startd._on_request_claim,
+    ev.ActivateClaim: Startd._on_activate_claim,
+    ev.KeepAlive: Startd._on_keep_alive,
+    ev.JobUpdate: Startd._on_job_update,
+    ev.JobExited: Startd._on_job_exited,
+    ev.ReleaseClaim: Startd._on_release_claim,
+    ev.ClaimantGone: Startd._on_claimant_gone,
+    ev.ClaimLeaseExpired: Startd._on_claim_lease_expired,
+    ev.Vacate: Startd._on_vacate,
+    ev.Drain: Startd._on_drain,
+    ev.CancelDrain: Startd._on_cancel_drain,
+}

@@ -41,6 +41,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import msgspec
 
+from htc.daemons.clock import REAL, Clock
 from htc.wire.callfile import CallFileError, call_file_in
 from htc.wire.lane_frames import HEADER, MAX_FRAME, CallFrame, ResultFrame, frame, plain_name
 from htc.wire import messages as m
@@ -84,12 +85,14 @@ class LaneRelay:
         name: how logs name the lane (the claim, short).
         send: delivers one CallsDone's results.
         log: where trouble is reported.
+        clock: how it waits (:data:`GATHER`, :data:`RETRY`, the ``deadline`` of :meth:`finish`).
     """
 
-    def __init__(self, name: str, send: Send, log: logging.Logger | None = None):
+    def __init__(self, name: str, send: Send, log: logging.Logger | None = None, clock: Clock = REAL):
         self.name = name
         self.send = send
         self.log = log or logging.getLogger(__name__)
+        self.clock = clock
         self.outstanding: deque[str] = deque()  # job ids written to the lane, results not yet read
         self.ready: list[m.LaneResult] = []     # results read, not yet acknowledged by the shadow
         self.delivered = 0
@@ -165,7 +168,7 @@ class LaneRelay:
                 size += weight
             outcome = await self.send(tuple(batch))
             if outcome is False:
-                await asyncio.sleep(RETRY)
+                await self.clock.sleep(RETRY)
                 continue
             if outcome is None:
                 self.log.warning("lane %s: the shadow refused the results of %s; dropped", self.name,
@@ -178,16 +181,13 @@ class LaneRelay:
         """Hold ready results for up to :data:`GATHER` s while the lane has a call queued
         behind the one it runs (it cannot run dry meanwhile), so that one CallsDone carries
         several: each costs the shadow a transaction, a log write and a message each way."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + GATHER
+        deadline = self.clock.monotonic() + GATHER
         while len(self.outstanding) >= 2 and not self._stopping:
-            left = deadline - loop.time()
+            left = deadline - self.clock.monotonic()
             if left <= 0:
                 return
             self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), left)
-            except TimeoutError:
+            if not await self.clock.wait_for(self._wake, left):
                 return
 
     async def finish(self, deadline: float = 30.0) -> None:
@@ -195,16 +195,23 @@ class LaneRelay:
         self._stopping = True
         self._wake.set()
         tasks = [t for t in (self._reader, self._sender) if t is not None]
+
+        async def both() -> None:
+            for task in tasks:
+                await asyncio.shield(task)
+
+        done = asyncio.Event()
+        joined = asyncio.ensure_future(both())
+        joined.add_done_callback(lambda _: done.set())
         try:
-            async with asyncio.timeout(deadline):
-                for task in tasks:
-                    await asyncio.shield(task)
-        except TimeoutError:
-            self.log.warning("lane %s: %d result(s) could not be delivered within %g s; they are lost",
-                             self.name, len(self.ready), deadline)
-        except Exception:  # noqa: BLE001 - a broken relay costs these results, not the job's exit report
-            self.log.exception("lane %s: relaying its results failed", self.name)
+            if not await self.clock.wait_for(done, deadline):
+                self.log.warning("lane %s: %d result(s) could not be delivered within %g s; they are lost",
+                                 self.name, len(self.ready), deadline)
+            elif not joined.cancelled() and joined.exception() is not None:
+                # a broken relay costs these results, not the job's exit report
+                self.log.error("lane %s: relaying its results failed", self.name, exc_info=joined.exception())
         finally:
+            joined.cancel()
             if self.outstanding:
                 self.log.info("lane %s ended with %d call(s) not run to the end: %s", self.name,
                               len(self.outstanding), ", ".join(self.outstanding))

@@ -23,8 +23,9 @@ A claim the startd ends itself (owner back, lease expired, drain, vacate) is rep
 schedd with ReleaseClaim. A delivered report renews the claim's lease like a keep-alive: the
 schedd is evidently there.
 
-The adapter keeps a :class:`Contact` per claim; the reports are :class:`JobReports`, a mixin
-of :class:`~htc.daemons.startd.wire.StartdDaemon` fed with the service's starter events.
+The reports are :class:`JobReports`, an object the wire adapter
+(:class:`~htc.daemons.startd.adapter.StartdDaemon`) holds and feeds with the service's starter
+events; it keeps a :class:`Contact` per claim.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from htc.daemons import core as c
 from htc.daemons.startd import events as ev
 from htc.daemons.calls import Call, CallFailed
 from htc.daemons.startd.ads import ad_text
-from htc.daemons.startd.service_events import StarterExited, StarterFailed, StarterStarted, StarterUsage
+from htc.daemons.startd.settings import StartdServiceSettings
+from htc.jobqueue.states import HoldReasonCode
 from htc.wire import messages as m
 
 __all__ = ["Contact", "JobReports", "short_claim_id"]
@@ -65,18 +67,56 @@ def short_claim_id(claim_id: str) -> str:
 
 
 class JobReports:
-    """The startd's reports to the shadow about its job.
+    """The startd's reports to the schedd's shadow about its claims' jobs (see the module docstring).
 
-    A mixin of :class:`htc.daemons.startd.wire.StartdDaemon`.
+    Args:
+        settings: the service settings (the adapter replaces them on reconfig).
     """
 
-    def _job_state_changed(self, claim_id: str, suspended: bool, out: list[c.Action]) -> None:
+    def __init__(self, settings: StartdServiceSettings):
+        self.settings = settings
+        self.contacts: dict[str, Contact] = {}
+        self.suspended: set[str] = set()       # claims whose job is stopped
+        self.state_sequence = 0                # counts suspensions and continuations (JobStateSequence)
+
+    def state_changed(self, claim_id: str, suspended: bool, running: bool, out: list[c.Action]) -> None:
+        """The job of ``claim_id`` was suspended or continued: tell its shadow (when ``running``)."""
         self.state_sequence += 1
         if suspended:
             self.suspended.add(claim_id)
         else:
             self.suspended.discard(claim_id)
-        self._send_update(claim_id, {}, out)
+        self.send_update(claim_id, {}, running, out)
+
+    def activation_answered(self, a: ev.ReplyActivate, out: list[c.Action]) -> None:
+        """Answer the ActivateClaim the core accepted or refused."""
+        contact = self.contacts.get(a.claim_id)
+        if contact is None:
+            return
+        if a.accepted:
+            contact.exit_report, contact.exit_retry_at = None, None  # the previous run was reported
+            contact.hold = None
+        if contact.activation_conn is not None:
+            out.append(c.Reply(contact.activation_conn, m.Ack(detail=f"starting job {contact.job_id}")
+                               if a.accepted else m.ErrorReply(code="bad_request", message=a.reason)))
+            contact.activation_conn = None
+
+    def hold(self, a: ev.HoldJob, out: list[c.Action]) -> None:
+        """The core holds the running job: kill it; its exit report carries the hold."""
+        contact = self.contacts.get(a.claim_id)
+        if contact is not None:
+            contact.hold = a
+        out.append(c.Log(f"claim {short_claim_id(a.claim_id)}: killing job "
+                         f"{contact.job_id if contact else '?'} to hold it: {a.reason}"))
+        out.append(ev.KillJob(a.slot, a.claim_id))
+
+    def claim_ended(self, a: ev.ClaimEnded, out: list[c.Action]) -> None:
+        """The startd ended a claim by itself: tell its schedd (ReleaseClaim) and forget it."""
+        out.append(c.Log(f"claim {short_claim_id(a.claim_id)} on {a.slot} ended: {a.reason}"))
+        contact = self.contacts.pop(a.claim_id, None)
+        if contact is not None:
+            out.append(c.Send(contact.schedd_address, m.ReleaseClaim(claim_id=a.claim_id, reason=a.reason),
+                              cookie=("ended", a.claim_id)))
 
     def output_target(self, claim_id: str) -> tuple[str, str] | None:
         """Where the running job of ``claim_id`` streams its output: ``(shadow address, job id)``;
@@ -87,21 +127,23 @@ class JobReports:
             return None
         return contact.shadow_address, contact.job_id
 
-    def _send_update(self, claim_id: str, usage: dict[str, Any], out: list[c.Action]) -> None:
+    def send_update(self, claim_id: str, usage: dict[str, Any], running: bool, out: list[c.Action]) -> None:
+        """Send the shadow the job's usage (when its starter is ``running``)."""
         contact = self.contacts.get(claim_id)
-        if contact is None or not contact.shadow_address or claim_id not in self.running:
+        if contact is None or not contact.shadow_address or not running:
             return
         ad = dict(usage, JobState="Suspended" if claim_id in self.suspended else "Running",
                   JobStateSequence=self.state_sequence)
         out.append(c.Send(contact.shadow_address, m.StarterUpdate(claim_id=claim_id, job_id=contact.job_id,
                                                                   update_ad=ad_text(ad)), cookie=("update", claim_id)))
 
-    def _on_started(self, e: StarterStarted, out: list[c.Action]) -> None:
+    def started(self, e: ev.StarterStarted, out: list[c.Action]) -> None:
+        """The job is running: log it."""
         contact = self.contacts.get(e.claim_id)
         out.append(c.Log(f"claim {short_claim_id(e.claim_id)}: job {contact.job_id if contact else '?'} is running"))
 
-    def _on_failed(self, e: StarterFailed, now: float, out: list[c.Action]) -> None:
-        self.running.discard(e.claim_id)
+    def failed(self, e: ev.StarterFailed, out: list[c.Action]) -> None:
+        """The job could not start: report a vacated exit with the hold the job asks for."""
         self.suspended.discard(e.claim_id)
         contact = self.contacts.get(e.claim_id)
         out.append(c.Log(f"claim {short_claim_id(e.claim_id)}: the job could not start: {e.error}", logging.WARNING))
@@ -109,51 +151,36 @@ class JobReports:
             usage = {"StarterError": e.error, "HoldReasonCode": e.hold_code, "HoldReasonSubCode": 0}
             contact.exit_report = m.JobExited(claim_id=e.claim_id, job_id=contact.job_id, vacated=True,
                                               usage_ad=ad_text(usage))
-            out.append(self._report_exit(contact))
-        self._core_quietly(ev.JobExited(e.claim_id), now, out)
-        self._maybe_finish_stop(now, out)
+            out.append(self.report_exit(contact))
 
-    def _on_usage(self, e: StarterUsage, now: float, out: list[c.Action]) -> None:
-        self._core_quietly(ev.JobUpdate(e.claim_id, e.attrs), now, out)
-        self._send_update(e.claim_id, e.attrs, out)
-
-    def _on_exited(self, e: StarterExited, now: float, out: list[c.Action]) -> None:
-        self.running.discard(e.claim_id)
+    def exited(self, e: ev.StarterExited, end_reason: str, out: list[c.Action]) -> None:
+        """The job is gone: report its exit (``end_reason``: why its claim is ending, if it is)."""
         self.suspended.discard(e.claim_id)
         r = e.record
         contact = self.contacts.get(e.claim_id)
         how = f"signal {r.exit_signal}" if r.exit_signal is not None else f"exit code {r.exit_code}"
         out.append(c.Log(f"claim {short_claim_id(e.claim_id)}: job {contact.job_id if contact else '?'} ended with {how}"
                          f"{' (vacated)' if r.vacated else ''}"))
-        if contact is not None and contact.shadow_address:
-            usage = r.to_ad()
-            if r.transfer_error:
-                usage.update(StarterError=f"output transfer failed: {r.transfer_error}", HoldReasonCode=12,
-                             HoldReasonSubCode=0)
-            if r.oom_killed:
-                usage["JobOOMKilled"] = True
-            if r.vacated:
-                claim = self._claim(e.claim_id)
-                usage["VacateReason"] = (claim.end_reason if claim is not None and claim.end_reason
-                                         else "the job was vacated from its slot")
-            hold = contact.hold if r.vacated else None  # a job that ended by itself first is not held
-            contact.exit_report = m.JobExited(
-                claim_id=e.claim_id, job_id=contact.job_id, exit_code=r.exit_code, exit_signal=r.exit_signal,
-                core_dumped=r.core_dumped, vacated=r.vacated, usage_ad=ad_text(usage),
-                hold_code=hold.code if hold else None, hold_subcode=hold.subcode if hold else 0,
-                hold_reason=hold.reason if hold else "")
-            contact.hold = None
-            out.append(self._report_exit(contact))
-        self._core_quietly(ev.JobExited(e.claim_id), now, out)
-        self._maybe_finish_stop(now, out)
+        if contact is None or not contact.shadow_address:
+            return
+        usage = r.to_ad()
+        if r.transfer_error:
+            usage.update(StarterError=f"output transfer failed: {r.transfer_error}",
+                         HoldReasonCode=int(HoldReasonCode.TransferOutputError), HoldReasonSubCode=0)
+        if r.oom_killed:
+            usage["JobOOMKilled"] = True
+        if r.vacated:
+            usage["VacateReason"] = end_reason or "the job was vacated from its slot"
+        hold = contact.hold if r.vacated else None  # a job that ended by itself first is not held
+        contact.exit_report = m.JobExited(
+            claim_id=e.claim_id, job_id=contact.job_id, exit_code=r.exit_code, exit_signal=r.exit_signal,
+            core_dumped=r.core_dumped, vacated=r.vacated, usage_ad=ad_text(usage),
+            hold_code=hold.code if hold else None, hold_subcode=hold.subcode if hold else 0,
+            hold_reason=hold.reason if hold else "")
+        contact.hold = None
+        out.append(self.report_exit(contact))
 
-    def _claim(self, claim_id: str):
-        for slot in self.startd.slots.values():
-            if slot.claim is not None and slot.claim.id == claim_id:
-                return slot.claim
-        return None
-
-    def _exit_delivered(self, e: Any, contact: Contact, ok: bool, now: float, out: list[c.Action]) -> None:
+    def exit_delivered(self, e: Any, contact: Contact, ok: bool, now: float, out: list[c.Action]) -> None:
         """The shadow took (``ok``), refused or did not get the exit report of ``contact``'s job."""
         if ok:
             contact.exit_report = None
@@ -166,13 +193,18 @@ class JobReports:
             out.append(c.Log(f"cannot tell {e.to} that job {contact.job_id} ended ({e.error}); retrying "
                              "while the claim lasts", logging.WARNING))
 
-    def _report_exit(self, contact: Contact) -> Call:
+    def report_exit(self, contact: Contact) -> Call:
+        """The call that reports the exit of ``contact``'s job (again)."""
         contact.exit_retry_at = None
         assert contact.exit_report is not None
         return Call(contact.shadow_address, contact.exit_report, cookie=("exit", contact.claim_id))
 
-    def _retry_exits(self, now: float, out: list[c.Action]) -> None:
+    def retry_deadline(self) -> float | None:
+        """When the next exit report is to be sent again."""
+        return min((ct.exit_retry_at for ct in self.contacts.values() if ct.exit_retry_at is not None), default=None)
+
+    def retry(self, now: float, out: list[c.Action]) -> None:
         """Send again the exit reports whose retry time has come."""
         for contact in self.contacts.values():
             if contact.exit_retry_at is not None and now >= contact.exit_retry_at and contact.exit_report:
-                out.append(self._report_exit(contact))
+                out.append(self.report_exit(contact))

@@ -48,6 +48,7 @@ from typing import Any
 import psutil
 
 import htc
+from htc.daemons.clock import REAL, Clock
 from htc.errors import UsageError
 
 #: HTCondor version htc's daemons are compatible with; job Requirements written by condor_submit
@@ -112,22 +113,25 @@ def opsys_attrs(os_release: Path = Path("/etc/os-release")) -> dict[str, Any]:
     }
 
 
-def condor_version() -> str:
-    """The ``CondorVersion`` string: HTCondor's format, naming htc in the build id."""
-    return f"$CondorVersion: {COMPATIBLE_CONDOR_VERSION} {time.strftime('%Y-%m-%d')} BuildID: htc-{htc.__version__} $"
+def condor_version(clock: Clock = REAL) -> str:
+    """The ``CondorVersion`` string: HTCondor's format (with ``clock``'s date), naming htc in the build id."""
+    date = time.strftime("%Y-%m-%d", time.localtime(clock.time()))
+    return f"$CondorVersion: {COMPATIBLE_CONDOR_VERSION} {date} BuildID: htc-{htc.__version__} $"
 
 
 _BENCHMARK: dict[str, float] = {}
 
 
-def run_benchmarks(seconds: float = 0.05) -> dict[str, float]:
+def run_benchmarks(seconds: float = 0.05, clock: Clock = REAL) -> dict[str, float]:
     """Measure ``Mips`` and ``KFlops`` with two short loops, once per process.
 
     The loops are Python, so the numbers are a Python interpreter's speed on this machine:
     comparable between htc machines, not with HTCondor's C Dhrystone/Linpack figures.
 
     Args:
-        seconds: time budget of each loop.
+        seconds: time budget of each loop, on the real clock whatever ``clock`` is (a speed is
+            measured in real time).
+        clock: what ``LastBenchmark`` says.
 
     Returns:
         ``{"Mips": int, "KFlops": int, "LastBenchmark": epoch seconds}``; cached after the first call.
@@ -136,12 +140,12 @@ def run_benchmarks(seconds: float = 0.05) -> dict[str, float]:
         return dict(_BENCHMARK)
 
     def timed(body, ops_per_round: int) -> float:
-        rounds, start = 0, time.perf_counter()
+        rounds, start = 0, REAL.monotonic()
         deadline = start + seconds
         while True:
             body()
             rounds += 1
-            now = time.perf_counter()
+            now = REAL.monotonic()
             if now >= deadline:
                 return rounds * ops_per_round / (now - start)
 
@@ -160,7 +164,7 @@ def run_benchmarks(seconds: float = 0.05) -> dict[str, float]:
 
     _BENCHMARK["Mips"] = max(1, int(timed(integer_round, 4000) / 1e6))
     _BENCHMARK["KFlops"] = max(1, int(timed(float_round, 3000) / 1e3))
-    _BENCHMARK["LastBenchmark"] = int(time.time())
+    _BENCHMARK["LastBenchmark"] = int(clock.time())
     return dict(_BENCHMARK)
 
 
@@ -252,10 +256,12 @@ class Sensors:
 
     Args:
         settings: where to measure (execute dir, override file) and the names to publish.
+        clock: the time of a sample taken without one (and of the benchmark and version date).
     """
 
-    def __init__(self, settings: SensorSettings):
+    def __init__(self, settings: SensorSettings, clock: Clock = REAL):
         self.settings = settings
+        self.clock = clock
         self._static: dict[str, Any] | None = None
         self._condor_load = 0.0
         self._last_sample: float | None = None
@@ -278,10 +284,10 @@ class Sensors:
                 "TotalCpus": cpus, "DetectedCpus": cpus, "Cpus": cpus,
                 "TotalMemory": memory, "DetectedMemory": memory, "Memory": memory,
                 "FileSystemDomain": st.filesystem_domain or fqdn, "UidDomain": st.uid_domain or fqdn,
-                "HasFileTransfer": True, "CondorVersion": condor_version(),
+                "HasFileTransfer": True, "CondorVersion": condor_version(self.clock),
                 "CondorPlatform": f"$CondorPlatform: {arch()}-{opsys_attrs()['OpSysAndVer']} $",
                 "StartdIpAddr": st.daemon_name or f"startd@{fqdn}", "MyAddress": st.daemon_name or f"startd@{fqdn}",
-                **run_benchmarks(st.benchmark_seconds),
+                **run_benchmarks(st.benchmark_seconds, self.clock),
             }
         return dict(self._static)
 
@@ -319,7 +325,7 @@ class Sensors:
         """Measure the machine.
 
         Args:
-            now: the time of the sample (default: the clock).
+            now: the time of the sample (default: the sensors' clock).
             job_cpu_seconds: per running job (any key), the CPU seconds it has used so far
                 (user + system); feeds ``CondorLoadAvg``.
 
@@ -329,7 +335,7 @@ class Sensors:
         Raises:
             UsageError: the override file is malformed.
         """
-        now = time.time() if now is None else now
+        now = self.clock.time() if now is None else now
         attrs = self.static_attrs()
         load = os.getloadavg()[0]
         condor_load = self._condor_load_avg(now, job_cpu_seconds or {})

@@ -3,10 +3,11 @@
 Theory of operation
 -------------------
 Three layers. :class:`htc.daemons.startd.core.Startd` decides everything about slots, claims and
-the owner's policy; :class:`~htc.daemons.startd.wire.StartdDaemon` translates between it and
-the wire (see :mod:`htc.daemons.startd.wire` for the messages served and
+the owner's policy; :class:`~htc.daemons.startd.adapter.StartdDaemon` translates between it and
+the wire (see :mod:`htc.daemons.startd.adapter` for the messages served and
 :mod:`htc.daemons.startd.reports` for the reports sent);
-:class:`StartdService` here does the process work the adapter asks for:
+:class:`StartdService` here does the process work the adapter asks for (the actions and
+events of :mod:`htc.daemons.startd.events`):
 
 * :class:`SampleSensors` (every POLLING_INTERVAL): measure the machine with
   :class:`~htc.daemons.startd.sensors.Sensors` (which re-reads the sensor override file), with the
@@ -28,6 +29,10 @@ the wire (see :mod:`htc.daemons.startd.wire` for the messages served and
 A starter task cancelled because the service is exiting kills its job first: a job is never
 left running behind a startd that is gone.
 
+Time comes from the service's clock (:mod:`htc.daemons.clock`): the adapter's ``now``, the
+sensors' samples, the starters' usage reports and the lanes' retries all read it or wait on
+it, so a test that passes a :class:`~htc.daemons.clock.FakeClock` decides when they happen.
+
 Who runs each job (a root startd): its owner, or a slot account the service hands out
 (:class:`~htc.daemons.run_as.SlotAccounts`: static slot N takes account N, a dynamic slot the
 lowest number no running job holds). Before a job runs as a slot account last used by another
@@ -48,34 +53,32 @@ import os
 import re
 import shutil
 import socket
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htc.daemons.startd import events as ev
-from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir
-from htc.daemons.starter.limits import sweep_stale_cgroups
-from htc.daemons.run_as import DEFAULT_DEDICATED, JobUser, RunAsPolicy, SlotAccounts, kill_processes_of
-from htc.daemons.starter.sandbox import TransferError, sweep_stale_sandboxes
 from htc.daemons.calls import Call, CallDone, install_calls, perform_call
-from htc.daemons.startd.sensors import SensorSettings, Sensors
+from htc.daemons.clock import REAL, Clock
+from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir
+from htc.daemons.run_as import DEFAULT_DEDICATED, JobUser, RunAsPolicy, SlotAccounts, kill_processes_of
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
-from htc.daemons.startd.policy import KNOBS, ClassAdPolicy
-from htc.daemons.startd.slots import StartdSettings
+from htc.daemons.settings import from_config
+from htc.daemons.startd import events as ev
+from htc.daemons.startd.adapter import StartdDaemon
 from htc.daemons.startd.ads import evaluated, job_id_of
-from htc.daemons.startd.reports import short_claim_id
-from htc.daemons.startd.service_events import (
-    HOLD_FAILED_TO_CREATE_PROCESS, HOLD_TRANSFER_INPUT, STARTER_ACTIONS, QueueCalls, RunStarter, Sampled,
-    SampleSensors, StartdServiceSettings, StarterExited, StarterFailed, StarterStarted, StarterUsage, HoldWatch,
-    WatchClosed,
-)
 from htc.daemons.startd.lanes import LaneRelay, refused_call
-from htc.daemons.startd.wire import StartdDaemon
+from htc.daemons.startd.policy import KNOBS, ClassAdPolicy
+from htc.daemons.startd.reports import short_claim_id
+from htc.daemons.startd.sensors import SensorSettings, Sensors
+from htc.daemons.startd.settings import StartdServiceSettings, StartdSettings
 from htc.daemons.starter.service import Starter, StarterSettings
+from htc.daemons.starter.limits import sweep_stale_cgroups
+from htc.daemons.starter.sandbox import TransferError, sweep_stale_sandboxes
 from htc.daemons.starter.stream import OutputStreamer, streamed_files
 from htc.daemons.starter.zygote import ZygotePool
 from htc.errors import HTCError, UsageError
+from htc.jobqueue.states import HoldReasonCode
 from htc.wire import messages as m
 
 __all__ = ["StartdService", "StartdServiceSettings", "StartdDaemon", "make_service", "run_as_policy",
@@ -102,24 +105,25 @@ class StartdService(DaemonService):
         transport: how to listen and reach the collector and schedds.
         log_file: the StartLog.
         reload_settings: fresh settings after SIGHUP / Reconfig.
+        clock: where the time comes from (a test passes a :class:`~htc.daemons.clock.FakeClock`).
     """
 
     def __init__(self, settings: StartdServiceSettings, transport, *, log_file: Path | None = None,
-                 reload_settings=None):
-        self.daemon_core = StartdDaemon(settings, time.time())
+                 reload_settings=None, clock: Clock = REAL):
+        self.daemon_core = StartdDaemon(settings, clock.time())
         super().__init__("startd", self.daemon_core, transport, address=settings.address, log_file=log_file,
-                         reload_settings=reload_settings)
-        self.sensors = Sensors(settings.sensors)
+                         reload_settings=reload_settings, clock=clock)
+        self.sensors = Sensors(settings.sensors, clock)
         self.starters: dict[str, _Running] = {}
         self.zygotes = ZygotePool()
         self.accounts = SlotAccounts()
         install_calls(self)
-        self.register_action(SampleSensors, self._do_sample)
-        self.register_action(RunStarter, self._do_run_starter)
-        self.register_action(QueueCalls, self._do_queue_calls)
+        self.register_action(ev.SampleSensors, self._do_sample)
+        self.register_action(ev.RunStarter, self._do_run_starter)
+        self.register_action(ev.QueueCalls, self._do_queue_calls)
         self._held_watches: dict[int, int] = {}  # id(connection) -> conn id of a held claim watch
-        self.register_action(HoldWatch, self._do_hold_watch)
-        for kind in STARTER_ACTIONS:
+        self.register_action(ev.HoldWatch, self._do_hold_watch)
+        for kind in ev.STARTER_ACTIONS:
             self.register_action(kind, self._do_starter_action)
 
     @property
@@ -127,11 +131,11 @@ class StartdService(DaemonService):
         """The settings in force (replaced on reconfig)."""
         return self.daemon_core.settings
 
-    def _do_hold_watch(self, action: HoldWatch) -> None:
+    def _do_hold_watch(self, action: ev.HoldWatch) -> None:
         """Remember the connection of a held claim watch, to feed WatchClosed when it closes."""
         conn = self._conns.get(action.conn_id)
         if conn is None:
-            self.feed(WatchClosed(action.conn_id))  # gone already
+            self.feed(ev.WatchClosed(action.conn_id))  # gone already
         else:
             self._held_watches[id(conn)] = action.conn_id
 
@@ -142,22 +146,22 @@ class StartdService(DaemonService):
         finally:
             conn_id = self._held_watches.pop(id(conn), None)
             if conn_id is not None and self._exit_status is None:
-                self.feed(WatchClosed(conn_id))
+                self.feed(ev.WatchClosed(conn_id))
 
-    def _do_sample(self, action: SampleSensors) -> None:
+    def _do_sample(self, action: ev.SampleSensors) -> None:
         job_cpu = {}
         for claim_id, run in self.starters.items():
             if run.started:
                 usage = run.starter.usage()
                 job_cpu[claim_id] = usage.remote_user_cpu + usage.remote_sys_cpu
         try:
-            attrs = self.sensors.sample(time.time(), job_cpu)
+            attrs = self.sensors.sample(self.clock.time(), job_cpu)
         except UsageError as exc:
             self.log.error("sensors: %s; keeping the previous sample", exc)
             return
-        self.feed(Sampled(attrs))
+        self.feed(ev.Sampled(attrs))
 
-    def _do_run_starter(self, action: RunStarter) -> None:
+    def _do_run_starter(self, action: ev.RunStarter) -> None:
         slot_ad = action.slot_ad
         cpus, memory = slot_ad.get("Cpus"), slot_ad.get("Memory")
         slot_name = action.slot.split("@", 1)[0]
@@ -188,33 +192,26 @@ class StartdService(DaemonService):
                 await starter.start()
             except (HTCError, OSError) as exc:
                 self.starters.pop(claim_id, None)
-                code = HOLD_TRANSFER_INPUT if isinstance(exc, TransferError) else HOLD_FAILED_TO_CREATE_PROCESS
-                self.feed(StarterFailed(claim_id, str(exc), code))
+                code = (HoldReasonCode.TransferInputError if isinstance(exc, TransferError)
+                        else HoldReasonCode.FailedToCreateProcess)
+                self.feed(ev.StarterFailed(claim_id, str(exc), int(code)))
                 return
             run.started = True
             if run.lane is not None:
                 assert starter.lane_socket is not None
                 await run.lane.attach(starter.lane_socket)
-            self.feed(StarterStarted(claim_id))
+            self.feed(ev.StarterStarted(claim_id))
             for action in run.pending:
                 self._apply(claim_id, run, action)
             run.pending.clear()
             streamer, streaming = self._stream_output(claim_id, starter)
-            delay = self.settings.starter_initial_update_interval
-            while True:
-                try:
-                    async with asyncio.timeout(delay):
-                        record = await starter.wait()
-                    break
-                except TimeoutError:
-                    self.feed(StarterUsage(claim_id, starter.usage().to_ad()))
-                    delay = self.settings.starter_update_interval
+            record = await self._wait_reporting_usage(claim_id, starter)
             if run.lane is not None:
                 await run.lane.finish()  # every CallsDone reaches the shadow before JobExited
             if streamer is not None:
                 await streamer.finish(streaming)  # the last bytes reach the shadow before JobExited
             self.starters.pop(claim_id, None)
-            self.feed(StarterExited(claim_id, record))
+            self.feed(ev.StarterExited(claim_id, record))
         except asyncio.CancelledError:
             # The service is going away: never leave a job running behind it.
             if run.started:
@@ -228,6 +225,21 @@ class StartdService(DaemonService):
             if streamer is not None:
                 streamer.close()
             self._give_back_account(claim_id, starter.user)
+
+    async def _wait_reporting_usage(self, claim_id: str, starter: Starter):
+        """Wait for the job to end, feeding its usage after STARTER_INITIAL_UPDATE_INTERVAL and
+        every STARTER_UPDATE_INTERVAL meanwhile (on the service's clock); return its exit record."""
+        ended = asyncio.Event()
+        waiting = asyncio.ensure_future(starter.wait())
+        waiting.add_done_callback(lambda _: ended.set())
+        try:
+            delay = self.settings.starter_initial_update_interval
+            while not await self.clock.wait_for(ended, delay):
+                self.feed(ev.StarterUsage(claim_id, starter.usage().to_ad()))
+                delay = self.settings.starter_update_interval
+            return waiting.result()
+        finally:
+            waiting.cancel()
 
     def _take_account(self, claim_id: str, run: _Running, user: JobUser | None) -> None:
         """The job runs as ``user``: log it; a slot account that last ran another owner's job is
@@ -327,10 +339,10 @@ class StartdService(DaemonService):
             self.log.info("claim %s: cannot deliver CallsDone yet: %s", short, outcome.error)
             return False
 
-        relay = LaneRelay(short, send, self.log)
+        relay = LaneRelay(short, send, self.log, clock=self.clock)
         return relay
 
-    def _do_queue_calls(self, action: QueueCalls) -> None:
+    def _do_queue_calls(self, action: ev.QueueCalls) -> None:
         run = self.starters.get(action.claim_id)
         if run is None or run.lane is None:
             self.log.info("claim %s: its lane is gone; %d call(s) dropped (its JobExited ends them)",
@@ -348,16 +360,30 @@ class StartdService(DaemonService):
             self._apply(action.claim_id, run, action)
 
     def _apply(self, claim_id: str, run: _Running, action: Any) -> None:
-        starter = run.starter
         self.log.info("%s: %s", type(action).__name__, action.slot)
-        if isinstance(action, ev.SuspendJob):
-            starter.suspend()
-        elif isinstance(action, ev.ContinueJob):
-            starter.resume()
-        elif isinstance(action, ev.VacateJob):
-            self.start_task(starter.vacate(action.grace), f"vacate claim {short_claim_id(claim_id)}")
-        else:  # KillJob, KillStarter
-            self.start_task(starter.kill(), f"kill claim {short_claim_id(claim_id)}")
+        _ON_STARTER[type(action)](self, claim_id, run.starter, action)
+
+    def _suspend(self, claim_id: str, starter: Starter, action: ev.SuspendJob) -> None:
+        starter.suspend()
+
+    def _resume(self, claim_id: str, starter: Starter, action: ev.ContinueJob) -> None:
+        starter.resume()
+
+    def _vacate(self, claim_id: str, starter: Starter, action: ev.VacateJob) -> None:
+        self.start_task(starter.vacate(action.grace), f"vacate claim {short_claim_id(claim_id)}")
+
+    def _kill(self, claim_id: str, starter: Starter, action: ev.KillJob | ev.KillStarter) -> None:
+        self.start_task(starter.kill(), f"kill claim {short_claim_id(claim_id)}")
+
+
+#: how the service carries out each of the core's actions on a claim's starter
+_ON_STARTER: dict[type, Callable[[StartdService, str, Starter, Any], None]] = {
+    ev.SuspendJob: StartdService._suspend,
+    ev.ContinueJob: StartdService._resume,
+    ev.VacateJob: StartdService._vacate,
+    ev.KillJob: StartdService._kill,
+    ev.KillStarter: StartdService._kill,
+}
 
 
 # --- configuration --------------------------------------------------------------------------------
@@ -372,7 +398,9 @@ def _domain(config, knob: str) -> str | None:
 
 
 def settings_from_config(config, home: Path, address: str = "startd") -> StartdServiceSettings:
-    """Build the startd's settings from the configuration (STARTD subsystem).
+    """Build the startd's settings from the configuration (STARTD subsystem), through the param
+    table (:func:`htc.daemons.settings.from_config`; the knobs are declared in
+    :mod:`htc.daemons.startd.settings`).
 
     Raises:
         UsageError: a knob has a value the startd cannot use (the message names it).
@@ -395,36 +423,20 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         while not probe.exists() and probe != probe.parent:
             probe = probe.parent
         disk = shutil.disk_usage(probe).free // 1024
-    update = float(config.param("UPDATE_INTERVAL"))
-    polling = float(config.param("POLLING_INTERVAL"))
-    if update <= 0 or polling <= 0:
-        raise UsageError(f"UPDATE_INTERVAL = {update:g} and POLLING_INTERVAL = {polling:g}; both must be a "
-                         "positive number of seconds")
-    startd = StartdSettings(
-        name=config.param("STARTD_NAME") or host, machine=host, policy=policy,
-        cpus=int(config.param("NUM_CPUS") or 1), memory=int(memory), disk=int(disk),
-        static_slots=int(config.param("NUM_SLOTS") or 0), update_interval=update, polling_interval=polling,
-        match_timeout=float(config.param("MATCH_TIMEOUT")), killing_timeout=float(config.param("KILLING_TIMEOUT")),
-        claim_worklife=float(config.param("CLAIM_WORKLIFE")),
-        max_claim_alives_missed=int(config.param("MAX_CLAIM_ALIVES_MISSED")))
+    startd = from_config(StartdSettings, config, name=config.param("STARTD_NAME") or host, machine=host,
+                         policy=policy, memory=int(memory), disk=int(disk))
+    if startd.update_interval <= 0 or startd.polling_interval <= 0:
+        raise UsageError(f"UPDATE_INTERVAL = {startd.update_interval:g} and POLLING_INTERVAL = "
+                         f"{startd.polling_interval:g}; both must be a positive number of seconds")
     override = config.param("SENSOR_OVERRIDE_FILE")
     sensors = SensorSettings(execute_dir=execute, daemon_name=address,
                              override_file=Path(override) if override else home / "sensor_override",
                              filesystem_domain=_domain(config, "FILESYSTEM_DOMAIN"),
                              uid_domain=_domain(config, "UID_DOMAIN"))
-    return StartdServiceSettings(
-        startd=startd, sensors=sensors, execute_dir=execute, execute_note=execute_note,
-        execute_chosen=execute != configured, run_as=run_as_policy(config, host),
-        address=address, sample_interval=polling,
-        ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * update)),
-        starter_update_interval=float(config.param("STARTER_UPDATE_INTERVAL")),
-        starter_initial_update_interval=float(config.param("STARTER_INITIAL_UPDATE_INTERVAL")),
-        slot_weight=str(config.param("SLOT_WEIGHT")).strip() or "Cpus",
-        stop_timeout=float(config.param("MachineMaxVacateTime") or 600) + 30.0,
-        fast_stop_timeout=float(config.param("KILLING_TIMEOUT")) + 5.0,
-        use_zygote=bool(config.param("STARTER_PYTHON_ZYGOTE")),
-        zygote_modules=tuple(str(name) for name in config.param("STARTER_ZYGOTE_MODULES") or ()),
-        use_exec_zygote=bool(config.param("STARTER_EXEC_ZYGOTE")))
+    return from_config(
+        StartdServiceSettings, config, startd=startd, sensors=sensors, execute_dir=execute,
+        execute_note=execute_note, execute_chosen=execute != configured, run_as=run_as_policy(config, host),
+        address=address, ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * startd.update_interval)))
 
 
 _SLOT_USER = re.compile(r"(?:.*\.)?SLOT([0-9]+)_USER", re.IGNORECASE)
@@ -461,8 +473,12 @@ def run_as_policy(config, host: str) -> RunAsPolicy:
                        slot_users=slot_users)
 
 
-def make_service(paths: DaemonPaths) -> StartdService:
+def make_service(paths: DaemonPaths, clock: Clock = REAL) -> StartdService:
     """The startd's service for the pool at ``paths`` (used by ``python -m htc.daemons``).
+
+    Args:
+        paths: the pool's home.
+        clock: where the time comes from (a test or the simulator passes a FakeClock).
 
     Raises:
         UsageError: the configuration is broken.
@@ -470,4 +486,5 @@ def make_service(paths: DaemonPaths) -> StartdService:
     def settings() -> StartdServiceSettings:
         return settings_from_config(load_daemon_config("STARTD"), paths.home)
 
-    return StartdService(settings(), paths.transport(), log_file=paths.log_file("startd"), reload_settings=settings)
+    return StartdService(settings(), paths.transport(), log_file=paths.log_file("startd"), reload_settings=settings,
+                         clock=clock)

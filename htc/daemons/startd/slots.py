@@ -1,4 +1,4 @@
-"""The startd's records: settings, slots, claims, and the slot ad built from them.
+"""The startd's records: slots, claims, and the slot ad built from them.
 
 Plain data for :mod:`htc.daemons.startd.core`; the decisions live there.
 """
@@ -6,11 +6,12 @@ Plain data for :mod:`htc.daemons.startd.core`; the decisions live there.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from htc.daemons.startd.policy import Policy
+from htc.daemons.startd.settings import StartdSettings
 from htc.daemons.startd.states import Activity, State, Transition, Trigger
 from htc.errors import PeerError
 
@@ -19,33 +20,6 @@ S, A = State, Activity
 
 class UnknownClaim(PeerError):
     """A message named a claim id this startd does not hold (stale, forged or already ended)."""
-
-
-@dataclass(frozen=True)
-class StartdSettings:
-    """Everything the core needs to know; the service reads the knobs and fills this in.
-
-    ``cpus``/``memory`` (MiB)/``disk`` (KiB) are the machine's resources to hand out.
-    ``static_slots`` = 0 means one partitionable slot; N > 0 means N equal static slots.
-    """
-
-    name: str
-    machine: str
-    policy: Policy
-    cpus: int
-    memory: int
-    disk: int
-    static_slots: int = 0
-    update_interval: float = 300.0
-    polling_interval: float = 5.0
-    match_timeout: float = 120.0
-    killing_timeout: float = 30.0
-    claim_worklife: float = 1200.0
-    max_claim_alives_missed: int = 6
-    cpu_quantum: int = 1
-    memory_quantum: int = 128
-    disk_quantum: int = 1024
-    static_attrs: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -127,10 +101,29 @@ class DrainRequest:
     reason: str
 
 
+def claim_holder(slots: Iterable[Slot], claim_id: str) -> Slot | None:
+    """The slot among ``slots`` whose claim is ``claim_id`` (None: no slot holds it)."""
+    for slot in slots:
+        if slot.claim is not None and slot.claim.id == claim_id:
+            return slot
+    return None
+
+
+def live_claim_ids(slots: Iterable[Slot]) -> set[str]:
+    """The ids of every claim ``slots`` hold, and of the better claims waiting for them."""
+    live = set()
+    for slot in slots:
+        claim = slot.claim
+        if claim is not None:
+            live.add(claim.id)
+            if claim.preempting is not None:
+                live.add(claim.preempting.id)
+    return live
+
+
 def quantize(value: float, quantum: int) -> int:
     """Round a request up to the quantum (MODIFY_REQUEST_EXPR_REQUEST*: ``quantize(x, {q})``)."""
     return int(math.ceil(max(value, 1) / quantum) * quantum) if quantum > 0 else int(math.ceil(value))
-
 
 
 def number_attr(ad: Mapping[str, Any], name: str, default: float) -> float:
@@ -190,3 +183,8 @@ def build_slot_ad(slot: Slot, settings: StartdSettings, policy: Policy, sensors:
         ad = {k: v for k, v in ad.items() if v is not None}
     ad["IsOwner"] = slot.state is S.OWNER
     return ad
+
+
+def share(total: int, n: int, i: int) -> int:
+    """Slot i's part of ``total`` split n ways; remainders go to the first slots, so all is handed out."""
+    return total // n + (1 if i <= total % n else 0)

@@ -7,7 +7,7 @@ Every slot of a startd is in one (state, activity) pair, named exactly as HTCond
 *trigger* fires; the core (:mod:`htc.daemons.startd.core`) decides which trigger fires by looking at
 events (a claim request, a starter exiting, a drain command) and at the policy expressions it
 evaluates (START, SUSPEND, PREEMPT ...). This module knows nothing about those reasons: it holds
-the table of legal steps and applies it.
+the table of legal steps.
 
 Each row carries the labels the HTCondor manual gives the step
 (``docs/admin-manual/ep-policy-configuration.rst``):
@@ -22,7 +22,9 @@ that skips retirement, a job exiting while suspended) carry the state letter onl
 
 Backfill and Benchmarking are not implemented (htc runs no backfill manager, and its benchmark
 runs in the sensors, outside the slot's activity), so their rows (E, K, L, M, 3, 4, 7, 26-32)
-are absent. An absent row is an illegal step: :func:`step` raises :class:`IllegalTransition`.
+are absent. An absent row is an illegal step. The core applies the table with
+:func:`htc.transitions.transition` (the slot's state is the pair ``(state, activity)``), whose
+:class:`~htc.transitions.IllegalTransition` says what :func:`refusal` writes.
 
 The docs' diagram is generated from :data:`TABLE` by :func:`state_diagram`.
 """
@@ -32,7 +34,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from htc.errors import HTCError
+from htc.transitions import legal_events
 
 
 class State(enum.StrEnum):
@@ -143,44 +145,17 @@ TABLE: dict[tuple[State, Activity, Trigger], Transition] = {
 }
 
 
-class IllegalTransition(HTCError):
-    """A slot was asked to take a step the state table does not allow."""
-
-    def __init__(self, daemon: str, slot: str, state: State, activity: Activity, trigger: Trigger):
-        legal = sorted(t.name for (s, a, t) in TABLE if (s, a) == (state, activity))
-        super().__init__(
-            f"{daemon}: slot {slot} is {state}/{activity} and cannot take '{trigger.value}' "
+def refusal(daemon: str, slot: str, state: State, activity: Activity, trigger: Trigger) -> str:
+    """The message of the :class:`~htc.transitions.IllegalTransition` a slot raises when the
+    table has no row for ``trigger`` from ``state``/``activity`` (the ``explain`` of
+    :func:`htc.transitions.transition`): it names the daemon, the slot, where it is, what it was
+    asked and what would have been legal.
+    """
+    legal = sorted(t.name for t in legal_events(TABLE, (state, activity)))
+    return (f"{daemon}: slot {slot} is {state}/{activity} and cannot take '{trigger.value}' "
             f"({trigger.name}); from {state}/{activity} the legal triggers are "
             f"{', '.join(legal) or 'none'}. This is a bug in the startd core or a message sent "
-            "to the wrong slot."
-        )
-        self.daemon, self.slot, self.state, self.activity, self.trigger = daemon, slot, state, activity, trigger
-
-
-def step(daemon: str, slot: str, state: State, activity: Activity, trigger: Trigger) -> Transition:
-    """Look up the step ``trigger`` causes from ``state``/``activity``.
-
-    Args:
-        daemon: the startd's name, for the error message.
-        slot: the slot's name, for the error message.
-        state, activity: where the slot is now.
-        trigger: what happened.
-
-    Returns:
-        The :class:`Transition` (target state, activity and the manual's labels).
-
-    Raises:
-        IllegalTransition: the table has no such row.
-    """
-    try:
-        return TABLE[(state, activity, trigger)]
-    except KeyError:
-        raise IllegalTransition(daemon, slot, state, activity, trigger) from None
-
-
-def allowed(state: State, activity: Activity, trigger: Trigger) -> bool:
-    """True when the table has a row for this step."""
-    return (state, activity, trigger) in TABLE
+            "to the wrong slot.")
 
 
 def _label(t: Transition) -> str:

@@ -16,7 +16,7 @@ keep-alives; the schedd sends the next watch as soon as one is answered.
   nobody listening or a startd that no longer knows the claim, puts the job back to Idle
   (:mod:`htc.daemons.schedd.claims`).
 * **The schedd dies**: the service sees the held request's connection close and feeds
-  :class:`~htc.daemons.startd.service_events.WatchClosed`. A claim with no job, or a call
+  :class:`~htc.daemons.startd.events.WatchClosed`. A claim with no job, or a call
   lane's, ends at once (:class:`~htc.daemons.startd.events.ClaimantGone`): a restarted schedd
   runs a lane's calls again itself, and nobody else would ever use the claim. A claim running a
   job keeps it running within the claim lease (the job's ``JobLeaseDuration`` since the last
@@ -36,18 +36,19 @@ A watch answered because its time is up gets ``Ack`` if the claim is still held 
 ReleaseClaim or the job's exit report). A claim ending does not answer its watch early: the
 exit report, not a keep-alive, tells the schedd how a job ended.
 
-This module is a mixin of :class:`~htc.daemons.startd.wire.StartdDaemon`; it uses the
-adapter's ``running``, ``lanes``, ``_live_claims`` and ``_core_quietly``.
+:class:`ClaimWatches` keeps the watches; the wire adapter
+(:class:`~htc.daemons.startd.adapter.StartdDaemon`) holds one and decides what a closed or
+missing watch means for the claim (it knows which claims run a job, and which a lane).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from htc.daemons import core as c
 from htc.daemons.startd import events as ev
 from htc.daemons.startd.reports import short_claim_id
-from htc.daemons.startd.service_events import HoldWatch, WatchClosed
 from htc.wire import messages as m
 
 __all__ = ["MAX_WATCH", "UNWATCHED_GRACE", "ClaimWatches", "Watch"]
@@ -71,24 +72,24 @@ class Watch:
 
 
 class ClaimWatches:
-    """The startd adapter's claim watches (see the module header)."""
+    """The claim watches a startd holds, and the claims granted but not yet watched (see the
+    module header). The wire adapter decides what a closed or missing watch means for a claim."""
 
-    def _init_watches(self) -> None:
+    def __init__(self):
         self.watches: dict[str, Watch] = {}      # claim id -> its watch
-        self._watch_conns: dict[int, str] = {}   # connection -> the claim it watches
+        self._conns: dict[int, str] = {}         # connection -> the claim it watches
         self._unwatched: dict[str, float] = {}   # granted, not yet watched -> when granted
         self._claimant_uids: dict[str, int] = {}  # claim id -> the uid that claimed it (when known)
-        self._request_uids: dict[str, int | None] = {}  # claim request waiting for its answer -> its uid
 
-    def _claim_granted(self, claim_id: str, now: float, uid: int | None) -> None:
+    def granted(self, claim_id: str, now: float, uid: int | None, live: Collection[str]) -> None:
+        """``claim_id`` was granted to ``uid`` at ``now``; ``live``: the claims the startd holds."""
         self._unwatched[claim_id] = now
-        live = self._live_claims()
         for gone in [cid for cid in self._claimant_uids if cid not in live]:
             del self._claimant_uids[gone]
         if uid is not None:
             self._claimant_uids[claim_id] = uid
 
-    def _hold_watch(self, e: c.Received, msg: m.ClaimKeepAlive, now: float, out: list[c.Action]) -> None:
+    def hold(self, e: c.Received, msg: m.ClaimKeepAlive, now: float, out: list[c.Action]) -> None:
         """Hold the answer to a keep-alive with ``watch`` (the claim is live: the core renewed it).
 
         Only the uid that claimed the slot may watch the claim: a watch that closes can end it.
@@ -102,59 +103,46 @@ class ClaimWatches:
         self._unwatched.pop(msg.claim_id, None)
         old = self.watches.pop(msg.claim_id, None)
         if old is not None:
-            self._watch_conns.pop(old.conn_id, None)
+            self._conns.pop(old.conn_id, None)
             out.append(c.Reply(old.conn_id, m.Ack(detail="a newer watch took over")))
         watch = Watch(msg.claim_id, e.conn_id, now + min(msg.watch, MAX_WATCH))
         self.watches[msg.claim_id] = watch
-        self._watch_conns[e.conn_id] = msg.claim_id
-        out.append(HoldWatch(e.conn_id))
+        self._conns[e.conn_id] = msg.claim_id
+        out.append(ev.HoldWatch(e.conn_id))
 
-    def _watch_deadline(self) -> float | None:
+    def deadline(self) -> float | None:
+        """When a held watch is to be answered, or a granted claim's grace for its first watch ends."""
         times = [w.until for w in self.watches.values()]
         times += [granted + UNWATCHED_GRACE for granted in self._unwatched.values()]
         return min(times, default=None)
 
-    def _release_unwatched(self, now: float, out: list[c.Action]) -> None:
-        """End the claims no schedd came to watch within UNWATCHED_GRACE of their grant."""
+    def unwatched(self, now: float) -> list[str]:
+        """The claims no watch reached within UNWATCHED_GRACE of their grant (forgotten here)."""
         due = [cid for cid, granted in self._unwatched.items() if granted + UNWATCHED_GRACE <= now]
-        if not due:
-            return
-        live = self._live_claims()
         for claim_id in due:
             del self._unwatched[claim_id]
-            if claim_id in live and not (claim_id in self.running and claim_id not in self.lanes):
-                out.append(c.Log(f"claim {short_claim_id(claim_id)}: no watch from its schedd "
-                                 f"{UNWATCHED_GRACE:g} s after the grant (the schedd is gone); it is released"))
-                self._core_quietly(ev.ClaimantGone(claim_id), now, out)
+        return due
 
-    def _answer_due_watches(self, now: float, out: list[c.Action]) -> None:
-        due = [w for w in self.watches.values() if w.until <= now]
-        if not due:
-            return
-        live = self._live_claims()
-        for watch in due:
+    def answer_due(self, now: float, live: Collection[str], renew: Callable[[str], None],
+                   out: list[c.Action]) -> None:
+        """Answer the watches whose time is up: ``Ack`` for a claim still ``live`` (renewed by
+        ``renew`` first, like a keep-alive), ``not_found`` for one that ended."""
+        for watch in [w for w in self.watches.values() if w.until <= now]:
             del self.watches[watch.claim_id]
-            self._watch_conns.pop(watch.conn_id, None)
+            self._conns.pop(watch.conn_id, None)
             if watch.claim_id in live:
-                self._core_quietly(ev.KeepAlive(watch.claim_id), now, out)
+                renew(watch.claim_id)
                 out.append(c.Reply(watch.conn_id, m.Ack(detail="still claimed")))
             else:
                 out.append(c.Reply(watch.conn_id, m.ErrorReply(code="not_found", message=(
                     f"claim {short_claim_id(watch.claim_id)} ended; drop it"))))
 
-    def _watch_closed(self, e: WatchClosed, now: float, out: list[c.Action]) -> None:
-        claim_id = self._watch_conns.pop(e.conn_id, None)
+    def closed(self, conn_id: int) -> str | None:
+        """The connection of a held watch closed: the claim it watched, if that was its current
+        watch (None: answered already, or superseded)."""
+        claim_id = self._conns.pop(conn_id, None)
         watch = self.watches.get(claim_id) if claim_id is not None else None
-        if watch is None or watch.conn_id != e.conn_id:
-            return  # answered already, or superseded
+        if watch is None or watch.conn_id != conn_id:
+            return None
         del self.watches[claim_id]
-        if claim_id not in self._live_claims():
-            return
-        short = short_claim_id(claim_id)
-        if claim_id in self.running and claim_id not in self.lanes:
-            out.append(c.Log(f"claim {short}: its schedd's watch closed; the job keeps running within the "
-                             "claim lease for a restarted schedd to reconnect"))
-            return
-        what = "its call lane ends" if claim_id in self.lanes else "it is released"
-        out.append(c.Log(f"claim {short}: its schedd's watch closed (the schedd is gone); {what}"))
-        self._core_quietly(ev.ClaimantGone(claim_id), now, out)
+        return claim_id
