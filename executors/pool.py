@@ -138,7 +138,7 @@ def _transport_for(pool: Any, *, start: bool = True) -> tuple[Transport, Path | 
         return pool, None
     if pool is None:
         from htc.config import htc_home
-        from htc.client.pool import start_pool
+        from htc.client import start_pool
 
         home = Path(htc_home())
         if start:
@@ -267,7 +267,7 @@ class PoolBackend(PoolWatching):
     def _schedd_state(self) -> str | None:
         """The schedd's state as its master sees it (None: the master does not answer or does
         not run a daemon of that name)."""
-        from htc.client.daemon import send_command_async
+        from htc.client import send_command_async
 
         assert self._io is not None
         try:
@@ -447,7 +447,7 @@ class PoolBackend(PoolWatching):
         fetched, ads = self._slots
         if time.monotonic() - fetched < _SLOTS_FRESH:
             return ads
-        from htc.client.daemon import AdType, query_collector_async
+        from htc.client import AdType, query_collector_async
 
         assert self._io is not None
         # A pool started a moment ago has no slot ads yet; give its startd a few seconds.
@@ -568,7 +568,7 @@ class PoolBackend(PoolWatching):
         reply = self._request(m.QueryJobs(constraint=f"ClusterId == {cluster} && ProcId == {proc}"))
         if reply.ads:
             return ClassAd(reply.ads[0])
-        from htc.client.schedd import history
+        from htc.client import history
 
         path = self.home / "spool" / "job_queue.db" if self.pool is not None and self.home else None
         try:
@@ -596,8 +596,8 @@ class PoolBackend(PoolWatching):
             return f"job {job_id} is running on {ad.get('RemoteHost', 'a slot')}"
         if status != 1:
             return f"job {job_id} has status {status}"
-        from htc.client.analyze import analyze_job
-        from htc.client.daemon import AdType, query_collector_async
+        from htc.client import analyze_job
+        from htc.client import AdType, query_collector_async
 
         assert self._io is not None
         slots = self._io.call(query_collector_async(AdType.Startd, transport=self._transport, timeout=10.0), 15)
@@ -654,7 +654,7 @@ class PoolBackend(PoolWatching):
     def _session_history(self) -> list[ClassAd]:
         """The session's finished jobs, from the history this machine can read (none when it
         cannot: the pool is elsewhere, or its queue file is not readable)."""
-        from htc.client.schedd import history
+        from htc.client import history
 
         path = self.home / "spool" / "job_queue.db" if self.pool is not None and self.home else None
         try:

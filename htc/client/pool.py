@@ -4,7 +4,8 @@
 the master of the pool under ``$HTC_HOME`` (``HTC_HOME`` selects the pool) and the daemons it
 runs.  ``daemons_off`` / ``daemons_on`` / ``daemons_restart`` / ``reconfig`` are condor_off /
 condor_on / condor_restart / condor_reconfig; ``vacate_slots`` is condor_vacate;
-``user_priorities`` is condor_userprio.
+``drain_machines`` is condor_drain; ``reschedule`` is condor_reschedule; ``user_priorities`` and
+``set_user_priority`` are condor_userprio.
 
 Starting
 --------
@@ -37,16 +38,17 @@ from pathlib import Path
 import psutil
 
 from htc.classad import ClassAd, quote
-from htc.client.daemon import AdType, ping, query_collector, query_master, send_command
+from htc.client import request
+from htc.client.request import SCHEDD, AdType
 from htc.errors import HTCError, UsageError
 from htc.wire import messages as m
 from htc.wire.errors import DaemonUnreachable
-from htc.wire.transport import Transport, UnixTransport
+from htc.wire.transport import DEFAULT_TIMEOUT, Transport, UnixTransport
 
 __all__ = [
     "DaemonInfo", "PoolStatus", "PoolStartError", "start_pool", "stop_pool", "pool_status",
-    "daemons_off", "daemons_on", "daemons_restart", "reconfig", "vacate_slots",
-    "UserPriority", "user_priorities",
+    "daemons_off", "daemons_on", "daemons_restart", "reconfig", "vacate_slots", "drain_machines", "reschedule",
+    "UserPriority", "user_priorities", "set_user_priority",
 ]
 
 #: states in which a daemon will not come back without being asked
@@ -107,7 +109,7 @@ def pool_status(*, transport: Transport | None = None, timeout: float = 5.0) -> 
     home = _home()
     transport = transport or _transport(home)
     try:
-        status = query_master(transport=transport, timeout=timeout)
+        status = request.query_master(transport=transport, timeout=timeout)
     except (DaemonUnreachable, HTCError):
         return PoolStatus(home=str(home), running=False)
     daemons = []
@@ -115,7 +117,7 @@ def pool_status(*, transport: Transport | None = None, timeout: float = 5.0) -> 
         answering = False
         if d.state == "Running":
             try:
-                answering = ping(d.name.lower(), transport=transport, timeout=timeout).pid == d.pid
+                answering = request.ping(d.name.lower(), transport=transport, timeout=timeout).pid == d.pid
             except HTCError:
                 answering = False
         daemons.append(DaemonInfo(d.name, d.state, d.pid, d.restarts, answering))
@@ -225,7 +227,7 @@ def _wait_gone(pid: int | None, transport: Transport, timeout: float) -> bool:
             return True
         if not pid:
             try:
-                query_master(transport=transport, timeout=1.0)
+                request.query_master(transport=transport, timeout=1.0)
             except (DaemonUnreachable, HTCError):
                 return True
         time.sleep(_POLL)
@@ -251,8 +253,8 @@ def stop_pool(*, fast: bool = False, timeout: float = 60.0) -> PoolStatus:
     if not before.running:
         return before
     try:
-        send_command("master", m.DaemonsOff(include_master=True, how="fast" if fast else "graceful"),
-                     transport=transport, timeout=10)
+        request.send_command("master", m.DaemonsOff(include_master=True, how="fast" if fast else "graceful"),
+                             transport=transport, timeout=10)
     except DaemonUnreachable:
         return before
     if not _wait_gone(before.master_pid, transport, timeout):
@@ -298,24 +300,23 @@ def daemons_off(daemons: Sequence[str] = (), *, fast: bool = False, include_mast
     names = _names(daemons)
     if "MASTER" in names:
         names, include_master = tuple(n for n in names if n != "MASTER"), True
-    reply = send_command("master", m.DaemonsOff(daemons=names, how="fast" if fast else "graceful",
-                                                include_master=include_master),
-                         transport=transport or _transport(_home()))
+    msg = m.DaemonsOff(daemons=names, how="fast" if fast else "graceful", include_master=include_master)
+    reply = request.send_command("master", msg, transport=transport)
     return reply.detail
 
 
 def daemons_on(daemons: Sequence[str] = (), *, transport: Transport | None = None) -> str:
     """condor_on: start daemons (all of DAEMON_LIST when none are named), also ones the master
     gave up on.  Errors as for :func:`daemons_off`; returns the master's acknowledgement."""
-    reply = send_command("master", m.DaemonsOn(daemons=_names(daemons)), transport=transport or _transport(_home()))
+    reply = request.send_command("master", m.DaemonsOn(daemons=_names(daemons)), transport=transport)
     return reply.detail
 
 
 def daemons_restart(daemons: Sequence[str] = (), *, fast: bool = False, transport: Transport | None = None) -> str:
     """condor_restart: stop then start daemons (all when none are named).  Errors as for
     :func:`daemons_off`; returns the master's acknowledgement."""
-    reply = send_command("master", m.DaemonsRestart(daemons=_names(daemons), how="fast" if fast else "graceful"),
-                         transport=transport or _transport(_home()))
+    msg = m.DaemonsRestart(daemons=_names(daemons), how="fast" if fast else "graceful")
+    reply = request.send_command("master", msg, transport=transport)
     return reply.detail
 
 
@@ -332,9 +333,9 @@ def reconfig(daemons: Sequence[str] = (), *, transport: Transport | None = None)
     Raises:
         DaemonUnreachable: a daemon (or the pool) is not running.
     """
-    transport = transport or _transport(_home())
+    transport = transport or request.default_transport()
     targets = [n.lower() for n in _names(daemons)] or ["master"]
-    return [send_command(name, m.Reconfig(), transport=transport).detail for name in targets]
+    return [request.send_command(name, m.Reconfig(), transport=transport).detail for name in targets]
 
 
 # --- condor_vacate -------------------------------------------------------------------------------------
@@ -359,7 +360,7 @@ def vacate_slots(machines: Sequence[str] = (), *, constraint: str = "", fast: bo
         UsageError: a named machine has no slot in the collector.
         DaemonUnreachable, RemoteError: the collector or the startd is not answering.
     """
-    transport = transport or _transport(_home())
+    transport = transport or request.default_transport()
     parts = []
     if machines:
         parts.append(" || ".join(f"Name == {quote(n)} || Machine == {quote(n)}" for n in machines))
@@ -368,7 +369,7 @@ def vacate_slots(machines: Sequence[str] = (), *, constraint: str = "", fast: bo
     if not machines and not constraint:
         parts.append('State == "Claimed"')
     where = " && ".join(f"({p})" for p in parts)
-    slots = query_collector(AdType.Startd, where, ("Name", "Machine", "State"), transport=transport)
+    slots = request.query_collector(AdType.Startd, where, ("Name", "Machine", "State"), transport=transport)
     if machines:
         seen = {s.get("Name") for s in slots} | {s.get("Machine") for s in slots}
         missing = [n for n in machines if n not in seen]
@@ -377,7 +378,8 @@ def vacate_slots(machines: Sequence[str] = (), *, constraint: str = "", fast: bo
     names = tuple(str(s["Name"]) for s in slots if isinstance(s.get("Name"), str))
     if not names:
         return []
-    send_command("startd", m.Vacate(slot_names=names, fast=fast, reason="via htc vacate"), transport=transport)
+    request.send_command("startd", m.Vacate(slot_names=names, fast=fast, reason="via htc vacate"),
+                         transport=transport)
     return list(names)
 
 
@@ -406,25 +408,32 @@ def drain_machines(machines: Sequence[str], *, how: str = "graceful", resume_on_
         raise UsageError("name the machine(s) to drain; 'htc status' lists them")
     if how not in ("graceful", "quick", "fast"):
         raise UsageError(f"drain how={how!r}: use graceful, quick or fast")
-    transport = transport or _transport(_home())
+    transport = transport or request.default_transport()
     where = " || ".join(f"Machine == {quote(n)} || Name == {quote(n)}" for n in machines)
-    slots = query_collector(AdType.Startd, where, ("Name", "Machine"), transport=transport)
+    slots = request.query_collector(AdType.Startd, where, ("Name", "Machine"), transport=transport)
     seen = {s.get("Machine") for s in slots} | {s.get("Name") for s in slots}
     missing = [n for n in machines if n not in seen]
     if missing:
         raise UsageError(f"no slot of {', '.join(missing)} is in the collector; 'htc status' lists the machines")
     msg = m.CancelDrainJobs() if cancel else m.DrainJobs(how=how, resume_on_completion=resume_on_completion,
                                                          reason=reason or "via htc drain")
-    return [f"{name}: {send_command('startd', msg, transport=transport).detail}" for name in machines]
+    return [f"{name}: {request.send_command('startd', msg, transport=transport).detail}" for name in machines]
 
 
-def reschedule(*, transport: Transport | None = None) -> str:
+def reschedule(*, transport: Transport | None = None, timeout: float = DEFAULT_TIMEOUT) -> str:
     """condor_reschedule: ask the schedd to advertise and request a negotiation cycle now.
+
+    Args:
+        transport, timeout: how to reach the schedd (default: this pool) and how long to wait.
+
+    Returns:
+        The schedd's acknowledgement (``htc reschedule -json`` shows it).
 
     Raises:
         DaemonUnreachable: the schedd is not running.
+        RemoteError: the schedd refused the request.
     """
-    return send_command("schedd", m.Reschedule(), transport=transport or _transport(_home())).detail
+    return request.send_command(SCHEDD, m.Reschedule(), transport=transport, timeout=timeout).detail
 
 
 # --- condor_userprio ----------------------------------------------------------------------------------
@@ -476,7 +485,7 @@ def set_user_priority(submitter: str, *, priority: float | None = None, factor: 
         DaemonUnreachable: the negotiator is not running.
     """
     msg = m.SetUserPriority(submitter=submitter, priority=priority, factor=factor, reset_usage=reset_usage)
-    return send_command("negotiator", msg, transport=transport or _transport(_home())).detail
+    return request.send_command("negotiator", msg, transport=transport).detail
 
 
 def user_priorities(*, all_users: bool = False, transport: Transport | None = None) -> list[UserPriority]:
@@ -498,7 +507,7 @@ def user_priorities(*, all_users: bool = False, transport: Transport | None = No
     Raises:
         DaemonUnreachable: the collector is not running.
     """
-    ads = query_collector(AdType.Accounting, transport=transport or _transport(_home()))
+    ads = request.query_collector(AdType.Accounting, transport=transport)
     out = []
     for ad in ads:
         name = ad.get("Name")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from htc.daemons import core as c
-from htc.client.daemon import query_collector_async, send_command_async
+from htc.client import query_collector_async, send_command_async
 from htc.daemons.collector.core import Collector, CollectorSettings
 from htc.daemons.service import DaemonPaths, DaemonService
 from htc.errors import UsageError

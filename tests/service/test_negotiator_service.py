@@ -20,7 +20,7 @@ from htc.daemons import core as c
 from htc.daemons.negotiator import core as n
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.autocluster import ResourceRequest
-from htc.client.daemon import query_collector_async, send_command_async
+from htc.client import query_collector_async, send_command_async
 from htc.daemons.collector.core import Collector, CollectorSettings
 from htc.daemons.negotiator.service import (
     NegotiatorDaemon, NegotiatorService, NegotiatorServiceSettings, load_accountant, save_accountant,
