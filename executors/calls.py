@@ -33,7 +33,8 @@ from htc.executors.backend import Backend, CallSpec, JobUpdate, RecoveredCall
 from htc.executors.errors import DependencyFailed, JobFailed, ResultExpired, ScheddLost
 from htc.executors.future import HTCFuture
 from htc.executors.results import decode_result
-from htc.executors.status import CallEvent, CallStatus, IllegalCallTransition, advance
+from htc.executors.status import CallEvent, CallStatus, advance
+from htc.transitions import IllegalTransition
 
 __all__ = ["CallBook"]
 
@@ -179,7 +180,7 @@ class CallBook:
                 return
             try:
                 new = advance(future.job_id or future.call_id, future._status, update.event)
-            except IllegalCallTransition as exc:
+            except IllegalTransition as exc:
                 print(f"htc executor {self.name}: ignoring an update: {exc}", file=sys.stderr)
                 return
             if update.job_id:
