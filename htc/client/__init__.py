@@ -3,25 +3,25 @@
 Every HTCondor tool is one function here, and the ``htc`` command is a thin shell over them
 (it parses, calls one function, prints).  The executor and the tests call the same functions.
 
-========================================  ==========================================
-HTCondor tool                           ``htc.client``
-========================================  ==========================================
-condor_submit                           :func:`submit` (:func:`build_cluster`: ``-dry-run``)
-condor_q                                :func:`query`
-condor_q -better-analyze                :func:`analyze` (:func:`analyze_job`: ads in, report out)
-condor_rm, _hold, _release, _vacate_job :func:`act` on a :func:`parse_selection`
-condor_qedit, condor_prio               :func:`edit`, :func:`set_priority`
-condor_history                          :func:`history`
-condor_wait                             :func:`wait_for_jobs`
-condor_status                           :func:`query_collector`
-condor_reschedule                       :func:`reschedule`
-htc pool start / stop / status          :func:`start_pool`, :func:`stop_pool`, :func:`pool_status`
-condor_off, _on, _restart, _reconfig    :func:`daemons_off`, :func:`daemons_on`, :func:`daemons_restart`,
-                                        :func:`reconfig`
-condor_vacate, condor_drain             :func:`vacate_slots`, :func:`drain_machines`
-condor_userprio                         :func:`user_priorities`, :func:`set_user_priority`
-condor_ping, any request                :func:`ping`, :func:`query_master`, :func:`send_command`
-========================================  ==========================================
+=======================================  =================================================================
+HTCondor tool                            ``htc.client``
+=======================================  =================================================================
+condor_submit                            :func:`submit` (:func:`build_cluster`: ``-dry-run``)
+condor_q                                 :func:`query`
+condor_q -better-analyze                 :func:`analyze` (:func:`analyze_job`: ads in, report out)
+condor_rm, _hold, _release, _vacate_job  :func:`act` on a :func:`parse_selection`
+condor_qedit, condor_prio                :func:`edit`, :func:`set_priority`
+condor_history                           :func:`history`
+condor_wait                              :func:`wait_for_jobs`
+condor_status                            :func:`query_collector`
+condor_reschedule                        :func:`reschedule`
+htc pool start / stop / status           :func:`start_pool`, :func:`stop_pool`, :func:`pool_status`
+condor_off, _on, _restart, _reconfig     :func:`daemons_off`, :func:`daemons_on`, :func:`daemons_restart`,
+                                         :func:`reconfig`
+condor_vacate, condor_drain              :func:`vacate_slots`, :func:`drain_machines`
+condor_userprio                          :func:`user_priorities`, :func:`set_user_priority`
+condor_ping, any request                 :func:`ping`, :func:`query_master`, :func:`send_command`
+=======================================  =================================================================
 
 Without a ``transport`` every call reaches the daemons of this machine's pool, under
 ``$HTC_HOME/sockets``.  Errors are :class:`htc.HTCError` subclasses whose message says what to
