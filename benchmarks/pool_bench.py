@@ -190,7 +190,7 @@ def bench_latency(home: Path, work: Path, count: int) -> tuple[float, float]:
 
 def set_claim_linger(home: Path, seconds: int | None) -> None:
     """Set SCHEDD_CLAIM_LINGER with a drop-in file and tell the schedd (None: the default)."""
-    from htc.client.pool import reconfig
+    from htc.client import reconfig
 
     drop_in = home / "config.d" / "99-pool-bench"
     if seconds is None:

@@ -37,19 +37,20 @@ Modules:
 - ``jobs``: condor_q, condor_rm and friends, condor_qedit, condor_prio, condor_history, analyze.
 - ``analysis``: ``-better-analyze`` as a pure function of a job ad and slot ads.
 - ``wait``: condor_wait, following a job event log.
-- ``pool``: the personal pool and the administrator tools (off/on/restart/reconfig, vacate,
-  drain, reschedule, userprio).
+- ``pool``: the personal pool (start, stop, status).
+- ``admin``: the administrator tools on a running pool (off/on/restart/reconfig, vacate, drain,
+  reschedule, userprio).
 """
 
 from __future__ import annotations
 
+from htc.client.admin import (
+    UserPriority, daemons_off, daemons_on, daemons_restart, drain_machines, reconfig, reschedule, set_user_priority,
+    user_priorities, vacate_slots,
+)
 from htc.client.analysis import JobAnalysis, analyze_job, job_status_text
 from htc.client.jobs import ActResult, act, analyze, current_user, edit, history, history_path, query, set_priority
-from htc.client.pool import (
-    DaemonInfo, PoolStartError, PoolStatus, UserPriority, daemons_off, daemons_on, daemons_restart,
-    drain_machines, pool_status, reconfig, reschedule, set_user_priority, start_pool, stop_pool, user_priorities,
-    vacate_slots,
-)
+from htc.client.pool import DaemonInfo, PoolStartError, PoolStatus, pool_status, start_pool, stop_pool
 from htc.client.request import (
     SCHEDD, AdType, default_transport, ping, query_collector, query_collector_async, query_master, send_command,
     send_command_async,
