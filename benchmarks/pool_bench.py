@@ -3,7 +3,7 @@
 Run: ``python benchmarks/pool_bench.py`` (about three minutes on a 2-core machine; ``--jobs``,
 ``--latency-jobs`` and ``--idle-seconds`` shorten it). It starts a real personal pool --
 ``htc pool start`` in a temporary HTC_HOME: master, collector, negotiator, startd, schedd --
-submits through the job tools' library (``htc.client.schedd.submit``, what ``htc submit``
+submits through the job tools' library (``htc.client.submit``, what ``htc submit``
 calls), follows the user log with htc's reader, and prints three figures against their goals:
 
 1. **submit-to-start latency** on an idle pool, median and p95 over ``--latency-jobs`` (30)
@@ -122,7 +122,7 @@ def _cpu_seconds(procs: list[psutil.Process]) -> dict[int, float]:
 
 def settle(home: Path) -> None:
     """Wait until the startd's slots are in the collector and a negotiation cycle has finished."""
-    from htc.client.daemon import AdType, query_collector
+    from htc.client import AdType, query_collector
     from htc.wire.transport import UnixTransport
 
     transport = UnixTransport(home / "sockets")
@@ -152,7 +152,7 @@ def bench_idle(master_pid: int, seconds: float) -> float:
 def _start_latency(work: Path, transport, name: str) -> float:
     """Submit one ``/bin/date`` job, wait for it to end, return submit-to-start in seconds."""
     from htc.eventlog import EventLogReader, EventType
-    from htc.client.schedd import submit
+    from htc.client import submit
 
     description = f"executable = /bin/date\narguments = +%s.%N\noutput = {name}.out\nlog = {name}.log\nqueue\n"
     t0 = time.time()
@@ -170,7 +170,7 @@ def _spread(latencies: list[float]) -> tuple[float, float]:
 
 
 def bench_latency(home: Path, work: Path, count: int) -> tuple[float, float]:
-    from htc.client.daemon import AdType, query_collector
+    from htc.client import AdType, query_collector
     from htc.wire.transport import UnixTransport
 
     transport = UnixTransport(home / "sockets")
@@ -190,7 +190,7 @@ def bench_latency(home: Path, work: Path, count: int) -> tuple[float, float]:
 
 def set_claim_linger(home: Path, seconds: int | None) -> None:
     """Set SCHEDD_CLAIM_LINGER with a drop-in file and tell the schedd (None: the default)."""
-    from htc.client.pool import reconfig
+    from htc.client import reconfig
 
     drop_in = home / "config.d" / "99-pool-bench"
     if seconds is None:
@@ -215,7 +215,7 @@ def bench_warm_latency(home: Path, work: Path, count: int) -> float:
 
 def bench_throughput(home: Path, work: Path, jobs: int) -> float:
     from htc.eventlog import EventLogReader, EventType
-    from htc.client.schedd import submit
+    from htc.client import submit
     from htc.wire.transport import UnixTransport
 
     transport = UnixTransport(home / "sockets")

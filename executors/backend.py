@@ -40,11 +40,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from htc.errors import UsageError
 from htc.executors.options import CallOptions
 from htc.executors.spool import Spool
 from htc.executors.status import CallEvent
 
-__all__ = ["Backend", "CallSpec", "JobUpdate", "RecoveredCall"]
+__all__ = ["Backend", "CallSpec", "JobUpdate", "RecoveredCall", "make_backend"]
 
 
 @dataclass
@@ -157,3 +158,33 @@ class Backend(Protocol):
 
     def close(self, *, detach: bool) -> None:
         """Release the backend's resources; ``detach`` leaves queued jobs to a later attach."""
+
+
+def make_backend(backend: Backend | str | None, pool: Any) -> Backend:
+    """The backend ``HTCExecutor(pool, backend=...)`` asks for.
+
+    Args:
+        backend: None or ``"pool"`` (a :class:`~htc.executors.pool.PoolBackend` of ``pool``),
+            ``"local"``, or an object implementing :class:`Backend`.
+        pool: where the schedd is (``"local"`` takes none).
+
+    Raises:
+        UsageError: an unknown name, a pool given to ``"local"``, or an object that is no backend.
+    """
+    if backend is None or backend == "pool":
+        from htc.executors.pool import PoolBackend
+
+        return PoolBackend(pool)
+    if backend == "local":
+        if pool is not None:
+            raise UsageError("backend='local' runs calls on this machine and takes no pool address; "
+                             "drop pool= or use the default pool backend")
+        from htc.executors.local import LocalProcessBackend
+
+        return LocalProcessBackend()
+    if isinstance(backend, str):
+        raise UsageError(f"backend={backend!r} is not known; use 'pool' (default), 'local', or a Backend object")
+    if not isinstance(backend, Backend):
+        raise UsageError(f"backend={backend!r} does not implement htc.executors.Backend "
+                         "(open, check_request, submit_calls, poll, wake, remove, vacate, ...)")
+    return backend

@@ -15,7 +15,7 @@ One service thread per executor owns everything after that. Each turn it
 2. passes on removals (``cancel()``), evictions (``vacate()``);
 3. waits in ``backend.poll`` for job changes and applies each to its future through the
    status table of :mod:`htc.executors.status`, calling exactly one ``Future`` method per
-   change of the future's own state.
+   change of the future's own state (the book of calls, :mod:`htc.executors.calls`).
 
 Futures among a call's arguments are its *parents*: the pickler replaces each by its call id,
 the call waits (status ``waiting``) until every parent has a value, and is then submitted
@@ -39,33 +39,29 @@ At interpreter exit an unnamed executor waits for its calls, as the standard exe
 from __future__ import annotations
 
 import itertools
-import linecache
 import os
-import re
 import secrets
 import socket
-import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, Future, InvalidStateError
-from concurrent.futures._base import PENDING, RUNNING
+from concurrent.futures import Executor, Future
+from concurrent.futures._base import PENDING
 from pathlib import Path
 from typing import Any
 
-from htc.errors import HTCError, UsageError
-from htc.wire import callfile as cf
-from htc.executors.backend import Backend, CallSpec, JobUpdate
-from htc.executors.errors import (
-    DependencyFailed, JobFailed, RemoteTraceback, ResultExpired, ScheddLost, SerializationError, SessionError,
-)
+from htc.errors import HTCError
+from htc.executors.backend import Backend, CallSpec, JobUpdate, RecoveredCall, make_backend
+from htc.executors.calls import CallBook
+from htc.executors.errors import ScheddLost, SerializationError, SessionError
 from htc.executors.future import HTCFuture
 from htc.executors.options import CallOptions
 from htc.executors.progress import ProgressBar, enabled
-from htc.executors.serialize import dumps_call, loads, python_version
+from htc.executors.serialize import dumps_call, python_version
 from htc.executors.spool import Spool, options_to_json
-from htc.executors.status import CallEvent, CallStatus, IllegalCallTransition, advance
+from htc.executors.status import CallEvent
+from htc.wire import callfile as cf
 
 __all__ = ["HTCExecutor", "attach"]
 
@@ -103,65 +99,6 @@ def _label(fn: Callable) -> str:
     if name is None:
         name, module = type(fn).__qualname__, type(fn).__module__
     return f"{module}.{name}" if module and module != "builtins" else str(name)
-
-
-_TB_FRAME = re.compile(r'^  File "(.+)", line (\d+), in .+$')
-
-
-def _with_source(tb: str) -> str:
-    """Fill in the source lines the execute side could not read (code from ``__main__``, a
-    notebook cell, a file only this machine has) from this process's ``linecache``."""
-    lines = tb.splitlines()
-    out: list[str] = []
-    for i, line in enumerate(lines):
-        out.append(line)
-        frame = _TB_FRAME.match(line)
-        if frame and not (i + 1 < len(lines) and lines[i + 1].startswith("    ")):
-            source = linecache.getline(frame.group(1), int(frame.group(2))).strip()
-            if source:
-                out.append(f"    {source}")
-    return "\n".join(out) + ("\n" if tb.endswith("\n") else "")
-
-
-def _mark_running(future: Future) -> bool:
-    """Move a pending future to running; False when it was cancelled (its canceller notifies)."""
-    with future._condition:
-        if future._state == PENDING:
-            return future.set_running_or_notify_cancel()
-        return future._state == RUNNING
-
-
-def _settle(future: Future, ok: bool, value: Any) -> bool:
-    if not _mark_running(future):
-        return False
-    try:
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
-    except InvalidStateError:
-        return False
-    return True
-
-
-def _make_backend(backend: Backend | str | None, pool: Any) -> Backend:
-    if backend is None or backend == "pool":
-        from htc.executors.pool import PoolBackend
-
-        return PoolBackend(pool)
-    if backend == "local":
-        if pool is not None:
-            raise UsageError("backend='local' runs calls on this machine and takes no pool address; "
-                             "drop pool= or use the default pool backend")
-        from htc.executors.local import LocalProcessBackend
-
-        return LocalProcessBackend()
-    if isinstance(backend, str):
-        raise UsageError(f"backend={backend!r} is not known; use 'pool' (default), 'local', or a Backend object")
-    if not isinstance(backend, Backend):
-        raise UsageError(f"backend={backend!r} does not implement htc.executors.Backend "
-                         "(open, check_request, submit_calls, poll, wake, remove, vacate, ...)")
-    return backend
 
 
 class _OptionsView:
@@ -224,7 +161,7 @@ class HTCExecutor(Executor):
         self._named = name is not None
         self.name = name if name is not None else \
             f"anon-{socket.gethostname()}-{os.getpid()}-{next(_names)}-{secrets.token_hex(3)}"
-        self._backend = _make_backend(backend, pool)
+        self._backend = make_backend(backend, pool)
         self._spool = Spool(self.name)
         if _attach and not self._spool.exists():
             raise SessionError(f"there is no executor session {self.name!r} to attach to; "
@@ -242,32 +179,25 @@ class HTCExecutor(Executor):
             else:
                 self._spool.remove()
             raise
-        self._lock = threading.RLock()
-        self._by_call: dict[str, HTCFuture] = {}
+        self._calls = CallBook(self.name, self._backend)
+        self._lock = self._calls.lock
         #: every future of this executor (for a named session: the earlier sessions' too), oldest first
-        self.futures: list[HTCFuture] = []
-        self._outbox: list[CallSpec] = []
-        self._waiting: dict[str, CallSpec] = {}
-        self._children: dict[str, list[str]] = {}
-        self._removes: list[str] = []
-        self._vacates: list[str] = []
+        self.futures: list[HTCFuture] = self._calls.futures
         self._journal_lock = threading.Lock()
-        self._open = 0
         self._checked: dict[int, CallOptions] = {}
         self._shutdown = False
         self._detached = False
         self._stop = False
-        self._broken: str | None = None
         self._token = secrets.token_hex(3)
         self._ids = itertools.count(1)
-        self._recover()
+        self._calls.recover(self._backend.recover(), self._recovered_future)
         self._thread = threading.Thread(target=self._serve, name=f"htc-executor-{self.name}", daemon=True)
         self._thread.start()
         _live.add(self)
 
     def __repr__(self) -> str:
-        state = "broken" if self._broken else "shut down" if self._shutdown else "running"
-        return f"<HTCExecutor {self.name!r} {self._backend.kind} {state}, {self._open} open calls>"
+        state = "broken" if self._calls.broken else "shut down" if self._shutdown else "running"
+        return f"<HTCExecutor {self.name!r} {self._backend.kind} {state}, {self._calls.open} open calls>"
 
     # --- the public API ------------------------------------------------------------------------
     def options(self, **changes: Any) -> _OptionsView:
@@ -358,11 +288,7 @@ class HTCExecutor(Executor):
 
     def statistics(self) -> dict[str, int]:
         """How many calls are in each status now."""
-        counts: dict[str, int] = {}
-        with self._lock:
-            for future in self.futures:
-                counts[future._status.value] = counts.get(future._status.value, 0) + 1
-        return counts
+        return self._calls.statistics()
 
     # --- submitting ------------------------------------------------------------------------------
     def _persistent_id(self, obj: Any) -> str | None:
@@ -386,8 +312,8 @@ class HTCExecutor(Executor):
         if not callable(fn):
             raise TypeError(f"{fn!r} is not callable")
         with self._lock:
-            if self._broken:
-                raise ScheddLost(self._broken)
+            if self._calls.broken:
+                raise ScheddLost(self._calls.broken)
             if self._shutdown:
                 raise RuntimeError("cannot schedule new futures after shutdown")
             if _exiting:
@@ -401,7 +327,6 @@ class HTCExecutor(Executor):
                                check_versions=options.check_versions, timeout=options.timeout, chunked=chunked)
         spec = CallSpec(call_id, label, cf.pack_call(header, pickled.payload), options, pickled.parents)
         future = HTCFuture(self, call_id, label, pickled.parents)
-        failed_parent = None
         if self._named:
             # A named session's call is on disk before submit returns: a client killed right
             # after still leaves it to a later attach (a waiting call needs its call file too).
@@ -410,29 +335,8 @@ class HTCExecutor(Executor):
                     self._spool.prepare(call_id, spec.data, (), options)
                 self._spool.record([{"op": "call", "id": call_id, "label": label, "parents": list(spec.parents),
                                      "options": options_to_json(options)}])
-        with self._lock:
-            if self._broken:
-                raise ScheddLost(self._broken)
-            self._register(future)
-            missing = [p for p in spec.parents if self._by_call[p]._status is not CallStatus.COMPLETED]
-            failed_parent = next((self._by_call[p] for p in missing if self._by_call[p]._status.done), None)
-            if failed_parent is None and missing:
-                self._waiting[call_id] = spec
-                for parent in missing:
-                    self._children.setdefault(parent, []).append(call_id)
-            elif failed_parent is None:
-                if spec.parents:  # every parent has its value already: nothing to wait for
-                    future._status = advance(call_id, future._status, CallEvent.PARENTS_DONE)
-                self._outbox.append(spec)
-        if failed_parent is not None:
-            self._fail_child(future, failed_parent)
-        self._backend.wake()
+        self._calls.add(future, spec)
         return future
-
-    def _register(self, future: HTCFuture) -> None:
-        self._by_call[future.call_id] = future
-        self.futures.append(future)
-        self._open += 1
 
     def _map(self, fn: Callable, iterables: tuple, timeout: float | None, chunksize: int,
              options: CallOptions) -> Iterator[Any]:
@@ -474,30 +378,10 @@ class HTCExecutor(Executor):
     # --- what futures ask of the executor ----------------------------------------------------------
     def _cancelled(self, future: HTCFuture) -> None:
         """``future.cancel()`` just succeeded in the caller's thread."""
-        with self._lock:
-            if future._status.done:
-                return
-            submitted = future._status not in (CallStatus.WAITING, CallStatus.SUBMITTING)
-            in_outbox = False
-            if future._status is CallStatus.SUBMITTING:
-                before = len(self._outbox)
-                self._outbox = [s for s in self._outbox if s.call_id != future.call_id]
-                in_outbox = len(self._outbox) != before
-            self._waiting.pop(future.call_id, None)
-            if submitted or (future._status is CallStatus.SUBMITTING and not in_outbox):
-                self._removes.append(future.call_id)
-            future._status = advance(future.call_id, future._status, CallEvent.CANCELLED)
-            future.detail = "cancelled"
-            self._open -= 1
-        future.set_running_or_notify_cancel()  # returns False: wakes wait() and as_completed()
-        self._resolve_children(future)
-        self._backend.wake()
+        self._calls.cancelled(future)
 
     def _vacate(self, future: HTCFuture) -> None:
-        with self._lock:
-            if future._status is CallStatus.RUNNING:
-                self._vacates.append(future.call_id)
-        self._backend.wake()
+        self._calls.vacate(future)
 
     def _output_path(self, future: HTCFuture, stream: str) -> Path:
         return self._backend.output(future.call_id, stream)
@@ -509,32 +393,18 @@ class HTCExecutor(Executor):
         return self._backend.job_ad(future.call_id)
 
     def _why(self, future: HTCFuture) -> str:
-        status = future._status
-        if status is CallStatus.WAITING:
-            parts = []
-            for pid in future.parents:
-                parent = self._by_call.get(pid)
-                if parent is not None and parent._status is not CallStatus.COMPLETED:
-                    job = f" (job {parent.job_id})" if parent.job_id else ""
-                    parts.append(f"{parent.label}{job}, {parent._status.value}")
-            return "waiting for the calls it depends on: " + "; ".join(parts)
-        if status is CallStatus.SUBMITTING:
-            return "being submitted: it is in this executor's next batch for the schedd"
-        if status.done:
-            detail = f" ({future.detail})" if future.detail else ""
-            return f"job {future.job_id} is {status.value}{detail}"
-        return self._backend.why(future.call_id)
+        return self._calls.why(future)
 
     # --- the service thread ---------------------------------------------------------------------------
     def _serve(self) -> None:
-        backend = self._backend
+        backend, calls = self._backend, self._calls
         try:
             while True:
                 with self._lock:
-                    batch, self._outbox = self._outbox, []
-                    removes, self._removes = self._removes, []
-                    vacates, self._vacates = self._vacates, []
-                    stop = self._stop or (self._shutdown and self._open == 0 and not batch)
+                    batch, calls.outbox = calls.outbox, []
+                    removes, calls.removes = calls.removes, []
+                    vacates, calls.vacates = calls.vacates, []
+                    stop = self._stop or (self._shutdown and calls.open == 0 and not batch)
                 if batch:
                     self._submit_batch(batch)
                 if removes:
@@ -543,10 +413,10 @@ class HTCExecutor(Executor):
                     backend.vacate(vacates)
                 if stop:
                     break
-                for update in backend.poll(0.0 if self._outbox else _IDLE_POLL):
-                    self._apply(update)
+                for update in backend.poll(0.0 if calls.outbox else _IDLE_POLL):
+                    calls.apply(update)
         except BaseException as exc:  # noqa: BLE001 - the executor is broken; every future must hear it
-            self._break(exc)
+            calls.break_all(exc)
         finally:
             self._close_backend()
 
@@ -557,125 +427,10 @@ class HTCExecutor(Executor):
             raise
         except HTCError as exc:  # the schedd refused these calls: they fail, the executor goes on
             for spec in batch:
-                self._apply(JobUpdate(spec.call_id, CallEvent.FAILED, error=exc))
+                self._calls.apply(JobUpdate(spec.call_id, CallEvent.FAILED, error=exc))
             return
         for spec, job_id in zip(batch, job_ids):
-            self._apply(JobUpdate(spec.call_id, CallEvent.SUBMITTED, job_id))
-
-    def _apply(self, update: JobUpdate) -> None:
-        with self._lock:
-            future = self._by_call.get(update.call_id)
-            if future is None or future._status.done:
-                return
-            try:
-                new = advance(future.job_id or future.call_id, future._status, update.event)
-            except IllegalCallTransition as exc:
-                print(f"htc executor {self.name}: ignoring an update: {exc}", file=sys.stderr)
-                return
-            if update.job_id:
-                future.job_id = update.job_id
-            if update.host:
-                future.host = update.host
-            if update.evictions is not None:
-                future.evictions = update.evictions
-            future._status = new
-            future.detail = update.detail
-            future.history.append((time.time(), new, update.detail))
-            if new.done:
-                self._open -= 1
-        if new is CallStatus.RUNNING:
-            _mark_running(future)
-        elif new in (CallStatus.COMPLETED, CallStatus.FAILED):
-            self._finish(future, update)
-
-    def _finish(self, future: HTCFuture, update: JobUpdate) -> None:
-        future._keep_outputs()
-        if update.result is not None:
-            ok, value = self._decode(future, update.result)
-        else:
-            ok, value = False, update.error or JobFailed(f"call {future.label} (job {future.job_id}) ended without "
-                                                         "a result", future.job_id)
-        if not ok:
-            future._status = CallStatus.FAILED
-        _settle(future, ok, value)
-        self._resolve_children(future)
-        self._backend.collected([future.call_id])
-
-    def _decode(self, future: HTCFuture, data: bytes) -> tuple[bool, Any]:
-        job = future.job_id or future.call_id
-        try:
-            header, payload = cf.unpack_result(data, f"the result of job {job}")
-            future.host = header.host or future.host
-            obj = loads(payload, header.serializer)
-        except Exception as exc:  # noqa: BLE001
-            return False, SerializationError(
-                f"the result of call {future.label} (job {job}) came back but cannot be unpickled here "
-                f"({type(exc).__name__}: {exc}); install the packages its value needs on this side")
-        if header.outcome == "value":
-            return True, obj
-        if not isinstance(obj, BaseException):
-            obj = JobFailed(f"call {future.label} (job {job}) ended with {obj!r} instead of an exception", job)
-        if header.traceback:
-            obj.__cause__ = RemoteTraceback(_with_source(header.traceback))
-        where = f" on {header.host}" if header.host else ""
-        hint = "" if header.outcome == "exception" else "; the job's stderr is in future.stderr"
-        obj.add_note(f"(raised in job {job}, call {future.label}{where}{hint})")
-        return False, obj
-
-    def _resolve_children(self, parent: HTCFuture) -> None:
-        with self._lock:
-            children = self._children.pop(parent.call_id, [])
-            ready, doomed = [], []
-            for child_id in children:
-                child = self._by_call[child_id]
-                if child._status.done or child_id not in self._waiting:
-                    continue
-                if parent._status is not CallStatus.COMPLETED:
-                    doomed.append(child)
-                elif all(self._by_call[p]._status is CallStatus.COMPLETED for p in child.parents):
-                    ready.append(child)
-            for child in ready:
-                child._status = advance(child.call_id, child._status, CallEvent.PARENTS_DONE)
-                self._outbox.append(self._waiting.pop(child.call_id))
-        for child in doomed:
-            self._fail_child(child, parent)
-        if ready:
-            self._backend.wake()
-
-    def _fail_child(self, child: HTCFuture, parent: HTCFuture) -> None:
-        if parent.cancelled():
-            what, cause = "was cancelled", None
-        else:
-            cause = parent.exception() if parent.done() else None
-            what = f"failed with {type(cause).__name__}: {cause}" if cause is not None else parent._status.value
-        error = DependencyFailed(f"call {child.label} needs the value of {parent.label} (job {parent.job_id}), "
-                                 f"which {what}; it was not run", child.job_id)
-        error.__cause__ = cause
-        with self._lock:
-            self._waiting.pop(child.call_id, None)
-            if child._status.done:
-                return
-            child._status = CallStatus.FAILED
-            child.detail = f"parent {parent.label} {what.split(':')[0]}"
-            self._open -= 1
-        _settle(child, False, error)
-        self._resolve_children(child)
-
-    def _break(self, exc: BaseException) -> None:
-        text = f"executor {self.name!r} lost its backend ({self._backend.kind}): {type(exc).__name__}: {exc}"
-        if isinstance(exc, ScheddLost):
-            text = str(exc)
-        with self._lock:
-            self._broken = text
-            victims = [f for f in self.futures if not f._status.done]
-            for future in victims:
-                future._status = CallStatus.FAILED
-                future.detail = "the executor broke"
-            self._open = 0
-        for future in victims:
-            error = ScheddLost(text)
-            error.__cause__ = exc
-            _settle(future, False, error)
+            self._calls.apply(JobUpdate(spec.call_id, CallEvent.SUBMITTED, job_id))
 
     def _close_backend(self) -> None:
         try:
@@ -688,51 +443,20 @@ class HTCExecutor(Executor):
             _live.discard(self)
 
     def _at_exit(self) -> None:
-        if self._named or self._broken:
+        if self._named or self._calls.broken:
             self._detach()
             return
         try:
             self.shutdown(wait=True)
         except KeyboardInterrupt:
             with self._lock:
-                self._removes.extend(f.call_id for f in self.futures if not f._status.done)
+                self._calls.removes.extend(f.call_id for f in self.futures if not f._status.done)
                 self._stop = True
             self._backend.wake()
             self._thread.join(timeout=10)
 
-    # --- attach ---------------------------------------------------------------------------------
-    def _recover(self) -> None:
-        recovered = self._backend.recover()
-        waiting: list[tuple[HTCFuture, CallSpec]] = []
-        for rc in recovered:
-            future = HTCFuture(self, rc.call_id, rc.label, rc.parents)
-            self._register(future)
-            if rc.job_id is not None:
-                future.job_id = rc.job_id
-                future._status = CallStatus.IDLE
-                if rc.update is not None and rc.update.event is not CallEvent.SUBMITTED:
-                    self._apply(rc.update)
-            elif rc.data is not None:
-                waiting.append((future, CallSpec(rc.call_id, rc.label, rc.data, rc.options, rc.parents)))
-            else:
-                self._apply(JobUpdate(rc.call_id, CallEvent.FAILED, error=ResultExpired(
-                    f"call {rc.label} of session {self.name!r} cannot be recovered: its call file is gone", None)))
-        for future, spec in waiting:
-            parents = [self._by_call.get(p) for p in spec.parents]
-            lost = [p for p, f in zip(spec.parents, parents) if f is None]
-            if lost:
-                self._apply(JobUpdate(spec.call_id, CallEvent.FAILED, error=ResultExpired(
-                    f"call {spec.label} waits for {', '.join(lost)}, whose results were collected or expired", None)))
-                continue
-            self._waiting[spec.call_id] = spec
-            for parent in parents:
-                self._children.setdefault(parent.call_id, []).append(spec.call_id)
-        for future, _ in waiting:
-            for pid in future.parents:
-                parent = self._by_call.get(pid)
-                if parent is not None and parent._status.done:
-                    self._children.setdefault(pid, [])
-                    self._resolve_children(parent)
+    def _recovered_future(self, rc: RecoveredCall) -> HTCFuture:
+        return HTCFuture(self, rc.call_id, rc.label, rc.parents)
 
 
 def attach(name: str, pool: Any = None, *, backend: Backend | str | None = None, progress: bool | None = None,

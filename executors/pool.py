@@ -2,22 +2,14 @@
 
 Theory of operation
 -------------------
-**Jobs.** Calls with the same options share one *template*: the job ad condor_submit would
-build for ``universe = python`` running ``python -m htc.executors.worker``, made once per
-option set by :class:`htc.submit.Submit` (so defaults, ``Requirements``, ``max_retries`` and
-every other rule are condor_submit's own). Each call adds a small proc ad: its
-``TransferInput`` (the call file, its parents' results, the caller's
-``transfer_input_files``), ``HTCCallId``/``HTCFunction``, and where its files go. Most calls
-share the session's ``calls/`` (the cluster's ``Iwd``) with files named after the call:
-``Out``/``Err`` ``<id>.out``/``<id>.err`` and ``TransferOutputRemaps`` naming the result
-``<id>.result``; a call with ``transfer_output_files`` or ``checkpoint=True`` has an ``Iwd`` of
-its own (:mod:`htc.executors.spool`). A batch of calls with the same options is one
-``Submit`` message -- one cluster, one transaction in the schedd's queue. The execute side
+**Jobs.** Calls with the same options share one *template* job ad, and each call adds a small
+proc ad (:mod:`htc.executors.pool_ads` builds both). A batch of calls with the same options is
+one ``Submit`` message -- one cluster, one transaction in the schedd's queue. The execute side
 gets its input from the starter and sends ``htc_result.pkl`` back with the rest of the
 sandbox's new files; nothing on an execute node talks to the client.
 
 **Watching** the jobs -- the session's event log, and now and then the queue -- is the other
-half of the backend, :mod:`htc.executors.pool_watch`.
+half of the backend, :class:`~htc.executors.pool_watch.JobWatcher`.
 
 **Infrastructure failures** are the pool's fault, not the function's: a shadow exception or
 failed reconnect (the schedd requeues the job itself), or a hold for a file-transfer or
@@ -26,17 +18,12 @@ future shows ``retrying``. Other holds (``htc hold``, a policy, a timeout, memor
 future; the job stays held in the queue for inspection (an unnamed session removes its jobs
 when it ends).
 
-**Talking to the schedd.** A pool on this machine (a Unix socket) is asked over a blocking
-socket in the calling thread (:mod:`htc.wire.blocking`, one connection, a lock); any other
-transport through one connection owned by a private event loop on its own thread, so the
-backend works from any thread -- including a Jupyter cell, whose thread already runs an event
-loop. (Going through the loop costs two thread hand-offs per request, which on a small VM
-cost more than the request.) A request that fails because the schedd is restarting is retried
-for ``lost_after`` seconds, and then for as long as the pool's master says it is still
-restarting the schedd (its backoff may be minutes); only a master that gave up, or is gone,
-makes the executor broken (:class:`ScheddLost`). Every ``Submit`` carries a submission id
-made of the session and its calls: a retry after a lost answer -- to this schedd or to the one
-the master started after a crash -- gets the cluster the first try made, never a second one.
+**Talking to the schedd** goes through one :class:`~htc.executors.schedd_link.ScheddLink`:
+one connection from any thread, requests retried while the schedd restarts, and the executor
+broken (:class:`ScheddLost`) only once the pool's master gave up on it. Every ``Submit``
+carries a submission id made of the session and its calls: a retry after a lost answer -- to
+this schedd or to the one the master started after a crash -- gets the cluster the first try
+made, never a second one.
 
 **Attach.** The session journal names every call and its job; replaying the event log from
 its start brings each future to where the job is now (finished ones read their result file).
@@ -44,12 +31,7 @@ its start brings each future to where the job is now (finished ones read their r
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import math
-import os
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,116 +39,33 @@ from typing import Any
 
 from htc.classad import ClassAd, quote
 from htc.errors import HTCError, UsageError
-from htc.wire import callfile as cf
-from htc.executors.backend import CallSpec, RecoveredCall
-from htc.executors.errors import ImpossibleRequest, OptionError, ScheddLost, SessionError
-from htc.executors.filewatch import FileWatch
+from htc.executors.backend import CallSpec, JobUpdate, RecoveredCall
+from htc.executors.errors import ImpossibleRequest, ScheddLost, SessionError
 from htc.executors.options import CallOptions
-from htc.executors.pool_watch import PoolWatching, _Job
+from htc.executors.pool_ads import ad_text, impossible_request, job_template, proc_ad, submission_id
+from htc.executors.pool_watch import Job, JobWatcher
+from htc.executors.schedd_link import ScheddLink, transport_for
 from htc.executors.spool import Spool, options_from_json
-from htc.executors.worker import EXIT_ERROR
-from htc.wire import blocking
 from htc.wire import messages as m
-from htc.wire.blocking import BlockingConnection
-from htc.wire.errors import ConnectionClosed, DaemonUnreachable, RemoteError, RequestTimeout
-from htc.wire.transport import Transport, UnixTransport
+from htc.wire.errors import RemoteError
 
 __all__ = ["PoolBackend", "remove_session_jobs"]
 
-_TRANSIENT = (DaemonUnreachable, ConnectionClosed, RequestTimeout, ConnectionError)
-#: the master's states of a schedd that will answer again (htc.daemons.master.states.DState values)
-_COMING_BACK = frozenset({"Starting", "Running", "Restarting", "Backoff"})
 _MAX_PROCS_PER_SUBMIT = 2000
 _SLOTS_FRESH = 30.0
 _FIRST_SLOTS_WAIT = 10.0
 
 
-def _slot_user_cannot_run(python: str, environment: dict[str, str]) -> str | None:
-    """Why the slot user could not run function jobs with ``python`` (None: it can).
-
-    A root client's jobs run as a slot account of the pool (``htc-slot<N>``: any other user, as far
-    as file permissions go; ``nobody`` stands in for it here): every call would fail if that
-    user cannot read the interpreter or, with no PYTHONPATH of the caller's, htc itself.
-    """
-    if os.geteuid() != 0:
-        return None
-    import pwd
-
-    from htc.executors.execute_env import _reachable_install, _readable_by
-
-    try:
-        user = pwd.getpwnam("nobody")
-    except KeyError:
-        return None
-    fix = ("prepare one it can read with htc.executors.shared_python(DIR) and pass its python= and "
-           "environment= to HTCExecutor (see docs/executor.md, 'Running as root')")
-    if python == sys.executable and not environment.get("PYTHONPATH"):
-        if _reachable_install(user):
-            return None
-        return (f"this Python ({sys.executable}) or its packages are out of reach of the pool's slot accounts "
-                f"(htc-slot<N>), who run a root client's calls (jobs never run as root); {fix}")
-    if not _readable_by(Path(python), user):
-        return (f"python={python!r} is out of reach of the pool's slot accounts (htc-slot<N>), who run a root "
-                f"client's calls; {fix}")
-    return None
+def _session_constraint(spool: Spool) -> str:
+    return f"HTCSession == {quote(spool.name)}"
 
 
-class _IOThread:
-    """A private event loop on a daemon thread; ``call`` runs a coroutine there from any thread."""
-
-    def __init__(self, name: str):
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
-        self.thread.start()
-
-    def call(self, coro, timeout: float | None = None):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def close(self) -> None:
-        if self.loop.is_closed():
-            return
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=10)
-        if not self.thread.is_alive():
-            self.loop.close()
+def _history_path(pool: Any, home: Path | None) -> Path | None:
+    """The job queue file of a pool given by its home (None: the configured one)."""
+    return home / "spool" / "job_queue.db" if pool is not None and home else None
 
 
-def _transport_for(pool: Any, *, start: bool = True) -> tuple[Transport, Path | None]:
-    """The transport to the pool's daemons, and its home directory when known; ``start`` starts
-    the personal pool (``pool=None``) when it is not running."""
-    if isinstance(pool, Transport):
-        return pool, None
-    if pool is None:
-        from htc.config import htc_home
-        from htc.client.pool import start_pool
-
-        home = Path(htc_home())
-        if start:
-            try:
-                start_pool()
-            except HTCError as exc:
-                raise ScheddLost(f"could not start the personal pool under {home}: {exc}") from exc
-        return UnixTransport(home / "sockets"), home
-    path = Path(os.fspath(pool)).expanduser()
-    if (path / "sockets").is_dir():
-        return UnixTransport(path / "sockets"), path
-    if path.is_dir() and any(path.glob("*.sock")):
-        return UnixTransport(path), path.parent
-    raise UsageError(f"pool={pool!r} is not a pool: give a pool's home directory (with a sockets/ folder), its "
-                     "sockets directory, or a Transport; None uses the personal pool under $HTC_HOME")
-
-
-def _environment_text(env: dict[str, str]) -> str:
-    """condor_submit's quoted environment syntax: ``"A=1 B='two words'"``."""
-    parts = []
-    for name, value in env.items():
-        if any(c in value for c in " \t'\""):
-            value = "'" + value.replace("'", "''").replace('"', '""') + "'"
-        parts.append(f"{name}={value}")
-    return '"' + " ".join(parts) + '"'
-
-
-class PoolBackend(PoolWatching):
+class PoolBackend:
     """Runs calls as jobs of a schedd. See the module docstring.
 
     Args:
@@ -184,106 +83,19 @@ class PoolBackend(PoolWatching):
         self.lost_after = lost_after
         self.spool: Spool | None = None
         self.home: Path | None = None
-        self._transport: Transport | None = None
-        self._io: _IOThread | None = None
-        self._conn = None
-        self._req_lock: asyncio.Lock | None = None
-        self._blocking: BlockingConnection | None = None
-        self._blocking_ok = True  # False: the transport has no blocking form (requests go through _io)
-        self._blocking_lock = threading.Lock()
-        self._jobs: dict[str, _Job] = {}
+        self._link: ScheddLink | None = None
+        self._watcher: JobWatcher | None = None
         self._job_of: dict[str, str] = {}
         self._templates: dict[int, tuple[CallOptions, dict[str, str]]] = {}
         self._slots: tuple[float, list[ClassAd]] = (0.0, [])
-        self._wake_requested = False
-        self._watch: FileWatch | None = None
-        self._reader = None
-        self._interval = 0.002
-        self._next_reconcile = 0.0
-        self._failing_since: float | None = None
-        self._last_master_word: str | None = None  # the schedd's state at its master's last answer
         self._named = False
 
     def __repr__(self) -> str:
         return f"PoolBackend(pool={self.pool!r}, schedd={self.schedd!r})"
 
-    # --- talking to the schedd ------------------------------------------------------------------
-    async def _request_async(self, msg: m.Message, timeout: float) -> m.Message:
-        if self._req_lock is None:
-            self._req_lock = asyncio.Lock()
-        async with self._req_lock:
-            if self._conn is None or self._conn.closed:
-                self._conn = await self._transport.open_connection(self.schedd, timeout=timeout)
-            try:
-                return await self._conn.request(msg, timeout=timeout)
-            except BaseException:
-                conn, self._conn = self._conn, None
-                await conn.aclose()
-                raise
-
-    def _request_once(self, msg: m.Message, timeout: float) -> m.Message:
-        # A blocking socket in the calling thread where the transport has one (a Unix socket):
-        # going through the I/O thread's loop costs two thread hand-offs per request.
-        if self._blocking_ok:
-            with self._blocking_lock:
-                if self._blocking is None or self._blocking.closed:
-                    self._blocking = blocking.connect(self._transport, self.schedd, timeout=timeout)
-                    self._blocking_ok = self._blocking is not None
-                if self._blocking is not None:
-                    return self._blocking.request(msg, timeout=timeout)
-        assert self._io is not None
-        return self._io.call(self._request_async(msg, timeout), timeout + 5)
-
     def _request(self, msg: m.Message, *, timeout: float = 30.0, retry: bool = True) -> m.Message:
-        """One request to the schedd; transient failures are retried for ``lost_after`` seconds,
-        and after that for as long as the pool's master is still restarting the schedd."""
-        assert self._io is not None
-        started = time.monotonic()
-        delay = 0.05
-        while True:
-            try:
-                reply = self._request_once(msg, timeout)
-                self._failing_since = None
-                return reply
-            except _TRANSIENT as exc:
-                waited = time.monotonic() - started
-                if not retry or (waited > self.lost_after and not self._schedd_coming_back()):
-                    raise ScheddLost(f"the schedd {self.schedd!r} did not answer ({type(exc).__name__}: {exc}; "
-                                     f"tried for {waited:.1f} s){self._master_says() if retry else ''}; 'htc pool "
-                                     "status' shows the "
-                                     "daemons; the jobs stay in the queue, attach to a named session once it is "
-                                     "back") from exc
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
-
-    def _schedd_coming_back(self) -> bool:
-        """Whether the pool's master still runs, or is restarting, our schedd (its restart
-        backoff can outlast ``lost_after``): False when it has given up on it, turned it off,
-        does not run it, or is gone itself."""
-        state = self._schedd_state()
-        self._last_master_word = state
-        return state in _COMING_BACK
-
-    def _schedd_state(self) -> str | None:
-        """The schedd's state as its master sees it (None: the master does not answer or does
-        not run a daemon of that name)."""
-        from htc.client.daemon import send_command_async
-
-        assert self._io is not None
-        try:
-            reply = self._io.call(send_command_async("master", m.QueryMaster(), transport=self._transport,
-                                                     timeout=5.0), 10)
-        except (HTCError, OSError, TimeoutError):
-            return None
-        if not isinstance(reply, m.MasterStatus) or reply.shutting_down:
-            return None
-        return next((d.state for d in reply.daemons if d.name.lower() == self.schedd.lower()), None)
-
-    def _master_says(self) -> str:
-        state = self._last_master_word
-        if state is None:
-            return "; the pool's master does not answer (or does not run it)"
-        return f"; its master has it in state {state}"
+        assert self._link is not None
+        return self._link.request(msg, timeout=timeout, retry=retry)
 
     # --- Backend: the session -----------------------------------------------------------------
     def open(self, spool: Spool, *, named: bool, create: bool) -> None:
@@ -293,23 +105,20 @@ class PoolBackend(PoolWatching):
             ScheddLost: the pool has no schedd answering.
             UsageError: ``pool`` is not a pool.
         """
-        from htc.eventlog import EventLogReader
-
         self.spool = spool
         spool.flat = True  # most calls' files share calls/ (see htc.executors.spool)
         spool.recycle = not named  # no later client reads an anonymous session's results
         self._named = named
-        self._transport, self.home = _transport_for(self.pool)
-        self._io = _IOThread(f"htc-pool-io-{spool.name}")
+        transport, self.home = transport_for(self.pool)
+        self._link = ScheddLink(transport, self.schedd, self.lost_after, f"htc-pool-io-{spool.name}")
         try:
             self._request(m.Ping(), timeout=10.0, retry=False)
         except (ScheddLost, RemoteError, HTCError) as exc:
-            self._io.close()
+            self._link.io.close()
             where = self.home or self.pool
             raise ScheddLost(f"no schedd answers in the pool at {where}: {exc}; 'htc pool status' shows which daemons "
                              "run (HTCExecutor(backend='local') runs calls without a pool)") from exc
-        self._reader = EventLogReader(self._log_path(), keep_open=True)
-        self._watch = FileWatch(self._log_path())  # poll() waits on it: no thread hand-off
+        self._watcher = JobWatcher(spool, self._link, self._log_path(), _session_constraint(spool))
 
     def _log_path(self) -> Path:
         assert self.spool is not None
@@ -318,100 +127,42 @@ class PoolBackend(PoolWatching):
     def close(self, *, detach: bool) -> None:
         """Stop watching; an unnamed session also removes whatever of its jobs is left in the queue."""
         try:
-            if not detach and self._io is not None and self.spool is not None and self._jobs:
+            if not detach and self._link is not None and self.spool is not None and self._watcher is not None \
+                    and self._watcher.jobs:
                 # Held jobs of failed calls, and anything else of this session still queued:
                 # nobody can collect them once the session's directory is gone.
                 try:
-                    self._request(m.ActOnJobs(action=m.JobAction.Remove, constraint=self._session_constraint(),
+                    self._request(m.ActOnJobs(action=m.JobAction.Remove, constraint=_session_constraint(self.spool),
                                               reason="the executor that submitted it has shut down"),
                                   timeout=10.0, retry=False)
                 except (HTCError, OSError) as exc:
                     print(f"htc executor: could not remove the jobs of session {self.spool.name}: {exc}",
                           file=sys.stderr)
         finally:
-            if self._watch is not None:
-                self._watch.close()
-                self._watch = None
-            if self._reader is not None:
-                self._reader.close()
-            with self._blocking_lock:
-                if self._blocking is not None:
-                    self._blocking.close()
-                    self._blocking = None
-            if self._io is not None:
-                if self._conn is not None:
-                    try:
-                        self._io.call(self._conn.aclose(), 5)
-                    except (HTCError, OSError, TimeoutError):
-                        self._conn = None
-                self._io.close()
-                self._io = None
+            if self._watcher is not None:
+                self._watcher.close()
+            if self._link is not None:
+                self._link.close()
+                self._link = None
 
-    def _session_constraint(self) -> str:
-        assert self.spool is not None
-        return f"HTCSession == {quote(self.spool.name)}"
+    # --- Backend: watching (htc.executors.pool_watch) ------------------------------------------------
+    def poll(self, timeout: float) -> list[JobUpdate]:
+        """Follow the session's event log (and, now and then, the queue) for up to ``timeout`` s."""
+        assert self._watcher is not None
+        return self._watcher.poll(timeout)
+
+    def wake(self) -> None:
+        """Make a blocked :meth:`poll` return soon."""
+        if self._watcher is not None:
+            self._watcher.wake()
 
     # --- Backend: submitting ----------------------------------------------------------------------
     def _template(self, options: CallOptions) -> dict[str, str]:
         cached = self._templates.get(id(options))
         if cached is not None:
             return cached[1]
-        from htc.submit import Submit, SubmitError
-
         assert self.spool is not None
-        problem = _slot_user_cannot_run(options.python or sys.executable, options.environment)
-        if problem:
-            raise OptionError(problem)
-        lines = {
-            "universe": "python", "executable": options.python or sys.executable, "transfer_executable": "false",
-            "arguments": "-m htc.executors.worker", "initialdir": str(self.spool.calls),
-            "should_transfer_files": "YES",
-            "when_to_transfer_output": "ON_EXIT_OR_EVICT" if options.checkpoint else "ON_EXIT",
-            "output": "stdout", "error": "stderr", "log": str(self._log_path()),
-            "request_cpus": str(options.request_cpus), "request_memory": str(options.request_memory),
-            "request_disk": str(options.request_disk), "priority": str(options.priority),
-        }
-        if options.request_gpus:
-            lines["request_gpus"] = str(options.request_gpus)
-        if options.requirements:
-            lines["requirements"] = options.requirements
-        if options.rank:
-            lines["rank"] = options.rank
-        if options.max_retries:
-            lines["max_retries"] = str(options.max_retries)
-            lines["retry_until"] = str(EXIT_ERROR)  # the call could not run: running it again cannot help
-        if options.timeout:
-            lines["allowed_execute_duration"] = str(math.ceil(options.timeout) + 5)  # the worker stops it first
-        env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
-        env.update(options.environment)
-        if env:
-            lines["environment"] = _environment_text(env)
-        if options.stream_output:
-            lines["stream_output"] = lines["stream_error"] = "true"
-        if options.transfer_output_files:
-            wanted = [*options.transfer_output_files, cf.RESULT_FILE]
-            if options.checkpoint:
-                wanted.append(cf.CHECKPOINT_FILE)
-            lines["transfer_output_files"] = ",".join(wanted)
-        if not (options.checkpoint or options.timeout or options.stream_output or options.transfer_output_files
-                or options.submit):
-            # Nothing a call lane lacks: the schedd may run it on a worker that stays up
-            # (htc.daemons.schedd.lanes); it is a job all the same.
-            lines["+HTCLane"] = "true"
-        lines.update(options.submit)
-        lines["+HTCSession"] = quote(self.spool.name)
-        text = "\n".join(f"{k} = {v}" for k, v in lines.items()) + "\nqueue\n"
-        try:
-            cwd = os.getcwd()
-        except FileNotFoundError:  # the caller's directory was removed: relative paths mean nothing now
-            cwd = str(self.spool.path) if self.spool is not None else "/"
-        try:
-            cluster = Submit(text, cwd=cwd).cluster(1)
-            ad = {**cluster.cluster_ad, **next(iter(cluster.proc_ads()))}
-        except SubmitError as exc:
-            raise OptionError(f"these options do not make a valid job: {exc}") from None
-        for name in ("ClusterId", "ProcId", "Owner", "QDate", "EnteredCurrentStatus"):
-            ad.pop(name, None)
+        ad = job_template(options, self.spool, self._log_path())
         self._templates[id(options)] = (options, ad)
         return ad
 
@@ -422,39 +173,21 @@ class PoolBackend(PoolWatching):
             ImpossibleRequest: naming what is too big or never true, and the largest slot.
             OptionError: the options do not make a valid job.
         """
-        from htc.classad.match import requirements_hold
-
         template = self._template(options)
-        slots = self._slot_ads()
-        if not slots:
-            return  # no startd has reported yet: nothing to judge by
-        job = ClassAd("[ " + "; ".join(f"{k} = {v}" for k, v in template.items()) + " ]")
-        for slot in slots:
-            if requirements_hold(job, _at_most(slot)):
-                return
-        biggest = max(slots, key=lambda s: (_number(s, "TotalSlotCpus", "TotalCpus", "Cpus"),
-                                            _number(s, "TotalSlotMemory", "TotalMemory", "Memory")))
-        big = _at_most(biggest)
-        what = (f"request_cpus={options.request_cpus}, request_memory={options.request_memory} MiB, "
-                f"request_disk={options.request_disk} KiB"
-                + (f", requirements {options.requirements!r}" if options.requirements else ""))
-        raise ImpossibleRequest(
-            f"no slot of the pool can ever run this call ({what}): of {len(slots)} slot(s), the biggest "
-            f"({big.get('Name')}) offers Cpus = {big.get('Cpus')}, Memory = {big.get('Memory')} MiB, "
-            f"Disk = {big.get('Disk')} KiB, OpSys = {big.get('OpSys')}, Arch = {big.get('Arch')}; ask for less")
+        problem = impossible_request(options, template, self._slot_ads())
+        if problem:
+            raise ImpossibleRequest(problem)
 
     def _slot_ads(self) -> list[ClassAd]:
         fetched, ads = self._slots
         if time.monotonic() - fetched < _SLOTS_FRESH:
             return ads
-        from htc.client.daemon import AdType, query_collector_async
-
-        assert self._io is not None
+        assert self._link is not None
         # A pool started a moment ago has no slot ads yet; give its startd a few seconds.
         deadline = time.monotonic() + (_FIRST_SLOTS_WAIT if not fetched else 0.0)
         while True:
             try:
-                ads = self._io.call(query_collector_async(AdType.Startd, transport=self._transport, timeout=10.0), 15)
+                ads = self._link.startd_ads(timeout=10.0)
             except (HTCError, OSError, TimeoutError):
                 ads = []
             if ads or time.monotonic() >= deadline:
@@ -470,64 +203,36 @@ class PoolBackend(PoolWatching):
             ScheddLost: the schedd stayed unreachable.
             RemoteError: the schedd refused the jobs (the message says why).
         """
-        assert self.spool is not None
+        assert self.spool is not None and self._watcher is not None
         job_ids: dict[str, str] = {}
         groups: dict[int, list[CallSpec]] = {}
         for spec in calls:
             groups.setdefault(id(spec.options), []).append(spec)
         journal = []
         for group in groups.values():
-            template = self._template(group[0].options)
-            cluster_ad = "[ " + "; ".join(f"{k} = {v}" for k, v in template.items()) + " ]"
+            cluster_ad = ad_text(self._template(group[0].options))
             for start in range(0, len(group), _MAX_PROCS_PER_SUBMIT):
                 part = group[start:start + _MAX_PROCS_PER_SUBMIT]
-                procs = tuple(self._proc_ad(spec) for spec in part)
+                procs = tuple(proc_ad(spec, self.spool) for spec in part)
                 for spec, job_id in zip(part, self._submit_cluster(cluster_ad, procs, part)):
                     job_ids[spec.call_id] = job_id
-                    self._jobs[job_id] = _Job(spec.call_id, spec.label, spec.options)
+                    self._watcher.follow(job_id, Job(spec.call_id, spec.label, spec.options))
                     self._job_of[spec.call_id] = job_id
                     journal.append({"op": "job", "id": spec.call_id, "job": job_id})
         if self._named:
             self.spool.record(journal)
-        self._interval = 0.002
+        self._watcher.expect_news()
         # No Reschedule of our own: the schedd starts new calls on a claim it kept for us, and
         # otherwise asks the negotiator for a cycle itself (SCHEDD_SEND_RESCHEDULE).
         return [job_ids[spec.call_id] for spec in calls]
 
-    def _proc_ad(self, spec: CallSpec) -> str:
-        assert self.spool is not None
-        where, name = os.path.split(self.spool.prepare(spec.call_id, spec.data, spec.parents, spec.options))
-        inputs = [name, *(cf.parent_file(p) for p in spec.parents)]
-        cid = spec.call_id
-        attrs = {"HTCCallId": quote(cid), "HTCFunction": quote(spec.label)}
-        if name == cf.CALL_FILE:  # a directory of its own
-            if spec.options.checkpoint:
-                Path(where, cf.CHECKPOINT_FILE).touch()  # empty until the call checkpoints; comes back on eviction
-                inputs.append(cf.CHECKPOINT_FILE)
-            attrs["Iwd"] = quote(where)
-        else:  # its files in the cluster's Iwd, calls/, named after it (as the spool names them)
-            result = os.path.basename(self.spool.result_file(cid))
-            attrs.update(Out=quote(os.path.basename(self.spool.output_file(cid, "stdout"))),
-                         Err=quote(os.path.basename(self.spool.output_file(cid, "stderr"))),
-                         TransferOutputRemaps=quote(f"{cf.RESULT_FILE}={result}"))
-        inputs += [os.path.abspath(f) for f in spec.options.transfer_input_files]
-        attrs["TransferInput"] = quote(",".join(inputs))
-        return "[ " + "; ".join(f"{k} = {v}" for k, v in attrs.items()) + " ]"
-
     def _submit_cluster(self, cluster_ad: str, procs: tuple[str, ...], specs: list[CallSpec]) -> list[str]:
         # The batch's submission id makes a retry after a lost reply -- to this schedd or to
         # the one the master starts after a crash -- answer the cluster the first try made.
-        msg = m.Submit(cluster_ad=cluster_ad, proc_ads=procs, submission_id=self._submission_id(specs))
+        assert self.spool is not None
+        msg = m.Submit(cluster_ad=cluster_ad, proc_ads=procs, submission_id=submission_id(self.spool.name, specs))
         reply = self._request(msg, timeout=60.0)
         return [f"{reply.cluster_id}.{reply.first_proc + i}" for i in range(reply.num_procs)]
-
-    def _submission_id(self, specs: list[CallSpec]) -> str:
-        """The batch's name for the schedd: the same calls of the same session, the same id."""
-        assert self.spool is not None
-        h = hashlib.blake2b(self.spool.name.encode(), digest_size=20)
-        for spec in specs:
-            h.update(b"\0" + spec.call_id.encode())
-        return f"htcx-{h.hexdigest()}"
 
     # --- Backend: acting on jobs ------------------------------------------------------------------------
     def _act(self, action: m.JobAction, job_ids: list[str], reason: str) -> None:
@@ -536,11 +241,12 @@ class PoolBackend(PoolWatching):
 
     def remove(self, call_ids: Sequence[str], reason: str) -> None:
         """``htc rm`` the calls' jobs."""
+        assert self._watcher is not None
         ids = []
         for cid in call_ids:
             job_id = self._job_of.get(cid)
-            if job_id is not None and self._jobs[job_id].state != "done":
-                self._jobs[job_id].removing = True
+            if job_id is not None and self._watcher.jobs[job_id].state != "done":
+                self._watcher.jobs[job_id].removing = True
                 ids.append(job_id)
         self._act(m.JobAction.Remove, ids, reason)
 
@@ -568,11 +274,11 @@ class PoolBackend(PoolWatching):
         reply = self._request(m.QueryJobs(constraint=f"ClusterId == {cluster} && ProcId == {proc}"))
         if reply.ads:
             return ClassAd(reply.ads[0])
-        from htc.client.schedd import history
+        from htc.client import history
 
-        path = self.home / "spool" / "job_queue.db" if self.pool is not None and self.home else None
         try:
-            found = history(f"ClusterId == {cluster} && ProcId == {proc}", limit=1, path=path)
+            found = history(f"ClusterId == {cluster} && ProcId == {proc}", limit=1,
+                            path=_history_path(self.pool, self.home))
         except UsageError:
             found = []
         if not found:
@@ -596,17 +302,16 @@ class PoolBackend(PoolWatching):
             return f"job {job_id} is running on {ad.get('RemoteHost', 'a slot')}"
         if status != 1:
             return f"job {job_id} has status {status}"
-        from htc.client.analyze import analyze_job
-        from htc.client.daemon import AdType, query_collector_async
+        from htc.client import analyze_job
 
-        assert self._io is not None
-        slots = self._io.call(query_collector_async(AdType.Startd, transport=self._transport, timeout=10.0), 15)
+        assert self._link is not None
+        slots = self._link.startd_ads(timeout=10.0)
         return f"job {job_id} is idle.\n" + analyze_job(ad, slots).render()
 
     # --- Backend: attach -------------------------------------------------------------------------------
     def recover(self) -> list[RecoveredCall]:
         """The calls of the session's journal, with their jobs (the event log is replayed by poll)."""
-        assert self.spool is not None
+        assert self.spool is not None and self._watcher is not None
         calls: dict[str, dict[str, Any]] = {}
         jobs: dict[str, str] = {}
         for entry in self.spool.journal():
@@ -622,7 +327,7 @@ class PoolBackend(PoolWatching):
             job_id = jobs.get(call_id)
             data = None
             if job_id is not None:
-                self._jobs[job_id] = _Job(call_id, entry["label"], options)
+                self._watcher.follow(job_id, Job(call_id, entry["label"], options))
                 self._job_of[call_id] = job_id
             else:
                 try:
@@ -631,7 +336,7 @@ class PoolBackend(PoolWatching):
                     data = None
             out.append(RecoveredCall(call_id, entry["label"], job_id, tuple(entry.get("parents", ())), options,
                                      None, data))
-        self._next_reconcile = 0.0
+        self._watcher.reconcile_soon()
         return out
 
     def _queued_call_ids(self, call_ids: set[str]) -> dict[str, str]:
@@ -640,7 +345,8 @@ class PoolBackend(PoolWatching):
         does not submit them again."""
         if not call_ids:
             return {}
-        reply = self._request(m.QueryJobs(constraint=self._session_constraint(),
+        assert self.spool is not None
+        reply = self._request(m.QueryJobs(constraint=_session_constraint(self.spool),
                                           projection=("ClusterId", "ProcId", "HTCCallId")))
         ads = [ClassAd(text) for text in reply.ads]
         if len(ads) < len(call_ids):
@@ -654,57 +360,36 @@ class PoolBackend(PoolWatching):
     def _session_history(self) -> list[ClassAd]:
         """The session's finished jobs, from the history this machine can read (none when it
         cannot: the pool is elsewhere, or its queue file is not readable)."""
-        from htc.client.schedd import history
+        from htc.client import history
 
-        path = self.home / "spool" / "job_queue.db" if self.pool is not None and self.home else None
+        assert self.spool is not None
         try:
-            return history(self._session_constraint(), path=path)
+            return history(_session_constraint(self.spool), path=_history_path(self.pool, self.home))
         except (HTCError, OSError):
             return []
 
     def collected(self, call_ids: Sequence[str]) -> None:
         """Nothing to free: results stay in the spool until the session is forgotten or expires."""
+        assert self._watcher is not None
         for cid in call_ids:
             job_id = self._job_of.get(cid)
-            if job_id is not None and job_id in self._jobs:
-                self._jobs[job_id].state = "done"
-
-
-def _number(ad: ClassAd, *names: str) -> float:
-    for name in names:
-        value = ad.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    return 0.0
-
-
-def _at_most(slot: ClassAd) -> ClassAd:
-    """A slot ad grown to everything its machine could give one job (a partitionable slot's whole)."""
-    ad = ClassAd(str(slot))
-    for attr, totals in (("Cpus", ("TotalSlotCpus", "TotalCpus")), ("Memory", ("TotalSlotMemory", "TotalMemory")),
-                         ("Disk", ("TotalSlotDisk", "TotalDisk")), ("Gpus", ("TotalSlotGpus", "TotalGpus"))):
-        best = max(_number(slot, *totals), _number(slot, attr))
-        if best:
-            ad[attr] = int(best)
-    return ad
+            if job_id is not None and job_id in self._watcher.jobs:
+                self._watcher.jobs[job_id].state = "done"
 
 
 def remove_session_jobs(spool: Spool) -> None:
     """Remove every job of a session from its pool's queue (``htc.executors.forget``); quiet when the
     pool is not running."""
     info = spool.info()
-    backend = PoolBackend(info.get("pool"))
     try:
-        backend._transport, backend.home = _transport_for(backend.pool, start=False)
+        transport, _ = transport_for(info.get("pool"), start=False)
     except (HTCError, OSError):
         return
-    backend.spool = spool
-    backend._io = _IOThread(f"htc-pool-io-{spool.name}")
+    link = ScheddLink(transport, "schedd", 60.0, f"htc-pool-io-{spool.name}")
     try:
-        backend._request(m.ActOnJobs(action=m.JobAction.Remove, constraint=backend._session_constraint(),
-                                     reason="htc.executors.forget()"), timeout=10.0, retry=False)
+        link.request(m.ActOnJobs(action=m.JobAction.Remove, constraint=_session_constraint(spool),
+                                 reason="htc.executors.forget()"), timeout=10.0, retry=False)
     except (HTCError, OSError):
         return
     finally:
-        backend.close(detach=True)
-
+        link.close()

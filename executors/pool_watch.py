@@ -1,11 +1,11 @@
 """The pool backend's watching half: the session's event log and the queue, turned into
-:class:`~htc.executors.backend.JobUpdate` s (see :mod:`htc.executors.pool`, which mixes
-:class:`PoolWatching` into :class:`~htc.executors.pool.PoolBackend`).
+:class:`~htc.executors.backend.JobUpdate` s (:class:`JobWatcher`, which
+:class:`~htc.executors.pool.PoolBackend` opens with the session and asks in ``poll``).
 
 Theory of operation
 -------------------
 Every job of a session writes the session's event log (``jobs.log`` in the spool, the ``log``
-submit command); :meth:`PoolWatching.poll` follows it with :class:`~htc.eventlog.EventLogReader`
+submit command); :meth:`JobWatcher.poll` follows it with :class:`~htc.eventlog.EventLogReader`
 and turns each event into an update: execute -> started, evicted -> evicted or, for a
 ``max_retries`` requeue, requeued, terminated -> the call's result file read from the spool,
 held -> a failure or an automatic release (:data:`_INFRA_HOLDS`), aborted -> removed.
@@ -14,7 +14,7 @@ Looking at the log costs a ``stat``. On Linux the poll blocks on the log's inoti
 itself (:meth:`htc.executors.filewatch.FileWatch.wait`), so the schedd's write wakes the
 thread that reads it, with no hand-off through another thread; it still looks every 200 ms
 as a safety net. Without a watch it looks 2 ms after any activity, backing off to 200 ms.
-:meth:`PoolWatching.wake` (a submit, a cancel, shutdown) ends a wait at once. Every few
+:meth:`JobWatcher.wake` (a submit, a cancel, shutdown) ends a wait at once. Every few
 seconds the queue itself is asked about the session's jobs (``QueryJobs``), which catches a
 job that left the queue without a log event.
 """
@@ -23,19 +23,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from htc.classad import ClassAd
 from htc.eventlog import events as ev
-from htc.wire import callfile as cf
 from htc.executors.backend import JobUpdate
 from htc.executors.errors import CallTimedOut, JobFailed, JobHeld, JobKilled, JobOutOfMemory, JobRemoved, ScheddLost
+from htc.executors.filewatch import FileWatch
 from htc.executors.options import CallOptions
-from htc.executors.spool import UntrustedFile
+from htc.executors.schedd_link import ScheddLink
+from htc.executors.spool import Spool, UntrustedFile
 from htc.executors.status import CallEvent
 from htc.executors.worker import EXIT_ERROR, EXIT_EXCEPTION, EXIT_VALUE
+from htc.wire import callfile as cf
 from htc.wire import messages as m
 
-__all__ = ["PoolWatching"]
+__all__ = ["Job", "JobWatcher"]
 
 #: hold codes that mean the pool failed, not the call (retried automatically)
 _INFRA_HOLDS = frozenset({6, 7, 8, 9, 10, 11, 12, 13, 14, 18, 22, 24})
@@ -53,7 +56,9 @@ _WATCHED = frozenset({
 
 
 @dataclass
-class _Job:
+class Job:
+    """One call's job as the watcher follows it."""
+
     call_id: str
     label: str
     options: CallOptions
@@ -64,10 +69,49 @@ class _Job:
     missing_since: float | None = None
 
 
+class JobWatcher:
+    """Follows the jobs of one session: its event log, and now and then the queue.
 
-class PoolWatching:
-    """Following a session's jobs (mixed into ``PoolBackend``, whose state it shares: ``spool``,
-    ``_jobs``, ``_watch``, ``_reader`` and the ``_request``/``_act`` of the submitting half)."""
+    Args:
+        spool: the session (its result files are read when a job ends).
+        link: the line to the schedd (queue checks, releases for an infrastructure retry).
+        log: the session's event log.
+        constraint: selects the session's jobs in the queue.
+    """
+
+    def __init__(self, spool: Spool, link: ScheddLink, log: Path, constraint: str):
+        from htc.eventlog import EventLogReader
+
+        self.spool = spool
+        self.link = link
+        self.log = log
+        self.constraint = constraint
+        #: job id -> the job followed
+        self.jobs: dict[str, Job] = {}
+        self._reader = EventLogReader(log, keep_open=True)
+        self._watch: FileWatch | None = FileWatch(log)  # poll() waits on it: no thread hand-off
+        self._interval = 0.002
+        self._next_reconcile = 0.0
+        self._wake_requested = False
+
+    def follow(self, job_id: str, job: Job) -> None:
+        """Watch ``job`` from now on."""
+        self.jobs[job_id] = job
+
+    def expect_news(self) -> None:
+        """Jobs were just submitted: look again soon even without a working log watch."""
+        self._interval = 0.002
+
+    def reconcile_soon(self) -> None:
+        """Ask the queue about the session's jobs at the next poll."""
+        self._next_reconcile = 0.0
+
+    def close(self) -> None:
+        """Stop watching the log."""
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
+        self._reader.close()
 
     def wake(self) -> None:
         """Make a blocked :meth:`poll` return soon."""
@@ -82,7 +126,7 @@ class PoolWatching:
         while True:
             updates = self._read_log()
             now = time.monotonic()
-            if now >= self._next_reconcile and self._jobs:
+            if now >= self._next_reconcile and self.jobs:
                 self._next_reconcile = now + _RECONCILE_EVERY
                 updates += self._reconcile(now)
             if updates:
@@ -108,7 +152,7 @@ class PoolWatching:
 
     def _on_event(self, event) -> list[JobUpdate]:
         job_id = f"{event.cluster}.{event.proc}"
-        job = self._jobs.get(job_id)
+        job = self.jobs.get(job_id)
         if job is None or job.state == "done":
             return []
         cid = job.call_id
@@ -151,12 +195,13 @@ class PoolWatching:
                               "the schedd runs it again")]
         return []
 
-    def _held(self, job_id: str, job: _Job, reason: str, code: int | None) -> list[JobUpdate]:
+    def _held(self, job_id: str, job: Job, reason: str, code: int | None) -> list[JobUpdate]:
         cid, label = job.call_id, job.label
         if code in _INFRA_HOLDS and job.infra_retries < job.options.infrastructure_retries:
             job.infra_retries += 1
             job.state = "retrying"
-            self._act(m.JobAction.Release, [job_id], f"htc executor: infrastructure retry {job.infra_retries}")
+            self.link.request(m.ActOnJobs(action=m.JobAction.Release, ids=(job_id,),
+                                          reason=f"htc executor: infrastructure retry {job.infra_retries}"))
             return [JobUpdate(cid, CallEvent.INFRA_FAILURE, job_id, detail=(
                 f"held by the pool ({reason}, code {code}); released for retry {job.infra_retries} of "
                 f"{job.options.infrastructure_retries}"))]
@@ -175,8 +220,7 @@ class PoolWatching:
                             "result), 'htc rm' removes it", job_id, reason, code)
         return [JobUpdate(cid, CallEvent.FAILED, job_id, detail=f"held: {reason}", error=error)]
 
-    def _ended(self, job_id: str, job: _Job, code: int | None, sig: int | None) -> JobUpdate:
-        assert self.spool is not None
+    def _ended(self, job_id: str, job: Job, code: int | None, sig: int | None) -> JobUpdate:
         cid, label = job.call_id, job.label
         try:
             result = self.spool.read_result(cid)
@@ -196,12 +240,10 @@ class PoolWatching:
     def _reconcile(self, now: float) -> list[JobUpdate]:
         """Compare with the queue: catch jobs that left it, or moved, without a log event."""
         try:
-            reply = self._request(m.QueryJobs(constraint=self._session_constraint(), projection=_PROJECTION),
-                                  timeout=10.0, retry=False)
+            reply = self.link.request(m.QueryJobs(constraint=self.constraint, projection=_PROJECTION),
+                                      timeout=10.0, retry=False)
         except ScheddLost as exc:
-            if self._failing_since is None:
-                self._failing_since = now
-            if now - self._failing_since > self.lost_after and not self._schedd_coming_back():
+            if self.link.given_up(now):
                 raise exc
             return []
         in_queue: dict[str, ClassAd] = {}
@@ -209,7 +251,7 @@ class PoolWatching:
             ad = ClassAd(text)
             in_queue[f"{ad['ClusterId']}.{ad['ProcId']}"] = ad
         updates: list[JobUpdate] = []
-        for job_id, job in self._jobs.items():
+        for job_id, job in self.jobs.items():
             if job.state == "done":
                 continue
             ad = in_queue.get(job_id)
@@ -233,8 +275,7 @@ class PoolWatching:
                 updates += self._held(job_id, job, str(ad.get("HoldReason") or ""), code)
         return updates
 
-    def _vanished(self, job_id: str, job: _Job) -> list[JobUpdate]:
-        assert self.spool is not None
+    def _vanished(self, job_id: str, job: Job) -> list[JobUpdate]:
         job.state = "done"
         path = self.spool.result_path(job.call_id)
         try:
@@ -249,4 +290,4 @@ class PoolWatching:
             return []
         return [JobUpdate(job.call_id, CallEvent.FAILED, job_id, error=JobFailed(
             f"job {job_id} (call {job.label}) left the queue without a result and without an event in "
-            f"{self._log_path()}; 'htc history -l {job_id}' shows how it ended", job_id))]
+            f"{self.log}; 'htc history -l {job_id}' shows how it ended", job_id))]

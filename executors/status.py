@@ -20,8 +20,10 @@ anything else          nothing: the future stays pending (or running)
 
 An evicted call stays *running* as far as ``concurrent.futures`` goes (a future cannot go
 back to pending), while ``status`` says ``evicted`` and then ``idle`` and ``evictions``
-counts. A step that is not in the table raises :class:`IllegalCallTransition`, naming the
-call, its status and the event -- a bug, never a user error.
+counts. :func:`advance` applies the table through :func:`htc.transitions.transition`, like
+every state table of htc: a step that is not in it raises
+:class:`~htc.transitions.IllegalTransition`, naming the call, its status and the event, and
+listing the legal events -- a bug, never a user error.
 
 The diagram in docs/executor.md is generated from the table by :func:`diagram`.
 """
@@ -30,9 +32,9 @@ from __future__ import annotations
 
 import enum
 
-from htc.errors import HTCError
+from htc.transitions import legal_events, transition
 
-__all__ = ["CallEvent", "CallStatus", "IllegalCallTransition", "TRANSITIONS", "advance", "diagram"]
+__all__ = ["CallEvent", "CallStatus", "TRANSITIONS", "advance", "diagram"]
 
 
 class CallStatus(str, enum.Enum):
@@ -112,10 +114,6 @@ TRANSITIONS: dict[tuple[CallStatus, CallEvent], CallStatus] = {
 del W, SUB, I, R, EV, RT, C, F, X, E
 
 
-class IllegalCallTransition(HTCError):
-    """The executor tried a status change the call table does not allow (a bug in htc)."""
-
-
 def advance(call: str, status: CallStatus, event: CallEvent) -> CallStatus:
     """The status after ``event``.
 
@@ -128,17 +126,16 @@ def advance(call: str, status: CallStatus, event: CallEvent) -> CallStatus:
         The new status.
 
     Raises:
-        IllegalCallTransition: the table has no such step; the message names the call, its
+        IllegalTransition: the table has no such step; the message names the call, its
             status and the event, and lists the legal events.
     """
-    try:
-        return TRANSITIONS[status, event]
-    except KeyError:
-        legal = sorted(e.value for (s, e) in TRANSITIONS if s == status)
+    def explain() -> str:
+        legal = sorted(e.value for e in legal_events(TRANSITIONS, status))
         hint = f"from {status.value} the legal events are {', '.join(legal)}" if legal else \
             f"{status.value} is final"
-        raise IllegalCallTransition(f"call {call} is {status.value} and cannot take the event "
-                                    f"{event.value!r}: {hint}") from None
+        return f"call {call} is {status.value} and cannot take the event {event.value!r}: {hint}"
+
+    return transition(TRANSITIONS, f"call {call}", status, event, explain=explain)
 
 
 def diagram() -> str:

@@ -33,7 +33,7 @@ import htcondor2
 import psutil
 
 from htc.classad import ClassAd
-from htc.client.daemon import ping, query_collector, query_master, send_command
+from htc.client import ping, query_collector, query_master, send_command
 from htc.daemons.starter.limits import detect_cgroups
 from htc.daemons.schedd.requests import description_message
 from htc.wire import messages as m

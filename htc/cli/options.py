@@ -67,7 +67,7 @@ def transport_from(args: argparse.Namespace, daemon: str | None = None) -> Trans
     name = getattr(args, "name", None)
     if daemon and name:
         if transport is None:
-            from htc.client.daemon import default_transport
+            from htc.client import default_transport
 
             transport = default_transport()
         transport = _Renamed(transport, {daemon: name})

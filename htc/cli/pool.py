@@ -1,17 +1,17 @@
 """``htc pool start|stop|status``, ``htc off``/``on``/``restart``/``reconfig`` and
-``htc vacate``: the administrator's tools, over :mod:`htc.client.pool`."""
+``htc vacate``: the administrator's tools, over :mod:`htc.client`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from htc.client import pool as lib
+from htc import client
 from htc.cli import formatting as fmt
 from htc.cli.options import add_command, add_option, add_pool_options, transport_from
 
 
-def _status_table(status: lib.PoolStatus) -> None:
+def _status_table(status: client.PoolStatus) -> None:
     rows = [(d.name, d.state, d.pid or "-", d.restarts, "yes" if d.answering else "no") for d in status.daemons]
     fmt.print_table(("DAEMON", "STATE", "PID", "RESTARTS", "ANSWERS"), rows, right=[2, 3])
 
@@ -20,8 +20,8 @@ def pool(args: argparse.Namespace) -> int:
     """htc pool: start, stop or inspect the personal pool."""
     if args.action == "start":
         if args.foreground:
-            return lib.start_pool(foreground=True)
-        status = lib.start_pool(timeout=args.timeout)
+            return client.start_pool(foreground=True)
+        status = client.start_pool(timeout=args.timeout)
         if args.json:
             print(json.dumps(status.to_dict(), indent=2))
             return 0
@@ -32,7 +32,7 @@ def pool(args: argparse.Namespace) -> int:
             print(f"not running: {', '.join(off)} (see the *Log.stderr files under {status.home}/log)")
         return 0
     if args.action == "stop":
-        before = lib.stop_pool(fast=args.fast, timeout=args.timeout)
+        before = client.stop_pool(fast=args.fast, timeout=args.timeout)
         if args.json:
             print(json.dumps(before.to_dict(), indent=2))
         elif before.running:
@@ -40,7 +40,7 @@ def pool(args: argparse.Namespace) -> int:
         else:
             print(f"htc pool under {before.home} is not running")
         return 0
-    status = lib.pool_status()
+    status = client.pool_status()
     if args.json:
         print(json.dumps(status.to_dict(), indent=2))
         return 0 if status.running else 1
@@ -66,7 +66,7 @@ def _sent(command: str, daemons: list[str], to: str = "master") -> list[str]:
 def off(args: argparse.Namespace) -> int:
     """htc off: stop daemons (condor_off)."""
     daemons = _daemons(args) + (["master"] if args.master else [])
-    detail = lib.daemons_off(daemons, fast=args.fast, transport=transport_from(args))
+    detail = client.daemons_off(daemons, fast=args.fast, transport=transport_from(args))
     lines = _sent("Kill-Daemon" if daemons else "Kill-All-Daemons", daemons)
     _report(args, lines, detail)
     return 0
@@ -75,7 +75,7 @@ def off(args: argparse.Namespace) -> int:
 def on(args: argparse.Namespace) -> int:
     """htc on: start daemons (condor_on)."""
     daemons = _daemons(args)
-    detail = lib.daemons_on(daemons, transport=transport_from(args))
+    detail = client.daemons_on(daemons, transport=transport_from(args))
     _report(args, _sent("Spawn-Daemon" if daemons else "Spawn-All-Daemons", daemons), detail)
     return 0
 
@@ -83,7 +83,7 @@ def on(args: argparse.Namespace) -> int:
 def restart(args: argparse.Namespace) -> int:
     """htc restart: restart daemons (condor_restart)."""
     daemons = _daemons(args)
-    detail = lib.daemons_restart(daemons, fast=args.fast, transport=transport_from(args))
+    detail = client.daemons_restart(daemons, fast=args.fast, transport=transport_from(args))
     _report(args, _sent("Restart", daemons), detail)
     return 0
 
@@ -91,7 +91,7 @@ def restart(args: argparse.Namespace) -> int:
 def reconfig(args: argparse.Namespace) -> int:
     """htc reconfig: make daemons re-read their configuration (condor_reconfig)."""
     daemons = _daemons(args)
-    details = lib.reconfig(daemons, transport=transport_from(args))
+    details = client.reconfig(daemons, transport=transport_from(args))
     lines = [f'Sent "Reconfig" command to local {d.lower()}' for d in daemons] or ['Sent "Reconfig" command to local master']
     _report(args, lines, "; ".join(details))
     return 0
@@ -99,8 +99,8 @@ def reconfig(args: argparse.Namespace) -> int:
 
 def vacate(args: argparse.Namespace) -> int:
     """htc vacate: evict jobs from machines (condor_vacate)."""
-    names = lib.vacate_slots(args.machines, constraint=args.constraint or "", fast=args.fast,
-                             transport=transport_from(args))
+    names = client.vacate_slots(args.machines, constraint=args.constraint or "", fast=args.fast,
+                                transport=transport_from(args))
     command = "Vacate-Claim-Fast" if args.fast else "Vacate-Claim"
     lines = [f'Sent "{command}" command for "{n}" to local startd' for n in names] or ["No claimed slots to vacate"]
     _report(args, lines, "")
@@ -109,15 +109,16 @@ def vacate(args: argparse.Namespace) -> int:
 
 def drain(args: argparse.Namespace) -> int:
     """htc drain: stop machines taking jobs and empty them (condor_drain)."""
-    lines = lib.drain_machines(args.machines, how=args.how, resume_on_completion=args.resume_on_completion,
-                               reason=args.reason or "", cancel=args.cancel, transport=transport_from(args))
+    lines = client.drain_machines(args.machines, how=args.how, resume_on_completion=args.resume_on_completion,
+                                  reason=args.reason or "", cancel=args.cancel,
+                                  transport=transport_from(args))
     _report(args, lines, "")
     return 0
 
 
 def reschedule(args: argparse.Namespace) -> int:
     """htc reschedule: ask for a negotiation cycle now (condor_reschedule)."""
-    detail = lib.reschedule(transport=transport_from(args))
+    detail = client.reschedule(transport=transport_from(args))
     _report(args, ["Sent reschedule command to local schedd"], detail)
     return 0
 

@@ -1,5 +1,5 @@
 """``htc q``, ``rm``, ``hold``, ``release``, ``qedit``, ``prio``, ``history``, ``vacate_job``:
-condor_q and its friends.  Each parses, calls one :mod:`htc.client.schedd` function and prints."""
+condor_q and its friends.  Each parses, calls one :mod:`htc.client` function and prints."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import socket
 import sys
 import time
 
-from htc.client import schedd as sc
+from htc import client
 from htc.classad import quote
 from htc.cli import formatting as fmt
 from htc.cli import job_views as views
@@ -48,9 +48,9 @@ def _add_formats(p: argparse.ArgumentParser) -> None:
 def _q_constraint(args: argparse.Namespace) -> str:
     parts = []
     if args.ids:
-        parts.append(sc.parse_selection(args.ids).constraint_for_all())
+        parts.append(client.parse_selection(args.ids).constraint_for_all())
     elif not args.allusers:
-        parts.append(f"Owner == {quote(sc.current_user())}")
+        parts.append(f"Owner == {quote(client.current_user())}")
     if args.constraint:
         parts.append(args.constraint)
     for flag, status in (("run", 2), ("hold", 5), ("idle", 1)):
@@ -63,8 +63,8 @@ def q(args: argparse.Namespace) -> int:
     """htc q: show jobs in the queue."""
     transport = transport_from(args, "schedd")
     if args.better_analyze:
-        selection = sc.parse_selection(args.ids, args.constraint) if (args.ids or args.constraint) else None
-        analyses = sc.analyze(selection, slot_constraint=args.machine or "", transport=transport)
+        selection = client.parse_selection(args.ids, args.constraint) if (args.ids or args.constraint) else None
+        analyses = client.analyze(selection, slot_constraint=args.machine or "", transport=transport)
         if args.json:
             _out(fmt.records_json(_analysis_record(a) for a in analyses))
             return 0
@@ -74,7 +74,7 @@ def q(args: argparse.Namespace) -> int:
             _out("\n" + analysis.render(width=fmt.console().width if sys.stdout.isatty() else 80))
         return 0
     constraint = _q_constraint(args)
-    ads = sc.query(constraint, limit=args.limit, transport=transport)
+    ads = client.query(constraint, limit=args.limit, transport=transport)
     if _print_ads(args, ads):
         return 0
     now = time.time()
@@ -94,9 +94,9 @@ def q(args: argparse.Namespace) -> int:
         print()
     print(views.totals_line("query", views.status_counts(ads)))
     if not args.ids and not args.constraint and not (args.run or args.hold or args.idle):
-        everyone = sc.query("", ("Owner", "JobStatus"), transport=transport)
+        everyone = client.query("", ("Owner", "JobStatus"), transport=transport)
         if not args.allusers:
-            me = sc.current_user()
+            me = client.current_user()
             mine = [ad for ad in everyone if ad.get("Owner") == me]
             print(views.totals_line(me, views.status_counts(mine)))
         print(views.totals_line("all users", views.status_counts(everyone)))
@@ -118,13 +118,13 @@ def _analysis_record(a) -> dict:
 
 
 def _act(action: JobAction, args: argparse.Namespace) -> int:
-    selection = sc.parse_selection(args.ids, args.constraint, args.all)
+    selection = client.parse_selection(args.ids, args.constraint, args.all)
     if getattr(args, "forcex", False):
         action = JobAction.RemoveX
     if action is JobAction.Vacate and getattr(args, "fast", False):
         action = JobAction.VacateFast
-    result = sc.act(action, selection, reason=getattr(args, "reason", None) or "",
-                    subcode=getattr(args, "subcode", None), transport=transport_from(args, "schedd"))
+    result = client.act(action, selection, reason=getattr(args, "reason", None) or "",
+                        subcode=getattr(args, "subcode", None), transport=transport_from(args, "schedd"))
     if args.json:
         _out(fmt.records_json([{"ok": ok, "message": line} for ok, line in result.lines]
                               + [{"totals": {f: getattr(result.totals, f) for f in result.totals.__struct_fields__}}]))
@@ -163,15 +163,15 @@ def qedit(args: argparse.Namespace) -> int:
     """htc qedit: set job attributes."""
     words = list(args.args)
     if args.constraint:
-        selection = sc.parse_selection((), args.constraint)
+        selection = client.parse_selection((), args.constraint)
     else:
         if not words:
             raise UsageError("name the jobs (CLUSTER, CLUSTER.PROC or an owner) or give -constraint")
-        selection = sc.parse_selection([words.pop(0)])
+        selection = client.parse_selection([words.pop(0)])
     if not words or len(words) % 2:
         raise UsageError("give attribute and value pairs: htc qedit 12 RequestMemory 2048 JobBatchName '\"night\"'")
     attributes = dict(zip(words[0::2], words[1::2]))
-    matched = sc.edit(selection, attributes, transport=transport_from(args, "schedd"))
+    matched = client.edit(selection, attributes, transport=transport_from(args, "schedd"))
     if args.json:
         _out(fmt.records_json([{"attribute": name, "value": value, "matched": matched}
                                for name, value in attributes.items()]))
@@ -196,9 +196,9 @@ def prio(args: argparse.Namespace) -> int:
             words.remove(word)
     if args.p is None and relative is None:
         raise UsageError("give the new priority with -p N, or a change with +N or -N")
-    selection = sc.parse_selection(words, None, args.a)
-    changed = sc.set_priority(selection, args.p if args.p is not None else relative,
-                              relative=args.p is None, transport=transport_from(args, "schedd"))
+    selection = client.parse_selection(words, None, args.a)
+    changed = client.set_priority(selection, args.p if args.p is not None else relative,
+                                  relative=args.p is None, transport=transport_from(args, "schedd"))
     if args.json:
         _out(fmt.records_json([{"changed": changed}]))
     if not changed:
@@ -215,7 +215,7 @@ def history(args: argparse.Namespace) -> int:
     parts = []
     owner = None
     if args.ids:
-        selection = sc.parse_selection(args.ids)
+        selection = client.parse_selection(args.ids)
         if selection.users and not (selection.jobs or selection.clusters) and len(selection.users) == 1:
             owner = selection.users[0]
         else:
@@ -223,7 +223,7 @@ def history(args: argparse.Namespace) -> int:
     if args.constraint:
         parts.append(args.constraint)
     constraint = " && ".join(f"({p})" for p in parts)
-    ads = sc.history(constraint, limit=args.limit, owner=owner, path=args.file)
+    ads = client.history(constraint, limit=args.limit, owner=owner, path=args.file)
     if _print_ads(args, ads):
         return 0
     fmt.print_table(views.HISTORY_HEADERS, views.history_rows(ads, time.time()), right=[0, 3])

@@ -1,5 +1,5 @@
 """``htc status``: condor_status.  Asks the collector for ads
-(:func:`htc.client.daemon.query_collector`) and prints the slot table and its totals, or the
+(:func:`htc.client.query_collector`) and prints the slot table and its totals, or the
 ads of another daemon type, or ``-af`` / ``-long`` / ``-json``."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 from htc.classad import ClassAd, quote
 from htc.cli import formatting as fmt
 from htc.cli.options import add_command, add_option, add_pool_options, transport_from
-from htc.client.daemon import query_collector
+from htc.client import query_collector
 from htc.wire.messages import AdType
 
 SLOT_HEADERS = ("Name", "OpSys", "Arch", "State", "Activity", "LoadAv", "Mem", "ActvtyTime")

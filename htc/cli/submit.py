@@ -1,4 +1,4 @@
-"""``htc submit``: condor_submit.  Parses, calls :func:`htc.client.schedd.submit`, prints
+"""``htc submit``: condor_submit.  Parses, calls :func:`htc.client.submit`, prints
 what condor_submit prints (``Submitting job(s)...`` / ``3 job(s) submitted to cluster 12.``)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import os
 import sys
 import uuid
 
-from htc.client import schedd as sc
+from htc import client
 from htc.cli.formatting import long_form
 from htc.cli.options import add_command, add_option, add_pool_options, transport_from
 from htc.errors import UsageError
@@ -54,7 +54,7 @@ def submit(args: argparse.Namespace) -> int:
     if args.batch_name:
         append.append(f"batch_name = {args.batch_name}")
     if args.dry_run:
-        cluster = sc.build_cluster(text, cwd=os.getcwd(), filename=filename, append=append, queue=args.queue)
+        cluster = client.build_cluster(text, cwd=os.getcwd(), filename=filename, append=append, queue=args.queue)
         from htc.classad import ClassAd
 
         ads = [ClassAd("[ " + "; ".join(f"{k} = {v}" for k, v in ad.items()) + " ]") for ad in cluster.job_ads()]
@@ -90,9 +90,9 @@ def _submit_once(text: str, filename: str | None, append: list[str], args: argpa
     queueing the jobs, or is restarting), the same submission is sent again for
     :data:`RETRY_FOR` seconds, and a schedd that had queued it answers with that cluster; the
     jobs are never queued twice."""
-    return sc.submit(text, cwd=os.getcwd(), filename=filename, append=append, queue=args.queue,
-                     transport=transport_from(args, "schedd"), submission_id=f"htc-submit-{uuid.uuid4().hex}",
-                     resend_for=RETRY_FOR)
+    return client.submit(text, cwd=os.getcwd(), filename=filename, append=append, queue=args.queue,
+                         transport=transport_from(args, "schedd"),
+                         submission_id=f"htc-submit-{uuid.uuid4().hex}", resend_for=RETRY_FOR)
 
 
 def register(sub) -> None:

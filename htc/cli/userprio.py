@@ -1,6 +1,6 @@
 """``htc userprio``: condor_userprio. The report reads the accountant's Accounting ads with
-:func:`htc.client.pool.user_priorities`; ``-setprio``, ``-setfactor`` and ``-resetusage`` change one
-submitter through the negotiator (:func:`htc.client.pool.set_user_priority`; administrator only)."""
+:func:`htc.client.user_priorities`; ``-setprio``, ``-setfactor`` and ``-resetusage`` change one
+submitter through the negotiator (:func:`htc.client.set_user_priority`; administrator only)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import asdict
 from htc.cli import formatting as fmt
 from htc.cli.options import add_command, add_option, add_pool_options, transport_from
 from htc.errors import UsageError
-from htc.client.pool import set_user_priority, user_priorities
+from htc.client import set_user_priority, user_priorities
 
 HEADERS = ("User Name", "Effective Priority", "Priority Factor", "In Use", "Usage (wghted-hrs)", "Last Usage")
 

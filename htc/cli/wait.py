@@ -1,4 +1,4 @@
-"""``htc wait``: condor_wait.  Follows a job event log with :func:`htc.client.wait.wait_for_jobs`
+"""``htc wait``: condor_wait.  Follows a job event log with :func:`htc.client.wait_for_jobs`
 and exits 0 only when the jobs are known to be done (1 on timeout), as condor_wait does."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import argparse
 import json
 
 from htc.cli.options import add_command, add_option
-from htc.client.wait import wait_for_jobs
+from htc.client import wait_for_jobs
 
 
 def wait(args: argparse.Namespace) -> int:

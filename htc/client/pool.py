@@ -1,10 +1,8 @@
-"""The personal pool and its daemons, as the administrator tools see them.
+"""The personal pool: start it, stop it, and see what its daemons are doing.
 
 ``start_pool`` / ``stop_pool`` / ``pool_status`` are ``htc pool start|stop|status``:
 the master of the pool under ``$HTC_HOME`` (``HTC_HOME`` selects the pool) and the daemons it
-runs.  ``daemons_off`` / ``daemons_on`` / ``daemons_restart`` / ``reconfig`` are condor_off /
-condor_on / condor_restart / condor_reconfig; ``vacate_slots`` is condor_vacate;
-``user_priorities`` is condor_userprio.
+runs.  The administrator tools that act on a running pool are in :mod:`htc.client.admin`.
 
 Starting
 --------
@@ -30,24 +28,18 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psutil
 
-from htc.classad import ClassAd, quote
-from htc.client.daemon import AdType, ping, query_collector, query_master, send_command
-from htc.errors import HTCError, UsageError
+from htc.client import request
+from htc.errors import HTCError
 from htc.wire import messages as m
 from htc.wire.errors import DaemonUnreachable
 from htc.wire.transport import Transport, UnixTransport
 
-__all__ = [
-    "DaemonInfo", "PoolStatus", "PoolStartError", "start_pool", "stop_pool", "pool_status",
-    "daemons_off", "daemons_on", "daemons_restart", "reconfig", "vacate_slots",
-    "UserPriority", "user_priorities",
-]
+__all__ = ["DaemonInfo", "PoolStatus", "PoolStartError", "start_pool", "stop_pool", "pool_status"]
 
 #: states in which a daemon will not come back without being asked
 _SETTLED_DOWN = {"Off", "GaveUp"}
@@ -107,7 +99,7 @@ def pool_status(*, transport: Transport | None = None, timeout: float = 5.0) -> 
     home = _home()
     transport = transport or _transport(home)
     try:
-        status = query_master(transport=transport, timeout=timeout)
+        status = request.query_master(transport=transport, timeout=timeout)
     except (DaemonUnreachable, HTCError):
         return PoolStatus(home=str(home), running=False)
     daemons = []
@@ -115,7 +107,7 @@ def pool_status(*, transport: Transport | None = None, timeout: float = 5.0) -> 
         answering = False
         if d.state == "Running":
             try:
-                answering = ping(d.name.lower(), transport=transport, timeout=timeout).pid == d.pid
+                answering = request.ping(d.name.lower(), transport=transport, timeout=timeout).pid == d.pid
             except HTCError:
                 answering = False
         daemons.append(DaemonInfo(d.name, d.state, d.pid, d.restarts, answering))
@@ -225,7 +217,7 @@ def _wait_gone(pid: int | None, transport: Transport, timeout: float) -> bool:
             return True
         if not pid:
             try:
-                query_master(transport=transport, timeout=1.0)
+                request.query_master(transport=transport, timeout=1.0)
             except (DaemonUnreachable, HTCError):
                 return True
         time.sleep(_POLL)
@@ -251,8 +243,8 @@ def stop_pool(*, fast: bool = False, timeout: float = 60.0) -> PoolStatus:
     if not before.running:
         return before
     try:
-        send_command("master", m.DaemonsOff(include_master=True, how="fast" if fast else "graceful"),
-                     transport=transport, timeout=10)
+        request.send_command("master", m.DaemonsOff(include_master=True, how="fast" if fast else "graceful"),
+                             transport=transport, timeout=10)
     except DaemonUnreachable:
         return before
     if not _wait_gone(before.master_pid, transport, timeout):
@@ -260,261 +252,3 @@ def stop_pool(*, fast: bool = False, timeout: float = 60.0) -> PoolStatus:
                              f"its daemons may be waiting for jobs to finish: use 'htc pool stop -fast', "
                              f"or see {home / 'log' / 'MasterLog'}")
     return before
-
-
-# --- condor_off / on / restart / reconfig -----------------------------------------------------------
-
-
-def _names(daemons: Iterable[str]) -> tuple[str, ...]:
-    out = []
-    for d in daemons:
-        name = d.strip().upper()
-        if not name:
-            continue
-        if not name.replace("_", "").isalnum():
-            raise UsageError(f"{d!r} is not a daemon name; use names from DAEMON_LIST (schedd, startd, ...)")
-        out.append(name)
-    return tuple(out)
-
-
-def daemons_off(daemons: Sequence[str] = (), *, fast: bool = False, include_master: bool = False,
-                transport: Transport | None = None) -> str:
-    """condor_off: stop daemons of the pool (all but the master when none are named).
-
-    Args:
-        daemons: daemon names (``schedd``, ``startd``); empty: all of them.
-        fast: stop at once instead of gracefully.
-        include_master: stop the master too (``-master``).
-        transport: how to reach the master (default: this pool).
-
-    Returns:
-        The master's acknowledgement.
-
-    Raises:
-        UsageError: a name is not a daemon name.
-        DaemonUnreachable: the pool is not running.
-        RemoteError: the master does not run such a daemon.
-    """
-    names = _names(daemons)
-    if "MASTER" in names:
-        names, include_master = tuple(n for n in names if n != "MASTER"), True
-    reply = send_command("master", m.DaemonsOff(daemons=names, how="fast" if fast else "graceful",
-                                                include_master=include_master),
-                         transport=transport or _transport(_home()))
-    return reply.detail
-
-
-def daemons_on(daemons: Sequence[str] = (), *, transport: Transport | None = None) -> str:
-    """condor_on: start daemons (all of DAEMON_LIST when none are named), also ones the master
-    gave up on.  Errors as for :func:`daemons_off`; returns the master's acknowledgement."""
-    reply = send_command("master", m.DaemonsOn(daemons=_names(daemons)), transport=transport or _transport(_home()))
-    return reply.detail
-
-
-def daemons_restart(daemons: Sequence[str] = (), *, fast: bool = False, transport: Transport | None = None) -> str:
-    """condor_restart: stop then start daemons (all when none are named).  Errors as for
-    :func:`daemons_off`; returns the master's acknowledgement."""
-    reply = send_command("master", m.DaemonsRestart(daemons=_names(daemons), how="fast" if fast else "graceful"),
-                         transport=transport or _transport(_home()))
-    return reply.detail
-
-
-def reconfig(daemons: Sequence[str] = (), *, transport: Transport | None = None) -> list[str]:
-    """condor_reconfig: make daemons re-read the configuration.
-
-    Args:
-        daemons: daemons to tell directly; empty: the master, which passes it on to all.
-        transport: how to reach them (default: this pool).
-
-    Returns:
-        Each acknowledgement, in order.
-
-    Raises:
-        DaemonUnreachable: a daemon (or the pool) is not running.
-    """
-    transport = transport or _transport(_home())
-    targets = [n.lower() for n in _names(daemons)] or ["master"]
-    return [send_command(name, m.Reconfig(), transport=transport).detail for name in targets]
-
-
-# --- condor_vacate -------------------------------------------------------------------------------------
-
-
-def vacate_slots(machines: Sequence[str] = (), *, constraint: str = "", fast: bool = False,
-                 transport: Transport | None = None) -> list[str]:
-    """condor_vacate: evict the jobs running on slots (they go back to idle, checkpointed
-    where they can be).
-
-    Args:
-        machines: machine or slot names (``host``, ``slot1@host``); empty: every claimed slot
-            (with ``constraint``: every slot it selects).
-        constraint: a ClassAd expression selecting slots.
-        fast: kill at once instead of a graceful (soft-kill, then hard-kill) eviction.
-        transport: how to reach the collector and the startd (default: this pool).
-
-    Returns:
-        The names of the slots asked to vacate (empty when nothing was running).
-
-    Raises:
-        UsageError: a named machine has no slot in the collector.
-        DaemonUnreachable, RemoteError: the collector or the startd is not answering.
-    """
-    transport = transport or _transport(_home())
-    parts = []
-    if machines:
-        parts.append(" || ".join(f"Name == {quote(n)} || Machine == {quote(n)}" for n in machines))
-    if constraint:
-        parts.append(constraint)
-    if not machines and not constraint:
-        parts.append('State == "Claimed"')
-    where = " && ".join(f"({p})" for p in parts)
-    slots = query_collector(AdType.Startd, where, ("Name", "Machine", "State"), transport=transport)
-    if machines:
-        seen = {s.get("Name") for s in slots} | {s.get("Machine") for s in slots}
-        missing = [n for n in machines if n not in seen]
-        if missing:
-            raise UsageError(f"no slot of {', '.join(missing)} is in the collector; 'htc status' lists them")
-    names = tuple(str(s["Name"]) for s in slots if isinstance(s.get("Name"), str))
-    if not names:
-        return []
-    send_command("startd", m.Vacate(slot_names=names, fast=fast, reason="via htc vacate"), transport=transport)
-    return list(names)
-
-
-def drain_machines(machines: Sequence[str], *, how: str = "graceful", resume_on_completion: bool = False,
-                   reason: str = "", cancel: bool = False, transport: Transport | None = None) -> list[str]:
-    """condor_drain: the named machines stop taking new jobs and empty (or, with ``cancel``,
-    take jobs again).
-
-    Args:
-        machines: machine names (``Machine`` of their slots, as ``htc status`` shows them).
-        how: ``graceful`` (running jobs finish within their retirement time), ``quick``
-            (vacate them now, gracefully) or ``fast`` (kill them now).
-        resume_on_completion: take jobs again once drained.
-        reason: recorded with the drain (``DrainReason``).
-        cancel: stop draining instead.
-        transport: how to reach the collector and the startd (default: this pool).
-
-    Returns:
-        What the startd answered, one line per machine.
-
-    Raises:
-        UsageError: no machine named, an unknown ``how``, or a machine not in the collector.
-        DaemonUnreachable, RemoteError: the collector or the startd is not answering.
-    """
-    if not machines:
-        raise UsageError("name the machine(s) to drain; 'htc status' lists them")
-    if how not in ("graceful", "quick", "fast"):
-        raise UsageError(f"drain how={how!r}: use graceful, quick or fast")
-    transport = transport or _transport(_home())
-    where = " || ".join(f"Machine == {quote(n)} || Name == {quote(n)}" for n in machines)
-    slots = query_collector(AdType.Startd, where, ("Name", "Machine"), transport=transport)
-    seen = {s.get("Machine") for s in slots} | {s.get("Name") for s in slots}
-    missing = [n for n in machines if n not in seen]
-    if missing:
-        raise UsageError(f"no slot of {', '.join(missing)} is in the collector; 'htc status' lists the machines")
-    msg = m.CancelDrainJobs() if cancel else m.DrainJobs(how=how, resume_on_completion=resume_on_completion,
-                                                         reason=reason or "via htc drain")
-    return [f"{name}: {send_command('startd', msg, transport=transport).detail}" for name in machines]
-
-
-def reschedule(*, transport: Transport | None = None) -> str:
-    """condor_reschedule: ask the schedd to advertise and request a negotiation cycle now.
-
-    Raises:
-        DaemonUnreachable: the schedd is not running.
-    """
-    return send_command("schedd", m.Reschedule(), transport=transport or _transport(_home())).detail
-
-
-# --- condor_userprio ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class UserPriority:
-    """One submitter's standing with the accountant (HTCondor's Accounting ad)."""
-
-    name: str
-    effective_priority: float
-    priority_factor: float
-    resources_used: float
-    weighted_accumulated_usage: float
-    last_usage_time: float | None
-    is_group: bool = False
-
-    @property
-    def real_priority(self) -> float:
-        """Effective priority divided by the factor."""
-        return self.effective_priority / self.priority_factor if self.priority_factor else 0.0
-
-
-def _number(ad: ClassAd, *names: str, default: float = 0.0) -> float:
-    for name in names:
-        value = ad.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    return default
-
-
-def set_user_priority(submitter: str, *, priority: float | None = None, factor: float | None = None,
-                      reset_usage: bool = False, transport: Transport | None = None) -> str:
-    """condor_userprio -setprio / -setfactor / -resetusage: change one submitter's standing.
-
-    Args:
-        submitter: ``user@domain`` as ``htc userprio`` shows it (a bare ``user`` works when
-            exactly one submitter has that name).
-        priority: the new real user priority (>= 0.5; it decays toward 0.5 as usage ages).
-        factor: the new priority factor (>= 1; larger means a worse effective priority).
-        reset_usage: forget the submitter's accumulated usage.
-        transport: how to reach the negotiator (default: this pool).
-
-    Returns:
-        What the negotiator did, in words.
-
-    Raises:
-        RemoteError: not the administrator (``denied``), or a bad value or name (``bad_request``).
-        DaemonUnreachable: the negotiator is not running.
-    """
-    msg = m.SetUserPriority(submitter=submitter, priority=priority, factor=factor, reset_usage=reset_usage)
-    return send_command("negotiator", msg, transport=transport or _transport(_home())).detail
-
-
-def user_priorities(*, all_users: bool = False, transport: Transport | None = None) -> list[UserPriority]:
-    """condor_userprio: every submitter's priority, best (lowest effective priority) first.
-
-    The negotiator advertises one Accounting ad per submitter to the collector, as
-    HTCondor's does (``Name``, ``Priority`` -- the effective priority -- ``PriorityFactor``,
-    ``WeightedResourcesUsed``/``ResourcesUsed``, ``WeightedAccumulatedUsage`` in
-    slot-seconds, ``LastUsageTime``).
-
-    Args:
-        all_users: include submitters with no usage now or recently (``-all``); otherwise only
-            those using resources or with accumulated usage.
-        transport: how to reach the collector (default: this pool).
-
-    Returns:
-        The priorities.
-
-    Raises:
-        DaemonUnreachable: the collector is not running.
-    """
-    ads = query_collector(AdType.Accounting, transport=transport or _transport(_home()))
-    out = []
-    for ad in ads:
-        name = ad.get("Name")
-        if not isinstance(name, str):
-            continue
-        last = _number(ad, "LastUsageTime", default=0.0) or None
-        rec = UserPriority(
-            name=name,
-            effective_priority=_number(ad, "Priority", "EffectivePriority"),
-            priority_factor=_number(ad, "PriorityFactor", default=1.0),
-            resources_used=_number(ad, "WeightedResourcesUsed", "ResourcesUsed"),
-            weighted_accumulated_usage=_number(ad, "WeightedAccumulatedUsage", "AccumulatedUsage"),
-            last_usage_time=last,
-            is_group=ad.get("IsAccountingGroup") is True,
-        )
-        if all_users or rec.resources_used > 0 or rec.weighted_accumulated_usage > 0:
-            out.append(rec)
-    out.sort(key=lambda r: (r.effective_priority, r.name))
-    return out

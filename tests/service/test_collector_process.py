@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from htc.daemons import __main__ as entry
-from htc.client.daemon import ping, query_collector, send_command, send_command_async
+from htc.client import ping, query_collector, send_command, send_command_async
 from htc.errors import UsageError
 from htc.wire import messages as m
 from htc.wire.errors import DaemonUnreachable

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from htc.daemons import core as c
-from htc.client.daemon import query_collector_async, send_command_async
+from htc.client import query_collector_async, send_command_async
 from htc.daemons.clock import FakeClock
 from htc.daemons.collector.core import Collector
 from htc.daemons.collector.service import make_service

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from htc.client.daemon import ping, query_collector, query_master, send_command
+from htc.client import ping, query_collector, query_master, send_command
 from htc.wire import messages as m
 from htc.wire.errors import DaemonUnreachable, PeerError
 from htc.wire.transport import UnixTransport

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from htc.classad import ClassAd
-from htc.client.daemon import query_collector_async, send_command_async
+from htc.client import query_collector_async, send_command_async
 from htc.daemons import core as c
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.clock import FakeClock

@@ -19,7 +19,7 @@ import pytest
 from htc.classad import ClassAd
 from htc.daemons import core as c
 from htc.daemons.startd import events as ev
-from htc.client.daemon import query_collector_async, send_command_async
+from htc.client import query_collector_async, send_command_async
 from htc.daemons.collector.core import Collector
 from htc.daemons.collector.settings import CollectorSettings
 from htc.daemons.calls import CallDone, CallFailed

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from htc.client.analyze import analyze_job, job_status_text
+from htc.client import analyze_job, job_status_text
 from htc.classad import ClassAd
 from htc.cli.main import main
 from htc.wire import messages as m

@@ -11,7 +11,7 @@ import pytest
 from htc.classad import ClassAd
 from htc.cli.main import main
 from htc.jobqueue import JobQueue, JobStatus
-from htc.client.schedd import history, history_path
+from htc.client import history, history_path
 from htc.submit import Submit
 from htc.wire import messages as m
 from poolutil import open_pool

@@ -43,16 +43,16 @@ def schedd(monkeypatch):
 @pytest.fixture
 def sent(monkeypatch):
     """The requests the job tools send (they still go to the real schedd)."""
-    import htc.client.schedd as sc
+    from htc.client import request
 
     requests: list[m.Message] = []
-    real = sc.send_command
+    real = request.send_command
 
     def recording(address, msg, **kwargs):
         requests.append(msg)
         return real(address, msg, **kwargs)
 
-    monkeypatch.setattr(sc, "send_command", recording)
+    monkeypatch.setattr(request, "send_command", recording)
     return requests
 
 
@@ -180,7 +180,7 @@ def test_q_views_af_long_json_and_totals(schedd, subfile, capsys):
 
 def test_q_shows_only_your_jobs_unless_allusers(schedd, subfile, capsys, monkeypatch):
     run(capsys, "submit", str(subfile))
-    monkeypatch.setattr("htc.client.schedd.current_user", lambda: "bob")  # somebody else asks
+    monkeypatch.setattr("htc.client.current_user", lambda: "bob")  # somebody else asks
     assert "Total for query: 0 jobs" in run(capsys, "q")[1]
     assert "Total for query: 3 jobs" in run(capsys, "q", "-allusers")[1]
     assert "Total for query: 3 jobs" in run(capsys, "q", ME)[1]

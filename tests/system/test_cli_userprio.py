@@ -15,7 +15,7 @@ import pytest
 from htc.classad import ClassAd
 from htc.cli.main import main
 from htc.daemons.negotiator.accountant import Accountant
-from htc.client.pool import user_priorities
+from htc.client import user_priorities
 from htc.wire import messages as m
 from poolutil import open_pool
 

@@ -138,7 +138,7 @@ def test_htc_submit_retries_a_lost_reply_without_queueing_twice(pool):
 
 
 def finished(pool, constraint: str) -> list:
-    from htc.client.schedd import history
+    from htc.client import history
 
     return history(constraint, path=pool.pool.home / "spool" / "job_queue.db")
 

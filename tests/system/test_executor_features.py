@@ -20,7 +20,8 @@ from htc.executors import (
     OptionError, RemoteTraceback, SerializationError, SessionError,
 )
 from htc.executors.local import LocalProcessBackend
-from htc.executors.status import IllegalCallTransition, advance, diagram
+from htc.executors.status import advance, diagram
+from htc.transitions import IllegalTransition
 
 
 @pytest.fixture
@@ -260,7 +261,7 @@ def test_the_status_table_refuses_illegal_steps_by_name():
 
     assert advance("1.0", CallStatus.IDLE, CallEvent.STARTED) is CallStatus.RUNNING
     assert advance("1.0", CallStatus.RUNNING, CallEvent.EVICTED) is CallStatus.EVICTED
-    with pytest.raises(IllegalCallTransition, match="call 1.0 is completed and cannot take the event 'started'"):
+    with pytest.raises(IllegalTransition, match="call 1.0 is completed and cannot take the event 'started'"):
         advance("1.0", CallStatus.COMPLETED, CallEvent.STARTED)
     assert "running --> evicted: evicted" in diagram()
 

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from htc.client.daemon import ping
+from htc.client import ping
 from htc.daemons.schedd.requests import description_message
 from htc.submit import Submit, SubmitError
 from htc.wire import messages as m

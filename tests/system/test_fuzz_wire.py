@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from htc.client.daemon import ping
+from htc.client import ping
 from htc.wire import messages as m
 from poolutil import Pool
 

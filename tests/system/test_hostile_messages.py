@@ -18,7 +18,7 @@ import htcondor2
 import msgspec
 import pytest
 
-from htc.client.daemon import ping, query_collector
+from htc.client import ping, query_collector
 from htc.wire import messages as m
 from poolutil import Pool, echo_job, wait_for
 

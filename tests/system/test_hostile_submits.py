@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from htc.client.daemon import ping
+from htc.client import ping
 from htc.daemons.schedd.requests import description_message
 from htc.wire import messages as m
 from htc.wire.errors import RemoteError
@@ -136,7 +136,7 @@ def test_a_late_materialization_cluster_counts_the_procs_it_queues_at_first(pool
 
 def _as_user(name: str, pool: Pool, text: str, iwd: str) -> tuple[str, object]:
     """Send a Submit from a child process that has become user ``name`` (the schedd sees its uid)."""
-    from htc.client.daemon import send_command
+    from htc.client import send_command
 
     entry = local_user(name)
     read, write = os.pipe()

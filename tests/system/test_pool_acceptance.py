@@ -40,9 +40,9 @@ import psutil
 import pytest
 
 from htc.cli.main import main
-from htc.client.daemon import query_collector
+from htc.client import query_collector
 from htc.daemons.startd.sensors import write_sensor_override
-from htc.client.schedd import history
+from htc.client import history
 from htc.wire import messages as m
 from poolutil import Pool, wait_for
 

@@ -19,7 +19,7 @@ import htcondor2
 import pytest
 
 from htc.daemons.execute_dir import SHARED_EXECUTE_ROOT
-from htc.client.schedd import history
+from htc.client import history
 from htc.wire import messages as m
 from poolutil import Pool, echo_job, wait_for
 

@@ -15,7 +15,7 @@ import htcondor2
 import msgspec
 import pytest
 
-from htc.client.daemon import query_collector
+from htc.client import query_collector
 from htc.wire import messages as m
 from htc.wire.errors import RemoteError
 from poolutil import Pool, echo_job, wait_for
@@ -54,7 +54,7 @@ def test_submit_query_and_act_over_the_wire(pool):
     [ad] = wait_for(submitter, what="the Submitter ad")
     assert ad["ScheddName"].startswith("schedd@") and ad["MyAddress"] == "schedd"
     # History is the queue file's history table, readable without the schedd.
-    from htc.client.schedd import history
+    from htc.client import history
     rows = history(f"ClusterId == {cluster}", path=pool.home / "spool" / "job_queue.db")
     assert [r["ProcId"] for r in rows] == [0] and rows[0]["JobStatus"] == 3
 
@@ -133,7 +133,7 @@ def test_malformed_wire_messages_get_errors_and_the_daemons_keep_serving_an_inta
 
 
 def test_the_job_tools_library_works_against_the_real_schedd(pool, monkeypatch):
-    from htc.client import schedd as tools
+    from htc import client as tools
 
     monkeypatch.setenv("HTC_HOME", str(pool.home))
     result = tools.submit("executable = /bin/echo\narguments = hello\nqueue 2\n", cwd=pool.work,

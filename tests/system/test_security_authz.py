@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from htc.classad import ClassAd
-from htc.client.daemon import query_master, send_command
+from htc.client import query_master, send_command
 from htc.wire import messages as m
 from htc.wire.errors import RemoteError
 from htc.wire.transport import UnixTransport
@@ -124,7 +124,7 @@ class SecuredPool:
     def client(self, user: str | int, code: str) -> subprocess.CompletedProcess:
         """Run Python ``code`` as ``user`` (a name, or a bare uid with no account); ``send(address, msg)``
         is defined for it and prints the reply or the refusal."""
-        prelude = ("import sys\nfrom htc.client.daemon import send_command\nfrom htc.wire import messages as m\n"
+        prelude = ("import sys\nfrom htc.client import send_command\nfrom htc.wire import messages as m\n"
                    "from htc.wire.errors import RemoteError\nfrom htc.wire.transport import UnixTransport\n"
                    f"T = UnixTransport({str(self.home / 'sockets')!r})\n"
                    "def send(address, msg):\n"

@@ -32,7 +32,7 @@ HTC_SOURCE = Path(__file__).resolve().parents[2]
 _SUBMIT = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from htc.client.daemon import send_command
+    from htc.client import send_command
     from htc.daemons.schedd.requests import description_message
     from htc.wire.transport import UnixTransport
     home, cwd, text = sys.argv[1], sys.argv[2], sys.stdin.read()
@@ -86,7 +86,7 @@ def job_state(pool: Pool, cluster: int) -> dict:
     ads = pool.jobs(f"ClusterId == {cluster}", "JobStatus", "HoldReason")
     if ads:
         return {"JobStatus": ads[0]["JobStatus"], "HoldReason": ads[0].get("HoldReason")}
-    from htc.client.schedd import history
+    from htc.client import history
     rows = history(f"ClusterId == {cluster}", path=pool.home / "spool" / "job_queue.db")
     return {"JobStatus": rows[0]["JobStatus"], "HoldReason": rows[0].get("HoldReason")} if rows else {}
 

@@ -45,7 +45,7 @@ from htc.daemons.starter.zygote import ZygotePool
 from htc.errors import UsageError
 from htc.executors import HTCExecutor, attach, shared_python
 from htc.executors.spool import Spool, UntrustedFile
-from htc.client.schedd import history
+from htc.client import history
 from local_users import ALICE, BOB, local_user, needs_users, private_dir, run_as
 from poolutil import Pool, wait_for
 
@@ -113,7 +113,7 @@ class RunAsPool:
 
     def submit_as(self, user: str, home: Path, text: str) -> int:
         """Submit ``text`` (its relative paths in ``home``) from a process of ``user``; the cluster id."""
-        client = ("import sys\nfrom htc.client.daemon import send_command\nfrom htc.wire import messages as m\n"
+        client = ("import sys\nfrom htc.client import send_command\nfrom htc.wire import messages as m\n"
                   "from htc.wire.transport import UnixTransport\n"
                   "reply = send_command('schedd', m.Submit(cluster_ad=sys.stdin.read(), proc_ads=('[ ]',)), "
                   "transport=UnixTransport(sys.argv[1]), timeout=30)\nprint(reply.cluster_id)\n")

@@ -16,7 +16,7 @@ import pytest
 
 from htc.classad import ClassAd
 from htc.daemons import core as c
-from htc.client.daemon import send_command_async
+from htc.client import send_command_async
 from htc.daemons.startd.events import QueueCalls, RunStarter
 from htc.wire import callfile as cf
 from htc.wire.lane_frames import CHANNEL_ENV

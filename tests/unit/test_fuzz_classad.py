@@ -122,7 +122,7 @@ def test_a_5000_digit_integer_literal_is_out_of_range_not_a_crash():
 
 
 def test_better_analyze_of_a_job_with_a_long_or_in_its_requirements():
-    from htc.client.analyze import analyze_job
+    from htc.client import analyze_job
 
     terms = [f'TARGET.Name == "slot{i}@nowhere"' for i in range(99)] + ["TARGET.Cpus >= 1"]
     job = ClassAd({"ClusterId": 1, "ProcId": 0, "Owner": "alice", "JobStatus": 1,

@@ -1,4 +1,4 @@
-"""Talking to daemons from tools: the calls the ``htc`` command and the executor make.
+"""One request to one daemon: the connection every other module of :mod:`htc.client` uses.
 
 Each call opens a connection, sends one request, checks the reply and closes, as HTCondor's
 tools do.  The plain functions are for synchronous callers (the CLI); the ``*_async`` ones are
@@ -21,9 +21,12 @@ from htc.wire.messages import AdType
 from htc.wire.transport import DEFAULT_TIMEOUT, Transport, UnixTransport
 
 __all__ = [
-    "AdType", "default_transport", "ping", "query_collector", "query_collector_async", "query_master",
+    "SCHEDD", "AdType", "default_transport", "ping", "query_collector", "query_collector_async", "query_master",
     "send_command", "send_command_async",
 ]
+
+#: the schedd's address on the pool's transport
+SCHEDD = "schedd"
 
 
 def default_transport() -> Transport:

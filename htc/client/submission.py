@@ -1,0 +1,200 @@
+"""condor_submit as a function: a submit description in, jobs in the schedd's queue out.
+
+:func:`submit` expands the description here first (mistakes are reported before anything is
+sent) and sends one ``Submit`` message; the schedd stores the whole cluster in one transaction.
+:func:`build_cluster` does the expansion alone, for ``htc submit -dry-run``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from htc.client import request
+from htc.client.request import SCHEDD
+from htc.errors import UsageError
+from htc.wire import messages as m
+from htc.wire.transport import DEFAULT_TIMEOUT, Transport
+
+__all__ = ["SubmitResult", "build_cluster", "submit"]
+
+_APPEND = re.compile(r"^\s*([+-]?[A-Za-z_][A-Za-z0-9_.]*)\s*=\s?(.*)$", re.S)
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """Jobs ``cluster_id.first_proc`` .. ``cluster_id.last_proc`` are in the queue."""
+
+    cluster_id: int
+    first_proc: int
+    num_procs: int
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def last_proc(self) -> int:
+        """ProcId of the last job submitted."""
+        return self.first_proc + self.num_procs - 1
+
+    def summary(self) -> str:
+        """condor_submit's last line: ``3 job(s) submitted to cluster 12.``"""
+        return f"{self.num_procs} job(s) submitted to cluster {self.cluster_id}."
+
+    def terse(self) -> str:
+        """condor_submit ``-terse``: ``12.0 - 12.2``."""
+        return f"{self.cluster_id}.{self.first_proc} - {self.cluster_id}.{self.last_proc}"
+
+
+def _prepare(description: str, *, cwd: str | os.PathLike | None, filename: str | None,
+             append: Sequence[str], queue: str | None):
+    """The parsed description with ``-append`` commands and a ``-queue`` override applied."""
+    from htc.submit import Submit
+
+    sub = Submit(description, filename=filename, cwd=cwd)
+    for command in append:
+        match = _APPEND.match(command)
+        if not match:
+            raise UsageError(f"-append {command!r} is not a submit command; write it as 'name = value'")
+        name, value = match.group(1), match.group(2).strip()
+        if name.lower() == "queue":
+            raise UsageError("-append cannot add a queue statement; use -queue ARGS instead")
+        sub[name] = value
+    if queue is not None:
+        sub.setQArgs(queue)
+    if not sub.has_queue_statement:
+        where = filename or "(stdin)"
+        raise UsageError(f'"{where}" doesn\'t contain any "queue" commands -- no jobs queued; '
+                         "end the description with 'queue' or give -queue ARGS")
+    return sub
+
+
+def build_cluster(description: str, *, cwd: str | os.PathLike | None = None, filename: str | None = None,
+                  append: Sequence[str] = (), queue: str | None = None, cluster_id: int = 1):
+    """Turn a submit description into a cluster ready for the queue, without submitting.
+
+    Args:
+        description: submit-description text.
+        cwd: the submit directory (relative paths resolve against it; default: current).
+        filename: where the text came from, for messages and ``$(SUBMIT_FILE)``.
+        append: ``-append`` commands (``"request_memory = 2G"``), each applying as if written
+            just before every queue statement.
+        queue: ``-queue`` arguments replacing the description's queue statements.
+        cluster_id: the ClusterId to build with.
+
+    Returns:
+        ``htc.submit.SubmittedCluster``.
+
+    Raises:
+        UsageError: the description does not parse, has no queue statement, or an ``-append``
+            command is not ``name = value``.
+    """
+    sub = _prepare(description, cwd=cwd, filename=filename, append=append, queue=queue)
+    return sub.cluster(cluster_id)
+
+
+#: a cluster id no schedd hands out soon: if it shows up in the ads, they depend on $(Cluster)
+_SENTINEL_CLUSTER = 987654321
+
+
+def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: str | None = None,
+           append: Sequence[str] = (), queue: str | None = None, transport: Transport | None = None,
+           timeout: float = DEFAULT_TIMEOUT, submission_id: str | None = None,
+           resend_for: float = 0.0) -> SubmitResult:
+    """condor_submit: put the jobs of a submit description in the schedd's queue.
+
+    The description is expanded here first, so that mistakes are reported before anything is
+    sent and ``$ENV()`` sees this environment. When the job ads depend on the cluster id
+    (``output = out.$(Cluster).$(Process)``), which only the schedd knows, the description
+    itself is sent and the schedd expands it with the real id.  Either way nothing is queued
+    unless everything is: the schedd stores the whole cluster in one transaction and answers
+    only once it is durable.
+
+    Args:
+        description: submit-description text (a file's contents, or standard input).
+        cwd, filename, append, queue: as for :func:`build_cluster`.
+        transport: how to reach the schedd (default: this machine's pool).
+        timeout: seconds for the schedd to answer.
+        submission_id: the client's name for this submission (``Submit.submission_id``): sent
+            again with the same id, the same description is answered with the first cluster.
+        resend_for: with ``submission_id``, seconds to keep sending the same Submit again when
+            its answer is lost (the connection broke or timed out after it went out, the schedd
+            is restarting): a schedd that queued it answers with that cluster, so a lost answer
+            never queues the jobs twice. An unreachable schedd at the first try fails at once.
+
+    Returns:
+        A :class:`SubmitResult` (cluster id and the range of procs).
+
+    Raises:
+        UsageError: the description is wrong (the message names the line and command).
+        DaemonUnreachable: no schedd is running (start the pool with 'htc pool start').
+        RemoteError: the schedd refused the cluster; its reason is in the message.
+    """
+    from htc.daemons.schedd.requests import description_message
+
+    sub = _prepare(description, cwd=cwd, filename=filename, append=append, queue=queue)
+    cluster = sub.cluster(_SENTINEL_CLUSTER, check=_per_submission_limit)
+    mark = str(_SENTINEL_CLUSTER)
+    # the schedd assigns the cluster id (Submit's contract); send none
+    cluster_ad = {k: v for k, v in cluster.cluster_ad.items() if k.lower() != "clusterid"}
+    procs = list(cluster.proc_ads())
+    if any(mark in text for text in cluster_ad.values()) or any(mark in t for p in procs for t in p.values()):
+        msg = description_message(sub.submit_text, sub.cwd, filename)
+    else:
+        msg = m.Submit(cluster_ad=_ad_text(cluster_ad), proc_ads=tuple(_ad_text(p) for p in procs))
+    if submission_id is not None:
+        msg = m.Submit(cluster_ad=msg.cluster_ad, proc_ads=msg.proc_ads, submission_id=submission_id)
+    reply = _send_submission(msg, transport, timeout, resend_for if submission_id is not None else 0.0)
+    return SubmitResult(cluster_id=reply.cluster_id, first_proc=reply.first_proc, num_procs=reply.num_procs,
+                        warnings=tuple(cluster.warnings))
+
+
+def _per_submission_limit(num_procs: int) -> None:
+    """Refuse, before expanding a proc, what the schedd would refuse (MAX_JOBS_PER_SUBMISSION).
+
+    The schedd checks every limit again; this spares expanding ``queue 100000000`` here first.
+    """
+    from htc.config import load_config
+
+    # Read as a tool (SUBMIT), not as the schedd: a client is not held to a daemon's config
+    # safety rules (it may use a pool another user runs); the schedd's own check decides anyway.
+    limit = load_config("SUBMIT").param("MAX_JOBS_PER_SUBMISSION")
+    if limit is not None and num_procs > limit:
+        raise UsageError(f"Number of submitted jobs would exceed MAX_JOBS_PER_SUBMISSION: this submission "
+                         f"makes {num_procs} jobs and the limit is {limit}; submit fewer jobs at a time. "
+                         "No jobs were queued.")
+
+
+def _send_submission(msg: m.Submit, transport: Transport | None, timeout: float, resend_for: float) -> m.Message:
+    """Send ``msg``; while its answer is lost, send it again for ``resend_for`` seconds (see
+    :func:`submit`)."""
+    import sys
+    import time
+
+    from htc.wire.errors import ConnectionClosed, DaemonUnreachable, RequestTimeout
+
+    deadline = None
+    delay = 0.2
+    while True:
+        try:
+            return request.send_command(SCHEDD, msg, transport=transport, timeout=timeout)
+        except (ConnectionClosed, RequestTimeout, DaemonUnreachable) as exc:
+            if resend_for <= 0:
+                raise
+            if deadline is None:
+                if isinstance(exc, DaemonUnreachable):
+                    raise  # nothing went out
+                deadline = time.monotonic() + resend_for
+                print(f"htc: the schedd's answer to the submission was lost ({exc}); sending it again",
+                      file=sys.stderr)
+            if time.monotonic() > deadline:
+                raise UsageError(f"the schedd did not answer for {resend_for:g} s after it may have queued the jobs "
+                                 f"({exc}); 'htc q' shows whether they are queued (submission id "
+                                 f"{msg.submission_id})") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+def _ad_text(attrs: Mapping[str, str]) -> str:
+    """``{name: expression text}`` as new-syntax ClassAd text for the wire."""
+    return "[ " + "; ".join(f"{name} = {text}" for name, text in attrs.items()) + " ]"
