@@ -5,6 +5,11 @@ stores syntax-tree nodes (``_exprs``, keyed by lower-case name) and the first sp
 each name (``_names``); the compiled form of each expression is cached on its node, so
 evaluating an ad never re-parses or re-compiles.
 
+htc's own packages (the job queue, the negotiator, the analyzer) reach the trees through a
+small internal API instead of those private attributes: :attr:`ExprTree.node`,
+:attr:`ClassAd.table`, :meth:`ClassAd.spelling`, :meth:`ClassAd.set_nodes` and
+:func:`external_refs` (see "Internal API for htc's own packages" in ``docs/classad.md``).
+
 Values cross the boundary as in classad2: ``ad[name]`` gives a Python value for a literal
 (int, float, str, bool, list, ClassAd, ``Value.Undefined``/``Value.Error``) and an
 :class:`ExprTree` otherwise; ``ad.eval(name)`` evaluates, giving absolute times as aware
@@ -14,7 +19,7 @@ Values cross the boundary as in classad2: ``ad[name]`` gives a Python value for 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 
 from htc.classad import printing
 from htc.classad.ast import AdExpr, ListExpr, Literal, Node, walk
@@ -135,6 +140,15 @@ class ExprTree:
             self._node = expr
         else:
             self._node = parse_expr(expr)
+
+    @property
+    def node(self) -> Node:
+        """The syntax tree (:mod:`htc.classad.ast`), itself, not a copy: treat it as immutable.
+
+        Each node caches its compiled closure, so evaluating the tree again
+        (:func:`htc.classad.compiler.evaluate`) neither parses nor compiles.
+        """
+        return self._node
 
     def eval(self, scope: "ClassAd | None" = None, target: "ClassAd | None" = None):
         """Evaluate with MY = ``scope`` and TARGET = ``target``.
@@ -284,6 +298,39 @@ class ClassAd(MutableMapping):
 
     copy = __copy__
 
+    # -- internal API for htc's own packages (docs/classad.md) -------------------------
+    @property
+    def table(self) -> dict[str, Node]:
+        """The attribute table: lower-case name -> syntax tree; the ad's own dict, not a copy.
+
+        Read it freely (``ad.table.get("requirements")``). Assigning ``table[lname]`` may
+        replace the tree of an attribute the ad already has; add and remove attributes with
+        :meth:`set_nodes` and ``del ad[name]``, which keep the names' spellings in step.
+        """
+        return self._exprs
+
+    def spelling(self, name: str) -> str:
+        """Attribute ``name`` as first written into the ad (``requirements`` -> ``Requirements``).
+
+        Raises:
+            KeyError: the ad has no such attribute.
+        """
+        return self._names[name.lower()]
+
+    def set_nodes(self, pairs: Iterable[tuple[str, Node]]) -> None:
+        """Store ``(name, syntax tree)`` pairs as they are, with no conversion or copying.
+
+        The fast way to fill an ad from trees already parsed (shared, cached nodes); a name
+        the ad has keeps its first spelling, as with item assignment.
+        """
+        exprs = self._exprs
+        names = self._names
+        for name, node in pairs:
+            low = name.lower()
+            exprs[low] = node
+            if low not in names:
+                names[low] = name
+
     # -- classad2 API ------------------------------------------------------------------
     def lookup(self, name: str) -> ExprTree:
         """The expression of attribute ``name`` (unevaluated).
@@ -388,5 +435,5 @@ def unquote(s: str) -> str:
     return node.value
 
 
-__all__ = ["ClassAd", "ExprTree", "quote", "unquote", "to_python", "to_node",
+__all__ = ["ClassAd", "ExprTree", "quote", "unquote", "to_python", "to_node", "external_refs",
            "is_classad", "Error", "Undefined"]

@@ -222,3 +222,23 @@ def test_meta_equality_of_lists_and_ads_follows_htcondor(text, want):
     # as classad2 evaluates them.
     got = ExprTree(text).eval(ClassAd())
     assert got is want
+
+
+def test_internal_api_hands_out_the_ads_own_trees_without_copies():
+    from htc.classad import ClassAd, ExprTree
+    from htc.classad.ad import external_refs
+    from htc.classad.ast import Literal
+    from htc.classad.compiler import evaluate
+
+    ad = ClassAd('[ Requirements = TARGET.Memory > Need; Need = 2 * Base; Base = 512 ]')
+    assert ad.table is ad.table and set(ad.table) == {"requirements", "need", "base"}
+    tree = ad.lookup("Requirements")
+    assert tree.node is ad.table["requirements"] and ExprTree(tree.node).node is tree.node
+    assert evaluate(ad.table["need"], ad) == 1024
+    assert external_refs(tree.node) == {"target.memory", "need"} == tree.attributes()
+    assert ad.spelling("REQUIREMENTS") == "Requirements"
+    ad.set_nodes([("NEED", Literal(3)), ("Extra", Literal("x"))])
+    assert ad.spelling("need") == "Need" and ad.spelling("extra") == "Extra"
+    assert ad["Need"] == 3 and ad["extra"] == "x" and list(ad) == ["Requirements", "Need", "Base", "Extra"]
+    with pytest.raises(KeyError):
+        ad.spelling("missing")
