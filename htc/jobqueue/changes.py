@@ -133,7 +133,7 @@ class QueueChanges:
             own["LastJobStatus"] = str(int(old))
             if new == JobStatus.HELD:
                 own["HoldReason"] = quote(clean_text(reason or "Unspecified"))
-                own["HoldReasonCode"] = str(int(code or 0))
+                own["HoldReasonCode"] = str(int(code or HoldReasonCode.Unspecified))
                 own["HoldReasonSubCode"] = str(int(subcode or 0))
                 own["NumHolds"] = str(self._int_attr(job, "NumHolds") + 1)
             if old == JobStatus.HELD:
