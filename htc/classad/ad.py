@@ -7,8 +7,8 @@ evaluating an ad never re-parses or re-compiles.
 
 htc's own packages (the job queue, the negotiator, the analyzer) reach the trees through a
 small internal API instead of those private attributes: :attr:`ExprTree.node`,
-:attr:`ClassAd.table`, :meth:`ClassAd.spelling`, :meth:`ClassAd.set_nodes` and
-:func:`external_refs` (see "Internal API for htc's own packages" in ``docs/classad.md``).
+:attr:`ClassAd.table`, :attr:`ClassAd.spellings` and :func:`external_refs` (see "Internal API
+for htc's own packages" in ``docs/classad.md``).
 
 Values cross the boundary as in classad2: ``ad[name]`` gives a Python value for a literal
 (int, float, str, bool, list, ClassAd, ``Value.Undefined``/``Value.Error``) and an
@@ -19,7 +19,7 @@ Values cross the boundary as in classad2: ``ad[name]`` gives a Python value for 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 
 from htc.classad import printing
 from htc.classad.ast import AdExpr, ListExpr, Literal, Node, walk
@@ -303,33 +303,17 @@ class ClassAd(MutableMapping):
     def table(self) -> dict[str, Node]:
         """The attribute table: lower-case name -> syntax tree; the ad's own dict, not a copy.
 
-        Read it freely (``ad.table.get("requirements")``). Assigning ``table[lname]`` may
-        replace the tree of an attribute the ad already has; add and remove attributes with
-        :meth:`set_nodes` and ``del ad[name]``, which keep the names' spellings in step.
+        Read it freely (``ad.table.get("requirements")``); assigning ``table[lname]`` may
+        replace the tree of an attribute the ad has. A caller that adds or removes names
+        directly, for speed, keeps :attr:`spellings` in step: a name is in both or in neither.
         """
         return self._exprs
 
-    def spelling(self, name: str) -> str:
-        """Attribute ``name`` as first written into the ad (``requirements`` -> ``Requirements``).
-
-        Raises:
-            KeyError: the ad has no such attribute.
-        """
-        return self._names[name.lower()]
-
-    def set_nodes(self, pairs: Iterable[tuple[str, Node]]) -> None:
-        """Store ``(name, syntax tree)`` pairs as they are, with no conversion or copying.
-
-        The fast way to fill an ad from trees already parsed (shared, cached nodes); a name
-        the ad has keeps its first spelling, as with item assignment.
-        """
-        exprs = self._exprs
-        names = self._names
-        for name, node in pairs:
-            low = name.lower()
-            exprs[low] = node
-            if low not in names:
-                names[low] = name
+    @property
+    def spellings(self) -> dict[str, str]:
+        """Lower-case name -> the name as first written into the ad; the ad's own dict, not a
+        copy, with the same keys as :attr:`table`."""
+        return self._names
 
     # -- classad2 API ------------------------------------------------------------------
     def lookup(self, name: str) -> ExprTree:

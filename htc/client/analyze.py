@@ -272,7 +272,8 @@ def _referenced_job_attributes(job: ClassAd, node: Node) -> dict[str, str]:
             inner = job.table[ref]
             seen[ref] = printing.unparse(inner, old=True)
             todo.append(inner)
-    return {job.spelling(k): seen[k] for k in sorted(seen, key=str.lower)}
+    names = job.spellings
+    return {names[k]: seen[k] for k in sorted(seen, key=str.lower)}
 
 
 def _conjuncts(node: Node) -> list[Node]:

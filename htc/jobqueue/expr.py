@@ -129,22 +129,28 @@ def node_of(text: str):
 def job_classad(job: JobAd, now: float | None = None) -> ClassAd:
     """A ClassAd of the whole job (cluster attributes, its own attributes, hot columns).
 
-    This is the inner loop of every per-proc evaluation, so it fills the copy of the
-    cluster's ad with shared, cached syntax trees (:attr:`ClassAd.table`,
-    :meth:`ClassAd.set_nodes`) instead of converting values through ``__setitem__``.
+    This is the inner loop of every per-proc evaluation, so it fills the copy's attribute
+    table directly (:attr:`ClassAd.table` and :attr:`ClassAd.spellings`, kept in step) with
+    shared, cached nodes instead of converting values through ``__setitem__``.
     """
     ad = cluster_classad(job.cluster).copy()
-    table = ad.table
+    exprs = ad.table
+    names = ad.spellings
     hot = job._hot
     for i, low in enumerate(HOT_ATTRS):
         value = hot[i]
         if value is not None:
-            table[low] = _literal(value)  # the template holds every hot name: a replacement
+            exprs[low] = _literal(value)  # the template holds every hot name: a replacement
         else:
-            del ad[low]
+            del exprs[low]
+            del names[low]
     own = job.own
     if own:
-        ad.set_nodes([(name, node_of(text)) for name, text in own.items()])
+        for name, text in own.items():
+            low = name.lower()
+            exprs[low] = node_of(text)
+            if low not in names:
+                names[low] = name
     if now is not None:
         ad["CurrentTime"] = int(now)
     return ad

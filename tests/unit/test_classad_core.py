@@ -236,9 +236,9 @@ def test_internal_api_hands_out_the_ads_own_trees_without_copies():
     assert tree.node is ad.table["requirements"] and ExprTree(tree.node).node is tree.node
     assert evaluate(ad.table["need"], ad) == 1024
     assert external_refs(tree.node) == {"target.memory", "need"} == tree.attributes()
-    assert ad.spelling("REQUIREMENTS") == "Requirements"
-    ad.set_nodes([("NEED", Literal(3)), ("Extra", Literal("x"))])
-    assert ad.spelling("need") == "Need" and ad.spelling("extra") == "Extra"
-    assert ad["Need"] == 3 and ad["extra"] == "x" and list(ad) == ["Requirements", "Need", "Base", "Extra"]
-    with pytest.raises(KeyError):
-        ad.spelling("missing")
+    assert ad.spellings is ad.spellings and ad.spellings["requirements"] == "Requirements"
+    assert set(ad.spellings) == set(ad.table)
+    ad.table["need"] = Literal(3)  # replacing the tree of an attribute the ad has
+    ad["EXTRA"] = "x"
+    assert ad["Need"] == 3 and ad.spellings["extra"] == "EXTRA" and isinstance(ad.table["extra"], Literal)
+    assert list(ad) == ["Requirements", "Need", "Base", "EXTRA"] and ad.copy().table is not ad.table

@@ -29,7 +29,7 @@ class Overlay(LazyAttributes):
 
     def listing(self):
         for low, node in SHARED.table.items():
-            yield SHARED.spelling(low), self.get(low)
+            yield SHARED.spellings[low], self.get(low)
         for low, (name, node) in self.own.items():
             yield name, node
 
