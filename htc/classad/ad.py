@@ -5,6 +5,11 @@ stores syntax-tree nodes (``_exprs``, keyed by lower-case name) and the first sp
 each name (``_names``); the compiled form of each expression is cached on its node, so
 evaluating an ad never re-parses or re-compiles.
 
+htc's own packages (the job queue, the negotiator, the analyzer) reach the trees through a
+small internal API instead of those private attributes: :attr:`ExprTree.node`,
+:attr:`ClassAd.table`, :attr:`ClassAd.spellings` and :func:`external_refs` (see "Internal API
+for htc's own packages" in ``docs/classad.md``).
+
 Values cross the boundary as in classad2: ``ad[name]`` gives a Python value for a literal
 (int, float, str, bool, list, ClassAd, ``Value.Undefined``/``Value.Error``) and an
 :class:`ExprTree` otherwise; ``ad.eval(name)`` evaluates, giving absolute times as aware
@@ -135,6 +140,15 @@ class ExprTree:
             self._node = expr
         else:
             self._node = parse_expr(expr)
+
+    @property
+    def node(self) -> Node:
+        """The syntax tree (:mod:`htc.classad.ast`), itself, not a copy: treat it as immutable.
+
+        Each node caches its compiled closure, so evaluating the tree again
+        (:func:`htc.classad.compiler.evaluate`) neither parses nor compiles.
+        """
+        return self._node
 
     def eval(self, scope: "ClassAd | None" = None, target: "ClassAd | None" = None):
         """Evaluate with MY = ``scope`` and TARGET = ``target``.
@@ -284,6 +298,23 @@ class ClassAd(MutableMapping):
 
     copy = __copy__
 
+    # -- internal API for htc's own packages (docs/classad.md) -------------------------
+    @property
+    def table(self) -> dict[str, Node]:
+        """The attribute table: lower-case name -> syntax tree; the ad's own dict, not a copy.
+
+        Read it freely (``ad.table.get("requirements")``); assigning ``table[lname]`` may
+        replace the tree of an attribute the ad has. A caller that adds or removes names
+        directly, for speed, keeps :attr:`spellings` in step: a name is in both or in neither.
+        """
+        return self._exprs
+
+    @property
+    def spellings(self) -> dict[str, str]:
+        """Lower-case name -> the name as first written into the ad; the ad's own dict, not a
+        copy, with the same keys as :attr:`table`."""
+        return self._names
+
     # -- classad2 API ------------------------------------------------------------------
     def lookup(self, name: str) -> ExprTree:
         """The expression of attribute ``name`` (unevaluated).
@@ -388,5 +419,5 @@ def unquote(s: str) -> str:
     return node.value
 
 
-__all__ = ["ClassAd", "ExprTree", "quote", "unquote", "to_python", "to_node",
+__all__ = ["ClassAd", "ExprTree", "quote", "unquote", "to_python", "to_node", "external_refs",
            "is_classad", "Error", "Undefined"]

@@ -19,7 +19,8 @@ from collections.abc import Iterable
 
 from htc.classad.ad import ClassAd
 from htc.classad.ast import Literal
-from htc.classad.compiler import Ctx, compile_node
+from htc.classad.compiler import compile_node
+from htc.classad.context import Ctx
 from htc.classad.operators import is_true_for_match
 
 

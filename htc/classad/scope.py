@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, MutableMapping
 
 from htc.classad.ad import ClassAd, ExprTree
 from htc.classad.ast import Node
-from htc.classad.compiler import Ctx, root_of
+from htc.classad.context import Ctx, root_of
 from htc.classad.values import Error
 
 _UNSEEN = object()

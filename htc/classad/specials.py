@@ -24,7 +24,8 @@ import re
 from functools import lru_cache
 
 from htc.classad.ast import AdExpr, AttrRef, Call, Literal, Node, Paren, Select, Subscript
-from htc.classad.compiler import Ctx, compile_node, root_of
+from htc.classad.compiler import compile_node
+from htc.classad.context import Ctx, root_of
 from htc.classad.errors import ClassAdParseError
 from htc.classad.operators import is_true_for_match, truth
 from htc.classad.values import Error, Undefined, is_classad

@@ -269,10 +269,10 @@ def _referenced_job_attributes(job: ClassAd, node: Node) -> dict[str, str]:
         for ref in external_refs(n):
             if ref.startswith("target.") or ref in ("requirements",) or ref not in job or ref in seen:
                 continue
-            inner = job._exprs[ref]
+            inner = job.table[ref]
             seen[ref] = printing.unparse(inner, old=True)
             todo.append(inner)
-    names = job._names
+    names = job.spellings
     return {names[k]: seen[k] for k in sorted(seen, key=str.lower)}
 
 
@@ -418,7 +418,7 @@ def analyze_job(job: ClassAd, slots: Iterable[ClassAd], *, now: float | None = N
     owner = _string_attr(job, "Owner") or ""
     slot_list = [s for s in slots if not _bool_attr(s, "DynamicSlot")]
 
-    req = job._exprs.get("requirements")
+    req = job.table.get("requirements")
     steps: list[_Step] = []
     chain: set[int] = set()
     operands: set[int] = set()

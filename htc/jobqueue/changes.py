@@ -20,15 +20,14 @@ from htc.jobqueue.ads import HOT_ATTRS, JobAd, int_literal, parse_literal, quote
 from htc.jobqueue.expr import GroupedEvaluator, check_expression, evaluate_in, is_true
 from htc.jobqueue.policy import Action, Decision, ExitInfo, PolicyEvaluator, exit_attributes
 from htc.jobqueue.records import JobId, JobNotFound, StatusChange
+from htc.jobqueue.store import JOB_COLUMNS
 from htc.jobqueue.states import (ACTIVE_STATES, TERMINAL_STATES, HoldReasonCode, JobStatus,
                                  check_transition)
 
 _encode = msgspec.json.Encoder().encode
 _decode_attrs = msgspec.json.Decoder(dict[str, str]).decode
 
-_JOB_COLUMNS = ("cluster_id, proc_id, status, prio, owner, qdate, entered_status, "
-                "autocluster_id, ad")
-_COLUMN_INDEX = {name.strip(): i for i, name in enumerate(_JOB_COLUMNS.split(","))}
+_COLUMN_INDEX = {name.strip(): i for i, name in enumerate(JOB_COLUMNS.split(","))}
 
 #: Attributes ``edit`` (condor_qedit) refuses: identity, state and bookkeeping of the queue.
 PROTECTED_ATTRS = frozenset(name.lower() for name in (
@@ -50,7 +49,7 @@ class QueueChanges:
         cached = self._depth and self._owner == threading.get_ident()
         row = self._rows.get(job_id) if cached else None
         if row is None:
-            row = self._conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE cluster_id = ? AND proc_id = ?",
+            row = self._conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE cluster_id = ? AND proc_id = ?",
                                      (job_id[0], job_id[1])).fetchone()
             if row is None:
                 raise JobNotFound(f"job {job_id[0]}.{job_id[1]} is not in the queue; it may have "
@@ -133,7 +132,7 @@ class QueueChanges:
             own["LastJobStatus"] = str(int(old))
             if new == JobStatus.HELD:
                 own["HoldReason"] = quote(clean_text(reason or "Unspecified"))
-                own["HoldReasonCode"] = str(int(code or 0))
+                own["HoldReasonCode"] = str(int(code or HoldReasonCode.Unspecified))
                 own["HoldReasonSubCode"] = str(int(subcode or 0))
                 own["NumHolds"] = str(self._int_attr(job, "NumHolds") + 1)
             if old == JobStatus.HELD:
@@ -357,7 +356,7 @@ class QueueChanges:
                 names = raw.lower() + proc_attrs.lower()
                 if not system_set and not any(f'"{a}"' in names for a in _POLICY_ATTRS):
                     continue
-                rows = conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE cluster_id = ? AND status "
+                rows = conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE cluster_id = ? AND status "
                                     "NOT IN (3, 4) ORDER BY proc_id", (cid,)).fetchall()
                 for row in rows:
                     decision = evaluator.periodic(self._job_from_row(row))
@@ -513,7 +512,7 @@ class QueueChanges:
         names = sorted({n for n in significant_attrs}, key=str.lower)
         with self.transaction():
             ids = {sig: acid for acid, sig in self._conn.execute("SELECT autocluster_id, signature FROM autoclusters")}
-            rows = self._conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE autocluster_id IS NULL").fetchall()
+            rows = self._conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE autocluster_id IS NULL").fetchall()
             updates = []
             per_cluster: dict[int, str] = {}
             for row in rows:

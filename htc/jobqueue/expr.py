@@ -123,29 +123,29 @@ def node_of(text: str):
         return Literal(text[1:-1])
     if _PLAIN_INT.match(text):
         return _literal(int(text))
-    return parse(text)._node
+    return parse(text).node
 
 
 def job_classad(job: JobAd, now: float | None = None) -> ClassAd:
     """A ClassAd of the whole job (cluster attributes, its own attributes, hot columns).
 
-    This is the inner loop of every per-proc evaluation, so it fills the copy's node table
-    directly (``_exprs``/``_names`` of :class:`htc.classad.ad.ClassAd`) with shared, cached
-    nodes instead of converting values through ``__setitem__``.
+    This is the inner loop of every per-proc evaluation, so it fills the copy's attribute
+    table directly (:attr:`ClassAd.table` and :attr:`ClassAd.spellings`, kept in step) with
+    shared, cached nodes instead of converting values through ``__setitem__``.
     """
     ad = cluster_classad(job.cluster).copy()
-    exprs = ad._exprs
+    exprs = ad.table
+    names = ad.spellings
     hot = job._hot
     for i, low in enumerate(HOT_ATTRS):
         value = hot[i]
         if value is not None:
-            exprs[low] = _literal(value)
+            exprs[low] = _literal(value)  # the template holds every hot name: a replacement
         else:
             del exprs[low]
-            del ad._names[low]
+            del names[low]
     own = job.own
     if own:
-        names = ad._names
         for name, text in own.items():
             low = name.lower()
             exprs[low] = node_of(text)
@@ -174,7 +174,7 @@ class ProcAttributes(LazyAttributes):
         the own attributes' JSON text or None); ``now`` is the ``CurrentTime`` literal."""
         super().__init__()
         self._cluster = cluster
-        self._base = cluster_classad(cluster)._exprs
+        self._base = cluster_classad(cluster).table
         self._row = row
         self._now = now
         self._own: dict[str, str] | None = None
@@ -250,7 +250,7 @@ def reads_dynamically(expr: ExprTree) -> bool:
     value (``MY["Args"]``, ``size(MY)``) rather than as ``MY.Args``. Such an expression can
     read any attribute, so :func:`references` does not bound what it depends on.
     """
-    stack: list[Node] = [expr._node]
+    stack: list[Node] = [expr.node]
     while stack:
         node = stack.pop()
         cls = node.__class__

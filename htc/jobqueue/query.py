@@ -181,7 +181,7 @@ def plan(constraint: str | None) -> Plan:
     """
     if constraint is None or not constraint.strip():
         return Plan(())
-    node = parse(constraint)._node
+    node = parse(constraint).node
     clauses: list[tuple[str, str, tuple]] = []
     rest: list[Node] = []
     for conjunct in _conjuncts(node):

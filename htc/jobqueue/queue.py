@@ -55,14 +55,15 @@ import msgspec
 from htc.errors import UsageError
 from htc.jobqueue import store
 from htc.jobqueue.ads import HOT_ATTRS, ClusterAd, JobAd, quote
-from htc.jobqueue.changes import _JOB_COLUMNS, QueueChanges
+from htc.jobqueue.changes import QueueChanges
 from htc.jobqueue.expr import GroupedEvaluator
 from htc.jobqueue.factory import QueueFactory, factory_room
 from htc.jobqueue.promises import QueuePromises
 from htc.jobqueue.query import narrow, plan, select_rows
 from htc.jobqueue.records import JobId, JobNotFound, QueueStatistics
 from htc.jobqueue.states import JobStatus
-from htc.jobqueue.submission import PreparedCluster, prepare, proc_rows
+from htc.jobqueue.store import JOB_COLUMNS, translate_errors
+from htc.jobqueue.submission import insert_procs, prepare
 
 _encode = msgspec.json.Encoder().encode
 _decode_attrs = msgspec.json.Decoder(dict[str, str]).decode
@@ -182,7 +183,7 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
         Raises:
             QueueStorageError: sqlite failed (disk full, I/O error); nothing was committed.
         """
-        with self._lock, _translate_errors(self.path):
+        with self._lock, translate_errors(self.path):
             if self._depth and savepoint:
                 name = f"sp{self._depth}"
                 self._conn.execute(f"SAVEPOINT {name}")
@@ -287,7 +288,7 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, _translate_errors(self.path):
+        with self._lock, translate_errors(self.path):
             if not self._depth:
                 version = self._conn.execute("PRAGMA data_version").fetchone()[0]
                 if version != self._data_version:
@@ -303,7 +304,7 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
         Returns:
             The id to build the cluster with (``Submit.cluster(id, ...)``) and then submit.
         """
-        with self._lock, _translate_errors(self.path):
+        with self._lock, translate_errors(self.path):
             if self._depth:
                 return self._reserve_id()
             # Not fsynced on its own: the cluster's commit (or any later one) makes it durable.
@@ -419,29 +420,9 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
              _encode(prep.factory).decode() if prep.factory else None))
         return cid
 
-    def _insert_procs(self, prep: PreparedCluster, start: int, stop: int) -> None:
+    def _insert_procs(self, prep, start: int, stop: int) -> None:
         """Insert procs ``start`` to ``stop - 1`` (the caller records next_proc / proc_attrs)."""
-        if stop <= start:
-            return
-        counted = [0]
-
-        def rows():
-            for row in proc_rows(prep, prep.source.proc_ads(start, stop), start, self._validate):
-                if row[1] >= stop:
-                    raise UsageError(f"cluster {prep.cluster_id}: proc_ads({start}, {stop}) gave "
-                                     f"ProcId {row[1]}")
-                counted[0] += 1
-                yield row
-
-        try:
-            self._conn.executemany(
-                f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
-        except sqlite3.IntegrityError:
-            raise UsageError(f"cluster {prep.cluster_id}: proc_ads({start}, {stop}) repeated a "
-                             "ProcId; each proc needs its own") from None
-        if counted[0] != stop - start:
-            raise UsageError(f"cluster {prep.cluster_id}: proc_ads({start}, {stop}) gave "
-                             f"{counted[0]} procs, expected {stop - start}")
+        insert_procs(self._conn, prep, start, stop, self._validate)
         self._clusters.pop(prep.cluster_id, None)
 
     # -- reading -------------------------------------------------------------------------
@@ -512,7 +493,7 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
                 if narrowed is None:
                     return []
                 where, params, check = narrowed
-            sql = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE {where} ORDER BY cluster_id, proc_id"
+            sql = f"SELECT {JOB_COLUMNS} FROM jobs WHERE {where} ORDER BY cluster_id, proc_id"
             if not check and limit is not None:
                 sql += f" LIMIT {int(limit)}"
             rows = conn.execute(sql, params).fetchall()
@@ -582,21 +563,3 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
     # and autoclusters (QueueChanges, htc.jobqueue.changes); late materialization
     # (QueueFactory, htc.jobqueue.factory); remembered submissions and results owed to disk
     # (QueuePromises, htc.jobqueue.promises).
-
-
-class _Translate(contextlib.AbstractContextManager):
-    __slots__ = ("path",)
-
-    def __init__(self, path: str):
-        self.path = path
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        if exc is not None and isinstance(exc, sqlite3.Error):
-            raise store.QueueStorageError(
-                f"the job queue {self.path} failed: {exc}; check free disk space and the "
-                "file's health (htc refuses a damaged queue when it is next opened)") from exc
-        return False
-
-
-def _translate_errors(path: str) -> _Translate:
-    return _Translate(path)

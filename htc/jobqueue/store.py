@@ -94,6 +94,11 @@ CREATE TABLE autoclusters (
 );
 """
 
+#: The columns of a ``jobs`` row in the order the queue reads and writes them: the hot
+#: attributes in ``HOT_ATTRS`` order (so a row doubles as a job's hot tuple), then ``ad``.
+JOB_COLUMNS = ("cluster_id, proc_id, status, prio, owner, qdate, entered_status, "
+               "autocluster_id, ad")
+
 # The tables of remembered submissions and results owed to disk (htc.jobqueue.promises) came
 # later: a queue file without them gets them when it is opened (see _add_later_tables).
 SCHEMA += promises.TABLES
@@ -283,3 +288,25 @@ def open_database(path: str, *, create: bool = True, verify: bool = True) -> sql
         raise QueueFileError(path, f"a damaged or foreign sqlite file ({exc})",
                              "htc left it untouched; restore it from a backup or move it away") from None
     return db
+
+
+class _Translate(contextlib.AbstractContextManager):
+    """Turns a sqlite3 error inside the block into QueueStorageError naming the queue's file."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is not None and isinstance(exc, sqlite3.Error):
+            raise QueueStorageError(
+                f"the job queue {self.path} failed: {exc}; check free disk space and the "
+                "file's health (htc refuses a damaged queue when it is next opened)") from exc
+        return False
+
+
+def translate_errors(path: str) -> _Translate:
+    """A context in which any sqlite3 error becomes :class:`QueueStorageError` about ``path``:
+    the queue translates sqlite's errors once, here at its edge."""
+    return _Translate(path)

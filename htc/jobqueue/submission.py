@@ -11,6 +11,7 @@ text differs from the cluster's as a small JSON object.
 from __future__ import annotations
 
 import re
+import sqlite3
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping
 
@@ -20,6 +21,7 @@ from htc.errors import UsageError
 from htc.jobqueue.ads import HOT_ATTRS, as_mapping, int_literal, parse_literal, string_literal
 from htc.jobqueue.expr import check_expression
 from htc.jobqueue.states import INITIAL_STATES
+from htc.jobqueue.store import JOB_COLUMNS
 
 _encode = msgspec.json.Encoder().encode
 # Texts that are certainly well-formed: skip the parser for them (most per-proc values).
@@ -215,3 +217,33 @@ def proc_rows(prep: PreparedCluster, proc_ads: Iterable[Mapping[str, str]], star
         yield (cid, pid, status, prio, owner, qdate, entered, autocluster,
                _encode(own).decode() if own else None)
         expected = pid + 1
+
+
+def insert_procs(conn: sqlite3.Connection, prep: PreparedCluster, start: int, stop: int,
+                 validate: bool = True) -> None:
+    """Insert the ``jobs`` rows of procs ``start`` to ``stop - 1`` of a prepared cluster.
+
+    Raises:
+        UsageError: the cluster's ``proc_ads(start, stop)`` gave a ProcId outside the range,
+            repeated one, or gave too few procs.
+    """
+    if stop <= start:
+        return
+    counted = [0]
+
+    def rows():
+        for row in proc_rows(prep, prep.source.proc_ads(start, stop), start, validate):
+            if row[1] >= stop:
+                raise UsageError(f"cluster {prep.cluster_id}: proc_ads({start}, {stop}) gave "
+                                 f"ProcId {row[1]}")
+            counted[0] += 1
+            yield row
+
+    try:
+        conn.executemany(f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
+    except sqlite3.IntegrityError:
+        raise UsageError(f"cluster {prep.cluster_id}: proc_ads({start}, {stop}) repeated a "
+                         "ProcId; each proc needs its own") from None
+    if counted[0] != stop - start:
+        raise UsageError(f"cluster {prep.cluster_id}: proc_ads({start}, {stop}) gave "
+                         f"{counted[0]} procs, expected {stop - start}")

@@ -222,3 +222,23 @@ def test_meta_equality_of_lists_and_ads_follows_htcondor(text, want):
     # as classad2 evaluates them.
     got = ExprTree(text).eval(ClassAd())
     assert got is want
+
+
+def test_internal_api_hands_out_the_ads_own_trees_without_copies():
+    from htc.classad import ClassAd, ExprTree
+    from htc.classad.ad import external_refs
+    from htc.classad.ast import Literal
+    from htc.classad.compiler import evaluate
+
+    ad = ClassAd('[ Requirements = TARGET.Memory > Need; Need = 2 * Base; Base = 512 ]')
+    assert ad.table is ad.table and set(ad.table) == {"requirements", "need", "base"}
+    tree = ad.lookup("Requirements")
+    assert tree.node is ad.table["requirements"] and ExprTree(tree.node).node is tree.node
+    assert evaluate(ad.table["need"], ad) == 1024
+    assert external_refs(tree.node) == {"target.memory", "need"} == tree.attributes()
+    assert ad.spellings is ad.spellings and ad.spellings["requirements"] == "Requirements"
+    assert set(ad.spellings) == set(ad.table)
+    ad.table["need"] = Literal(3)  # replacing the tree of an attribute the ad has
+    ad["EXTRA"] = "x"
+    assert ad["Need"] == 3 and ad.spellings["extra"] == "EXTRA" and isinstance(ad.table["extra"], Literal)
+    assert list(ad) == ["Requirements", "Need", "Base", "EXTRA"] and ad.copy().table is not ad.table

@@ -73,7 +73,7 @@ def test_ads_share_the_parsed_values_of_identical_texts_and_errors_stay_errors()
 
     first = ClassAd('[ Requirements = (TARGET.Memory >= 1024) && (OpSys == "LINUX"); ProcId = 0 ]')
     second = ClassAd('[ ProcId = 1; Requirements = (TARGET.Memory >= 1024) && (OpSys == "LINUX") ]')
-    assert first._exprs["requirements"] is second._exprs["requirements"]  # parsed once
+    assert first.table["requirements"] is second.table["requirements"]  # parsed once
     assert (first["ProcId"], second["ProcId"]) == (0, 1)
     for bad in ("[ a = 1 2 ]", "[ a = (1 ]", "[ a = ]"):
         with pytest.raises(ClassAdParseError):

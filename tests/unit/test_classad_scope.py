@@ -18,18 +18,18 @@ class Overlay(LazyAttributes):
 
     def __init__(self, own: dict[str, str]):
         super().__init__()
-        self.own = {name.lower(): (name, ExprTree(text)._node) for name, text in own.items()}
+        self.own = {name.lower(): (name, ExprTree(text).node) for name, text in own.items()}
         self.resolved: list[str] = []
 
     def resolve(self, lname):
         self.resolved.append(lname)
         if lname in self.own:
             return self.own[lname][1]
-        return SHARED._exprs.get(lname)
+        return SHARED.table.get(lname)
 
     def listing(self):
-        for low, node in SHARED._exprs.items():
-            yield SHARED._names[low], self.get(low)
+        for low, node in SHARED.table.items():
+            yield SHARED.spellings[low], self.get(low)
         for low, (name, node) in self.own.items():
             yield name, node
 

@@ -51,7 +51,7 @@ def requirement_clauses(job: ClassAd):
     if not isinstance(req, ExprTree):
         return None
     out = []
-    todo = [req._node]  # the parsed tree; each clause is wrapped back into an ExprTree
+    todo = [req.node]  # the parsed tree; each clause is wrapped back into an ExprTree
     while todo:
         node = todo.pop()
         while isinstance(node, Paren):

@@ -200,8 +200,8 @@ class ClassAdPolicy:
         # need no ads to evaluate: the startd asks several of them on every event.
         from htc.classad.ast import Literal
 
-        self._constants = {name: expr._node.value for name, expr in self._exprs.items()
-                           if isinstance(expr._node, Literal)}
+        self._constants = {name: expr.node.value for name, expr in self._exprs.items()
+                           if isinstance(expr.node, Literal)}
 
     def _scope(self, slot_ad: Ad, now: float):
         from htc.classad import ClassAd
