@@ -59,12 +59,15 @@ def _readable_by(path: Path, user: pwd.struct_passwd) -> bool:
 
 def _sources() -> dict[str, Path]:
     """Where the packages come from: top-level name -> directory of its ``__init__``."""
+    import importlib.util
+
     import htc
-    import htc.dag
     import htc.executors
 
+    # htc.dag is found, not imported: the executor uses no code of the DAG layer beside it
+    dag = importlib.util.find_spec("htc.dag")
     found = {"htc": Path(htc.__file__).parent, "htc/executors": Path(htc.executors.__file__).parent,
-             "htc/dag": Path(htc.dag.__file__).parent}
+             "htc/dag": Path(dag.origin).parent}
     for name in PACKAGES:
         module = __import__(name)
         found[name] = Path(module.__file__).parent
