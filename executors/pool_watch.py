@@ -27,6 +27,7 @@ from pathlib import Path
 
 from htc.classad import ClassAd
 from htc.eventlog import events as ev
+from htc.job_codes import HoldReasonCode
 from htc.executors.backend import JobUpdate
 from htc.executors.errors import CallTimedOut, JobFailed, JobHeld, JobKilled, JobOutOfMemory, JobRemoved, ScheddLost
 from htc.executors.filewatch import FileWatch
@@ -41,9 +42,14 @@ from htc.wire import messages as m
 __all__ = ["Job", "JobWatcher"]
 
 #: hold codes that mean the pool failed, not the call (retried automatically)
-_INFRA_HOLDS = frozenset({6, 7, 8, 9, 10, 11, 12, 13, 14, 18, 22, 24})
-_OOM_HOLD = 34
-_DURATION_HOLDS = frozenset({46, 47})
+_INFRA_HOLDS = frozenset({
+    HoldReasonCode.FailedToCreateProcess, HoldReasonCode.UnableToOpenOutput, HoldReasonCode.UnableToOpenInput,
+    HoldReasonCode.UnableToOpenOutputStream, HoldReasonCode.UnableToOpenInputStream,
+    HoldReasonCode.InvalidTransferAck, HoldReasonCode.TransferOutputError, HoldReasonCode.TransferInputError,
+    HoldReasonCode.IwdError, HoldReasonCode.InvalidTransferGoAhead, HoldReasonCode.UnableToInitUserLog,
+    HoldReasonCode.NoCompatibleShadow})
+_OOM_HOLD = HoldReasonCode.JobOutOfResources
+_DURATION_HOLDS = frozenset({HoldReasonCode.JobDurationExceeded, HoldReasonCode.JobExecuteExceeded})
 _RECONCILE_EVERY = 5.0
 _WATCHED_POLL = 0.2  # s between looks at a log the kernel watches for us (a safety net)
 _PROJECTION = ("ClusterId", "ProcId", "JobStatus", "HTCCallId", "HoldReason", "HoldReasonCode")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 
+from htc.job_codes import HoldReasonCode, JobStatus
 from htc.submit import argsenv, exprtext
 from htc.submit.context import JobContext, Universe, compress_path
 from htc.submit.errors import SubmitError
@@ -321,11 +322,11 @@ def set_job_status(c: JobContext) -> None:
     """``hold`` -> ``JobStatus`` (1 or 5) and ``EnteredCurrentStatus``."""
     hold, _ = c.param_bool("hold", None, False)
     if hold:
-        c.assign_int("JobStatus", 5)
-        c.assign_int("HoldReasonCode", 15)
+        c.assign_int("JobStatus", int(JobStatus.HELD))
+        c.assign_int("HoldReasonCode", int(HoldReasonCode.SubmittedOnHold))
         c.assign_str("HoldReason", "submitted on hold at user's request")
     else:
-        c.assign_int("JobStatus", 1)
+        c.assign_int("JobStatus", int(JobStatus.IDLE))
     c.assign_int("EnteredCurrentStatus", c.qdate)
 
 
