@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import pwd
 
+from htc.classad.arglist import SPACE, UnbalancedQuote, join_v2, split_v2
 from htc.classad.builtins_common import is_int
 from htc.classad.values import Error, Undefined
 
-_ARG_SPACE = " \t\n\r"
+_ARG_SPACE = SPACE
 _PERMITTED_V1_DELIMS = "!#$%&*+,-/:;<>?@^`|~\x1f"
 # Marks an environment entry kept verbatim without "=value" (an unexpanded $$() macro).
 _NO_VALUE = object()
@@ -27,55 +28,15 @@ class _BadEnvironment(Exception):
 
 
 def split_args_v2(text: str) -> list[str]:
-    """Split a raw V2 argument string (``split_args``)."""
-    args: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        while i < n and text[i] in _ARG_SPACE:
-            i += 1
-        if i >= n:
-            break
-        current = []
-        quoted = False
-        while i < n and (quoted or text[i] not in _ARG_SPACE):
-            ch = text[i]
-            if ch == "'":
-                if quoted and i + 1 < n and text[i + 1] == "'":
-                    current.append("'")
-                    i += 2
-                    continue
-                quoted = not quoted
-                i += 1
-                continue
-            current.append(ch)
-            i += 1
-        if quoted:
-            raise _BadEnvironment("unbalanced single quote")
-        args.append("".join(current))
-    return args
+    """Split a raw V2 argument string (``split_args``; the rule is :mod:`htc.classad.arglist`)."""
+    try:
+        return split_v2(text)
+    except UnbalancedQuote:
+        raise _BadEnvironment("unbalanced single quote") from None
 
 
-def join_args_v2(args: list[str]) -> str:
-    """Quote and join arguments as raw V2 (``join_args`` / ``append_arg``)."""
-    out = ""
-    for arg in args:
-        if out:
-            out += " "
-        if not arg:
-            out += "''"
-        for ch in arg:
-            if ch in " \t\n\r'":
-                # Extend a quoted section that ends right here instead of reopening it.
-                if out.endswith("'") and out:
-                    out = out[:-1]
-                else:
-                    out += "'"
-                if ch == "'":
-                    out += "'"
-                out += ch + "'"
-            else:
-                out += ch
-    return out
+#: quote and join arguments as raw V2 (``join_args``)
+join_args_v2 = join_v2
 
 
 class Environment:

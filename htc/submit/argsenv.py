@@ -22,9 +22,9 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping
 
+from htc.classad.arglist import UnbalancedQuote, join_v2, split_v2
 from htc.submit.errors import SubmitError
 
-_WS = " \t\n\r"
 
 
 def is_v2_quoted(s: str) -> bool:
@@ -62,43 +62,11 @@ def v2_quoted_to_raw(s: str) -> str:
 
 
 def split_v2_raw(s: str) -> list[str]:
-    """Split V2 raw text into words (``split_args``): whitespace separates, '...' groups."""
-    args: list[str] = []
-    buf: list[str] = []
-    token = False
-    i = 0
-    n = len(s)
-    while i < n:
-        c = s[i]
-        if c == "'":
-            start = i
-            i += 1
-            token = True
-            while i < n:
-                if s[i] == "'":
-                    if i + 1 < n and s[i + 1] == "'":
-                        buf.append("'")
-                        i += 2
-                        continue
-                    break
-                buf.append(s[i])
-                i += 1
-            if i >= n:
-                raise SubmitError(f"Unbalanced quote starting here: {s[start:]}")
-            i += 1
-        elif c in _WS:
-            i += 1
-            if token:
-                args.append("".join(buf))
-                buf = []
-                token = False
-        else:
-            token = True
-            buf.append(c)
-            i += 1
-    if token:
-        args.append("".join(buf))
-    return args
+    """Split V2 raw text into words (``split_args``; the rule is :mod:`htc.classad.arglist`)."""
+    try:
+        return split_v2(s)
+    except UnbalancedQuote as exc:
+        raise SubmitError(str(exc)) from None
 
 
 def parse_args_v1raw(s: str) -> list[str]:
@@ -123,33 +91,8 @@ def v1_wacked_to_raw(s: str) -> str:
     return "".join(out)
 
 
-def quote_v2_word(arg: str, out: list[str]) -> None:
-    """Append one word in V2 raw form (``append_arg``), joined to ``out`` with a space."""
-    if out:
-        out.append(" ")
-    if not arg:
-        out.append("''")
-        return
-    for c in arg:
-        if c in " \t\n\r'":
-            if out and out[-1] == "'":
-                out.pop()  # join with the preceding quoted run instead of repeating quotes
-            else:
-                out.append("'")
-            if c == "'":
-                out.append("'")
-            out.append(c)
-            out.append("'")
-        else:
-            out.append(c)
-
-
-def join_v2_raw(args: list[str]) -> str:
-    """The V2 raw text of a word list."""
-    out: list[str] = []
-    for a in args:
-        quote_v2_word(a, out)
-    return "".join(out)
+#: the V2 raw text of a word list (``join_args``; the rule is :mod:`htc.classad.arglist`)
+join_v2_raw = join_v2
 
 
 def parse_arguments(value: str | None, v2_value: str | None, allow_v1: bool = False

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from htc.classad.arglist import UnbalancedQuote, split_v2
 from htc.errors import UsageError
 
 THREAD_VARS = ("CUBACORES", "GOMAXPROCS", "JULIA_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
@@ -42,22 +43,17 @@ _WHITESPACE = " \t\r\n"
 def split_args_v2(raw: str) -> list[str]:
     """Split a V2 raw argument (or environment) string into its pieces.
 
-    The rule is the submit side's (:func:`htc.submit.argsenv.split_v2_raw`, one copy); only the
-    error differs: a job ad that does not parse is the starter's caller's mistake, not a submit
-    description's.
+    The rule is :func:`htc.classad.arglist.split_v2` (one copy for the ClassAd functions, the
+    submit language and the starter); only the error differs: a job ad that does not parse is the
+    starter's caller's mistake, not a submit description's.
 
     Raises:
         UsageError: an unbalanced single quote (the message shows where it starts).
     """
-    # Late: importing htc.submit loads the whole submit language (~0.2 s), which the startd
-    # does not otherwise need; the first job pays it, in the spawn thread (Starter._set_up).
-    from htc.submit.argsenv import split_v2_raw
-    from htc.submit.errors import SubmitError
-
     try:
-        return split_v2_raw(raw)
-    except SubmitError as exc:
-        raise UsageError(exc.reason) from None
+        return split_v2(raw)
+    except UnbalancedQuote as exc:
+        raise UsageError(str(exc)) from None
 
 
 def job_arguments(job_ad: Mapping[str, Any]) -> list[str]:
@@ -69,9 +65,7 @@ def job_arguments(job_ad: Mapping[str, Any]) -> list[str]:
     if isinstance(job_ad.get("Arguments"), str):
         return split_args_v2(job_ad["Arguments"])
     if isinstance(job_ad.get("Args"), str):
-        from htc.submit.argsenv import parse_args_v1raw  # (late: see split_args_v2)
-
-        return parse_args_v1raw(job_ad["Args"])
+        return job_ad["Args"].split()  # V1: whitespace separates (htc.submit.argsenv.parse_args_v1raw)
     return []
 
 
