@@ -26,7 +26,6 @@ from htc.classad.arglist import UnbalancedQuote, join_v2, split_v2
 from htc.submit.errors import SubmitError
 
 
-
 def is_v2_quoted(s: str) -> bool:
     """True when the value is in V2 syntax: its first non-space character is '"'."""
     return s.lstrip().startswith('"')

@@ -5,7 +5,7 @@ Plain frozen records, in two groups:
 * the **core's** (:class:`~htc.daemons.startd.core.Startd`): what goes in (a claim request, a
   starter gone, a drain ...) and what comes out (advertise a slot, start a starter, suspend a
   job ...). The wire adapter (:mod:`htc.daemons.startd.adapter`) turns wire messages
-  (``htc/wire/messages.py``) and timers into these events, and these actions into messages, ad
+  (``htc/wire/messages/``) and timers into these events, and these actions into messages, ad
   updates and process work; the core never sees a socket. Ads travel as plain ``dict``s
   (attribute name -> value; expression-valued attributes hold an ``htc.classad.ExprTree``).
 * the **service's** (:class:`~htc.daemons.startd.service.StartdService`): the process work the
