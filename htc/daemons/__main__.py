@@ -25,7 +25,7 @@ DAEMON_MODULES = {
     "master": "htc.daemons.master.core",
     "collector": "htc.daemons.collector.core",
     "negotiator": "htc.daemons.negotiator.service",
-    "schedd": "htc.daemons.schedd.core",
+    "schedd": "htc.daemons.schedd.service",
     "startd": "htc.daemons.startd.service",
 }
 

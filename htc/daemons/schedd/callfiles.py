@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
-
-from htc.daemons import core as c
 from htc.daemons import owner_files as ofs
+from htc.daemons.schedd.events import WriteCallFiles
 from htc.wire.callfile import overwrite
 from htc.wire.lane_frames import plain_name
 from htc.wire import messages as m
@@ -46,19 +44,6 @@ def read_input(path: str, owner: str | None = None) -> bytes:
         return b"".join(parts)
     finally:
         os.close(fd)
-
-
-@dataclass(frozen=True)
-class WriteCallFiles(c.Action):
-    """Write a lane call's output ``files`` (name -> bytes) into ``directory`` with the rights
-    of the job's ``owner``. ``recycle`` names a file there the call no longer needs (its call
-    file, once the job has left the queue): the first output is written into it and renamed,
-    which spares a new file (an inode costs more to make than most calls take)."""
-
-    directory: str
-    files: tuple[tuple[str, bytes], ...]
-    recycle: str | None = None
-    owner: str | None = None
 
 
 def write_call_files(action: WriteCallFiles) -> None:

@@ -34,26 +34,16 @@ list of ``WriteCallFiles`` and are still read.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import msgspec
 
 from htc.daemons import core as c
-from htc.daemons.schedd.callfiles import WriteCallFiles
-from htc.daemons.schedd.userlog import WriteUserLog
+from htc.daemons.schedd.events import Owed, WriteCallFiles, WriteUserLog
 from htc.eventlog import events as ev
 
 __all__ = ["Owed", "encode_writes", "owe", "owed_writes"]
 
 _encoder = msgspec.msgpack.Encoder()
-
-
-@dataclass(frozen=True)
-class Owed(c.Action):
-    """The outbox entry ``seq`` is paid once the writes before it (call files, then user-log
-    events) are done."""
-
-    seq: int
 
 
 def encode_writes(writes: Sequence[WriteCallFiles], logs: Sequence[WriteUserLog] = ()) -> bytes:
