@@ -16,7 +16,8 @@ Modules:
 * :mod:`~htc.daemons.schedd.access` -- who the peer is, and what it may do;
 * :mod:`~htc.daemons.schedd.matches` -- the negotiator's questions, matches, the reuse order;
 * :mod:`~htc.daemons.schedd.claims` -- the claims: reuse, lingering, keep-alive watches, leases;
-* :mod:`~htc.daemons.schedd.shadow` -- the shadows of running jobs;
+* :mod:`~htc.daemons.schedd.shadows` -- the shadows of running jobs: activation, reports, stops, ends;
+* :mod:`~htc.daemons.schedd.shadow` -- the record of one running job; helpers on job ads and ids;
 * :mod:`~htc.daemons.schedd.ends` -- how a run ends in the queue (a shadow's or a lane call's);
 * :mod:`~htc.daemons.schedd.lanes` -- call lanes: feeding them calls, their results, their end;
 * :mod:`~htc.daemons.schedd.lane_calls` -- which jobs are lane calls, and a call's files;

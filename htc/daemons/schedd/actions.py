@@ -4,8 +4,8 @@ or edits them.
 Every request is answered only after the queue change it asks for is committed, with its
 user-log events kept in the same transaction (:mod:`htc.daemons.schedd.owed`). Only a job's
 owner or an administrator acts on a job or edits it (:mod:`htc.daemons.schedd.access`). A
-running job's stop goes to its shadow (:meth:`htc.daemons.schedd.shadow.Shadows.stop`), which
-asks the startd to vacate it; suspend and continue go to the startd, and the queue follows once
+running job's stop goes to its shadow (:meth:`htc.daemons.schedd.shadows.Shadows.stop`),
+which asks the startd to vacate it; suspend and continue go to the startd, and the queue follows once
 the startd has done it.
 """
 

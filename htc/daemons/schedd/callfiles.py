@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
+
 from htc.daemons import owner_files as ofs
+from htc.daemons.schedd import userlog as ul
 from htc.daemons.schedd.events import WriteCallFiles
+from htc.daemons.starter.sandbox import split_list
 from htc.wire.callfile import overwrite
 from htc.wire.lane_frames import plain_name
 from htc.wire import messages as m
 
-__all__ = ["WriteCallFiles", "read_input", "write_call_files"]
+__all__ = ["WriteCallFiles", "call_inputs", "read_input", "write_call_files"]
 
 
 def read_input(path: str, owner: str | None = None) -> bytes:
@@ -44,6 +48,29 @@ def read_input(path: str, owner: str | None = None) -> bytes:
         return b"".join(parts)
     finally:
         os.close(fd)
+
+
+def call_inputs(job, read: Callable[[str, str | None], bytes] = read_input) -> dict[str, bytes] | None:
+    """A lane call's input files by name, read with ``read`` (path, owner) from its ``Iwd``
+    (None: it cannot run on a lane -- a URL, a directory, a missing file, too many bytes; the
+    starter's transfer says what is wrong)."""
+    iwd = ul.literal(job, "Iwd")
+    if not isinstance(iwd, str):
+        return None
+    files, total = {}, 0
+    for source in split_list(ul.literal(job, "TransferInput")):
+        name = os.path.basename(source)
+        if "://" in source or not name or name in files:
+            return None
+        try:
+            data = read(os.path.join(iwd, source), ul.owner(job))
+        except OSError:
+            return None  # a directory, or missing: the starter's transfer says what is wrong
+        total += len(data)
+        if total > m.MAX_LANE_CALL_BYTES:
+            return None
+        files[name] = data
+    return files
 
 
 def write_call_files(action: WriteCallFiles) -> None:

@@ -115,6 +115,16 @@ class Claims(Mapping):
     def __len__(self) -> int:
         return len(self._by_id)
 
+    # (the dict's own look-ups: these are on every message's path)
+    def __contains__(self, claim_id) -> bool:
+        return claim_id in self._by_id
+
+    def get(self, claim_id, default=None):
+        return self._by_id.get(claim_id, default)
+
+    def values(self):
+        return self._by_id.values()
+
     def add(self, claim: Claim) -> None:
         """Follow ``claim`` (requested for a match, or found after a restart)."""
         self._by_id[claim.id] = claim

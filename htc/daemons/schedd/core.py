@@ -14,7 +14,7 @@ which the core reads and changes directly: every change is one sqlite transactio
 committed before the core answers anybody, which is the whole point of a queue (tests give the
 core an in-memory queue). Everything else -- claims, shadows, reserved jobs, autoclusters -- is
 soft state rebuilt after a restart from the Running jobs in the queue (see
-:mod:`htc.daemons.schedd.shadow`).
+:mod:`htc.daemons.schedd.shadows`).
 
 The core composes one object per subject, each with its own state:
 
@@ -23,7 +23,7 @@ The core composes one object per subject, each with its own state:
   :class:`~htc.daemons.schedd.access.Access` -- who the peer is and what it may do;
 * :class:`~htc.daemons.schedd.matches.Matches` -- the negotiator's questions, matches, reuse order;
 * :class:`~htc.daemons.schedd.claims.Claims` -- the claims, their reuse, leases and watches;
-* :class:`~htc.daemons.schedd.shadow.Shadows` -- running jobs: activation, starter reports,
+* :class:`~htc.daemons.schedd.shadows.Shadows` -- running jobs: activation, starter reports,
   stops, the end of a run, reconnection;
 * :class:`~htc.daemons.schedd.lanes.Lanes` and
   :class:`~htc.daemons.schedd.lane_restart.LaneOrphans` -- call lanes;
@@ -58,7 +58,8 @@ from htc.daemons.schedd.matches import Matches
 from htc.daemons.schedd.owed import owe, owed_writes
 from htc.daemons.schedd.requests import ToolRequests
 from htc.daemons.schedd.settings import ScheddSettings
-from htc.daemons.schedd.shadow import Shadow, Shadows, job_duration_limit
+from htc.daemons.schedd.shadow import Shadow, job_duration_limit
+from htc.daemons.schedd.shadows import Shadows
 from htc.daemons.schedd.states import ClaimState, ShadowEvent, ShadowState
 from htc.errors import UsageError
 from htc.jobqueue import Action as PolicyAction

@@ -6,7 +6,7 @@ killed it and asks for a hold), ``refused`` (the startd refused the activation),
 claim is gone or the lease ran out). What that means for the job is decided once, here, from
 its state in the queue and the kind: a job removed or held meanwhile stays so; an exit goes
 through the job's ``on_exit_*`` / ``max_retries`` policy (``JobQueue.exit_and_apply``); an
-eviction makes it Idle again. A shadow's end (:mod:`htc.daemons.schedd.shadow`) and a lane
+eviction makes it Idle again. A shadow's end (:mod:`htc.daemons.schedd.shadows`) and a lane
 call's (:mod:`htc.daemons.schedd.lanes`) both come through :func:`record_end`, inside the
 caller's transaction; :func:`claim_after` says what becomes of the claim.
 """

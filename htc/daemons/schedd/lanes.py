@@ -45,14 +45,9 @@ more than most calls do, so a claim that is to run a call becomes a *call lane* 
    as for any job. A lane that could not start at all sends calls with its key to starters
    for a minute.
 
-A schedd that restarts does not reconnect to lanes: their calls go back to idle (a shadow
-exception event says so) and run again, and it gives the lanes' claims back (each call
-records its lane's claim, hidden like any ``ClaimId``), so the startd ends the orphaned
-workers. It waits ``ORPHAN_GRACE`` (2 s) before it does: a startd sends again, every half
-second, the results the dead schedd did not take, and a call whose result so arrives while it
-is still idle, on the record of that claim, ends with it instead of running a second time
-(:mod:`htc.daemons.schedd.lane_restart`). The calls the lane had not finished run again: a
-call runs at least once, not exactly once (docs/executor.md says so).
+A schedd that restarts does not reconnect to lanes: their calls go back to idle and run again,
+unless a result the startd sends again arrives first (:mod:`htc.daemons.schedd.lane_restart`);
+a call runs at least once, not exactly once (docs/executor.md says so).
 
 Calls in a lane are not shadows: ``htc rm``, ``htc hold`` or ``htc vacate`` of a call the
 lane holds stops the whole worker, as it would stop a job's process; the lane's other calls
@@ -62,19 +57,18 @@ become idle again (EVICTED) and run elsewhere. ``htc suspend`` does not reach a 
 from __future__ import annotations
 
 import heapq
-import os
 from collections.abc import Iterator, Mapping
 
 from htc.daemons import core as c
 from htc.daemons.calls import Call, CallDone, CallFailed
 from htc.daemons.schedd import userlog as ul
 from htc.daemons.schedd.ends import record_end
+from htc.daemons.schedd.callfiles import call_inputs
 from htc.daemons.schedd.events import Answer, WriteCallFiles
 from htc.daemons.schedd.lane_calls import LANE_ARGUMENTS, Lane, call_file, lane_key, lane_outputs
 from htc.daemons.schedd.owed import owe
 from htc.daemons.schedd.shadow import Shadow, parse_job_id
 from htc.daemons.schedd.states import ClaimEvent, ShadowState
-from htc.daemons.starter.sandbox import split_list
 from htc.jobqueue import JobStatus
 from htc.jobqueue.ads import quote
 from htc.jobqueue.records import JobId
@@ -109,6 +103,16 @@ class Lanes(Mapping):
 
     def __len__(self) -> int:
         return len(self._by_claim)
+
+    # (the dict's own look-ups: these are on every message's path)
+    def __contains__(self, claim_id) -> bool:
+        return claim_id in self._by_claim
+
+    def get(self, claim_id, default=None):
+        return self._by_claim.get(claim_id, default)
+
+    def values(self):
+        return self._by_claim.values()
 
     # -- the idle calls, by lane key --------------------------------------------------------
 
@@ -266,7 +270,7 @@ class Lanes(Mapping):
                     job = self._first(lane) or self._next_job(lane)
                     if job is None:
                         break
-                    files = self._inputs(job)
+                    files = call_inputs(job, sd.read_input)
                     if files is None:
                         queue.set_attributes(job.job_id, {"HTCLane": "false"})
                         sd.reserved.discard(job.job_id)
@@ -305,26 +309,6 @@ class Lanes(Mapping):
         self.schedd.reserved.discard(job_id)
         job = self.schedd.job(job_id)
         return job if job is not None and job.status == JobStatus.IDLE else None
-
-    def _inputs(self, job) -> dict[str, bytes] | None:
-        """The call's input files by name (None: it cannot run on a lane)."""
-        iwd = ul.literal(job, "Iwd")
-        if not isinstance(iwd, str):
-            return None
-        files, total = {}, 0
-        for source in split_list(ul.literal(job, "TransferInput")):
-            name = os.path.basename(source)
-            if "://" in source or not name or name in files:
-                return None
-            try:
-                data = self.schedd.read_input(os.path.join(iwd, source), ul.owner(job))
-            except OSError:
-                return None  # a directory, or missing: the starter's transfer says what is wrong
-            total += len(data)
-            if total > m.MAX_LANE_CALL_BYTES:
-                return None
-            files[name] = data
-        return files
 
     def _ran_dry(self, lane: Lane, claim, now: float, out: list) -> None:
         settings = self.schedd.settings

@@ -5,7 +5,7 @@ Both are applied only through :func:`htc.transitions.transition`; an illegal ste
 slot1@exec``), the state and the event. docs/pool.md embeds :func:`machine_table` (a test keeps
 it current).
 
-The shadow (:mod:`htc.daemons.schedd.shadow`)::
+The shadow (:mod:`htc.daemons.schedd.shadows`)::
 
     ACTIVATING --ActivateClaim acked--> RUNNING <--starter says--> SUSPENDED
         |  no answer                        |
