@@ -3,8 +3,8 @@
 Theory of operation
 -------------------
 The core changes the job queue and commits before the service writes what the change
-produced: a lane call's result files (:class:`~htc.daemons.schedd.callfiles.WriteCallFiles`)
-and the user-log events that announce it (:class:`~htc.daemons.schedd.userlog.WriteUserLog`:
+produced: a lane call's result files (:class:`~htc.daemons.schedd.events.WriteCallFiles`)
+and the user-log events that announce it (:class:`~htc.daemons.schedd.events.WriteUserLog`:
 a job's TERMINATED, JOB_ABORTED, HELD...), at the end of the loop's turn. A schedd killed
 between the two would leave a job in the history whose result exists nowhere and whose log
 never says it ended -- ``htc wait`` and ``htcondor2.JobEventLog`` would wait forever. So the

@@ -46,7 +46,7 @@ is held with that code, subcode and reason, and its claim stays for the next job
 
 Streamed output. A job with ``StreamOut``/``StreamErr`` true has its startd send new bytes of
 its stdout/stderr as ``JobOutput`` while it runs (the last before ``JobExited``); a shadow of
-that claim and job answers each with a :class:`~htc.daemons.schedd.output.WriteJobOutput` of
+that claim and job answers each with a :class:`~htc.daemons.schedd.events.WriteJobOutput` of
 the job's ``Out``/``Err`` file at the chunk's offset, which the service performs before the
 Ack, and a run of a streaming job starts by truncating those files
 (:mod:`htc.daemons.schedd.output`). Output for a run the schedd does not follow is refused
