@@ -59,15 +59,15 @@ def test_the_schedd_service_reads_the_time_from_its_fake_clock(paths, tmp_path):
             reply = await send_command_async("schedd", description_message(description, tmp_path), transport=t)
             ads = await send_command_async("schedd", m.QueryJobs(projection=("QDate", "JobStatus")), transport=t)
             [ad] = [ClassAd(text) for text in ads.ads]
-            held_early = queue.get_job((reply.cluster_id, 0)).status
+            status_at_0 = queue.get_job((reply.cluster_id, 0)).status
             clock.advance(59)  # not yet PERIODIC_EXPR_INTERVAL after the start
             await clock.settle(20)
-            held_at_59 = queue.get_job((reply.cluster_id, 0)).status
+            status_at_59 = queue.get_job((reply.cluster_id, 0)).status
             clock.advance(2)
             await clock.settle(20)
             await _ping(service)  # one more turn of the service's loop
-            held_at_61 = queue.get_job((reply.cluster_id, 0)).status
-            return ad, held_early, held_at_59, held_at_61
+            status_at_61 = queue.get_job((reply.cluster_id, 0)).status
+            return ad, status_at_0, status_at_59, status_at_61
         finally:
             service.feed(c.StopRequested())
             await asyncio.wait_for(task, 10)
