@@ -12,9 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.unit.test_schedd_core import Harness, job, run_first_job
 
-from htc.daemons.schedd.callfiles import WriteCallFiles
-from htc.daemons.schedd.owed import Owed, decode_entry, encode_writes, owe, owed_writes
-from htc.daemons.schedd.userlog import WriteUserLog
+from htc.daemons.schedd.events import Owed, WriteCallFiles, WriteUserLog
+from htc.daemons.schedd.owed import decode_entry, encode_writes, owe, owed_writes
 from htc.eventlog import events as ev
 from htc.eventlog.writer import format_event
 from htc.jobqueue import JobQueue

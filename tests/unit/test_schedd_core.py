@@ -15,10 +15,10 @@ from htc.daemons import core as c
 from htc.daemons.core import IllegalTransition
 from htc.daemons.schedd.core import Schedd, ScheddSettings
 from htc.daemons.calls import Call, CallDone, CallFailed
-from htc.daemons.schedd.claims import ClaimState
 from htc.daemons.schedd.requests import description_message
-from htc.daemons.schedd.userlog import WriteUserLog
-from htc.daemons.schedd.shadow import SHADOW, Shadow, ShadowEvent, ShadowState
+from htc.daemons.schedd.events import WriteUserLog
+from htc.daemons.schedd.shadow import Shadow
+from htc.daemons.schedd.states import SHADOW, ClaimState, ShadowEvent, ShadowState
 from htc.eventlog.events import EventType
 from htc.jobqueue import JobNotFound, JobQueue, JobStatus
 from htc.wire import messages as m
@@ -755,13 +755,13 @@ def test_docs_tables_are_current():
     import re
     from pathlib import Path
 
-    from htc.daemons.schedd.shadow import machine_table
+    from htc.daemons.schedd.states import machine_table
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "pool.md").read_text()
     found = re.search(r"<!-- BEGIN shadow-claim-tables -->\n(.*?)<!-- END shadow-claim-tables -->", doc, re.S)
     assert found and found.group(1).strip() == machine_table().strip(), (
         "docs/pool.md's tables are stale; regenerate them with "
-        "python -c 'from htc.daemons.schedd.shadow import machine_table; print(machine_table())'")
+        "python -c 'from htc.daemons.schedd.states import machine_table; print(machine_table())'")
 
 
 def test_a_kept_claim_is_not_given_to_a_smaller_job_that_would_waste_its_cpus():

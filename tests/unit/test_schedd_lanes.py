@@ -12,11 +12,10 @@ from test_schedd_core import Harness, job
 
 from htc.classad import ClassAd
 from htc.daemons import core as c
-from htc.daemons.schedd.callfiles import WriteCallFiles, read_input, write_call_files
-from htc.daemons.schedd.lanes import LANE_ARGUMENTS, lane_key
+from htc.daemons.schedd.callfiles import read_input, write_call_files
+from htc.daemons.schedd.events import Owed, WriteCallFiles, WriteUserLog
+from htc.daemons.schedd.lane_calls import LANE_ARGUMENTS, lane_key
 from htc.eventlog.events import EventType
-from htc.daemons.schedd.owed import Owed
-from htc.daemons.schedd.userlog import WriteUserLog
 from htc.jobqueue import JobQueue, JobStatus
 from htc.wire import messages as m
 
@@ -446,5 +445,5 @@ def test_lanes_of_one_kind_take_their_share_of_the_last_idle_calls_so_they_finis
     assert 5 <= len(sent_ids(h, out)) <= 7
     out = done(h, claim_a, *(f"{c}.{p}" for c, p in sorted(lane_a.in_flight)[:-2]))  # A is 2 short of dry
     assert 2 <= len(sent_ids(h, out)) <= 4
-    assert not h.core.lane_idle.get(lane_a.key) or len(h.core.lane_idle[lane_a.key]) <= 3
+    assert not h.core.lanes.idle.get(lane_a.key) or len(h.core.lanes.idle[lane_a.key]) <= 3
     assert abs(len(lane_a.in_flight) - len(lane_b.in_flight)) <= 2  # and neither holds the rest alone

@@ -1,0 +1,30 @@
+"""The schedd: the job queue's daemon. It takes jobs from tools, offers them to the negotiator,
+claims the slots it is matched with, runs each job through a shadow (or a call lane), and
+writes the users' job event logs -- HTCondor's condor_schedd and its condor_shadows.
+
+Modules:
+
+* :mod:`~htc.daemons.schedd.core` -- the sans-IO decision maker (``Schedd.handle(event, now)``),
+  composing the parts below;
+* :mod:`~htc.daemons.schedd.states` -- the shadow and claim state tables;
+* :mod:`~htc.daemons.schedd.events` -- the actions it asks for (user-log writes, call files,
+  streamed output, outbox payments) and the kinds of answers it waits for;
+* :mod:`~htc.daemons.schedd.service` -- the only I/O: ``make_service``, ``settings_from_config``;
+* :mod:`~htc.daemons.schedd.settings` -- ``ScheddSettings``, fields declared with their knobs;
+* :mod:`~htc.daemons.schedd.requests` -- submit and query;
+* :mod:`~htc.daemons.schedd.actions` -- rm, hold, release, vacate, suspend, continue, edit;
+* :mod:`~htc.daemons.schedd.access` -- who the peer is, and what it may do;
+* :mod:`~htc.daemons.schedd.matches` -- the negotiator's questions, matches, the reuse order;
+* :mod:`~htc.daemons.schedd.claims` -- the claims: reuse, lingering, keep-alive watches, leases;
+* :mod:`~htc.daemons.schedd.shadows` -- the shadows of running jobs: activation, reports, stops, ends;
+* :mod:`~htc.daemons.schedd.shadow` -- the record of one running job; helpers on job ads and ids;
+* :mod:`~htc.daemons.schedd.ends` -- how a run ends in the queue (a shadow's or a lane call's);
+* :mod:`~htc.daemons.schedd.lanes` -- call lanes: feeding them calls, their results, their end;
+* :mod:`~htc.daemons.schedd.lane_calls` -- which jobs are lane calls, and a call's files;
+* :mod:`~htc.daemons.schedd.lane_restart` -- a restarted schedd and its predecessor's lanes;
+* :mod:`~htc.daemons.schedd.ads` -- the Submitter and Scheduler ads, and when they go out;
+* :mod:`~htc.daemons.schedd.userlog` -- the job event log: events, and writing them as the owner;
+* :mod:`~htc.daemons.schedd.owed` -- the writes kept in the queue's outbox until done;
+* :mod:`~htc.daemons.schedd.callfiles` -- reading a call's inputs, writing its results;
+* :mod:`~htc.daemons.schedd.output` -- streamed stdout/stderr.
+"""

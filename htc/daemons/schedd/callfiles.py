@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from collections.abc import Callable
 
-from htc.daemons import core as c
 from htc.daemons import owner_files as ofs
+from htc.daemons.schedd import userlog as ul
+from htc.daemons.schedd.events import WriteCallFiles
+from htc.daemons.starter.sandbox import split_list
 from htc.wire.callfile import overwrite
 from htc.wire.lane_frames import plain_name
 from htc.wire import messages as m
 
-__all__ = ["WriteCallFiles", "read_input", "write_call_files"]
+__all__ = ["WriteCallFiles", "call_inputs", "read_input", "write_call_files"]
 
 
 def read_input(path: str, owner: str | None = None) -> bytes:
@@ -48,17 +50,27 @@ def read_input(path: str, owner: str | None = None) -> bytes:
         os.close(fd)
 
 
-@dataclass(frozen=True)
-class WriteCallFiles(c.Action):
-    """Write a lane call's output ``files`` (name -> bytes) into ``directory`` with the rights
-    of the job's ``owner``. ``recycle`` names a file there the call no longer needs (its call
-    file, once the job has left the queue): the first output is written into it and renamed,
-    which spares a new file (an inode costs more to make than most calls take)."""
-
-    directory: str
-    files: tuple[tuple[str, bytes], ...]
-    recycle: str | None = None
-    owner: str | None = None
+def call_inputs(job, read: Callable[[str, str | None], bytes] = read_input) -> dict[str, bytes] | None:
+    """A lane call's input files by name, read with ``read`` (path, owner) from its ``Iwd``
+    (None: it cannot run on a lane -- a URL, a directory, a missing file, too many bytes; the
+    starter's transfer says what is wrong)."""
+    iwd = ul.literal(job, "Iwd")
+    if not isinstance(iwd, str):
+        return None
+    files, total = {}, 0
+    for source in split_list(ul.literal(job, "TransferInput")):
+        name = os.path.basename(source)
+        if "://" in source or not name or name in files:
+            return None
+        try:
+            data = read(os.path.join(iwd, source), ul.owner(job))
+        except OSError:
+            return None  # a directory, or missing: the starter's transfer says what is wrong
+        total += len(data)
+        if total > m.MAX_LANE_CALL_BYTES:
+            return None
+        files[name] = data
+    return files
 
 
 def write_call_files(action: WriteCallFiles) -> None:

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-from htc.daemons import core as c
 from htc.daemons import owner_files as ofs
+from htc.daemons.schedd.events import WriteJobOutput
 from htc.daemons.schedd.userlog import literal
 from htc.daemons.starter.stream import streamed_files
 
@@ -30,20 +29,6 @@ from htc.daemons.starter.stream import streamed_files
 STREAM_ATTRS = {"stdout": "Out", "stderr": "Err"}
 
 _ATTRS = ("Out", "Err", "StreamOut", "StreamErr", "TransferOut", "TransferErr", "ShouldTransferFiles")
-
-
-@dataclass(frozen=True)
-class WriteJobOutput(c.Action):
-    """Write ``data`` at byte ``offset`` of ``path`` (created as needed); ``truncate`` empties it
-    first. ``owner`` is the job's ``Owner``, whose rights the write uses; ``job_id`` names the
-    job in a refusal."""
-
-    path: str
-    offset: int
-    data: bytes
-    truncate: bool = False
-    owner: str | None = None
-    job_id: str | None = None
 
 
 def job_output(job: Mapping[str, str], path: str, offset: int, data: bytes,

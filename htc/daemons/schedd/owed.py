@@ -3,8 +3,8 @@
 Theory of operation
 -------------------
 The core changes the job queue and commits before the service writes what the change
-produced: a lane call's result files (:class:`~htc.daemons.schedd.callfiles.WriteCallFiles`)
-and the user-log events that announce it (:class:`~htc.daemons.schedd.userlog.WriteUserLog`:
+produced: a lane call's result files (:class:`~htc.daemons.schedd.events.WriteCallFiles`)
+and the user-log events that announce it (:class:`~htc.daemons.schedd.events.WriteUserLog`:
 a job's TERMINATED, JOB_ABORTED, HELD...), at the end of the loop's turn. A schedd killed
 between the two would leave a job in the history whose result exists nowhere and whose log
 never says it ended -- ``htc wait`` and ``htcondor2.JobEventLog`` would wait forever. So the
@@ -34,26 +34,16 @@ list of ``WriteCallFiles`` and are still read.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import msgspec
 
 from htc.daemons import core as c
-from htc.daemons.schedd.callfiles import WriteCallFiles
-from htc.daemons.schedd.userlog import WriteUserLog
+from htc.daemons.schedd.events import Owed, WriteCallFiles, WriteUserLog
 from htc.eventlog import events as ev
 
 __all__ = ["Owed", "encode_writes", "owe", "owed_writes"]
 
 _encoder = msgspec.msgpack.Encoder()
-
-
-@dataclass(frozen=True)
-class Owed(c.Action):
-    """The outbox entry ``seq`` is paid once the writes before it (call files, then user-log
-    events) are done."""
-
-    seq: int
 
 
 def encode_writes(writes: Sequence[WriteCallFiles], logs: Sequence[WriteUserLog] = ()) -> bytes:

@@ -1,4 +1,7 @@
-"""What the schedd does for tools: submit, query, act on jobs (rm, hold, release, vacate), edit.
+"""What the schedd does for tools that submit jobs and read the queue: submit and query.
+
+(Acting on jobs -- rm, hold, release, vacate, suspend, edit -- is :mod:`htc.daemons.schedd.actions`;
+who may do what, :mod:`htc.daemons.schedd.access`.)
 
 Theory of operation
 -------------------
@@ -18,13 +21,8 @@ Submit comes in two shapes, both in the one ``Submit`` message:
   description is answered with ``bad_request`` naming the file, line and command; nothing is
   queued.
 
-The owner of submitted jobs is the peer the socket names (SO_PEERCRED), never what the ads
-claim: ``Owner`` and ``User`` are set from the authenticated account (the service's
-authorization step maps the uid; a core fed directly maps it with ``user_of_uid``). A peer with
-no account is refused. A claimed ``Owner`` naming somebody else is accepted only from a pool
-administrator (ALLOW_ADMINISTRATOR, as HTCondor's QUEUE_SUPER_USERS). Only a job's owner or an
-administrator acts on a job or edits it. Root may submit (htc's tests and executors run as root);
-its jobs never run as root (the startd runs them as a slot user).
+The owner of submitted jobs is the peer the socket names, never what the ads claim
+(:mod:`htc.daemons.schedd.access`).
 
 Before anything is built or stored, a submit is held against MAX_JOBS_PER_SUBMISSION (jobs one
 submit adds), MAX_JOBS_PER_OWNER (the owner's jobs in the queue, plus these) and
@@ -36,7 +34,6 @@ would exceed MAX_JOBS_PER_SUBMISSION").
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections.abc import Mapping
@@ -45,30 +42,20 @@ from htc.classad import ClassAd, ClassAdParseError
 from htc.classad.lexer import KEYWORDS
 from htc.daemons import core as c
 from htc.daemons.schedd import userlog as ul
-from htc.daemons.calls import Call
-from htc.daemons.schedd.claims import submitter_of
+from htc.daemons.schedd.access import Denied, denied_log
 from htc.daemons.schedd.owed import owe
 from htc.daemons.schedd.shadow import ad_text
 from htc.errors import UsageError
-from htc.jobqueue import HoldReasonCode, JobStatus
-from htc.jobqueue.ads import int_literal, quote
+from htc.jobqueue.ads import quote
 from htc.jobqueue.promises import submission_digest
-from htc.jobqueue.states import ACTIVE_STATES
 from htc.wire import messages as m
+
+__all__ = ["DESCRIPTION_ATTRS", "SCHEDD_SETS", "Denied", "LimitExceeded", "ToolRequests", "description_message", "texts_of"]
 
 #: attributes only the schedd sets on submitted ads (compared lower-case)
 SCHEDD_SETS = frozenset({"clusterid", "procid", "owner", "user", "qdate", "enteredcurrentstatus"})
 #: attributes of a submit-description cluster ad
 DESCRIPTION_ATTRS = ("SubmitDescription", "SubmitIwd", "SubmitFile")
-
-_VERBS = {m.JobAction.Remove: "rm", m.JobAction.RemoveX: "rm -forcex", m.JobAction.Hold: "hold",
-          m.JobAction.Release: "release", m.JobAction.Vacate: "vacate_job",
-          m.JobAction.VacateFast: "vacate_job -fast", m.JobAction.Suspend: "suspend",
-          m.JobAction.Continue: "continue"}
-
-
-class Denied(UsageError):
-    """The requester may not do this (submit for another user)."""
 
 
 class LimitExceeded(UsageError):
@@ -158,14 +145,6 @@ def description_message(text: str, iwd: str | os.PathLike, filename: str | None 
     return m.Submit(cluster_ad=ad_text(attrs), proc_ads=("[ ]",))
 
 
-def _denied_log(event: c.Received, what: str, why: str) -> c.Log:
-    """The daemon-log line of a request refused for ownership (as the service logs its refusals)."""
-    peer = event.peer
-    who = peer.user or "an unmapped peer"
-    return c.Log(f"PERMISSION DENIED to {who} (uid {peer.uid}, pid {peer.pid}) for {what}: {why}",
-                 logging.WARNING)
-
-
 def _materialized_at_first(num_procs: int, value) -> int:
     """How many of ``num_procs`` procs a submit queues at once.
 
@@ -186,95 +165,73 @@ def _without(attrs: Mapping[str, str], names) -> dict[str, str]:
 
 
 class ToolRequests:
-    """The schedd core's answers to tools. A mixin of :class:`htc.daemons.schedd.core.Schedd`."""
+    """The schedd's answers to tools that submit and query.
+
+    Args:
+        schedd: the core it belongs to (its queue, settings, access rules, lanes and claims).
+    """
+
+    def __init__(self, schedd):
+        self.schedd = schedd
+        #: upper bounds of the queue's job counts ("": all jobs, "@owner": one owner's); see _check_limits
+        self._bounds: dict[str, int] = {}
 
     # -- submit ---------------------------------------------------------------------------------
 
-    def _user(self, event: c.Received) -> str | None:
-        """The account of the peer: as the service's authorization mapped it, else by its uid."""
-        peer = event.peer
-        if peer.user is not None:
-            return peer.user
-        return self.user_of_uid(peer.uid) if peer.uid is not None else None
-
-    def _administrator(self, event: c.Received) -> bool:
-        """Whether the peer administers the pool (ALLOW_ADMINISTRATOR, decided by the service; a
-        core fed without it falls back to root and the schedd's own account)."""
-        peer = event.peer
-        if peer.administrator is not None:
-            return peer.administrator
-        return peer.uid is not None and peer.uid in (0, self.own_uid)
-
-    def _owner(self, event: c.Received, claimed: str | None) -> str:
-        """The owner of jobs the peer submits: its own account, whatever the ad claims.
-
-        Raises:
-            Denied: the peer has no account (a uid without a passwd entry), or claims another
-                owner without being an administrator.
-        """
-        name = self._user(event)
-        if name is None:
-            uid = event.peer.uid
-            raise Denied(f"uid {uid if uid is not None else '(unknown)'} has no account in the password database; "
-                         "only local users may submit jobs (the Owner in the ad is not taken on trust)")
-        if claimed and claimed != name:
-            if not self._administrator(event):
-                raise Denied(f"user {name} may not submit jobs owned by {claimed}; submit as {claimed}")
-            return claimed
-        return name
-
-    def _submit(self, event: c.Received, msg: m.Submit, now: float, out: list) -> None:
+    def submit(self, event: c.Received, msg: m.Submit, now: float, out: list) -> None:
+        """Queue a cluster (given as ads or as a submit description) for the peer's account."""
+        sd = self.schedd
         cluster_attrs = texts_of(msg.cluster_ad, "cluster_ad")
         claimed = ul.literal(cluster_attrs, "Owner")
         try:
-            owner = self._owner(event, claimed if isinstance(claimed, str) else None)
+            owner = sd.access.owner(event, claimed if isinstance(claimed, str) else None)
         except Denied as exc:
-            out.append(_denied_log(event, "Submit", str(exc)))
+            out.append(denied_log(event, "Submit", str(exc)))
             raise
-        user = f"{owner}@{self.settings.uid_domain}"
+        user = f"{owner}@{sd.settings.uid_domain}"
         digest = None
         if msg.submission_id is not None:
             digest = submission_digest((msg.cluster_ad, *msg.proc_ads))
             if self._submitted_before(event, msg, owner, digest, out):
                 return
         if "SubmitDescription" in cluster_attrs:
-            cid = self.queue.next_cluster_id()
+            cid = sd.queue.next_cluster_id()
             cluster = self._expand_description(cluster_attrs, cid, owner, now, out)
             cluster.cluster_ad["User"] = quote(user)
         else:
             procs = [_without(texts_of(text, f"proc ad {i}"), SCHEDD_SETS) for i, text in enumerate(msg.proc_ads)]
-            cid = self.queue.next_cluster_id()
+            cid = sd.queue.next_cluster_id()
             attrs = _without(cluster_attrs, SCHEDD_SETS)
             attrs.update(ClusterId=str(cid), Owner=quote(owner), User=quote(user), QDate=str(int(now)),
                          EnteredCurrentStatus=str(int(now)))
             if not any(k.lower() == "jobleaseduration" for k in attrs):
-                attrs["JobLeaseDuration"] = str(int(self.settings.default_lease))
+                attrs["JobLeaseDuration"] = str(int(sd.settings.default_lease))
             self._check_limits(owner, _materialized_at_first(len(procs), attrs.get), out)
             cluster = _AdsCluster(cid, attrs, procs)
-        with self.queue.transaction():  # the cluster and its submission id: one durable commit
-            self.queue.submit(cluster, now=now)
+        with sd.queue.transaction():  # the cluster and its submission id: one durable commit
+            sd.queue.submit(cluster, now=now)
             if msg.submission_id is not None:
-                self.queue.remember_submission(owner, msg.submission_id, cid, cluster.num_procs, digest, now=now)
-            host = f"<{self.settings.machine}:{self.settings.address}>"
+                sd.queue.remember_submission(owner, msg.submission_id, cid, cluster.num_procs, digest, now=now)
+            host = f"<{sd.settings.machine}:{sd.settings.address}>"
             by_log: dict[str, list] = {}
-            jobs = self.queue.query(f"ClusterId == {cid}")
+            jobs = sd.queue.query(f"ClusterId == {cid}")
             for job in jobs:
                 path = ul.log_path(job)
                 if path:
                     by_log.setdefault(path, []).append(ul.submit_event(job, host, now))
             # The SUBMIT events go into the outbox with the cluster (htc.daemons.schedd.owed).
-            out += owe(self.queue, [ul.WriteUserLog(path, tuple(events), owner) for path, events in by_log.items()])
+            out += owe(sd.queue, [ul.WriteUserLog(path, tuple(events), owner) for path, events in by_log.items()])
         for job in jobs:
-            self._lane_enqueue(job)
+            sd.lanes.enqueue(job)
         out.append(c.Log(f"submitted cluster {cid} ({cluster.num_procs} jobs) for {user}"))
         out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=cluster.num_procs)))
-        self._feed_lanes(now, out)
-        self._use_lingering_claims(now, out)
-        self._new_work(now)  # the negotiator hears of the new jobs within milliseconds
+        sd.lanes.feed_all(now, out)
+        sd.claims.use_lingering(now, out)
+        sd.new_work(now)  # the negotiator hears of the new jobs within milliseconds
 
     def _submitted_before(self, event: c.Received, msg: m.Submit, owner: str, digest: str, out: list) -> bool:
         """A Submit sent again (its reply was lost): answer the original SubmitReply, queue nothing."""
-        known = self.queue.find_submission(owner, msg.submission_id)
+        known = self.schedd.queue.find_submission(owner, msg.submission_id)
         if known is None:
             return False
         cid, num_procs, was = known
@@ -337,13 +294,13 @@ class ToolRequests:
             LimitExceeded: with condor_submit's words ("Number of submitted jobs would exceed
                 MAX_JOBS_PER_SUBMISSION") and the figures; the refusal is also logged.
         """
-        s = self.settings
-        bounds: dict[str, int] = self.__dict__.setdefault("_job_count_bounds", {})  # "" total, "@o" owner o
+        s, queue = self.schedd.settings, self.schedd.queue
+        bounds = self._bounds
         total, owned = bounds.get(""), bounds.get("@" + owner)
         if total is None or total + num_procs > s.max_jobs_submitted:
-            total = bounds[""] = self.queue.count()
+            total = bounds[""] = queue.count()
         if owned is None or owned + num_procs > s.max_jobs_per_owner:
-            owned = bounds["@" + owner] = self.queue.count(f"Owner == {quote(owner)}")
+            owned = bounds["@" + owner] = queue.count(f"Owner == {quote(owner)}")
         held = {"MAX_JOBS_SUBMITTED": (total, s.max_jobs_submitted),
                 "MAX_JOBS_PER_OWNER": (owned, s.max_jobs_per_owner),
                 "MAX_JOBS_PER_SUBMISSION": (0, s.max_jobs_per_submission)}
@@ -375,156 +332,9 @@ class ToolRequests:
 
     # -- query ----------------------------------------------------------------------------------
 
-    def _query(self, event: c.Received, msg: m.QueryJobs, now: float, out: list) -> None:
-        jobs = self.queue.query(msg.constraint or None, projection=list(msg.projection) or None,
+    def query(self, event: c.Received, msg: m.QueryJobs, now: float, out: list) -> None:
+        """Answer QueryJobs: the matching ads, without their claim ids."""
+        jobs = self.schedd.queue.query(msg.constraint or None, projection=list(msg.projection) or None,
                                 limit=msg.limit, now=now)
         ads = tuple(ad_text({k: v for k, v in job.items() if k != "ClaimId"}) for job in jobs)
         out.append(c.Reply(event.conn_id, m.AdsReply(ads=ads)))
-
-    def _select(self, ids: tuple[str, ...], constraint: str, now: float) -> tuple[list, int]:
-        """The jobs named by ``ids`` (cluster or cluster.proc) or ``constraint``, and how many ids named none."""
-        if not ids:
-            return self.queue.query(constraint, now=now), 0
-        jobs, missing = [], 0
-        for text in ids:
-            cluster, _, proc = text.partition(".")
-            found = self.queue.query(f"ClusterId == {int(cluster)}" + (f" && ProcId == {int(proc)}" if proc else ""))
-            missing += not found
-            jobs += found
-        return jobs, missing
-
-    # -- acting on jobs ---------------------------------------------------------------------
-
-    def _act(self, event: c.Received, msg: m.ActOnJobs, now: float, out: list) -> None:
-        who = self._user(event)
-        reason = msg.reason or f"via htc {_VERBS[msg.action]} (by user {who or 'unknown'})"
-        jobs, missing = self._select(msg.ids, msg.constraint, now)
-        counts = {"success": 0, "not_found": missing, "bad_status": 0, "already_done": 0,
-                  "permission_denied": 0, "error": 0}
-        for job in jobs:
-            outcome = self._act_on(job, msg, reason, now, out) if self._may_change(event, job) else "permission_denied"
-            counts[outcome] += 1
-        out.append(c.Reply(event.conn_id, m.ActOnJobsReply(**counts)))
-        if counts["permission_denied"]:
-            others = sorted({job.owner for job in jobs if not self._may_change(event, job)})
-            out.append(_denied_log(event, f"ActOnJobs {msg.action.value}",
-                                   f"{counts['permission_denied']} job(s) of {', '.join(others)}: only a job's "
-                                   "owner or an administrator acts on it"))
-        if msg.action is m.JobAction.Release and counts["success"]:
-            for job in jobs:
-                again = self._job(job.job_id)
-                if again is not None:
-                    self._lane_enqueue(again)
-            self._feed_lanes(now, out)
-            self._use_lingering_claims(now, out)
-            self._new_work(now)  # released jobs are idle work, like a submit
-        else:
-            self._changed()
-
-    def _may_change(self, event: c.Received, job) -> bool:
-        """Only a job's owner and the pool's administrators may act on it or edit it."""
-        if self._administrator(event):
-            return True
-        user = self._user(event)
-        return user is not None and user == job.owner
-
-    def _act_on(self, job, msg: m.ActOnJobs, reason: str, now: float, out: list) -> str:
-        action, status, job_id = msg.action, JobStatus(job.status), job.job_id
-        q = self.queue
-        if action in (m.JobAction.Remove, m.JobAction.RemoveX):
-            if status == JobStatus.COMPLETED or (status == JobStatus.REMOVED and action is m.JobAction.Remove):
-                return "already_done"
-            if status != JobStatus.REMOVED:
-                with q.transaction():  # the event goes into the outbox with the change (schedd_owed)
-                    q.remove(job_id, reason, now=now)
-                    out += owe(q, ul.write(job, ul.aborted_event(job, reason, now)))
-            if status in ACTIVE_STATES or status == JobStatus.REMOVED:
-                fast = action is m.JobAction.RemoveX
-                if not self._stop_shadow(job_id, "remove", fast, now, out) or fast:
-                    self._forget_run(job_id, now)
-            return "success"
-        if action is m.JobAction.Hold:
-            if status == JobStatus.HELD:
-                return "already_done"
-            if status in (JobStatus.REMOVED, JobStatus.COMPLETED):
-                return "bad_status"
-            code = msg.reason_code if msg.reason_code is not None else HoldReasonCode.UserRequest
-            subcode = msg.reason_subcode or 0
-            with q.transaction():
-                q.hold(job_id, reason, code=code, subcode=subcode, now=now)
-                out += owe(q, ul.write(job, ul.held_event(job, reason, code, subcode, now)))
-            if status in ACTIVE_STATES:
-                self._stop_shadow(job_id, "hold", False, now, out)
-            return "success"
-        if action is m.JobAction.Release:
-            if status != JobStatus.HELD:
-                return "bad_status"
-            with q.transaction():
-                q.release(job_id, reason, now=now)
-                out += owe(q, ul.write(job, ul.released_event(job, reason, now)))
-            return "success"
-        if action in (m.JobAction.Vacate, m.JobAction.VacateFast):
-            if status not in ACTIVE_STATES:
-                return "bad_status"
-            fast = action is m.JobAction.VacateFast
-            return "success" if self._stop_shadow(job_id, "vacate", fast, now, out) else "bad_status"
-        # Suspend / Continue: the startd's starter stops or resumes the job; the queue follows
-        # once the startd has done it (see ShadowHandling._suspension_answered).
-        wanted = JobStatus.RUNNING if action is m.JobAction.Suspend else JobStatus.SUSPENDED
-        shadow = self.shadows.get(job_id)
-        claim = self.claims.get(shadow.claim_id) if shadow is not None else None
-        if status != wanted or claim is None:
-            return "bad_status"
-        request = m.Suspend(claim_id=claim.id, reason=reason) if action is m.JobAction.Suspend \
-            else m.Continue(claim_id=claim.id)
-        out.append(Call(claim.startd, request, cookie=(action.value.lower(), job_id, claim.id)))
-        return "success"
-
-    def _forget_run(self, job_id, now: float) -> None:
-        """condor_rm -forcex: the job leaves the queue now, whatever its starter still does."""
-        self.shadows.pop(job_id, None)
-        job = self._job(job_id)
-        if job is not None and job.status == JobStatus.REMOVED:
-            self.queue.retire(job_id, now=now)
-
-    # -- edit -----------------------------------------------------------------------------------
-
-    def _edit(self, event: c.Received, msg: m.EditJobs, now: float, out: list) -> None:
-        jobs, _ = self._select(msg.ids, msg.constraint, now)
-        others = sorted({job.owner for job in jobs if not self._may_change(event, job)})
-        if others:
-            text = f"you may not edit jobs of {', '.join(others)}; select only your own jobs"
-            out.append(_denied_log(event, "EditJobs", text))
-            raise Denied(text)
-        events = []
-        with self.queue.transaction():  # all edits, or none
-            for job in jobs:
-                for attr, text in msg.attributes.items():
-                    if attr.lower() == "jobprio":
-                        old = self.queue.set_prio(job.job_id, int_literal("JobPrio", text))
-                        old_text = str(old)
-                    else:
-                        old_text = self.queue.edit(job.job_id, attr, text)
-                    events += ul.write(job, ul.attribute_update_event(job, attr, text, old_text, now))
-            out += owe(self.queue, events)
-        out.append(c.Reply(event.conn_id, m.EditReply(matched=len(jobs))))
-        self._forget_reuse_order()  # priorities or requirements may have changed
-        self._changed()
-
-    # -- what the collector hears ---------------------------------------------------------
-
-    def _submitter_counts(self) -> dict[str, list[int]]:
-        """``{submitter: [idle, running, held]}`` over the queue."""
-        counts: dict[str, list[int]] = {}
-        for values, status, n in self.queue.status_counts(["Owner", "User", "AccountingGroup"]):
-            entry = counts.setdefault(submitter_of(values, self.settings.uid_domain), [0, 0, 0])
-            if status == JobStatus.IDLE:
-                entry[0] += n
-            elif status in (JobStatus.RUNNING, JobStatus.SUSPENDED, JobStatus.TRANSFERRING_OUTPUT):
-                entry[1] += n
-            elif status == JobStatus.HELD:
-                entry[2] += n
-        return counts
-
-
-__all__ = ["DESCRIPTION_ATTRS", "Denied", "LimitExceeded", "description_message", "SCHEDD_SETS", "ToolRequests", "texts_of"]

@@ -1,11 +1,11 @@
 """The schedd's service: the asyncio shell that opens the job queue and runs the schedd core.
 
-It adds four executors to :class:`~htc.daemons.service.DaemonService`: :class:`Call` (requests
-whose refusals the core tells apart from silence, :mod:`htc.daemons.calls`),
-:class:`WriteUserLog` (append events to a job's log with
-:class:`~htc.eventlog.writer.EventLogWriter`), :class:`WriteCallFiles` (a lane call's result and
-output, :mod:`htc.daemons.schedd.lanes`) and :class:`WriteJobOutput` (a chunk of a streamed
-stdout/stderr written at its offset, :mod:`htc.daemons.schedd.output`). A log or output file
+It adds executors to :class:`~htc.daemons.service.DaemonService` for the actions of
+:mod:`htc.daemons.schedd.events` and for :class:`~htc.daemons.calls.Call` (requests whose
+refusals the core tells apart from silence): :class:`WriteUserLog` (append events to a job's log
+with :class:`~htc.eventlog.writer.EventLogWriter`), :class:`WriteCallFiles` (a lane call's result
+and output, :mod:`htc.daemons.schedd.callfiles`), :class:`WriteJobOutput` (a chunk of a streamed
+stdout/stderr written at its offset, :mod:`htc.daemons.schedd.output`) and :class:`Owed`. A log or output file
 that cannot be written -- a deleted directory, a full disk -- costs that event or chunk and a
 line in the SchedLog, never the schedd.
 
@@ -16,8 +16,11 @@ call, and a lane's next call does not wait for the log of the last one. The call
 in the job queue's outbox from the commit that ended their calls, and so are the user-log
 events of a committed change of a job -- its SUBMIT, EXECUTE, TERMINATED, ABORTED, HELD...
 (:mod:`htc.daemons.schedd.owed`); once the files and events are written the service takes
-them out (:class:`~htc.daemons.schedd.owed.Owed`), and a schedd that starts writes what is
+them out (:class:`~htc.daemons.schedd.events.Owed`), and a schedd that starts writes what is
 left (a crash between the write and the take-out writes those events once more).
+
+The service takes a clock (:mod:`htc.daemons.clock`): the core's ``now`` and every wait of the
+service come from it, so a test can drive the schedd with a :class:`~htc.daemons.clock.FakeClock`.
 """
 
 from __future__ import annotations
@@ -29,13 +32,16 @@ import socket
 from pathlib import Path
 
 from htc.daemons import core as c
-from htc.daemons.schedd.core import Schedd, ScheddSettings
 from htc.daemons.calls import install_calls
-from htc.daemons.schedd.callfiles import WriteCallFiles, write_call_files
-from htc.daemons.schedd.output import WriteJobOutput, write_job_output
-from htc.daemons.schedd.owed import Owed
-from htc.daemons.schedd.userlog import WriteUserLog, open_log
+from htc.daemons.clock import REAL, Clock
+from htc.daemons.schedd.callfiles import write_call_files
+from htc.daemons.schedd.core import Schedd
+from htc.daemons.schedd.events import Owed, WriteCallFiles, WriteJobOutput, WriteUserLog
+from htc.daemons.schedd.output import write_job_output
+from htc.daemons.schedd.settings import ScheddSettings
+from htc.daemons.schedd.userlog import open_log
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
+from htc.daemons.settings import from_config
 from htc.errors import HTCError
 from htc.eventlog.events import EventType
 from htc.jobqueue import JobQueue, QueueStorageError, SystemPolicy
@@ -54,7 +60,10 @@ CRASH_BEFORE_SUBMIT_REPLY_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_SUBMIT_REPLY"
 
 
 def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
-    """Build the schedd's settings from the configuration (SCHEDD subsystem).
+    """Build the schedd's settings from the configuration (SCHEDD subsystem): the knobs of
+    :class:`~htc.daemons.schedd.settings.ScheddSettings` through the param table, and what
+    comes from the host (the name, the machine, UID_DOMAIN's default) and the pool-wide
+    periodic policy.
 
     Raises:
         UsageError: a knob has a value the schedd cannot use (the message names it).
@@ -68,21 +77,9 @@ def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
         value = config.param(knob)
         return str(value) if value not in (None, "") else None
 
-    return ScheddSettings(
-        name=name, address=address, machine=host,
+    return from_config(
+        ScheddSettings, config, name=name, address=address, machine=host,
         uid_domain=str(config.param("UID_DOMAIN") or host),
-        interval=float(config.param("SCHEDD_INTERVAL")),
-        min_interval=float(config.param("SCHEDD_MIN_INTERVAL")),
-        alive_interval=float(config.param("ALIVE_INTERVAL")),
-        default_lease=float(config.param("JOB_DEFAULT_LEASE_DURATION")),
-        periodic_interval=float(config.param("PERIODIC_EXPR_INTERVAL")),
-        send_reschedule=bool(config.param("SCHEDD_SEND_RESCHEDULE")),
-        max_jobs_running=int(config.param("MAX_JOBS_RUNNING")),
-        max_jobs_submitted=int(config.param("MAX_JOBS_SUBMITTED")),
-        max_jobs_per_owner=int(config.param("MAX_JOBS_PER_OWNER")),
-        max_jobs_per_submission=int(config.param("MAX_JOBS_PER_SUBMISSION")),
-        claim_linger=float(config.param("SCHEDD_CLAIM_LINGER")),
-        call_lanes=bool(config.param("SCHEDD_CALL_LANES")),
         system_policy=SystemPolicy(periodic_hold=text("SYSTEM_PERIODIC_HOLD"),
                                    periodic_release=text("SYSTEM_PERIODIC_RELEASE"),
                                    periodic_remove=text("SYSTEM_PERIODIC_REMOVE")),
@@ -90,11 +87,18 @@ def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
 
 
 class ScheddService(DaemonService):
-    """Runs a :class:`Schedd` core: user-log writes, calls, and the queue's lifetime."""
+    """Runs a :class:`Schedd` core: user-log writes, calls, and the queue's lifetime.
 
-    def __init__(self, core: Schedd, paths: DaemonPaths, reload_settings):
+    Args:
+        core: the schedd core (its queue is closed when the service ends).
+        paths: the pool's directories.
+        reload_settings: builds fresh settings on reconfiguration.
+        clock: where the time comes from (:mod:`htc.daemons.clock`).
+    """
+
+    def __init__(self, core: Schedd, paths: DaemonPaths, reload_settings, *, clock: Clock = REAL):
         super().__init__("schedd", core, paths.transport(), log_file=paths.log_file("schedd"),
-                         reload_settings=reload_settings)
+                         reload_settings=reload_settings, clock=clock)
         install_calls(self)
         self._pending_logs: list[WriteUserLog] = []
         self._pending_files: list[WriteCallFiles] = []
@@ -203,8 +207,9 @@ class ScheddService(DaemonService):
             self.core.queue.close()
 
 
-def make_schedd_service(paths: DaemonPaths) -> ScheddService:
-    """Build the schedd's service from the configuration (SCHEDD subsystem).
+def make_service(paths: DaemonPaths, clock: Clock = REAL) -> ScheddService:
+    """The schedd's service for the pool at ``paths`` (``python -m htc.daemons schedd``), from
+    the configuration (SCHEDD subsystem).
 
     Raises:
         UsageError: the configuration is broken.
@@ -222,7 +227,8 @@ def make_schedd_service(paths: DaemonPaths) -> ScheddService:
     except BaseException:
         queue.close()
         raise
-    return ScheddService(core, paths, settings)
+    return ScheddService(core, paths, settings, clock=clock)
 
 
-__all__ = ["CRASH_BEFORE_CALL_FILES_ENV", "CRASH_BEFORE_TERMINATED_EVENT_ENV", "CRASH_BEFORE_SUBMIT_REPLY_ENV", "ScheddService", "make_schedd_service", "settings_from_config"]
+__all__ = ["CRASH_BEFORE_CALL_FILES_ENV", "CRASH_BEFORE_TERMINATED_EVENT_ENV", "CRASH_BEFORE_SUBMIT_REPLY_ENV",
+           "ScheddService", "make_service", "settings_from_config"]

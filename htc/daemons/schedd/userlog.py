@@ -17,23 +17,11 @@ them (attribute -> ClassAd expression text).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-
-from htc.daemons import core as c
 from htc.daemons import owner_files as ofs
+from htc.daemons.schedd.events import WriteUserLog
 from htc.eventlog import events as ev
 from htc.eventlog.writer import EventLogWriter
 from htc.jobqueue.ads import parse_literal
-
-
-@dataclass(frozen=True)
-class WriteUserLog(c.Action):
-    """Append ``events`` to the job event log at ``path``, with the rights of ``owner`` (the
-    jobs' ``Owner``; see :func:`open_log`)."""
-
-    path: str
-    events: tuple[ev.Event, ...]
-    owner: str | None = None
 
 
 def owner(job: Mapping[str, str]) -> str | None:

@@ -1,0 +1,132 @@
+"""How a run ends: the queue change and the user-log events of one finished run.
+
+A run ends in one of six ways (the ``kind``): ``exited`` (the job ended by itself), ``vacated``
+(taken off its slot), ``failed`` (the starter could not start it), ``held`` (the execute side
+killed it and asks for a hold), ``refused`` (the startd refused the activation), ``lost`` (the
+claim is gone or the lease ran out). What that means for the job is decided once, here, from
+its state in the queue and the kind: a job removed or held meanwhile stays so; an exit goes
+through the job's ``on_exit_*`` / ``max_retries`` policy (``JobQueue.exit_and_apply``); an
+eviction makes it Idle again. A shadow's end (:mod:`htc.daemons.schedd.shadows`) and a lane
+call's (:mod:`htc.daemons.schedd.lanes`) both come through :func:`record_end`, inside the
+caller's transaction; :func:`claim_after` says what becomes of the claim.
+"""
+
+from __future__ import annotations
+
+from htc.daemons.schedd import userlog as ul
+from htc.jobqueue import Action as PolicyAction
+from htc.jobqueue import ExitInfo, HoldReasonCode, JobStatus
+from htc.jobqueue.ads import parse_literal, quote
+from htc.jobqueue.expr import job_classad
+
+__all__ = ["JOB_FILE_FAILURES", "MAX_REFUSALS", "USAGE_ATTRS", "claim_after", "record_end"]
+
+#: refused activations in a row after which a job is held rather than matched again
+MAX_REFUSALS = 3
+
+#: usage attributes a starter reports and the queue records at the end of a run
+USAGE_ATTRS = ("RemoteUserCpu", "RemoteSysCpu", "ImageSize", "ResidentSetSize", "MemoryUsage", "DiskUsage")
+
+#: hold codes of a start that failed because of the job's own files: the slot is fine
+JOB_FILE_FAILURES = frozenset({HoldReasonCode.TransferInputError, HoldReasonCode.TransferOutputError})
+
+
+def claim_after(kind: str, code: int, stopped: bool) -> tuple[bool, bool]:
+    """What becomes of the claim a run ended on: ``(reusable, release)``.
+
+    A job that ended by itself leaves a claim for the next idle job (claim reuse). So does a
+    job whose starter failed on the job's own files (its input is missing): the startd holds
+    the claim Claimed/Idle, and dropping it silently would leave the slot claimed by nobody
+    until its lease ran out. Any other failed start, or a refused activation, may be the
+    slot's fault (EXECUTE unreachable, a broken slot user): the claim is released, and the
+    negotiator finds the next job a slot. A run the startd ended (vacate, lost claim) or that
+    the schedd stopped (the Vacate it sent ends the claim) leaves no claim to reuse or release.
+    """
+    if kind == "refused":
+        return False, True  # the startd still holds the claim, idle
+    if stopped or kind in ("vacated", "lost"):
+        return False, False
+    if kind in ("exited", "held") or (kind == "failed" and code in JOB_FILE_FAILURES):
+        return True, False
+    return False, True  # failed for another reason
+
+
+def record_end(queue, shadow, claim, job, kind: str, now: float, reason: str, exit_code, exit_signal,
+               core_dumped: bool, code: int, subcode: int) -> list:
+    """Record in ``queue`` how the run ``shadow`` of ``job`` on ``claim`` (None: gone) ended;
+    returns the user-log events that announce it. Sets ``shadow.left_queue`` when the job
+    moved to the history."""
+    q, job_id = queue, shadow.job_id
+    status = JobStatus(job.status)
+    if status == JobStatus.REMOVED:
+        q.retire(job_id, now=now)  # its JOB_ABORTED event was written when it was removed
+        return []
+    if status not in (JobStatus.RUNNING, JobStatus.SUSPENDED, JobStatus.TRANSFERRING_OUTPUT):
+        return []  # held (or otherwise settled) while it was being stopped
+    usage = dict(shadow.usage)
+    attrs = _usage_attributes(job, shadow, claim, now)
+    if kind != "exited":
+        q.set_attributes(job_id, attrs)  # (an exit records them with its own attributes)
+    if kind in ("failed", "held"):
+        q.hold(job_id, reason, code=code, subcode=subcode, now=now)
+        return [ul.held_event(job, reason, code, subcode, now)]
+    if kind in ("vacated", "refused", "lost"):
+        q.set_status(job_id, JobStatus.IDLE, now=now)
+        if kind == "vacated":
+            return [ul.evicted_event(job, usage, reason, now)]
+        if kind == "refused":
+            failures = int(ul.number(job, "NumShadowExceptions")) + 1
+            q.set_attributes(job_id, {"NumShadowExceptions": str(failures)})
+            message = f"the startd refused to run the job: {reason}"
+            if failures < MAX_REFUSALS:
+                return [ul.shadow_exception_event(job, message, now)]
+            # A job no startd can start (its input is missing, say) would otherwise bounce forever.
+            reason = f"{message} ({failures} times in a row)"
+            q.hold(job_id, reason, code=HoldReasonCode.FailedToCreateProcess, now=now)
+            return [ul.shadow_exception_event(job, message, now),
+                    ul.held_event(job, reason, HoldReasonCode.FailedToCreateProcess, 0, now)]
+        return [ul.reconnect_failed_event(job, reason, claim.slot_name if claim else "", now)]
+    if status == JobStatus.SUSPENDED:
+        q.set_status(job_id, JobStatus.RUNNING, now=now)
+    decision, change = q.exit_and_apply(job_id, ExitInfo(exit_code, exit_signal, core_dumped), now=now,
+                                        attrs=attrs)
+    shadow.left_queue = change.left_queue
+    if decision.action is PolicyAction.COMPLETE:
+        cumulative = {k: float(attrs[k]) for k in ("CumulativeRemoteUserCpu", "CumulativeRemoteSysCpu")}
+        return [ul.terminated_event(job, exit_code, exit_signal, core_dumped, usage, cumulative,
+                                    _requests_of(job), claim.slot_values if claim else {}, now)]
+    if decision.action is PolicyAction.REQUEUE:
+        return [ul.requeued_event(job, exit_code, exit_signal, usage, decision.reason, now)]
+    if decision.action is PolicyAction.HOLD:
+        return [ul.held_event(job, decision.reason, decision.code, decision.subcode, now)]
+    q.retire(job_id, now=now)  # REMOVE: the job is not running any more
+    return [ul.aborted_event(job, decision.reason, now)]
+
+
+def _usage_attributes(job, shadow, claim, now: float) -> dict[str, str]:
+    usage = shadow.usage
+    attrs = {k: str(v) for k, v in usage.items()
+             if k in USAGE_ATTRS and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    user, system = (float(usage.get(k, 0.0) or 0.0) for k in ("RemoteUserCpu", "RemoteSysCpu"))
+    attrs["RemoteWallClockTime"] = str(ul.number(job, "RemoteWallClockTime") + max(0.0, now - shadow.started))
+    attrs["CumulativeRemoteUserCpu"] = str(ul.number(job, "CumulativeRemoteUserCpu") + user)
+    attrs["CumulativeRemoteSysCpu"] = str(ul.number(job, "CumulativeRemoteSysCpu") + system)
+    attrs["LastRemoteHost"] = quote(claim.slot_name if claim else "")
+    return attrs
+
+
+def _requests_of(job) -> dict[str, float | None]:
+    ad = None  # a ClassAd of the job only for a request that is an expression, not a number
+    out: dict[str, float | None] = {}
+    for name in ("RequestCpus", "RequestDisk", "RequestMemory"):
+        text = job.get(name)
+        if text is None:
+            value = None
+        else:
+            try:
+                value = parse_literal(text)
+            except ValueError:
+                ad = job_classad(job) if ad is None else ad
+                value = ad.eval(name)
+        out[name] = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return out

@@ -1,0 +1,175 @@
+"""The schedd's side of negotiation: which jobs it offers, which job a match or a reused claim gets.
+
+Theory of operation
+-------------------
+The negotiator asks for one submitter's idle work (GetResourceRequests); the schedd answers
+with its autoclusters (:class:`~htc.daemons.autocluster.AutoclusterTable`, keyed by the
+significant attributes the negotiator names), best job first, and remembers which jobs stood
+behind each autocluster. A match (MatchNotify) names the autocluster; the schedd picks its
+next idle job that no other claim is waiting for, *reserves* it, and asks the startd for the
+claim (RequestClaim; the startd re-checks START). A partitionable slot answers with the claim
+of the dynamic slot it carved, which the schedd adopts (:mod:`htc.daemons.schedd.claims`).
+
+When a claim is reused (its job ended, or it was kept idle), :meth:`Matches.fitting_job`
+names the next job for it: candidates come from a per-submitter list in the order the schedd
+offers jobs (JobPrio, then the oldest), built from one query of the queue and consumed from
+the front as jobs start -- like HTCondor's PrioRec array -- so that finishing each of N jobs
+does not scan the N idle ones again. New work (a submit, a release, an edit, a job back to
+Idle) discards the list (:meth:`Matches.forget_reuse_order`); the next reuse builds it afresh.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from htc.classad import ClassAd
+from htc.classad.match import symmetric_match
+from htc.daemons import core as c
+from htc.daemons.autocluster import AutoclusterTable
+from htc.daemons.calls import Call
+from htc.daemons.schedd import userlog as ul
+from htc.daemons.schedd.ads import submitter_of
+from htc.daemons.schedd.claims import Claim
+from htc.daemons.schedd.events import Answer
+from htc.daemons.schedd.shadow import ad_text
+from htc.daemons.schedd.states import ClaimState
+from htc.jobqueue import JobStatus
+from htc.jobqueue.expr import job_classad
+from htc.jobqueue.records import JobId
+from htc.wire import messages as m
+
+__all__ = ["Matches", "public_ad"]
+
+#: idle candidates a reused claim tries at most (HTCondor gives up on reuse sooner still)
+_MAX_TRIED = 200
+
+
+class Matches:
+    """What the schedd offered the negotiator, and the jobs it gives matched or reused claims.
+
+    Args:
+        schedd: the core it belongs to (its queue, settings, reserved jobs, claims).
+    """
+
+    def __init__(self, schedd):
+        self.schedd = schedd
+        self.offers: dict[str, dict[int, list[JobId]]] = {}  # submitter -> autocluster -> jobs offered
+        self.reuse_order: dict[str, deque[JobId]] = {}       # claim reuse candidates, best first
+        self.autoclusters = AutoclusterTable()
+        self._carves = 0  # claim requests made on partitionable slots (their keys until granted)
+
+    def idle_jobs_of(self, submitter: str, now: float, ordered: bool = True) -> list:
+        """The submitter's idle jobs that no claim is being made for."""
+        sd = self.schedd
+        uid_domain = sd.settings.uid_domain
+        return [job for job in sd.queue.idle_jobs(now=now, ordered=ordered)
+                if job.job_id not in sd.reserved and submitter_of(job, uid_domain) == submitter]
+
+    # -- the negotiator's questions ---------------------------------------------------------
+
+    def resource_requests(self, event: c.Received, msg: m.GetResourceRequests, now: float, out: list) -> None:
+        """Answer GetResourceRequests: the submitter's idle work by autocluster."""
+        table = self.autoclusters
+        table.set_significant(msg.significant_attributes)
+        jobs = sorted(self.idle_jobs_of(msg.submitter, now, ordered=False),
+                      key=lambda j: (-j.prio, j.qdate, j.cluster_id, j.proc_id))  # the schedd's job order
+        groups = table.ids_by_cluster(jobs)
+        self.offers[msg.submitter] = {ac: [job.job_id for job in members] for ac, members in groups.items()}
+        wire = tuple(m.ResourceRequest(autocluster_id=ac, count=len(members), job_ad=ad_text(public_ad(members[0])))
+                     for ac, members in groups.items())
+        out.append(c.Reply(event.conn_id, m.ResourceRequests(submitter=msg.submitter, requests=wire)))
+
+    def match(self, event: c.Received, msg: m.MatchNotify, now: float, out: list) -> None:
+        """Answer MatchNotify: claim the slot for a job, or say that the match lapses."""
+        lapsed = self._take_match(msg, now, out)
+        # A match this schedd does not take is said so in the answer: the negotiator then stops
+        # holding the slot back for it (else a partitionable slot's carve stays given away
+        # until NEGOTIATOR_TIMEOUT passes or the startd reports, minutes with UPDATE_INTERVAL).
+        out.append(c.Reply(event.conn_id, m.Ack(detail=f"{m.MATCH_LAPSED}{lapsed}" if lapsed else "")))
+
+    def _take_match(self, msg: m.MatchNotify, now: float, out: list) -> str | None:
+        """Claim the matched slot for a job; why the match lapses instead (None: taken)."""
+        sd = self.schedd
+        slot_ad = ClassAd(msg.slot_ad)
+        key = msg.claim_id
+        if _partitionable(slot_ad):
+            # Every carve of a partitionable slot in a cycle carries the slot's one claim id;
+            # each is a claim request of its own until the startd names the dynamic slot.
+            self._carves += 1
+            key = f"{msg.claim_id}#carve{self._carves}"
+        elif key in sd.claims:
+            return None  # the same match told twice
+        job = self._job_for_match(msg, slot_ad, now)
+        if job is None:
+            out.append(c.Log(f"match of {msg.slot_name} for {msg.submitter}: no idle job left for it; "
+                             "the match lapses"))
+            return "no idle job left for it"
+        settings = sd.settings
+        if len(sd.shadows) + sd.claims.counts()[ClaimState.REQUESTED] >= settings.max_jobs_running:
+            out.append(c.Log(f"match of {msg.slot_name}: MAX_JOBS_RUNNING ({settings.max_jobs_running}) "
+                             "reached; the match lapses"))
+            return f"MAX_JOBS_RUNNING ({settings.max_jobs_running}) reached"
+        lease = ul.number(job, "JobLeaseDuration", settings.default_lease) or settings.default_lease
+        claim = Claim(key, msg.startd_address, msg.submitter, msg.slot_name, slot_ad,
+                      ClaimState.REQUESTED, lease, now, job=job.job_id)
+        sd.claims.add(claim)
+        sd.reserved.add(job.job_id)
+        out.append(Call(msg.startd_address, m.RequestClaim(
+            claim_id=msg.claim_id, schedd_name=settings.name, schedd_address=settings.address,
+            submitter=msg.submitter, job_ad=ad_text(public_ad(job)), lease_duration=lease),
+            cookie=(Answer.CLAIM, key), timeout=settings.request_claim_timeout))
+        return None
+
+    def _job_for_match(self, msg: m.MatchNotify, slot_ad: ClassAd, now: float):
+        sd = self.schedd
+        for job_id in self.offers.get(msg.submitter, {}).get(msg.autocluster_id, ()):
+            job = sd.job(job_id)
+            if job is not None and job.status == JobStatus.IDLE and job_id not in sd.reserved:
+                return job
+        return self.fitting_job(msg.submitter, slot_ad, now)
+
+    # -- reuse --------------------------------------------------------------------------------
+
+    def fitting_job(self, submitter: str, slot_ad: ClassAd, now: float):
+        """The submitter's best idle, unreserved job that matches ``slot_ad`` (None: none does).
+
+        At most 200 idle candidates are tried (HTCondor gives up on reuse sooner still).
+        """
+        sd = self.schedd
+        order = self.reuse_order.get(submitter)
+        if order is None:
+            order = self.reuse_order[submitter] = deque(job.job_id for job in self.idle_jobs_of(submitter, now))
+        while order and order[0] not in sd.reserved:
+            front = sd.job(order[0])
+            if front is not None and front.status == JobStatus.IDLE:
+                break
+            order.popleft()  # started, held or gone: never a candidate again
+        tried = 0
+        for job_id in order:
+            if job_id in sd.reserved:
+                continue  # a claim is being made for it
+            job = sd.job(job_id)
+            if job is None or job.status != JobStatus.IDLE:
+                continue
+            if symmetric_match(job_classad(job), slot_ad):
+                return job
+            tried += 1
+            if tried >= _MAX_TRIED:
+                break
+        return None
+
+    def forget_reuse_order(self, submitter: str | None = None) -> None:
+        """Jobs became idle or changed priority: the next reuse queries the queue again."""
+        if submitter is None:
+            self.reuse_order.clear()
+        else:
+            self.reuse_order.pop(submitter, None)
+
+
+def _partitionable(slot_ad: ClassAd) -> bool:
+    return slot_ad.get("PartitionableSlot") is True or str(slot_ad.get("SlotType", "")).lower() == "partitionable"
+
+
+def public_ad(job) -> dict[str, str]:
+    """A stored job ad without the attributes other daemons must not see (its claim id)."""
+    return {k: v for k, v in job.items() if k != "ClaimId"}
