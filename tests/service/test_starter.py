@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from htc.daemons.clock import FakeClock
 from htc.daemons.starter import limits
 from htc.daemons.starter import sandbox
-from htc.daemons.starter.sandbox import TransferError, parse_remaps
+from htc.daemons.job_files import TransferError, parse_remaps
 from htc.daemons.starter.service import Starter, StarterError, StarterSettings, kill_signal
 from htc.daemons.starter.env import (
     job_arguments,

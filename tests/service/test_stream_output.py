@@ -12,7 +12,8 @@ import pytest
 from htc.daemons import core as c
 from htc.daemons.schedd.events import WriteJobOutput
 from htc.daemons.schedd.output import streamed_paths, write_job_output
-from htc.daemons.starter.stream import OutputStreamer, streamed_files
+from htc.daemons.job_files import streamed_files
+from htc.daemons.starter.stream import OutputStreamer
 from htc.wire import messages as m
 from tests.unit.test_schedd_core import Harness, job, run_first_job
 

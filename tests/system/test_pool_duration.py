@@ -24,6 +24,7 @@ from htc.daemons.startd.core import execute_limit
 from htc.daemons.startd.states import Activity, State
 from htc.daemons.startd.events import StarterExited, StarterStarted
 from htc.daemons.starter.service import ExitRecord, Usage
+from htc.daemons.timefmt import format_time_short
 from htc.eventlog.events import EventType
 from htc.jobqueue import HoldReasonCode, JobStatus
 from htc.wire import messages as m
@@ -42,7 +43,7 @@ def test_hold_codes_are_htcondors():
 @pytest.mark.parametrize("seconds, text", [(2, "0:00:02"), (65, "0:01:05"), (72000, "20:00:00"),
                                            (3 * 86400, "3+00:00:00"), (90061, "1+01:01:01"), (2.9, "0:00:02")])
 def test_durations_print_as_htcondor_prints_them_in_hold_reasons(seconds, text):
-    assert ev.format_time_short(seconds) == text
+    assert format_time_short(seconds) == text
 
 
 # --------------------------------------------------------------------------- the startd core

@@ -75,14 +75,14 @@ class AccountantSettings:
                 f"PRIORITY_HALFLIFE must be a positive number of seconds, got "
                 f"{self.priority_halflife!r}; HTCondor's default is 86400 (one day)"
             )
-        for knob, value in (
+        for name, value in (
             ("DEFAULT_PRIO_FACTOR", self.default_prio_factor),
             ("NICE_USER_PRIO_FACTOR", self.nice_user_prio_factor),
             ("REMOTE_PRIO_FACTOR", self.remote_prio_factor),
             *((f"GROUP_PRIO_FACTOR_{g}", f) for g, f in self.group_prio_factors.items()),
         ):
             if not value > 0:
-                raise UsageError(f"{knob} must be a positive number, got {value!r}")
+                raise UsageError(f"{name} must be a positive number, got {value!r}")
 
 
 # --------------------------------------------------------------------------- records

@@ -47,13 +47,13 @@ def _text_or_none(value: str | None) -> str | None:
     return value or None
 
 
-def _parse(knob: str, text: str | None) -> ExprTree | None:
+def _parse(name: str, text: str | None) -> ExprTree | None:
     if text is None or not str(text).strip():
         return None
     try:
         return ExprTree(str(text))
     except Exception as exc:  # the ClassAd parser's message names the position
-        raise UsageError(f"{knob} = {text!r} is not a ClassAd expression: {exc}") from exc
+        raise UsageError(f"{name} = {text!r} is not a ClassAd expression: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -89,15 +89,15 @@ class NegotiatorSettings:
     accountant: AccountantSettings = field(default_factory=AccountantSettings)
 
     def __post_init__(self) -> None:
-        for knob, value in (("NEGOTIATOR_INTERVAL", self.interval),
+        for name, value in (("NEGOTIATOR_INTERVAL", self.interval),
                             ("NEGOTIATOR_TIMEOUT", self.timeout)):
             if not value > 0:
-                raise UsageError(f"{knob} must be a positive number of seconds, got {value!r}")
-        for knob, value in (("NEGOTIATOR_CYCLE_DELAY", self.cycle_delay),
+                raise UsageError(f"{name} must be a positive number of seconds, got {value!r}")
+        for name, value in (("NEGOTIATOR_CYCLE_DELAY", self.cycle_delay),
                             ("NEGOTIATOR_MIN_INTERVAL", self.min_interval),
                             ("trigger_delay", self.trigger_delay)):
             if not value >= 0:
-                raise UsageError(f"{knob} must be zero or more seconds, got {value!r}")
+                raise UsageError(f"{name} must be zero or more seconds, got {value!r}")
         # Parse every policy expression now so that a typo stops the daemon at start-up.
         object.__setattr__(self, "_compiled", {
             "preemption_requirements": _parse("PREEMPTION_REQUIREMENTS",

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from htc.daemons import owner_files as ofs
 from htc.daemons.schedd import userlog as ul
 from htc.daemons.schedd.events import WriteCallFiles
-from htc.daemons.starter.sandbox import split_list
+from htc.daemons.job_files import split_list
 from htc.wire.callfile import overwrite
 from htc.wire.lane_frames import plain_name
 from htc.wire import messages as m

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 
 from htc.daemons.schedd import userlog as ul
-from htc.daemons.starter.sandbox import TransferError, parse_remaps, split_list
+from htc.daemons.job_files import TransferError, parse_remaps, split_list
 from htc.jobqueue.ads import ClusterAd
 from htc.jobqueue.records import JobId
 from htc.wire import messages as m

@@ -23,7 +23,7 @@ from pathlib import Path
 from htc.daemons import owner_files as ofs
 from htc.daemons.schedd.events import WriteJobOutput
 from htc.daemons.schedd.userlog import literal
-from htc.daemons.starter.stream import streamed_files
+from htc.daemons.job_files import streamed_files
 
 #: stream -> the job attribute naming its file
 STREAM_ATTRS = {"stdout": "Out", "stderr": "Err"}

@@ -74,7 +74,7 @@ from htc.daemons.schedd.output import job_output, streamed_paths, truncations
 from htc.daemons.schedd.owed import owe
 from htc.daemons.schedd.shadow import Shadow, ad_text, ad_values, job_duration_limit, parse_job_id
 from htc.daemons.schedd.states import ClaimEvent, ShadowEvent, ShadowState
-from htc.daemons.startd.events import format_time_short
+from htc.daemons.timefmt import format_time_short
 from htc.jobqueue import HoldReasonCode, JobStatus
 from htc.jobqueue.ads import quote
 from htc.jobqueue.records import JobId

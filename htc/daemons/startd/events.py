@@ -359,15 +359,3 @@ class WatchClosed(c.Event):
 
 #: core actions the service carries out on the claim's starter
 STARTER_ACTIONS = (SuspendJob, ContinueJob, VacateJob, KillJob, KillStarter)
-
-
-def format_time_short(seconds: float) -> str:
-    """A duration as HTCondor's ``format_time_short`` prints it in hold reasons: ``H:MM:SS``,
-    with ``D+`` in front once it reaches a day (``0:00:05``, ``20:00:00``, ``3+00:00:00``)."""
-    total = max(0, int(seconds))
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}+{hours:02d}:{minutes:02d}:{secs:02d}"
-    return f"{hours}:{minutes:02d}:{secs:02d}"

@@ -74,8 +74,9 @@ from htc.daemons.startd.sensors import SensorSettings, Sensors
 from htc.daemons.startd.settings import StartdServiceSettings, StartdSettings
 from htc.daemons.starter.service import Starter, StarterSettings
 from htc.daemons.starter.limits import sweep_stale_cgroups
-from htc.daemons.starter.sandbox import TransferError, sweep_stale_sandboxes
-from htc.daemons.starter.stream import OutputStreamer, streamed_files
+from htc.daemons.job_files import TransferError, streamed_files
+from htc.daemons.starter.sandbox import sweep_stale_sandboxes
+from htc.daemons.starter.stream import OutputStreamer
 from htc.daemons.starter.zygote import ZygotePool
 from htc.errors import HTCError, UsageError
 from htc.jobqueue.states import HoldReasonCode
@@ -115,7 +116,7 @@ class StartdService(DaemonService):
                          reload_settings=reload_settings, clock=clock)
         self.sensors = Sensors(settings.sensors, clock)
         self.starters: dict[str, _Running] = {}
-        self.zygotes = ZygotePool()
+        self.zygotes = ZygotePool(clock)
         self.accounts = SlotAccounts()
         install_calls(self)
         self.register_action(ev.SampleSensors, self._do_sample)
@@ -175,7 +176,7 @@ class StartdService(DaemonService):
             machine_ad=evaluated(slot_ad), use_zygote=self.settings.use_zygote,
             zygote_modules=self.settings.zygote_modules, use_exec_zygote=self.settings.use_exec_zygote)
         run = _Running(Starter(evaluated(action.job_ad), self.settings.execute_dir, settings, self.zygotes,
-                               lane=action.lane), account=number)
+                               lane=action.lane, clock=self.clock), account=number)
         if action.lane:
             run.lane = self._lane_relay(action.claim_id)
         self.starters[action.claim_id] = run
@@ -290,7 +291,8 @@ class StartdService(DaemonService):
             self.log.info("claim %s: cannot stream job %s's %s yet: %s", short, job_id, stream, outcome.error)
             return False
 
-        streamer = OutputStreamer({s: starter.sandbox.path / name for s, name in names.items()}, send, self.log)
+        streamer = OutputStreamer({s: starter.sandbox.path / name for s, name in names.items()}, send, self.log,
+                                  clock=self.clock)
         return streamer, asyncio.create_task(streamer.run(), name=f"stream output of claim {short}")
 
     async def run(self) -> int:
@@ -310,7 +312,7 @@ class StartdService(DaemonService):
         PR_SET_PDEATHSIG, but nothing removed their directories): HTCondor's startd likewise
         cleans its execute directory when it starts."""
         boxes = sweep_stale_sandboxes(self.settings.execute_dir)
-        groups = sweep_stale_cgroups() if self.settings.use_cgroups and os.geteuid() == 0 else []
+        groups = sweep_stale_cgroups(clock=self.clock) if self.settings.use_cgroups and os.geteuid() == 0 else []
         if boxes or groups:
             self.log.info("removed %d sandbox(es) and %d job cgroup(s) left by a startd that is gone",
                           len(boxes), len(groups))

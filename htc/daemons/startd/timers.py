@@ -24,6 +24,7 @@ from typing import Any
 
 from htc.daemons.startd import events as ev
 from htc.daemons.startd.settings import StartdSettings
+from htc.daemons.timefmt import format_time_short
 from htc.daemons.startd.slots import Claim, Slot, number_attr
 from htc.daemons.startd.states import Activity, State
 from htc.jobqueue.states import HoldReasonCode
@@ -118,5 +119,5 @@ def execute_limit_broken(slot: Slot, claim: Claim, now: float) -> ev.HoldJob | N
     if deadline is None or now < deadline:
         return None
     assert claim.execute_limit is not None
-    reason = f"The job exceeded allowed execute duration of {ev.format_time_short(claim.execute_limit)}"
+    reason = f"The job exceeded allowed execute duration of {format_time_short(claim.execute_limit)}"
     return ev.HoldJob(slot.name, claim.id, int(HoldReasonCode.JobExecuteExceeded), 0, reason)

@@ -30,7 +30,7 @@ from typing import Any
 
 from htc.daemons import owner_files as ofs
 from htc.daemons.starter import sandbox as sb
-from htc.daemons.starter.stream import streamed_files
+from htc.daemons.job_files import parse_remaps, streamed_files
 
 __all__ = ["path_attr", "send_output", "sends_output"]
 
@@ -88,7 +88,7 @@ def send_output(job_ad: Mapping[str, Any], box: sb.Sandbox, dest: Path, *, basel
             if target and job_ad.get("Transfer" + attr, True) is not False and (box.path / name).exists():
                 written += box.send_out([name], dest, {name: target}, owner=owner, job=job)
         names = box.output_names(job_ad, baseline, set(skip))
-        written += box.send_out(names, dest, sb.parse_remaps(job_ad.get("TransferOutputRemaps")), owner=owner,
+        written += box.send_out(names, dest, parse_remaps(job_ad.get("TransferOutputRemaps")), owner=owner,
                                 job=job)
     except sb.TransferError as exc:
         return written, str(exc)

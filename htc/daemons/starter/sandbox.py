@@ -43,81 +43,13 @@ from typing import Any
 import psutil
 
 from htc.daemons import owner_files as ofs
+from htc.daemons.job_files import STDERR_NAME, STDOUT_NAME, TransferError, split_list  # noqa: F401  (sb.* for the starter)
 from htc.daemons.owner_files import Identity
-from htc.errors import HTCError
 
-STDOUT_NAME = "_condor_stdout"
-STDERR_NAME = "_condor_stderr"
 JOB_AD_NAME = ".job.ad"
 MACHINE_AD_NAME = ".machine.ad"
 _STARTER_FILES = {STDOUT_NAME, STDERR_NAME, JOB_AD_NAME, MACHINE_AD_NAME, ".chirp.config", ".update.ad"}
 _counter = itertools.count(1)
-
-
-class TransferError(HTCError):
-    """A file could not be moved into or out of a sandbox (HTCondor would hold the job)."""
-
-
-def split_list(value: Any) -> list[str]:
-    """A comma-separated file list attribute as a list (empty when absent)."""
-    if not isinstance(value, str):
-        return []
-    return [item.strip() for item in value.split(",") if item.strip()]
-
-
-def parse_remaps(value: Any) -> dict[str, str]:
-    """``TransferOutputRemaps`` as ``{name: destination}``.
-
-    Raises:
-        TransferError: an entry without ``=``.
-    """
-    if not isinstance(value, str) or not value.strip():
-        return {}
-    # Nothing escaped (what an executor's calls set): plain splits read it the same way.
-    return _split_escaped_remaps(value) if "\\" in value else _split_plain_remaps(value)
-
-
-def _split_plain_remaps(value: str) -> dict[str, str]:
-    remaps = {}
-    for entry in value.split(";"):
-        entry = entry.strip()
-        if entry:
-            name, eq, destination = entry.partition("=")
-            if not eq:
-                raise _no_equals(entry)
-            remaps[name.strip()] = destination.strip()
-    return remaps
-
-
-def _split_escaped_remaps(value: str) -> dict[str, str]:
-    entries, buf, i = [], "", 0
-    while i < len(value):
-        ch = value[i]
-        if ch == "\\" and i + 1 < len(value):
-            buf += "\\" + value[i + 1]  # keep escapes until the '=' split
-            i += 2
-            continue
-        if ch == ";":
-            entries.append(buf)
-            buf = ""
-        else:
-            buf += ch
-        i += 1
-    entries.append(buf)
-    remaps = {}
-    for entry in (e.strip() for e in entries):
-        if not entry:
-            continue
-        pos = next((k for k in range(len(entry)) if entry[k] == "=" and (k == 0 or entry[k - 1] != "\\")), -1)
-        if pos < 0:
-            raise _no_equals(entry)
-        unescape = lambda s: s.strip().replace("\\;", ";").replace("\\=", "=")  # noqa: E731
-        remaps[unescape(entry[:pos])] = unescape(entry[pos + 1:])
-    return remaps
-
-
-def _no_equals(entry: str) -> TransferError:
-    return TransferError(f"TransferOutputRemaps entry {entry!r} has no '='; write it as 'name = destination'")
 
 
 def _for(job: str | None) -> str:

@@ -40,11 +40,10 @@ import os
 import stat
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from htc.daemons import owner_files as ofs
 from htc.daemons.clock import REAL, Clock
-from htc.daemons.starter import sandbox as sb
+from htc.daemons.job_files import streamed_files
 
 #: the most bytes one JobOutput carries
 CHUNK = 256 * 1024
@@ -53,34 +52,6 @@ INTERVAL = 0.5
 
 #: ``send(stream, offset, data)`` -> True (acknowledged), False (try again later), None (refused: stop)
 Send = Callable[[str, int, bytes], Awaitable[bool | None]]
-
-
-def _flag(job_ad: Mapping[str, Any], name: str) -> bool:
-    value = job_ad.get(name)
-    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
-
-
-def _target(job_ad: Mapping[str, Any], attr: str) -> str | None:
-    value = job_ad.get(attr)
-    return value if isinstance(value, str) and value and value != "/dev/null" else None
-
-
-def streamed_files(job_ad: Mapping[str, Any]) -> dict[str, str]:
-    """The job's streamed streams: ``{"stdout": "_condor_stdout", "stderr": "_condor_stderr"}``
-    or part of it (the sandbox file of each); empty when nothing is streamed."""
-    if str(job_ad.get("ShouldTransferFiles", "")).upper() == "NO":
-        return {}
-
-    def captured(attr: str) -> bool:
-        return _target(job_ad, attr) is not None and job_ad.get("Transfer" + attr, True) is not False
-
-    out: dict[str, str] = {}
-    same = captured("Out") and job_ad.get("Err") == job_ad.get("Out")
-    if captured("Out") and (_flag(job_ad, "StreamOut") or (same and _flag(job_ad, "StreamErr"))):
-        out["stdout"] = sb.STDOUT_NAME
-    if not same and captured("Err") and _flag(job_ad, "StreamErr"):
-        out["stderr"] = sb.STDERR_NAME
-    return out
 
 
 def open_sandbox_file(path: Path) -> int:
