@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from htc.classad import ClassAd
-from htc.client.daemon import send_command_async
+from htc.client import send_command_async
 from htc.daemons import core as c
 from htc.daemons.clock import FakeClock
 from htc.daemons.schedd.core import Schedd, ScheddSettings

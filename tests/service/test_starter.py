@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from htc.daemons.clock import FakeClock
 from htc.daemons.starter import limits
-from htc.daemons.starter import sandbox
+from htc.daemons import job_files
 from htc.daemons.job_files import TransferError, parse_remaps
 from htc.daemons.starter.service import Starter, StarterError, StarterSettings, kill_signal
 from htc.daemons.starter.env import (
@@ -109,7 +109,7 @@ def test_remaps_without_escapes_read_the_same_by_plain_splits(text):
         except TransferError as exc:
             return str(exc)
 
-    assert outcome(sandbox._split_plain_remaps) == outcome(sandbox._split_escaped_remaps)
+    assert outcome(job_files._split_plain_remaps) == outcome(job_files._split_escaped_remaps)
 
 
 # ------------------------------------------------------------------ real jobs
