@@ -26,6 +26,7 @@ from __future__ import annotations
 from htc.errors import UsageError
 from htc.eventlog.events import EventType
 from htc.job_codes import HoldReasonCode, JobStatus  # noqa: F401  (re-exported)
+from htc.transitions import IllegalTransition, transition  # noqa: F401  (IllegalTransition re-exported)
 
 
 
@@ -65,20 +66,12 @@ INITIAL_STATES = frozenset({S.IDLE, S.HELD})
 del S
 
 
-class IllegalTransition(UsageError):
-    """A job was asked to change to a state the transition table does not allow from its state."""
-
-    def __init__(self, job: str, old: JobStatus, new: JobStatus):
-        allowed = sorted(n.name for (o, n) in TRANSITIONS if o == old)
-        hint = (
-            f"from {old.name} it may go to {', '.join(allowed)}"
-            if allowed
-            else f"{old.name} is terminal; the job is leaving the queue"
-        )
-        super().__init__(f"job {job} is {old.name} and cannot become {new.name}: {hint}")
-        self.job = job
-        self.old = old
-        self.new = new
+def _refusal(job: str, old: JobStatus, new: JobStatus) -> str:
+    """The message of a refused change: what the job is, and where it may go from there."""
+    allowed = sorted(n.name for (o, n) in TRANSITIONS if o == old)
+    hint = (f"from {old.name} it may go to {', '.join(allowed)}" if allowed
+            else f"{old.name} is terminal; the job is leaving the queue")
+    return f"job {job} is {old.name} and cannot become {new.name}: {hint}"
 
 
 def check_transition(job: str, old: int, new: int) -> EventType:
@@ -104,10 +97,8 @@ def check_transition(job: str, old: int, new: int) -> EventType:
             + ", ".join(f"{s.value} ({s.name})" for s in JobStatus)
         ) from None
     old_status = JobStatus(old)
-    try:
-        return TRANSITIONS[old_status, new_status]
-    except KeyError:
-        raise IllegalTransition(job, old_status, new_status) from None
+    return transition(TRANSITIONS, f"job {job}", old_status, new_status,
+                      explain=lambda: _refusal(job, old_status, new_status))
 
 
 def diagram() -> str:
