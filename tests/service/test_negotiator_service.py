@@ -26,7 +26,7 @@ from htc.daemons.negotiator import events as n
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.service import NegotiatorService, load_accountant, save_accountant
 from htc.daemons.negotiator.settings import NegotiatorServiceSettings, NegotiatorSettings
-from htc.daemons.negotiator.wire import NegotiatorDaemon
+from htc.daemons.negotiator.adapter import NegotiatorDaemon
 from htc.daemons.startd.sensors import SensorSettings, arch, condor_version
 from htc.daemons.service import DaemonPaths, DaemonService
 from htc.daemons.startd.policy import ClassAdPolicy

@@ -132,7 +132,7 @@ def test_bad_changes_are_refused_with_the_reason(negotiator, capsys):
 def test_only_the_administrator_may_change_priorities():
     from htc.daemons import core as c
     from htc.daemons.negotiator.settings import NegotiatorServiceSettings, NegotiatorSettings
-    from htc.daemons.negotiator.wire import NegotiatorDaemon
+    from htc.daemons.negotiator.adapter import NegotiatorDaemon
     from htc.wire.transport import PeerInfo
 
     settings = NegotiatorServiceSettings(core=NegotiatorSettings(), accountant_file=Path("/nonexistent/acct"))

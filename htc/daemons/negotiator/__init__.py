@@ -13,7 +13,7 @@ Modules:
 * ``events`` -- the events the core takes and the actions it returns.
 * ``service`` -- the only I/O: collector queries, schedd requests, the accountant's file;
   ``make_service(paths, clock)`` and ``settings_from_config``.
-* ``wire`` -- the service's sans-IO adapter: the core's publishing actions become wire sends,
+* ``adapter`` -- the service's sans-IO adapter: the core's publishing actions become wire sends,
   ``SetUserPriority`` becomes the core's administration events.
 * ``settings`` -- the knobs of the core and of the service, from the param table.
 * ``cycle`` -- the matchmaking of one cycle: pie spins, per-submitter negotiation.

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 The core already speaks the shared vocabulary (``Started``, ``Tick``, ``Received`` with the
 wire's ``Reschedule``, ``StopRequested``, ``Reconfigured``). Its wire adapter,
-:class:`~htc.daemons.negotiator.wire.NegotiatorDaemon`, turns the core's publishing actions into
+:class:`~htc.daemons.negotiator.adapter.NegotiatorDaemon`, turns the core's publishing actions into
 wire sends (MatchNotify, the Accounting and Negotiator ads); :class:`NegotiatorService` teaches
 :class:`~htc.daemons.service.DaemonService` the actions that need I/O:
 
@@ -49,7 +49,7 @@ from htc.daemons.negotiator.core import Negotiator
 from htc.daemons.negotiator.events import (AskResourceRequests, FetchPoolAds, PoolAds, PoolAdsFailed,
                                            RequestsFailed, RequestsReceived, SaveAccountant)
 from htc.daemons.negotiator.settings import NegotiatorServiceSettings, NegotiatorSettings
-from htc.daemons.negotiator.wire import NegotiatorDaemon
+from htc.daemons.negotiator.adapter import NegotiatorDaemon
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
 from htc.errors import HTCError, UsageError
 from htc.wire import messages as m

@@ -17,6 +17,7 @@ Modules (docs/startd.md tells the whole story):
   service drives: wire messages to core events, core actions to messages and process work;
 * ``ads`` -- ClassAd text in and out, and the slot ads on their way to the collector;
 * ``reports`` -- what the shadow is told about its job (usage, exit, hold);
+* ``claim_requests`` -- the claim requests the adapter has not answered yet;
 * ``watches`` -- claim watches: the schedd's held keep-alive, whose closing means it is gone;
 * ``lanes`` -- the relay between a call lane and its shadow (calls in, results out);
 * ``sensors`` -- what the machine is and what its owner is doing (load, idle times, override file);
