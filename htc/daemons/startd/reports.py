@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Reports, with the shadow's conventions (:mod:`htc.daemons.schedd.shadow`): usage goes to the claim's
+Reports, with the shadow's conventions (:mod:`htc.daemons.schedd.shadows`): usage goes to the claim's
 shadow as StarterUpdate every STARTER_UPDATE_INTERVAL (the first after
 STARTER_INITIAL_UPDATE_INTERVAL) and at once when the job is suspended or continued, with
 ``JobState`` (``"Running"``/``"Suspended"``) and ``JobStateSequence``, a number that grows with

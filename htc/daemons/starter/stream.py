@@ -29,7 +29,7 @@ startd service tails that file and sends what is new to the shadow:
   lost and logged, and the exit is reported anyway.
 
 A new run of the job (after an eviction) starts at offset 0 again: the shadow truncates the
-target files when it starts a run of a streaming job (see :mod:`htc.daemons.schedd.shadow`).
+target files when it starts a run of a streaming job (see :mod:`htc.daemons.schedd.shadows`).
 """
 
 from __future__ import annotations
