@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from htc import transitions as _transitions
@@ -136,6 +137,22 @@ class Core(Protocol):
     def handle(self, event: Event, now: float) -> list[Action]: ...
 
     def next_deadline(self) -> float | None: ...
+
+
+def dispatch(table: Mapping[type, Callable[..., None]], daemon: str, core: object, event: Event, now: float,
+             out: list[Action]) -> None:
+    """Run the handler ``table`` holds for the type of ``event``: ``handler(core, event, now, out)``.
+
+    A core's ``handle`` is this lookup in its table of functions (never a chain of isinstance
+    tests or method names built from strings), so a reader finds every event's handler in one place.
+
+    Raises:
+        TypeError: the table has no handler for this type of event (a bug in the service).
+    """
+    handler = table.get(type(event))
+    if handler is None:
+        raise TypeError(f"{daemon}: unexpected event {event!r}")
+    handler(core, event, now, out)
 
 
 def unknown_request(event: Received, daemon: str) -> Reply:

@@ -90,11 +90,8 @@ class Collector:
 
     def handle(self, event: c.Event, now: float) -> list[c.Action]:
         """Apply one event; return what the service must do."""
-        on_event = _ON_EVENT.get(type(event))
-        if on_event is None:
-            raise TypeError(f"collector: unexpected event {event!r}")
         out: list[c.Action] = []
-        on_event(self, event, now, out)
+        c.dispatch(_ON_EVENT, "collector", self, event, now, out)
         return out
 
     # --- events -----------------------------------------------------------------------------------

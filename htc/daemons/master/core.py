@@ -112,11 +112,8 @@ class Master:
 
     def handle(self, event: c.Event, now: float) -> list[c.Action]:
         """Apply one event; return what the service must do."""
-        on_event = _ON_EVENT.get(type(event))
-        if on_event is None:
-            raise TypeError(f"master: unexpected event {event!r}")
         out: list[c.Action] = []
-        on_event(self, event, now, out)
+        c.dispatch(_ON_EVENT, "master", self, event, now, out)
         self._maybe_exit(now, out)
         return out
 

@@ -136,11 +136,8 @@ class Schedd:
             QueueStorageError: the job queue failed while starting up (the daemon cannot run).
             TypeError: an event the schedd does not know.
         """
-        handler = _ON_EVENT.get(type(event))
-        if handler is None:
-            raise TypeError(f"schedd: unexpected event {event!r}")
         out: list[c.Action] = []
-        handler(self, event, now, out)
+        c.dispatch(_ON_EVENT, "schedd", self, event, now, out)
         return out
 
     # -- events -------------------------------------------------------------------------------

@@ -126,10 +126,7 @@ class StartdDaemon:
         if self._exited:
             return out
         self._now = now
-        handler = _ON_EVENT.get(type(event))
-        if handler is None:
-            raise TypeError(f"startd: unexpected event {event!r}")
-        handler(self, event, now, out)
+        c.dispatch(_ON_EVENT, "startd", self, event, now, out)
         return out
 
     # --- driving the core -------------------------------------------------------------------
