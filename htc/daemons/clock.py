@@ -22,6 +22,11 @@ Waiting:
   locked ``/etc/passwd``).
 
 :data:`REAL` is the clock of a running pool.
+
+What stays on the event loop's own timers: the guards on waits for the kernel or a peer (a
+request's timeout, an idle connection, a zygote that does not answer). They bound I/O that a
+fake clock cannot hurry, and decide nothing about jobs or slots; every decision, deadline and
+retry of a daemon goes through the clock.
 """
 
 from __future__ import annotations
