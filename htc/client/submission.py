@@ -78,15 +78,15 @@ def check_submit_file(cwd: str, role: str, path: str, transfer: bool) -> None:
     submitter's rights: one that will be transferred must exist, be readable and not be empty;
     a script with DOS line endings is refused as condor_submit refuses it. Not looked at: an
     executable that is not transferred (``transfer_executable = false``: it is a path on the
-    execute machine) or that has ``$$(...)`` in its name (resolved at match time), and the
-    image-named "executables" of docker and container jobs (``role`` "pseudo-executable").
+    execute machine) or that has ``$$(...)`` in its name (resolved at match time). As in
+    condor_submit, a docker or container job's executable is checked when it is transferred.
 
     Raises:
         SubmitError: with condor_submit's message (``ERROR: Can't access executable file ...``).
     """
     from htc.submit.errors import FileCheckError
 
-    if role != "executable" or not transfer or "$$" in path:
+    if role not in ("executable", "pseudo-executable") or not transfer or "$$" in path:
         return
     full = os.path.join(cwd, path)
     try:
