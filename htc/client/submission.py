@@ -171,8 +171,11 @@ def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: 
     from htc.daemons.schedd.requests import description_message
 
     sub = _prepare(description, cwd=cwd, filename=filename, append=append, queue=queue)
-    cluster = sub.cluster(_SENTINEL_CLUSTER, check=_per_submission_limit)
     mark = str(_SENTINEL_CLUSTER)
+    # an executable named after the cluster id is only known once the schedd assigns the id
+    sub.check_file = lambda role, path, transfer: None if mark in path else \
+        check_submit_file(sub.cwd, role, path, transfer)
+    cluster = sub.cluster(_SENTINEL_CLUSTER, check=_per_submission_limit)
     # the schedd assigns the cluster id (Submit's contract); send none
     cluster_ad = {k: v for k, v in cluster.cluster_ad.items() if k.lower() != "clusterid"}
     procs = list(cluster.proc_ads())

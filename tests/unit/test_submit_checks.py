@@ -80,6 +80,20 @@ def test_executables_that_are_not_transferred_are_not_looked_at(here):
         _build("universe = docker\ndocker_image = debian\nexecutable = /no/such/exe\nqueue\n", here)
 
 
+def test_an_executable_named_after_the_cluster_is_left_to_the_schedd(here, monkeypatch):
+    # htc submit does not know the cluster id before the schedd assigns it: it cannot check
+    # run_$(Cluster).sh, and sends the description for the schedd to expand
+    from htc.client import submission
+
+    sent = []
+    monkeypatch.setattr(submission, "_send_submission", lambda msg, *a: sent.append(msg) or
+                        type("Reply", (), {"cluster_id": 5, "first_proc": 0, "num_procs": 1})())
+    assert submission.submit("executable = run_$(Cluster).sh\nqueue\n", cwd=str(here)).cluster_id == 5
+    with pytest.raises(SubmitError, match="Can't access executable file run_.sh"):
+        submission.submit("executable = run_$(Undefined).sh\nqueue\n", cwd=str(here))
+    assert len(sent) == 1
+
+
 def test_the_submit_language_alone_does_not_look_at_files(here):
     # htcondor2.Submit (and the schedd, expanding as root) make no file checks
     cluster = Submit("executable = nope.sh\nqueue\n", cwd=str(here)).cluster(1)
