@@ -115,6 +115,9 @@ def autoformat(ads: Iterable[ClassAd], attrs: Sequence[str]) -> str:
 def long_form(ads: Iterable[ClassAd], attrs: Sequence[str] = ()) -> str:
     """``-long``: each ad in old syntax, one ``Name = expr`` per line, then a blank line.
 
+    The attributes are in condor_q's order: sorted by name without regard to case (HTCondor's
+    ``CondorClassAdListWriter`` prints an ad's names from a case-insensitive set).
+
     Args:
         ads: the ads to print.
         attrs: if given, only these attributes (``-long -attributes a,b``).
@@ -124,8 +127,7 @@ def long_form(ads: Iterable[ClassAd], attrs: Sequence[str] = ()) -> str:
     """
     out = []
     for ad in ads:
-        if attrs:
-            ad = _project(ad, attrs)
+        ad = _project(ad, sorted(attrs or ad.keys(), key=str.lower))
         out.append(ad.printOld() + "\n")
     return "".join(out)
 

@@ -7,8 +7,11 @@ sent) and sends one ``Submit`` message; the schedd stores the whole cluster in o
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -52,6 +55,7 @@ def _prepare(description: str, *, cwd: str | os.PathLike | None, filename: str |
     from htc.submit import Submit
 
     sub = Submit(description, filename=filename, cwd=cwd)
+    sub.check_file = functools.partial(check_submit_file, sub.cwd)
     for command in append:
         match = _APPEND.match(command)
         if not match:
@@ -67,6 +71,40 @@ def _prepare(description: str, *, cwd: str | os.PathLike | None, filename: str |
         raise UsageError(f'"{where}" doesn\'t contain any "queue" commands -- no jobs queued; '
                          "end the description with 'queue' or give -queue ARGS")
     return sub
+
+
+def check_submit_file(cwd: str, role: str, path: str, transfer: bool) -> None:
+    """condor_submit's check of a job's executable (its ``check_sub_file``), with the
+    submitter's rights: one that will be transferred must exist, be readable and not be empty;
+    a script with DOS line endings is refused as condor_submit refuses it. Not looked at: an
+    executable that is not transferred (``transfer_executable = false``: it is a path on the
+    execute machine) or that has ``$$(...)`` in its name (resolved at match time). As in
+    condor_submit, a docker or container job's executable is checked when it is transferred.
+
+    Raises:
+        SubmitError: with condor_submit's message (``ERROR: Can't access executable file ...``).
+    """
+    from htc.submit.errors import FileCheckError
+
+    if role not in ("executable", "pseudo-executable") or not transfer or "$$" in path:
+        return
+    full = os.path.join(cwd, path)
+    try:
+        st = os.stat(full)
+        if not stat.S_ISDIR(st.st_mode):
+            os.close(os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+    except OSError as exc:
+        raise FileCheckError(f"ERROR: Can't access executable file {path}: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise FileCheckError(f"ERROR: Can't access executable file {path}: {os.strerror(errno.EISDIR)}")
+    if st.st_size == 0:
+        raise FileCheckError(f"ERROR: Executable file {path} has zero length")
+    with open(full, "rb") as fh:
+        first = fh.readline(128)
+    if first.startswith(b"#!") and first.endswith(b"\r\n"):
+        raise FileCheckError(f"ERROR: Executable file {path} is a script with CRLF (DOS/Windows) line endings.\n"
+                              f"This generally doesn't work, and you should probably run 'dos2unix {path}' -- "
+                              "or a similar tool -- before you resubmit.")
 
 
 def build_cluster(description: str, *, cwd: str | os.PathLike | None = None, filename: str | None = None,
@@ -133,8 +171,11 @@ def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: 
     from htc.daemons.schedd.requests import description_message
 
     sub = _prepare(description, cwd=cwd, filename=filename, append=append, queue=queue)
-    cluster = sub.cluster(_SENTINEL_CLUSTER, check=_per_submission_limit)
     mark = str(_SENTINEL_CLUSTER)
+    # an executable named after the cluster id is only known once the schedd assigns the id
+    sub.check_file = lambda role, path, transfer: None if mark in path else \
+        check_submit_file(sub.cwd, role, path, transfer)
+    cluster = sub.cluster(_SENTINEL_CLUSTER, check=_per_submission_limit)
     # the schedd assigns the cluster id (Submit's contract); send none
     cluster_ad = {k: v for k, v in cluster.cluster_ad.items() if k.lower() != "clusterid"}
     procs = list(cluster.proc_ads())

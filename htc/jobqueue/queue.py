@@ -105,6 +105,8 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
         self.system_policy = system_policy or SystemPolicy()
         self._rebuild_factory = rebuild_factory
         self._validate = validate
+        #: the schedd's name (its ``Name``): set, each new proc gets a ``GlobalJobId``
+        self.schedd_name: str | None = None
         self._lock = threading.RLock()
         self._depth = 0
         self._broken = False  # a nested block failed after writing: this transaction must not commit
@@ -422,6 +424,7 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
 
     def _insert_procs(self, prep, start: int, stop: int) -> None:
         """Insert procs ``start`` to ``stop - 1`` (the caller records next_proc / proc_attrs)."""
+        prep.schedd_name = self.schedd_name
         insert_procs(self._conn, prep, start, stop, self._validate)
         self._clusters.pop(prep.cluster_id, None)
 

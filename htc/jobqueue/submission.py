@@ -18,7 +18,7 @@ from typing import Iterable, Iterator, Mapping
 import msgspec
 
 from htc.errors import UsageError
-from htc.jobqueue.ads import HOT_ATTRS, as_mapping, int_literal, parse_literal, string_literal
+from htc.jobqueue.ads import HOT_ATTRS, as_mapping, int_literal, parse_literal, quote, string_literal
 from htc.jobqueue.expr import check_expression
 from htc.jobqueue.states import INITIAL_STATES
 from htc.jobqueue.store import JOB_COLUMNS
@@ -53,6 +53,9 @@ class PreparedCluster:
     source: object
     canon: dict[str, str] = field(default_factory=dict)
     proc_attrs: set[str] = field(default_factory=set)
+    #: the schedd's name: each proc gets ``GlobalJobId = "<name>#<cluster>.<proc>#<qdate>"``
+    #: (None: no GlobalJobId, a queue without a schedd)
+    schedd_name: str | None = None
 
 
 def cluster_id_of(cluster: object) -> int:
@@ -155,6 +158,12 @@ def proc_rows(prep: PreparedCluster, proc_ads: Iterable[Mapping[str, str]], star
     """
     cid, owner, qdate = prep.cluster_id, prep.owner, prep.qdate
     attrs, canon, proc_attrs = prep.attrs, prep.canon, prep.proc_attrs
+    global_id = None
+    if prep.schedd_name is not None:
+        # HTCondor's schedd sets it as each proc is made (NewProc): name#cluster.proc#time
+        global_id = canon.setdefault("globaljobid", "GlobalJobId")
+        global_prefix, global_suffix = f"{prep.schedd_name}#{cid}.", f"#{qdate}"
+        proc_attrs.add(global_id)
     attrs_get = attrs.get
     names: dict[str, list] = {}  # name -> [hot lower-case name or None, canonical, seen as own]
     expected = start
@@ -212,6 +221,10 @@ def proc_rows(prep: PreparedCluster, proc_ads: Iterable[Mapping[str, str]], star
             if not entry[2]:
                 entry[2] = True
                 proc_attrs.add(canonical)
+        if global_id is not None:
+            if own is None:
+                own = {}
+            own[global_id] = quote(f"{global_prefix}{pid}{global_suffix}")
         if pid < expected:
             raise UsageError(f"cluster {cid}: ProcId {pid} out of order (expected {expected} or more)")
         yield (cid, pid, status, prio, owner, qdate, entered, autocluster,

@@ -13,10 +13,10 @@ See docs/submit.md for the language.
 """
 
 from htc.submit.cluster import SubmittedCluster
-from htc.submit.errors import SubmitError
+from htc.submit.errors import DagFileError, FileCheckError, SubmitError
 from htc.submit.latebinding import LateBindingError, expand_late_binding
 from htc.submit.settings import SubmitSettings
 from htc.submit.submit import Submit
 
-__all__ = ["LateBindingError", "Submit", "SubmitError", "SubmitSettings", "SubmittedCluster",
-           "expand_late_binding"]
+__all__ = ["DagFileError", "FileCheckError", "LateBindingError", "Submit", "SubmitError", "SubmitSettings",
+           "SubmittedCluster", "expand_late_binding"]

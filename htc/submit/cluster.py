@@ -152,6 +152,7 @@ class Materializer:
                          submit_file=sub.filename, universe=self.universe,
                          queue_line=plan.stmt.line, file=plan.stmt.file)
         ctx.host_access = sub.host_access
+        ctx.check_file = sub.check_file if sub.host_access else None
         return ctx
 
     def _analyse(self, plan: StatementPlan) -> None:

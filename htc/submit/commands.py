@@ -174,6 +174,10 @@ def set_executable(c: JobContext) -> None:
         full = c.full_path(ename, use_iwd=False)
     else:
         full = ename or ""
+    if c.check_file is not None and ename:
+        # condor_submit's check_sub_file: what will be transferred must be there now
+        # (``$$(...)`` names are resolved at match time, so they are not looked at)
+        c.check_file("executable" if not ignore else "pseudo-executable", ename, transfer)
     c.assign_str("Cmd", full)
 
 

@@ -70,6 +70,9 @@ class JobContext:
         self.writes: list[str] | None = None
         #: whether files may be looked at (False when the schedd expands a description as root)
         self.host_access = True
+        #: condor_submit's file check (``check_file(role, path, transfer)``, raising SubmitError),
+        #: called with each executable; None: no checks (the bindings, the schedd)
+        self.check_file = None
 
     # -- errors --------------------------------------------------------------------------
     def fail(self, message: str, command: str | None = None) -> SubmitError:

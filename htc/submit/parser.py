@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from htc.submit.errors import SubmitError
+from htc.submit.errors import DAG_COMMANDS, DagFileError, SubmitError
 from htc.submit.functions import split_list
 from htc.submit.macros import Expander, MacroTable, expand_self
 from htc.submit.queue import NO_HOST_ACCESS, QueueArgs, parse_queue_args, run_command
@@ -357,6 +357,9 @@ class _Parser:
     def queue(self, line: str, lines, lineno: int, file: str | None, depth: int) -> None:
         m = re.match(r"queue(\s|$)", line, re.I)
         if not m:
+            words = line.split(None, 1)
+            if words and words[0].lower() in DAG_COMMANDS:
+                raise DagFileError(file=file or self.filename, line=lineno, text=line)
             raise self.error(f"Syntax error: '{line}' is neither 'name = value' nor a queue "
                              "statement", lineno, file)
         if depth > 0:

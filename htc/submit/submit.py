@@ -87,6 +87,10 @@ class Submit(Mapping):
         self._text = text
         self.filename = filename
         self.host_access = host_access
+        #: condor_submit's file checks: called as ``check_file(role, path, transfer)`` with each
+        #: job's executable (role ``"executable"``; ``transfer``: it will be transferred) and
+        #: raising :class:`SubmitError` to refuse it. None (the bindings' default): no checks.
+        self.check_file = None
         self.cwd = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
         self.env: dict[str, str] = environ_snapshot(env)
         self.settings = settings or SubmitSettings()

@@ -215,7 +215,8 @@ def test_input_files_directories_contents_and_stdin(dirs):
     assert record.exit_code == 0
     assert (iwd / "out.txt").read_text() == "hello from stdin\n"
     listing = (iwd / "listing.txt").read_text().split()
-    for path in ("./data.txt", "./indir/deep/a", "./b", "./job.sh", "./stdin.txt", "./.job.ad", "./.machine.ad"):
+    for path in ("./data.txt", "./indir/deep/a", "./b", "./condor_exec.exe", "./stdin.txt", "./.job.ad",
+                 "./.machine.ad"):
         assert path in listing
     assert "./contents" not in listing  # 'contents/' brings the contents, not the directory
 

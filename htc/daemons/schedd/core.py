@@ -87,6 +87,7 @@ class Schedd:
         self.settings = settings
         self.queue = queue
         self.queue.system_policy = settings.system_policy
+        self.queue.schedd_name = settings.name  # GlobalJobId = "<name>#<cluster>.<proc>#<qdate>"
         self.read_input = read_input
         self.access = Access(user_of_uid, os.getuid() if own_uid is None else own_uid)
         self.reserved: set[tuple[int, int]] = set()   # jobs a claim is being made for

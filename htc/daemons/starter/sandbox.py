@@ -9,8 +9,9 @@ the user the job runs as (mode 0700). Files move as HTCondor's file transfer mov
   the top of the sandbox under its base name. A directory ``d`` is copied whole as ``d/``; a
   directory written with a trailing slash, ``d/``, has its *contents* copied into the top.
   ``file://`` URLs are local paths; other URL schemes need a transfer plugin htc does not have.
-  The executable (``Cmd``) is copied too unless ``TransferExecutable`` is false, keeping its base
-  name and made executable. Stdin (``In``) is copied when ``TransferIn`` is not false.
+  The executable (``Cmd``) is copied too unless ``TransferExecutable`` is false, named
+  ``condor_exec.exe`` (HTCondor's ``CONDOR_EXEC``: the job runs as ``./condor_exec.exe``,
+  whatever its name on the submit side) and made executable. Stdin (``In``) is copied when ``TransferIn`` is not false.
 * Output. With ``TransferOutput`` set, exactly those paths (relative to the sandbox; a missing
   one is an error, as it puts an HTCondor job on hold). Without it, every file or directory at
   the top of the sandbox that is new or modified since input transfer -- minus the starter's own
@@ -48,6 +49,8 @@ from htc.daemons.owner_files import Identity
 
 JOB_AD_NAME = ".job.ad"
 MACHINE_AD_NAME = ".machine.ad"
+#: the name of a transferred executable in the sandbox (HTCondor's CONDOR_EXEC)
+CONDOR_EXEC = "condor_exec.exe"
 _STARTER_FILES = {STDOUT_NAME, STDERR_NAME, JOB_AD_NAME, MACHINE_AD_NAME, ".chirp.config", ".update.ad"}
 _counter = itertools.count(1)
 
@@ -108,7 +111,7 @@ class Sandbox:
         reading it with the rights of ``owner`` (the job's owner: :mod:`htc.daemons.owner_files`;
         None: the daemon's own) and writing it under a descriptor of the sandbox, never through
         a link. Links inside an input directory are copied as links; FIFOs, sockets and devices
-        are left out.
+        are left out. The ``executable`` lands as :data:`CONDOR_EXEC`, made executable.
 
         Returns:
             The path inside the sandbox (for ``dir/``: the sandbox itself).
@@ -136,8 +139,9 @@ class Sandbox:
                     dest = self.path / src.name
                     self._dir_in(src.name, st, fd, box, owner, job)
                 elif stat.S_ISREG(st.st_mode):
-                    dest = self.path / src.name
-                    self._file_in(src.name, st, fd, box, executable)
+                    name = CONDOR_EXEC if executable else src.name
+                    dest = self.path / name
+                    self._file_in(name, st, fd, box, executable)
                 else:
                     raise TransferError(f"cannot transfer input {source!r}{_for(job)}: {src} is not a regular file "
                                         "or a directory")
