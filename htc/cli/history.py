@@ -36,7 +36,11 @@ def history(args: argparse.Namespace) -> int:
         parts.append(args.constraint)
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"-limit {args.limit}: give a number of jobs, 0 or more")
-    since = f"CompletionDate <= ({args.completedsince})" if args.completedsince else None
+    since = None
+    if args.completedsince:
+        # condor_history's -since 'CompletionDate <= T'; a removed job completed when it left the queue
+        since = (f"ifThenElse(CompletionDate isnt undefined && CompletionDate > 0, CompletionDate, "
+                 f"EnteredCurrentStatus) <= ({args.completedsince})")
     constraint = " && ".join(f"({p})" for p in parts)
     ads = client.history(constraint, limit=args.limit, owner=owner, path=args.file,
                          forwards=args.order == "forwards", since=since)
