@@ -89,4 +89,6 @@ def register(sub) -> None:
                help="print ATTR with the printf format FMT; repeat for more")
     add_option(p, "attributes", metavar="A,B", help="with -long/-json: only these attributes")
     add_option(p, "json", action="store_true", help="print machine-readable JSON")
+    if "-help" not in p._option_string_actions:  # HTCondor's spelling of --help
+        p.add_argument("-help", action="help", help="show this help message and exit")
     p.set_defaults(func=history, order="backwards")

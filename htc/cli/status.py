@@ -179,11 +179,14 @@ def register(sub) -> None:
         add_option(p, flag, *(("l",) if flag == "long" else ()), action="store_true", help=text)
     add_option(p, "total", "totals", dest="total", action="store_true", help="only the totals table")
     for kind, ad_type in TYPES.items():
-        add_option(p, kind, action="store_true", help=f"{ad_type.value} ads instead of slots")
+        add_option(p, kind, action="store_true", help="every ad: its MyType, TargetType and Name" if kind == "any"
+                   else f"{ad_type.value} ads instead of slots")
     add_option(p, "af", "autoformat", nargs="+", metavar="ATTR",
                help="print these attributes (or expressions), one ad per line")
     add_option(p, "format", nargs=2, action="append", metavar=("FMT", "ATTR"),
                help="print ATTR with the printf format FMT (%%s %%d %%f %%v %%V %%r); repeat for more")
     add_option(p, "constraint", metavar="EXPR", help="ads satisfying this ClassAd expression")
     add_pool_options(p)
+    if "-help" not in p._option_string_actions:  # HTCondor's spelling of --help
+        p.add_argument("-help", action="help", help="show this help message and exit")
     p.set_defaults(func=status)

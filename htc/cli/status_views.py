@@ -195,7 +195,8 @@ DAEMON_VIEWS: dict[str, list[Column]] = {
                    attr("ShadowsRunning", "%7d", "", "Shadows"),
                    attr("TotalSchedulerJobsRunning", "%10d", "", "ActiveDAGs"),
                    attr("TotalSchedulerJobsIdle", "%8d", "", "IdleDAGs"),
-                   attr("RecentJobsCompleted", "%8d", "", "RcntDone"), attr("RecentJobsStarted", "%9d", "", "RcntStart")],
+                   attr("RecentJobsCompleted", "%8d", "", "RcntDone"),
+                   attr("RecentJobsStarted", "%9d", "", "RcntStart")],
     "submitters": [attr("Name", alt=""), attr("Machine", alt=""), attr("RunningJobs", "%11d", ""),
                    attr("IdleJobs", "%10d", "", "  IdleJobs"), attr("HeldJobs", "%10d", "", "  HeldJobs")],
     "collector": [attr("Name", alt=""), attr("Machine", alt=""), attr("RunningJobs", "%11d", ""),
@@ -269,7 +270,8 @@ def compact_rows(ads: Sequence[ClassAd], mode: str = "") -> tuple[list[str], lis
         total_cpus = _num(first, "TotalCpus")
         cpu_load = f"{load / total_cpus:7.2f}" if load is not None and total_cpus else ""
         starts = [_num(s, "RecentJobStarts") for s in tops]
-        jobs_min = f"{sum(s for s in starts if s is not None) / 20.0:8.2f}" if any(s is not None for s in starts) else "_"
+        known = [s for s in starts if s is not None]
+        jobs_min = f"{sum(known) / 20.0:8.2f}" if known else "_"
         st = _machine_code(tops, dynamic, pslot)
         users = sorted({str(get(d, "RemoteUser")) for d in (dynamic or tops) if get(d, "RemoteUser")})
         common = [machine, platform(first) or "", f"{n_slots:4d}" + ("" if pslot else "S")]

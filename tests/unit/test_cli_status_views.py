@@ -141,3 +141,15 @@ def test_printf_format():
     assert sv.printf_format("%r", "Expr", ad) == "1 + 2"
     assert sv.printf_format("%s", "Missing", ad) == "undefined"
     assert sv.printf_format("100%% %s", "Name", ad) == "100% slot1@h"
+
+
+def test_dash_help_prints_the_subcommand_usage(capsys):
+    import pytest
+
+    from htc.cli.main import main
+
+    for command, option in (("status", "-compact"), ("history", "-completedsince")):
+        with pytest.raises(SystemExit) as exc:
+            main([command, "-help"])
+        out = capsys.readouterr().out
+        assert exc.value.code == 0 and out.startswith(f"usage: htc {command}") and option in out
