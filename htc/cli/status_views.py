@@ -419,7 +419,7 @@ def totals_lines(kind: str, ads: Sequence[ClassAd], *, auto_key: bool = False,
     lines = [(" " * width + header).rstrip(), ""]
     for k in sorted(groups):
         lines.append(f"{k:>{width}.{width}}{row(groups[k], False)}".rstrip())
-    if groups:
+    if groups and lines[-1]:  # a key row that prints nothing (-schedd's) ends on the blank line itself
         lines.append("")
     lines.append(f"{'Total':>{width}}{row(list(ads), True)}".rstrip())
     return lines

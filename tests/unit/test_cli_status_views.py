@@ -82,7 +82,7 @@ def test_other_totals_tables():
     assert state[2].split() == ["Busy", "2", "0", "0", "2", "0", "0", "0", "0", "0"], "-state totals by activity"
     schedds = [ClassAd({"Name": n, "TotalRunningJobs": 1, "TotalIdleJobs": 2, "TotalHeldJobs": 3}) for n in "ab"]
     assert sv.totals_lines("schedd", schedds) == [
-        "                TotalRunningJobs      TotalIdleJobs      TotalHeldJobs", "", "", "",
+        "                TotalRunningJobs      TotalIdleJobs      TotalHeldJobs", "", "",
         "         Total                 2                  4                  6"]
     subs = [ClassAd({"Name": "alice@h", "RunningJobs": 1, "IdleJobs": 2, "HeldJobs": 0})]
     assert sv.totals_lines("submitters", subs, auto_key=True) == [
