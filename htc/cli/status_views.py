@@ -20,6 +20,7 @@ clock of the machine running the tool.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -32,10 +33,15 @@ from htc.errors import UsageError
 Getter = Callable[[ClassAd], object]
 
 
+@functools.lru_cache(maxsize=256)
+def _tree(expr: str) -> ExprTree:
+    return ExprTree(expr)
+
+
 def get(ad: ClassAd, expr: str):
     """The value of an attribute or expression in ``ad``; None when undefined or an error."""
     try:
-        value = ExprTree(expr).eval(ad)
+        value = _tree(expr).eval(ad)
     except Exception:  # noqa: BLE001 - a broken expression shows as missing
         return None
     return None if isinstance(value, Value) else value
