@@ -24,6 +24,7 @@ from htc.errors import HTCError
 COMMAND_MODULES = [
     "htc.cli.submit",
     "htc.cli.queue_tools",
+    "htc.cli.history",
     "htc.cli.status",
     "htc.cli.wait",
     "htc.cli.userprio",

@@ -1,5 +1,6 @@
-"""``htc q``, ``rm``, ``hold``, ``release``, ``qedit``, ``prio``, ``history``, ``vacate_job``:
-condor_q and its friends.  Each parses, calls one :mod:`htc.client` function and prints."""
+"""``htc q``, ``rm``, ``hold``, ``release``, ``qedit``, ``prio``, ``vacate_job``: condor_q and
+its friends (``htc history`` is in :mod:`htc.cli.history`).  Each parses, calls one
+:mod:`htc.client` function and prints."""
 
 from __future__ import annotations
 
@@ -207,34 +208,11 @@ def prio(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- history --------------------------------------------------------------------------------------------
-
-
-def history(args: argparse.Namespace) -> int:
-    """htc history: finished jobs."""
-    parts = []
-    owner = None
-    if args.ids:
-        selection = client.parse_selection(args.ids)
-        if selection.users and not (selection.jobs or selection.clusters) and len(selection.users) == 1:
-            owner = selection.users[0]
-        else:
-            parts.append(selection.constraint_for_all())
-    if args.constraint:
-        parts.append(args.constraint)
-    constraint = " && ".join(f"({p})" for p in parts)
-    ads = client.history(constraint, limit=args.limit, owner=owner, path=args.file)
-    if _print_ads(args, ads):
-        return 0
-    fmt.print_table(views.HISTORY_HEADERS, views.history_rows(ads, time.time()), right=[0, 3])
-    return 0
-
-
 # --- registration -----------------------------------------------------------------------------------------
 
 
 def register(sub) -> None:
-    """Add q, rm, hold, release, qedit, prio, history and vacate_job."""
+    """Add q, rm, hold, release, qedit, prio and vacate_job."""
     p = add_command(sub, "q", "show jobs in the queue (condor_q)", [
         "htc q                          # your jobs, one line per batch",
         "htc q -nobatch                 # one line per job",
@@ -304,17 +282,3 @@ def register(sub) -> None:
     p.add_argument("-a", "--a", action="store_true", dest="a", help="all your jobs")
     add_pool_options(p, daemon="schedd")
     p.set_defaults(func=prio)
-
-    p = add_command(sub, "history", "show finished jobs (condor_history)", [
-        "htc history",
-        "htc history -limit 10 -af ClusterId ProcId ExitCode",
-        "htc history -constraint 'ExitCode != 0' -long",
-        "htc history alice",
-    ])
-    p.add_argument("ids", nargs="*", metavar="CLUSTER[.PROC]|OWNER", help="jobs, clusters or an owner")
-    add_option(p, "constraint", metavar="EXPR", help="jobs whose ad satisfies this ClassAd expression")
-    add_option(p, "limit", "match", type=int, metavar="N", help="at most N jobs, newest first")
-    add_option(p, "file", metavar="PATH", help="read this job queue file instead of the pool's JOB_QUEUE_DB")
-    _add_formats(p)
-    add_option(p, "json", action="store_true", help="print machine-readable JSON")
-    p.set_defaults(func=history)

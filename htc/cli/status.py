@@ -1,120 +1,154 @@
 """``htc status``: condor_status.  Asks the collector for ads
-(:func:`htc.client.query_collector`) and prints the slot table and its totals, or the
-ads of another daemon type, or ``-af`` / ``-long`` / ``-json``."""
+(:func:`htc.client.query_collector`) and prints one of condor_status's views with its totals
+(:mod:`htc.cli.status_views`), or ``-af`` / ``-format`` / ``-long`` / ``-json``.
+
+The view follows condor_status's options: slots by default; ``-avail``, ``-claimed``/``-run``,
+``-server``, ``-state`` and ``-compact`` for other views of the slots; ``-schedd``,
+``-submitters``, ``-negotiator``, ``-master``, ``-collector``, ``-accounting`` and ``-any`` for
+other daemons' ads (``-schedd -run``: the schedds running jobs).  ``-total`` prints only the
+totals table, ``-wide`` never cuts a line or a column to the terminal's width.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-import time
 
 from htc.classad import ClassAd, quote
 from htc.cli import formatting as fmt
+from htc.cli import status_views as sv
 from htc.cli.options import add_command, add_option, add_pool_options, transport_from
 from htc.client import query_collector
+from htc.errors import UsageError
 from htc.wire.messages import AdType
 
-SLOT_HEADERS = ("Name", "OpSys", "Arch", "State", "Activity", "LoadAv", "Mem", "ActvtyTime")
-RUN_HEADERS = ("Name", "OpSys", "Arch", "LoadAv", "RemoteUser", "ClientMachine")
-TOTAL_STATES = ("Owner", "Claimed", "Unclaimed", "Matched", "Preempting", "Drained", "Backfill")
-TOTAL_HEADERS = ("", "Total", "Owner", "Claimed", "Unclaimed", "Matched", "Preempting", "Drain", "Backfill", "BkIdle")
-
-#: -schedd, -submitters, ...: which ad type, and the columns condor_status shows for it
+#: -schedd, -submitters, ...: the ad type each asks for
 TYPES = {
-    "schedd": (AdType.Schedd, ("Name", "Machine", "TotalRunningJobs", "TotalIdleJobs", "TotalHeldJobs")),
-    "submitters": (AdType.Submitter, ("Name", "Machine", "RunningJobs", "IdleJobs", "HeldJobs")),
-    "negotiator": (AdType.Negotiator, ("Name", "Machine")),
-    "master": (AdType.Master, ("Name", "Machine", "MasterPid")),
-    "collector": (AdType.Collector, ("Name", "Machine", "HostsTotal", "RunningJobs", "IdleJobs")),
-    "accounting": (AdType.Accounting, ("Name", "Priority", "PriorityFactor", "ResourcesUsed")),
-    "any": (AdType.Any, ("MyType", "TargetType", "Name")),
+    "schedd": AdType.Schedd, "submitters": AdType.Submitter, "negotiator": AdType.Negotiator,
+    "master": AdType.Master, "collector": AdType.Collector, "accounting": AdType.Accounting, "any": AdType.Any,
 }
 
-
-def _get(ad: ClassAd, name: str, default=""):
-    value = fmt.ad_value(ad, name)
-    return default if value.__class__.__name__ == "Value" else value
-
-
-def slot_rows(ads, now: float) -> list[tuple]:
-    """The default table's rows: one per slot."""
-    rows = []
-    for ad in ads:
-        load = _get(ad, "LoadAvg", 0.0)
-        entered = _get(ad, "EnteredCurrentActivity", 0)
-        rows.append((_get(ad, "Name", "?"), _get(ad, "OpSys"), _get(ad, "Arch"), _get(ad, "State"),
-                     _get(ad, "Activity"), f"{float(load):.3f}" if isinstance(load, (int, float)) else "",
-                     _get(ad, "Memory"), fmt.duration(now - entered) if isinstance(entered, (int, float)) and entered
-                     else fmt.duration(0)))
-    return rows
+#: constraint of the -compact views (prettyPrint.h PMODE_*_COMPACT_CONSTRAINT)
+COMPACT = "PartitionableSlot =?= true || DynamicSlot =!= true"
+COMPACT_CLAIMED = ('(State == "Claimed" && DynamicSlot =!= true) || '
+                   "(NumDynamicSlots isnt undefined && NumDynamicSlots > 0)")
 
 
-def total_rows(ads) -> list[tuple]:
-    """The totals table: one row per Arch/OpSys, then the overall total."""
-    groups: dict[str, dict[str, int]] = {}
-    overall: dict[str, int] = {}
-
-    def add(counts: dict[str, int], state: str, activity: str) -> None:
-        counts["Total"] = counts.get("Total", 0) + 1
-        counts[state] = counts.get(state, 0) + 1
-        if state == "Backfill" and activity == "Idle":
-            counts["BkIdle"] = counts.get("BkIdle", 0) + 1
-
-    for ad in ads:
-        key = f"{_get(ad, 'Arch', '?')}/{_get(ad, 'OpSys', '?')}"
-        state, activity = str(_get(ad, "State", "?")), str(_get(ad, "Activity", "?"))
-        add(groups.setdefault(key, {}), state, activity)
-        add(overall, state, activity)
-    rows = []
-    for key, counts in sorted(groups.items()) + [("Total", overall)]:
-        rows.append((key, counts.get("Total", 0), *(counts.get(s, 0) for s in TOTAL_STATES), counts.get("BkIdle", 0)))
-    return rows
+def _natural(text: object) -> list:
+    """condor_status's natural sort: ``slot2`` before ``slot10``."""
+    return [int(p) if p.isdigit() else p.lower() for p in re.split(r"(\d+)", str(text or ""))]
 
 
-def _constraint(args: argparse.Namespace) -> str:
+def _sort(ads: list[ClassAd]) -> list[ClassAd]:
+    return sorted(ads, key=lambda ad: (_natural(sv.get(ad, "Machine")), _natural(sv.get(ad, "Name"))))
+
+
+def _kind(args: argparse.Namespace) -> str | None:
+    kinds = [k for k in TYPES if getattr(args, k, False)]
+    if len(kinds) > 1:
+        raise UsageError(f"-{kinds[1]} contradicts -{kinds[0]}: ask for one kind of ad at a time")
+    kind = kinds[0] if kinds else None
+    if kind and (args.compact or args.avail or args.claimed or args.server or args.state):
+        flag = next(f for f in ("compact", "avail", "claimed", "server", "state") if getattr(args, f))
+        raise UsageError(f"-{flag} contradicts -{kind}: it is a view of the slots")
+    if args.server and args.state:
+        raise UsageError("-state contradicts -server: choose one view of the slots")
+    return kind
+
+
+def _constraint(args: argparse.Namespace, kind: str | None) -> str:
     parts = []
     if args.names:
-        parts.append(" || ".join(f"Name == {quote(n)} || Machine == {quote(n)}" for n in args.names))
+        if kind is None and (args.claimed or args.run) and not args.compact:
+            parts.append(" || ".join(f"RemoteUser == {quote(n)}" for n in args.names))
+        else:
+            parts.append(" || ".join(f"Name == {quote(n)} || Machine == {quote(n)}" for n in args.names))
     if args.constraint:
         parts.append(args.constraint)
-    if args.avail:
-        parts.append('State == "Unclaimed" && Activity == "Idle"')
-    if args.run or args.claimed:
-        parts.append('State == "Claimed"')
+    if kind is None and not args.compact:
+        if args.avail:
+            parts.append(sv.AVAIL)
+        elif args.claimed or args.run:
+            parts.append(sv.CLAIMED)
+    if kind == "schedd" and args.run:
+        parts.append(sv.SCHEDD_RUN)
     return " && ".join(f"({p})" for p in parts)
 
 
-def status(args: argparse.Namespace) -> int:
-    """htc status: show the machines (slots) of the pool."""
-    kind = next((k for k in TYPES if getattr(args, k, False)), None)
-    ad_type, columns = TYPES[kind] if kind else (AdType.Startd, SLOT_HEADERS)
-    ads = query_collector(ad_type, _constraint(args), transport=transport_from(args))
+def _machine_filter(ads: list[ClassAd], args: argparse.Namespace) -> list[ClassAd]:
+    """-compact: the slots of the machines whose top-level slots the view selects."""
+    from htc.classad import ExprTree
+
+    test = ExprTree(sv.AVAIL if args.avail else COMPACT_CLAIMED if (args.claimed or args.run) else COMPACT)
+    chosen = {sv.get(ad, "Machine") for ad in ads if sv.get(ad, "DynamicSlot") is not True and test.eval(ad) is True}
+    return [ad for ad in ads if sv.get(ad, "Machine") in chosen]
+
+
+def _compact_totalled(ads: list[ClassAd]) -> list[ClassAd]:
+    """The slots -compact's totals count: dynamic and static slots, and a partitionable slot
+    only while it has resources left (condor_status's ROLLUP_PARTITIONABLE)."""
+    def exhausted(ad: ClassAd) -> bool:
+        return (sv.get(ad, "PartitionableSlot") is True
+                and not ((sv.get(ad, "Cpus") or 0) > 0 and (sv.get(ad, "Memory") or 0) > 0))
+    return [ad for ad in ads if not exhausted(ad)]
+
+
+def _print_custom(ads: list[ClassAd], args: argparse.Namespace) -> bool:
     if args.long:
         sys.stdout.write(fmt.long_form(ads))
-        return 0
-    if args.json:
+    elif args.json:
         sys.stdout.write(fmt.json_form(ads))
-        return 0
-    if args.af:
+    elif args.af:
         sys.stdout.write(fmt.autoformat(ads, args.af))
+    elif args.format:
+        sys.stdout.write("".join("".join(sv.printf_format(f, e, ad) for f, e in args.format) for ad in ads))
+    else:
+        return False
+    return True
+
+
+def status(args: argparse.Namespace) -> int:
+    """htc status: show the machines (slots) of the pool, or other daemons' ads."""
+    kind = _kind(args)
+    ad_type = TYPES[kind] if kind else AdType.Startd
+    ads = _sort(query_collector(ad_type, _constraint(args, kind), transport=transport_from(args)))
+    if args.compact and kind is None:
+        ads = _machine_filter(ads, args)
+    if _print_custom(ads, args):
         return 0
     out = fmt.console()
-    if kind:
-        fmt.print_table(columns, [tuple(_get(ad, c) for c in columns) for ad in ads], out=out)
-        return 0
-    if not args.total:
-        if args.run or args.claimed:
-            rows = [(_get(ad, "Name", "?"), _get(ad, "OpSys"), _get(ad, "Arch"),
-                     f"{float(_get(ad, 'LoadAvg', 0.0)):.3f}", _get(ad, "RemoteUser"), _get(ad, "ClientMachine"))
-                    for ad in ads]
-            fmt.print_table(RUN_HEADERS, rows, right=[3], out=out)
+    if args.wide:
+        out.width = 100_000  # -wide: lines are never cut to the terminal
+    if kind is None:
+        mode = "server" if args.server else "state" if args.state else "run" if (args.claimed or args.run) else ""
+        if args.compact:
+            heads, rows, right = sv.compact_rows(ads, mode)
         else:
-            fmt.print_table(SLOT_HEADERS, slot_rows(ads, time.time()), right=[5, 6], out=out)
-        print()
-    if ads:
-        fmt.print_table(TOTAL_HEADERS, total_rows(ads), right=range(0, len(TOTAL_HEADERS)), out=out)
+            columns = {"server": sv.slots_server, "state": sv.slots_state, "run": sv.slots_run}.get(mode)
+            heads, rows, right = sv.render(columns() if columns else sv.slots_normal(args.wide), ads)
+        totals = mode or "normal"
+        if not ads:
+            print("No slots in the collector yet (is a startd running? 'htc pool status' shows the daemons).",
+                  file=sys.stderr)
+            return 0
     else:
-        print("No slots in the collector yet (is a startd running? 'htc pool status' shows the daemons).")
+        view = "schedd-run" if kind == "schedd" and args.run else kind
+        if kind == "accounting":
+            columns = [sv.attr(a, alt="") for a in ("Name", "Priority", "PriorityFactor", "ResourcesUsed")]
+        else:
+            columns = sv.DAEMON_VIEWS[view]
+        heads, rows, right = sv.render(columns, ads)
+        totals = view if view in ("schedd", "submitters") else None
+        if not ads:
+            return 0
+    if not args.total:
+        fmt.print_table(heads, [("",) * len(heads)] + rows, right=right, out=out)
+    if totals and ads:
+        key = sv.platform if args.compact else None
+        counted = _compact_totalled(ads) if args.compact else ads
+        lines = sv.totals_lines(totals, counted, auto_key=args.wide or totals == "submitters", key=key)
+        out.file.write("\n" + "".join(line + "\n" for line in lines))
     return 0
 
 
@@ -122,23 +156,37 @@ def register(sub) -> None:
     """Add ``htc status``."""
     p = add_command(sub, "status", "show the machines (slots) of the pool (condor_status)", [
         "htc status                      # one line per slot, then totals",
+        "htc status -compact             # one line per machine",
         "htc status -avail               # slots willing to run a job now",
         "htc status -run                 # slots running jobs, and for whom",
+        "htc status -state -wide",
         "htc status -total",
         "htc status -af Name Cpus Memory State",
+        "htc status -format '%s ' Name -format '%d\\n' Memory",
         "htc status -constraint 'Memory > 4096' -long",
         "htc status -schedd              # other daemons' ads",
     ])
-    p.add_argument("names", nargs="*", metavar="MACHINE|SLOT", help="only these machines or slots")
-    for flag, text in [("avail", "slots willing to run jobs now"), ("run", "slots running jobs"),
-                       ("claimed", "claimed slots"), ("total", "only the totals table"),
+    p.add_argument("names", nargs="*", metavar="MACHINE|SLOT",
+                   help="only these machines or slots (with -claimed/-run: these RemoteUsers)")
+    for flag, text in [("avail", "slots willing to run a job now (Unclaimed, with Cpus and Memory left)"),
+                       ("claimed", "claimed slots: who runs on them and from where"),
+                       ("run", "same as -claimed; with -schedd, the schedds running jobs"),
+                       ("server", "slots' resources: Memory, Disk, Mips, KFlops"),
+                       ("state", "slots' state and activity, and how long they have been in them"),
+                       ("compact", "one line per machine, its dynamic slots rolled into the partitionable one"),
+                       ("wide", "never cut a line or a column to the terminal's width"),
                        ("long", "whole ads, one attribute per line")]:
-        aliases = ("l",) if flag == "long" else ()
-        add_option(p, flag, *aliases, action="store_true", help=text)
-    for kind in TYPES:
-        add_option(p, kind, action="store_true", help=f"{TYPES[kind][0].value} ads instead of slots")
+        add_option(p, flag, *(("l",) if flag == "long" else ()), action="store_true", help=text)
+    add_option(p, "total", "totals", dest="total", action="store_true", help="only the totals table")
+    for kind, ad_type in TYPES.items():
+        add_option(p, kind, action="store_true", help="every ad: its MyType, TargetType and Name" if kind == "any"
+                   else f"{ad_type.value} ads instead of slots")
     add_option(p, "af", "autoformat", nargs="+", metavar="ATTR",
                help="print these attributes (or expressions), one ad per line")
+    add_option(p, "format", nargs=2, action="append", metavar=("FMT", "ATTR"),
+               help="print ATTR with the printf format FMT (%%s %%d %%f %%v %%V %%r); repeat for more")
     add_option(p, "constraint", metavar="EXPR", help="ads satisfying this ClassAd expression")
     add_pool_options(p)
+    if "-help" not in p._option_string_actions:  # HTCondor's spelling of --help
+        p.add_argument("-help", action="help", help="show this help message and exit")
     p.set_defaults(func=status)

@@ -246,14 +246,19 @@ def history_path() -> str:
 
 
 def history(constraint: str = "", *, limit: int | None = None, owner: str | None = None,
-            path: str | os.PathLike | None = None) -> list[ClassAd]:
+            path: str | os.PathLike | None = None, forwards: bool = False,
+            since: str | None = None) -> list[ClassAd]:
     """condor_history: finished (completed or removed) jobs, newest first.
 
     Args:
         constraint: a ClassAd expression the job ads must satisfy.
-        limit: at most this many jobs (``-limit``/``-match``).
+        limit: at most this many jobs (``-limit``/``-match``), the first ones in the order asked for.
         owner: only this owner's jobs.
         path: the job queue file (default: the configured ``JOB_QUEUE_DB``).
+        forwards: oldest first (``-forwards``) instead of newest first.
+        since: stop the scan, newest first, at the first job for which this expression is
+            true (condor_history's ``-since``; ``-completedsince T`` is
+            ``CompletionDate <= T``); that job and older ones are left out.
 
     Returns:
         Whole job ads.
@@ -262,20 +267,33 @@ def history(constraint: str = "", *, limit: int | None = None, owner: str | None
         UsageError: the constraint does not parse, or there is no job queue file yet (no
             schedd has run in this pool).
     """
+    from htc.classad import ExprTree
     from htc.jobqueue import JobQueue, QueueFileError
 
     check_expression(constraint, "constraint")
+    if since is not None:
+        check_expression(since, "-since / -completedsince expression")
     where = os.fspath(path) if path is not None else history_path()
     try:
         queue = JobQueue.open(where, create=False, verify=False)
     except QueueFileError as exc:
         raise UsageError(f"no job history at {where}: {exc}; jobs appear there once a schedd of this pool "
                          "has finished them") from None
+    scan_all = forwards or since is not None
     try:
-        rows = queue.history(constraint or None, limit=limit, owner=owner)
+        rows = queue.history(constraint or None, limit=None if scan_all else limit, owner=owner)
     finally:
         queue.close()
-    return [ClassAd("[ " + "; ".join(f"{name} = {text}" for name, text in row.items()) + " ]") for row in rows]
+    ads = [ClassAd("[ " + "; ".join(f"{name} = {text}" for name, text in row.items()) + " ]") for row in rows]
+    if since is not None:
+        stop = ExprTree(since)
+        for ix, ad in enumerate(ads):
+            if stop.eval(ad) is True:
+                ads = ads[:ix]
+                break
+    if forwards:
+        ads.reverse()
+    return ads[:limit] if limit is not None else ads
 
 
 # --- analysis -------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ import pytest
 from htc.classad import ClassAd, ExprTree
 from htc.cli import formatting as fmt
 from htc.cli import job_views as views
-from htc.cli.status import slot_rows, total_rows
 from htc.errors import UsageError
 
 AD = ClassAd('[ ClusterId = 12; ProcId = 3; Owner = "alice"; Cmd = "/bin/sleep"; Args = "60";'
@@ -103,15 +102,6 @@ def test_hold_and_history_rows():
     done = ClassAd({"ClusterId": 2, "ProcId": 1, "Owner": "a", "JobStatus": 4, "QDate": 1700000000,
                     "CompletionDate": 1700003600, "RemoteWallClockTime": 61.0, "Cmd": "/bin/true"})
     assert views.history_rows([done], 0) == [("2.1", "a", "11/14 22:13", "0+00:01:01", "C", "11/14 23:13", "true")]
-
-
-def test_status_slot_and_total_rows():
-    slots = [ClassAd({"Name": f"slot{i}@h", "OpSys": "LINUX", "Arch": "X86_64", "State": state,
-                      "Activity": activity, "LoadAvg": 0.25, "Memory": 1024, "EnteredCurrentActivity": 1000})
-             for i, (state, activity) in enumerate([("Unclaimed", "Idle"), ("Claimed", "Busy"), ("Owner", "Idle")])]
-    assert slot_rows(slots[:1], 1000 + 65) == [("slot0@h", "LINUX", "X86_64", "Unclaimed", "Idle", "0.250", 1024,
-                                                 "0+00:01:05")]
-    assert total_rows(slots) == [("X86_64/LINUX", 3, 1, 1, 1, 0, 0, 0, 0, 0), ("Total", 3, 1, 1, 1, 0, 0, 0, 0, 0)]
 
 
 def test_value_text():

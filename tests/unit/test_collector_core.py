@@ -161,3 +161,24 @@ def test_other_daemons_messages_are_unknown_requests(h):
 
 def test_stop_exits_at_once(h):
     assert c.Exit(0) in h.core.handle(c.StopRequested(), h.now)
+
+
+def test_collector_ad_totals_are_current_when_queried():
+    """HostsTotal, RunningJobs, ... count the live ads at the query, as HTCondor names them."""
+    h = Harness(update_interval=900)
+    [own] = h.query(ad_type=m.AdType.Collector)
+    assert (own["HostsTotal"], own["MachineAds"], own["SubmitterAds"]) == (0, 0, 0)
+    h.update("slot1@x", slot("slot1@x", 2, "Claimed"), lifetime=1000)
+    h.update("slot2@x", slot("slot2@x", 2, "Unclaimed"), lifetime=1000)
+    h.update("slot3@x", slot("slot3@x", 2, "Owner"), lifetime=30)
+    h.ask(m.UpdateAd(ad_type=m.AdType.Submitter, name="alice@x", ad_text="[ RunningJobs = 3; IdleJobs = 4 ]"))
+    h.ask(m.UpdateAd(ad_type=m.AdType.Submitter, name="bob@x", ad_text="[ RunningJobs = 5 ]"))
+    h.now = T0 + 10
+    [own] = h.query(ad_type=m.AdType.Collector)
+    assert (own["HostsTotal"], own["HostsClaimed"], own["HostsUnclaimed"], own["HostsOwner"]) == (3, 1, 1, 1)
+    assert (own["RunningJobs"], own["IdleJobs"]) == (3, 4), "a submitter ad without IdleJobs is not counted"
+    assert (own["MachineAds"], own["SubmitterAds"]) == (3, 2)
+    assert own["LastHeardFrom"] == int(T0), "the ad keeps the time it was advertised"
+    h.at(T0 + 40)
+    [own] = [ad for ad in h.query(ad_type=m.AdType.Any) if ad["MyType"] == "Collector"]
+    assert (own["HostsTotal"], own["HostsOwner"]) == (2, 0), "an expired slot ad no longer counts"

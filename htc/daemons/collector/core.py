@@ -165,6 +165,8 @@ class Collector:
             constraint = ExprTree(msg.constraint) if msg.constraint.strip() else None
         except ClassAdParseError as exc:
             return c.bad_request(event, f"the constraint is not a ClassAd expression: {exc}")
+        if msg.ad_type in (m.AdType.Collector, m.AdType.Any) and self.started_at is not None:
+            self._recount_self(now)
         texts = []
         for key in sorted(self.ads, key=lambda k: (k[0].value, k[1], k[2])):
             stored = self.ads[key]
@@ -224,22 +226,42 @@ class Collector:
         self.store(m.AdType.Collector, self.settings.name, self.self_ad(now),
                    3 * self.settings.update_interval, now)
 
+    def _recount_self(self, now: float) -> None:
+        """Bring the totals of the collector's own ad up to ``now`` before a query reads it
+        (HTCondor's are as of its last COLLECTOR_UPDATE_INTERVAL, up to 15 minutes old: a
+        personal pool's ``htc status -collector`` would show none of the slots just started).
+        The ad keeps its expiry; only its text changes."""
+        stored = self.ads.get(_key(m.AdType.Collector, self.settings.name, ClassAd()))
+        if stored is None:
+            return
+        ad = self.self_ad(now)
+        ad["LastHeardFrom"] = stored.ad.eval("LastHeardFrom")
+        stored.ad, stored.text = ad, str(ad)
+
     def self_ad(self, now: float) -> ClassAd:
-        """The collector's own ad, with pool totals as HTCondor's collector ad names them."""
+        """The collector's own ad, with pool totals as HTCondor's collector ad names them
+        (CollectorDaemon::sendCollectorAd): ``HostsTotal`` counts the slot ads that have a
+        ``State`` and ``HostsClaimed``/``HostsUnclaimed``/``HostsOwner`` those in each state;
+        ``RunningJobs``/``IdleJobs`` add up the Submitter ads that carry both numbers;
+        ``MachineAds`` and ``SubmitterAds`` count the ads of each kind.  Only live ads count."""
         totals = {"HostsTotal": 0, "HostsClaimed": 0, "HostsUnclaimed": 0, "HostsOwner": 0,
-                  "RunningJobs": 0, "IdleJobs": 0, "SubmitterAds": 0}
+                  "RunningJobs": 0, "IdleJobs": 0, "MachineAds": 0, "SubmitterAds": 0}
         for (ad_type, _, _), stored in self.ads.items():
+            if stored.expires_at <= now:
+                continue
             if ad_type is m.AdType.Startd:
-                totals["HostsTotal"] += 1
+                totals["MachineAds"] += 1
                 state = stored.ad.eval("State") if "State" in stored.ad else None
-                if state in ("Claimed", "Unclaimed", "Owner"):
-                    totals[f"Hosts{state}"] += 1
+                if isinstance(state, str):
+                    totals["HostsTotal"] += 1
+                    if state in ("Claimed", "Unclaimed", "Owner"):
+                        totals[f"Hosts{state}"] += 1
             elif ad_type is m.AdType.Submitter:
                 totals["SubmitterAds"] += 1
-                for attr in ("RunningJobs", "IdleJobs"):
-                    value = stored.ad.eval(attr) if attr in stored.ad else 0
-                    if isinstance(value, int) and not isinstance(value, bool):
-                        totals[attr] += value
+                counts = [stored.ad.eval(attr) if attr in stored.ad else None for attr in ("RunningJobs", "IdleJobs")]
+                if all(isinstance(v, int) and not isinstance(v, bool) for v in counts):
+                    totals["RunningJobs"] += counts[0]
+                    totals["IdleJobs"] += counts[1]
         from htc import __version__
 
         return ClassAd({
