@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "htc.cli.config_val",
     "htc.cli.tail",
     "htc.cli.ssh_to_job",
+    "htc.cli.evicted_files",
     "htc.cli.who",
     "htc.cli.ping",
     "htc.cli.version",
