@@ -60,7 +60,7 @@ def _shell(entry: pwd.struct_passwd | None, env: dict[str, str]) -> str:
 
 def ssh_to_job(args: argparse.Namespace) -> int:
     """htc ssh_to_job: a shell (or a command) in a running job's sandbox, as the job's user."""
-    job = find_running_job(args.job, transport=transport_from(args, "schedd"))
+    job = find_running_job(args.job, transport=transport_from(args, "schedd"), home=args.pool)
     me = os.geteuid()
     owner = (job.ad or {}).get("Owner") if job.ad else None
     if me != 0:

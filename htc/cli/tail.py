@@ -57,7 +57,7 @@ def tail(args: argparse.Namespace) -> int:
     transport = transport_from(args, "schedd")
     while True:
         try:
-            job = find_running_job(args.job, transport=transport)
+            job = find_running_job(args.job, transport=transport, home=args.pool)
             break
         except UsageError as exc:
             if not args.auto_retry or "is not running" not in str(exc):

@@ -47,7 +47,7 @@ def _program(job) -> str:
 def who(args: argparse.Namespace) -> int:
     """htc who: the jobs running on this machine's startd."""
     slots = startd_slots(name=args.name or "startd", transport=transport_from(args))
-    local = running_on_this_machine()
+    local = running_on_this_machine(home=args.pool)
     now = time.time()
     rows = []
     for ad in sorted(slots, key=lambda a: (a.get("SlotID") or 0, a.get("DSlotId") or 0)):

@@ -10,7 +10,8 @@ with the rights of the user who runs them:
 * the startd makes each sandbox as ``dir_<pid>_<n>`` under its execute directory (EXECUTE, or
   the per-pool directory under ``/var/lib/htc/execute`` a root startd moves to when EXECUTE
   cannot be reached by the jobs' users: :mod:`htc.daemons.execute_dir`) and writes the job's ad
-  there as ``.job.ad``; the sandbox whose ad has the job's ``ClusterId``/``ProcId`` (and
+  there as ``.job.ad`` (owned by the startd's account: an ad file the job replaced is not
+  believed); the sandbox whose ad has the job's ``ClusterId``/``ProcId`` (and
   ``GlobalJobId`` when both carry one) is the job's;
 * the job's processes are those of the sandbox's user whose working directory is the sandbox;
   the oldest is the job's main process (its pid and its environment).
@@ -35,6 +36,7 @@ from htc.errors import UsageError
 from htc.wire.transport import Transport
 
 __all__ = ["RunningJob", "SandboxUnreadable", "execute_dirs", "sandboxes", "find_running_job", "job_processes",
+           "running_on_this_machine", "startd_slots",
            "STDOUT_NAME", "STDERR_NAME"]
 
 STDOUT_NAME = "_condor_stdout"
@@ -93,27 +95,37 @@ class RunningJob:
         return capture
 
 
-def execute_dirs() -> list[Path]:
-    """The directories this machine's startd may make sandboxes in (the existing ones)."""
+def execute_dirs(home: Path | str | None = None) -> list[Path]:
+    """The directories the startd of the pool under ``home`` (default: ``$HTC_HOME``'s) may make
+    sandboxes in (the existing ones)."""
     from htc.config import load_config
     from htc.daemons.service import home_dir
 
-    config = load_config("STARTD")
+    if home is None:
+        home, env = home_dir(), None
+    else:
+        env = {**os.environ, "HTC_HOME": str(home)}
+    config = load_config("STARTD", env=env)
     candidates = []
     configured = config.param("EXECUTE")
     if configured:
         candidates.append(Path(str(configured)))
     # the per-pool directory a root startd moves to (htc.daemons.execute_dir.shared_execute_dir)
-    digest = hashlib.sha256(str(Path(home_dir()).resolve()).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(str(Path(home).resolve()).encode()).hexdigest()[:16]
     candidates.append(SHARED_EXECUTE_ROOT / digest)
     return [p for p in dict.fromkeys(candidates) if p.is_dir()]
 
 
 def _read_ad(box: Path) -> ClassAd | None:
     """The sandbox's ``.job.ad`` (old syntax, as the starter writes it), or None when unreadable."""
+    import stat
+
     from htc.classad import ClassAdParseError, parseOne
 
     try:
+        st = (box / JOB_AD_NAME).lstat()
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != box.parent.stat().st_uid:
+            return ClassAd()  # not the starter's: the job made it (a job may write in its sandbox)
         return parseOne((box / JOB_AD_NAME).read_text())
     except (OSError, UnicodeDecodeError):
         return None
@@ -160,10 +172,14 @@ def _matches(ad: ClassAd, cluster: int, proc: int, global_id: str | None) -> boo
     return not (global_id and isinstance(theirs, str) and theirs != global_id)
 
 
-def find_running_job(job: str, *, transport: Transport | None = None, dirs: Iterable[Path] | None = None
-                     ) -> RunningJob:
+def find_running_job(job: str, *, transport: Transport | None = None, home: Path | str | None = None,
+                     dirs: Iterable[Path] | None = None) -> RunningJob:
     """The running job ``job`` (``CLUSTER.PROC``; ``CLUSTER`` means its first running proc) and
     its sandbox on this machine.
+
+    ``transport`` reaches the schedd; ``home`` is the pool's HTC_HOME, whose configuration says
+    where its startd makes sandboxes (default: ``$HTC_HOME``); ``dirs`` names those directories
+    outright.
 
     Raises:
         UsageError: ``job`` is not a job id, the job is not in the queue or not running, or its
@@ -194,7 +210,7 @@ def find_running_job(job: str, *, transport: Transport | None = None, dirs: Iter
     job_id = f"{ad['ClusterId']}.{ad['ProcId']}"
     global_id = ad.get("GlobalJobId") if isinstance(ad.get("GlobalJobId"), str) else None
     unreadable = []
-    for box, box_ad in sandboxes(dirs):
+    for box, box_ad in sandboxes(execute_dirs(home) if dirs is None else dirs):
         if box_ad is None:
             if not os.access(box, os.R_OK | os.X_OK):
                 unreadable.append(box)
@@ -226,11 +242,12 @@ def _owner_name(box: Path) -> str:
         return str(uid)
 
 
-def running_on_this_machine(*, dirs: Iterable[Path] | None = None) -> dict[str, RunningJob]:
+def running_on_this_machine(*, home: Path | str | None = None, dirs: Iterable[Path] | None = None
+                            ) -> dict[str, RunningJob]:
     """``{"cluster.proc": RunningJob}`` of the sandboxes here the caller can read (condor_who's PIDs
     and programs; the schedd is not asked)."""
     out: dict[str, RunningJob] = {}
-    for box, box_ad in sandboxes(dirs):
+    for box, box_ad in sandboxes(execute_dirs(home) if dirs is None else dirs):
         if box_ad is None or not isinstance(box_ad.get("ClusterId"), int):
             continue
         job_id = f"{box_ad['ClusterId']}.{box_ad.get('ProcId', 0)}"

@@ -6,13 +6,16 @@ nothing here sleeps for a fixed time or assumes an idle machine.
 
 from __future__ import annotations
 
+import argparse
 import os
+import pwd
 import re
 import subprocess
 import sys
 
 import pytest
 
+from htc.wire import messages as m
 from poolutil import open_pool, wait_for
 
 pytestmark = pytest.mark.slow
@@ -54,11 +57,73 @@ def test_tail_prints_the_end_of_stdout_and_stderr(running):
     assert (err.returncode, err.stdout) == (0, "to stderr\n")
 
 
+def test_tail_of_another_pool_with_pool_home(running, tmp_path):
+    env = {**running.env, "HTC_HOME": str(tmp_path / "another")}
+    out = subprocess.run([sys.executable, "-m", "htc.cli.main", "tail", "-stderr", "-pool", str(running.home), "1.0"],
+                         env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert (out.returncode, out.stdout) == (0, "to stderr\n"), out.stderr
+
+
 def test_tail_refuses_a_job_that_is_not_running(running):
     out = htc(running, "tail", "99.0")
     assert out.returncode != 0 and "job 99.0 is not in the queue" in out.stderr
     bad = htc(running, "tail", "-bogus", "1.0")
     assert bad.returncode == 2 and bad.stderr.startswith("usage: htc tail ")
+
+
+def test_an_idle_job_has_no_sandbox(running):
+    running.submit("executable = /bin/true\nrequirements = false\nqueue\n")
+    out = htc(running, "tail", "2.0")
+    assert out.returncode == 2 and "job 2.0 is not running (it is idle)" in out.stderr
+    running.send(m.ActOnJobs(action=m.JobAction.Remove, ids=("2.0",), reason="test"))
+
+
+def _as_user(uid: int, pool, fn) -> str:
+    """Run ``fn()`` in a child process that has become ``uid`` (with the pool's environment);
+    return the text of what it raised ("" if nothing). Forked, so nothing new must be imported
+    from directories that user cannot read."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 0
+        try:
+            os.close(read)
+            os.environ.clear()
+            os.environ.update(pool.env)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            try:
+                fn()
+            except Exception as exc:  # noqa: BLE001 - reported to the parent
+                os.write(write, f"{type(exc).__name__}: {exc}".encode())
+        except BaseException:  # noqa: BLE001
+            code = 3
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        text = pipe.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    return text
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: another user's view of a root pool's sandbox")
+def test_another_user_is_told_the_sandbox_is_not_theirs(running):
+    from htc.cli import ssh_to_job as ssh  # imported here, before the child drops root
+    from htc.client.sandbox import find_running_job
+
+    import encodings.idna  # noqa: F401 - what the child would import lazily, from files nobody may not read
+
+    find_running_job("1.0", transport=running.transport, home=running.home)  # as root: found (and every module loaded)
+    nobody = pwd.getpwnam("nobody").pw_uid
+    refused = _as_user(nobody, running, lambda: find_running_job("1.0", transport=running.transport, home=running.home))
+    assert refused.startswith("SandboxUnreadable: ") and "not readable by you" in refused, refused
+    assert "run this as root" in refused
+    args = argparse.Namespace(job="1.0", remote_command=["id"], pool=str(running.home), name=None)
+    entered = _as_user(nobody, running, lambda: ssh.ssh_to_job(args))
+    assert "job 1.0 belongs to root" in entered or "not readable by you" in entered, entered
 
 
 def test_ssh_to_job_runs_in_the_sandbox_as_the_jobs_user_with_its_environment(running):
