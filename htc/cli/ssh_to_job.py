@@ -14,6 +14,7 @@ import argparse
 import os
 import pwd
 import subprocess
+import sys
 from pathlib import Path
 
 from htc.cli.options import add_command, add_pool_options, transport_from
@@ -82,7 +83,9 @@ def ssh_to_job(args: argparse.Namespace) -> int:
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     shell = _shell(entry, env)
     # as ssh does: the words of the command joined by spaces, run by the shell (globs, pipes work)
-    argv = [shell, "-c", " ".join(args.remote_command)] if args.remote_command else [shell, "-i"]
+    # (an interactive shell only on a terminal: bash -i on a pipe complains about job control)
+    argv = [shell, "-c", " ".join(args.remote_command)] if args.remote_command else \
+        [shell, "-i"] if sys.stdin.isatty() else [shell]
 
     def become_job_user() -> None:
         if os.geteuid() == 0 and job.uid != 0:
@@ -91,8 +94,9 @@ def ssh_to_job(args: argparse.Namespace) -> int:
             os.setuid(job.uid)
 
     if not args.remote_command:
-        print(f"Welcome to {job.user}@{job.sandbox} (job {job.job_id})!\nYour htc job is running with pid(s) "
-              f"{' '.join(map(str, job.pids)) or 'unknown'}.", flush=True)
+        slot = (job.ad or {}).get("RemoteHost") if job.ad else None
+        print(f"Welcome to {slot or job.user}!\nYour htc job {job.job_id} is running with pid(s) "
+              f"{' '.join(map(str, job.pids)) or 'unknown'} in {job.sandbox}, as {job.user}.", flush=True)
     result = subprocess.run(argv, cwd=job.sandbox, env=env, preexec_fn=become_job_user, check=False)
     return result.returncode if result.returncode >= 0 else 128 - result.returncode
 

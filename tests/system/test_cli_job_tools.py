@@ -23,9 +23,10 @@ pytestmark = pytest.mark.slow
 DAEMONS = "COLLECTOR, SCHEDD, NEGOTIATOR, STARTD"
 
 
-def htc(pool, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+def htc(pool, *args: str, timeout: float = 60, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "htc.cli.main", *args], env=pool.env, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+                          text=True, timeout=timeout, **({"input": stdin} if stdin is not None
+                                                         else {"stdin": subprocess.DEVNULL}))
 
 
 def _job(pool) -> str:
@@ -139,6 +140,9 @@ def test_ssh_to_job_runs_in_the_sandbox_as_the_jobs_user_with_its_environment(ru
     assert "_condor_stdout" in files
     status = htc(running, "ssh_to_job", "1.0", "exit 7")
     assert status.returncode == 7
+    shell = htc(running, "ssh_to_job", "1.0", stdin="echo in=$PWD; exit 3\n")  # the shell reads its input
+    assert shell.returncode == 3, shell.stderr
+    assert shell.stdout.startswith("Welcome to slot1_1@") and f"in={pwd}\n" in shell.stdout
 
 
 def test_who_lists_the_running_job_with_its_pid_and_program(running):
