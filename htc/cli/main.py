@@ -30,11 +30,33 @@ COMMAND_MODULES = [
     "htc.cli.userprio",
     "htc.cli.pool",
     "htc.cli.config_val",
+    "htc.cli.tail",
+    "htc.cli.ssh_to_job",
+    "htc.cli.evicted_files",
+    "htc.cli.who",
+    "htc.cli.ping",
+    "htc.cli.version",
 ]
 
 
 class HelpfulParser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors name the subcommand and point at ``--help``."""
+    """An ArgumentParser whose usage errors name the subcommand and point at ``--help``.
+
+    ``-help`` (HTCondor's spelling) is ``--help`` on every parser, and each parser that parses
+    records itself in the namespace (the innermost one first), so that :func:`main` reports an
+    unknown flag with the usage of the subcommand it was given to, not the top-level one.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.add_help:
+            self.add_argument("-help", action="help", help=argparse.SUPPRESS)
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if not hasattr(namespace, "_htc_parser"):
+            namespace._htc_parser = self
+        return namespace, extras
 
     def error(self, message: str):  # pragma: no cover - exercised through main()
         self.print_usage(sys.stderr)
@@ -59,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the ``htc`` command with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the subcommand that was given the flag reports it, with its own usage
+        getattr(args, "_htc_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.version:
         from htc import __version__
 

@@ -21,6 +21,9 @@ condor_off, _on, _restart, _reconfig     :func:`daemons_off`, :func:`daemons_on`
 condor_vacate, condor_drain              :func:`vacate_slots`, :func:`drain_machines`
 condor_userprio                          :func:`user_priorities`, :func:`set_user_priority`
 condor_ping, any request                 :func:`ping`, :func:`query_master`, :func:`send_command`
+condor_ping's authorization levels       :func:`check_access`
+condor_tail, _ssh_to_job, _who           :func:`find_running_job` (a running job's sandbox here),
+                                         :func:`running_on_this_machine`, :func:`startd_slots`
 =======================================  =================================================================
 
 Without a ``transport`` every call reaches the daemons of this machine's pool, under
@@ -38,6 +41,8 @@ Modules:
 - ``analysis``: ``-better-analyze`` as a pure function of a job ad and slot ads.
 - ``wait``: condor_wait, following a job event log.
 - ``pool``: the personal pool (start, stop, status).
+- ``access``: condor_ping's question, whether the caller has a level on a daemon.
+- ``sandbox``: a running job's sandbox on this machine (condor_tail, condor_ssh_to_job, condor_who).
 - ``admin``: the administrator tools on a running pool (off/on/restart/reconfig, vacate, drain,
   reschedule, userprio).
 """
@@ -58,6 +63,8 @@ from htc.client.request import (
 from htc.client.selection import JobSelection, parse_selection
 from htc.client.submission import SubmitResult, build_cluster, submit
 from htc.client.wait import WaitResult, parse_job_spec, wait_for_jobs
+from htc.client.access import AccessReport, check_access
+from htc.client.sandbox import RunningJob, find_running_job, running_on_this_machine, startd_slots
 
 __all__ = [
     # one request to a daemon
@@ -73,4 +80,6 @@ __all__ = [
     "DaemonInfo", "PoolStartError", "PoolStatus", "UserPriority", "daemons_off", "daemons_on", "daemons_restart",
     "drain_machines", "pool_status", "reconfig", "reschedule", "set_user_priority", "start_pool", "stop_pool",
     "user_priorities", "vacate_slots",
+    # a running job, and access
+    "AccessReport", "check_access", "RunningJob", "find_running_job", "running_on_this_machine", "startd_slots",
 ]
