@@ -91,15 +91,22 @@ def _never_copied() -> set[str]:
     return never
 
 
-def _editable_sources() -> list[str]:
-    """The directories setuptools' editable finders map packages to (``pip install -e``)."""
-    found = []
+def _editable_finders() -> dict[str, list[str]]:
+    """setuptools' editable finders (``pip install -e``): the directory of each finder module ->
+    the source directories it maps packages to."""
+    found: dict[str, list[str]] = {}
     for name, module in list(sys.modules.items()):
         if name.startswith("__editable___") and name.endswith("_finder"):
             mapping = getattr(module, "MAPPING", None)
             if isinstance(mapping, dict):
-                found += [os.path.realpath(p) for p in mapping.values() if isinstance(p, str)]
+                where = os.path.dirname(os.path.realpath(getattr(module, "__file__", None) or "."))
+                found.setdefault(where, []).extend(os.path.realpath(p) for p in mapping.values() if isinstance(p, str))
     return found
+
+
+def _editable_sources() -> list[str]:
+    """The directories setuptools' editable finders map packages to."""
+    return [source for sources in _editable_finders().values() for source in sources]
 
 
 def import_path() -> list[str]:
@@ -311,6 +318,9 @@ def client_python(*, slot_user: str = "nobody", root: str | os.PathLike = MIRROR
             entries.append(source)
     mirrored = [e for e in entries if not _readable_by(Path(e), user)
                 or (os.path.isdir(e) and not os.stat(e).st_mode & 0o001)]
+    for where, sources in _editable_finders().items():  # a finder of mirrored sources is rewritten: mirror it
+        if where in entries and where not in mirrored and any(source in mirrored for source in sources):
+            mirrored.append(where)
     if not mirrored and _readable_by(Path(sys.executable), user) \
             and os.stat(os.path.realpath(sys.executable)).st_mode & 0o001:
         return sys.executable  # a container's or system's Python every user can read: nothing to do

@@ -155,7 +155,10 @@ def test_a_private_path_entry_is_mirrored_by_link_or_readable_copy(monkeypatch, 
 
 
 @ROOT_ONLY
-def test_an_editable_install_behind_a_private_dir_points_at_the_mirror(monkeypatch, request):
+@pytest.mark.parametrize("site_open", [False, True], ids=["venv-private", "venv-open"])
+def test_an_editable_install_behind_a_private_dir_points_at_the_mirror(monkeypatch, request, site_open):
+    """The project behind a 0700 directory; its venv there too, or where everyone may read it
+    (its finder is then mirrored all the same, to point at the mirrored sources)."""
     import types
 
     from htc.executors.client_env import client_python
@@ -165,8 +168,9 @@ def test_an_editable_install_behind_a_private_dir_points_at_the_mirror(monkeypat
     src = private / "project" / "htc_probe_pkg"
     src.mkdir(parents=True)
     (src / "__init__.py").write_text("WHO = 'editable'\n")
-    site = private / "site"
+    site = (_open_root(request).parent if site_open else private) / "site"
     site.mkdir()
+    site.chmod(0o755)
     finder_text = (f"MAPPING = {{'htc_probe_pkg': {str(src)!r}}}\n"
                    "import importlib.util, sys\n"
                    "class F:\n"
@@ -181,7 +185,7 @@ def test_an_editable_install_behind_a_private_dir_points_at_the_mirror(monkeypat
     (site / "__editable__.htc_probe-0.pth").write_text("import __editable___htc_probe_0_finder; "
                                                        "__editable___htc_probe_0_finder.install()\n")
     module = types.ModuleType("__editable___htc_probe_0_finder")
-    module.MAPPING = {"htc_probe_pkg": str(src)}
+    module.MAPPING, module.__file__ = {"htc_probe_pkg": str(src)}, str(finder)
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
     root = _open_root(request)
