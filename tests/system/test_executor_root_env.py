@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -40,7 +39,9 @@ def probe(path):
             "psutil": psutil.__version__, "python": sys.executable, "tried": tried}
 
 with HTCExecutor(pool=sys.argv[1], progress=False) as ex:
-    print(json.dumps(ex.submit(probe, sys.argv[2]).result(timeout=180)))
+    lane = ex.submit(probe, sys.argv[2])  # a plain call: the schedd may run it on a call lane
+    job = ex.options(timeout=120).submit(probe, sys.argv[2])  # a timeout: a job of its own
+    print(json.dumps([lane.result(timeout=180), job.result(timeout=180)]))
 '''
 
 
@@ -76,7 +77,13 @@ def test_a_call_imports_what_a_root_clients_private_venv_installed(private, pool
     done = subprocess.run([str(python), "-c", CLIENT, str(pool.home), str(target)], cwd=project, env=client_env(),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    answers = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(answers) == 2
+    for answer in answers:
+        check(answer)
+
+
+def check(answer: dict) -> None:
     import msgspec
     import psutil
 
