@@ -20,7 +20,7 @@ are added: they are found through a finder, not through ``sys.path``.
 read (by the "other" permission bits all the way down; a standard container or a venv under
 ``/usr``, ``/opt`` or ``/srv``) is not copied.
 
-**Unreachable entries are mirrored** under ``/var/lib/htc/python/<key>/tree/<their absolute
+**Unreachable entries are mirrored** under ``/var/cache/htc/python/<key>/tree/<their absolute
 path>``: each file hard-linked when it is on the same file system and already readable by
 everyone (the link then shares a root-owned inode no other user may write), else copied and
 made readable (mode ``u+rw,go+r``, never group- or world-writable). The ``MAPPING`` of a
@@ -65,8 +65,8 @@ from htc.executors.execute_env import _readable_by
 
 __all__ = ["MIRROR_ROOT", "client_python"]
 
-#: where mirrors of a root client's environment go
-MIRROR_ROOT = Path("/var/lib/htc/python")
+#: where mirrors of a root client's environment go (a cache: anything there can be made again)
+MIRROR_ROOT = Path("/var/cache/htc/python")
 #: a mirror unused for this long is removed when another one is built
 UNUSED_FOR = 24 * 3600.0
 _DONE = ".complete"
@@ -217,7 +217,10 @@ def _rewrite_finders(tree: Path, moved: dict[str, str], uncompiled: list[str]) -
 
 def _check_root(root: Path) -> None:
     """``root`` and every directory above it: root's, not writable by group or others."""
-    root.mkdir(parents=True, exist_ok=True, mode=0o755)
+    for path in (*reversed(root.parents), root):
+        if not path.exists():
+            path.mkdir(mode=0o755)
+            path.chmod(0o755)  # whatever the umask: the slot accounts traverse it
     for path in (root, *root.parents):
         st = path.stat()
         sticky = path != root and st.st_mode & stat.S_ISVTX  # /tmp: others cannot replace root's entries

@@ -208,3 +208,17 @@ def test_a_mirror_root_others_may_write_is_refused(request):
     with pytest.raises(HTCError, match="written by others"):
         client_python(root=where / "python")
     assert not list((where / "python").glob("*/venv")), "nothing made where it could be swapped"
+
+
+@ROOT_ONLY
+def test_a_mirror_made_under_umask_077_is_still_open_to_the_slot_accounts(request):
+    from htc.executors.client_env import client_python
+
+    root = _open_root(request).parent / "made" / "by" / "python"
+    old = os.umask(0o077)
+    try:
+        python = client_python(root=root)
+    finally:
+        os.umask(old)
+    done = _as_nobody(python, "import msgspec, htc.executors.worker; print('ok')")
+    assert done.returncode == 0 and done.stdout.split() == ["ok"], done.stderr
