@@ -113,7 +113,8 @@ def import_path() -> list[str]:
     """The client's import path as a job needs it (see the module docstring), real paths, in order."""
     skip = _stdlib() | _never_copied()
     entries = []
-    for entry in sys.path[1:]:
+    first = 0 if getattr(sys.flags, "safe_path", False) else 1  # -P: no script directory in front
+    for entry in sys.path[first:]:
         if not entry:
             continue
         real = os.path.realpath(entry)
