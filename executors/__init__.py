@@ -27,6 +27,7 @@ _LAZY = {
     "HTCExecutor": "executor", "attach": "executor", "HTCFuture": "future", "CallOptions": "options",
     "as_completed": "progress", "wait": "progress", "CallStatus": "status",
     "LocalProcessBackend": "local", "PoolBackend": "pool", "shared_python": "execute_env",
+    "client_python": "client_env",
 }
 
 __all__ = [
@@ -34,7 +35,8 @@ __all__ = [
     "HTCExecutor", "HTCFuture", "ImpossibleRequest", "JobFailed", "JobHeld", "JobKilled", "JobOutOfMemory",
     "JobRemoved", "JobUpdate", "LocalProcessBackend", "OptionError", "RecoveredCall", "RemoteTraceback",
     "ResultExpired", "ScheddLost", "SerializationError", "SessionError", "UnpicklableRemoteException",
-    "PoolBackend", "VersionMismatch", "as_completed", "attach", "checkpoint", "forget", "resume", "sessions",
+    "PoolBackend", "VersionMismatch", "as_completed", "attach", "checkpoint", "client_python", "forget", "resume",
+    "sessions",
     "shared_python", "wait",
 ]
 

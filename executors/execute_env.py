@@ -1,11 +1,13 @@
 """A Python that the pool's slot user can run, for executors whose client runs as root.
 
 A function job runs ``python -m htc.executors.worker`` on the execute side *as the slot user*
-when the startd is root (``nobody`` by default: jobs never run as root). That user must be able
+when the startd is root (``htc-slot<N>``: jobs never run as root). That user must be able
 to read the interpreter, htc and the serializers. An installation under ``/root`` (mode 0700),
-the usual place for a root's virtualenv, is out of its reach, and every call would fail with a
-Python that cannot import htc. What an administrator does for execute nodes -- install htc
-where every user can read it -- :func:`shared_python` does for one machine:
+the usual place for a root's virtualenv, is out of its reach. ``HTCExecutor()`` with no
+``python=`` handles that itself, with every package of the client
+(:mod:`htc.executors.client_env`); for an interpreter named by hand, what an administrator does
+for execute nodes -- install htc where every user can read it -- :func:`shared_python` does for
+one machine (htc and its serializers only):
 
 >>> python, environment = shared_python("/var/lib/htc/python")          # doctest: +SKIP
 >>> HTCExecutor(python=python, environment=environment)                 # doctest: +SKIP

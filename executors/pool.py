@@ -42,7 +42,7 @@ from htc.errors import HTCError, UsageError
 from htc.executors.backend import CallSpec, JobUpdate, RecoveredCall
 from htc.executors.errors import ImpossibleRequest, ScheddLost, SessionError
 from htc.executors.options import CallOptions
-from htc.executors.pool_ads import ad_text, impossible_request, job_template, proc_ad, submission_id
+from htc.executors.pool_ads import ad_text, impossible_request, job_python, job_template, proc_ad, submission_id
 from htc.executors.pool_watch import Job, JobWatcher
 from htc.executors.schedd_link import ScheddLink, transport_for
 from htc.executors.spool import Spool, options_from_json
@@ -89,6 +89,7 @@ class PoolBackend:
         self._templates: dict[int, tuple[CallOptions, dict[str, str]]] = {}
         self._slots: tuple[float, list[ClassAd]] = (0.0, [])
         self._named = False
+        self._python: str | None = None
 
     def __repr__(self) -> str:
         return f"PoolBackend(pool={self.pool!r}, schedd={self.schedd!r})"
@@ -162,9 +163,17 @@ class PoolBackend:
         if cached is not None:
             return cached[1]
         assert self.spool is not None
-        ad = job_template(options, self.spool, self._log_path())
+        ad = job_template(options, self.spool, self._log_path(), job_python(options, self._client_python))
         self._templates[id(options)] = (options, ad)
         return ad
+
+    def _client_python(self) -> str:
+        """A root client's interpreter for the slot accounts, looked over (and mirrored) once a session."""
+        if self._python is None:
+            from htc.executors.client_env import client_python
+
+            self._python = client_python()
+        return self._python
 
     def check_request(self, options: CallOptions) -> None:
         """Refuse at once a request no slot of the pool could ever satisfy.

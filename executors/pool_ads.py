@@ -20,7 +20,7 @@ import hashlib
 import math
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from htc.classad import ClassAd, quote
@@ -31,7 +31,7 @@ from htc.executors.spool import Spool
 from htc.executors.worker import EXIT_ERROR
 from htc.wire import callfile as cf
 
-__all__ = ["ad_text", "impossible_request", "job_template", "proc_ad", "submission_id"]
+__all__ = ["ad_text", "impossible_request", "job_python", "job_template", "proc_ad", "submission_id"]
 
 
 def ad_text(attrs: Mapping[str, str]) -> str:
@@ -39,8 +39,32 @@ def ad_text(attrs: Mapping[str, str]) -> str:
     return "[ " + "; ".join(f"{k} = {v}" for k, v in attrs.items()) + " ]"
 
 
+def job_python(options: CallOptions, client: Callable[[], str] | None = None) -> str | None:
+    """The interpreter of the calls' jobs when the executor picks it: None when the caller named
+    one (``python=``, or a ``PYTHONPATH`` of their own), else this client's, which for a root client
+    is the slot accounts' way to it (:func:`htc.executors.client_env.client_python`, or ``client``,
+    which the pool backend memoizes so that the client's path is looked over once per session).
+
+    Raises:
+        OptionError: a root client's environment cannot be made runnable by the slot accounts.
+    """
+    if options.python not in (None, sys.executable) or options.environment.get("PYTHONPATH"):
+        return None
+    if os.geteuid() != 0:
+        return sys.executable
+    from htc.errors import HTCError
+    from htc.executors.client_env import client_python
+
+    try:
+        return (client or client_python)()
+    except HTCError as exc:
+        raise OptionError(f"a root client's calls run as the pool's slot accounts (jobs never run as root), "
+                          f"and they cannot run this Python: {exc}") from None
+
+
 def slot_user_cannot_run(python: str, environment: dict[str, str]) -> str | None:
-    """Why the slot user could not run function jobs with ``python`` (None: it can).
+    """Why the slot user could not run function jobs with ``python``, which the caller named
+    (None: it can).
 
     A root client's jobs run as a slot account of the pool (``htc-slot<N>``: any other user, as far
     as file permissions go; ``nobody`` stands in for it here): every call would fail if that
@@ -56,8 +80,9 @@ def slot_user_cannot_run(python: str, environment: dict[str, str]) -> str | None
         user = pwd.getpwnam("nobody")
     except KeyError:
         return None
-    fix = ("prepare one it can read with htc.executors.shared_python(DIR) and pass its python= and "
-           "environment= to HTCExecutor (see docs/executor.md, 'Running as root')")
+    fix = ("leave python= unset (the executor then mirrors this client's Python where they can read it), or "
+           "prepare one with htc.executors.shared_python(DIR) and pass its python= and environment= to "
+           "HTCExecutor (see docs/executor.md, 'Running as root')")
     if python == sys.executable and not environment.get("PYTHONPATH"):
         if _reachable_install(user):
             return None
@@ -79,24 +104,28 @@ def _environment_text(env: dict[str, str]) -> str:
     return '"' + " ".join(parts) + '"'
 
 
-def job_template(options: CallOptions, spool: Spool, log: Path) -> dict[str, str]:
+def job_template(options: CallOptions, spool: Spool, log: Path, python: str | None = None) -> dict[str, str]:
     """The job ad (attribute -> expression text) every call with ``options`` shares.
 
     Args:
         options: the calls' options.
         spool: the session (its ``calls/`` is the jobs' ``Iwd``, its name their ``HTCSession``).
         log: the session's event log.
+        python: the interpreter :func:`job_python` picked (None: the caller's ``python=``, checked here).
 
     Raises:
         OptionError: the options do not make a valid job, or the slot accounts could not run it.
     """
     from htc.submit import Submit, SubmitError
 
-    problem = slot_user_cannot_run(options.python or sys.executable, options.environment)
-    if problem:
-        raise OptionError(problem)
+    if python is None:
+        python = options.python or sys.executable
+        problem = slot_user_cannot_run(python, options.environment)
+        if problem:
+            raise OptionError(problem)
+    mirrored = python != (options.python or sys.executable)  # the client's path is in the interpreter's venv
     lines = {
-        "universe": "python", "executable": options.python or sys.executable, "transfer_executable": "false",
+        "universe": "python", "executable": python, "transfer_executable": "false",
         "arguments": "-m htc.executors.worker", "initialdir": str(spool.calls),
         "should_transfer_files": "YES",
         "when_to_transfer_output": "ON_EXIT_OR_EVICT" if options.checkpoint else "ON_EXIT",
@@ -115,7 +144,7 @@ def job_template(options: CallOptions, spool: Spool, log: Path) -> dict[str, str
         lines["retry_until"] = str(EXIT_ERROR)  # the call could not run: running it again cannot help
     if options.timeout:
         lines["allowed_execute_duration"] = str(math.ceil(options.timeout) + 5)  # the worker stops it first
-    env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+    env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") and not mirrored else {}
     env.update(options.environment)
     if env:
         lines["environment"] = _environment_text(env)
