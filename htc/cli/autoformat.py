@@ -130,8 +130,6 @@ class Column:
     truncate: bool = False
     alt: str = ""  # what an invalid value prints (print-format's OR): "" nothing, "?" one, "??" the width
     render_fn: object = None  # print-format's PRINTAS: ad -> text, or None when the value is missing
-    _tree: ExprTree | None = field(default=None, repr=False)
-    _is_expr: bool = field(default=False, repr=False)
 
     def __post_init__(self):
         self.fmt = collapse_escapes(self.fmt)
@@ -249,10 +247,12 @@ class PrintMask:
 
     def render(self, ads: Iterable[ClassAd]) -> str:
         """Every ad as a row, after a heading line when a column has a heading."""
-        rows = [[col.text(ad) for col in self.columns] for ad in ads]
+        rows = [[col._text(ad) for col in self.columns] for ad in ads]
         for ix, col in enumerate(self.columns):
             if col.autowidth:
-                col.width = max([col.width] + [len(row[ix]) for row in rows])
+                col.width = max([col.width] + [len(row[ix]) for row in rows if row[ix] is not None])
+        # a missing value prints as OR's character(s), filling the column's final width
+        rows = [[col._alt() if text is None else text for col, text in zip(self.columns, row)] for row in rows]
         out = []
         if self.has_headings:
             out.append(self._headings())

@@ -296,11 +296,14 @@ def print_table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, rig
     if width is None and (wide or not con.is_terminal):
         con.file.write(line(headers) + "\n" + "".join(line(row) + "\n" for row in table))
         return
+    explicit = width is not None
     if width is None:
         width = con.width
 
     def fit(text: str) -> str:
-        return text if cell_len(text) <= width else text[: max(0, width - 1)] + "\u2026"
+        if cell_len(text) <= width:
+            return text
+        return text[:width] if explicit else text[: max(0, width - 1)] + "\u2026"
 
     if not con.is_terminal:
         con.file.write(fit(line(headers)) + "\n" + "".join(fit(line(row)) + "\n" for row in table))

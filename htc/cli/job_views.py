@@ -193,6 +193,7 @@ def batch_rows(ads: Iterable[ClassAd], partial: bool = False, show_hold: bool = 
         if isinstance(dagman, int) and not isinstance(dagman, bool):
             parent_of[int(_num(ad, "ClusterId"))] = dagman
     present = {int(_num(ad, "ClusterId")) for ad in ads}
+    dag_parents = set(parent_of.values())
 
     def top_dag(cluster: int) -> int | None:
         top, seen = None, set()
@@ -207,6 +208,8 @@ def batch_rows(ads: Iterable[ClassAd], partial: bool = False, show_hold: bool = 
         cluster = int(_num(ad, "ClusterId"))
         proc = int(_num(ad, "ProcId"))
         dagman = top_dag(cluster)
+        if dagman is None and (cluster in dag_parents or _num(ad, "JobUniverse") == _SCHEDULER_UNIVERSE):
+            dagman = cluster
         if dagman is not None:
             key: tuple = ("dag", dagman)
         else:

@@ -9,6 +9,7 @@ import sys
 import time
 
 from htc import client
+from htc.client import jobs as client_jobs
 from htc.classad import ExprTree, quote
 from htc.cli import autoformat, print_format, userlog_jobs
 from htc.cli import formatting as fmt
@@ -95,7 +96,7 @@ def _sources(args: argparse.Namespace, constraint: str, transport, now: float) -
             ads = [ad for ad in ads if test.eval(ad) is True]
         return [(f"Userlog: {args.userlog} @ {stamp}", ads)]
     if args.submitter:
-        found = client.submitter_schedds(args.submitter, transport=transport)
+        found = client_jobs.submitter_schedds(args.submitter, transport=transport)
         if not found:
             raise UsageError(f"Error: Collector has no record of schedd/submitter {args.submitter}")
         return [(f"Submitter: {ad.get('ScheddName', '?')} : <{ad.get('MyAddress', '?')}> : "
@@ -103,7 +104,7 @@ def _sources(args: argparse.Namespace, constraint: str, transport, now: float) -
                  client.query(constraint, limit=args.limit, transport=transport,
                               address=str(ad.get("MyAddress", "schedd")))) for ad in found]
     if args.global_:
-        found = client.schedds(transport=transport)
+        found = client_jobs.schedds(transport=transport)
         return [(f"Schedd: {ad.get('Name', '?')} : <{ad.get('MyAddress', '?')}> @ {stamp}",
                  client.query(constraint, limit=args.limit, transport=transport,
                               address=str(ad.get("MyAddress", "schedd")))) for ad in found]
