@@ -212,6 +212,8 @@ class _InOrder(argparse.Action):
         items = list(getattr(namespace, self.dest, None) or [])
         items.append((self.const, values))
         setattr(namespace, self.dest, items)
+        if self.const == "af":  # the attributes of the last -af, for scripts that read args.af
+            setattr(namespace, "af", [v for v in values if not v.startswith(":") and v != "-"])
 
 
 def _rewrite_q_argv(argv: list[str]) -> list[str]:
@@ -420,7 +422,7 @@ def register(sub) -> None:
                help="print ATTR with the printf-style FMT (%%d %%s %%f %%v %%V %%r %%T %%Y); repeatable")
     add_option(p, "attributes", metavar="A,B", help="with -long/-json/-xml: only these attributes")
     add_pool_options(p, daemon="schedd")
-    p.set_defaults(func=q)
+    p.set_defaults(func=q, af=None)
 
     for name, func, text, extra in [
         ("rm", rm, "remove jobs (condor_rm)", ["htc rm -constraint 'JobStatus == 5'", "htc rm -forcex 12.0"]),
