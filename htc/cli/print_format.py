@@ -120,7 +120,7 @@ class Layout:
                      reverse=descending)
         for col in self.mask.columns:
             col.now = now
-        head = f"\n\n-- {title}\n" if title and not self.notitle else ""
+        head = f"\n-- {title}\n" if title and not self.notitle else ""
         if self.noheader:
             for col in self.mask.columns:
                 col.heading = None

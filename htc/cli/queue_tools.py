@@ -159,7 +159,7 @@ def q(args: argparse.Namespace) -> int:
         out = fmt.console()
         table = dict(out=out, wide=args.wide or args.wide_columns is not None, width=args.wide_columns)
         for title, source_ads in sources:
-            out.file.write(f"\n\n-- {title}\n")
+            out.file.write(f"\n-- {title}\n")
             if args.io:
                 fmt.print_table(views.IO_HEADERS, views.io_rows(source_ads), right=[2, 4, 5, 6], **table)
             elif args.goodput:
