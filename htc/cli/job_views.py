@@ -330,10 +330,11 @@ def io_rows(ads: Iterable[ClassAd]) -> list[tuple]:
     return rows
 
 
-def goodput_rows(ads: Iterable[ClassAd], now: float) -> list[tuple]:
+def goodput_rows(ads: Iterable[ClassAd], now: float, current_run: bool = True) -> list[tuple]:
     """``-goodput`` rows (condor_q before 25.x): the share of the run time saved in checkpoints
     (``JobCommittedTime`` / ``RemoteWallClockTime``), CPU use of that work, and network Mb/s;
-    ``[?????]`` where a job has not checkpointed."""
+    ``[?????]`` where a job has not checkpointed.  RUN_TIME is wall-clock time, as condor_q's
+    ``CPU_TIME`` column printed it without ``-cputime``."""
     rows = []
     for ad in ads:
         status = _status(ad)
@@ -353,7 +354,7 @@ def goodput_rows(ads: Iterable[ClassAd], now: float) -> list[tuple]:
         total_mbits = (_num(ad, "BytesSent") + _num(ad, "BytesRecvd")) * 8 / (1024 * 1024)
         mbps = f"{total_mbits / wall:6.2f}" if total_mbits > 0 and wall > 0 else "[????]"
         rows.append((job_id(ad), _get(ad, "Owner", "??"), short_date(_num(ad, "QDate")),
-                     duration(_num(ad, "RemoteUserCpu")), goodput, util, mbps))
+                     duration(run_time(ad, now, current_run)), goodput, util, mbps))
     return rows
 
 

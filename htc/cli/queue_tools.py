@@ -163,7 +163,7 @@ def q(args: argparse.Namespace) -> int:
             if args.io:
                 fmt.print_table(views.IO_HEADERS, views.io_rows(source_ads), right=[2, 4, 5, 6], **table)
             elif args.goodput:
-                fmt.print_table(views.GOODPUT_HEADERS, views.goodput_rows(source_ads, now), right=[3, 4, 5, 6],
+                fmt.print_table(views.GOODPUT_HEADERS, views.goodput_rows(source_ads, now, current_run), right=[3, 4, 5, 6],
                                 **table)
             elif args.hold:
                 fmt.print_table(views.HOLD_HEADERS, views.hold_rows(source_ads), **table)
@@ -175,7 +175,13 @@ def q(args: argparse.Namespace) -> int:
                     fmt.print_table(views.DAG_HEADERS, rows, right=[3, 5, 6], **table)
                 else:
                     rows = views.job_rows(source_ads, now, current_run)
-                    fmt.print_table(views.JOB_HEADERS, rows, right=[0, 3, 5, 6], **table)
+                    headers = views.JOB_HEADERS
+                    if args.cputime:  # CPU_TIME: the remote user CPU time of the job so far
+                        headers = headers[:3] + ("CPU_TIME",) + headers[4:]
+                        cpu = [ad.get("RemoteUserCpu", 0) for ad in source_ads]
+                        rows = [row[:3] + (fmt.duration(c if isinstance(c, (int, float)) else 0),) + row[4:]
+                                for row, c in zip(rows, cpu)]
+                    fmt.print_table(headers, rows, right=[0, 3, 5, 6], **table)
             else:
                 headers, rows = views.batch_rows(source_ads, partial=_partial(args), show_hold=args.global_)
                 fmt.print_table(headers, rows, right=range(3, len(headers) - 1), **table)
@@ -401,6 +407,7 @@ def register(sub) -> None:
                        ("dag", "with -nobatch: DAG node jobs under their DAGMan job"),
                        ("currentrun", "RUN_TIME of the current run (the default; idle/held: the last run)"),
                        ("cumulative-time", "RUN_TIME of every run so far"),
+                       ("cputime", "with -nobatch: CPU_TIME (RemoteUserCpu) instead of RUN_TIME"),
                        ("io", "file transfer figures of jobs transferring files"),
                        ("goodput", "checkpoint goodput, CPU use and network Mb/s per job"),
                        ("xml", "whole job ads in ClassAd XML")]:

@@ -53,6 +53,8 @@ def test_q_options_on_a_real_queue(pool, capsys):
     line = [row for row in out.splitlines() if row.startswith(getpass.getuser())][0]
     assert line.split()[-5:] == ["1", "_", "2", "3", "1.0-2"], out
 
+    assert run(capsys, "q", "-nobatch", "-cputime")[1].splitlines()[2].split() == \
+        ["ID", "OWNER", "SUBMITTED", "CPU_TIME", "ST", "PRI", "SIZE", "CMD"]
     assert run(capsys, "q", "-af:jh", "ProcId", "JobStatus")[1] == \
         " ID ProcId JobStatus\n1.0 0      1        \n1.2 2      1        \n"
     assert run(capsys, "q", "-af:,", "ClusterId", "Owner")[1] == f"1, {getpass.getuser()}\n" * 2

@@ -147,7 +147,7 @@ def test_io_and_goodput_rows():
     assert views.readable_bytes(None) == "        "
     ckpt = job(5, 0, 4, RemoteWallClockTime=200.0, JobCommittedTime=50, RemoteUserCpu=25.0,
                BytesSent=1024 * 1024, BytesRecvd=0)
-    assert views.goodput_rows([ckpt], 0) == [("5.0", "alice", "11/14 22:13", "0+00:00:25", "  25.0%", "  50.0%",
+    assert views.goodput_rows([ckpt], 0, current_run=False) == [("5.0", "alice", "11/14 22:13", "0+00:03:20", "  25.0%", "  50.0%",
                                               "  0.04")]
     assert views.goodput_rows([job(6, 0, 1)], 0)[0][4:] == (" [?????]", "[??????]", "[????]")
 
