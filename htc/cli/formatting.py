@@ -35,7 +35,7 @@ from htc.classad.errors import ClassAdParseError
 from htc.classad.values import Value
 from htc.errors import UsageError
 
-__all__ = ["autoformat", "long_form", "json_form", "value_text", "duration", "short_date",
+__all__ = ["autoformat", "long_form", "json_form", "xml_form", "value_text", "duration", "short_date",
            "console", "print_table", "ad_value"]
 
 
@@ -148,6 +148,72 @@ def json_form(ads: Iterable[ClassAd], attrs: Sequence[str] = ()) -> str:
     return "[\n" + "\n,\n".join(objects) + "\n]\n"
 
 
+def xml_form(ads: Iterable[ClassAd], attrs: Sequence[str] = ()) -> str:
+    """``-xml``: the ads in HTCondor's ClassAd XML (``ClassAdXMLUnParser``, non-compact).
+
+    Literals get their type's tag (``<i>``, ``<r>`` as ``%1.15E``, ``<s>``, ``<b v="t"/>``,
+    ``<u/>``, ``<er/>``), lists ``<l>`` and nested ads ``<c>``; any other expression is
+    ``<e>`` with its text, ``&``, ``<`` and ``>`` escaped.
+    """
+    out = ['<?xml version="1.0"?>\n<!DOCTYPE classads SYSTEM "classads.dtd">\n<classads>\n']
+    for ad in ads:
+        if attrs:
+            ad = _project(ad, attrs)
+        out.append(_xml_ad(ad._pairs(), 0) + "\n")
+    out.append("</classads>\n")
+    return "".join(out)
+
+
+def _xml_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _xml_ad(pairs, indent: int) -> str:
+    parts = ["<c>\n"]
+    for name, node in pairs:
+        parts.append(" " * (indent + 4) + f'<a n="{_xml_escape(name).replace(chr(34), "&quot;")}">'
+                     + _xml_node(node, indent + 4) + "</a>\n")
+    parts.append(" " * indent + "</c>")
+    return "".join(parts)
+
+
+def _xml_node(node, indent: int) -> str:
+    from htc.classad.ast import AdExpr, ListExpr, Literal
+    from htc.classad.values import AbsTime, RelTime
+
+    if isinstance(node, Literal):
+        v = node.value
+        if v is Value.Undefined:
+            return "<u/>"
+        if v is Value.Error:
+            return "<er/>"
+        if isinstance(v, bool):
+            return f'<b v="{"t" if v else "f"}"/>'
+        if isinstance(v, int):
+            return f"<i>{v}</i>"
+        if isinstance(v, float):
+            if v == 0.0:
+                text = "-0.0" if str(v).startswith("-") else "0.0"
+            elif v != v:
+                text = "NaN"
+            elif v in (float("inf"), float("-inf")):
+                text = "INF" if v > 0 else "-INF"
+            else:
+                text = "%1.15E" % v
+            return f"<r>{text}</r>"
+        if isinstance(v, str):
+            return f"<s>{_xml_escape(v)}</s>"
+        if isinstance(v, (AbsTime, RelTime)):
+            text = printing.unparse(node)
+            tag = "at" if isinstance(v, AbsTime) else "rt"
+            return f"<{tag}>{_xml_escape(text[9:-2])}</{tag}>"
+    if isinstance(node, ListExpr):
+        return "<l>" + "".join(_xml_node(item, indent) for item in node.items) + "</l>"
+    if isinstance(node, AdExpr):
+        return _xml_ad(list(node.table.values()), indent)
+    return "<e>" + _xml_escape(printing.unparse(node)) + "</e>"
+
+
 def _project(ad: ClassAd, attrs: Sequence[str]) -> ClassAd:
     out = ClassAd()
     for name in attrs:
@@ -192,7 +258,8 @@ def console(file: TextIO | None = None) -> Console:
 
 
 def print_table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, right: Iterable[int] = (),
-                out: Console | None = None, title: str | None = None) -> None:
+                out: Console | None = None, title: str | None = None, wide: bool = False,
+                width: int | None = None) -> None:
     """Print rows under headers as aligned columns, HTCondor-style: no borders, one space apart.
 
     On a terminal the header is bold and a line wider than the terminal is cut to fit (its
@@ -206,6 +273,8 @@ def print_table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, rig
         right: indexes of columns to right-align (numbers).
         out: the console (default: :func:`console` on standard output).
         title: a line printed above the table.
+        wide: never cut lines (condor_q ``-wide``).
+        width: cut lines to this many columns, on a terminal or not (``-wide:N``).
     """
     con = out or console()
     right = set(right)
@@ -226,14 +295,21 @@ def print_table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, rig
 
     if title:
         con.print(Text(title))
-    if not con.is_terminal:
+    if width is None and (wide or not con.is_terminal):
         con.file.write(line(headers) + "\n" + "".join(line(row) + "\n" for row in table))
         return
-    width = con.width
+    explicit = width is not None
+    if width is None:
+        width = con.width
 
     def fit(text: str) -> str:
-        return text if cell_len(text) <= width else text[: max(0, width - 1)] + "\u2026"
+        if cell_len(text) <= width:
+            return text
+        return text[:width] if explicit else text[: max(0, width - 1)] + "\u2026"
 
+    if not con.is_terminal:
+        con.file.write(fit(line(headers)) + "\n" + "".join(fit(line(row)) + "\n" for row in table))
+        return
     con.print(Text(fit(line(headers)), style="bold"), soft_wrap=True)
     con.file.write("".join(fit(line(row)) + "\n" for row in table))
     con.file.flush()

@@ -10,7 +10,9 @@ import sys
 import time
 
 from htc import client
-from htc.classad import quote
+from htc.client import jobs as client_jobs
+from htc.classad import ExprTree, quote
+from htc.cli import autoformat, print_format, userlog_jobs
 from htc.cli import formatting as fmt
 from htc.cli import job_views as views
 from htc.cli.options import add_command, add_option, add_pool_options, transport_from
@@ -50,14 +52,65 @@ def _q_constraint(args: argparse.Namespace) -> str:
     parts = []
     if args.ids:
         parts.append(client.parse_selection(args.ids).constraint_for_all())
-    elif not args.allusers:
+    elif args.submitter:
+        parts.append(f"(AccountingGroup ?: Owner) == {quote(args.submitter.split('@')[0])}")
+    elif not args.allusers and not args.userlog:
         parts.append(f"Owner == {quote(client.current_user())}")
     if args.constraint:
         parts.append(args.constraint)
-    for flag, status in (("run", 2), ("hold", 5), ("idle", 1)):
+    if args.run:
+        parts.append("JobStatus == 2 || JobStatus == 6 || JobStatus == 7")
+    for flag, status in (("hold", 5), ("idle", 1)):
         if getattr(args, flag):
             parts.append(f"JobStatus == {status}")
     return " && ".join(f"({p})" for p in parts)
+
+
+def _partial(args: argparse.Namespace) -> bool:
+    """condor_q's ``querying_partial_clusters``: the query may leave out procs still queued, so
+    the batch view cannot count the missing ones as done."""
+    return bool(args.constraint or args.run or args.hold or args.idle
+                or any("." in word for word in args.ids if word[:1].isdigit()))
+
+
+def _check_q_options(args: argparse.Namespace) -> None:
+    if args.currentrun and args.cumulative_time:
+        raise UsageError("-currentrun can't be used with -cumulative-time")
+    if args.xml and args.json:
+        raise UsageError("Cannot print as both XML and JSON")
+    if args.submitter and args.name:
+        raise UsageError("Cannot query both schedd's and submitters (-name queries one schedd, -submitter "
+                         "every schedd holding that user's jobs)")
+    if sum(bool(x) for x in (args.run, args.hold, args.idle)) > 1:
+        raise UsageError("-run and -hold/held or -idle are incompatible")
+    if args.batch and (args.custom or args.print_format):
+        raise UsageError("-batch conflicts with -format and -af")
+
+
+def _sources(args: argparse.Namespace, constraint: str, transport, now: float) -> list[tuple[str, list]]:
+    """Where the jobs come from, each with condor_q's title (``Schedd: ...``) and its ads."""
+    stamp = time.strftime("%m/%d/%y %H:%M:%S", time.localtime(now))
+    if args.userlog:
+        ads = userlog_jobs.jobs_from_userlog(args.userlog, now)
+        if constraint:
+            test = ExprTree(constraint)
+            ads = [ad for ad in ads if test.eval(ad) is True]
+        return [(f"Userlog: {args.userlog} @ {stamp}", ads)]
+    if args.submitter:
+        found = client_jobs.submitter_schedds(args.submitter, transport=transport)
+        if not found:
+            raise UsageError(f"Error: Collector has no record of schedd/submitter {args.submitter}")
+        return [(f"Submitter: {ad.get('ScheddName', '?')} : <{ad.get('MyAddress', '?')}> : "
+                 f"{ad.get('ScheddName', '?')} @ {stamp}",
+                 client.query(constraint, limit=args.limit, transport=transport,
+                              address=str(ad.get("MyAddress", "schedd")))) for ad in found]
+    if args.global_:
+        found = client_jobs.schedds(transport=transport)
+        return [(f"Schedd: {ad.get('Name', '?')} : <{ad.get('MyAddress', '?')}> @ {stamp}",
+                 client.query(constraint, limit=args.limit, transport=transport,
+                              address=str(ad.get("MyAddress", "schedd")))) for ad in found]
+    ads = client.query(constraint, limit=args.limit, transport=transport)
+    return [(f"Schedd: {socket.gethostname()} : <local> @ {stamp}", ads)]
 
 
 def q(args: argparse.Namespace) -> int:
@@ -74,27 +127,69 @@ def q(args: argparse.Namespace) -> int:
         for analysis in analyses:
             _out("\n" + analysis.render(width=fmt.console().width if sys.stdout.isatty() else 80))
         return 0
-    constraint = _q_constraint(args)
-    ads = client.query(constraint, limit=args.limit, transport=transport)
-    if _print_ads(args, ads):
-        return 0
+    _check_q_options(args)
+    mask = _custom_mask(args.custom) if args.custom else None
+    layout = print_format.load(args.print_format) if args.print_format else None
     now = time.time()
+    constraint = _q_constraint(args)
+    if layout is not None and layout.where:
+        constraint = " && ".join(f"({p})" for p in (constraint, layout.where) if p)
+    sources = _sources(args, constraint, transport, now)
+    ads = [ad for _, source_ads in sources for ad in source_ads]
+    attrs = [a.strip() for a in (args.attributes or "").split(",") if a.strip()]
+    if args.long:
+        _out(fmt.long_form(ads, attrs))
+        return 0
+    if args.xml:
+        _out(fmt.xml_form(ads, attrs))
+        return 0
+    if args.json:
+        _out(fmt.json_form(ads, attrs))
+        return 0
+    if mask is not None:
+        _out(mask.render(ads))
+        return 0
+    current_run = not args.cumulative_time
+    if layout is not None:
+        _out(layout.render(ads, now, title=None if layout.noheader else sources[0][0]))
+        if layout.summary:
+            print()
+            print(views.totals_line("query", views.status_counts(ads)))
+        return 0
     if not args.totals:
         out = fmt.console()
-        out.print(f"\n-- Schedd: {socket.gethostname()} : <local> @ {time.strftime('%m/%d/%y %H:%M:%S')}",
-                  highlight=False, markup=False)
-        if args.hold:
-            fmt.print_table(views.HOLD_HEADERS, views.hold_rows(ads), out=out)
-        elif args.run:
-            fmt.print_table(views.RUN_HEADERS, views.run_rows(ads, now), out=out)
-        elif args.nobatch:
-            fmt.print_table(views.JOB_HEADERS, views.job_rows(ads, now), right=[0, 3, 5, 6], out=out)
-        else:
-            headers, rows = views.batch_rows(ads)
-            fmt.print_table(headers, rows, right=range(3, len(headers) - 1), out=out)
+        table = dict(out=out, wide=args.wide or args.wide_columns is not None, width=args.wide_columns)
+        for title, source_ads in sources:
+            out.file.write(f"\n-- {title}\n")
+            if args.io:
+                fmt.print_table(views.IO_HEADERS, views.io_rows(source_ads), right=[2, 4, 5, 6], **table)
+            elif args.goodput:
+                fmt.print_table(views.GOODPUT_HEADERS, views.goodput_rows(source_ads, now, current_run), right=[3, 4, 5, 6],
+                                **table)
+            elif args.hold:
+                fmt.print_table(views.HOLD_HEADERS, views.hold_rows(source_ads), **table)
+            elif args.run:
+                fmt.print_table(views.RUN_HEADERS, views.run_rows(source_ads, now, current_run), **table)
+            elif args.nobatch or args.idle:
+                if args.dag:
+                    rows = views.dag_rows(source_ads, now, current_run)
+                    fmt.print_table(views.DAG_HEADERS, rows, right=[3, 5, 6], **table)
+                else:
+                    rows = views.job_rows(source_ads, now, current_run)
+                    headers = views.JOB_HEADERS
+                    if args.cputime:  # CPU_TIME: the remote user CPU time of the job so far
+                        headers = headers[:3] + ("CPU_TIME",) + headers[4:]
+                        cpu = [ad.get("RemoteUserCpu", 0) for ad in source_ads]
+                        rows = [row[:3] + (fmt.duration(c if isinstance(c, (int, float)) else 0),) + row[4:]
+                                for row, c in zip(rows, cpu)]
+                    fmt.print_table(headers, rows, right=[0, 3, 5, 6], **table)
+            else:
+                headers, rows = views.batch_rows(source_ads, partial=_partial(args), show_hold=args.global_)
+                fmt.print_table(headers, rows, right=range(3, len(headers) - 1), **table)
         print()
     print(views.totals_line("query", views.status_counts(ads)))
-    if not args.ids and not args.constraint and not (args.run or args.hold or args.idle):
+    default_source = not (args.userlog or args.submitter or args.global_)
+    if default_source and not args.ids and not args.constraint and not (args.run or args.hold or args.idle):
         everyone = client.query("", ("Owner", "JobStatus"), transport=transport)
         if not args.allusers:
             me = client.current_user()
@@ -102,6 +197,58 @@ def q(args: argparse.Namespace) -> int:
             print(views.totals_line(me, views.status_counts(mine)))
         print(views.totals_line("all users", views.status_counts(everyone)))
     return 0
+
+
+def _custom_mask(items) -> autoformat.PrintMask:
+    """The -format and -af options, in the order given, as one print mask."""
+    mask = autoformat.PrintMask()
+    for kind, values in items:
+        if kind == "format":
+            autoformat.add_format(mask, values[0], values[1])
+        else:
+            values = list(values)
+            qualifiers = values.pop(0)[1:] if values and values[0].startswith(":") else ""
+            autoformat.add_autoformat(mask, qualifiers, [v for v in values if v != "-"])
+    return mask
+
+
+class _InOrder(argparse.Action):
+    """Collects -format and -af in the order given (both print into one mask)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        items = list(getattr(namespace, self.dest, None) or [])
+        items.append((self.const, values))
+        setattr(namespace, self.dest, items)
+        if self.const == "af":  # the attributes of the last -af, for scripts that read args.af
+            setattr(namespace, "af", [v for v in values if not v.startswith(":") and v != "-"])
+
+
+def _rewrite_q_argv(argv: list[str]) -> list[str]:
+    """condor_q's colon forms, which argparse cannot declare: ``-af:jh A`` becomes ``-af :jh A``
+    (attribute names never start with ``:``) and ``-wide:N`` becomes ``-wide-columns N``."""
+    out = []
+    for word in argv:
+        af = autoformat.split_af_option(word) if word.startswith("-") else None
+        if af is not None and af[1]:
+            out += ["-af", ":" + af[1]]
+        elif word.startswith(("-wide:", "--wide:")):
+            out += ["-wide-columns", word.split(":", 1)[1]]
+        else:
+            out.append(word)
+    return out
+
+
+def _q_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Give the q parser condor_q's colon options (by rewriting the words before parsing)."""
+    base = type(parser)
+
+    class QParser(base):  # type: ignore[misc,valid-type]
+        def parse_known_args(self, args=None, namespace=None):
+            return super().parse_known_args(_rewrite_q_argv(list(args if args is not None else sys.argv[1:])),
+                                            namespace)
+
+    parser.__class__ = QParser
+    return parser
 
 
 def _analysis_record(a) -> dict:
@@ -213,30 +360,54 @@ def prio(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     """Add q, rm, hold, release, qedit, prio and vacate_job."""
-    p = add_command(sub, "q", "show jobs in the queue (condor_q)", [
+    p = _q_parser(add_command(sub, "q", "show jobs in the queue (condor_q)", [
         "htc q                          # your jobs, one line per batch",
         "htc q -nobatch                 # one line per job",
         "htc q -allusers -run           # running jobs of everybody, and where",
         "htc q -hold                    # held jobs and why",
         "htc q -af ClusterId ProcId JobStatus",
+        "htc q -af:jh RequestMemory Owner   # job id first, with headings",
+        "htc q -format '%d.' ClusterId -format '%d\\n' ProcId",
         "htc q -constraint 'RequestMemory > 4096' -long",
+        "htc q -userlog job.log         # the jobs of an event log, no schedd needed",
         "htc q -better-analyze 12.0     # why is job 12.0 not running?",
         "htc q -json | jq '.[].ClusterId'",
-    ])
+    ]))
+    if "-help" not in p._option_string_actions:
+        p.add_argument("-help", action="help", help="show this help message and exit")
     p.add_argument("ids", nargs="*", metavar="CLUSTER[.PROC]|OWNER", help="jobs, clusters or owners to show")
     for flag, text in [("nobatch", "one line per job"), ("batch", "one line per batch (the default)"),
                        ("run", "running jobs and where they run"), ("hold", "held jobs and their reasons"),
                        ("idle", "idle jobs only"), ("totals", "only the totals lines"),
                        ("better-analyze", "explain, clause by clause, why jobs do not run"),
-                       ("allusers", "jobs of every user (default: yours)")]:
+                       ("allusers", "jobs of every user (default: yours)"),
+                       ("wide", "do not cut lines to the terminal's width (-wide:N: cut at N columns)"),
+                       ("dag", "with -nobatch: DAG node jobs under their DAGMan job"),
+                       ("currentrun", "RUN_TIME of the current run (the default; idle/held: the last run)"),
+                       ("cumulative-time", "RUN_TIME of every run so far"),
+                       ("cputime", "with -nobatch: CPU_TIME (RemoteUserCpu) instead of RUN_TIME"),
+                       ("io", "file transfer figures of jobs transferring files"),
+                       ("goodput", "checkpoint goodput, CPU use and network Mb/s per job"),
+                       ("xml", "whole job ads in ClassAd XML")]:
         add_option(p, flag, action="store_true", help=text)
+    add_option(p, "global", dest="global_", action="store_true", help="the jobs of every schedd of the pool")
+    add_option(p, "wide-columns", type=int, metavar="N", help=argparse.SUPPRESS)
     add_option(p, "analyze", dest="better_analyze", action="store_true", help="same as -better-analyze")
     add_option(p, "constraint", metavar="EXPR", help="jobs whose ad satisfies this ClassAd expression")
     add_option(p, "limit", type=int, metavar="N", help="at most N jobs")
     add_option(p, "machine", metavar="EXPR", help="with -better-analyze: only slots satisfying this expression")
-    _add_formats(p)
+    add_option(p, "submitter", metavar="NAME", help="NAME's jobs, in every schedd of the pool that has some")
+    add_option(p, "userlog", metavar="FILE", help="jobs as the job event log FILE tells them (no schedd)")
+    add_option(p, "print-format", metavar="FILE", help="a custom layout (condor's SELECT ... print-format file)")
+    add_option(p, "long", "l", action="store_true", help="whole job ads, one attribute per line")
+    add_option(p, "af", "autoformat", nargs="+", metavar="ATTR", dest="custom", action=_InOrder, const="af",
+               help="print these attributes (or expressions), one job per line; -af:jlhVrTY,tng for "
+                    "the job id, labels, headings, formats and separators")
+    add_option(p, "format", nargs=2, metavar=("FMT", "ATTR"), dest="custom", action=_InOrder, const="format",
+               help="print ATTR with the printf-style FMT (%%d %%s %%f %%v %%V %%r %%T %%Y); repeatable")
+    add_option(p, "attributes", metavar="A,B", help="with -long/-json/-xml: only these attributes")
     add_pool_options(p, daemon="schedd")
-    p.set_defaults(func=q)
+    p.set_defaults(func=q, af=None)
 
     for name, func, text, extra in [
         ("rm", rm, "remove jobs (condor_rm)", ["htc rm -constraint 'JobStatus == 5'", "htc rm -forcex 12.0"]),

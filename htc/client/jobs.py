@@ -29,7 +29,8 @@ from htc.wire.messages import JobAction
 from htc.wire.transport import DEFAULT_TIMEOUT, Transport
 
 __all__ = [
-    "ActResult", "act", "analyze", "current_user", "edit", "history", "history_path", "query", "set_priority",
+    "ActResult", "act", "analyze", "current_user", "edit", "history", "history_path", "query", "schedds",
+    "set_priority", "submitter_schedds",
 ]
 
 
@@ -43,7 +44,8 @@ def current_user() -> str:
 
 
 def query(constraint: str = "", projection: Iterable[str] = (), *, limit: int | None = None,
-          transport: Transport | None = None, timeout: float = DEFAULT_TIMEOUT) -> list[ClassAd]:
+          transport: Transport | None = None, timeout: float = DEFAULT_TIMEOUT,
+          address: str = SCHEDD) -> list[ClassAd]:
     """condor_q: the job ads in the queue for which ``constraint`` is true.
 
     Args:
@@ -51,6 +53,7 @@ def query(constraint: str = "", projection: Iterable[str] = (), *, limit: int | 
         projection: attributes to return (empty: whole ads).
         limit: at most this many jobs.
         transport, timeout: how to reach the schedd and how long to wait.
+        address: the schedd's address (a Scheduler ad's ``MyAddress``; default: the pool's schedd).
 
     Returns:
         The ads, in ClusterId.ProcId order.
@@ -60,10 +63,30 @@ def query(constraint: str = "", projection: Iterable[str] = (), *, limit: int | 
         DaemonUnreachable, RemoteError: as for :func:`~htc.client.submit`.
     """
     check_expression(constraint, "constraint")
-    reply = request.send_command(SCHEDD, m.QueryJobs(constraint=constraint, projection=tuple(projection),
+    reply = request.send_command(address, m.QueryJobs(constraint=constraint, projection=tuple(projection),
                                                      limit=limit), transport=transport, timeout=timeout)
     return [ClassAd(text) for text in reply.ads]
 
+
+
+def schedds(constraint: str = "", *, transport: Transport | None = None,
+            timeout: float = DEFAULT_TIMEOUT) -> list[ClassAd]:
+    """The Scheduler ads of the pool's collector (``condor_q -global``), by Name."""
+    ads = request.query_collector(AdType.Schedd, constraint, transport=transport, timeout=timeout)
+    return sorted(ads, key=lambda ad: str(ad.get("Name", "")))
+
+
+def submitter_schedds(submitter: str, *, transport: Transport | None = None,
+                      timeout: float = DEFAULT_TIMEOUT) -> list[ClassAd]:
+    """The Submitter ads named ``submitter`` (``user@UID_DOMAIN``; the domain is added when
+    missing, as ``condor_q -submitter`` does): one per schedd holding that user's jobs."""
+    if "@" not in submitter:
+        from htc.config import load_config
+
+        submitter = f"{submitter}@{load_config().param('UID_DOMAIN')}"
+    ads = request.query_collector(AdType.Submitter, f"Name == {quote(submitter)}", transport=transport,
+                                  timeout=timeout)
+    return sorted(ads, key=lambda ad: str(ad.get("ScheddName", "")))
 
 
 # --- acting on jobs -------------------------------------------------------------------------------

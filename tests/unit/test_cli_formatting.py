@@ -80,9 +80,9 @@ def test_batch_rows_group_by_owner_and_batch_name():
     headers, rows = views.batch_rows(ads)
     assert headers == ("OWNER", "BATCH_NAME", "SUBMITTED", "DONE", "RUN", "IDLE", "HOLD", "TOTAL", "JOB_IDS")
     assert rows == [
-        ("alice", "ID: 1", "11/14 22:13", "_", "1", "1", "1", "3", "1.0-2"),
-        ("alice", "night", "11/14 22:13", "_", "_", "2", "_", "2", "2.0 ... 3.0"),
-        ("bob", "ID: 4", "11/14 22:13", "_", "_", "1", "_", "1", "4.0"),
+        ("alice", "ID: 1", "11/14 22:13", "_", "1", "1", "1", "_", "1.0-2"),
+        ("alice", "night", "11/14 22:13", "_", "_", "2", "_", "_", "2.0 ... 3.0"),
+        ("bob", "ID: 4", "11/14 22:13", "_", "_", "1", "_", "_", "4.0"),
     ]
     assert views.totals_line("query", views.status_counts(ads)) == \
         "Total for query: 6 jobs; 0 completed, 0 removed, 4 idle, 1 running, 1 held, 0 suspended"

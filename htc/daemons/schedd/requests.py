@@ -208,6 +208,9 @@ class ToolRequests:
                 attrs["JobLeaseDuration"] = str(int(sd.settings.default_lease))
             self._check_limits(owner, _materialized_at_first(len(procs), attrs.get), out)
             cluster = _AdsCluster(cid, attrs, procs)
+        # As HTCondor's schedd at commit: the procs of the cluster (a factory's: all it will make),
+        # from which condor_q's batch view counts TOTAL and DONE once procs have left the queue.
+        cluster.cluster_ad["TotalSubmitProcs"] = str(cluster.num_procs)
         with sd.queue.transaction():  # the cluster and its submission id: one durable commit
             sd.queue.submit(cluster, now=now)
             if msg.submission_id is not None:
