@@ -72,3 +72,26 @@ def test_a_held_job_keeps_the_time_it_ran_and_adds_the_next_run(pool):
     ad = wait_for(lambda: (lambda a: a if a["JobStatus"] == 5 and a.eval("RemoteWallClockTime") > first else None)(
         pool.jobs(f"ClusterId == {cluster}")[0]), 30, what="the second run recorded")
     assert ad.eval("RemoteWallClockTime") >= first + ad.eval("LastRemoteWallClockTime") - 0.01
+
+
+def test_one_name_for_this_host_everywhere(pool):
+    """The schedd, the slots, the collector, the negotiator, the master and the user log all
+    name this host as HTCondor's get_local_fqdn finds it; the log's address is a sinful string."""
+    from htc.client.request import query_collector
+    from htc.config.hostname import full_hostname, local_ip
+
+    host = full_hostname()
+    kinds = (m.AdType.Startd, m.AdType.Schedd, m.AdType.Collector, m.AdType.Master, m.AdType.Negotiator)
+    ads = {kind: wait_for(lambda kind=kind: query_collector(kind, "", transport=pool.transport, timeout=5), 60,
+                          what=f"the {kind.value} ad") for kind in kinds}
+    for kind, found in ads.items():
+        for ad in found:
+            assert ad["Machine"] == host, (kind, str(ad))
+    assert {str(ad["Name"]).split("@", 1)[1] for ad in ads[m.AdType.Startd]} == {host}
+    assert [str(ad["Name"]) for ad in ads[m.AdType.Schedd]] == [f"schedd@{host}"]
+    log = pool.work / "named.log"
+    pool.submit(f"executable = /bin/true\nlog = {log}\nqueue\n")
+    wait_for(lambda: log.exists() and "submitted from host" in log.read_text(), 30, what="the SUBMIT event")
+    first = log.read_text().splitlines()[0]
+    ip = local_ip()
+    assert first.endswith(f"submitted from host: <{ip}:0?addrs={ip}-0&alias={host}&noUDP&sock=schedd>"), first

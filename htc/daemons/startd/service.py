@@ -52,12 +52,12 @@ import contextlib
 import os
 import re
 import shutil
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from htc.config.hostname import full_hostname
 from htc.daemons.calls import Call, CallDone, install_calls, perform_call
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir
@@ -407,7 +407,7 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
     Raises:
         UsageError: a knob has a value the startd cannot use (the message names it).
     """
-    host = socket.getfqdn()
+    host = full_hostname(config)
     raw = config.raw("EXECUTE")
     configured = Path(config.param("EXECUTE") or home / "execute")
     execute, execute_note = resolve_execute_dir(configured, home=home,
@@ -431,7 +431,7 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         raise UsageError(f"UPDATE_INTERVAL = {startd.update_interval:g} and POLLING_INTERVAL = "
                          f"{startd.polling_interval:g}; both must be a positive number of seconds")
     override = config.param("SENSOR_OVERRIDE_FILE")
-    sensors = SensorSettings(execute_dir=execute, daemon_name=address,
+    sensors = SensorSettings(execute_dir=execute, daemon_name=address, machine=host,
                              override_file=Path(override) if override else home / "sensor_override",
                              filesystem_domain=_domain(config, "FILESYSTEM_DOMAIN"),
                              uid_domain=_domain(config, "UID_DOMAIN"))
