@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import pytest
 
 from htc.cli.main import main
 from htc.client.pool import pool_status
+from htc.config.execute import SHARED_EXECUTE_ROOT
 from poolutil import stop_pool_and_reap, wait_for
 
 pytestmark = pytest.mark.slow
@@ -48,3 +51,35 @@ def test_q_says_the_schedd_is_off_not_that_the_pool_may_not_run(home, capsys):
     wait_for(lambda: _schedd().answering, 20, what="the schedd back")
     capsys.readouterr()
     assert main(["q"]) == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="EXECUTE moves only for a root startd")
+def test_config_val_execute_says_where_root_runs_jobs_and_nothing_is_left(monkeypatch, capsys):
+    """Root's default EXECUTE under a 0700 directory is out of the job users' reach: the knob's
+    value is the per-pool directory under /var/lib/htc where jobs really run."""
+    private = Path(tempfile.mkdtemp(prefix="htcx-", dir="/tmp"))  # mode 0700, like /root
+    home = private / "h"
+    work = Path(tempfile.mkdtemp(prefix="htcw-", dir="/tmp"))
+    work.chmod(0o777)
+    monkeypatch.setenv("HTC_HOME", str(home))
+    seen: set[int] = set()
+    try:
+        assert main(["config_val", "EXECUTE"]) == 0
+        execute = Path(capsys.readouterr().out.strip())
+        assert execute.parent == SHARED_EXECUTE_ROOT, execute
+        assert main(["pool", "start"]) == 0
+        status = pool_status()
+        seen.add(status.master_pid)
+        seen.update(d.pid for d in status.daemons if d.pid)
+        sub = work / "pwd.sub"
+        sub.write_text(f"executable = /bin/pwd\noutput = {work}/pwd.out\nlog = {work}/pwd.log\nqueue\n")
+        assert main(["submit", str(sub)]) == 0
+        out = work / "pwd.out"
+        wait_for(lambda: out.exists() and out.read_text().strip(), 90, what="the job's output")
+        assert Path(out.read_text().strip()).parent == execute
+        assert main(["pool", "stop"]) == 0
+        assert not execute.exists()
+    finally:
+        stop_pool_and_reap(home, seen, timeout=15)
+        shutil.rmtree(private, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)

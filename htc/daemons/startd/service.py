@@ -60,7 +60,7 @@ from typing import Any
 from htc.config.hostname import full_hostname
 from htc.daemons.calls import Call, CallDone, install_calls, perform_call
 from htc.daemons.clock import REAL, Clock
-from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir
+from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir, shared_execute_path
 from htc.daemons.run_as import DEFAULT_DEDICATED, JobUser, RunAsPolicy, SlotAccounts, kill_processes_of
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
 from htc.daemons.settings import from_config
@@ -409,9 +409,11 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
     """
     host = full_hostname(config)
     raw = config.raw("EXECUTE")
+    origin = config.origin("EXECUTE")
     configured = Path(config.param("EXECUTE") or home / "execute")
-    execute, execute_note = resolve_execute_dir(configured, home=home,
-                                                is_default=raw is None or raw.strip() in ("", DEFAULT_EXECUTE))
+    is_default = (raw is None or raw.strip() in ("", DEFAULT_EXECUTE)
+                  or (origin is not None and origin.kind == "detected"))  # htc.config.execute chose it
+    execute, execute_note = resolve_execute_dir(configured, home=home, is_default=is_default)
     expressions = {}
     for knob in KNOBS:
         text = str(config.param(knob)).strip()
@@ -437,7 +439,8 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
                              uid_domain=_domain(config, "UID_DOMAIN"))
     return from_config(
         StartdServiceSettings, config, startd=startd, sensors=sensors, execute_dir=execute,
-        execute_note=execute_note, execute_chosen=execute != configured, run_as=run_as_policy(config, host),
+        execute_note=execute_note, run_as=run_as_policy(config, host),
+        execute_chosen=execute != configured or (is_default and execute == shared_execute_path(home)),
         address=address, ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * startd.update_interval)))
 
 
