@@ -89,10 +89,13 @@ def resolve_execute_dir(configured: Path, *, home: Path, is_default: bool, slot_
     if Path(configured) == shared_execute_path(home, root):
         # The configuration already chose it (htc.config.execute: EXECUTE says where jobs run)
         try:
-            return shared_execute_dir(home, root), ""
+            made = shared_execute_dir(home, root)
         except (UsageError, OSError) as exc:
             return configured, (f"EXECUTE {configured} could not be made: {exc}; jobs will fail to start "
                                 "until EXECUTE names a directory every user may traverse")
+        return made, (f"EXECUTE's default {DEFAULT_EXECUTE} cannot be reached by the jobs' users (a root "
+                      f"startd under a private home); jobs run in {made} instead (set EXECUTE to choose "
+                      "another directory)")
     blocked = unreachable_parent(configured)
     if blocked is None:
         return configured, ""
