@@ -95,3 +95,6 @@ def test_one_name_for_this_host_everywhere(pool):
     first = log.read_text().splitlines()[0]
     ip = local_ip()
     assert first.endswith(f"submitted from host: <{ip}:0?addrs={ip}-0&alias={host}&noUDP&sock=schedd>"), first
+    wait_for(lambda: "executing on host" in log.read_text(), 60, what="the EXECUTE event")
+    [executing] = [line for line in log.read_text().splitlines() if "executing on host" in line]
+    assert f"executing on host: <{ip}:0?addrs={ip}-0&alias={host}&noUDP&sock=" in executing, executing
