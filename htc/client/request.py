@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from htc.classad import ClassAd
 from htc.errors import UsageError
 from htc.wire import messages as m
+from htc.wire.errors import DaemonUnreachable
 from htc.wire.messages import AdType
 from htc.wire.transport import DEFAULT_TIMEOUT, Transport, UnixTransport
 
@@ -55,8 +56,40 @@ async def send_command_async(address: str, msg: m.Message, *, transport: Transpo
         PeerError: the daemon broke the protocol or went away mid-request.
     """
     transport = transport or default_transport()
-    async with await transport.open_connection(address, timeout=timeout) as conn:
+    try:
+        conn = await transport.open_connection(address, timeout=timeout)
+    except DaemonUnreachable as exc:
+        raise await _why_unreachable(address, transport, exc) from exc
+    async with conn:
         return await conn.request(msg, timeout=timeout)
+
+
+#: the master's states of a daemon that is not serving, and what a tool says of each
+_NOT_SERVING = {"Off": "is off (turn it on with 'htc on -daemon {name}')",
+                "Stopping": "is being stopped",
+                "Starting": "is starting; try again in a moment",
+                "Restarting": "is restarting; try again in a moment",
+                "Backoff": "exited and the master restarts it soon; try again in a moment",
+                "GaveUp": "kept exiting and the master gave up restarting it (see its log; "
+                          "'htc on -daemon {name}' tries again)"}
+
+
+async def _why_unreachable(address: str, transport: Transport, exc: DaemonUnreachable) -> DaemonUnreachable:
+    """A daemon of a running pool that its master holds off (``htc off -daemon SCHEDD``) is
+    reported as such, not as a pool that may not be running; else ``exc`` unchanged."""
+    if address == "master":
+        return exc
+    try:
+        conn = await transport.open_connection("master", timeout=2.0)
+        async with conn:
+            status = await conn.request(m.QueryMaster(), timeout=2.0)
+    except Exception:  # no master either: the pool is not running, as exc says
+        return exc
+    for daemon in getattr(status, "daemons", ()):
+        if daemon.name.lower() == address.lower() and daemon.state in _NOT_SERVING:
+            what = _NOT_SERVING[daemon.state].format(name=daemon.name)
+            return DaemonUnreachable(f"the pool is running but its {daemon.name} daemon {what}")
+    return exc
 
 
 def _run(coro):

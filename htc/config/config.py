@@ -20,6 +20,7 @@ from collections.abc import Mapping
 
 from htc.config import detected, params
 from htc.config.errors import ConfigError, UndeclaredKnob
+from htc.config.execute import DEFAULT_EXECUTE, execute_default
 from htc.config.evaluate import to_bool, to_float, to_int
 from htc.config.home import ensure_home
 from htc.config.loader import Loader
@@ -255,4 +256,12 @@ def load_config(subsystem: str | None = None, *, env: Mapping[str, str] | None =
     for name in detected.SPECIALS:
         if name in found:
             macros.set(name, found[name], Origin("detected"))
-    return Config(macros, ctx, files=loader.files, warnings=loader.warnings)
+    config = Config(macros, ctx, files=loader.files, warnings=loader.warnings)
+    raw = config.raw("EXECUTE")
+    if raw is None or raw.strip() in ("", DEFAULT_EXECUTE):  # left at its default (a generated file writes it)
+        # EXECUTE says where jobs really run: root's jobs cannot reach $(LOCAL_DIR)/execute
+        # under /root (htc.config.execute)
+        shared = execute_default(config.param("EXECUTE"), detected.htc_home_path(env))
+        if shared is not None:
+            macros.set("EXECUTE", shared, Origin("detected"))
+    return config

@@ -16,12 +16,12 @@ import getpass
 import os
 import platform
 import pwd
-import socket
 from collections.abc import Mapping
 
 import psutil
 
 from htc.config.conditions import VERSION
+from htc.config.hostname import host_names, local_ip
 
 __all__ = ["detect", "htc_home_path", "REINSERTED_AFTER_ROOT", "SPECIALS", "CONDOR_VERSION"]
 
@@ -43,27 +43,12 @@ def htc_home_path(env: Mapping[str, str]) -> str:
     return os.path.abspath(os.path.expanduser(home))
 
 
-@functools.lru_cache(maxsize=1)
 def _hostnames() -> tuple[str, str]:
-    name = socket.gethostname() or "localhost"
-    if "." in name:
-        return name.split(".", 1)[0], name
-    try:
-        fqdn = socket.getfqdn(name)
-    except OSError:
-        fqdn = name
-    full = fqdn if fqdn.lower().startswith(name.lower() + ".") else name
-    return name, full
+    return host_names()  # the one host name of every daemon (htc.config.hostname)
 
 
-@functools.lru_cache(maxsize=1)
 def _ip_address() -> str:
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-            sock.connect(("192.0.2.1", 9))  # TEST-NET address: picks the outgoing interface, sends nothing
-            return sock.getsockname()[0]
-    except OSError:
-        return "127.0.0.1"
+    return local_ip()
 
 
 @functools.lru_cache(maxsize=1)

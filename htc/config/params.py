@@ -143,6 +143,8 @@ _ENTRIES = [
     P("SMTP_SERVER", "str", "", "SMTP server for notification mail."),
     P("EMAIL_DOMAIN", "str", "", "Domain appended to user names for notification mail.", "code"),
     P("NETWORK_INTERFACE", "str", "*", "Which network interface daemons listen on."),
+    P("NETWORK_HOSTNAME", "str", "", "This host's name for every daemon, instead of the one found by resolving its host name."),
+    P("DEFAULT_DOMAIN_NAME", "str", "", "Domain appended to this host's name when that has no domain."),
     P("BIND_ALL_INTERFACES", "bool", "true", "Listen on every interface."),
     P("USE_SHARED_PORT", "bool", "true", "Route all daemons through one port per host."),
     P("SHARED_PORT_PORT", "int", "$(COLLECTOR_PORT)", "The shared port."),

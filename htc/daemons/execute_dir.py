@@ -13,7 +13,9 @@ that is ``/root/.htc/execute``, and ``/root`` is mode 0700. So is pytest's
 :func:`resolve_execute_dir` keeps EXECUTE whenever it works: when the startd is not root, when
 the slot user can traverse the way down, and whenever an administrator set EXECUTE to anything
 but its default. Only when EXECUTE is left at its default and others cannot reach it
-does the startd use a per-pool directory of its own instead,
+does the startd use a per-pool directory of its own instead (and the configuration already says
+so: EXECUTE's value is that directory, :mod:`htc.config.execute`, so ``htc config_val EXECUTE``
+names where jobs run),
 ``/var/lib/htc/execute/<hash of HTC_HOME>`` (:data:`SHARED_EXECUTE_ROOT`): made by root, mode
 0755 all the way, never group- or world-writable, so nobody else can plant or swap a
 directory in it. The sandboxes inside are handed to the job's user as always (mode 0700). The
@@ -24,55 +26,15 @@ empty (a throw-away pool leaves nothing behind; the next start makes it again).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import pwd
 import stat
 from pathlib import Path
 
+from htc.config.execute import DEFAULT_EXECUTE, SHARED_EXECUTE_ROOT, shared_execute_path, unreachable_parent
 from htc.errors import UsageError
 
 __all__ = ["SHARED_EXECUTE_ROOT", "DEFAULT_EXECUTE", "unreachable_parent", "shared_execute_dir",
-           "resolve_execute_dir"]
-
-#: where per-pool execute directories go when EXECUTE is out of the job users' reach
-SHARED_EXECUTE_ROOT = Path("/var/lib/htc/execute")
-
-#: EXECUTE's default (the param table's, and what a generated htc_config says)
-DEFAULT_EXECUTE = "$(LOCAL_DIR)/execute"
-
-
-def unreachable_parent(path: Path, user: pwd.struct_passwd | int | None = None, gid: int | None = None,
-                       groups: tuple[int, ...] = ()) -> tuple[Path, int] | None:
-    """The first existing directory on the way to ``path`` that ``user`` may not traverse.
-
-    ``user`` is a password entry, or a uid (with ``gid`` and its supplementary ``groups``), or
-    None: any user at all (who gets only the "other" permission bits). Directories that do not
-    exist yet are skipped: root creates them mode 0755.
-
-    Returns:
-        ``(directory, mode)``, or None when ``user`` can get through to ``path``.
-    """
-    path = Path(path)
-    if isinstance(user, pwd.struct_passwd):
-        uid, gids = user.pw_uid, {user.pw_gid}
-    else:
-        uid, gids = user, {g for g in (gid, *groups) if g is not None}
-    for directory in [*reversed(path.parents), path]:
-        try:
-            st = directory.stat()
-        except FileNotFoundError:
-            continue
-        if uid is not None and st.st_uid == uid:
-            ok = st.st_mode & 0o100
-        elif st.st_gid in gids:
-            ok = st.st_mode & 0o010
-        else:
-            ok = st.st_mode & 0o001
-        if not ok:
-            return directory, stat.S_IMODE(st.st_mode)
-    return None
-
+           "shared_execute_path", "resolve_execute_dir"]
 
 def _own_directory(path: Path) -> None:
     """Make ``path`` (mode 0755), or check that an existing one is ours and safe to use.
@@ -97,12 +59,11 @@ def shared_execute_dir(home: Path, root: Path = SHARED_EXECUTE_ROOT) -> Path:
         UsageError: the directory or one above it inside ``root`` is unsafe (see :func:`_own_directory`).
         OSError: it cannot be made (a read-only file system).
     """
-    digest = hashlib.sha256(str(Path(home).resolve()).encode()).hexdigest()[:16]
     for parent in [*reversed(root.parents)][1:]:
         if not parent.exists():
             _own_directory(parent)
     _own_directory(root)
-    leaf = root / digest
+    leaf = shared_execute_path(home, root)
     _own_directory(leaf)
     return leaf
 
@@ -125,6 +86,16 @@ def resolve_execute_dir(configured: Path, *, home: Path, is_default: bool, slot_
     """
     if os.geteuid() != 0 or not is_default:
         return configured, ""
+    if Path(configured) == shared_execute_path(home, root):
+        # The configuration already chose it (htc.config.execute: EXECUTE says where jobs run)
+        try:
+            made = shared_execute_dir(home, root)
+        except (UsageError, OSError) as exc:
+            return configured, (f"EXECUTE {configured} could not be made: {exc}; jobs will fail to start "
+                                "until EXECUTE names a directory every user may traverse")
+        return made, (f"EXECUTE's default {DEFAULT_EXECUTE} cannot be reached by the jobs' users (a root "
+                      f"startd under a private home); jobs run in {made} instead (set EXECUTE to choose "
+                      "another directory)")
     blocked = unreachable_parent(configured)
     if blocked is None:
         return configured, ""

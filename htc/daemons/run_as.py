@@ -115,9 +115,9 @@ class RunAsPolicy:
 
 @functools.cache
 def _fqdn() -> str:
-    import socket
+    from htc.config.hostname import full_hostname
 
-    return socket.getfqdn()
+    return full_hostname()
 
 
 def default_slot_account(number: int) -> str:

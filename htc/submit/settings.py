@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import functools
 import platform
-import socket
 from dataclasses import dataclass, field
+
+from htc.config.hostname import full_hostname
 
 #: the HTCondor release whose submit semantics htc.submit reproduces
 CONDOR_RELEASE = "25.14.1"
@@ -29,7 +30,7 @@ def _opsys() -> str:
 
 @functools.lru_cache(maxsize=1)
 def _fqdn() -> str:
-    return socket.getfqdn()
+    return full_hostname()
 
 
 @dataclass(frozen=True)

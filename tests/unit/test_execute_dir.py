@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from htc.config import load_config
-from htc.daemons.execute_dir import resolve_execute_dir, shared_execute_dir, unreachable_parent
+from htc.daemons.execute_dir import resolve_execute_dir, shared_execute_dir, shared_execute_path, unreachable_parent
 from htc.daemons.startd.service import settings_from_config
 
 ROOT = os.geteuid() == 0
@@ -90,9 +90,14 @@ def test_the_startd_settings_resolve_execute_from_the_configuration(hidden, tmp_
     chosen = tmp_path / "shared"
     monkeypatch.setattr("htc.daemons.startd.service.resolve_execute_dir",
                         lambda configured, **kw: (chosen, f"moved {configured} ({kw['is_default']})"))
-    settings = settings_from_config(load_config("STARTD"), hidden)
+    config = load_config("STARTD")
+    # As root, EXECUTE's value already is the per-pool directory where jobs will run
+    # (htc.config.execute), so that htc config_val EXECUTE says so.
+    configured = shared_execute_path(hidden) if os.geteuid() == 0 else hidden / "execute"
+    assert config.param("EXECUTE") == str(configured)
+    settings = settings_from_config(config, hidden)
     assert settings.execute_dir == chosen and settings.sensors.execute_dir == chosen
-    assert settings.execute_note == f"moved {hidden / 'execute'} (True)" and settings.execute_chosen
+    assert settings.execute_note == f"moved {configured} (True)" and settings.execute_chosen
     monkeypatch.setenv("_HTC_EXECUTE", str(tmp_path / "mine"))
     settings = settings_from_config(load_config("STARTD"), hidden)
     assert settings.execute_note == f"moved {tmp_path / 'mine'} (False)"

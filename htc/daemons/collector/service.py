@@ -8,8 +8,8 @@ the configuration.
 from __future__ import annotations
 
 import os
-import socket
 
+from htc.config.hostname import full_hostname
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.collector.core import Collector
 from htc.daemons.collector.settings import CollectorSettings
@@ -19,7 +19,7 @@ from htc.daemons.settings import from_config
 
 def settings_from_config(config, address: str = "collector") -> CollectorSettings:
     """Build the collector's settings from the configuration (COLLECTOR subsystem)."""
-    return from_config(CollectorSettings, config, address=address, machine=socket.getfqdn(), pid=os.getpid())
+    return from_config(CollectorSettings, config, address=address, machine=full_hostname(config), pid=os.getpid())
 
 
 def make_service(paths: DaemonPaths, clock: Clock = REAL) -> DaemonService:

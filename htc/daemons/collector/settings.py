@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass
 
+from htc.config.hostname import full_hostname
 from htc.daemons.settings import knob
 
 
 def collector_name(value: object) -> str:
     """COLLECTOR_NAME, else ``collector@<host>``."""
-    return str(value or f"collector@{socket.getfqdn()}")
+    return str(value or f"collector@{full_hostname()}")
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import re
-import socket
 from dataclasses import dataclass
 
+from htc.config.hostname import full_hostname
 from htc.daemons.settings import knob
 
 
@@ -21,7 +21,7 @@ def daemon_list(value: object) -> tuple[str, ...]:
 
 def master_name(value: object) -> str:
     """MASTER_NAME, else the host name, as ``master@<host>`` unless it names its own ``@``."""
-    name = str(value or socket.getfqdn())
+    name = str(value or full_hostname())
     return name if "@" in name else f"master@{name}"
 
 

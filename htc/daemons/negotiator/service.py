@@ -37,10 +37,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from pathlib import Path
 
 from htc.classad import ClassAd, ClassAdParseError
+from htc.config.hostname import full_hostname
 from htc.daemons import settings as knobs
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.clock import REAL, Clock
@@ -201,7 +201,7 @@ def settings_from_config(config, home: Path) -> NegotiatorServiceSettings:
         UsageError: a knob has a value the negotiator cannot use (the message names it).
     """
     core = NegotiatorSettings.from_config(config)
-    host = socket.getfqdn()
+    host = full_hostname(config)
     path = config.param("ACCOUNTANT_DATABASE_FILE") or str(home / "spool" / "Accountantnew.log")
     return knobs.from_config(
         NegotiatorServiceSettings, config, core=core, accountant_file=Path(path),

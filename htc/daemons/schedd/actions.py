@@ -15,6 +15,7 @@ from htc.daemons import core as c
 from htc.daemons.calls import Call
 from htc.daemons.schedd import userlog as ul
 from htc.daemons.schedd.access import Denied, denied_log
+from htc.daemons.schedd.ends import record_run_time
 from htc.daemons.schedd.events import Answer
 from htc.daemons.schedd.owed import owe
 from htc.jobqueue import HoldReasonCode, JobStatus
@@ -150,10 +151,14 @@ class JobActions:
     def _forget_run(self, job_id, now: float) -> None:
         """condor_rm -forcex: the job leaves the queue now, whatever its starter still does."""
         sd = self.schedd
+        shadow = sd.shadows.get(job_id)
         sd.shadows.forget(job_id)
         job = sd.job(job_id)
         if job is not None and job.status == JobStatus.REMOVED:
-            sd.queue.retire(job_id, now=now)
+            with sd.queue.transaction():
+                if shadow is not None:  # the time it ran stays the job's
+                    record_run_time(sd.queue, shadow, sd.claims.get(shadow.claim_id), job, now)
+                sd.queue.retire(job_id, now=now)
 
     # -- edit -----------------------------------------------------------------------------------
 

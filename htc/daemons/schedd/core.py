@@ -43,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from htc.classad import ClassAd
+from htc.config.hostname import sinful
 from htc.daemons import core as c
 from htc.daemons.calls import CallDone, CallFailed
 from htc.daemons.schedd import userlog as ul
@@ -277,7 +278,7 @@ class Schedd:
 
     def _materialize(self, now: float, out: list) -> None:
         """Late materialization: clusters with max_materialize / max_idle get their next procs."""
-        host = f"<{self.settings.machine}:{self.settings.address}>"
+        host = sinful(self.settings.address, self.settings.machine)
         for cluster, added in self.queue.materialize_all(now=now).items():
             jobs = sorted(self.queue.query(f"ClusterId == {cluster}"), key=lambda j: j.proc_id)[-added:]
             for job in jobs:

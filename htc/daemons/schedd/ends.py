@@ -19,7 +19,8 @@ from htc.jobqueue import ExitInfo, HoldReasonCode, JobStatus
 from htc.jobqueue.ads import parse_literal, quote
 from htc.jobqueue.expr import job_classad
 
-__all__ = ["JOB_FILE_FAILURES", "MAX_REFUSALS", "USAGE_ATTRS", "claim_after", "record_end"]
+__all__ = ["JOB_FILE_FAILURES", "MAX_REFUSALS", "USAGE_ATTRS", "claim_after", "record_end", "record_run_time",
+           "slot_weight"]
 
 #: refused activations in a row after which a job is held rather than matched again
 MAX_REFUSALS = 3
@@ -58,15 +59,18 @@ def record_end(queue, shadow, claim, job, kind: str, now: float, reason: str, ex
     moved to the history."""
     q, job_id = queue, shadow.job_id
     status = JobStatus(job.status)
+    usage = dict(shadow.usage)
+    attrs = _usage_attributes(job, shadow, claim, now)
+    if kind != "exited" or status not in (JobStatus.RUNNING, JobStatus.SUSPENDED, JobStatus.TRANSFERRING_OUTPUT):
+        # Whatever ended the run, the time it ran is the job's (HTCondor's schedd adds each
+        # run's wall time when its shadow goes, removed and held jobs included); an exit
+        # records them with its own attributes.
+        q.set_attributes(job_id, attrs)
     if status == JobStatus.REMOVED:
         q.retire(job_id, now=now)  # its JOB_ABORTED event was written when it was removed
         return []
     if status not in (JobStatus.RUNNING, JobStatus.SUSPENDED, JobStatus.TRANSFERRING_OUTPUT):
         return []  # held (or otherwise settled) while it was being stopped
-    usage = dict(shadow.usage)
-    attrs = _usage_attributes(job, shadow, claim, now)
-    if kind != "exited":
-        q.set_attributes(job_id, attrs)  # (an exit records them with its own attributes)
     if kind in ("failed", "held"):
         q.hold(job_id, reason, code=code, subcode=subcode, now=now)
         return [ul.held_event(job, reason, code, subcode, now)]
@@ -88,6 +92,10 @@ def record_end(queue, shadow, claim, job, kind: str, now: float, reason: str, ex
         return [ul.reconnect_failed_event(job, reason, claim.slot_name if claim else "", now)]
     if status == JobStatus.SUSPENDED:
         q.set_status(job_id, JobStatus.RUNNING, now=now)
+    # The run's work is kept (HTCondor's CommittedTime, CommittedSlotTime): it ended by itself.
+    attrs["CommittedTime"] = str(ul.number(job, "CommittedTime") + _run_seconds(shadow, now))
+    attrs["CommittedSlotTime"] = str(ul.number(job, "CommittedSlotTime")
+                                     + _run_seconds(shadow, now) * slot_weight(claim))
     decision, change = q.exit_and_apply(job_id, ExitInfo(exit_code, exit_signal, core_dumped), now=now,
                                         attrs=attrs)
     shadow.left_queue = change.left_queue
@@ -103,12 +111,37 @@ def record_end(queue, shadow, claim, job, kind: str, now: float, reason: str, ex
     return [ul.aborted_event(job, decision.reason, now)]
 
 
+def slot_weight(claim) -> float:
+    """The weight of the slot a run used (its ``SlotWeight``, else its ``Cpus``; 1 unknown), by
+    which HTCondor multiplies a run's time into ``CumulativeSlotTime``."""
+    ad = claim.slot_ad if claim is not None else None
+    for name in ("SlotWeight", "Cpus"):
+        try:
+            value = ad.eval(name) if ad is not None and name in ad else None
+        except Exception:  # an expression the job's side cannot evaluate: try the next
+            value = None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return 1.0
+
+
+def _run_seconds(shadow, now: float) -> float:
+    return max(0.0, now - shadow.started)
+
+
 def _usage_attributes(job, shadow, claim, now: float) -> dict[str, str]:
+    """The job's usage once the run ``shadow`` ends: the run's wall time added to
+    ``RemoteWallClockTime`` and (times the slot's weight) ``CumulativeSlotTime``, its CPU to
+    the ``Cumulative...Cpu`` figures, whatever ended it (HTCondor's schedd accumulates these
+    when a shadow goes, in update_remote_wall_clock)."""
     usage = shadow.usage
     attrs = {k: str(v) for k, v in usage.items()
              if k in USAGE_ATTRS and isinstance(v, (int, float)) and not isinstance(v, bool)}
     user, system = (float(usage.get(k, 0.0) or 0.0) for k in ("RemoteUserCpu", "RemoteSysCpu"))
-    attrs["RemoteWallClockTime"] = str(ul.number(job, "RemoteWallClockTime") + max(0.0, now - shadow.started))
+    ran = _run_seconds(shadow, now)
+    attrs["RemoteWallClockTime"] = str(ul.number(job, "RemoteWallClockTime") + ran)
+    attrs["CumulativeSlotTime"] = str(ul.number(job, "CumulativeSlotTime") + ran * slot_weight(claim))
+    attrs["LastRemoteWallClockTime"] = str(ran)
     attrs["CumulativeRemoteUserCpu"] = str(ul.number(job, "CumulativeRemoteUserCpu") + user)
     attrs["CumulativeRemoteSysCpu"] = str(ul.number(job, "CumulativeRemoteSysCpu") + system)
     attrs["LastRemoteHost"] = quote(claim.slot_name if claim else "")
@@ -130,3 +163,9 @@ def _requests_of(job) -> dict[str, float | None]:
                 value = ad.eval(name)
         out[name] = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
     return out
+
+
+def record_run_time(queue, shadow, claim, job, now: float) -> None:
+    """Record the time of the run ``shadow`` that the schedd stops following without its end
+    (``condor_rm -forcex``): the job keeps what it ran."""
+    queue.set_attributes(shadow.job_id, _usage_attributes(job, shadow, claim, now))

@@ -40,6 +40,7 @@ from collections.abc import Mapping
 
 from htc.classad import ClassAd, ClassAdParseError
 from htc.classad.lexer import KEYWORDS
+from htc.config.hostname import sinful
 from htc.daemons import core as c
 from htc.daemons.schedd import userlog as ul
 from htc.daemons.schedd.access import Denied, denied_log
@@ -215,7 +216,7 @@ class ToolRequests:
             sd.queue.submit(cluster, now=now)
             if msg.submission_id is not None:
                 sd.queue.remember_submission(owner, msg.submission_id, cid, cluster.num_procs, digest, now=now)
-            host = f"<{sd.settings.machine}:{sd.settings.address}>"
+            host = sinful(sd.settings.address, sd.settings.machine)
             by_log: dict[str, list] = {}
             jobs = sd.queue.query(f"ClusterId == {cid}")
             for job in jobs:

@@ -28,9 +28,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 from pathlib import Path
 
+from htc.config.hostname import full_hostname
 from htc.daemons import core as c
 from htc.daemons.calls import install_calls
 from htc.daemons.clock import REAL, Clock
@@ -68,7 +68,7 @@ def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
     Raises:
         UsageError: a knob has a value the schedd cannot use (the message names it).
     """
-    host = socket.getfqdn()
+    host = full_hostname(config)
     name = str(config.param("SCHEDD_NAME") or "") or f"schedd@{host}"
     if "@" not in name:
         name = f"{name}@{host}"

@@ -17,6 +17,7 @@ them (attribute -> ClassAd expression text).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from htc.config.hostname import sinful
 from htc.daemons import owner_files as ofs
 from htc.daemons.schedd.events import WriteUserLog
 from htc.eventlog import events as ev
@@ -106,12 +107,18 @@ def submit_event(job: Mapping[str, str], submit_host: str, now: float) -> ev.Sub
     return ev.SubmitEvent(**ids(job), timestamp=now, submit_host=submit_host)
 
 
+def startd_sinful(startd: str, slot_name: str) -> str:
+    """The startd's address as HTCondor writes it in the user log (a sinful string whose
+    ``sock=`` is the startd's socket and ``alias`` the host of ``slot_name``; htc.config.hostname)."""
+    return sinful(startd, slot_name.partition("@")[2])
+
+
 def execute_event(job: Mapping[str, str], startd: str, slot_name: str, slot: Mapping[str, object],
                   now: float) -> ev.ExecuteEvent:
     """001: the job runs on ``slot_name`` (props: the slot's Cpus, Memory, Disk)."""
     props = {key: str(slot[key]) for key in ("Cpus", "Disk", "Memory")
              if isinstance(slot.get(key), (int, float)) and not isinstance(slot.get(key), bool)}
-    return ev.ExecuteEvent(**ids(job), timestamp=now, execute_host=f"<{startd}>", slot_name=slot_name or None,
+    return ev.ExecuteEvent(**ids(job), timestamp=now, execute_host=startd_sinful(startd, slot_name), slot_name=slot_name or None,
                            props=props)
 
 
@@ -188,13 +195,13 @@ def disconnected_event(job: Mapping[str, str], reason: str, slot_name: str, star
                        now: float) -> ev.JobDisconnectedEvent:
     """022: the shadow lost its starter and will try to reconnect."""
     return ev.JobDisconnectedEvent(**ids(job), timestamp=now, reason=reason, startd_name=slot_name,
-                                   startd_addr=f"<{startd}>")
+                                   startd_addr=startd_sinful(startd, slot_name))
 
 
 def reconnected_event(job: Mapping[str, str], slot_name: str, startd: str, now: float) -> ev.JobReconnectedEvent:
     """023: the shadow found its starter again within the job lease."""
-    return ev.JobReconnectedEvent(**ids(job), timestamp=now, startd_name=slot_name, startd_addr=f"<{startd}>",
-                                  starter_addr=f"<{startd}>")
+    return ev.JobReconnectedEvent(**ids(job), timestamp=now, startd_name=slot_name, startd_addr=startd_sinful(startd, slot_name),
+                                  starter_addr=startd_sinful(startd, slot_name))
 
 
 def reconnect_failed_event(job: Mapping[str, str], reason: str, slot_name: str,

@@ -38,7 +38,6 @@ import os
 import platform
 import re
 import shutil
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from typing import Any
 import psutil
 
 import htc
+from htc.config.hostname import full_hostname
 from htc.daemons.clock import REAL, Clock
 from htc.errors import UsageError
 
@@ -77,6 +77,7 @@ class SensorSettings:
 
     execute_dir: Path
     daemon_name: str = ""
+    machine: str = ""  # this host's name (htc.config.hostname.full_hostname): Machine
     override_file: Path | None = None
     filesystem_domain: str | None = None
     uid_domain: str | None = None
@@ -275,7 +276,7 @@ class Sensors:
     def static_attrs(self) -> dict[str, Any]:
         """The attributes that do not change while the startd runs (measured once)."""
         if self._static is None:
-            fqdn = socket.getfqdn()
+            fqdn = self.settings.machine or full_hostname()
             cpus = os.cpu_count() or 1
             memory = psutil.virtual_memory().total // (1024 * 1024)
             st = self.settings

@@ -52,15 +52,15 @@ import contextlib
 import os
 import re
 import shutil
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from htc.config.hostname import full_hostname
 from htc.daemons.calls import Call, CallDone, install_calls, perform_call
 from htc.daemons.clock import REAL, Clock
-from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir
+from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir, shared_execute_path
 from htc.daemons.run_as import DEFAULT_DEDICATED, JobUser, RunAsPolicy, SlotAccounts, kill_processes_of
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
 from htc.daemons.settings import from_config
@@ -407,11 +407,13 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
     Raises:
         UsageError: a knob has a value the startd cannot use (the message names it).
     """
-    host = socket.getfqdn()
+    host = full_hostname(config)
     raw = config.raw("EXECUTE")
+    origin = config.origin("EXECUTE")
     configured = Path(config.param("EXECUTE") or home / "execute")
-    execute, execute_note = resolve_execute_dir(configured, home=home,
-                                                is_default=raw is None or raw.strip() in ("", DEFAULT_EXECUTE))
+    is_default = (raw is None or raw.strip() in ("", DEFAULT_EXECUTE)
+                  or (origin is not None and origin.kind == "detected"))  # htc.config.execute chose it
+    execute, execute_note = resolve_execute_dir(configured, home=home, is_default=is_default)
     expressions = {}
     for knob in KNOBS:
         text = str(config.param(knob)).strip()
@@ -431,13 +433,14 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         raise UsageError(f"UPDATE_INTERVAL = {startd.update_interval:g} and POLLING_INTERVAL = "
                          f"{startd.polling_interval:g}; both must be a positive number of seconds")
     override = config.param("SENSOR_OVERRIDE_FILE")
-    sensors = SensorSettings(execute_dir=execute, daemon_name=address,
+    sensors = SensorSettings(execute_dir=execute, daemon_name=address, machine=host,
                              override_file=Path(override) if override else home / "sensor_override",
                              filesystem_domain=_domain(config, "FILESYSTEM_DOMAIN"),
                              uid_domain=_domain(config, "UID_DOMAIN"))
     return from_config(
         StartdServiceSettings, config, startd=startd, sensors=sensors, execute_dir=execute,
-        execute_note=execute_note, execute_chosen=execute != configured, run_as=run_as_policy(config, host),
+        execute_note=execute_note, run_as=run_as_policy(config, host),
+        execute_chosen=execute != configured or (is_default and execute == shared_execute_path(home)),
         address=address, ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * startd.update_interval)))
 
 
