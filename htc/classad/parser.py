@@ -142,7 +142,7 @@ class Parser:
             if t.value == "-" and nxt.kind in (L.INT, L.REAL) and nxt.pos == t.end:
                 self.i += 2
                 lit = self.text[nxt.pos:nxt.end]
-                value = -nxt.value if nxt.kind == L.REAL else L.int_from_text("-" + lit)
+                value = -nxt.value if nxt.kind == L.REAL else L.negative_int(lit)
                 return self.elvis(self.postfix(Literal(value)))
             self.enter()
             self.i += 1
@@ -163,7 +163,7 @@ class Parser:
                     and nxt.pos == t.end):
                 self.i += 2
                 lit = self.text[nxt.pos:nxt.end]
-                value = -nxt.value if nxt.kind == L.REAL else L.int_from_text("-" + lit)
+                value = -nxt.value if nxt.kind == L.REAL else L.negative_int(lit)
                 right = self.postfix(Literal(value))
             else:
                 right = self.postfix(self.primary())

@@ -173,9 +173,8 @@ _JSON_TOKEN = re.compile(r"""
     \s*(?:
       (?P<punct>[{}\[\]:,])
     | (?P<string>"(?:[^"\\]|\\.)*"(?:\s*"(?:[^"\\]|\\.)*")*)
-    | (?P<number>-?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?(?![\w.]))
-    | (?P<word>[A-Za-z_]\w*)
     )""", re.VERBOSE | re.DOTALL)
+_JSON_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _JSON_ESC = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
              "t": "\t"}
 
@@ -199,6 +198,14 @@ class _Json:
         self.depth = 0  # arrays and objects open: at most the expression parser's MAX_DEPTH
 
     def peek(self):
+        text = self.text
+        j = len(text) - len(text[self.i:].lstrip())
+        c = text[j:j + 1]
+        if c and c in "-.0123456789":
+            return self.number(j)
+        w = _JSON_WORD.match(text, j)
+        if w is not None:
+            return ("word", w.group(), j, w.end())
         m = _JSON_TOKEN.match(self.text, self.i)
         if m is None:
             j = len(self.text) - len(self.text[self.i:].lstrip())
@@ -207,6 +214,23 @@ class _Json:
             return ("bad", None, j, j + 1)
         kind = m.lastgroup
         return (kind, m.group(kind), m.start(kind), m.end())
+
+    def number(self, j: int):
+        """A number token read as HTCondor's lexer reads it (``L.read_number``); a bad one is
+        kind ``badnumber`` and ends where that lexer stopped."""
+        text, n = self.text, len(self.text)
+        k = j + 1 if text[j] == "-" else j
+        if k >= n or not ("0" <= text[k] <= "9" or text[k] == "." and k + 1 < n
+                          and "0" <= text[k + 1] <= "9"):
+            return ("bad", None, j, k if k > j else j + 1)  # a minus or a dot alone
+        try:
+            tok, end = L.read_number(text, k, n, signed=k > j)
+        except ClassAdParseError as ex:
+            return ("badnumber", None, j, getattr(ex, "stop", ex.pos + 1))
+        value = tok.value
+        if k > j:
+            value = -value if tok.kind == L.REAL else L.negative_int(text[k:end])
+        return ("number", value, j, end)
 
     def take(self, expected: str, *kinds_values):
         tok = self.peek()
@@ -279,11 +303,9 @@ class _Json:
             return Literal(s)
         if kind == "number":
             self.i = end
-            if re.fullmatch(r"-?0\d+", val):
-                raise _JsonError(pos, end, "a number without leading zeros", "number")
-            if re.fullmatch(r"-?\d+", val):
-                return Literal(L.int_from_text(val))
-            return Literal(float(val))
+            return Literal(val)
+        if kind == "badnumber":
+            raise _JsonError(pos, end, "a number (decimal integers, reals)", "number")
         if kind == "word":
             low = val.lower()
             if low in ("true", "false", "null"):
@@ -319,7 +341,7 @@ class _Json:
 def _consumed(text: str, ex: _JsonError) -> int:
     """How far HTCondor's lexer has read when it reports ``ex``: it reads one character past
     a name, number or string (and a string's trailing white space) before giving up."""
-    if ex.kind in ("number", "word"):
+    if ex.kind in ("number", "badnumber", "word"):
         return ex.end + 1
     if ex.kind == "string":
         j = ex.end
