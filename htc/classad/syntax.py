@@ -11,8 +11,12 @@ Theory of operation
   read so far is the result.  Strings use the old escaping: a backslash escapes only ``"``,
   except that a backslash before the quote that ends the line is a literal backslash.
 * JSON: objects become ads, arrays lists, ``null`` UNDEFINED, and strings of the form
-  ``"\\/Expr(text)\\/"`` expressions.  A top-level array of objects is a stream of ads.
-  Like HTCondor, a JSON error at the very end of the input ends the stream quietly (its
+  ``"\\/Expr(text)\\/"`` expressions: as in HTCondor, only when the string's source text
+  starts and ends with the escaped slash ``\\/`` (``"/Expr(a+b)/"`` is a plain string), the
+  converted string starts with ``/Expr(`` in any case and ends with ``)/``; ``text`` must be
+  a whole expression.  Numbers are read by the ClassAd lexer's rules (``L.read_number``), and
+  ``\\u`` escapes of U+0080 and up store the bytes HTCondor's converter really produces.
+  A top-level array of objects is a stream of ads.  Like HTCondor, a JSON error at the very end of the input ends the stream quietly (its
   lexer has then consumed everything), an error with text after it raises.
 """
 
@@ -240,31 +244,46 @@ class _Json:
                 return tok
         raise _JsonError(tok[2], tok[3], expected, tok[0])
 
-    def string(self, raw: str, pos: int) -> str:
-        # adjacent literals are one string, as in the ClassAd lexer
-        pieces = re.findall(r'"(?:[^"\\]|\\.)*"', raw)
-        if len(pieces) > 1:
-            return "".join(self.string(piece, pos) for piece in pieces)
-        out = []
-        i, n = 1, len(raw) - 1
+    def string(self, raw: str, pos: int) -> tuple[str, bool]:
+        """The value of a string token (adjacent literals are one string, as in the ClassAd
+        lexer) and whether it is a quoted expression: its text, escapes not yet converted,
+        starts and ends with ``\\/`` (HTCondor's ``convert_escapes_json``)."""
+        text = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', raw))
+        quoted = len(text) >= 4 and text.startswith("\\/") and text.endswith("\\/")
+        out = bytearray()
+        i, n = 0, len(text)
         while i < n:
-            c = raw[i]
-            if c == "\\":
-                e = raw[i + 1]
-                if e == "u" and re.match(r"[0-9a-fA-F]{4}", raw[i + 2:i + 6]):
-                    code = int(raw[i + 2:i + 6], 16)
+            c = text[i]
+            if c == "\\" and i < n - 1:  # a backslash ending the text stays
+                e = text[i + 1]
+                i += 2
+                if e == "u":
+                    digits = text[i:i + 4]
+                    if len(digits) < 4 or i + 3 >= n or not re.fullmatch(r"[0-9a-fA-F]{4}", digits):
+                        raise _JsonError(pos, pos + len(raw), "four hex digits after \\u", "string")
+                    code = int(digits, 16)
+                    i += 4
                     if code == 0:
                         raise _JsonError(pos, pos + len(raw), "no NUL character in a string",
                                          "string")
-                    out.append(chr(code))
-                    i += 6
+                    # HTCondor's conversion to UTF-8 masks with 0x..111111 where 0x..3F was
+                    # meant: these are the bytes it really stores
+                    if code >= 0x800:
+                        out += bytes(((code >> 12) & 0xFF, ((code >> 6) | 0x11) & 0xFF,
+                                      (code | 0x11) & 0xFF))
+                    elif code >= 0x80:
+                        out += bytes(((code >> 6) & 0xFF, code & 0x11))
+                    else:
+                        out.append(code)
                     continue
-                out.append(_JSON_ESC.get(e, e))
-                i += 2
+                out += _JSON_ESC.get(e, e).encode("utf-8", "surrogatepass")
                 continue
-            out.append(c)
+            out += c.encode("utf-8", "surrogatepass")
             i += 1
-        return "".join(out)
+        try:
+            return out.decode("utf-8"), quoted
+        except UnicodeDecodeError:
+            raise _JsonError(pos, pos + len(raw), "a string that is valid UTF-8", "string") from None
 
     def value(self) -> Node:
         kind, val, pos, end = self.peek()
@@ -293,8 +312,8 @@ class _Json:
     def scalar(self, kind: str, val, pos: int, end: int) -> Node:
         if kind == "string":
             self.i = end
-            s = self.string(val, pos)
-            if s.startswith("/Expr(") and s.endswith(")/") and len(s) >= 8:
+            s, quoted = self.string(val, pos)
+            if quoted and s[:6].lower() == "/expr(" and s.endswith(")/") and len(s) >= 8:
                 try:
                     return parse_expr(s[6:-2])
                 except ClassAdParseError:
@@ -327,7 +346,7 @@ class _Json:
             if kind != "string":
                 raise _JsonError(pos, end, "a quoted attribute name", kind)
             self.i = end
-            name = self.string(val, pos)
+            name = self.string(val, pos)[0]
             self.take("':'", ("punct", ":"))
             pairs.append((name, self.value()))
             kind, val, pos, end = self.peek()

@@ -110,3 +110,39 @@ def test_number_literal_in_json_agrees(lit):
     assert_ad_agrees('{"a": %s, "b": 1}' % lit, "json")
     assert_ad_agrees('{"a": [%s]}' % lit, "json")
     assert_ad_agrees('[{"a": %s}]' % lit, "json")
+
+
+# -- JSON strings carrying /Expr(...)/ -----------------------------------------------------
+
+def json_result(mod, text):
+    """The ad as a canonical value and each attribute's printed expression."""
+    want = ad_result(mod, text, "json")
+    if want == CHECK.PARSE_ERROR:
+        return want, None
+    ad = CHECK.parse_ad(mod, text, "json")
+    return want, sorted((k.lower(), repr(ad.lookup(k))) for k in ad)
+
+
+# An expression only when the text, escapes not yet converted, starts and ends with '\/'
+# (so "/Expr(a+b)/" is a plain string), the converted string starts with '/Expr(' in any
+# case and ends with ')/'; what is between is read as a whole new-syntax expression.
+EXPR_STRINGS = [r'"/Expr(a+b)/"', r'"\/Expr(a+b)\/"', r'"\/Expr(a+b)/"', r'"/Expr(a+b)\/"', r'"/Expr()/"', r'"/Expr( )/"', r'"/Expr(1)/"',
+     r'"/Expr(1"', r'"Expr(1)"', r'"/Expr(1)/ "', r'" /Expr(1)/"', r'"/expr(1)/"', r'"/EXPR(1)/"', r'"/Expr(1))/"', r'"/Expr((1)/"',
+     r'"/Expr(1 +)/"', r'"/Expr(\"s\")/"', r'"/Expr(\"a\\/b\")/"', r'"/Expr(a/b)/"', r'"/Expr(a \/ b)/"', r'"/Expr([x = 1])/"',
+     r'"/Expr([x = 1].x)/"', r'"/Expr({1,2})/"', r'"/Expr(x)/"', r'"/Expr(MY.x)/"', r'"/Expr(.x)/"', r'"/Expr(root.x)/"',
+     r'"/Expr(/Expr(1)/)/"', r'"/Expr(\"/Expr(1)/\")/"', r'"/Expr(1)//Expr(2)/"', r'"/Expr(1)/" "x"', r'"/Expr(" "1)/"',
+     r'"/Expr(a+b)/x"', r'"x/Expr(a+b)/"', r'"/Expr(a+b)"', r'"/Expr(1\u002b2)/"', r'"\u002fExpr(1)\u002f"', r'"/Expr(\n1)/"',
+     r'"/Expr(1 // c\n)/"', r'"/Expr(1 /* c */)/"', r'"/Expr(undefined)/"', r'"/Expr(error)/"', r'"/Expr(true)/"', r'"/Expr(1e5)/"',
+     r'"/Expr(017)/"', r'"/Expr(-017)/"', r'"/Expr(0x1.8)/"', r'"/Expr(\"a\" \"b\")/"', r'"/Expr(\u0041)/"', r'"/Expr(a b)/"',
+     r'"/Expr(1;)/"', r'"/Expr(1])/"', r'"/Expr(1)/"', r'"/Expr(strcat(\"a\",\"b\"))/"', r'"/Expr(\"\\\\\")/"', r'"/Expr(\"\\\"\")/"',
+     r'"/Expr(\t1\t)/"', r'"/Expr(1)/\n"', r'"/Expr(\"\u00e9\")/"', r'"/Expr(x)/"', r'"/Expr(\"a\\nb\")/"', r'"/Expr(' + "'q'" + r')/"']
+
+
+@pytest.mark.parametrize("s", EXPR_STRINGS)
+@pytest.mark.parametrize("template", ['{"a": %s}', '{"a": %s, "x": 3}', '{"a": [%s, 1]}',
+                                      '{"a": {"b": %s}}', '[{"a": %s}]', '{"x": 5, "a": %s}'])
+def test_json_expr_string_agrees(s, template):
+    text = template % s
+    want, got = json_result(classad2, text), json_result(ours, text)
+    assert CHECK.equal(want[0], got[0]), f"{text!r}: classad2 {want[0]}, htc {got[0]}"
+    assert got[1] == want[1], f"{text!r} reads as {got[1]}, classad2 {want[1]}"
