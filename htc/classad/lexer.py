@@ -318,7 +318,7 @@ def tokenize(text: str, start: int = 0, one_group: bool = False,
         elif kind == "str" and m.group(kind).isascii() and not text.startswith('"', space(text, j).end()):
             append(Token(STRING, text[i + 1:j - 1], i, j))
             i = j
-        elif kind == "op" and not (text[i] == "." and nxt.isdigit()):
+        elif kind == "op" and not (text[i] == "." and (nxt.isdigit() or nxt == ".")):
             op = m.group(kind)
             append(Token(OP, op, i, j))
             i = j
@@ -361,6 +361,28 @@ def _next_token(text: str, i: int, n: int, append,
             append(Token(KEYWORD, low, i, j))
         else:
             append(Token(NAME, word, i, j))
+        i = j
+    elif c == "." and text.startswith("..", i):
+        # HTCondor's tokenizeNumber reads a second point as part of the selection (``..a`` is
+        # ``.a``), or, before a digit, as a real that strtod reads as 0.0 (``..5``)
+        j = i + 2
+        if j < n and _digit(text[j]):
+            while j < n and _digit(text[j]):
+                j += 1
+            if j < n and text[j] in "eE":
+                k = j + 1
+                if k < n and text[k] in "+-":
+                    k += 1
+                m = k
+                while m < n and _digit(text[m]):
+                    m += 1
+                if m == k:
+                    raise _stop(ClassAdParseError(text, j, "digits in the exponent"), m)
+                j = m
+            append(Token(REAL, 0.0, i, j))
+        else:
+            append(Token(OP, ".", i, j))
+            op = "."
         i = j
     elif c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit()):
         if not c.isascii():

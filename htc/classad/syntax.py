@@ -16,8 +16,9 @@ Theory of operation
   converted string starts with ``/Expr(`` in any case and ends with ``)/``; ``text`` must be
   a whole expression.  Numbers are read by the ClassAd lexer's rules (``L.read_number``), and
   ``\\u`` escapes of U+0080 and up store the bytes HTCondor's converter really produces.
-  A top-level array of objects is a stream of ads.  Like HTCondor, a JSON error at the very end of the input ends the stream quietly (its
-  lexer has then consumed everything), an error with text after it raises.
+  A top-level array of objects is a stream of ads.  Like HTCondor, a JSON error at the very
+  end of the input ends the stream quietly (its lexer has then consumed everything), an
+  error with text after it raises.
 """
 
 from __future__ import annotations

@@ -35,6 +35,9 @@ def expr_result(mod, text, scope=None, target=None):
     try:
         s = mod.ClassAd(scope) if scope is not None else None
         t = mod.ClassAd(target) if target is not None else None
+    except Exception:
+        return {"type": "scope_parse_error"}, repr(tree), str(tree)
+    try:
         value = CHECK.to_canonical(mod, tree.eval(scope=s, target=t), s, t)
     except RecursionError:
         value = {"type": "deep"}
@@ -146,3 +149,56 @@ def test_json_expr_string_agrees(s, template):
     want, got = json_result(classad2, text), json_result(ours, text)
     assert CHECK.equal(want[0], got[0]), f"{text!r}: classad2 {want[0]}, htc {got[0]}"
     assert got[1] == want[1], f"{text!r} reads as {got[1]}, classad2 {want[1]}"
+
+
+# -- scope names: self, root, parent, MY, TARGET and the absolute .attr ---------------------
+
+SCOPE_REFS = ["a", "self.a", "SELF.a", "root.a", "ROOT.a", ".a", "parent.a", "PARENT.a", "my.a", "MY.a",
+        "target.a", "TARGET.a", "self.self.a", "root.root.a", "parent.parent.a", "root.b.a", ".b.a",
+        "self.b.a", "parent.b.a", "root.b.c.a", ".b.c.a", "self", "root", "parent", "self.c.a",
+        "root.z", ".z", "self.z", "parent.z", "my.z", "target.z", "z", "self.parent.a", "root.self.a",
+        "parent.root.a", "my.self.a", "self.my.a", "target.self.a", ".self.a", ".root.a", ". a",
+        "root . a", "self .a", "(self).a", "(root).a", "(.a)", "self[\"a\"]", "root[\"a\"]", "..a", ".a.b",
+        ".parent.a", "my.parent.a", "parent.my.a", "target.parent.a", "root.my.a", "root.target.a", "self.target.a",
+        "isUndefined(self.a)", "self.a + root.a", "-.a", "!.a", "1+.a", "{.a, self.a}", "[q = .a].q", "[q = self.a].q", "[q = root.a].q",
+        "[q = parent.a].q", "[a = 7; q = self.a].q", "[a = 7; q = .a].q", "[a = 7; q = root.a].q", "[a=7; q = [r = parent.a].r].q",
+        "[a=7; q = [r = root.a].r].q", "[a=7; q = [r = .a].r].q", "[a=7; q = [r = self.a].r].q", "[a=7; q = [r = parent.parent.a].r].q",
+        "self.b", "root.b", ".b", "ifThenElse(true, .a, 0)", ".A", "ROOT.A", "Self.A", "Root.A", "Parent.A",
+        "x.a", "root.x", ".x", "self.x", ".x.a", "root.x.a", "self.w", "root.w", ".w", "w",
+        "CurrentTime > 0", "self.CurrentTime > 0", "other.a", "ad.a", "LEFT.a", "RIGHT.a", "lCtx.my.a",
+        "parent.other.a", "symmetricMatch", "TARGET.z", "[a = 7; q = MY].q.a", "[a=7; q = [r = MY.a].r].q",
+        "..a", "..5", "x..a", "a.'x y'", "a.parent", ".'parent'", ".true", ". .a", "...a",
+        ]
+
+# each reference stands at three depths of an ad and is evaluated with and without a target
+SCOPE = "[a = 1; z = {0}; x = [a = 5]; b = [a = 2; z = {0}; c = [a = 3; z = {0}]]]"
+TARGET = "[a = 1000; w = 5; z = TARGET.a]"
+SMALL = "[a = 1; b = [a = 2]]"
+
+
+def assert_scoped_agrees(text, scope, target):
+    want = expr_result(classad2, text, scope, target)
+    got = expr_result(ours, text, scope, target)
+    if want[0].get("type") == "classad":
+        # classad2 hands nested ads to Python cut off from the ads around them (see the
+        # corpus README): where such an ad refers outside itself, only its kind is comparable
+        # (and htc's, still linked, may nest without end: z = self.b inside b)
+        assert got[0].get("type") in ("classad", "deep"), f"{text!r}: classad2 an ad, htc {got[0]}"
+    else:
+        assert agree(want[0], got[0]), f"{text!r} in {scope} / {target}: classad2 {want[0]}, htc {got[0]}"
+    if text not in PRINTED_OTHERWISE:
+        assert got[1:] == want[1:], f"{text!r} prints as {got[1:]}, classad2 {want[1:]}"
+
+
+#: classad2 prints a selected name as it is, even where that does not read back: a.'x y' is
+#: printed "a.x y"; htc quotes it (docs/classad.md)
+PRINTED_OTHERWISE = {"a.'x y'"}
+
+
+@pytest.mark.parametrize("ref", SCOPE_REFS)
+def test_scope_reference_agrees(ref):
+    for target in (TARGET, None):
+        for where in ("z", "b.z", "b.c.z"):
+            assert_scoped_agrees(where, SCOPE.format(ref), target)
+        assert_scoped_agrees(ref, SMALL, target)
+    assert_scoped_agrees(ref, None, None)
