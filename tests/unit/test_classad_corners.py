@@ -202,3 +202,28 @@ def test_scope_reference_agrees(ref):
             assert_scoped_agrees(where, SCOPE.format(ref), target)
         assert_scoped_agrees(ref, SMALL, target)
     assert_scoped_agrees(ref, None, None)
+
+
+MATCH_PAIRS = [
+    ('[Requirements = TARGET.Memory >= self.RequestMemory && MY.Owner == "me"; RequestMemory = 100; '
+     'Owner = "me"; Rank = root.RequestMemory + TARGET.Memory; n = [q = MY.RequestMemory]]',
+     '[Requirements = TARGET.RequestMemory <= MY.Memory && other.Owner == "me"; Memory = 200; '
+     'Rank = self.Memory - .Memory]'),
+    ('[Requirements = .Memory =?= undefined && parent.other.Memory == 200; Rank = LEFT.x + RIGHT.y; x = 1]',
+     '[Requirements = ad.Memory == 200 && target.x == 1; Memory = 200; y = 2; Rank = my.y]'),
+    ('[Requirements = Memory > 100 && self.Memory =?= undefined; Rank = leftRankValue]',
+     '[Requirements = true; Memory = 200; Rank = [m = Memory; t = TARGET.Requirements].m]'),
+]
+
+
+@pytest.mark.parametrize("job, machine", MATCH_PAIRS)
+def test_scope_names_in_a_match_agree(job, machine):
+    results = []
+    for mod in (classad2, ours):
+        j, m = mod.ClassAd(job), mod.ClassAd(machine)
+        values = [mod.ExprTree("MY." + name).eval(a, b) for a, b in ((j, m), (m, j))
+                  for name in ("Requirements", "Rank")]
+        results.append((j.symmetricMatch(m), [CHECK.to_canonical(mod, v) for v in values]))
+    (want_match, want), (got_match, got) = results
+    assert got_match == want_match
+    assert all(CHECK.equal(w, g) for w, g in zip(want, got)), f"classad2 {want}, htc {got}"
