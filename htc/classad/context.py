@@ -286,5 +286,8 @@ def subscript_value(ctx: Ctx, base, index):
     if base is Undefined or index is Undefined:
         return Undefined
     if is_classad(base) and index.__class__ is str:
-        return select_in(ctx, base, index.lower())
+        # HTCondor looks the name up in that ad only: no enclosing ads, no scope names
+        lname = index.lower()
+        node = base._exprs.get(lname)
+        return Undefined if node is None else eval_in(ctx, base, lname, node)
     return Error

@@ -167,7 +167,7 @@ SCOPE_REFS = ["a", "self.a", "SELF.a", "root.a", "ROOT.a", ".a", "parent.a", "PA
         "x.a", "root.x", ".x", "self.x", ".x.a", "root.x.a", "self.w", "root.w", ".w", "w",
         "CurrentTime > 0", "self.CurrentTime > 0", "other.a", "ad.a", "LEFT.a", "RIGHT.a", "lCtx.my.a",
         "parent.other.a", "symmetricMatch", "TARGET.z", "[a = 7; q = MY].q.a", "[a=7; q = [r = MY.a].r].q",
-        "..a", "..5", "x..a", "a.'x y'", "a.parent", ".'parent'", ".true", ". .a", "...a",
+        "x[\"self\"]", "x[\"w\"]", "-x[\"self\"]", "..a", "..5", "x..a", "a.'x y'", "a.parent", ".'parent'", ".true", ". .a", "...a",
         ]
 
 # each reference stands at three depths of an ad and is evaluated with and without a target
