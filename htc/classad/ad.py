@@ -24,7 +24,8 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from htc.classad import printing
 from htc.classad.ast import AdExpr, ListExpr, Literal, Node, walk
 from htc.classad.compiler import compile_node, evaluate
-from htc.classad.errors import ClassAdParseError, ClassAdValueError
+from htc.classad.context import EvalFailed
+from htc.classad.errors import ClassAdEvaluationError, ClassAdParseError, ClassAdValueError
 from htc.classad.operators import is_true_for_match
 from htc.classad.parser import parse_ad_prefix, parse_expr
 from htc.classad.values import (INT64_MAX, INT64_MIN, AbsTime, Error, ExprList, RelTime,
@@ -99,7 +100,10 @@ def evaluate_public(node: Node, scope=None, target=None):
     values, other elements as :class:`ExprTree` (the caller evaluates them, usually in its
     own scope).  Lists computed by functions or selections are plain values.
     """
-    v = evaluate(node, scope, target)
+    try:
+        v = evaluate(node, scope, target, strict=True)
+    except EvalFailed:
+        raise ClassAdEvaluationError("failed to evaluate expression") from None
     if v.__class__ is ExprList:
         return from_node(v.node)
     return to_python(v)
@@ -196,16 +200,18 @@ class ExprTree:
 
 def external_refs(node: Node) -> set[str]:
     """Attribute references of a tree that are not resolved inside the tree itself."""
-    from htc.classad.ast import AttrRef, Select
+    from htc.classad.ast import AbsRef, AttrRef, Select
     refs: set[str] = set()
     for n in walk(node):
         if n.__class__ is AttrRef and n.lname not in ("my", "target", "parent"):
             refs.add(n.lname)
+        elif n.__class__ is AbsRef:
+            refs.add(n.lname)  # .x: the outermost ad's x
         elif n.__class__ is Select and n.base.__class__ is AttrRef:
             base = n.base.lname
             if base == "target":
                 refs.add("target." + n.lname)
-            elif base == "my":
+            elif base in ("my", "self", "root", "toplevel"):
                 refs.add(n.lname)
     # Selection bases such as ``a`` in ``a.b`` are references too; MY/TARGET are not.
     return refs

@@ -84,6 +84,20 @@ class AttrRef(Node):
         return (self.lname,)
 
 
+class AbsRef(Node):
+    """An absolute reference ``.name``: looked up from the outermost ad of the evaluation."""
+
+    __slots__ = ("name", "lname")
+
+    def __init__(self, name: str):
+        self.fn = None
+        self.name = name
+        self.lname = name.lower()
+
+    def _local(self):
+        return (self.lname,)
+
+
 class Select(Node):
     """Attribute selection ``base.name`` (``MY.x``, ``TARGET.x``, ``ad.b.c``)."""
 

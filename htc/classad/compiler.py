@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import operator
 
-from htc.classad.ast import (AdExpr, AttrRef, Binary, Call, Conditional, ListExpr, Literal,
+from htc.classad.ast import (AbsRef, AdExpr, AttrRef, Binary, Call, Conditional, ListExpr, Literal,
                              Node, Paren, Select, Subscript, Unary, left_link)
-from htc.classad.context import (Ctx, eval_in, lookup, root_of, select_in, select_value,
-                                 special_name, subscript_value)
+from htc.classad.context import (Ctx, EvalFailed, eval_in, lookup, lookup_absolute, root_of,
+                                 select_in, select_value, special_name, subscript_value)
 from htc.classad.operators import (arith, bitwise, compare, fold, identical, not_identical,
                                    truth, unary)
 from htc.classad.values import INT64_MAX, INT64_MIN, Error, ExprList, Undefined, wrap_int
@@ -201,19 +201,37 @@ def _c_attr(node: AttrRef):
     return attr
 
 
+def _c_absref(node: AbsRef):
+    lname = node.lname
+    return lambda ctx: lookup_absolute(ctx, lname)
+
+
 def _c_select(node: Select):
     lname = node.lname
     base = node.base
-    if base.__class__ is AttrRef and base.lname in ("my", "target"):
-        which = base.lname
-
-        def scoped(ctx):
-            ad = ctx.my if which == "my" else ctx.target
+    if base.__class__ is AttrRef and base.lname == "my":
+        # MY is the ad the reference stands in (HTCondor: MY is an alias of self)
+        def my_(ctx):
+            ad = ctx.ad
+            if ad is None:
+                return Undefined
+            if "my" in ad._exprs:
+                return select_value(ctx, lookup(ctx, "my"), lname)
+            n = ad._exprs.get(lname)
+            if n is not None:
+                if n.__class__ is Literal:
+                    return n.value
+                return eval_in(ctx, ad, lname, n)
+            return select_in(ctx, ad, lname)
+        return my_
+    if base.__class__ is AttrRef and base.lname == "target":
+        def target_(ctx):
+            ad = ctx.target
             if ad is None:
                 if ctx.ad is None:
                     return Undefined
-                # evaluation started inside a nested ad: resolve MY/TARGET from it
-                ad = special_name(ctx, ctx.ad, which)
+                # evaluation started inside a nested ad: resolve TARGET from it
+                ad = special_name(ctx, ctx.ad, "target")
                 if ad is Undefined:
                     return Undefined
             n = ad._exprs.get(lname)
@@ -222,7 +240,7 @@ def _c_select(node: Select):
                     return n.value
                 return eval_in(ctx, ad, lname, n)
             return select_in(ctx, ad, lname)
-        return scoped
+        return target_
     bf = compile_node(base)
     return lambda ctx: select_value(ctx, bf(ctx), lname)
 
@@ -435,13 +453,13 @@ def _c_call(node: Call):
 
 
 _COMPILERS = {
-    Literal: _c_literal, Paren: _c_paren, AttrRef: _c_attr, Select: _c_select,
+    Literal: _c_literal, Paren: _c_paren, AttrRef: _c_attr, AbsRef: _c_absref, Select: _c_select,
     Subscript: _c_subscript, Unary: _c_unary, Binary: _c_binary, Conditional: _c_conditional,
     ListExpr: _c_list, AdExpr: _c_ad, Call: _c_call,
 }
 
 
-def evaluate(node: Node, scope=None, target=None, ctx: Ctx | None = None):
+def evaluate(node: Node, scope=None, target=None, ctx: Ctx | None = None, strict: bool = False):
     """Evaluate ``node`` with MY = ``scope`` and TARGET = ``target`` (either may be None).
 
     Args:
@@ -449,6 +467,8 @@ def evaluate(node: Node, scope=None, target=None, ctx: Ctx | None = None):
         scope: the ad unqualified names are looked up in first, or None.
         target: the other ad of a match, or None.
         ctx: a context made by the caller.
+        strict: raise :class:`~htc.classad.context.EvalFailed` where HTCondor's evaluation
+            fails (``.x`` or ``root`` with no scope); otherwise that is ERROR.
     Returns:
         The internal value (see :mod:`htc.classad.values`).
     """
@@ -458,4 +478,8 @@ def evaluate(node: Node, scope=None, target=None, ctx: Ctx | None = None):
         fn = node.fn or compile_node(node)
         return fn(ctx)
     except RecursionError:
+        return Error
+    except EvalFailed:
+        if strict:
+            raise
         return Error

@@ -21,14 +21,45 @@ whose ``_parent`` is the ad the literal was evaluated in, which gives lexical sc
 
 from __future__ import annotations
 
+import time
+
 from htc.classad.ast import Literal, Node
 from htc.classad.values import Error, Undefined, is_classad
 
 
-class Ctx:
-    """Evaluation state of one top-level evaluation (see the module docstring)."""
+class EvalFailed(Exception):
+    """Internal: the evaluation cannot be done (HTCondor's ``EVAL_FAIL``), e.g. ``.x`` with no
+    ad to start from."""
 
-    __slots__ = ("ad", "my", "target", "busy", "depth", "fallback")
+
+#: ``root`` of an evaluation with a target: the match ad, built on demand
+MATCH = object()
+
+#: names answered where the first ad lacks them (HTCondor's special attribute names)
+SPECIAL_NAMES = frozenset({"self", "my", "root", "toplevel", "parent", "currenttime"})
+
+#: names the match ad and its two context ads define
+_CTX_NAMES = frozenset({"other", "target", "my", "ad"})
+_MATCH_NAMES = frozenset({"lctx", "rctx", "left", "right", "symmetricmatch", "leftmatchesright",
+                          "rightmatchesleft", "leftrankvalue", "rightrankvalue"})
+_VIRTUAL_NAMES = _CTX_NAMES | _MATCH_NAMES
+
+_MATCH_TEXT = ("[symmetricMatch = RIGHT.requirements && LEFT.requirements; "
+               "leftMatchesRight = RIGHT.requirements; rightMatchesLeft = LEFT.requirements; "
+               "leftRankValue = LEFT.rank; rightRankValue = RIGHT.rank]")
+_LCTX_TEXT = "[other = .RIGHT; target = .RIGHT; my = .LEFT; ad = .LEFT]"
+_RCTX_TEXT = "[other = .LEFT; target = .LEFT; my = .RIGHT; ad = .RIGHT]"
+
+
+class Ctx:
+    """Evaluation state of one top-level evaluation (see the module docstring).
+
+    ``left``/``right`` are the two ads of a match (None without a target); ``root`` is the
+    evaluation's root ad, :data:`MATCH` with a target, None with no scope.
+    """
+
+    __slots__ = ("ad", "my", "target", "busy", "depth", "fallback", "left", "right", "root",
+                 "_match")
 
     def __init__(self, ad, my, target):
         self.fallback = True
@@ -37,6 +68,66 @@ class Ctx:
         self.target = target
         self.busy: set = set()
         self.depth = 0
+        self.set_scopes(my, target)
+
+    def set_scopes(self, my, target) -> None:
+        """Start an evaluation with MY = ``my`` and TARGET = ``target`` (either may be None)."""
+        self._match = None
+        if target is not None and target is not my and my is not None:
+            self.left, self.right, self.root = my, target, MATCH
+        else:
+            self.left = self.right = None
+            self.root = root_of(my) if my is not None else None
+
+
+def match_ads(ctx: Ctx):
+    """(match, lctx, rctx): the ads HTCondor's MatchClassAd puts around the two ads."""
+    if ctx._match is None:
+        from htc.classad.ad import ClassAd
+        match = ClassAd(_MATCH_TEXT)
+        lctx, rctx = ClassAd(_LCTX_TEXT), ClassAd(_RCTX_TEXT)
+        lctx._parent = rctx._parent = match
+        for name, value in (("lCtx", lctx), ("rCtx", rctx), ("LEFT", ctx.left),
+                            ("RIGHT", ctx.right)):
+            match._names[name.lower()] = name
+            match._exprs[name.lower()] = Literal(value)
+        ctx._match = (match, lctx, rctx)
+    return ctx._match
+
+
+def root_ad(ctx: Ctx):
+    """The evaluation's root ad (building the match ad if need be); EvalFailed if none."""
+    root = ctx.root
+    if root is MATCH:
+        return match_ads(ctx)[0]
+    if root is None:
+        raise EvalFailed("no root ad")
+    return root
+
+
+def parent_of(ctx: Ctx, ad):
+    """The ad enclosing ``ad`` for lookups: none above the root; in a match, the context ad
+    above each of the two ads."""
+    if ctx.left is not None:
+        if ad is ctx.left:
+            return match_ads(ctx)[1]
+        if ad is ctx.right:
+            return match_ads(ctx)[2]
+    if ad is ctx.root:
+        return None
+    return ad._parent
+
+
+def special(ctx: Ctx, ad, lname: str):
+    """The value of a special name seen from ``ad`` (which lacks an attribute of that name)."""
+    if lname == "self" or lname == "my":
+        return ad
+    if lname == "root" or lname == "toplevel":
+        return root_ad(ctx)
+    if lname == "parent":
+        p = parent_of(ctx, ad)
+        return p if p is not None else Undefined
+    return int(time.time())  # currenttime
 
 
 def root_of(ad):
@@ -63,7 +154,9 @@ def eval_in(ctx: Ctx, ad, lname: str, node: Node):
         root = root_of(ad)
         ctx.fallback = False
     if root is not my:
-        if root is target:
+        if ctx.left is not None and (root is ctx.left or root is ctx.right):
+            ctx.my, ctx.target = root, ctx.right if root is ctx.left else ctx.left
+        elif root is target:
             ctx.my, ctx.target = target, my
         else:
             ctx.my, ctx.target = root, None
@@ -80,54 +173,93 @@ def eval_in(ctx: Ctx, ad, lname: str, node: Node):
 
 def special_name(ctx: Ctx, ad, lname: str):
     """Value of MY / TARGET / PARENT seen from ``ad``, or None if ``lname`` is not one."""
-    if lname == "my":
-        return root_of(ad) if ad is not None else Undefined
     if lname == "target":
         if ad is None:
             return ctx.target if ctx.target is not None else Undefined
-        root = root_of(ad)
-        if root is ctx.my:
-            other = ctx.target
-        elif root is ctx.target:
-            other = ctx.my
-        else:
-            other = None
-        return other if other is not None else Undefined
-    if lname == "parent":
-        p = ad._parent if ad is not None else None
-        return p if p is not None else Undefined
+        return _other_side(ctx, ad)
+    if lname in SPECIAL_NAMES:
+        return Undefined if ad is None else special(ctx, ad, lname)
     return None
+
+
+def _other_side(ctx: Ctx, ad):
+    root = root_of(ad)
+    if root is ctx.my:
+        other = ctx.target
+    elif root is ctx.target:
+        other = ctx.my
+    else:
+        other = None
+    return other if other is not None else Undefined
+
+
+_MISSING = object()
+
+
+def _find(ctx: Ctx, start, lname: str):
+    """Look ``lname`` up from ``start`` as HTCondor's LookupInScope does: the value, or
+    _MISSING when no ad defines it (so that a match may fall back to the other ad)."""
+    node = start._exprs.get(lname)
+    if node is not None:
+        return eval_in(ctx, start, lname, node)
+    if lname in SPECIAL_NAMES:
+        return special(ctx, start, lname)
+    pair = ctx.left is not None
+    a = start
+    while True:
+        if pair and (a is ctx.left or a is ctx.right):
+            # above the two ads of a match: their context ad, then the match ad
+            if lname in _VIRTUAL_NAMES:
+                match, lctx, rctx = match_ads(ctx)
+                for v in (lctx if a is ctx.left else rctx, match):
+                    node = v._exprs.get(lname)
+                    if node is not None:
+                        return eval_in(ctx, v, lname, node)
+            break
+        if a is ctx.root:
+            break
+        a = a._parent
+        if a is None or a is start:
+            break
+        node = a._exprs.get(lname)
+        if node is not None:
+            return eval_in(ctx, a, lname, node)
+    if lname == "target" and not pair:
+        return _other_side(ctx, start)
+    return _MISSING
+
+
+def resolve(ctx: Ctx, start, lname: str):
+    """``lname`` looked up from ``start`` (no fallback to the target): UNDEFINED if missing."""
+    v = _find(ctx, start, lname)
+    return Undefined if v is _MISSING else v
 
 
 def lookup(ctx: Ctx, lname: str):
     """Evaluate an unqualified attribute reference."""
     ad = ctx.ad
-    while ad is not None:
-        node = ad._exprs.get(lname)
-        if node is not None:
-            return eval_in(ctx, ad, lname, node)
-        ad = ad._parent
-    special = special_name(ctx, ctx.ad, lname)
-    if special is not None:
-        return special
+    if ad is None:
+        return Undefined
+    v = _find(ctx, ad, lname)
+    if v is not _MISSING:
+        return v
+    # HTCondor's alternate scope: the other ad of a match, for the two ads themselves
     t = ctx.target
-    if t is not None and ctx.fallback:
+    if t is not None and ctx.fallback and (ctx.left is None or ad is ctx.left or ad is ctx.right):
         node = t._exprs.get(lname)
         if node is not None:
             return eval_in(ctx, t, lname, node)
     return Undefined
 
 
+def lookup_absolute(ctx: Ctx, lname: str):
+    """Evaluate ``.lname``: from the root ad, with no fallback to the target."""
+    return resolve(ctx, root_ad(ctx), lname)
+
+
 def select_in(ctx: Ctx, ad, lname: str):
     """Evaluate ``ad.lname`` where ``ad`` is an ad value (searching its enclosing ads too)."""
-    a = ad
-    while a is not None:
-        node = a._exprs.get(lname)
-        if node is not None:
-            return eval_in(ctx, a, lname, node)
-        a = a._parent
-    special = special_name(ctx, ad, lname)
-    return Undefined if special is None else special
+    return resolve(ctx, ad, lname)
 
 
 def select_value(ctx: Ctx, base, lname: str):
@@ -154,5 +286,8 @@ def subscript_value(ctx: Ctx, base, index):
     if base is Undefined or index is Undefined:
         return Undefined
     if is_classad(base) and index.__class__ is str:
-        return select_in(ctx, base, index.lower())
+        # HTCondor looks the name up in that ad only: no enclosing ads, no scope names
+        lname = index.lower()
+        node = base._exprs.get(lname)
+        return Undefined if node is None else eval_in(ctx, base, lname, node)
     return Error

@@ -27,3 +27,8 @@ class ClassAdParseError(UsageError, ValueError):
 
 class ClassAdValueError(UsageError, ValueError):
     """A Python value cannot be represented as a ClassAd value; convert it first."""
+
+
+class ClassAdEvaluationError(UsageError, ValueError):
+    """An expression cannot be evaluated at all where it is evaluated (classad2 raises too):
+    ``.x`` or ``root`` with no ad to look in. Give a scope ad."""

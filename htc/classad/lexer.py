@@ -17,6 +17,10 @@ Rules that are easy to get wrong, all checked against HTCondor 25.14.1 in compat
 
 * Integers are decimal only: ``017`` and ``0x10`` are errors, ``0`` is fine, ``00.5`` is a
   real.  A literal beyond the 64-bit range is read as ``0`` (HTCondor does the same).
+  Numbers are read as ``Lexer::tokenizeNumber`` reads them: a point after hex digits makes
+  a real through ``strtod`` (``0x1.8`` is 1.5), and a minus that does not follow a value is
+  part of the number, whose integer text is then converted in base 10 without the octal
+  check (``-017`` is -17, ``-0x10`` is 0, ``-019`` is an error).
 * Reals need digits after the point (``1.`` and ``1.e5`` are errors); ``.5`` and ``1e5``
   are reals.  Overflow gives ``inf``, underflow ``0.0``.
 * Strings take C escapes plus octal ``\\ooo`` (three digits only when the first is 0-3);
@@ -83,7 +87,7 @@ _FAST = re.compile(
     r'|(?P<str>"[^"\\]*")'
     r'|(?P<op>' + "|".join(re.escape(op) for op in _OPERATORS) + "))")
 _SPACE = re.compile(r"[ \t\n\r\f\v]*")
-_NUMBER_GOES_ON = frozenset(".eE")  # after a plain number: the careful way reads (or refuses) more
+_NUMBER_GOES_ON = frozenset(".eExX")  # after a plain number: the careful way reads (or refuses) more
 _COMMENT_STARTS = frozenset("/*")
 
 
@@ -154,36 +158,101 @@ def _read_quoted(text: str, i: int, n: int, quote: str) -> tuple[str, int]:
         raise ClassAdParseError(text, start, "a literal whose octal escapes form valid UTF-8") from None
 
 
-def _read_number(text: str, i: int, n: int) -> tuple[Token, int]:
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+_HEX_REAL = re.compile(r"0[xX][0-9a-fA-F]*(?:\.[0-9a-fA-F]*)?")
+
+
+def _digit(c: str) -> bool:
+    return "0" <= c <= "9"
+
+
+def _stop(ex: ClassAdParseError, i: int) -> ClassAdParseError:
+    ex.stop = i  # where HTCondor's lexer stopped reading (JSON's quiet end depends on it)
+    return ex
+
+
+def negative_int(lit: str) -> int:
+    """The value of ``-lit`` for an integer literal read after a minus: HTCondor converts the
+    whole ``-017`` with ``from_chars`` in base 10, so ``-017`` is -17 and ``-0x10`` is 0."""
+    j = 0
+    while j < len(lit) and _digit(lit[j]):
+        j += 1
+    return int_from_text("-" + lit[:j]) if j else 0
+
+
+#: tokens after which '-' is an operator, not the sign of a number (HTCondor's lexer)
+_VALUE_KINDS = frozenset({INT, REAL, STRING, NAME, QNAME})
+_VALUE_WORDS = frozenset({"true", "false", "undefined", "error"})
+
+
+def _signed(toks: list, i: int) -> bool:
+    """Whether the number at ``i`` is the body of a negative literal (``-017``): right after
+    a '-' that does not follow a value (HTCondor lexes the two as one number)."""
+    if not toks:
+        return False
+    t = toks[-1]
+    if t.kind != OP or t.value != "-" or t.end != i:
+        return False
+    if len(toks) < 2:
+        return True
+    p = toks[-2]
+    return not (p.kind in _VALUE_KINDS or p.kind == KEYWORD and p.value in _VALUE_WORDS
+                or p.kind == OP and p.value in ".)]}")
+
+
+def read_number(text: str, i: int, n: int, signed: bool = False) -> tuple[Token, int]:
+    """Read a number as HTCondor's ``Lexer::tokenizeNumber`` does (compat mode).
+
+    ``0x`` starts hex digits; a leading ``0`` starts octal digits. Either is an error as an
+    integer (compat mode reads integers in decimal only), but a point or an exponent after
+    them makes a real, converted by ``strtod``: ``0x1.8`` is 1.5 and ``09.5`` is 9.5.
+    """
     start = i
-    while i < n and text[i].isdigit():
-        i += 1
-    is_real = False
+    c = text[i]
+    real = False
+    if c == "0" and i + 1 < n and text[i + 1] in "xX":
+        i += 2
+        if i >= n or text[i] not in _HEX_DIGITS:
+            raise _stop(ClassAdParseError(text, start, "hex digits after '0x'"), i)
+        while i < n and text[i] in _HEX_DIGITS:
+            i += 1
+    else:
+        octal = True
+        while i < n and _digit(text[i]):
+            octal = octal and text[i] < "8"
+            i += 1
+        real = i < n and text[i] in ".eE"
+        if c == "0" and not octal and not real:
+            raise _stop(ClassAdParseError(
+                text, start, "a decimal integer (octal and hex are not allowed)"), i)
     if i < n and text[i] == ".":
         j = i + 1
-        while j < n and text[j].isdigit():
+        while j < n and _digit(text[j]):
             j += 1
         if j == i + 1:
-            raise ClassAdParseError(text, i, "digits after the decimal point")
+            raise _stop(ClassAdParseError(text, i, "digits after the decimal point"), j)
         i = j
-        is_real = True
-    if i < n and text[i] in "eE":
+        real = True
+    if real and i < n and text[i] in "eE":
         j = i + 1
         if j < n and text[j] in "+-":
             j += 1
         k = j
-        while k < n and text[k].isdigit():
+        while k < n and _digit(text[k]):
             k += 1
         if k == j:
-            raise ClassAdParseError(text, i, "digits in the exponent")
+            raise _stop(ClassAdParseError(text, i, "digits in the exponent"), k)
         i = k
-        is_real = True
     lit = text[start:i]
-    if is_real:
+    if real:
+        if lit[1:2] in ("x", "X"):
+            return Token(REAL, float.fromhex(_HEX_REAL.match(lit).group()), start, i), i
         return Token(REAL, float(lit), start, i), i
-    if len(lit) > 1 and lit[0] == "0":
-        raise ClassAdParseError(text, start, "a decimal integer (octal and hex are not allowed)")
-    return Token(INT, int_from_text(lit), start, i), i
+    if len(lit) > 1 and lit[0] == "0" and not signed:
+        raise _stop(ClassAdParseError(
+            text, start, "a decimal integer (octal and hex are not allowed)"), i)
+    # (after a minus the parser takes the value from the text: see negative_int)
+    return Token(INT, -negative_int(lit) if signed else int_from_text(lit), start, i), i
 
 
 def tokenize(text: str, start: int = 0, one_group: bool = False,
@@ -240,21 +309,22 @@ def tokenize(text: str, start: int = 0, one_group: bool = False,
             lit = m.group(kind)
             if "." in lit or "e" in lit or "E" in lit:
                 append(Token(REAL, float(lit), i, j))
-            elif len(lit) > 1 and lit[0] == "0":
-                raise _at(ClassAdParseError(text, i, "a decimal integer (octal and hex are not allowed)"), i)
+            elif len(lit) > 1 and lit[0] == "0":  # octal: refused, or the body of -017
+                i, op = _next_token(text, i, n, append, _signed(toks, i))
+                continue
             else:
                 append(Token(INT, int_from_text(lit), i, j))
             i = j
         elif kind == "str" and m.group(kind).isascii() and not text.startswith('"', space(text, j).end()):
             append(Token(STRING, text[i + 1:j - 1], i, j))
             i = j
-        elif kind == "op" and not (text[i] == "." and nxt.isdigit()):
+        elif kind == "op" and not (text[i] == "." and (nxt.isdigit() or nxt == ".")):
             op = m.group(kind)
             append(Token(OP, op, i, j))
             i = j
         else:
             try:
-                i, op = _next_token(text, i, n, append)
+                i, op = _next_token(text, i, n, append, _signed(toks, i))
             except ClassAdParseError as ex:
                 raise _at(ex, i)
         if one_group and op is not None:
@@ -274,7 +344,8 @@ def _at(ex: ClassAdParseError, i: int) -> ClassAdParseError:
     return ex
 
 
-def _next_token(text: str, i: int, n: int, append) -> tuple[int, str | None]:
+def _next_token(text: str, i: int, n: int, append,
+                signed: bool = False) -> tuple[int, str | None]:
     """Read one token at ``i``; return the offset after it and the operator text (if any)."""
     op = None
     c = text[i]
@@ -291,10 +362,32 @@ def _next_token(text: str, i: int, n: int, append) -> tuple[int, str | None]:
         else:
             append(Token(NAME, word, i, j))
         i = j
+    elif c == "." and text.startswith("..", i):
+        # HTCondor's tokenizeNumber reads a second point as part of the selection (``..a`` is
+        # ``.a``), or, before a digit, as a real that strtod reads as 0.0 (``..5``)
+        j = i + 2
+        if j < n and _digit(text[j]):
+            while j < n and _digit(text[j]):
+                j += 1
+            if j < n and text[j] in "eE":
+                k = j + 1
+                if k < n and text[k] in "+-":
+                    k += 1
+                m = k
+                while m < n and _digit(text[m]):
+                    m += 1
+                if m == k:
+                    raise _stop(ClassAdParseError(text, j, "digits in the exponent"), m)
+                j = m
+            append(Token(REAL, 0.0, i, j))
+        else:
+            append(Token(OP, ".", i, j))
+            op = "."
+        i = j
     elif c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit()):
         if not c.isascii():
             raise ClassAdParseError(text, i, "an ASCII digit")
-        tok, i = _read_number(text, i, n)
+        tok, i = read_number(text, i, n, signed)
         append(tok)
     elif c == '"':
         start = i

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from htc.classad.ad import ClassAd
 from htc.classad.ast import Literal
 from htc.classad.compiler import compile_node
-from htc.classad.context import Ctx
+from htc.classad.context import Ctx, EvalFailed
 from htc.classad.operators import is_true_for_match
 
 
@@ -37,12 +37,13 @@ def _run(fn, ctx: Ctx, my: ClassAd, target: ClassAd, lname: str):
     ctx.ad = my
     ctx.my = my
     ctx.target = target
+    ctx.set_scopes(my, target)
     busy = ctx.busy
     key = (id(my), lname)
     busy.add(key)
     try:
         return fn(ctx)
-    except RecursionError:
+    except (RecursionError, EvalFailed):
         from htc.classad.values import Error
         return Error
     finally:
@@ -100,6 +101,7 @@ def match_many(job: ClassAd, machines: Iterable[ClassAd]) -> list[tuple[ClassAd,
     append = out.append
     try:
         for m in machines:
+            ctx.set_scopes(job, m)  # the pair HTCondor's MatchClassAd would hold
             # the job's Requirements against this machine
             ctx.ad = ctx.my = job
             ctx.target = m

@@ -35,7 +35,7 @@ run out of Python's stack on an expression the parser accepted.
 from __future__ import annotations
 
 from htc.classad import lexer as L
-from htc.classad.ast import (AdExpr, AttrRef, Binary, Call, Conditional, ListExpr, Literal,
+from htc.classad.ast import (AbsRef, AdExpr, AttrRef, Binary, Call, Conditional, ListExpr, Literal,
                              Node, Paren, Select, Subscript, Unary)
 from htc.classad.errors import ClassAdParseError
 from htc.classad.values import Error, Undefined
@@ -142,7 +142,7 @@ class Parser:
             if t.value == "-" and nxt.kind in (L.INT, L.REAL) and nxt.pos == t.end:
                 self.i += 2
                 lit = self.text[nxt.pos:nxt.end]
-                value = -nxt.value if nxt.kind == L.REAL else L.int_from_text("-" + lit)
+                value = -nxt.value if nxt.kind == L.REAL else L.negative_int(lit)
                 return self.elvis(self.postfix(Literal(value)))
             self.enter()
             self.i += 1
@@ -163,7 +163,7 @@ class Parser:
                     and nxt.pos == t.end):
                 self.i += 2
                 lit = self.text[nxt.pos:nxt.end]
-                value = -nxt.value if nxt.kind == L.REAL else L.int_from_text("-" + lit)
+                value = -nxt.value if nxt.kind == L.REAL else L.negative_int(lit)
                 right = self.postfix(Literal(value))
             else:
                 right = self.postfix(self.primary())
@@ -219,6 +219,9 @@ class Parser:
                 self.expect_op(")", "')' closing the parenthesis")
                 self.depth -= 1
                 return Paren(inner)
+            if t.value == "." and self.toks[self.i + 1].kind in (L.NAME, L.QNAME):
+                self.i += 2
+                return AbsRef(self.toks[self.i - 1].value)
             if t.value == "{":
                 return self.list_literal()
             if t.value == "[":

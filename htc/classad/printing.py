@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 
-from htc.classad.ast import (AdExpr, AttrRef, Binary, Call, Conditional, ListExpr, Literal,
+from htc.classad.ast import (AbsRef, AdExpr, AttrRef, Binary, Call, Conditional, ListExpr, Literal,
                              Node, Paren, Select, Subscript, Unary, left_link, spine)
 from htc.classad.lexer import KEYWORDS
 from htc.classad.values import AbsTime, Error, RelTime, Undefined, is_classad
@@ -132,6 +132,8 @@ class Unparser:
             return self.literal(n.value)
         if t is AttrRef:
             return quote_name(n.name)
+        if t is AbsRef:
+            return "." + quote_name(n.name)
         if t is Unary:
             return f" {n.op}{self.node(n.operand)}"
         if t is Paren:
@@ -155,7 +157,11 @@ class Unparser:
             if t is Binary:
                 out.append(f" {link.op} {self.node(link.right)}")
             elif t is Select:
-                out.append("." + quote_name(link.name))
+                # HTCondor prints the selected name as it is (``a.parent``); we quote only
+                # what would not read back (``a.'x y'``, which it prints ``a.x y``)
+                name = link.name
+                out.append("." + (name if _IDENT.match(name) and name.lower() not in KEYWORDS
+                                  else quote_name(name)))
             elif t is Subscript:
                 out.append(f"[{self.node(link.index)}]")
             else:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, MutableMapping
 
 from htc.classad.ad import ClassAd, ExprTree
 from htc.classad.ast import Node
-from htc.classad.context import Ctx, root_of
+from htc.classad.context import Ctx, EvalFailed, root_of
 from htc.classad.values import Error
 
 _UNSEEN = object()
@@ -148,13 +148,14 @@ def compile_evaluator(expr: ExprTree) -> Callable[[ClassAd], object]:
 
     def evaluate(ad: ClassAd) -> object:
         ctx.ad = ad
-        ctx.my = root_of(ad)
+        ctx.my = my = root_of(ad)
         ctx.target = None
         ctx.fallback = True
+        ctx.set_scopes(my, None)
         ctx.depth = 0
         try:
             return fn(ctx)
-        except RecursionError:
+        except (RecursionError, EvalFailed):
             return Error
         finally:
             if busy:  # left over only when an evaluation was cut short

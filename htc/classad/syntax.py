@@ -11,9 +11,14 @@ Theory of operation
   read so far is the result.  Strings use the old escaping: a backslash escapes only ``"``,
   except that a backslash before the quote that ends the line is a literal backslash.
 * JSON: objects become ads, arrays lists, ``null`` UNDEFINED, and strings of the form
-  ``"\\/Expr(text)\\/"`` expressions.  A top-level array of objects is a stream of ads.
-  Like HTCondor, a JSON error at the very end of the input ends the stream quietly (its
-  lexer has then consumed everything), an error with text after it raises.
+  ``"\\/Expr(text)\\/"`` expressions: as in HTCondor, only when the string's source text
+  starts and ends with the escaped slash ``\\/`` (``"/Expr(a+b)/"`` is a plain string), the
+  converted string starts with ``/Expr(`` in any case and ends with ``)/``; ``text`` must be
+  a whole expression.  Numbers are read by the ClassAd lexer's rules (``L.read_number``), and
+  ``\\u`` escapes of U+0080 and up store the bytes HTCondor's converter really produces.
+  A top-level array of objects is a stream of ads.  Like HTCondor, a JSON error at the very
+  end of the input ends the stream quietly (its lexer has then consumed everything), an
+  error with text after it raises.
 """
 
 from __future__ import annotations
@@ -173,9 +178,8 @@ _JSON_TOKEN = re.compile(r"""
     \s*(?:
       (?P<punct>[{}\[\]:,])
     | (?P<string>"(?:[^"\\]|\\.)*"(?:\s*"(?:[^"\\]|\\.)*")*)
-    | (?P<number>-?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?(?![\w.]))
-    | (?P<word>[A-Za-z_]\w*)
     )""", re.VERBOSE | re.DOTALL)
+_JSON_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _JSON_ESC = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
              "t": "\t"}
 
@@ -199,6 +203,14 @@ class _Json:
         self.depth = 0  # arrays and objects open: at most the expression parser's MAX_DEPTH
 
     def peek(self):
+        text = self.text
+        j = len(text) - len(text[self.i:].lstrip())
+        c = text[j:j + 1]
+        if c and c in "-.0123456789":
+            return self.number(j)
+        w = _JSON_WORD.match(text, j)
+        if w is not None:
+            return ("word", w.group(), j, w.end())
         m = _JSON_TOKEN.match(self.text, self.i)
         if m is None:
             j = len(self.text) - len(self.text[self.i:].lstrip())
@@ -208,6 +220,23 @@ class _Json:
         kind = m.lastgroup
         return (kind, m.group(kind), m.start(kind), m.end())
 
+    def number(self, j: int):
+        """A number token read as HTCondor's lexer reads it (``L.read_number``); a bad one is
+        kind ``badnumber`` and ends where that lexer stopped."""
+        text, n = self.text, len(self.text)
+        k = j + 1 if text[j] == "-" else j
+        if k >= n or not ("0" <= text[k] <= "9" or text[k] == "." and k + 1 < n
+                          and "0" <= text[k + 1] <= "9"):
+            return ("bad", None, j, k if k > j else j + 1)  # a minus or a dot alone
+        try:
+            tok, end = L.read_number(text, k, n, signed=k > j)
+        except ClassAdParseError as ex:
+            return ("badnumber", None, j, getattr(ex, "stop", ex.pos + 1))
+        value = tok.value
+        if k > j:
+            value = -value if tok.kind == L.REAL else L.negative_int(text[k:end])
+        return ("number", value, j, end)
+
     def take(self, expected: str, *kinds_values):
         tok = self.peek()
         for kv in kinds_values:
@@ -216,31 +245,46 @@ class _Json:
                 return tok
         raise _JsonError(tok[2], tok[3], expected, tok[0])
 
-    def string(self, raw: str, pos: int) -> str:
-        # adjacent literals are one string, as in the ClassAd lexer
-        pieces = re.findall(r'"(?:[^"\\]|\\.)*"', raw)
-        if len(pieces) > 1:
-            return "".join(self.string(piece, pos) for piece in pieces)
-        out = []
-        i, n = 1, len(raw) - 1
+    def string(self, raw: str, pos: int) -> tuple[str, bool]:
+        """The value of a string token (adjacent literals are one string, as in the ClassAd
+        lexer) and whether it is a quoted expression: its text, escapes not yet converted,
+        starts and ends with ``\\/`` (HTCondor's ``convert_escapes_json``)."""
+        text = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', raw))
+        quoted = len(text) >= 4 and text.startswith("\\/") and text.endswith("\\/")
+        out = bytearray()
+        i, n = 0, len(text)
         while i < n:
-            c = raw[i]
-            if c == "\\":
-                e = raw[i + 1]
-                if e == "u" and re.match(r"[0-9a-fA-F]{4}", raw[i + 2:i + 6]):
-                    code = int(raw[i + 2:i + 6], 16)
+            c = text[i]
+            if c == "\\" and i < n - 1:  # a backslash ending the text stays
+                e = text[i + 1]
+                i += 2
+                if e == "u":
+                    digits = text[i:i + 4]
+                    if len(digits) < 4 or i + 3 >= n or not re.fullmatch(r"[0-9a-fA-F]{4}", digits):
+                        raise _JsonError(pos, pos + len(raw), "four hex digits after \\u", "string")
+                    code = int(digits, 16)
+                    i += 4
                     if code == 0:
                         raise _JsonError(pos, pos + len(raw), "no NUL character in a string",
                                          "string")
-                    out.append(chr(code))
-                    i += 6
+                    # HTCondor's conversion to UTF-8 masks with 0x..111111 where 0x..3F was
+                    # meant: these are the bytes it really stores
+                    if code >= 0x800:
+                        out += bytes(((code >> 12) & 0xFF, ((code >> 6) | 0x11) & 0xFF,
+                                      (code | 0x11) & 0xFF))
+                    elif code >= 0x80:
+                        out += bytes(((code >> 6) & 0xFF, code & 0x11))
+                    else:
+                        out.append(code)
                     continue
-                out.append(_JSON_ESC.get(e, e))
-                i += 2
+                out += _JSON_ESC.get(e, e).encode("utf-8", "surrogatepass")
                 continue
-            out.append(c)
+            out += c.encode("utf-8", "surrogatepass")
             i += 1
-        return "".join(out)
+        try:
+            return out.decode("utf-8"), quoted
+        except UnicodeDecodeError:
+            raise _JsonError(pos, pos + len(raw), "a string that is valid UTF-8", "string") from None
 
     def value(self) -> Node:
         kind, val, pos, end = self.peek()
@@ -269,8 +313,8 @@ class _Json:
     def scalar(self, kind: str, val, pos: int, end: int) -> Node:
         if kind == "string":
             self.i = end
-            s = self.string(val, pos)
-            if s.startswith("/Expr(") and s.endswith(")/") and len(s) >= 8:
+            s, quoted = self.string(val, pos)
+            if quoted and s[:6].lower() == "/expr(" and s.endswith(")/") and len(s) >= 8:
                 try:
                     return parse_expr(s[6:-2])
                 except ClassAdParseError:
@@ -279,11 +323,9 @@ class _Json:
             return Literal(s)
         if kind == "number":
             self.i = end
-            if re.fullmatch(r"-?0\d+", val):
-                raise _JsonError(pos, end, "a number without leading zeros", "number")
-            if re.fullmatch(r"-?\d+", val):
-                return Literal(L.int_from_text(val))
-            return Literal(float(val))
+            return Literal(val)
+        if kind == "badnumber":
+            raise _JsonError(pos, end, "a number (decimal integers, reals)", "number")
         if kind == "word":
             low = val.lower()
             if low in ("true", "false", "null"):
@@ -305,7 +347,7 @@ class _Json:
             if kind != "string":
                 raise _JsonError(pos, end, "a quoted attribute name", kind)
             self.i = end
-            name = self.string(val, pos)
+            name = self.string(val, pos)[0]
             self.take("':'", ("punct", ":"))
             pairs.append((name, self.value()))
             kind, val, pos, end = self.peek()
@@ -319,7 +361,7 @@ class _Json:
 def _consumed(text: str, ex: _JsonError) -> int:
     """How far HTCondor's lexer has read when it reports ``ex``: it reads one character past
     a name, number or string (and a string's trailing white space) before giving up."""
-    if ex.kind in ("number", "word"):
+    if ex.kind in ("number", "badnumber", "word"):
         return ex.end + 1
     if ex.kind == "string":
         j = ex.end

@@ -117,10 +117,16 @@ def test_condor_load_avg_is_job_cpu_per_second_smoothed_over_a_minute(sensor):
 
 
 def test_condor_load_avg_from_a_real_busy_process(sensor):
-    # The child burns 0.5 s of *CPU* (not of wall time) after the first sample, so the figure
-    # is the same whether the machine's cores are idle or busy: only the wall time stretches.
-    burn = ("import sys, time\nprint('ready', flush=True)\nsys.stdin.readline()\n"
-            "t = time.process_time()\nwhile time.process_time() - t < 0.5: pass\n"
+    # The child burns 0.5 s of *CPU* after the first sample, counted by its own rusage (the
+    # counters psutil reads from /proc), so the figure does not depend on an idle machine:
+    # when other processes hold the cores only the wall time stretches, and the expected
+    # reading is computed from the CPU seconds the kernel charged and the wall time it took.
+    burn = ("import resource, sys\n"
+            "def cpu():\n"
+            "    r = resource.getrusage(resource.RUSAGE_SELF)\n"
+            "    return r.ru_utime + r.ru_stime\n"
+            "print('ready', flush=True)\nsys.stdin.readline()\n"
+            "t = cpu()\nwhile cpu() - t < 0.5: pass\n"
             "print('done', flush=True)\nsys.stdin.readline()")
     proc = subprocess.Popen([sys.executable, "-c", burn], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

@@ -35,7 +35,7 @@ def careful_tokenize(text: str) -> list[L.Token]:
     n = len(text)
     i = careful_skip(text, 0, n)
     while i < n:
-        i, _ = L._next_token(text, i, n, toks.append)
+        i, _ = L._next_token(text, i, n, toks.append, L._signed(toks, i))
         i = careful_skip(text, i, n)
     toks.append(L.Token(L.EOF, None, n, n))
     return toks
@@ -54,6 +54,7 @@ TRICKY = [
     '"a" "b"', '"a"\n"b"', '"a" // c\n"b"', r'"tab\there"', '"é"', "'quoted name'", "naïve", "x١", "1١",
     "a /* comment */ b", "a // to the end", "a /* open", "a >>> b >>= c =?= d =!= e", "[ a = 1; b = {1, 2} ]",
     "isnt is true FALSE Undefined error", "$", "a @ b", "9223372036854775808", "1e999", '"unterminated',
+    "-017", "1 -017", "-00", "-019", "0x1.8", "-0x10", "0x", "..a", "..5", "...", "a..b", "09.5",
 ]
 
 
