@@ -260,8 +260,9 @@ class Pool:
     def _remove_job_cgroups(self) -> None:
         """Remove the cgroups of sandboxes a killed startd left behind (``kill -9`` tests).
 
-        A startd killed with SIGKILL cannot remove its jobs' cgroups, and a startd does not
-        clean EXECUTE when it starts; the sandboxes go with the home, their cgroups must go here.
+        A startd killed with SIGKILL cannot remove its jobs' cgroups. A restarted startd sweeps
+        what its predecessor left, but a test may stop the pool before one restarts; the sandboxes
+        go with the home, their cgroups must go here.
         """
         layout = detect_cgroups()
         parents = [layout.base] if layout.version == 2 else [p for _, p in layout.v1] if layout.version == 1 else []

@@ -5,11 +5,11 @@ its friends (``htc history`` is in :mod:`htc.cli.history`).  Each parses, calls 
 from __future__ import annotations
 
 import argparse
-import socket
 import sys
 import time
 
 from htc import client
+from htc.config.hostname import full_hostname
 from htc.client import jobs as client_jobs
 from htc.classad import ExprTree, quote
 from htc.cli import autoformat, print_format, userlog_jobs
@@ -110,7 +110,7 @@ def _sources(args: argparse.Namespace, constraint: str, transport, now: float) -
                  client.query(constraint, limit=args.limit, transport=transport,
                               address=str(ad.get("MyAddress", "schedd")))) for ad in found]
     ads = client.query(constraint, limit=args.limit, transport=transport)
-    return [(f"Schedd: {socket.gethostname()} : <local> @ {stamp}", ads)]
+    return [(f"Schedd: {full_hostname()} : <local> @ {stamp}", ads)]
 
 
 def q(args: argparse.Namespace) -> int:
