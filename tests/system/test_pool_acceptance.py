@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -41,6 +40,7 @@ import pytest
 
 from htc.cli.main import main
 from htc.client import query_collector
+from htc.config.hostname import full_hostname
 from htc.daemons.startd.sensors import write_sensor_override
 from htc.client import history
 from htc.wire import messages as m
@@ -235,7 +235,7 @@ def test_the_owner_returns_the_job_is_suspended_vacated_and_finishes_on_another_
     # Two desktops, each with a one-cpu partitionable slot and its own owner: this host, whose
     # startd the master runs, and "spare", a second startd under its own host name. The sensor
     # override file is machine-wide, like a keyboard, so each machine has its own.
-    here = socket.getfqdn()
+    here = full_hostname()  # the name every daemon gives this host (htc.config.hostname)
     config = (f"use POLICY : Desktop\nMaxSuspendTime = {MAX_SUSPEND}\nMachineMaxVacateTime = 5\n"
               "STARTD2.EXECUTE = $(LOCAL_DIR)/execute2\n"
               "STARTD2.SENSOR_OVERRIDE_FILE = $(LOCAL_DIR)/sensor_override2\n")

@@ -51,7 +51,7 @@ from poolutil import Pool, wait_for
 
 pytestmark = needs_users
 TESTS = Path(__file__).resolve().parents[1]
-HOST = __import__("socket").getfqdn()
+HOST = __import__("htc.config.hostname", fromlist=["full_hostname"]).full_hostname()
 
 # The job every test of who-runs-it submits: it says who it is.
 ID_SCRIPT = "#!/bin/sh\necho \"uid=$(id -u) gid=$(id -g) groups=$(id -G)\"\n"
