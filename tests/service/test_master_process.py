@@ -145,6 +145,9 @@ def test_master_restarts_a_killed_collector_and_shuts_down_cleanly(pool):
     # The restarted collector serves queries, and the master advertises itself in it.
     ads = wait_for(lambda: query_collector(m.AdType.Master, transport=pool.transport), what="the Master ad")
     assert ads[0]["MasterPid"] == master.pid
+    # condor_status -master's columns: the machine's size from the configuration, the uptime
+    assert ads[0]["DetectedCpus"] == os.cpu_count() and ads[0]["DetectedMemory"] > 0
+    assert ads[0]["DaemonStartTime"] <= time.time()
     assert ads[0]["Collector_State"] == "Running"
 
     master.send_signal(signal.SIGTERM)

@@ -318,6 +318,7 @@ def test_master_ad_is_sent_and_retried_soon_when_the_collector_is_not_up():
 
     ad = ClassAd(send.msg.ad_text)
     assert (ad["MyType"], ad["Machine"], ad["Collector_State"]) == ("DaemonMaster", "n1", "Running")
+    assert ad["DaemonStartTime"] == int(h.now)  # condor_status -master's Uptime
     assert h.core.next_deadline() == h.now + 300
     h.feed(c.SendFailed("collector", send.msg, "no collector daemon is listening"))
     assert h.core.next_deadline() == h.now + 5

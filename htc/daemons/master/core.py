@@ -98,6 +98,7 @@ class Master:
         self.children: dict[str, Child] = {}
         self.shutting_down = False
         self.exited = False
+        self.started_at: float | None = None  # when Started came (the ad's DaemonStartTime)
         self.next_ad_at: float | None = None
         self._ad_sequence = 0
 
@@ -120,6 +121,7 @@ class Master:
     # --- events -----------------------------------------------------------------------------------
 
     def _on_started(self, event: c.Started, now: float, out: list[c.Action]) -> None:
+        self.started_at = now
         out.append(c.Log(f"master (pid {self.settings.pid}) starting; DAEMON_LIST: "
                          f"{', '.join(self.settings.daemon_list) or '(empty)'}"))
         self._adopt_list(now, out)
@@ -333,6 +335,10 @@ class Master:
             "UpdateSequenceNumber": self._ad_sequence,
             "UpdateInterval": int(self.settings.update_interval),
             "CondorVersion": f"$CondorVersion: htc {_version()} $",
+            # what condor_status -master shows: the machine's size and the master's uptime
+            "DetectedCpus": self.settings.detected_cpus,
+            "DetectedMemory": self.settings.detected_memory,
+            "DaemonStartTime": int(self.started_at if self.started_at is not None else now),
         })
         for child in self.children.values():
             ad[f"{child.name.capitalize()}_State"] = child.state.value

@@ -44,6 +44,8 @@ class MasterSettings:
     admin: str = knob("CONDOR_ADMIN", "")                # empty: no mail
     mail: str = knob("MAIL", "mail", convert=lambda value: str(value or "mail"))
     pid: int = 0                                         # the master's own pid, for its ad
+    detected_cpus: int = knob("DETECTED_CPUS", 0, convert=lambda value: int(value or 0))       # for its ad
+    detected_memory: int = knob("DETECTED_MEMORY", 0, convert=lambda value: int(value or 0))   # MiB, for its ad
 
     def backoff(self, restarts: int) -> float:
         """Seconds to wait before automatic restart number ``restarts + 1`` (HTCondor's NextStart)."""
