@@ -198,7 +198,7 @@ def parse(text: str, name: str = "<print-format>") -> Layout:
                 elif word == "NOHEADER":
                     layout.noheader = True
                 elif word == "NOSUMMARY":
-                    pass
+                    layout.summary = False  # the default already; a SUMMARY section turns it on
                 elif word == "LABEL":
                     label_sep = " = "
                     if i + 2 < len(toks) + 1 and i + 1 < len(toks) and toks[i + 1][0] == "SEPARATOR":

@@ -185,7 +185,7 @@ class Master:
             self.next_ad_at = min(self.next_ad_at, now + min(self.settings.update_interval, AD_RETRY))
 
     def _on_send_done(self, event: c.SendDone, now: float, out: list[c.Action]) -> None:
-        pass
+        """The collector took the Master ad: nothing more to do until the next update."""
 
     # --- one daemon's machine ---------------------------------------------------------------------
 

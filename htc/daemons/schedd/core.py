@@ -148,7 +148,7 @@ class Schedd:
         out.append(c.Log(f"could not tell {event.to} {type(event.msg).__name__}: {event.error}"))
 
     def _send_done(self, event: c.SendDone, now: float, out: list) -> None:
-        pass
+        """A message nothing waits on (an ad, a Reschedule, a ReleaseClaim) was delivered."""
 
     def _stop(self, event: c.StopRequested, now: float, out: list) -> None:
         # Running jobs keep running under their lease; a restarted schedd reconnects to them.
