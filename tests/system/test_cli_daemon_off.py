@@ -53,7 +53,7 @@ def test_q_says_the_schedd_is_off_not_that_the_pool_may_not_run(home, capsys):
     assert main(["q"]) == 0
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="EXECUTE moves only for a root startd")
+@pytest.mark.skipif(os.geteuid() != 0, reason="EXECUTE moves only for a root startd; run the tests as root, as CI does")
 def test_config_val_execute_says_where_root_runs_jobs_and_nothing_is_left(monkeypatch, capsys):
     """Root's default EXECUTE under a 0700 directory is out of the job users' reach: the knob's
     value is the per-pool directory under /var/lib/htc where jobs really run."""

@@ -110,7 +110,7 @@ def _as_user(uid: int, pool, fn) -> str:
     return text
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: another user's view of a root pool's sandbox")
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: another user's view of a root pool's sandbox; run the tests as root, as CI does")
 def test_another_user_is_told_the_sandbox_is_not_theirs(running):
     from htc.cli import ssh_to_job as ssh  # imported here, before the child drops root
     from htc.client.sandbox import find_running_job

@@ -20,7 +20,7 @@ from htc.executors.client_env import MIRROR_ROOT
 from poolutil import Pool
 from private_venv import make_private_venv
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="only a root client's calls run as another user")
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="only a root client's calls run as another user; run the tests as root, as CI does")
 
 CLIENT = r'''
 import json, os, sys

@@ -12,7 +12,7 @@ import pytest
 from htc.config.execute import execute_default, shared_execute_path
 from htc.daemons.execute_dir import resolve_execute_dir
 
-root_only = pytest.mark.skipif(os.geteuid() != 0, reason="only a root startd moves EXECUTE")
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="only a root startd moves EXECUTE; run the tests as root, as CI does")
 
 
 @pytest.fixture
