@@ -197,3 +197,26 @@ def test_other_job_remove_requirements_remove_the_matching_jobs(h):
     h.act(m.JobAction.Remove, dag)
     assert events(h.actions, "/work/n.log") == [E.SUBMIT, E.SUBMIT, E.JOB_ABORTED, E.JOB_ABORTED]
     assert h.queue.query(f"ClusterId == {node}") == [] and h.status(other) is JobStatus.IDLE
+
+
+def test_a_job_killed_by_a_signal_it_was_not_sent_terminates_by_that_signal(h):
+    cluster, _ = start(h)
+    out = h.feed(LocalJobExited((cluster, 0), None, int(signal.SIGSEGV), core_dumped=True))
+    [event] = [e for a in of(WriteUserLog, out) for e in a.events]
+    assert event.type == E.JOB_TERMINATED and event.signal == int(signal.SIGSEGV) and not event.terminated_normally
+    [row] = h.queue.history(f"ClusterId == {cluster}")
+    assert (row["ExitBySignal"], row["ExitSignal"]) == ("true", str(int(signal.SIGSEGV)))
+
+
+def test_vacate_makes_it_idle_and_it_runs_again(h):
+    cluster, _ = start(h, SCHED + "kill_sig = SIGHUP\nqueue\n")
+    assert h.act(m.JobAction.Vacate, cluster).success == 1
+    assert of(SignalLocalJob, h.actions)[-1].signal == int(signal.SIGHUP)
+    out = h.feed(LocalJobExited((cluster, 0), 0))
+    assert events(out) == [E.JOB_EVICTED] and h.status(cluster) is JobStatus.IDLE
+    assert [a.job_id for a in of(StartLocalJob, h.settle())] == [(cluster, 0)]
+
+
+def test_suspend_does_not_apply(h):
+    cluster, _ = start(h)
+    assert h.act(m.JobAction.Suspend, cluster).bad_status == 1
