@@ -126,11 +126,27 @@ def test_start_scheduler_universe_limits_how_many_run(h):
     assert [a.job_id for a in of(StartLocalJob, out)] == [(second, 0)]
 
 
-def test_on_exit_remove_false_requeues_and_starts_again(h):
+def test_on_exit_remove_false_requeues_and_starts_again_after_its_cool_down(h):
     cluster, _ = start(h, SCHED + "on_exit_remove = ExitCode <= 2\nqueue\n")
+    exited = h.now
     out = h.feed(LocalJobExited((cluster, 0), 3))
     assert events(out) == [E.JOB_EVICTED] and h.status(cluster) is JobStatus.IDLE
-    assert [a.job_id for a in of(StartLocalJob, h.settle())] == [(cluster, 0)]
+    job = h.queue.get_job((cluster, 0))
+    assert (job["NumJobCoolDowns"], job["JobCoolDownExpiration"]) == ("1", str(int(exited + 300)))
+    out = h.settle()
+    assert of(StartLocalJob, out) == []
+    while h.now < exited + 300 and not of(StartLocalJob, out):
+        out = h.settle()
+    assert h.now >= exited + 300 and [a.job_id for a in of(StartLocalJob, out)] == [(cluster, 0)]
+
+
+def test_disable_cool_down_or_a_zero_duration_start_it_again_at_once():
+    for knobs, extra in (({}, "+DisableCoolDown = true\n"), ({"scheduler_cool_down": 0}, "")):
+        h = Harness(**knobs)
+        h.feed(c.Started())
+        cluster, _ = start(h, SCHED + extra + "on_exit_remove = false\nqueue\n")
+        h.feed(LocalJobExited((cluster, 0), 3))
+        assert [a.job_id for a in of(StartLocalJob, h.settle())] == [(cluster, 0)]
 
 
 def test_rm_signals_then_kills_and_the_job_leaves_once_its_process_is_gone(h):
