@@ -315,20 +315,15 @@ def history(constraint: str = "", *, limit: int | None = None, owner: str | None
     finally:
         queue.close()
     ads = [ClassAd("[ " + "; ".join(f"{name} = {text}" for name, text in row.items()) + " ]") for row in rows]
+    if since is not None:  # newest first, also for -forwards -completedsince (the newer jobs, oldest first)
+        stop = ExprTree(since)
+        ads = next((ads[:ix] for ix, ad in enumerate(ads) if stop.eval(ad) is True), ads)
     if forwards:
         ads.reverse()
     if scan:
-        stop = ExprTree(since) if since is not None else None
         test = ExprTree(constraint) if constraint else None
-        kept = []
-        for ix, ad in enumerate(ads):
-            if scan_limit is not None and ix >= scan_limit:
-                break
-            if stop is not None and stop.eval(ad) is True:
-                break
-            if (owner is None or ad.get("Owner") == owner) and (test is None or test.eval(ad) is True):
-                kept.append(ad)
-        ads = kept
+        ads = [ad for ad in (ads if scan_limit is None else ads[:scan_limit])
+               if (owner is None or ad.get("Owner") == owner) and (test is None or test.eval(ad) is True)]
     return ads[:limit] if limit is not None else ads
 
 
