@@ -29,7 +29,7 @@ __all__ = ["BATCH_HEADERS", "JOB_HEADERS", "RUN_HEADERS", "HOLD_HEADERS", "HISTO
 BATCH_HEADERS = ("OWNER", "BATCH_NAME", "SUBMITTED", "DONE", "RUN", "IDLE", "TOTAL", "JOB_IDS")
 JOB_HEADERS = ("ID", "OWNER", "SUBMITTED", "RUN_TIME", "ST", "PRI", "SIZE", "CMD")
 RUN_HEADERS = ("ID", "OWNER", "SUBMITTED", "RUN_TIME", "HOST(S)")
-HOLD_HEADERS = ("ID", "OWNER", "HELD_SINCE", "HOLD_REASON")
+HOLD_HEADERS = ("ID", "OWNER", "HELD_SINCE", "CODE/SUB", "HOLD_REASON")
 HISTORY_HEADERS = ("ID", "OWNER", "SUBMITTED", "RUN_TIME", "ST", "COMPLETED", "CMD")
 
 
@@ -129,9 +129,24 @@ def run_rows(ads: Iterable[ClassAd], now: float, current_run: bool = False) -> l
 
 
 def hold_rows(ads: Iterable[ClassAd]) -> list[tuple]:
-    """``-hold`` rows (held jobs, since when and why)."""
-    return [(job_id(ad), _get(ad, "Owner", "?"), short_date(_num(ad, "EnteredCurrentStatus")),
+    """``-hold`` rows (held jobs, since when, the hold code and subcode, and why)."""
+    return [(job_id(ad), _get(ad, "Owner", "?"), short_date(_num(ad, "EnteredCurrentStatus")), code_sub(ad),
              _get(ad, "HoldReason", "") or "") for ad in ads]
+
+
+def owner_of(ad: ClassAd) -> str:
+    """The OWNER column: ``Owner``, ``??`` when the ad has none."""
+    owner = _get(ad, "Owner")
+    return str(owner) if owner is not None else "??"
+
+
+def code_sub(ad: ClassAd) -> str:
+    """condor_q's ``CODE/SUB`` column: ``HoldReasonCode`` as ``%4d`` (``?`` if none), then
+    ``/HoldReasonSubCode`` as ``/%-3d`` (a space if none)."""
+    code, sub = _get(ad, "HoldReasonCode"), _get(ad, "HoldReasonSubCode")
+    left = f"{code:4d}" if isinstance(code, int) and not isinstance(code, bool) else "   ?"
+    right = f"/{sub:<3d}" if isinstance(sub, int) and not isinstance(sub, bool) else " "
+    return left + right
 
 
 def history_rows(ads: Iterable[ClassAd], now: float) -> list[tuple]:
