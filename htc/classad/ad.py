@@ -223,6 +223,9 @@ class ClassAd(MutableMapping):
 
     __slots__ = ("_exprs", "_names", "_parent", "__weakref__")
 
+    #: True for the copy a string subscript hands back (:class:`SubscriptedAd`)
+    _detached = False
+
     def __init__(self, source: "str | Mapping | None" = None):
         """Build an ad from new-syntax text, a mapping of Python values, or nothing.
 
@@ -406,6 +409,17 @@ class ClassAd(MutableMapping):
 
     def __reduce__(self):
         return (ClassAd, (self.unparse(exact=True),))
+
+
+class SubscriptedAd(ClassAd):
+    """The ad ``ad["name"]`` gives when that attribute is an ad: as in HTCondor, a copy cut off
+    from the ads around it (no parent; a subscript into it evaluates with the copy as its root and
+    no target), and one a selection cannot look into: HTCondor frees the copy before its
+    ``.attr`` is looked up, so ``b["c"].a`` is UNDEFINED where ``b.c.a`` and ``b["c"]["a"]`` are
+    not. ``=?=`` between such a copy and an ad that is not one is FALSE (their types differ)."""
+
+    __slots__ = ()
+    _detached = True
 
 
 def quote(s: str) -> str:

@@ -263,9 +263,10 @@ def select_in(ctx: Ctx, ad, lname: str):
 
 
 def select_value(ctx: Ctx, base, lname: str):
-    """``base.lname`` for any value ``base``: ads select, lists map, UNDEFINED stays."""
+    """``base.lname`` for any value ``base``: ads select, lists map, UNDEFINED stays; an ad a
+    string subscript gave is UNDEFINED (htc.classad.ad.SubscriptedAd)."""
     if is_classad(base):
-        return select_in(ctx, base, lname)
+        return Undefined if getattr(base, "_detached", False) else select_in(ctx, base, lname)
     if base is Undefined:
         return Undefined
     if isinstance(base, list):
@@ -289,5 +290,22 @@ def subscript_value(ctx: Ctx, base, index):
         # HTCondor looks the name up in that ad only: no enclosing ads, no scope names
         lname = index.lower()
         node = base._exprs.get(lname)
-        return Undefined if node is None else eval_in(ctx, base, lname, node)
+        if node is None:
+            return Undefined
+        if getattr(base, "_detached", False):
+            # a copy a subscript gave: evaluated on its own, as its own root, with no target
+            base, outer = _twin(base, False), ctx
+            ctx = Ctx(base, base, None)
+            ctx.busy, ctx.depth = outer.busy, outer.depth
+        value = eval_in(ctx, base, lname, node)
+        return _twin(value, True) if is_classad(value) else value
     return Error
+
+
+def _twin(ad, detached: bool):
+    """A copy of ``ad`` with no enclosing ad: a SubscriptedAd (``detached``) or a plain ClassAd."""
+    from htc.classad.ad import ClassAd, SubscriptedAd
+
+    twin = (SubscriptedAd if detached else ClassAd).__new__(SubscriptedAd if detached else ClassAd)
+    twin._exprs, twin._names, twin._parent = dict(ad._exprs), dict(ad._names), None
+    return twin

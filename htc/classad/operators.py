@@ -203,8 +203,12 @@ def same(a, b) -> bool:
     """``=?=``: identical type and value (strings case-sensitive)."""
     if isinstance(a, list) or is_classad(a):
         # Two lists, or two ads, cannot be compared (error); a list and an ad differ in type.
-        if isinstance(a, list) and isinstance(b, list) or is_classad(a) and is_classad(b):
+        if isinstance(a, list) and isinstance(b, list):
             return Error
+        if is_classad(a) and is_classad(b):
+            # a copy a subscript gave (SCLASSAD_VALUE in HTCondor) and an ad are different types
+            same_kind = getattr(a, "_detached", False) == getattr(b, "_detached", False)
+            return Error if same_kind else False
         return False
     if type(a) is not type(b):
         return False

@@ -29,7 +29,7 @@ __all__ = ["BATCH_HEADERS", "JOB_HEADERS", "RUN_HEADERS", "HOLD_HEADERS", "HISTO
 BATCH_HEADERS = ("OWNER", "BATCH_NAME", "SUBMITTED", "DONE", "RUN", "IDLE", "TOTAL", "JOB_IDS")
 JOB_HEADERS = ("ID", "OWNER", "SUBMITTED", "RUN_TIME", "ST", "PRI", "SIZE", "CMD")
 RUN_HEADERS = ("ID", "OWNER", "SUBMITTED", "RUN_TIME", "HOST(S)")
-HOLD_HEADERS = ("ID", "OWNER", "HELD_SINCE", "HOLD_REASON")
+HOLD_HEADERS = ("ID", "OWNER", "HELD_SINCE", "CODE/SUB", "HOLD_REASON")
 HISTORY_HEADERS = ("ID", "OWNER", "SUBMITTED", "RUN_TIME", "ST", "COMPLETED", "CMD")
 
 
@@ -86,11 +86,24 @@ def run_time(ad: ClassAd, now: float, current_run: bool = False) -> float:
 
 
 def command_line(ad: ClassAd) -> str:
-    """The executable's base name and its arguments, as condor_q's CMD column shows them."""
-    cmd = _get(ad, "Cmd", "")
-    cmd = os.path.basename(cmd) if isinstance(cmd, str) else ""
-    args = _get(ad, "Arguments") or _get(ad, "Args") or ""
-    return f"{cmd} {args}".strip() if isinstance(args, str) else cmd
+    """The CMD column of condor_q and condor_history (``PRINTAS JOB_DESCRIPTION``): the job's
+    description in parentheses when it has one (``MATCH_EXP_JobDescription``, else
+    ``JobDescription``), otherwise the executable's base name and the arguments as the ad stores
+    them (``Arguments``, HTCondor's V2 form, in which a space inside an argument is quoted:
+    ``echo hello' 'world x``; else the old ``Args``), as ``ArgList::GetArgsStringForDisplay``."""
+    cmd = _get(ad, "Cmd")
+    if not isinstance(cmd, str):
+        return ""
+    description = _get(ad, "MATCH_EXP_JobDescription")
+    if not isinstance(description, str):
+        description = _get(ad, "JobDescription")
+    if isinstance(description, str) and description:
+        return f"({description})"
+    args = _get(ad, "Arguments")
+    if not isinstance(args, str):
+        args = _get(ad, "Args")
+    base = os.path.basename(cmd)
+    return f"{base} {args}" if isinstance(args, str) and args else base
 
 
 def size_mb(ad: ClassAd) -> str:
@@ -116,9 +129,24 @@ def run_rows(ads: Iterable[ClassAd], now: float, current_run: bool = False) -> l
 
 
 def hold_rows(ads: Iterable[ClassAd]) -> list[tuple]:
-    """``-hold`` rows (held jobs, since when and why)."""
-    return [(job_id(ad), _get(ad, "Owner", "?"), short_date(_num(ad, "EnteredCurrentStatus")),
+    """``-hold`` rows (held jobs, since when, the hold code and subcode, and why)."""
+    return [(job_id(ad), _get(ad, "Owner", "?"), short_date(_num(ad, "EnteredCurrentStatus")), code_sub(ad),
              _get(ad, "HoldReason", "") or "") for ad in ads]
+
+
+def owner_of(ad: ClassAd) -> str:
+    """The OWNER column: ``Owner``, ``??`` when the ad has none."""
+    owner = _get(ad, "Owner")
+    return str(owner) if owner is not None else "??"
+
+
+def code_sub(ad: ClassAd) -> str:
+    """condor_q's ``CODE/SUB`` column: ``HoldReasonCode`` as ``%4d`` (``?`` if none), then
+    ``/HoldReasonSubCode`` as ``/%-3d`` (a space if none)."""
+    code, sub = _get(ad, "HoldReasonCode"), _get(ad, "HoldReasonSubCode")
+    left = f"{code:4d}" if isinstance(code, int) and not isinstance(code, bool) else "   ?"
+    right = f"/{sub:<3d}" if isinstance(sub, int) and not isinstance(sub, bool) else " "
+    return left + right
 
 
 def history_rows(ads: Iterable[ClassAd], now: float) -> list[tuple]:
@@ -127,7 +155,7 @@ def history_rows(ads: Iterable[ClassAd], now: float) -> list[tuple]:
     for ad in ads:
         completed = _num(ad, "CompletionDate") or (_num(ad, "EnteredCurrentStatus") if _status(ad) == 3 else 0)
         rows.append((job_id(ad), _get(ad, "Owner", "?"), short_date(_num(ad, "QDate")),
-                     duration(_num(ad, "RemoteWallClockTime")), _letter(_status(ad)),
+                     duration(_num(ad, "RemoteWallClockTime", _num(ad, "RemoteUserCpu"))), _letter(_status(ad)),
                      short_date(completed) if completed else "???", command_line(ad)))
     return rows
 

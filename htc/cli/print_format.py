@@ -111,6 +111,7 @@ class Layout:
     notitle: bool = False
     noheader: bool = False
     summary: bool = False
+    from_type: str = ""  # SELECT FROM <AdType> (condor_status's print-format files), upper case
 
     def render(self, ads: Iterable[ClassAd], now: float, title: str | None = None) -> str:
         """The title line (``-- Schedd: ...``), the headings and a row per ad, sorted by GROUP BY."""
@@ -156,7 +157,7 @@ def _unquote(text: str) -> str:
     return af.collapse_escapes(text)
 
 
-def load(path: str) -> Layout:
+def load(path: str, ad_types: Iterable[str] = ()) -> Layout:
     """Read and parse a print-format file.
 
     Raises:
@@ -167,11 +168,13 @@ def load(path: str) -> Layout:
             text = f.read()
     except OSError as exc:
         raise UsageError(f"invalid select file {path}: {exc.strerror}") from None
-    return parse(text, path)
+    return parse(text, path, ad_types)
 
 
-def parse(text: str, name: str = "<print-format>") -> Layout:
-    """Parse the text of a print-format table (see the module's docstring)."""
+def parse(text: str, name: str = "<print-format>", ad_types: Iterable[str] = ()) -> Layout:
+    """Parse the text of a print-format table (see the module's docstring); ``ad_types``: the
+    names ``SELECT FROM`` may give (condor_status's ad types; none for htc q)."""
+    ad_types = {t.upper() for t in ad_types}
     mask = af.PrintMask(col_prefix=" ", row_suffix="\n")
     layout = Layout(mask)
     label_sep: str | None = None
@@ -189,6 +192,12 @@ def parse(text: str, name: str = "<print-format>") -> Layout:
             i = 1
             while i < len(toks):
                 word = toks[i][0]
+                if word == "FROM" and ad_types and i + 1 < len(toks) and toks[i + 1][0].upper() in ad_types:
+                    layout.from_type = toks[i + 1][0].upper()
+                    i += 2
+                    continue
+                if word == "FROM" and ad_types:
+                    raise UsageError(f"{where}: SELECT FROM takes one of {', '.join(sorted(ad_types))}")
                 if word in ("FROM", "UNIQUE"):
                     raise UsageError(f"{where}: SELECT {word} (autocluster queries) is not supported by htc q")
                 if word == "BARE":

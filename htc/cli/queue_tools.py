@@ -12,7 +12,7 @@ from htc import client
 from htc.config.hostname import full_hostname
 from htc.client import jobs as client_jobs
 from htc.classad import ExprTree, quote
-from htc.cli import autoformat, print_format, userlog_jobs
+from htc.cli import autoformat, print_format, q_modes, userlog_jobs
 from htc.cli import formatting as fmt
 from htc.cli import job_views as views
 from htc.cli.options import add_command, add_option, add_pool_options, transport_from
@@ -54,7 +54,7 @@ def _q_constraint(args: argparse.Namespace) -> str:
         parts.append(client.parse_selection(args.ids).constraint_for_all())
     elif args.submitter:
         parts.append(f"(AccountingGroup ?: Owner) == {quote(args.submitter.split('@')[0])}")
-    elif not args.allusers and not args.userlog:
+    elif not args.allusers and not args.userlog and not args.jobads:
         parts.append(f"Owner == {quote(client.current_user())}")
     if args.constraint:
         parts.append(args.constraint)
@@ -63,13 +63,17 @@ def _q_constraint(args: argparse.Namespace) -> str:
     for flag, status in (("hold", 5), ("idle", 1)):
         if getattr(args, flag):
             parts.append(f"JobStatus == {status}")
+    if args.hold_codes is not None:
+        parts.append("JobStatus==5")
+        if args.hold_codes and q_modes.hold_code_constraint(args.hold_codes):
+            parts.append(q_modes.hold_code_constraint(args.hold_codes))
     return " && ".join(f"({p})" for p in parts)
 
 
 def _partial(args: argparse.Namespace) -> bool:
     """condor_q's ``querying_partial_clusters``: the query may leave out procs still queued, so
     the batch view cannot count the missing ones as done."""
-    return bool(args.constraint or args.run or args.hold or args.idle
+    return bool(args.constraint or args.run or args.hold or args.idle or args.hold_codes is not None
                 or any("." in word for word in args.ids if word[:1].isdigit()))
 
 
@@ -85,11 +89,27 @@ def _check_q_options(args: argparse.Namespace) -> None:
         raise UsageError("-run and -hold/held or -idle are incompatible")
     if args.batch and (args.custom or args.print_format):
         raise UsageError("-batch conflicts with -format and -af")
+    if args.hold_codes is not None and (args.run or args.idle):
+        raise UsageError("-hold-codes incompatible with -idle or -run")
+    if args.stream_results and (args.dag or args.batch):
+        raise UsageError("-stream-results and -dag or -batch are incompatible")
+    if args.batch and (args.autocluster or args.group_by):
+        raise UsageError(f"Error: -batch conflicts with {'-group-by' if args.group_by else '-autocluster'}")
+    if args.autocluster and args.group_by:
+        raise UsageError("-autocluster and -group-by are two groupings: choose one")
+    if args.jobads and args.userlog:
+        raise UsageError("give -jobads or -userlog, not both")
 
 
 def _sources(args: argparse.Namespace, constraint: str, transport, now: float) -> list[tuple[str, list]]:
     """Where the jobs come from, each with condor_q's title (``Schedd: ...``) and its ads."""
     stamp = time.strftime("%m/%d/%y %H:%M:%S", time.localtime(now))
+    if args.jobads:
+        ads = q_modes.jobads_from_file(args.jobads)
+        if constraint:
+            test = ExprTree(constraint)
+            ads = [ad for ad in ads if test.eval(ad) is True]
+        return [(f"Jobads: {args.jobads} @ {stamp}", ads[:args.limit] if args.limit is not None else ads)]
     if args.userlog:
         ads = userlog_jobs.jobs_from_userlog(args.userlog, now)
         if constraint:
@@ -129,14 +149,30 @@ def q(args: argparse.Namespace) -> int:
         return 0
     _check_q_options(args)
     mask = _custom_mask(args.custom) if args.custom else None
-    layout = print_format.load(args.print_format) if args.print_format else None
+    if args.print_format == "!":  # condor_q's -print-format !: no Q_DEFAULT_*_PRINT_FORMAT_FILE
+        layout = None
+    elif args.print_format:
+        layout = print_format.load(args.print_format)
+    else:
+        layout = q_modes.default_layout(q_modes.view_tag(args)) if not (mask or args.long or args.json or args.xml) \
+            else None
     now = time.time()
     constraint = _q_constraint(args)
     if layout is not None and layout.where:
         constraint = " && ".join(f"({p})" for p in (constraint, layout.where) if p)
     sources = _sources(args, constraint, transport, now)
-    ads = [ad for _, source_ads in sources for ad in source_ads]
     attrs = [a.strip() for a in (args.attributes or "").split(",") if a.strip()]
+    if args.autocluster or args.group_by:
+        names = attrs or [v for kind, values in (args.custom or []) if kind == "af"
+                          for v in values if not v.startswith(":") and v != "-"]
+        sources = [(title, q_modes.autocluster_ads(found) if args.autocluster else q_modes.group_by_ads(found, names))
+                   for title, found in sources]
+        if args.autocluster and layout is None and not (mask or args.long or args.json or args.xml):
+            layout = print_format.parse(q_modes.AUTOCLUSTER_FORMAT, "autocluster")
+    if args.factory:
+        sources = [(title, [ad for ad in found if ad.get("JobMaterializeLimit") is not None
+                            or ad.get("JobMaterializeMaxIdle") is not None]) for title, found in sources]
+    ads = [ad for _, source_ads in sources for ad in source_ads]
     if args.long:
         _out(fmt.long_form(ads, attrs))
         return 0
@@ -151,8 +187,9 @@ def q(args: argparse.Namespace) -> int:
         return 0
     current_run = not args.cumulative_time
     if layout is not None:
-        _out(layout.render(ads, now, title=None if layout.noheader else sources[0][0]))
-        if layout.summary:
+        for title, source_ads in sources:
+            _out(layout.render(source_ads, now, title=None if layout.noheader else title))
+        if layout.summary and not (args.autocluster or args.group_by):
             print()
             print(views.totals_line("query", views.status_counts(ads)))
         return 0
@@ -161,7 +198,15 @@ def q(args: argparse.Namespace) -> int:
         table = dict(out=out, wide=args.wide or args.wide_columns is not None, width=args.wide_columns)
         for title, source_ads in sources:
             out.file.write(f"\n-- {title}\n")
-            if args.io:
+            if args.group_by:
+                headers, rows = q_modes.group_rows(source_ads, names)
+                fmt.print_table(headers, rows, right=[0, 1], **table)
+            elif args.hold_codes is not None:
+                fmt.print_table(q_modes.HOLD_CODE_HEADERS, q_modes.hold_code_rows(source_ads), right=[2], **table)
+            elif args.factory:
+                fmt.print_table(q_modes.FACTORY_HEADERS, q_modes.factory_rows(source_ads), right=range(3, 9),
+                                **table)
+            elif args.io:
                 fmt.print_table(views.IO_HEADERS, views.io_rows(source_ads), right=[2, 4, 5, 6], **table)
             elif args.goodput:
                 fmt.print_table(views.GOODPUT_HEADERS, views.goodput_rows(source_ads, now, current_run), right=[3, 4, 5, 6],
@@ -170,7 +215,7 @@ def q(args: argparse.Namespace) -> int:
                 fmt.print_table(views.HOLD_HEADERS, views.hold_rows(source_ads), **table)
             elif args.run:
                 fmt.print_table(views.RUN_HEADERS, views.run_rows(source_ads, now, current_run), **table)
-            elif args.nobatch or args.idle:
+            elif args.nobatch or args.idle or args.stream_results:
                 if args.dag:
                     rows = views.dag_rows(source_ads, now, current_run)
                     fmt.print_table(views.DAG_HEADERS, rows, right=[3, 5, 6], **table)
@@ -187,8 +232,10 @@ def q(args: argparse.Namespace) -> int:
                 headers, rows = views.batch_rows(source_ads, partial=_partial(args), show_hold=args.global_)
                 fmt.print_table(headers, rows, right=range(3, len(headers) - 1), **table)
         print()
+    if args.factory or args.hold_codes is not None or args.group_by:
+        return 0  # condor_q's -factory and -hold-codes formats have SUMMARY NONE
     print(views.totals_line("query", views.status_counts(ads)))
-    default_source = not (args.userlog or args.submitter or args.global_)
+    default_source = not (args.userlog or args.jobads or args.submitter or args.global_)
     if default_source and not args.ids and not args.constraint and not (args.run or args.hold or args.idle):
         everyone = client.query("", ("Owner", "JobStatus"), transport=transport)
         if not args.allusers:
@@ -233,6 +280,8 @@ def _rewrite_q_argv(argv: list[str]) -> list[str]:
             out += ["-af", ":" + af[1]]
         elif word.startswith(("-wide:", "--wide:")):
             out += ["-wide-columns", word.split(":", 1)[1]]
+        elif word.split(":", 1)[0] in ("-hold-codes", "--hold-codes", "-holdcodes", "--holdcodes"):
+            out += ["-hold-codes", "-hold-code-list", word.partition(":")[2]]
         else:
             out.append(word)
     return out
@@ -372,6 +421,10 @@ def register(sub) -> None:
         "htc q -userlog job.log         # the jobs of an event log, no schedd needed",
         "htc q -better-analyze 12.0     # why is job 12.0 not running?",
         "htc q -json | jq '.[].ClusterId'",
+        "htc q -hold-codes              # held jobs, one line per hold code",
+        "htc q -autocluster             # kinds of job, as the negotiator sees them",
+        "htc q -group-by -af Owner JobStatus",
+        "htc q -jobads saved.ads -nobatch",
     ]))
     if "-help" not in p._option_string_actions:
         p.add_argument("-help", action="help", help="show this help message and exit")
@@ -398,6 +451,14 @@ def register(sub) -> None:
     add_option(p, "machine", metavar="EXPR", help="with -better-analyze: only slots satisfying this expression")
     add_option(p, "submitter", metavar="NAME", help="NAME's jobs, in every schedd of the pool that has some")
     add_option(p, "userlog", metavar="FILE", help="jobs as the job event log FILE tells them (no schedd)")
+    add_option(p, "jobads", metavar="FILE", help="job ads from FILE (as -long, -json prints them) instead of the schedd")
+    add_option(p, "autocluster", action="store_true", help="one line per autocluster: jobs alike to every machine")
+    add_option(p, "group-by", action="store_true", help="group jobs by the values of the -af or -attributes attributes")
+    add_option(p, "hold-codes", dest="hold_codes", action="store_const", const="",
+               help="held jobs, one line per hold code and subcode (-hold-codes:13,21/2: only those)")
+    add_option(p, "hold-code-list", dest="hold_codes", help=argparse.SUPPRESS)
+    add_option(p, "factory", action="store_true", help="late-materialization clusters: limit, jobs present, next id")
+    add_option(p, "stream-results", action="store_true", help="print each job as it comes (one line per job)")
     add_option(p, "print-format", metavar="FILE", help="a custom layout (condor's SELECT ... print-format file)")
     add_option(p, "long", "l", action="store_true", help="whole job ads, one attribute per line")
     add_option(p, "af", "autoformat", nargs="+", metavar="ATTR", dest="custom", action=_InOrder, const="af",

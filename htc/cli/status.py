@@ -6,7 +6,8 @@ The view follows condor_status's options: slots by default; ``-avail``, ``-claim
 ``-server``, ``-state`` and ``-compact`` for other views of the slots; ``-schedd``,
 ``-submitters``, ``-negotiator``, ``-master``, ``-collector``, ``-accounting`` and ``-any`` for
 other daemons' ads (``-schedd -run``: the schedds running jobs).  ``-total`` prints only the
-totals table, ``-wide`` never cuts a line or a column to the terminal's width.
+totals table, ``-wide`` never cuts a line or a column to the terminal's width. ``-sort EXPR``,
+``-direct NAME``, ``-xml`` and ``-print-format FILE`` are in :mod:`htc.cli.status_options`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 
 from htc.classad import ClassAd, quote
 from htc.cli import formatting as fmt
+from htc.cli import status_options as so
 from htc.cli import status_views as sv
 from htc.cli.options import add_command, add_option, add_pool_options, transport_from
 from htc.client import query_collector
@@ -66,6 +68,7 @@ def _constraint(args: argparse.Namespace, kind: str | None) -> str:
             parts.append(" || ".join(f"Name == {quote(n)} || Machine == {quote(n)}" for n in args.names))
     if args.constraint:
         parts.append(args.constraint)
+    parts += so.sort_constraints(args.sort)
     if kind is None and not args.compact:
         if args.avail:
             parts.append(sv.AVAIL)
@@ -97,6 +100,8 @@ def _compact_totalled(ads: list[ClassAd]) -> list[ClassAd]:
 def _print_custom(ads: list[ClassAd], args: argparse.Namespace) -> bool:
     if args.long:
         sys.stdout.write(fmt.long_form(ads))
+    elif args.xml:
+        sys.stdout.write(fmt.xml_form(ads))
     elif args.json:
         sys.stdout.write(fmt.json_form(ads))
     elif args.af:
@@ -111,11 +116,29 @@ def _print_custom(ads: list[ClassAd], args: argparse.Namespace) -> bool:
 def status(args: argparse.Namespace) -> int:
     """htc status: show the machines (slots) of the pool, or other daemons' ads."""
     kind = _kind(args)
+    if args.xml and args.json:
+        raise UsageError("Cannot print as both XML and JSON")
+    layout = so.load_layout(args.print_format) if args.print_format else None
+    if layout is not None and layout.from_type:
+        if kind and TYPES[kind] is not so.SELECT_FROM[layout.from_type]:
+            raise UsageError(f"-{kind} contradicts the print-format file's SELECT FROM {layout.from_type}")
+        kind = next((k for k, t in TYPES.items() if t is so.SELECT_FROM[layout.from_type]), None)
     ad_type = TYPES[kind] if kind else AdType.Startd
-    ads = _sort(query_collector(ad_type, _constraint(args, kind), transport=transport_from(args)))
+    transport = transport_from(args)
+    constraint = _constraint(args, kind)
+    if args.direct:
+        constraint = " && ".join(f"({p})" for p in (constraint, so.direct_constraint(args.direct, ad_type, transport))
+                                 if p)
+    if layout is not None and layout.where:
+        constraint = " && ".join(f"({p})" for p in (constraint, layout.where) if p)
+    ads = query_collector(ad_type, constraint, transport=transport)
+    ads = so.sort_ads(ads, args.sort) if args.sort else _sort(ads)
     if args.compact and kind is None:
         ads = _machine_filter(ads, args)
     if _print_custom(ads, args):
+        return 0
+    if layout is not None:
+        sys.stdout.write(so.render_layout(layout, ads))
         return 0
     out = fmt.console()
     if args.wide:
@@ -165,6 +188,9 @@ def register(sub) -> None:
         "htc status -format '%s ' Name -format '%d\\n' Memory",
         "htc status -constraint 'Memory > 4096' -long",
         "htc status -schedd              # other daemons' ads",
+        "htc status -sort Memory -sort Name",
+        "htc status -direct $(hostname)  # the ads of this machine's startd, once it answers",
+        "htc status -print-format slots.pf",
     ])
     p.add_argument("names", nargs="*", metavar="MACHINE|SLOT",
                    help="only these machines or slots (with -claimed/-run: these RemoteUsers)")
@@ -186,6 +212,7 @@ def register(sub) -> None:
     add_option(p, "format", nargs=2, action="append", metavar=("FMT", "ATTR"),
                help="print ATTR with the printf format FMT (%%s %%d %%f %%v %%V %%r); repeat for more")
     add_option(p, "constraint", metavar="EXPR", help="ads satisfying this ClassAd expression")
+    so.add_options(p)
     add_pool_options(p)
     if "-help" not in p._option_string_actions:  # HTCondor's spelling of --help
         p.add_argument("-help", action="help", help="show this help message and exit")

@@ -1,14 +1,16 @@
 """``htc version``: condor_version. Prints the two lines HTCondor's tools print,
 ``$CondorVersion: ... $`` and ``$CondorPlatform: ... $``, the same strings this machine's startd
-advertises in its slot ads (``CondorVersion``, ``CondorPlatform``): the HTCondor release whose
-behaviour htc reproduces, and a build id naming htc's own version."""
+advertises in its slot ads (``CondorVersion``, ``CondorPlatform``) and job ads carry
+(``CondorVersion``): the HTCondor release whose behaviour htc reproduces, its release date, and a
+build id naming htc's own version (:mod:`htc.config.version` builds it)."""
 
 from __future__ import annotations
 
 import argparse
 
 from htc.cli.options import add_command, add_option
-from htc.daemons.startd.sensors import arch, condor_version, opsys_attrs
+from htc.config.version import condor_version
+from htc.daemons.startd.sensors import arch, opsys_attrs
 
 
 def platform_string() -> str:

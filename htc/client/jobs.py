@@ -270,7 +270,7 @@ def history_path() -> str:
 
 def history(constraint: str = "", *, limit: int | None = None, owner: str | None = None,
             path: str | os.PathLike | None = None, forwards: bool = False,
-            since: str | None = None) -> list[ClassAd]:
+            since: str | None = None, scan_limit: int | None = None) -> list[ClassAd]:
     """condor_history: finished (completed or removed) jobs, newest first.
 
     Args:
@@ -281,7 +281,11 @@ def history(constraint: str = "", *, limit: int | None = None, owner: str | None
         forwards: oldest first (``-forwards``) instead of newest first.
         since: stop the scan, newest first, at the first job for which this expression is
             true (condor_history's ``-since``; ``-completedsince T`` is
-            ``CompletionDate <= T``); that job and older ones are left out.
+            ``CompletionDate <= T``); that job and older ones are left out. As in
+            condor_history the scan looks at every job, whether or not it satisfies
+            ``constraint``, so ``since`` may name a job the constraint leaves out.
+        scan_limit: stop after reading this many jobs of the history, matching or not
+            (``-scanlimit``).
 
     Returns:
         Whole job ads.
@@ -302,21 +306,52 @@ def history(constraint: str = "", *, limit: int | None = None, owner: str | None
     except QueueFileError as exc:
         raise UsageError(f"no job history at {where}: {exc}; jobs appear there once a schedd of this pool "
                          "has finished them") from None
-    scan_all = forwards or since is not None
+    scan = since is not None or scan_limit is not None
     try:
-        rows = queue.history(constraint or None, limit=None if scan_all else limit, owner=owner)
+        if scan:  # every record, newest first: the scan stops before the constraint is looked at
+            rows = queue.history(None, limit=None if forwards else scan_limit)
+        else:
+            rows = queue.history(constraint or None, limit=None if forwards else limit, owner=owner)
     finally:
         queue.close()
     ads = [ClassAd("[ " + "; ".join(f"{name} = {text}" for name, text in row.items()) + " ]") for row in rows]
-    if since is not None:
+    if since is not None:  # newest first, also for -forwards -completedsince (the newer jobs, oldest first)
         stop = ExprTree(since)
-        for ix, ad in enumerate(ads):
-            if stop.eval(ad) is True:
-                ads = ads[:ix]
-                break
+        ads = next((ads[:ix] for ix, ad in enumerate(ads) if stop.eval(ad) is True), ads)
     if forwards:
         ads.reverse()
+    if scan:
+        test = ExprTree(constraint) if constraint else None
+        ads = [ad for ad in (ads if scan_limit is None else ads[:scan_limit])
+               if (owner is None or ad.get("Owner") == owner) and (test is None or test.eval(ad) is True)]
     return ads[:limit] if limit is not None else ads
+
+
+def since_expression(word: str) -> str:
+    """condor_history's ``-since`` argument as the expression that stops the scan: a job id
+    (``12``: ``ClusterId == 12``; ``12.3``: ``ClusterId == 12 && ProcId == 3``) or any
+    expression that is not a literal (``'CompletionDate <= 1700000000'``).
+
+    Raises:
+        UsageError: neither (condor_history's "invalid -since constraint").
+    """
+    import re
+
+    from htc.classad import ExprTree
+    from htc.classad.ast import Literal
+
+    tree = None
+    try:
+        tree = ExprTree(word)
+    except Exception:  # noqa: BLE001 - not an expression: maybe a job id
+        pass
+    if tree is None or tree.node.__class__ is Literal:
+        found = re.fullmatch(r"\s*(\d+)(?:\.(\d+))?\s*", word)
+        if found:
+            cluster, proc = found.groups()
+            return f"ClusterId == {int(cluster)}" + (f" && ProcId == {int(proc)}" if proc is not None else "")
+        raise UsageError(f"invalid -since constraint: {word}: constraint must be a job-id, or expression.")
+    return word
 
 
 # --- analysis -------------------------------------------------------------------------------------

@@ -448,6 +448,18 @@ _ENTRIES = [
       "When the load that is not htc's counts as busy (latched into CpuBusyTime for SUSPEND).", "code"),
     P("SENSOR_OVERRIDE_FILE", "path", "",
       "File whose Name = value lines replace measured sensors (empty: $HTC_HOME/sensor_override).", "htc"),
+    # --- condor_q's per-view print-format files (read by htc q; -print-format ! ignores them) ---
+    P("Q_DEFAULT_PRINT_FORMAT_FILE", "path", "", "A print-format file that replaces htc q's default view (-nobatch) when it exists.", "code"),
+    P("Q_DEFAULT_PROGRESS_PRINT_FORMAT_FILE", "path", "", "A print-format file that replaces htc q's batch view (the default) when it exists.", "code"),
+    P("Q_DEFAULT_RUN_PRINT_FORMAT_FILE", "path", "", "A print-format file that replaces htc q -run when it exists.", "code"),
+    P("Q_DEFAULT_IDLE_PRINT_FORMAT_FILE", "path", "", "A print-format file that replaces htc q -idle when it exists.", "code"),
+    P("Q_DEFAULT_HOLD_PRINT_FORMAT_FILE", "path", "", "A print-format file that replaces htc q -hold when it exists.", "code"),
+    P("Q_DEFAULT_HOLDCODES_PRINT_FORMAT_FILE", "path", "", "A print-format file that replaces htc q -hold-codes when it exists.", "code"),
+    P("Q_DEFAULT_IO_PRINT_FORMAT_FILE", "path", "", "A print-format file that replaces htc q -io when it exists.", "code"),
+    P("Q_DEFAULT_DAG_PRINT_FORMAT_FILE", "path", "", "A print-format file that replaces htc q -dag when it exists.", "code"),
+    P("Q_DEFAULT_FACTORY_PRINT_FORMAT_FILE", "path", "", "A print-format file that replaces htc q -factory when it exists.", "code"),
+    P("Q_DEFAULT_TOTALS_PRINT_FORMAT_FILE", "path", "", "A print-format file that replaces htc q -totals when it exists.", "code"),
+    P("Q_DEFAULT_AUTOCLUSTER_PRINT_FORMAT_FILE", "path", "", "A print-format file that replaces htc q -autocluster when it exists.", "code"),
 ]
 
 #: Knobs with a number in their name, which the table's fixed names cannot hold; code reads

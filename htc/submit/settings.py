@@ -13,9 +13,9 @@ import platform
 from dataclasses import dataclass, field
 
 from htc.config.hostname import full_hostname
+from htc.config.version import CONDOR_RELEASE, condor_version
 
-#: the HTCondor release whose submit semantics htc.submit reproduces
-CONDOR_RELEASE = "25.14.1"
+__all__ = ["CONDOR_RELEASE", "SubmitSettings"]
 
 
 def _arch() -> str:
@@ -61,6 +61,6 @@ class SubmitSettings:
     schedd_interval: int = 300  # SCHEDD_INTERVAL
     allow_getenv: bool = True  # SUBMIT_ALLOW_GETENV
     submit_method: int = 2  # JobSubmitMethod: 0 condor_submit, 2 Python bindings
-    condor_version: str = f"$CondorVersion: {CONDOR_RELEASE} 2026-09-24 BuildID: htc $"
+    condor_version: str = field(default_factory=condor_version)
     condor_platform: str = field(
         default_factory=lambda: f"$CondorPlatform: {_arch()}-{platform.system()} $")

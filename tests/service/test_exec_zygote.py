@@ -158,10 +158,13 @@ def test_a_start_failure_says_what_exec_says(dirs):
 
     messages = asyncio.run(go())
     for by_zygote, by_exec in messages:
-        assert by_zygote == by_exec and by_zygote.startswith("cannot start ")
-    assert "Exec format error" in messages[0][0]
-    assert "No such file or directory" in messages[1][0]
-    assert "Permission denied" in messages[2][0]
+        assert by_zygote == by_exec and by_zygote.startswith("Failed to execute '")
+    assert "(errno=8: 'Exec format error')" in messages[0][0] and "not a program this machine can run" in messages[0][0]
+    assert "(errno=2: 'No such file or directory')" in messages[1][0]
+    assert "/no/such/program does not exist on this machine (with transfer_executable = false" in messages[1][0]
+    # condor_submit accepts an executable without execute permission; run in place, it says so
+    assert "(errno=13: 'Permission denied')" in messages[2][0]
+    assert f"{iwd / 'noperm.sh'} is not executable (its mode is 0644)" in messages[2][0]
     assert list(execute.iterdir()) == []
 
 

@@ -424,8 +424,10 @@ def test_slot_user_is_created_when_asked(dirs):
 def test_unrunnable_executable_is_a_clear_error(dirs):
     iwd, execute = dirs
     (iwd / "notexec.bin").write_bytes(b"\x00\x01garbage")
-    with pytest.raises(StarterError, match="cannot start"):
+    with pytest.raises(StarterError, match=r"Failed to execute '.*condor_exec.exe': \(errno=8: 'Exec format error'\): "
+                       "[^ ]* is not a program this machine can run") as caught:
         run(job(iwd, "notexec.bin"), execute)
+    assert caught.value.errno == 8  # the hold's subcode, as HTCondor's starter gives it
     assert list(execute.iterdir()) == []
 
 

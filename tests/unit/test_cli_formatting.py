@@ -98,7 +98,9 @@ def test_done_counts_procs_that_left_the_queue():
 def test_hold_and_history_rows():
     held = ClassAd({"ClusterId": 1, "ProcId": 0, "Owner": "a", "JobStatus": 5, "EnteredCurrentStatus": 1700000000,
                     "HoldReason": "via htc hold"})
-    assert views.hold_rows([held]) == [("1.0", "a", "11/14 22:13", "via htc hold")]
+    assert views.hold_rows([held]) == [("1.0", "a", "11/14 22:13", "   ? ", "via htc hold")]
+    held["HoldReasonCode"], held["HoldReasonSubCode"] = 1, 0  # condor_q's CODE/SUB: %4d then /%-3d
+    assert views.hold_rows([held])[0][3] == "   1/0  "
     done = ClassAd({"ClusterId": 2, "ProcId": 1, "Owner": "a", "JobStatus": 4, "QDate": 1700000000,
                     "CompletionDate": 1700003600, "RemoteWallClockTime": 61.0, "Cmd": "/bin/true"})
     assert views.history_rows([done], 0) == [("2.1", "a", "11/14 22:13", "0+00:01:01", "C", "11/14 23:13", "true")]

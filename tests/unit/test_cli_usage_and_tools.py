@@ -88,3 +88,18 @@ def test_ping_tokens_are_levels_request_names_or_dc_nop():
 
 def test_evicted_files_spool_directory_is_htcondors_layout(tmp_path):
     assert spool_dir(tmp_path, 12345, 7) == tmp_path / "2345" / "7" / "cluster12345.proc7.subproc0"
+
+
+def test_version_is_the_string_job_ads_and_daemon_ads_carry(capsys, tmp_path, monkeypatch):
+    """One place builds ``$CondorVersion: ... $``: htc version, a job ad, a slot ad, the master's and
+    the collector's ads agree to the byte (the date is the release date, not today's)."""
+    from htc.daemons.startd.sensors import condor_version as slot_version
+    from htc.daemons.clock import FakeClock
+    from htc.submit import Submit
+
+    monkeypatch.setenv("HTC_HOME", str(tmp_path))
+    assert main(["version"]) == 0
+    printed = capsys.readouterr().out.splitlines()[0]
+    (job,) = Submit("executable = /bin/true\nqueue\n").jobs(clusterid=1)
+    assert job["CondorVersion"] == printed == job["SubmitVersion"]
+    assert slot_version(FakeClock(0.0)) == printed  # 1970: still the release date

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from htc.classad import ClassAd, ClassAdParseError, ExprTree
+from htc.config.version import condor_version
 from htc.daemons import core as c
 from htc.daemons.collector.settings import CollectorSettings
 from htc.wire import messages as m
@@ -262,8 +263,6 @@ class Collector:
                 if all(isinstance(v, int) and not isinstance(v, bool) for v in counts):
                     totals["RunningJobs"] += counts[0]
                     totals["IdleJobs"] += counts[1]
-        from htc import __version__
-
         return ClassAd({
             "MyType": m.AdType.Collector.value,
             "Name": self.settings.name,
@@ -273,7 +272,7 @@ class Collector:
             "DaemonStartTime": int(self.started_at if self.started_at is not None else now),
             "UpdateInterval": int(self.settings.update_interval),
             "UpdatesTotal": self.updates_total,
-            "CondorVersion": f"$CondorVersion: htc {__version__} $",
+            "CondorVersion": condor_version(),
             **totals,
         })
 

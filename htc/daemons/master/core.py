@@ -36,6 +36,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from htc.config.version import condor_version
 from htc.daemons import core as c
 from htc.daemons.master.events import (
     DAEMON_NO_RESTART,
@@ -334,7 +335,7 @@ class Master:
             "DaemonList": ", ".join(["MASTER", *self.children]),
             "UpdateSequenceNumber": self._ad_sequence,
             "UpdateInterval": int(self.settings.update_interval),
-            "CondorVersion": f"$CondorVersion: htc {_version()} $",
+            "CondorVersion": condor_version(),
             # what condor_status -master shows: the machine's size and the master's uptime
             "DetectedCpus": self.settings.detected_cpus,
             "DetectedMemory": self.settings.detected_memory,
@@ -388,12 +389,6 @@ class Master:
             m.DaemonStatus(name=ch.name, state=ch.state.value, pid=ch.pid, restarts=ch.restarts,
                            since=ch.since, next_start=ch.restart_at)
             for ch in self.children.values()))
-
-
-def _version() -> str:
-    from htc import __version__
-
-    return __version__
 
 
 _Handler = Callable[[Master, c.Event, float, list[c.Action]], None]

@@ -17,6 +17,7 @@ Modules:
   ``SetUserPriority`` becomes the core's administration events.
 * ``settings`` -- the knobs of the core and of the service, from the param table.
 * ``cycle`` -- the matchmaking of one cycle: pie spins, per-submitter negotiation.
+* ``cycle_ad`` -- the Negotiator ad's ``LastNegotiationCycle<Name><X>`` statistics, as HTCondor's.
 * ``search`` -- the best idle slot for a request, class by class with shared caches.
 * ``claimed`` -- the claimed slots a request may preempt, and the best of them.
 * ``slots`` -- slot ads as a cycle sees them: classes, weights, partitionable carving.

@@ -35,6 +35,7 @@ from htc.daemons import core as c
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.core import Negotiator
 from htc.daemons.negotiator.cycle import CycleStatistics
+from htc.daemons.negotiator.cycle_ad import CYCLES_KEPT, cycle_attributes
 from htc.daemons.negotiator.events import (CycleFinished, NotifyMatch, PublishAccounting, ResetUsage,
                                            SetPriorityFactor, SetRealPriority)
 from htc.daemons.negotiator.settings import NegotiatorServiceSettings
@@ -57,6 +58,7 @@ class NegotiatorDaemon:
         self.settings = settings
         self.negotiator = Negotiator(settings.core, accountant, now=now)
         self.started_at = now
+        self.cycles: list[CycleStatistics] = []  # the latest first, for the Negotiator ad
 
     def next_deadline(self) -> float | None:
         """The core's: the next cycle or the running cycle's timeout."""
@@ -185,6 +187,7 @@ class NegotiatorDaemon:
             failed = f"; no answer from {', '.join(st.failed_schedds)}" if st.failed_schedds else ""
             log = c.Log(f"cycle {st.cycle}: {st.matches} match(es) for {st.submitters} submitter(s), "
                         f"{st.slots} slot(s), {st.requests} request(s) in {st.duration:.3f} s{failed}")
+        self.cycles = [st, *self.cycles][:CYCLES_KEPT]
         return [log, self._advertise(m.AdType.Negotiator, self.settings.name, self.negotiator_ad(st))]
 
     def _exit(self, action: c.Exit) -> list[c.Action]:
@@ -192,18 +195,14 @@ class NegotiatorDaemon:
         return [c.Send(s.collector, m.InvalidateAd(ad_type=m.AdType.Negotiator, name=s.name), timeout=2.0), action]
 
     def negotiator_ad(self, st: CycleStatistics) -> dict:
-        """The Negotiator ad after a cycle (HTCondor's LastNegotiationCycle*0 attributes)."""
+        """The Negotiator ad after cycle ``st``: HTCondor's LastNegotiationCycle<Name><X> attributes
+        of the last cycles (htc.daemons.negotiator.cycle_ad), ``st`` being cycle 0."""
         s = self.settings
+        cycles = self.cycles if self.cycles and self.cycles[0] is st else [st, *self.cycles]
         return {
             "Name": s.name, "Machine": s.machine, "MyAddress": s.address, "NegotiatorPid": s.pid,
             "DaemonStartTime": int(self.started_at), "NegotiatorInterval": int(s.core.interval),
-            "LastNegotiationCycleTime0": int(st.started), "LastNegotiationCycleEnd0": int(st.started + st.duration),
-            "LastNegotiationCycleDuration0": round(st.duration, 3), "LastNegotiationCycleMatches0": st.matches,
-            "LastNegotiationCycleActiveSubmitterCount0": st.submitters,
-            "LastNegotiationCycleRejections0": st.rejections,
-            "LastNegotiationCycleCandidateSlots0": st.candidate_slots,
-            "LastNegotiationCycleNumSchedulersFailed0": len(st.failed_schedds),
-            "LastNegotiationCycleAborted0": st.aborted,
+            **cycle_attributes(cycles),
             "NumNegotiationCycles": self.negotiator.statistics().cycles_completed,
         }
 

@@ -88,6 +88,7 @@ class CycleStatistics:
     candidate_slots: int = 0
     slot_classes: int = 0
     submitters: int = 0
+    schedds: int = 0  # distinct schedds with a submitter in the cycle
     requests: int = 0
     idle_jobs: int = 0
     matches: int = 0
@@ -448,7 +449,7 @@ def negotiate_cycle(
         match_seconds=clock.monotonic() - started,
         slots=len(machine_ads), candidate_slots=candidate_slots,
         slot_classes=len(pool.classes), submitters=len(entries),
-        requests=len(all_requests),
+        schedds=len({e.ad.schedd for e in entries}), requests=len(all_requests),
         idle_jobs=sum(e.ad.idle_jobs for e in entries),
         matches=len(matches),
         rank_preemptions=sum(m.preemption is PreemptState.RANK for m in matches),

@@ -300,6 +300,7 @@ class StarterFailed(c.Event):
     claim_id: str
     error: str
     hold_code: int = int(HoldReasonCode.FailedToCreateProcess)
+    hold_subcode: int = 0  # the errno of a failed exec, as HTCondor's starter reports it
 
 
 @dataclass(frozen=True)

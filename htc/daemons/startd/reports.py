@@ -148,7 +148,7 @@ class JobReports:
         contact = self.contacts.get(e.claim_id)
         out.append(c.Log(f"claim {short_claim_id(e.claim_id)}: the job could not start: {e.error}", logging.WARNING))
         if contact is not None and contact.shadow_address:
-            usage = {"StarterError": e.error, "HoldReasonCode": e.hold_code, "HoldReasonSubCode": 0}
+            usage = {"StarterError": e.error, "HoldReasonCode": e.hold_code, "HoldReasonSubCode": e.hold_subcode}
             contact.exit_report = m.JobExited(claim_id=e.claim_id, job_id=contact.job_id, vacated=True,
                                               usage_ad=ad_text(usage))
             out.append(self.report_exit(contact))

@@ -38,7 +38,6 @@ import os
 import platform
 import re
 import shutil
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,14 +45,14 @@ from typing import Any
 
 import psutil
 
-import htc
 from htc.config.hostname import full_hostname
+from htc.config.version import CONDOR_RELEASE
+from htc.config.version import condor_version as _condor_version
 from htc.daemons.clock import REAL, Clock
 from htc.errors import UsageError
 
-#: HTCondor version htc's daemons are compatible with; job Requirements written by condor_submit
-#: compare ``split(TARGET.CondorVersion)[1]`` with versions such as "8.9.7" and "25.12.0".
-COMPATIBLE_CONDOR_VERSION = "25.14.1"
+#: HTCondor version htc's daemons are compatible with (htc.config.version)
+COMPATIBLE_CONDOR_VERSION = CONDOR_RELEASE
 
 _ARCH = {"x86_64": "X86_64", "amd64": "X86_64", "aarch64": "aarch64", "arm64": "aarch64", "i386": "INTEL",
          "i686": "INTEL", "ppc64le": "ppc64le", "ppc64": "PPC64", "s390x": "s390x"}
@@ -115,9 +114,9 @@ def opsys_attrs(os_release: Path = Path("/etc/os-release")) -> dict[str, Any]:
 
 
 def condor_version(clock: Clock = REAL) -> str:
-    """The ``CondorVersion`` string: HTCondor's format (with ``clock``'s date), naming htc in the build id."""
-    date = time.strftime("%Y-%m-%d", time.localtime(clock.time()))
-    return f"$CondorVersion: {COMPATIBLE_CONDOR_VERSION} {date} BuildID: htc-{htc.__version__} $"
+    """The ``CondorVersion`` string (:func:`htc.config.version.condor_version`: the same in job ads,
+    daemon ads and ``htc version``; ``clock`` is not consulted, the date is htc's release date)."""
+    return _condor_version()
 
 
 _BENCHMARK: dict[str, float] = {}

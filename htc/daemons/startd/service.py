@@ -72,7 +72,7 @@ from htc.daemons.startd.policy import KNOBS, ClassAdPolicy
 from htc.daemons.startd.reports import short_claim_id
 from htc.daemons.startd.sensors import SensorSettings, Sensors
 from htc.daemons.startd.settings import StartdServiceSettings, StartdSettings
-from htc.daemons.starter.service import Starter, StarterSettings
+from htc.daemons.starter.service import Starter, StarterError, StarterSettings
 from htc.daemons.starter.limits import sweep_stale_cgroups
 from htc.daemons.job_files import TransferError, streamed_files
 from htc.daemons.starter.sandbox import sweep_stale_sandboxes
@@ -195,7 +195,8 @@ class StartdService(DaemonService):
                 self.starters.pop(claim_id, None)
                 code = (HoldReasonCode.TransferInputError if isinstance(exc, TransferError)
                         else HoldReasonCode.FailedToCreateProcess)
-                self.feed(ev.StarterFailed(claim_id, str(exc), int(code)))
+                subcode = exc.errno if isinstance(exc, StarterError) else 0  # a failed exec's errno
+                self.feed(ev.StarterFailed(claim_id, str(exc), int(code), int(subcode)))
                 return
             run.started = True
             if run.lane is not None:

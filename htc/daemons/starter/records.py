@@ -22,7 +22,49 @@ __all__ = ["ExitRecord", "StarterError", "StarterSettings", "Usage", "kill_signa
 
 
 class StarterError(HTCError):
-    """The starter could not run the job (user, executable, sandbox); the job did not start."""
+    """The starter could not run the job (user, executable, sandbox); the job did not start.
+    ``errno`` is the error number when the exec failed (the hold's HoldReasonSubCode, as in
+    HTCondor, whose starter holds with code 6 and the errno), else 0."""
+
+    def __init__(self, message: str, errno: int = 0):
+        super().__init__(message)
+        self.errno = errno
+
+
+def cannot_start(path: str, errno: int, strerror: str) -> StarterError:
+    """The error of an exec of ``path`` that failed with ``errno``: HTCondor's ``Failed to execute
+    'PATH': (errno=N: 'TEXT')``, then what it means for this executable. An executable without
+    execute permission gets there only when it is not transferred (``transfer_executable =
+    false``): condor_submit accepts it, and a transferred one is made executable in the sandbox."""
+    import errno as E
+    import os
+    import stat
+
+    base = f"Failed to execute '{path}': (errno={errno}: '{strerror}')"
+    transferred = os.path.basename(path) == "condor_exec.exe"
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if errno == E.EACCES and st is not None and stat.S_ISREG(st.st_mode) and not st.st_mode & 0o111:
+        why = (f"{path} is not executable (its mode is {stat.S_IMODE(st.st_mode):04o}); condor_submit accepts "
+               "such an executable and a transferred one is made executable in the sandbox, but this one is "
+               "run where it is (transfer_executable = false): make it executable (chmod +x) or let it be "
+               "transferred")
+    elif errno == E.EACCES:
+        why = (f"the job's user may not execute {path}: a directory above it is closed to that user, or its "
+               "filesystem is mounted noexec")
+    elif errno == E.ENOEXEC:
+        why = (f"{path} is not a program this machine can run: a script needs a '#!' first line, a binary "
+               "must be built for this machine")
+    elif errno == E.ENOENT:
+        why = (f"{path} does not exist on this machine" if transferred or st is not None else
+               f"{path} does not exist on this machine (with transfer_executable = false it must be there)")
+        if st is not None:  # the file is there: its '#!' interpreter is not
+            why = f"the interpreter named on the '#!' line of {path} does not exist on this machine"
+    else:
+        why = "check the executable exists in the sandbox, is executable, and suits this machine"
+    return StarterError(f"{base}: {why}", errno)
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,7 @@ from htc.daemons.starter.env import build_environment, job_arguments
 from htc.daemons.starter.limits import JobCgroup
 from htc.daemons.starter.output import path_attr, send_output, sends_output
 from htc.daemons.starter.procs import JobProcesses, Reaped, watch_exit
-from htc.daemons.starter.records import (ExitRecord, StarterError, StarterSettings, Usage, kill_signal,
+from htc.daemons.starter.records import (ExitRecord, StarterError, StarterSettings, Usage, cannot_start, kill_signal,
                                          resolve_user)
 from htc.daemons.starter.spawn import exec_job, off_loop, open_streams
 from htc.daemons.starter.zygote import JobStartError, ZygotePool
@@ -213,8 +213,7 @@ class Starter:
             started = await self.zygotes.run(key, plan, [s.fileno() for s in streams], self.cgroup)
         except JobStartError as exc:
             if exc.stage == "exec":
-                raise StarterError(f"cannot start {plan['argv'][0]}: {exc.strerror}; check the executable "
-                                   "exists in the sandbox, is executable, and suits this machine") from exc
+                raise cannot_start(plan["argv"][0], exc.errno, exc.strerror) from exc
             raise StarterError(f"cannot prepare the job's process for {plan['argv'][0]} (setting limits or "
                                f"becoming the job's user failed: {exc.strerror}); check the starter's "
                                "privileges and EXECUTE") from exc

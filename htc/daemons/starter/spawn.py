@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from htc.daemons import owner_files as ofs
 from htc.daemons.starter.limits import child_rlimits
-from htc.daemons.starter.records import StarterError
+from htc.daemons.starter.records import StarterError, cannot_start
 
 if TYPE_CHECKING:
     from htc.daemons.starter.limits import JobCgroup
@@ -130,8 +130,7 @@ def exec_job(plan: Mapping[str, Any], cgroup: JobCgroup | None, uid: int | None,
                                  cwd=plan["cwd"], env=plan["env"], preexec_fn=child, start_new_session=True,
                                  close_fds=True)
     except OSError as exc:
-        raise StarterError(f"cannot start {plan['argv'][0]}: {exc.strerror or exc}; check the executable "
-                           "exists in the sandbox, is executable, and suits this machine") from exc
+        raise cannot_start(plan["argv"][0], exc.errno or 0, exc.strerror or str(exc)) from exc
     except subprocess.SubprocessError as exc:  # child() failed: cgroup, rlimit or user switch
         raise StarterError(f"cannot prepare the job's process for {plan['argv'][0]} (joining its cgroup, "
                            f"setting limits or becoming the job's user failed: {exc}); check the starter's "
