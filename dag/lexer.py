@@ -136,8 +136,14 @@ class Words:
                     self._error = ("Invalid quoting: no ending quote found" if rest[0] in "\"'"
                                    else "Invalid key value pair: no value discovered")
                 return words, ends
-            words.append(key if value is None else f"{key}={value}")
             pos = m.end()
+            if pos < len(s) and s[pos] not in " \t":   # cut short by a quote that never closes
+                self._error = "Invalid quoting: no ending quote found"
+                return words, ends
+            if value is None and s[pos:].lstrip(" \t").startswith("="):   # "key =" and no value
+                self._error = "Invalid key value pair: no value discovered"
+                return words, ends
+            words.append(key if value is None else f"{key}={value}")
             ends.append(pos)
 
     def next(self, trim_quotes: bool = False) -> str:
