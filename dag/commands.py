@@ -138,10 +138,12 @@ def pre_skip(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> No
         node.pre_skip = code
 
 
-def _not_final(p: _Parse, nodes: list, src: Source, cmd: str, what: str) -> None:
+def _not_final(p: _Parse, nodes: list, src: Source, cmd: str, what: str,
+               kinds: tuple[NodeKind, ...] = (NodeKind.FINAL, NodeKind.SERVICE)) -> None:
+    """Refuse a setting DAGMan refuses for FINAL and SERVICE nodes (named, not ALL_NODES)."""
     for node in nodes:
-        if node.kind is NodeKind.FINAL:
-            p.fail(src, cmd, f"FINAL node '{node.name}' cannot have {what}")
+        if node.kind in kinds:
+            p.fail(src, cmd, f"{node.kind.value} node '{node.name}' cannot have {what}")
 
 
 def retry(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
@@ -175,7 +177,7 @@ def abort_dag_on(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -
                    "RETURN code", low=0, high=255)
         _end(p, words, src, cmd)
     nodes = p.nodes_named(scope, name, src, cmd)
-    _not_final(p, nodes, src, cmd, "an ABORT-DAG-ON condition")
+    _not_final(p, nodes, src, cmd, "an ABORT-DAG-ON condition", (NodeKind.FINAL,))
     for node in nodes:
         node.abort_status, node.abort_return = status, ret
 
@@ -183,7 +185,8 @@ def abort_dag_on(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -
 def vars_(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
     """``VARS node|ALL_NODES [PREPEND|APPEND] key="value" ...``; ``+key`` is ``My.key``.
 
-    A name given again for the same node replaces the earlier value ("last one wins").
+    A name given again for the same node (same case) sets the earlier variable's value, in its
+    place, with a warning (DAGMan's ``Node::AddVar``): the last value wins.
     """
     name = _need(p, words.next(), src, cmd, "No node name specified")
     word = words.next()
@@ -210,9 +213,13 @@ def vars_(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
         p.fail(src, cmd, "No key=value pairs specified")
     for node in p.nodes_named(scope, name, src, cmd):
         for key, value in pairs:
-            low = key.lower()
-            node.vars = [v for v in node.vars if v.name.lower() != low]
-            node.vars.append(Var(key, value, prepend=prepend, append=append))
+            old = next((v for v in node.vars if v.name == key), None)
+            if old is None:
+                node.vars.append(Var(key, value, prepend=prepend, append=append))
+            else:                   # DAGMan keeps the variable's place and sets its value
+                p.dag.warnings.append(f"{src} VARS {key} is already defined in node "
+                                      f"{node.name}; setting it to {value!r}")
+                old.value = value
 
 
 def priority(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
@@ -257,7 +264,9 @@ def done(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
     """``DONE node``: the node is already done (rescue DAGs write it)."""
     name = _need(p, words.next(), src, cmd, "No node name specified")
     _end(p, words, src, cmd)
-    for node in p.nodes_named(scope, name, src, cmd, all_nodes=False):
+    nodes = p.nodes_named(scope, name, src, cmd, all_nodes=False)
+    _not_final(p, nodes, src, cmd, "DONE (it always runs)")
+    for node in nodes:
         node.done = True
 
 
@@ -266,7 +275,9 @@ def save_point_file(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str
     name = _need(p, words.next(), src, cmd, "No node name specified")
     file = words.next(trim_quotes=True) or f"{name}-{os.path.basename(src.file)}.save"
     _end(p, words, src, cmd)
-    for node in p.nodes_named(scope, name, src, cmd, all_nodes=False):
+    nodes = p.nodes_named(scope, name, src, cmd, all_nodes=False)
+    _not_final(p, nodes, src, cmd, "a save point file", (NodeKind.SERVICE, NodeKind.PROVISIONER))
+    for node in nodes:
         base = scope.base_dir if os.sep in file else os.path.join(scope.base_dir, "save_files")
         node.save_point = resolve_path(base, file)
 

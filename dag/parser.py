@@ -263,9 +263,10 @@ class _Parse:
         if not (start.startswith("{") or start.startswith("@=")):
             self.fail(src, written, "No inline description provided")
         text, _rest = self.inline_block(start, src, written, lines)
-        if name in self.dag.submit_descriptions:
-            self.dag.warnings.append(f"{src} SUBMIT-DESCRIPTION {name} is defined again; "
-                                     "the last definition is used")
+        if name in self.dag.submit_descriptions:     # DAGMan keeps the first, with a warning
+            self.dag.warnings.append(f"{src} a submit description already exists with name "
+                                     f"{name}, will not be overwritten")
+            return
         self.dag.submit_descriptions[name] = text
 
     def splice(self, scope: Scope, words: Words, src: Source, written: str) -> None:

@@ -196,9 +196,8 @@ def test_final_nodes_take_no_edges_retries_or_priorities(tmp_path: Path) -> None
 def test_vars_forms(tmp_path: Path) -> None:
     dag = parse(tmp_path, 'JOB A a.sub\nVARS A x = "1" +Attr="\\"q\\"" y="a b"\n'
                           'VARS A PREPEND p="2"\nVARS A APPEND q="3"\nVARS A x="again"\n')
-    assert dag.nodes["A"].vars == [Var("My.Attr", '"q"'), Var("y", "a b"),
-                                   Var("p", "2", prepend=True), Var("q", "3", append=True),
-                                   Var("x", "again")]
+    assert dag.nodes["A"].vars == [Var("x", "again"), Var("My.Attr", '"q"'), Var("y", "a b"),
+                                   Var("p", "2", prepend=True), Var("q", "3", append=True)]
 
 
 def test_all_nodes_and_a_later_specific_command_last_one_wins(tmp_path: Path) -> None:
@@ -351,3 +350,25 @@ def test_a_missing_dag_file_says_which(tmp_path: Path) -> None:
 
 def test_a_lexing_error_in_the_first_word_names_the_line(tmp_path: Path) -> None:
     fails(tmp_path, 'JOB A a\n"JOB B b\n', "no ending quote", line=2)
+
+
+def test_a_var_given_again_keeps_its_place_and_takes_the_new_value(tmp_path: Path) -> None:
+    dag = parse(tmp_path, 'JOB A a\nVARS A PREPEND x="1" y="2"\nVARS A APPEND x="3" X="4"\n')
+    assert dag.nodes["A"].vars == [Var("x", "3", prepend=True), Var("y", "2", prepend=True),
+                                   Var("X", "4", append=True)]
+    assert "VARS x is already defined in node A" in dag.warnings[0]
+
+
+def test_service_and_final_nodes_refuse_what_dagman_refuses(tmp_path: Path) -> None:
+    fails(tmp_path, "SERVICE S s\nPRIORITY S 3\n", "SERVICE node 'S' cannot have a priority")
+    fails(tmp_path, "SERVICE S s\nCATEGORY S c\n", "cannot have a category")
+    fails(tmp_path, "FINAL F f\nDONE F\n", "FINAL node 'F' cannot have DONE")
+    fails(tmp_path, "PROVISIONER P p\nSAVE_POINT_FILE P\n", "cannot have a save point file")
+    dag = parse(tmp_path, "SERVICE S s\nRETRY ALL_NODES 2\nABORT-DAG-ON S 1\n")
+    assert (dag.nodes["S"].retry, dag.nodes["S"].abort_status) == (0, 1)
+
+
+def test_the_first_submit_description_of_a_name_is_kept(tmp_path: Path) -> None:
+    dag = parse(tmp_path, "SUBMIT-DESCRIPTION d {\nexecutable = /a\n}\n"
+                          "SUBMIT-DESCRIPTION d {\nexecutable = /b\n}\nJOB A d\n")
+    assert dag.nodes["A"].submit_text == "executable = /a\n" and len(dag.warnings) == 1
