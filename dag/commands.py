@@ -123,6 +123,10 @@ def script(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None
     text = _need(p, words.remain(), src, cmd, "No script specified")
     exe, *args = text.split()
     for node in p.nodes_named(scope, name, src, cmd):
+        if kind in node.scripts:
+            p.dag.warnings.append(f"{src} node {node.name} already has {kind} script "
+                                  f"<{node.scripts[kind].executable}> assigned; changing to "
+                                  f"<{exe}>")
         node.scripts[kind] = Script(
             kind=kind, executable=exe, args=list(args), defer_status=defer_status,
             defer_time=defer_time, debug_file=resolve_path(node.dir, debug[0]) if debug else None,
@@ -132,15 +136,21 @@ def script(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None
 def pre_skip(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
     """``PRE_SKIP node|ALL_NODES exit-code``."""
     name = _need(p, words.next(), src, cmd, "No node name specified")
-    code = _int(p, _need(p, words.next(), src, cmd, "Missing exit code"), src, cmd, "exit code")
+    code = _int(p, _need(p, words.next(), src, cmd, "Missing exit code"), src, cmd, "exit code",
+                low=0, high=255)
     _end(p, words, src, cmd)
     for node in p.nodes_named(scope, name, src, cmd):
         node.pre_skip = code
 
 
+#: node kinds that are not JOB nodes for DAGMan (a SUBDAG EXTERNAL node is a JOB node)
+_NOT_JOBS = (NodeKind.FINAL, NodeKind.SERVICE, NodeKind.PROVISIONER)
+
+
 def _not_final(p: _Parse, nodes: list, src: Source, cmd: str, what: str,
-               kinds: tuple[NodeKind, ...] = (NodeKind.FINAL, NodeKind.SERVICE)) -> None:
-    """Refuse a setting DAGMan refuses for FINAL and SERVICE nodes (named, not ALL_NODES)."""
+               kinds: tuple[NodeKind, ...] = _NOT_JOBS) -> None:
+    """Refuse a setting DAGMan takes for JOB nodes only (``DagProcessor``: "FINAL node X can
+    not have a retry specification"); ALL_NODES never reaches FINAL or SERVICE nodes."""
     for node in nodes:
         if node.kind in kinds:
             p.fail(src, cmd, f"{node.kind.value} node '{node.name}' cannot have {what}")
@@ -276,7 +286,7 @@ def save_point_file(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str
     file = words.next(trim_quotes=True) or f"{name}-{os.path.basename(src.file)}.save"
     _end(p, words, src, cmd)
     nodes = p.nodes_named(scope, name, src, cmd, all_nodes=False)
-    _not_final(p, nodes, src, cmd, "a save point file", (NodeKind.SERVICE, NodeKind.PROVISIONER))
+    _not_final(p, nodes, src, cmd, "a save point file")
     for node in nodes:
         base = scope.base_dir if os.sep in file else os.path.join(scope.base_dir, "save_files")
         node.save_point = resolve_path(base, file)

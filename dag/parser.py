@@ -217,6 +217,11 @@ class _Parse:
         if text is not None:
             node.submit_text = text
         else:
+            if kind in (NodeKind.JOB, NodeKind.SERVICE, NodeKind.PROVISIONER) \
+                    and desc.endswith(".condor.sub"):
+                self.fail(src, written, f"'{desc}' is a DAG's submit file: the use of the JOB "
+                                        "keyword for nested DAGs is prohibited (write SUBDAG "
+                                        "EXTERNAL name file.dag)")
             node.submit_file = resolve_path(node.dir, desc)
             if kind is not NodeKind.SUBDAG:
                 self.submit_tokens[node.name] = desc

@@ -372,3 +372,24 @@ def test_the_first_submit_description_of_a_name_is_kept(tmp_path: Path) -> None:
     dag = parse(tmp_path, "SUBMIT-DESCRIPTION d {\nexecutable = /a\n}\n"
                           "SUBMIT-DESCRIPTION d {\nexecutable = /b\n}\nJOB A d\n")
     assert dag.nodes["A"].submit_text == "executable = /a\n" and len(dag.warnings) == 1
+
+
+def test_only_job_nodes_take_retries_priorities_and_categories(tmp_path: Path) -> None:
+    fails(tmp_path, "PROVISIONER P p\nRETRY P 1\n", "PROVISIONER node 'P' cannot have retries")
+    dag = parse(tmp_path, "SUBDAG EXTERNAL D d.dag\nRETRY D 2\nPRIORITY D 4\nCATEGORY D c\n")
+    assert (dag.nodes["D"].retry, dag.nodes["D"].priority, dag.nodes["D"].category) == (2, 4, "c")
+
+
+def test_pre_skip_codes_are_exit_codes(tmp_path: Path) -> None:
+    fails(tmp_path, "JOB A a\nPRE_SKIP A 256\n", "Invalid exit code '256'", line=2)
+
+
+def test_job_cannot_run_a_nested_dag_submit_file(tmp_path: Path) -> None:
+    fails(tmp_path, "JOB A inner.dag.condor.sub\n", "JOB keyword for nested DAGs is prohibited")
+    assert parse(tmp_path, "FINAL F inner.dag.condor.sub\n").final.name == "F"
+
+
+def test_a_second_script_of_a_kind_replaces_the_first_with_a_warning(tmp_path: Path) -> None:
+    dag = parse(tmp_path, "JOB A a\nSCRIPT PRE ALL_NODES one.sh\nSCRIPT PRE A two.sh\n")
+    assert dag.nodes["A"].scripts["PRE"].executable == "two.sh"
+    assert "already has PRE script <one.sh>" in dag.warnings[0]
