@@ -149,8 +149,8 @@ _NOT_JOBS = (NodeKind.FINAL, NodeKind.SERVICE, NodeKind.PROVISIONER)
 
 def _not_final(p: _Parse, nodes: list, src: Source, cmd: str, what: str,
                kinds: tuple[NodeKind, ...] = _NOT_JOBS) -> None:
-    """Refuse a setting DAGMan takes for JOB nodes only (``DagProcessor``: "FINAL node X can
-    not have a retry specification"); ALL_NODES never reaches FINAL or SERVICE nodes."""
+    """Refuse a setting DAGMan takes for JOB nodes only, on a node the command names
+    (``DagProcessor``: "FINAL node X can not have a retry specification")."""
     for node in nodes:
         if node.kind in kinds:
             p.fail(src, cmd, f"{node.kind.value} node '{node.name}' cannot have {what}")
@@ -168,7 +168,7 @@ def retry(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
         unless = _int(p, _need(p, words.next(), src, cmd, "UNLESS-EXIT missing exit code"),
                       src, cmd, "UNLESS-EXIT code")
         _end(p, words, src, cmd)
-    nodes = p.nodes_named(scope, name, src, cmd)
+    nodes = p.nodes_named(scope, name, src, cmd, jobs_only=True)
     _not_final(p, nodes, src, cmd, "retries")
     for node in nodes:
         node.retry, node.retry_unless_exit = count, unless
@@ -238,7 +238,7 @@ def priority(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> No
     value = _int(p, _need(p, words.next(), src, cmd, "Missing priority value"), src, cmd,
                  "priority value")
     _end(p, words, src, cmd)
-    nodes = p.nodes_named(scope, name, src, cmd)
+    nodes = p.nodes_named(scope, name, src, cmd, jobs_only=True)
     _not_final(p, nodes, src, cmd, "a priority")
     for node in nodes:
         node.priority = value
@@ -249,7 +249,7 @@ def category(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> No
     name = _need(p, words.next(), src, cmd, "No node name specified")
     cat = _need(p, words.next(), src, cmd, "No category name specified")
     _end(p, words, src, cmd)
-    nodes = p.nodes_named(scope, name, src, cmd)
+    nodes = p.nodes_named(scope, name, src, cmd, jobs_only=True)
     _not_final(p, nodes, src, cmd, "a category")
     for node in nodes:
         node.category = category_name(scope, cat)

@@ -88,6 +88,8 @@ def _read(path: str, src: Source | None, command: str | None = None) -> str:
         raise DagError(f"cannot read DAG file {path}: {e.strerror or e}", **where) from None
 
 
+_NOT_JOBS = (NodeKind.FINAL, NodeKind.SERVICE, NodeKind.PROVISIONER)
+
 #: a second-pass command: (handler, scope, words after the keyword, source, keyword as written)
 _Queued = tuple
 
@@ -316,13 +318,17 @@ class _Parse:
 
     # --- resolving names (second pass) --------------------------------------------------
     def nodes_named(self, scope: Scope, name: str, src: Source, command: str, *,
-                    all_nodes: bool = True) -> list[Node]:
-        """The nodes a command's node argument means: one node, or ALL_NODES of the scope."""
+                    all_nodes: bool = True, jobs_only: bool = False) -> list[Node]:
+        """The nodes a command's node argument means: one node, or ALL_NODES of the scope.
+
+        ALL_NODES means the scope's own nodes but its FINAL and SERVICE nodes, and, for a
+        setting only JOB nodes take (``jobs_only``), but its PROVISIONER node too.
+        """
         if name.upper() == "ALL_NODES":
             if not all_nodes:
                 self.fail(src, command, f"{command} does not take ALL_NODES; name one node")
-            return [self.dag.nodes[n] for n in scope.local
-                    if self.dag.nodes[n].kind not in (NodeKind.FINAL, NodeKind.SERVICE)]
+            skip = _NOT_JOBS if jobs_only else (NodeKind.FINAL, NodeKind.SERVICE)
+            return [self.dag.nodes[n] for n in scope.local if self.dag.nodes[n].kind not in skip]
         node = self.dag.nodes.get(scope.full(name))
         if node is None:
             self.fail(src, command, f"Unknown node '{name}': no JOB, FINAL, SUBDAG ... "

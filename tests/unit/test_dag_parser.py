@@ -393,3 +393,9 @@ def test_a_second_script_of_a_kind_replaces_the_first_with_a_warning(tmp_path: P
     dag = parse(tmp_path, "JOB A a\nSCRIPT PRE ALL_NODES one.sh\nSCRIPT PRE A two.sh\n")
     assert dag.nodes["A"].scripts["PRE"].executable == "two.sh"
     assert "already has PRE script <one.sh>" in dag.warnings[0]
+
+
+def test_all_nodes_settings_for_jobs_skip_the_provisioner(tmp_path: Path) -> None:
+    dag = parse(tmp_path, "PROVISIONER P p\nJOB A a\nRETRY ALL_NODES 2\nVARS ALL_NODES x=\"1\"\n")
+    assert (dag.nodes["P"].retry, dag.nodes["A"].retry) == (0, 2)
+    assert dag.nodes["P"].vars == dag.nodes["A"].vars == [Var("x", "1")]
