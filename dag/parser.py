@@ -19,7 +19,19 @@ arguments are kept as written (the engine runs them in the node's directory).
 
 Errors are :class:`~htc.dag.errors.DagError` naming the file and line, in DAGMan's words, and
 they are raised before the model is handed on; :func:`htc.dag.validate.validate_dag` then checks
-the whole graph (cycles, FINAL in edges).
+the whole graph (cycles, FINAL in edges). There is no lenient mode: a file DAGMan refuses (the
+htcondor2.dags writer's ``CATEGORY cat 2`` for ``MAXJOBS cat 2``, say) is refused here too.
+
+What wins when a file says a thing twice, as DAGMan does it (``DagProcessor``, ``Node``):
+
+* node settings (RETRY, PRIORITY, CATEGORY, SCRIPT of a kind, PRE_SKIP, ABORT-DAG-ON ...) and
+  MAXJOBS, SET_JOB_ATTR, DOT: the last one, so ALL_NODES and a specific command override each
+  other in file order; a VARS name given again keeps its place and takes the new value;
+* NODE_STATUS_FILE, JOBSTATE_LOG and a SUBMIT-DESCRIPTION name: the first one, with a warning
+  (:attr:`Dag.warnings <htc.dag.model.Dag.warnings>`); two different CONFIG files: an error.
+
+REJECT is recorded in :attr:`Dag.reject <htc.dag.model.Dag.reject>` (DAGMan refuses to run such
+a DAG; the engine and manager do the refusing).
 """
 
 from __future__ import annotations
