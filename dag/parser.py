@@ -55,14 +55,17 @@ NODE_COMMANDS = {"JOB": NodeKind.JOB, "FINAL": NodeKind.FINAL, "SERVICE": NodeKi
 
 
 def parse_dag(path: str | os.PathLike, *, extra_files: Iterable[str | os.PathLike] = (),
-              allow_any_node_name_characters: bool = False, validate: bool = True) -> Dag:
+              allow_any_node_name_characters: bool = False, munge_node_names: bool = True,
+              validate: bool = True) -> Dag:
     """Parse a DAG file (and the files it SPLICEs and INCLUDEs) into a validated model.
 
     Args:
         path: the primary DAG file; relative paths in it resolve against its directory.
         extra_files: more DAG files to parse into the same DAG, as ``condor_submit_dag a.dag
-            b.dag`` does (one namespace; each file's relative paths resolve against its own
-            directory).
+            b.dag`` does; each file's relative paths resolve against its own directory.
+        munge_node_names: with more than one file, prefix each file's node names with its
+            number, ``0.A``, ``1.A`` (``DAGMAN_MUNGE_NODE_NAMES``, True by default in DAGMan),
+            so that the files' names cannot clash; False puts them in one namespace.
         allow_any_node_name_characters: accept ``+`` in node names
             (``DAGMAN_ALLOW_ANY_NODE_NAME_CHARACTERS``), as files written flat from splices need.
         validate: check the graph as a whole (cycles ...); leave on unless you check later.
@@ -73,8 +76,9 @@ def parse_dag(path: str | os.PathLike, *, extra_files: Iterable[str | os.PathLik
     """
     files = [os.path.abspath(os.fspath(p)) for p in (path, *extra_files)]
     parse = _Parse(Dag(file=files[0]), allow_any_node_name_characters)
-    for f in files:
-        parse.top_file(f, _read(f, None))
+    munge = munge_node_names and len(files) > 1
+    for number, f in enumerate(files):
+        parse.top_file(f, _read(f, None), f"{number}." if munge else "")
     return parse.finish(validate)
 
 
@@ -121,9 +125,10 @@ class _Parse:
     reading: list[str] = field(default_factory=list)
 
     # --- files and passes ---------------------------------------------------------------
-    def top_file(self, file: str, text: str) -> None:
-        """Parse one file given on the command line into the top scope."""
-        self.parse_scope(Scope(file=file, base_dir=os.path.dirname(file)), file, text)
+    def top_file(self, file: str, text: str, munge: str = "") -> None:
+        """Parse one file given on the command line (its node names prefixed by ``munge``)."""
+        scope = Scope(file=file, base_dir=os.path.dirname(file), prefix=munge)
+        self.parse_scope(scope, file, text)
 
     def parse_scope(self, scope: Scope, file: str, text: str) -> None:
         """Both passes over one scope's file (and what it INCLUDEs)."""
@@ -240,7 +245,7 @@ class _Parse:
             if kind is not NodeKind.SUBDAG:
                 self.submit_tokens[node.name] = desc
         if kind in (NodeKind.FINAL, NodeKind.PROVISIONER):
-            if scope.prefix and kind is NodeKind.FINAL:
+            if scope.category_prefix and kind is NodeKind.FINAL:     # (only splices have one)
                 self.fail(src, written, f"FINAL node '{name}' is in a splice; a FINAL node "
                                         "belongs in the top-level DAG file")
             other = next((n for n in self.dag.nodes.values() if n.kind is kind), None)
@@ -312,7 +317,8 @@ class _Parse:
         if scope.full(name) in self.dag.nodes:
             self.fail(src, written, f"Splice name '{name}' is already the name of a node")
         path = resolve_path(base, file)
-        inner = Scope(file=path, base_dir=base, prefix=scope.full(name) + "+")
+        prefix = scope.full(name) + "+"
+        inner = Scope(file=path, base_dir=base, prefix=prefix, category_prefix=prefix)
         self.parse_scope(inner, path, _read(path, src, written))
         scope.splices[name] = inner
         scope.members.extend(inner.members)

@@ -324,11 +324,23 @@ def test_connect_needs_matching_pins(tmp_path: Path) -> None:
     fails(tmp_path, "SPLICE A a.dag\nCONNECT A Q\n", "Unknown splice 'Q'")
 
 
-def test_extra_files_share_one_namespace(tmp_path: Path) -> None:
-    other = write(tmp_path, "sub/two.dag", "JOB B b.sub\nPARENT A CHILD B\n")
-    dag = parse_dag(write(tmp_path, "one.dag", "JOB A a.sub\n"), extra_files=[other])
-    assert dag.children("A") == ["B"] and dag.nodes["B"].dir == str(tmp_path / "sub")
+def test_extra_files_munge_node_names_by_file_number(tmp_path: Path) -> None:
+    other = write(tmp_path, "sub/two.dag", "JOB A b.sub\nJOB B b.sub\nPARENT A CHILD B\n"
+                                           "CATEGORY A c\nSPLICE S ../s.dag\n")
+    write(tmp_path, "s.dag", "JOB X x.sub\nCATEGORY X c\n")
+    one = write(tmp_path, "one.dag", "JOB A a.sub\n")
+    dag = parse_dag(one, extra_files=[other])
+    assert list(dag.nodes) == ["0.A", "1.A", "1.B", "1.S+X"]
+    assert dag.children("1.A") == ["1.B"] and dag.nodes["1.B"].dir == str(tmp_path / "sub")
+    assert (dag.nodes["1.A"].category, dag.nodes["1.S+X"].category) == ("c", "1.S+c")
     assert dag.file == str(tmp_path / "one.dag")
+
+
+def test_extra_files_can_share_one_namespace(tmp_path: Path) -> None:
+    other = write(tmp_path, "two.dag", "JOB B b.sub\nPARENT A CHILD B\n")
+    dag = parse_dag(write(tmp_path, "one.dag", "JOB A a.sub\n"), extra_files=[other],
+                    munge_node_names=False)
+    assert dag.children("A") == ["B"]
 
 
 def test_parse_dag_text_resolves_against_the_given_path(tmp_path: Path) -> None:
