@@ -233,6 +233,8 @@ class _Parse:
                 node.dir = resolve_path(scope.base_dir, d)
             else:
                 self.fail(src, written, f"Unexpected token '{word}'")
+        if node.done and kind in _NOT_JOBS:
+            self.fail(src, written, f"{kind.value} node '{name}' can not be marked as DONE")
         if text is not None:
             node.submit_text = text
         else:

@@ -411,3 +411,8 @@ def test_all_nodes_settings_for_jobs_skip_the_provisioner(tmp_path: Path) -> Non
     dag = parse(tmp_path, "PROVISIONER P p\nJOB A a\nRETRY ALL_NODES 2\nVARS ALL_NODES x=\"1\"\n")
     assert (dag.nodes["P"].retry, dag.nodes["A"].retry) == (0, 2)
     assert dag.nodes["P"].vars == dag.nodes["A"].vars == [Var("x", "1")]
+
+
+def test_only_job_nodes_can_be_defined_done(tmp_path: Path) -> None:
+    fails(tmp_path, "FINAL F f.sub DONE\n", "FINAL node 'F' can not be marked as DONE", line=1)
+    assert parse(tmp_path, "SUBDAG EXTERNAL D d.dag DONE\n").nodes["D"].done
