@@ -242,8 +242,10 @@ def test_unknown_nodes_in_edges_are_named(tmp_path: Path) -> None:
 def test_a_cycle_is_reported_with_its_nodes(tmp_path: Path) -> None:
     err = fails(tmp_path, "JOB A a\nJOB B b\nJOB C c\nJOB D d\nPARENT A CHILD B\n"
                           "PARENT B CHILD C\nPARENT C CHILD A D\n", "cycle")
-    cycle = str(err).split("cycle: ")[1].split(";")[0].split(" -> ")
+    cycle = str(err).split("cycle: ")[1].split(" (")[0].split(" -> ")
     assert cycle[0] == cycle[-1] and set(cycle) == {"A", "B", "C"}
+    for line in (5, 6, 7):
+        assert f"top.dag:{line}" in str(err).split("PARENT/CHILD lines")[1]
 
 
 # --- DAG-wide commands --------------------------------------------------------------------
