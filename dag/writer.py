@@ -170,6 +170,9 @@ def _node(node: Node, base: str) -> list[str]:
         out.append(f"ABORT-DAG-ON {name} {node.abort_status}" + (
             f" RETURN {node.abort_return}" if node.abort_return is not None else ""))
     for v in node.vars:
+        if "\n" in v.value or "\r" in v.value or not v.name or " " in v.name or "=" in v.name:
+            raise DagError(f"VARS {v.name!r} of node '{name}' cannot be written on a DAG line "
+                           "(names are one word without '=', values have no line breaks)")
         mode = " PREPEND" if v.prepend else " APPEND" if v.append else ""
         out.append(f"VARS {name}{mode} {v.name}={_var_value(v.value)}")
     if node.priority:
