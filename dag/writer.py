@@ -155,6 +155,10 @@ def _node(node: Node, base: str) -> list[str]:
         s = node.scripts.get(kind)
         if s is None:
             continue
+        if any(not w or any(c.isspace() for c in w) for w in (s.executable, *s.args)):
+            raise DagError(f"the {kind} script of node '{name}' has an empty word or one with "
+                           "spaces; DAGMan splits a SCRIPT line at spaces, so pass such "
+                           "values another way (a VARS, a wrapper script)")
         words = ["SCRIPT"]
         if s.defer_status is not None:
             words += ["DEFER", str(s.defer_status), str(s.defer_time)]
