@@ -9,7 +9,8 @@ INCLUDEs read, ALL_NODES applied, paths made absolute), and nothing about a run.
 The graph is a :class:`networkx.DiGraph` whose nodes are node names (every node of the DAG is in
 it, FINAL and SERVICE nodes too, without edges) and whose edges go parent -> child, with the
 edge attribute ``weak`` (True for a ``WEAK PARENT ... CHILD`` edge: the child needs the parent
-only finished, not successful).
+only finished, not successful); an edge the parser read also has ``source``, the
+:class:`Source` of its first PARENT/CHILD (or CONNECT) line, for messages.
 """
 
 from __future__ import annotations
@@ -63,11 +64,16 @@ class Script:
 
 @dataclass
 class Var:
-    """One ``VARS`` pair: ``name="value"``; ``prepend`` puts it before the submit file's text."""
+    """One ``VARS`` pair: ``name="value"``; ``prepend`` puts it before the submit file's text.
+
+    ``prepend`` and ``append`` record an explicit ``VARS node PREPEND|APPEND``; with neither,
+    ``DAGMAN_DEFAULT_APPEND_VARS`` decides (False: prepended), as in DAGMan.
+    """
 
     name: str
     value: str
     prepend: bool = False
+    append: bool = False
 
 
 @dataclass
@@ -96,6 +102,9 @@ class Node:
     priority: int = 0
     category: str | None = None    # full name (splice-scoped unless it starts with "+")
     save_point: str | None = None  # SAVE_POINT_FILE (absolute path)
+    #: TOLERANCE: job failures a multi-job node tolerates, as written ("3" or "10%")
+    tolerance: str | None = None
+    tolerance_mode: str | None = None  # "FAIL-FAST" or "WAIT" if given
     #: the DAG file that defined the node (for $(DAG_FILE)-like naming and messages)
     dag_file: str = ""
     source: Source | None = None
@@ -139,6 +148,10 @@ class Dag:
     jobstate_log: str | None = None
     #: REJECT was given (where); such a DAG must not run
     reject: Source | None = None
+    #: SUBMIT-DESCRIPTION blocks by name (their text); nodes using one have ``description_name``
+    submit_descriptions: dict[str, str] = field(default_factory=dict)
+    #: what the parser noticed but DAGMan accepts (a setting given twice ...), "file:line text"
+    warnings: list[str] = field(default_factory=list)
 
     # --- building ---------------------------------------------------------------------
     def add_node(self, node: Node) -> Node:
