@@ -117,7 +117,7 @@ class Sim:
         outs = self.exits.get(a.node, [])
         outcome = outs[n] if n < len(outs) else 0
         if outcome == SUBMIT_FAIL:
-            self.pending.append(SubmitFailed(a.node, "simulated submit failure"))
+            self.feed(SubmitFailed(a.node, "simulated submit failure"))
             return
         cluster = self.next_cluster
         self.next_cluster += 1
@@ -125,7 +125,7 @@ class Sim:
         self.node_of[cluster] = a.node
         self.in_queue[cluster] = set(range(procs))
         self._track()
-        self.pending.append(NodeSubmitted(a.node, cluster, procs))
+        self.feed(NodeSubmitted(a.node, cluster, procs))   # as a manager does: at once
         for p in range(procs):
             self.pending.append(JobEvent(ev.SubmitEvent(
                 cluster=cluster, proc=p, timestamp=self.t, log_notes=f"DAG Node: {a.node}")))

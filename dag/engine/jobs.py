@@ -74,6 +74,8 @@ def node_submitted(run: DagRun, name: str, cluster: int, procs: int) -> None:
         return
     node_run.awaiting_submit = False
     _bind(run, node_run, cluster)
+    if node_run.remove_reason:
+        run._emit(RemoveJobs(name, [cluster], node_run.remove_reason))
     node_run.procs = max(node_run.procs, procs)
     run.jobs_submitted += procs
     for proc in range(procs):

@@ -179,8 +179,6 @@ def shutdown(run: DagRun, exit_code: int, status: DagStatus) -> None:
     if run.exited:
         return
     run.set_dag_status(status, force=True)
-    if status == DagStatus.HALTED:
-        run.halted = True
     run.shutting_down = True
     if exit_code != EXIT_OKAY:
         write_rescue(run)
@@ -192,8 +190,10 @@ def shutdown(run: DagRun, exit_code: int, status: DagStatus) -> None:
             continue
         if name == run.final:
             continue
-        clusters = [node_run.cluster] if node_run.cluster is not None else []
-        run._emit(RemoveJobs(name, clusters, reason))
+        if node_run.awaiting_submit:
+            node_run.remove_reason = reason    # removed as soon as its cluster is known
+        if node_run.cluster is not None:
+            run._emit(RemoveJobs(name, [node_run.cluster], reason))
     if start_final(run):
         return                  # the FINAL node's result decides (check_progress)
     finish(run, exit_code, removed=status == DagStatus.RM)

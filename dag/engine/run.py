@@ -48,7 +48,7 @@ class DagRun:
         self.count: Counter[NodeStatus] = Counter()       # main nodes (not SERVICE) by status
         self.cat_running: Counter[str] = Counter()        # MAXJOBS categories: nodes submitted
         self.idle_procs = 0
-        self.status = DagStatus.OK
+        self.status = self.status_before_halt = DagStatus.OK
         self.started = self.recovering = self.halted = self.aborted = False
         self.final_started = self.exited = self.shutting_down = False
         self.script_queue: dict[str, deque[str]] = {"PRE": deque(), "POST": deque(),
@@ -114,7 +114,12 @@ class DagRun:
 
     def set_dag_status(self, status: DagStatus, force: bool = False) -> None:
         """DAGMan's ``SetStatus``: the first failure sticks unless forced."""
-        if force or self.status == DagStatus.OK:
+        if force:
+            self.status = status
+            self.halted = status == DagStatus.HALTED
+        elif self.halted and self.status_before_halt == DagStatus.OK:
+            self.status_before_halt = status
+        elif self.status == DagStatus.OK:
             self.status = status
 
     def counts_for_macros(self) -> DagCounts:
@@ -151,11 +156,14 @@ class DagRun:
             if self.started:
                 outcome.shutdown(self, 2, DagStatus.RM)
         elif isinstance(event, Halt):
-            self.halted = True
-            self.log("DAG is halted: no new PRE scripts or submissions")
+            if not self.halted:
+                self.halted, self.status_before_halt = True, self.status
+                self.status = DagStatus.HALTED
+                self.log("DAG is halted: no new PRE scripts or submissions")
         elif isinstance(event, Resume):
-            self.halted = False
-            self.log("DAG is resumed")
+            if self.halted:
+                self.halted, self.status = False, self.status_before_halt
+                self.log("DAG is resumed")
         elif not isinstance(event, Tick):
             raise TypeError(f"DagRun.handle: {type(event).__name__} is not an engine event; "
                             "use one of htc.dag.engine.events")
