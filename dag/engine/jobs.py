@@ -73,6 +73,7 @@ def node_submitted(run: DagRun, name: str, cluster: int, procs: int) -> None:
         run.log(f"Warning: NodeSubmitted for node {name}, which is not being submitted; ignored")
         return
     node_run.awaiting_submit = False
+    run.in_flight -= 1
     _bind(run, node_run, cluster)
     if node_run.remove_reason:
         run._emit(RemoveJobs(name, [cluster], node_run.remove_reason))
@@ -93,6 +94,7 @@ def submit_failed(run: DagRun, name: str, error: str) -> None:
         run.log(f"Warning: SubmitFailed for node {name}, which is not being submitted; ignored")
         return
     node_run.awaiting_submit = False
+    run.in_flight -= 1
     node = run.dag.nodes[name]
     if node.category:
         run.cat_running[node.category] -= 1
@@ -203,8 +205,9 @@ def _submit_event(run: DagRun, node_run: NodeRun, event: ev.SubmitEvent) -> None
         if node_run.cluster is not None and not node_run.awaiting_submit:
             return                               # a stale submit event
         _bind(run, node_run, event.cluster)
-    if run.recovering:
+    if run.recovering and node_run.awaiting_submit:
         node_run.awaiting_submit = False
+        run.in_flight -= 1
     run.jobstate(node_run, "SUBMIT", f"{event.cluster}.{event.proc}", event.timestamp)
     node_run.last_event_time = event.timestamp
     if event.proc not in node_run.submitted:

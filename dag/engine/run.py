@@ -48,6 +48,7 @@ class DagRun:
         self.count: Counter[NodeStatus] = Counter()       # main nodes (not SERVICE) by status
         self.cat_running: Counter[str] = Counter()        # MAXJOBS categories: nodes submitted
         self.idle_procs = 0
+        self.in_flight = 0                                # submissions not yet answered
         self.status = self.status_before_halt = DagStatus.OK
         self.started = self.recovering = self.halted = self.aborted = False
         self.final_started = self.exited = self.shutting_down = False
@@ -444,7 +445,8 @@ class DagRun:
             if opts.max_submits_per_interval and \
                     self.submits_in_window >= opts.max_submits_per_interval:
                 break
-            why = self.throttles.may_submit(self.count[S.SUBMITTED], self.idle_procs)
+            why = self.throttles.may_submit(self.count[S.SUBMITTED],
+                                            self.idle_procs + self.in_flight)
             if why:
                 self.log(f"{why}; {len(self.ready)} ready node(s) wait")
                 break
@@ -465,6 +467,7 @@ class DagRun:
         node = self.dag.nodes[run.name]
         self._set(run, Step.SUBMIT)
         run.awaiting_submit = True
+        self.in_flight += 1
         run.submit_attempts += 1
         if node.category:
             self.cat_running[node.category] += 1
