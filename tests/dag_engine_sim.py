@@ -11,7 +11,7 @@ from collections import defaultdict, deque
 
 from htc.dag.engine import (
     DagRun, Exit, JobEvent, NodeSubmitted, Options, RemoveJobs, RunScript, ScriptExited, Start,
-    SubmitFailed, SubmitNode, Tick,
+    SubmitFailed, SubmitNode, Tick, WriteNodeEvent,
 )
 from htc.dag.model import Dag, Node, NodeKind, Script
 from htc.eventlog import events as ev
@@ -83,10 +83,13 @@ class Sim:
         self.max_queued = 0
         self.max_cat: dict[str, int] = defaultdict(int)
         self.attempt: dict[str, int] = defaultdict(int)
+        self.nodes_log: list[ev.Event] = []          # what the nodes log holds, in order
 
     # --- feeding -----------------------------------------------------------------------
     def feed(self, event) -> list:
         """Give the engine one event now; perform its actions; return them."""
+        if isinstance(event, JobEvent):
+            self.nodes_log.append(event.event)
         actions = self.run.handle(event, self.t)
         self.t += 1
         for a in actions:
@@ -104,6 +107,8 @@ class Sim:
             outs = self.script_exits.get((a.node, a.kind), [])
             status = outs.pop(0) if outs else 0
             self.pending.append(ScriptExited(a.node, a.kind, status))
+        elif isinstance(a, WriteNodeEvent):
+            self.nodes_log.append(a.event)
         elif isinstance(a, RemoveJobs):
             for cluster in a.clusters:
                 for proc in sorted(self.in_queue.get(cluster, ())):
@@ -167,10 +172,11 @@ class Sim:
             event = self.pending.popleft()
             if isinstance(event, JobEvent) and isinstance(
                     event.event, (ev.JobTerminatedEvent, ev.JobAbortedEvent)):
-                procs = self.in_queue.get(event.event.cluster, set())
-                if event.event.proc not in procs:
-                    return True                  # already removed
-                procs.discard(event.event.proc)
+                procs = self.in_queue.get(event.event.cluster)
+                if procs is not None:            # (a cluster of an earlier run: always fed)
+                    if event.event.proc not in procs:
+                        return True              # already removed
+                    procs.discard(event.event.proc)
             self.feed(event)
             return True
         deadline = self.run.next_deadline()
