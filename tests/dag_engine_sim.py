@@ -75,6 +75,7 @@ class Sim:
         self.next_cluster = 100
         self.actions: list = []
         self.pending: deque = deque()
+        self.immediate: deque = deque()
         self.submits: list[str] = []
         self.scripts: list[tuple[str, str, list[str]]] = []
         self.in_queue: dict[int, set[int]] = {}     # cluster -> procs still queued
@@ -94,6 +95,8 @@ class Sim:
         self.t += 1
         for a in actions:
             self._perform(a)
+        while self.immediate:                   # submit outcomes, right after the actions
+            self.feed(self.immediate.popleft())
         return actions
 
     def _perform(self, a) -> None:
@@ -122,7 +125,7 @@ class Sim:
         outs = self.exits.get(a.node, [])
         outcome = outs[n] if n < len(outs) else 0
         if outcome == SUBMIT_FAIL:
-            self.feed(SubmitFailed(a.node, "simulated submit failure"))
+            self.immediate.append(SubmitFailed(a.node, "simulated submit failure"))
             return
         cluster = self.next_cluster
         self.next_cluster += 1
@@ -130,7 +133,7 @@ class Sim:
         self.node_of[cluster] = a.node
         self.in_queue[cluster] = set(range(procs))
         self._track()
-        self.feed(NodeSubmitted(a.node, cluster, procs))   # as a manager does: at once
+        self.immediate.append(NodeSubmitted(a.node, cluster, procs))   # as a manager does
         for p in range(procs):
             self.pending.append(JobEvent(ev.SubmitEvent(
                 cluster=cluster, proc=p, timestamp=self.t, log_notes=f"DAG Node: {a.node}")))

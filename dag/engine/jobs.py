@@ -74,6 +74,7 @@ def node_submitted(run: DagRun, name: str, cluster: int, procs: int) -> None:
         return
     node_run.awaiting_submit = False
     run.in_flight -= 1
+    run.status_outdated = True
     _bind(run, node_run, cluster)
     if node_run.remove_reason:
         run._emit(RemoveJobs(name, [cluster], node_run.remove_reason))

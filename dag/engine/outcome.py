@@ -202,6 +202,8 @@ def shutdown(run: DagRun, exit_code: int, status: DagStatus) -> None:
 def finish(run: DagRun, exit_code: int, removed: bool = False) -> None:
     """Write the last reports and exit with ``exit_code``."""
     run.log(f"DAG finished with status {int(run.status)}: exiting with {exit_code}")
+    if run.dag.dot and run.dag.dot.update:
+        run.write_dot()
     reports.write_status(run, removed=removed, final=True)
     run.jobstate(None, f"DAGMAN_FINISHED {exit_code}")
     run._emit(WriteFile(f"{run.dag.file}.metrics", reports.metrics_text(run, exit_code)))
