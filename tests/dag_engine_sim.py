@@ -76,6 +76,7 @@ class Sim:
         self.actions: list = []
         self.pending: deque = deque()
         self.immediate: deque = deque()
+        self._draining = False
         self.submits: list[str] = []
         self.scripts: list[tuple[str, str, list[str]]] = []
         self.in_queue: dict[int, set[int]] = {}     # cluster -> procs still queued
@@ -95,8 +96,11 @@ class Sim:
         self.t += 1
         for a in actions:
             self._perform(a)
-        while self.immediate:                   # submit outcomes, right after the actions
-            self.feed(self.immediate.popleft())
+        if not self._draining:
+            self._draining = True
+            while self.immediate:               # submit outcomes, right after the actions
+                self.feed(self.immediate.popleft())
+            self._draining = False
         return actions
 
     def _perform(self, a) -> None:

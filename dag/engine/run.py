@@ -49,6 +49,8 @@ class DagRun:
         self.cat_running: Counter[str] = Counter()        # MAXJOBS categories: nodes submitted
         self.idle_procs = 0
         self.in_flight = 0                                # submissions not yet answered
+        self.backoff: set[str] = set()                    # nodes whose submission failed
+        self._held_back_by: str | None = None             # the throttle last logged
         self.status = self.status_before_halt = DagStatus.OK
         self.started = self.recovering = self.halted = self.aborted = False
         self.final_started = self.exited = self.shutting_down = False
@@ -180,8 +182,8 @@ class DagRun:
         if len(self.ready) and self.options.max_submits_per_interval and \
                 self.submits_in_window >= self.options.max_submits_per_interval:
             times.append(self.window_start + self.options.submit_interval)
-        times += [r.not_before for r in self.nodes.values()
-                  if r.not_before > self.now and r.name in self.ready]
+        times += [self.nodes[n].not_before for n in self.backoff
+                  if self.nodes[n].not_before > self.now and n in self.ready]
         spec = self.dag.node_status
         if spec and self.status_outdated and self.last_status_update is not None:
             times.append(self.last_status_update + spec.min_update)
@@ -287,6 +289,8 @@ class DagRun:
 
     def _run_scripts(self) -> None:
         for kind, queue in self.script_queue.items():
+            if kind == "PRE" and self.halted and not self.final_started:
+                continue                               # halted: no new PRE scripts
             while queue and self.throttles.may_run_script(
                     kind, sum(self.scripts_running[kind].values())):
                 name = queue.popleft()
@@ -339,7 +343,9 @@ class DagRun:
         if status == 0:
             run.pre_done = True
             self._set(run, Step.PRE_OK)
-            if not self.final_started or run.name == self.final:
+            if self.final_started and run.name != self.final:
+                self._set(run, Step.UNSTART)       # the FINAL node took over: never submitted
+            else:
                 self.ready.push(run.name, node.priority, run.index,
                                 head=self.options.submit_depth_first)
         elif node.pre_skip is not None and status == node.pre_skip:
@@ -448,8 +454,11 @@ class DagRun:
             why = self.throttles.may_submit(self.count[S.SUBMITTED],
                                             self.idle_procs + self.in_flight)
             if why:
-                self.log(f"{why}; {len(self.ready)} ready node(s) wait")
+                if why != self._held_back_by:
+                    self.log(f"{why}; {len(self.ready)} ready node(s) wait")
+                self._held_back_by = why
                 break
+            self._held_back_by = None
             key = self.ready.pop()
             if key is None:
                 break
@@ -468,6 +477,7 @@ class DagRun:
         self._set(run, Step.SUBMIT)
         run.awaiting_submit = True
         self.in_flight += 1
+        self.backoff.discard(run.name)
         run.submit_attempts += 1
         if node.category:
             self.cat_running[node.category] += 1
