@@ -23,6 +23,7 @@ from htc.dag.engine.ready import ReadyQueue, Throttles, category_full
 from htc.dag.engine.scripts import DagCounts, expand_args
 from htc.dag.engine.states import DagStatus, NodeStatus, Step, next_status
 from htc.dag.model import Dag, NodeKind
+from htc.errors import UsageError
 from htc.eventlog.events import PostScriptTerminatedEvent, PreSkipEvent
 
 S = NodeStatus
@@ -32,6 +33,14 @@ class DagRun:
     """The state of one DAG run. ``handle(event, now)`` returns the actions to perform."""
 
     def __init__(self, dag: Dag, options: Options | None = None):
+        """Prepare a run of ``dag`` (DONE nodes are done; nothing starts before Start).
+
+        Raises:
+            UsageError: the DAG file says REJECT.
+        """
+        if dag.reject is not None:
+            raise UsageError(f"{dag.reject}: the DAG file says REJECT, so DAGMan refuses to run "
+                             f"{dag.file or 'it'}; remove the REJECT line to run it")
         self.dag = dag
         self.options = opts = options or Options()
         self.nodes = {name: NodeRun(name, i) for i, name in enumerate(dag.nodes)}
