@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from htc.dag.engine import outcome
+from htc.dag.engine import outcome, recovery
 from htc.dag.engine.events import RemoveJobs, SubmitNode
 from htc.dag.engine.noderun import NodeRun
 from htc.dag.engine.states import DagStatus, NodeStatus, Step
@@ -149,10 +149,10 @@ def job_event(run: DagRun, event: ev.Event) -> None:
     """One event of the nodes log (live, or replayed in recovery)."""
     name = run.by_cluster.get(event.cluster)
     if isinstance(event, ev.PreSkipEvent):
-        _preskip(run, event.dag_node_name or name)
+        recovery.preskip(run, event.dag_node_name or name)
         return
     if isinstance(event, ev.PostScriptTerminatedEvent):
-        _post_terminated(run, event.dag_node_name or name, event)
+        recovery.post_terminated(run, event.dag_node_name or name, event)
         return
     if isinstance(event, (ev.SubmitEvent, ev.ClusterSubmitEvent)):
         noted = node_of_notes(event.log_notes)
@@ -202,6 +202,8 @@ def _submit_event(run: DagRun, node_run: NodeRun, event: ev.SubmitEvent) -> None
         category = run.dag.nodes[node_run.name].category
         if category:
             run.cat_running[category] += 1
+        if node_run.name == run.final:
+            run.final_started = True             # the FINAL node was running
     if node_run.status is not S.SUBMITTED:
         return
     if node_run.cluster != event.cluster:
@@ -320,33 +322,6 @@ def _held(run: DagRun, node_run: NodeRun, event: ev.JobHeldEvent) -> None:
                                  "DAG Limit: Max number of held jobs was reached."))
     if "HOLD" in run.dag.nodes[node_run.name].scripts and not run.recovering:
         run.queue_script(node_run, "HOLD")
-
-
-def _preskip(run: DagRun, name: str | None) -> None:
-    if not run.recovering or name not in run.nodes:
-        return                                   # live: the engine did it already
-    node_run = run.nodes[name]
-    if node_run.status is S.NOT_READY:
-        node_run.waiting.clear()
-        run._set(node_run, Step.PARENTS_DONE)
-    if node_run.status is S.READY:
-        run._set(node_run, Step.RUN_PRE)
-    if node_run.status is S.PRERUN:
-        node_run.pre_done = True
-        node_run.retval = 0
-        run._set(node_run, Step.SUCCEED)
-        run.node_done(node_run)
-
-
-def _post_terminated(run: DagRun, name: str | None,
-                     event: ev.PostScriptTerminatedEvent) -> None:
-    if not run.recovering or name not in run.nodes:
-        return                                   # live: the engine did it already
-    node_run = run.nodes[name]
-    if node_run.status is not S.POSTRUN:
-        return
-    status = event.return_value if event.terminated_normally else -(event.signal or 0)
-    run.post_result(node_run, status or 0)
 
 
 def _provisioner_update(run: DagRun, node_run: NodeRun, event: ev.Event) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 
-from htc.dag.engine import jobs, outcome, reports
+from htc.dag.engine import jobs, outcome, recovery, reports
 from htc.dag.engine.events import (
     Action, AppendJobstate, Halt, JobEvent, Log, NodeSubmitted, Recover, RemoveRequested,
     Resume, RunScript, ScriptExited, Start, SubmitFailed, SubmitNode, Tick, WriteFile,
@@ -155,7 +155,7 @@ class DagRun:
         if isinstance(event, Start):
             self._start()
         elif isinstance(event, Recover):
-            self._recover(list(event.events))
+            recovery.replay(self, list(event.events))
         elif isinstance(event, ScriptExited):
             self._script_exited(event.node, event.kind, event.status)
         elif isinstance(event, NodeSubmitted):
@@ -251,18 +251,6 @@ class DagRun:
             if (run.status is S.READY and name not in self.ready and name not in self.service
                     and not run.awaiting_submit):
                 self.start_node(run)
-
-    def _recover(self, events: list) -> None:
-        self.recovering = True
-        if self.dag.jobstate_log:
-            self.out.append(AppendJobstate(reports.jobstate_internal(self.now,
-                                                                     "RECOVERY_STARTED")))
-        self.log(f"Running in RECOVERY mode... replaying {len(events)} events of the nodes log")
-        for ev in events:
-            jobs.job_event(self, ev)
-        self.recovering = False
-        self.jobstate(None, "RECOVERY_FINISHED")
-        self.log("...done with RECOVERY mode")
 
     def start_node(self, run: NodeRun, is_retry: bool = False) -> None:
         """DAGMan's ``StartNode``: run the PRE script, or queue the node for submission."""
