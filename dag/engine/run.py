@@ -14,7 +14,7 @@ from collections import Counter, deque
 from htc.dag.engine import jobs, outcome, recovery, reports
 from htc.dag.engine.events import (
     Action, AppendJobstate, Halt, JobEvent, Log, NodeSubmitted, Recover, RemoveRequested,
-    Resume, RunScript, ScriptExited, Start, SubmitFailed, SubmitNode, Tick, WriteFile,
+    Resume, RunScript, ScriptExited, Start, SubmitFailed, Tick, WriteFile,
     WriteNodeEvent,
 )
 from htc.dag.engine.noderun import NodeRun
@@ -510,7 +510,3 @@ class DagRun:
             path = f"{spec.file}.{self.dot_suffix}"
             self.dot_suffix += 1
         self._emit(WriteFile(path, reports.dot_text(self, spec.include)))
-
-    def submit_action(self, run: NodeRun) -> SubmitNode:
-        """The SubmitNode action for ``run`` (see :func:`htc.dag.engine.jobs.submit_action`)."""
-        return jobs.submit_action(self, run)
