@@ -43,11 +43,13 @@ def submit_action(run: DagRun, node_run: NodeRun) -> SubmitNode:
     """The submission of ``node_run``'s job: macros, VARS, job attributes, notes, priority."""
     node = run.dag.nodes[node_run.name]
     dag_id = str(run.options.dag_id)
-    parents = ",".join(run.dag.parents(node.name))
+    parents = parent_names(run.dag.parents(node.name))
     macros = {v.name: v.value for v in node.vars if not v.prepend}
     macros.update({"JOB": node.name, "RETRY": str(node_run.retries), "DAGManJobId": dag_id,
                    "DAG_STATUS": str(int(run.status)),
-                   "FAILED_COUNT": str(run.count[S.ERROR]), "DAG_PARENT_NAMES": parents})
+                   "FAILED_COUNT": str(run.count[S.ERROR])})
+    if parents:
+        macros["DAG_PARENT_NAMES"] = parents
     prepend = {v.name: v.value for v in node.vars if v.prepend}
     attrs = {"DAGManJobId": dag_id, "DAGNodeName": _quote(node.name),
              "DAGParentNodeNames": _quote(parents)}
@@ -60,6 +62,16 @@ def submit_action(run: DagRun, node_run: NodeRun) -> SubmitNode:
     return SubmitNode(node.name, node.submit_file, node.submit_text, node.dir, macros, prepend,
                       attrs, NOTE_PREFIX + node.name, node.priority, node_run.retries,
                       node.noop)
+
+
+def parent_names(parents: list[str], limit: int = 2000) -> str:
+    """``DAG_PARENT_NAMES``: the parents, comma-separated, stopping once ``limit`` is reached."""
+    out = ""
+    for i, name in enumerate(parents):
+        if len(out) >= limit:
+            break
+        out += ("," if i else "") + name
+    return out
 
 
 def _quote(text: str) -> str:
@@ -275,9 +287,11 @@ def _proc_failed(run: DagRun, node_run: NodeRun, event: ev.Event, code: int, why
     if not node_run.jobs_failed:
         node_run.jobs_failed = True
         if node_run.queued_procs > 0 and not run.recovering:
+            where = f"DAG node {node_run.name} ({event.cluster}.{event.proc}.{event.subproc})"
+            why = ("got ULOG_JOB_ABORTED event." if isinstance(event, ev.JobAbortedEvent) else
+                   f"reached failure tolerance after {node_run.failed_jobs} failures.")
             run._emit(RemoveJobs(node_run.name, [node_run.cluster],
-                                 f"Node Error: DAG node {node_run.name} "
-                                 f"({event.cluster}.{event.proc}.{event.subproc}) failed"))
+                                 f"Node Error: {where} {why}"))
 
 
 def _proc_end(run: DagRun, node_run: NodeRun) -> None:

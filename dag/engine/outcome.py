@@ -65,10 +65,10 @@ def finished_running(run: DagRun, include_final: bool) -> bool:
     c = run.count
     if include_final and run.final and not run.final_started:
         return False
-    scripts = c[S.PRERUN] + c[S.POSTRUN]
-    if run.halted:
-        return c[S.SUBMITTED] == 0 and scripts == 0
-    return c[S.SUBMITTED] == 0 and c[S.READY] == 0 and scripts == 0
+    if run.halted:                  # waiting PRE scripts will run in the rescue DAG's run
+        running = sum(sum(n.values()) for n in run.scripts_running.values())
+        return c[S.SUBMITTED] == 0 and running == 0
+    return c[S.SUBMITTED] == 0 and c[S.READY] == 0 and c[S.PRERUN] + c[S.POSTRUN] == 0
 
 
 def _final_done(run: DagRun) -> bool:

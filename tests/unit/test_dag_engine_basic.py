@@ -153,6 +153,8 @@ def test_multi_proc_failure_removes_the_other_procs_and_fails_the_node():
     sim.go()
     removes = sim.of(RemoveJobs)
     assert len(removes) == 1 and removes[0].clusters == [100]
+    assert removes[0].reason == ("Node Error: DAG node A (100.1.0) reached failure tolerance "
+                                 "after 1 failures.")
     assert sim.status("A") == NodeStatus.ERROR
     assert sim.run.nodes["A"].retval == 5
     assert sim.exit.code == 1
@@ -193,6 +195,17 @@ def test_submit_action_carries_macros_attrs_and_notes():
     assert submit.attrs["DAGParentNodeNames"] == '"P"'
     assert submit.notes == "DAG Node: A"
     assert submit.priority == 5 and submit.cwd == "/d" and submit.submit_file == "/d/A.sub"
+
+
+def test_parent_names_macro_absent_without_parents_and_cut_when_long():
+    from htc.dag.engine.jobs import parent_names
+    sim = Sim(dag_of("A"))
+    sim.go()
+    assert "DAG_PARENT_NAMES" not in sim.of(SubmitNode)[0].macros
+    assert sim.of(SubmitNode)[0].attrs["DAGParentNodeNames"] == '""'
+    names = [f"P{i:04d}" for i in range(1000)]
+    text = parent_names(names)
+    assert text.startswith("P0000,P0001,") and 2000 <= len(text) < 2010
 
 
 def test_noop_node_is_submitted_as_noop():
