@@ -89,7 +89,7 @@ def node_submitted(run: DagRun, name: str, cluster: int, procs: int) -> None:
     run.status_outdated = True
     _bind(run, node_run, cluster)
     if node_run.remove_reason:
-        run._emit(RemoveJobs(name, [cluster], node_run.remove_reason))
+        run.emit(RemoveJobs(name, [cluster], node_run.remove_reason))
     node_run.procs = max(node_run.procs, procs)
     run.jobs_submitted += procs
     for proc in range(procs):
@@ -114,7 +114,7 @@ def submit_failed(run: DagRun, name: str, error: str) -> None:
     run.jobstate(node_run, "SUBMIT_FAILURE", when=run.now)
     attempts = node_run.submit_attempts
     run.log(f"Job submit failed for node {name} (attempt {attempts}): {error}")
-    run._set(node_run, Step.UNSUBMIT)
+    run.move(node_run, Step.UNSUBMIT)
     if attempts < run.options.max_submit_attempts and (not run.final_started
                                                        or name == run.final):
         node_run.not_before = run.now + 2 ** (attempts - 1)
@@ -126,10 +126,10 @@ def submit_failed(run: DagRun, name: str, error: str) -> None:
     node_run.jobs_failed = True
     node_run.error = f"Job submit failed after {attempts} attempts: {error}"
     if "POST" in node.scripts:
-        run._set(node_run, Step.RUN_POST)
+        run.move(node_run, Step.RUN_POST)
         run.queue_script(node_run, "POST")
     else:
-        run._set(node_run, Step.FAIL)
+        run.move(node_run, Step.FAIL)
         run.node_failed(node_run)
 
 
@@ -202,14 +202,14 @@ def _submit_event(run: DagRun, node_run: NodeRun, event: ev.SubmitEvent) -> None
         return                                   # finished nodes never run again
     if node_run.status is S.NOT_READY and run.recovering:
         node_run.waiting.clear()
-        run._set(node_run, Step.PARENTS_DONE)
+        run.move(node_run, Step.PARENTS_DONE)
     if node_run.status in (S.READY, S.PRERUN):
         if not run.recovering:
             return                               # not submitted by this run
         if node_run.status is S.PRERUN:
-            run._set(node_run, Step.PRE_OK)
+            run.move(node_run, Step.PRE_OK)
         run.ready.remove(node_run.name)
-        run._set(node_run, Step.SUBMIT)
+        run.move(node_run, Step.SUBMIT)
         node_run.pre_done = True
         category = run.dag.nodes[node_run.name].category
         if category:
@@ -290,7 +290,7 @@ def _proc_failed(run: DagRun, node_run: NodeRun, event: ev.Event, code: int, why
             where = f"DAG node {node_run.name} ({event.cluster}.{event.proc}.{event.subproc})"
             why = ("got ULOG_JOB_ABORTED event." if isinstance(event, ev.JobAbortedEvent) else
                    f"reached failure tolerance after {node_run.failed_jobs} failures.")
-            run._emit(RemoveJobs(node_run.name, [node_run.cluster],
+            run.emit(RemoveJobs(node_run.name, [node_run.cluster],
                                  f"Node Error: {where} {why}"))
 
 
@@ -304,20 +304,20 @@ def _proc_end(run: DagRun, node_run: NodeRun) -> None:
     if node_run.name == run.provisioner and not run.provisioner_ready:
         run.log(f"ERROR: Provisioner node {node_run.name} job exited before giving DAGMan "
                 "the go ahead!")
-        run._set(node_run, Step.FAIL)
+        run.move(node_run, Step.FAIL)
         outcome.shutdown(run, outcome.EXIT_ERROR, DagStatus.ERROR)
         return
     run.jobstate(node_run, "JOB_SUCCESS" if node_run.retval == 0 else "JOB_FAILURE",
                  str(node_run.retval))
     if "POST" in node.scripts:
-        run._set(node_run, Step.RUN_POST)
+        run.move(node_run, Step.RUN_POST)
         if not run.recovering:
             run.queue_script(node_run, "POST")
     elif node_run.jobs_failed:
-        run._set(node_run, Step.FAIL)
+        run.move(node_run, Step.FAIL)
         run.node_failed(node_run)
     else:
-        run._set(node_run, Step.SUCCEED)
+        run.move(node_run, Step.SUCCEED)
         run.node_done(node_run)
 
 
@@ -332,7 +332,7 @@ def _held(run: DagRun, node_run: NodeRun, event: ev.JobHeldEvent) -> None:
         if limit and node_run.times_held >= limit and not run.recovering:
             run.log(f"Node {node_run.name} job was held {node_run.times_held} times: "
                     "removing it (DAGMAN_MAX_JOB_HOLDS)")
-            run._emit(RemoveJobs(node_run.name, [node_run.cluster],
+            run.emit(RemoveJobs(node_run.name, [node_run.cluster],
                                  "DAG Limit: Max number of held jobs was reached."))
     if "HOLD" in run.dag.nodes[node_run.name].scripts and not run.recovering:
         run.queue_script(node_run, "HOLD")
