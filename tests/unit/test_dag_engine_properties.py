@@ -107,7 +107,9 @@ def crash_cases(draw):
     names = [f"N{i}" for i in range(n)]
     dag = Dag(file="/d/c.dag")
     for name in names:
-        dag.add_node(Node(name, submit_file="x.sub", dir="/d", retry=draw(st.integers(0, 1))))
+        scripts = {k: Script(k, "/bin/s") for k in ("PRE", "POST") if draw(st.booleans())}
+        dag.add_node(Node(name, submit_file="x.sub", dir="/d", retry=draw(st.integers(0, 1)),
+                          scripts=scripts))
     for j in range(n):
         for i in range(j):
             if draw(st.integers(0, 2)) == 0:
@@ -137,8 +139,16 @@ def test_after_a_crash_no_finished_node_runs_again(case):
             second.pending.append(JobEvent(ev.JobTerminatedEvent(
                 cluster=node.cluster, return_value=code)))
     assert isinstance(second.go(), Exit)
+    posts_logged = {e.dag_node_name for e in first.nodes_log
+                    if isinstance(e, ev.PostScriptTerminatedEvent)}
     for name in dag.nodes:
         if first.run.node_status(name) in (NodeStatus.DONE, NodeStatus.ERROR):
             assert name not in second.submits, name
+            if name in posts_logged:
+                assert (name, "POST") not in [(n, k) for (n, k, _) in second.scripts], name
         if first.run.node_status(name) is NodeStatus.DONE:
             assert second.run.node_status(name) is NodeStatus.DONE
+        if first.run.node_status(name) is NodeStatus.SUBMITTED and "PRE" in \
+                dag.nodes[name].scripts:                  # its PRE ran: again only to retry
+            pres = [(n, k) for (n, k, _) in second.scripts].count((name, "PRE"))
+            assert pres == second.run.nodes[name].retries - first.run.nodes[name].retries
