@@ -44,13 +44,14 @@ def submit_action(run: DagRun, node_run: NodeRun) -> SubmitNode:
     node = run.dag.nodes[node_run.name]
     dag_id = str(run.options.dag_id)
     parents = parent_names(run.dag.parents(node.name))
-    macros = {v.name: v.value for v in node.vars if not v.prepend}
+    before = [v for v in node.vars if prepended(v, run.options.default_append_vars)]
+    macros = {v.name: v.value for v in node.vars if v not in before}
     macros.update({"JOB": node.name, "RETRY": str(node_run.retries), "DAGManJobId": dag_id,
                    "DAG_STATUS": str(int(run.status)),
                    "FAILED_COUNT": str(run.count[S.ERROR])})
     if parents:
         macros["DAG_PARENT_NAMES"] = parents
-    prepend = {v.name: v.value for v in node.vars if v.prepend}
+    prepend = {v.name: v.value for v in before}
     attrs = {"DAGManJobId": dag_id, "DAGNodeName": _quote(node.name),
              "DAGParentNodeNames": _quote(parents)}
     if node_run.retries > 0:
@@ -62,6 +63,25 @@ def submit_action(run: DagRun, node_run: NodeRun) -> SubmitNode:
     return SubmitNode(node.name, node.submit_file, node.submit_text, node.dir, macros, prepend,
                       attrs, NOTE_PREFIX + node.name, node.priority, node_run.retries,
                       node.noop)
+
+
+def prepended(var, default_append: bool) -> bool:
+    """True if a VARS pair goes before the submit file (PREPEND, or neither and not the
+    DAGMAN_DEFAULT_APPEND_VARS default)."""
+    if var.prepend or var.append:
+        return bool(var.prepend)
+    return not default_append
+
+
+def failure_limit(run: DagRun, node_run: NodeRun) -> int:
+    """How many failed jobs the node's job list tolerates (TOLERANCE N or N%, else the knob)."""
+    spec = run.dag.nodes[node_run.name].tolerance
+    if spec is None:
+        return run.options.node_job_failure_tolerance
+    spec = spec.strip()
+    if spec.endswith("%"):
+        return max(node_run.procs, len(node_run.submitted)) * int(spec[:-1]) // 100
+    return int(spec)
 
 
 def parent_names(parents: list[str], limit: int = 2000) -> str:
@@ -284,9 +304,12 @@ def _proc_failed(run: DagRun, node_run: NodeRun, event: ev.Event, code: int, why
     if node_run.failed_jobs == 1:
         node_run.retval = node_run.job_retval = code
         node_run.error = why
-    if not node_run.jobs_failed:
+    if not node_run.jobs_failed and node_run.failed_jobs > failure_limit(run, node_run):
         node_run.jobs_failed = True
-        if node_run.queued_procs > 0 and not run.recovering:
+        mode = run.dag.nodes[node_run.name].tolerance_mode
+        remove = {"FAIL-FAST": True, "WAIT": False}.get(
+            (mode or "").upper().replace("_", "-"), run.options.remove_job_list_on_failure)
+        if remove and node_run.queued_procs > 0 and not run.recovering:
             where = f"DAG node {node_run.name} ({event.cluster}.{event.proc}.{event.subproc})"
             why = ("got ULOG_JOB_ABORTED event." if isinstance(event, ev.JobAbortedEvent) else
                    f"reached failure tolerance after {node_run.failed_jobs} failures.")
