@@ -160,6 +160,9 @@ class DagRun:
         if isinstance(event, Start):
             self._start()
         elif isinstance(event, Recover):
+            if self.started:
+                raise ValueError("DagRun.handle: Recover replays the nodes log before Start; "
+                                 "this run has started already")
             recovery.replay(self, list(event.events))
         elif isinstance(event, ScriptExited):
             self._script_exited(event.node, event.kind, event.status)

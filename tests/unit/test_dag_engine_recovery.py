@@ -221,3 +221,11 @@ def test_recovery_from_a_real_nodes_log_file(tmp_path):
     assert second.scripts == [] and second.submits == []
     assert [second.run.node_status(n) for n in "ABC"] == \
         [NodeStatus.DONE, NodeStatus.DONE, NodeStatus.SUBMITTED]
+
+
+def test_recover_after_start_is_refused():
+    import pytest
+    run = DagRun(dag_of("A"))
+    run.handle(Start(), 0.0)
+    with pytest.raises(ValueError, match="before Start"):
+        run.handle(Recover([]), 1.0)
