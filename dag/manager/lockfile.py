@@ -70,7 +70,7 @@ def read_lock(path: str) -> Lock | None:
 
 def write_lock(path: str, cluster: int) -> Lock:
     """Write this process's lock (atomically: a reader never sees half a line)."""
-    lock = Lock(cluster=cluster, pid=os.getpid(), host=socket.gethostname(), started=time.time())
+    lock = Lock(cluster=cluster, pid=os.getpid(), host=socket.gethostname(), started=round(time.time(), 3))
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(f"{lock.cluster} {lock.pid} {lock.host} {lock.started:.3f}\n")

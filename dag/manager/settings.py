@@ -108,7 +108,7 @@ def _convert(knob: str, kind: type, text: str, where: str) -> Any:
                      f"give {'True or False' if kind is bool else 'a whole number'}")
 
 
-def _read_config_file(path: str) -> dict[str, tuple[str, str]]:
+def _read_config_file(path: str, env: dict[str, str] | None) -> dict[str, tuple[str, str]]:
     """The ``DAGMAN_*`` definitions of a DAGMan configuration file: knob -> (value, file:line).
 
     The file is read with htc's configuration language against the pool's configuration, so
@@ -116,7 +116,7 @@ def _read_config_file(path: str) -> dict[str, tuple[str, str]]:
     """
     from htc.config.loader import Loader
 
-    base = load_config("DAGMAN")
+    base = load_config("DAGMAN", env=env)
     loader = Loader(base._macros, base._x)   # noqa: SLF001 -- layering one more file on the pool's
     loader.strict = False                    # a user's file, as condor_dagman reads it
     before = {name: base.raw(name) for name in Settings.knob_names()}
@@ -167,7 +167,7 @@ def load_settings(*, dag_config: str | None = None, config_file: str | None = No
                          "reads one DAGMan configuration file: drop one of them")
     extra = config_file or dag_config or (settings.config_file or None)
     if extra:
-        for knob, (text, where) in _read_config_file(extra).items():
+        for knob, (text, where) in _read_config_file(extra, env).items():
             name = knob[len("DAGMAN_"):].lower()
             setattr(settings, name, _convert(knob, type(getattr(settings, name)), text, where))
             settings.origins[knob] = where
