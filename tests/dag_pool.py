@@ -94,6 +94,7 @@ class DagDir:
 
     def wait(self, dag: str, timeout: float = 180.0) -> None:
         """Wait until the manager job of ``dag`` has left the queue (``htc wait <dag>.dagman.log``)."""
+        wait_until(lambda: (self.work / f"{dag}.dagman.log").exists(), what=f"{dag}.dagman.log")
         status, out, err = self.htc("wait", "-wait", str(timeout), f"{dag}.dagman.log")
         assert status == 0, f"the DAG did not finish in {timeout} s: {out}{err}\n{self.dagman_out(dag)}"
 
