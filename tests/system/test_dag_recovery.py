@@ -49,7 +49,7 @@ def test_a_failed_dag_writes_a_rescue_dag_and_a_resubmission_finishes_it(d):
     (d.work / "fixed").write_text("")
     status, out, err = d.htc("dag", "submit", "res.dag")
     assert status == 0 and out.splitlines()[0] == "Running rescue DAG 1", out + err
-    d.wait("res.dag")
+    d.wait("res.dag", int(out.split("submitted to cluster ")[1].split(".")[0]))
     assert d.exit_status("res.dag") == 0
     assert d.runs() == {"A": 1, "B": 2, "C": 1}   # A, done before, did not run again
 
