@@ -144,7 +144,6 @@ class Runner:
             suppress_notification=self.settings.suppress_notification,
             put_failed_jobs_on_hold=self.settings.put_failed_jobs_on_hold,
             hold_claim_time=self.settings.hold_claim_time if self.dag.children(action.node) else 0)
-        self.out.line(f"Submitting HTCondor Node {action.node} job(s)...")
         attempts = 1 if self._engine_counts_attempts else self.settings.max_submit_attempts
         try:
             done = submit_node(sub, attempts=attempts, delay=float(self.settings.submit_delay),
