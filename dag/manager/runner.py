@@ -234,6 +234,11 @@ class Runner:
             self.out.line("Received SIGTERM: stopping now; the next start of this DAG recovers")
             return EXIT_RESTART
         self._update_queue(final=True)
+        if self._halted and self.halt_file:
+            try:
+                os.unlink(self.halt_file)   # the halt is used up: the next run of the DAG is not halted
+            except FileNotFoundError:
+                pass  # someone resumed meanwhile
         return self.exit_code if self.exit_code is not None else 1
 
     def _step(self, now: float) -> bool:
