@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from htc.dag.engine import outcome
 from htc.dag.engine.events import RemoveJobs, SubmitNode
 from htc.dag.engine.noderun import NodeRun
-from htc.dag.engine.states import NodeStatus, Step
+from htc.dag.engine.states import DagStatus, NodeStatus, Step
 from htc.dag.model import NodeKind
 from htc.eventlog import events as ev
 
@@ -73,7 +73,11 @@ def node_submitted(run: DagRun, name: str, cluster: int, procs: int) -> None:
         run.log(f"Warning: NodeSubmitted for node {name}, which is not being submitted; ignored")
         return
     node_run.awaiting_submit = False
+    run.in_flight -= 1
+    run.status_outdated = True
     _bind(run, node_run, cluster)
+    if node_run.remove_reason:
+        run._emit(RemoveJobs(name, [cluster], node_run.remove_reason))
     node_run.procs = max(node_run.procs, procs)
     run.jobs_submitted += procs
     for proc in range(procs):
@@ -91,6 +95,7 @@ def submit_failed(run: DagRun, name: str, error: str) -> None:
         run.log(f"Warning: SubmitFailed for node {name}, which is not being submitted; ignored")
         return
     node_run.awaiting_submit = False
+    run.in_flight -= 1
     node = run.dag.nodes[name]
     if node.category:
         run.cat_running[node.category] -= 1
@@ -98,8 +103,10 @@ def submit_failed(run: DagRun, name: str, error: str) -> None:
     attempts = node_run.submit_attempts
     run.log(f"Job submit failed for node {name} (attempt {attempts}): {error}")
     run._set(node_run, Step.UNSUBMIT)
-    if attempts < run.options.max_submit_attempts:
+    if attempts < run.options.max_submit_attempts and (not run.final_started
+                                                       or name == run.final):
         node_run.not_before = run.now + 2 ** (attempts - 1)
+        run.backoff.add(name)
         run.ready.push(name, node.priority, node_run.index,
                        head=run.options.retry_submit_first)
         return
@@ -201,8 +208,9 @@ def _submit_event(run: DagRun, node_run: NodeRun, event: ev.SubmitEvent) -> None
         if node_run.cluster is not None and not node_run.awaiting_submit:
             return                               # a stale submit event
         _bind(run, node_run, event.cluster)
-    if run.recovering:
+    if run.recovering and node_run.awaiting_submit:
         node_run.awaiting_submit = False
+        run.in_flight -= 1
     run.jobstate(node_run, "SUBMIT", f"{event.cluster}.{event.proc}", event.timestamp)
     node_run.last_event_time = event.timestamp
     if event.proc not in node_run.submitted:
@@ -277,6 +285,12 @@ def _proc_end(run: DagRun, node_run: NodeRun) -> None:
     node = run.dag.nodes[node_run.name]
     if node.category:
         run.cat_running[node.category] -= 1
+    if node_run.name == run.provisioner and not run.provisioner_ready:
+        run.log(f"ERROR: Provisioner node {node_run.name} job exited before giving DAGMan "
+                "the go ahead!")
+        run._set(node_run, Step.FAIL)
+        outcome.shutdown(run, outcome.EXIT_ERROR, DagStatus.ERROR)
+        return
     run.jobstate(node_run, "JOB_SUCCESS" if node_run.retval == 0 else "JOB_FAILURE",
                  str(node_run.retval))
     if "POST" in node.scripts:
