@@ -37,7 +37,7 @@ from htc.dag.manager.scripts import Scripts
 from htc.dag.manager.settings import Settings
 from htc.dag.manager.submitter import NodeSubmission, submit_node
 from htc.dag.model import Dag, NodeKind
-from htc.errors import HTCError, UsageError
+from htc.errors import HTCError
 from htc.eventlog import EventLogWriter
 from htc.eventlog import events as ev
 
@@ -72,9 +72,9 @@ class Runner:
         self.exit_code: int | None = None
         self.dag_status = 0
         self._actions: collections.deque = collections.deque()
-        #: the engine counts submit attempts itself (Options.max_submit_attempts): try once each
+        #: the engine counts submit attempts and backs off between them (Options.max_submit_attempts):
+        #: then each SubmitNode is one try
         self._engine_counts_attempts = hasattr(run_options(run), "max_submit_attempts")
-        self._submit_failures: dict[str, int] = {}
         self._fake_cluster = 0
         self._remove = False
         self._stop = False
@@ -150,9 +150,6 @@ class Runner:
                                transport=self.transport)
         except HTCError as exc:
             self.out.line(f"ERROR: submit attempt failed for Node {action.node}: {exc}")
-            failures = self._submit_failures[action.node] = self._submit_failures.get(action.node, 0) + 1
-            if self._engine_counts_attempts and not isinstance(exc, UsageError):
-                time.sleep(min(8.0, 0.5 * 2 ** (failures - 1)))  # the schedd is away: back off before the next try
             self._actions.append(_Feed(e.SubmitFailed(action.node, str(exc))))
             return
         self.out.line(f"\tassigned HTCondor ID ({done.cluster}.0.0)")
