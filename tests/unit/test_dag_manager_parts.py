@@ -112,6 +112,8 @@ def test_node_description_adds_vars_macros_attrs_notes_and_priority(tmp_path):
     # splice names have '+', which a submission id may not: spelled safely, still one per node
     ids = {submission_id(_sub(tmp_path, "queue\n", node=n)) for n in ("P+top", "P_top", "Q+top")}
     assert len(ids) == 3 and all(re.fullmatch(r"[A-Za-z0-9._:-]+", i) for i in ids)
+    # two managers run by hand (no job id) do not share ids
+    assert submission_id(_sub(tmp_path, "queue\n", dag_id=0, run_token=".1.2")) == "dagman-0.1.2-A-retry0"
 
 
 def test_inline_description_and_a_missing_file(tmp_path):
