@@ -179,3 +179,25 @@ def test_recovery_writes_jobstate_markers():
     assert lines[:3] == ["100 INTERNAL *** RECOVERY_STARTED ***",
                          "100 INTERNAL *** RECOVERY_FINISHED ***",
                          "101 INTERNAL *** DAGMAN_STARTED 9.0 ***"]
+
+
+def test_final_node_running_at_the_crash_is_waited_for():
+    from tests.dag_engine_sim import final
+    dag = final(dag_of("A"))
+    log = [ev.SubmitEvent(cluster=5, log_notes="DAG Node: A"),
+           ev.JobTerminatedEvent(cluster=5, return_value=1),
+           ev.SubmitEvent(cluster=6, log_notes="DAG Node: F")]
+    second = resume(dag, log, auto=False)
+    assert second.submits == [] and second.exit is None
+    second.feed(JobEvent(ev.JobTerminatedEvent(cluster=6, return_value=0)))
+    assert second.exit == Exit(0, 2)
+
+
+def test_provisioner_ready_in_the_log_stays_ready():
+    from htc.dag.model import Node, NodeKind
+    dag = dag_of("A")
+    dag.add_node(Node("P", kind=NodeKind.PROVISIONER, submit_file="p.sub", dir="/d"))
+    log = [ev.SubmitEvent(cluster=5, log_notes="DAG Node: P"),
+           ev.AttributeUpdateEvent(cluster=5, attribute="ProvisionerState", value="2")]
+    second = resume(dag, log, auto=False)
+    assert second.submits == ["A"]

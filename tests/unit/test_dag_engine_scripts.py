@@ -102,14 +102,18 @@ def test_post_end_is_written_to_the_nodes_log():
 
 
 def test_post_script_event_coming_back_from_the_log_is_ignored():
-    sim = Sim(scripted(scripts={"POST": script("POST")}))
+    dag = dag_of("A->B", A={"scripts": {"POST": script("POST")}})
+    sim = Sim(dag, auto=False)
     sim.go()
-    assert sim.exit.code == 0
-    again = ev.PostScriptTerminatedEvent(cluster=100, return_value=1, dag_node_name="A")
-    sim.exit = None
-    sim.run.exited = False                     # pretend it still runs: the echo changes nothing
-    sim.feed(JobEvent(again))
+    sim.feed(sim.job_end(100, 0, 0))
+    sim.step()                                    # the POST ends: A is done, B submitted
+    echo = [a.event for a in sim.of(WriteNodeEvent)][0]
+    assert sim.status("A") == NodeStatus.DONE and sim.submits == ["A", "B"]
+    sim.feed(JobEvent(echo))
+    sim.feed(JobEvent(ev.PostScriptTerminatedEvent(cluster=100, return_value=1,
+                                                   dag_node_name="A")))
     assert sim.status("A") == NodeStatus.DONE
+    assert sim.run.counts()["failed"] == 0
 
 
 def test_hold_script_runs_when_a_job_is_held_and_its_result_is_ignored():

@@ -117,6 +117,18 @@ def test_max_post_limits_running_post_scripts():
     assert len(sim.scripts) == 1
 
 
+def test_max_hold_limits_running_hold_scripts():
+    hold = {"scripts": {"HOLD": script("HOLD")}}
+    sim = Sim(dag_of("A B", A=hold, B=hold), Options(max_hold=1), auto=False)
+    sim.go()
+    sim.run.handle(JobEvent(ev.JobHeldEvent(cluster=100)), sim.t)
+    out = sim.run.handle(JobEvent(ev.JobHeldEvent(cluster=101)), sim.t)
+    assert not [a for a in out if type(a).__name__ == "RunScript"]
+    out = sim.run.handle(__import__("htc.dag.engine", fromlist=["ScriptExited"]).ScriptExited(
+        "A", "HOLD", 0), sim.t)
+    assert [a.node for a in out if type(a).__name__ == "RunScript"] == ["B"]
+
+
 def test_category_maxjobs():
     dag = dag_of("A B C D E", A={"category": "c"}, B={"category": "c"}, C={"category": "c"})
     dag.maxjobs["c"] = 1

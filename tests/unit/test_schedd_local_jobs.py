@@ -236,3 +236,29 @@ def test_vacate_makes_it_idle_and_it_runs_again(h):
 def test_suspend_does_not_apply(h):
     cluster, _ = start(h)
     assert h.act(m.JobAction.Suspend, cluster).bad_status == 1
+
+
+def test_periodic_hold_and_remove_stop_the_process(h):
+    held, _ = start(h, SCHED + "periodic_hold = true\nqueue\n")
+    removed = h.submit(SCHED + "periodic_remove = JobStatus == 2\nqueue\n")
+    h.settle()
+    h.feed(LocalJobStarted((removed, 0), 2))
+    h.now += 60.0
+    out = h.feed(c.Tick())
+    assert {a.job_id for a in of(SignalLocalJob, out)} == {(held, 0), (removed, 0)}
+    assert h.status(held) is JobStatus.HELD and h.status(removed) is JobStatus.REMOVED
+    out = h.feed(LocalJobExited((removed, 0), None, int(signal.SIGTERM)))
+    assert events(out).count(E.JOB_ABORTED) == 0 and h.status(removed) is None  # written when it fired
+    assert events(h.actions).count(E.JOB_ABORTED) == 1
+
+
+def test_max_running_scheduler_jobs_per_owner():
+    h = Harness(max_scheduler_jobs_per_owner=1)
+    h.feed(c.Started())
+    first = h.submit(SCHED + "queue 2\n")
+    local = h.submit("universe = local\nexecutable = /bin/true\nqueue\n")
+    assert [a.job_id for a in of(StartLocalJob, h.settle())] == [(first, 0), (local, 0)]
+    h = Harness(max_scheduler_jobs_per_owner=0)
+    h.feed(c.Started())
+    h.submit(SCHED + "queue\n")
+    assert of(StartLocalJob, h.settle()) == []
