@@ -84,6 +84,9 @@ def test_htc_rm_of_the_dag_job_removes_its_nodes_and_writes_the_rescue_dag(d):
     dag_line = next(i for i, l in enumerate(lines) if l.split() and l.split()[0] == f"{cluster}.0")
     assert "|-A" in lines[dag_line + 1], out
     node_cluster = next(e.cluster for n, e in d.node_events("rm.dag") if n == "A")
+    # a second manager of the same DAG is refused while this one runs
+    status, out, err = d.htc("dag", "submit", "-f", "rm.dag")
+    assert status != 0 and f"being run by another DAG manager (job {cluster}" in err, out + err
     # the manager put the DAG's progress in its job ad (DAGMAN_QUEUE_UPDATE_INTERVAL, and at start)
     [ad] = d.pool.jobs(f"ClusterId == {cluster}", "DAG_NodesTotal", "DAG_NodesQueued", "DAG_NodesUnready")
     assert (ad["DAG_NodesTotal"], ad["DAG_NodesQueued"], ad["DAG_NodesUnready"]) in ((2, 1, 1), (2, 0, 2))
