@@ -92,6 +92,10 @@ def _quote(word: str) -> str:
 
 
 def _rel(path: str, base: str) -> str:
+    """``path`` relative to ``base`` when it lies under it; absolute otherwise; a relative
+    ``path`` (a DAG built in Python) is written as given."""
+    if not os.path.isabs(path) or not base:
+        return path
     rel = os.path.relpath(path, base)
     return path if rel == ".." or rel.startswith(".." + os.sep) else rel
 
@@ -143,7 +147,7 @@ def _node(node: Node, base: str) -> list[str]:
         line += _block(node.submit_text)
     else:
         line += _quote(_rel(node.submit_file, node.dir))
-    if os.path.normpath(node.dir) != os.path.normpath(base):
+    if node.dir and os.path.normpath(node.dir) != os.path.normpath(base):
         line += f" DIR {_quote(_rel(node.dir, base))}"
     line += " NOOP" * node.noop + " DONE" * node.done
     out = [line]
@@ -199,6 +203,10 @@ def _descriptions(dag: Dag) -> dict[str, str]:
     blocks = dict(dag.submit_descriptions)
     for node in dag.nodes.values():
         name = node.description_name
-        if name is not None and name not in blocks and node.submit_text is not None:
-            blocks[name] = node.submit_text
+        if name is None or name in blocks:
+            continue
+        if node.submit_text is None:
+            raise DagError(f"node '{node.name}' uses SUBMIT-DESCRIPTION '{name}', which neither "
+                           "the DAG nor the node holds; set Dag.submit_descriptions[name]")
+        blocks[name] = node.submit_text
     return blocks

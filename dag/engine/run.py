@@ -311,6 +311,9 @@ class DagRun:
     def _script_exited(self, name: str, kind: str, status: int) -> None:
         if name not in self.nodes:
             raise KeyError(f"ScriptExited: the DAG has no node {name!r}")
+        if kind not in self.scripts_running:
+            raise ValueError(f"ScriptExited: kind {kind!r} of node {name} is not PRE, POST or "
+                             "HOLD")
         running = self.scripts_running[kind]
         if running[name] <= 0:
             self.log(f"Warning: ignoring the end of a {kind} script of node {name} that the "
