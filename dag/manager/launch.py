@@ -144,6 +144,14 @@ def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, co
         out.line(f"ERROR: {exc}")
         code = EXIT_ERROR
         return code
+    except Exception:  # noqa: BLE001 -- a bug: say where, and leave the lock so a new run recovers
+        import traceback
+
+        out.line("ERROR: the DAG manager failed (a bug in htc; please report it):\n" + traceback.format_exc())
+        out.line("The lock file stays: submitting the DAG again recovers it from its nodes log.")
+        keep_lock = True
+        code = EXIT_ERROR
+        return code
     finally:
         if not keep_lock:
             remove_lock(lock)
