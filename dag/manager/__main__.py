@@ -4,7 +4,8 @@ Usually started by the schedd as the scheduler-universe job that ``htc dag submi
 (``<dag>.condor.sub``), with condor_dagman's flags: ``-Dag FILE``, ``-Lockfile F``,
 ``-AutoRescue 0|1``, ``-DoRescueFrom N``, ``-MaxJobs N``, ``-MaxIdle N``, ``-MaxPre N``,
 ``-MaxPost N``, ``-Config F``, ``-AlwaysRunPost``, ``-Suppress_notification``, ``-DoRecov``,
-``-ParentDAGManJobId N`` (a SUBDAG's manager: its parent DAG's job)
+``-ParentDAGManJobId N`` (a SUBDAG's manager: its parent DAG's job), ``-Debug N``
+(``DAGMAN_VERBOSITY``)
 (flag names are case-insensitive; ``-p 0 -f -l .`` are accepted and mean nothing here). Its
 own job id comes from ``-DAGManJobId N`` (the description passes ``$(Cluster)``), else from
 ``$CONDOR_ID``; run by hand without either, it is 0 and the node jobs belong to no DAG job.
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
              "DAGMAN_ALWAYS_RUN_POST": True if ns.alwaysrunpost else None,
              "DAGMAN_SUPPRESS_NOTIFICATION": True if ns.suppress_notification else None,
              "DAGMAN_AUTO_RESCUE": None if ns.autorescue is None else ns.autorescue.strip() not in ("0", "false"),
-             "DAGMAN_DEBUG": ns.debug}
+             "DAGMAN_VERBOSITY": _int(ns, "debug")}
     try:
         return run_manager(os.path.abspath(ns.dag), dag_id=dag_job_id(ns), flags=flags, config=ns.config,
                            lockfile=ns.lockfile, rescue_from=_int(ns, "dorescuefrom") or 0,
