@@ -50,7 +50,7 @@ def test_no_submit_writes_the_condor_sub_and_prints_condor_submit_dags_lines(wor
     from htc.client import build_cluster
 
     ad = build_cluster(text, cwd=str(work), filename=str(work / "d.dag.condor.sub"), cluster_id=5).cluster_ad
-    assert "K=V" in ad["Environment"] and "V 2" in ad["Environment"]
+    assert "K=V" in ad["Environment"] and "K2=V' '2" in ad["Environment"]
     # a second time the files exist: refused unless -update_submit or -f
     (work / "d.dag.lib.out").write_text("")
     status, out, err = htc("submit_dag", "-no_submit", "d.dag")
