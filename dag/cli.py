@@ -129,8 +129,7 @@ def submit_dag(args: argparse.Namespace) -> int:
                              'use the "-f" option to force them to be overwritten, or use\n'
                              'the "-update_submit" option to update the submit file and continue.')
     job = _job_from_args(args)
-    if job.on_exit_remove == "" or settings.on_exit_remove:
-        job.on_exit_remove = settings.on_exit_remove or job.on_exit_remove
+    job.on_exit_remove = settings.on_exit_remove or job.on_exit_remove   # DAGMAN_ON_EXIT_REMOVE
     text = condor_sub_text(dag, job)
     write_whole(names["condor_sub"], text)
     if rescue is not None:
