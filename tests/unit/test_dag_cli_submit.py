@@ -127,3 +127,10 @@ def test_a_rescue_dag_that_does_not_fit_is_refused(work):
     (work / "d.dag.rescue001").write_text("DONE Nope\n")
     status, out, err = htc("dag", "submit", "-no_submit", "d.dag")
     assert status != 0 and "d.dag.rescue001:1" in err and "Nope" in err
+
+
+def test_dagman_on_exit_remove_goes_into_the_condor_sub(work, monkeypatch):
+    (work / "d.dag").write_text(DIAMOND)
+    monkeypatch.setenv("_HTC_DAGMAN_ON_EXIT_REMOVE", "ExitCode =?= 0")
+    assert htc("dag", "submit", "-no_submit", "d.dag")[0] == 0
+    assert "on_exit_remove\t= ExitCode =?= 0\n" in (work / "d.dag.condor.sub").read_text()
