@@ -105,6 +105,8 @@ def manager_arguments(job: ManagerJob) -> list[str]:
         args.append("-AlwaysRunPost")
     if job.parent_dag_id is not None:
         args += ["-ParentDAGManJobId", str(job.parent_dag_id)]
+    if job.priority:
+        args += ["-Priority", str(job.priority)]
     if job.do_recovery:
         args.append("-DoRecov")
     if job.verbosity is not None:
