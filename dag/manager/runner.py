@@ -345,7 +345,7 @@ class Runner:
                           ("DAG_NodesReady", "ready"), ("DAG_NodesPrerun", "pre"), ("DAG_NodesPostrun", "post"),
                           ("DAG_NodesUnready", "unready"), ("DAG_NodesFutile", "futile")):
             attrs[name] = str(int(counts.get(key, 0) or 0))
-        attrs["DAG_Status"] = str(self.dag_status if final else 0)
+        attrs["DAG_Status"] = str(self.dag_status if final else int(counts.get("dag_status", 0) or 0))
         try:
             edit(parse_selection([str(self.dag_id)]), attrs, transport=self.transport)
         except HTCError as exc:
