@@ -132,8 +132,9 @@ class Words:
         words: list[str] = []
         ends: list[int] = []
         n = len(s)
+        equals = "=" in s
         for m in _WORD.finditer(s):
-            key, value = m.group("k"), m.group("v")
+            key, value = m.groups()
             end = m.end()
             if not key and value is None:
                 rest = s[m.start():].lstrip(" \t")
@@ -144,7 +145,7 @@ class Words:
             if end < n and s[end] not in " \t":     # cut short by a quote that never closes
                 self._error = "Invalid quoting: no ending quote found"
                 break
-            if value is None and _EQUALS_NEXT.match(s, end):     # "key =" and no value
+            if value is None and equals and _EQUALS_NEXT.match(s, end):   # "key =", no value
                 self._error = "Invalid key value pair: no value discovered"
                 break
             words.append(key if value is None else f"{key}={value}")
@@ -158,10 +159,14 @@ class Words:
             LexError: a quote is not closed, or ``key =`` has no value.
         """
         i = self._i
-        if i < len(self._words):
+        words = self._words
+        if i < len(words):
             self._i = i + 1
-            word = self._words[i]
-            return word if self._plain else _cook(word, trim_quotes)
+            word = words[i]
+            if self._plain or ("\\" not in word and not (trim_quotes and ('"' in word
+                                                                         or "'" in word))):
+                return word         # nothing to take out of it: the common case, fast
+            return _cook(word, trim_quotes)
         if self._error is not None:
             raise LexError(self._error)
         return ""
