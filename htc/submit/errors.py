@@ -57,8 +57,7 @@ class DagFileError(SubmitError):
         UsageError.__init__(self, (
             "ERROR: A DAG file was provided. Please provide a submit file or use htc dag submit.\n"
             f"({where} is the DAG command '{text.strip()}'.) A DAG is submitted with "
-            f"'htc dag submit {name}' (or 'htc submit_dag {name}'); htc's DAG engine is still to come "
-            "(issue 17), so neither command exists yet.\nNo jobs were queued."))
+            f"'htc dag submit {name}' (or 'htc submit_dag {name}').\nNo jobs were queued."))
 
     def located(self, *, file: str | None, line: int | None, command: str | None) -> SubmitError:
         """Already located where the DAG command was read."""

@@ -18,6 +18,7 @@ from htc.daemons.schedd.access import Denied, denied_log
 from htc.daemons.schedd.ends import record_run_time
 from htc.daemons.schedd.events import Answer
 from htc.daemons.schedd.owed import owe
+from htc.errors import UsageError
 from htc.jobqueue import HoldReasonCode, JobStatus
 from htc.jobqueue.ads import int_literal
 from htc.jobqueue.states import ACTIVE_STATES
@@ -92,15 +93,47 @@ class JobActions:
         q, status, job_id = sd.queue, JobStatus(job.status), job.job_id
         if status == JobStatus.COMPLETED or (status == JobStatus.REMOVED and msg.action is m.JobAction.Remove):
             return "already_done"
+        fast = msg.action is m.JobAction.RemoveX
+        if job_id in sd.local:
+            # A scheduler/local universe job's process gets its kill signal; the job leaves the
+            # queue, with its Aborted event, once the process is gone (local_jobs).
+            if status != JobStatus.REMOVED:
+                q.remove(job_id, reason, now=now)
+            sd.local.stop(job_id, "remove", fast, now, out, abort_due=status != JobStatus.REMOVED, reason=reason)
+            self.remove_others(job, now, out)
+            return "success"
         if status != JobStatus.REMOVED:
             with q.transaction():  # the event goes into the outbox with the change (schedd.owed)
                 q.remove(job_id, reason, now=now)
                 out += owe(q, ul.write(job, ul.aborted_event(job, reason, now)))
         if status in ACTIVE_STATES or status == JobStatus.REMOVED:
-            fast = msg.action is m.JobAction.RemoveX
             if not sd.shadows.stop(job_id, "remove", fast, now, out) or fast:
                 self._forget_run(job_id, now)
+        self.remove_others(job, now, out)
         return "success"
+
+    def remove_others(self, job, now: float, out: list) -> None:
+        """The removed ``job``'s ``OtherJobRemoveRequirements`` (a constraint; DAGMan's job sets
+        ``DAGManJobId =?= <its cluster>``): remove the jobs it matches too, as HTCondor's schedd
+        does (``removeOtherJobs``), each of them with its own others in turn."""
+        sd = self.schedd
+        constraint = ul.literal(job, "OtherJobRemoveRequirements")
+        if not isinstance(constraint, str) or not constraint.strip():
+            return
+        try:
+            others = sd.queue.query(constraint, now=now)
+        except UsageError as exc:
+            out.append(c.Log(f"job {job.cluster_id}.{job.proc_id}: OtherJobRemoveRequirements = {constraint} "
+                             f"cannot be evaluated ({exc}); no other job removed"))
+            return
+        reason = (f"removed because <OtherJobRemoveRequirements = {constraint}> fired when job "
+                  f"({job.cluster_id}.{job.proc_id}) was removed")
+        out.append(c.Log(f"Constraint <OtherJobRemoveRequirements = {constraint}> fired because job "
+                         f"({job.cluster_id}.{job.proc_id}) was removed: {len(others)} job(s) match"))
+        msg = m.ActOnJobs(action=m.JobAction.Remove, constraint=constraint)
+        for other in others:
+            if other.job_id != job.job_id and JobStatus(other.status) not in (JobStatus.REMOVED, JobStatus.COMPLETED):
+                self._remove(other, msg, reason, now, out)
 
     def _hold(self, job, msg: m.ActOnJobs, reason: str, now: float, out: list) -> str:
         sd = self.schedd
@@ -115,7 +148,7 @@ class JobActions:
             q.hold(job_id, reason, code=code, subcode=subcode, now=now)
             out += owe(q, ul.write(job, ul.held_event(job, reason, code, subcode, now)))
         if status in ACTIVE_STATES:
-            sd.shadows.stop(job_id, "hold", False, now, out)
+            sd.stop_run(job_id, "hold", False, now, out)
         return "success"
 
     def _release(self, job, msg: m.ActOnJobs, reason: str, now: float, out: list) -> str:
@@ -131,7 +164,7 @@ class JobActions:
         if JobStatus(job.status) not in ACTIVE_STATES:
             return "bad_status"
         fast = msg.action is m.JobAction.VacateFast
-        return "success" if self.schedd.shadows.stop(job.job_id, "vacate", fast, now, out) else "bad_status"
+        return "success" if self.schedd.stop_run(job.job_id, "vacate", fast, now, out, reason=reason) else "bad_status"
 
     def _suspend_or_continue(self, job, msg: m.ActOnJobs, reason: str, now: float, out: list) -> str:
         # The startd's starter stops or resumes the job; the queue follows once the startd has

@@ -49,11 +49,18 @@ def _charged_to(job: Mapping[str, str], uid_domain: str) -> str:
     return f"{ul.literal(job, 'Owner', 'nobody')}@{uid_domain}"
 
 
+#: the universes the schedd runs itself (scheduler, local): never idle work for the negotiator
+_LOCAL_UNIVERSES = frozenset({"7", "12"})
+
+
 def submitter_counts(queue, uid_domain: str) -> dict[str, list[int]]:
-    """``{submitter: [idle, running, held]}`` over ``queue``."""
+    """``{submitter: [idle, running, held]}`` over ``queue``; idle scheduler- and local-universe
+    jobs are not counted (the schedd runs them itself: :mod:`~htc.daemons.schedd.local_jobs`)."""
     counts: dict[str, list[int]] = {}
-    for values, status, n in queue.status_counts(["Owner", "User", "AccountingGroup"]):
+    for values, status, n in queue.status_counts(["Owner", "User", "AccountingGroup", "JobUniverse"]):
         entry = counts.setdefault(submitter_of(values, uid_domain), [0, 0, 0])
+        if status == JobStatus.IDLE and values.get("JobUniverse", "").strip() in _LOCAL_UNIVERSES:
+            continue
         if status == JobStatus.IDLE:
             entry[0] += n
         elif status in (JobStatus.RUNNING, JobStatus.SUSPENDED, JobStatus.TRANSFERRING_OUTPUT):
@@ -123,6 +130,7 @@ class Adverts:
               f'MyAddress = {quote(st.address)}; ScheddIpAddr = {quote(st.address)}; '
               f'TotalIdleJobs = {totals[0]}; TotalRunningJobs = {totals[1]}; TotalHeldJobs = {totals[2]}; '
               f'NumUsers = {len(counts)}; ClaimsHeld = {len(self.schedd.claims)}; '
+              + "".join(f"{name} = {n}; " for name, n in self.schedd.local.counts().items()) +
               f'UpdateInterval = {int(st.interval)} ]')
         out.append(c.Send(st.collector, m.UpdateAd(ad_type=m.AdType.Schedd, name=st.name, ad_text=ad,
                                                     lifetime=lifetime)))

@@ -28,7 +28,9 @@ The core composes one object per subject, each with its own state:
 * :class:`~htc.daemons.schedd.lanes.Lanes` and
   :class:`~htc.daemons.schedd.lane_restart.LaneOrphans` -- call lanes;
 * :class:`~htc.daemons.schedd.ads.Adverts` -- the Submitter and Scheduler ads and the
-  Reschedule that goes with new work.
+  Reschedule that goes with new work;
+* :class:`~htc.daemons.schedd.local_jobs.LocalJobs` -- scheduler- and local-universe jobs,
+  which the schedd runs itself (its service starts and signals their processes).
 
 The jobs reserved for a claim being made (:attr:`Schedd.reserved`) are shared by matches,
 claims, shadows and lanes. This module dispatches events (by type, through tables of
@@ -52,9 +54,10 @@ from htc.daemons.schedd.actions import JobActions
 from htc.daemons.schedd.ads import Adverts, submitter_of
 from htc.daemons.schedd.callfiles import read_input
 from htc.daemons.schedd.claims import Claim, Claims
-from htc.daemons.schedd.events import Answer, Owed
+from htc.daemons.schedd.events import Answer, LocalJobExited, LocalJobFailed, LocalJobStarted, Owed
 from htc.daemons.schedd.lane_restart import LaneOrphans
 from htc.daemons.schedd.lanes import Lanes
+from htc.daemons.schedd.local_jobs import LocalJobs
 from htc.daemons.schedd.matches import Matches
 from htc.daemons.schedd.owed import owe, owed_writes
 from htc.daemons.schedd.requests import ToolRequests
@@ -100,6 +103,7 @@ class Schedd:
         self.lanes = Lanes(self)
         self.orphans = LaneOrphans(self)
         self.adverts = Adverts(self)
+        self.local = LocalJobs(self)
         self.started = False
         self._next_periodic: float | None = None
         #: message type -> its handler (event, msg, now, out)
@@ -128,7 +132,7 @@ class Schedd:
         if not self.started:
             return None
         times = [self.adverts.deadline(), self._next_periodic, self.claims.deadline(), self.shadows.deadline(),
-                 self.lanes.deadline(), self.orphans.deadline()]
+                 self.lanes.deadline(), self.orphans.deadline(), self.local.deadline()]
         return min(t for t in times if t is not None)
 
     def handle(self, event: c.Event, now: float) -> list[c.Action]:
@@ -204,9 +208,11 @@ class Schedd:
         if unreadable:
             out.append(c.Log(f"{unreadable} entries of the job queue's outbox could not be read; dropped"))
         running = self.queue.query("JobStatus == 2 || JobStatus == 3 || JobStatus == 6 || JobStatus == 7")
+        running = [job for job in running if not self.local.recover(job, now, out)]  # scheduler/local universe
         for job in self.orphans.after_restart(running, now, out):
             self._reattach(job, now, out)
         self.lanes.index(now)
+        self.local.start_idle(now, out)
         out.append(c.Log(f"schedd {self.settings.name} ready: {self.queue.statistics().jobs} jobs in the queue, "
                          f"reconnecting to {len(self.shadows)} running"))
         self._advertise(now, out)
@@ -247,9 +253,11 @@ class Schedd:
         self.shadows.timers(now, out)
         self.orphans.timers(now, out)
         self.lanes.timers(now, out)
+        self.local.timers(now, out)
         if self._next_periodic is not None and now >= self._next_periodic:
             self._next_periodic = now + self.settings.periodic_interval
             self._periodic(now, out)
+            self.local.start_idle(now, out)  # START_SCHEDULER_UNIVERSE may allow what it did not
         if self.adverts.due(now):
             self._advertise(now, out)
 
@@ -270,10 +278,11 @@ class Schedd:
             active = JobStatus(job.status) in ACTIVE_STATES
             if decision.action is PolicyAction.HOLD:
                 if active:
-                    self.shadows.stop(job.job_id, "hold", False, now, out)
+                    self.stop_run(job.job_id, "hold", False, now, out)
             elif decision.action is PolicyAction.REMOVE:
-                if active and not self.shadows.stop(job.job_id, "remove", False, now, out):
+                if active and not self.stop_run(job.job_id, "remove", False, now, out):
                     self.queue.retire(job.job_id, now=now)
+                self.job_actions.remove_others(job, now, out)
             self.changed()
 
     def _materialize(self, now: float, out: list) -> None:
@@ -288,6 +297,7 @@ class Schedd:
     def _advertise(self, now: float, out: list) -> None:
         if self.adverts.dirty:
             self._materialize(now, out)
+            self.local.start_idle(now, out)  # new work may be scheduler/local universe jobs
         self.adverts.advertise(now, out)
 
     # -- what the parts share -------------------------------------------------------------------
@@ -298,6 +308,11 @@ class Schedd:
             return self.queue.get_job(job_id)
         except JobNotFound:
             return None
+
+    def stop_run(self, job_id, why: str, fast: bool, now: float, out: list, **options) -> bool:
+        """Stop the run of ``job_id`` (``remove``, ``hold``, ``vacate``): its local process
+        (scheduler/local universe) or its shadow's. False: it has no run to stop."""
+        return self.local.stop(job_id, why, fast, now, out, **options) or self.shadows.stop(job_id, why, fast, now, out)
 
     def changed(self) -> None:
         """The queue changed: the collector (and maybe the negotiator) should hear soon."""
@@ -343,6 +358,9 @@ _ON_EVENT = {
     c.SendDone: Schedd._send_done,
     c.StopRequested: Schedd._stop,
     c.Reconfigured: Schedd._reconfigured,
+    LocalJobStarted: lambda sd, event, now, out: sd.local.started(event, now, out),
+    LocalJobFailed: lambda sd, event, now, out: sd.local.failed(event, now, out),
+    LocalJobExited: lambda sd, event, now, out: sd.local.exited(event, now, out),
 }
 
 #: a periodic policy decision -> the user-log event that announces it (none for the others)

@@ -11,6 +11,9 @@ The generic events and actions (a message :class:`~htc.daemons.core.Received`, a
 * :class:`WriteCallFiles` -- a lane call's result and output files (:mod:`htc.daemons.schedd.callfiles`);
 * :class:`WriteJobOutput` -- a chunk of a streamed stdout/stderr (:mod:`htc.daemons.schedd.output`);
 * :class:`Owed` -- the outbox entry that kept those writes may go (:mod:`htc.daemons.schedd.owed`);
+* :class:`StartLocalJob`, :class:`SignalLocalJob` -- start or signal a scheduler- or
+  local-universe job's process (:mod:`htc.daemons.schedd.local_jobs`), whose service answers
+  with the events :class:`LocalJobStarted`, :class:`LocalJobFailed` and :class:`LocalJobExited`;
 
 and :class:`Answer`, what each of its calls was for (the first item of the call's cookie),
 by which it finds the handler of the answer.
@@ -24,7 +27,8 @@ from dataclasses import dataclass
 from htc.daemons import core as c
 from htc.eventlog import events as ev
 
-__all__ = ["Answer", "Owed", "WriteCallFiles", "WriteJobOutput", "WriteUserLog"]
+__all__ = ["Answer", "LocalJobExited", "LocalJobFailed", "LocalJobStarted", "Owed", "SignalLocalJob", "StartLocalJob",
+           "WriteCallFiles", "WriteJobOutput", "WriteUserLog"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,64 @@ class Owed(c.Action):
     events) are done."""
 
     seq: int
+
+
+@dataclass(frozen=True)
+class StartLocalJob(c.Action):
+    """Start the process of the scheduler- or local-universe job ``job_id`` on this machine:
+    ``argv`` (the executable first) in ``cwd`` with exactly ``env``, its stdin/stdout/stderr
+    opened from those paths (outputs emptied, as HTCondor's schedd opens them) with the rights of
+    ``owner``, as whom it runs when the schedd is root. The service answers with
+    :class:`LocalJobStarted` or :class:`LocalJobFailed`, later :class:`LocalJobExited`."""
+
+    job_id: tuple[int, int]
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    cwd: str
+    stdin: str
+    stdout: str
+    stderr: str
+    owner: str | None = None
+
+
+@dataclass(frozen=True)
+class SignalLocalJob(c.Action):
+    """Send ``signal`` to the process group of the local job ``job_id`` (nothing if it is gone)."""
+
+    job_id: tuple[int, int]
+    signal: int
+
+
+@dataclass(frozen=True)
+class LocalJobStarted(c.Event):
+    """The process of local job ``job_id`` runs as ``pid``."""
+
+    job_id: tuple[int, int]
+    pid: int
+
+
+@dataclass(frozen=True)
+class LocalJobFailed(c.Event):
+    """The process of local job ``job_id`` could not be started (``reason``; ``errno`` or 0);
+    ``code`` is the hold reason code (FailedToCreateProcess, FailedToAccessUserAccount...)."""
+
+    job_id: tuple[int, int]
+    reason: str
+    errno: int = 0
+    code: int = 6
+
+
+@dataclass(frozen=True)
+class LocalJobExited(c.Event):
+    """The process of local job ``job_id`` ended: ``exit_code``, or killed by ``exit_signal``;
+    its CPU times in seconds."""
+
+    job_id: tuple[int, int]
+    exit_code: int | None
+    exit_signal: int | None = None
+    core_dumped: bool = False
+    user_cpu: float = 0.0
+    sys_cpu: float = 0.0
 
 
 class Answer(enum.Enum):

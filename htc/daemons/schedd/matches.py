@@ -31,6 +31,7 @@ from htc.daemons.schedd import userlog as ul
 from htc.daemons.schedd.ads import submitter_of
 from htc.daemons.schedd.claims import Claim
 from htc.daemons.schedd.events import Answer
+from htc.daemons.schedd.local_jobs import is_local
 from htc.daemons.schedd.shadow import ad_text
 from htc.daemons.schedd.states import ClaimState
 from htc.jobqueue import JobStatus
@@ -59,11 +60,13 @@ class Matches:
         self._carves = 0  # claim requests made on partitionable slots (their keys until granted)
 
     def idle_jobs_of(self, submitter: str, now: float, ordered: bool = True) -> list:
-        """The submitter's idle jobs that no claim is being made for."""
+        """The submitter's idle jobs that no claim is being made for (never a scheduler- or
+        local-universe job)."""
         sd = self.schedd
         uid_domain = sd.settings.uid_domain
         return [job for job in sd.queue.idle_jobs(now=now, ordered=ordered)
-                if job.job_id not in sd.reserved and submitter_of(job, uid_domain) == submitter]
+                if job.job_id not in sd.reserved and submitter_of(job, uid_domain) == submitter
+                and not is_local(job)]  # scheduler/local universe: the schedd runs them itself
 
     # -- the negotiator's questions ---------------------------------------------------------
 

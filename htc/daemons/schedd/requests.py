@@ -219,10 +219,9 @@ class ToolRequests:
             host = sinful(sd.settings.address, sd.settings.machine)
             by_log: dict[str, list] = {}
             jobs = sd.queue.query(f"ClusterId == {cid}")
-            for job in jobs:
-                path = ul.log_path(job)
-                if path:
-                    by_log.setdefault(path, []).append(ul.submit_event(job, host, now))
+            for job in jobs:  # its log and its DAG nodes log (dagman_log), one write per log
+                for action in ul.write(job, ul.submit_event(job, host, now)):
+                    by_log.setdefault(action.path, []).extend(action.events)
             # The SUBMIT events go into the outbox with the cluster (htc.daemons.schedd.owed).
             out += owe(sd.queue, [ul.WriteUserLog(path, tuple(events), owner) for path, events in by_log.items()])
         for job in jobs:

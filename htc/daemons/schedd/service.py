@@ -5,7 +5,9 @@ It adds executors to :class:`~htc.daemons.service.DaemonService` for the actions
 refusals the core tells apart from silence): :class:`WriteUserLog` (append events to a job's log
 with :class:`~htc.eventlog.writer.EventLogWriter`), :class:`WriteCallFiles` (a lane call's result
 and output, :mod:`htc.daemons.schedd.callfiles`), :class:`WriteJobOutput` (a chunk of a streamed
-stdout/stderr written at its offset, :mod:`htc.daemons.schedd.output`) and :class:`Owed`. A log or output file
+stdout/stderr written at its offset, :mod:`htc.daemons.schedd.output`), :class:`Owed`, and the
+processes of scheduler- and local-universe jobs (:class:`StartLocalJob`, :class:`SignalLocalJob`:
+:mod:`htc.daemons.schedd.local_runner`). A log or output file
 that cannot be written -- a deleted directory, a full disk -- costs that event or chunk and a
 line in the SchedLog, never the schedd.
 
@@ -36,7 +38,8 @@ from htc.daemons.calls import install_calls
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.schedd.callfiles import write_call_files
 from htc.daemons.schedd.core import Schedd
-from htc.daemons.schedd.events import Owed, WriteCallFiles, WriteJobOutput, WriteUserLog
+from htc.daemons.schedd.events import Owed, SignalLocalJob, StartLocalJob, WriteCallFiles, WriteJobOutput, WriteUserLog
+from htc.daemons.schedd.local_runner import LocalRunner
 from htc.daemons.schedd.output import write_job_output
 from htc.daemons.schedd.settings import ScheddSettings
 from htc.daemons.schedd.userlog import open_log
@@ -113,6 +116,9 @@ class ScheddService(DaemonService):
         self.register_action(WriteJobOutput, self._write_job_output)
         self.register_action(WriteCallFiles, self._write_call_files)
         self.register_action(Owed, self._owed)
+        self.local_runner = LocalRunner(self)
+        self.register_action(StartLocalJob, self.local_runner.start)
+        self.register_action(SignalLocalJob, self.local_runner.signal)
 
     def _write_user_log(self, action: WriteUserLog) -> None:
         self._pending_logs.append(action)

@@ -42,6 +42,11 @@ class ScheddSettings:
     max_jobs_per_submission: int = knob("MAX_JOBS_PER_SUBMISSION", 20000)  # jobs one submit may add
     claim_linger: float = knob("SCHEDD_CLAIM_LINGER", 0.0)       # (htc) keep an idle claim this long
     call_lanes: bool = knob("SCHEDD_CALL_LANES", True)           # (htc) function calls run on call lanes
+    # scheduler/local universe (htc.daemons.schedd.local_jobs): when such a job may start, and
+    # how long its process has between its kill signal and SIGKILL
+    start_scheduler_universe: str = knob("START_SCHEDULER_UNIVERSE", "TotalSchedulerJobsRunning < 500", convert=str)
+    start_local_universe: str = knob("START_LOCAL_UNIVERSE", "TotalLocalJobsRunning < 200", convert=str)
+    local_kill_timeout: float = knob("SCHEDD_LOCAL_JOB_KILL_TIMEOUT", 30.0)
     system_policy: SystemPolicy = SystemPolicy()  # SYSTEM_PERIODIC_HOLD / _RELEASE / _REMOVE
 
     def __post_init__(self) -> None:
@@ -54,6 +59,9 @@ class ScheddSettings:
             raise UsageError(f"SCHEDD_MIN_INTERVAL must be zero or more seconds, got {self.min_interval!r}")
         if self.claim_linger < 0:
             raise UsageError(f"SCHEDD_CLAIM_LINGER must be zero or more seconds, got {self.claim_linger!r}")
+        if self.local_kill_timeout < 0:
+            raise UsageError("SCHEDD_LOCAL_JOB_KILL_TIMEOUT must be zero or more seconds, "
+                             f"got {self.local_kill_timeout!r}")
         if self.prompt_delay < 0:
             raise UsageError(f"prompt_delay must be zero or more seconds, got {self.prompt_delay!r}")
 

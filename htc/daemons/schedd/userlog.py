@@ -10,7 +10,11 @@ the rights of the job's owner, never through a link (:func:`open_log`,
 :mod:`htc.daemons.owner_files`).
 
 A job's log is its ``UserLog`` attribute (the ``log`` submit command, made absolute by
-submit); a job without one gets no events. The helpers here read job ads as the queue stores
+submit); a job without one gets no events. A job may name a second log, ``DAGManNodesLog``
+(the ``dagman_log`` submit command; DAGMan sets it to its ``<dag>.nodes.log``): its events go
+there too, as HTCondor's ``WriteUserLog`` writes them, but only the event numbers listed in
+``DAGManNodesMask`` (a comma-separated string such as ``"0,1,2,4,5,7,9,10,11,12,13,16,17,24,27"``)
+when the job has one. The helpers here read job ads as the queue stores
 them (attribute -> ClassAd expression text).
 """
 
@@ -69,10 +73,41 @@ def log_path(job: Mapping[str, str]) -> str | None:
     return path if isinstance(path, str) and path else None
 
 
+def nodes_log_path(job: Mapping[str, str]) -> str | None:
+    """The job's DAG nodes log (``DAGManNodesLog``), or None when it has none."""
+    path = literal(job, "DAGManNodesLog")
+    return path if isinstance(path, str) and path else None
+
+
+def nodes_mask(job: Mapping[str, str]) -> frozenset[int] | None:
+    """The event numbers ``DAGManNodesMask`` lets into the nodes log (None: every event).
+
+    As HTCondor reads it (``atoi`` of each comma-separated token), a token that is not a
+    number counts as event 0."""
+    text = literal(job, "DAGManNodesMask")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    numbers = set()
+    for token in text.split(","):
+        token = token.strip()
+        if token:
+            digits = token[1:] if token[:1] in "+-" else token
+            numbers.add(int(token) if digits.isdigit() else 0)
+    return frozenset(numbers) or None
+
+
 def write(job: Mapping[str, str], *events: ev.Event) -> list[WriteUserLog]:
-    """The action writing ``events`` to ``job``'s log (nothing when the job has no log)."""
-    path = log_path(job)
-    return [WriteUserLog(path, tuple(events), owner(job))] if path and events else []
+    """The actions writing ``events`` to ``job``'s log and to its DAG nodes log (masked by
+    ``DAGManNodesMask``); nothing for a log the job does not have. A nodes log that is the
+    job's own log gets each event once."""
+    path, nodes, who = log_path(job), nodes_log_path(job), owner(job)
+    out = [WriteUserLog(path, tuple(events), who)] if path and events else []
+    if nodes and nodes != path:
+        mask = nodes_mask(job)
+        chosen = tuple(e for e in events if mask is None or int(e.type) in mask)
+        if chosen:
+            out.append(WriteUserLog(nodes, chosen, who))
+    return out
 
 
 def ids(job: Mapping[str, str]) -> dict[str, int]:
@@ -102,9 +137,20 @@ def resources(job_request: Mapping[str, float | None], slot: Mapping[str, object
     )
 
 
+#: the longest notes line HTCondor writes (``%.8191s`` in SubmitEvent::formatBody)
+_MAX_NOTES = 8191
+
+
+def _notes(job: Mapping[str, str], name: str) -> str | None:
+    value = literal(job, name)
+    return value[:_MAX_NOTES] if isinstance(value, str) and value else None
+
+
 def submit_event(job: Mapping[str, str], submit_host: str, now: float) -> ev.SubmitEvent:
-    """000: the job is in the queue."""
-    return ev.SubmitEvent(**ids(job), timestamp=now, submit_host=submit_host)
+    """000: the job is in the queue; its notes lines are ``SubmitEventNotes`` (condor_submit's
+    ``submit_event_notes``; DAGMan's ``DAG Node: NAME``) and ``SubmitEventUserNotes``."""
+    return ev.SubmitEvent(**ids(job), timestamp=now, submit_host=submit_host,
+                          log_notes=_notes(job, "SubmitEventNotes"), user_notes=_notes(job, "SubmitEventUserNotes"))
 
 
 def startd_sinful(startd: str, slot_name: str) -> str:
@@ -217,4 +263,4 @@ def attribute_update_event(job: Mapping[str, str], attr: str, value: str, old: s
 
 
 __all__ = [name for name in dir() if name.endswith("_event")] + [
-    "WriteUserLog", "open_log", "owner", "literal", "number", "log_path", "write", "ids", "usage_rusage", "resources"]
+    "WriteUserLog", "open_log", "owner", "literal", "number", "log_path", "nodes_log_path", "nodes_mask", "write", "ids", "usage_rusage", "resources"]

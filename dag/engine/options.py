@@ -1,0 +1,39 @@
+"""The run's settings (DAGMAN_* knobs and condor_submit_dag options), given by the manager."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Options:
+    """How a DAG runs. 0 means "no limit" for the throttles."""
+
+    #: DAGMAN_MAX_JOBS_SUBMITTED / -maxjobs: node clusters in the queue at once
+    max_jobs: int = 0
+    #: DAGMAN_MAX_JOBS_IDLE / -maxidle: idle procs of node jobs (0: no limit)
+    max_idle: int = 1000
+    #: DAGMAN_MAX_PRE_SCRIPTS / -maxpre
+    max_pre: int = 20
+    #: DAGMAN_MAX_POST_SCRIPTS / -maxpost
+    max_post: int = 20
+    #: DAGMAN_MAX_HOLD_SCRIPTS (0: no limit)
+    max_hold: int = 0
+    #: DAGMAN_MAX_SUBMITS_PER_INTERVAL: submissions per handle() call that submits
+    max_submits_per_interval: int = 100
+    #: DAGMAN_ALWAYS_RUN_POST / -AlwaysRunPost: run POST even if PRE failed
+    always_run_post: bool = False
+    #: DAGMAN_RETRY_SUBMIT_FIRST: a retried node goes to the front of the ready queue
+    retry_submit_first: bool = True
+    #: DAGMAN_RETRY_NODE_FIRST: a node being retried goes before other ready nodes
+    retry_node_first: bool = False
+    #: DAGMAN_SUBMIT_DEPTH_FIRST: newly ready children go to the front of the queue
+    submit_depth_first: bool = False
+    #: DAGMAN_MAX_JOB_HOLDS: a node job held this many times fails (0: never)
+    max_job_holds: int = 100
+    #: DAGMAN_RESET_RETRIES_UPON_RESCUE: rescue DAGs carry no RETRY lines when True
+    reset_retries_upon_rescue: bool = True
+    #: the DAGMan job's ClusterId ($DAGID, DAGManJobId)
+    dag_id: int = 0
+    #: path of the nodes log (all node jobs write there)
+    node_log: str = ""

@@ -1,0 +1,116 @@
+"""Starting one DAG manager: the DAG read (with its rescue DAG), the lock taken, the loop run.
+
+:func:`run_manager` is the manager's whole life after its command line: it opens
+``<dag>.dagman.out``, parses the DAG (a parse error or REJECT ends the run with status 1 before
+anything is submitted), reads the settings, decides between a fresh start and recovery (a lock
+file left by an earlier manager of this DAG), starts the engine and the loop, and on the way out
+removes the lock and writes the ``EXITING WITH STATUS`` line.
+"""
+
+from __future__ import annotations
+
+import os
+
+from htc.dag.manager.condor_sub import dag_file_names
+from htc.dag.manager.lockfile import read_lock, remove_lock, write_lock
+from htc.dag.manager.outputs import DagmanOut
+from htc.dag.manager.rescue_files import next_rescue, rescue_to_use
+from htc.dag.manager.runner import EXIT_RESTART, Runner
+from htc.dag.manager.settings import load_settings, node_log_path
+from htc.errors import HTCError
+
+__all__ = ["load_dag", "run_manager"]
+
+EXIT_OKAY, EXIT_ERROR, EXIT_ABORT = 0, 1, 2
+
+
+def load_dag(dag_file: str, *, rescue: str | None = None):
+    """The DAG of ``dag_file`` with the rescue DAG ``rescue`` applied (DONE nodes, retries).
+
+    Raises:
+        DagError: the file (or the rescue file) does not parse; the message names file and line.
+    """
+    from htc.dag.parser import parse_dag
+
+    return parse_dag(dag_file, extra_files=(rescue,) if rescue else ())
+
+
+def _options(settings, *, dag_id: int, node_log: str, dag_file: str):
+    """The engine's Options, plus the rescue file to write when the engine has a field for it."""
+    import dataclasses
+
+    options = settings.engine_options(dag_id=dag_id, node_log=node_log)
+    names = {f.name for f in dataclasses.fields(options)}
+    extra = {}
+    if "rescue_file" in names:
+        extra["rescue_file"] = next_rescue(dag_file, settings.max_rescue_num)
+    if "write_partial_rescue" in names:
+        extra["write_partial_rescue"] = settings.write_partial_rescue
+    return dataclasses.replace(options, **extra) if extra else options
+
+
+def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, config: str | None = None,
+                lockfile: str | None = None, rescue_from: int = 0, force_recovery: bool = False,
+                argv: list[str] | None = None, transport=None) -> int:
+    """Run the DAG of ``dag_file`` to its end; returns the manager's exit status."""
+    from htc.dag.engine import DagRun
+
+    names = dag_file_names(dag_file)
+    job_name = f"condor_scheduniv_exec.{dag_id}.0"
+    out = DagmanOut(names["out"])
+    out.banner(job_name, argv or [])
+    lock = lockfile or names["lock"]
+    code = EXIT_ERROR
+    keep_lock = True
+    try:
+        previous = read_lock(lock)
+        if previous is not None and previous.pid != os.getpid() and previous.alive():
+            out.line(f"ERROR: another DAG manager (pid {previous.pid}, job {previous.cluster}) is running "
+                     f"{dag_file} ({lock}); this one exits. Remove that job first ('htc rm {previous.cluster}').")
+            code = EXIT_RESTART if previous.cluster == dag_id and dag_id > 0 else EXIT_ERROR
+            return code
+        recovering = previous is not None or force_recovery
+        settings = load_settings(flags=flags, config_file=config)
+        rescue = rescue_to_use(dag_file, auto=settings.auto_rescue, from_number=rescue_from,
+                               max_num=settings.max_rescue_num)
+        if rescue:
+            out.line(f"Using rescue DAG {rescue}")
+        try:
+            dag = load_dag(dag_file, rescue=rescue)
+        except HTCError as exc:
+            out.line(f"ERROR: {exc}")
+            out.line("Aborting DAG: it does not parse; nothing was submitted.")
+            keep_lock = previous is not None
+            return EXIT_ERROR
+        if dag.reject is not None:
+            out.line(f"ERROR: REJECT specified in DAG file {dag.reject}: the DAG will not run")
+            keep_lock = previous is not None
+            return EXIT_ERROR
+        settings = load_settings(dag_config=dag.config, config_file=config, flags=flags)
+        out.verbosity = settings.verbosity
+        write_lock(lock, dag_id)
+        keep_lock = False
+        node_log = node_log_path(settings, dag_file)
+        if not recovering:
+            try:
+                os.unlink(node_log)   # a fresh run: events of an earlier run would mislead recovery
+            except FileNotFoundError:
+                pass  # nothing to clear: the first run of this DAG
+        else:
+            out.line(f"Lock file {lock} detected: running in recovery mode")
+        run = DagRun(dag, _options(settings, dag_id=dag_id, node_log=node_log, dag_file=dag_file))
+        runner = Runner(dag, run, settings, dag_id=dag_id, node_log=node_log, out=out,
+                        halt_file=dag_file + ".halt", transport=transport)
+        runner.start(recovering)
+        code = runner.loop()
+        keep_lock = code == EXIT_RESTART
+        return code
+    except HTCError as exc:
+        out.line(f"ERROR: {exc}")
+        code = EXIT_ERROR
+        return code
+    finally:
+        if not keep_lock:
+            remove_lock(lock)
+        out.exiting(job_name, code)
+        out.close()

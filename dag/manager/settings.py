@@ -1,0 +1,191 @@
+"""The DAG manager's settings: every ``DAGMAN_*`` knob, with DAGMan's precedence.
+
+A knob's value comes from, weakest first (reference 3.8): the pool's configuration, then the
+``_HTC_DAGMAN_*`` environment (both read by :func:`htc.config.load_config`), then the DAG's
+``CONFIG`` file or ``-config`` file (one of them: two different ones are an error, as in
+condor_submit_dag), then the command-line flags (``-maxjobs`` ...). :func:`load_settings` does
+the layering and returns a :class:`Settings`; :meth:`Settings.engine_options` is what the engine
+takes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from htc.config import load_config
+from htc.errors import UsageError
+
+__all__ = ["FLAG_KNOBS", "Settings", "load_settings", "node_log_path"]
+
+#: command-line flag (condor_submit_dag / condor_dagman spelling, lower case) -> knob
+FLAG_KNOBS = {
+    "maxjobs": "DAGMAN_MAX_JOBS_SUBMITTED",
+    "maxidle": "DAGMAN_MAX_JOBS_IDLE",
+    "maxpre": "DAGMAN_MAX_PRE_SCRIPTS",
+    "maxpost": "DAGMAN_MAX_POST_SCRIPTS",
+    "maxhold": "DAGMAN_MAX_HOLD_SCRIPTS",
+    "alwaysrunpost": "DAGMAN_ALWAYS_RUN_POST",
+    "suppress_notification": "DAGMAN_SUPPRESS_NOTIFICATION",
+    "autorescue": "DAGMAN_AUTO_RESCUE",
+}
+
+
+@dataclass
+class Settings:
+    """The ``DAGMAN_*`` knobs as the manager uses them (field name = knob minus ``DAGMAN_``)."""
+
+    max_jobs_idle: int = 1000
+    max_jobs_submitted: int = 0
+    max_pre_scripts: int = 20
+    max_post_scripts: int = 20
+    max_hold_scripts: int = 20
+    max_submits_per_interval: int = 100
+    user_log_scan_interval: int = 5
+    submit_delay: int = 0
+    max_submit_attempts: int = 6
+    auto_rescue: bool = True
+    max_rescue_num: int = 100
+    reset_retries_upon_rescue: bool = True
+    write_partial_rescue: bool = True
+    retry_submit_first: bool = True
+    retry_node_first: bool = False
+    always_run_post: bool = False
+    default_node_log: str = "@(DAG_DIR)/@(DAG_FILE).nodes.log"
+    max_job_holds: int = 100
+    hold_claim_time: int = 20
+    suppress_notification: bool = False
+    pending_report_interval: int = 600
+    queue_update_interval: int = 300
+    remove_node_jobs: bool = True
+    default_priority: int = 0
+    put_failed_jobs_on_hold: bool = False
+    use_strict: int = 1
+    verbosity: int = 3
+    abort_duplicates: bool = True
+    on_exit_remove: str = "(ExitSignal =?= 11 || (ExitCode =!= UNDEFINED && ExitCode >=0 && ExitCode <= 2))"
+    config_file: str = ""
+    debug: str = ""
+    #: where each knob's value came from (knob -> "config" | "environment" | file | "flag")
+    origins: dict[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def knob_names() -> list[str]:
+        """Every knob a :class:`Settings` holds (``DAGMAN_MAX_JOBS_IDLE`` ...)."""
+        return ["DAGMAN_" + f.name.upper() for f in fields(Settings) if f.name != "origins"]
+
+    def engine_options(self, *, dag_id: int, node_log: str, submit_depth_first: bool = False):
+        """The engine's :class:`htc.dag.engine.Options` for these settings."""
+        from htc.dag.engine import Options
+
+        return Options(max_jobs=self.max_jobs_submitted, max_idle=self.max_jobs_idle,
+                       max_pre=self.max_pre_scripts, max_post=self.max_post_scripts,
+                       max_hold=self.max_hold_scripts, max_submits_per_interval=self.max_submits_per_interval,
+                       always_run_post=self.always_run_post, retry_submit_first=self.retry_submit_first,
+                       retry_node_first=self.retry_node_first, submit_depth_first=submit_depth_first,
+                       max_job_holds=self.max_job_holds,
+                       reset_retries_upon_rescue=self.reset_retries_upon_rescue,
+                       dag_id=dag_id, node_log=node_log)
+
+
+def _convert(knob: str, kind: type, text: str, where: str) -> Any:
+    text = text.strip()
+    if kind is bool:
+        low = text.lower()
+        if low in ("true", "t", "yes", "1"):
+            return True
+        if low in ("false", "f", "no", "0"):
+            return False
+    elif kind is int:
+        try:
+            return int(text)
+        except ValueError:
+            pass
+    else:
+        return text
+    raise UsageError(f"{where}: {knob} = {text!r} is not a valid {kind.__name__}; "
+                     f"give {'True or False' if kind is bool else 'a whole number'}")
+
+
+def _read_config_file(path: str, env: dict[str, str] | None) -> dict[str, tuple[str, str]]:
+    """The ``DAGMAN_*`` definitions of a DAGMan configuration file: knob -> (value, file:line).
+
+    The file is read with htc's configuration language against the pool's configuration, so
+    macros and conditionals work; only the knobs it defines itself count.
+    """
+    from htc.config.loader import Loader
+
+    base = load_config("DAGMAN", env=env)
+    loader = Loader(base._macros, base._x)   # noqa: SLF001 -- layering one more file on the pool's
+    loader.strict = False                    # a user's file, as condor_dagman reads it
+    before = {name: base.raw(name) for name in Settings.knob_names()}
+    try:
+        loader.read_file(path, purpose="DAGMan configuration file",
+                         hint="CONFIG in the DAG file and -config name a readable configuration file")
+    except OSError as exc:
+        raise UsageError(f"cannot read the DAGMan configuration file {path}: {exc.strerror}") from None
+    found = {}
+    for name in Settings.knob_names():
+        raw = base.raw(name)
+        if raw != before[name]:
+            where = base.where(name)
+            label = f"{where[0]}:{where[1]}" if isinstance(where, tuple) else path
+            found[name] = (base.get(name) or "", label)
+    return found
+
+
+def load_settings(*, dag_config: str | None = None, config_file: str | None = None,
+                  flags: dict[str, Any] | None = None, env: dict[str, str] | None = None) -> Settings:
+    """The settings for one DAG: pool config < environment < CONFIG/-config < flags.
+
+    Args:
+        dag_config: the DAG file's ``CONFIG`` (absolute path), if any.
+        config_file: the ``-config`` file given on the command line, if any.
+        flags: knob -> value from command-line flags (None values are ignored).
+        env: the environment (default ``os.environ``).
+
+    Raises:
+        UsageError: the DAG's CONFIG and -config name different files, a file cannot be read,
+            or a value is not of its knob's type.
+    """
+    cfg = load_config("DAGMAN", env=env)
+    settings = Settings()
+    for f in fields(Settings):
+        if f.name == "origins":
+            continue
+        knob = "DAGMAN_" + f.name.upper()
+        value = cfg.param(knob)
+        if value is None or (isinstance(value, str) and not value and f.type in ("str",)):
+            value = getattr(settings, f.name)
+        setattr(settings, f.name, value)
+        origin = cfg.origin(knob)
+        settings.origins[knob] = "environment" if origin is not None and origin.kind == "environment" else "config"
+    files = {os.path.realpath(p) for p in (dag_config, config_file) if p}
+    if len(files) > 1:
+        raise UsageError(f"the DAG's CONFIG file {dag_config} and -config {config_file} differ; a DAG manager "
+                         "reads one DAGMan configuration file: drop one of them")
+    extra = config_file or dag_config or (settings.config_file or None)
+    if extra:
+        for knob, (text, where) in _read_config_file(extra, env).items():
+            name = knob[len("DAGMAN_"):].lower()
+            setattr(settings, name, _convert(knob, type(getattr(settings, name)), text, where))
+            settings.origins[knob] = where
+    for knob, value in (flags or {}).items():
+        if value is None:
+            continue
+        name = knob[len("DAGMAN_"):].lower()
+        setattr(settings, name, value)
+        settings.origins[knob] = "flag"
+    return settings
+
+
+def node_log_path(settings: Settings, dag_file: str) -> str:
+    """``DAGMAN_DEFAULT_NODE_LOG`` for ``dag_file``: ``@(DAG_DIR)`` and ``@(DAG_FILE)`` replaced
+    (the default is ``<dag dir>/<dag file>.nodes.log``); a relative result is under the DAG's
+    directory."""
+    dag_file = os.path.abspath(dag_file)
+    path = settings.default_node_log or "@(DAG_DIR)/@(DAG_FILE).nodes.log"
+    for name, value in (("DAG_DIR", os.path.dirname(dag_file)), ("DAG_FILE", os.path.basename(dag_file))):
+        path = path.replace(f"@({name})", value)
+    return os.path.join(os.path.dirname(dag_file), path)

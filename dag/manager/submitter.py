@@ -1,0 +1,125 @@
+"""Submitting a node's job: its submit description plus what DAGMan adds, sent once.
+
+The description is the node's submit file (or its inline text), with the ``VARS ... PREPEND``
+definitions before it and, as condor_submit's ``-append`` (each just before the queue
+statement, so they beat the file's own definitions), the ``VARS``, DAGMan's macros (``JOB``,
+``RETRY``, ``DAGManJobId``, ``DAG_STATUS``, ``FAILED_COUNT``, ``DAG_PARENT_NAMES``), the job-ad
+attributes (``+DAGManJobId``, ``+DAGNodeName`` ...), ``submit_event_notes = DAG Node: X`` (the
+note on the submit event that binds the cluster to its node on recovery), ``dagman_log`` (the
+schedd writes the job's events to the nodes log too), and the node's ``priority`` unless the
+file sets one.
+
+Each submission carries a ``submission_id`` naming the DAG manager job, the node and the
+retry: sent again after a lost answer (or by a restarted manager), the schedd answers with the
+cluster it already queued, so a node's job is never queued twice.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+
+from htc.client import submit
+from htc.errors import HTCError, UsageError
+
+__all__ = ["NodeSubmission", "Submitted", "describe", "submit_node"]
+
+_SETS_PRIORITY = re.compile(r"^\s*(priority|\+JobPrio|MY\.JobPrio)\s*=", re.I | re.M)
+
+
+@dataclass(frozen=True)
+class NodeSubmission:
+    """Everything one node submission needs (from the engine's ``SubmitNode`` and the settings)."""
+
+    node: str
+    submit_file: str | None
+    submit_text: str | None
+    cwd: str
+    macros: dict[str, str]
+    prepend: dict[str, str]
+    attrs: dict[str, str]
+    notes: str
+    priority: int
+    retry: int
+    node_log: str
+    dag_id: int
+    suppress_notification: bool = False
+    put_failed_jobs_on_hold: bool = False
+    hold_claim_time: int = 0
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """The node's cluster and how many procs it has."""
+
+    cluster: int
+    procs: int
+
+
+def _line(name: str, value: str) -> str:
+    return f"{name} = {' '.join(str(value).splitlines())}"
+
+
+def describe(sub: NodeSubmission) -> tuple[str, list[str], str | None]:
+    """The description text, the ``-append`` commands and the file name for messages."""
+    if sub.submit_text is not None:
+        text, filename = sub.submit_text, None
+    elif sub.submit_file:
+        try:
+            with open(sub.submit_file, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read the submit file {sub.submit_file} of node {sub.node}: "
+                             f"{exc.strerror}") from None
+        filename = sub.submit_file
+    else:
+        raise UsageError(f"node {sub.node} has neither a submit file nor an inline description")
+    if sub.prepend:
+        text = "\n".join(_line(k, v) for k, v in sub.prepend.items()) + "\n" + text
+    append = [_line(k, v) for k, v in sub.macros.items()]
+    append += [_line(f"+{k}" if not k.startswith("+") else k, v) for k, v in sub.attrs.items()]
+    append.append(_line("submit_event_notes", sub.notes))
+    append.append(_line("dagman_log", sub.node_log))
+    if sub.priority and not _SETS_PRIORITY.search(text):
+        append.append(_line("priority", str(sub.priority)))
+    if sub.suppress_notification:
+        append.append("notification = never")
+    if sub.put_failed_jobs_on_hold:
+        append.append("on_exit_hold = (ExitBySignal =?= true) || (ExitCode =!= UNDEFINED && ExitCode != 0)")
+        append.append('on_exit_hold_reason = "Node job failed and DAGMAN_PUT_FAILED_JOBS_ON_HOLD is set"')
+    if sub.hold_claim_time > 0:
+        append.append(_line("+KeepClaimIdle", str(sub.hold_claim_time)))
+    return text, append, filename
+
+
+def submission_id(sub: NodeSubmission) -> str:
+    """The id that makes a resent submission of this node try answer with its first cluster."""
+    return f"dagman-{sub.dag_id}-{sub.node}-retry{sub.retry}"
+
+
+def submit_node(sub: NodeSubmission, *, attempts: int = 6, delay: float = 0.0, transport=None) -> Submitted:
+    """Queue the node's job; retry a schedd that is away up to ``attempts`` times in all.
+
+    Raises:
+        UsageError: the description is wrong (not retried: it would fail the same way).
+        HTCError: the schedd could not be reached, or refused, every time.
+    """
+    text, append, filename = describe(sub)
+    if delay > 0:
+        time.sleep(delay)  # DAGMAN_SUBMIT_DELAY: spacing submissions is the knob's point
+    wait = 1.0
+    for attempt in range(1, max(1, attempts) + 1):
+        try:
+            result = submit(text, cwd=sub.cwd or os.getcwd(), filename=filename, append=append,
+                            transport=transport, submission_id=submission_id(sub), resend_for=60.0)
+            return Submitted(cluster=result.cluster_id, procs=result.num_procs)
+        except UsageError:
+            raise
+        except HTCError:
+            if attempt >= attempts:
+                raise
+        time.sleep(wait)  # the schedd is away (restarting): DAGMan backs off and tries again
+        wait = min(wait * 2, 30.0)
+    raise AssertionError("unreachable")
