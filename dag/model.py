@@ -63,11 +63,16 @@ class Script:
 
 @dataclass
 class Var:
-    """One ``VARS`` pair: ``name="value"``; ``prepend`` puts it before the submit file's text."""
+    """One ``VARS`` pair: ``name="value"``; ``prepend`` puts it before the submit file's text.
+
+    ``prepend`` and ``append`` record an explicit ``VARS node PREPEND|APPEND``; with neither,
+    ``DAGMAN_DEFAULT_APPEND_VARS`` decides (False: prepended), as in DAGMan.
+    """
 
     name: str
     value: str
     prepend: bool = False
+    append: bool = False
 
 
 @dataclass
@@ -96,6 +101,9 @@ class Node:
     priority: int = 0
     category: str | None = None    # full name (splice-scoped unless it starts with "+")
     save_point: str | None = None  # SAVE_POINT_FILE (absolute path)
+    #: TOLERANCE: job failures a multi-job node tolerates, as written ("3" or "10%")
+    tolerance: str | None = None
+    tolerance_mode: str | None = None  # "FAIL-FAST" or "WAIT" if given
     #: the DAG file that defined the node (for $(DAG_FILE)-like naming and messages)
     dag_file: str = ""
     source: Source | None = None
@@ -139,6 +147,10 @@ class Dag:
     jobstate_log: str | None = None
     #: REJECT was given (where); such a DAG must not run
     reject: Source | None = None
+    #: SUBMIT-DESCRIPTION blocks by name (their text); nodes using one have ``description_name``
+    submit_descriptions: dict[str, str] = field(default_factory=dict)
+    #: what the parser noticed but DAGMan accepts (a setting given twice ...), "file:line text"
+    warnings: list[str] = field(default_factory=list)
 
     # --- building ---------------------------------------------------------------------
     def add_node(self, node: Node) -> Node:
