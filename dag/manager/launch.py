@@ -14,7 +14,7 @@ import os
 from htc.dag.manager.condor_sub import dag_file_names
 from htc.dag.manager.lockfile import read_lock, remove_lock, write_lock
 from htc.dag.manager.outputs import DagmanOut
-from htc.dag.manager.rescue_files import next_rescue, rescue_to_use
+from htc.dag.manager.rescue_files import rescue_to_use
 from htc.dag.manager.runner import EXIT_RESTART, Runner
 from htc.dag.manager.settings import load_settings, node_log_path
 from htc.errors import HTCError
@@ -35,18 +35,25 @@ def load_dag(dag_file: str, *, rescue: str | None = None):
     return parse_dag(dag_file, extra_files=(rescue,) if rescue else ())
 
 
-def _options(settings, *, dag_id: int, node_log: str, dag_file: str):
-    """The engine's Options, plus the rescue file to write when the engine has a field for it."""
+def _options(settings, *, dag_id: int, node_log: str, dag_file: str, rescue: str | None):
+    """The engine's Options: the settings, plus what only the manager can know (the rescue DAGs
+    on disk, this run's DAG files), for the engine fields that exist."""
     import dataclasses
 
+    from htc.dag.manager.rescue_files import existing_rescues
+
     options = settings.engine_options(dag_id=dag_id, node_log=node_log)
+    found = existing_rescues(dag_file)
+    used = next((n for n, p in found.items() if p == rescue), 0)
+    wanted = {"max_submit_attempts": settings.max_submit_attempts,
+              "submit_interval": float(settings.user_log_scan_interval),
+              "max_rescue_num": settings.max_rescue_num,
+              "last_rescue_num": max(found, default=0),
+              "rescue_used": used,
+              "dag_files": (dag_file,),
+              "write_partial_rescue": settings.write_partial_rescue}
     names = {f.name for f in dataclasses.fields(options)}
-    extra = {}
-    if "rescue_file" in names:
-        extra["rescue_file"] = next_rescue(dag_file, settings.max_rescue_num)
-    if "write_partial_rescue" in names:
-        extra["write_partial_rescue"] = settings.write_partial_rescue
-    return dataclasses.replace(options, **extra) if extra else options
+    return dataclasses.replace(options, **{k: v for k, v in wanted.items() if k in names})
 
 
 def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, config: str | None = None,
@@ -98,7 +105,7 @@ def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, co
                 pass  # nothing to clear: the first run of this DAG
         else:
             out.line(f"Lock file {lock} detected: running in recovery mode")
-        run = DagRun(dag, _options(settings, dag_id=dag_id, node_log=node_log, dag_file=dag_file))
+        run = DagRun(dag, _options(settings, dag_id=dag_id, node_log=node_log, dag_file=dag_file, rescue=rescue))
         runner = Runner(dag, run, settings, dag_id=dag_id, node_log=node_log, out=out,
                         halt_file=dag_file + ".halt", transport=transport)
         runner.start(recovering)

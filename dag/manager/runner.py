@@ -15,11 +15,10 @@ after it, in order. The loop sleeps on a self-pipe (``signal.set_wakeup_fd``) fo
 poll interval of :class:`~htc.dag.manager.logwatch.AdaptivePoll`, or until the engine's next
 deadline.
 
-The manager also writes two kinds of events to the nodes log itself, as DAGMan does, so that
-recovery knows what only it saw: ``POST_SCRIPT_TERMINATED`` (016) when a POST script ends and
-``PRE_SKIP`` (034) when a PRE script's exit code skips the node. It does not feed these back to
-the engine while running (the engine already had the ``ScriptExited``); a recovering engine
-reads them from the log.
+The engine asks for the events DAGMan writes to the nodes log itself (``WriteNodeEvent``:
+``POST_SCRIPT_TERMINATED`` when a POST script ends, ``PRE_SKIP`` when a PRE script's exit code
+skips the node), so that recovery knows what only the manager saw; the log follower does not
+hand them back to the engine, which had the ``ScriptExited`` already.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ from htc.dag.manager.scripts import Scripts
 from htc.dag.manager.settings import Settings
 from htc.dag.manager.submitter import NodeSubmission, submit_node
 from htc.dag.model import Dag, NodeKind
-from htc.errors import HTCError
+from htc.errors import HTCError, UsageError
 from htc.eventlog import EventLogWriter
 from htc.eventlog import events as ev
 
@@ -73,7 +72,9 @@ class Runner:
         self.exit_code: int | None = None
         self.dag_status = 0
         self._actions: collections.deque = collections.deque()
-        self._clusters: dict[str, int] = {}     # node -> its latest cluster
+        #: the engine counts submit attempts itself (Options.max_submit_attempts): try once each
+        self._engine_counts_attempts = hasattr(run_options(run), "max_submit_attempts")
+        self._submit_failures: dict[str, int] = {}
         self._fake_cluster = 0
         self._remove = False
         self._stop = False
@@ -102,6 +103,8 @@ class Runner:
                                action.debug_file, action.debug_stream)
         elif isinstance(action, e.RemoveJobs):
             self._remove_jobs(action)
+        elif type(action).__name__ == "WriteNodeEvent":
+            self._own_event(action.event)
         elif isinstance(action, e.WriteFile):
             write_whole(action.path, action.text)
         elif isinstance(action, e.AppendJobstate):
@@ -140,14 +143,17 @@ class Runner:
             put_failed_jobs_on_hold=self.settings.put_failed_jobs_on_hold,
             hold_claim_time=self.settings.hold_claim_time if self.dag.children(action.node) else 0)
         self.out.line(f"Submitting HTCondor Node {action.node} job(s)...")
+        attempts = 1 if self._engine_counts_attempts else self.settings.max_submit_attempts
         try:
-            done = submit_node(sub, attempts=self.settings.max_submit_attempts,
-                               delay=float(self.settings.submit_delay), transport=self.transport)
+            done = submit_node(sub, attempts=attempts, delay=float(self.settings.submit_delay),
+                               transport=self.transport)
         except HTCError as exc:
             self.out.line(f"ERROR: submit attempt failed for Node {action.node}: {exc}")
+            failures = self._submit_failures[action.node] = self._submit_failures.get(action.node, 0) + 1
+            if self._engine_counts_attempts and not isinstance(exc, UsageError):
+                time.sleep(min(8.0, 0.5 * 2 ** (failures - 1)))  # the schedd is away: back off before the next try
             self._actions.append(_Feed(e.SubmitFailed(action.node, str(exc))))
             return
-        self._clusters[action.node] = done.cluster
         self.out.line(f"\tassigned HTCondor ID ({done.cluster}.0.0)")
         self._actions.append(_Feed(e.NodeSubmitted(action.node, done.cluster, done.procs)))
 
@@ -188,14 +194,6 @@ class Runner:
         self.out.line(f"{kind} Script of Node {node} "
                       + (f"completed successfully." if status == 0 else
                          f"failed with status {status}" if status > 0 else f"died on signal {-status}"))
-        spec = self.dag.nodes.get(node)
-        if kind == "POST":
-            self._own_event(ev.PostScriptTerminatedEvent(
-                cluster=self._clusters.get(node, -1), terminated_normally=status >= 0,
-                return_value=status if status >= 0 else None, signal=-status if status < 0 else None,
-                dag_node_name=node))
-        elif kind == "PRE" and spec is not None and spec.pre_skip is not None and status == spec.pre_skip:
-            self._own_event(ev.PreSkipEvent(cluster=-1, dag_node_name=node))
         self.feed(e.ScriptExited(node, kind, status))
 
     # -- the loop ---------------------------------------------------------------------------------
@@ -204,10 +202,6 @@ class Runner:
         if recovering:
             events = self.log.read()
             self.out.line(f"Running in RECOVERY mode... >>>>>>>>>>  {len(events)} events in {self.node_log_path}")
-            for event in events:
-                note = getattr(event, "log_notes", None) or ""
-                if isinstance(event, (ev.SubmitEvent, ev.ClusterSubmitEvent)) and note.startswith("DAG Node: "):
-                    self._clusters[note[len("DAG Node: "):].strip()] = event.cluster
             self.feed(e.Recover(events))
             self.out.line("...done with RECOVERY mode <<<<<<<<<<")
         self.feed(e.Start())
@@ -346,6 +340,11 @@ class Runner:
 
     def _on_term(self, signum, frame) -> None:
         self._stop = True
+
+
+def run_options(run: DagRun):
+    """The engine's Options of ``run`` (None if it does not show them)."""
+    return getattr(run, "options", None)
 
 
 def _wake(signum, frame) -> None:

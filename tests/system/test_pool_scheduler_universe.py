@@ -102,7 +102,7 @@ def test_rm_sends_sigterm_and_the_job_leaves_with_aborted_once_its_process_is_go
     pid = int((pool.work / "pid").read_text())
     assert alive(pid)
     assert act(pool, m.JobAction.Remove, cluster).success == 1
-    events = pool.log_events(pool.work / "rm.log", until=lambda evs: evs[-1].type == T.JOB_ABORTED)
+    events = pool.log_events(pool.work / "rm.log", until=lambda evs: bool(evs) and evs[-1].type == T.JOB_ABORTED)
     assert (pool.work / "trapped").read_text() == "got TERM\n"
     assert not alive(pid)
     assert [e.type for e in events] == [T.SUBMIT, T.EXECUTE, T.JOB_EVICTED, T.JOB_ABORTED]
@@ -118,7 +118,7 @@ def test_a_job_ignoring_its_remove_kill_sig_is_killed_after_the_timeout(pool):
     pool.log_events(pool.work / "stub.log", 2)
     wait_for(lambda: (pool.work / "pid").exists() and (pool.work / "pid").read_text().strip(), what="the pid file")
     assert act(pool, m.JobAction.Remove, cluster).success == 1
-    pool.log_events(pool.work / "stub.log", until=lambda evs: evs[-1].type == T.JOB_ABORTED, timeout=30)
+    pool.log_events(pool.work / "stub.log", until=lambda evs: bool(evs) and evs[-1].type == T.JOB_ABORTED, timeout=30)
     assert "got USR1" in (pool.work / "sigs").read_text()
     assert not alive(int((pool.work / "pid").read_text()))
 

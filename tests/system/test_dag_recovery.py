@@ -1,0 +1,112 @@
+"""A DAG's failures on a real pool: rescue DAGs, kill -9 of the manager, htc rm of the DAG job,
+category throttles, and the DAG's node jobs in htc q."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from dag_pool import DagDir, dag_pool, in_queue, wait_until
+from htc.dag.manager.lockfile import read_lock
+from htc.eventlog import events as ev
+
+pytestmark = pytest.mark.slow
+
+#: a node that waits for the file go.<node> (at most 120 s) before it records its run
+WAITER = """#!/bin/sh
+i=0
+while [ ! -e "{work}/go.$1" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done
+touch "{work}/runs/$1.$(date +%s%N).$$"
+"""
+
+
+@pytest.fixture
+def d(monkeypatch):
+    with dag_pool() as pool:
+        yield DagDir(pool, monkeypatch)
+
+
+def waiter(d: DagDir) -> None:
+    d.script("wait.sh", WAITER.format(work=d.work))
+    d.write("wait.sub", f"executable = {d.work}/wait.sh\narguments = $(JOB)\nqueue\n")
+
+
+def running(d: DagDir, dag: str, node: str) -> bool:
+    return any(n == node and isinstance(e, ev.ExecuteEvent) for n, e in d.node_events(dag))
+
+
+def test_a_failed_dag_writes_a_rescue_dag_and_a_resubmission_finishes_it(d):
+    d.script("fix.sh", f'#!/bin/sh\ntouch "{d.work}/runs/$1.$(date +%s%N).$$"\n[ -e "{d.work}/fixed" ]\n')
+    d.write("fix.sub", f"executable = {d.work}/fix.sh\narguments = $(JOB)\nqueue\n")
+    d.write("res.dag", "JOB A node.sub\nJOB B fix.sub\nJOB C node.sub\nPARENT A CHILD B\nPARENT B CHILD C\n")
+    d.submit("res.dag")
+    d.wait("res.dag")
+    assert d.exit_status("res.dag") == 1 and d.runs() == {"A": 1, "B": 1}
+    rescue = (d.work / "res.dag.rescue001").read_text()
+    assert "DONE A" in rescue and "DONE B" not in rescue
+    (d.work / "fixed").write_text("")
+    status, out, err = d.htc("dag", "submit", "res.dag")
+    assert status == 0 and out.splitlines()[0] == "Running rescue DAG 1", out + err
+    d.wait("res.dag")
+    assert d.exit_status("res.dag") == 0
+    assert d.runs() == {"A": 1, "B": 2, "C": 1}   # A, done before, did not run again
+
+
+def test_kill_9_of_the_manager_recovers_without_running_a_node_twice(d):
+    waiter(d)
+    d.write("k.dag", "JOB A node.sub\nJOB B wait.sub\nJOB C node.sub\nPARENT A CHILD B\nPARENT B CHILD C\n")
+    cluster = d.submit("k.dag")
+    wait_until(lambda: running(d, "k.dag", "B"), what="node B running")
+    lock = read_lock(str(d.work / "k.dag.lock"))
+    assert lock is not None and lock.cluster == cluster
+    os.kill(lock.pid, signal.SIGKILL)
+    # the schedd requeues the manager job (on_exit_remove) and starts it again: it recovers
+    wait_until(lambda: (l := read_lock(str(d.work / "k.dag.lock"))) is not None and l.pid != lock.pid,
+               what="a new manager")
+    wait_until(lambda: "RECOVERY" in d.dagman_out("k.dag"), what="recovery mode")
+    (d.work / "go.B").write_text("")
+    d.wait("k.dag")
+    assert d.exit_status("k.dag") == 0
+    assert d.runs() == {"A": 1, "B": 1, "C": 1}
+    assert d.order("k.dag", ev.SubmitEvent) == ["A", "B", "C"]
+
+
+def test_htc_rm_of_the_dag_job_removes_its_nodes_and_writes_the_rescue_dag(d):
+    waiter(d)
+    d.write("rm.dag", "JOB A wait.sub\nJOB B node.sub\nPARENT A CHILD B\n")
+    cluster = d.submit("rm.dag")
+    wait_until(lambda: running(d, "rm.dag", "A"), what="node A running")
+    # htc q -dag shows the node's job under its DAG
+    status, out, err = d.htc("q", "-nobatch", "-dag")
+    lines = out.splitlines()
+    dag_line = next(i for i, l in enumerate(lines) if l.split() and l.split()[0] == f"{cluster}.0")
+    assert "|-A" in lines[dag_line + 1], out
+    node_cluster = next(e.cluster for n, e in d.node_events("rm.dag") if n == "A")
+    status, out, err = d.htc("rm", str(cluster))
+    assert status == 0, err
+    d.wait("rm.dag")
+    assert d.exit_status("rm.dag") == 2
+    assert (d.work / "rm.dag.rescue001").exists()
+    wait_until(lambda: not in_queue(d.pool, node_cluster), what="node A's job removed")
+    assert any(n == "A" and isinstance(e, ev.JobAbortedEvent) for n, e in d.node_events("rm.dag"))
+    assert d.runs() == {}
+
+
+def test_maxjobs_of_a_category_is_never_exceeded(d):
+    d.script("nap.sh", f'#!/bin/sh\ntouch "{d.work}/runs/$1.$(date +%s%N).$$"\nsleep 1\n')
+    d.write("nap.sub", f"executable = {d.work}/nap.sh\narguments = $(JOB)\nqueue\n")
+    nodes = [f"N{i}" for i in range(5)]
+    d.write("cat.dag", "".join(f"JOB {n} nap.sub\nCATEGORY {n} slow\n" for n in nodes) + "MAXJOBS slow 1\n")
+    d.submit("cat.dag")
+    d.wait("cat.dag")
+    assert d.exit_status("cat.dag") == 0 and d.runs() == dict.fromkeys(nodes, 1)
+    live = peak = 0
+    for _node, event in d.node_events("cat.dag"):
+        if isinstance(event, ev.SubmitEvent):
+            live += 1
+            peak = max(peak, live)
+        elif isinstance(event, (ev.JobTerminatedEvent, ev.JobAbortedEvent)):
+            live -= 1
+    assert peak == 1
