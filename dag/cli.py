@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import uuid
 
 from htc.cli.options import add_command, add_option, add_pool_options, transport_from
@@ -45,7 +46,7 @@ def _job_from_args(args: argparse.Namespace):
 
 def _check(args: argparse.Namespace):
     """Parse the DAG and refuse what condor_submit_dag refuses; returns (dag, rescue, settings)."""
-    from htc.dag.manager.launch import load_dag
+    from htc.dag.manager.launch import load_dag, strict_refuses
     from htc.dag.manager.lockfile import lock_path, read_lock
     from htc.dag.manager.rescue_files import rename_old, rescue_to_use
     from htc.dag.manager.settings import load_settings
@@ -73,7 +74,12 @@ def _check(args: argparse.Namespace):
         raise UsageError(f"ERROR: REJECT specified in DAG file {dag.reject}: this DAG will not run "
                          "(remove the REJECT line to run it). No jobs were queued.")
     # the DAG's CONFIG and -config must agree, and the values must be of their types
-    load_settings(dag_config=dag.config, config_file=os.path.abspath(args.config) if args.config else None)
+    settings = load_settings(dag_config=dag.config, config_file=os.path.abspath(args.config) if args.config else None)
+    for warning in getattr(dag, "warnings", []):
+        print(f"WARNING: {warning}", file=sys.stderr)
+    if strict_refuses(dag, settings):
+        raise UsageError(f"ERROR: DAGMAN_USE_STRICT = {settings.use_strict} makes the warnings above errors; fix "
+                         "them or lower DAGMAN_USE_STRICT. No jobs were queued.")
     return dag, rescue, settings
 
 

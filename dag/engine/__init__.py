@@ -11,7 +11,7 @@ the run.
 from htc.dag.engine.events import (
     Action, AppendJobstate, Exit, Halt, JobEvent, Log, NodeSubmitted, Recover, RemoveJobs,
     RemoveRequested, Resume, RunScript, ScriptExited, Start, SubmitFailed, SubmitNode, Tick,
-    WriteFile,
+    WriteFile, WriteNodeEvent,
 )
 from htc.dag.engine.options import Options
 from htc.dag.engine.run import DagRun
@@ -20,5 +20,5 @@ from htc.dag.engine.states import NodeStatus
 __all__ = [
     "Action", "AppendJobstate", "DagRun", "Exit", "Halt", "JobEvent", "Log", "NodeStatus",
     "NodeSubmitted", "Options", "Recover", "RemoveJobs", "RemoveRequested", "Resume", "RunScript",
-    "ScriptExited", "Start", "SubmitFailed", "SubmitNode", "Tick", "WriteFile",
+    "ScriptExited", "Start", "SubmitFailed", "SubmitNode", "Tick", "WriteFile", "WriteNodeEvent",
 ]

@@ -14,7 +14,7 @@ from htc.eventlog.events import Event as LogEvent
 __all__ = [
     "Action", "AppendJobstate", "EngineEvent", "Exit", "Halt", "JobEvent", "Log", "NodeSubmitted",
     "Recover", "RemoveJobs", "RemoveRequested", "Resume", "RunScript", "ScriptExited", "Start",
-    "SubmitFailed", "SubmitNode", "Tick", "WriteFile",
+    "SubmitFailed", "SubmitNode", "Tick", "WriteFile", "WriteNodeEvent",
 ]
 
 
@@ -140,6 +140,19 @@ class RemoveJobs:
 
 
 @dataclass(frozen=True)
+class WriteNodeEvent:
+    """Append ``event`` to the nodes log, as DAGMan does for recovery.
+
+    The engine asks for a ``POST_SCRIPT_TERMINATED`` event when a POST script ends and a
+    ``PRESKIP`` event when PRE_SKIP skips a node; a later run replays them in
+    :class:`Recover` (without them, recovery re-runs those POST / PRE scripts). The engine
+    ignores these events when the log follower hands them back as :class:`JobEvent`.
+    """
+
+    event: LogEvent
+
+
+@dataclass(frozen=True)
 class WriteFile:
     """Write ``text`` as the whole content of ``path`` (rescue DAG, status file, DOT, metrics)."""
 
@@ -169,4 +182,5 @@ class Exit:
     dag_status: int = 0
 
 
-Action = RunScript | SubmitNode | RemoveJobs | WriteFile | AppendJobstate | Log | Exit
+Action = (RunScript | SubmitNode | RemoveJobs | WriteNodeEvent | WriteFile | AppendJobstate | Log
+          | Exit)

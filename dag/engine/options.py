@@ -33,6 +33,23 @@ class Options:
     max_job_holds: int = 100
     #: DAGMAN_RESET_RETRIES_UPON_RESCUE: rescue DAGs carry no RETRY lines when True
     reset_retries_upon_rescue: bool = True
+    #: DAGMAN_MAX_SUBMIT_ATTEMPTS: SubmitFailed events before the node fails ($RETURN -1001)
+    max_submit_attempts: int = 6
+    #: DAGMAN_USER_LOG_SCAN_INTERVAL: the interval of max_submits_per_interval (seconds)
+    submit_interval: float = 5.0
+    #: DAGMAN_MAX_RESCUE_NUM: the highest rescue DAG number (0: write none)
+    max_rescue_num: int = 100
+    #: the highest-numbered rescue DAG of this DAG that exists (see rescue.newest_rescue);
+    #: this run's rescue DAG is the next number
+    last_rescue_num: int = 0
+    #: the rescue DAG this run was started from (0: none), for the metrics file
+    rescue_used: int = 0
+    #: the DAG files of the run (node status file ``DagFiles``; default: the Dag's file)
+    dag_files: tuple[str, ...] = ()
+    #: the text of the DOT command's INCLUDE file (the manager reads it), if any
+    dot_include_text: str | None = None
+    #: the parent DAGMan's ClusterId for a SUBDAG's DAGMan ("" at the top), for metrics
+    parent_dag_id: str = ""
     #: the DAGMan job's ClusterId ($DAGID, DAGManJobId)
     dag_id: int = 0
     #: path of the nodes log (all node jobs write there)

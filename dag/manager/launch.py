@@ -35,6 +35,12 @@ def load_dag(dag_file: str, *, rescue: str | None = None):
     return parse_dag(dag_file, extra_files=(rescue,) if rescue else ())
 
 
+def strict_refuses(dag, settings) -> bool:
+    """True if ``DAGMAN_USE_STRICT`` turns the DAG's warnings into errors (2 and above: every
+    warning the parser gave; 1, the default, and 0 only report them)."""
+    return settings.use_strict >= 2 and bool(getattr(dag, "warnings", []))
+
+
 def _options(settings, *, dag_id: int, node_log: str, dag_file: str, rescue: str | None):
     """The engine's Options: the settings, plus what only the manager can know (the rescue DAGs
     on disk, this run's DAG files), for the engine fields that exist."""
@@ -70,14 +76,14 @@ def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, co
     code = EXIT_ERROR
     keep_lock = True
     try:
+        settings = load_settings(flags=flags, config_file=config)
         previous = read_lock(lock)
-        if previous is not None and previous.pid != os.getpid() and previous.alive():
+        if previous is not None and previous.pid != os.getpid() and previous.alive() and settings.abort_duplicates:
             out.line(f"ERROR: another DAG manager (pid {previous.pid}, job {previous.cluster}) is running "
                      f"{dag_file} ({lock}); this one exits. Remove that job first ('htc rm {previous.cluster}').")
             code = EXIT_RESTART if previous.cluster == dag_id and dag_id > 0 else EXIT_ERROR
             return code
         recovering = previous is not None or force_recovery
-        settings = load_settings(flags=flags, config_file=config)
         rescue = rescue_to_use(dag_file, auto=settings.auto_rescue, from_number=rescue_from,
                                max_num=settings.max_rescue_num)
         if rescue:
@@ -95,6 +101,13 @@ def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, co
             return EXIT_ERROR
         settings = load_settings(dag_config=dag.config, config_file=config, flags=flags)
         out.verbosity = settings.verbosity
+        for warning in getattr(dag, "warnings", []):
+            out.line(f"WARNING: {warning}")
+        if strict_refuses(dag, settings):
+            out.line(f"ERROR: DAGMAN_USE_STRICT = {settings.use_strict} makes the warnings above errors; "
+                     "fix them or lower DAGMAN_USE_STRICT")
+            keep_lock = previous is not None
+            return EXIT_ERROR
         write_lock(lock, dag_id)
         keep_lock = False
         node_log = node_log_path(settings, dag_file)

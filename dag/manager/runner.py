@@ -80,6 +80,8 @@ class Runner:
         self._stop = False
         self._halted = False
         self._writer: EventLogWriter | None = None
+        #: DAGMAN_DEBUG with D_FULLDEBUG or D_ALL: every event read goes to dagman.out
+        self._full_debug = any(w in settings.debug.upper() for w in ("D_FULLDEBUG", "D_ALL"))
         self._last_counts: dict | None = None
         self._next_halt_check = 0.0
         self._next_queue_update = 0.0
@@ -250,6 +252,8 @@ class Runner:
             busy = True
         events = self.log.read()
         for event in events:
+            if self._full_debug:
+                self.out.line(f"Event: {type(event).__name__} for job {event.cluster}.{event.proc}", level=0)
             if isinstance(event, _OWN_EVENTS):
                 continue
             self.feed(e.JobEvent(event))

@@ -8,6 +8,7 @@ Iwd, with its files, as DAGMan runs. Each test reads the job's log with ``htcond
 from __future__ import annotations
 
 import os
+import pwd
 import signal
 
 import htcondor2
@@ -15,6 +16,8 @@ import psutil
 import pytest
 
 from htc.client import history
+from htc.daemons.schedd.shadow import ad_text
+from htc.jobqueue.ads import quote
 from htc.wire import messages as m
 from poolutil import Pool, wait_for
 
@@ -182,3 +185,30 @@ def test_removing_a_job_with_other_job_remove_requirements_removes_the_matching_
     assert f"fired when job ({boss}.0) was removed" in events[2]["Reason"]
     wait_for(lambda: pool.jobs(f"ClusterId == {boss} || ClusterId == {nodes}") == [], what="all of them to go")
     assert [a["ClusterId"] for a in pool.jobs("", "ClusterId")] == [other]
+
+
+def test_a_local_universe_job_runs_the_same_way(pool):
+    cluster = pool.submit("universe = local\nexecutable = /bin/echo\narguments = local $(Cluster)\n"
+                          "output = local.out\nlog = local.log\nqueue\n").cluster_id
+    events = pool.log_events(pool.work / "local.log", 3)
+    assert [e.type for e in events] == [T.SUBMIT, T.EXECUTE, T.JOB_TERMINATED]
+    assert (pool.work / "local.out").read_text() == f"local {cluster}\n"
+
+
+_WHO_AM_I = ("import ctypes, os; libc = ctypes.CDLL(None); sig = ctypes.c_int(); "
+             "libc.prctl(2, ctypes.byref(sig), 0, 0, 0); print(os.getuid(), sig.value)")  # 2: PR_GET_PDEATHSIG
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="run the tests as root, as CI does")
+def test_a_root_schedd_runs_the_job_as_its_owner_and_it_dies_with_the_schedd(pool):
+    uid = pwd.getpwnam("nobody").pw_uid
+    description = (f"universe = scheduler\nexecutable = /usr/bin/python3\narguments = \"-c '{_WHO_AM_I}'\"\n"
+                   "output = who.out\nlog = who.log\nqueue\n")
+    attrs = {"SubmitDescription": quote(description), "SubmitIwd": quote(str(pool.work)), "Owner": quote("nobody")}
+    reply = pool.send(m.Submit(cluster_ad=ad_text(attrs), proc_ads=("[ ]",)))
+    events = pool.log_events(pool.work / "who.log", 3)
+    assert events[2].type == T.JOB_TERMINATED and events[2]["ReturnValue"] == 0
+    # It ran as nobody, and PR_SET_PDEATHSIG (SIGKILL) survived the switch to nobody.
+    assert (pool.work / "who.out").read_text() == f"{uid} {int(signal.SIGKILL)}\n"
+    assert (pool.work / "who.out").stat().st_uid == uid
+    assert finished(pool, reply.cluster_id)[0]["Owner"] == "nobody"

@@ -88,3 +88,13 @@ def test_halt_and_resume_make_and_remove_the_halt_file(work):
     (work / "d.dag").write_text(DIAMOND)
     assert htc("dag", "halt", "d.dag")[0] == 0 and (work / "d.dag.halt").exists()
     assert htc("dag", "resume", "d.dag")[0] == 0 and not (work / "d.dag.halt").exists()
+
+
+def test_use_strict_2_makes_the_dag_files_warnings_errors(work, monkeypatch):
+    (work / "w.dag").write_text("SUBMIT-DESCRIPTION s {\nexecutable = /bin/true\nqueue\n}\n"
+                                "SUBMIT-DESCRIPTION s {\nexecutable = /bin/false\nqueue\n}\nJOB A s\n")
+    status, out, err = htc("dag", "submit", "-no_submit", "w.dag")
+    assert status == 0 and "WARNING:" in err and "defined again" in err
+    monkeypatch.setenv("_HTC_DAGMAN_USE_STRICT", "2")
+    status, out, err = htc("dag", "submit", "-no_submit", "-f", "w.dag")
+    assert status != 0 and "DAGMAN_USE_STRICT = 2" in err
