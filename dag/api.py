@@ -131,12 +131,19 @@ class DAG:
 
     Args:
         name: the DAG's name: its file is ``NAME.dag`` when :meth:`submit` writes it.
+        python: the interpreter function nodes' jobs run (default: this one); the slot accounts
+            must be able to run it (see :func:`htc.dag.function_nodes.submit_text`).
+        environment: function nodes' job environment (default: this process's PYTHONPATH).
+        model: the model to wrap (:meth:`read` passes the parsed file's).
     """
 
-    def __init__(self, name: str = "dag", *, model: Dag | None = None):
+    def __init__(self, name: str = "dag", *, python: str | None = None, environment: dict[str, str] | None = None,
+                 model: Dag | None = None):
         if not name or any(c in name for c in "/\\ \t\n"):
             raise UsageError(f"DAG name {name!r} cannot name a file; use letters, digits, '-' and '_'")
         self.name = name
+        self.python = python
+        self.environment = environment
         self.model = model if model is not None else Dag()
         #: function nodes -> their calls
         self.calls: dict[str, fnodes.FunctionCall] = {}
@@ -147,8 +154,9 @@ class DAG:
 
     # --- reading -------------------------------------------------------------------------------
     @classmethod
-    def read(cls, path: str | os.PathLike) -> DAG:
-        """Parse a DAG file (with its INCLUDEs and SPLICEs) into a DAG to change, write or submit.
+    def read(cls, path: str | os.PathLike, **options: Any) -> DAG:
+        """Parse a DAG file (with its INCLUDEs and SPLICEs) into a DAG to change, write or submit;
+        ``options`` are the constructor's (``python=``, ``environment=``).
 
         Raises:
             DagError: the file is not a valid DAG file (the message names the file and line).
@@ -156,7 +164,7 @@ class DAG:
         from htc.dag.parser import parse_dag
 
         name = Path(path).name
-        return cls(name[:-4] if name.endswith(".dag") else name, model=parse_dag(path))
+        return cls(name[:-4] if name.endswith(".dag") else name, model=parse_dag(path), **options)
 
     def __getitem__(self, name: str) -> NodeRef:
         if name not in self.model.nodes:
@@ -404,7 +412,8 @@ class DAG:
         for name, node in model.nodes.items():
             if name in self.calls:
                 fnodes.write_call(directory, name, self.calls[name])
-                node.submit_text = fnodes.submit_text(name, self.calls[name].parents, extra=self._extra.get(name))
+                node.submit_text = fnodes.submit_text(name, self.calls[name].parents, python=self.python,
+                                                      environment=self.environment, extra=self._extra.get(name))
             if name in self.calls or name in self._generated:
                 sub = directory / f"{name}.sub"
                 sub.write_text(node.submit_text or "")

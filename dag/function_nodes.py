@@ -135,14 +135,29 @@ def result_file(directory: str | os.PathLike, node: str) -> Path:
     return Path(directory) / cf.parent_file(node)
 
 
+def _environment_text(env: dict[str, str]) -> str:
+    """The ``environment`` command's value (the new syntax: quoted, space-separated pairs)."""
+    parts = []
+    for name, value in env.items():
+        if any(c in value for c in " \t'\""):
+            value = "'" + value.replace("'", "''").replace('"', '""') + "'"
+        parts.append(f"{name}={value}")
+    return '"' + " ".join(parts) + '"'
+
+
 def submit_text(node: str, parents: list[str], *, python: str | None = None,
-                extra: dict[str, str] | None = None) -> str:
+                environment: dict[str, str] | None = None, extra: dict[str, str] | None = None) -> str:
     """The submit description of function node ``node`` (files relative to the DAG's directory).
 
     Args:
         node: the node's name (also its call id).
         parents: the function nodes whose results are arguments of this one.
-        python: the interpreter the job runs (default: this one).
+        python: the interpreter the job runs (default: this one). The slot account that runs
+            the job must be able to run it and import htc from it: a root pool runs jobs as
+            other accounts, which may not reach a venv under ``/root``
+            (``htc.executors.shared_python`` prepares one they can, as for the executor).
+        environment: the job's environment variables (default: this process's PYTHONPATH, if
+            set, so the job imports what this process imports).
         extra: more submit commands (``request_memory``...), added last.
     """
     inputs = [f"{node}{cf.CALL_SUFFIX}", *(cf.parent_file(p) for p in parents)]
@@ -159,11 +174,10 @@ def submit_text(node: str, parents: list[str], *, python: str | None = None,
         "output": f"{node}.out",
         "error": f"{node}.err",
     }
-    path = os.environ.get("PYTHONPATH")
-    if path:  # the job imports what this process imports (the worker's own packages included)
-        if any(c in path for c in " \t'\""):
-            path = "'" + path.replace("'", "''").replace('"', '""') + "'"
-        lines["environment"] = f'"PYTHONPATH={path}"'
+    env = dict(environment) if environment is not None else (
+        {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {})
+    if env:
+        lines["environment"] = _environment_text(env)
     lines.update(extra or {})
     return "".join(f"{k} = {v}\n" for k, v in lines.items()) + "queue\n"
 

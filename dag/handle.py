@@ -17,6 +17,7 @@ import contextlib
 import io
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +83,16 @@ class DagHandle:
         """
         from htc.client import wait_for_jobs
 
-        result = wait_for_jobs(self.manager_log, str(self.cluster), timeout=timeout, poll=0.05)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        # the schedd writes the manager job's submit event just after it answers the submit
+        while not self.manager_log.exists() and (deadline is None or time.monotonic() < deadline):
+            time.sleep(0.02)
+        done = False
+        if self.manager_log.exists():
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            done = wait_for_jobs(self.manager_log, str(self.cluster), timeout=left, poll=0.05).done
         code = self.exit_code()
-        if not result.done or code is None:
+        if not done or code is None:
             raise DagTimeout(f"DAG {self.dag_file.name} (manager job {self.cluster}) has not finished after "
                              f"{timeout} s; wait longer, or see its nodes with handle.status()")
         return code
