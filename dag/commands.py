@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from htc.dag.parser import _Parse
 
-__all__ = ["COMMANDS"]
+__all__ = ["COMMANDS", "resolve_path"]
 
 
 def _int(p: _Parse, word: str, src: Source, cmd: str, what: str, *, low: int | None = None,
@@ -54,7 +54,10 @@ def _sub(word: str) -> str:
     return word.upper().replace("_", "-")
 
 
-def _abspath(base: str, path: str) -> str:
+def resolve_path(base: str, path: str) -> str:
+    """``path`` made absolute against ``base`` (an absolute, normalised directory)."""
+    if "/" not in path and path not in (".", ".."):
+        return f"{base}/{path}" if base != "/" else f"/{path}"   # the common case, fast
     return os.path.normpath(os.path.join(base, path))
 
 
@@ -122,7 +125,7 @@ def script(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None
     for node in p.nodes_named(scope, name, src, cmd):
         node.scripts[kind] = Script(
             kind=kind, executable=exe, args=list(args), defer_status=defer_status,
-            defer_time=defer_time, debug_file=_abspath(node.dir, debug[0]) if debug else None,
+            defer_time=defer_time, debug_file=resolve_path(node.dir, debug[0]) if debug else None,
             debug_stream=debug[1] if debug else None, source=src)
 
 
@@ -265,7 +268,7 @@ def save_point_file(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str
     _end(p, words, src, cmd)
     for node in p.nodes_named(scope, name, src, cmd, all_nodes=False):
         base = scope.base_dir if os.sep in file else os.path.join(scope.base_dir, "save_files")
-        node.save_point = _abspath(base, file)
+        node.save_point = resolve_path(base, file)
 
 
 # --- DAG-wide settings ----------------------------------------------------------------------
@@ -282,7 +285,7 @@ def config(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None
     """``CONFIG file``: DAGMan's own configuration; one file per DAG."""
     file = _need(p, words.next(trim_quotes=True), src, cmd, "No configuration file specified")
     _end(p, words, src, cmd)
-    path = _abspath(scope.base_dir, file)
+    path = resolve_path(scope.base_dir, file)
     if p.dag.config is not None and p.dag.config != path:
         p.fail(src, cmd, f"a DAG takes one configuration file, and {p.dag.config} was given "
                          f"before {path}; merge them into one")
@@ -316,7 +319,7 @@ def env(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
 
 def dot(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
     """``DOT file [UPDATE|DONT-UPDATE] [OVERWRITE|DONT-OVERWRITE] [INCLUDE header]``."""
-    spec = DotSpec(_abspath(scope.base_dir, _need(p, words.next(trim_quotes=True), src, cmd,
+    spec = DotSpec(resolve_path(scope.base_dir, _need(p, words.next(trim_quotes=True), src, cmd,
                                                   "No file specified")))
     while word := words.next():
         option = _sub(word)
@@ -326,7 +329,7 @@ def dot(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
             spec.overwrite = option == "OVERWRITE"
         elif option == "INCLUDE":
             header = _need(p, words.next(trim_quotes=True), src, cmd, "Missing INCLUDE header file")
-            spec.include = _abspath(scope.base_dir, header)
+            spec.include = resolve_path(scope.base_dir, header)
         else:
             p.fail(src, cmd, f"Unexpected token '{word}'")
     p.dag.dot = spec
@@ -334,7 +337,7 @@ def dot(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
 
 def node_status_file(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
     """``NODE_STATUS_FILE file [min-update-seconds] [ALWAYS-UPDATE]``; the first one counts."""
-    spec = NodeStatusSpec(_abspath(scope.base_dir, _need(p, words.next(trim_quotes=True), src, cmd,
+    spec = NodeStatusSpec(resolve_path(scope.base_dir, _need(p, words.next(trim_quotes=True), src, cmd,
                                                          "No file specified")))
     while word := words.next():
         if _sub(word) == "ALWAYS-UPDATE":
@@ -350,7 +353,7 @@ def node_status_file(p: _Parse, scope: Scope, words: Words, src: Source, cmd: st
 
 def jobstate_log(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
     """``JOBSTATE_LOG file``; the first one counts."""
-    path = _abspath(scope.base_dir, _need(p, words.next(trim_quotes=True), src, cmd,
+    path = resolve_path(scope.base_dir, _need(p, words.next(trim_quotes=True), src, cmd,
                                           "No jobstate log file specified"))
     _end(p, words, src, cmd)
     if p.dag.jobstate_log is not None:

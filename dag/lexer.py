@@ -25,20 +25,17 @@ an error of the line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["LexError", "Line", "LineReader", "Words", "unquote"]
 
-_DELIMS = " \t"
-_PLAIN_WORD = re.compile(r"[ \t]*([^ \t]+)")
 
 
 class LexError(ValueError):
     """A line cannot be split into words (an unclosed quote, a ``key =`` without a value)."""
 
 
-@dataclass(frozen=True)
-class Line:
+class Line(NamedTuple):
     """One command: its text (trimmed, continuations joined) and the number of its first line."""
 
     text: str
@@ -46,6 +43,7 @@ class Line:
 
 
 def _skip(line: str) -> bool:
+    """Blank lines and comments (``#`` or ``//``) are skipped."""
     return not line or line[0] == "#" or line.startswith("//")
 
 
@@ -53,24 +51,26 @@ class LineReader:
     """The commands of one file's text, in order, with inline blocks read on request."""
 
     def __init__(self, text: str):
-        self._lines = text.splitlines()
+        self._lines = [line.strip() for line in text.splitlines()]
         self._i = 0
 
     def next_line(self) -> Line | None:
         """The next command line (comments and blank lines skipped), or None at the end."""
-        lines, n = self._lines, len(self._lines)
-        while self._i < n:
-            number = self._i + 1
-            text = lines[self._i].strip()
-            self._i += 1
-            if _skip(text):
+        lines, n, i = self._lines, len(self._lines), self._i
+        while i < n:
+            text = lines[i]
+            i += 1
+            if not text or text[0] == "#" or text.startswith("//"):
                 continue
-            while text.endswith("\\") and self._i < n:
-                text = text[:-1].rstrip() + " " + lines[self._i].strip()
-                self._i += 1
+            number = i
+            while text.endswith("\\") and i < n:
+                text = text[:-1].rstrip() + " " + lines[i]
+                i += 1
             if text.endswith("\\"):     # a continuation at the end of the file continues nothing
                 text = text[:-1].rstrip()
+            self._i = i
             return Line(text, number)
+        self._i = i
         return None
 
     def read_block(self, end: str) -> tuple[str, str] | None:
@@ -86,7 +86,7 @@ class LineReader:
         lines, n = self._lines, len(self._lines)
         body: list[str] = []
         while self._i < n:
-            text = lines[self._i].strip()
+            text = lines[self._i]
             self._i += 1
             if _skip(text):
                 continue
@@ -97,16 +97,54 @@ class LineReader:
 
 
 class Words:
-    """A cursor over the words of one command line (``DagLexer``)."""
+    """A cursor over the words of one command line (``DagLexer``).
 
-    __slots__ = ("_s", "_n", "_pos", "_plain")
+    The line is cut into words once, when the first word is asked for; a lexing error (an
+    unclosed quote ...) is raised only when the cursor reaches it, as DAGMan's lexer does (a
+    SCRIPT's raw remainder is never lexed).
+    """
+
+    __slots__ = ("_s", "_words", "_ends", "_i", "_error", "_plain")
 
     def __init__(self, text: str):
         self._s = text
-        self._n = len(text)
-        self._pos = 0
+        self._i = 0
+        self._error: str | None = None
         # Most lines (JOB, PARENT ... CHILD) have neither quotes nor '=': split them fast.
         self._plain = not ('"' in text or "'" in text or "=" in text)
+        if self._plain:
+            self._words = text.split()
+            self._ends: list[int] | None = None
+        else:
+            self._words, self._ends = self._cut(text)
+
+    def _cut(self, s: str) -> tuple[list[str], list[int]]:
+        """Words (quotes and escapes as written) and where each ends in the line.
+
+        ``DagLexer`` joins ``key = value`` into one word ``key=value`` (spaces around the first
+        ``=`` of a word dropped); the ``=`` of a value is just a character.
+        """
+        words: list[str] = []
+        ends: list[int] = []
+        pos = 0
+        while True:
+            m = _WORD.match(s, pos)
+            key, value = m.group("k"), m.group("v")
+            if not key and value is None:
+                rest = s[m.end():]
+                if rest:
+                    self._error = ("Invalid quoting: no ending quote found" if rest[0] in "\"'"
+                                   else "Invalid key value pair: no value discovered")
+                return words, ends
+            pos = m.end()
+            if pos < len(s) and s[pos] not in " \t":   # cut short by a quote that never closes
+                self._error = "Invalid quoting: no ending quote found"
+                return words, ends
+            if value is None and s[pos:].lstrip(" \t").startswith("="):   # "key =" and no value
+                self._error = "Invalid key value pair: no value discovered"
+                return words, ends
+            words.append(key if value is None else f"{key}={value}")
+            ends.append(pos)
 
     def next(self, trim_quotes: bool = False) -> str:
         """The next word ("" at the end of the line); quote characters kept unless trimmed.
@@ -114,78 +152,31 @@ class Words:
         Raises:
             LexError: a quote is not closed, or ``key =`` has no value.
         """
-        if self._plain:
-            m = _PLAIN_WORD.match(self._s, self._pos)
-            if m is None:
-                self._pos = self._n
-                return ""
-            self._pos = m.end()
-            return m.group(1)
-        return self._next_quoted(trim_quotes)
-
-    def _next_quoted(self, trim_quotes: bool) -> str:
-        s, n, pos = self._s, self._n, self._pos
-        token: list[str] = []
-        escaped = in_quotes = is_pair = pair_complete = False
-        quote = ""
-        while pos < n:
-            c = s[pos]
-            if escaped:
-                token.append(c)
-                escaped = False
-            elif in_quotes:
-                if c == "\\":
-                    escaped = True
-                elif c == quote:
-                    if not trim_quotes:
-                        token.append(c)
-                    in_quotes = False
-                else:
-                    token.append(c)
-            elif c in _DELIMS:
-                next_is_equals = False
-                while pos + 1 < n:
-                    if s[pos + 1] in _DELIMS:
-                        pos += 1
-                    else:
-                        next_is_equals = s[pos + 1] == "="
-                        break
-                if token and ((not is_pair and not next_is_equals) or pair_complete):
-                    break
-            elif not is_pair and c == "=":
-                is_pair = True
-                token.append(c)
-            else:
-                if c in "\"'":
-                    quote = c
-                    if not trim_quotes:
-                        token.append(c)
-                    in_quotes = True
-                else:
-                    token.append(c)
-                if is_pair:
-                    pair_complete = True
-            pos += 1
-        self._pos = pos
-        if in_quotes:
-            raise LexError("Invalid quoting: no ending quote found")
-        if is_pair and not pair_complete:
-            raise LexError("Invalid key value pair: no value discovered")
-        return "".join(token)
+        i = self._i
+        if i < len(self._words):
+            self._i = i + 1
+            word = self._words[i]
+            return word if self._plain else _cook(word, trim_quotes)
+        if self._error is not None:
+            raise LexError(self._error)
+        return ""
 
     def peek(self, trim_quotes: bool = False) -> str:
         """The next word, without moving past it."""
-        pos = self._pos
+        i = self._i
         try:
             return self.next(trim_quotes)
         finally:
-            self._pos = pos
+            self._i = i
 
     def remain(self) -> str:
         """The rest of the line, raw and trimmed (the cursor moves to the end)."""
-        rest = self._s[self._pos:].strip()
-        self._pos = self._n
-        return rest
+        i, self._i = self._i, len(self._words)
+        self._error = None
+        if self._plain:
+            return " ".join(self._words[i:])
+        start = self._ends[i - 1] if i else 0
+        return self._s[start:].strip()
 
     def rest_words(self, trim_quotes: bool = False) -> list[str]:
         """All the remaining words."""
@@ -195,6 +186,34 @@ class Words:
             if not w:
                 return out
             out.append(w)
+
+
+_Q = r"""(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')"""
+#: one word: a key (quoted parts, or characters other than space, tab, quote and '=') and, if
+#: an '=' follows (spaces around it allowed), a value (quoted parts, or any non-space)
+_WORD = re.compile(r"[ \t]*(?P<k>(?:" + _Q + r"""|[^ \t"'=])*)"""
+                   r"(?:[ \t]*=[ \t]*(?P<v>(?:" + _Q + r"""|[^ \t"'])+))?""")
+#: a quoted part of a word: the quote, the text between (escapes included), the same quote
+_QUOTED = re.compile(r"""(["'])((?:(?!\1)[^\\]|\\.)*)\1""")
+_ESCAPE = re.compile(r"\\(.)")
+
+
+def _escaped(m: re.Match) -> str:
+    return m.group(1)
+
+
+def _cook(word: str, trim_quotes: bool) -> str:
+    """A raw word as the parser sees it: escapes inside quotes taken, quotes kept or trimmed."""
+    if '"' not in word and "'" not in word:
+        return word
+
+    def quoted(m: re.Match) -> str:
+        inner = m.group(2)
+        if "\\" in inner:
+            inner = _ESCAPE.sub(_escaped, inner)
+        return inner if trim_quotes else m.group(1) + inner + m.group(1)
+
+    return _QUOTED.sub(quoted, word)
 
 
 def unquote(value: str) -> str:

@@ -28,7 +28,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from htc.dag.commands import COMMANDS
+from htc.dag.commands import COMMANDS, resolve_path
 from htc.dag.errors import DagError
 from htc.dag.lexer import LexError, LineReader, Words
 from htc.dag.model import Dag, Node, NodeKind, Source
@@ -86,10 +86,6 @@ def _read(path: str, src: Source | None, command: str | None = None) -> str:
     except OSError as e:
         where = {"file": src.file, "line": src.line, "command": command} if src else {}
         raise DagError(f"cannot read DAG file {path}: {e.strerror or e}", **where) from None
-
-
-def _abspath(base: str, path: str) -> str:
-    return os.path.normpath(os.path.join(base, path))
 
 
 @dataclass
@@ -214,13 +210,13 @@ class _Parse:
                 d = words.next(trim_quotes=True)
                 if not d:
                     self.fail(src, written, "No directory path provided for DIR subcommand")
-                node.dir = _abspath(scope.base_dir, d)
+                node.dir = resolve_path(scope.base_dir, d)
             else:
                 self.fail(src, written, f"Unexpected token '{word}'")
         if text is not None:
             node.submit_text = text
         else:
-            node.submit_file = _abspath(node.dir, desc)
+            node.submit_file = resolve_path(node.dir, desc)
             if kind is not NodeKind.SUBDAG:
                 self.submit_tokens[node.name] = desc
         if kind in (NodeKind.FINAL, NodeKind.PROVISIONER):
@@ -287,14 +283,14 @@ class _Parse:
             d = words.next(trim_quotes=True)
             if not d:
                 self.fail(src, written, "No directory path provided for DIR subcommand")
-            base = _abspath(base, d)
+            base = resolve_path(base, d)
             if extra := words.next():
                 self.fail(src, written, f"Unexpected token '{extra}'")
         if name in scope.splices:
             self.fail(src, written, f"Splice name '{name}' is already used")
         if scope.full(name) in self.dag.nodes:
             self.fail(src, written, f"Splice name '{name}' is already the name of a node")
-        path = _abspath(base, file)
+        path = resolve_path(base, file)
         inner = Scope(file=path, base_dir=base, prefix=scope.full(name) + "+")
         self.parse_scope(inner, path, _read(path, src, written))
         scope.splices[name] = inner
@@ -308,7 +304,7 @@ class _Parse:
             self.fail(src, written, "No include file specified")
         if extra := words.next():
             self.fail(src, written, f"Unexpected token '{extra}'")
-        path = _abspath(scope.base_dir, file)
+        path = resolve_path(scope.base_dir, file)
         self.read_file(scope, path, _read(path, src, written), queue)
 
     # --- resolving names (second pass) --------------------------------------------------

@@ -11,7 +11,7 @@ from collections import defaultdict, deque
 
 from htc.dag.engine import (
     DagRun, Exit, JobEvent, NodeSubmitted, Options, RemoveJobs, RunScript, ScriptExited, Start,
-    SubmitFailed, SubmitNode, Tick,
+    SubmitFailed, SubmitNode, Tick, WriteNodeEvent,
 )
 from htc.dag.model import Dag, Node, NodeKind, Script
 from htc.eventlog import events as ev
@@ -75,6 +75,8 @@ class Sim:
         self.next_cluster = 100
         self.actions: list = []
         self.pending: deque = deque()
+        self.immediate: deque = deque()
+        self._draining = False
         self.submits: list[str] = []
         self.scripts: list[tuple[str, str, list[str]]] = []
         self.in_queue: dict[int, set[int]] = {}     # cluster -> procs still queued
@@ -83,14 +85,22 @@ class Sim:
         self.max_queued = 0
         self.max_cat: dict[str, int] = defaultdict(int)
         self.attempt: dict[str, int] = defaultdict(int)
+        self.nodes_log: list[ev.Event] = []          # what the nodes log holds, in order
 
     # --- feeding -----------------------------------------------------------------------
     def feed(self, event) -> list:
         """Give the engine one event now; perform its actions; return them."""
+        if isinstance(event, JobEvent):
+            self.nodes_log.append(event.event)
         actions = self.run.handle(event, self.t)
         self.t += 1
         for a in actions:
             self._perform(a)
+        if not self._draining:
+            self._draining = True
+            while self.immediate:               # submit outcomes, right after the actions
+                self.feed(self.immediate.popleft())
+            self._draining = False
         return actions
 
     def _perform(self, a) -> None:
@@ -104,6 +114,8 @@ class Sim:
             outs = self.script_exits.get((a.node, a.kind), [])
             status = outs.pop(0) if outs else 0
             self.pending.append(ScriptExited(a.node, a.kind, status))
+        elif isinstance(a, WriteNodeEvent):
+            self.nodes_log.append(a.event)
         elif isinstance(a, RemoveJobs):
             for cluster in a.clusters:
                 for proc in sorted(self.in_queue.get(cluster, ())):
@@ -117,7 +129,7 @@ class Sim:
         outs = self.exits.get(a.node, [])
         outcome = outs[n] if n < len(outs) else 0
         if outcome == SUBMIT_FAIL:
-            self.pending.append(SubmitFailed(a.node, "simulated submit failure"))
+            self.immediate.append(SubmitFailed(a.node, "simulated submit failure"))
             return
         cluster = self.next_cluster
         self.next_cluster += 1
@@ -125,7 +137,7 @@ class Sim:
         self.node_of[cluster] = a.node
         self.in_queue[cluster] = set(range(procs))
         self._track()
-        self.pending.append(NodeSubmitted(a.node, cluster, procs))
+        self.immediate.append(NodeSubmitted(a.node, cluster, procs))   # as a manager does
         for p in range(procs):
             self.pending.append(JobEvent(ev.SubmitEvent(
                 cluster=cluster, proc=p, timestamp=self.t, log_notes=f"DAG Node: {a.node}")))
@@ -167,10 +179,11 @@ class Sim:
             event = self.pending.popleft()
             if isinstance(event, JobEvent) and isinstance(
                     event.event, (ev.JobTerminatedEvent, ev.JobAbortedEvent)):
-                procs = self.in_queue.get(event.event.cluster, set())
-                if event.event.proc not in procs:
-                    return True                  # already removed
-                procs.discard(event.event.proc)
+                procs = self.in_queue.get(event.event.cluster)
+                if procs is not None:            # (a cluster of an earlier run: always fed)
+                    if event.event.proc not in procs:
+                        return True              # already removed
+                    procs.discard(event.event.proc)
             self.feed(event)
             return True
         deadline = self.run.next_deadline()

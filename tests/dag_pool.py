@@ -92,9 +92,12 @@ class DagDir:
         line = next(l for l in out.splitlines() if "submitted to cluster" in l)
         return int(line.rstrip(".").split()[-1])
 
-    def wait(self, dag: str, timeout: float = 180.0) -> None:
-        """Wait until the manager job of ``dag`` has left the queue (``htc wait <dag>.dagman.log``)."""
-        status, out, err = self.htc("wait", "-wait", str(timeout), f"{dag}.dagman.log")
+    def wait(self, dag: str, cluster: int | None = None, timeout: float = 180.0) -> None:
+        """Wait until the manager job of ``dag`` (its job ``cluster``; default: every job its log
+        names) has left the queue: ``htc wait <dag>.dagman.log [CLUSTER]``."""
+        wait_until(lambda: (self.work / f"{dag}.dagman.log").exists(), what=f"{dag}.dagman.log")
+        job = [] if cluster is None else [str(cluster)]
+        status, out, err = self.htc("wait", "-wait", str(timeout), f"{dag}.dagman.log", *job)
         assert status == 0, f"the DAG did not finish in {timeout} s: {out}{err}\n{self.dagman_out(dag)}"
 
     def dagman_out(self, dag: str) -> str:

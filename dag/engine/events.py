@@ -114,7 +114,8 @@ class SubmitNode:
     FAILED_COUNT, DAG_PARENT_NAMES); ``prepend`` the VARS PREPEND ones; ``attrs`` job-ad
     attributes as ClassAd expression text; ``notes`` goes in the submit event ("DAG Node: X").
     A ``noop`` node is not submitted for real: the manager feeds back a synthetic success
-    (submit + terminated events, as DAGMan writes them).
+    (submit + terminated events, as DAGMan writes them). The manager reports the outcome
+    (NodeSubmitted / SubmitFailed) right after performing the action, before other events.
     """
 
     node: str

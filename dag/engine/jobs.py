@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from htc.dag.engine import outcome
+from htc.dag.engine import outcome, recovery
 from htc.dag.engine.events import RemoveJobs, SubmitNode
 from htc.dag.engine.noderun import NodeRun
-from htc.dag.engine.states import NodeStatus, Step
+from htc.dag.engine.states import DagStatus, NodeStatus, Step
 from htc.dag.model import NodeKind
 from htc.eventlog import events as ev
 
@@ -73,7 +73,11 @@ def node_submitted(run: DagRun, name: str, cluster: int, procs: int) -> None:
         run.log(f"Warning: NodeSubmitted for node {name}, which is not being submitted; ignored")
         return
     node_run.awaiting_submit = False
+    run.in_flight -= 1
+    run.status_outdated = True
     _bind(run, node_run, cluster)
+    if node_run.remove_reason:
+        run._emit(RemoveJobs(name, [cluster], node_run.remove_reason))
     node_run.procs = max(node_run.procs, procs)
     run.jobs_submitted += procs
     for proc in range(procs):
@@ -91,6 +95,7 @@ def submit_failed(run: DagRun, name: str, error: str) -> None:
         run.log(f"Warning: SubmitFailed for node {name}, which is not being submitted; ignored")
         return
     node_run.awaiting_submit = False
+    run.in_flight -= 1
     node = run.dag.nodes[name]
     if node.category:
         run.cat_running[node.category] -= 1
@@ -98,8 +103,10 @@ def submit_failed(run: DagRun, name: str, error: str) -> None:
     attempts = node_run.submit_attempts
     run.log(f"Job submit failed for node {name} (attempt {attempts}): {error}")
     run._set(node_run, Step.UNSUBMIT)
-    if attempts < run.options.max_submit_attempts:
+    if attempts < run.options.max_submit_attempts and (not run.final_started
+                                                       or name == run.final):
         node_run.not_before = run.now + 2 ** (attempts - 1)
+        run.backoff.add(name)
         run.ready.push(name, node.priority, node_run.index,
                        head=run.options.retry_submit_first)
         return
@@ -142,10 +149,10 @@ def job_event(run: DagRun, event: ev.Event) -> None:
     """One event of the nodes log (live, or replayed in recovery)."""
     name = run.by_cluster.get(event.cluster)
     if isinstance(event, ev.PreSkipEvent):
-        _preskip(run, event.dag_node_name or name)
+        recovery.preskip(run, event.dag_node_name or name)
         return
     if isinstance(event, ev.PostScriptTerminatedEvent):
-        _post_terminated(run, event.dag_node_name or name, event)
+        recovery.post_terminated(run, event.dag_node_name or name, event)
         return
     if isinstance(event, (ev.SubmitEvent, ev.ClusterSubmitEvent)):
         noted = node_of_notes(event.log_notes)
@@ -195,14 +202,17 @@ def _submit_event(run: DagRun, node_run: NodeRun, event: ev.SubmitEvent) -> None
         category = run.dag.nodes[node_run.name].category
         if category:
             run.cat_running[category] += 1
+        if node_run.name == run.final:
+            run.final_started = True             # the FINAL node was running
     if node_run.status is not S.SUBMITTED:
         return
     if node_run.cluster != event.cluster:
         if node_run.cluster is not None and not node_run.awaiting_submit:
             return                               # a stale submit event
         _bind(run, node_run, event.cluster)
-    if run.recovering:
+    if run.recovering and node_run.awaiting_submit:
         node_run.awaiting_submit = False
+        run.in_flight -= 1
     run.jobstate(node_run, "SUBMIT", f"{event.cluster}.{event.proc}", event.timestamp)
     node_run.last_event_time = event.timestamp
     if event.proc not in node_run.submitted:
@@ -277,6 +287,12 @@ def _proc_end(run: DagRun, node_run: NodeRun) -> None:
     node = run.dag.nodes[node_run.name]
     if node.category:
         run.cat_running[node.category] -= 1
+    if node_run.name == run.provisioner and not run.provisioner_ready:
+        run.log(f"ERROR: Provisioner node {node_run.name} job exited before giving DAGMan "
+                "the go ahead!")
+        run._set(node_run, Step.FAIL)
+        outcome.shutdown(run, outcome.EXIT_ERROR, DagStatus.ERROR)
+        return
     run.jobstate(node_run, "JOB_SUCCESS" if node_run.retval == 0 else "JOB_FAILURE",
                  str(node_run.retval))
     if "POST" in node.scripts:
@@ -306,33 +322,6 @@ def _held(run: DagRun, node_run: NodeRun, event: ev.JobHeldEvent) -> None:
                                  "DAG Limit: Max number of held jobs was reached."))
     if "HOLD" in run.dag.nodes[node_run.name].scripts and not run.recovering:
         run.queue_script(node_run, "HOLD")
-
-
-def _preskip(run: DagRun, name: str | None) -> None:
-    if not run.recovering or name not in run.nodes:
-        return                                   # live: the engine did it already
-    node_run = run.nodes[name]
-    if node_run.status is S.NOT_READY:
-        node_run.waiting.clear()
-        run._set(node_run, Step.PARENTS_DONE)
-    if node_run.status is S.READY:
-        run._set(node_run, Step.RUN_PRE)
-    if node_run.status is S.PRERUN:
-        node_run.pre_done = True
-        node_run.retval = 0
-        run._set(node_run, Step.SUCCEED)
-        run.node_done(node_run)
-
-
-def _post_terminated(run: DagRun, name: str | None,
-                     event: ev.PostScriptTerminatedEvent) -> None:
-    if not run.recovering or name not in run.nodes:
-        return                                   # live: the engine did it already
-    node_run = run.nodes[name]
-    if node_run.status is not S.POSTRUN:
-        return
-    status = event.return_value if event.terminated_normally else -(event.signal or 0)
-    run.post_result(node_run, status or 0)
 
 
 def _provisioner_update(run: DagRun, node_run: NodeRun, event: ev.Event) -> None:

@@ -24,6 +24,7 @@ class NodeRun:
     cluster: int | None = None      # the current attempt's cluster
     clusters: list[int] = field(default_factory=list)   # every cluster of every attempt
     awaiting_submit: bool = False   # SubmitNode sent, NodeSubmitted/SubmitFailed not yet seen
+    remove_reason: str | None = None   # the DAG is ending: remove the job once it is submitted
     procs: int = 0                  # procs submitted (NodeSubmitted, or submit events seen)
     submitted: set[int] = field(default_factory=set)    # procs whose submit event was seen
     ended: set[int] = field(default_factory=set)        # procs that left the queue
@@ -49,6 +50,7 @@ class NodeRun:
         self.pre_done = False
         self.cluster = None
         self.awaiting_submit = False
+        self.remove_reason = None
         self.procs = 0
         self.submitted = set()
         self.ended = set()

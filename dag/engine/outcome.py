@@ -179,8 +179,6 @@ def shutdown(run: DagRun, exit_code: int, status: DagStatus) -> None:
     if run.exited:
         return
     run.set_dag_status(status, force=True)
-    if status == DagStatus.HALTED:
-        run.halted = True
     run.shutting_down = True
     if exit_code != EXIT_OKAY:
         write_rescue(run)
@@ -192,8 +190,10 @@ def shutdown(run: DagRun, exit_code: int, status: DagStatus) -> None:
             continue
         if name == run.final:
             continue
-        clusters = [node_run.cluster] if node_run.cluster is not None else []
-        run._emit(RemoveJobs(name, clusters, reason))
+        if node_run.awaiting_submit:
+            node_run.remove_reason = reason    # removed as soon as its cluster is known
+        if node_run.cluster is not None:
+            run._emit(RemoveJobs(name, [node_run.cluster], reason))
     if start_final(run):
         return                  # the FINAL node's result decides (check_progress)
     finish(run, exit_code, removed=status == DagStatus.RM)
@@ -202,6 +202,8 @@ def shutdown(run: DagRun, exit_code: int, status: DagStatus) -> None:
 def finish(run: DagRun, exit_code: int, removed: bool = False) -> None:
     """Write the last reports and exit with ``exit_code``."""
     run.log(f"DAG finished with status {int(run.status)}: exiting with {exit_code}")
+    if run.dag.dot and run.dag.dot.update:
+        run.write_dot()
     reports.write_status(run, removed=removed, final=True)
     run.jobstate(None, f"DAGMAN_FINISHED {exit_code}")
     run._emit(WriteFile(f"{run.dag.file}.metrics", reports.metrics_text(run, exit_code)))

@@ -1,9 +1,10 @@
 """The ready queue (which node is submitted next) and the throttles that hold submissions back.
 
-Order: higher PRIORITY first; among equal priorities, nodes put at the head (a retried node
-with DAGMAN_RETRY_NODE_FIRST, newly ready nodes with DAGMAN_SUBMIT_DEPTH_FIRST, a failed
-submission with DAGMAN_RETRY_SUBMIT_FIRST) come first, most recent first; then the others in
-DAG-file order.
+Order (HTCondor's ``DagPriorityQ``): higher PRIORITY first; among equal priorities, nodes put
+at the head (a retried node with DAGMAN_RETRY_NODE_FIRST, newly ready nodes with
+DAGMAN_SUBMIT_DEPTH_FIRST, a failed submission with DAGMAN_RETRY_SUBMIT_FIRST) come first, most
+recent first; then the others first come, first served. The nodes ready at the start are
+queued in DAG-file order.
 """
 
 from __future__ import annotations
@@ -18,15 +19,15 @@ class ReadyQueue:
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, int, str]] = []
         self._members: dict[str, tuple[int, int, int, str]] = {}
-        self._heads = 0
+        self._generation = 0
 
     def push(self, name: str, priority: int, index: int, *, head: bool = False) -> None:
-        """Queue ``name`` (``index``: its position in the DAG file)."""
+        """Queue ``name`` (``index``, its position in the DAG file, is kept for messages)."""
+        self._generation += 1
         if head:
-            self._heads += 1
-            key = (-priority, 0, -self._heads, name)
+            key = (-priority, 0, -self._generation, name)
         else:
-            key = (-priority, 1, index, name)
+            key = (-priority, 1, self._generation, name)
         self._members[name] = key
         heapq.heappush(self._heap, key)
 

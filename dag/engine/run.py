@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections import Counter, deque
 
-from htc.dag.engine import jobs, outcome, reports
+from htc.dag.engine import jobs, outcome, recovery, reports
 from htc.dag.engine.events import (
     Action, AppendJobstate, Halt, JobEvent, Log, NodeSubmitted, Recover, RemoveRequested,
-    Resume, RunScript, ScriptExited, Start, SubmitFailed, SubmitNode, Tick, WriteFile,
+    Resume, RunScript, ScriptExited, Start, SubmitFailed, Tick, WriteFile,
     WriteNodeEvent,
 )
 from htc.dag.engine.noderun import NodeRun
@@ -23,6 +23,7 @@ from htc.dag.engine.ready import ReadyQueue, Throttles, category_full
 from htc.dag.engine.scripts import DagCounts, expand_args
 from htc.dag.engine.states import DagStatus, NodeStatus, Step, next_status
 from htc.dag.model import Dag, NodeKind
+from htc.errors import UsageError
 from htc.eventlog.events import PostScriptTerminatedEvent, PreSkipEvent
 
 S = NodeStatus
@@ -32,6 +33,14 @@ class DagRun:
     """The state of one DAG run. ``handle(event, now)`` returns the actions to perform."""
 
     def __init__(self, dag: Dag, options: Options | None = None):
+        """Prepare a run of ``dag`` (DONE nodes are done; nothing starts before Start).
+
+        Raises:
+            UsageError: the DAG file says REJECT.
+        """
+        if dag.reject is not None:
+            raise UsageError(f"{dag.reject}: the DAG file says REJECT, so DAGMan refuses to run "
+                             f"{dag.file or 'it'}; remove the REJECT line to run it")
         self.dag = dag
         self.options = opts = options or Options()
         self.nodes = {name: NodeRun(name, i) for i, name in enumerate(dag.nodes)}
@@ -48,7 +57,10 @@ class DagRun:
         self.count: Counter[NodeStatus] = Counter()       # main nodes (not SERVICE) by status
         self.cat_running: Counter[str] = Counter()        # MAXJOBS categories: nodes submitted
         self.idle_procs = 0
-        self.status = DagStatus.OK
+        self.in_flight = 0                                # submissions not yet answered
+        self.backoff: set[str] = set()                    # nodes whose submission failed
+        self._held_back_by: str | None = None             # the throttle last logged
+        self.status = self.status_before_halt = DagStatus.OK
         self.started = self.recovering = self.halted = self.aborted = False
         self.final_started = self.exited = self.shutting_down = False
         self.script_queue: dict[str, deque[str]] = {"PRE": deque(), "POST": deque(),
@@ -114,7 +126,12 @@ class DagRun:
 
     def set_dag_status(self, status: DagStatus, force: bool = False) -> None:
         """DAGMan's ``SetStatus``: the first failure sticks unless forced."""
-        if force or self.status == DagStatus.OK:
+        if force:
+            self.status = status
+            self.halted = status == DagStatus.HALTED
+        elif self.halted and self.status_before_halt == DagStatus.OK:
+            self.status_before_halt = status
+        elif self.status == DagStatus.OK:
             self.status = status
 
     def counts_for_macros(self) -> DagCounts:
@@ -138,7 +155,7 @@ class DagRun:
         if isinstance(event, Start):
             self._start()
         elif isinstance(event, Recover):
-            self._recover(list(event.events))
+            recovery.replay(self, list(event.events))
         elif isinstance(event, ScriptExited):
             self._script_exited(event.node, event.kind, event.status)
         elif isinstance(event, NodeSubmitted):
@@ -151,11 +168,14 @@ class DagRun:
             if self.started:
                 outcome.shutdown(self, 2, DagStatus.RM)
         elif isinstance(event, Halt):
-            self.halted = True
-            self.log("DAG is halted: no new PRE scripts or submissions")
+            if not self.halted:
+                self.halted, self.status_before_halt = True, self.status
+                self.status = DagStatus.HALTED
+                self.log("DAG is halted: no new PRE scripts or submissions")
         elif isinstance(event, Resume):
-            self.halted = False
-            self.log("DAG is resumed")
+            if self.halted:
+                self.halted, self.status = False, self.status_before_halt
+                self.log("DAG is resumed")
         elif not isinstance(event, Tick):
             raise TypeError(f"DagRun.handle: {type(event).__name__} is not an engine event; "
                             "use one of htc.dag.engine.events")
@@ -171,8 +191,8 @@ class DagRun:
         if len(self.ready) and self.options.max_submits_per_interval and \
                 self.submits_in_window >= self.options.max_submits_per_interval:
             times.append(self.window_start + self.options.submit_interval)
-        times += [r.not_before for r in self.nodes.values()
-                  if r.not_before > self.now and r.name in self.ready]
+        times += [self.nodes[n].not_before for n in self.backoff
+                  if self.nodes[n].not_before > self.now and n in self.ready]
         spec = self.dag.node_status
         if spec and self.status_outdated and self.last_status_update is not None:
             times.append(self.last_status_update + spec.min_update)
@@ -232,18 +252,6 @@ class DagRun:
                     and not run.awaiting_submit):
                 self.start_node(run)
 
-    def _recover(self, events: list) -> None:
-        self.recovering = True
-        if self.dag.jobstate_log:
-            self.out.append(AppendJobstate(reports.jobstate_internal(self.now,
-                                                                     "RECOVERY_STARTED")))
-        self.log(f"Running in RECOVERY mode... replaying {len(events)} events of the nodes log")
-        for ev in events:
-            jobs.job_event(self, ev)
-        self.recovering = False
-        self.jobstate(None, "RECOVERY_FINISHED")
-        self.log("...done with RECOVERY mode")
-
     def start_node(self, run: NodeRun, is_retry: bool = False) -> None:
         """DAGMan's ``StartNode``: run the PRE script, or queue the node for submission."""
         node = self.dag.nodes[run.name]
@@ -278,6 +286,8 @@ class DagRun:
 
     def _run_scripts(self) -> None:
         for kind, queue in self.script_queue.items():
+            if kind == "PRE" and self.halted and not self.final_started:
+                continue                               # halted: no new PRE scripts
             while queue and self.throttles.may_run_script(
                     kind, sum(self.scripts_running[kind].values())):
                 name = queue.popleft()
@@ -330,7 +340,9 @@ class DagRun:
         if status == 0:
             run.pre_done = True
             self._set(run, Step.PRE_OK)
-            if not self.final_started or run.name == self.final:
+            if self.final_started and run.name != self.final:
+                self._set(run, Step.UNSTART)       # the FINAL node took over: never submitted
+            else:
                 self.ready.push(run.name, node.priority, run.index,
                                 head=self.options.submit_depth_first)
         elif node.pre_skip is not None and status == node.pre_skip:
@@ -436,10 +448,14 @@ class DagRun:
             if opts.max_submits_per_interval and \
                     self.submits_in_window >= opts.max_submits_per_interval:
                 break
-            why = self.throttles.may_submit(self.count[S.SUBMITTED], self.idle_procs)
+            why = self.throttles.may_submit(self.count[S.SUBMITTED],
+                                            self.idle_procs + self.in_flight)
             if why:
-                self.log(f"{why}; {len(self.ready)} ready node(s) wait")
+                if why != self._held_back_by:
+                    self.log(f"{why}; {len(self.ready)} ready node(s) wait")
+                self._held_back_by = why
                 break
+            self._held_back_by = None
             key = self.ready.pop()
             if key is None:
                 break
@@ -457,6 +473,8 @@ class DagRun:
         node = self.dag.nodes[run.name]
         self._set(run, Step.SUBMIT)
         run.awaiting_submit = True
+        self.in_flight += 1
+        self.backoff.discard(run.name)
         run.submit_attempts += 1
         if node.category:
             self.cat_running[node.category] += 1
@@ -492,7 +510,3 @@ class DagRun:
             path = f"{spec.file}.{self.dot_suffix}"
             self.dot_suffix += 1
         self._emit(WriteFile(path, reports.dot_text(self, spec.include)))
-
-    def submit_action(self, run: NodeRun) -> SubmitNode:
-        """The SubmitNode action for ``run`` (see :func:`htc.dag.engine.jobs.submit_action`)."""
-        return jobs.submit_action(self, run)

@@ -37,7 +37,7 @@ from htc.dag.manager.scripts import Scripts
 from htc.dag.manager.settings import Settings
 from htc.dag.manager.submitter import NodeSubmission, submit_node
 from htc.dag.model import Dag, NodeKind
-from htc.errors import HTCError, UsageError
+from htc.errors import HTCError
 from htc.eventlog import EventLogWriter
 from htc.eventlog import events as ev
 
@@ -72,9 +72,9 @@ class Runner:
         self.exit_code: int | None = None
         self.dag_status = 0
         self._actions: collections.deque = collections.deque()
-        #: the engine counts submit attempts itself (Options.max_submit_attempts): try once each
+        #: the engine counts submit attempts and backs off between them (Options.max_submit_attempts):
+        #: then each SubmitNode is one try
         self._engine_counts_attempts = hasattr(run_options(run), "max_submit_attempts")
-        self._submit_failures: dict[str, int] = {}
         self._fake_cluster = 0
         self._remove = False
         self._stop = False
@@ -144,16 +144,12 @@ class Runner:
             suppress_notification=self.settings.suppress_notification,
             put_failed_jobs_on_hold=self.settings.put_failed_jobs_on_hold,
             hold_claim_time=self.settings.hold_claim_time if self.dag.children(action.node) else 0)
-        self.out.line(f"Submitting HTCondor Node {action.node} job(s)...")
         attempts = 1 if self._engine_counts_attempts else self.settings.max_submit_attempts
         try:
             done = submit_node(sub, attempts=attempts, delay=float(self.settings.submit_delay),
                                transport=self.transport)
         except HTCError as exc:
             self.out.line(f"ERROR: submit attempt failed for Node {action.node}: {exc}")
-            failures = self._submit_failures[action.node] = self._submit_failures.get(action.node, 0) + 1
-            if self._engine_counts_attempts and not isinstance(exc, UsageError):
-                time.sleep(min(8.0, 0.5 * 2 ** (failures - 1)))  # the schedd is away: back off before the next try
             self._actions.append(_Feed(e.SubmitFailed(action.node, str(exc))))
             return
         self.out.line(f"\tassigned HTCondor ID ({done.cluster}.0.0)")
@@ -235,6 +231,11 @@ class Runner:
             self.out.line("Received SIGTERM: stopping now; the next start of this DAG recovers")
             return EXIT_RESTART
         self._update_queue(final=True)
+        if self._halted and self.halt_file:
+            try:
+                os.unlink(self.halt_file)   # the halt is used up: the next run of the DAG is not halted
+            except FileNotFoundError:
+                pass  # someone resumed meanwhile
         return self.exit_code if self.exit_code is not None else 1
 
     def _step(self, now: float) -> bool:

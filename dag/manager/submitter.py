@@ -16,6 +16,7 @@ cluster it already queued, so a node's job is never queued twice.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
@@ -26,6 +27,8 @@ from htc.errors import HTCError, UsageError
 
 __all__ = ["NodeSubmission", "Submitted", "describe", "submit_node"]
 
+_ID_SAFE = re.compile(r"[A-Za-z0-9._:-]+")
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
 _SETS_PRIORITY = re.compile(r"^\s*(priority|\+JobPrio|MY\.JobPrio)\s*=", re.I | re.M)
 
 
@@ -96,7 +99,10 @@ def describe(sub: NodeSubmission) -> tuple[str, list[str], str | None]:
 
 def submission_id(sub: NodeSubmission) -> str:
     """The id that makes a resent submission of this node try answer with its first cluster."""
-    return f"dagman-{sub.dag_id}-{sub.node}-retry{sub.retry}"
+    node = sub.node
+    if not _ID_SAFE.fullmatch(node):   # splice names have '+'; other names may have anything
+        node = _ID_UNSAFE.sub("_", node) + ".h" + hashlib.sha1(node.encode()).hexdigest()[:12]
+    return f"dagman-{sub.dag_id}-{node}-retry{sub.retry}"
 
 
 def submit_node(sub: NodeSubmission, *, attempts: int = 6, delay: float = 0.0, transport=None) -> Submitted:

@@ -49,7 +49,7 @@ def test_a_failed_dag_writes_a_rescue_dag_and_a_resubmission_finishes_it(d):
     (d.work / "fixed").write_text("")
     status, out, err = d.htc("dag", "submit", "res.dag")
     assert status == 0 and out.splitlines()[0] == "Running rescue DAG 1", out + err
-    d.wait("res.dag")
+    d.wait("res.dag", int(out.split("submitted to cluster ")[1].split(".")[0]))
     assert d.exit_status("res.dag") == 0
     assert d.runs() == {"A": 1, "B": 2, "C": 1}   # A, done before, did not run again
 
@@ -84,6 +84,9 @@ def test_htc_rm_of_the_dag_job_removes_its_nodes_and_writes_the_rescue_dag(d):
     dag_line = next(i for i, l in enumerate(lines) if l.split() and l.split()[0] == f"{cluster}.0")
     assert "|-A" in lines[dag_line + 1], out
     node_cluster = next(e.cluster for n, e in d.node_events("rm.dag") if n == "A")
+    status, out, err = d.htc("dag", "status", str(cluster))   # by the manager job's id
+    assert status == 0 and f"running (manager job {cluster}" in out, out + err
+    assert "SUBMITTED      1  A" in out and "NOT_READY      1  B" in out, out
     status, out, err = d.htc("rm", str(cluster))
     assert status == 0, err
     d.wait("rm.dag")
@@ -110,3 +113,29 @@ def test_maxjobs_of_a_category_is_never_exceeded(d):
         elif isinstance(event, (ev.JobTerminatedEvent, ev.JobAbortedEvent)):
             live -= 1
     assert peak == 1
+
+
+def test_halt_holds_back_new_nodes_resume_releases_them_and_a_halted_dag_stops(d):
+    waiter(d)
+    d.write("h.dag", "JOB A wait.sub\nJOB B wait.sub\nJOB C node.sub\nPARENT A CHILD B\nPARENT B CHILD C\n")
+    cluster = d.submit("h.dag")
+    wait_until(lambda: running(d, "h.dag", "A"), what="node A running")
+    assert d.htc("dag", "halt", "h.dag")[0] == 0
+    wait_until(lambda: "halted" in d.dagman_out("h.dag"), what="the manager to see the halt")
+    assert d.htc("dag", "resume", "h.dag")[0] == 0   # resumed while A still runs: nothing lost
+    wait_until(lambda: "resumed" in d.dagman_out("h.dag"), what="the manager to see the resume")
+    (d.work / "go.A").write_text("")
+    wait_until(lambda: running(d, "h.dag", "B"), what="node B running after the resume")
+    # halted again: B finishes, C is not started, and the DAG stops with a rescue DAG
+    assert d.htc("dag", "halt", "h.dag")[0] == 0
+    wait_until(lambda: d.dagman_out("h.dag").count(".halt appeared)") >= 2, what="the second halt")
+    (d.work / "go.B").write_text("")
+    d.wait("h.dag", cluster)
+    assert d.exit_status("h.dag") == 1 and d.runs() == {"A": 1, "B": 1}
+    assert d.order("h.dag", ev.SubmitEvent) == ["A", "B"]
+    assert "DONE B" in (d.work / "h.dag.rescue001").read_text()
+    assert not (d.work / "h.dag.halt").exists()   # the halt was used up: a resubmission runs
+    status, out, err = d.htc("dag", "submit", "h.dag")
+    assert status == 0 and out.splitlines()[0] == "Running rescue DAG 1"
+    d.wait("h.dag", int(out.split("submitted to cluster ")[1].split(".")[0]))
+    assert d.exit_status("h.dag") == 0 and d.runs() == {"A": 1, "B": 1, "C": 1}

@@ -44,6 +44,9 @@ def test_a_diamond_runs_in_order_and_the_dag_job_leaves_the_queue(d):
     assert d.exit_status("diamond.dag") == 0
     assert not (d.work / "diamond.dag.lock").exists() and not (d.work / "diamond.dag.rescue001").exists()
     assert not d.pool.jobs(f"ClusterId == {cluster}")
+    status, out, err = d.htc("dag", "status", "diamond.dag")
+    assert status == 0 and "finished with status 0 (success)" in out.splitlines()[0], out + err
+    assert out.splitlines()[1].split()[:2] == ["DONE", "4"], out
 
 
 def test_pre_and_post_scripts_get_their_macros_and_post_decides(d):

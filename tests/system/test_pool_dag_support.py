@@ -86,3 +86,18 @@ def test_htc_q_groups_the_dag_job_with_its_nodes_and_rm_of_it_removes_them(pool,
     pool.log_events(pool.work / "dag.dagman.log", until=lambda evs: bool(evs) and evs[-1].type == T.JOB_ABORTED)
     wait_for(lambda: pool.jobs("", "ClusterId") == [], what="the DAG job and its nodes to leave the queue")
     assert pool.send(m.QueryJobs(constraint="")).ads == ()
+
+
+def test_getenv_and_environment_reach_the_job_and_nothing_else_of_the_schedd(pool, capsys, monkeypatch):
+    monkeypatch.setenv("DAG_TEST_WANTED", "from the submitter")
+    monkeypatch.setenv("DAG_TEST_UNWANTED", "not this")
+    monkeypatch.chdir(pool.work)
+    exe = pool.work / "env.sh"
+    exe.write_text('#!/bin/sh\necho "$DAG_TEST_WANTED|$DAG_TEST_UNWANTED|$SET_HERE|$CONDOR_ID|$HTC_HOME"\n')
+    exe.chmod(0o755)
+    (pool.work / "env.sub").write_text("universe = scheduler\nexecutable = env.sh\ngetenv = DAG_TEST_WANTED\n"
+                                       'environment = "SET_HERE=yes"\noutput = env.out\nlog = env.log\nqueue\n')
+    status, out = run(capsys, "submit", "env.sub")
+    assert status == 0, out
+    pool.log_events(pool.work / "env.log", 3)
+    assert (pool.work / "env.out").read_text() == f"from the submitter||yes|1.0|{pool.home}\n"

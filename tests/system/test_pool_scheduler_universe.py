@@ -28,7 +28,8 @@ T = htcondor2.JobEventType
 
 @pytest.fixture
 def pool():
-    p = Pool("COLLECTOR, SCHEDD", SCHEDD_LOCAL_JOB_KILL_TIMEOUT="5")
+    # No cool-down after a non-zero exit (HTCondor's 300 s would make the requeue test wait).
+    p = Pool("COLLECTOR, SCHEDD", SCHEDD_LOCAL_JOB_KILL_TIMEOUT="5", SCHEDULER_UNIVERSE_COOL_DOWN_DURATION="0")
     try:
         yield p.start()
     finally:

@@ -30,13 +30,17 @@ def htc(*argv: str) -> tuple[int, str, str]:
 
 def test_no_submit_writes_the_condor_sub_and_prints_condor_submit_dags_lines(work):
     (work / "d.dag").write_text(DIAMOND + "SET_JOB_ATTR Team = \"alpha\"\n")
-    status, out, err = htc("dag", "submit", "-no_submit", "-maxjobs", "2", "d.dag")
+    (work / "extra.sub").write_text("+Inserted = 1\n")
+    status, out, err = htc("dag", "submit", "-no_submit", "-maxjobs", "2", "-append", "+Appended = 2",
+                           "-insert_sub_file", "extra.sub", "-batch_name", "nightly", "d.dag")
     assert status == 0, err
     assert "File for submitting this DAG to HTCondor           : d.dag.condor.sub" in out
     assert "Log of the life of condor_dagman itself          : d.dag.dagman.log" in out
     assert "-no_submit given, not submitting DAG to HTCondor." in out
     text = (work / "d.dag.condor.sub").read_text()
     assert "universe\t= scheduler" in text and "-MaxJobs 2" in text and '+Team\t= "alpha"' in text
+    assert text.index("+Inserted = 1") < text.index("universe") < text.index("+Appended = 2") < text.index("\nqueue\n")
+    assert "batch_name\t= nightly" in text
     # a second time the files exist: refused unless -update_submit or -f
     (work / "d.dag.lib.out").write_text("")
     status, out, err = htc("submit_dag", "-no_submit", "d.dag")

@@ -4,6 +4,7 @@ submission text, <dag>.condor.sub, rescue file numbering, the manager's command 
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -108,6 +109,9 @@ def test_node_description_adds_vars_macros_attrs_notes_and_priority(tmp_path):
     assert not any(a.startswith("priority") for a in append)
     assert "notification = never" in append and "+KeepClaimIdle = 20" in append
     assert submission_id(_sub(tmp_path, "queue\n", retry=2)) == "dagman-12-A-retry2"
+    # splice names have '+', which a submission id may not: spelled safely, still one per node
+    ids = {submission_id(_sub(tmp_path, "queue\n", node=n)) for n in ("P+top", "P_top", "Q+top")}
+    assert len(ids) == 3 and all(re.fullmatch(r"[A-Za-z0-9._:-]+", i) for i in ids)
 
 
 def test_inline_description_and_a_missing_file(tmp_path):

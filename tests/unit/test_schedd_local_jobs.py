@@ -126,11 +126,27 @@ def test_start_scheduler_universe_limits_how_many_run(h):
     assert [a.job_id for a in of(StartLocalJob, out)] == [(second, 0)]
 
 
-def test_on_exit_remove_false_requeues_and_starts_again(h):
+def test_on_exit_remove_false_requeues_and_starts_again_after_its_cool_down(h):
     cluster, _ = start(h, SCHED + "on_exit_remove = ExitCode <= 2\nqueue\n")
+    exited = h.now
     out = h.feed(LocalJobExited((cluster, 0), 3))
     assert events(out) == [E.JOB_EVICTED] and h.status(cluster) is JobStatus.IDLE
-    assert [a.job_id for a in of(StartLocalJob, h.settle())] == [(cluster, 0)]
+    job = h.queue.get_job((cluster, 0))
+    assert (job["NumJobCoolDowns"], job["JobCoolDownExpiration"]) == ("1", str(int(exited + 300)))
+    out = h.settle()
+    assert of(StartLocalJob, out) == []
+    while h.now < exited + 300 and not of(StartLocalJob, out):
+        out = h.settle()
+    assert h.now >= exited + 300 and [a.job_id for a in of(StartLocalJob, out)] == [(cluster, 0)]
+
+
+def test_disable_cool_down_or_a_zero_duration_start_it_again_at_once():
+    for knobs, extra in (({}, "+DisableCoolDown = true\n"), ({"scheduler_cool_down": 0}, "")):
+        h = Harness(**knobs)
+        h.feed(c.Started())
+        cluster, _ = start(h, SCHED + extra + "on_exit_remove = false\nqueue\n")
+        h.feed(LocalJobExited((cluster, 0), 3))
+        assert [a.job_id for a in of(StartLocalJob, h.settle())] == [(cluster, 0)]
 
 
 def test_rm_signals_then_kills_and_the_job_leaves_once_its_process_is_gone(h):
@@ -197,3 +213,40 @@ def test_other_job_remove_requirements_remove_the_matching_jobs(h):
     h.act(m.JobAction.Remove, dag)
     assert events(h.actions, "/work/n.log") == [E.SUBMIT, E.SUBMIT, E.JOB_ABORTED, E.JOB_ABORTED]
     assert h.queue.query(f"ClusterId == {node}") == [] and h.status(other) is JobStatus.IDLE
+
+
+def test_a_job_killed_by_a_signal_it_was_not_sent_terminates_by_that_signal(h):
+    cluster, _ = start(h)
+    out = h.feed(LocalJobExited((cluster, 0), None, int(signal.SIGSEGV), core_dumped=True))
+    [event] = [e for a in of(WriteUserLog, out) for e in a.events]
+    assert event.type == E.JOB_TERMINATED and event.signal == int(signal.SIGSEGV) and not event.terminated_normally
+    [row] = h.queue.history(f"ClusterId == {cluster}")
+    assert (row["ExitBySignal"], row["ExitSignal"]) == ("true", str(int(signal.SIGSEGV)))
+
+
+def test_vacate_makes_it_idle_and_it_runs_again(h):
+    cluster, _ = start(h, SCHED + "kill_sig = SIGHUP\nqueue\n")
+    assert h.act(m.JobAction.Vacate, cluster).success == 1
+    assert of(SignalLocalJob, h.actions)[-1].signal == int(signal.SIGHUP)
+    out = h.feed(LocalJobExited((cluster, 0), 0))
+    assert events(out) == [E.JOB_EVICTED] and h.status(cluster) is JobStatus.IDLE
+    assert [a.job_id for a in of(StartLocalJob, h.settle())] == [(cluster, 0)]
+
+
+def test_suspend_does_not_apply(h):
+    cluster, _ = start(h)
+    assert h.act(m.JobAction.Suspend, cluster).bad_status == 1
+
+
+def test_periodic_hold_and_remove_stop_the_process(h):
+    held, _ = start(h, SCHED + "periodic_hold = true\nqueue\n")
+    removed = h.submit(SCHED + "periodic_remove = JobStatus == 2\nqueue\n")
+    h.settle()
+    h.feed(LocalJobStarted((removed, 0), 2))
+    h.now += 60.0
+    out = h.feed(c.Tick())
+    assert {a.job_id for a in of(SignalLocalJob, out)} == {(held, 0), (removed, 0)}
+    assert h.status(held) is JobStatus.HELD and h.status(removed) is JobStatus.REMOVED
+    out = h.feed(LocalJobExited((removed, 0), None, int(signal.SIGTERM)))
+    assert events(out).count(E.JOB_ABORTED) == 0 and h.status(removed) is None  # written when it fired
+    assert events(h.actions).count(E.JOB_ABORTED) == 1

@@ -1,6 +1,7 @@
 """The schedd: the job queue's daemon. It takes jobs from tools, offers them to the negotiator,
-claims the slots it is matched with, runs each job through a shadow (or a call lane), and
-writes the users' job event logs -- HTCondor's condor_schedd and its condor_shadows.
+claims the slots it is matched with, runs each job through a shadow (or a call lane), runs
+scheduler- and local-universe jobs itself, and writes the users' job event logs -- HTCondor's
+condor_schedd and its condor_shadows.
 
 Modules:
 
@@ -22,6 +23,8 @@ Modules:
 * :mod:`~htc.daemons.schedd.lanes` -- call lanes: feeding them calls, their results, their end;
 * :mod:`~htc.daemons.schedd.lane_calls` -- which jobs are lane calls, and a call's files;
 * :mod:`~htc.daemons.schedd.lane_restart` -- a restarted schedd and its predecessor's lanes;
+* :mod:`~htc.daemons.schedd.local_jobs` -- scheduler- and local-universe jobs, which it runs itself;
+* :mod:`~htc.daemons.schedd.local_runner` -- their processes (the service's side: start, signal, reap);
 * :mod:`~htc.daemons.schedd.ads` -- the Submitter and Scheduler ads, and when they go out;
 * :mod:`~htc.daemons.schedd.userlog` -- the job event log: events, and writing them as the owner;
 * :mod:`~htc.daemons.schedd.owed` -- the writes kept in the queue's outbox until done;

@@ -25,7 +25,10 @@ unset). The service (:mod:`~.local_runner`) starts the process as the job's owne
 * later :class:`~.events.LocalJobExited`: ExitCode / ExitBySignal / ExitSignal are recorded and
   the job's ``on_exit_remove`` / ``on_exit_hold`` / ``max_retries`` policy decides
   (:meth:`htc.jobqueue.JobQueue.exit_and_apply`): Terminated (005), or requeued (004, Idle, run
-  again at once -- DAGMan's exit codes above 2 rely on it), or Held (012), or removed (009).
+  again -- DAGMan's exit codes above 2 rely on it), or Held (012), or removed (009). A
+  scheduler-universe job that exited with a non-zero code is in *cool-down* as in HTCondor: it
+  is not started again before ``JobCoolDownExpiration`` (``SCHEDULER_UNIVERSE_COOL_DOWN_DURATION``
+  seconds, default 300, later; none with the job attribute ``DisableCoolDown = true``).
 
 Stopping (:meth:`LocalJobs.stop`): ``htc rm`` sends ``RemoveKillSig`` (else ``KillSig``, else
 SIGTERM), ``htc hold`` ``HoldKillSig`` (else ``KillSig``, else SIGTERM), ``htc vacate_job``
@@ -135,6 +138,7 @@ class LocalJobs:
     def __init__(self, schedd):
         self.schedd = schedd
         self.runs: dict[JobId, LocalRun] = {}
+        self.cooling: dict[JobId, float] = {}   # idle jobs in cool-down -> JobCoolDownExpiration
 
     def __contains__(self, job_id: JobId) -> bool:
         return job_id in self.runs
@@ -145,12 +149,15 @@ class LocalJobs:
     # -- when ---------------------------------------------------------------------------------
 
     def deadline(self) -> float | None:
-        """The next SIGKILL due."""
+        """The next SIGKILL due, or the end of a cool-down (just after JobCoolDownExpiration)."""
         times = [run.kill_at for run in self.runs.values() if run.kill_at is not None]
+        times += [until + 1 for until in self.cooling.values()]
         return min(times) if times else None
 
     def timers(self, now: float, out: list) -> None:
-        """SIGKILL the processes whose stop signal went unheeded."""
+        """SIGKILL the processes whose stop signal went unheeded; start what cooled down."""
+        if any(now > until for until in self.cooling.values()):
+            self.start_idle(now, out)
         for run in self.runs.values():
             if run.kill_at is not None and now >= run.kill_at:
                 run.kill_at = None
@@ -177,11 +184,15 @@ class LocalJobs:
         """Start the idle local jobs that START_SCHEDULER_UNIVERSE / START_LOCAL_UNIVERSE allow,
         best JobPrio first, then the oldest."""
         sd = self.schedd
+        self.cooling = {}
         counts = self.counts()
         if not counts["TotalSchedulerJobsIdle"] and not counts["TotalLocalJobsIdle"]:
             return  # the common case, without a query of the idle jobs
         jobs = [job for job in sd.queue.query(f"JobStatus == 1 && {_CONSTRAINT}", now=now)
                 if job.job_id not in self.runs]
+        self.cooling = {job.job_id: until for job in jobs
+                        if (until := ul.number(job, "JobCoolDownExpiration", -1.0)) >= now}
+        jobs = [job for job in jobs if job.job_id not in self.cooling]
         jobs.sort(key=lambda j: (-j.prio, j.cluster_id, j.proc_id))
         for job in jobs:
             universe = universe_of(job)
@@ -288,6 +299,12 @@ class LocalJobs:
     def _exit(self, job, event: LocalJobExited, attrs: dict[str, str], usage: dict, now: float, out: list) -> None:
         queue, job_id = self.schedd.queue, job.job_id
         code, sig = event.exit_code, event.exit_signal
+        duration = self.schedd.settings.scheduler_cool_down
+        if (code not in (None, 0) and duration > 0 and universe_of(job) == SCHEDULER
+                and ul.literal(job, "DisableCoolDown") is not True):
+            # As HTCondor's schedd: a job that exited non-zero is not run again for a while.
+            attrs["NumJobCoolDowns"] = str(int(ul.number(job, "NumJobCoolDowns")) + 1)
+            attrs["JobCoolDownExpiration"] = str(int(now + duration))
         with queue.transaction():
             decision, _ = queue.exit_and_apply(job_id, ExitInfo(code, sig, event.core_dumped), now=now, attrs=attrs)
             if decision.action is PolicyAction.COMPLETE:
