@@ -28,15 +28,15 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import networkx as nx
-
-from htc.dag.model import Dag, NodeKind
-from htc.eventlog import (
-    ClusterSubmitEvent, JobAbortedEvent, JobTerminatedEvent, PostScriptTerminatedEvent, PreSkipEvent, SubmitEvent,
-    read_events,
-)
 from htc.errors import UsageError
+
+if TYPE_CHECKING:
+    from htc.dag.model import Dag
+
+# (networkx, the model and the event log are imported where used: every `htc` command registers
+# `htc dag show`, and must not pay for them)
 
 __all__ = ["COLOURS", "STATE_NAMES", "dot_text", "node_states", "register_show", "render", "show"]
 
@@ -47,8 +47,8 @@ COLOURS = {
     "NOT_READY": "white", "READY": "lightblue", "PRERUN": "khaki", "SUBMITTED": "gold",
     "POSTRUN": "khaki", "DONE": "palegreen", "ERROR": "salmon", "FUTILE": "lightgrey",
 }
-_SHAPES = {NodeKind.JOB: "ellipse", NodeKind.FINAL: "doubleoctagon", NodeKind.SERVICE: "diamond",
-           NodeKind.SUBDAG: "box3d", NodeKind.PROVISIONER: "house"}
+_SHAPES = {"JOB": "ellipse", "FINAL": "doubleoctagon", "SERVICE": "diamond", "SUBDAG": "box3d",
+           "PROVISIONER": "house"}
 _PICTURES = (".png", ".svg", ".pdf")
 
 
@@ -101,6 +101,11 @@ def states_from_nodes_log(dag: Dag, path: str | os.PathLike) -> dict[str, str]:
     """Node name -> state from the nodes log: its submit events name the node (``DAG Node: X``);
     a job's end makes the node DONE or ERROR, or POSTRUN when the node has a POST script (whose
     own event, 016, then decides)."""
+    from htc.eventlog import (
+        ClusterSubmitEvent, JobAbortedEvent, JobTerminatedEvent, PostScriptTerminatedEvent, PreSkipEvent, SubmitEvent,
+        read_events,
+    )
+
     states: dict[str, str] = {}
     by_cluster: dict[int, str] = {}
     procs: dict[int, list[int]] = {}  # cluster -> [submitted, ended, failed]
@@ -161,6 +166,8 @@ def node_states(dag: Dag) -> dict[str, str]:
     if os.path.isfile(log):
         states.update((k, v) for k, v in states_from_nodes_log(dag, log).items() if k in states)
     if _finished(dag.file):
+        import networkx as nx
+
         for name in [n for n, s in states.items() if s == "ERROR"]:
             for below in nx.descendants(dag.graph, name):
                 if states[below] == "NOT_READY":
@@ -189,10 +196,10 @@ def dot_text(dag: Dag, states: dict[str, str] | None = None, *, name: str | None
     title = name or (os.path.basename(dag.file) if dag.file else "DAG")
     lines = [f"digraph {_quote(title)} {{", "  rankdir=TB;", '  node [style=filled, fillcolor=white];']
     for node in dag.nodes.values():
-        attrs = {"shape": _SHAPES.get(node.kind, "ellipse")}
+        attrs = {"shape": _SHAPES.get(node.kind.value, "ellipse")}
         state = states.get(node.name)
         label = _quote(node.name)[1:-1]  # escaped; the "\\n" line breaks below stay DOT escapes
-        if node.kind is not NodeKind.JOB:
+        if node.kind.value != "JOB":
             label += f"\\n({node.kind.value})"
         if state:
             attrs["fillcolor"] = COLOURS.get(state, "white")
@@ -218,6 +225,8 @@ def _draw_with_matplotlib(dag: Dag, states: dict[str, str], out: Path) -> None:
         raise UsageError(f"cannot draw {out}: neither graphviz's 'dot' program nor matplotlib is installed; "
                          "install graphviz (apt-get install graphviz) or pip install 'htc[dag-plot]', "
                          "or write DOT text with -o FILE.dot") from None
+    import networkx as nx
+
     graph = nx.DiGraph(dag.graph)
     for layer, names in enumerate(nx.topological_generations(graph)):
         for n in names:

@@ -33,9 +33,9 @@ def report(total: int, count: int) -> str:
     return f"the sum of {count} squares is {total}"
 
 
-def build() -> DAG:
-    """The DAG, built but not yet written."""
-    dag = DAG("squares")
+def build(**options) -> DAG:
+    """The DAG, built but not yet written (``options``: DAG's, e.g. ``python=`` for the jobs)."""
+    dag = DAG("squares", **options)
     prep = dag.job("prep", {"executable": "/bin/echo", "arguments": "preparing the squares",
                             "output": "prep.out", "request_memory": "32MB"})
     squares = [dag.function(f"sq{i}", square, i) for i in range(4)]
@@ -45,10 +45,10 @@ def build() -> DAG:
     return dag
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], **options) -> int:
     """Build, submit, wait, print; the exit status is the DAG's."""
     directory = argv[0] if argv else tempfile.mkdtemp(prefix="squares-")
-    dag = build()
+    dag = build(**options)
     handle = dag.submit(directory)
     print(f"submitted {dag} as {handle.dag_file} (manager job {handle.cluster})")
     code = handle.wait(timeout=900)
