@@ -39,7 +39,7 @@ def d(monkeypatch):
         yield DagDir(pool, monkeypatch)
 
 
-def test_the_diamond_example_runs_and_htc_dag_show_draws_it_done(d):
+def test_the_diamond_example_runs_as_the_readme_says_and_htc_dag_status_and_show_report_it_done(d):
     where = d.work / "dag_diamond"
     shutil.copytree(ROOT / "examples" / "dag_diamond", where)
     where.chmod(0o777)  # as root, the jobs' outputs come back as their slot account
@@ -49,6 +49,8 @@ def test_the_diamond_example_runs_and_htc_dag_show_draws_it_done(d):
     assert (where / "result.txt").read_text().splitlines() == [
         "B processed the left part of: the diamond's input, prepared for A",
         "C processed the right part of: the diamond's input, prepared for A"]
+    status, out, err = d.htc("dag", "status", str(where / "diamond.dag"))
+    assert status == 0 and re.search(r"DONE\s+4\s+A B C D", out), out + err
     status, out, err = d.htc("dag", "show", str(where / "diamond.dag"))
     assert status == 0, err
     for node in "ABCD":

@@ -151,3 +151,30 @@ def test_register_show_adds_the_subcommand_with_its_options():
     assert (args.dag_file, args.output, args.no_states) == ("x.dag", "x.png", False)
     assert args.func.__name__ == "show"
     assert os.path.basename(parser.parse_args(["show", "y.dag"]).dag_file) == "y.dag"
+
+
+def _htc(*argv: str) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    from htc.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(argv))
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_htc_dag_show_prints_dot_with_states_or_without_and_draws_files(tmp_path, monkeypatch):
+    (tmp_path / "d.dag").write_text("JOB A x.sub\nJOB B x.sub\nPARENT A CHILD B\n")
+    (tmp_path / "d.dag.rescue001").write_text("# Nodes that failed: 1\n#   B,<ENDLIST>\nDONE A\n")
+    status, out, _ = _htc("dag", "show", str(tmp_path / "d.dag"))
+    assert status == 0
+    assert '"A" [label="A\\nDONE"' in out and '"B" [label="B\\nERROR"' in out and '"A" -> "B";' in out
+    status, out, _ = _htc("dag", "show", "--no-states", str(tmp_path / "d.dag"))
+    assert status == 0 and '"A" [label="A", shape="ellipse"];' in out
+    monkeypatch.setenv("PATH", str(tmp_path))  # no graphviz: matplotlib draws
+    status, out, _ = _htc("dag", "show", str(tmp_path / "d.dag"), "-o", str(tmp_path / "d.svg"))
+    assert status == 0
+    assert out.strip() == f"{tmp_path / 'd.svg'}: 2 nodes, 1 edges (1 DONE, 1 ERROR), drawn with matplotlib"
+    assert "<svg" in (tmp_path / "d.svg").read_text()
