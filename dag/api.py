@@ -443,9 +443,15 @@ class DAG:
 
         Returns:
             A :class:`DagHandle` to follow it.
+
+        Raises:
+            UsageError: the DAG was refused (see :func:`~htc.dag.handle.submit_dag_file`), or this
+                process is root and the pool's slot accounts could not run function nodes' Python.
         """
         from htc.dag.handle import submit_dag_file
 
+        if self.calls:
+            fnodes.check_python_for_root(self.python)
         path = self.write(Path(directory or Path.cwd() / self.name) / f"{self.name}.dag")
         return submit_dag_file(path, options, function_nodes=set(self.calls))
 

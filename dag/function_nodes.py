@@ -35,6 +35,7 @@ from typing import Any
 
 import cloudpickle
 
+from htc.errors import UsageError
 from htc.wire import callfile as cf
 
 __all__ = ["FunctionCall", "read_result", "result_file", "submit_text", "write_call"]
@@ -128,6 +129,42 @@ def write_call(directory: Path, node: str, call: FunctionCall) -> Path:
     path = directory / f"{node}{cf.CALL_SUFFIX}"
     cf.write_call(path, header, call.pickle())
     return path
+
+
+def _others_can_run(path: str) -> bool:
+    """True if an account that is neither owner nor group can run ``path`` (every directory on
+    the way searchable by others, the file executable by others), as given and resolved."""
+    for candidate in {os.path.abspath(path), os.path.realpath(path)}:
+        try:
+            if not os.stat(candidate).st_mode & 0o001:
+                return False
+            parent = os.path.dirname(candidate)
+            while parent and parent != os.path.dirname(parent):
+                if not os.stat(parent).st_mode & 0o001:
+                    return False
+                parent = os.path.dirname(parent)
+        except OSError:
+            return False
+    return True
+
+
+def check_python_for_root(python: str | None) -> None:
+    """Refuse, before submitting, function-node jobs that a root pool could not start.
+
+    A pool started by root runs root's jobs as slot accounts, never as root; they cannot run an
+    interpreter behind a directory only root may enter (a venv under ``/root``, say), and the
+    jobs would go on hold.
+
+    Raises:
+        UsageError: this process is root and the slot accounts cannot run ``python``.
+    """
+    python = python or sys.executable
+    if os.geteuid() == 0 and not _others_can_run(python):
+        raise UsageError(
+            f"function nodes would run {python}, which the pool's slot accounts cannot reach (root's jobs run "
+            "as slot accounts, not as root); give DAG(..., python=PYTHON, environment={'PYTHONPATH': ...}) an "
+            "interpreter they can run with htc importable, e.g. what htc.executors.shared_python(directory) "
+            "prepares")
 
 
 def result_file(directory: str | os.PathLike, node: str) -> Path:

@@ -189,3 +189,21 @@ def test_refs_compare_by_dag_and_name():
     assert isinstance(dag.nodes(), Layer) and dag.nodes().names == ["a"]
     with pytest.raises(KeyError, match="has no node 'b'"):
         dag["b"]
+
+
+def test_root_is_told_before_submitting_when_slot_accounts_cannot_run_the_python(tmp_path, monkeypatch):
+    hidden = tmp_path / "private"
+    hidden.mkdir(mode=0o700)
+    python = hidden / "python"
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+    monkeypatch.setattr(fnodes.os, "geteuid", lambda: 0)
+    with pytest.raises(UsageError, match="slot accounts cannot reach"):
+        fnodes.check_python_for_root(str(python))
+    dag = DAG("d", python=str(python))
+    dag.function("f", print)
+    with pytest.raises(UsageError, match="slot accounts cannot reach"):
+        dag.submit(tmp_path / "out")
+    fnodes.check_python_for_root("/bin/sh")  # an interpreter everyone can run: no complaint
+    monkeypatch.setattr(fnodes.os, "geteuid", lambda: 1000)
+    fnodes.check_python_for_root(str(python))  # not root: the jobs run as this user, who can
