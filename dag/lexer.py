@@ -126,25 +126,25 @@ class Words:
         """
         words: list[str] = []
         ends: list[int] = []
-        pos = 0
-        while True:
-            m = _WORD.match(s, pos)
+        n = len(s)
+        for m in _WORD.finditer(s):
             key, value = m.group("k"), m.group("v")
+            end = m.end()
             if not key and value is None:
-                rest = s[m.end():]
-                if rest:
+                rest = s[m.start():].lstrip(" \t")
+                if rest:        # a quote that never closes, or an '=' with no key or value
                     self._error = ("Invalid quoting: no ending quote found" if rest[0] in "\"'"
                                    else "Invalid key value pair: no value discovered")
-                return words, ends
-            pos = m.end()
-            if pos < len(s) and s[pos] not in " \t":   # cut short by a quote that never closes
+                break
+            if end < n and s[end] not in " \t":     # cut short by a quote that never closes
                 self._error = "Invalid quoting: no ending quote found"
-                return words, ends
-            if value is None and s[pos:].lstrip(" \t").startswith("="):   # "key =" and no value
+                break
+            if value is None and _EQUALS_NEXT.match(s, end):     # "key =" and no value
                 self._error = "Invalid key value pair: no value discovered"
-                return words, ends
+                break
             words.append(key if value is None else f"{key}={value}")
-            ends.append(pos)
+            ends.append(end)
+        return words, ends
 
     def next(self, trim_quotes: bool = False) -> str:
         """The next word ("" at the end of the line); quote characters kept unless trimmed.
@@ -196,6 +196,7 @@ _WORD = re.compile(r"[ \t]*(?P<k>(?:" + _Q + r"""|[^ \t"'=])*)"""
 #: a quoted part of a word: the quote, the text between (escapes included), the same quote
 _QUOTED = re.compile(r"""(["'])((?:(?!\1)[^\\]|\\.)*)\1""")
 _ESCAPE = re.compile(r"\\(.)")
+_EQUALS_NEXT = re.compile(r"[ \t]*=")
 
 
 def _escaped(m: re.Match) -> str:
@@ -204,8 +205,8 @@ def _escaped(m: re.Match) -> str:
 
 def _cook(word: str, trim_quotes: bool) -> str:
     """A raw word as the parser sees it: escapes inside quotes taken, quotes kept or trimmed."""
-    if '"' not in word and "'" not in word:
-        return word
+    if ('"' not in word and "'" not in word) or (not trim_quotes and "\\" not in word):
+        return word                   # nothing to take out: the common case, fast
 
     def quoted(m: re.Match) -> str:
         inner = m.group(2)

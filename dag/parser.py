@@ -88,13 +88,11 @@ def _read(path: str, src: Source | None, command: str | None = None) -> str:
         raise DagError(f"cannot read DAG file {path}: {e.strerror or e}", **where) from None
 
 
-@dataclass
-class _Queued:
-    keyword: str                   # normalised: upper case, "-" as "_"
-    written: str                   # as written, for messages
-    words: Words
-    src: Source
-    scope: Scope
+#: a second-pass command: (handler, scope, words after the keyword, source, keyword as written)
+_Queued = tuple
+
+#: keyword as written -> normalised (upper case, "-" as "_"); a cache, files repeat keywords
+_NORMAL: dict[str, str] = {}
 
 
 @dataclass
@@ -117,11 +115,11 @@ class _Parse:
         """Both passes over one scope's file (and what it INCLUDEs)."""
         queue: list[_Queued] = []
         self.read_file(scope, file, text, queue)
-        for q in queue:
+        for handler, in_scope, words, src, written in queue:
             try:
-                COMMANDS[q.keyword](self, q.scope, q.words, q.src, q.written)
+                handler(self, in_scope, words, src, written)
             except LexError as e:
-                self.fail(q.src, q.written, str(e))
+                self.fail(src, written, str(e))
 
     def read_file(self, scope: Scope, file: str, text: str, queue: list[_Queued]) -> None:
         """The first pass over one file: define nodes, read INCLUDEs, queue the rest."""
@@ -133,9 +131,12 @@ class _Parse:
         while (line := lines.next_line()) is not None:
             words = Words(line.text)
             src = Source(file, line.number)
-            written = words.next()
-            keyword = written.upper().replace("-", "_")
+            written = line.text.split(None, 1)[0]
             try:
+                words.next()
+                keyword = _NORMAL.get(written)
+                if keyword is None:
+                    keyword = _NORMAL.setdefault(written, written.upper().replace("-", "_"))
                 if keyword in NODE_COMMANDS:
                     self.define_node(scope, NODE_COMMANDS[keyword], words, src, written, lines)
                 elif keyword == "SPLICE":
@@ -145,7 +146,7 @@ class _Parse:
                 elif keyword == "INCLUDE":
                     self.include(scope, words, src, written, queue)
                 elif keyword in COMMANDS:
-                    queue.append(_Queued(keyword, written, words, src, scope))
+                    queue.append((COMMANDS[keyword], scope, words, src, written))
                 else:
                     raise DagError(f"'{written}' is not a valid DAG command",
                                    file=file, line=line.number)
@@ -336,4 +337,6 @@ class _Parse:
             self.fail(src, command, f"Unknown node or splice '{name}': no JOB, SPLICE ... "
                                     f"command in {os.path.basename(scope.file)} defines it")
         initial, terminal = inner.ends(self.dag.graph)
-        return terminal if parent_side else initial
+        nodes = self.dag.nodes
+        return [n for n in (terminal if parent_side else initial)
+                if nodes[n].kind not in (NodeKind.FINAL, NodeKind.SERVICE, NodeKind.PROVISIONER)]

@@ -92,6 +92,10 @@ def _quote(word: str) -> str:
 
 
 def _rel(path: str, base: str) -> str:
+    """``path`` relative to ``base`` when it lies under it; absolute otherwise; a relative
+    ``path`` (a DAG built in Python) is written as given."""
+    if not os.path.isabs(path) or not base:
+        return path
     rel = os.path.relpath(path, base)
     return path if rel == ".." or rel.startswith(".." + os.sep) else rel
 
@@ -143,7 +147,7 @@ def _node(node: Node, base: str) -> list[str]:
         line += _block(node.submit_text)
     else:
         line += _quote(_rel(node.submit_file, node.dir))
-    if os.path.normpath(node.dir) != os.path.normpath(base):
+    if node.dir and os.path.normpath(node.dir) != os.path.normpath(base):
         line += f" DIR {_quote(_rel(node.dir, base))}"
     line += " NOOP" * node.noop + " DONE" * node.done
     out = [line]

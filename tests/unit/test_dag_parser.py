@@ -336,3 +336,18 @@ def test_parse_dag_text_resolves_against_the_given_path(tmp_path: Path) -> None:
     dag = parse_dag_text("JOB A a.sub\n", tmp_path / "x.dag")
     assert dag.nodes["A"].submit_file == str(tmp_path / "a.sub")
     assert parse_dag_text("JOB A a.sub\n").nodes["A"].dir == os.getcwd()
+
+
+def test_a_splice_service_node_is_not_an_edge_end(tmp_path: Path) -> None:
+    write(tmp_path, "s.dag", "SERVICE Watch w.sub\nJOB X x.sub\n")
+    dag = parse(tmp_path, "JOB A a.sub\nSPLICE S s.dag\nPARENT A CHILD S\n")
+    assert dag.children("A") == ["S+X"] and dag.nodes["S+Watch"].kind is NodeKind.SERVICE
+
+
+def test_a_missing_dag_file_says_which(tmp_path: Path) -> None:
+    with pytest.raises(DagError, match=f"cannot read DAG file {tmp_path}/none.dag"):
+        parse_dag(tmp_path / "none.dag")
+
+
+def test_a_lexing_error_in_the_first_word_names_the_line(tmp_path: Path) -> None:
+    fails(tmp_path, 'JOB A a\n"JOB B b\n', "no ending quote", line=2)
