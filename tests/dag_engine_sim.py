@@ -138,8 +138,8 @@ class Sim:
         self.in_queue[cluster] = set(range(procs))
         self._track()
         self.immediate.append(NodeSubmitted(a.node, cluster, procs))   # as a manager does
-        for p in range(procs):
-            self.pending.append(JobEvent(ev.SubmitEvent(
+        for p in range(procs):                  # the schedd logs these as it submits
+            self.immediate.append(JobEvent(ev.SubmitEvent(
                 cluster=cluster, proc=p, timestamp=self.t, log_notes=f"DAG Node: {a.node}")))
         if not self.auto:
             return

@@ -43,12 +43,15 @@ def submit_action(run: DagRun, node_run: NodeRun) -> SubmitNode:
     """The submission of ``node_run``'s job: macros, VARS, job attributes, notes, priority."""
     node = run.dag.nodes[node_run.name]
     dag_id = str(run.options.dag_id)
-    parents = ",".join(run.dag.parents(node.name))
-    macros = {v.name: v.value for v in node.vars if not v.prepend}
+    parents = parent_names(run.dag.parents(node.name))
+    before = [v for v in node.vars if prepended(v, run.options.default_append_vars)]
+    macros = {v.name: v.value for v in node.vars if v not in before}
     macros.update({"JOB": node.name, "RETRY": str(node_run.retries), "DAGManJobId": dag_id,
                    "DAG_STATUS": str(int(run.status)),
-                   "FAILED_COUNT": str(run.count[S.ERROR]), "DAG_PARENT_NAMES": parents})
-    prepend = {v.name: v.value for v in node.vars if v.prepend}
+                   "FAILED_COUNT": str(run.count[S.ERROR])})
+    if parents:
+        macros["DAG_PARENT_NAMES"] = parents
+    prepend = {v.name: v.value for v in before}
     attrs = {"DAGManJobId": dag_id, "DAGNodeName": _quote(node.name),
              "DAGParentNodeNames": _quote(parents)}
     if node_run.retries > 0:
@@ -60,6 +63,35 @@ def submit_action(run: DagRun, node_run: NodeRun) -> SubmitNode:
     return SubmitNode(node.name, node.submit_file, node.submit_text, node.dir, macros, prepend,
                       attrs, NOTE_PREFIX + node.name, node.priority, node_run.retries,
                       node.noop)
+
+
+def prepended(var, default_append: bool) -> bool:
+    """True if a VARS pair goes before the submit file (PREPEND, or neither and not the
+    DAGMAN_DEFAULT_APPEND_VARS default)."""
+    if var.prepend or var.append:
+        return bool(var.prepend)
+    return not default_append
+
+
+def failure_limit(run: DagRun, node_run: NodeRun) -> int:
+    """How many failed jobs the node's job list tolerates (TOLERANCE N or N%, else the knob)."""
+    spec = run.dag.nodes[node_run.name].tolerance
+    if spec is None:
+        return run.options.node_job_failure_tolerance
+    spec = spec.strip()
+    if spec.endswith("%"):
+        return max(node_run.procs, len(node_run.submitted)) * int(spec[:-1]) // 100
+    return int(spec)
+
+
+def parent_names(parents: list[str], limit: int = 2000) -> str:
+    """``DAG_PARENT_NAMES``: the parents, comma-separated, stopping once ``limit`` is reached."""
+    out = ""
+    for i, name in enumerate(parents):
+        if len(out) >= limit:
+            break
+        out += ("," if i else "") + name
+    return out
 
 
 def _quote(text: str) -> str:
@@ -77,7 +109,7 @@ def node_submitted(run: DagRun, name: str, cluster: int, procs: int) -> None:
     run.status_outdated = True
     _bind(run, node_run, cluster)
     if node_run.remove_reason:
-        run._emit(RemoveJobs(name, [cluster], node_run.remove_reason))
+        run.emit(RemoveJobs(name, [cluster], node_run.remove_reason))
     node_run.procs = max(node_run.procs, procs)
     run.jobs_submitted += procs
     for proc in range(procs):
@@ -102,7 +134,7 @@ def submit_failed(run: DagRun, name: str, error: str) -> None:
     run.jobstate(node_run, "SUBMIT_FAILURE", when=run.now)
     attempts = node_run.submit_attempts
     run.log(f"Job submit failed for node {name} (attempt {attempts}): {error}")
-    run._set(node_run, Step.UNSUBMIT)
+    run.move(node_run, Step.UNSUBMIT)
     if attempts < run.options.max_submit_attempts and (not run.final_started
                                                        or name == run.final):
         node_run.not_before = run.now + 2 ** (attempts - 1)
@@ -114,10 +146,10 @@ def submit_failed(run: DagRun, name: str, error: str) -> None:
     node_run.jobs_failed = True
     node_run.error = f"Job submit failed after {attempts} attempts: {error}"
     if "POST" in node.scripts:
-        run._set(node_run, Step.RUN_POST)
+        run.move(node_run, Step.RUN_POST)
         run.queue_script(node_run, "POST")
     else:
-        run._set(node_run, Step.FAIL)
+        run.move(node_run, Step.FAIL)
         run.node_failed(node_run)
 
 
@@ -190,14 +222,14 @@ def _submit_event(run: DagRun, node_run: NodeRun, event: ev.SubmitEvent) -> None
         return                                   # finished nodes never run again
     if node_run.status is S.NOT_READY and run.recovering:
         node_run.waiting.clear()
-        run._set(node_run, Step.PARENTS_DONE)
+        run.move(node_run, Step.PARENTS_DONE)
     if node_run.status in (S.READY, S.PRERUN):
         if not run.recovering:
             return                               # not submitted by this run
         if node_run.status is S.PRERUN:
-            run._set(node_run, Step.PRE_OK)
+            run.move(node_run, Step.PRE_OK)
         run.ready.remove(node_run.name)
-        run._set(node_run, Step.SUBMIT)
+        run.move(node_run, Step.SUBMIT)
         node_run.pre_done = True
         category = run.dag.nodes[node_run.name].category
         if category:
@@ -272,12 +304,17 @@ def _proc_failed(run: DagRun, node_run: NodeRun, event: ev.Event, code: int, why
     if node_run.failed_jobs == 1:
         node_run.retval = node_run.job_retval = code
         node_run.error = why
-    if not node_run.jobs_failed:
+    if not node_run.jobs_failed and node_run.failed_jobs > failure_limit(run, node_run):
         node_run.jobs_failed = True
-        if node_run.queued_procs > 0 and not run.recovering:
-            run._emit(RemoveJobs(node_run.name, [node_run.cluster],
-                                 f"Node Error: DAG node {node_run.name} "
-                                 f"({event.cluster}.{event.proc}.{event.subproc}) failed"))
+        mode = run.dag.nodes[node_run.name].tolerance_mode
+        remove = {"FAIL-FAST": True, "WAIT": False}.get(
+            (mode or "").upper().replace("_", "-"), run.options.remove_job_list_on_failure)
+        if remove and node_run.queued_procs > 0 and not run.recovering:
+            where = f"DAG node {node_run.name} ({event.cluster}.{event.proc}.{event.subproc})"
+            why = ("got ULOG_JOB_ABORTED event." if isinstance(event, ev.JobAbortedEvent) else
+                   f"reached failure tolerance after {node_run.failed_jobs} failures.")
+            run.emit(RemoveJobs(node_run.name, [node_run.cluster],
+                                 f"Node Error: {where} {why}"))
 
 
 def _proc_end(run: DagRun, node_run: NodeRun) -> None:
@@ -290,20 +327,20 @@ def _proc_end(run: DagRun, node_run: NodeRun) -> None:
     if node_run.name == run.provisioner and not run.provisioner_ready:
         run.log(f"ERROR: Provisioner node {node_run.name} job exited before giving DAGMan "
                 "the go ahead!")
-        run._set(node_run, Step.FAIL)
+        run.move(node_run, Step.FAIL)
         outcome.shutdown(run, outcome.EXIT_ERROR, DagStatus.ERROR)
         return
     run.jobstate(node_run, "JOB_SUCCESS" if node_run.retval == 0 else "JOB_FAILURE",
                  str(node_run.retval))
     if "POST" in node.scripts:
-        run._set(node_run, Step.RUN_POST)
+        run.move(node_run, Step.RUN_POST)
         if not run.recovering:
             run.queue_script(node_run, "POST")
     elif node_run.jobs_failed:
-        run._set(node_run, Step.FAIL)
+        run.move(node_run, Step.FAIL)
         run.node_failed(node_run)
     else:
-        run._set(node_run, Step.SUCCEED)
+        run.move(node_run, Step.SUCCEED)
         run.node_done(node_run)
 
 
@@ -318,7 +355,7 @@ def _held(run: DagRun, node_run: NodeRun, event: ev.JobHeldEvent) -> None:
         if limit and node_run.times_held >= limit and not run.recovering:
             run.log(f"Node {node_run.name} job was held {node_run.times_held} times: "
                     "removing it (DAGMAN_MAX_JOB_HOLDS)")
-            run._emit(RemoveJobs(node_run.name, [node_run.cluster],
+            run.emit(RemoveJobs(node_run.name, [node_run.cluster],
                                  "DAG Limit: Max number of held jobs was reached."))
     if "HOLD" in run.dag.nodes[node_run.name].scripts and not run.recovering:
         run.queue_script(node_run, "HOLD")

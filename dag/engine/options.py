@@ -33,6 +33,13 @@ class Options:
     max_job_holds: int = 100
     #: DAGMAN_RESET_RETRIES_UPON_RESCUE: rescue DAGs carry no RETRY lines when True
     reset_retries_upon_rescue: bool = True
+    #: DAGMAN_DEFAULT_APPEND_VARS: VARS without PREPEND/APPEND go after the submit file
+    #: (True) or before it (False, HTCondor's default)
+    default_append_vars: bool = False
+    #: DAGMAN_NODE_JOB_FAILURE_TOLERANCE: failed jobs a node's job list tolerates (no TOLERANCE)
+    node_job_failure_tolerance: int = 0
+    #: DAGMAN_REMOVE_JOB_LIST_ON_FAILURE: remove the rest of a job list that failed
+    remove_job_list_on_failure: bool = True
     #: DAGMAN_MAX_SUBMIT_ATTEMPTS: SubmitFailed events before the node fails ($RETURN -1001)
     max_submit_attempts: int = 6
     #: DAGMAN_USER_LOG_SCAN_INTERVAL: the interval of max_submits_per_interval (seconds)

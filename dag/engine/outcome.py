@@ -65,10 +65,10 @@ def finished_running(run: DagRun, include_final: bool) -> bool:
     c = run.count
     if include_final and run.final and not run.final_started:
         return False
-    scripts = c[S.PRERUN] + c[S.POSTRUN]
-    if run.halted:
-        return c[S.SUBMITTED] == 0 and scripts == 0
-    return c[S.SUBMITTED] == 0 and c[S.READY] == 0 and scripts == 0
+    if run.halted:                  # waiting PRE scripts will run in the rescue DAG's run
+        running = sum(sum(n.values()) for n in run.scripts_running.values())
+        return c[S.SUBMITTED] == 0 and running == 0
+    return c[S.SUBMITTED] == 0 and c[S.READY] == 0 and c[S.PRERUN] + c[S.POSTRUN] == 0
 
 
 def _final_done(run: DagRun) -> bool:
@@ -136,12 +136,12 @@ def start_final(run: DagRun) -> bool:
             continue
         if node_run.status is S.READY and not node_run.awaiting_submit:
             run.ready.remove(name)
-            run._set(node_run, Step.UNSTART)
+            run.move(node_run, Step.UNSTART)
     run.final_started = True
     _drop_waiting_scripts(run)
     final = run.nodes[run.final]
     final.waiting.clear()
-    run._set(final, Step.PARENTS_DONE)
+    run.move(final, Step.PARENTS_DONE)
     run.log(f"Starting final node {run.final} (DAG status {int(run.status)})")
     run.start_node(final)
     return True
@@ -160,7 +160,7 @@ def _drop_waiting_scripts(run: DagRun) -> None:
         node_run = run.nodes[name]
         if node_run.status in (S.PRERUN, S.POSTRUN):
             node_run.error = f"Was STATUS_{node_run.status.name}"
-            run._set(node_run, Step.FAIL)
+            run.move(node_run, Step.FAIL)
             run.node_failed(node_run)
 
 
@@ -170,8 +170,8 @@ def remove_service_nodes(run: DagRun) -> None:
         node_run = run.nodes[name]
         if node_run.status is S.SUBMITTED:
             if node_run.cluster is not None:
-                run._emit(RemoveJobs(name, [node_run.cluster], "DAG is exiting"))
-            run._set(node_run, Step.SUCCEED)
+                run.emit(RemoveJobs(name, [node_run.cluster], "DAG is exiting"))
+            run.move(node_run, Step.SUCCEED)
 
 
 def shutdown(run: DagRun, exit_code: int, status: DagStatus) -> None:
@@ -193,7 +193,7 @@ def shutdown(run: DagRun, exit_code: int, status: DagStatus) -> None:
         if node_run.awaiting_submit:
             node_run.remove_reason = reason    # removed as soon as its cluster is known
         if node_run.cluster is not None:
-            run._emit(RemoveJobs(name, [node_run.cluster], reason))
+            run.emit(RemoveJobs(name, [node_run.cluster], reason))
     if start_final(run):
         return                  # the FINAL node's result decides (check_progress)
     finish(run, exit_code, removed=status == DagStatus.RM)
@@ -206,9 +206,9 @@ def finish(run: DagRun, exit_code: int, removed: bool = False) -> None:
         run.write_dot()
     reports.write_status(run, removed=removed, final=True)
     run.jobstate(None, f"DAGMAN_FINISHED {exit_code}")
-    run._emit(WriteFile(f"{run.dag.file}.metrics", reports.metrics_text(run, exit_code)))
+    run.emit(WriteFile(f"{run.dag.file}.metrics", reports.metrics_text(run, exit_code)))
     run.exited = True
-    run._emit(Exit(exit_code, int(run.status)))
+    run.emit(Exit(exit_code, int(run.status)))
 
 
 def write_rescue(run: DagRun) -> None:
@@ -221,7 +221,7 @@ def write_rescue(run: DagRun) -> None:
         number = min(opts.last_rescue_num + 1, opts.max_rescue_num)
         run.rescue_file = rescue.rescue_name(run.dag.file, number)
     run.log(f"Writing Rescue DAG to {run.rescue_file}...")
-    run._emit(WriteFile(run.rescue_file, rescue.rescue_text(
+    run.emit(WriteFile(run.rescue_file, rescue.rescue_text(
         run.dag, _statuses(run), _retries(run), run.now,
         reset_retries=opts.reset_retries_upon_rescue)))
 

@@ -44,13 +44,13 @@ def preskip(run: DagRun, name: str | None) -> None:
     node_run = run.nodes[name]
     if node_run.status is S.NOT_READY:
         node_run.waiting.clear()
-        run._set(node_run, Step.PARENTS_DONE)
+        run.move(node_run, Step.PARENTS_DONE)
     if node_run.status is S.READY:
-        run._set(node_run, Step.RUN_PRE)
+        run.move(node_run, Step.RUN_PRE)
     if node_run.status is S.PRERUN:
         node_run.pre_done = True
         node_run.retval = 0
-        run._set(node_run, Step.SUCCEED)
+        run.move(node_run, Step.SUCCEED)
         run.node_done(node_run)
 
 

@@ -66,7 +66,7 @@ def write_status(run: DagRun, *, removed: bool = False, final: bool = False) -> 
     spec = run.dag.node_status
     if spec is None:
         return
-    run._emit(WriteFile(spec.file, status_text(run, removed=removed, final=final)))
+    run.emit(WriteFile(spec.file, status_text(run, removed=removed, final=final)))
     run.status_outdated = False
     run.last_status_update = run.now
 

@@ -93,7 +93,7 @@ class DagRun:
         """True for the nodes DAGMan counts (everything but SERVICE nodes)."""
         return name not in self.service
 
-    def _set(self, run: NodeRun, step: Step) -> None:
+    def move(self, run: NodeRun, step: Step) -> None:
         """Move ``run`` along the state table, keeping the per-status counts."""
         new = next_status(run.name, run.status, step)
         if self._main(run.name):
@@ -103,7 +103,8 @@ class DagRun:
         self.status_outdated = True
         self._changed = True
 
-    def _emit(self, action: Action) -> None:
+    def emit(self, action: Action) -> None:
+        """Ask the manager to do ``action`` (after the ones asked before)."""
         self.out.append(action)
 
     def log(self, text: str) -> None:
@@ -219,11 +220,11 @@ class DagRun:
             run = self.nodes[name]
             if node.done and node.kind is not NodeKind.FINAL:
                 run.predone = True
-                self._set(run, Step.PREDONE)
+                self.move(run, Step.PREDONE)
                 self.notify_children(run)
         for name, run in self.nodes.items():
             if run.status is S.NOT_READY and not run.waiting and name != self.final:
-                self._set(run, Step.PARENTS_DONE)
+                self.move(run, Step.PARENTS_DONE)
 
     def _start(self) -> None:
         if self.started:
@@ -256,9 +257,9 @@ class DagRun:
         """DAGMan's ``StartNode``: run the PRE script, or queue the node for submission."""
         node = self.dag.nodes[run.name]
         if not is_retry and node.save_point:
-            self._emit(WriteFile(node.save_point, outcome.save_point_text(self, run.name)))
+            self.emit(WriteFile(node.save_point, outcome.save_point_text(self, run.name)))
         if "PRE" in node.scripts and not run.pre_done:
-            self._set(run, Step.RUN_PRE)
+            self.move(run, Step.RUN_PRE)
             self.queue_script(run, "PRE")
             return
         head = (is_retry and self.options.retry_node_first) or self.options.submit_depth_first
@@ -275,7 +276,7 @@ class DagRun:
         crun.waiting.discard(parent)
         if crun.waiting or crun.status is not S.NOT_READY or self.final_started:
             return
-        self._set(crun, Step.PARENTS_DONE)
+        self.move(crun, Step.PARENTS_DONE)
         if self.started and not self.recovering and self.provisioner_ready:
             self.start_node(crun)
 
@@ -303,13 +304,16 @@ class DagRun:
                     cid = f"{run.cluster}.0" if kind == "POST" and run.cluster else "-"
                     self.jobstate(run, f"{kind}_SCRIPT_STARTED", cid)
                 self.log(f"Running {kind} script of Node {name}...")
-                self._emit(RunScript(name, kind, script.executable, args,
+                self.emit(RunScript(name, kind, script.executable, args,
                                      self.dag.nodes[name].dir, script.debug_file,
                                      script.debug_stream))
 
     def _script_exited(self, name: str, kind: str, status: int) -> None:
         if name not in self.nodes:
             raise KeyError(f"ScriptExited: the DAG has no node {name!r}")
+        if kind not in self.scripts_running:
+            raise ValueError(f"ScriptExited: kind {kind!r} of node {name} is not PRE, POST or "
+                             "HOLD")
         running = self.scripts_running[kind]
         if running[name] <= 0:
             self.log(f"Warning: ignoring the end of a {kind} script of node {name} that the "
@@ -339,9 +343,9 @@ class DagRun:
         self.jobstate(run, "PRE_SCRIPT_SUCCESS" if status == 0 else "PRE_SCRIPT_FAILURE")
         if status == 0:
             run.pre_done = True
-            self._set(run, Step.PRE_OK)
+            self.move(run, Step.PRE_OK)
             if self.final_started and run.name != self.final:
-                self._set(run, Step.UNSTART)       # the FINAL node took over: never submitted
+                self.move(run, Step.UNSTART)       # the FINAL node took over: never submitted
             else:
                 self.ready.push(run.name, node.priority, run.index,
                                 head=self.options.submit_depth_first)
@@ -350,24 +354,24 @@ class DagRun:
                      f"with node {run.name}")
             run.pre_done = True
             run.retval = 0
-            self._emit(WriteNodeEvent(PreSkipEvent(cluster=-1, timestamp=self.now,
+            self.emit(WriteNodeEvent(PreSkipEvent(cluster=-1, timestamp=self.now,
                                                    dag_node_name=run.name)))
-            self._set(run, Step.SUCCEED)
+            self.move(run, Step.SUCCEED)
             self.node_done(run)
         elif self.options.always_run_post and "POST" in node.scripts:
             run.job_retval = -1004
             run.jobs_failed = True
-            self._set(run, Step.RUN_POST)
+            self.move(run, Step.RUN_POST)
             self.queue_script(run, "POST")
         else:
             run.error = (f"PRE script died on signal {-status}" if status < 0
                          else f"PRE Script failed with status {status}")
-            self._set(run, Step.FAIL)
+            self.move(run, Step.FAIL)
             self.node_failed(run)
         outcome.check_abort(self, run, "PRE script")
 
     def _post_reaper(self, run: NodeRun, status: int) -> None:
-        self._emit(WriteNodeEvent(PostScriptTerminatedEvent(
+        self.emit(WriteNodeEvent(PostScriptTerminatedEvent(
             cluster=run.cluster if run.cluster is not None else -1, timestamp=self.now,
             terminated_normally=status >= 0, return_value=status if status >= 0 else None,
             signal=-status if status < 0 else None, dag_node_name=run.name)))
@@ -381,11 +385,11 @@ class DagRun:
             self.jobstate(run, "POST_SCRIPT_FAILURE", cid)
             how = f"died on signal {-status}" if status < 0 else f"failed with status {status}"
             run.error = f"POST Script {how}"
-            self._set(run, Step.FAIL)
+            self.move(run, Step.FAIL)
             self.node_failed(run)
         else:
             self.jobstate(run, "POST_SCRIPT_SUCCESS", cid)
-            self._set(run, Step.SUCCEED)
+            self.move(run, Step.SUCCEED)
             self.node_done(run)
         outcome.check_abort(self, run, "POST script")
 
@@ -404,7 +408,7 @@ class DagRun:
         if outcome.may_retry(self, run):
             run.retries += 1
             run.reset_attempt()
-            self._set(run, Step.RETRY)
+            self.move(run, Step.RETRY)
             self.log(f"Retrying node {run.name} (retry #{run.retries} of {node.retry})...")
             if not self.recovering:
                 self.start_node(run, is_retry=True)
@@ -433,7 +437,7 @@ class DagRun:
             if run.status not in (S.NOT_READY, S.READY):
                 continue
             self.ready.remove(run.name)
-            self._set(run, Step.FUTILE)
+            self.move(run, Step.FUTILE)
             stack.extend(self.dag.children(run.name))
 
     # --- submitting -------------------------------------------------------------------
@@ -471,7 +475,7 @@ class DagRun:
 
     def _submit(self, run: NodeRun) -> None:
         node = self.dag.nodes[run.name]
-        self._set(run, Step.SUBMIT)
+        self.move(run, Step.SUBMIT)
         run.awaiting_submit = True
         self.in_flight += 1
         self.backoff.discard(run.name)
@@ -480,7 +484,7 @@ class DagRun:
             self.cat_running[node.category] += 1
         self.submits_in_window += 1
         self.log(f"Submitting HTCondor Node {run.name} job(s)...")
-        self._emit(jobs.submit_action(self, run))
+        self.emit(jobs.submit_action(self, run))
 
     # --- the loop ----------------------------------------------------------------------
     def _pump(self) -> None:
@@ -509,4 +513,4 @@ class DagRun:
         if not spec.overwrite:
             path = f"{spec.file}.{self.dot_suffix}"
             self.dot_suffix += 1
-        self._emit(WriteFile(path, reports.dot_text(self, spec.include)))
+        self.emit(WriteFile(path, reports.dot_text(self, spec.include)))

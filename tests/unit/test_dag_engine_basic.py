@@ -153,6 +153,8 @@ def test_multi_proc_failure_removes_the_other_procs_and_fails_the_node():
     sim.go()
     removes = sim.of(RemoveJobs)
     assert len(removes) == 1 and removes[0].clusters == [100]
+    assert removes[0].reason == ("Node Error: DAG node A (100.1.0) reached failure tolerance "
+                                 "after 1 failures.")
     assert sim.status("A") == NodeStatus.ERROR
     assert sim.run.nodes["A"].retval == 5
     assert sim.exit.code == 1
@@ -178,7 +180,7 @@ def test_counts_follow_the_run():
 
 
 def test_submit_action_carries_macros_attrs_and_notes():
-    dag = dag_of("P->A", A={"vars": [Var("x", "1"), Var("y", "2", prepend=True)],
+    dag = dag_of("P->A", A={"vars": [Var("x", "1", append=True), Var("y", "2", prepend=True)],
                             "priority": 5})
     sim = Sim(dag, Options(dag_id=42))
     sim.go()
@@ -193,6 +195,55 @@ def test_submit_action_carries_macros_attrs_and_notes():
     assert submit.attrs["DAGParentNodeNames"] == '"P"'
     assert submit.notes == "DAG Node: A"
     assert submit.priority == 5 and submit.cwd == "/d" and submit.submit_file == "/d/A.sub"
+
+
+def test_parent_names_macro_absent_without_parents_and_cut_when_long():
+    from htc.dag.engine.jobs import parent_names
+    sim = Sim(dag_of("A"))
+    sim.go()
+    assert "DAG_PARENT_NAMES" not in sim.of(SubmitNode)[0].macros
+    assert sim.of(SubmitNode)[0].attrs["DAGParentNodeNames"] == '""'
+    names = [f"P{i:04d}" for i in range(1000)]
+    text = parent_names(names)
+    assert text.startswith("P0000,P0001,") and 2000 <= len(text) < 2010
+
+
+def test_vars_without_prepend_or_append_follow_default_append_vars():
+    dag = dag_of("A", A={"vars": [Var("x", "1")]})
+    sim = Sim(dag)
+    sim.go()
+    assert sim.of(SubmitNode)[0].prepend == {"x": "1"}          # HTCondor's default
+    sim = Sim(dag_of("A", A={"vars": [Var("x", "1")]}), Options(default_append_vars=True))
+    sim.go()
+    assert sim.of(SubmitNode)[0].prepend == {} and sim.of(SubmitNode)[0].macros["x"] == "1"
+
+
+def test_tolerance_lets_a_job_list_lose_some_jobs():
+    sim = Sim(dag_of("A->B", A={"tolerance": "1"}), procs={"A": 3}, exits={"A": [[0, 4, 0]]})
+    assert sim.go() == Exit(0, 0)
+    assert not sim.of(RemoveJobs) and sim.submits == ["A", "B"]
+
+
+def test_tolerance_exceeded_fails_and_removes_the_rest():
+    sim = Sim(dag_of("A", A={"tolerance": "1"}), procs={"A": 4}, exits={"A": [[4, 4, 0, 0]]})
+    assert sim.go().code == 1
+    assert len(sim.of(RemoveJobs)) == 1
+
+
+def test_tolerance_percent_and_wait_mode():
+    dag = dag_of("A", A={"tolerance": "50%", "tolerance_mode": "WAIT"})
+    sim = Sim(dag, procs={"A": 4}, exits={"A": [[4, 4, 4, 0]]})
+    assert sim.go().code == 1
+    assert not sim.of(RemoveJobs)                       # WAIT: the others finish
+    sim = Sim(dag_of("A", A={"tolerance": "50%"}), procs={"A": 4}, exits={"A": [[4, 4, 0, 0]]})
+    assert sim.go().code == 0
+
+
+def test_remove_job_list_on_failure_false_keeps_the_other_jobs():
+    sim = Sim(dag_of("A"), Options(remove_job_list_on_failure=False), procs={"A": 2},
+              exits={"A": [[3, 0]]})
+    assert sim.go().code == 1
+    assert not sim.of(RemoveJobs)
 
 
 def test_noop_node_is_submitted_as_noop():

@@ -278,6 +278,26 @@ def test_halt_stops_new_work_and_ends_with_rescue():
     assert "DONE A" in rescues(sim)[0].text
 
 
+def test_halt_with_pre_scripts_waiting_for_their_throttle_still_ends():
+    pre = {"scripts": {"PRE": script("PRE")}}
+    sim = Sim(dag_of("A B C", A=pre, B=pre, C=pre), Options(max_pre=1), auto=False)
+    sim.feed(Start())
+    sim.feed(Halt())
+    sim.go()
+    assert sim.exit == Exit(1, DagStatus.HALTED)
+    assert [n for (n, _, _) in sim.scripts] == ["A"]
+
+
+def test_halt_with_final_runs_final():
+    sim = Sim(final(dag_of("A->B")), auto=False)
+    sim.go()
+    sim.feed(Halt())
+    sim.feed(sim.job_end(100, 0, 0))
+    assert sim.submits == ["A", "F"]
+    sim.feed(sim.job_end(101, 0, 0))
+    assert sim.exit == Exit(0, DagStatus.HALTED)
+
+
 def test_resume_continues():
     sim = Sim(dag_of("A->B C"), auto=False)
     sim.go()

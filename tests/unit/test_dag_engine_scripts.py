@@ -274,3 +274,13 @@ def test_script_exited_for_a_script_not_running_is_ignored():
     out = sim.feed(ScriptExited("A", "POST", 0))
     assert any("ignoring" in getattr(a, "text", "") for a in out)
     assert sim.status("A") == NodeStatus.SUBMITTED
+
+
+def test_script_exited_names_a_bad_node_or_kind():
+    import pytest
+    sim = Sim(dag_of("A"), auto=False)
+    sim.go()
+    with pytest.raises(KeyError, match="no node 'Z'"):
+        sim.run.handle(ScriptExited("Z", "PRE", 0), 0)
+    with pytest.raises(ValueError, match="kind 'MID' of node A is not PRE, POST or HOLD"):
+        sim.run.handle(ScriptExited("A", "MID", 0), 0)
