@@ -261,6 +261,7 @@ _ENTRIES = [
     P("ENABLE_HISTORY_ROTATION", "bool", "true", "Rotate the history file."),
     P("START_LOCAL_UNIVERSE", "expr", "TotalLocalJobsRunning < 200", "When a local-universe job may start."),
     P("START_SCHEDULER_UNIVERSE", "expr", "TotalSchedulerJobsRunning < 500", "When a scheduler-universe job (DAGMan) may start."),
+    P("MAX_RUNNING_SCHEDULER_JOBS_PER_OWNER", "int", "200", "Scheduler-universe jobs (DAGs) one owner may run at once (0: none; not applied when it is not below MAX_JOBS_PER_OWNER)."),
     P("SCHEDULER_UNIVERSE_COOL_DOWN_DURATION", "int", "300", "Seconds a scheduler-universe job (DAGMan) that exited with a non-zero code waits before it runs again (JobCoolDownExpiration; a job with DisableCoolDown = true does not wait)."),
     P("SCHEDD_LOCAL_JOB_KILL_TIMEOUT", "float", "30", "Seconds a scheduler- or local-universe job has to exit after the schedd sends its kill signal (rm, hold, vacate) before it gets SIGKILL; a job's KillSigTimeout (kill_sig_timeout) overrides it.", "htc"),
     P("SCHEDD_QUERY_WORKERS", "int", "8", "Concurrent query workers of the schedd."),

@@ -213,3 +213,17 @@ def test_a_root_schedd_runs_the_job_as_its_owner_and_it_dies_with_the_schedd(poo
     assert (pool.work / "who.out").read_text() == f"{uid} {int(signal.SIGKILL)}\n"
     assert (pool.work / "who.out").stat().st_uid == uid
     assert finished(pool, reply.cluster_id)[0]["Owner"] == "nobody"
+
+
+def test_a_schedd_that_stops_cleanly_kills_the_jobs_process_group_and_its_successor_reruns_it(pool):
+    exe = script(pool, "family.sh", "sleep 1000 &\necho $$ $! >> pids\nwhile true; do sleep 0.1; done\n")
+    pool.submit(f"universe = scheduler\nexecutable = {exe}\nlog = family.log\nqueue\n")
+    pids = pool.work / "pids"
+    wait_for(lambda: pids.exists() and pids.read_text().strip(), what="the job's pids")
+    main_pid, child = (int(p) for p in pids.read_text().split())
+    old = pool.status("SCHEDD").pid
+    pool.send(m.DaemonsOff(daemons=("SCHEDD",)), address="master")
+    wait_for(lambda: not alive(main_pid) and not alive(child), what="the job and its background child to go")
+    pool.send(m.DaemonsOn(daemons=("SCHEDD",)), address="master")
+    pool.running_pid("SCHEDD", other_than=old)
+    wait_for(lambda: len(pids.read_text().split()) == 4, timeout=30, what="the job's second run")

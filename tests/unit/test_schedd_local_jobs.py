@@ -250,3 +250,15 @@ def test_periodic_hold_and_remove_stop_the_process(h):
     out = h.feed(LocalJobExited((removed, 0), None, int(signal.SIGTERM)))
     assert events(out).count(E.JOB_ABORTED) == 0 and h.status(removed) is None  # written when it fired
     assert events(h.actions).count(E.JOB_ABORTED) == 1
+
+
+def test_max_running_scheduler_jobs_per_owner():
+    h = Harness(max_scheduler_jobs_per_owner=1)
+    h.feed(c.Started())
+    first = h.submit(SCHED + "queue 2\n")
+    local = h.submit("universe = local\nexecutable = /bin/true\nqueue\n")
+    assert [a.job_id for a in of(StartLocalJob, h.settle())] == [(first, 0), (local, 0)]
+    h = Harness(max_scheduler_jobs_per_owner=0)
+    h.feed(c.Started())
+    h.submit(SCHED + "queue\n")
+    assert of(StartLocalJob, h.settle()) == []

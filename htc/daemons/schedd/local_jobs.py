@@ -8,7 +8,8 @@ Submitter ads, never offered in GetResourceRequests and never matched (:mod:`~.a
 requeue: just before the ads announcing it go out), when the schedd starts, and every
 PERIODIC_EXPR_INTERVAL, :meth:`LocalJobs.start_idle`
 looks at the idle ones and starts each that ``START_SCHEDULER_UNIVERSE`` (scheduler universe)
-or ``START_LOCAL_UNIVERSE`` (local universe) allows. Those expressions are evaluated with the
+or ``START_LOCAL_UNIVERSE`` (local universe) allows, and, for the scheduler universe, while its
+owner runs fewer than ``MAX_RUNNING_SCHEDULER_JOBS_PER_OWNER`` (200; 0 turns the universe off). Those expressions are evaluated with the
 schedd's counts as MY (``TotalSchedulerJobsRunning``, ``TotalLocalJobsRunning`` ...) and the
 job as TARGET, as HTCondor's schedd does.
 
@@ -121,6 +122,7 @@ class LocalRun:
     job_id: JobId
     started: float
     universe: int = SCHEDULER
+    owner: str | None = None
     pid: int | None = None
     stop: str | None = None        # "remove", "hold" or "vacate" once asked to stop
     abort_due: bool = False        # its Aborted event is written when the process is gone
@@ -204,6 +206,11 @@ class LocalJobs:
 
     def _may_start(self, job, universe: int | None, counts: dict[str, int], now: float, out: list) -> bool:
         settings = self.schedd.settings
+        limit = settings.max_scheduler_jobs_per_owner
+        if universe == SCHEDULER and 0 <= limit < settings.max_jobs_per_owner:
+            owner = ul.owner(job)
+            if sum(run.owner == owner and run.universe == SCHEDULER for run in self.runs.values()) >= limit:
+                return False  # MAX_RUNNING_SCHEDULER_JOBS_PER_OWNER (0: the universe is off)
         knob, text = (("START_SCHEDULER_UNIVERSE", settings.start_scheduler_universe) if universe == SCHEDULER
                       else ("START_LOCAL_UNIVERSE", settings.start_local_universe))
         try:
@@ -226,7 +233,7 @@ class LocalJobs:
             sd.queue.set_status(job_id, JobStatus.RUNNING, now=now,
                                 attrs={"RemoteHost": quote(sd.settings.name), "JobStartDate": job.get(
                                     "JobStartDate", str(int(now)))})
-        self.runs[job_id] = LocalRun(job_id, now, universe_of(job) or SCHEDULER)
+        self.runs[job_id] = LocalRun(job_id, now, universe_of(job) or SCHEDULER, ul.owner(job))
         out.append(action)
         out.append(c.Log(f"starting {LOCAL_UNIVERSES[universe_of(job)]} universe job {_label(job_id)}: "
                          f"{' '.join(action.argv)}"))

@@ -22,7 +22,8 @@ Starting a job, as HTCondor's ``Scheduler::start_sched_universe_job`` does:
   with the schedd: ``PR_SET_PDEATHSIG`` = SIGKILL, set after the switch to the owner, since a change
   of credentials clears it. A schedd killed with SIGKILL takes the job's main process with it; the
   next schedd runs the job again (children the job left in the background are not covered -- they
-  lose their parent, as a shell job's commands do).
+  lose their parent, as a shell job's commands do). A schedd that exits cleanly SIGKILLs the
+  jobs' whole process groups on its way out (:meth:`LocalRunner.kill_all`).
 
 The process is reaped through a pidfd (no polling, no thread), with ``wait4`` for its CPU times.
 It is forked from the event loop's thread, the one thread that lives as long as the schedd:
@@ -99,6 +100,17 @@ class LocalRunner:
                 return  # it is gone: its exit is being fed
         except PermissionError as exc:
             self.service.log.error("cannot signal local job %d.%d (pid %d): %s", *action.job_id, pid, exc)
+
+    def kill_all(self) -> None:
+        """The schedd is going away: SIGKILL every local job's process group (its background
+        children too, which the death signal alone would leave running). The next schedd runs the
+        jobs again."""
+        for job_id, pid in list(self.pids.items()):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue  # gone already (or no longer ours to signal)
+            self.service.log.info("local job %d.%d (pid %d) killed: the schedd is stopping", *job_id, pid)
 
     def _spawn(self, action: StartLocalJob) -> int:
         who = self._user(action.owner)
@@ -189,7 +201,14 @@ class LocalRunner:
         finally:
             loop.remove_reader(fd)
             os.close(fd)
-        _, status, usage = os.wait4(pid, 0)
+        try:
+            _, status, usage = os.wait4(pid, 0)
+        except ChildProcessError:  # reaped by someone else: how it ended is unknown
+            self.pids.pop(job_id, None)
+            self.service.log.error("local job %d.%d (pid %d) was reaped elsewhere; recorded as killed",
+                                   *job_id, pid)
+            self.service.feed(LocalJobExited(job_id, None, int(signal.SIGKILL)))
+            return
         self.pids.pop(job_id, None)
         if os.WIFSIGNALED(status):
             code, sig, core = None, os.WTERMSIG(status), os.WCOREDUMP(status)

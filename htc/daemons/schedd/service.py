@@ -210,6 +210,7 @@ class ScheddService(DaemonService):
             return await super().run()
         finally:
             self._flush()  # what the last turn left to write
+            self.local_runner.kill_all()  # scheduler/local universe jobs do not outlive the schedd
             self.core.queue.close()
 
 

@@ -48,6 +48,7 @@ class ScheddSettings:
     start_local_universe: str = knob("START_LOCAL_UNIVERSE", "TotalLocalJobsRunning < 200", convert=str)
     local_kill_timeout: float = knob("SCHEDD_LOCAL_JOB_KILL_TIMEOUT", 30.0)
     scheduler_cool_down: int = knob("SCHEDULER_UNIVERSE_COOL_DOWN_DURATION", 300)  # after a non-zero exit
+    max_scheduler_jobs_per_owner: int = knob("MAX_RUNNING_SCHEDULER_JOBS_PER_OWNER", 200)
     system_policy: SystemPolicy = SystemPolicy()  # SYSTEM_PERIODIC_HOLD / _RELEASE / _REMOVE
 
     def __post_init__(self) -> None:
