@@ -3,7 +3,8 @@
 Usually started by the schedd as the scheduler-universe job that ``htc dag submit`` queues
 (``<dag>.condor.sub``), with condor_dagman's flags: ``-Dag FILE``, ``-Lockfile F``,
 ``-AutoRescue 0|1``, ``-DoRescueFrom N``, ``-MaxJobs N``, ``-MaxIdle N``, ``-MaxPre N``,
-``-MaxPost N``, ``-Config F``, ``-AlwaysRunPost``, ``-Suppress_notification``, ``-DoRecov``
+``-MaxPost N``, ``-Config F``, ``-AlwaysRunPost``, ``-Suppress_notification``, ``-DoRecov``,
+``-ParentDAGManJobId N`` (a SUBDAG's manager: its parent DAG's job)
 (flag names are case-insensitive; ``-p 0 -f -l .`` are accepted and mean nothing here). Its
 own job id comes from ``-DAGManJobId N`` (the description passes ``$(Cluster)``), else from
 ``$CONDOR_ID``; run by hand without either, it is 0 and the node jobs belong to no DAG job.
@@ -27,14 +28,16 @@ _FLAGS = {"-dag": ("dag", True), "-lockfile": ("lockfile", True), "-autorescue":
           "-dagmanjobid": ("dagmanjobid", True), "-alwaysrunpost": ("alwaysrunpost", False),
           "-suppress_notification": ("suppress_notification", False), "-dorecov": ("dorecov", False),
           "-p": ("p", True), "-f": ("f", False), "-l": ("l", True), "-csdversion": ("csdversion", True),
-          "-dagman": ("dagman", True), "-debug": ("debug", True)}
+          "-dagman": ("dagman", True), "-debug": ("debug", True),
+          "-parentdagmanjobid": ("parentdagmanjobid", True)}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """condor_dagman's command line (flags in any case, one or two dashes)."""
     ns = argparse.Namespace(dag=None, lockfile=None, autorescue=None, dorescuefrom="0", maxjobs=None, maxidle=None,
                             maxpre=None, maxpost=None, config=None, dagmanjobid=None, alwaysrunpost=False,
-                            suppress_notification=False, dorecov=False, debug=None)
+                            suppress_notification=False, dorecov=False, debug=None,
+                            parentdagmanjobid=None)
     it = iter(argv)
     for word in it:
         key = "-" + word.lstrip("-").lower() if word.startswith("-") else None
@@ -99,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run_manager(os.path.abspath(ns.dag), dag_id=dag_job_id(ns), flags=flags, config=ns.config,
                            lockfile=ns.lockfile, rescue_from=_int(ns, "dorescuefrom") or 0,
-                           force_recovery=bool(ns.dorecov), argv=[sys.argv[0], *argv])
+                           force_recovery=bool(ns.dorecov), argv=[sys.argv[0], *argv],
+                           parent_dag_id=_int(ns, "parentdagmanjobid"))
     except HTCError as exc:
         print(f"htc.dag.manager: {exc}", file=sys.stderr)
         return 1

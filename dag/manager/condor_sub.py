@@ -96,6 +96,8 @@ def manager_arguments(job: ManagerJob) -> list[str]:
         args.append("-Suppress_notification")
     if job.always_run_post:
         args.append("-AlwaysRunPost")
+    if job.parent_dag_id is not None:
+        args += ["-ParentDAGManJobId", str(job.parent_dag_id)]
     return args + list(job.extra_args)
 
 

@@ -41,30 +41,29 @@ def strict_refuses(dag, settings) -> bool:
     return settings.use_strict >= 2 and bool(getattr(dag, "warnings", []))
 
 
-def _options(settings, *, dag_id: int, node_log: str, dag_file: str, rescue: str | None):
+def _options(settings, dag, *, dag_id: int, node_log: str, dag_file: str, rescue: str | None,
+             parent_dag_id: int | None):
     """The engine's Options: the settings, plus what only the manager can know (the rescue DAGs
-    on disk, this run's DAG files), for the engine fields that exist."""
-    import dataclasses
-
+    on disk, this run's DAG files, the DOT header file's text, the parent DAG's job)."""
     from htc.dag.manager.rescue_files import existing_rescues
 
-    options = settings.engine_options(dag_id=dag_id, node_log=node_log)
     found = existing_rescues(dag_file)
-    used = next((n for n, p in found.items() if p == rescue), 0)
-    wanted = {"max_submit_attempts": settings.max_submit_attempts,
-              "submit_interval": float(settings.user_log_scan_interval),
-              "max_rescue_num": settings.max_rescue_num,
-              "last_rescue_num": max(found, default=0),
-              "rescue_used": used,
-              "dag_files": (dag_file,),
-              "write_partial_rescue": settings.write_partial_rescue}
-    names = {f.name for f in dataclasses.fields(options)}
-    return dataclasses.replace(options, **{k: v for k, v in wanted.items() if k in names})
+    include = None
+    if dag.dot is not None and dag.dot.include:
+        try:
+            with open(dag.dot.include, encoding="utf-8", errors="replace") as fh:
+                include = fh.read()
+        except OSError:
+            include = None  # DAGMan too writes the DOT file without the header it cannot read
+    return settings.engine_options(dag_id=dag_id, node_log=node_log, last_rescue_num=max(found, default=0),
+                                   rescue_used=next((n for n, p in found.items() if p == rescue), 0),
+                                   dag_files=(dag_file,), dot_include_text=include,
+                                   parent_dag_id=str(parent_dag_id) if parent_dag_id else "")
 
 
 def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, config: str | None = None,
                 lockfile: str | None = None, rescue_from: int = 0, force_recovery: bool = False,
-                argv: list[str] | None = None, transport=None) -> int:
+                argv: list[str] | None = None, transport=None, parent_dag_id: int | None = None) -> int:
     """Run the DAG of ``dag_file`` to its end; returns the manager's exit status."""
     from htc.dag.engine import DagRun
 
@@ -118,7 +117,8 @@ def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, co
                 pass  # nothing to clear: the first run of this DAG
         else:
             out.line(f"Lock file {lock} detected: running in recovery mode")
-        run = DagRun(dag, _options(settings, dag_id=dag_id, node_log=node_log, dag_file=dag_file, rescue=rescue))
+        run = DagRun(dag, _options(settings, dag, dag_id=dag_id, node_log=node_log, dag_file=dag_file, rescue=rescue,
+                                    parent_dag_id=parent_dag_id))
         runner = Runner(dag, run, settings, dag_id=dag_id, node_log=node_log, out=out,
                         halt_file=dag_file + ".halt", transport=transport)
         runner.start(recovering)

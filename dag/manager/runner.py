@@ -35,7 +35,7 @@ from htc.dag.manager.logwatch import AdaptivePoll, NodeLog
 from htc.dag.manager.outputs import DagmanOut, append_line, write_whole
 from htc.dag.manager.scripts import Scripts
 from htc.dag.manager.settings import Settings
-from htc.dag.manager.submitter import NodeSubmission, submit_node
+from htc.dag.manager.submitter import NodeSubmission, submit_many
 from htc.dag.model import Dag, NodeKind
 from htc.errors import HTCError
 from htc.eventlog import EventLogWriter
@@ -76,6 +76,8 @@ class Runner:
         #: then each SubmitNode is one try
         self._engine_counts_attempts = hasattr(run_options(run), "max_submit_attempts")
         self._fake_cluster = 0
+        #: a manager without a job (run by hand) has no job id to make its submission ids unique
+        self._run_token = "" if dag_id > 0 else f".{os.getpid()}.{int(time.time())}"
         self._remove = False
         self._stop = False
         self._halted = False
@@ -92,13 +94,21 @@ class Runner:
         """Hand ``event`` to the engine and carry out the actions it returns (and theirs)."""
         self._actions.extend(self.run.handle(event, time.time()))
         while self._actions:
-            self._perform(self._actions.popleft())
+            action = self._actions.popleft()
+            if isinstance(action, e.SubmitNode) and not action.noop:
+                # the submissions the engine asked for together go to the schedd together
+                batch = [action]
+                while self._actions and isinstance(self._actions[0], e.SubmitNode) and not self._actions[0].noop:
+                    batch.append(self._actions.popleft())
+                self._submit(batch)
+            else:
+                self._perform(action)
 
     def _perform(self, action) -> None:
         if isinstance(action, _Feed):
             self._actions.extend(self.run.handle(action.event, time.time()))
         elif isinstance(action, e.SubmitNode):
-            self._submit(action)
+            self._submit([action])
         elif isinstance(action, e.RunScript):
             self.out.line(f"Running {action.kind} script of Node {action.node}...")
             self.scripts.start(action.node, action.kind, action.executable, list(action.args), action.cwd,
@@ -121,39 +131,53 @@ class Runner:
                           "does not know; ignored")
 
     # -- actions ----------------------------------------------------------------------------------
-    def _submit(self, action) -> None:
-        node = self.dag.nodes.get(action.node)
-        if action.noop:
-            self._fake_cluster -= 1
-            self.out.line(f"Submitting HTCondor Node {action.node} job(s)... (NOOP)")
-            self._actions.append(_Feed(e.NodeSubmitted(action.node, self._fake_cluster, 1)))
-            self._actions.append(_Feed(e.JobEvent(ev.SubmitEvent(cluster=self._fake_cluster,
-                                                                 log_notes=f"DAG Node: {action.node}"))))
-            self._actions.append(_Feed(e.JobEvent(ev.JobTerminatedEvent(cluster=self._fake_cluster,
-                                                                        terminated_normally=True,
-                                                                        return_value=0))))
+    def _submit(self, batch: list) -> None:
+        """Submit the nodes of ``batch`` (NOOP ones only pretend), and queue the engine's
+        ``NodeSubmitted`` / ``SubmitFailed`` for each, in the batch's order. The log is not read
+        meanwhile, so the engine knows every cluster before it sees that cluster's events."""
+        subs = []
+        for action in batch:
+            if action.noop:
+                self._noop(action)
+            else:
+                subs.append((action, self._submission(action)))
+        if not subs:
             return
+        attempts = 1 if self._engine_counts_attempts else self.settings.max_submit_attempts
+        results = submit_many([sub for _, sub in subs], attempts=attempts, delay=float(self.settings.submit_delay),
+                              transport=self.transport)
+        for (action, _sub), result in zip(subs, results):
+            if isinstance(result, Exception):
+                self.out.line(f"ERROR: submit attempt failed for Node {action.node}: {result}")
+                self._actions.append(_Feed(e.SubmitFailed(action.node, str(result))))
+            else:
+                self.out.line(f"\tassigned HTCondor ID ({result.cluster}.0.0)")
+                self._actions.append(_Feed(e.NodeSubmitted(action.node, result.cluster, result.procs)))
+
+    def _noop(self, action) -> None:
+        """A NOOP node: no job; the engine hears of a submission and a success, as from DAGMan."""
+        self._fake_cluster -= 1
+        self.out.line(f"Submitting HTCondor Node {action.node} job(s)... (NOOP)")
+        self._actions.append(_Feed(e.NodeSubmitted(action.node, self._fake_cluster, 1)))
+        self._actions.append(_Feed(e.JobEvent(ev.SubmitEvent(cluster=self._fake_cluster,
+                                                             log_notes=f"DAG Node: {action.node}"))))
+        self._actions.append(_Feed(e.JobEvent(ev.JobTerminatedEvent(cluster=self._fake_cluster,
+                                                                    terminated_normally=True, return_value=0))))
+
+    def _submission(self, action) -> NodeSubmission:
+        node = self.dag.nodes.get(action.node)
         submit_file, submit_text = action.submit_file, action.submit_text
         if node is not None and node.kind is NodeKind.SUBDAG and submit_file and submit_text is None:
             submit_file = self._subdag_condor_sub(node, submit_file)
-        sub = NodeSubmission(
+        return NodeSubmission(
             node=action.node, submit_file=submit_file, submit_text=submit_text, cwd=action.cwd,
             macros=dict(action.macros), prepend=dict(action.prepend), attrs=dict(action.attrs),
             notes=action.notes, priority=action.priority or self.settings.default_priority,
             retry=action.retry, node_log=self.node_log_path, dag_id=self.dag_id,
             suppress_notification=self.settings.suppress_notification,
             put_failed_jobs_on_hold=self.settings.put_failed_jobs_on_hold,
-            hold_claim_time=self.settings.hold_claim_time if self.dag.children(action.node) else 0)
-        attempts = 1 if self._engine_counts_attempts else self.settings.max_submit_attempts
-        try:
-            done = submit_node(sub, attempts=attempts, delay=float(self.settings.submit_delay),
-                               transport=self.transport)
-        except HTCError as exc:
-            self.out.line(f"ERROR: submit attempt failed for Node {action.node}: {exc}")
-            self._actions.append(_Feed(e.SubmitFailed(action.node, str(exc))))
-            return
-        self.out.line(f"\tassigned HTCondor ID ({done.cluster}.0.0)")
-        self._actions.append(_Feed(e.NodeSubmitted(action.node, done.cluster, done.procs)))
+            hold_claim_time=self.settings.hold_claim_time if self.dag.children(action.node) else 0,
+            run_token=self._run_token)
 
     def _subdag_condor_sub(self, node, nested_dag: str) -> str:
         """Write the nested DAG's ``.condor.sub`` (as ``condor_submit_dag -no_submit``)."""

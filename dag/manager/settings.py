@@ -67,6 +67,10 @@ class Settings:
     on_exit_remove: str = "(ExitSignal =?= 11 || (ExitCode =!= UNDEFINED && ExitCode >=0 && ExitCode <= 2))"
     config_file: str = ""
     debug: str = ""
+    default_append_vars: bool = False
+    node_job_failure_tolerance: int = 0
+    remove_job_list_on_failure: bool = True
+    submit_depth_first: bool = False
     #: where each knob's value came from (knob -> "config" | "environment" | file | "flag")
     origins: dict[str, str] = field(default_factory=dict)
 
@@ -75,18 +79,28 @@ class Settings:
         """Every knob a :class:`Settings` holds (``DAGMAN_MAX_JOBS_IDLE`` ...)."""
         return ["DAGMAN_" + f.name.upper() for f in fields(Settings) if f.name != "origins"]
 
-    def engine_options(self, *, dag_id: int, node_log: str, submit_depth_first: bool = False):
-        """The engine's :class:`htc.dag.engine.Options` for these settings."""
+    def engine_options(self, *, dag_id: int, node_log: str, **more):
+        """The engine's :class:`htc.dag.engine.Options` for these settings (``more``: other
+        fields of it; those the engine does not have are left out)."""
+        import dataclasses
+
         from htc.dag.engine import Options
 
-        return Options(max_jobs=self.max_jobs_submitted, max_idle=self.max_jobs_idle,
-                       max_pre=self.max_pre_scripts, max_post=self.max_post_scripts,
-                       max_hold=self.max_hold_scripts, max_submits_per_interval=self.max_submits_per_interval,
-                       always_run_post=self.always_run_post, retry_submit_first=self.retry_submit_first,
-                       retry_node_first=self.retry_node_first, submit_depth_first=submit_depth_first,
-                       max_job_holds=self.max_job_holds,
-                       reset_retries_upon_rescue=self.reset_retries_upon_rescue,
-                       dag_id=dag_id, node_log=node_log)
+        wanted = dict(max_jobs=self.max_jobs_submitted, max_idle=self.max_jobs_idle,
+                      max_pre=self.max_pre_scripts, max_post=self.max_post_scripts,
+                      max_hold=self.max_hold_scripts, max_submits_per_interval=self.max_submits_per_interval,
+                      always_run_post=self.always_run_post, retry_submit_first=self.retry_submit_first,
+                      retry_node_first=self.retry_node_first, submit_depth_first=self.submit_depth_first,
+                      max_job_holds=self.max_job_holds, reset_retries_upon_rescue=self.reset_retries_upon_rescue,
+                      default_append_vars=self.default_append_vars,
+                      node_job_failure_tolerance=self.node_job_failure_tolerance,
+                      remove_job_list_on_failure=self.remove_job_list_on_failure,
+                      max_submit_attempts=self.max_submit_attempts,
+                      submit_interval=float(self.user_log_scan_interval), max_rescue_num=self.max_rescue_num,
+                      write_partial_rescue=self.write_partial_rescue,
+                      dag_id=dag_id, node_log=node_log, **more)
+        names = {f.name for f in dataclasses.fields(Options)}
+        return Options(**{k: v for k, v in wanted.items() if k in names})
 
 
 def _convert(knob: str, kind: type, text: str, where: str) -> Any:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from htc.client import submit
 from htc.errors import HTCError, UsageError
 
-__all__ = ["NodeSubmission", "Submitted", "describe", "submit_node"]
+__all__ = ["NodeSubmission", "Submitted", "describe", "submit_many", "submit_node"]
 
 _ID_SAFE = re.compile(r"[A-Za-z0-9._:-]+")
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
@@ -51,6 +51,8 @@ class NodeSubmission:
     suppress_notification: bool = False
     put_failed_jobs_on_hold: bool = False
     hold_claim_time: int = 0
+    #: makes the submission ids of a manager run by hand (``dag_id`` 0) its own
+    run_token: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,11 +100,15 @@ def describe(sub: NodeSubmission) -> tuple[str, list[str], str | None]:
 
 
 def submission_id(sub: NodeSubmission) -> str:
-    """The id that makes a resent submission of this node try answer with its first cluster."""
+    """The id with which a resent submission of this node is answered with its first cluster.
+
+    It names the manager job (a restarted manager of the same job sends the same ids, so a
+    submission whose answer was lost in a crash is not queued again), the node and the retry.
+    """
     node = sub.node
     if not _ID_SAFE.fullmatch(node):   # splice names have '+'; other names may have anything
         node = _ID_UNSAFE.sub("_", node) + ".h" + hashlib.sha1(node.encode()).hexdigest()[:12]
-    return f"dagman-{sub.dag_id}-{node}-retry{sub.retry}"
+    return f"dagman-{sub.dag_id}{sub.run_token}-{node}-retry{sub.retry}"
 
 
 def submit_node(sub: NodeSubmission, *, attempts: int = 6, delay: float = 0.0, transport=None) -> Submitted:
@@ -129,3 +135,25 @@ def submit_node(sub: NodeSubmission, *, attempts: int = 6, delay: float = 0.0, t
         time.sleep(wait)  # the schedd is away (restarting): DAGMan backs off and tries again
         wait = min(wait * 2, 30.0)
     raise AssertionError("unreachable")
+
+
+#: node submissions in flight at once: the schedd answers one while the next is being expanded
+PARALLEL_SUBMITS = 4
+
+
+def submit_many(subs: list[NodeSubmission], *, attempts: int = 1, delay: float = 0.0, transport=None,
+                workers: int = PARALLEL_SUBMITS) -> list[Submitted | HTCError]:
+    """Submit several nodes, a few at a time (one after the other with a ``delay``); returns,
+    in order, each one's :class:`Submitted` or the error that stopped it."""
+    def one(sub: NodeSubmission) -> Submitted | HTCError:
+        try:
+            return submit_node(sub, attempts=attempts, delay=delay, transport=transport)
+        except HTCError as exc:
+            return exc
+
+    if len(subs) == 1 or delay > 0 or workers <= 1:
+        return [one(sub) for sub in subs]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(workers, len(subs)), thread_name_prefix="submit") as pool:
+        return list(pool.map(one, subs))

@@ -417,6 +417,10 @@ _ENTRIES = [
       "The on_exit_remove of the DAGMan job."),
     P("DAGMAN_CONFIG_FILE", "path", "", "Extra configuration read by DAGMan."),
     P("DAGMAN_DEBUG", "str", "", "Debug categories of dagman.out: D_FULLDEBUG or D_ALL also logs every nodes-log event read."),
+    P("DAGMAN_DEFAULT_APPEND_VARS", "bool", "false", "VARS without PREPEND or APPEND go after the node's submit description (true) or before it (false), so that the description can use them."),
+    P("DAGMAN_NODE_JOB_FAILURE_TOLERANCE", "int", "0", "Failed jobs a node's job list tolerates before the node fails (TOLERANCE overrides it)."),
+    P("DAGMAN_REMOVE_JOB_LIST_ON_FAILURE", "bool", "true", "Remove the rest of a node's job list once it failed."),
+    P("DAGMAN_SUBMIT_DEPTH_FIRST", "bool", "false", "Newly ready nodes go to the head of the ready queue (depth first) instead of its tail."),
     # --- detected: measured at start-up (htc.config.detected) ---
     P("HOSTNAME", "str", "", "This machine's short host name.", "detected"),
     P("FULL_HOSTNAME", "str", "", "This machine's fully qualified host name.", "detected"),

@@ -49,9 +49,16 @@ def test_settings_precedence_config_env_dagconfig_flags(tmp_path, env):
 
 
 def test_engine_options_follow_the_settings(env):
+    env.update({"_HTC_DAGMAN_DEFAULT_APPEND_VARS": "true", "_HTC_DAGMAN_NODE_JOB_FAILURE_TOLERANCE": "2",
+                "_HTC_DAGMAN_REMOVE_JOB_LIST_ON_FAILURE": "false", "_HTC_DAGMAN_SUBMIT_DEPTH_FIRST": "true",
+                "_HTC_DAGMAN_MAX_SUBMIT_ATTEMPTS": "3", "_HTC_DAGMAN_USER_LOG_SCAN_INTERVAL": "2",
+                "_HTC_DAGMAN_MAX_JOB_HOLDS": "7", "_HTC_DAGMAN_MAX_RESCUE_NUM": "9"})
     s = load_settings(env=env, flags={"DAGMAN_MAX_JOBS_SUBMITTED": 4})
-    opts = s.engine_options(dag_id=12, node_log="/x/d.dag.nodes.log")
+    opts = s.engine_options(dag_id=12, node_log="/x/d.dag.nodes.log", last_rescue_num=3)
     assert (opts.max_jobs, opts.max_idle, opts.dag_id, opts.node_log) == (4, 1000, 12, "/x/d.dag.nodes.log")
+    assert (opts.default_append_vars, opts.node_job_failure_tolerance, opts.remove_job_list_on_failure,
+            opts.submit_depth_first, opts.max_submit_attempts, opts.submit_interval, opts.max_job_holds,
+            opts.max_rescue_num, opts.last_rescue_num) == (True, 2, False, True, 3, 2.0, 7, 9, 3)
 
 
 def test_node_log_path(env):
@@ -112,6 +119,8 @@ def test_node_description_adds_vars_macros_attrs_notes_and_priority(tmp_path):
     # splice names have '+', which a submission id may not: spelled safely, still one per node
     ids = {submission_id(_sub(tmp_path, "queue\n", node=n)) for n in ("P+top", "P_top", "Q+top")}
     assert len(ids) == 3 and all(re.fullmatch(r"[A-Za-z0-9._:-]+", i) for i in ids)
+    # two managers run by hand (no job id) do not share ids
+    assert submission_id(_sub(tmp_path, "queue\n", dag_id=0, run_token=".1.2")) == "dagman-0.1.2-A-retry0"
 
 
 def test_inline_description_and_a_missing_file(tmp_path):
