@@ -108,7 +108,7 @@ def test_wait_times_out_and_remove_stops_the_dag_with_a_rescue_dag(d):
 
 def test_a_dag_file_read_back_runs_with_the_same_meaning(d):
     d.write("read/r.dag", "JOB A a.sub\nJOB B a.sub\nVARS B msg=\"bee\"\nPARENT A CHILD B\n")
-    d.write("read/a.sub", "executable = /bin/echo\narguments = $(JOB) $(msg)\noutput = $(JOB).out\nmsg = none\n"
+    d.write("read/a.sub", "executable = /bin/echo\narguments = $(JOB) $(msg)\noutput = $(JOB).out\n"
                           "request_memory = 32MB\nqueue\n")
     dag = DAG.read(d.work / "read" / "r.dag")
     dag.job("C", echo("sea"))
