@@ -18,19 +18,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from htc.dag.api import DAG, Layer, NodeRef
     from htc.dag.errors import DagError
-    from htc.dag.handle import DagHandle, DagTimeout
+    from htc.dag.handle import DagHandle, DagTimeout, submit_dag_file
     from htc.dag.model import Dag, Node, NodeKind, Script, Var
     from htc.dag.parser import parse_dag, parse_dag_text
     from htc.dag.writer import dag_text, write_dag
 
 __all__ = [
     "DAG", "Dag", "DagError", "DagHandle", "DagTimeout", "Layer", "Node", "NodeKind", "NodeRef", "Script", "Var",
-    "dag_text", "parse_dag", "parse_dag_text", "write_dag",
+    "dag_text", "parse_dag", "parse_dag_text", "submit_dag_file", "write_dag",
 ]
 
 _WHERE = {
     "DAG": "api", "Layer": "api", "NodeRef": "api",
-    "DagHandle": "handle", "DagTimeout": "handle",
+    "DagHandle": "handle", "DagTimeout": "handle", "submit_dag_file": "handle",
     "Dag": "model", "Node": "model", "NodeKind": "model", "Script": "model", "Var": "model",
     "DagError": "errors", "parse_dag": "parser", "parse_dag_text": "parser",
     "dag_text": "writer", "write_dag": "writer",

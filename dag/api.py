@@ -151,6 +151,8 @@ class DAG:
         self._generated: set[str] = set()
         #: extra submit commands of function nodes
         self._extra: dict[str, dict[str, str]] = {}
+        #: SUBDAG nodes given as DAG objects (written with this one)
+        self._subdags: dict[str, DAG] = {}
 
     # --- reading -------------------------------------------------------------------------------
     @classmethod
@@ -273,6 +275,7 @@ class DAG:
         self.model.graph.remove_node(name)
         self._generated.discard(name)
         self.calls.pop(name, None)
+        self._subdags.pop(name, None)
 
     def final(self, name: str, submit: Any = None, **settings: Any) -> NodeRef:
         """The FINAL node: it runs last, after success or failure, and its result is the DAG's.
@@ -288,6 +291,41 @@ class DAG:
         node = self._new(name, NodeKind.FINAL)
         try:
             self._set_submit(node, submit, bool(settings.get("noop")))
+            self._configure(node, **settings)
+        except BaseException:
+            self._drop(name)
+            raise
+        return NodeRef(self, name)
+
+    def service(self, name: str, submit: Any, **settings: Any) -> NodeRef:
+        """A SERVICE node: started when the DAG starts, best effort, removed when it ends; its
+        failure is ignored. Takes ``vars``, ``dir``, ``pre``, ``post`` and ``noop``."""
+        bad = sorted(set(settings) - {"vars", "dir", "pre", "post", "noop"})
+        if bad:
+            raise UsageError(f"a SERVICE node takes no {', '.join(bad)}")
+        node = self._new(name, NodeKind.SERVICE)
+        try:
+            self._set_submit(node, submit, bool(settings.get("noop")))
+            self._configure(node, **settings)
+        except BaseException:
+            self._drop(name)
+            raise
+        return NodeRef(self, name)
+
+    def subdag(self, name: str, dag: DAG | str | os.PathLike, **settings: Any) -> NodeRef:
+        """A node that runs a whole DAG (``SUBDAG EXTERNAL``: its own DAG manager job).
+
+        ``dag`` is a DAG file, or a :class:`DAG`, which :meth:`write` writes into the
+        subdirectory ``NAME/`` (the node's DIR) as ``INNER.dag``. Takes the settings of :meth:`job`.
+        """
+        node = self._new(name, NodeKind.SUBDAG)
+        try:
+            if isinstance(dag, DAG):
+                if dag is self:
+                    raise UsageError(f"DAG {self.name!r} cannot be a SUBDAG of itself")
+                self._subdags[name] = dag
+            else:
+                node.submit_file = os.path.abspath(os.fspath(dag))
             self._configure(node, **settings)
         except BaseException:
             self._drop(name)
@@ -346,6 +384,7 @@ class DAG:
 
     # --- edges and throttles --------------------------------------------------------------------
     def _names(self, side: Any) -> list[str]:
+        # (JOB and SUBDAG nodes have edges; FINAL, SERVICE and PROVISIONER nodes have none)
         if isinstance(side, NodeRef):
             if side.dag is not self:
                 raise UsageError(f"{side!r} belongs to another DAG")
@@ -359,7 +398,7 @@ class DAG:
         for n in items:
             if n not in self.model.nodes:
                 raise UsageError(f"DAG {self.name!r} has no node {n!r}")
-            if self.model.nodes[n].kind is not NodeKind.JOB:
+            if self.model.nodes[n].kind not in (NodeKind.JOB, NodeKind.SUBDAG):
                 raise UsageError(f"node {n!r} is a {self.model.nodes[n].kind.value} node; it cannot be in an edge")
         return items
 
@@ -409,6 +448,10 @@ class DAG:
         directory = path.parent
         directory.mkdir(parents=True, exist_ok=True)
         model = self.written_model(path)
+        for name, inner in self._subdags.items():
+            node = model.nodes[name]
+            node.dir = str(directory / name)
+            node.submit_file = str(inner.write(directory / name / f"{inner.name}.dag"))
         for name, node in model.nodes.items():
             if name in self.calls:
                 fnodes.write_call(directory, name, self.calls[name])

@@ -118,3 +118,15 @@ def test_a_dag_file_read_back_runs_with_the_same_meaning(d):
     assert handle.status() == {"A": "DONE", "B": "DONE", "C": "DONE"}
     assert (d.work / "read" / "B.out").read_text() == "B bee\n"  # A and B still run in their own DIR
     assert (d.work / "again" / "C.out").read_text() == "sea\n"
+
+
+def test_a_subdag_built_in_python_runs_as_a_nested_dag(d):
+    inner = DAG("inner")
+    inner.job("x", echo("inner x")) >> inner.job("y", echo("inner y"))
+    outer = DAG("outer")
+    outer.job("before", echo("before")) >> outer.subdag("nested", inner) >> outer.job("after", echo("after"))
+    handle = outer.submit(d.work / "outer")
+    assert handle.wait(timeout=300) == 0, d.dagman_out("outer/outer.dag")
+    assert handle.status() == {"before": "DONE", "nested": "DONE", "after": "DONE"}
+    assert (d.work / "outer" / "nested" / "y.out").read_text() == "inner y\n"
+    assert (d.work / "outer" / "after.out").read_text() == "after\n"

@@ -95,3 +95,28 @@ def test_a_cycle_is_refused_when_written_naming_its_nodes(tmp_path):
     a >> b >> a
     with pytest.raises(DagError, match="cycle"):
         dag.write(tmp_path / "loop.dag")
+
+
+def test_a_subdag_given_as_a_dag_is_written_in_its_own_directory_and_a_service_node_too(tmp_path):
+    inner = DAG("inner")
+    inner.job("x", TRUE) >> inner.job("y", TRUE)
+    outer = DAG("outer")
+    first = outer.job("first", TRUE)
+    sub = outer.subdag("nested", inner, retry=1)
+    first >> sub >> outer.subdag("external", tmp_path / "other.dag")
+    outer.service("watch", TRUE)
+    back = parse_dag(outer.write(tmp_path / "out" / "outer.dag"))
+    nested = back.nodes["nested"]
+    assert nested.kind.value == "SUBDAG" and nested.retry == 1
+    assert nested.dir == str(tmp_path / "out" / "nested")
+    assert nested.submit_file == str(tmp_path / "out" / "nested" / "inner.dag")
+    assert set(parse_dag(nested.submit_file).graph.edges) == {("x", "y")}
+    assert back.nodes["external"].submit_file == str(tmp_path / "other.dag")
+    assert back.nodes["watch"].kind.value == "SERVICE"
+    assert set(back.graph.edges) == {("first", "nested"), ("nested", "external")}
+    with pytest.raises(Exception, match="cannot be in an edge"):
+        outer["watch"] >> first
+    with pytest.raises(Exception, match="a SERVICE node takes no retry"):
+        outer.service("s2", TRUE, retry=1)
+    with pytest.raises(Exception, match="cannot be a SUBDAG of itself"):
+        outer.subdag("self", outer)
