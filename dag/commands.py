@@ -123,6 +123,10 @@ def script(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None
     text = _need(p, words.remain(), src, cmd, "No script specified")
     exe, *args = text.split()
     for node in p.nodes_named(scope, name, src, cmd):
+        if kind in node.scripts:
+            p.dag.warnings.append(f"{src} node {node.name} already has {kind} script "
+                                  f"<{node.scripts[kind].executable}> assigned; changing to "
+                                  f"<{exe}>")
         node.scripts[kind] = Script(
             kind=kind, executable=exe, args=list(args), defer_status=defer_status,
             defer_time=defer_time, debug_file=resolve_path(node.dir, debug[0]) if debug else None,
@@ -132,16 +136,24 @@ def script(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None
 def pre_skip(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
     """``PRE_SKIP node|ALL_NODES exit-code``."""
     name = _need(p, words.next(), src, cmd, "No node name specified")
-    code = _int(p, _need(p, words.next(), src, cmd, "Missing exit code"), src, cmd, "exit code")
+    code = _int(p, _need(p, words.next(), src, cmd, "Missing exit code"), src, cmd, "exit code",
+                low=0, high=255)
     _end(p, words, src, cmd)
     for node in p.nodes_named(scope, name, src, cmd):
         node.pre_skip = code
 
 
-def _not_final(p: _Parse, nodes: list, src: Source, cmd: str, what: str) -> None:
+#: node kinds that are not JOB nodes for DAGMan (a SUBDAG EXTERNAL node is a JOB node)
+_NOT_JOBS = (NodeKind.FINAL, NodeKind.SERVICE, NodeKind.PROVISIONER)
+
+
+def _not_final(p: _Parse, nodes: list, src: Source, cmd: str, what: str,
+               kinds: tuple[NodeKind, ...] = _NOT_JOBS) -> None:
+    """Refuse a setting DAGMan takes for JOB nodes only, on a node the command names
+    (``DagProcessor``: "FINAL node X can not have a retry specification")."""
     for node in nodes:
-        if node.kind is NodeKind.FINAL:
-            p.fail(src, cmd, f"FINAL node '{node.name}' cannot have {what}")
+        if node.kind in kinds:
+            p.fail(src, cmd, f"{node.kind.value} node '{node.name}' cannot have {what}")
 
 
 def retry(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
@@ -156,7 +168,7 @@ def retry(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
         unless = _int(p, _need(p, words.next(), src, cmd, "UNLESS-EXIT missing exit code"),
                       src, cmd, "UNLESS-EXIT code")
         _end(p, words, src, cmd)
-    nodes = p.nodes_named(scope, name, src, cmd)
+    nodes = p.nodes_named(scope, name, src, cmd, jobs_only=True)
     _not_final(p, nodes, src, cmd, "retries")
     for node in nodes:
         node.retry, node.retry_unless_exit = count, unless
@@ -175,7 +187,7 @@ def abort_dag_on(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -
                    "RETURN code", low=0, high=255)
         _end(p, words, src, cmd)
     nodes = p.nodes_named(scope, name, src, cmd)
-    _not_final(p, nodes, src, cmd, "an ABORT-DAG-ON condition")
+    _not_final(p, nodes, src, cmd, "an ABORT-DAG-ON condition", (NodeKind.FINAL,))
     for node in nodes:
         node.abort_status, node.abort_return = status, ret
 
@@ -183,7 +195,8 @@ def abort_dag_on(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -
 def vars_(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
     """``VARS node|ALL_NODES [PREPEND|APPEND] key="value" ...``; ``+key`` is ``My.key``.
 
-    A name given again for the same node replaces the earlier value ("last one wins").
+    A name given again for the same node (same case) sets the earlier variable's value, in its
+    place, with a warning (DAGMan's ``Node::AddVar``): the last value wins.
     """
     name = _need(p, words.next(), src, cmd, "No node name specified")
     word = words.next()
@@ -210,9 +223,13 @@ def vars_(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
         p.fail(src, cmd, "No key=value pairs specified")
     for node in p.nodes_named(scope, name, src, cmd):
         for key, value in pairs:
-            low = key.lower()
-            node.vars = [v for v in node.vars if v.name.lower() != low]
-            node.vars.append(Var(key, value, prepend=prepend, append=append))
+            old = next((v for v in node.vars if v.name == key), None)
+            if old is None:
+                node.vars.append(Var(key, value, prepend=prepend, append=append))
+            else:                   # DAGMan keeps the variable's place and sets its value
+                p.dag.warnings.append(f"{src} VARS {key} is already defined in node "
+                                      f"{node.name}; setting it to {value!r}")
+                old.value = value
 
 
 def priority(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
@@ -221,7 +238,7 @@ def priority(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> No
     value = _int(p, _need(p, words.next(), src, cmd, "Missing priority value"), src, cmd,
                  "priority value")
     _end(p, words, src, cmd)
-    nodes = p.nodes_named(scope, name, src, cmd)
+    nodes = p.nodes_named(scope, name, src, cmd, jobs_only=True)
     _not_final(p, nodes, src, cmd, "a priority")
     for node in nodes:
         node.priority = value
@@ -232,7 +249,7 @@ def category(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> No
     name = _need(p, words.next(), src, cmd, "No node name specified")
     cat = _need(p, words.next(), src, cmd, "No category name specified")
     _end(p, words, src, cmd)
-    nodes = p.nodes_named(scope, name, src, cmd)
+    nodes = p.nodes_named(scope, name, src, cmd, jobs_only=True)
     _not_final(p, nodes, src, cmd, "a category")
     for node in nodes:
         node.category = category_name(scope, cat)
@@ -257,7 +274,9 @@ def done(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
     """``DONE node``: the node is already done (rescue DAGs write it)."""
     name = _need(p, words.next(), src, cmd, "No node name specified")
     _end(p, words, src, cmd)
-    for node in p.nodes_named(scope, name, src, cmd, all_nodes=False):
+    nodes = p.nodes_named(scope, name, src, cmd, all_nodes=False)
+    _not_final(p, nodes, src, cmd, "DONE (it always runs)")
+    for node in nodes:
         node.done = True
 
 
@@ -266,7 +285,9 @@ def save_point_file(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str
     name = _need(p, words.next(), src, cmd, "No node name specified")
     file = words.next(trim_quotes=True) or f"{name}-{os.path.basename(src.file)}.save"
     _end(p, words, src, cmd)
-    for node in p.nodes_named(scope, name, src, cmd, all_nodes=False):
+    nodes = p.nodes_named(scope, name, src, cmd, all_nodes=False)
+    _not_final(p, nodes, src, cmd, "a save point file")
+    for node in nodes:
         base = scope.base_dir if os.sep in file else os.path.join(scope.base_dir, "save_files")
         node.save_point = resolve_path(base, file)
 

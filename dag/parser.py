@@ -19,7 +19,19 @@ arguments are kept as written (the engine runs them in the node's directory).
 
 Errors are :class:`~htc.dag.errors.DagError` naming the file and line, in DAGMan's words, and
 they are raised before the model is handed on; :func:`htc.dag.validate.validate_dag` then checks
-the whole graph (cycles, FINAL in edges).
+the whole graph (cycles, FINAL in edges). There is no lenient mode: a file DAGMan refuses (the
+htcondor2.dags writer's ``CATEGORY cat 2`` for ``MAXJOBS cat 2``, say) is refused here too.
+
+What wins when a file says a thing twice, as DAGMan does it (``DagProcessor``, ``Node``):
+
+* node settings (RETRY, PRIORITY, CATEGORY, SCRIPT of a kind, PRE_SKIP, ABORT-DAG-ON ...) and
+  MAXJOBS, SET_JOB_ATTR, DOT: the last one, so ALL_NODES and a specific command override each
+  other in file order; a VARS name given again keeps its place and takes the new value;
+* NODE_STATUS_FILE, JOBSTATE_LOG and a SUBMIT-DESCRIPTION name: the first one, with a warning
+  (:attr:`Dag.warnings <htc.dag.model.Dag.warnings>`); two different CONFIG files: an error.
+
+REJECT is recorded in :attr:`Dag.reject <htc.dag.model.Dag.reject>` (DAGMan refuses to run such
+a DAG; the engine and manager do the refusing).
 """
 
 from __future__ import annotations
@@ -43,14 +55,17 @@ NODE_COMMANDS = {"JOB": NodeKind.JOB, "FINAL": NodeKind.FINAL, "SERVICE": NodeKi
 
 
 def parse_dag(path: str | os.PathLike, *, extra_files: Iterable[str | os.PathLike] = (),
-              allow_any_node_name_characters: bool = False, validate: bool = True) -> Dag:
+              allow_any_node_name_characters: bool = False, munge_node_names: bool = True,
+              validate: bool = True) -> Dag:
     """Parse a DAG file (and the files it SPLICEs and INCLUDEs) into a validated model.
 
     Args:
         path: the primary DAG file; relative paths in it resolve against its directory.
         extra_files: more DAG files to parse into the same DAG, as ``condor_submit_dag a.dag
-            b.dag`` does (one namespace; each file's relative paths resolve against its own
-            directory).
+            b.dag`` does; each file's relative paths resolve against its own directory.
+        munge_node_names: with more than one file, prefix each file's node names with its
+            number, ``0.A``, ``1.A`` (``DAGMAN_MUNGE_NODE_NAMES``, True by default in DAGMan),
+            so that the files' names cannot clash; False puts them in one namespace.
         allow_any_node_name_characters: accept ``+`` in node names
             (``DAGMAN_ALLOW_ANY_NODE_NAME_CHARACTERS``), as files written flat from splices need.
         validate: check the graph as a whole (cycles ...); leave on unless you check later.
@@ -61,8 +76,9 @@ def parse_dag(path: str | os.PathLike, *, extra_files: Iterable[str | os.PathLik
     """
     files = [os.path.abspath(os.fspath(p)) for p in (path, *extra_files)]
     parse = _Parse(Dag(file=files[0]), allow_any_node_name_characters)
-    for f in files:
-        parse.top_file(f, _read(f, None))
+    munge = munge_node_names and len(files) > 1
+    for number, f in enumerate(files):
+        parse.top_file(f, _read(f, None), f"{number}." if munge else "")
     return parse.finish(validate)
 
 
@@ -88,6 +104,8 @@ def _read(path: str, src: Source | None, command: str | None = None) -> str:
         raise DagError(f"cannot read DAG file {path}: {e.strerror or e}", **where) from None
 
 
+_NOT_JOBS = (NodeKind.FINAL, NodeKind.SERVICE, NodeKind.PROVISIONER)
+
 #: a second-pass command: (handler, scope, words after the keyword, source, keyword as written)
 _Queued = tuple
 
@@ -107,9 +125,10 @@ class _Parse:
     reading: list[str] = field(default_factory=list)
 
     # --- files and passes ---------------------------------------------------------------
-    def top_file(self, file: str, text: str) -> None:
-        """Parse one file given on the command line into the top scope."""
-        self.parse_scope(Scope(file=file, base_dir=os.path.dirname(file)), file, text)
+    def top_file(self, file: str, text: str, munge: str = "") -> None:
+        """Parse one file given on the command line (its node names prefixed by ``munge``)."""
+        scope = Scope(file=file, base_dir=os.path.dirname(file), prefix=munge)
+        self.parse_scope(scope, file, text)
 
     def parse_scope(self, scope: Scope, file: str, text: str) -> None:
         """Both passes over one scope's file (and what it INCLUDEs)."""
@@ -214,14 +233,21 @@ class _Parse:
                 node.dir = resolve_path(scope.base_dir, d)
             else:
                 self.fail(src, written, f"Unexpected token '{word}'")
+        if node.done and kind in _NOT_JOBS:
+            self.fail(src, written, f"{kind.value} node '{name}' can not be marked as DONE")
         if text is not None:
             node.submit_text = text
         else:
+            if kind in (NodeKind.JOB, NodeKind.SERVICE, NodeKind.PROVISIONER) \
+                    and desc.endswith(".condor.sub"):
+                self.fail(src, written, f"'{desc}' is a DAG's submit file: the use of the JOB "
+                                        "keyword for nested DAGs is prohibited (write SUBDAG "
+                                        "EXTERNAL name file.dag)")
             node.submit_file = resolve_path(node.dir, desc)
             if kind is not NodeKind.SUBDAG:
                 self.submit_tokens[node.name] = desc
         if kind in (NodeKind.FINAL, NodeKind.PROVISIONER):
-            if scope.prefix and kind is NodeKind.FINAL:
+            if scope.category_prefix and kind is NodeKind.FINAL:     # (only splices have one)
                 self.fail(src, written, f"FINAL node '{name}' is in a splice; a FINAL node "
                                         "belongs in the top-level DAG file")
             other = next((n for n in self.dag.nodes.values() if n.kind is kind), None)
@@ -263,9 +289,10 @@ class _Parse:
         if not (start.startswith("{") or start.startswith("@=")):
             self.fail(src, written, "No inline description provided")
         text, _rest = self.inline_block(start, src, written, lines)
-        if name in self.dag.submit_descriptions:
-            self.dag.warnings.append(f"{src} SUBMIT-DESCRIPTION {name} is defined again; "
-                                     "the last definition is used")
+        if name in self.dag.submit_descriptions:     # DAGMan keeps the first, with a warning
+            self.dag.warnings.append(f"{src} a submit description already exists with name "
+                                     f"{name}, will not be overwritten")
+            return
         self.dag.submit_descriptions[name] = text
 
     def splice(self, scope: Scope, words: Words, src: Source, written: str) -> None:
@@ -292,7 +319,8 @@ class _Parse:
         if scope.full(name) in self.dag.nodes:
             self.fail(src, written, f"Splice name '{name}' is already the name of a node")
         path = resolve_path(base, file)
-        inner = Scope(file=path, base_dir=base, prefix=scope.full(name) + "+")
+        prefix = scope.full(name) + "+"
+        inner = Scope(file=path, base_dir=base, prefix=prefix, category_prefix=prefix)
         self.parse_scope(inner, path, _read(path, src, written))
         scope.splices[name] = inner
         scope.members.extend(inner.members)
@@ -310,13 +338,17 @@ class _Parse:
 
     # --- resolving names (second pass) --------------------------------------------------
     def nodes_named(self, scope: Scope, name: str, src: Source, command: str, *,
-                    all_nodes: bool = True) -> list[Node]:
-        """The nodes a command's node argument means: one node, or ALL_NODES of the scope."""
+                    all_nodes: bool = True, jobs_only: bool = False) -> list[Node]:
+        """The nodes a command's node argument means: one node, or ALL_NODES of the scope.
+
+        ALL_NODES means the scope's own nodes but its FINAL and SERVICE nodes, and, for a
+        setting only JOB nodes take (``jobs_only``), but its PROVISIONER node too.
+        """
         if name.upper() == "ALL_NODES":
             if not all_nodes:
                 self.fail(src, command, f"{command} does not take ALL_NODES; name one node")
-            return [self.dag.nodes[n] for n in scope.local
-                    if self.dag.nodes[n].kind not in (NodeKind.FINAL, NodeKind.SERVICE)]
+            skip = _NOT_JOBS if jobs_only else (NodeKind.FINAL, NodeKind.SERVICE)
+            return [self.dag.nodes[n] for n in scope.local if self.dag.nodes[n].kind not in skip]
         node = self.dag.nodes.get(scope.full(name))
         if node is None:
             self.fail(src, command, f"Unknown node '{name}': no JOB, FINAL, SUBDAG ... "

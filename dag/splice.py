@@ -36,6 +36,9 @@ class Scope:
     file: str                      # the scope's DAG file (absolute)
     base_dir: str                  # relative paths in it resolve against this directory
     prefix: str = ""               # "" for the primary file, "S+" / "outer+inner+" for splices
+    #: the prefix of category names: the splice prefix, but "" in a top-level file even when
+    #: its node names are munged ("0." with several DAG files, as DAGMan does)
+    category_prefix: str = ""
     #: full names of the nodes this scope's own text (and its INCLUDEs) defines, in order
     local: list[str] = field(default_factory=list)
     #: full names of every node in the scope, its splices' nodes too
@@ -75,7 +78,7 @@ class Scope:
 
 def category_name(scope: Scope, name: str) -> str:
     """A category's full name: global (``+cat``) as written, else scoped by the splice."""
-    return name if name.startswith("+") else scope.prefix + name
+    return name if name.startswith("+") else scope.category_prefix + name
 
 
 def connect_pairs(out_scope: Scope, in_scope: Scope) -> list[tuple[str, str]]:

@@ -203,6 +203,10 @@ def _descriptions(dag: Dag) -> dict[str, str]:
     blocks = dict(dag.submit_descriptions)
     for node in dag.nodes.values():
         name = node.description_name
-        if name is not None and name not in blocks and node.submit_text is not None:
-            blocks[name] = node.submit_text
+        if name is None or name in blocks:
+            continue
+        if node.submit_text is None:
+            raise DagError(f"node '{node.name}' uses SUBMIT-DESCRIPTION '{name}', which neither "
+                           "the DAG nor the node holds; set Dag.submit_descriptions[name]")
+        blocks[name] = node.submit_text
     return blocks

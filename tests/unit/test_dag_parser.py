@@ -196,9 +196,8 @@ def test_final_nodes_take_no_edges_retries_or_priorities(tmp_path: Path) -> None
 def test_vars_forms(tmp_path: Path) -> None:
     dag = parse(tmp_path, 'JOB A a.sub\nVARS A x = "1" +Attr="\\"q\\"" y="a b"\n'
                           'VARS A PREPEND p="2"\nVARS A APPEND q="3"\nVARS A x="again"\n')
-    assert dag.nodes["A"].vars == [Var("My.Attr", '"q"'), Var("y", "a b"),
-                                   Var("p", "2", prepend=True), Var("q", "3", append=True),
-                                   Var("x", "again")]
+    assert dag.nodes["A"].vars == [Var("x", "again"), Var("My.Attr", '"q"'), Var("y", "a b"),
+                                   Var("p", "2", prepend=True), Var("q", "3", append=True)]
 
 
 def test_all_nodes_and_a_later_specific_command_last_one_wins(tmp_path: Path) -> None:
@@ -325,11 +324,23 @@ def test_connect_needs_matching_pins(tmp_path: Path) -> None:
     fails(tmp_path, "SPLICE A a.dag\nCONNECT A Q\n", "Unknown splice 'Q'")
 
 
-def test_extra_files_share_one_namespace(tmp_path: Path) -> None:
-    other = write(tmp_path, "sub/two.dag", "JOB B b.sub\nPARENT A CHILD B\n")
-    dag = parse_dag(write(tmp_path, "one.dag", "JOB A a.sub\n"), extra_files=[other])
-    assert dag.children("A") == ["B"] and dag.nodes["B"].dir == str(tmp_path / "sub")
+def test_extra_files_munge_node_names_by_file_number(tmp_path: Path) -> None:
+    other = write(tmp_path, "sub/two.dag", "JOB A b.sub\nJOB B b.sub\nPARENT A CHILD B\n"
+                                           "CATEGORY A c\nSPLICE S ../s.dag\n")
+    write(tmp_path, "s.dag", "JOB X x.sub\nCATEGORY X c\n")
+    one = write(tmp_path, "one.dag", "JOB A a.sub\n")
+    dag = parse_dag(one, extra_files=[other])
+    assert list(dag.nodes) == ["0.A", "1.A", "1.B", "1.S+X"]
+    assert dag.children("1.A") == ["1.B"] and dag.nodes["1.B"].dir == str(tmp_path / "sub")
+    assert (dag.nodes["1.A"].category, dag.nodes["1.S+X"].category) == ("c", "1.S+c")
     assert dag.file == str(tmp_path / "one.dag")
+
+
+def test_extra_files_can_share_one_namespace(tmp_path: Path) -> None:
+    other = write(tmp_path, "two.dag", "JOB B b.sub\nPARENT A CHILD B\n")
+    dag = parse_dag(write(tmp_path, "one.dag", "JOB A a.sub\n"), extra_files=[other],
+                    munge_node_names=False)
+    assert dag.children("A") == ["B"]
 
 
 def test_parse_dag_text_resolves_against_the_given_path(tmp_path: Path) -> None:
@@ -351,3 +362,57 @@ def test_a_missing_dag_file_says_which(tmp_path: Path) -> None:
 
 def test_a_lexing_error_in_the_first_word_names_the_line(tmp_path: Path) -> None:
     fails(tmp_path, 'JOB A a\n"JOB B b\n', "no ending quote", line=2)
+
+
+def test_a_var_given_again_keeps_its_place_and_takes_the_new_value(tmp_path: Path) -> None:
+    dag = parse(tmp_path, 'JOB A a\nVARS A PREPEND x="1" y="2"\nVARS A APPEND x="3" X="4"\n')
+    assert dag.nodes["A"].vars == [Var("x", "3", prepend=True), Var("y", "2", prepend=True),
+                                   Var("X", "4", append=True)]
+    assert "VARS x is already defined in node A" in dag.warnings[0]
+
+
+def test_service_and_final_nodes_refuse_what_dagman_refuses(tmp_path: Path) -> None:
+    fails(tmp_path, "SERVICE S s\nPRIORITY S 3\n", "SERVICE node 'S' cannot have a priority")
+    fails(tmp_path, "SERVICE S s\nCATEGORY S c\n", "cannot have a category")
+    fails(tmp_path, "FINAL F f\nDONE F\n", "FINAL node 'F' cannot have DONE")
+    fails(tmp_path, "PROVISIONER P p\nSAVE_POINT_FILE P\n", "cannot have a save point file")
+    dag = parse(tmp_path, "SERVICE S s\nRETRY ALL_NODES 2\nABORT-DAG-ON S 1\n")
+    assert (dag.nodes["S"].retry, dag.nodes["S"].abort_status) == (0, 1)
+
+
+def test_the_first_submit_description_of_a_name_is_kept(tmp_path: Path) -> None:
+    dag = parse(tmp_path, "SUBMIT-DESCRIPTION d {\nexecutable = /a\n}\n"
+                          "SUBMIT-DESCRIPTION d {\nexecutable = /b\n}\nJOB A d\n")
+    assert dag.nodes["A"].submit_text == "executable = /a\n" and len(dag.warnings) == 1
+
+
+def test_only_job_nodes_take_retries_priorities_and_categories(tmp_path: Path) -> None:
+    fails(tmp_path, "PROVISIONER P p\nRETRY P 1\n", "PROVISIONER node 'P' cannot have retries")
+    dag = parse(tmp_path, "SUBDAG EXTERNAL D d.dag\nRETRY D 2\nPRIORITY D 4\nCATEGORY D c\n")
+    assert (dag.nodes["D"].retry, dag.nodes["D"].priority, dag.nodes["D"].category) == (2, 4, "c")
+
+
+def test_pre_skip_codes_are_exit_codes(tmp_path: Path) -> None:
+    fails(tmp_path, "JOB A a\nPRE_SKIP A 256\n", "Invalid exit code '256'", line=2)
+
+
+def test_job_cannot_run_a_nested_dag_submit_file(tmp_path: Path) -> None:
+    fails(tmp_path, "JOB A inner.dag.condor.sub\n", "JOB keyword for nested DAGs is prohibited")
+    assert parse(tmp_path, "FINAL F inner.dag.condor.sub\n").final.name == "F"
+
+
+def test_a_second_script_of_a_kind_replaces_the_first_with_a_warning(tmp_path: Path) -> None:
+    dag = parse(tmp_path, "JOB A a\nSCRIPT PRE ALL_NODES one.sh\nSCRIPT PRE A two.sh\n")
+    assert dag.nodes["A"].scripts["PRE"].executable == "two.sh"
+    assert "already has PRE script <one.sh>" in dag.warnings[0]
+
+
+def test_all_nodes_settings_for_jobs_skip_the_provisioner(tmp_path: Path) -> None:
+    dag = parse(tmp_path, "PROVISIONER P p\nJOB A a\nRETRY ALL_NODES 2\nVARS ALL_NODES x=\"1\"\n")
+    assert (dag.nodes["P"].retry, dag.nodes["A"].retry) == (0, 2)
+    assert dag.nodes["P"].vars == dag.nodes["A"].vars == [Var("x", "1")]
+
+
+def test_only_job_nodes_can_be_defined_done(tmp_path: Path) -> None:
+    fails(tmp_path, "FINAL F f.sub DONE\n", "FINAL node 'F' can not be marked as DONE", line=1)
+    assert parse(tmp_path, "SUBDAG EXTERNAL D d.dag DONE\n").nodes["D"].done

@@ -185,3 +185,10 @@ def test_a_python_dag_without_directories_writes_paths_as_given(tmp_path: Path) 
     assert "JOB A a.sub\n" in text and "JOB B b.sub DIR work\n" in text
     again = parse_dag_text(text, tmp_path / "x.dag")
     assert again.nodes["B"].submit_file == str(tmp_path / "work" / "b.sub")
+
+
+def test_a_description_name_without_its_text_is_refused(tmp_path: Path) -> None:
+    dag = Dag()
+    dag.add_node(Node("A", submit_file="/x.sub", description_name="missing"))
+    with pytest.raises(DagError, match="SUBMIT-DESCRIPTION 'missing'"):
+        dag_text(dag, base_dir=str(tmp_path))
