@@ -69,7 +69,7 @@ def _check(args: argparse.Namespace):
                                max_num=settings.max_rescue_num)
         if args.DoRescueFrom:
             rename_old(dag_file, above=args.DoRescueFrom)
-    dag = load_dag(dag_file, rescue=rescue)
+    dag = load_dag(dag_file, rescue=rescue, settings=settings)
     if dag.reject is not None:
         raise UsageError(f"ERROR: REJECT specified in DAG file {dag.reject}: this DAG will not run "
                          "(remove the REJECT line to run it). No jobs were queued.")

@@ -22,7 +22,7 @@ from htc.eventlog import events as ev
 from htc.eventlog import read_events
 from poolutil import Pool, wait_for
 
-#: the node job: record a run, optionally fail with the exit code in $2 (default 0)
+#: the node job: record a run, optionally fail with the exit code in $2 (VARS code="N"; default 0)
 NODE_SH = """#!/bin/sh
 touch "{runs}/$1.$(date +%s%N).$$"
 echo "node $1 ran"
@@ -33,7 +33,6 @@ NODE_SUB = """executable = {work}/node.sh
 arguments = $(JOB) $(code)
 output = {work}/out/$(JOB).out
 error = {work}/out/$(JOB).err
-code = 0
 queue
 """
 

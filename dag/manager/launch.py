@@ -24,15 +24,30 @@ __all__ = ["load_dag", "run_manager"]
 EXIT_OKAY, EXIT_ERROR, EXIT_ABORT = 0, 1, 2
 
 
-def load_dag(dag_file: str, *, rescue: str | None = None):
+def load_dag(dag_file: str, *, rescue: str | None = None, settings=None):
     """The DAG of ``dag_file`` with the rescue DAG ``rescue`` applied (DONE nodes, retries).
 
     Raises:
-        DagError: the file (or the rescue file) does not parse; the message names file and line.
+        DagError: the file does not parse; the message names file and line.
+        UsageError: the rescue DAG cannot be read or does not fit the DAG.
     """
+    from htc.dag.engine.rescue import apply_rescue
     from htc.dag.parser import parse_dag
+    from htc.errors import UsageError
 
-    return parse_dag(dag_file, extra_files=(rescue,) if rescue else ())
+    kwargs = {}
+    if settings is not None:
+        kwargs = {"allow_any_node_name_characters": settings.allow_any_node_name_characters,
+                  "munge_node_names": settings.munge_node_names}
+    dag = parse_dag(dag_file, **kwargs)
+    if rescue:
+        try:
+            with open(rescue, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise UsageError(f"cannot read the rescue DAG {rescue}: {exc.strerror}") from None
+        apply_rescue(dag, text, rescue)
+    return dag
 
 
 def strict_refuses(dag, settings) -> bool:
@@ -88,7 +103,7 @@ def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, co
         if rescue:
             out.line(f"Using rescue DAG {rescue}")
         try:
-            dag = load_dag(dag_file, rescue=rescue)
+            dag = load_dag(dag_file, rescue=rescue, settings=settings)
         except HTCError as exc:
             out.line(f"ERROR: {exc}")
             out.line("Aborting DAG: it does not parse; nothing was submitted.")

@@ -49,7 +49,7 @@ EXIT_RESTART = 3
 #: events the manager writes to the nodes log itself (for recovery only)
 _OWN_EVENTS = (ev.PostScriptTerminatedEvent, ev.PreSkipEvent)
 _COUNT_COLUMNS = (("Done", "done"), ("Pre", "pre"), ("Queued", "queued"), ("Post", "post"), ("Ready", "ready"),
-                  ("Un-Ready", "not_ready"), ("Failed", "failed"), ("Futile", "futile"))
+                  ("Un-Ready", "unready"), ("Failed", "failed"), ("Futile", "futile"))
 
 
 class Runner:
@@ -84,7 +84,7 @@ class Runner:
         self._writer: EventLogWriter | None = None
         #: DAGMAN_DEBUG with D_FULLDEBUG or D_ALL: every event read goes to dagman.out
         self._full_debug = any(w in settings.debug.upper() for w in ("D_FULLDEBUG", "D_ALL"))
-        self._last_counts: dict | None = None
+        self._last_counts: str | None = None
         self._next_halt_check = 0.0
         self._next_queue_update = 0.0
         self._next_pending_report = time.time() + settings.pending_report_interval
@@ -315,14 +315,14 @@ class Runner:
 
     def _report_counts(self, force: bool = False) -> None:
         counts = self._counts()
-        if counts == self._last_counts and not force:
+        row = " ".join(f"{counts.get(key, 0):>8}" for _, key in _COUNT_COLUMNS)
+        if row == self._last_counts and not force:
             return
-        self._last_counts = counts
-        total = len(self.dag.nodes)
-        self.out.line(f"Of {total} nodes total:")
+        self._last_counts = row
+        self.out.line(f"Of {counts.get('total', len(self.dag.nodes))} nodes total:")
         self.out.line(" ".join(f"{name:>8}" for name, _ in _COUNT_COLUMNS))
         self.out.line(" ".join(f"{'===':>8}" for _ in _COUNT_COLUMNS))
-        self.out.line(" ".join(f"{counts.get(key, 0):>8}" for _, key in _COUNT_COLUMNS))
+        self.out.line(row)
 
     def _update_queue(self, final: bool = False) -> None:
         """Put the DAG's progress in the manager job's ad (``DAG_Nodes*``), for ``htc q``."""
@@ -331,10 +331,10 @@ class Runner:
         from htc.client import edit, parse_selection
 
         counts = self._counts()
-        attrs = {"DAG_NodesTotal": str(len(self.dag.nodes))}
+        attrs = {"DAG_NodesTotal": str(int(counts.get("total", len(self.dag.nodes))))}
         for name, key in (("DAG_NodesDone", "done"), ("DAG_NodesFailed", "failed"), ("DAG_NodesQueued", "queued"),
                           ("DAG_NodesReady", "ready"), ("DAG_NodesPrerun", "pre"), ("DAG_NodesPostrun", "post"),
-                          ("DAG_NodesUnready", "not_ready"), ("DAG_NodesFutile", "futile")):
+                          ("DAG_NodesUnready", "unready"), ("DAG_NodesFutile", "futile")):
             attrs[name] = str(int(counts.get(key, 0) or 0))
         attrs["DAG_Status"] = str(self.dag_status if final else 0)
         try:

@@ -71,6 +71,8 @@ class Settings:
     node_job_failure_tolerance: int = 0
     remove_job_list_on_failure: bool = True
     submit_depth_first: bool = False
+    allow_any_node_name_characters: bool = False
+    munge_node_names: bool = True
     #: where each knob's value came from (knob -> "config" | "environment" | file | "flag")
     origins: dict[str, str] = field(default_factory=dict)
 

@@ -56,7 +56,7 @@ def dag_status_report(dag_file: str) -> dict:
     else:
         state = "not started"
     # the newest rescue DAG: the one this run applied, or (after a failure) the one it wrote
-    dag = load_dag(dag_file, rescue=rescue)
+    dag = load_dag(dag_file, rescue=rescue, settings=settings)
     settings = load_settings(dag_config=dag.config)
     node_log = node_log_path(settings, dag_file)
     run = DagRun(dag, settings.engine_options(dag_id=lock.cluster if lock else 0, node_log=node_log))

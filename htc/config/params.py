@@ -421,6 +421,8 @@ _ENTRIES = [
     P("DAGMAN_NODE_JOB_FAILURE_TOLERANCE", "int", "0", "Failed jobs a node's job list tolerates before the node fails (TOLERANCE overrides it)."),
     P("DAGMAN_REMOVE_JOB_LIST_ON_FAILURE", "bool", "true", "Remove the rest of a node's job list once it failed."),
     P("DAGMAN_SUBMIT_DEPTH_FIRST", "bool", "false", "Newly ready nodes go to the head of the ready queue (depth first) instead of its tail."),
+    P("DAGMAN_ALLOW_ANY_NODE_NAME_CHARACTERS", "bool", "false", "Node names may contain '+' (reserved for splice scoping), as DAG files written flat from splices need."),
+    P("DAGMAN_MUNGE_NODE_NAMES", "bool", "true", "With several DAG files in one run, prefix each file's node names with its number (0.A, 1.A)."),
     # --- detected: measured at start-up (htc.config.detected) ---
     P("HOSTNAME", "str", "", "This machine's short host name.", "detected"),
     P("FULL_HOSTNAME", "str", "", "This machine's fully qualified host name.", "detected"),

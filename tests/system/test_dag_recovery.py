@@ -84,6 +84,12 @@ def test_htc_rm_of_the_dag_job_removes_its_nodes_and_writes_the_rescue_dag(d):
     dag_line = next(i for i, l in enumerate(lines) if l.split() and l.split()[0] == f"{cluster}.0")
     assert "|-A" in lines[dag_line + 1], out
     node_cluster = next(e.cluster for n, e in d.node_events("rm.dag") if n == "A")
+    # a second manager of the same DAG is refused while this one runs
+    status, out, err = d.htc("dag", "submit", "-f", "rm.dag")
+    assert status != 0 and f"being run by another DAG manager (job {cluster}" in err, out + err
+    # the manager put the DAG's progress in its job ad (DAGMAN_QUEUE_UPDATE_INTERVAL, and at start)
+    [ad] = d.pool.jobs(f"ClusterId == {cluster}", "DAG_NodesTotal", "DAG_NodesQueued", "DAG_NodesUnready")
+    assert (ad["DAG_NodesTotal"], ad["DAG_NodesQueued"], ad["DAG_NodesUnready"]) in ((2, 1, 1), (2, 0, 2))
     status, out, err = d.htc("dag", "status", str(cluster))   # by the manager job's id
     assert status == 0 and f"running (manager job {cluster}" in out, out + err
     assert "SUBMITTED      1  A" in out and "NOT_READY      1  B" in out, out
@@ -139,3 +145,22 @@ def test_halt_holds_back_new_nodes_resume_releases_them_and_a_halted_dag_stops(d
     assert status == 0 and out.splitlines()[0] == "Running rescue DAG 1"
     d.wait("h.dag", int(out.split("submitted to cluster ")[1].split(".")[0]))
     assert d.exit_status("h.dag") == 0 and d.runs() == {"A": 1, "B": 1, "C": 1}
+
+
+def test_hold_and_release_of_the_dag_job_stop_the_manager_and_recover(d):
+    waiter(d)
+    d.write("hr.dag", "JOB A node.sub\nJOB B wait.sub\nJOB C node.sub\nPARENT A CHILD B\nPARENT B CHILD C\n")
+    cluster = d.submit("hr.dag")
+    wait_until(lambda: running(d, "hr.dag", "B"), what="node B running")
+    first = read_lock(str(d.work / "hr.dag.lock"))
+    assert d.htc("hold", str(cluster))[0] == 0
+    # the manager stops at once (SIGTERM) and keeps its lock file; B's job goes on
+    wait_until(lambda: "Received SIGTERM" in d.dagman_out("hr.dag"), what="the manager to stop")
+    assert (d.work / "hr.dag.lock").exists()
+    (d.work / "go.B").write_text("")
+    wait_until(lambda: any(n == "B" and isinstance(e, ev.JobTerminatedEvent) for n, e in d.node_events("hr.dag")),
+               what="B to finish while the DAG is held")
+    assert d.htc("release", str(cluster))[0] == 0
+    d.wait("hr.dag", cluster)
+    assert d.exit_status("hr.dag") == 0 and d.runs() == {"A": 1, "B": 1, "C": 1}
+    assert "RECOVERY" in d.dagman_out("hr.dag") and first is not None

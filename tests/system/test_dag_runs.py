@@ -50,16 +50,19 @@ def test_a_diamond_runs_in_order_and_the_dag_job_leaves_the_queue(d):
 
 
 def test_pre_and_post_scripts_get_their_macros_and_post_decides(d):
-    d.script("pre.sh", '#!/bin/sh\necho "$@" > pre.$1.args\npwd > pre.$1.cwd\nexit 0\n')
+    d.script("pre.sh", '#!/bin/sh\necho "$@" > pre.$1.args\npwd > pre.$1.cwd\necho "pre says hi"\n'
+                       'echo "pre complains" >&2\nexit 0\n')
     d.script("post.sh", '#!/bin/sh\necho "$@" > post.$1.args\nexit 0\n')
     d.write("pp.dag", "JOB A node.sub\nVARS A code=\"3\"\n"
-                      "SCRIPT PRE A pre.sh $JOB $RETRY $MAX_RETRIES\n"
+                      "SCRIPT DEBUG pre.log STDOUT PRE A pre.sh $JOB $RETRY $MAX_RETRIES\n"
                       "SCRIPT POST A post.sh $JOB $RETURN $PRE_SCRIPT_RETURN $JOBID\n"
                       "JOB B node.sub\nPARENT A CHILD B\n")
     d.submit("pp.dag")
     d.wait("pp.dag")
     assert (d.work / "pre.A.args").read_text().split() == ["A", "0", "0"]
     assert (d.work / "pre.A.cwd").read_text().strip() == str(d.work)
+    debug = (d.work / "pre.log").read_text()   # the DEBUG file got the script's stdout only
+    assert "pre says hi" in debug and "pre complains" not in debug
     words = (d.work / "post.A.args").read_text().split()
     assert words[:3] == ["A", "3", "0"] and re.fullmatch(r"\d+\.0", words[3])
     # the job failed (exit 3) but the POST script succeeded: A is done and B ran

@@ -98,7 +98,22 @@ def test_use_strict_2_makes_the_dag_files_warnings_errors(work, monkeypatch):
     (work / "w.dag").write_text("SUBMIT-DESCRIPTION s {\nexecutable = /bin/true\nqueue\n}\n"
                                 "SUBMIT-DESCRIPTION s {\nexecutable = /bin/false\nqueue\n}\nJOB A s\n")
     status, out, err = htc("dag", "submit", "-no_submit", "w.dag")
-    assert status == 0 and "WARNING:" in err and "defined again" in err
+    assert status == 0 and "WARNING:" in err and "w.dag:5" in err
     monkeypatch.setenv("_HTC_DAGMAN_USE_STRICT", "2")
     status, out, err = htc("dag", "submit", "-no_submit", "-f", "w.dag")
     assert status != 0 and "DAGMAN_USE_STRICT = 2" in err
+
+
+def test_allow_any_node_name_characters_lets_plus_in(work, monkeypatch):
+    (work / "p.dag").write_text("JOB a+b a.sub\n")
+    status, out, err = htc("dag", "submit", "-no_submit", "p.dag")
+    assert status != 0 and "p.dag:1" in err
+    monkeypatch.setenv("_HTC_DAGMAN_ALLOW_ANY_NODE_NAME_CHARACTERS", "true")
+    assert htc("dag", "submit", "-no_submit", "p.dag")[0] == 0
+
+
+def test_a_rescue_dag_that_does_not_fit_is_refused(work):
+    (work / "d.dag").write_text(DIAMOND)
+    (work / "d.dag.rescue001").write_text("DONE Nope\n")
+    status, out, err = htc("dag", "submit", "-no_submit", "d.dag")
+    assert status != 0 and "d.dag.rescue001:1" in err and "Nope" in err
