@@ -82,9 +82,11 @@ def parent_child(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str,
         p.fail(src, cmd, "No children node(s) specified")
     ps = [n for name in parents for n in p.edge_ends(scope, name, src, cmd, True)]
     cs = [n for name in children for n in p.edge_ends(scope, name, src, cmd, False)]
+    graph = p.dag.graph
     for parent in ps:
         for child in cs:
             p.dag.add_edge(parent, child, weak=weak)
+            graph.edges[parent, child].setdefault("source", src)
 
 
 def weak_parent(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:
@@ -408,6 +410,7 @@ def connect(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> Non
         p.fail(src, cmd, str(e))
     for parent, child in pairs:
         p.dag.add_edge(parent, child)
+        p.dag.graph.edges[parent, child].setdefault("source", src)
 
 
 def pin(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> None:

@@ -6,7 +6,9 @@ A DAG file is read line by line (HTCondor ``src/condor_utils/dag_parser.cpp``):
 
 * each line is trimmed; empty lines and lines starting with ``#`` or ``//`` are skipped;
 * a line ending in ``\\`` is joined with the next one (a space in between): a command may span
-  lines, and keeps the number of its first line;
+  lines, and keeps the number of its first line; a comment line inside such a command is left
+  out, and a comment line's own ``\\`` continues nothing (HTCondor's getline options
+  ``COMMENT_DOESNT_CONTINUE | CONTINUE_MAY_BE_COMMENTED_OUT``);
 * a command's first word is its keyword; the parser pulls the other words one at a time with
   :meth:`Words.next`, or takes the rest of the line raw with :meth:`Words.remain` (SCRIPT,
   SET_JOB_ATTR and ENV do);
@@ -64,6 +66,9 @@ class LineReader:
                 continue
             number = i
             while text.endswith("\\") and i < n:
+                if lines[i].startswith("#"):    # a comment inside a continuation is skipped
+                    i += 1
+                    continue
                 text = text[:-1].rstrip() + " " + lines[i]
                 i += 1
             if text.endswith("\\"):     # a continuation at the end of the file continues nothing

@@ -9,7 +9,8 @@ INCLUDEs read, ALL_NODES applied, paths made absolute), and nothing about a run.
 The graph is a :class:`networkx.DiGraph` whose nodes are node names (every node of the DAG is in
 it, FINAL and SERVICE nodes too, without edges) and whose edges go parent -> child, with the
 edge attribute ``weak`` (True for a ``WEAK PARENT ... CHILD`` edge: the child needs the parent
-only finished, not successful).
+only finished, not successful); an edge the parser read also has ``source``, the
+:class:`Source` of its first PARENT/CHILD (or CONNECT) line, for messages.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ from htc.dag.model import Dag, Node, NodeKind, Source
 from htc.dag.splice import Scope
 from htc.dag.validate import RESERVED_NAMES, validate_dag
 
-__all__ = ["parse_dag", "parse_dag_text"]
+__all__ = ["apply_dag_file", "parse_dag", "parse_dag_text"]
 
 #: keyword (upper case, "-" as "_") -> node kind, for the node-defining commands
 NODE_COMMANDS = {"JOB": NodeKind.JOB, "FINAL": NodeKind.FINAL, "SERVICE": NodeKind.SERVICE,
@@ -56,7 +56,7 @@ NODE_COMMANDS = {"JOB": NodeKind.JOB, "FINAL": NodeKind.FINAL, "SERVICE": NodeKi
 
 def parse_dag(path: str | os.PathLike, *, extra_files: Iterable[str | os.PathLike] = (),
               allow_any_node_name_characters: bool = False, munge_node_names: bool = True,
-              validate: bool = True) -> Dag:
+              rescue_file: str | os.PathLike | None = None, validate: bool = True) -> Dag:
     """Parse a DAG file (and the files it SPLICEs and INCLUDEs) into a validated model.
 
     Args:
@@ -68,6 +68,7 @@ def parse_dag(path: str | os.PathLike, *, extra_files: Iterable[str | os.PathLik
             so that the files' names cannot clash; False puts them in one namespace.
         allow_any_node_name_characters: accept ``+`` in node names
             (``DAGMAN_ALLOW_ANY_NODE_NAME_CHARACTERS``), as files written flat from splices need.
+        rescue_file: a rescue DAG to read after the DAG's files (see :func:`apply_dag_file`).
         validate: check the graph as a whole (cycles ...); leave on unless you check later.
     Returns:
         The :class:`~htc.dag.model.Dag`.
@@ -79,6 +80,33 @@ def parse_dag(path: str | os.PathLike, *, extra_files: Iterable[str | os.PathLik
     munge = munge_node_names and len(files) > 1
     for number, f in enumerate(files):
         parse.top_file(f, _read(f, None), f"{number}." if munge else "")
+    if rescue_file is not None:
+        rescue = os.path.abspath(os.fspath(rescue_file))
+        parse.top_file(rescue, _read(rescue, None), base_dir=os.path.dirname(files[0]))
+    return parse.finish(validate)
+
+
+def apply_dag_file(dag: Dag, path: str | os.PathLike, *, text: str | None = None,
+                   validate: bool = True) -> Dag:
+    """Parse one more DAG file onto ``dag``: a rescue DAG or a save point file.
+
+    Such a file is a partial DAG (``DONE A``, ``RETRY B 2``) naming nodes of ``dag`` by their
+    full names; DAGMan reads it after the DAG's own files, so its settings win.
+
+    Args:
+        dag: the DAG to change (in place).
+        path: the file; its relative paths resolve against ``dag``'s directory.
+        text: the file's text, if already read (``path`` then only names it).
+        validate: check the DAG as a whole afterwards.
+    Returns:
+        ``dag``.
+    Raises:
+        DagError: the file is wrong (names a node ``dag`` lacks ...), naming the file and line.
+    """
+    file = os.path.abspath(os.fspath(path))
+    parse = _Parse(dag, allow_any_names=True)
+    base = os.path.dirname(dag.file) if dag.file else os.path.dirname(file)
+    parse.top_file(file, _read(file, None) if text is None else text, base_dir=base)
     return parse.finish(validate)
 
 
@@ -125,9 +153,9 @@ class _Parse:
     reading: list[str] = field(default_factory=list)
 
     # --- files and passes ---------------------------------------------------------------
-    def top_file(self, file: str, text: str, munge: str = "") -> None:
+    def top_file(self, file: str, text: str, munge: str = "", base_dir: str | None = None) -> None:
         """Parse one file given on the command line (its node names prefixed by ``munge``)."""
-        scope = Scope(file=file, base_dir=os.path.dirname(file), prefix=munge)
+        scope = Scope(file=file, base_dir=base_dir or os.path.dirname(file), prefix=munge)
         self.parse_scope(scope, file, text)
 
     def parse_scope(self, scope: Scope, file: str, text: str) -> None:

@@ -70,7 +70,10 @@ def validate_dag(dag: Dag) -> None:
     if not nx.is_directed_acyclic_graph(dag.graph):
         cycle = nx.find_cycle(dag.graph)
         path = " -> ".join([cycle[0][0], *(child for _parent, child in cycle)])
-        raise DagError(f"the DAG has a cycle: {path}; remove one of these PARENT/CHILD edges",
+        lines = [str(dag.graph.edges[e]["source"]) for e in cycle
+                 if dag.graph.edges[e].get("source") is not None]
+        said = f" (PARENT/CHILD lines {', '.join(lines)})" if lines else ""
+        raise DagError(f"the DAG has a cycle: {path}{said}; remove one of these edges",
                        **_where(dag, cycle[0][0]))
 
 

@@ -155,6 +155,10 @@ def _node(node: Node, base: str) -> list[str]:
         s = node.scripts.get(kind)
         if s is None:
             continue
+        if any(not w or any(c.isspace() for c in w) for w in (s.executable, *s.args)):
+            raise DagError(f"the {kind} script of node '{name}' has an empty word or one with "
+                           "spaces; DAGMan splits a SCRIPT line at spaces, so pass such "
+                           "values another way (a VARS, a wrapper script)")
         words = ["SCRIPT"]
         if s.defer_status is not None:
             words += ["DEFER", str(s.defer_status), str(s.defer_time)]
@@ -170,6 +174,9 @@ def _node(node: Node, base: str) -> list[str]:
         out.append(f"ABORT-DAG-ON {name} {node.abort_status}" + (
             f" RETURN {node.abort_return}" if node.abort_return is not None else ""))
     for v in node.vars:
+        if "\n" in v.value or "\r" in v.value or not v.name or " " in v.name or "=" in v.name:
+            raise DagError(f"VARS {v.name!r} of node '{name}' cannot be written on a DAG line "
+                           "(names are one word without '=', values have no line breaks)")
         mode = " PREPEND" if v.prepend else " APPEND" if v.append else ""
         out.append(f"VARS {name}{mode} {v.name}={_var_value(v.value)}")
     if node.priority:

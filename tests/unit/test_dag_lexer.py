@@ -136,3 +136,8 @@ def test_peek_does_not_move_the_cursor() -> None:
 def test_unquote() -> None:
     assert unquote('"a b"') == "a b" and unquote("'x'") == "x" and unquote("plain") == "plain"
     assert unquote('""') == "" and unquote('"') == '"'
+
+
+def test_a_comment_inside_a_continuation_is_left_out() -> None:
+    assert lines("JOB A \\\n# the submit file:\n  a.sub\n# c \\\nJOB B b") == [
+        ("JOB A a.sub", 1), ("JOB B b", 5)]

@@ -242,8 +242,10 @@ def test_unknown_nodes_in_edges_are_named(tmp_path: Path) -> None:
 def test_a_cycle_is_reported_with_its_nodes(tmp_path: Path) -> None:
     err = fails(tmp_path, "JOB A a\nJOB B b\nJOB C c\nJOB D d\nPARENT A CHILD B\n"
                           "PARENT B CHILD C\nPARENT C CHILD A D\n", "cycle")
-    cycle = str(err).split("cycle: ")[1].split(";")[0].split(" -> ")
+    cycle = str(err).split("cycle: ")[1].split(" (")[0].split(" -> ")
     assert cycle[0] == cycle[-1] and set(cycle) == {"A", "B", "C"}
+    for line in (5, 6, 7):
+        assert f"top.dag:{line}" in str(err).split("PARENT/CHILD lines")[1]
 
 
 # --- DAG-wide commands --------------------------------------------------------------------
@@ -416,3 +418,40 @@ def test_all_nodes_settings_for_jobs_skip_the_provisioner(tmp_path: Path) -> Non
 def test_only_job_nodes_can_be_defined_done(tmp_path: Path) -> None:
     fails(tmp_path, "FINAL F f.sub DONE\n", "FINAL node 'F' can not be marked as DONE", line=1)
     assert parse(tmp_path, "SUBDAG EXTERNAL D d.dag DONE\n").nodes["D"].done
+
+
+RESCUE = """# Rescue DAG file, created after running
+#   the top.dag DAG file
+# Created 1/2/2024 03:04:05 UTC
+# Rescue DAG version: 2.1.0
+#
+# Total number of Nodes: 3
+# Nodes premarked DONE: 1
+# Nodes that failed: 1
+#   B,<ENDLIST>
+
+DONE A
+# 1 of 3 retries already performed; 2 remaining
+RETRY B 2 UNLESS-EXIT 9
+DONE S+X
+"""
+
+
+def test_a_rescue_dag_is_read_after_the_dag(tmp_path: Path) -> None:
+    write(tmp_path, "s.dag", "JOB X x.sub\n")
+    top = write(tmp_path, "top.dag", "JOB A a\nJOB B b\nRETRY B 3\nSPLICE S s.dag\n"
+                                     "PARENT A CHILD B\n")
+    rescue = write(tmp_path, "top.dag.rescue001", RESCUE)
+    dag = parse_dag(top, rescue_file=rescue)
+    assert [n for n, node in dag.nodes.items() if node.done] == ["A", "S+X"]
+    assert (dag.nodes["B"].retry, dag.nodes["B"].retry_unless_exit) == (2, 9)
+
+
+def test_apply_dag_file_changes_a_parsed_dag(tmp_path: Path) -> None:
+    from htc.dag.parser import apply_dag_file
+    dag = parse(tmp_path, "JOB A a\nJOB B b\n")
+    assert apply_dag_file(dag, tmp_path / "x.save", text="DONE B\n") is dag
+    assert dag.nodes["B"].done and not dag.nodes["A"].done
+    with pytest.raises(DagError, match="Unknown node 'C'") as info:
+        apply_dag_file(dag, tmp_path / "bad.rescue001", text="# c\nDONE C\n")
+    assert (info.value.file, info.value.line) == (str(tmp_path / "bad.rescue001"), 2)

@@ -192,3 +192,18 @@ def test_a_description_name_without_its_text_is_refused(tmp_path: Path) -> None:
     dag.add_node(Node("A", submit_file="/x.sub", description_name="missing"))
     with pytest.raises(DagError, match="SUBMIT-DESCRIPTION 'missing'"):
         dag_text(dag, base_dir=str(tmp_path))
+
+
+def test_a_value_with_a_line_break_is_refused(tmp_path: Path) -> None:
+    dag = Dag()
+    dag.add_node(Node("A", submit_file="/x.sub", vars=[Var("v", "two\nlines")]))
+    with pytest.raises(DagError, match="VARS 'v' of node 'A'"):
+        dag_text(dag, base_dir=str(tmp_path))
+
+
+def test_a_script_word_with_spaces_is_refused(tmp_path: Path) -> None:
+    dag = Dag()
+    dag.add_node(Node("A", submit_file="/x.sub", scripts={"POST": Script("POST", "/bin/p",
+                                                                        ["two words"])}))
+    with pytest.raises(DagError, match="POST script of node 'A'"):
+        dag_text(dag, base_dir=str(tmp_path))
