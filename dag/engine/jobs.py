@@ -61,8 +61,8 @@ def submit_action(run: DagRun, node_run: NodeRun) -> SubmitNode:
     if node.kind is NodeKind.SERVICE:
         attrs["DAGLifetimeJob"] = "true"
     return SubmitNode(node.name, node.submit_file, node.submit_text, node.dir, macros, prepend,
-                      attrs, NOTE_PREFIX + node.name, node.priority, node_run.retries,
-                      node.noop)
+                      attrs, NOTE_PREFIX + node.name, run.priority_of(node),
+                      node_run.retries, node.noop)
 
 
 def prepended(var, default_append: bool) -> bool:
@@ -139,7 +139,7 @@ def submit_failed(run: DagRun, name: str, error: str) -> None:
                                                        or name == run.final):
         node_run.not_before = run.now + 2 ** (attempts - 1)
         run.backoff.add(name)
-        run.ready.push(name, node.priority, node_run.index,
+        run.ready.push(name, run.priority_of(node), node_run.index,
                        head=run.options.retry_submit_first)
         return
     node_run.retval = node_run.job_retval = SUBMIT_FAILED

@@ -57,6 +57,9 @@ class Options:
     dot_include_text: str | None = None
     #: the parent DAGMan's ClusterId for a SUBDAG's DAGMan ("" at the top), for metrics
     parent_dag_id: str = ""
+    #: condor_dagman -Priority: added to every node's PRIORITY (a SUBDAG's DAGMan gets its
+    #: node's effective priority, so priorities nest additively)
+    dag_priority: int = 0
     #: the DAGMan job's ClusterId ($DAGID, DAGManJobId)
     dag_id: int = 0
     #: path of the nodes log (all node jobs write there)

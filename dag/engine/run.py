@@ -141,6 +141,10 @@ class DagRun:
         return DagCounts(int(self.status), c[S.ERROR], c[S.FUTILE], c[S.DONE], c[S.SUBMITTED],
                          self.num_nodes(True), self.options.dag_id)
 
+    def priority_of(self, node) -> int:
+        """A node's effective priority: its PRIORITY plus the DAG's (-Priority)."""
+        return node.priority + self.options.dag_priority
+
     def num_nodes(self, include_final: bool) -> int:
         """Nodes DAGMan counts (SERVICE nodes never; FINAL if asked)."""
         n = len(self.nodes) - len(self.service)
@@ -263,7 +267,7 @@ class DagRun:
             self.queue_script(run, "PRE")
             return
         head = (is_retry and self.options.retry_node_first) or self.options.submit_depth_first
-        self.ready.push(run.name, node.priority, run.index, head=head)
+        self.ready.push(run.name, self.priority_of(node), run.index, head=head)
 
     def notify_children(self, run: NodeRun) -> None:
         """``run`` finished as its children need: children with no other wait become READY."""
@@ -347,7 +351,7 @@ class DagRun:
             if self.final_started and run.name != self.final:
                 self.move(run, Step.UNSTART)       # the FINAL node took over: never submitted
             else:
-                self.ready.push(run.name, node.priority, run.index,
+                self.ready.push(run.name, self.priority_of(node), run.index,
                                 head=self.options.submit_depth_first)
         elif node.pre_skip is not None and status == node.pre_skip:
             self.log(f"PRE_SKIP return value {status} indicates we are done (successfully) "

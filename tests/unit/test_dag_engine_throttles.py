@@ -21,6 +21,12 @@ def test_priority_orders_submissions_ties_in_file_order():
     assert sim.submits == ["B", "D", "A", "C"]
 
 
+def test_dag_priority_is_added_to_every_node():
+    sim = Sim(dag_of("A B", B={"priority": 3}), Options(dag_priority=100, max_jobs=1))
+    sim.go()
+    assert [a.priority for a in sim.of(SubmitNode)] == [103, 100]
+
+
 def test_newly_ready_children_queue_behind_earlier_nodes():
     sim = Sim(dag_of("A->C B D"), Options(max_jobs=1))
     sim.go()
