@@ -41,7 +41,24 @@ def _job_from_args(args: argparse.Namespace):
                       do_rescue_from=args.DoRescueFrom or 0, auto_rescue=args.AutoRescue != 0,
                       force=args.force, suppress_notification=args.suppress_notification,
                       always_run_post=args.AlwaysRunPost, priority=args.priority, batch_name=args.batch_name,
-                      append=list(args.append or []), insert=insert)
+                      append=list(args.append or []), insert=insert, do_recovery=args.DoRecov,
+                      verbosity=args.debug, import_env=args.import_env,
+                      include_env=[n for v in args.include_env or [] for n in v.replace(",", " ").split()],
+                      insert_env=_env_pairs(args.insert_env or []), notification=args.notification)
+
+
+def _env_pairs(values: list[str]) -> list[tuple[str, str]]:
+    """``-insert_env 'K=V;K2=V2'`` (repeatable) as pairs."""
+    pairs = []
+    for value in values:
+        for item in value.split(";"):
+            if not item.strip():
+                continue
+            if "=" not in item:
+                raise UsageError(f"-insert_env {value!r}: {item!r} is not NAME=VALUE; write -insert_env 'K=V;K2=V2'")
+            name, _, val = item.partition("=")
+            pairs.append((name.strip(), val))
+    return pairs
 
 
 def _check(args: argparse.Namespace):
@@ -112,8 +129,7 @@ def submit_dag(args: argparse.Namespace) -> int:
                              'use the "-f" option to force them to be overwritten, or use\n'
                              'the "-update_submit" option to update the submit file and continue.')
     job = _job_from_args(args)
-    if job.on_exit_remove == "" or settings.on_exit_remove:
-        job.on_exit_remove = settings.on_exit_remove or job.on_exit_remove
+    job.on_exit_remove = settings.on_exit_remove or job.on_exit_remove   # DAGMAN_ON_EXIT_REMOVE
     text = condor_sub_text(dag, job)
     write_whole(names["condor_sub"], text)
     if rescue is not None:
@@ -205,6 +221,12 @@ def _submit_options(p: argparse.ArgumentParser) -> None:
     add_option(p, "priority", type=int, metavar="N", help="the manager job's priority")
     add_option(p, "suppress_notification", action="store_true", help="node jobs send no mail")
     add_option(p, "AlwaysRunPost", "alwaysrunpost", action="store_true", help="run POST scripts even after a PRE script failed")
+    add_option(p, "DoRecov", "dorecov", action="store_true", help="start the manager in recovery mode (read the nodes log)")
+    add_option(p, "debug", type=int, metavar="N", help="detail of <dag>.dagman.out, 0-7 (DAGMAN_VERBOSITY)")
+    add_option(p, "import_env", action="store_true", help="the manager job gets this whole environment (getenv = true)")
+    add_option(p, "include_env", action="append", metavar="NAMES", help="also pass these environment variables")
+    add_option(p, "insert_env", action="append", metavar="K=V;...", help="set these in the manager's environment")
+    add_option(p, "notification", metavar="WHEN", help="the manager job's notification (never, error, complete, always)")
     add_pool_options(p, daemon="schedd", json=False)
     p.set_defaults(func=submit_dag)
 

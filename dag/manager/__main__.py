@@ -4,7 +4,8 @@ Usually started by the schedd as the scheduler-universe job that ``htc dag submi
 (``<dag>.condor.sub``), with condor_dagman's flags: ``-Dag FILE``, ``-Lockfile F``,
 ``-AutoRescue 0|1``, ``-DoRescueFrom N``, ``-MaxJobs N``, ``-MaxIdle N``, ``-MaxPre N``,
 ``-MaxPost N``, ``-Config F``, ``-AlwaysRunPost``, ``-Suppress_notification``, ``-DoRecov``,
-``-ParentDAGManJobId N`` (a SUBDAG's manager: its parent DAG's job)
+``-ParentDAGManJobId N`` (a SUBDAG's manager: its parent DAG's job), ``-Debug N``
+(``DAGMAN_VERBOSITY``), ``-Priority N`` (added to every node's priority)
 (flag names are case-insensitive; ``-p 0 -f -l .`` are accepted and mean nothing here). Its
 own job id comes from ``-DAGManJobId N`` (the description passes ``$(Cluster)``), else from
 ``$CONDOR_ID``; run by hand without either, it is 0 and the node jobs belong to no DAG job.
@@ -29,7 +30,7 @@ _FLAGS = {"-dag": ("dag", True), "-lockfile": ("lockfile", True), "-autorescue":
           "-suppress_notification": ("suppress_notification", False), "-dorecov": ("dorecov", False),
           "-p": ("p", True), "-f": ("f", False), "-l": ("l", True), "-csdversion": ("csdversion", True),
           "-dagman": ("dagman", True), "-debug": ("debug", True),
-          "-parentdagmanjobid": ("parentdagmanjobid", True)}
+          "-parentdagmanjobid": ("parentdagmanjobid", True), "-priority": ("priority", True)}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -37,7 +38,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ns = argparse.Namespace(dag=None, lockfile=None, autorescue=None, dorescuefrom="0", maxjobs=None, maxidle=None,
                             maxpre=None, maxpost=None, config=None, dagmanjobid=None, alwaysrunpost=False,
                             suppress_notification=False, dorecov=False, debug=None,
-                            parentdagmanjobid=None)
+                            parentdagmanjobid=None, priority=None)
     it = iter(argv)
     for word in it:
         key = "-" + word.lstrip("-").lower() if word.startswith("-") else None
@@ -98,12 +99,12 @@ def main(argv: list[str] | None = None) -> int:
              "DAGMAN_ALWAYS_RUN_POST": True if ns.alwaysrunpost else None,
              "DAGMAN_SUPPRESS_NOTIFICATION": True if ns.suppress_notification else None,
              "DAGMAN_AUTO_RESCUE": None if ns.autorescue is None else ns.autorescue.strip() not in ("0", "false"),
-             "DAGMAN_DEBUG": ns.debug}
+             "DAGMAN_VERBOSITY": _int(ns, "debug")}
     try:
         return run_manager(os.path.abspath(ns.dag), dag_id=dag_job_id(ns), flags=flags, config=ns.config,
                            lockfile=ns.lockfile, rescue_from=_int(ns, "dorescuefrom") or 0,
                            force_recovery=bool(ns.dorecov), argv=[sys.argv[0], *argv],
-                           parent_dag_id=_int(ns, "parentdagmanjobid"))
+                           parent_dag_id=_int(ns, "parentdagmanjobid"), dag_priority=_int(ns, "priority") or 0)
     except HTCError as exc:
         print(f"htc.dag.manager: {exc}", file=sys.stderr)
         return 1

@@ -57,7 +57,7 @@ def strict_refuses(dag, settings) -> bool:
 
 
 def _options(settings, dag, *, dag_id: int, node_log: str, dag_file: str, rescue: str | None,
-             parent_dag_id: int | None):
+             parent_dag_id: int | None, dag_priority: int = 0):
     """The engine's Options: the settings, plus what only the manager can know (the rescue DAGs
     on disk, this run's DAG files, the DOT header file's text, the parent DAG's job)."""
     from htc.dag.manager.rescue_files import existing_rescues
@@ -73,12 +73,14 @@ def _options(settings, dag, *, dag_id: int, node_log: str, dag_file: str, rescue
     return settings.engine_options(dag_id=dag_id, node_log=node_log, last_rescue_num=max(found, default=0),
                                    rescue_used=next((n for n, p in found.items() if p == rescue), 0),
                                    dag_files=(dag_file,), dot_include_text=include,
-                                   parent_dag_id=str(parent_dag_id) if parent_dag_id else "")
+                                   parent_dag_id=str(parent_dag_id) if parent_dag_id else "",
+                                   dag_priority=dag_priority)
 
 
 def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, config: str | None = None,
                 lockfile: str | None = None, rescue_from: int = 0, force_recovery: bool = False,
-                argv: list[str] | None = None, transport=None, parent_dag_id: int | None = None) -> int:
+                argv: list[str] | None = None, transport=None, parent_dag_id: int | None = None,
+                dag_priority: int = 0) -> int:
     """Run the DAG of ``dag_file`` to its end; returns the manager's exit status."""
     from htc.dag.engine import DagRun
 
@@ -133,7 +135,7 @@ def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, co
         else:
             out.line(f"Lock file {lock} detected: running in recovery mode")
         run = DagRun(dag, _options(settings, dag, dag_id=dag_id, node_log=node_log, dag_file=dag_file, rescue=rescue,
-                                    parent_dag_id=parent_dag_id))
+                                    parent_dag_id=parent_dag_id, dag_priority=dag_priority))
         runner = Runner(dag, run, settings, dag_id=dag_id, node_log=node_log, out=out,
                         halt_file=dag_file + ".halt", transport=transport)
         runner.start(recovering)
@@ -142,6 +144,14 @@ def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, co
         return code
     except HTCError as exc:
         out.line(f"ERROR: {exc}")
+        code = EXIT_ERROR
+        return code
+    except Exception:  # noqa: BLE001 -- a bug: say where, and leave the lock so a new run recovers
+        import traceback
+
+        out.line("ERROR: the DAG manager failed (a bug in htc; please report it):\n" + traceback.format_exc())
+        out.line("The lock file stays: submitting the DAG again recovers it from its nodes log.")
+        keep_lock = True
         code = EXIT_ERROR
         return code
     finally:

@@ -168,7 +168,7 @@ class Runner:
         node = self.dag.nodes.get(action.node)
         submit_file, submit_text = action.submit_file, action.submit_text
         if node is not None and node.kind is NodeKind.SUBDAG and submit_file and submit_text is None:
-            submit_file = self._subdag_condor_sub(node, submit_file)
+            submit_file = self._subdag_condor_sub(node, submit_file, action.priority)
         return NodeSubmission(
             node=action.node, submit_file=submit_file, submit_text=submit_text, cwd=action.cwd,
             macros=dict(action.macros), prepend=dict(action.prepend), attrs=dict(action.attrs),
@@ -179,14 +179,16 @@ class Runner:
             hold_claim_time=self.settings.hold_claim_time if self.dag.children(action.node) else 0,
             run_token=self._run_token)
 
-    def _subdag_condor_sub(self, node, nested_dag: str) -> str:
-        """Write the nested DAG's ``.condor.sub`` (as ``condor_submit_dag -no_submit``)."""
+    def _subdag_condor_sub(self, node, nested_dag: str, priority: int) -> str:
+        """Write the nested DAG's ``.condor.sub`` (as ``condor_submit_dag -no_submit``); its
+        manager adds the SUBDAG node's effective ``priority`` to its nodes' priorities."""
         from htc.dag.manager.condor_sub import ManagerJob, condor_sub_path, condor_sub_text
         from htc.dag.parser import parse_dag
 
         path = nested_dag if os.path.isabs(nested_dag) else os.path.join(node.dir, nested_dag)
         nested = parse_dag(path)
-        text = condor_sub_text(nested, ManagerJob(dag_file=path, parent_dag_id=self.dag_id))
+        text = condor_sub_text(nested, ManagerJob(dag_file=path, parent_dag_id=self.dag_id,
+                                                       priority=priority or None))
         write_whole(condor_sub_path(path), text)
         return condor_sub_path(path)
 

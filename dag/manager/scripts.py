@@ -59,8 +59,8 @@ class Scripts:
                 stream = (debug_stream or "ALL").upper()
                 out = fh if stream in ("STDOUT", "ALL") else subprocess.DEVNULL
                 err = fh if stream in ("STDERR", "ALL") else subprocess.DEVNULL
-            proc = subprocess.Popen([exe, *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    start_new_session=True)
+            # in the manager's process group: a manager killed with its group takes its scripts
+            proc = subprocess.Popen([exe, *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
         except OSError as exc:
             self._failed.append(Finished(node, kind, -1, f"cannot run the {kind} script {executable} of node "
                                          f"{node} in {cwd}: {exc.strerror}"))
@@ -85,7 +85,7 @@ class Scripts:
         """Kill every running script (the manager is going away) and reap them."""
         for _node, _kind, proc in self._running.values():
             try:
-                os.killpg(proc.pid, 9)
+                proc.kill()
             except OSError:
                 continue  # it ended by itself meanwhile
         for _node, _kind, proc in self._running.values():

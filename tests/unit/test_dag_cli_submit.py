@@ -41,6 +41,16 @@ def test_no_submit_writes_the_condor_sub_and_prints_condor_submit_dags_lines(wor
     assert "universe\t= scheduler" in text and "-MaxJobs 2" in text and '+Team\t= "alpha"' in text
     assert text.index("+Inserted = 1") < text.index("universe") < text.index("+Appended = 2") < text.index("\nqueue\n")
     assert "batch_name\t= nightly" in text
+    status, out, err = htc("dag", "submit", "-no_submit", "-update_submit", "-DoRecov", "-debug", "5",
+                           "-include_env", "FOO,BAR", "-insert_env", "K=V;K2=V 2", "-notification", "error", "d.dag")
+    assert status == 0, err
+    text = (work / "d.dag.condor.sub").read_text()
+    assert "-DoRecov" in text and "-Debug 5" in text and "FOO, BAR" in text and "notification\t= error" in text
+    assert "environment\t= \"K=V 'K2=V 2'\"" in text
+    from htc.client import build_cluster
+
+    ad = build_cluster(text, cwd=str(work), filename=str(work / "d.dag.condor.sub"), cluster_id=5).cluster_ad
+    assert "K=V" in ad["Environment"] and "K2=V' '2" in ad["Environment"]
     # a second time the files exist: refused unless -update_submit or -f
     (work / "d.dag.lib.out").write_text("")
     status, out, err = htc("submit_dag", "-no_submit", "d.dag")
@@ -117,3 +127,10 @@ def test_a_rescue_dag_that_does_not_fit_is_refused(work):
     (work / "d.dag.rescue001").write_text("DONE Nope\n")
     status, out, err = htc("dag", "submit", "-no_submit", "d.dag")
     assert status != 0 and "d.dag.rescue001:1" in err and "Nope" in err
+
+
+def test_dagman_on_exit_remove_goes_into_the_condor_sub(work, monkeypatch):
+    (work / "d.dag").write_text(DIAMOND)
+    monkeypatch.setenv("_HTC_DAGMAN_ON_EXIT_REMOVE", "ExitCode =?= 0")
+    assert htc("dag", "submit", "-no_submit", "d.dag")[0] == 0
+    assert "on_exit_remove\t= ExitCode =?= 0\n" in (work / "d.dag.condor.sub").read_text()

@@ -136,7 +136,7 @@ def test_condor_sub_is_a_scheduler_job_running_the_manager(tmp_path):
     dag.env_get = ["MYVAR"]
     dag.env_set = [("K", "V")]
     dag.set_job_attrs = {"Team": '"alpha"'}
-    text = condor_sub_text(dag, ManagerJob(dag_file=str(tmp_path / "d.dag"), max_jobs=3))
+    text = condor_sub_text(dag, ManagerJob(dag_file=str(tmp_path / "d.dag"), max_jobs=3, priority=10))
     assert "remove_kill_sig\t= SIGUSR1" in text and "universe\t= scheduler" in text
     assert '+OtherJobRemoveRequirements\t= "DAGManJobId =?= $(cluster)"' in text
     assert "MYVAR" in text.split("getenv")[1].splitlines()[0]
@@ -148,6 +148,7 @@ def test_condor_sub_is_a_scheduler_job_running_the_manager(tmp_path):
     assert ad["UserLog"] == f'"{tmp_path}/d.dag.dagman.log"'
     args = ad.get("Arguments", ad.get("Args"))
     assert "-m htc.dag.manager" in args and "-MaxJobs 3" in args and f"-Dag {tmp_path}/d.dag" in args
+    assert "-Priority 10" in args and ad["JobPrio"] == "10"   # the manager job's, and added to its nodes'
     assert "K=V" in ad["Environment"]
 
 
@@ -168,8 +169,8 @@ def test_rescue_numbering(tmp_path):
 
 def test_manager_command_line():
     ns = parse_args(["-p", "0", "-f", "-l", ".", "-Lockfile", "d.dag.lock", "-AutoRescue", "1", "-DoRescueFrom",
-                     "0", "-Dag", "d.dag", "-MAXJOBS", "4", "-DAGManJobId", "12", "-AlwaysRunPost"])
-    assert (ns.dag, ns.maxjobs, ns.alwaysrunpost, dag_job_id(ns)) == ("d.dag", "4", True, 12)
+                     "0", "-Dag", "d.dag", "-MAXJOBS", "4", "-DAGManJobId", "12", "-AlwaysRunPost", "-Priority", "7"])
+    assert (ns.dag, ns.maxjobs, ns.alwaysrunpost, dag_job_id(ns), ns.priority) == ("d.dag", "4", True, 12, "7")
     assert parse_args(["x.dag"]).dag == "x.dag"
     with pytest.raises(SystemExit, match="unknown flag -bogus"):
         parse_args(["x.dag", "-bogus"])
