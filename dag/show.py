@@ -144,13 +144,31 @@ def _finished(dag_file: str) -> bool:
         return False
 
 
+def _noop_nodes_done(dag: Dag, states: dict[str, str], finished: bool) -> None:
+    """NOOP nodes run no job, so the nodes log never names them: the manager finishes one as soon
+    as it is ready, so a NOOP node of a run whose parents are done is done (a FINAL one once the
+    run has finished)."""
+    import networkx as nx
+
+    for name in nx.topological_sort(dag.graph):
+        node = dag.nodes[name]
+        if not node.noop or states[name] != "NOT_READY":
+            continue
+        if node.kind.value == "FINAL":
+            if finished:
+                states[name] = "DONE"
+            continue
+        if all(states[p] == "DONE" or (dag.is_weak(p, name) and states[p] == "ERROR") for p in dag.parents(name)):
+            states[name] = "DONE"
+
+
 def node_states(dag: Dag) -> dict[str, str]:
     """Every node's state (DAGMan's names, :data:`STATE_NAMES`) as the files beside the DAG say.
 
     The node status file (``NODE_STATUS_FILE``), when the DAG names one and it exists, is the
     manager's own word and wins. Otherwise: NOT_READY (DONE for ``DONE`` nodes), then the newest
-    rescue DAG, then the nodes log (``FILE.dag.nodes.log``) replayed from its start; once the
-    DAG manager has exited (``FILE.dag.dagman.out`` ends with its EXITING line) the nodes that
+    rescue DAG, then the nodes log (``FILE.dag.nodes.log``) replayed from its start (NOOP nodes,
+    which it never names, are done once their parents are); once the DAG manager has exited (``FILE.dag.dagman.out`` ends with its EXITING line) the nodes that
     never ran below a failed node are FUTILE.
     """
     states = {name: "DONE" if node.done else "NOT_READY" for name, node in dag.nodes.items()}
@@ -165,7 +183,10 @@ def node_states(dag: Dag) -> dict[str, str]:
     log = dag.file + ".nodes.log"
     if os.path.isfile(log):
         states.update((k, v) for k, v in states_from_nodes_log(dag, log).items() if k in states)
-    if _finished(dag.file):
+    finished = _finished(dag.file)
+    if os.path.isfile(log):
+        _noop_nodes_done(dag, states, finished)
+    if finished:
         import networkx as nx
 
         for name in [n for n, s in states.items() if s == "ERROR"]:

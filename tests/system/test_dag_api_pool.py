@@ -55,10 +55,10 @@ def test_a_python_built_dag_runs_in_order_and_function_nodes_pass_values_on(d, p
     a = dag.function("a", add, 1, 2)
     b = dag.function("b", add, a, 10)   # a's value, 3, is b's first argument
     c = dag.function("c", sorted, [b, a])
-    first >> a
+    first >> dag.job("join", noop=True) >> a   # a NOOP node: no job, done as soon as it is ready
     handle = dag.submit(d.work / "mixed")
     assert handle.wait(timeout=300) == 0, d.dagman_out("mixed/mixed.dag")
-    assert handle.status() == {"first": "DONE", "a": "DONE", "b": "DONE", "c": "DONE"}
+    assert handle.status() == {"first": "DONE", "a": "DONE", "b": "DONE", "c": "DONE", "join": "DONE"}
     assert handle.result("b") == 13 and handle.result(c) == [3, 13]
     assert (d.work / "mixed" / "first.out").read_text() == "one two\n"
     events = d.node_events("mixed/mixed.dag")

@@ -178,3 +178,21 @@ def test_htc_dag_show_prints_dot_with_states_or_without_and_draws_files(tmp_path
     assert status == 0
     assert out.strip() == f"{tmp_path / 'd.svg'}: 2 nodes, 1 edges (1 DONE, 1 ERROR), drawn with matplotlib"
     assert "<svg" in (tmp_path / "d.svg").read_text()
+
+
+def test_noop_nodes_which_the_log_never_names_are_done_once_their_parents_are(tmp_path):
+    dag = Dag(file=str(tmp_path / "n.dag"))
+    for name in ("A", "J1", "J2", "B"):
+        dag.add_node(Node(name=name, noop=name.startswith("J")))
+    dag.add_node(Node(name="F", kind=NodeKind.FINAL, noop=True))
+    dag.add_edge("A", "J1")
+    dag.add_edge("J1", "J2")
+    dag.add_edge("J2", "B")
+    assert set(node_states(dag).values()) == {"NOT_READY"}  # never ran: nothing inferred
+    _log(dag, SubmitEvent(cluster=1, log_notes="DAG Node: A"))
+    assert node_states(dag) == {"A": "SUBMITTED", "J1": "NOT_READY", "J2": "NOT_READY", "B": "NOT_READY",
+                                "F": "NOT_READY"}
+    _log(dag, JobTerminatedEvent(cluster=1, return_value=0))
+    assert node_states(dag) == {"A": "DONE", "J1": "DONE", "J2": "DONE", "B": "NOT_READY", "F": "NOT_READY"}
+    Path(dag.file + ".dagman.out").write_text("(condor_DAGMAN) pid 1 EXITING WITH STATUS 0\n")
+    assert node_states(dag)["F"] == "DONE"
