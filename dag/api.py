@@ -261,7 +261,11 @@ class DAG:
         Returns:
             The node, to join with edges (``a >> b``).
         """
-        node = self._new(name, NodeKind.JOB)
+        return self._make(name, NodeKind.JOB, submit, settings)
+
+    def _make(self, name: str, kind: NodeKind, submit: Any, settings: dict[str, Any]) -> NodeRef:
+        """A new node of ``kind`` with its submit description and settings (none if they fail)."""
+        node = self._new(name, kind)
         try:
             self._set_submit(node, submit, bool(settings.get("noop")))
             self._configure(node, **settings)
@@ -288,14 +292,7 @@ class DAG:
         bad = sorted(set(settings) & {"retry", "retry_unless_exit", "priority", "category", "abort_on"})
         if bad:
             raise UsageError(f"a FINAL node takes no {', '.join(bad)}")
-        node = self._new(name, NodeKind.FINAL)
-        try:
-            self._set_submit(node, submit, bool(settings.get("noop")))
-            self._configure(node, **settings)
-        except BaseException:
-            self._drop(name)
-            raise
-        return NodeRef(self, name)
+        return self._make(name, NodeKind.FINAL, submit, settings)
 
     def service(self, name: str, submit: Any, **settings: Any) -> NodeRef:
         """A SERVICE node: started when the DAG starts, best effort, removed when it ends; its
@@ -303,14 +300,7 @@ class DAG:
         bad = sorted(set(settings) - {"vars", "dir", "pre", "post", "noop"})
         if bad:
             raise UsageError(f"a SERVICE node takes no {', '.join(bad)}")
-        node = self._new(name, NodeKind.SERVICE)
-        try:
-            self._set_submit(node, submit, bool(settings.get("noop")))
-            self._configure(node, **settings)
-        except BaseException:
-            self._drop(name)
-            raise
-        return NodeRef(self, name)
+        return self._make(name, NodeKind.SERVICE, submit, settings)
 
     def subdag(self, name: str, dag: DAG | str | os.PathLike, **settings: Any) -> NodeRef:
         """A node that runs a whole DAG (``SUBDAG EXTERNAL``: its own DAG manager job).
