@@ -82,6 +82,11 @@ def _plain(work: Path, n: int) -> float:
     log = work / "plain.log"
     t0 = time.monotonic()
     result = submit(SUBMIT.replace("queue", f"log = {log}\nqueue {n}"), cwd=work)
+    deadline = time.monotonic() + 600
+    while not log.exists():  # the schedd writes the submit events just after it answers
+        if time.monotonic() > deadline:
+            raise SystemExit(f"dag_bench: {log} did not appear in 600 s")
+        time.sleep(0.01)
     outcome = wait_for_jobs(log, str(result.cluster_id), timeout=3600, poll=0.02)
     elapsed = time.monotonic() - t0
     if not outcome.done or outcome.completed != n:
