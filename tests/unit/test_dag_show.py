@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import stat
 from pathlib import Path
 
 import pytest
@@ -121,27 +120,6 @@ def test_render_draws_a_png_with_matplotlib_when_graphviz_is_missing(tmp_path, m
     monkeypatch.setenv("PATH", str(tmp_path))  # no 'dot' program here
     assert render(diamond(tmp_path), tmp_path / "g.png", {"A": "DONE", "B": "ERROR"}) == "matplotlib"
     assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_render_uses_graphviz_dot_when_present(tmp_path):
-    fake = tmp_path / "dot"
-    fake.write_text('#!/bin/sh\n# a stand-in for graphviz: record the arguments and the DOT text\n'
-                    f'echo "$@" > {tmp_path}/args\ncat > {tmp_path}/input\necho PNG > "$3"\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    assert render(diamond(tmp_path), tmp_path / "g.png", dot_program=str(fake)) == "graphviz"
-    assert (tmp_path / "args").read_text().split() == ["-Tpng", "-o", str(tmp_path / "g.png")]
-    assert '"A" -> "B";' in (tmp_path / "input").read_text()
-    assert (tmp_path / "g.png").read_text() == "PNG\n"
-
-
-def test_render_reports_a_failing_dot_and_an_unknown_file_type(tmp_path):
-    fake = tmp_path / "dot"
-    fake.write_text("#!/bin/sh\necho 'syntax error in line 1' >&2\nexit 1\n")
-    fake.chmod(0o755)
-    with pytest.raises(UsageError, match="could not draw .*syntax error in line 1"):
-        render(diamond(tmp_path), tmp_path / "g.svg", dot_program=str(fake))
-    with pytest.raises(UsageError, match=r"give a file ending in \.dot"):
-        render(diamond(tmp_path), tmp_path / "g.jpeg")
 
 
 def test_register_show_adds_the_subcommand_with_its_options():
