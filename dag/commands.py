@@ -146,11 +146,11 @@ def pre_skip(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -> No
 
 
 #: node kinds that are not JOB nodes for DAGMan (a SUBDAG EXTERNAL node is a JOB node)
-_NOT_JOBS = (NodeKind.FINAL, NodeKind.SERVICE, NodeKind.PROVISIONER)
+_NOT_JOBS = frozenset({NodeKind.FINAL, NodeKind.SERVICE, NodeKind.PROVISIONER})
 
 
 def _not_final(p: _Parse, nodes: list, src: Source, cmd: str, what: str,
-               kinds: tuple[NodeKind, ...] = _NOT_JOBS) -> None:
+               kinds: frozenset[NodeKind] = _NOT_JOBS) -> None:
     """Refuse a setting DAGMan takes for JOB nodes only, on a node the command names
     (``DagProcessor``: "FINAL node X can not have a retry specification")."""
     for node in nodes:
@@ -189,7 +189,7 @@ def abort_dag_on(p: _Parse, scope: Scope, words: Words, src: Source, cmd: str) -
                    "RETURN code", low=0, high=255)
         _end(p, words, src, cmd)
     nodes = p.nodes_named(scope, name, src, cmd)
-    _not_final(p, nodes, src, cmd, "an ABORT-DAG-ON condition", (NodeKind.FINAL,))
+    _not_final(p, nodes, src, cmd, "an ABORT-DAG-ON condition", frozenset({NodeKind.FINAL}))
     for node in nodes:
         node.abort_status, node.abort_return = status, ret
 

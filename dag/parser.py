@@ -132,7 +132,14 @@ def _read(path: str, src: Source | None, command: str | None = None) -> str:
         raise DagError(f"cannot read DAG file {path}: {e.strerror or e}", **where) from None
 
 
-_NOT_JOBS = (NodeKind.FINAL, NodeKind.SERVICE, NodeKind.PROVISIONER)
+# The kinds as plain names: an Enum member looked up on its class is slow in Python 3.11, and
+# the node-defining path runs once per node.
+_JOB, _FINAL, _SUBDAG = NodeKind.JOB, NodeKind.FINAL, NodeKind.SUBDAG
+_SERVICE, _PROVISIONER = NodeKind.SERVICE, NodeKind.PROVISIONER
+_NOT_JOBS = frozenset({_FINAL, _SERVICE, _PROVISIONER})
+_NOT_IN_ALL_NODES = frozenset({_FINAL, _SERVICE})
+_SUBMITS_A_JOB = frozenset({_JOB, _SERVICE, _PROVISIONER})
+_ONE_PER_DAG = frozenset({_FINAL, _PROVISIONER})
 
 #: a second-pass command: (handler, scope, words after the keyword, source, keyword as written)
 _Queued = tuple
@@ -233,7 +240,7 @@ class _Parse:
     def define_node(self, scope: Scope, kind: NodeKind, words: Words, src: Source, written: str,
                     lines: LineReader) -> None:
         """JOB, FINAL, PROVISIONER, SERVICE and SUBDAG EXTERNAL."""
-        if kind is NodeKind.SUBDAG and words.next().upper() != "EXTERNAL":
+        if kind is _SUBDAG and words.next().upper() != "EXTERNAL":
             self.fail(src, written, "Missing EXTERNAL keyword (SUBDAG EXTERNAL name file.dag)")
         name = words.next()
         if not name:
@@ -243,7 +250,7 @@ class _Parse:
         if not desc:
             self.fail(src, written, "No submit description provided")
         text = None
-        if kind is not NodeKind.SUBDAG and (desc.startswith("{") or desc.startswith("@=")):
+        if kind is not _SUBDAG and (desc.startswith("{") or desc.startswith("@=")):
             text, rest = self.inline_block(desc, src, written, lines)
             words = Words(rest)
         node = Node(name=scope.full(name), kind=kind, dag_file=src.file, source=src,
@@ -266,16 +273,15 @@ class _Parse:
         if text is not None:
             node.submit_text = text
         else:
-            if kind in (NodeKind.JOB, NodeKind.SERVICE, NodeKind.PROVISIONER) \
-                    and desc.endswith(".condor.sub"):
+            if kind in _SUBMITS_A_JOB and desc.endswith(".condor.sub"):
                 self.fail(src, written, f"'{desc}' is a DAG's submit file: the use of the JOB "
                                         "keyword for nested DAGs is prohibited (write SUBDAG "
                                         "EXTERNAL name file.dag)")
             node.submit_file = resolve_path(node.dir, desc)
-            if kind is not NodeKind.SUBDAG:
+            if kind is not _SUBDAG:
                 self.submit_tokens[node.name] = desc
-        if kind in (NodeKind.FINAL, NodeKind.PROVISIONER):
-            if scope.category_prefix and kind is NodeKind.FINAL:     # (only splices have one)
+        if kind in _ONE_PER_DAG:
+            if scope.category_prefix and kind is _FINAL:     # (only splices have one)
                 self.fail(src, written, f"FINAL node '{name}' is in a splice; a FINAL node "
                                         "belongs in the top-level DAG file")
             other = next((n for n in self.dag.nodes.values() if n.kind is kind), None)
@@ -375,7 +381,7 @@ class _Parse:
         if name.upper() == "ALL_NODES":
             if not all_nodes:
                 self.fail(src, command, f"{command} does not take ALL_NODES; name one node")
-            skip = _NOT_JOBS if jobs_only else (NodeKind.FINAL, NodeKind.SERVICE)
+            skip = _NOT_JOBS if jobs_only else _NOT_IN_ALL_NODES
             return [self.dag.nodes[n] for n in scope.local if self.dag.nodes[n].kind not in skip]
         node = self.dag.nodes.get(scope.full(name))
         if node is None:
@@ -388,7 +394,7 @@ class _Parse:
         """A PARENT/CHILD operand: a node, or a splice's terminal (parent) / initial nodes."""
         node = self.dag.nodes.get(scope.full(name))
         if node is not None:
-            if node.kind in (NodeKind.FINAL, NodeKind.SERVICE, NodeKind.PROVISIONER):
+            if node.kind in _NOT_JOBS:
                 self.fail(src, command, f"{node.kind.value} node '{name}' cannot be a parent "
                                         "or a child (DAGMan orders it itself)")
             return [node.name]
@@ -399,4 +405,4 @@ class _Parse:
         initial, terminal = inner.ends(self.dag.graph)
         nodes = self.dag.nodes
         return [n for n in (terminal if parent_side else initial)
-                if nodes[n].kind not in (NodeKind.FINAL, NodeKind.SERVICE, NodeKind.PROVISIONER)]
+                if nodes[n].kind not in _NOT_JOBS]

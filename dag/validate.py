@@ -27,7 +27,7 @@ __all__ = ["RESERVED_NAMES", "validate_dag"]
 RESERVED_NAMES = frozenset({"PARENT", "CHILD", "ALL_NODES"})
 
 _BAD_CHARS = re.compile(r"[\s\"']")
-_ORDERED_BY_DAGMAN = (NodeKind.FINAL, NodeKind.SERVICE, NodeKind.PROVISIONER)
+_ORDERED_BY_DAGMAN = frozenset({NodeKind.FINAL, NodeKind.SERVICE, NodeKind.PROVISIONER})
 
 
 def _where(dag: Dag, name: str) -> dict:

@@ -270,3 +270,15 @@ def test_htcondor2_dags_fanout_and_manytomany() -> None:
     assert all(dag.nodes[f"L1:{i}"].pre_skip == 99 for i in range(4))
     assert set(dag.children("__JOIN__:0")) == {f"L2:{i}" for i in range(4)}
     assert dag.nodes["__JOIN__:2"].noop and dag.parents("L3:1") == ["__JOIN__:2"]
+
+
+def test_splice_files_parse_on_their_own() -> None:
+    dag = parse_dag(TESTS / "job_dagman_splice-cat-splice1.dag")
+    assert len(dag.nodes) == 4 + 2 * 6 and dag.nodes["D1+B2"].category == "D1+cat2"
+    assert dag.maxjobs == {"D1+cat2": 33, "D1+cat3": 22, "+catS": 3, "E1+cat2": 32,
+                           "E1+cat3": 22, "cat1": 11}
+    dag = parse_dag(TESTS / "job_dagman_splice-cat-splice2.dag")
+    assert dag.maxjobs == {"cat2": 32, "cat3": 22, "+catS": 4} and len(dag.nodes) == 6
+    for n in (1, 2, 3):     # pins alone make no edges; splice2's come from an INCLUDE
+        dag = parse_dag(TESTS / f"job_dagman_splice_connect-A-splice{n}.dag")
+        assert list(dag.nodes) == ["NodeA", "NodeB", "NodeC"] and not dag.graph.edges
