@@ -139,7 +139,7 @@ def submit_failed(run: DagRun, name: str, error: str) -> None:
                                                        or name == run.final):
         node_run.not_before = run.now + 2 ** (attempts - 1)
         run.backoff.add(name)
-        run.ready.push(name, run.priority_of(node), node_run.index,
+        run.ready.push(name, run.priority_of(node),
                        head=run.options.retry_submit_first)
         return
     node_run.retval = node_run.job_retval = SUBMIT_FAILED

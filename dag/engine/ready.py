@@ -21,8 +21,8 @@ class ReadyQueue:
         self._members: dict[str, tuple[int, int, int, str]] = {}
         self._generation = 0
 
-    def push(self, name: str, priority: int, index: int, *, head: bool = False) -> None:
-        """Queue ``name`` (``index``, its position in the DAG file, is kept for messages)."""
+    def push(self, name: str, priority: int, *, head: bool = False) -> None:
+        """Queue ``name`` with ``priority`` (``head``: before the others of that priority)."""
         self._generation += 1
         if head:
             key = (-priority, 0, -self._generation, name)

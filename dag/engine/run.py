@@ -160,6 +160,9 @@ class DagRun:
         if isinstance(event, Start):
             self._start()
         elif isinstance(event, Recover):
+            if self.started:
+                raise ValueError("DagRun.handle: Recover replays the nodes log before Start; "
+                                 "this run has started already")
             recovery.replay(self, list(event.events))
         elif isinstance(event, ScriptExited):
             self._script_exited(event.node, event.kind, event.status)
@@ -267,7 +270,7 @@ class DagRun:
             self.queue_script(run, "PRE")
             return
         head = (is_retry and self.options.retry_node_first) or self.options.submit_depth_first
-        self.ready.push(run.name, self.priority_of(node), run.index, head=head)
+        self.ready.push(run.name, self.priority_of(node), head=head)
 
     def notify_children(self, run: NodeRun) -> None:
         """``run`` finished as its children need: children with no other wait become READY."""
@@ -351,7 +354,7 @@ class DagRun:
             if self.final_started and run.name != self.final:
                 self.move(run, Step.UNSTART)       # the FINAL node took over: never submitted
             else:
-                self.ready.push(run.name, self.priority_of(node), run.index,
+                self.ready.push(run.name, self.priority_of(node),
                                 head=self.options.submit_depth_first)
         elif node.pre_skip is not None and status == node.pre_skip:
             self.log(f"PRE_SKIP return value {status} indicates we are done (successfully) "

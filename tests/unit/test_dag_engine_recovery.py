@@ -201,3 +201,31 @@ def test_provisioner_ready_in_the_log_stays_ready():
            ev.AttributeUpdateEvent(cluster=5, attribute="ProvisionerState", value="2")]
     second = resume(dag, log, auto=False)
     assert second.submits == ["A"]
+
+
+def test_recovery_from_a_real_nodes_log_file(tmp_path):
+    from htc.eventlog.reader import read_events
+    from htc.eventlog.writer import format_event
+
+    def make():
+        return dag_of("A->B B->C", A={"scripts": {"PRE": script("PRE")}, "pre_skip": 3},
+                      B={"scripts": {"POST": script("POST")}})
+    first = Sim(make(), script_exits={("A", "PRE"): [3]}, auto=False)
+    first.go()
+    first.feed(first.job_end(100, 0, 0))                 # B's job ends, its POST runs
+    first.step()
+    assert first.run.node_status("B") is NodeStatus.DONE
+    log = tmp_path / "test.dag.nodes.log"
+    log.write_text("".join(format_event(e) for e in first.nodes_log))
+    second = resume(make(), read_events(log), auto=False)
+    assert second.scripts == [] and second.submits == []
+    assert [second.run.node_status(n) for n in "ABC"] == \
+        [NodeStatus.DONE, NodeStatus.DONE, NodeStatus.SUBMITTED]
+
+
+def test_recover_after_start_is_refused():
+    import pytest
+    run = DagRun(dag_of("A"))
+    run.handle(Start(), 0.0)
+    with pytest.raises(ValueError, match="before Start"):
+        run.handle(Recover([]), 1.0)

@@ -181,10 +181,10 @@ def test_throttles_helpers():
 
 def test_ready_queue_order():
     q = ReadyQueue()
-    q.push("a", 0, 0)
-    q.push("b", 5, 1)
-    q.push("c", 0, 2, head=True)
-    q.push("d", 0, 3)
+    q.push("a", 0)
+    q.push("b", 5)
+    q.push("c", 0, head=True)
+    q.push("d", 0)
     q.remove("d")
     assert q.ordered() == ["b", "c", "a"] and len(q) == 3 and "a" in q
     first = q.pop()
