@@ -44,7 +44,9 @@ def _job_from_args(args: argparse.Namespace):
                       append=list(args.append or []), insert=insert, do_recovery=args.DoRecov,
                       verbosity=args.debug, import_env=args.import_env,
                       include_env=[n for v in args.include_env or [] for n in v.replace(",", " ").split()],
-                      insert_env=_env_pairs(args.insert_env or []), notification=args.notification)
+                      insert_env=_env_pairs(args.insert_env or []), notification=args.notification,
+                      load_save=os.path.abspath(args.load_save) if args.load_save and os.sep in args.load_save
+                      else args.load_save)
 
 
 def _env_pairs(values: list[str]) -> list[tuple[str, str]]:
@@ -65,7 +67,7 @@ def _check(args: argparse.Namespace):
     """Parse the DAG and refuse what condor_submit_dag refuses; returns (dag, rescue, settings)."""
     from htc.dag.manager.launch import load_dag, strict_refuses
     from htc.dag.manager.lockfile import lock_path, read_lock
-    from htc.dag.manager.rescue_files import rename_old, rescue_to_use
+    from htc.dag.manager.rescue_files import rename_old, rescue_to_use, save_file_path
     from htc.dag.manager.settings import load_settings
 
     dag_file = os.path.abspath(args.dag)
@@ -77,7 +79,9 @@ def _check(args: argparse.Namespace):
                          f"pid {lock.pid}; {lock_path(dag_file)}). Wait for it to finish, or remove it with "
                          f"'htc rm {lock.cluster}' first. No jobs were queued.")
     settings = load_settings(config_file=os.path.abspath(args.config) if args.config else None)
-    if args.force:
+    if args.load_save:
+        rescue = save_file_path(dag_file, args.load_save)
+    elif args.force:
         rename_old(dag_file)
         rescue = None
     else:
@@ -132,7 +136,9 @@ def submit_dag(args: argparse.Namespace) -> int:
     job.on_exit_remove = settings.on_exit_remove or job.on_exit_remove   # DAGMAN_ON_EXIT_REMOVE
     text = condor_sub_text(dag, job)
     write_whole(names["condor_sub"], text)
-    if rescue is not None:
+    if rescue is not None and args.load_save:
+        print(f"Running from save file {rescue}")
+    elif rescue is not None:
         number = next(n for n, p in existing_rescues(dag_file).items() if p == rescue)
         print(f"Running rescue DAG {number}")
     rel = os.path.relpath
@@ -221,6 +227,7 @@ def _submit_options(p: argparse.ArgumentParser) -> None:
     add_option(p, "priority", type=int, metavar="N", help="the manager job's priority")
     add_option(p, "suppress_notification", action="store_true", help="node jobs send no mail")
     add_option(p, "AlwaysRunPost", "alwaysrunpost", action="store_true", help="run POST scripts even after a PRE script failed")
+    add_option(p, "load_save", metavar="FILE", help="start from a SAVE_POINT_FILE's save file (in save_files/)")
     add_option(p, "DoRecov", "dorecov", action="store_true", help="start the manager in recovery mode (read the nodes log)")
     add_option(p, "debug", type=int, metavar="N", help="detail of <dag>.dagman.out, 0-7 (DAGMAN_VERBOSITY)")
     add_option(p, "import_env", action="store_true", help="the manager job gets this whole environment (getenv = true)")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 from pathlib import Path
 
 from htc.cli.main import main
@@ -143,7 +142,3 @@ def in_queue(pool: Pool, cluster: int) -> bool:
     """True while ``cluster`` has a job in the queue."""
     return bool(pool.jobs(f"ClusterId == {cluster}", "JobStatus"))
 
-
-def env_path() -> str:
-    """PATH for the manager and its scripts."""
-    return os.environ.get("PATH", "/usr/bin:/bin")

@@ -5,7 +5,8 @@ Usually started by the schedd as the scheduler-universe job that ``htc dag submi
 ``-AutoRescue 0|1``, ``-DoRescueFrom N``, ``-MaxJobs N``, ``-MaxIdle N``, ``-MaxPre N``,
 ``-MaxPost N``, ``-Config F``, ``-AlwaysRunPost``, ``-Suppress_notification``, ``-DoRecov``,
 ``-ParentDAGManJobId N`` (a SUBDAG's manager: its parent DAG's job), ``-Debug N``
-(``DAGMAN_VERBOSITY``), ``-Priority N`` (added to every node's priority)
+(``DAGMAN_VERBOSITY``), ``-Priority N`` (added to every node's priority),
+``-load_save FILE`` (start from a save point file)
 (flag names are case-insensitive; ``-p 0 -f -l .`` are accepted and mean nothing here). Its
 own job id comes from ``-DAGManJobId N`` (the description passes ``$(Cluster)``), else from
 ``$CONDOR_ID``; run by hand without either, it is 0 and the node jobs belong to no DAG job.
@@ -30,7 +31,8 @@ _FLAGS = {"-dag": ("dag", True), "-lockfile": ("lockfile", True), "-autorescue":
           "-suppress_notification": ("suppress_notification", False), "-dorecov": ("dorecov", False),
           "-p": ("p", True), "-f": ("f", False), "-l": ("l", True), "-csdversion": ("csdversion", True),
           "-dagman": ("dagman", True), "-debug": ("debug", True),
-          "-parentdagmanjobid": ("parentdagmanjobid", True), "-priority": ("priority", True)}
+          "-parentdagmanjobid": ("parentdagmanjobid", True), "-priority": ("priority", True),
+          "-load_save": ("load_save", True)}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -38,7 +40,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ns = argparse.Namespace(dag=None, lockfile=None, autorescue=None, dorescuefrom="0", maxjobs=None, maxidle=None,
                             maxpre=None, maxpost=None, config=None, dagmanjobid=None, alwaysrunpost=False,
                             suppress_notification=False, dorecov=False, debug=None,
-                            parentdagmanjobid=None, priority=None)
+                            parentdagmanjobid=None, priority=None, load_save=None)
     it = iter(argv)
     for word in it:
         key = "-" + word.lstrip("-").lower() if word.startswith("-") else None
@@ -104,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_manager(os.path.abspath(ns.dag), dag_id=dag_job_id(ns), flags=flags, config=ns.config,
                            lockfile=ns.lockfile, rescue_from=_int(ns, "dorescuefrom") or 0,
                            force_recovery=bool(ns.dorecov), argv=[sys.argv[0], *argv],
-                           parent_dag_id=_int(ns, "parentdagmanjobid"), dag_priority=_int(ns, "priority") or 0)
+                           parent_dag_id=_int(ns, "parentdagmanjobid"), dag_priority=_int(ns, "priority") or 0,
+                           load_save=ns.load_save)
     except HTCError as exc:
         print(f"htc.dag.manager: {exc}", file=sys.stderr)
         return 1

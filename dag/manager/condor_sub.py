@@ -54,6 +54,8 @@ class ManagerJob:
     #: the parent DAG's manager job, for a SUBDAG EXTERNAL node's nested manager
     parent_dag_id: int | None = None
     do_recovery: bool = False
+    #: -load_save FILE: start from a SAVE_POINT_FILE instead of a rescue DAG
+    load_save: str | None = None
     verbosity: int | None = None
     #: -import_env (getenv = true), -include_env names, -insert_env K=V pairs
     import_env: bool = False
@@ -109,6 +111,8 @@ def manager_arguments(job: ManagerJob) -> list[str]:
         args += ["-Priority", str(job.priority)]
     if job.do_recovery:
         args.append("-DoRecov")
+    if job.load_save:
+        args += ["-load_save", job.load_save]
     if job.verbosity is not None:
         args += ["-Debug", str(job.verbosity)]
     return args + list(job.extra_args)

@@ -14,7 +14,7 @@ import os
 from htc.dag.manager.condor_sub import dag_file_names
 from htc.dag.manager.lockfile import read_lock, remove_lock, write_lock
 from htc.dag.manager.outputs import DagmanOut
-from htc.dag.manager.rescue_files import rescue_to_use
+from htc.dag.manager.rescue_files import rescue_to_use, save_file_path
 from htc.dag.manager.runner import EXIT_RESTART, Runner
 from htc.dag.manager.settings import load_settings, node_log_path
 from htc.errors import HTCError
@@ -80,7 +80,7 @@ def _options(settings, dag, *, dag_id: int, node_log: str, dag_file: str, rescue
 def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, config: str | None = None,
                 lockfile: str | None = None, rescue_from: int = 0, force_recovery: bool = False,
                 argv: list[str] | None = None, transport=None, parent_dag_id: int | None = None,
-                dag_priority: int = 0) -> int:
+                dag_priority: int = 0, load_save: str | None = None) -> int:
     """Run the DAG of ``dag_file`` to its end; returns the manager's exit status."""
     from htc.dag.engine import DagRun
 
@@ -100,10 +100,13 @@ def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, co
             code = EXIT_RESTART if previous.cluster == dag_id and dag_id > 0 else EXIT_ERROR
             return code
         recovering = previous is not None or force_recovery
-        rescue = rescue_to_use(dag_file, auto=settings.auto_rescue, from_number=rescue_from,
-                               max_num=settings.max_rescue_num)
+        if load_save:
+            rescue = save_file_path(dag_file, load_save)
+        else:
+            rescue = rescue_to_use(dag_file, auto=settings.auto_rescue, from_number=rescue_from,
+                                   max_num=settings.max_rescue_num)
         if rescue:
-            out.line(f"Using rescue DAG {rescue}")
+            out.line(f"Using {'save file' if load_save else 'rescue DAG'} {rescue}")
         try:
             dag = load_dag(dag_file, rescue=rescue, settings=settings)
         except HTCError as exc:

@@ -19,11 +19,11 @@ __all__ = ["AdaptivePoll", "NodeLog"]
 class AdaptivePoll:
     """How long to wait before the next look, given how long nothing has happened.
 
-    The wait is a quarter of the quiet time so far (so a change is seen at most ~25% later than
-    it happened, relative to the quiet stretch), between ``floor`` and ``ceiling`` seconds.
+    The wait is a tenth of the quiet time so far (a change is seen at most ~10% of the quiet
+    stretch after it happened), between ``floor`` and ``ceiling`` seconds.
     """
 
-    def __init__(self, *, floor: float = 0.005, ceiling: float = 5.0, share: float = 0.25):
+    def __init__(self, *, floor: float = 0.005, ceiling: float = 5.0, share: float = 0.1):
         """Poll at least every ``ceiling`` seconds, at most every ``floor`` seconds."""
         self.floor = floor
         self.ceiling = max(floor, ceiling)

@@ -14,7 +14,7 @@ import re
 
 from htc.errors import UsageError
 
-__all__ = ["existing_rescues", "next_rescue", "rename_old", "rescue_path", "rescue_to_use"]
+__all__ = ["existing_rescues", "next_rescue", "rename_old", "rescue_path", "rescue_to_use", "save_file_path"]
 
 
 def rescue_path(dag_file: str, number: int) -> str:
@@ -65,3 +65,20 @@ def rename_old(dag_file: str, above: int = 0) -> list[str]:
             os.replace(path, path + ".old")
             renamed.append(path + ".old")
     return renamed
+
+
+def save_file_path(dag_file: str, name: str) -> str:
+    """The save point file ``-load_save NAME`` means: a path as given (relative to the current
+    directory), or a bare name in the DAG's ``save_files/`` directory, as DAGMan looks for it.
+
+    Raises:
+        UsageError: there is no such file.
+    """
+    if os.sep in name:
+        path = os.path.abspath(name)
+    else:
+        path = os.path.join(os.path.dirname(os.path.abspath(dag_file)), "save_files", name)
+    if not os.path.isfile(path):
+        raise UsageError(f"-load_save {name}: there is no save file {path}; the DAG's SAVE_POINT_FILE nodes "
+                         "write theirs in its save_files/ directory when they start")
+    return path

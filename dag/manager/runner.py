@@ -80,6 +80,7 @@ class Runner:
         self._run_token = "" if dag_id > 0 else f".{os.getpid()}.{int(time.time())}"
         self._remove = False
         self._stop = False
+        self._sig = None            # (selector, pipe ends, old handlers) while the signals are ours
         self._halted = False
         self._writer: EventLogWriter | None = None
         #: DAGMAN_DEBUG with D_FULLDEBUG or D_ALL: every event read goes to dagman.out
@@ -222,7 +223,10 @@ class Runner:
 
     # -- the loop ---------------------------------------------------------------------------------
     def start(self, recovering: bool) -> None:
-        """Recover from the nodes log (if ``recovering``), then start the DAG."""
+        """Take the signals over, recover from the nodes log (if ``recovering``), then start
+        the DAG (a removal during a long first round of submissions is seen by the loop)."""
+        if self._sig is None:
+            self._sig = self._signals()
         if recovering:
             events = self.log.read()
             self.out.line(f"Running in RECOVERY mode... >>>>>>>>>>  {len(events)} events in {self.node_log_path}")
@@ -232,7 +236,9 @@ class Runner:
 
     def loop(self) -> int:
         """Run until the engine says Exit (or SIGTERM); returns the exit code."""
-        sel, rfd, wfd, old = self._signals()
+        if self._sig is None:
+            self._sig = self._signals()
+        sel, rfd, wfd, old = self._sig
         try:
             while self.exit_code is None:
                 now = time.time()
@@ -252,6 +258,7 @@ class Runner:
                         continue  # drained already
         finally:
             self._restore(sel, rfd, wfd, old)
+            self._sig = None
         if self._stop and self.exit_code is None:
             self.scripts.kill_all()
             self.out.line("Received SIGTERM: stopping now; the next start of this DAG recovers")
@@ -338,7 +345,7 @@ class Runner:
                           ("DAG_NodesReady", "ready"), ("DAG_NodesPrerun", "pre"), ("DAG_NodesPostrun", "post"),
                           ("DAG_NodesUnready", "unready"), ("DAG_NodesFutile", "futile")):
             attrs[name] = str(int(counts.get(key, 0) or 0))
-        attrs["DAG_Status"] = str(self.dag_status if final else 0)
+        attrs["DAG_Status"] = str(self.dag_status if final else int(counts.get("dag_status", 0) or 0))
         try:
             edit(parse_selection([str(self.dag_id)]), attrs, transport=self.transport)
         except HTCError as exc:

@@ -103,22 +103,38 @@ def test_htc_rm_of_the_dag_job_removes_its_nodes_and_writes_the_rescue_dag(d):
     assert d.runs() == {}
 
 
-def test_maxjobs_of_a_category_is_never_exceeded(d):
-    d.script("nap.sh", f'#!/bin/sh\ntouch "{d.work}/runs/$1.$(date +%s%N).$$"\nsleep 1\n')
-    d.write("nap.sub", f"executable = {d.work}/nap.sh\narguments = $(JOB)\nqueue\n")
-    nodes = [f"N{i}" for i in range(5)]
-    d.write("cat.dag", "".join(f"JOB {n} nap.sub\nCATEGORY {n} slow\n" for n in nodes) + "MAXJOBS slow 1\n")
-    d.submit("cat.dag")
-    d.wait("cat.dag")
-    assert d.exit_status("cat.dag") == 0 and d.runs() == dict.fromkeys(nodes, 1)
+def peak_in_queue(d: DagDir, dag: str, nodes: set[str] | None = None) -> int:
+    """The most node jobs (of ``nodes``) in the queue at once, from the nodes log."""
     live = peak = 0
-    for _node, event in d.node_events("cat.dag"):
+    for node, event in d.node_events(dag):
+        if nodes is not None and node not in nodes:
+            continue
         if isinstance(event, ev.SubmitEvent):
             live += 1
             peak = max(peak, live)
         elif isinstance(event, (ev.JobTerminatedEvent, ev.JobAbortedEvent)):
             live -= 1
-    assert peak == 1
+    return peak
+
+
+def test_maxjobs_of_a_category_and_the_maxjobs_flag_are_never_exceeded(d):
+    d.script("nap.sh", f'#!/bin/sh\ntouch "{d.work}/runs/$1.$(date +%s%N).$$"\nsleep 1\n')
+    d.write("nap.sub", f"executable = {d.work}/nap.sh\narguments = $(JOB)\nqueue\n")
+    slow = [f"S{i}" for i in range(4)]
+    free = [f"F{i}" for i in range(4)]
+    d.write("cat.dag", "".join(f"JOB {n} nap.sub\nCATEGORY {n} slow\n" for n in slow) + "MAXJOBS slow 1\n" +
+            "".join(f"JOB {n} nap.sub\n" for n in free))
+    cluster = d.submit("cat.dag")
+    d.wait("cat.dag", cluster)
+    assert d.exit_status("cat.dag") == 0 and d.runs() == dict.fromkeys(slow + free, 1)
+    assert peak_in_queue(d, "cat.dag", set(slow)) == 1 and peak_in_queue(d, "cat.dag") > 1
+    # htc dag submit -maxjobs 2 (condor_submit_dag's flag, passed to the manager) caps every node
+    for path in (d.work / "runs").iterdir():
+        path.unlink()
+    cluster = d.submit("cat.dag", "-f", "-maxjobs", "2")
+    d.wait("cat.dag", cluster)
+    assert d.exit_status("cat.dag") == 0 and d.runs() == dict.fromkeys(slow + free, 1)
+    assert peak_in_queue(d, "cat.dag") == 2 and peak_in_queue(d, "cat.dag", set(slow)) == 1
 
 
 def test_halt_holds_back_new_nodes_resume_releases_them_and_a_halted_dag_stops(d):

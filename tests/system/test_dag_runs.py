@@ -97,3 +97,16 @@ def test_abort_dag_on_stops_the_dag_with_its_return_value(d):
     d.wait("a.dag")
     assert d.runs() == {"A": 1} and d.exit_status("a.dag") == 2
     assert (d.work / "a.dag.rescue001").exists()
+
+
+def test_a_save_point_file_lets_a_later_run_start_from_it(d):
+    d.write("s.dag", "JOB A node.sub\nJOB B node.sub\nJOB C node.sub\nPARENT A CHILD B\nPARENT B CHILD C\n"
+                     "SAVE_POINT_FILE B\n")
+    cluster = d.submit("s.dag")
+    d.wait("s.dag", cluster)
+    save = d.work / "save_files" / "B-s.dag.save"
+    assert "DONE A" in save.read_text() and "DONE B" not in save.read_text()
+    status, out, err = d.htc("dag", "submit", "-f", "-load_save", "B-s.dag.save", "s.dag")
+    assert status == 0 and out.splitlines()[0].startswith("Running from save file"), out + err
+    d.wait("s.dag", int(out.split("submitted to cluster ")[1].split(".")[0]))
+    assert d.exit_status("s.dag") == 0 and d.runs() == {"A": 1, "B": 2, "C": 2}

@@ -134,3 +134,15 @@ def test_dagman_on_exit_remove_goes_into_the_condor_sub(work, monkeypatch):
     monkeypatch.setenv("_HTC_DAGMAN_ON_EXIT_REMOVE", "ExitCode =?= 0")
     assert htc("dag", "submit", "-no_submit", "d.dag")[0] == 0
     assert "on_exit_remove\t= ExitCode =?= 0\n" in (work / "d.dag.condor.sub").read_text()
+
+
+def test_load_save_starts_from_a_save_file(work):
+    (work / "d.dag").write_text(DIAMOND + "SAVE_POINT_FILE B\n")
+    (work / "save_files").mkdir()
+    (work / "save_files" / "B-d.dag.save").write_text("# Save file written at Start Node B\nDONE A\n")
+    status, out, err = htc("dag", "submit", "-no_submit", "-load_save", "B-d.dag.save", "d.dag")
+    assert status == 0, err
+    assert out.splitlines()[0] == f"Running from save file {work}/save_files/B-d.dag.save"
+    assert "-load_save B-d.dag.save" in (work / "d.dag.condor.sub").read_text()
+    status, out, err = htc("dag", "submit", "-no_submit", "-update_submit", "-load_save", "nope.save", "d.dag")
+    assert status != 0 and "no save file" in err

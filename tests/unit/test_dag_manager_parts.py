@@ -83,7 +83,7 @@ def test_adaptive_poll_is_quick_after_activity_and_backs_off():
     poll = AdaptivePoll(floor=0.005, ceiling=2.0)
     poll.activity(100.0)
     assert poll.interval(100.0) == 0.005
-    assert poll.interval(100.4) == pytest.approx(0.1)
+    assert poll.interval(100.4) == pytest.approx(0.04)
     assert poll.interval(160.0) == 2.0
     poll.activity(160.0)
     assert poll.interval(160.01) == 0.005
