@@ -258,6 +258,7 @@ def register(sub) -> None:
         p = add_command(verbs, verb, what, [f"htc dag {verb} diamond.dag"])
         p.add_argument("dag", help="the DAG file")
         p.set_defaults(func=dag_halt)
+    __import__("htc.dag.show", fromlist=["register_show"]).register_show(verbs)  # htc dag show (dag/show.py)
     dag.set_defaults(func=lambda args: (dag.print_help(), 2)[1])
     _submit_options(add_command(sub, "submit_dag", "run a DAG file (condor_submit_dag; same as htc dag submit)",
                                 ["htc submit_dag diamond.dag"]))

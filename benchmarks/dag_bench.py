@@ -1,0 +1,150 @@
+"""DAGMan benchmarks: parsing big DAG files, and node throughput on a personal pool.
+
+Run: ``python benchmarks/dag_bench.py`` (a few minutes on a 2-core machine; ``--parse-only``
+skips the pool). Every DAG is made of ``/bin/true`` nodes sharing one submit file, in three
+shapes:
+
+* **chain**: ``n0 -> n1 -> ... -> nN-1`` (N-1 edges; nothing can run in parallel);
+* **wide**: N independent nodes (a fan-out's children; all ready at once);
+* **lattice**: a diamond lattice of rows of width W (``sqrt(N)``), each node a parent of the
+  node below it and the one below-right (about 2N edges; DAGMan's stress shape).
+
+It prints:
+
+1. **parse**: :func:`htc.dag.parser.parse_dag` (lexing, both passes, validation: cycles and
+   names) of a ``--parse-nodes`` (10,000) node file of each shape, best of 3 -- goal < 1 s;
+2. **throughput** on a personal pool (``htc pool start`` in a temporary HTC_HOME, as
+   benchmarks/pool_bench.py starts it): ``--wide`` (500) ``/bin/true`` jobs as one plain
+   ``queue N`` cluster (``htc submit``), then as a wide DAG (``htc dag submit``: from the
+   submit call to the DAG manager job's end in ``FILE.dag.dagman.log``), and the ratio -- goal
+   >= 0.8; then a ``--chain`` (200) node chain in nodes/s -- goal >= 20 nodes/s (the issue's
+   1,000-node chain: ``--chain 1000``).
+
+Figures are printed, never asserted (the tests do not time anything).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+SUBMIT = "executable = /bin/true\nrequest_memory = 16MB\nqueue\n"
+
+
+def dag_text(shape: str, n: int, submit: str = "true.sub") -> str:
+    """A DAG file of ``n`` ``/bin/true`` nodes in ``shape`` (chain, wide or lattice)."""
+    lines = [f"JOB n{i} {submit}" for i in range(n)]
+    if shape == "chain":
+        lines += [f"PARENT n{i} CHILD n{i + 1}" for i in range(n - 1)]
+    elif shape == "lattice":
+        width = max(1, round(math.sqrt(n)))
+        for i in range(n):
+            below = [j for j in (i + width, i + width + 1) if j < n and (j == i + width or (i + 1) % width)]
+            if below:
+                lines.append(f"PARENT n{i} CHILD {' '.join(f'n{j}' for j in below)}")
+    elif shape != "wide":
+        raise ValueError(f"unknown shape {shape!r}")
+    return "\n".join(lines) + "\n"
+
+
+def bench_parse(n: int, directory: Path) -> dict[str, float]:
+    """Seconds to parse and validate an ``n``-node DAG of each shape (best of 3)."""
+    from htc.dag.parser import parse_dag
+
+    (directory / "true.sub").write_text(SUBMIT)
+    times = {}
+    for shape in ("chain", "wide", "lattice"):
+        path = directory / f"{shape}.dag"
+        path.write_text(dag_text(shape, n))
+        best = math.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            dag = parse_dag(path)
+            best = min(best, time.perf_counter() - t0)
+        times[shape] = best
+        verdict = "met" if best < 1 else "NOT met"
+        print(f"(1) parse+validate {shape:>7}: {len(dag.nodes):,} nodes, {dag.graph.number_of_edges():,} edges "
+              f"in {best:.3f} s (goal < 1 s: {verdict})", flush=True)
+    return times
+
+
+def _plain(work: Path, n: int) -> float:
+    """Seconds from submitting ``n`` jobs as one cluster to the last one's end in the user log."""
+    from htc.client import submit, wait_for_jobs
+
+    log = work / "plain.log"
+    t0 = time.monotonic()
+    result = submit(SUBMIT.replace("queue", f"log = {log}\nqueue {n}"), cwd=work)
+    deadline = time.monotonic() + 600
+    while not log.exists():  # the schedd writes the submit events just after it answers
+        if time.monotonic() > deadline:
+            raise SystemExit(f"dag_bench: {log} did not appear in 600 s")
+        time.sleep(0.01)
+    outcome = wait_for_jobs(log, str(result.cluster_id), timeout=3600, poll=0.02)
+    elapsed = time.monotonic() - t0
+    if not outcome.done or outcome.completed != n:
+        raise SystemExit(f"dag_bench: the plain cluster did not finish: {outcome.message}")
+    return elapsed
+
+
+def _dag(work: Path, shape: str, n: int) -> float:
+    """Seconds from ``htc dag submit`` of an ``n``-node DAG to its manager job's end."""
+    from htc.dag.handle import submit_dag_file
+
+    directory = work / f"{shape}{n}"
+    directory.mkdir()
+    (directory / "true.sub").write_text(SUBMIT)
+    path = directory / f"{shape}.dag"
+    path.write_text(dag_text(shape, n))
+    t0 = time.monotonic()
+    handle = submit_dag_file(path)
+    code = handle.wait(timeout=3600)
+    elapsed = time.monotonic() - t0
+    if code != 0:
+        raise SystemExit(f"dag_bench: the {shape} DAG failed (exit {code}); see {path}.dagman.out")
+    return elapsed
+
+
+def bench_pool(wide: int, chain: int, cpus: int) -> None:
+    """Throughput of plain submission, a wide DAG and a chain on one personal pool."""
+    from pool_bench import personal_pool, settle
+
+    with personal_pool(cpus) as (home, work, _master):
+        settle(home)
+        plain = _plain(work, wide)
+        print(f"(2) plain htc submit: {wide} jobs in {plain:.1f} s = {wide / plain:.1f} jobs/s", flush=True)
+        dag = _dag(work, "wide", wide)
+        ratio = plain / dag
+        print(f"(2) wide DAG:        {wide} nodes in {dag:.1f} s = {wide / dag:.1f} nodes/s; "
+              f"ratio to plain {ratio:.2f} (goal >= 0.8: {'met' if ratio >= 0.8 else 'NOT met'})", flush=True)
+        seconds = _dag(work, "chain", chain)
+        rate = chain / seconds
+        print(f"(3) chain DAG:       {chain} nodes in {seconds:.1f} s = {rate:.1f} nodes/s "
+              f"(goal >= 20 nodes/s: {'met' if rate >= 20 else 'NOT met'})", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmarks the flags ask for and print their figures."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--parse-nodes", type=int, default=10_000, help="nodes of each parsed DAG (10,000)")
+    parser.add_argument("--wide", type=int, default=500, help="jobs of the plain cluster and the wide DAG (500)")
+    parser.add_argument("--chain", type=int, default=200, help="nodes of the chain DAG (200)")
+    parser.add_argument("--cpus", type=int, default=os.cpu_count() or 2, help="cores the startd offers")
+    parser.add_argument("--parse-only", action="store_true", help="skip the personal pool")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="dagb-") as tmp:
+        bench_parse(args.parse_nodes, Path(tmp))
+    if not args.parse_only:
+        bench_pool(args.wide, args.chain, args.cpus)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

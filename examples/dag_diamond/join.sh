@@ -1,0 +1,3 @@
+#!/bin/sh
+# join.sh: B's and C's lines, in order
+cat B.out C.out
