@@ -117,7 +117,7 @@ def _convert(knob: str, kind: type, text: str, where: str) -> Any:
         try:
             return int(text)
         except ValueError:
-            pass
+            pass  # not a whole number: the UsageError below says so
     else:
         return text
     raise UsageError(f"{where}: {knob} = {text!r} is not a valid {kind.__name__}; "
