@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "htc.cli.who",
     "htc.cli.ping",
     "htc.cli.version",
+    "htc.cli.sim",
 ]
 
 
