@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from htc.daemons.negotiator.submitters import accounting_group_of
+from htc.daemons.negotiator.updown import UpDownIndex
 from htc.daemons.settings import knob
 from htc.errors import UsageError
 
@@ -145,6 +146,8 @@ class Accountant:
         self.last_update_time: float | None = now
         self._customers: dict[str, _Customer] = {}
         self._matches: dict[str, _Match] = {}
+        #: the Up-Down schedule indices (``NEGOTIATOR_POLICY = UPDOWN``), persisted alongside
+        self.updown = UpDownIndex()
 
     # ------------------------------------------------------------------ customers
 
@@ -391,6 +394,7 @@ class Accountant:
                           for n, r in sorted(self._customers.items())},
             "matches": {n: {f: getattr(m, f) for f in _MATCH_FIELDS}
                         for n, m in sorted(self._matches.items())},
+            "updown": self.updown.snapshot(),
         }
 
     @classmethod
@@ -421,6 +425,8 @@ class Accountant:
                 acct._customers[str(name)] = _Customer(**_checked(fields, _CUSTOMER_FIELDS))
             for name, fields in dict(data["matches"]).items():
                 acct._matches[str(name)] = _Match(**_checked(fields, _MATCH_FIELDS))
+            if data.get("updown") is not None:  # absent in snapshots written before UPDOWN
+                acct.updown = UpDownIndex.restore(data["updown"])
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(
                 f"{where} is damaged ({exc}); move the file aside to start with fresh "

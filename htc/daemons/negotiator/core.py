@@ -66,6 +66,7 @@ from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import as_classad, claimed_resources
 from htc.daemons.negotiator.states import Phase, Step, step
 from htc.daemons.negotiator.submitters import SubmitterAd, submitter_from_ad
+from htc.daemons.negotiator.updown import poll_counts
 from htc.errors import UsageError
 from htc.wire import messages
 
@@ -240,6 +241,9 @@ class Negotiator:
         acct = self.accountant
         acct.update_priorities(now)
         acct.check_matches(claimed_resources(machines, self.settings.use_slot_weights), now)
+        if self.settings.updown_policy:
+            running, queued = poll_counts(submitters, self.settings.updown)
+            acct.updown.update(now, running, queued, self.settings.updown)
         self._machines, self._submitters = machines, submitters
         self._requests = {}
         asks: dict[tuple[str, str], SubmitterAd] = {}

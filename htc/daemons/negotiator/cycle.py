@@ -55,6 +55,7 @@ from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as_classad, expr_refs,
                                           number, same_type, slot_weight)
 from htc.daemons.negotiator.submitters import SubmitterAd, accounting_group_of
+from htc.daemons.negotiator.updown import entity_of, order_by_index
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,8 @@ class _Cycle:
             if found is not None:
                 best_key, slot, cost, carve = found
                 best = (slot, PreemptState.NONE, cost, carve)
-        if pool.claimed:
+        if pool.claimed and not (best is not None and self.s.updown_policy):
+            # (Up-Down preempts only when no idle machine will do)
             found, key, matched = self.claimed.best(rs, pool, used, limit, only_rank, reasons)
             matched_any = matched_any or matched
             if found is not None and (best_key is None or key < best_key):
@@ -337,15 +339,42 @@ class _Cycle:
                 break
         return spins, shares
 
+    def spin_updown(self, entries: list[_Entry], pool: SlotPool) -> tuple[int, dict[str, float]]:
+        """``NEGOTIATOR_POLICY = UPDOWN``: submitters in ascending schedule index, no pie; each
+        takes what it can, at most ``UPDOWN_PLACEMENTS_PER_CYCLE`` matches per entity."""
+        ud, index = self.s.updown, self.acct.updown
+        keyed = {(e.ad.name, e.ad.schedd): e for e in entries}
+        placed: Counter[str] = Counter()
+        for key in order_by_index(keyed, index, ud):
+            if self.free <= 0:
+                break
+            entry = keyed[key]
+            if entry.ad.idle_jobs <= 0 or not any(r.remaining for r in entry.requests):
+                continue
+            entity = entity_of(entry.ad.name, entry.ad.schedd, ud)
+            budget = ud.placements_per_cycle - placed[entity] if ud.placements_per_cycle else None
+            if budget is not None and budget <= 0:
+                continue
+            before = len(self.matches)
+            self.pie_left = math.inf
+            self.negotiate_entry(entry, pool, math.inf, math.inf, False, max_matches=budget)
+            placed[entity] += len(self.matches) - before
+        return 1, {}
+
     def negotiate_entry(self, entry: _Entry, pool: SlotPool, limit: float,
-                        limit_unclaimed: float, ignore_limit: bool) -> str:
-        """HTCondor's ``negotiate``: match one submitter's requests until done or limited."""
+                        limit_unclaimed: float, ignore_limit: bool,
+                        max_matches: int | None = None) -> str:
+        """HTCondor's ``negotiate``: match one submitter's requests until done or limited
+        (or, under UPDOWN's throttle, until ``max_matches`` matches)."""
         used = used_unclaimed = 0.0
         limited = False
+        made = 0
         for rs in entry.requests:
             while rs.remaining > 0:
                 if self.free <= 0:
                     return _MM_DONE if not limited else _MM_RESUME
+                if max_matches is not None and made >= max_matches:
+                    return _MM_RESUME
                 only_rank = False
                 if used >= limit:
                     if not ignore_limit:
@@ -368,6 +397,7 @@ class _Cycle:
                     break
                 slot, state, cost, carve = found
                 self.make_match(rs, pool, slot, state, cost, carve)
+                made += 1
                 used += cost
                 if state is PreemptState.NONE:
                     used_unclaimed += cost
@@ -440,7 +470,10 @@ def negotiate_cycle(
     pool = state.build_pool(slots, all_requests)
     candidate_slots = state.free
 
-    spins, shares = state.spin_pie(entries, pool, pool_weight, min_weight)
+    if settings.updown_policy:
+        spins, shares = state.spin_updown(entries, pool)
+    else:
+        spins, shares = state.spin_pie(entries, pool, pool_weight, min_weight)
 
     matches = tuple(state.matches)
     stats = CycleStatistics(

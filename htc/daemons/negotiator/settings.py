@@ -18,6 +18,7 @@ from pathlib import Path
 from htc.classad import ExprTree
 from htc.daemons import settings as knobs
 from htc.daemons.negotiator.accountant import AccountantSettings
+from htc.daemons.negotiator.updown import POLICIES, UpDownSettings
 from htc.daemons.settings import knob
 from htc.errors import UsageError
 
@@ -45,6 +46,14 @@ UWCS_PREEMPTION_REQUIREMENTS = (
 
 def _text_or_none(value: str | None) -> str | None:
     return value or None
+
+
+def _policy(value: str | None) -> str:
+    text = str(value or "HTCONDOR").strip().upper()
+    if text not in POLICIES:
+        raise UsageError(f"NEGOTIATOR_POLICY = {value!r} is not one of {', '.join(POLICIES)}: "
+                         "HTCONDOR is the accountant's fair share, UPDOWN the 1988 Up-Down index")
+    return text
 
 
 def _parse(name: str, text: str | None) -> ExprTree | None:
@@ -87,8 +96,12 @@ class NegotiatorSettings:
     disk_quantum: float = 1024.0
     name: str = "negotiator"
     accountant: AccountantSettings = field(default_factory=AccountantSettings)
+    #: HTCONDOR (the accountant's pie) or UPDOWN (the 1988 schedule index, :mod:`.updown`)
+    policy: str = knob("NEGOTIATOR_POLICY", "HTCONDOR", convert=_policy)
+    updown: UpDownSettings = field(default_factory=UpDownSettings)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "policy", _policy(self.policy))
         for name, value in (("NEGOTIATOR_INTERVAL", self.interval),
                             ("NEGOTIATOR_TIMEOUT", self.timeout)):
             if not value > 0:
@@ -122,15 +135,25 @@ class NegotiatorSettings:
             UsageError: a knob has a value the negotiator cannot use (the message names it).
         """
         accountant = knobs.from_config(AccountantSettings, config)
-        return knobs.from_config(cls, config, **{"accountant": accountant, **overrides})
+        updown = knobs.from_config(UpDownSettings, config)
+        return knobs.from_config(cls, config,
+                                 **{"accountant": accountant, "updown": updown, **overrides})
 
     def compiled(self, name: str) -> ExprTree | None:
         """Return the parsed policy expression ``name`` (None when unset)."""
         return self._compiled[name]  # type: ignore[attr-defined]
 
     @property
+    def updown_policy(self) -> bool:
+        """True when ``NEGOTIATOR_POLICY = UPDOWN``."""
+        return self.policy == "UPDOWN"
+
+    @property
     def never_priority_preempts(self) -> bool:
-        """True when PREEMPTION_REQUIREMENTS is literally False (HTCondor's default)."""
+        """True when PREEMPTION_REQUIREMENTS is literally False (HTCondor's default) and the
+        policy is not UPDOWN (which preempts on any strict index inversion)."""
+        if self.updown_policy:
+            return False
         expr = self.compiled("preemption_requirements")
         return expr is not None and repr(expr).strip().lower() == "false"
 
