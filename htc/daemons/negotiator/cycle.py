@@ -284,7 +284,7 @@ class _Cycle:
             pool.take(slot)
             self.free -= 1
         else:
-            pool.reclass(slot)
+            self.search.hold(rs, slot, pool)  # re-classed when rs is done with it
 
     def spin_pie(self, entries: list[_Entry], pool: SlotPool, pool_weight: float,
                  min_weight: float) -> tuple[int, dict[str, float]]:
