@@ -463,6 +463,14 @@ _ENTRIES = [
 #: Knobs with a number in their name, which the table's fixed names cannot hold; code reads
 #: them with :meth:`Config.get` after :meth:`Config.names` shows which are set.
 PATTERN_PARAMS = (
+    Param("GROUP_PRIO_FACTOR_<G>", "float", "", "Priority factor of new submitters of accounting group G "
+          "(one of GROUP_NAMES).", "table"),
+    Param("GROUP_QUOTA_<G>", "float", "", "Static quota of accounting group G, in slot weight (cores).",
+          "table"),
+    Param("GROUP_QUOTA_DYNAMIC_<G>", "float", "", "Dynamic quota of accounting group G: a fraction of its "
+          "parent's quota (used when GROUP_QUOTA_<G> is unset).", "table"),
+    Param("GROUP_ACCEPT_SURPLUS_<G>", "bool", "", "Whether group G may use surplus beyond its quota "
+          "(overrides GROUP_ACCEPT_SURPLUS).", "table"),
     Param("SLOT<N>_USER", "str", "", "The account a root startd runs slot N's jobs as when they do not run "
           "as their owner (a dynamic slot takes the lowest N no running job holds); unset: htc-slot<N>, "
           "made with useradd --system. Never root.", "table"),

@@ -54,8 +54,8 @@ class AccountantSettings:
     """The knobs the accountant reads, with HTCondor's defaults.
 
     ``group_names`` is ``GROUP_NAMES`` (hierarchical names such as ``group_a.sub``);
-    ``group_prio_factors`` maps a group name to its ``GROUP_PRIO_FACTOR_<group>`` (not read
-    from the configuration yet: the caller passes it). Built from the param table by
+    ``group_prio_factors`` maps a group name to its ``GROUP_PRIO_FACTOR_<group>`` (read by
+    ``NegotiatorSettings.from_config`` for each group of ``GROUP_NAMES``). Built from the param table by
     ``htc.daemons.settings.from_config(AccountantSettings, config)``.
     """
 

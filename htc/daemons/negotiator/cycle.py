@@ -49,6 +49,7 @@ from htc.daemons.clock import REAL, Clock
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.claimed import ClaimedSearch
 from htc.daemons.negotiator.fair_share import order_submitters, pie_slices
+from htc.daemons.negotiator.groups import ROOT, allocate, build_tree, group_order
 from htc.daemons.negotiator.preemption import PreemptState, Rejection
 from htc.daemons.negotiator.search import IdleSearch, RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
@@ -286,9 +287,54 @@ class _Cycle:
         else:
             self.search.hold(rs, slot, pool)  # re-classed when rs is done with it
 
+    def spin_groups(self, entries: list[_Entry], pool: SlotPool, pool_weight: float,
+                    min_weight: float) -> tuple[int, dict[str, float]]:
+        """Accounting groups with quotas (:mod:`.groups`): allocate the pool to the groups, then
+        spin each group's pie over its allocation, in ``GROUP_SORT_EXPR`` order, for up to
+        ``GROUP_QUOTA_MAX_ALLOCATION_ROUNDS`` rounds."""
+        s, acct = self.s, self.acct
+        names = s.accountant.group_names
+        tree = build_tree(names, s.groups)
+        by_group: dict[str, list[_Entry]] = {}
+        for entry in entries:
+            by_group.setdefault(accounting_group_of(entry.ad.name, names) or ROOT, []).append(entry)
+        members = {g: {e.ad.name for e in es} for g, es in by_group.items()}
+        spins, shares = 0, {}
+        idle: set[str] = set()  # groups that could use nothing of their last allocation
+        for _round in range(s.groups.max_allocation_rounds):
+            requested = {}
+            for g, es in by_group.items():
+                held = sum(acct.weighted_resources_used(n) for n in members[g])
+                wanting = 0 if g in idle else sum(r.remaining for e in es for r in e.requests)
+                requested[g] = held + wanting
+            allocated = allocate(tree, pool_weight, requested)
+            for node in tree.walk():
+                node.usage = sum(acct.weighted_resources_used(n) for n in members.get(node.name, ()))
+            before_round = len(self.matches)
+            for node in group_order(tree, s.groups):
+                group_entries = by_group.get(node.name)
+                if not group_entries or node.name in idle or self.free <= 0:
+                    continue
+                before = len(self.matches)
+                limit = allocated[node.name] - node.usage
+                if limit > _EPSILON:
+                    n, got = self.spin_pie(group_entries, pool, allocated[node.name], min_weight,
+                                           group_limit=limit)
+                    spins += n
+                    for name, share in got.items():
+                        shares.setdefault(name, share)
+                if len(self.matches) == before:
+                    idle.add(node.name)
+            if len(self.matches) == before_round or self.free <= 0:
+                break
+        return spins, shares
+
     def spin_pie(self, entries: list[_Entry], pool: SlotPool, pool_weight: float,
-                 min_weight: float) -> tuple[int, dict[str, float]]:
+                 min_weight: float, group_limit: float = math.inf) -> tuple[int, dict[str, float]]:
         """HTCondor's ``negotiateWithGroup``: spin the pie while anything changes.
+
+        With group quotas ``pool_weight`` is the group's allocation and ``group_limit`` what the
+        group may still gain (allocation - usage); without, the pool and no limit.
 
         Returns:
             The number of spins, and each submitter's share of the pool in the first spin.
@@ -310,9 +356,9 @@ class _Cycle:
                 keyed = {(e.ad.name, e.ad.schedd): e for e in active}
                 active = [keyed[k] for k in order_submitters(keyed, eups, slices)]
             if s.ignore_user_priorities:
-                self.pie_left = math.inf
+                self.pie_left = group_limit
             else:
-                self.pie_left = sum(slices[e.ad.name].limit for e in active)
+                self.pie_left = min(group_limit, sum(slices[e.ad.name].limit for e in active))
             if not s.consider_preemption and self.pie_left <= 0:
                 break
             pie_orig, count_orig = self.pie_left, len(active)
@@ -335,6 +381,8 @@ class _Cycle:
                     # stays for the next spin, where its rejected requests are offered again
                     still.append(entry)
             active = still
+            if group_limit != math.inf:  # what later spins of the group may still add
+                group_limit -= max(0.0, pie_orig - self.pie_left)
             if not (self.pie_left < pie_orig or len(active) < count_orig):
                 break
         return spins, shares
@@ -472,6 +520,8 @@ def negotiate_cycle(
 
     if settings.updown_policy:
         spins, shares = state.spin_updown(entries, pool)
+    elif settings.accountant.group_names:
+        spins, shares = state.spin_groups(entries, pool, pool_weight, min_weight)
     else:
         spins, shares = state.spin_pie(entries, pool, pool_weight, min_weight)
 
