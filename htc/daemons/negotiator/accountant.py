@@ -356,11 +356,13 @@ class Accountant:
         rec = self._customer(match.customer)
         rec.resources_used = max(0, rec.resources_used - 1)
         rec.weighted_resources_used = max(0.0, rec.weighted_resources_used - match.weight)
-        start = match.start_time
-        if self.last_update_time is not None and start < self.last_update_time:
-            start = self.last_update_time
-        # The next update charges only what is held then; add the part held until now.
-        rec.weighted_uncharged_time += (now - start) * match.weight
+        # The next update charges only what is held then, so add the part of this interval held
+        # until now. For a match made in this interval add_match took back the part before it
+        # started; adding the whole interval so far leaves exactly start..now. (Adding
+        # now - max(start, last update) instead would charge a claim that starts and ends
+        # between two updates its length minus the gap before it started.)
+        since = self.last_update_time if self.last_update_time is not None else match.start_time
+        rec.weighted_uncharged_time += (now - since) * match.weight
 
     def match_of(self, resource: str) -> tuple[str, float] | None:
         """Return ``(customer, weight)`` of the match on ``resource``, or ``None``."""
