@@ -94,3 +94,17 @@ def test_factors_scale_eup_and_common_scaling_changes_no_order_or_share(users, s
     # a better (lower) EUP never gets a smaller share
     ordered = sorted(eups, key=eups.get)
     assert all(shares[a].share >= shares[b].share * (1 - 1e-12) for a, b in zip(ordered, ordered[1:]))
+
+
+def test_setaccum_sets_the_accumulated_usage_through_the_core():
+    from htc.daemons.negotiator.core import Negotiator
+    from htc.daemons.negotiator.events import PublishAccounting, SetAccumulatedUsage
+    from htc.errors import UsageError
+
+    neg = Negotiator(now=0.0)
+    actions = neg.handle(SetAccumulatedUsage("a@x", 7200.0), 1.0)
+    (publish,) = [a for a in actions if isinstance(a, PublishAccounting)]
+    (ad,) = publish.ads
+    assert (ad["Name"], ad["WeightedAccumulatedUsage"], ad["LastUpdate"]) == ("a@x", 7200.0, 0.0)
+    with pytest.raises(UsageError, match="zero or more seconds"):
+        neg.accountant.set_accumulated_usage("a@x", -1.0)

@@ -247,6 +247,7 @@ class Accountant:
             "BeginUsageTime": r.begin_usage_time, "LastUsageTime": r.last_usage_time,
             "AccountingGroup": accounting_group_of(r.name, groups) or "<none>",
             "IsAccountingGroup": False, "SubmitterShare": shares.get(r.name, 0.0),
+            "LastUpdate": self.last_update_time,
         } for r in self.records()]
 
     # ------------------------------------------------------------------ administration
@@ -278,6 +279,18 @@ class Accountant:
                 f"got {priority!r}"
             )
         self._customer(name).priority = float(priority)
+
+    def set_accumulated_usage(self, name: str, seconds: float) -> None:
+        """Set a submitter's accumulated (weighted) usage in slot-seconds
+        (``condor_userprio -setaccum``).
+
+        Raises:
+            UsageError: ``seconds`` is negative.
+        """
+        if not (isinstance(seconds, (int, float)) and seconds >= 0):
+            raise UsageError(f"accumulated usage for {name} must be zero or more seconds, "
+                             f"got {seconds!r}")
+        self._customer(name).weighted_accumulated_usage = float(seconds)
 
     def reset_usage(self, name: str) -> None:
         """Forget a submitter's past usage (``condor_userprio -resetusage``)."""

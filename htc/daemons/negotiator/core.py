@@ -60,7 +60,8 @@ from htc.daemons.negotiator.events import (AskResourceRequests, CycleFinished, F
                                            NotifyMatch, PoolAds, PoolAdsFailed,
                                            PublishAccounting, RequestsFailed, RequestsReceived,
                                            Reschedule, ResetUsage, SaveAccountant,
-                                           SetPriorityFactor, SetRealPriority, Wakeup)
+                                           SetAccumulatedUsage, SetPriorityFactor,
+                                           SetRealPriority, Wakeup)
 from htc.daemons.negotiator.pending import PendingSlots
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import as_classad, claimed_resources
@@ -346,6 +347,10 @@ class Negotiator:
         self.accountant.set_real_priority(event.submitter, event.priority)
         return self._accounting_changed()
 
+    def _set_accumulated(self, event: SetAccumulatedUsage, now: float) -> list:
+        self.accountant.set_accumulated_usage(event.submitter, event.seconds)
+        return self._accounting_changed()
+
     def _reset_usage(self, event: ResetUsage, now: float) -> list:
         self.accountant.reset_usage(event.submitter)
         return self._accounting_changed()
@@ -364,6 +369,7 @@ _ON_EVENT: Mapping[type, Handler] = {
     SetPriorityFactor: Negotiator._set_factor,
     SetRealPriority: Negotiator._set_priority,
     ResetUsage: Negotiator._reset_usage,
+    SetAccumulatedUsage: Negotiator._set_accumulated,
 }
 #: (phase, event type) -> handler: the events a cycle waits for in each phase. Which step of
 #: the state table follows is the handler's to decide; a reply outside these is stale.
