@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htc.daemons.negotiator.accountant import AccountantSettings
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.settings import knobs_of
 from htc.errors import UsageError
@@ -82,26 +81,35 @@ class Scenario:
 
 
 def negotiator_settings(policy: str, knobs: Mapping[str, Any]) -> NegotiatorSettings:
-    """Build the negotiator's settings: the policy's knobs, then the scenario's, by knob name.
+    """Build the negotiator's settings: the policy's knobs, then the scenario's, by knob name
+    (knobs of the nested settings -- the accountant's, Up-Down's -- included).
 
     Raises:
         UsageError: a knob the negotiator does not have (UPDOWN names the knob it needs).
     """
     values = {**POLICIES[policy][0], **knobs}
-    fields = {knob: name for name, knob in knobs_of(NegotiatorSettings).items()}
-    acct_fields = {knob: name for name, knob in knobs_of(AccountantSettings).items()}
-    core, acct = {}, {}
+    where: dict[str, tuple[str | None, str]] = {
+        knob: (None, name) for name, knob in knobs_of(NegotiatorSettings).items()}
+    nested: dict[str, dict[str, Any]] = {}
+    for f in dataclasses.fields(NegotiatorSettings):
+        factory = f.default_factory
+        if dataclasses.is_dataclass(factory) and isinstance(factory, type):
+            nested[f.name] = {}
+            where.update({knob: (f.name, name) for name, knob in knobs_of(factory).items()})
+    core: dict[str, Any] = {}
     for knob, value in values.items():
-        if knob in fields:
-            core[fields[knob]] = value
-        elif knob in acct_fields:
-            acct[acct_fields[knob]] = value
-        elif knob == "NEGOTIATOR_POLICY":
-            raise UsageError("policy UPDOWN needs the negotiator's NEGOTIATOR_POLICY knob, which "
-                             "this build does not have (it comes with the Up-Down policy)")
-        else:
+        if knob not in where:
+            if knob == "NEGOTIATOR_POLICY":
+                raise UsageError("policy UPDOWN needs the negotiator's NEGOTIATOR_POLICY knob, "
+                                 "which this build does not have (it comes with the Up-Down "
+                                 "policy)")
             raise UsageError(f"the negotiator has no knob {knob!r}")
-    return NegotiatorSettings(**core, accountant=AccountantSettings(**acct))
+        parent, name = where[knob]
+        (core if parent is None else nested[parent])[name] = value
+    for f in dataclasses.fields(NegotiatorSettings):
+        if f.name in nested:
+            core[f.name] = f.default_factory(**nested[f.name])
+    return NegotiatorSettings(**core)
 
 
 def condor88(policy: str = "HTCONDOR", seed: int = 1, *, days: float = 30,
