@@ -240,7 +240,8 @@ class Simulation:
         else:  # the owner comes back
             m.available_seconds += self._in_horizon(m.owner_since, now)
             m.owner_busy = True
-        self._at(now + m.station.next_interval(self.owner_rng, m.owner_busy, now), _OWNER, m)
+        if self.sc.owner.enabled:  # (a test may move an owner of a dedicated pool by hand)
+            self._at(now + m.station.next_interval(self.owner_rng, m.owner_busy, now), _OWNER, m)
         job = m.job
         m.publish(now)
         if job is None:
