@@ -78,8 +78,11 @@ def check(results: dict[str, dict]) -> list[tuple[str, bool]]:
 
 def paper(args: argparse.Namespace) -> int:
     tasks = [(p, seed, args.days, args.plot) for seed in args.seeds for p in args.policies]
+    done = []
     with multiprocessing.Pool(args.jobs) as pool:
-        done = pool.map(_one, tasks, chunksize=1)
+        for s in pool.imap_unordered(_one, tasks, chunksize=1):
+            done.append(s)
+            print(f"  (seed {s['seed']}) {_row(s)}", flush=True)  # as each run ends
     ok = True
     for seed in args.seeds:
         results = {s["policy"]: s for s in done if s["seed"] == seed}
