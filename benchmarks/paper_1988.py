@@ -108,7 +108,8 @@ def scale(args: argparse.Namespace) -> int:
     users = 200
     per_user = max(1, args.scale_jobs // users)
     specs = tuple(UserSpec(f"u{i:03d}", "heavy" if i < 20 else "light", per_user, per_user,
-                           period=args.days * DAY * 2, first_batch=(i % 24) * HOUR,
+                           period=args.days * DAY * 2,
+                           first_batch=(i % 24) / 24 * min(args.days, 1.0) * DAY,
                            demand_median=2.0 * HOUR) for i in range(users))
     sc = Scenario("scale", args.machines, args.days * DAY, specs, policy=args.scale_policy,
                   seed=1, owner=OwnerModel(enabled=False),

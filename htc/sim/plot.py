@@ -58,6 +58,7 @@ def plot(sim: Simulation, directory: str | Path) -> list[Path]:
                    s=6, label=cls, alpha=0.6)
     ax.set_xscale("log")
     ax.set_yscale("symlog", linthresh=0.01)
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("service demand (h)")
     ax.set_ylabel("wait ratio")
     ax.set_title(title)
