@@ -59,6 +59,8 @@ def test_a_scenario_file_runs_under_the_policy_given(tiny, capsys):
     out = json.loads(capsys.readouterr().out)
     assert (out["scenario"], out["policy"], out["jobs"], out["completed"]) == ("tiny", "FIFO", 7, 7)
     assert out["classes"]["light"]["jobs"] == 1 and out["cpu_exact"] is True
+    assert out["users"]["A"]["jobs"] == 6 and out["users"]["L"]["jobs"] == 1
+    assert out["time_with_30_in_system"] == {"heavy": 0.0, "light": 0.0}
 
 
 def test_text_output_names_the_classes(tiny, capsys):
