@@ -25,6 +25,7 @@ Usage::
 
     python benchmarks/negotiator_bench.py                 # the three measurements
     python benchmarks/negotiator_bench.py --case 1        # one case
+    python benchmarks/negotiator_bench.py --case 0        # only the scaling table
     python benchmarks/negotiator_bench.py --scaling 1000,5000,10000
     python benchmarks/negotiator_bench.py --policy UPDOWN # the Up-Down policy instead
 """
@@ -174,21 +175,22 @@ def report(title: str, slots, subs, requests, n_ac: int, cost: float, policy: st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--case", type=int, choices=(1, 2), help="run only this case")
+    parser.add_argument("--case", type=int, choices=(0, 1, 2),
+                        help="run only this case (0: none, only the scaling table)")
     parser.add_argument("--scaling", default="1000,2000,5000,10000,20000,50000",
                         help="machine counts for the scaling table ('' to skip)")
     parser.add_argument("--policy", default="HTCONDOR", choices=("HTCONDOR", "UPDOWN"))
     parser.add_argument("--seed", type=int, default=1988)
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    slots = make_pool(10_000, rng)
-    cases = [args.case] if args.case else [1, 2]
+    cases = [1, 2] if args.case is None else [args.case] if args.case else []
+    slots = make_pool(10_000, rng) if cases else []
     for case in cases:
         n_ac = 50 if case == 1 else 5_000
         subs, requests, _ = make_requests(n_ac, random.Random(args.seed + case))
         cost = classad2_match_cost(slots, requests, random.Random(args.seed))
         report(f"case {case}", slots, subs, requests, n_ac, cost, args.policy)
-    sizes = [int(n) for n in args.scaling.split(",") if n.strip()] if not args.case else []
+    sizes = [int(n) for n in args.scaling.split(",") if n.strip()] if args.case in (None, 0) else []
     if sizes:
         subs, requests, _ = make_requests(50, random.Random(args.seed + 1))
         print("\nscaling (50 autoclusters, 100,000 idle jobs, 200 users):")

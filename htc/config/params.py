@@ -213,7 +213,7 @@ _ENTRIES = [
     P("NEGOTIATOR_MATCH_EXPRS", "list", "", "Negotiator expressions copied into matched job ads."),
     P("NEGOTIATOR_POLICY", "str", "HTCONDOR",
       "HTCONDOR: the accountant's fair-share pie; UPDOWN: the 1988 Up-Down schedule index orders "
-      "submitters and preempts on a strict index inversion (docs/fair-share.md).", "htc"),
+      "submitters and preempts on a strict index inversion (docs/negotiator.md).", "htc"),
     P("UPDOWN_CAP", "float", "600",
       "Up-Down: index (job-minutes) an entity that wants nothing is clamped to before it decays to 0.", "htc"),
     P("UPDOWN_UNIT", "float", "60", "Up-Down: seconds per index unit (one job-minute).", "htc"),

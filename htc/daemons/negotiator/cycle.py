@@ -207,7 +207,10 @@ class _Cycle:
         job["SubmitterUserResourcesInUse"] = self.acct.weighted_resources_used(name)
         group = accounting_group_of(name, self.s.accountant.group_names)
         job["SubmitterGroup"] = group if group is not None else "<none>"
-        job["SubmitterNegotiatingGroup"] = "<none>"
+        job["SubmitterNegotiatingGroup"] = job["SubmitterGroup"]  # groups negotiate as themselves
+        if self.s.updown_policy:
+            job["SubmitterUpDownIndex"] = self.acct.updown.index(
+                entity_of(name, entry.ad.schedd, self.s.updown))
         return job
 
     # ------------------------------------------------------------------ best candidate

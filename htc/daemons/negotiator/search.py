@@ -17,8 +17,9 @@ Three caches let requests share work, each keyed by exactly what the cached valu
 
 * the slot's verdict (its ``Requirements``, usually ``START``) depends on the class and on the
   few job attributes the slot reads (``Owner`` for a desktop policy): ``slot_side``;
-* each top-level ``&&`` clause of the job's ``Requirements`` depends on the class and on the
-  job attributes that clause reads (``TARGET.Arch == "X86_64"``: none at all): ``clause_value``;
+* each top-level ``&&`` clause of the job's ``Requirements`` depends on the slot values and
+  the job values that clause reads (``TARGET.Arch == "X86_64"``: the slot's ``Arch`` and no job
+  value), so classes agreeing on those share it: ``clause_value``;
 * the job's ``Rank`` of a class depends on its text and the job values it reads:
   ``rank_cache``; requests that order classes alike start from one shared heap snapshot.
 """
@@ -106,7 +107,7 @@ class IdleSearch:
         self.s = settings
         self.pre_rank = settings.compiled("pre_job_rank")
         self.post_rank = settings.compiled("post_job_rank")
-        self.clause_reads: dict[tuple[str, int], tuple[str, ...]] = {}
+        self.clause_reads: dict[tuple[str, int], tuple[tuple[str, ...], tuple]] = {}
         self.clause_value: dict[tuple, str] = {}
         self.slot_side: dict[tuple, bool] = {}
         self.rank_cache: dict[tuple, float] = {}
@@ -221,13 +222,16 @@ class IdleSearch:
         ad = cls.ad
         for text, expr, job_refs, slot_refs in rs.clauses:
             where = (text, cls.id)
-            reads = self.clause_reads.get(where)
-            if reads is None:
+            info = self.clause_reads.get(where)
+            if info is None:
                 # a slot attribute the clause reads may itself read the job (TARGET.x)
                 names, targets = closure(ad, slot_refs)
-                reads = self.clause_reads[where] = tuple(sorted(
-                    set(job_refs) | targets | {n for n in names if n not in ad}))
-            key = (text, cls.id, self._view(rs, reads))
+                reads = tuple(sorted(set(job_refs) | targets | {n for n in names if n not in ad}))
+                # the clause's value depends on these slot values and the job's: classes that
+                # agree on them (every X86_64 class for TARGET.Arch == "X86_64") share it
+                info = self.clause_reads[where] = (reads, projection(ad, names))
+            reads, slot_view = info
+            key = (text, slot_view, self._view(rs, reads))
             verdict = self.clause_value.get(key)
             if verdict is None:
                 value = expr.eval(rs.job, ad)
@@ -312,6 +316,19 @@ class IdleSearch:
             if slot is not None:
                 heapq.heappush(rs.heap, (self.key(self._parts(rs, cls), slot), cls.id))
         heap = rs.heap
+        held = None
+        if hot is not None:
+            held = self._hot_candidate(rs, hot)
+            if held is None:
+                self.flush()  # rs cannot use it any more: others may
+                hot = None
+            elif not heap or held[0] < heap[0][0]:
+                # stored keys only understate how good a class is now (they get worse, and
+                # gains were replayed above), so the held slot beats every class: no need to
+                # look at them
+                cost = self.cost(hot, held[1])
+                if submitter_limit_permits(used, limit, cost):
+                    return (held[0], hot, cost, held[1]), True, False
         aside = []
         found = None
         matched_any = limited = False
@@ -341,10 +358,7 @@ class IdleSearch:
         for item in aside:
             heapq.heappush(heap, item)
         if hot is not None:
-            held = self._hot_candidate(rs, hot)
-            if held is None:
-                self.flush()  # rs cannot use it any more: others may
-            else:
+            if held is not None:
                 matched_any = True
                 key, carve = held
                 if found is None or key < found[0]:
