@@ -212,6 +212,9 @@ class UserPriority:
     weighted_accumulated_usage: float
     last_usage_time: float | None
     is_group: bool = False
+    begin_usage_time: float | None = None
+    #: when the accountant last aged priorities (condor_userprio's "Last Priority Update")
+    last_update: float | None = None
 
     @property
     def real_priority(self) -> float:
@@ -228,8 +231,9 @@ def _number(ad: ClassAd, *names: str, default: float = 0.0) -> float:
 
 
 def set_user_priority(submitter: str, *, priority: float | None = None, factor: float | None = None,
-                      reset_usage: bool = False, transport: Transport | None = None) -> str:
-    """condor_userprio -setprio / -setfactor / -resetusage: change one submitter's standing.
+                      reset_usage: bool = False, accumulated_usage: float | None = None,
+                      transport: Transport | None = None) -> str:
+    """condor_userprio -setprio / -setfactor / -setaccum / -resetusage: change one submitter's standing.
 
     Args:
         submitter: ``user@domain`` as ``htc userprio`` shows it (a bare ``user`` works when
@@ -237,6 +241,7 @@ def set_user_priority(submitter: str, *, priority: float | None = None, factor: 
         priority: the new real user priority (>= 0.5; it decays toward 0.5 as usage ages).
         factor: the new priority factor (>= 1; larger means a worse effective priority).
         reset_usage: forget the submitter's accumulated usage.
+        accumulated_usage: the new accumulated usage, in weighted slot-seconds (``-setaccum``).
         transport: how to reach the negotiator (default: this pool).
 
     Returns:
@@ -246,7 +251,8 @@ def set_user_priority(submitter: str, *, priority: float | None = None, factor: 
         RemoteError: not the administrator (``denied``), or a bad value or name (``bad_request``).
         DaemonUnreachable: the negotiator is not running.
     """
-    msg = m.SetUserPriority(submitter=submitter, priority=priority, factor=factor, reset_usage=reset_usage)
+    msg = m.SetUserPriority(submitter=submitter, priority=priority, factor=factor, reset_usage=reset_usage,
+                            accumulated_usage=accumulated_usage)
     return request.send_command("negotiator", msg, transport=transport).detail
 
 
@@ -284,6 +290,8 @@ def user_priorities(*, all_users: bool = False, transport: Transport | None = No
             weighted_accumulated_usage=_number(ad, "WeightedAccumulatedUsage", "AccumulatedUsage"),
             last_usage_time=last,
             is_group=ad.get("IsAccountingGroup") is True,
+            begin_usage_time=_number(ad, "BeginUsageTime", default=0.0) or None,
+            last_update=_number(ad, "LastUpdate", default=0.0) or None,
         )
         if all_users or rec.resources_used > 0 or rec.weighted_accumulated_usage > 0:
             out.append(rec)

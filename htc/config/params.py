@@ -211,6 +211,19 @@ _ENTRIES = [
       "(RemoteUserPrio * 1000000) - ifThenElse(isUndefined(TotalJobRuntime), 0, TotalJobRuntime)",
       "Which claimed slot to preempt first."),
     P("NEGOTIATOR_MATCH_EXPRS", "list", "", "Negotiator expressions copied into matched job ads."),
+    P("NEGOTIATOR_POLICY", "str", "HTCONDOR",
+      "HTCONDOR: the accountant's fair-share pie; UPDOWN: the 1988 Up-Down schedule index orders "
+      "submitters and preempts on a strict index inversion (docs/negotiator.md).", "htc"),
+    P("UPDOWN_CAP", "float", "600",
+      "Up-Down: index (job-minutes) an entity that wants nothing is clamped to before it decays to 0.", "htc"),
+    P("UPDOWN_UNIT", "float", "60", "Up-Down: seconds per index unit (one job-minute).", "htc"),
+    P("UPDOWN_ENTITY", "str", "SUBMITTER",
+      "Up-Down: what has an index: SUBMITTER (a user) or SCHEDD (the 1988 submitting station).", "htc"),
+    P("UPDOWN_RULE", "str", "UD1988",
+      "Up-Down: UD1988 (up per running job-minute, down per minute waiting) or UPDATE_PRIO "
+      "(the Condor 4 central manager's Prio + Users - Running per cycle, sign turned).", "htc"),
+    P("UPDOWN_PLACEMENTS_PER_CYCLE", "int", "0",
+      "Up-Down: matches per entity per cycle (0: no throttle; the 1988 coordinator placed 1).", "htc"),
     # --- accountant (fair share) ---
     P("PRIORITY_HALFLIFE", "float", "86400", "Seconds for a user's accumulated usage to decay by half."),
     P("DEFAULT_PRIO_FACTOR", "float", "1000", "Priority factor of users not given one."),
@@ -471,6 +484,14 @@ _ENTRIES = [
 #: Knobs with a number in their name, which the table's fixed names cannot hold; code reads
 #: them with :meth:`Config.get` after :meth:`Config.names` shows which are set.
 PATTERN_PARAMS = (
+    Param("GROUP_PRIO_FACTOR_<G>", "float", "", "Priority factor of new submitters of accounting group G "
+          "(one of GROUP_NAMES).", "table"),
+    Param("GROUP_QUOTA_<G>", "float", "", "Static quota of accounting group G, in slot weight (cores).",
+          "table"),
+    Param("GROUP_QUOTA_DYNAMIC_<G>", "float", "", "Dynamic quota of accounting group G: a fraction of its "
+          "parent's quota (used when GROUP_QUOTA_<G> is unset).", "table"),
+    Param("GROUP_ACCEPT_SURPLUS_<G>", "bool", "", "Whether group G may use surplus beyond its quota "
+          "(overrides GROUP_ACCEPT_SURPLUS).", "table"),
     Param("SLOT<N>_USER", "str", "", "The account a root startd runs slot N's jobs as when they do not run "
           "as their owner (a dynamic slot takes the lowest N no running job holds); unset: htc-slot<N>, "
           "made with useradd --system. Never root.", "table"),

@@ -67,15 +67,21 @@ def test_user_priorities_best_first_from_the_collector(collector):
 def test_userprio_table_and_json(collector, capsys):
     assert main(["userprio"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split()[:4] == ["User", "Name", "Effective", "Priority"]
+    # condor_userprio's layout: the update time, two heading lines, a rule, users, a rule, totals
+    assert out[0].startswith("Last Priority Update: ")
+    assert out[1].split() == ["Effective", "Priority", "Wghted", "Total", "Usage", "Time", "Since"]
+    assert out[2].split() == ["User", "Name", "Priority", "Factor", "In", "Use", "(wghted-hrs)",
+                              "Last", "Usage"]
+    assert set(out[3]) == {"-", " "} and out[3] == out[6]
     # bob last used a slot in the interval the last update charged, moments ago
-    assert out[1].split()[0] == "bob@x" and seconds(out[1].split()[-1]) < 60
-    assert out[2].split()[0] == "alice@x" and out[2].split()[-2:] == ["4.00", "<now>"]
-    assert out[3].split()[:3] == ["Number", "of", "users:"] and out[3].split()[3:] == ["2", "2", "5.00"]
-    assert main(["userprio", "-all", "-json"]) == 0
+    assert out[4].split()[0] == "bob@x" and seconds(out[4].split()[-1]) < 60
+    assert out[5].split()[0] == "alice@x" and out[5].split()[-2:] == ["4.00", "<now>"]
+    assert out[7].split()[:3] == ["Number", "of", "users:"]
+    assert out[7].split()[3:6] == ["2", "2", "5.00"] and seconds(out[7].split()[6]) == 86400
+    assert main(["userprio", "-allusers", "-json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert {d["name"] for d in data} == {"alice@x", "bob@x", "carol@x"}
-    assert main(["userprio", "-all"]) == 0
+    assert main(["userprio", "-allusers"]) == 0
     carol = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("carol@x"))
     assert carol.split()[-1] == "<never>"
 

@@ -25,6 +25,10 @@ Modules:
 * ``pending`` -- slots given away by recent cycles whose startds have not reported yet.
 * ``accountant`` -- usage, user priorities and match records of the pool (persisted).
 * ``fair_share`` -- each submitter's share of the pool, and the order submitters go in.
+* ``groups`` -- accounting groups with quotas (``GROUP_NAMES``, ``GROUP_QUOTA_<g>``, surplus):
+  what each group is allocated and the order groups negotiate in.
+* ``updown`` -- the 1988 Up-Down schedule index (``NEGOTIATOR_POLICY = UPDOWN``): the order
+  and the preemption rule that replace the pie under that policy.
 * ``submitters`` -- submitter names, accounting groups, and the Submitter ads.
 
 The autoclusters (:mod:`htc.daemons.autocluster`) are not here: the schedd builds them and the

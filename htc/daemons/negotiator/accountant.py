@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from htc.daemons.negotiator.submitters import accounting_group_of
+from htc.daemons.negotiator.updown import UpDownIndex
 from htc.daemons.settings import knob
 from htc.errors import UsageError
 
@@ -53,8 +54,8 @@ class AccountantSettings:
     """The knobs the accountant reads, with HTCondor's defaults.
 
     ``group_names`` is ``GROUP_NAMES`` (hierarchical names such as ``group_a.sub``);
-    ``group_prio_factors`` maps a group name to its ``GROUP_PRIO_FACTOR_<group>`` (not read
-    from the configuration yet: the caller passes it). Built from the param table by
+    ``group_prio_factors`` maps a group name to its ``GROUP_PRIO_FACTOR_<group>`` (read by
+    ``NegotiatorSettings.from_config`` for each group of ``GROUP_NAMES``). Built from the param table by
     ``htc.daemons.settings.from_config(AccountantSettings, config)``.
     """
 
@@ -145,6 +146,8 @@ class Accountant:
         self.last_update_time: float | None = now
         self._customers: dict[str, _Customer] = {}
         self._matches: dict[str, _Match] = {}
+        #: the Up-Down schedule indices (``NEGOTIATOR_POLICY = UPDOWN``), persisted alongside
+        self.updown = UpDownIndex()
 
     # ------------------------------------------------------------------ customers
 
@@ -244,6 +247,7 @@ class Accountant:
             "BeginUsageTime": r.begin_usage_time, "LastUsageTime": r.last_usage_time,
             "AccountingGroup": accounting_group_of(r.name, groups) or "<none>",
             "IsAccountingGroup": False, "SubmitterShare": shares.get(r.name, 0.0),
+            "LastUpdate": self.last_update_time,
         } for r in self.records()]
 
     # ------------------------------------------------------------------ administration
@@ -275,6 +279,18 @@ class Accountant:
                 f"got {priority!r}"
             )
         self._customer(name).priority = float(priority)
+
+    def set_accumulated_usage(self, name: str, seconds: float) -> None:
+        """Set a submitter's accumulated (weighted) usage in slot-seconds
+        (``condor_userprio -setaccum``).
+
+        Raises:
+            UsageError: ``seconds`` is negative.
+        """
+        if not (isinstance(seconds, (int, float)) and seconds >= 0):
+            raise UsageError(f"accumulated usage for {name} must be zero or more seconds, "
+                             f"got {seconds!r}")
+        self._customer(name).weighted_accumulated_usage = float(seconds)
 
     def reset_usage(self, name: str) -> None:
         """Forget a submitter's past usage (``condor_userprio -resetusage``)."""
@@ -353,11 +369,13 @@ class Accountant:
         rec = self._customer(match.customer)
         rec.resources_used = max(0, rec.resources_used - 1)
         rec.weighted_resources_used = max(0.0, rec.weighted_resources_used - match.weight)
-        start = match.start_time
-        if self.last_update_time is not None and start < self.last_update_time:
-            start = self.last_update_time
-        # The next update charges only what is held then; add the part held until now.
-        rec.weighted_uncharged_time += (now - start) * match.weight
+        # The next update charges only what is held then, so add the part of this interval held
+        # until now. For a match made in this interval add_match took back the part before it
+        # started; adding the whole interval so far leaves exactly start..now. (Adding
+        # now - max(start, last update) instead would charge a claim that starts and ends
+        # between two updates its length minus the gap before it started.)
+        since = self.last_update_time if self.last_update_time is not None else match.start_time
+        rec.weighted_uncharged_time += (now - since) * match.weight
 
     def match_of(self, resource: str) -> tuple[str, float] | None:
         """Return ``(customer, weight)`` of the match on ``resource``, or ``None``."""
@@ -391,6 +409,7 @@ class Accountant:
                           for n, r in sorted(self._customers.items())},
             "matches": {n: {f: getattr(m, f) for f in _MATCH_FIELDS}
                         for n, m in sorted(self._matches.items())},
+            "updown": self.updown.snapshot(),
         }
 
     @classmethod
@@ -421,6 +440,8 @@ class Accountant:
                 acct._customers[str(name)] = _Customer(**_checked(fields, _CUSTOMER_FIELDS))
             for name, fields in dict(data["matches"]).items():
                 acct._matches[str(name)] = _Match(**_checked(fields, _MATCH_FIELDS))
+            if data.get("updown") is not None:  # absent in snapshots written before UPDOWN
+                acct.updown = UpDownIndex.restore(data["updown"])
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(
                 f"{where} is damaged ({exc}); move the file aside to start with fresh "

@@ -16,7 +16,7 @@ itself, does what the core has no business with:
 
 The outcome of a send is logged here instead of being fed to the core, except a schedd's
 answer that a match lapsed (the core gives back what the match held). ``SetUserPriority``
-(``htc userprio -setprio/-setfactor/-resetusage``) is checked here -- who may, which submitter,
+(``htc userprio -setprio/-setfactor/-setaccum/-resetusage``) is checked here -- who may, which submitter,
 which values -- and handed to the core as its administration events. Everything else passes
 through to the core, and the core's other actions through to the service.
 
@@ -37,7 +37,7 @@ from htc.daemons.negotiator.core import Negotiator
 from htc.daemons.negotiator.cycle import CycleStatistics
 from htc.daemons.negotiator.cycle_ad import CYCLES_KEPT, cycle_attributes
 from htc.daemons.negotiator.events import (CycleFinished, NotifyMatch, PublishAccounting, ResetUsage,
-                                           SetPriorityFactor, SetRealPriority)
+                                           SetAccumulatedUsage, SetPriorityFactor, SetRealPriority)
 from htc.daemons.negotiator.settings import NegotiatorServiceSettings
 from htc.errors import UsageError
 from htc.wire import messages as m
@@ -102,7 +102,7 @@ class NegotiatorDaemon:
         return self._to_core(event, now)
 
     def _set_user_priority(self, event: c.Received, now: float) -> list[c.Action]:
-        """``htc userprio -setprio/-setfactor/-resetusage``: the administrator changes one
+        """``htc userprio -setprio/-setfactor/-setaccum/-resetusage``: the administrator changes one
         submitter's standing; it is saved and advertised at once."""
         msg: m.SetUserPriority = event.msg
         uid = event.peer.uid if event.peer is not None else None
@@ -117,7 +117,7 @@ class NegotiatorDaemon:
         if "@" not in name:  # "alice" names alice@<domain> when exactly one submitter is called that
             known = [s for s in core.accountant.submitters() if s.split("@", 1)[0] == name]
             if len(known) != 1:
-                hint = f"one of {', '.join(known)}" if known else "the full name 'htc userprio -all' shows (user@domain)"
+                hint = f"one of {', '.join(known)}" if known else "the full name 'htc userprio -allusers' shows (user@domain)"
                 return [c.bad_request(event, f"submitter {name!r} is ambiguous or unknown; give {hint}")]
             name = known[0]
         steps: list[tuple[c.Event, str]] = []
@@ -127,6 +127,9 @@ class NegotiatorDaemon:
             steps.append((SetRealPriority(name, msg.priority), f"priority {msg.priority:g}"))
         if msg.factor is not None:
             steps.append((SetPriorityFactor(name, msg.factor), f"priority factor {msg.factor:g}"))
+        if msg.accumulated_usage is not None:
+            steps.append((SetAccumulatedUsage(name, msg.accumulated_usage),
+                          f"accumulated usage {msg.accumulated_usage:g} s"))
         actions: list[c.Action] = []
         try:  # check every value before changing anything
             least = core.accountant.settings.min_priority

@@ -33,6 +33,7 @@ from htc.daemons.negotiator.search import RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import Slot, SlotPool, eval_rank, number
 from htc.daemons.negotiator.submitters import accounting_group_of
+from htc.daemons.negotiator.updown import entity_of, updown_may_preempt
 
 __all__ = ["ClaimedSearch"]
 
@@ -52,6 +53,7 @@ class ClaimedSearch:
         self.now = now
         self.prank = settings.compiled("preemption_rank")
         self.preq = settings.compiled("preemption_requirements")
+        self.updown = settings.updown_policy
 
     # ------------------------------------------------------------------ set-up
 
@@ -80,7 +82,24 @@ class ClaimedSearch:
         ad["RemoteGroup"] = group if group is not None else "<none>"
         if "PreemptingRank" in ad:
             ad["CurrentRank"] = ad["PreemptingRank"]  # a new preemptor must beat the pending one
+        if self.updown:
+            schedd = ad.get("ClientMachine")
+            entity = entity_of(user, schedd if isinstance(schedd, str) else user, self.s.updown)
+            ad["RemoteUpDownIndex"] = self.acct.updown.index(entity)
         slot.ad = ad
+
+    def _victim_order(self, slot: Slot, job: ClassAd) -> float | tuple[float, float]:
+        """PREEMPTION_RANK's part of the key, or under UPDOWN (largest index, least runtime)."""
+        if not self.updown:
+            return eval_rank(self.prank, slot.ad, job) if self.prank is not None else 0.0
+        start = number(slot.ad, "JobStart")
+        runtime = (self.now - start) if start is not None else number(slot.ad, "TotalJobRuntime", 0.0)
+        return (number(slot.ad, "RemoteUpDownIndex", 0.0), -(runtime or 0.0))
+
+    def _updown_allows(self, slot_ad: ClassAd, rs: RequestState) -> bool:
+        me = entity_of(rs.entry.ad.name, rs.entry.ad.schedd, self.s.updown)
+        return updown_may_preempt(self.acct.updown.index(me),
+                                  number(slot_ad, "RemoteUpDownIndex", 0.0))
 
     # ------------------------------------------------------------------ the search
 
@@ -94,7 +113,7 @@ class ClaimedSearch:
                 continue
             parts = (eval_rank(self.s.compiled("pre_job_rank"), ad, job), rank(job, ad),
                      eval_rank(self.s.compiled("post_job_rank"), ad, job),
-                     eval_rank(self.prank, ad, job) if self.prank is not None else 0.0)
+                     self._victim_order(slot, job))
             new_rank = as_rank(ad.eval("Rank", job)) if "Rank" in ad else 0.0
             out.append((slot, parts, new_rank))
         return out
@@ -128,7 +147,9 @@ class ClaimedSearch:
                 submitter=rs.entry.ad.name, remote_user=slot.remote_user,
                 new_rank=new_rank,
                 current_rank=number(slot.ad, "CurrentRank", 0.0),
-                preemption_requirements=lambda ad=slot.ad: self._preq_true(ad, rs.job),
+                preemption_requirements=(
+                    (lambda ad=slot.ad: self._updown_allows(ad, rs)) if self.updown
+                    else (lambda ad=slot.ad: self._preq_true(ad, rs.job))),
                 retirement_remaining=self._retirement(slot),
                 consider_early_preemption=self.s.consider_early_preemption,
                 only_rank=only_rank)
@@ -140,7 +161,8 @@ class ClaimedSearch:
                     and not submitter_limit_permits(used, limit, cost)):
                 reasons.add(Rejection.SUBMITTER_LIMIT)
                 continue
-            key = (-pre, -jr, -post, -verdict.state, -prank, slot.name)
+            victim = tuple(-x for x in prank) if self.updown else -prank
+            key = (-pre, -jr, -post, -verdict.state, victim, slot.name)
             if best_key is None or key < best_key:
                 best, best_key = (slot, verdict.state, cost, None), key
         return best, best_key, matched_any

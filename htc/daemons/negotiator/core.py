@@ -60,12 +60,14 @@ from htc.daemons.negotiator.events import (AskResourceRequests, CycleFinished, F
                                            NotifyMatch, PoolAds, PoolAdsFailed,
                                            PublishAccounting, RequestsFailed, RequestsReceived,
                                            Reschedule, ResetUsage, SaveAccountant,
-                                           SetPriorityFactor, SetRealPriority, Wakeup)
+                                           SetAccumulatedUsage, SetPriorityFactor,
+                                           SetRealPriority, Wakeup)
 from htc.daemons.negotiator.pending import PendingSlots
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import as_classad, claimed_resources
 from htc.daemons.negotiator.states import Phase, Step, step
 from htc.daemons.negotiator.submitters import SubmitterAd, submitter_from_ad
+from htc.daemons.negotiator.updown import poll_counts
 from htc.errors import UsageError
 from htc.wire import messages
 
@@ -240,6 +242,9 @@ class Negotiator:
         acct = self.accountant
         acct.update_priorities(now)
         acct.check_matches(claimed_resources(machines, self.settings.use_slot_weights), now)
+        if self.settings.updown_policy:
+            running, queued = poll_counts(submitters, self.settings.updown)
+            acct.updown.update(now, running, queued, self.settings.updown)
         self._machines, self._submitters = machines, submitters
         self._requests = {}
         asks: dict[tuple[str, str], SubmitterAd] = {}
@@ -342,6 +347,10 @@ class Negotiator:
         self.accountant.set_real_priority(event.submitter, event.priority)
         return self._accounting_changed()
 
+    def _set_accumulated(self, event: SetAccumulatedUsage, now: float) -> list:
+        self.accountant.set_accumulated_usage(event.submitter, event.seconds)
+        return self._accounting_changed()
+
     def _reset_usage(self, event: ResetUsage, now: float) -> list:
         self.accountant.reset_usage(event.submitter)
         return self._accounting_changed()
@@ -360,6 +369,7 @@ _ON_EVENT: Mapping[type, Handler] = {
     SetPriorityFactor: Negotiator._set_factor,
     SetRealPriority: Negotiator._set_priority,
     ResetUsage: Negotiator._reset_usage,
+    SetAccumulatedUsage: Negotiator._set_accumulated,
 }
 #: (phase, event type) -> handler: the events a cycle waits for in each phase. Which step of
 #: the state table follows is the handler's to decide; a reply outside these is stale.

@@ -49,12 +49,14 @@ from htc.daemons.clock import REAL, Clock
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.claimed import ClaimedSearch
 from htc.daemons.negotiator.fair_share import order_submitters, pie_slices
+from htc.daemons.negotiator.groups import ROOT, allocate, build_tree, group_order
 from htc.daemons.negotiator.preemption import PreemptState, Rejection
 from htc.daemons.negotiator.search import IdleSearch, RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as_classad, expr_refs,
                                           number, same_type, slot_weight)
 from htc.daemons.negotiator.submitters import SubmitterAd, accounting_group_of
+from htc.daemons.negotiator.updown import entity_of, order_by_index
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,10 @@ class _Cycle:
         job["SubmitterUserResourcesInUse"] = self.acct.weighted_resources_used(name)
         group = accounting_group_of(name, self.s.accountant.group_names)
         job["SubmitterGroup"] = group if group is not None else "<none>"
-        job["SubmitterNegotiatingGroup"] = "<none>"
+        job["SubmitterNegotiatingGroup"] = job["SubmitterGroup"]  # groups negotiate as themselves
+        if self.s.updown_policy:
+            job["SubmitterUpDownIndex"] = self.acct.updown.index(
+                entity_of(name, entry.ad.schedd, self.s.updown))
         return job
 
     # ------------------------------------------------------------------ best candidate
@@ -226,7 +231,8 @@ class _Cycle:
             if found is not None:
                 best_key, slot, cost, carve = found
                 best = (slot, PreemptState.NONE, cost, carve)
-        if pool.claimed:
+        if pool.claimed and not (best is not None and self.s.updown_policy):
+            # (Up-Down preempts only when no idle machine will do)
             found, key, matched = self.claimed.best(rs, pool, used, limit, only_rank, reasons)
             matched_any = matched_any or matched
             if found is not None and (best_key is None or key < best_key):
@@ -283,11 +289,56 @@ class _Cycle:
             pool.take(slot)
             self.free -= 1
         else:
-            pool.reclass(slot)
+            self.search.hold(rs, slot, pool)  # re-classed when rs is done with it
+
+    def spin_groups(self, entries: list[_Entry], pool: SlotPool, pool_weight: float,
+                    min_weight: float) -> tuple[int, dict[str, float]]:
+        """Accounting groups with quotas (:mod:`.groups`): allocate the pool to the groups, then
+        spin each group's pie over its allocation, in ``GROUP_SORT_EXPR`` order, for up to
+        ``GROUP_QUOTA_MAX_ALLOCATION_ROUNDS`` rounds."""
+        s, acct = self.s, self.acct
+        names = s.accountant.group_names
+        tree = build_tree(names, s.groups)
+        by_group: dict[str, list[_Entry]] = {}
+        for entry in entries:
+            by_group.setdefault(accounting_group_of(entry.ad.name, names) or ROOT, []).append(entry)
+        members = {g: {e.ad.name for e in es} for g, es in by_group.items()}
+        spins, shares = 0, {}
+        idle: set[str] = set()  # groups that could use nothing of their last allocation
+        for _round in range(s.groups.max_allocation_rounds):
+            requested = {}
+            for g, es in by_group.items():
+                held = sum(acct.weighted_resources_used(n) for n in members[g])
+                wanting = 0 if g in idle else sum(r.remaining for e in es for r in e.requests)
+                requested[g] = held + wanting
+            allocated = allocate(tree, pool_weight, requested)
+            for node in tree.walk():
+                node.usage = sum(acct.weighted_resources_used(n) for n in members.get(node.name, ()))
+            before_round = len(self.matches)
+            for node in group_order(tree, s.groups):
+                group_entries = by_group.get(node.name)
+                if not group_entries or node.name in idle or self.free <= 0:
+                    continue
+                before = len(self.matches)
+                limit = allocated[node.name] - node.usage
+                if limit > _EPSILON:
+                    n, got = self.spin_pie(group_entries, pool, allocated[node.name], min_weight,
+                                           group_limit=limit)
+                    spins += n
+                    for name, share in got.items():
+                        shares.setdefault(name, share)
+                if len(self.matches) == before:
+                    idle.add(node.name)
+            if len(self.matches) == before_round or self.free <= 0:
+                break
+        return spins, shares
 
     def spin_pie(self, entries: list[_Entry], pool: SlotPool, pool_weight: float,
-                 min_weight: float) -> tuple[int, dict[str, float]]:
+                 min_weight: float, group_limit: float = math.inf) -> tuple[int, dict[str, float]]:
         """HTCondor's ``negotiateWithGroup``: spin the pie while anything changes.
+
+        With group quotas ``pool_weight`` is the group's allocation and ``group_limit`` what the
+        group may still gain (allocation - usage); without, the pool and no limit.
 
         Returns:
             The number of spins, and each submitter's share of the pool in the first spin.
@@ -309,9 +360,9 @@ class _Cycle:
                 keyed = {(e.ad.name, e.ad.schedd): e for e in active}
                 active = [keyed[k] for k in order_submitters(keyed, eups, slices)]
             if s.ignore_user_priorities:
-                self.pie_left = math.inf
+                self.pie_left = group_limit
             else:
-                self.pie_left = sum(slices[e.ad.name].limit for e in active)
+                self.pie_left = min(group_limit, sum(slices[e.ad.name].limit for e in active))
             if not s.consider_preemption and self.pie_left <= 0:
                 break
             pie_orig, count_orig = self.pie_left, len(active)
@@ -334,19 +385,48 @@ class _Cycle:
                     # stays for the next spin, where its rejected requests are offered again
                     still.append(entry)
             active = still
+            if group_limit != math.inf:  # what later spins of the group may still add
+                group_limit -= max(0.0, pie_orig - self.pie_left)
             if not (self.pie_left < pie_orig or len(active) < count_orig):
                 break
         return spins, shares
 
+    def spin_updown(self, entries: list[_Entry], pool: SlotPool) -> tuple[int, dict[str, float]]:
+        """``NEGOTIATOR_POLICY = UPDOWN``: submitters in ascending schedule index, no pie; each
+        takes what it can, at most ``UPDOWN_PLACEMENTS_PER_CYCLE`` matches per entity."""
+        ud, index = self.s.updown, self.acct.updown
+        keyed = {(e.ad.name, e.ad.schedd): e for e in entries}
+        placed: Counter[str] = Counter()
+        for key in order_by_index(keyed, index, ud):
+            if self.free <= 0:
+                break
+            entry = keyed[key]
+            if entry.ad.idle_jobs <= 0 or not any(r.remaining for r in entry.requests):
+                continue
+            entity = entity_of(entry.ad.name, entry.ad.schedd, ud)
+            budget = ud.placements_per_cycle - placed[entity] if ud.placements_per_cycle else None
+            if budget is not None and budget <= 0:
+                continue
+            before = len(self.matches)
+            self.pie_left = math.inf
+            self.negotiate_entry(entry, pool, math.inf, math.inf, False, max_matches=budget)
+            placed[entity] += len(self.matches) - before
+        return 1, {}
+
     def negotiate_entry(self, entry: _Entry, pool: SlotPool, limit: float,
-                        limit_unclaimed: float, ignore_limit: bool) -> str:
-        """HTCondor's ``negotiate``: match one submitter's requests until done or limited."""
+                        limit_unclaimed: float, ignore_limit: bool,
+                        max_matches: int | None = None) -> str:
+        """HTCondor's ``negotiate``: match one submitter's requests until done or limited
+        (or, under UPDOWN's throttle, until ``max_matches`` matches)."""
         used = used_unclaimed = 0.0
         limited = False
+        made = 0
         for rs in entry.requests:
             while rs.remaining > 0:
                 if self.free <= 0:
                     return _MM_DONE if not limited else _MM_RESUME
+                if max_matches is not None and made >= max_matches:
+                    return _MM_RESUME
                 only_rank = False
                 if used >= limit:
                     if not ignore_limit:
@@ -369,6 +449,7 @@ class _Cycle:
                     break
                 slot, state, cost, carve = found
                 self.make_match(rs, pool, slot, state, cost, carve)
+                made += 1
                 used += cost
                 if state is PreemptState.NONE:
                     used_unclaimed += cost
@@ -441,7 +522,12 @@ def negotiate_cycle(
     pool = state.build_pool(slots, all_requests)
     candidate_slots = state.free
 
-    spins, shares = state.spin_pie(entries, pool, pool_weight, min_weight)
+    if settings.updown_policy:
+        spins, shares = state.spin_updown(entries, pool)
+    elif settings.accountant.group_names:
+        spins, shares = state.spin_groups(entries, pool, pool_weight, min_weight)
+    else:
+        spins, shares = state.spin_pie(entries, pool, pool_weight, min_weight)
 
     matches = tuple(state.matches)
     stats = CycleStatistics(

@@ -17,7 +17,7 @@ from htc.daemons.negotiator.cycle import CycleStatistics, Match
 
 __all__ = [
     "Wakeup", "Reschedule", "PoolAds", "PoolAdsFailed", "RequestsReceived", "RequestsFailed",
-    "SetPriorityFactor", "SetRealPriority", "ResetUsage",
+    "SetPriorityFactor", "SetRealPriority", "SetAccumulatedUsage", "ResetUsage",
     "FetchPoolAds", "AskResourceRequests", "NotifyMatch", "SaveAccountant", "PublishAccounting",
     "CycleFinished",
 ]
@@ -87,6 +87,14 @@ class SetRealPriority(c.Event):
 
     submitter: str
     priority: float
+
+
+@dataclass(frozen=True)
+class SetAccumulatedUsage(c.Event):
+    """``htc userprio -setaccum``: weighted slot-seconds."""
+
+    submitter: str
+    seconds: float
 
 
 @dataclass(frozen=True)

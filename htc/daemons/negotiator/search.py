@@ -17,8 +17,9 @@ Three caches let requests share work, each keyed by exactly what the cached valu
 
 * the slot's verdict (its ``Requirements``, usually ``START``) depends on the class and on the
   few job attributes the slot reads (``Owner`` for a desktop policy): ``slot_side``;
-* each top-level ``&&`` clause of the job's ``Requirements`` depends on the class and on the
-  job attributes that clause reads (``TARGET.Arch == "X86_64"``: none at all): ``clause_value``;
+* each top-level ``&&`` clause of the job's ``Requirements`` depends on the slot values and
+  the job values that clause reads (``TARGET.Arch == "X86_64"``: the slot's ``Arch`` and no job
+  value), so classes agreeing on those share it: ``clause_value``;
 * the job's ``Rank`` of a class depends on its text and the job values it reads:
   ``rank_cache``; requests that order classes alike start from one shared heap snapshot.
 """
@@ -29,7 +30,7 @@ import heapq
 
 from htc.classad import ClassAd, ExprTree, Undefined
 from htc.classad.ast import Binary, Paren
-from htc.classad.match import rank, requirements_hold
+from htc.classad.match import rank, requirements_hold, symmetric_match
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.negotiator.preemption import (WORST_RANK, PreemptState, as_rank,
                                                submitter_limit_permits)
@@ -106,21 +107,70 @@ class IdleSearch:
         self.s = settings
         self.pre_rank = settings.compiled("pre_job_rank")
         self.post_rank = settings.compiled("post_job_rank")
-        self.clause_reads: dict[tuple[str, int], tuple[str, ...]] = {}
+        self.clause_reads: dict[tuple[str, int], tuple[tuple[str, ...], tuple]] = {}
         self.clause_value: dict[tuple, str] = {}
         self.slot_side: dict[tuple, bool] = {}
         self.rank_cache: dict[tuple, float] = {}
         self.snapshots: dict[tuple, tuple[list, int, int]] = {}
         self.taken_count = 0  # slots taken or carved so far (ages the snapshots)
+        #: a partitionable slot just carved for a request, kept out of the classes while that
+        #: request goes on taking from it (see :meth:`hold`)
+        self.hot: tuple[RequestState, Slot, SlotPool] | None = None
+        #: id(job) -> its (cpus, memory, disk) request when those are literals (jobs live
+        #: as long as the cycle, so their ids are stable)
+        self._wants: dict[int, tuple[float, float, float]] = {}
+
+    # ------------------------------------------------------------------ the carved slot
+
+    def hold(self, rs: RequestState, slot: Slot, pool: SlotPool) -> None:
+        """Keep a partitionable slot just carved for ``rs`` out of the classes for now.
+
+        Re-classing a shrunk slot is what costs: its new class is announced to every request.
+        The next job of the same request usually wants the same slot again (the default
+        ``NEGOTIATOR_PRE_JOB_RANK`` prefers the fuller slot), so while ``rs`` negotiates the slot is
+        compared with the classes' best directly (:meth:`best`); it joins a class when another
+        request asks or ``rs`` prefers another slot. Results are those of re-classing at once.
+        """
+        if self.hot is not None and self.hot[1] is not slot:
+            self.flush()
+        slot.cls = None
+        self.hot = (rs, slot, pool)
+
+    def flush(self) -> None:
+        """Put the held slot (if any, and not used up) into its class now."""
+        if self.hot is not None:
+            _, slot, pool = self.hot
+            self.hot = None
+            if not slot.taken:
+                pool.reclass(slot)
+
+    def _hot_candidate(self, rs: RequestState, slot: Slot):
+        """``(key, carve)`` of the held slot for ``rs``, or None when it no longer matches."""
+        ad, job = slot.ad, rs.job
+        if not symmetric_match(job, ad):
+            return None
+        carve = self.fits(job, ad)
+        if carve is None:
+            return None
+        jr = rs.const_rank if rs.const_rank is not None else rank(job, ad)
+        parts = (eval_rank(self.pre_rank, ad, job), jr, eval_rank(self.post_rank, ad, job))
+        return self.key(parts, slot), carve
 
     # ------------------------------------------------------------------ partitionable slots
 
     def fits(self, job: ClassAd, ad: ClassAd) -> tuple[float, float, float] | None:
         """The (cpus, memory, disk) a p-slot ``ad`` would carve for ``job``, or None if it can't."""
-        s = self.s
-        cpus = max(1.0, quantize(number(job, "RequestCpus", 1.0, ad), s.cpus_quantum))
-        memory = quantize(number(job, "RequestMemory", 0.0, ad), s.memory_quantum)
-        disk = quantize(number(job, "RequestDisk", 0.0, ad), s.disk_quantum)
+        wants = self._wants.get(id(job))
+        if wants is None:
+            s = self.s
+            cpus = max(1.0, quantize(number(job, "RequestCpus", 1.0, ad), s.cpus_quantum))
+            memory = quantize(number(job, "RequestMemory", 0.0, ad), s.memory_quantum)
+            disk = quantize(number(job, "RequestDisk", 0.0, ad), s.disk_quantum)
+            wants = (cpus, memory, disk)
+            if not any(isinstance(job.get(n), ExprTree)
+                       for n in ("RequestCpus", "RequestMemory", "RequestDisk")):
+                self._wants[id(job)] = wants  # literals: the same against every slot
+        cpus, memory, disk = wants
         for want, have_name in ((cpus, "Cpus"), (memory, "Memory"), (disk, "Disk")):
             have = number(ad, have_name)
             if have is not None and want > have:
@@ -133,6 +183,8 @@ class IdleSearch:
             return slot.weight
         if not self.s.use_slot_weights:
             return 1.0
+        if "SlotWeight" not in slot.ad:
+            return carve[0] if carve[0] >= 0 else 1.0  # GetSlotWeight falls back to Cpus
         dslot = slot.ad.copy()
         dslot["Cpus"], dslot["Memory"], dslot["Disk"] = carve
         return slot_weight(dslot, True)
@@ -170,13 +222,16 @@ class IdleSearch:
         ad = cls.ad
         for text, expr, job_refs, slot_refs in rs.clauses:
             where = (text, cls.id)
-            reads = self.clause_reads.get(where)
-            if reads is None:
+            info = self.clause_reads.get(where)
+            if info is None:
                 # a slot attribute the clause reads may itself read the job (TARGET.x)
                 names, targets = closure(ad, slot_refs)
-                reads = self.clause_reads[where] = tuple(sorted(
-                    set(job_refs) | targets | {n for n in names if n not in ad}))
-            key = (text, cls.id, self._view(rs, reads))
+                reads = tuple(sorted(set(job_refs) | targets | {n for n in names if n not in ad}))
+                # the clause's value depends on these slot values and the job's: classes that
+                # agree on them (every X86_64 class for TARGET.Arch == "X86_64") share it
+                info = self.clause_reads[where] = (reads, projection(ad, names))
+            reads, slot_view = info
+            key = (text, slot_view, self._view(rs, reads))
             verdict = self.clause_value.get(key)
             if verdict is None:
                 value = expr.eval(rs.job, ad)
@@ -243,6 +298,12 @@ class IdleSearch:
             ``(candidate, matched_any, limited)`` where candidate is ``(key, slot, cost,
             carve)`` or None; ``limited`` says a matching slot was refused for the limit.
         """
+        hot = None
+        if self.hot is not None:
+            if self.hot[0] is rs:
+                hot = self.hot[1]
+            else:
+                self.flush()
         if rs.log_pos == 0 and not rs.heap:
             self._start_heap(rs, pool)
         log = pool.avail_log
@@ -255,6 +316,19 @@ class IdleSearch:
             if slot is not None:
                 heapq.heappush(rs.heap, (self.key(self._parts(rs, cls), slot), cls.id))
         heap = rs.heap
+        held = None
+        if hot is not None:
+            held = self._hot_candidate(rs, hot)
+            if held is None:
+                self.flush()  # rs cannot use it any more: others may
+                hot = None
+            elif not heap or held[0] < heap[0][0]:
+                # stored keys only understate how good a class is now (they get worse, and
+                # gains were replayed above), so the held slot beats every class: no need to
+                # look at them
+                cost = self.cost(hot, held[1])
+                if submitter_limit_permits(used, limit, cost):
+                    return (held[0], hot, cost, held[1]), True, False
         aside = []
         found = None
         matched_any = limited = False
@@ -283,4 +357,13 @@ class IdleSearch:
             break
         for item in aside:
             heapq.heappush(heap, item)
+        if hot is not None:
+            if held is not None:
+                matched_any = True
+                key, carve = held
+                if found is None or key < found[0]:
+                    cost = self.cost(hot, carve)
+                    if submitter_limit_permits(used, limit, cost):
+                        return (key, hot, cost, carve), True, limited
+                    limited = True
         return found, matched_any, limited

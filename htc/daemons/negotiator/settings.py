@@ -16,8 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from htc.classad import ExprTree
+from htc.config.evaluate import to_bool
 from htc.daemons import settings as knobs
 from htc.daemons.negotiator.accountant import AccountantSettings
+from htc.daemons.negotiator.groups import GroupSettings
+from htc.daemons.negotiator.updown import POLICIES, UpDownSettings
 from htc.daemons.settings import knob
 from htc.errors import UsageError
 
@@ -45,6 +48,39 @@ UWCS_PREEMPTION_REQUIREMENTS = (
 
 def _text_or_none(value: str | None) -> str | None:
     return value or None
+
+
+def _policy(value: str | None) -> str:
+    text = str(value or "HTCONDOR").strip().upper()
+    if text not in POLICIES:
+        raise UsageError(f"NEGOTIATOR_POLICY = {value!r} is not one of {', '.join(POLICIES)}: "
+                         "HTCONDOR is the accountant's fair share, UPDOWN the 1988 Up-Down index")
+    return text
+
+
+def _float(name: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"{name} = {text!r} is not a number") from None
+
+
+def _bool(name: str, text: str) -> bool:
+    value, clean = to_bool(text)
+    if not clean:
+        raise UsageError(f"{name} = {text!r} is not True or False")
+    return value
+
+
+def _per_group(config, prefix: str, names: tuple[str, ...], convert) -> dict:
+    """``{group: value}`` of the pattern knob ``<prefix>_<group>`` for each configured group."""
+    out = {}
+    for group in names:
+        knob_name = f"{prefix}_{group}"
+        text = config.get(knob_name)
+        if text is not None and text.strip():
+            out[group] = convert(knob_name, text.strip())
+    return out
 
 
 def _parse(name: str, text: str | None) -> ExprTree | None:
@@ -87,8 +123,14 @@ class NegotiatorSettings:
     disk_quantum: float = 1024.0
     name: str = "negotiator"
     accountant: AccountantSettings = field(default_factory=AccountantSettings)
+    #: HTCONDOR (the accountant's pie) or UPDOWN (the 1988 schedule index, :mod:`.updown`)
+    policy: str = knob("NEGOTIATOR_POLICY", "HTCONDOR", convert=_policy)
+    updown: UpDownSettings = field(default_factory=UpDownSettings)
+    #: group quotas (used when ``GROUP_NAMES`` is set), :mod:`.groups`
+    groups: GroupSettings = field(default_factory=GroupSettings)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "policy", _policy(self.policy))
         for name, value in (("NEGOTIATOR_INTERVAL", self.interval),
                             ("NEGOTIATOR_TIMEOUT", self.timeout)):
             if not value > 0:
@@ -121,16 +163,37 @@ class NegotiatorSettings:
         Raises:
             UsageError: a knob has a value the negotiator cannot use (the message names it).
         """
-        accountant = knobs.from_config(AccountantSettings, config)
-        return knobs.from_config(cls, config, **{"accountant": accountant, **overrides})
+        names = tuple(config.param("GROUP_NAMES") or ())
+        per_group = {knob_name: _per_group(config, knob_name, names, convert)
+                     for knob_name, convert in (("GROUP_PRIO_FACTOR", _float),
+                                                ("GROUP_QUOTA", _float),
+                                                ("GROUP_QUOTA_DYNAMIC", _float),
+                                                ("GROUP_ACCEPT_SURPLUS", _bool))}
+        accountant = knobs.from_config(AccountantSettings, config,
+                                       group_prio_factors=per_group["GROUP_PRIO_FACTOR"])
+        updown = knobs.from_config(UpDownSettings, config)
+        groups = knobs.from_config(
+            GroupSettings, config, static_quotas=per_group["GROUP_QUOTA"],
+            dynamic_quotas=per_group["GROUP_QUOTA_DYNAMIC"],
+            accept_surplus_by_group=per_group["GROUP_ACCEPT_SURPLUS"])
+        return knobs.from_config(cls, config, **{"accountant": accountant, "updown": updown,
+                                                 "groups": groups, **overrides})
 
     def compiled(self, name: str) -> ExprTree | None:
         """Return the parsed policy expression ``name`` (None when unset)."""
         return self._compiled[name]  # type: ignore[attr-defined]
 
     @property
+    def updown_policy(self) -> bool:
+        """True when ``NEGOTIATOR_POLICY = UPDOWN``."""
+        return self.policy == "UPDOWN"
+
+    @property
     def never_priority_preempts(self) -> bool:
-        """True when PREEMPTION_REQUIREMENTS is literally False (HTCondor's default)."""
+        """True when PREEMPTION_REQUIREMENTS is literally False (HTCondor's default) and the
+        policy is not UPDOWN (which preempts on any strict index inversion)."""
+        if self.updown_policy:
+            return False
         expr = self.compiled("preemption_requirements")
         return expr is not None and repr(expr).strip().lower() == "false"
 

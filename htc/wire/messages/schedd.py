@@ -123,9 +123,10 @@ class Reschedule(Message, frozen=True):
 
 
 class SetUserPriority(Message, frozen=True):
-    """Tool -> negotiator (``htc userprio -setprio/-setfactor/-resetusage``): change one
+    """Tool -> negotiator (``htc userprio -setprio/-setfactor/-setaccum/-resetusage``): change one
     submitter's standing in the accountant. Set one or more of ``priority`` (the real user
-    priority, >= 0.5), ``factor`` (the priority factor, >= 1) and ``reset_usage``. Only the
+    priority, >= 0.5), ``factor`` (the priority factor, >= 1), ``accumulated_usage`` and
+    ``reset_usage``. Only the
     pool's administrator (root, or the user the negotiator runs as) may send it."""
 
     reply_type = Ack
@@ -133,7 +134,10 @@ class SetUserPriority(Message, frozen=True):
     priority: Annotated[float, Meta(ge=0, le=1e15)] | None = None
     factor: Annotated[float, Meta(ge=0, le=1e15)] | None = None
     reset_usage: bool = False
+    #: weighted slot-seconds (``-setaccum``)
+    accumulated_usage: Annotated[float, Meta(ge=0, le=1e18)] | None = None
 
     def _check(self) -> None:
-        if self.priority is None and self.factor is None and not self.reset_usage:
-            raise invalid(self, "say what to change: priority, factor or reset_usage")
+        if (self.priority is None and self.factor is None and not self.reset_usage
+                and self.accumulated_usage is None):
+            raise invalid(self, "say what to change: priority, factor, accumulated_usage or reset_usage")

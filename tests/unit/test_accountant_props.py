@@ -1,0 +1,110 @@
+"""Properties of the accountant (issue #19): decay, factors, and invariance to the order and
+timing of updates and claims."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from htc.daemons.negotiator.accountant import Accountant, AccountantSettings
+from htc.daemons.negotiator.fair_share import pie_slices
+
+DAY = 86400.0
+_times = st.floats(0, 10 * DAY, allow_nan=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.floats(0.5, 1e4), st.floats(1.0, 30 * DAY), st.floats(60.0, 10 * DAY))
+def test_an_idle_submitter_decays_exponentially_to_the_floor(start, idle, halflife):
+    acct = Accountant(AccountantSettings(priority_halflife=halflife), now=0.0)
+    acct.set_real_priority("a@x", start)
+    acct.update_priorities(idle)
+    assert acct.real_priority("a@x") == pytest.approx(max(0.5, start * 0.5 ** (idle / halflife)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 64), st.floats(0.5, 500), st.lists(_times, min_size=1, max_size=8))
+def test_steady_usage_gives_the_same_priority_however_the_updates_fall(cores, start, cuts):
+    """Aging is multiplicative and exact: one update or many over the same span agree."""
+    end = 10 * DAY + 1
+    one, many = Accountant(now=0.0), Accountant(now=0.0)
+    for acct in (one, many):
+        acct.set_real_priority("a@x", start)
+        for i in range(cores):
+            acct.add_match("a@x", f"slot{i}", 1.0, 0.0)
+    for t in sorted(cuts):
+        many.update_priorities(t)
+    one.update_priorities(end)
+    many.update_priorities(end)
+    assert many.real_priority("a@x") == pytest.approx(one.real_priority("a@x"), rel=1e-9)
+
+
+_claims = st.lists(st.tuples(st.floats(0, 1000), st.floats(0, 1000), st.sampled_from([1.0, 2.0, 8.0])),
+                   min_size=1, max_size=10)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_claims, st.lists(st.floats(0, 1000), max_size=6), st.randoms(use_true_random=False))
+def test_every_second_of_every_claim_is_charged_once_whatever_the_order(claims, updates, rnd):
+    """Accumulated usage is sum(weight x held time), whatever the interleaving of claims
+    starting, ending and priority updates."""
+    events = []
+    for i, (a, b, w) in enumerate(claims):
+        start, end = min(a, b), max(a, b)
+        events.append((start, 0, "add", i, w))
+        events.append((end, 1, "remove", i, w))
+    events += [(t, 2, "update", None, None) for t in updates]
+    rnd.shuffle(events)
+    events.sort(key=lambda e: (e[0], e[1]))  # time order; same-time ties in any order
+    acct = Accountant(now=0.0)
+    for t, _, kind, i, w in events:
+        if kind == "add":
+            acct.add_match("a@x", f"slot{i}", w, t)
+        elif kind == "remove":
+            acct.remove_match(f"slot{i}", t)
+        else:
+            acct.update_priorities(t)
+    acct.update_priorities(1001.0)
+    expected = sum(w * abs(b - a) for a, b, w in claims)
+    (record,) = acct.records()
+    assert record.weighted_accumulated_usage == pytest.approx(expected, rel=1e-9, abs=1e-6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), st.tuples(st.floats(0.5, 1e3), st.floats(1, 1e6)),
+                       min_size=1), st.floats(1, 1e4))
+def test_factors_scale_eup_and_common_scaling_changes_no_order_or_share(users, scale):
+    acct, scaled = Accountant(now=0.0), Accountant(now=0.0)
+    for name, (rup, factor) in users.items():
+        for a, f in ((acct, factor), (scaled, factor * scale)):
+            a.set_real_priority(f"{name}@x", rup)
+            a.set_priority_factor(f"{name}@x", f)
+    for name, (rup, factor) in users.items():
+        assert acct.effective_priority(f"{name}@x") == pytest.approx(rup * factor)
+    assert [r.name for r in acct.records()] == [r.name for r in scaled.records()]
+    eups = {r.name: r.effective_priority for r in acct.records()}
+    shares = pie_slices(eups, {}, 100.0)
+    scaled_shares = pie_slices({r.name: r.effective_priority for r in scaled.records()}, {}, 100.0)
+    for name in eups:
+        assert shares[name].share == pytest.approx(scaled_shares[name].share, rel=1e-9)
+    assert math.fsum(p.share for p in shares.values()) == pytest.approx(1.0)
+    # a better (lower) EUP never gets a smaller share
+    ordered = sorted(eups, key=eups.get)
+    assert all(shares[a].share >= shares[b].share * (1 - 1e-12) for a, b in zip(ordered, ordered[1:]))
+
+
+def test_setaccum_sets_the_accumulated_usage_through_the_core():
+    from htc.daemons.negotiator.core import Negotiator
+    from htc.daemons.negotiator.events import PublishAccounting, SetAccumulatedUsage
+    from htc.errors import UsageError
+
+    neg = Negotiator(now=0.0)
+    actions = neg.handle(SetAccumulatedUsage("a@x", 7200.0), 1.0)
+    (publish,) = [a for a in actions if isinstance(a, PublishAccounting)]
+    (ad,) = publish.ads
+    assert (ad["Name"], ad["WeightedAccumulatedUsage"], ad["LastUpdate"]) == ("a@x", 7200.0, 0.0)
+    with pytest.raises(UsageError, match="zero or more seconds"):
+        neg.accountant.set_accumulated_usage("a@x", -1.0)
