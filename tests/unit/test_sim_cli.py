@@ -78,3 +78,13 @@ def test_plots_are_written_or_the_missing_extra_is_named(tiny, tmp_path):
     paths = sim_plot.plot(sim, tmp_path / "figs")
     assert sorted(p.name for p in paths) == ["moves.png", "queue.png", "wait_ratio.png"]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)
+
+
+def test_the_cli_offers_exactly_the_simulators_policies(capsys):
+    from htc.cli.sim import POLICY_NAMES
+    from htc.sim.scenario import POLICIES
+
+    assert sorted(POLICY_NAMES) == sorted(POLICIES)
+    with pytest.raises(SystemExit):
+        main(["sim", "condor88", "-policy", "LOTTERY"])
+    assert "invalid choice" in capsys.readouterr().err

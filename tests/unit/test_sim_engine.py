@@ -23,7 +23,7 @@ def _ci(policy: str, seed: int = 3) -> Scenario:
 
 @pytest.fixture(scope="module")
 def fair_and_fifo():
-    return {p: summary(Simulation(_ci(p)).run()) for p in ("HTCONDOR", "FIFO")}
+    return {p: summary(Simulation(_ci(p)).run()) for p in ("HTCONDOR", "FIFO", "UPDOWN")}
 
 
 def test_light_users_wait_far_less_than_the_heavy_user(fair_and_fifo):
@@ -40,6 +40,14 @@ def test_fifo_makes_light_users_wait_behind_the_heavy_user(fair_and_fifo):
     # same seed, same pool and workload whatever the policy
     assert fifo["jobs"] == fair["jobs"]
     assert fifo["available_hours"] == pytest.approx(fair["available_hours"])
+
+
+def test_updown_orders_by_index_and_preempts_for_light_users(fair_and_fifo):
+    updown, fair = fair_and_fifo["UPDOWN"], fair_and_fifo["HTCONDOR"]
+    light, heavy = updown["classes"]["light"], updown["classes"]["heavy"]
+    assert heavy["mean_wait_ratio"] >= 5 * light["mean_wait_ratio"]
+    assert light["allocation_wait"] < fair["classes"]["light"]["allocation_wait"]
+    assert updown["priority_preemptions"] > 0 and fair["priority_preemptions"] == 0
 
 
 def test_every_job_completes_with_its_cpu_delivered_once(fair_and_fifo):
