@@ -36,6 +36,7 @@ from typing import Any
 import cloudpickle
 
 from htc.errors import UsageError
+from htc.submit.argsenv import environment_command
 from htc.wire import callfile as cf
 
 __all__ = ["FunctionCall", "read_result", "result_file", "submit_text", "write_call"]
@@ -172,15 +173,6 @@ def result_file(directory: str | os.PathLike, node: str) -> Path:
     return Path(directory) / cf.parent_file(node)
 
 
-def _environment_text(env: dict[str, str]) -> str:
-    """The ``environment`` command's value (the new syntax: quoted, space-separated pairs)."""
-    parts = []
-    for name, value in env.items():
-        if any(c in value for c in " \t'\""):
-            value = "'" + value.replace("'", "''").replace('"', '""') + "'"
-        parts.append(f"{name}={value}")
-    return '"' + " ".join(parts) + '"'
-
 
 def submit_text(node: str, parents: list[str], *, python: str | None = None,
                 environment: dict[str, str] | None = None, extra: dict[str, str] | None = None) -> str:
@@ -214,7 +206,7 @@ def submit_text(node: str, parents: list[str], *, python: str | None = None,
     env = dict(environment) if environment is not None else (
         {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {})
     if env:
-        lines["environment"] = _environment_text(env)
+        lines["environment"] = environment_command(env)
     lines.update(extra or {})
     return "".join(f"{k} = {v}\n" for k, v in lines.items()) + "queue\n"
 

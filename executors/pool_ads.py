@@ -94,15 +94,6 @@ def slot_user_cannot_run(python: str, environment: dict[str, str]) -> str | None
     return None
 
 
-def _environment_text(env: dict[str, str]) -> str:
-    """condor_submit's quoted environment syntax: ``"A=1 B='two words'"``."""
-    parts = []
-    for name, value in env.items():
-        if any(c in value for c in " \t'\""):
-            value = "'" + value.replace("'", "''").replace('"', '""') + "'"
-        parts.append(f"{name}={value}")
-    return '"' + " ".join(parts) + '"'
-
 
 def job_template(options: CallOptions, spool: Spool, log: Path, python: str | None = None) -> dict[str, str]:
     """The job ad (attribute -> expression text) every call with ``options`` shares.
@@ -117,6 +108,7 @@ def job_template(options: CallOptions, spool: Spool, log: Path, python: str | No
         OptionError: the options do not make a valid job, or the slot accounts could not run it.
     """
     from htc.submit import Submit, SubmitError
+    from htc.submit.argsenv import environment_command
 
     if python is None:
         python = options.python or sys.executable
@@ -147,7 +139,7 @@ def job_template(options: CallOptions, spool: Spool, log: Path, python: str | No
     env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") and not mirrored else {}
     env.update(options.environment)
     if env:
-        lines["environment"] = _environment_text(env)
+        lines["environment"] = environment_command(env)
     if options.stream_output:
         lines["stream_output"] = lines["stream_error"] = "true"
     if options.transfer_output_files:

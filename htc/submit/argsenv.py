@@ -192,3 +192,19 @@ class Env:
                 raise SubmitError(f"failed to insert environment into job ad: the value of {k} "
                                   "cannot be written in V1 syntax")
         return delim.join(f"{k}={self.vars[k]}" for k in sorted(self.vars))
+
+
+def environment_command(env: Mapping[str, str]) -> str:
+    """The ``environment`` submit command's value for ``env`` in the V2 syntax: ``"A=1 B='x y'"``.
+
+    The inverse of what condor_submit reads: a value with spaces, tabs or quotes is wrapped in
+    single quotes (a literal ``'`` doubled), and a literal ``"`` is doubled inside the outer
+    double quotes. Programs that write submit descriptions (the executor, DAG function nodes)
+    use this one rule.
+    """
+    parts = []
+    for name, value in env.items():
+        if any(c in value for c in " \t'\""):
+            value = "'" + value.replace("'", "''").replace('"', '""') + "'"
+        parts.append(f"{name}={value}")
+    return '"' + " ".join(parts) + '"'

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from htc.submit import Submit, SubmitError
-from htc.submit.argsenv import Env, join_v2_raw, parse_arguments, split_v2_raw
+from htc.submit.argsenv import Env, environment_command, join_v2_raw, parse_arguments, split_v2_raw
 from htc.submit.functions import path_parts
 from htc.submit.macros import Expander, MacroTable, default_macros, expand_self, find_macro
 from htc.submit.parser import logical_lines, parse_description
@@ -262,6 +262,16 @@ def test_environment_syntaxes_and_getenv():
     assert env.v2_raw() == "A=x' 'y B=2 C=two' 'words D= HOME=/h HTC_X=1"
     with pytest.raises(SubmitError, match="Missing '='"):
         Env().merge_v2_raw("novalue")
+
+
+@pytest.mark.parametrize("env", [
+    {"A": "1"}, {"A": "x y", "B": ""}, {"Q": "it's", "D": 'say "hi"', "T": "a\tb"}, {"P": "/a;/b"},
+])
+def test_environment_command_reads_back_as_written(env):
+    """What a program writes with environment_command, condor_submit's reader gives back."""
+    read = Env()
+    read.merge_v1_raw_or_v2_quoted(environment_command(env))
+    assert read.vars == env
 
 
 @pytest.mark.parametrize("text,base,expected", [
