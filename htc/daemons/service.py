@@ -310,15 +310,7 @@ class DaemonService:
         return proc.pid
 
     async def _reap(self, proc: subprocess.Popen, exited: Callable[[int, int], c.Event]) -> None:
-        loop = asyncio.get_running_loop()
-        fd = os.pidfd_open(proc.pid)
-        gone = loop.create_future()
-        loop.add_reader(fd, lambda: gone.done() or gone.set_result(None))
-        try:
-            await gone
-        finally:
-            loop.remove_reader(fd)
-            os.close(fd)
+        await process_gone(proc.pid)
         self.feed(exited(proc.pid, proc.wait()))
 
     async def run_command(self, argv: list[str] | tuple[str, ...], stdin_text: str, timeout: float = 60.0) -> None:
@@ -573,6 +565,23 @@ class DaemonService:
             # nobody listening rather than a connection closed unanswered.
             self._server.stop_accepting()
         self._wakeup.set()
+
+
+async def process_gone(pid: int) -> None:
+    """Wait, on the event loop and without a thread, until child ``pid`` has ended (not reaped).
+
+    A pidfd becomes readable when the process exits; the caller then reaps it (``wait4``), so
+    it still learns the exit status and the usage.
+    """
+    loop = asyncio.get_running_loop()
+    fd = os.pidfd_open(pid)
+    gone = loop.create_future()
+    loop.add_reader(fd, lambda: gone.done() or gone.set_result(None))
+    try:
+        await gone
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
 
 
 def run_service(service: DaemonService) -> int:

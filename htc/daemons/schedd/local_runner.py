@@ -32,7 +32,6 @@ It is forked from the event loop's thread, the one thread that lives as long as 
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import errno
 import os
@@ -44,6 +43,7 @@ import sys
 
 from htc.daemons import owner_files as ofs
 from htc.daemons.run_as import supplementary_groups
+from htc.daemons.service import process_gone
 from htc.daemons.schedd.events import LocalJobExited, LocalJobFailed, LocalJobStarted, SignalLocalJob, StartLocalJob
 from htc.jobqueue import HoldReasonCode
 
@@ -192,15 +192,7 @@ class LocalRunner:
         return fds
 
     async def _reap(self, job_id: tuple[int, int], pid: int) -> None:
-        loop = asyncio.get_running_loop()
-        fd = os.pidfd_open(pid)
-        gone = loop.create_future()
-        loop.add_reader(fd, lambda: gone.done() or gone.set_result(None))
-        try:
-            await gone
-        finally:
-            loop.remove_reader(fd)
-            os.close(fd)
+        await process_gone(pid)
         try:
             _, status, usage = os.wait4(pid, 0)
         except ChildProcessError:  # reaped by someone else: how it ended is unknown
