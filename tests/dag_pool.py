@@ -142,3 +142,21 @@ def in_queue(pool: Pool, cluster: int) -> bool:
     """True while ``cluster`` has a job in the queue."""
     return bool(pool.jobs(f"ClusterId == {cluster}", "JobStatus"))
 
+
+
+@contextlib.contextmanager
+def function_node_python(prefix: str = "htc-dag-py-"):
+    """``python=`` and ``environment=`` for function nodes: as root, jobs run as another account,
+    which needs a Python it can reach (what an administrator prepares for execute nodes)."""
+    import shutil
+    import tempfile
+
+    from executor_pool import execute_python
+
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    root.chmod(0o755)
+    try:
+        python, environment = execute_python(root)
+        yield {"python": python, "environment": environment or None}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -8,14 +8,11 @@ left: the nodes log, the node jobs' outputs, the rescue DAG.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from dag_pool import DagDir, dag_pool, in_queue, wait_until
-from executor_pool import execute_python
+from dag_pool import DagDir, dag_pool, function_node_python, in_queue, wait_until
 from htc.dag import DAG, DagTimeout
 from htc.errors import UsageError
 
@@ -32,13 +29,8 @@ def d(monkeypatch):
 def py():
     """``python=`` and ``environment=`` for function nodes: as root, jobs run as another account,
     which needs a Python it can reach (what an administrator prepares for execute nodes)."""
-    root = Path(tempfile.mkdtemp(prefix="htc-dag-py-"))
-    root.chmod(0o755)
-    try:
-        python, environment = execute_python(root)
-        yield {"python": python, "environment": environment or None}
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with function_node_python("htc-dag-py-") as options:
+        yield options
 
 
 def echo(text: str) -> dict[str, str]:

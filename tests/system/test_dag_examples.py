@@ -8,14 +8,12 @@ import importlib.util
 import io
 import re
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 
 import htc.dag
-from dag_pool import DagDir, dag_pool
-from executor_pool import execute_python
+from dag_pool import DagDir, dag_pool, function_node_python
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,13 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def py():
     """``python=``/``environment=`` for function nodes (as root, jobs run as another account)."""
-    root = Path(tempfile.mkdtemp(prefix="htc-dag-ex-py-"))
-    root.chmod(0o755)
-    try:
-        python, environment = execute_python(root)
-        yield {"python": python, "environment": environment or None}
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with function_node_python("htc-dag-ex-py-") as options:
+        yield options
 
 
 @pytest.fixture
