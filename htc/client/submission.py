@@ -195,15 +195,55 @@ def _per_submission_limit(num_procs: int) -> None:
 
     The schedd checks every limit again; this spares expanding ``queue 100000000`` here first.
     """
-    from htc.config import load_config
-
-    # Read as a tool (SUBMIT), not as the schedd: a client is not held to a daemon's config
-    # safety rules (it may use a pool another user runs); the schedd's own check decides anyway.
-    limit = load_config("SUBMIT").param("MAX_JOBS_PER_SUBMISSION")
+    limit = _submit_config().param("MAX_JOBS_PER_SUBMISSION")
     if limit is not None and num_procs > limit:
         raise UsageError(f"Number of submitted jobs would exceed MAX_JOBS_PER_SUBMISSION: this submission "
                          f"makes {num_procs} jobs and the limit is {limit}; submit fewer jobs at a time. "
                          "No jobs were queued.")
+
+
+#: the SUBMIT configuration last read, and what it was read from (see :func:`_submit_config`)
+_CONFIG_CACHE: list = []
+
+
+def _config_key(config) -> tuple:
+    """What a change of the configuration changes: the environment's HTC variables, and the
+    size and mtime of every file read, of the folder each is in and of the LOCAL_CONFIG_DIR
+    folders (a file dropped into one changes the folder's mtime)."""
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.upper().startswith(("HTC", "_HTC"))))
+    files = list(config.files)
+    folders = {os.path.dirname(f) for f in files}
+    try:
+        folders.update(str(d) for d in config.param("LOCAL_CONFIG_DIR") or ())
+    except Exception:  # noqa: BLE001 -- a malformed value: the files' own stats still count
+        folders.add("")
+    stats = []
+    for path in [*files, *sorted(folders)]:
+        try:
+            st = os.stat(path)
+            stats.append((path, st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            stats.append((path, None))
+    return env, tuple(stats)
+
+
+def _submit_config():
+    """The configuration as ``SUBMIT`` sees it, read once per process and again only when a
+    file it came from (or the folder of one, or an HTC environment variable) changed: a DAG
+    manager submits thousands of nodes, and reading the configuration for each costs more than
+    expanding the node's description."""
+    from htc.config import load_config
+
+    if _CONFIG_CACHE:
+        key, config = _CONFIG_CACHE
+        if _config_key(config) == key:
+            return config
+    # Read as a tool (SUBMIT), not as the schedd: a client is not held to a daemon's config
+    # safety rules (it may use a pool another user runs); the schedd's own check decides anyway.
+    config = load_config("SUBMIT")
+    key = _config_key(config)
+    _CONFIG_CACHE[:] = [key, config]
+    return config
 
 
 def _send_submission(msg: m.Submit, transport: Transport | None, timeout: float, resend_for: float) -> m.Message:
