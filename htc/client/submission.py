@@ -168,8 +168,6 @@ def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: 
         DaemonUnreachable: no schedd is running (start the pool with 'htc pool start').
         RemoteError: the schedd refused the cluster; its reason is in the message.
     """
-    from htc.daemons.schedd.requests import description_message
-
     sub = _prepare(description, cwd=cwd, filename=filename, append=append, queue=queue)
     mark = str(_SENTINEL_CLUSTER)
     # an executable named after the cluster id is only known once the schedd assigns the id
@@ -180,6 +178,9 @@ def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: 
     cluster_ad = {k: v for k, v in cluster.cluster_ad.items() if k.lower() != "clusterid"}
     procs = list(cluster.proc_ads())
     if any(mark in text for text in cluster_ad.values()) or any(mark in t for p in procs for t in p.values()):
+        # imported only here: it brings the job queue's modules (sqlite), a quarter second
+        from htc.daemons.schedd.requests import description_message
+
         msg = description_message(sub.submit_text, sub.cwd, filename)
     else:
         msg = m.Submit(cluster_ad=_ad_text(cluster_ad), proc_ads=tuple(_ad_text(p) for p in procs))
