@@ -203,29 +203,36 @@ def _per_submission_limit(num_procs: int) -> None:
                          "No jobs were queued.")
 
 
-#: the SUBMIT configuration last read, and what it was read from (see :func:`_submit_config`)
+#: the SUBMIT configuration last read, with what tells whether it changed (see :func:`_submit_config`)
 _CONFIG_CACHE: list = []
 
 
-def _config_key(config) -> tuple:
-    """What a change of the configuration changes: the environment's HTC variables, and the
-    size and mtime of every file read, of the folder each is in and of the LOCAL_CONFIG_DIR
+def _htc_environment() -> tuple:
+    """The environment variables that can change the configuration (``HTC_*``, ``_HTC_*``)."""
+    return tuple(sorted((k, os.environ[k]) for k in os.environ if k.upper().startswith(("HTC", "_HTC"))))
+
+
+def _watched_paths(config) -> tuple[str, ...]:
+    """Every file the configuration was read from, the folder of each, and the LOCAL_CONFIG_DIR
     folders (a file dropped into one changes the folder's mtime)."""
-    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.upper().startswith(("HTC", "_HTC"))))
     files = list(config.files)
     folders = {os.path.dirname(f) for f in files}
     try:
         folders.update(str(d) for d in config.param("LOCAL_CONFIG_DIR") or ())
-    except Exception:  # noqa: BLE001 -- a malformed value: the files' own stats still count
+    except Exception:  # noqa: BLE001 -- a malformed value: the files and their folders still count
         folders.add("")
-    stats = []
-    for path in [*files, *sorted(folders)]:
+    return (*files, *sorted(folders))
+
+
+def _stats(paths: tuple[str, ...]) -> tuple:
+    out = []
+    for path in paths:
         try:
             st = os.stat(path)
-            stats.append((path, st.st_mtime_ns, st.st_size, st.st_ino))
+            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
         except OSError:
-            stats.append((path, None))
-    return env, tuple(stats)
+            out.append(None)
+    return tuple(out)
 
 
 def _submit_config():
@@ -235,15 +242,16 @@ def _submit_config():
     expanding the node's description."""
     from htc.config import load_config
 
+    env = _htc_environment()
     if _CONFIG_CACHE:
-        key, config = _CONFIG_CACHE
-        if _config_key(config) == key:
+        cached_env, paths, stats, config = _CONFIG_CACHE
+        if cached_env == env and _stats(paths) == stats:
             return config
     # Read as a tool (SUBMIT), not as the schedd: a client is not held to a daemon's config
     # safety rules (it may use a pool another user runs); the schedd's own check decides anyway.
     config = load_config("SUBMIT")
-    key = _config_key(config)
-    _CONFIG_CACHE[:] = [key, config]
+    paths = _watched_paths(config)
+    _CONFIG_CACHE[:] = [env, paths, _stats(paths), config]
     return config
 
 
