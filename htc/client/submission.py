@@ -168,8 +168,6 @@ def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: 
         DaemonUnreachable: no schedd is running (start the pool with 'htc pool start').
         RemoteError: the schedd refused the cluster; its reason is in the message.
     """
-    from htc.daemons.schedd.requests import description_message
-
     sub = _prepare(description, cwd=cwd, filename=filename, append=append, queue=queue)
     mark = str(_SENTINEL_CLUSTER)
     # an executable named after the cluster id is only known once the schedd assigns the id
@@ -180,6 +178,9 @@ def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: 
     cluster_ad = {k: v for k, v in cluster.cluster_ad.items() if k.lower() != "clusterid"}
     procs = list(cluster.proc_ads())
     if any(mark in text for text in cluster_ad.values()) or any(mark in t for p in procs for t in p.values()):
+        # imported only here: it brings the job queue's modules (sqlite), a quarter second
+        from htc.daemons.schedd.requests import description_message
+
         msg = description_message(sub.submit_text, sub.cwd, filename)
     else:
         msg = m.Submit(cluster_ad=_ad_text(cluster_ad), proc_ads=tuple(_ad_text(p) for p in procs))
@@ -195,15 +196,63 @@ def _per_submission_limit(num_procs: int) -> None:
 
     The schedd checks every limit again; this spares expanding ``queue 100000000`` here first.
     """
-    from htc.config import load_config
-
-    # Read as a tool (SUBMIT), not as the schedd: a client is not held to a daemon's config
-    # safety rules (it may use a pool another user runs); the schedd's own check decides anyway.
-    limit = load_config("SUBMIT").param("MAX_JOBS_PER_SUBMISSION")
+    limit = _submit_config().param("MAX_JOBS_PER_SUBMISSION")
     if limit is not None and num_procs > limit:
         raise UsageError(f"Number of submitted jobs would exceed MAX_JOBS_PER_SUBMISSION: this submission "
                          f"makes {num_procs} jobs and the limit is {limit}; submit fewer jobs at a time. "
                          "No jobs were queued.")
+
+
+#: the SUBMIT configuration last read, with what tells whether it changed (see :func:`_submit_config`)
+_CONFIG_CACHE: list = []
+
+
+def _htc_environment() -> tuple:
+    """The environment variables that can change the configuration (``HTC_*``, ``_HTC_*``)."""
+    return tuple(sorted((k, os.environ[k]) for k in os.environ if k.upper().startswith(("HTC", "_HTC"))))
+
+
+def _watched_paths(config) -> tuple[str, ...]:
+    """Every file the configuration was read from, the folder of each, and the LOCAL_CONFIG_DIR
+    folders (a file dropped into one changes the folder's mtime)."""
+    files = list(config.files)
+    folders = {os.path.dirname(f) for f in files}
+    try:
+        folders.update(str(d) for d in config.param("LOCAL_CONFIG_DIR") or ())
+    except Exception:  # noqa: BLE001 -- a malformed value: the files and their folders still count
+        folders.add("")
+    return (*files, *sorted(folders))
+
+
+def _stats(paths: tuple[str, ...]) -> tuple:
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def _submit_config():
+    """The configuration as ``SUBMIT`` sees it, read once per process and again only when a
+    file it came from (or the folder of one, or an HTC environment variable) changed: a DAG
+    manager submits thousands of nodes, and reading the configuration for each costs more than
+    expanding the node's description."""
+    from htc.config import load_config
+
+    env = _htc_environment()
+    if _CONFIG_CACHE:
+        cached_env, paths, stats, config = _CONFIG_CACHE
+        if cached_env == env and _stats(paths) == stats:
+            return config
+    # Read as a tool (SUBMIT), not as the schedd: a client is not held to a daemon's config
+    # safety rules (it may use a pool another user runs); the schedd's own check decides anyway.
+    config = load_config("SUBMIT")
+    paths = _watched_paths(config)
+    _CONFIG_CACHE[:] = [env, paths, _stats(paths), config]
+    return config
 
 
 def _send_submission(msg: m.Submit, transport: Transport | None, timeout: float, resend_for: float) -> m.Message:

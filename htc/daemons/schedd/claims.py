@@ -83,6 +83,9 @@ class Claim:
     watching: bool = False  # a keep-alive (a watch: its answer held by the startd) is on its way
     broken_at: float | None = None  # when the startd closed the claim's watch unanswered
     linger_until: float | None = None  # idle with no job to give it: released then (SCHEDD_CLAIM_LINGER)
+    #: kept idle by its last job's KeepClaimIdle: not given back for other users' waiting jobs
+    #: before ``linger_until`` (DAGMan's claim held for a node's children)
+    held: bool = False
     slot_values: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -178,8 +181,11 @@ class Claims(Mapping):
         if job_id is None or not sd.shadows.start_job(claim, job_id, now, out):
             self.done(claim, reusable=True, release=True, now=now, out=out)
 
-    def done(self, claim: Claim, reusable: bool, release: bool, now: float, out: list) -> None:
-        """The job on ``claim`` is finished: start the next fitting job on it, or let it go."""
+    def done(self, claim: Claim, reusable: bool, release: bool, now: float, out: list,
+             keep_idle: float = 0.0) -> None:
+        """The job on ``claim`` is finished: start the next fitting job on it, or keep it idle
+        (SCHEDD_CLAIM_LINGER while nothing waits; the job's KeepClaimIdle, ``keep_idle``
+        seconds, even while other jobs wait), or let it go."""
         sd = self.schedd
         claim.job = None
         if claim.state is ClaimState.ACTIVE:
@@ -191,11 +197,20 @@ class Claims(Mapping):
             if job is not None and sd.shadows.start_job(claim, job.job_id, now, out):
                 out.append(c.Log(f"claim on {claim.slot_name} reused for job {job.cluster_id}.{job.proc_id}"))
                 return
+            linger = 0.0
             if sd.settings.claim_linger > 0 and not sd.queue.count("JobStatus == 1"):
                 # Nothing is waiting anywhere: keep the claim a moment for this user's next
                 # submit (a futures client submits one call after another), which then starts
                 # at once instead of after a negotiation and a new claim.
-                claim.linger_until = now + sd.settings.claim_linger
+                linger = sd.settings.claim_linger
+            if keep_idle > linger:
+                # The job asked for it (KeepClaimIdle: a DAG node whose children come next),
+                # as HTCondor's schedd keeps such a claim Claimed/Idle whatever else waits.
+                claim.linger_until, claim.held = now + keep_idle, True
+                out.append(c.Log(f"claim on {claim.slot_name} kept idle for {keep_idle:g} s (KeepClaimIdle)"))
+                return
+            if linger > 0:
+                claim.linger_until, claim.held = now + linger, False
                 return
         if claim.state is ClaimState.GONE:
             return
@@ -220,18 +235,18 @@ class Claims(Mapping):
             if job is not None and _wastes(claim.slot_ad, job):
                 continue  # a slot carved for a bigger job: free it for the negotiator instead
             if job is not None and sd.shadows.start_job(claim, job.job_id, now, out):
-                claim.linger_until = None
+                claim.linger_until, claim.held = None, False
                 out.append(c.Log(f"claim on {claim.slot_name} kept idle, reused for job "
                                  f"{job.cluster_id}.{job.proc_id}"))
         if lingering and sd.queue.count("JobStatus == 1"):
             # Jobs these claims cannot take are waiting (another user's, or bigger ones): give
             # the slots back so the negotiator can place them, as if the claims never lingered.
             for claim in lingering:
-                if claim.linger_until is not None and claim.state is ClaimState.IDLE:
+                if claim.linger_until is not None and claim.state is ClaimState.IDLE and not claim.held:
                     self._release_lingering(claim, out)
 
     def _release_lingering(self, claim: Claim, out: list) -> None:
-        claim.linger_until = None
+        claim.linger_until, claim.held = None, False
         out.append(c.Send(claim.startd, m.ReleaseClaim(claim_id=claim.id, reason="no more jobs for this claim")))
         self.step(claim, ClaimEvent.RELEASE)
 
@@ -262,7 +277,7 @@ class Claims(Mapping):
                 if claim.state is ClaimState.IDLE:
                     self._release_lingering(claim, out)
                     continue
-                claim.linger_until = None
+                claim.linger_until, claim.held = None, False
             if not claim.watching and (claim.alive_due is None or claim.alive_due <= now):
                 self.watch(claim, out)
 

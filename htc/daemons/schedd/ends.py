@@ -52,6 +52,22 @@ def claim_after(kind: str, code: int, stopped: bool) -> tuple[bool, bool]:
     return False, True  # failed for another reason
 
 
+def keep_claim_idle(job) -> float:
+    """The job's ``KeepClaimIdle`` (``keep_claim_idle``; DAGMan sets it on a node job with
+    children, DAGMAN_HOLD_CLAIM_TIME): seconds its claim stays Claimed/Idle after it ended, for
+    the next job (0 when unset, not a number, or negative)."""
+    text = job.get("KeepClaimIdle")
+    if text is None:
+        return 0.0
+    try:
+        value = parse_literal(text)
+    except ValueError:
+        value = job_classad(job).eval("KeepClaimIdle")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    return max(0.0, float(value))
+
+
 def record_end(queue, shadow, claim, job, kind: str, now: float, reason: str, exit_code, exit_signal,
                core_dumped: bool, code: int, subcode: int) -> list:
     """Record in ``queue`` how the run ``shadow`` of ``job`` on ``claim`` (None: gone) ended;

@@ -68,7 +68,7 @@ from collections.abc import Iterator, Mapping
 from htc.daemons import core as c
 from htc.daemons.calls import Call, CallDone, CallFailed
 from htc.daemons.schedd import userlog as ul
-from htc.daemons.schedd.ends import USAGE_ATTRS, claim_after, record_end
+from htc.daemons.schedd.ends import USAGE_ATTRS, claim_after, keep_claim_idle, record_end
 from htc.daemons.schedd.events import Answer
 from htc.daemons.schedd.output import job_output, streamed_paths, truncations
 from htc.daemons.schedd.owed import owe
@@ -380,6 +380,7 @@ class Shadows(Mapping):
         self.forget(shadow.job_id)
         claim = sd.claims.get(shadow.claim_id)
         job = sd.job(shadow.job_id)
+        keep_idle = keep_claim_idle(job) if job is not None else 0.0
         if job is not None:
             # Not fsynced on its own: the next job started on the claim commits durably at once
             # (one fsync for both), and the sync below covers the other cases -- either way
@@ -399,7 +400,8 @@ class Shadows(Mapping):
         out.append(c.Log(f"{shadow.label}: run ended ({kind}{': ' + reason if reason else ''})"))
         sd.changed()
         if claim is not None:
-            sd.claims.done(claim, *claim_after(kind, code, shadow.stop is not None), now=now, out=out)
+            sd.claims.done(claim, *claim_after(kind, code, shadow.stop is not None), now=now, out=out,
+                           keep_idle=keep_idle)
         sd.queue.sync()
 
     # -- timers -----------------------------------------------------------------------------
