@@ -337,14 +337,14 @@ def since_expression(word: str) -> str:
     """
     import re
 
-    from htc.classad import ExprTree
+    from htc.classad import ClassAdParseError, ExprTree
     from htc.classad.ast import Literal
 
     tree = None
     try:
         tree = ExprTree(word)
-    except Exception:  # noqa: BLE001 - not an expression: maybe a job id
-        pass
+    except ClassAdParseError:
+        tree = None  # not an expression: maybe a job id, tried next
     if tree is None or tree.node.__class__ is Literal:
         found = re.fullmatch(r"\s*(\d+)(?:\.(\d+))?\s*", word)
         if found:
