@@ -52,6 +52,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+from htc.classad.clock import evaluation_time
 from htc.daemons import core as c
 from htc.daemons.autocluster import ResourceRequest, negotiator_significant_attributes
 from htc.daemons.negotiator.accountant import Accountant
@@ -133,6 +134,12 @@ class Negotiator:
         Raises:
             UsageError: ``event`` is not a negotiator event.
         """
+        # ClassAd time() and CurrentTime read ``now``, not the real clock (a FakeClock or the
+        # simulator's clock drives PREEMPTION_REQUIREMENTS' ``time() - EnteredCurrentState``).
+        with evaluation_time(now):
+            return self._dispatch(event, now)
+
+    def _dispatch(self, event: c.Event, now: float) -> list[c.Action]:
         kind = type(event)
         handler = _ON_EVENT.get(kind)
         if handler is not None:

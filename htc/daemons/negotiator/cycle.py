@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from htc.classad import ClassAd
+from htc.classad.clock import evaluation_time
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.negotiator.accountant import Accountant
@@ -486,6 +487,13 @@ def negotiate_cycle(
     Returns:
         The matches and statistics of the cycle.
     """
+    with evaluation_time(now):  # ClassAd time() is ``now``, not the real clock
+        return _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, now,
+                                cycle, clock)
+
+
+def _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, now, cycle,
+                     clock) -> CycleResult:
     started = clock.monotonic()  # instrumentation only; decisions use ``now``
     state = _Cycle(settings, accountant, now, cycle)
     slots: list[Slot] = []
