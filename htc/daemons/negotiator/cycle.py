@@ -187,6 +187,13 @@ class _Cycle:
             roots |= reads
         pool = SlotPool(roots, job_names, self.s.compiled("pre_job_rank"),
                         self.s.compiled("post_job_rank"))
+        if not any(rs.remaining > 0 for rs in requests):
+            # Nothing to match (no idle job asked, or every request was skipped): count the
+            # candidates, which the pie and the statistics need, but build no classes and no
+            # per-cycle claimed ads that no search will read (slot_classes is 0 then).
+            self.free = sum(1 for slot in slots
+                            if not slot.claimed or self.claimed.may_preempt(slot))
+            return pool
         for slot in slots:
             if slot.claimed:
                 if self.claimed.may_preempt(slot):
