@@ -39,6 +39,7 @@ from htc.classad.builtins_common import (
     to_int,
     wrap_int32,
 )
+from htc.classad.clock import now_seconds
 from htc.classad.values import AbsTime, Error, RelTime, Undefined, is_classad
 
 
@@ -65,7 +66,7 @@ def local_fields(secs: int) -> tuple[int, int, int, int, int, int, int, int]:
 
 
 def current_abstime() -> AbsTime:
-    now = int(time.time())
+    now = int(now_seconds())
     return AbsTime(now, local_offset(now))
 
 
@@ -219,7 +220,7 @@ def parse_reltime_literal(text: str) -> RelTime | None:
 
 def fn_time(args: list) -> object:
     """``time()``: seconds since the epoch, an integer."""
-    return Error if args else int(time.time())
+    return Error if args else int(now_seconds())
 
 
 def fn_currenttime(args: list) -> object:
@@ -229,14 +230,14 @@ def fn_currenttime(args: list) -> object:
 
 def fn_timezoneoffset(args: list) -> object:
     """``timeZoneOffset()``: the local zone's offset now, as a relative time."""
-    return Error if args else RelTime(float(local_offset(int(time.time()))))
+    return Error if args else RelTime(float(local_offset(int(now_seconds()))))
 
 
 def fn_daytime(args: list) -> object:
     """``dayTime()``: the local time of day, as a relative time."""
     if args:
         return Error
-    _, _, _, hour, minute, second, _, _ = local_fields(int(time.time()))
+    _, _, _, hour, minute, second, _, _ = local_fields(int(now_seconds()))
     return RelTime(float(hour * 3600 + minute * 60 + second))
 
 
@@ -427,7 +428,7 @@ def _day_numbers(year: int, month: int, day: int) -> tuple[int, int]:
 def fn_formattime(args: list) -> object:
     """``formatTime([t [, format]])``: ``strftime`` of ``t`` (default now, ``"%c"``)."""
     if not args:
-        year, month, day, hour, minute, second, wday, yday = local_fields(int(time.time()))
+        year, month, day, hour, minute, second, wday, yday = local_fields(int(now_seconds()))
         return c_strftime("%c", {"tm_year": year - 1900, "tm_mon": month - 1, "tm_mday": day,
                                  "tm_hour": hour, "tm_min": minute, "tm_sec": second,
                                  "tm_wday": wday, "tm_yday": yday})

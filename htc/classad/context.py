@@ -21,9 +21,8 @@ whose ``_parent`` is the ad the literal was evaluated in, which gives lexical sc
 
 from __future__ import annotations
 
-import time
-
 from htc.classad.ast import Literal, Node
+from htc.classad.clock import now_seconds
 from htc.classad.values import Error, Undefined, is_classad
 
 
@@ -127,7 +126,7 @@ def special(ctx: Ctx, ad, lname: str):
     if lname == "parent":
         p = parent_of(ctx, ad)
         return p if p is not None else Undefined
-    return int(time.time())  # currenttime
+    return int(now_seconds())  # currenttime
 
 
 def root_of(ad):

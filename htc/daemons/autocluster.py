@@ -81,6 +81,7 @@ def negotiator_significant_attributes(
     machine_ads: Iterable[Mapping],
     policy_exprs: Iterable[str] = (),
     startd_job_attrs: Iterable[str] = (),
+    cache: SignificantCache | None = None,
 ) -> tuple[str, ...]:
     """Return the job attributes the pool's slots (and negotiator policy) read.
 
@@ -92,6 +93,9 @@ def negotiator_significant_attributes(
             ``NEGOTIATOR_JOB_CONSTRAINT`` (evaluated with MY = slot, TARGET = job).
         startd_job_attrs: ``STARTD_JOB_ATTRS``: job attributes copied into slot ads, so
             policy expressions that read them read the slot, not the job.
+        cache: a :class:`SignificantCache` kept from cycle to cycle (the negotiator keeps
+            one), so that expressions already seen and policy texts already parsed are not
+            walked or parsed again; None: a fresh one (same answer, no reuse).
 
     Returns:
         Sorted lower-case attribute names.
@@ -99,39 +103,116 @@ def negotiator_significant_attributes(
     Raises:
         UsageError: a policy expression does not parse.
     """
-    refs: set[str] = set()
-    memo: dict[str, set[str]] = {}
-    sample_names: set[str] | None = None
-    for ad in machine_ads:
-        names = {str(k).lower() for k in ad}
-        if sample_names is None:
-            sample_names = set(names)
-        for name in ad:
-            value = ad[name]
-            if _is_list(value):
+    return (cache if cache is not None else SignificantCache()).compute(
+        machine_ads, policy_exprs, startd_job_attrs)
+
+
+class SignificantCache:
+    """What :func:`negotiator_significant_attributes` learnt in earlier cycles.
+
+    A slot ad's contribution depends on its expressions and on which names it defines (an
+    unqualified reference the ad lacks falls back to the job). Expression trees are immutable
+    and a slot ad keeps the same trees from update to update (only literals change), so the
+    references of each tree are computed once, by identity, and each ad is then checked
+    against its own names on every call: an ad whose expression or names change is seen
+    afresh, with no explicit invalidation. Policy texts are parsed once per distinct text.
+    """
+
+    #: trees remembered at most (a pool's worth of distinct expressions is far fewer); past
+    #: it the memory starts again, which costs one walk per tree, never a wrong answer
+    MAX_TREES = 200_000
+
+    def __init__(self) -> None:
+        # id(tree) -> (tree, skipped, TARGET.x names, unqualified names); the tree is kept so
+        # that its id cannot be reused by another tree while the entry lives
+        self._trees: dict[int, tuple] = {}
+        self._policy: dict[str, frozenset[str]] = {}
+
+    def _tree(self, node) -> tuple:
+        entry = self._trees.get(id(node))
+        if entry is not None and entry[0] is node:
+            return entry
+        from htc.classad.ad import external_refs
+        from htc.classad.printing import unparse
+
+        # the text check matches _is_list: an expression whose text is a list literal
+        skipped = unparse(node).lstrip().startswith("{")
+        found = external_refs(node)
+        targets = frozenset(r[7:] for r in found if r.startswith("target."))
+        plain = frozenset(r for r in found if not r.startswith("target."))
+        entry = (node, skipped or not found, targets, plain)
+        if len(self._trees) >= self.MAX_TREES:
+            self._trees.clear()
+        self._trees[id(node)] = entry
+        return entry
+
+    def policy_refs(self, text: str) -> frozenset[str]:
+        """The references of one policy expression text (parsed once per text).
+
+        Raises:
+            UsageError: the text does not parse.
+        """
+        refs = self._policy.get(text)
+        if refs is None:
+            refs = self._policy[text] = frozenset(_parse_refs(text))
+        return refs
+
+    def compute(self, machine_ads: Iterable[Mapping], policy_exprs: Iterable[str] = (),
+                startd_job_attrs: Iterable[str] = ()) -> tuple[str, ...]:
+        """:func:`negotiator_significant_attributes` with this cache."""
+        from htc.classad.ad import ClassAd
+        from htc.classad.ast import AdExpr, ListExpr, Literal
+
+        no_refs = (Literal, ListExpr, AdExpr)
+        refs: set[str] = set()
+        sample_names: set[str] | None = None
+        tree = self._tree
+        for ad in machine_ads:
+            if type(ad) is not ClassAd:
+                names = _slow_refs(ad, refs)
+                if sample_names is None:
+                    sample_names = names
                 continue
-            found = _expr_refs(value)
-            if not found:
-                continue
-            for ref in found:
-                if ref.startswith("target."):
-                    refs.add(ref[7:])
-                elif ref not in names:
-                    # unresolved in the slot ad: ClassAd scoping falls back to the job
-                    refs.add(ref)
-    if sample_names is not None:
-        # HTCondor evaluates policy references against a sample slot ad that also holds
-        # STARTD_JOB_ATTRS, so only genuinely job-side names count.
-        sample_names |= {a.lower() for a in startd_job_attrs}
-        for text in policy_exprs:
-            if text not in memo:
-                memo[text] = _parse_refs(text)
-            for ref in memo[text]:
-                if ref.startswith("target."):
-                    refs.add(ref[7:])
-                elif ref not in sample_names:
-                    refs.add(ref)
-    return tuple(sorted(refs - NEVER_SIGNIFICANT))
+            table = ad.table  # lower-case name -> tree: the ad's names, as ClassAd keys them
+            if sample_names is None:
+                sample_names = set(table)
+            for node in table.values():
+                if node.__class__ in no_refs:
+                    continue  # literals read nothing; list and nested-ad values are skipped
+                _, skipped, targets, plain = tree(node)
+                if skipped:
+                    continue
+                refs.update(targets)
+                for ref in plain:
+                    if ref not in table:
+                        # unresolved in the slot ad: ClassAd scoping falls back to the job
+                        refs.add(ref)
+        if sample_names is not None:
+            # HTCondor evaluates policy references against a sample slot ad that also holds
+            # STARTD_JOB_ATTRS, so only genuinely job-side names count.
+            sample_names |= {a.lower() for a in startd_job_attrs}
+            for text in policy_exprs:
+                for ref in self.policy_refs(text):
+                    if ref.startswith("target."):
+                        refs.add(ref[7:])
+                    elif ref not in sample_names:
+                        refs.add(ref)
+        return tuple(sorted(refs - NEVER_SIGNIFICANT))
+
+
+def _slow_refs(ad: Mapping, refs: set[str]) -> set[str]:
+    """Add what a slot ad that is not a ClassAd (a plain mapping) reads; return its names."""
+    names = {str(k).lower() for k in ad}
+    for name in ad:
+        value = ad[name]
+        if _is_list(value):
+            continue
+        for ref in _expr_refs(value) or ():
+            if ref.startswith("target."):
+                refs.add(ref[7:])
+            elif ref not in names:
+                refs.add(ref)
+    return names
 
 
 def _parse_refs(text: str) -> set[str]:

@@ -52,8 +52,10 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+from htc.classad.clock import evaluation_time
 from htc.daemons import core as c
-from htc.daemons.autocluster import ResourceRequest, negotiator_significant_attributes
+from htc.daemons.autocluster import (ResourceRequest, SignificantCache,
+                                    negotiator_significant_attributes)
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.cycle import CycleStatistics, negotiate_cycle
 from htc.daemons.negotiator.events import (AskResourceRequests, CycleFinished, FetchPoolAds,
@@ -118,6 +120,8 @@ class Negotiator:
         self._last_stats: CycleStatistics | None = None
         self._shares: dict[str, float] = {}
         self.pending = PendingSlots()
+        #: slot expressions and policy texts already read, for the significant attributes
+        self._significant = SignificantCache()
 
     # ------------------------------------------------------------------ public API
 
@@ -133,6 +137,12 @@ class Negotiator:
         Raises:
             UsageError: ``event`` is not a negotiator event.
         """
+        # ClassAd time() and CurrentTime read ``now``, not the real clock (a FakeClock or the
+        # simulator's clock drives PREEMPTION_REQUIREMENTS' ``time() - EnteredCurrentState``).
+        with evaluation_time(now):
+            return self._dispatch(event, now)
+
+    def _dispatch(self, event: c.Event, now: float) -> list[c.Action]:
         kind = type(event)
         handler = _ON_EVENT.get(kind)
         if handler is not None:
@@ -254,7 +264,8 @@ class Negotiator:
         if not asks:
             return self._negotiate(now)
         significant = negotiator_significant_attributes(
-            machines, self.settings.policy_texts(), self.settings.startd_job_attrs)
+            machines, self.settings.policy_texts(), self.settings.startd_job_attrs,
+            cache=self._significant)
         self._waiting = set(asks)
         self.phase = step(self.phase, Step.ASKED_SCHEDDS)
         self._phase_deadline = now + self.settings.timeout

@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from htc.classad import ClassAd
+from htc.classad.clock import evaluation_time
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.negotiator.accountant import Accountant
@@ -186,6 +187,13 @@ class _Cycle:
             roots |= reads
         pool = SlotPool(roots, job_names, self.s.compiled("pre_job_rank"),
                         self.s.compiled("post_job_rank"))
+        if not any(rs.remaining > 0 for rs in requests):
+            # Nothing to match (no idle job asked, or every request was skipped): count the
+            # candidates, which the pie and the statistics need, but build no classes and no
+            # per-cycle claimed ads that no search will read (slot_classes is 0 then).
+            self.free = sum(1 for slot in slots
+                            if not slot.claimed or self.claimed.may_preempt(slot))
+            return pool
         for slot in slots:
             if slot.claimed:
                 if self.claimed.may_preempt(slot):
@@ -486,6 +494,13 @@ def negotiate_cycle(
     Returns:
         The matches and statistics of the cycle.
     """
+    with evaluation_time(now):  # ClassAd time() is ``now``, not the real clock
+        return _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, now,
+                                cycle, clock)
+
+
+def _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, now, cycle,
+                     clock) -> CycleResult:
     started = clock.monotonic()  # instrumentation only; decisions use ``now``
     state = _Cycle(settings, accountant, now, cycle)
     slots: list[Slot] = []
