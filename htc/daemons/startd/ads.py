@@ -117,7 +117,9 @@ class SlotAds:
         self._announce: set[str] = set()  # slots whose next delivered ad is news for the negotiator
         self._weight: tuple[str, ExprTree] | None = None  # SLOT_WEIGHT, parsed once
         self._told_state: dict[str, Any] = {}        # slot -> State of the last ad sent (or queued)
-        self._deferred: dict[str, m.UpdateAd] = {}   # claimed slots' activity updates, newest only
+        # claimed slots' activity updates, newest only: their ads, made into text when they are sent
+        # (most are superseded first: rendering a slot ad costs milliseconds per job start and end)
+        self._deferred: dict[str, dict[str, Any]] = {}
         self._defer_until: float | None = None
 
     @property
@@ -149,19 +151,20 @@ class SlotAds:
         ad["UpdateSequenceNumber"] = self._sequence
         ad["DaemonStartTime"] = self._started_at
         self._note_offer(a.slot, ad)
-        msg = m.UpdateAd(ad_type=m.AdType.Startd, name=a.slot, ad_text=ad_text(ad),
-                         lifetime=self.settings.ad_lifetime)
         state = ad.get("State")
         if state == "Claimed" and self._told_state.get(a.slot) == "Claimed":
             # Only the activity changed (Busy <-> Idle as jobs come and go on a claim): the
             # newest such ad goes out claimed_update_delay later, not one per job start and end.
-            self._deferred[a.slot] = msg
+            self._deferred[a.slot] = ad
             if self._defer_until is None:
                 self._defer_until = now + self.settings.claimed_update_delay
         else:
             self._deferred.pop(a.slot, None)
             self._told_state[a.slot] = state
-            self._queue(a.slot, msg, out)
+            self._queue(a.slot, self._update(a.slot, ad), out)
+
+    def _update(self, slot: str, ad: dict[str, Any]) -> m.UpdateAd:
+        return m.UpdateAd(ad_type=m.AdType.Startd, name=slot, ad_text=ad_text(ad), lifetime=self.settings.ad_lifetime)
 
     def invalidate(self, a: ev.InvalidateSlot, out: list[c.Action]) -> None:
         """Withdraw the ad of a slot that is gone."""
@@ -226,8 +229,8 @@ class SlotAds:
         if self._defer_until is not None and now >= self._defer_until:
             self._defer_until = None
             deferred, self._deferred = self._deferred, {}
-            for slot, msg in deferred.items():
-                self._queue(slot, msg, out)
+            for slot, ad in deferred.items():
+                self._queue(slot, self._update(slot, ad), out)
         if self._retry_at is not None and now >= self._retry_at:
             self._retry_at = None
             for slot, msg in list(self._failed.items()):

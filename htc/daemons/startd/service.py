@@ -226,7 +226,7 @@ class StartdService(DaemonService):
                 streaming.cancel()
             if streamer is not None:
                 streamer.close()
-            self._give_back_account(claim_id, starter.user)
+            await self._give_back_account(claim_id, starter.user)
 
     async def _wait_reporting_usage(self, claim_id: str, starter: Starter):
         """Wait for the job to end, feeding its usage after STARTER_INITIAL_UPDATE_INTERVAL and
@@ -259,15 +259,24 @@ class StartdService(DaemonService):
             self.log.info("slot account %s passes to %s's jobs: its zygotes ended, %d process(es) killed",
                           user.name, owner or "?", len(killed))
 
-    def _give_back_account(self, claim_id: str, user: JobUser | None) -> None:
-        """The job is over: free its slot account, and kill the orphans it left running under it."""
-        self.accounts.release(claim_id)
-        if user is None or user.owner:
-            return
-        killed = kill_processes_of(user.uid, keep=self.zygotes.pids_of(user.uid))
-        if killed:
-            self.log.info("claim %s: killed %d process(es) the job left under the slot account %s",
-                          short_claim_id(claim_id), len(killed), user.name)
+    async def _give_back_account(self, claim_id: str, user: JobUser | None) -> None:
+        """The job is over: kill the orphans it left running under its slot account, then free the
+        account.
+
+        The sweep reads every process's status under /proc (milliseconds on a busy host), so it
+        runs in a thread: the job's exit report, fed just before, goes out meanwhile. The account
+        is freed only after it, so no next job runs under the account while it is swept.
+        """
+        try:
+            if user is None or user.owner:
+                return
+            keep = self.zygotes.pids_of(user.uid)
+            killed = await asyncio.to_thread(kill_processes_of, user.uid, keep)
+            if killed:
+                self.log.info("claim %s: killed %d process(es) the job left under the slot account %s",
+                              short_claim_id(claim_id), len(killed), user.name)
+        finally:
+            self.accounts.release(claim_id)
 
     def _stream_output(self, claim_id: str, starter: Starter) -> tuple[OutputStreamer | None, asyncio.Task | None]:
         """Start tailing the job's streamed stdout/stderr (:mod:`htc.daemons.starter.stream`), if any."""

@@ -1,0 +1,41 @@
+"""After a job, the startd sweeps its slot account's orphans off the event loop, and frees the
+account only once the sweep is done (htc.daemons.startd.service.StartdService._give_back_account)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from types import SimpleNamespace
+
+from htc.daemons.run_as import JobUser, SlotAccounts
+from htc.daemons.startd import service as startd_service
+from htc.daemons.startd.service import StartdService
+
+
+def test_the_orphan_sweep_runs_in_a_thread_and_the_account_is_freed_after_it(monkeypatch):
+    accounts = SlotAccounts()
+    accounts.acquire("claim#1", "slot1_1")
+    seen: list[tuple[int, set[int], bool, bool]] = []
+
+    def sweep(uid, keep=frozenset(), **_kw):
+        held = "claim#1" in accounts._held
+        seen.append((uid, set(keep), threading.current_thread() is threading.main_thread(), held))
+        return [4242]
+
+    monkeypatch.setattr(startd_service, "kill_processes_of", sweep)
+    fake = SimpleNamespace(accounts=accounts, log=logging.getLogger("test"),
+                           zygotes=SimpleNamespace(pids_of=lambda uid: {77}))
+    user = JobUser("htc-slot1", 994, 993, (993,), owner=False)
+    asyncio.run(StartdService._give_back_account(fake, "claim#1", user))
+    assert seen == [(994, {77}, False, True)]  # off the loop's thread, the account still held
+    assert accounts.release("claim#1") is None  # then freed
+
+
+def test_a_job_run_as_its_owner_frees_the_account_without_a_sweep(monkeypatch):
+    accounts = SlotAccounts()
+    accounts.acquire("claim#1", "slot1_1")
+    monkeypatch.setattr(startd_service, "kill_processes_of", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+    fake = SimpleNamespace(accounts=accounts, log=logging.getLogger("test"), zygotes=None)
+    asyncio.run(StartdService._give_back_account(fake, "claim#1", JobUser("alice", 1001, 1001, (1001,), owner=True)))
+    assert accounts.release("claim#1") is None
