@@ -171,7 +171,7 @@ def _place(src: str, dst: str) -> None:
             os.link(src, dst)
             return
         except OSError:
-            pass
+            pass  # another file system, or links not allowed there: copy it instead
     shutil.copy2(src, dst)
     os.chmod(dst, (stat.S_IMODE(st.st_mode) | 0o644) & 0o755)
 

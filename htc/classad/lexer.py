@@ -166,6 +166,23 @@ def _digit(c: str) -> bool:
     return "0" <= c <= "9"
 
 
+def _exponent_end(text: str, i: int, n: int) -> int:
+    """The end of a real's exponent starting with the ``e``/``E`` at ``i`` (sign, then digits).
+
+    Raises:
+        ClassAdParseError: no digit follows (reported at the ``e``).
+    """
+    j = i + 1
+    if j < n and text[j] in "+-":
+        j += 1
+    k = j
+    while k < n and _digit(text[k]):
+        k += 1
+    if k == j:
+        raise _stop(ClassAdParseError(text, i, "digits in the exponent"), k)
+    return k
+
+
 def _stop(ex: ClassAdParseError, i: int) -> ClassAdParseError:
     ex.stop = i  # where HTCondor's lexer stopped reading (JSON's quiet end depends on it)
     return ex
@@ -234,15 +251,7 @@ def read_number(text: str, i: int, n: int, signed: bool = False) -> tuple[Token,
         i = j
         real = True
     if real and i < n and text[i] in "eE":
-        j = i + 1
-        if j < n and text[j] in "+-":
-            j += 1
-        k = j
-        while k < n and _digit(text[k]):
-            k += 1
-        if k == j:
-            raise _stop(ClassAdParseError(text, i, "digits in the exponent"), k)
-        i = k
+        i = _exponent_end(text, i, n)
     lit = text[start:i]
     if real:
         if lit[1:2] in ("x", "X"):
@@ -370,15 +379,7 @@ def _next_token(text: str, i: int, n: int, append,
             while j < n and _digit(text[j]):
                 j += 1
             if j < n and text[j] in "eE":
-                k = j + 1
-                if k < n and text[k] in "+-":
-                    k += 1
-                m = k
-                while m < n and _digit(text[m]):
-                    m += 1
-                if m == k:
-                    raise _stop(ClassAdParseError(text, j, "digits in the exponent"), m)
-                j = m
+                j = _exponent_end(text, j, n)
             append(Token(REAL, 0.0, i, j))
         else:
             append(Token(OP, ".", i, j))

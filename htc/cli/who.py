@@ -39,7 +39,7 @@ def _program(job) -> str:
                 first = cmdline[0]
                 return first if first.startswith("/") else str(job.sandbox / first.removeprefix("./"))
         except psutil.Error:
-            pass
+            pass  # the process ended or is not ours to read: fall back to the job's Cmd
     cmd = (job.sandbox_ad or {}).get("Cmd") if job.sandbox_ad else None
     return str(cmd) if cmd else "?"
 

@@ -75,7 +75,7 @@ def level_of_token(daemon: str, token: str) -> tuple[authz.Level, str]:
     try:
         return authz.Level(upper), ""
     except ValueError:
-        pass
+        pass  # not a level's name: maybe a command's, looked up next
     table = {**authz.COMMON, **authz.REQUIRED.get(daemon, {})}
     for msg_type, rule in table.items():
         if msg_type.__name__.lower() == token.lower() and isinstance(rule, authz.Level):
