@@ -185,8 +185,13 @@ def test_tail_follow_prints_until_the_job_ends(running):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: htc(running, "tail", "1.0").stdout.endswith("0\n"), 10, "the job's output")
+        # the follower must be following before the job may end (a slow start on a busy machine
+        # would otherwise first look after the job left, which is an error, not a follow)
+        first = follow.stdout.readline()
+        assert first.endswith("0\n"), f"tail -f printed {first!r} first"
         (running.work / "go").touch()
         out, err = follow.communicate(timeout=60)  # it ends by itself when the job's sandbox goes
+        out = first + out
     finally:
         if follow.poll() is None:
             follow.kill()
