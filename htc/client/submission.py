@@ -54,7 +54,7 @@ def _prepare(description: str, *, cwd: str | os.PathLike | None, filename: str |
     """The parsed description with ``-append`` commands and a ``-queue`` override applied."""
     from htc.submit import Submit
 
-    sub = Submit(description, filename=filename, cwd=cwd)
+    sub = Submit(description, filename=filename, cwd=cwd, settings=_submit_settings())
     sub.check_file = functools.partial(check_submit_file, sub.cwd)
     for command in append:
         match = _APPEND.match(command)
@@ -205,6 +205,7 @@ def _per_submission_limit(num_procs: int) -> None:
 
 #: the SUBMIT configuration last read, with what tells whether it changed (see :func:`_submit_config`)
 _CONFIG_CACHE: list = []
+_SETTINGS_CACHE: list = []  # [config, the SubmitSettings built from it]
 
 
 def _htc_environment() -> tuple:
@@ -253,6 +254,19 @@ def _submit_config():
     paths = _watched_paths(config)
     _CONFIG_CACHE[:] = [env, paths, _stats(paths), config]
     return config
+
+
+def _submit_settings():
+    """The :class:`~htc.submit.SubmitSettings` of the current configuration (built once per
+    configuration read: JOB_DEFAULT_*, UID_DOMAIN, FILESYSTEM_DOMAIN, SUBMIT_ATTRS, ...)."""
+    from htc.submit.settings import settings_from_config
+
+    config = _submit_config()
+    if _SETTINGS_CACHE and _SETTINGS_CACHE[0] is config:
+        return _SETTINGS_CACHE[1]
+    settings = settings_from_config(config)
+    _SETTINGS_CACHE[:] = [config, settings]
+    return settings
 
 
 def _send_submission(msg: m.Submit, transport: Transport | None, timeout: float, resend_for: float) -> m.Message:

@@ -266,6 +266,14 @@ _ENTRIES = [
     P("JOB_DEFAULT_REQUESTDISK", "expr", "MAX({1024, (TransferInputSizeMB+1) * 1.25}) * 1024",
       "The request_disk (KiB) of jobs that do not say."),
     P("JOB_DEFAULT_NOTIFICATION", "str", "NEVER", "The notification of jobs that do not say (NEVER, COMPLETE, ERROR, ALWAYS).", "code"),
+    P("JOB_DEFAULT_REQUESTGPUS", "expr", "", "The request_gpus of jobs that do not say (empty: none).", "code"),
+    P("DEFAULT_UNIVERSE", "str", "", "The universe of jobs whose description names none (empty: vanilla).", "code"),
+    P("DEFAULT_JOB_MAX_RETRIES", "int", "2", "The max_retries of jobs that set success_exit_code or retry_until without it."),
+    P("DEFAULT_RANK", "expr", "", "The Rank of jobs whose description sets none.", "code"),
+    P("APPEND_RANK", "expr", "", "An expression added to every job's Rank.", "code"),
+    P("APPEND_REQUIREMENTS", "expr", "", "An expression and-ed onto every job's Requirements.", "code"),
+    P("SUBMIT_DEFAULT_SHOULD_TRANSFER_FILES", "str", "", "The should_transfer_files of jobs that do not say (YES, NO, IF_NEEDED; empty: IF_NEEDED).", "code"),
+    P("SUBMIT_ALLOW_GETENV", "bool", "true", "Whether getenv may be used in submit descriptions."),
     P("MAX_HISTORY_LOG", "int", "20971520", "Size at which the history file is rotated.", "code"),
     P("MAX_HISTORY_ROTATIONS", "int", "2", "Rotated history files kept.", "code"),
     P("ENABLE_HISTORY_ROTATION", "bool", "true", "Rotate the history file."),
@@ -276,7 +284,7 @@ _ENTRIES = [
     P("SCHEDD_LOCAL_JOB_KILL_TIMEOUT", "float", "30", "Seconds a scheduler- or local-universe job has to exit after the schedd sends its kill signal (rm, hold, vacate) before it gets SIGKILL; a job's KillSigTimeout (kill_sig_timeout) overrides it.", "htc"),
     P("SCHEDD_QUERY_WORKERS", "int", "8", "Concurrent query workers of the schedd."),
     P("SCHEDD_SEND_RESCHEDULE", "bool", "true", "Ask the negotiator for a cycle after a submit."),
-    P("SUBMIT_ATTRS", "list", "", "Config macros inserted into every job ad."),
+    P("SUBMIT_ATTRS", "list", "", "Config macros inserted into every job ad as expressions (a description's +Attr overrides one)."),
     P("SCHEDD_CLAIM_LINGER", "int", "10", "Seconds the schedd keeps a claim whose job ended when no idle job is "
       "queued, so the next submit of the same user starts on it without negotiation (0: release at once).", "htc"),
     P("SCHEDD_CALL_LANES", "bool", "true", "Run HTCExecutor function calls on call lanes: a worker that stays up on a "

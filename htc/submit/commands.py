@@ -56,6 +56,8 @@ def set_base(c: JobContext) -> None:
     c.assign_str("CondorVersion", c.s.condor_version)
     c.assign_str("CondorPlatform", c.s.condor_platform)
     c.assign_str("SubmitVersion", c.s.condor_version)
+    for attr, text in c.s.submit_attrs:  # SUBMIT_ATTRS: before the description's own +Attr lines
+        c.assign_expr(attr, text, f"SUBMIT_ATTRS {attr}")
 
 
 def find_universe(c: JobContext) -> Universe:

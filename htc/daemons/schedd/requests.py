@@ -267,7 +267,7 @@ class ToolRequests:
         # host_access=False: the schedd runs as root, so a user's description may not make it
         # read a file (include : /etc/shadow), list a directory or run a command for it
         sub = Submit(text, filename=filename if isinstance(filename, str) else None, cwd=iwd, env={},
-                     host_access=False)
+                     host_access=False, settings=self.schedd.settings.submit)
         if not sub.has_queue_statement:
             raise UsageError(f'"{filename or "the submit description"}" doesn\'t contain any "queue" commands -- '
                              "no jobs queued; end the description with 'queue'")

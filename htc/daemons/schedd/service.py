@@ -80,9 +80,11 @@ def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
         value = config.param(knob)
         return str(value) if value not in (None, "") else None
 
+    from htc.submit.settings import settings_from_config as submit_settings
+
     return from_config(
         ScheddSettings, config, name=name, address=address, machine=host,
-        uid_domain=str(config.param("UID_DOMAIN") or host),
+        uid_domain=str(config.param("UID_DOMAIN") or host), submit=submit_settings(config),
         system_policy=SystemPolicy(periodic_hold=text("SYSTEM_PERIODIC_HOLD"),
                                    periodic_release=text("SYSTEM_PERIODIC_RELEASE"),
                                    periodic_remove=text("SYSTEM_PERIODIC_REMOVE")),

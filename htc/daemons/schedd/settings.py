@@ -8,11 +8,12 @@ builds it directly with the defaults below.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from htc.daemons.settings import knob
 from htc.errors import UsageError
 from htc.jobqueue import SystemPolicy
+from htc.submit import SubmitSettings
 
 __all__ = ["ScheddSettings"]
 
@@ -27,6 +28,9 @@ class ScheddSettings:
     collector: str = "collector"          # the collector's address
     negotiator: str = "negotiator"        # the negotiator's address
     uid_domain: str = "localhost"         # UID_DOMAIN: submitters are user@uid_domain
+    #: what expanding a submit description here uses (JOB_DEFAULT_*, SUBMIT_ATTRS, ...; the
+    #: service builds it from the configuration)
+    submit: SubmitSettings = field(default_factory=SubmitSettings)
     interval: float = knob("SCHEDD_INTERVAL", 300.0)             # ad refresh and housekeeping
     min_interval: float = knob("SCHEDD_MIN_INTERVAL", 5.0)       # least time between ad updates
     alive_interval: float = knob("ALIVE_INTERVAL", 300.0)        # claim keep-alives
