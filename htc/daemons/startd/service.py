@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from htc.classad import ClassAdParseError, ExprTree
 from htc.config.hostname import full_hostname
 from htc.daemons.calls import Call, CallDone, install_calls, perform_call
 from htc.daemons.clock import REAL, Clock
@@ -438,7 +439,7 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
             probe = probe.parent
         disk = shutil.disk_usage(probe).free // 1024
     startd = from_config(StartdSettings, config, name=config.param("STARTD_NAME") or host, machine=host,
-                         policy=policy, memory=int(memory), disk=int(disk))
+                         policy=policy, memory=int(memory), disk=int(disk), static_attrs=published_attrs(config))
     if startd.update_interval <= 0 or startd.polling_interval <= 0:
         raise UsageError(f"UPDATE_INTERVAL = {startd.update_interval:g} and POLLING_INTERVAL = "
                          f"{startd.polling_interval:g}; both must be a positive number of seconds")
@@ -452,6 +453,29 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         execute_note=execute_note, run_as=run_as_policy(config, host),
         execute_chosen=execute != configured or (is_default and execute == shared_execute_path(home)),
         address=address, ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * startd.update_interval)))
+
+
+def published_attrs(config) -> dict[str, ExprTree]:
+    """STARTD_ATTRS: each named config macro, as an expression for every slot ad (HTCondor's
+    ``STARTD_ATTRS = Project`` with ``Project = "genomics"`` puts ``Project = "genomics"`` in each
+    slot ad). A listed macro that is not defined is left out, as HTCondor leaves it out.
+
+    Raises:
+        UsageError: an entry is not an attribute name, or its value is not a ClassAd expression.
+    """
+    attrs: dict[str, ExprTree] = {}
+    for name in config.param("STARTD_ATTRS") or ():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UsageError(f"STARTD_ATTRS names {name!r}, which is not a ClassAd attribute name")
+        text = config.get(name)
+        if text is None:
+            continue
+        try:
+            attrs[name] = ExprTree(text)
+        except ClassAdParseError as exc:
+            raise UsageError(f"STARTD_ATTRS publishes {name}, but {name} = {text} is not a ClassAd "
+                             f"expression ({exc}); quote a string value: {name} = \"{text}\"") from None
+    return attrs
 
 
 _SLOT_USER = re.compile(r"(?:.*\.)?SLOT([0-9]+)_USER", re.IGNORECASE)

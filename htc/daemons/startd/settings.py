@@ -49,6 +49,8 @@ class StartdSettings:
     cpu_quantum: int = 1
     memory_quantum: int = 128
     disk_quantum: int = 1024
+    #: STARTD_ATTRS: config macros published in every slot ad (name -> expression); the
+    #: startd's own attributes (Name, State, Cpus, ...) win over one of the same name
     static_attrs: Mapping[str, Any] = field(default_factory=dict)
 
 
