@@ -68,7 +68,9 @@ DEFAULT_TIMEOUT = 30.0
 class PeerInfo:
     """Who is on the other end, as far as the transport can tell (None: unknown).
 
-    ``pid``/``uid``/``gid`` are the kernel's word (SO_PEERCRED). ``user`` and ``administrator``
+    ``pid``/``uid``/``gid`` are the kernel's word (SO_PEERCRED) for a peer on this host; a peer
+    that came over the network (through the shared port, :mod:`htc.wire.address`) has ``host``,
+    and ``identity``/``authenticated_by`` when it proved who it is. ``user`` and ``administrator``
     are filled in by the daemon's authorization step (:mod:`htc.wire.authz`) before a request
     reaches a core: the local account the uid maps to (None: unmapped) and whether the pool's
     policy grants that identity ADMINISTRATOR (None: not decided, a core fed directly).
@@ -80,6 +82,12 @@ class PeerInfo:
     description: str = ""
     user: str | None = None
     administrator: bool | None = None
+    #: a peer on another host: its network address (IP), as the shared port saw it
+    host: str | None = None
+    #: a peer on another host: the identity it proved (``alice@pool``), None if it proved none
+    identity: str | None = None
+    #: how that identity was proved: ``"token"``, ``"pool"`` (the pool key), ``"ssh-key"``; "" if not
+    authenticated_by: str = ""
 
 
 def checked_reply(label: str, msg: messages.Message, reply: messages.Message,
