@@ -521,8 +521,7 @@ class DaemonService:
                                      else m.ErrorReply(code="bad_request", message=error))
                 else:
                     peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who),
-                                   identity=who.name if who.remote else conn.peer.identity,
-                                   negotiator=self.authorizer.sees_private(who))
+                                   identity=who.name if who.remote else conn.peer.identity)
                     self.feed(c.Received(msg=msg, conn_id=conn_id, peer=peer))
                 await conn.drain()
         finally:

@@ -118,6 +118,11 @@ def _by_ad_type(msg: m.UpdateAd | m.InvalidateAd) -> Level:
             m.AdType.Negotiator: L.NEGOTIATOR, m.AdType.Accounting: L.NEGOTIATOR}.get(msg.ad_type, L.DAEMON)
 
 
+def _query_ads(msg: m.QueryAds) -> Level:
+    # private attributes (ClaimId) only for the negotiator, as HTCondor's QUERY_STARTD_PVT_ADS
+    return L.NEGOTIATOR if msg.private else L.READ
+
+
 def _vacate(msg: m.Vacate) -> Level:
     # the schedd vacating its own claim is daemon business; condor_vacate of slots is administration
     return L.DAEMON if msg.claim_id else L.ADMINISTRATOR
@@ -132,7 +137,7 @@ COMMON: Mapping[type[m.Message], LevelRule] = {m.Ping: L.ALLOW, m.Reconfig: L.AD
 REQUIRED: Mapping[str, Mapping[type[m.Message], LevelRule]] = {
     "master": {m.QueryMaster: L.READ, m.DaemonsOn: L.ADMINISTRATOR, m.DaemonsOff: L.ADMINISTRATOR,
                m.DaemonsRestart: L.ADMINISTRATOR},
-    "collector": {m.QueryAds: L.READ, m.UpdateAd: _by_ad_type, m.InvalidateAd: _by_ad_type},
+    "collector": {m.QueryAds: _query_ads, m.UpdateAd: _by_ad_type, m.InvalidateAd: _by_ad_type},
     "negotiator": {m.Reschedule: L.WRITE, m.SetUserPriority: L.ADMINISTRATOR},
     "schedd": {m.QueryJobs: L.READ, m.Submit: L.WRITE, m.ActOnJobs: L.WRITE, m.EditJobs: L.WRITE,
                m.Reschedule: L.WRITE, m.GetResourceRequests: L.NEGOTIATOR, m.MatchNotify: L.NEGOTIATOR,
@@ -490,11 +495,6 @@ class Authorizer:
     def is_administrator(self, identity: Identity) -> bool:
         """Whether the policy grants ``identity`` ADMINISTRATOR (acts on every user's jobs)."""
         return self.policy.allows(L.ADMINISTRATOR, identity)
-
-    def sees_private(self, identity: Identity) -> bool:
-        """Whether ``identity`` may see private attributes (``ClaimId``): NEGOTIATOR, as HTCondor's
-        collector gives private ads only to a NEGOTIATOR-level query."""
-        return self.policy.allows(L.NEGOTIATOR, identity)
 
     def warnings(self) -> list[str]:
         """Problems worth a line in the daemon log: the daemon identity refused what it needs."""

@@ -8,9 +8,10 @@ release it. HTCondor therefore keeps ``ClaimId`` (and ``Capability``, ``ClaimIdL
 ``_condor_priv...`` attribute) *private*: the collector hands them only to a NEGOTIATOR-level
 query, and ``condor_q``/``condor_history`` never show them. htc does the same:
 
-* the collector strips private attributes from every ad it answers with, unless the querier has
-  NEGOTIATOR (:attr:`~htc.wire.transport.PeerInfo.negotiator`, set by the service's
-  authorization step), and evaluates such a querier's constraint on the stripped ad;
+* the collector strips private attributes from every ad it answers with (and evaluates the
+  query's constraint on the stripped ad), unless the query asks for them (``QueryAds.private``,
+  HTCondor's QUERY_STARTD_PVT_ADS), which needs NEGOTIATOR: only the negotiator asks, so not even
+  root's ``htc status -long`` shows a ClaimId;
 * the schedd answers ``QueryJobs`` with stripped ads and, for a constraint that could read a
   private attribute (:func:`may_read_private`), evaluates it on stripped ads too, so a
   constraint cannot be used as an oracle (``regexp("^a", ClaimId)``);

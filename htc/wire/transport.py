@@ -88,9 +88,6 @@ class PeerInfo:
     identity: str | None = None
     #: how that identity was proved: ``"token"``, ``"pool"`` (the pool key), ``"ssh-key"``; "" if not
     authenticated_by: str = ""
-    #: filled in by the authorization step: whether the policy grants NEGOTIATOR, which may see
-    #: private attributes such as ``ClaimId`` (None: not decided, a core fed directly)
-    negotiator: bool | None = None
 
 
 def checked_reply(label: str, msg: messages.Message, reply: messages.Message,

@@ -179,7 +179,7 @@ class Collector:
         if msg.ad_type in (m.AdType.Collector, m.AdType.Any) and self.started_at is not None:
             self._recount_self(now)
         texts = []
-        privileged = event.peer.negotiator is True
+        privileged = msg.private  # the service has checked NEGOTIATOR for it (authz.level_for)
         for key in sorted(self.ads, key=lambda k: (k[0].value, k[1], k[2])):
             stored = self.ads[key]
             if not privileged and stored.public is not None:
