@@ -12,14 +12,14 @@ for ads that join the pool. :data:`REQUIRED` is that table, per daemon, in one p
 :func:`level_for` reads it (a message a daemon's table does not list needs ``DAEMON``: unknown
 means closed).
 
-Who asks is the *identity* the kernel vouches for: a Unix socket's peer credentials
-(SO_PEERCRED) give the uid, and :func:`identify` maps it to ``name@UID_DOMAIN`` through the
-password database. A uid with no passwd entry (or a peer the transport cannot name) is
-``unauthenticated@unmapped`` and is refused every level above ``READ`` whatever the lists say
-(HTCondor refuses job management to ``*@unmapped`` the same way). The pool's own account -- the
-uid the daemons run as -- and root are the *daemon identity*: besides their own names they also
-answer to ``condor@...`` and ``condor_pool@...`` in the lists, the names HTCondor's daemons
-authenticate as.
+Who asks is an *identity* (:mod:`htc.wire.identity`): for a peer on this host the one the kernel
+vouches for (SO_PEERCRED uid -> ``name@UID_DOMAIN``; the pool's account and root are the daemon
+identity and answer to ``condor@...``/``condor_pool@...`` too); for a peer from another host the
+one it proved at the shared port (a token's subject, ``alice@pool``; the pool key makes it
+``condor_pool@TRUST_DOMAIN``). A peer nobody can name is ``unauthenticated@unmapped`` and is
+refused every level above ``READ`` whatever the lists say (HTCondor refuses job management to
+``*@unmapped`` the same way); from another host it reads only where ``ALLOW_READ`` is *configured*
+to let it, not by the built-in default.
 
 :class:`Policy` decides, with HTCondor's rules (``IpVerify::Verify``), whether an identity has a
 level:
@@ -42,9 +42,16 @@ user manages only their own jobs: the schedd checks ownership) and only for the 
 otherwise, and ADMINISTRATOR, DAEMON and NEGOTIATOR for the daemon identity.
 
 Entries are HTCondor's ``user@domain/host`` (``*`` wildcards in either part; no ``/`` means any
-host; no ``@`` and no ``/`` means a host, any user). Peers are on this host, so a host part
-matches when it names this machine: its host names, ``localhost``, its addresses, or a network
-(``127.0.0.0/8``) holding one of them.
+host; no ``@`` and no ``/`` means a host, any user). For a peer on this host a host part matches
+when it names this machine: its host names, ``localhost``, its addresses, or a network
+(``127.0.0.0/8``) holding one of them. For a peer from another host it matches that peer's
+address (``10.200.0.*``, ``10.200.0.0/24``) or, for a name pattern (``*/cm.example``), the names
+a reverse lookup gives for the address (looked up only when some entry has a name pattern).
+
+On a host in *network mode* (COLLECTOR_HOST names a real port) the built-in defaults add the
+pool's daemons on other hosts, ``condor_pool@TRUST_DOMAIN``, to ADMINISTRATOR, DAEMON and
+NEGOTIATOR (so to the ADVERTISE levels), and let every authenticated identity WRITE (the schedd
+still lets each act only on their own jobs).
 
 Nothing here does I/O: the service builds a :class:`Policy` from the configuration
 (:func:`policy_from_config`) and asks :meth:`Policy.check` before a message reaches the core.

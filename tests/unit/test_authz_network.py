@@ -190,3 +190,42 @@ def test_the_service_logs_a_network_refusal_with_identity_and_address(caplog):
         assert svc._authorize(conn, m.DaemonsOff(), None) is None
     assert "PERMISSION DENIED to bob@pool (from 10.200.0.5, by token) for DaemonsOff" in caplog.text
     assert conn.sent[0].code == "denied"
+
+
+@pytest.mark.parametrize("template", ["recommended_v9_0", "recommended"])
+def test_htcondors_recommended_security_works_across_hosts(tmp_path, template):
+    config = _config(tmp_path, f"CONDOR_HOST = cm.example\nuse ROLE : Submit\nuse SECURITY : {template}\n")
+    a = authz.authorizer_from_config("schedd", config, pool_uid=0, user_of_uid=USERS.get)
+    pool = authz.identify_remote(None, "10.0.0.2", "pool", trust_domain="cm.example")
+    alice = authz.identify_remote("alice@pool", "10.0.0.3", "token", trust_domain="cm.example")
+    anon = authz.identify_remote(None, "10.0.0.4", "", trust_domain="cm.example")
+    for level in (L.DAEMON, L.NEGOTIATOR, L.ADMINISTRATOR):
+        assert a.policy.allows(level, pool) and not a.policy.allows(level, alice), level
+    assert a.policy.allows(L.WRITE, alice) and not a.policy.allows(L.WRITE, anon)
+    assert a.policy.allows(L.READ, anon)  # ALLOW_READ = * is configured by the template
+    assert a.warnings() == []
+
+
+def test_the_collector_gives_claim_ids_only_to_a_private_query_which_needs_negotiator():
+    from htc.classad import ClassAd
+    from htc.daemons import core as c
+    from htc.daemons.collector.core import Collector
+    from htc.daemons.collector.settings import CollectorSettings
+
+    assert authz.level_for("collector", m.QueryAds(ad_type=m.AdType.Startd)) is L.READ
+    assert authz.level_for("collector", m.QueryAds(ad_type=m.AdType.Startd, private=True)) is L.NEGOTIATOR
+    core = Collector(CollectorSettings(name="pool@cm", machine="cm"))
+    ad = '[ Name = "slot1@x"; MyType = "Machine"; ClaimId = "slot1@x#1#s3cr3t"; Capability = "k"; Cpus = 1 ]'
+    core.handle(c.Received(msg=m.UpdateAd(ad_type=m.AdType.Startd, name="slot1@x", ad_text=ad), conn_id=1), 10.0)
+
+    def query(**kw):
+        msg = m.QueryAds(ad_type=m.AdType.Startd, **kw)
+        [reply] = [a.msg for a in core.handle(c.Received(msg=msg, conn_id=2), 11.0) if isinstance(a, c.Reply)]
+        return [ClassAd(t) for t in reply.ads]
+
+    [public] = query()
+    assert "ClaimId" not in public and "Capability" not in public and public.eval("Cpus") == 1
+    assert query(constraint="ClaimId =!= undefined") == []
+    assert query(constraint='regexp("s3cr3t", ClaimId)') == []
+    assert [a.eval("ClaimId") for a in query(private=True, constraint='regexp("s3cr3t", ClaimId)')] == [
+        "slot1@x#1#s3cr3t"]

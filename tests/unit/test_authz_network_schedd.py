@@ -114,3 +114,23 @@ def test_the_execute_host_runs_a_network_job_as_its_owner_only_in_its_uid_domain
     missing = {**job, "Owner": "htctest-nosuch", "User": "htctest-nosuch@pool"}
     user = choose_user(missing, RunAsPolicy(uid_domain="pool"), "htc-slot1", create=True)
     assert user.name == "htc-slot1" and user.uid != 0 and "no account here" in user.describe()
+
+
+@pytest.mark.parametrize("probe", ['regexp("s3cr3t", ClaimId)', "ClaimId =!= undefined", "size(CLAIMID) > 3",
+                                   'regexp("s3cr3t", eval(strcat("Claim", "Id")))', 'MY["ClaimId"] =!= undefined'])
+def test_a_job_query_never_shows_nor_tests_a_claim_id(probe):
+    from htc.wire.private import may_read_private
+
+    core = schedd()
+    submit(core, net("alice@pool"))
+    core.queue.set_attributes((1, 0), {"ClaimId": '"slot1@x#1#s3cr3t"'})
+    assert may_read_private(probe) and not may_read_private('Owner == "alice" && RequestCpus > 0')
+
+    def query(constraint):
+        msg = m.QueryJobs(constraint=constraint)
+        return reply(core.handle(c.Received(msg, 5, net("bob@pool")), 1000.0)).ads
+
+    [ad] = query('Owner == "alice"')
+    assert "s3cr3t" not in ad and "ClaimId" not in ad
+    assert query(probe) == ()
+    assert len(query('Owner == "alice" || regexp("s3cr3t", ClaimId)')) == 1  # still a working constraint
