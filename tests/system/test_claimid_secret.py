@@ -72,7 +72,7 @@ def test_a_claim_id_never_shows_and_cannot_be_probed():
         pool.stop()
 
 
-def test_a_private_query_needs_negotiator(tmp_path):
+def test_a_private_query_needs_negotiator():
     pool = Pool("COLLECTOR", config="ALLOW_NEGOTIATOR = nobody@nowhere\n").start()
     try:
         reply = pool.send(m.QueryAds(ad_type=m.AdType.Startd, private=True), address="collector")
