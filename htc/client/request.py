@@ -115,7 +115,7 @@ def send_command(address: str, msg: m.Message, *, transport: Transport | None = 
 async def query_collector_async(ad_type: AdType = AdType.Any, constraint: str = "",
                                 projection: Iterable[str] = (), *, limit: int | None = None,
                                 address: str = "collector", transport: Transport | None = None,
-                                timeout: float = DEFAULT_TIMEOUT) -> list[ClassAd]:
+                                timeout: float = DEFAULT_TIMEOUT, private: bool = False) -> list[ClassAd]:
     """Ads of ``ad_type`` in the collector for which ``constraint`` is true.
 
     Args:
@@ -125,6 +125,7 @@ async def query_collector_async(ad_type: AdType = AdType.Any, constraint: str = 
         limit: at most this many ads.
         address: the collector's name.
         transport, timeout: as for :func:`send_command_async`.
+        private: with private attributes (``ClaimId``); needs NEGOTIATOR (htc.wire.private).
 
     Returns:
         The ads, parsed, in the collector's order (by type, then Name).
@@ -134,17 +135,18 @@ async def query_collector_async(ad_type: AdType = AdType.Any, constraint: str = 
         DaemonUnreachable, PeerError: as for :func:`send_command_async`.
     """
     reply = await send_command_async(
-        address, m.QueryAds(ad_type=ad_type, constraint=constraint, projection=tuple(projection), limit=limit),
+        address, m.QueryAds(ad_type=ad_type, constraint=constraint, projection=tuple(projection), limit=limit,
+                             private=private),
         transport=transport, timeout=timeout)
     return [ClassAd(text) for text in reply.ads]
 
 
 def query_collector(ad_type: AdType = AdType.Any, constraint: str = "", projection: Iterable[str] = (), *,
                     limit: int | None = None, address: str = "collector", transport: Transport | None = None,
-                    timeout: float = DEFAULT_TIMEOUT) -> list[ClassAd]:
+                    timeout: float = DEFAULT_TIMEOUT, private: bool = False) -> list[ClassAd]:
     """Blocking :func:`query_collector_async` (same arguments, result and errors)."""
     return _run(query_collector_async(ad_type, constraint, projection, limit=limit, address=address,
-                                      transport=transport, timeout=timeout))
+                                      transport=transport, timeout=timeout, private=private))
 
 
 def query_master(*, address: str = "master", transport: Transport | None = None,

@@ -185,7 +185,7 @@ def test_reschedule_matches_a_submitters_request_to_a_slot_and_the_schedd_can_cl
             await wait_serving(t, "collector")
             runs.append(tg.create_task(startd.run()))
             await wait_serving(t, "startd")
-            (slot,) = await query_collector_async(m.AdType.Startd, transport=t)
+            (slot,) = await query_collector_async(m.AdType.Startd, transport=t, private=True)
             runs.append(tg.create_task(negotiator.run()))
             await wait_serving(t, "negotiator")
             # The first cycle ran at start with nobody to serve; the next is a minute away...

@@ -299,7 +299,8 @@ class Peer:
 async def wait_for_ads(t, constraint: str, timeout: float = 10.0, count: int = 1) -> list[ClassAd]:
     async with asyncio.timeout(timeout):
         while True:
-            ads = await query_collector_async(m.AdType.Startd, constraint, transport=t)
+            # with ClaimId: these tests claim slots as a schedd would after the negotiator's private query
+            ads = await query_collector_async(m.AdType.Startd, constraint, transport=t, private=True)
             if len(ads) >= count:
                 return ads
             await asyncio.sleep(0.05)
@@ -621,7 +622,7 @@ def test_startd_process_advertises_runs_a_job_and_stops_on_sigterm(home):
                 async with asyncio.timeout(20):
                     while True:
                         try:
-                            ads = await query_collector_async(m.AdType.Startd, transport=t)
+                            ads = await query_collector_async(m.AdType.Startd, transport=t, private=True)
                         except DaemonUnreachable:
                             ads = []
                         if ads:
