@@ -210,6 +210,8 @@ class DaemonService:
         self._server: Server | None = None
         self._sends: set[asyncio.Task] = set()
         self._tasks: set[asyncio.Task] = set()
+        #: message type -> a handler that takes the connection over (register_conversation)
+        self._conversations: dict[type, Callable[[Connection, m.Message], Coroutine]] = {}
         self._executors: dict[type, Callable[[Any], None]] = {
             c.Reply: self._do_reply,
             c.Send: self._do_send,
@@ -222,6 +224,12 @@ class DaemonService:
     def register_action(self, action_type: type, executor: Callable[[Any], None]) -> None:
         """Teach the service a daemon-specific action (executors must not block)."""
         self._executors[action_type] = executor
+
+    def register_conversation(self, msg_type: type, handler: Callable[[Connection, m.Message], Coroutine]) -> None:
+        """Serve ``msg_type`` (once authorized) with ``await handler(conn, msg)``, which owns the
+        connection for a conversation of many messages (a file transfer) and ends it; the
+        core never sees it."""
+        self._conversations[msg_type] = handler
 
     def start_task(self, coro: Coroutine, name: str) -> asyncio.Task:
         """Run ``coro`` in the service's TaskGroup; it is cancelled when the service exits."""
@@ -511,6 +519,10 @@ class DaemonService:
                 if who is None:  # refused: answered and logged
                     await conn.drain()
                     continue
+                conversation = self._conversations.get(type(msg))
+                if conversation is not None:
+                    await conversation(conn, msg)
+                    return  # (the connection served one conversation; the peer opens another)
                 if isinstance(msg, m.Ping):
                     conn.send_nowait(m.Pong(daemon=self.daemon, pid=os.getpid(),
                                             started_at=self.started_at, version=__version__))
