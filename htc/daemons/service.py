@@ -78,7 +78,7 @@ from htc.wire import authz
 from htc.wire import messages as m
 from htc.wire.errors import ConnectionClosed, RequestTimeout
 from htc.wire.peers import PeerConnections
-from htc.wire.transport import Connection, Server, Transport, UnixTransport
+from htc.wire.transport import Connection, PeerInfo, Server, Transport, UnixTransport
 
 #: environment variable a master sets for its children so they can follow it out
 PARENT_PID_ENV = "HTC_MASTER_PID"
@@ -211,7 +211,7 @@ class DaemonService:
         self._sends: set[asyncio.Task] = set()
         self._tasks: set[asyncio.Task] = set()
         #: message type -> a handler that takes the connection over (register_conversation)
-        self._conversations: dict[type, Callable[[Connection, m.Message], Coroutine]] = {}
+        self._conversations: dict[type, Callable[[Connection, m.Message, PeerInfo], Coroutine]] = {}
         self._executors: dict[type, Callable[[Any], None]] = {
             c.Reply: self._do_reply,
             c.Send: self._do_send,
@@ -225,8 +225,9 @@ class DaemonService:
         """Teach the service a daemon-specific action (executors must not block)."""
         self._executors[action_type] = executor
 
-    def register_conversation(self, msg_type: type, handler: Callable[[Connection, m.Message], Coroutine]) -> None:
-        """Serve ``msg_type`` (once authorized) with ``await handler(conn, msg)``, which owns the
+    def register_conversation(self, msg_type: type,
+                              handler: Callable[[Connection, m.Message, PeerInfo], Coroutine]) -> None:
+        """Serve ``msg_type`` (once authorized) with ``await handler(conn, msg, peer)``, which owns the
         connection for a conversation of many messages (a file transfer) and ends it; the
         core never sees it."""
         self._conversations[msg_type] = handler
@@ -521,7 +522,8 @@ class DaemonService:
                     continue
                 conversation = self._conversations.get(type(msg))
                 if conversation is not None:
-                    await conversation(conn, msg)
+                    peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who))
+                    await conversation(conn, msg, peer)
                     return  # (the connection served one conversation; the peer opens another)
                 if isinstance(msg, m.Ping):
                     conn.send_nowait(m.Pong(daemon=self.daemon, pid=os.getpid(),

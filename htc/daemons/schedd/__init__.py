@@ -31,5 +31,7 @@ Modules:
 * :mod:`~htc.daemons.schedd.callfiles` -- reading a call's inputs, writing its results;
 * :mod:`~htc.daemons.schedd.output` -- streamed stdout/stderr;
 * :mod:`~htc.daemons.schedd.transfers` -- a job's files over the connection (input to its
-  starter, output back) when the execute side has another file system.
+  starter, output back) when the execute side has another file system;
+* :mod:`~htc.daemons.schedd.spool` -- spooled jobs: input sent by ``htc submit -spool``, output
+  fetched by ``htc transfer_data``.
 """

@@ -28,6 +28,7 @@ class ScheddSettings:
     negotiator: str = "negotiator"        # the negotiator's address
     uid_domain: str = "localhost"         # UID_DOMAIN: submitters are user@uid_domain
     filesystem_domain: str = ""           # FILESYSTEM_DOMAIN: told to starters with each job
+    spool: str = ""                       # SPOOL: where -spool jobs keep their files
     interval: float = knob("SCHEDD_INTERVAL", 300.0)             # ad refresh and housekeeping
     min_interval: float = knob("SCHEDD_MIN_INTERVAL", 5.0)       # least time between ad updates
     alive_interval: float = knob("ALIVE_INTERVAL", 300.0)        # claim keep-alives

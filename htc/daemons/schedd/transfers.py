@@ -44,7 +44,7 @@ from htc.daemons.schedd.shadow import ad_text, ad_values, parse_job_id
 from htc.errors import HTCError
 from htc.wire import messages as m
 
-__all__ = ["OwnerSink", "TransferService", "input_source"]
+__all__ = ["OwnerSink", "TransferService", "file_entry", "input_source", "open_as", "tree_entries"]
 
 
 def _text(ad: Mapping[str, Any], name: str) -> str | None:
@@ -52,7 +52,12 @@ def _text(ad: Mapping[str, Any], name: str) -> str | None:
     return value if isinstance(value, str) and value and value != "/dev/null" else None
 
 
-def _open_as(path: Path, owner: ofs.Identity | None, what: str, job: str) -> tuple[int, os.stat_result]:
+def open_as(path: Path, owner: ofs.Identity | None, what: str, job: str) -> tuple[int, os.stat_result]:
+    """Open ``path`` for reading with the rights of ``owner``; its descriptor and status.
+
+    Raises:
+        TransferError: it does not exist or the owner may not read it.
+    """
     ofs.check_path(path, what, job)
     try:
         with ofs.acting_as(owner):
@@ -65,14 +70,15 @@ def _open_as(path: Path, owner: ofs.Identity | None, what: str, job: str) -> tup
     return fd, os.fstat(fd)
 
 
-def _file(name: str, fd: int, st: os.stat_result, executable: bool = False) -> Outgoing:
+def file_entry(name: str, fd: int, st: os.stat_result, executable: bool = False) -> Outgoing:
+    """The stream entry of a regular file open as ``fd``."""
     mode = stat.S_IMODE(st.st_mode) & 0o777
     if executable:
         mode |= 0o111
     return Outgoing(m.FileEntry(name=name, kind="file", mode=mode, size=st.st_size, mtime_ns=st.st_mtime_ns), fd)
 
 
-def _tree(prefix: str, dir_fd: int, owner: ofs.Identity | None, job: str) -> Iterator[Outgoing]:
+def tree_entries(prefix: str, dir_fd: int, owner: ofs.Identity | None, job: str) -> Iterator[Outgoing]:
     """The entries beneath the directory open as ``dir_fd``, read as ``owner``, named under ``prefix``."""
     with ofs.acting_as(owner):
         names = sorted(os.listdir(dir_fd))
@@ -95,11 +101,11 @@ def _tree(prefix: str, dir_fd: int, owner: ofs.Identity | None, job: str) -> Ite
         elif child is not None and stat.S_ISDIR(st.st_mode):
             try:
                 yield Outgoing(m.FileEntry(name=path, kind="dir", mode=stat.S_IMODE(st.st_mode) | 0o700))
-                yield from _tree(path, child, owner, job)
+                yield from tree_entries(path, child, owner, job)
             finally:
                 os.close(child)
         elif child is not None:
-            yield _file(path, child, os.fstat(child))
+            yield file_entry(path, child, os.fstat(child))
         # (FIFOs, sockets and devices are left out, as the direct copy leaves them)
 
 
@@ -112,30 +118,30 @@ def input_source(job_ad: Mapping[str, Any], owner: ofs.Identity | None, job: str
     iwd = Path(_text(job_ad, "Iwd") or "/")
     cmd = _text(job_ad, "Cmd")
     if cmd and job_ad.get("TransferExecutable", True) is not False:
-        fd, st = _open_as(local_path(cmd, iwd), owner, "executable", job)
+        fd, st = open_as(local_path(cmd, iwd), owner, "executable", job)
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
             raise TransferError(f"the executable {cmd!r} of job {job} is not a regular file")
-        yield _file(CONDOR_EXEC, fd, st, executable=True)
+        yield file_entry(CONDOR_EXEC, fd, st, executable=True)
     items = split_list(job_ad.get("TransferInput"))
     stdin = _text(job_ad, "In")
     if stdin and job_ad.get("TransferIn", True) is not False:
         items.append(stdin)
     for item in items:
         path = local_path(item, iwd)
-        fd, st = _open_as(path, owner, "input file", job)
+        fd, st = open_as(path, owner, "input file", job)
         if stat.S_ISREG(st.st_mode):
-            yield _file(path.name, fd, st)
+            yield file_entry(path.name, fd, st)
             continue
         try:
             if not stat.S_ISDIR(st.st_mode):
                 raise TransferError(f"cannot transfer input {item!r} for job {job}: {path} is not a regular file "
                                     "or a directory")
             if item.endswith("/"):
-                yield from _tree("", fd, owner, job)
+                yield from tree_entries("", fd, owner, job)
             else:
                 yield Outgoing(m.FileEntry(name=path.name, kind="dir", mode=stat.S_IMODE(st.st_mode) | 0o700))
-                yield from _tree(path.name, fd, owner, job)
+                yield from tree_entries(path.name, fd, owner, job)
         finally:
             os.close(fd)
 
@@ -229,7 +235,7 @@ class TransferService:
         except ofs.OwnerFileError as exc:
             raise TransferError(f"job {label}: {exc}") from None
 
-    async def serve(self, conn, msg: m.FetchInput | m.SendOutput) -> None:
+    async def serve(self, conn, msg: m.FetchInput | m.SendOutput, peer=None) -> None:
         """Serve one transfer conversation on ``conn`` (it ends with the conversation)."""
         log = self.service.log
         found = self._job(msg)

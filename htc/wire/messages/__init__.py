@@ -61,8 +61,8 @@ from htc.wire.messages.negotiation import (MATCH_LAPSED, GetResourceRequests, Ma
                                            ResourceRequests)
 from htc.wire.messages.schedd import (ActOnJobs, ActOnJobsReply, EditJobs, EditReply, JobAction, QueryJobs,
                                       Reschedule, SetUserPriority, Submit, SubmissionId, SubmitReply)
-from htc.wire.messages.transfer import (MAX_TRANSFER_CHUNK, FetchInput, FileData, FileDone, FileEntry,
-                                        SendOutput, TransferEnd)
+from htc.wire.messages.transfer import (MAX_TRANSFER_CHUNK, FetchInput, FetchOutput, FileData, FileDone,
+                                        FileEntry, SendOutput, SpoolInput, TransferEnd)
 from htc.wire.messages.schema import (INT64_MAX, MODE, AdText, AttrName, Count, DaemonName, Int, JobId,
                                       Message, NonEmpty, Positive, Record, Seconds)
 
@@ -77,7 +77,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     GetResourceRequests, ResourceRequests, MatchNotify,
     RequestClaim, ClaimReply, ActivateClaim, ClaimKeepAlive, ReleaseClaim,
     StarterUpdate, JobOutput, JobExited, RunCalls, CallsDone, MoreCalls, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
-    FetchInput, SendOutput, FileEntry, FileData, FileDone, TransferEnd,
+    FetchInput, SendOutput, SpoolInput, FetchOutput, FileEntry, FileData, FileDone, TransferEnd,
 )
 
 AnyMessage = Union[MESSAGE_TYPES]  # type: ignore[valid-type]
@@ -150,5 +150,5 @@ __all__ = ["Ack", "ActOnJobs", "ActOnJobsReply", "ActivateClaim", "AdText", "AdT
            "Record", "ReleaseClaim", "RequestClaim", "Reschedule", "ResourceRequest",
            "ResourceRequests", "RunCalls", "Seconds", "SetUserPriority", "ShutdownHow",
            "StarterUpdate", "SubmissionId", "Submit", "SubmitReply", "Suspend", "UpdateAd",
-           "Vacate", "FetchInput", "SendOutput", "FileEntry", "FileData", "FileDone", "TransferEnd",
+           "Vacate", "FetchInput", "SendOutput", "SpoolInput", "FetchOutput", "FileEntry", "FileData", "FileDone", "TransferEnd",
            "MAX_TRANSFER_CHUNK", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]

@@ -11,6 +11,9 @@ counts, checked by the receiver). The receiver of an output stream answers ``Ack
 ``ErrorReply``); either side ends a failed stream with ``ErrorReply``, whose text becomes the
 job's hold reason (HoldReasonCode 13 for input, 12 for output).
 
+The same streams carry a client's files to and from the schedd's spool (``htc submit
+-spool``, ``htc transfer_data``): :class:`SpoolInput` and :class:`FetchOutput`.
+
 Names in a stream are ``/``-separated relative paths: for input, where the file lands in the
 sandbox; for output, where it lands relative to the job's Iwd (a remap may make it absolute).
 Each receiver applies its own path rules on top of the checks here.
@@ -48,6 +51,24 @@ class SendOutput(Message, frozen=True):
 
     reply_type = Ack
     claim_id: NonEmpty
+    job_id: JobId
+
+
+class SpoolInput(Message, frozen=True):
+    """Client -> schedd (``htc submit -spool``): the input files of job ``job_id``, held with
+    HoldReasonCode 16 (SpoolingInput), follow as a file stream; the schedd stores them in its
+    spool, makes that the job's Iwd, releases the job and answers Ack."""
+
+    reply_type = Ack
+    job_id: JobId
+
+
+class FetchOutput(Message, frozen=True):
+    """Client -> schedd (``htc transfer_data``): send the spooled output of completed job
+    ``job_id`` as a file stream; the client answers Ack once it is written, and the schedd
+    lets the job leave the queue and answers Ack."""
+
+    reply_type = None
     job_id: JobId
 
 
@@ -90,5 +111,5 @@ class TransferEnd(Message, frozen=True):
     bytes: Count
 
 
-__all__ = ["FetchInput", "FileData", "FileDone", "FileEntry", "FileKind", "MAX_PATH", "MAX_TRANSFER_CHUNK",
+__all__ = ["FetchInput", "FetchOutput", "SpoolInput", "FileData", "FileDone", "FileEntry", "FileKind", "MAX_PATH", "MAX_TRANSFER_CHUNK",
            "SendOutput", "TransferEnd"]
