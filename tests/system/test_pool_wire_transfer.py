@@ -173,3 +173,30 @@ def test_a_missing_output_holds_the_job_with_code_12(pool):
     code, reason = _held(pool, cluster)
     assert code == 12
     assert "never.txt" in reason
+
+
+def test_transfers_for_runs_the_schedd_does_not_follow_are_refused_and_it_keeps_serving(pool):
+    import asyncio
+
+    from htc.client.request import ping
+    from htc.wire import messages as m
+
+    async def ask(first: m.Message, *more: m.Message) -> m.Message:
+        conn = await pool.transport.open_connection("schedd")
+        try:
+            await conn.send(first)
+            for msg in more:
+                await conn.send(msg)
+            return await conn.recv(timeout=20)
+        finally:
+            await conn.aclose()
+
+    reply = asyncio.run(ask(m.FetchInput(claim_id="not-a-claim", job_id="1.0")))
+    assert isinstance(reply, m.ErrorReply) and reply.code == "not_found"
+    reply = asyncio.run(ask(m.SendOutput(claim_id="not-a-claim", job_id="1.0"),
+                            m.FileEntry(name="../../etc/x", kind="file", size=1), m.FileData(data=b"x")))
+    assert isinstance(reply, m.ErrorReply) and reply.code == "not_found"
+    held = pool.submit("executable = /bin/true\nhold = true\nqueue\n").cluster_id  # held, but not for input
+    reply = asyncio.run(ask(m.SpoolInput(job_id=f"{held}.0")))
+    assert isinstance(reply, m.ErrorReply) and "spooled input" in reply.message
+    assert ping("schedd", transport=pool.transport).daemon == "schedd"
