@@ -103,3 +103,20 @@ def test_a_spooled_job_waits_on_hold_16_until_its_input_arrives(pool):
         spool_input(result.cluster_id, transport=pool.transport)
     job = _status(pool, result.cluster_id)
     assert (job["JobStatus"], job["HoldReasonCode"]) == (5, 16)  # still waiting for its input
+
+
+def test_remote_names_the_schedd_and_spools(pool):
+    sub = pool.work / "remote"
+    sub.mkdir()
+    (sub / "in.txt").write_text("x\n")
+    (sub / "job.sub").write_text("executable = /bin/cat\ninput = in.txt\noutput = out.txt\n"
+                                 "should_transfer_files = YES\nqueue\n")
+    done = _htc(pool, sub, "submit", "-remote", "schedd", "job.sub")
+    assert done.returncode == 0, done.stderr
+    assert "Spooling data files for 1 jobs..." in done.stdout
+    cluster = int(done.stdout.split("submitted to cluster ")[1].split(".")[0])
+    rows = pool.jobs(f"ClusterId == {cluster}", "HTCSpooledInput", "SUBMIT_Iwd")
+    assert rows[0]["HTCSpooledInput"] == "condor_exec.exe,in.txt" and rows[0]["SUBMIT_Iwd"] == str(sub)
+    wait_for(lambda: _status(pool, cluster)["JobStatus"] == 4, timeout=90, what="the job completed")
+    assert _htc(pool, sub, "transfer_data", "-all").returncode == 0
+    assert (sub / "out.txt").read_text() == "x\n"

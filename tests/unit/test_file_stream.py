@@ -201,3 +201,10 @@ def test_a_stream_cut_by_the_peer_closes_its_source():
 ])
 def test_files_go_over_the_wire_only_between_file_system_domains(job, machine, wire):
     assert over_wire(job, machine) is wire
+
+
+def test_a_chunk_built_too_big_is_refused_where_it_is_built():
+    from htc.wire.errors import MessageInvalid
+
+    with pytest.raises(MessageInvalid, match="at most 1048576 bytes"):
+        m.FileData(data=b"x" * (m.MAX_TRANSFER_CHUNK + 1))
