@@ -210,7 +210,6 @@ class DaemonService:
         self._server: Server | None = None
         self._sends: set[asyncio.Task] = set()
         self._tasks: set[asyncio.Task] = set()
-        #: message type -> a handler that takes the connection over (register_conversation)
         self._conversations: dict[type, Callable[[Connection, m.Message, PeerInfo], Coroutine]] = {}
         self._executors: dict[type, Callable[[Any], None]] = {
             c.Reply: self._do_reply,
@@ -225,11 +224,8 @@ class DaemonService:
         """Teach the service a daemon-specific action (executors must not block)."""
         self._executors[action_type] = executor
 
-    def register_conversation(self, msg_type: type,
-                              handler: Callable[[Connection, m.Message, PeerInfo], Coroutine]) -> None:
-        """Serve ``msg_type`` (once authorized) with ``await handler(conn, msg, peer)``, which owns the
-        connection for a conversation of many messages (a file transfer) and ends it; the
-        core never sees it."""
+    def register_conversation(self, msg_type: type, handler: Callable[..., Coroutine]) -> None:
+        """Serve ``msg_type`` with ``await handler(conn, msg, peer)``, which owns the connection (a file transfer)."""
         self._conversations[msg_type] = handler
 
     def start_task(self, coro: Coroutine, name: str) -> asyncio.Task:
@@ -520,11 +516,9 @@ class DaemonService:
                 if who is None:  # refused: answered and logged
                     await conn.drain()
                     continue
-                conversation = self._conversations.get(type(msg))
-                if conversation is not None:
-                    peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who))
-                    await conversation(conn, msg, peer)
-                    return  # (the connection served one conversation; the peer opens another)
+                peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who))
+                if (talk := self._conversations.get(type(msg))) is not None:  # one per connection, to its end
+                    return await talk(conn, msg, peer)
                 if isinstance(msg, m.Ping):
                     conn.send_nowait(m.Pong(daemon=self.daemon, pid=os.getpid(),
                                             started_at=self.started_at, version=__version__))
@@ -533,7 +527,6 @@ class DaemonService:
                     conn.send_nowait(m.Ack(detail="configuration re-read") if error is None
                                      else m.ErrorReply(code="bad_request", message=error))
                 else:
-                    peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who))
                     self.feed(c.Received(msg=msg, conn_id=conn_id, peer=peer))
                 await conn.drain()
         finally:

@@ -193,7 +193,8 @@ class OwnerSink:
                         os.unlink(dest)
                     os.symlink(entry.target, dest)
             except OSError as exc:
-                raise ofs.OwnerFileError(ofs.describe(exc, "write", "output link", dest, self.owner, self.job)) from None
+                raise ofs.OwnerFileError(ofs.describe(exc, "write", "output link", dest, self.owner,
+                                                      self.job)) from None
             self.links.add(entry.name.rstrip("/"))
             return None
         return ofs.open_write(dest, self.owner, what="output file", job=self.job, truncate=True,

@@ -117,5 +117,5 @@ class TransferEnd(Message, frozen=True):
     bytes: Count
 
 
-__all__ = ["FetchInput", "FetchOutput", "SpoolInput", "FileData", "FileDone", "FileEntry", "FileKind", "MAX_PATH", "MAX_TRANSFER_CHUNK",
-           "SendOutput", "TransferEnd"]
+__all__ = ["FetchInput", "FetchOutput", "FileData", "FileDone", "FileEntry", "FileKind", "MAX_PATH",
+           "MAX_TRANSFER_CHUNK", "SendOutput", "SpoolInput", "TransferEnd"]
