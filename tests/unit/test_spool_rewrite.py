@@ -42,3 +42,15 @@ def test_fetched_output_is_named_as_the_submitter_asked_and_leaves_the_input_beh
         if item.fd is not None:
             os.close(item.fd)
     assert names == ["extra.txt", "/home/a/job.log", "results/made.txt", "/home/a/o.txt", "res", "res/r.txt"]
+
+
+def test_spooled_input_stays_beneath_the_spool_directory(tmp_path):
+    import pytest
+
+    from htc.daemons.job_files import TransferError
+    from htc.daemons.schedd.spool import SpoolSink
+    from htc.wire import messages as m
+
+    with pytest.raises(TransferError, match="relative path"):
+        SpoolSink(tmp_path, None, "1.0").begin(m.FileEntry(name="../outside.txt", kind="file", size=1))
+    assert not (tmp_path.parent / "outside.txt").exists()

@@ -42,7 +42,7 @@ from typing import Any
 
 from htc.daemons import core as c
 from htc.daemons import owner_files as ofs
-from htc.daemons.file_stream import Outgoing, receive_stream, send_stream
+from htc.daemons.file_stream import Outgoing, receive_stream, relative_parts, send_stream
 from htc.daemons.job_files import CONDOR_EXEC, TransferError, parse_remaps
 from htc.daemons.schedd.shadow import ad_text, ad_values, parse_job_id
 from htc.daemons.schedd.transfers import OwnerSink, open_as, tree_entries
@@ -51,7 +51,7 @@ from htc.jobqueue import HoldReasonCode, JobStatus
 from htc.jobqueue.ads import quote
 from htc.wire import messages as m
 
-__all__ = ["SpoolService", "spool_directory", "spooled_output"]
+__all__ = ["SpoolService", "SpoolSink", "spool_directory", "spooled_output"]
 
 #: the attributes a spooled job's rewrite keeps as SUBMIT_<name>
 _KEPT = ("Iwd", "Cmd", "TransferInput", "In", "Out", "Err", "UserLog", "TransferOutputRemaps")
@@ -134,6 +134,15 @@ def _make_directory(directory: Path, owner: ofs.Identity | None) -> None:
         os.chown(directory, owner.uid, owner.gid if owner.gid is not None else -1)
 
 
+class SpoolSink(OwnerSink):
+    """An :class:`OwnerSink` that keeps every spooled name beneath the job's spool directory."""
+
+    def begin(self, entry: m.FileEntry) -> int | None:
+        """Refuse a name that leaves the spool directory; else as :meth:`OwnerSink.begin`."""
+        relative_parts(entry.name, "spooled input")
+        return super().begin(entry)
+
+
 class SpoolService:
     """Serves SpoolInput and FetchOutput for the schedd's service (see the module docstring)."""
 
@@ -174,7 +183,7 @@ class SpoolService:
             owner = ofs.Identity.owner(ad.get("Owner"))
             directory = self._directory(msg.job_id)
             await asyncio.to_thread(_make_directory, directory, owner)
-            sink = OwnerSink(directory, owner, label)
+            sink = SpoolSink(directory, owner, label)
             counts = await receive_stream(conn, sink, peer=f"the submitter of job {label}")
             names = sorted({str(p.relative_to(directory)).split("/")[0] for p in sink.written})
             core = self.service.core
