@@ -33,6 +33,7 @@ COMMAND_MODULES = [
     "htc.cli.tail",
     "htc.cli.ssh_to_job",
     "htc.cli.evicted_files",
+    "htc.cli.transfer_data",
     "htc.cli.who",
     "htc.cli.ping",
     "htc.cli.token",

@@ -12,7 +12,7 @@ import uuid
 from htc import client
 from htc.cli.formatting import long_form
 from htc.cli.options import add_command, add_option, add_pool_options, transport_from
-from htc.errors import UsageError
+from htc.errors import HTCError, UsageError
 
 
 def _read(args: argparse.Namespace) -> tuple[str, str | None]:
@@ -51,6 +51,12 @@ def submit(args: argparse.Namespace) -> int:
     if assignments:
         text = "".join(a.replace("=", " = ", 1) + "\n" for a in assignments) + text
     append = list(args.append or [])
+    if args.remote:
+        args.spool, args.name = True, args.remote  # -remote NAME: spool to that schedd
+    if args.spool:
+        from htc.client.spool import SPOOL_COMMANDS
+
+        append += SPOOL_COMMANDS
     if args.batch_name:
         append.append(f"batch_name = {args.batch_name}")
     if args.dry_run:
@@ -78,6 +84,22 @@ def submit(args: argparse.Namespace) -> int:
         if filename is not None:
             print("Submitting job(s)" + "." * result.num_procs)
         print(result.summary())
+    if args.spool:
+        return _spool(result, args)
+    return 0
+
+
+def _spool(result, args: argparse.Namespace) -> int:
+    """Send the input of the jobs just queued on hold to the schedd's spool (condor_submit -spool)."""
+    from htc.client.spool import spool_input
+
+    if not (args.json or args.terse):
+        print(f"Spooling data files for {result.num_procs} jobs...")
+    try:
+        spool_input(result.cluster_id, transport=transport_from(args, "schedd"))
+    except HTCError as exc:
+        print(f"\n{exc}\nERROR: Failed to spool job files.", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -105,6 +127,7 @@ def register(sub) -> None:
         "printf 'executable = /bin/true\\nqueue\\n' | htc submit",
         "htc submit -terse job.sub                       # prints 12.0 - 12.9",
         "htc submit -dry-run - job.sub                   # show the job ads, submit nothing",
+        "htc submit -spool job.sub                       # send the input to the schedd; htc transfer_data later",
     ])
     p.add_argument("args", nargs="*", metavar="FILE | NAME=VALUE",
                    help="the submit description (default or '-': standard input) and macro definitions")
@@ -114,5 +137,9 @@ def register(sub) -> None:
     add_option(p, "terse", action="store_true", help="print only the job ids, as CLUSTER.FIRST - CLUSTER.LAST")
     add_option(p, "batch-name", metavar="NAME", help="the batch name htc q shows (JobBatchName)")
     add_option(p, "dry-run", metavar="FILE", help="write the job ads to FILE ('-': standard output) instead of submitting")
+    add_option(p, "spool", action="store_true",
+               help="send the input files to the schedd's spool over the connection; fetch the output with "
+                    "htc transfer_data")
+    add_option(p, "remote", metavar="NAME", help="submit to the schedd NAME, spooling the input (implies -spool)")
     add_pool_options(p, daemon="schedd")
     p.set_defaults(func=submit)

@@ -17,6 +17,8 @@ from htc.errors import HTCError
 #: where the starter captures the job's stdout and stderr in the sandbox (HTCondor's names)
 STDOUT_NAME = "_condor_stdout"
 STDERR_NAME = "_condor_stderr"
+#: the name of a transferred executable in the sandbox (HTCondor's CONDOR_EXEC)
+CONDOR_EXEC = "condor_exec.exe"
 
 
 class TransferError(HTCError):
@@ -111,3 +113,35 @@ def streamed_files(job_ad: Mapping[str, Any]) -> dict[str, str]:
     if not same and captured("Err") and _flag(job_ad, "StreamErr"):
         out["stderr"] = STDERR_NAME
     return out
+
+
+def over_wire(job_ad: Mapping[str, Any], filesystem_domain: str | None) -> bool:
+    """Whether the job's files travel over the connection rather than by the file system: it
+    transfers files (``ShouldTransferFiles`` is not NO) and its ``FileSystemDomain`` (the
+    submit host's FILESYSTEM_DOMAIN) differs from the execute machine's ``filesystem_domain``,
+    as HTCondor decides. A job without a ``FileSystemDomain`` shares the execute side's."""
+    if str(job_ad.get("ShouldTransferFiles", "")).upper() == "NO":
+        return False
+    domain = job_ad.get("FileSystemDomain")
+    if not isinstance(domain, str) or not domain or not filesystem_domain:
+        return False
+    return domain.lower() != filesystem_domain.lower()
+
+
+def local_path(source: str, base: Any) -> Any:
+    """The local path an input ``source`` names (``file://`` URLs included), relative ones under
+    ``base`` (a :class:`pathlib.Path`).
+
+    Raises:
+        TransferError: a URL of a scheme htc has no transfer plugin for.
+    """
+    from pathlib import Path
+
+    if "://" in source:
+        scheme, _, rest = source.partition("://")
+        if scheme.lower() != "file":
+            raise TransferError(f"cannot transfer {source!r}: no file transfer plugin for '{scheme}://' URLs in htc; "
+                                "use a local path or file:// URL")
+        return Path(rest)
+    path = Path(source)
+    return path if path.is_absolute() else Path(base) / path

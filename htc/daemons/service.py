@@ -79,7 +79,7 @@ from htc.wire import messages as m
 from htc.wire.errors import ConnectionClosed, RequestTimeout
 from htc.wire.identity import host_names_of
 from htc.wire.peers import PeerConnections
-from htc.wire.transport import Connection, Server, Transport, UnixTransport
+from htc.wire.transport import Connection, PeerInfo, Server, Transport, UnixTransport
 
 #: environment variable a master sets for its children so they can follow it out
 PARENT_PID_ENV = "HTC_MASTER_PID"
@@ -211,6 +211,7 @@ class DaemonService:
         self._server: Server | None = None
         self._sends: set[asyncio.Task] = set()
         self._tasks: set[asyncio.Task] = set()
+        self._conversations: dict[type, Callable[[Connection, m.Message, PeerInfo], Coroutine]] = {}
         self._executors: dict[type, Callable[[Any], None]] = {
             c.Reply: self._do_reply,
             c.Send: self._do_send,
@@ -223,6 +224,10 @@ class DaemonService:
     def register_action(self, action_type: type, executor: Callable[[Any], None]) -> None:
         """Teach the service a daemon-specific action (executors must not block)."""
         self._executors[action_type] = executor
+
+    def register_conversation(self, msg_type: type, handler: Callable[..., Coroutine]) -> None:
+        """Serve ``msg_type`` with ``await handler(conn, msg, peer)``, which owns the connection (a file transfer)."""
+        self._conversations[msg_type] = handler
 
     def start_task(self, coro: Coroutine, name: str) -> asyncio.Task:
         """Run ``coro`` in the service's TaskGroup; it is cancelled when the service exits."""
@@ -512,6 +517,10 @@ class DaemonService:
                 if who is None:  # refused: answered and logged
                     await conn.drain()
                     continue
+                peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who),
+                               identity=who.name if who.remote else conn.peer.identity)
+                if (talk := self._conversations.get(type(msg))) is not None:  # one per connection, to its end
+                    return await talk(conn, msg, peer)
                 if isinstance(msg, m.Ping):
                     conn.send_nowait(m.Pong(daemon=self.daemon, pid=os.getpid(),
                                             started_at=self.started_at, version=__version__))
@@ -520,8 +529,6 @@ class DaemonService:
                     conn.send_nowait(m.Ack(detail="configuration re-read") if error is None
                                      else m.ErrorReply(code="bad_request", message=error))
                 else:
-                    peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who),
-                                   identity=who.name if who.remote else conn.peer.identity)
                     self.feed(c.Received(msg=msg, conn_id=conn_id, peer=peer))
                 await conn.drain()
         finally:

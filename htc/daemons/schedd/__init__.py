@@ -29,5 +29,9 @@ Modules:
 * :mod:`~htc.daemons.schedd.userlog` -- the job event log: events, and writing them as the owner;
 * :mod:`~htc.daemons.schedd.owed` -- the writes kept in the queue's outbox until done;
 * :mod:`~htc.daemons.schedd.callfiles` -- reading a call's inputs, writing its results;
-* :mod:`~htc.daemons.schedd.output` -- streamed stdout/stderr.
+* :mod:`~htc.daemons.schedd.output` -- streamed stdout/stderr;
+* :mod:`~htc.daemons.schedd.transfers` -- a job's files over the connection (input to its
+  starter, output back) when the execute side has another file system;
+* :mod:`~htc.daemons.schedd.spool` -- spooled jobs: input sent by ``htc submit -spool``, output
+  fetched by ``htc transfer_data``.
 """

@@ -7,7 +7,10 @@ with :class:`~htc.eventlog.writer.EventLogWriter`), :class:`WriteCallFiles` (a l
 and output, :mod:`htc.daemons.schedd.callfiles`), :class:`WriteJobOutput` (a chunk of a streamed
 stdout/stderr written at its offset, :mod:`htc.daemons.schedd.output`), :class:`Owed`, and the
 processes of scheduler- and local-universe jobs (:class:`StartLocalJob`, :class:`SignalLocalJob`:
-:mod:`htc.daemons.schedd.local_runner`). A log or output file
+:mod:`htc.daemons.schedd.local_runner`). A starter on another file system fetches a job's input and
+sends its output over a connection of its own (FetchInput, SendOutput:
+:mod:`htc.daemons.schedd.transfers`); a client spools a job's input and fetches its output the
+same way (SpoolInput, FetchOutput: :mod:`htc.daemons.schedd.spool`). A log or output file
 that cannot be written -- a deleted directory, a full disk -- costs that event or chunk and a
 line in the SchedLog, never the schedd.
 
@@ -42,6 +45,8 @@ from htc.daemons.schedd.events import Owed, SignalLocalJob, StartLocalJob, Write
 from htc.daemons.schedd.local_runner import LocalRunner
 from htc.daemons.schedd.output import write_job_output
 from htc.daemons.schedd.settings import ScheddSettings
+from htc.daemons.schedd.spool import SpoolService
+from htc.daemons.schedd.transfers import TransferService
 from htc.daemons.schedd.userlog import open_log
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
 from htc.daemons.settings import from_config
@@ -85,6 +90,7 @@ def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
     return from_config(
         ScheddSettings, config, name=name, address=address, machine=host,
         uid_domain=str(config.param("UID_DOMAIN") or host), submit=submit_settings(config),
+        filesystem_domain=str(config.param("FILESYSTEM_DOMAIN") or host), spool=str(config.param("SPOOL") or ""),
         system_policy=SystemPolicy(periodic_hold=text("SYSTEM_PERIODIC_HOLD"),
                                    periodic_release=text("SYSTEM_PERIODIC_RELEASE"),
                                    periodic_remove=text("SYSTEM_PERIODIC_REMOVE")),
@@ -118,6 +124,12 @@ class ScheddService(DaemonService):
         self.register_action(WriteJobOutput, self._write_job_output)
         self.register_action(WriteCallFiles, self._write_call_files)
         self.register_action(Owed, self._owed)
+        transfers = TransferService(self)  # a job's files over the connection (htc.daemons.schedd.transfers)
+        self.register_conversation(m.FetchInput, transfers.serve)
+        self.register_conversation(m.SendOutput, transfers.serve)
+        spool = SpoolService(self)  # htc submit -spool, htc transfer_data (htc.daemons.schedd.spool)
+        self.register_conversation(m.SpoolInput, spool.spool_input)
+        self.register_conversation(m.FetchOutput, spool.fetch_output)
         self.local_runner = LocalRunner(self)
         self.register_action(StartLocalJob, self.local_runner.start)
         self.register_action(SignalLocalJob, self.local_runner.signal)

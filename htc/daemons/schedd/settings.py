@@ -31,6 +31,8 @@ class ScheddSettings:
     #: what expanding a submit description here uses (JOB_DEFAULT_*, SUBMIT_ATTRS, ...; the
     #: service builds it from the configuration)
     submit: SubmitSettings = field(default_factory=SubmitSettings)
+    filesystem_domain: str = ""           # FILESYSTEM_DOMAIN: told to starters with each job
+    spool: str = ""                       # SPOOL: where -spool jobs keep their files
     interval: float = knob("SCHEDD_INTERVAL", 300.0)             # ad refresh and housekeeping
     min_interval: float = knob("SCHEDD_MIN_INTERVAL", 5.0)       # least time between ad updates
     alive_interval: float = knob("ALIVE_INTERVAL", 300.0)        # claim keep-alives

@@ -164,6 +164,11 @@ class Shadows(Mapping):
             out.append(Call(claim.startd, m.ClaimKeepAlive(claim_id=claim.id), cookie=cookie))
             return
         visible = {k: v for k, v in job.items() if k != "ClaimId"}
+        domain = self.schedd.settings.filesystem_domain
+        if domain and "FileSystemDomain" not in job:
+            # the starter compares it with its machine's to choose how files move
+            # (htc.daemons.job_files.over_wire), as HTCondor's shadow tells its starter
+            visible["FileSystemDomain"] = quote(domain)
         out.append(Call(claim.startd, m.ActivateClaim(claim_id=claim.id, job_ad=ad_text(visible),
                                                       shadow_address=self.schedd.settings.address), cookie=cookie))
 

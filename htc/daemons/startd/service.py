@@ -18,7 +18,9 @@ events of :mod:`htc.daemons.startd.events`):
   STARTER_UPDATE_INTERVAL, and :class:`StarterExited` with the exit record; a job with
   ``stream_output``/``stream_error`` has its stdout/stderr sent to the shadow as JobOutput
   while it runs (every 0.5 s) and once more after it exits, before StarterExited
-  (:mod:`htc.daemons.starter.stream`);
+  (:mod:`htc.daemons.starter.stream`); a job whose FileSystemDomain is not the machine's has its
+  starter fetch its input from, and send its output to, the shadow over connections of its own
+  (:mod:`htc.daemons.starter.wire_files`);
 * :class:`QueueCalls` (RunCalls): hand the calls to the claim's call lane, whose
   :class:`~htc.daemons.startd.lanes.LaneRelay` writes them to the lane's socket and sends its
   results to the shadow as CallsDone, all of them before StarterExited;
@@ -75,9 +77,10 @@ from htc.daemons.startd.sensors import SensorSettings, Sensors
 from htc.daemons.startd.settings import StartdServiceSettings, StartdSettings
 from htc.daemons.starter.service import Starter, StarterError, StarterSettings
 from htc.daemons.starter.limits import sweep_stale_cgroups
-from htc.daemons.job_files import TransferError, streamed_files
+from htc.daemons.job_files import TransferError, over_wire, streamed_files
 from htc.daemons.starter.sandbox import sweep_stale_sandboxes
 from htc.daemons.starter.stream import OutputStreamer
+from htc.daemons.starter.wire_files import WireTransfer
 from htc.daemons.starter.zygote import ZygotePool
 from htc.errors import HTCError, UsageError
 from htc.jobqueue.states import HoldReasonCode
@@ -176,12 +179,30 @@ class StartdService(DaemonService):
             run_as=policy, use_cgroups=self.settings.use_cgroups,
             machine_ad=evaluated(slot_ad), use_zygote=self.settings.use_zygote,
             zygote_modules=self.settings.zygote_modules, use_exec_zygote=self.settings.use_exec_zygote)
-        run = _Running(Starter(evaluated(action.job_ad), self.settings.execute_dir, settings, self.zygotes,
-                               lane=action.lane, clock=self.clock), account=number)
+        job_ad = evaluated(action.job_ad)
+        run = _Running(Starter(job_ad, self.settings.execute_dir, settings, self.zygotes,
+                               lane=action.lane, clock=self.clock,
+                               transfer=self._wire_transfer(action.claim_id, job_ad, settings.machine_ad, action.lane)),
+                       account=number)
         if action.lane:
             run.lane = self._lane_relay(action.claim_id)
         self.starters[action.claim_id] = run
         self.start_task(self._run_starter(action.claim_id, run), f"starter for {action.slot}")
+
+    def _wire_transfer(self, claim_id: str, job_ad: dict, machine_ad: dict, lane: bool) -> WireTransfer | None:
+        """How the job's files reach its shadow when the job's FileSystemDomain is not this
+        machine's (:func:`htc.daemons.job_files.over_wire`); None: the direct path."""
+        domain = machine_ad.get("FileSystemDomain")
+        if lane or not over_wire(job_ad, domain if isinstance(domain, str) else None):
+            return None
+
+        async def connect():
+            target = self.daemon_core.output_target(claim_id)
+            if target is None:
+                raise TransferError(f"claim {short_claim_id(claim_id)} has no shadow to move the job's files")
+            return await self.transport.open_connection(target[0])
+
+        return WireTransfer(connect, claim_id, job_id_of(job_ad))
 
     async def _run_starter(self, claim_id: str, run: _Running) -> None:
         starter = run.starter

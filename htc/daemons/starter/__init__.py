@@ -31,6 +31,8 @@ Modules:
 * ``env`` -- the job's argument vector and environment, as HTCondor builds them.
 * ``sandbox`` -- the job's scratch directory: creation, transfer in and out, removal.
 * ``output`` -- what goes back when the job ends (``WhenToTransferOutput``, remaps).
+* ``wire_files`` -- input fetched from, and output sent to, the shadow over the connection
+  when the job's FileSystemDomain is not the machine's.
 * ``stream`` -- streamed stdout/stderr, sent while the job runs.
 * ``spawn`` -- fork and exec in the one spawn thread; the job's stdio; die with the startd.
 * ``limits`` -- cgroups (v1 and v2) and rlimits: memory, cpu, kill, sweep.

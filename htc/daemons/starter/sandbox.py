@@ -44,13 +44,11 @@ from typing import Any
 import psutil
 
 from htc.daemons import owner_files as ofs
-from htc.daemons.job_files import STDERR_NAME, STDOUT_NAME, TransferError, split_list  # noqa: F401  (sb.* for the starter)
+from htc.daemons.job_files import CONDOR_EXEC, STDERR_NAME, STDOUT_NAME, TransferError, split_list  # noqa: F401  (sb.* for the starter)
 from htc.daemons.owner_files import Identity
 
 JOB_AD_NAME = ".job.ad"
 MACHINE_AD_NAME = ".machine.ad"
-#: the name of a transferred executable in the sandbox (HTCondor's CONDOR_EXEC)
-CONDOR_EXEC = "condor_exec.exe"
 _STARTER_FILES = {STDOUT_NAME, STDERR_NAME, JOB_AD_NAME, MACHINE_AD_NAME, ".chirp.config", ".update.ad"}
 _counter = itertools.count(1)
 

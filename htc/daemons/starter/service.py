@@ -80,6 +80,8 @@ from htc.daemons.starter.procs import JobProcesses, Reaped, watch_exit
 from htc.daemons.starter.records import (ExitRecord, StarterError, StarterSettings, Usage, cannot_start, kill_signal,
                                          resolve_user)
 from htc.daemons.starter.spawn import exec_job, off_loop, open_streams
+from htc.daemons.starter import wire_files
+from htc.daemons.starter.wire_files import SandboxSink, WireTransfer, fetch_input, output_source
 from htc.daemons.starter.zygote import JobStartError, ZygotePool
 from htc.daemons.starter.zygote_keys import ZygoteKey, eligible_module
 from htc.errors import UsageError
@@ -116,13 +118,18 @@ class Starter:
             other end is :attr:`lane_socket`; no input but the executable is brought in, its
             stdout/stderr stay in the sandbox, and no output is sent back.
         clock: how long waits take (:mod:`htc.daemons.clock`; the startd's service passes its own).
+        transfer: the job's files travel over connections to its shadow, never through its Iwd
+            (:mod:`htc.daemons.starter.wire_files`; the startd passes it when the job's
+            FileSystemDomain is not the machine's). None: the direct path.
     """
 
     def __init__(self, job_ad: Mapping[str, Any], execute_dir: Path, settings: StarterSettings | None = None,
-                 zygotes: ZygotePool | None = None, *, lane: bool = False, clock: Clock = REAL):
+                 zygotes: ZygotePool | None = None, *, lane: bool = False, clock: Clock = REAL,
+                 transfer: WireTransfer | None = None):
         self.job_ad = dict(job_ad)
         self.clock = clock
         self.lane = lane
+        self.transfer = transfer if not lane else None
         self.lane_socket: socket.socket | None = None  # the startd's end of a lane's channel
         self._lane_child: socket.socket | None = None  # the job's end, until it has started
         self.execute_dir = Path(execute_dir)
@@ -177,7 +184,13 @@ class Starter:
         try:
             # Sandbox, input files, ad files and cgroup are milliseconds of file system work per
             # job: done in the spawn thread, they leave the event loop free for other slots.
-            plan = await off_loop(self._set_up, user, uid, gid)
+            if self.transfer is not None:
+                await off_loop(self._make_sandbox, user, uid, gid)
+                assert self.sandbox is not None
+                await fetch_input(self.transfer, SandboxSink(self.sandbox.path, uid, gid))
+                plan = await off_loop(self._prepare, uid, gid)
+            else:
+                plan = await off_loop(self._set_up, user, uid, gid)
             if not await self._spawn_by_zygote(plan, uid, gid):
                 await off_loop(self._spawn, plan, uid, gid)
                 self._exit = watch_exit(self.pid)
@@ -232,10 +245,13 @@ class Starter:
         return self.user.groups if self.user is not None else ()
 
     def _set_up(self, user: JobUser | None, uid: int | None, gid: int | None) -> dict[str, Any]:
+        self._make_sandbox(user, uid, gid)
+        return self._prepare(uid, gid)
+
+    def _make_sandbox(self, user: JobUser | None, uid: int | None, gid: int | None) -> None:
         self.sandbox = sb.Sandbox.create(self.execute_dir, uid, gid)
         if user is not None:
             _check_reachable(self.sandbox.path, user)
-        return self._prepare(uid, gid)
 
     def _prepare(self, uid: int | None, gid: int | None) -> dict[str, Any]:
         box, job = self.sandbox, self.job_ad
@@ -248,14 +264,19 @@ class Starter:
             raise UsageError("the job ad has no Cmd; it needs the executable's path")
         exe = Path(cmd) if Path(cmd).is_absolute() else base / cmd
         owner, label = self._job_owner(), self._job_label()
-        if not shared_fs and job.get("TransferExecutable", True) is not False:
+        wire = self.transfer is not None  # the input is in the sandbox already (fetch_input)
+        if wire and job.get("TransferExecutable", True) is not False:
+            exe, self._exe_name = box.path / sb.CONDOR_EXEC, sb.CONDOR_EXEC
+        elif not shared_fs and job.get("TransferExecutable", True) is not False:
             exe = box.bring_in(str(exe), base, executable=True, owner=owner, job=label)
             self._exe_name = exe.name
-        if not shared_fs and not self.lane:
+        if not shared_fs and not self.lane and not wire:
             for item in sb.split_list(job.get("TransferInput")):
                 box.bring_in(item, base, owner=owner, job=label)
         stdin = path_attr(job, "In") if not self.lane else None
-        if stdin and not shared_fs and job.get("TransferIn", True) is not False:
+        if stdin and wire and job.get("TransferIn", True) is not False:
+            stdin = str(box.path / Path(stdin).name)
+        elif stdin and not shared_fs and job.get("TransferIn", True) is not False:
             stdin = str(box.bring_in(stdin, base, owner=owner, job=label))
         elif stdin:
             stdin = str(Path(stdin) if Path(stdin).is_absolute() else base / stdin)
@@ -422,7 +443,10 @@ class Starter:
         assert self.sandbox is not None
         usage = Usage(user, system, max(procs.peak_vms // 1024, rss_kib), rss_kib, self.sandbox.disk_usage_kib())
         oom = bool(self.cgroup and self.cgroup.oom_killed())
-        outputs, error = await off_loop(self._transfer_output, reaped)  # file copies: off the loop
+        if self.transfer is not None:
+            outputs, error = await self._send_output_over_wire(reaped)
+        else:
+            outputs, error = await off_loop(self._transfer_output, reaped)  # file copies: off the loop
         if not gone:
             error = (error + "; " if error else "") + "some job processes could not be killed"
         record = ExitRecord(reaped.exit_code, reaped.signal, reaped.core_dumped, oom, self._vacated, usage,
@@ -443,6 +467,17 @@ class Starter:
         skip = {self._exe_name} if self._exe_name else set()
         return send_output(job, box, self.iwd or Path.cwd(), baseline=self._baseline, skip=skip, owner=owner,
                            job=self._job_label())
+
+    async def _send_output_over_wire(self, reaped: Reaped) -> tuple[list[Path], str | None]:
+        """Send the job's output to its shadow (:mod:`htc.daemons.starter.wire_files`), which
+        writes it into the Iwd; nothing comes back to list."""
+        assert self.transfer is not None and self.sandbox is not None
+        if not sends_output(self.job_ad, vacated=self._vacated, exit_code=reaped.exit_code, lane=self.lane):
+            return [], None
+        skip = {self._exe_name} if self._exe_name else set()
+        source = output_source(self.job_ad, self.sandbox, baseline=self._baseline, skip=skip, job=self._job_label())
+        _, error = await wire_files.send_output(self.transfer, source)
+        return [], error
 
     async def _cleanup(self) -> None:
         if self.procs is not None and self.procs.main_alive:

@@ -37,7 +37,8 @@ here, the one import path for every message (``from htc.wire import messages as 
 * :mod:`.negotiation` -- resource requests and match notifications;
 * :mod:`.claims` -- claiming a slot, running its job, the job's progress, output and exit,
   vacating, suspending, draining;
-* :mod:`.lanes` -- the calls of a call lane.
+* :mod:`.lanes` -- the calls of a call lane;
+* :mod:`.transfer` -- a job's files over the connection (input, output, file streams).
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ from htc.wire.messages.negotiation import (MATCH_LAPSED, GetResourceRequests, Ma
                                            ResourceRequests)
 from htc.wire.messages.schedd import (ActOnJobs, ActOnJobsReply, EditJobs, EditReply, JobAction, QueryJobs,
                                       Reschedule, SetUserPriority, Submit, SubmissionId, SubmitReply)
+from htc.wire.messages.transfer import (MAX_TRANSFER_CHUNK, FetchInput, FetchOutput, FileData, FileDone,
+                                        FileEntry, SendOutput, SpoolInput, TransferEnd)
 from htc.wire.messages.schema import (INT64_MAX, MODE, AdText, AttrName, Count, DaemonName, Int, JobId,
                                       Message, NonEmpty, Positive, Record, Seconds)
 
@@ -74,6 +77,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     GetResourceRequests, ResourceRequests, MatchNotify,
     RequestClaim, ClaimReply, ActivateClaim, ClaimKeepAlive, ReleaseClaim,
     StarterUpdate, JobOutput, JobExited, RunCalls, CallsDone, MoreCalls, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
+    FetchInput, SendOutput, SpoolInput, FetchOutput, FileEntry, FileData, FileDone, TransferEnd,
 )
 
 AnyMessage = Union[MESSAGE_TYPES]  # type: ignore[valid-type]
@@ -146,4 +150,5 @@ __all__ = ["Ack", "ActOnJobs", "ActOnJobsReply", "ActivateClaim", "AdText", "AdT
            "Record", "ReleaseClaim", "RequestClaim", "Reschedule", "ResourceRequest",
            "ResourceRequests", "RunCalls", "Seconds", "SetUserPriority", "ShutdownHow",
            "StarterUpdate", "SubmissionId", "Submit", "SubmitReply", "Suspend", "UpdateAd",
-           "Vacate", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]
+           "Vacate", "FetchInput", "SendOutput", "SpoolInput", "FetchOutput", "FileEntry", "FileData", "FileDone", "TransferEnd",
+           "MAX_TRANSFER_CHUNK", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]

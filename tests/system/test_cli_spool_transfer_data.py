@@ -1,0 +1,122 @@
+"""``htc submit -spool`` and ``htc transfer_data`` on a real pool.
+
+The input travels to the schedd's spool over the connection (the job waits on hold with code
+16 meanwhile), so the submitter may change its copies at once; the job runs from the spool,
+its output stays there and the job stays in the queue, Completed, until ``htc transfer_data``
+fetches the output over the connection into the submit directory; then the job leaves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from poolutil import Pool, open_pool, wait_for
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = """#!/bin/sh
+sha256sum data.txt
+cat indir/x.txt
+cat > stdin_copy.txt
+echo made > made.txt
+"""
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with open_pool("COLLECTOR, NEGOTIATOR, STARTD, SCHEDD") as started:
+        yield started
+
+
+def _htc(pool: Pool, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "htc.cli.main", *args], cwd=cwd, env=pool.env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def _status(pool: Pool, cluster: int):
+    rows = pool.jobs(f"ClusterId == {cluster}", "JobStatus", "Iwd", "HoldReasonCode")
+    return rows[0] if rows else None
+
+
+def test_spooled_input_runs_from_the_spool_and_transfer_data_fetches_the_output(pool):
+    sub = pool.work / "spooler"
+    (sub / "indir").mkdir(parents=True)
+    data = os.urandom(2 * 1024 * 1024 + 3)
+    (sub / "data.txt").write_bytes(data)
+    (sub / "indir" / "x.txt").write_text("from indir\n")
+    (sub / "in.txt").write_text("stdin text\n")
+    (sub / "job.sh").write_text(SCRIPT)
+    (sub / "job.sh").chmod(0o755)
+    (sub / "job.sub").write_text(
+        "executable = job.sh\nshould_transfer_files = YES\ntransfer_input_files = data.txt, indir\n"
+        "input = in.txt\noutput = out.txt\nerror = err.txt\nlog = job.log\n"
+        'transfer_output_remaps = "made.txt = results/made.txt"\nqueue\n')
+    (sub / "results").mkdir()
+    done = _htc(pool, sub, "submit", "-spool", "job.sub")
+    assert done.returncode == 0, done.stderr
+    assert "Spooling data files for 1 jobs..." in done.stdout
+    cluster = int(done.stdout.split("submitted to cluster ")[1].split(".")[0])
+    # the submitter's copies may change at once: the job has its own in the spool
+    (sub / "data.txt").write_bytes(b"changed after submit\n")
+    (sub / "indir" / "x.txt").unlink()
+    job = wait_for(lambda: (lambda j: j if j and j["JobStatus"] == 4 else None)(_status(pool, cluster)), timeout=90,
+                   what=f"job {cluster}.0 completed and still in the queue")
+    assert Path(job["Iwd"]).is_relative_to(pool.home / "spool")
+    assert not (sub / "out.txt").exists()  # the output waits in the spool
+    done = _htc(pool, sub, "transfer_data", str(cluster))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Fetching data files...")
+    out = (sub / "out.txt").read_text().splitlines()
+    assert out[0].split()[0] == hashlib.sha256(data).hexdigest()
+    assert out[1] == "from indir"
+    assert (sub / "stdin_copy.txt").read_text() == "stdin text\n"
+    assert (sub / "results" / "made.txt").read_text() == "made\n"
+    assert not (sub / "condor_exec.exe").exists() and not (sub / "made.txt").exists()
+    assert "Job terminated" in (sub / "job.log").read_text()
+    assert _status(pool, cluster) is None  # fetched: the job left the queue
+    assert not Path(job["Iwd"]).exists()
+    again = _htc(pool, sub, "transfer_data", str(cluster))
+    assert again.returncode == 1 and "No completed jobs with spooled output" in again.stderr
+
+
+def test_a_spooled_job_waits_on_hold_16_until_its_input_arrives(pool):
+    sub = pool.work / "missing"
+    sub.mkdir()
+    (sub / "job.sub").write_text("executable = /bin/true\ntransfer_input_files = absent.txt\n"
+                                 "should_transfer_files = YES\nqueue\n")
+    (sub / "absent.txt").write_text("here at submit time\n")
+
+    from htc.client import submit
+    from htc.client.spool import SPOOL_COMMANDS, spool_input
+
+    result = submit((sub / "job.sub").read_text(), cwd=str(sub), append=SPOOL_COMMANDS, transport=pool.transport)
+    job = _status(pool, result.cluster_id)
+    assert (job["JobStatus"], job["HoldReasonCode"]) == (5, 16)
+    (sub / "absent.txt").unlink()
+    with pytest.raises(Exception, match="absent.txt"):
+        spool_input(result.cluster_id, transport=pool.transport)
+    job = _status(pool, result.cluster_id)
+    assert (job["JobStatus"], job["HoldReasonCode"]) == (5, 16)  # still waiting for its input
+
+
+def test_remote_names_the_schedd_and_spools(pool):
+    sub = pool.work / "remote"
+    sub.mkdir()
+    (sub / "in.txt").write_text("x\n")
+    (sub / "job.sub").write_text("executable = /bin/cat\ninput = in.txt\noutput = out.txt\n"
+                                 "should_transfer_files = YES\nqueue\n")
+    done = _htc(pool, sub, "submit", "-remote", "schedd", "job.sub")
+    assert done.returncode == 0, done.stderr
+    assert "Spooling data files for 1 jobs..." in done.stdout
+    cluster = int(done.stdout.split("submitted to cluster ")[1].split(".")[0])
+    rows = pool.jobs(f"ClusterId == {cluster}", "HTCSpooledInput", "SUBMIT_Iwd")
+    assert rows[0]["HTCSpooledInput"] == "condor_exec.exe,in.txt" and rows[0]["SUBMIT_Iwd"] == str(sub)
+    wait_for(lambda: _status(pool, cluster)["JobStatus"] == 4, timeout=90, what="the job completed")
+    assert _htc(pool, sub, "transfer_data", "-all").returncode == 0
+    assert (sub / "out.txt").read_text() == "x\n"
