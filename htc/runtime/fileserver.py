@@ -145,6 +145,8 @@ class FileServer:
     def resolve(self, path: bytes, flags: int, mode: int = 0) -> int:
         """Open ``path`` beneath the root (``flags`` as for open(2)); raise OSError, with EXDEV
         (shown to the program as EACCES) for a path that escapes."""
+        if b"\0" in path:
+            raise ValueError("NUL in a path")
         if not path or path.startswith(b"/"):
             raise OSError(errno.EXDEV if path else errno.ENOENT, "outside the job's root")
         flags |= os.O_CLOEXEC
