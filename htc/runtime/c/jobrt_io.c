@@ -189,9 +189,22 @@ int64_t jobrt_io_call(int op, int64_t h, int64_t a1, int64_t a2, const char *pat
     if (sock < 0 || !jobrt_io_on) { pthread_mutex_unlock(&lock); errno = EIO; return -1; }
     struct iovec iov[4] = {{obuf, olen}, {&q, sizeof q}, {(void *)path, plen}, {(void *)data, dlen}};
     olen = 0;
-    if (send_all(iov, 4) < 0 || recv_all(rep, sizeof *rep) < 0) goto fail;
+    if (send_all(iov, 4) < 0) goto fail;
+    /* One recvmsg takes the header and (usually) the data: only this reply is in flight, so
+     * nothing beyond it can arrive. */
+    struct iovec riov[2] = {{rep, sizeof *rep}, {rbuf, rcap}};
+    struct msghdr m = {.msg_iov = riov, .msg_iovlen = rcap ? 2 : 1};
+    ssize_t got;
+    do got = recvmsg(sock, &m, 0); while (got < 0 && errno == EINTR);
+    if (got <= 0) goto fail;
+    size_t have = 0;
+    if ((size_t)got < sizeof *rep) {
+        if (recv_all((char *)rep + got, sizeof *rep - got) < 0) goto fail;
+    } else {
+        have = got - sizeof *rep;
+    }
     size_t take = rep->dlen < rcap ? rep->dlen : rcap;
-    if (take && recv_all(rbuf, take) < 0) goto fail;
+    if (take > have && recv_all((char *)rbuf + have, take - have) < 0) goto fail;
     for (size_t left = rep->dlen - take; left > 0;) {   /* drop what does not fit */
         char sink[4096];
         size_t k = left < sizeof sink ? left : sizeof sink;
