@@ -45,9 +45,11 @@ void *jobrt_io_real(const char *name) {
 }
 
 static void child_after_fork(void) {
-    /* The child shares the parent's connection; interleaved requests would corrupt it. */
-    jobrt_io_on = 0;
+    /* The child shares the parent's connection; interleaved requests would corrupt it. Its
+     * remote calls fail with EIO (remote paths stay remote: they must not fall through to
+     * whatever the execute side has under the same name). */
     sock = -1;
+    olen = 0;   /* the parent sends what it queued */
 }
 
 __attribute__((constructor)) static void jobrt_io_init(void) {
@@ -138,12 +140,14 @@ static int recv_all(void *buf, size_t n) {
 }
 
 static void broken(void) {
-    /* The server went away: every remote call now fails with EIO (local calls are unaffected). */
-    jobrt_io_on = 0;
+    /* The server went away: every remote call now fails with EIO (local calls are unaffected)
+     * until jobrt_io_reconnect(). */
+    sock = -1;
 }
 
 static int flush_locked(void) {
     if (!olen) return 0;
+    if (sock < 0) { olen = 0; errno = EIO; return -1; }
     struct iovec iov = {obuf, olen};
     olen = 0;
     if (send_all(&iov, 1) < 0) { broken(); errno = EIO; return -1; }
@@ -186,7 +190,7 @@ int64_t jobrt_io_call(int op, int64_t h, int64_t a1, int64_t a2, const char *pat
     struct jobrt_rep local;
     if (!rep) rep = &local;
     pthread_mutex_lock(&lock);
-    if (sock < 0 || !jobrt_io_on) { pthread_mutex_unlock(&lock); errno = EIO; return -1; }
+    if (sock < 0) { pthread_mutex_unlock(&lock); errno = EIO; return -1; }
     struct iovec iov[4] = {{obuf, olen}, {&q, sizeof q}, {(void *)path, plen}, {(void *)data, dlen}};
     olen = 0;
     if (send_all(iov, 4) < 0) goto fail;
@@ -367,8 +371,9 @@ int jobrt_io_remote_files(struct jobrt_rfile *out, int max) {
 
 int jobrt_io_reconnect(void) {
     const char *fd = getenv("JOBRT_IO_FD");
-    if (fd) sock = atoi(fd);
-    if (sock < 0 || fcntl(sock, F_GETFD) < 0) { errno = EBADF; return -1; }
+    if (!fd || !prefix_len) { errno = EINVAL; return -1; }   /* the shim was never configured */
+    sock = atoi(fd);
+    if (fcntl(sock, F_GETFD) < 0) { sock = -1; errno = EBADF; return -1; }
     olen = 0;
     jobrt_io_on = 1;
     int failed = 0, err = 0;
