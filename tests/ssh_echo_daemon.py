@@ -9,7 +9,8 @@ It listens on ``SOCKET_DIR/NAME.sock`` (default ``echo``) through the real UnixT
   variable, default 0) per message to make the sender wait on flow control;
 * ``Reconfig`` with ``Ack(detail=<bytes counted on this connection>)``.
 
-It prints ``ready`` once listening and serves until killed.
+It prints ``ready`` once listening and serves until killed. With ``--tcp HOST:PORT`` it also
+serves the same conversation on plain TCP (the benchmark's yardstick).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import os
 import sys
 
 from htc.wire import messages as m
-from htc.wire.transport import UnixTransport
+from htc.wire.transport import Connection, PeerInfo, UnixTransport
 
 
-async def main(socket_dir: str, name: str) -> None:
+async def main(socket_dir: str, name: str, tcp: str | None = None) -> None:
     slow = float(os.environ.get("SLOW", "0"))
 
     async def handler(conn) -> None:
@@ -42,11 +43,27 @@ async def main(socket_dir: str, name: str) -> None:
             else:
                 await conn.send(m.ErrorReply(code="unknown_request", message=type(msg).__name__))
 
+    async def tcp_client(reader, writer) -> None:
+        conn = Connection(reader, writer, peer=PeerInfo(host=writer.get_extra_info("peername")[0]))
+        try:
+            await handler(conn)
+        except Exception:  # noqa: BLE001 - the client went away; the benchmark's server serves on
+            writer.close()
+
     async with asyncio.TaskGroup() as tg:
         await UnixTransport(socket_dir).start_server(name, handler, task_group=tg)
+        if tcp:
+            host, _, port = tcp.rpartition(":")
+            await asyncio.start_server(tcp_client, host, int(port), limit=2 ** 20)
         print("ready", flush=True)
         await asyncio.Event().wait()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "echo"))
+    args = sys.argv[1:]
+    tcp_at = None
+    if "--tcp" in args:
+        i = args.index("--tcp")
+        tcp_at = args[i + 1]
+        del args[i:i + 2]
+    asyncio.run(main(args[0], args[1] if len(args) > 1 else "echo", tcp_at))

@@ -69,7 +69,8 @@ def daemon_credentials(pool_key: bytes, domain: str, *, lifetime: float = DAEMON
 
 def ssh_options(config, *, pool_key: bytes | None = None, known_hosts_file: str | None = None) -> SshOptions:
     """SshOptions from the SSH_* knobs; trusting the pool CA when ``pool_key`` is given."""
-    ciphers = str(config.param("SSH_CIPHERS") or "").replace(",", " ").split()
+    value = config.param("SSH_CIPHERS") or ()
+    ciphers = value.replace(",", " ").split() if isinstance(value, str) else [str(v) for v in value]
     return SshOptions(keepalive_interval=float(config.param("SSH_KEEPALIVE_INTERVAL")),
                       keepalive_count_max=int(config.param("SSH_KEEPALIVE_COUNT_MAX")),
                       connect_timeout=float(config.param("SSH_CONNECT_TIMEOUT")),

@@ -161,15 +161,15 @@ class KnownHosts:
         """Whether ``key`` may be ``host:port``'s: recorded before, or recorded now (first use)."""
         known = self.lookup(host, port)
         if known:
-            return key in known
+            return any(k.public_data == key.public_data for k in known)
         self.record(host, port, key)
         return True
 
     def record(self, host: str, port: int, key: asyncssh.SSHKey) -> None:
         """Append ``host:port``'s key to the file (mode 0600)."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        line = f"{self._pattern(host, port)} {key.export_public_key().decode().split()[0]} " \
-               f"{key.export_public_key().decode().split()[1]}\n"
+        alg, data = key.export_public_key().decode().split()[:2]
+        line = f"{self._pattern(host, port)} {alg} {data}\n"
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "a") as f:
             f.write(line)
