@@ -1,7 +1,8 @@
 """The client side of the SSH transport's tests, run inside the client's network namespace.
 
 ``python ssh_probe.py '<json>'``: the JSON names a ``scenario`` and its parameters (``host``,
-``port``, ``key`` = the pool key file, ``who`` = ``pool`` | ``alice`` | ``wrong`` | ``anon``,
+``port``, ``key`` = the pool key file, ``who`` = ``pool`` | ``alice`` | ``wrong`` | ``anon`` | ``sshkey``
+(with ``identity`` and ``client_keys``),
 ``keepalive``, ``count_max``, ``connect_timeout``). Each scenario prints JSON lines on stdout; a
 line ``{"wait": ...}`` means "tell me on stdin (any line) when to go on". Errors are printed as
 ``{"error": "<class>", "text": ..., "after": seconds}`` rather than raised, so the test reads
@@ -49,10 +50,13 @@ def transport(p: dict) -> SshTransport:
     elif who == "wrong":
         token = tokens.mint(os.urandom(64), "mallory@testpool", issuer="testpool", now=time.time())
         creds = lambda: ("mallory@testpool", token)  # noqa: E731
+    elif who == "sshkey":
+        creds = lambda: (p["identity"], None)  # noqa: E731
     else:
         creds = lambda: None  # noqa: E731
     opts = SshOptions(keepalive_interval=p.get("keepalive", 15.0), keepalive_count_max=p.get("count_max", 3),
-                      connect_timeout=p.get("connect_timeout", 20.0), trusted=pool_known_hosts(key))
+                      connect_timeout=p.get("connect_timeout", 20.0), trusted=pool_known_hosts(key),
+                      client_keys=tuple(p.get("client_keys", ())))
     return SshTransport(creds, opts)
 
 

@@ -12,7 +12,8 @@ message: an SSH handshake costs several round trips and ~6 ms of CPU, a channel 
 trips.
 
 **Authentication.** Each new SSH connection asks the ``credentials`` callable for
-``(username, token)``; the token is sent as the SSH password and the shared port checks it with
+``(username, token)``; the token is sent as the SSH password (after the SSH keys of
+``client_keys``, if any, for an identity whose public key the shared port lists) and the shared port checks it with
 the pool key (:mod:`htc.wire.tokens`). ``None`` means "prove nothing": the client logs in as
 ``unauthenticated`` and daemons treat it as ``unauthenticated@unmapped``. Where tokens come from
 is the caller's business (daemons mint ``condor_pool@TRUST_DOMAIN`` from the pool key; users have a
@@ -87,6 +88,9 @@ class SshOptions:
     known_hosts_file: str | None = None
     #: asyncssh ``known_hosts`` for clients holding the pool key (from ssh_keys.pool_known_hosts)
     trusted: tuple | None = field(default=None, compare=False)
+    #: SSH private keys (paths or asyncssh keys) offered before the token, for an identity whose
+    #: public key the shared port lists (SHARED_PORT_AUTHORIZED_KEYS)
+    client_keys: tuple = ()
 
 
 class _Client(asyncssh.SSHClient):
@@ -308,10 +312,14 @@ class SshTransport(Transport):
         extra = {}
         if opts.trusted is None:
             extra["server_host_key_algs"] = ["ssh-ed25519"]  # TOFU pins the plain key, not the certificate
+        if opts.client_keys:
+            auth = ("publickey", "password") if password is not None else ("publickey",)
+        else:
+            auth = ("password",) if password is not None else ("none",)
         conn = await asyncssh.connect(
             host, port, client_factory=factory, username=username, password=password,
-            known_hosts=known_hosts, client_keys=None, agent_path=None, config=None,
-            preferred_auth="password" if password is not None else "none",
+            known_hosts=known_hosts, client_keys=list(opts.client_keys) or None, agent_path=None, config=None,
+            preferred_auth=",".join(auth),
             encryption_algs=list(opts.ciphers), keepalive_interval=opts.keepalive_interval,
             keepalive_count_max=opts.keepalive_count_max, connect_timeout=timeout,
             login_timeout=timeout, window=opts.window, max_pktsize=opts.max_pktsize, **extra)

@@ -35,7 +35,7 @@ from htc.errors import UsageError
 from htc.wire.poolkey import derive
 
 __all__ = ["HostKeyError", "KnownHosts", "certify_host_key", "load_or_create_host_key", "pool_ca",
-           "pool_known_hosts"]
+           "pool_known_hosts", "read_authorized_keys"]
 
 #: how long a host certificate made at start stays valid (the shared port makes a new one each start)
 CERT_LIFETIME = 365 * 24 * 3600.0
@@ -124,6 +124,39 @@ def certify_host_key(ca: asyncssh.SSHKey, host_key: asyncssh.SSHKey, *, now: flo
 def pool_known_hosts(pool_key: bytes) -> tuple[list, list, list]:
     """asyncssh's ``known_hosts`` for a client holding the pool key: trust the pool CA, nothing else."""
     return [], [pool_ca(pool_key).convert_to_public()], []
+
+
+def read_authorized_keys(path: str | os.PathLike) -> dict[str, list[asyncssh.SSHKey]]:
+    """``identity -> [public keys]`` from a file of ``IDENTITY KEYTYPE BASE64 [comment]`` lines.
+
+    Blank lines and ``#`` comments are skipped.
+
+    Raises:
+        HostKeyError: the file cannot be read, others can change it, or a line is not a key
+            (the message names the file and the line).
+    """
+    path = Path(path)
+    try:
+        st = path.stat()
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise HostKeyError(f"cannot read the authorized keys file {path}: {exc.strerror}") from exc
+    if st.st_mode & 0o022:
+        raise HostKeyError(f"refusing the authorized keys file {path}: it has mode {stat.S_IMODE(st.st_mode):04o}, "
+                           f"so other users could add their keys; run 'chmod go-w {path}'")
+    keys: dict[str, list[asyncssh.SSHKey]] = {}
+    for number, line in enumerate(lines, 1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        try:
+            if len(fields) < 3 or "@" not in fields[0]:
+                raise ValueError("expected IDENTITY KEYTYPE BASE64")
+            key = asyncssh.import_public_key(f"{fields[1]} {fields[2]}")
+        except (asyncssh.KeyImportError, ValueError) as exc:
+            raise HostKeyError(f"{path}, line {number}: not 'IDENTITY KEYTYPE BASE64' ({exc})") from None
+        keys.setdefault(fields[0], []).append(key)
+    return keys
 
 
 class KnownHosts:

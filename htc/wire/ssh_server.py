@@ -226,7 +226,7 @@ class _ServerConn(asyncssh.SSHServer):
         return bool(self.owner.authorized_keys)
 
     def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
-        if key in self.owner.authorized_keys.get(username, ()):
+        if any(k.public_data == key.public_data for k in self.owner.authorized_keys.get(username, ())):
             self.identity = username
             self.method = "ssh-key"
             return True

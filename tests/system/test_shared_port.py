@@ -233,6 +233,34 @@ def test_garbage_on_the_raw_port_is_refused_and_the_port_serves_on(hosts):
     assert a.shared_port.poll() is None
 
 
+def test_an_ssh_key_listed_for_an_identity_logs_in_as_it():
+    import asyncssh
+
+    pair = NetnsPair()
+    keys = Path(tempfile.mkdtemp(prefix="htcsk"))
+    a = None
+    try:
+        bob, eve = asyncssh.generate_private_key("ssh-ed25519"), asyncssh.generate_private_key("ssh-ed25519")
+        for name, key in (("bob", bob), ("eve", eve)):
+            (keys / name).write_bytes(key.export_private_key())
+            os.chmod(keys / name, 0o600)
+        listed = keys / "authorized"
+        listed.write_text(f"# who may log in with a key\nbob@testpool {bob.export_public_key().decode()}")
+        a = HostA(pair, SHARED_PORT_AUTHORIZED_KEYS=str(listed))
+        a.start_shared_port()
+        a.start_echo()
+        out = run_probe(pair, a, "ping", who="sshkey", identity="bob@testpool", client_keys=[str(keys / "bob")])
+        assert out["pong"] == "10.201.0.2|bob@testpool|ssh-key", out
+        out = run_probe(pair, a, "ping", who="sshkey", identity="bob@testpool", client_keys=[str(keys / "eve")])
+        assert out["error"] == "LoginRefused", out
+        assert wait_until(lambda: "public key not listed" in a.log_text(), what="the refusal logged")
+    finally:
+        pair.close()
+        shutil.rmtree(keys, ignore_errors=True)
+        if a is not None:
+            a.close()
+
+
 @pytest.mark.parametrize("which", ["pool key", "host key"])
 def test_shared_port_refuses_a_key_others_can_read(which):
     pair = NetnsPair()

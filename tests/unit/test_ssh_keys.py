@@ -8,7 +8,7 @@ import asyncssh
 import pytest
 
 from htc.wire.ssh_keys import (HostKeyError, KnownHosts, certify_host_key, load_or_create_host_key, pool_ca,
-                               pool_known_hosts)
+                               pool_known_hosts, read_authorized_keys)
 
 
 def test_host_key_is_created_private_and_then_reused(tmp_path):
@@ -65,3 +65,18 @@ def test_known_hosts_trusts_on_first_use_and_refuses_a_changed_key(tmp_path):
     assert not known.check("10.0.0.1", 9618, other)             # someone else: refused
     assert known.check("10.0.0.1", 9619, other)                 # another port is another host
     assert "[10.0.0.1]:9618 ssh-ed25519 " in known.path.read_text()
+
+
+def test_authorized_keys_map_identities_to_keys_and_refuse_what_others_can_change(tmp_path):
+    bob = asyncssh.generate_private_key("ssh-ed25519").convert_to_public()
+    path = tmp_path / "authorized"
+    path.write_text(f"# comment\n\nbob@pool {bob.export_public_key().decode().strip()} bob's laptop\n")
+    os.chmod(path, 0o644)
+    assert [k.public_data for k in read_authorized_keys(path)["bob@pool"]] == [bob.public_data]
+    os.chmod(path, 0o666)
+    with pytest.raises(HostKeyError, match=rf"{path}.*0666.*chmod go-w"):
+        read_authorized_keys(path)
+    os.chmod(path, 0o644)
+    path.write_text("bob ssh-ed25519 AAAA\n")
+    with pytest.raises(HostKeyError, match=rf"{path}, line 1"):
+        read_authorized_keys(path)

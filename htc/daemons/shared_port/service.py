@@ -5,8 +5,9 @@
 first start) could be read by other users, naming the file and its mode (``python -m
 htc.daemons`` then exits with status 4, so the master does not restart it in a loop). At start the
 host key is certified by the pool's SSH CA (:mod:`htc.wire.ssh_keys`). Tokens presented as SSH
-passwords are checked against the pool key with TRUST_DOMAIN as issuer; every refused login is
-logged as ``PERMISSION DENIED`` with the client's address and why.
+passwords are checked against the pool key with TRUST_DOMAIN as issuer; SSH public keys listed in
+SHARED_PORT_AUTHORIZED_KEYS are the other way in; every refused login is logged as
+``PERMISSION DENIED`` with the client's address and why.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from htc.daemons.shared_port.settings import SharedPortSettings
 from htc.errors import UsageError
 from htc.wire import tokens
 from htc.wire.poolkey import read_pool_key
-from htc.wire.ssh_keys import certify_host_key, load_or_create_host_key, pool_ca
+from htc.wire.ssh_keys import certify_host_key, load_or_create_host_key, pool_ca, read_authorized_keys
 from htc.wire.ssh_server import SharedPortServer
 
 #: the shared port's own socket name (Ping, Reconfig); never a forwarding target
@@ -63,6 +64,8 @@ def make_service(paths: DaemonPaths, clock: Clock = REAL) -> SharedPortService:
         raise UsageError("the shared port needs TRUST_DOMAIN (or COLLECTOR_HOST) to check tokens' issuer")
     pool_key = read_pool_key(first.pool_key_file)
     host_key, created = load_or_create_host_key(host_key_path(paths))
+    if first.authorized_keys:
+        read_authorized_keys(first.authorized_keys)  # refuse a broken or unsafe file now, not per login
     service = SharedPortService(SharedPort(first), paths, settings, pool_key, host_key, clock=clock)
     if created:
         service.log.info("created this host's SSH key %s", host_key_path(paths))
@@ -95,8 +98,9 @@ class SharedPortService(DaemonService):
     async def _listen(self, action: Listen) -> None:
         settings = self.core.settings
         cert = certify_host_key(pool_ca(self.pool_key), self.host_key, now=time.time())
+        authorized = read_authorized_keys(settings.authorized_keys) if settings.authorized_keys else {}
         server = SharedPortServer(self.paths.sockets, (self.host_key, cert), self._verify,
-                                  on_refusal=self._refused, own_name=ADDRESS)
+                                  on_refusal=self._refused, own_name=ADDRESS, authorized_keys=authorized)
         try:
             await server.start(action.interface, action.port, keepalive_interval=settings.keepalive_interval,
                                keepalive_count_max=settings.keepalive_count_max, ciphers=settings.ciphers or None,

@@ -32,3 +32,4 @@ class SharedPortSettings:
     ciphers: tuple[str, ...] = knob("SSH_CIPHERS", (), convert=cipher_list)
     pool_key_file: str = knob("SEC_TOKEN_POOL_SIGNING_KEY_FILE", "")
     trust_domain: str = knob("TRUST_DOMAIN", "")
+    authorized_keys: str = knob("SHARED_PORT_AUTHORIZED_KEYS", "")
