@@ -5,7 +5,8 @@ A stop-gap until the multi-host harness (tests/netns_hosts.py) lands: :class:`Ne
 each with 10.201.0.1/24 and 10.201.0.2/24, and ``lo`` up in both (a new namespace's loopback is
 down: netns-harness.md §1). :meth:`NetnsPair.spawn` starts a process inside one namespace
 (``ip netns exec`` execs in place, so the Popen's pid is the process); :meth:`close` kills every
-process it started (its process group) and deletes both namespaces, which removes the veths,
+process it started (its process group) and every process still in either namespace, and
+deletes both namespaces, which removes the veths,
 whatever happened in the test. Everything needs root; :func:`netns_available` probes for it.
 """
 
@@ -107,6 +108,13 @@ class NetnsPair:
                 pass  # a process stuck in the kernel; the namespaces are removed anyway
         self.procs.clear()
         for ns in (self.a, self.b):
+            # whatever else runs in the namespace (a master's daemons, in sessions of their own)
+            pids = _ip("netns", "pids", ns, check=False).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass  # gone already
             _ip("netns", "del", ns, check=False)
 
     def __enter__(self) -> NetnsPair:

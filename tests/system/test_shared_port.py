@@ -233,6 +233,23 @@ def test_garbage_on_the_raw_port_is_refused_and_the_port_serves_on(hosts):
     assert a.shared_port.poll() is None
 
 
+def test_the_master_runs_the_shared_port_in_network_mode_and_real_daemons_answer_through_it():
+    pair = NetnsPair()
+    a = HostA(pair, DAEMON_LIST="MASTER, COLLECTOR", MASTER_UPDATE_INTERVAL="5")
+    try:
+        master = pair.spawn(pair.a, [sys.executable, "-m", "htc.daemons", "master", "-home", str(a.home)],
+                            env=a.env, stderr=open(a.home / "master.stderr", "ab"))
+        wait_until(lambda: "accepting SSH" in a.log_text() or master.poll() is not None,
+                   what="the master to start the shared port")
+        assert master.poll() is None, (a.home / "master.stderr").read_text()
+        wait_until(lambda: (a.home / "sockets" / "collector.sock").exists(), what="the collector")
+        out = run_probe(pair, a, "ping", name="collector")
+        assert out.get("pong") == "collector", out
+    finally:
+        pair.close()
+        a.close()
+
+
 def test_an_ssh_key_listed_for_an_identity_logs_in_as_it():
     import asyncssh
 
