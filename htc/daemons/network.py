@@ -19,19 +19,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from htc.wire import tokens
 from htc.wire.address import parse_host_port
 from htc.wire.errors import BadAddress
 from htc.wire.poolkey import read_pool_key
-from htc.wire.routing import RoutingTransport
-from htc.wire.ssh_client import DEFAULT_CIPHERS, SshOptions, SshTransport
-from htc.wire.ssh_keys import pool_known_hosts
-from htc.wire.transport import Transport, UnixTransport
+from htc.wire.transport import Transport
+
+# htc.wire.ssh_* import asyncssh (a quarter of a second): only a daemon in network mode pays it,
+# so those imports are made inside the functions that need them.
 
 __all__ = ["DAEMON_TOKEN_LIFETIME", "POOL_USER", "daemon_credentials", "daemon_transport", "network_mode",
-           "ssh_options", "trust_domain"]
+           "own_endpoints", "ssh_options", "trust_domain"]
 
 #: the identity daemons prove to each other across hosts (HTCondor's)
 POOL_USER = "condor_pool"
@@ -58,7 +57,7 @@ def trust_domain(config) -> str:
 
 def daemon_credentials(pool_key: bytes, domain: str, *, lifetime: float = DAEMON_TOKEN_LIFETIME,
                        clock: Callable[[], float] = time.time) -> Callable[[], tuple[str, str]]:
-    """A credentials callable for :class:`SshTransport` minting ``condor_pool@domain`` tokens."""
+    """A credentials callable for the SshTransport minting ``condor_pool@domain`` tokens."""
     identity = f"{POOL_USER}@{domain}"
 
     def credentials() -> tuple[str, str]:
@@ -67,8 +66,11 @@ def daemon_credentials(pool_key: bytes, domain: str, *, lifetime: float = DAEMON
     return credentials
 
 
-def ssh_options(config, *, pool_key: bytes | None = None, known_hosts_file: str | None = None) -> SshOptions:
+def ssh_options(config, *, pool_key: bytes | None = None, known_hosts_file: str | None = None):
     """SshOptions from the SSH_* knobs; trusting the pool CA when ``pool_key`` is given."""
+    from htc.wire.ssh_client import DEFAULT_CIPHERS, SshOptions
+    from htc.wire.ssh_keys import pool_known_hosts
+
     value = config.param("SSH_CIPHERS") or ()
     ciphers = value.replace(",", " ").split() if isinstance(value, str) else [str(v) for v in value]
     return SshOptions(keepalive_interval=float(config.param("SSH_KEEPALIVE_INTERVAL")),
@@ -79,15 +81,29 @@ def ssh_options(config, *, pool_key: bytes | None = None, known_hosts_file: str 
                       trusted=pool_known_hosts(pool_key) if pool_key is not None else None)
 
 
-def daemon_transport(socket_dir: str | Path, config, own_endpoints=()) -> Transport:
-    """The transport a daemon uses: Unix sockets only, or (network mode) routed with SSH.
+def own_endpoints(config) -> set[tuple[str, int]]:
+    """The ``(host, port)`` pairs that name this host's shared port (its address, name, interface)."""
+    from htc.config.hostname import full_hostname, local_ip
+
+    port = int(config.param("SHARED_PORT_PORT"))
+    hosts = {local_ip(), full_hostname(config), "127.0.0.1", "localhost"}
+    interface = str(config.param("NETWORK_INTERFACE") or "").strip()
+    if interface and interface != "*":
+        hosts.add(interface)
+    return {(host, port) for host in hosts if host}
+
+
+def daemon_transport(local: Transport, config) -> Transport:
+    """The transport a daemon sends with: ``local`` alone, or (network mode) routed with SSH.
 
     Raises:
         PoolKeyError: network mode, and the pool key is missing or others can read it.
     """
-    local = UnixTransport(socket_dir)
     if not network_mode(config):
         return local
+    from htc.wire.routing import RoutingTransport
+    from htc.wire.ssh_client import SshTransport
+
     key = read_pool_key(config.param("SEC_TOKEN_POOL_SIGNING_KEY_FILE"))
     remote = SshTransport(daemon_credentials(key, trust_domain(config)), ssh_options(config, pool_key=key))
-    return RoutingTransport(local, remote, own_endpoints)
+    return RoutingTransport(local, remote, own_endpoints(config))

@@ -10,14 +10,16 @@ import pytest
 from htc.config import load_config
 from htc.daemons import core as c
 from htc.daemons.master.service import settings_from_config as master_settings
-from htc.daemons.network import daemon_credentials, network_mode, ssh_options, trust_domain
+from htc.daemons.network import daemon_credentials, daemon_transport, network_mode, ssh_options, trust_domain
 from htc.daemons.shared_port.core import SharedPort
 from htc.daemons.shared_port.events import Listen, ListenFailed
 from htc.daemons.shared_port.service import settings_from_config
 from htc.wire import messages as m
 from htc.wire import tokens
+from htc.wire.poolkey import PoolKeyError
 from htc.wire.routing import RoutingTransport
-from htc.wire.transport import Transport
+from htc.wire.ssh_client import SshTransport
+from htc.wire.transport import Transport, UnixTransport
 
 
 def config(**knobs):
@@ -99,3 +101,19 @@ def test_shared_port_core_listens_once_started_and_exits_when_it_cannot():
     reply = core.handle(c.Received(m.QueryMaster(), conn_id=3), 3)
     assert reply[0].msg.code == "unknown_request"
     assert core.next_deadline() is None
+
+
+def test_daemons_send_over_ssh_only_in_network_mode_and_only_with_the_pool_key(tmp_path):
+    local = UnixTransport(tmp_path / "sockets")
+    assert daemon_transport(local, config(COLLECTOR_HOST="127.0.0.1:0")) is local
+    key = tmp_path / "POOL"
+    with pytest.raises(PoolKeyError, match=str(key)):
+        daemon_transport(local, config(COLLECTOR_HOST="cm:9618", SEC_TOKEN_POOL_SIGNING_KEY_FILE=key))
+    key.write_bytes(os.urandom(64))
+    key.chmod(0o600)
+    routed = daemon_transport(local, config(COLLECTOR_HOST="cm:9618", SEC_TOKEN_POOL_SIGNING_KEY_FILE=key,
+                                            SHARED_PORT_PORT="9620", NETWORK_INTERFACE="10.0.0.5"))
+    assert isinstance(routed, RoutingTransport) and routed.local is local
+    assert isinstance(routed.remote, SshTransport) and routed.remote.options.trusted is not None
+    assert routed.route("<10.0.0.5:9620?sock=schedd>") == (local, "schedd")
+    assert routed.remote.credentials()[0] == "condor_pool@cm:9618"
