@@ -179,6 +179,7 @@ class SshTransport(Transport):
         self._known_hosts = KnownHosts(self.options.known_hosts_file) if self.options.known_hosts_file else None
         self._conns: dict[tuple[str, int], tuple[asyncssh.SSHClientConnection, _Client]] = {}
         self._pending: dict[tuple[str, int], asyncio.Future] = {}
+        self._tasks: set[asyncio.Task] = set()
         #: SSH connections made so far (statistics and tests)
         self.connections_opened = 0
         #: channels opened so far
@@ -246,6 +247,8 @@ class SshTransport(Transport):
             pending.add_done_callback(lambda f: f.cancelled() or f.exception())
             self._pending[endpoint] = pending
             task = asyncio.create_task(self._connect(endpoint, deadline), name=f"ssh connect {endpoint}")
+            self._tasks.add(task)  # held until done: the loop keeps only weak references
+            task.add_done_callback(self._tasks.discard)
             task.add_done_callback(lambda t, fut=pending: self._settle(endpoint, fut, t))
         try:
             async with asyncio.timeout(_remaining(deadline)):

@@ -114,7 +114,10 @@ class _ForwardSession(asyncssh.SSHServerSession):
         return True
 
     def session_started(self) -> None:
-        asyncio.get_running_loop().create_task(self._connect(), name=f"shared port: {self.name}")
+        task = asyncio.get_running_loop().create_task(self._connect(), name=f"shared port: {self.name}")
+        tasks = self.server.owner._tasks  # held until done: the loop keeps only weak references
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
 
     async def _connect(self) -> None:
         owner = self.server.owner
@@ -262,6 +265,7 @@ class SharedPortServer:
         self.allow_anonymous = allow_anonymous
         self.own_name = own_name
         self._server: asyncssh.SSHAcceptor | None = None
+        self._tasks: set[asyncio.Task] = set()
         #: SSH connections accepted, and channels forwarded to a daemon (statistics and tests)
         self.connections = 0
         self.forwarded = 0
