@@ -24,6 +24,7 @@ import asyncio
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -123,7 +124,6 @@ def main() -> int:
     a = HostA(pair, TRUST_DOMAIN="benchpool")
     try:
         a.start_shared_port()
-        import subprocess
         echo = pair.spawn(pair.a, [sys.executable, ECHO, str(a.home / "sockets"), "echo", "--tcp", f"{A_IP}:{TCP_PORT}"],
                           env=a.env, stdout=subprocess.PIPE, text=True)
         assert echo.stdout.readline().strip() == "ready"
