@@ -69,7 +69,8 @@ async def ping(p: dict) -> None:
     try:
         async with await tr.open_connection(addr(p, p.get("name", "echo")), timeout=p.get("timeout", 30)) as conn:
             pong = await conn.request(m.Ping())
-        say(pong=pong.daemon)
+            ssh = tr._conns[(p["host"], p["port"])][0]
+        say(pong=pong.daemon, cipher=ssh.get_extra_info("send_cipher"))
     except Exception as exc:  # noqa: BLE001 - reported to the test
         say(error=type(exc).__name__, text=str(exc))
     await tr.aclose()

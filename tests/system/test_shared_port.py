@@ -132,6 +132,20 @@ def test_request_reaches_the_daemon_with_the_peers_identity(hosts):
     assert run_probe(pair, a, "ping", who="anon")["pong"] == "10.201.0.2|None|"
 
 
+def test_aes_gcm_is_preferred_and_ssh_ciphers_is_honoured(hosts):
+    pair, a = hosts
+    assert run_probe(pair, a, "ping")["cipher"] == "aes128-gcm@openssh.com"
+    other = HostA(pair, SSH_CIPHERS="aes256-gcm@openssh.com", SHARED_PORT_PORT="9619")
+    try:
+        other.start_shared_port()
+        echo = other.start_echo()
+        out = run_probe(pair, other, "ping", port=9619)
+        assert out["cipher"] == "aes256-gcm@openssh.com", out
+        assert echo.poll() is None
+    finally:
+        other.close()
+
+
 def test_wrong_pool_key_is_refused_and_logged_with_the_address(hosts):
     pair, a = hosts
     out = run_probe(pair, a, "ping", who="wrong")
@@ -181,6 +195,9 @@ def test_keepalive_notices_a_cut_link_within_seconds(hosts, how):
     assert out["error"] in ("ConnectionClosed", "DaemonUnreachable"), out
     assert out["after"] < 8, out                         # 0.5 s x (3 + 1) = 2 s, with room for load
     assert out["connected"] is False
+    # the shared port's own keepalives (SSH_KEEPALIVE_* of its configuration) noticed it too
+    wait_until(lambda: "not responding to keepalive" in a.log_text(), timeout=20,
+               what="the shared port to notice the cut")
 
 
 def test_connect_timeout_is_honoured(hosts):
