@@ -55,7 +55,8 @@ class HostA:
         self.config = self.home / "htc.cfg"
         settings = {"COLLECTOR_HOST": f"{A_IP}:{PORT}", "SHARED_PORT_PORT": str(PORT),
                     "SEC_TOKEN_POOL_SIGNING_KEY_FILE": str(self.key), "TRUST_DOMAIN": "testpool",
-                    "SSH_KEEPALIVE_INTERVAL": "0.5", "SSH_KEEPALIVE_COUNT_MAX": "3", **knobs}
+                    "SSH_KEEPALIVE_INTERVAL": "0.5", "SSH_KEEPALIVE_COUNT_MAX": "3", "SSH_CONNECT_TIMEOUT": "5",
+                    **knobs}
         self.config.write_text("".join(f"{k} = {v}\n" for k, v in settings.items()))
         self.env = dict(os.environ, HTC_HOME=str(self.home), HTC_CONFIG=str(self.config))
         self.shared_port = None
@@ -293,6 +294,19 @@ def test_an_ssh_key_listed_for_an_identity_logs_in_as_it():
         shutil.rmtree(keys, ignore_errors=True)
         if a is not None:
             a.close()
+
+
+def test_a_client_that_never_logs_in_is_dropped_after_ssh_connect_timeout(hosts):
+    pair, a = hosts
+    script = ("import socket, time\n"
+              f"s = socket.create_connection(('{A_IP}', {PORT}), timeout=60)\n"
+              "start = time.monotonic()\n"
+              "s.sendall(b'SSH-2.0-silent\\r\\n')\n"
+              "while s.recv(65536): pass\n"
+              "print(time.monotonic() - start)\n")
+    result = pair.run(pair.b, [sys.executable, "-c", script], env=a.env)
+    assert result.returncode == 0, result.stderr
+    assert 4.5 < float(result.stdout) < 30, result.stdout   # SSH_CONNECT_TIMEOUT = 5 on host A
 
 
 @pytest.mark.parametrize("which", ["pool key", "host key"])
