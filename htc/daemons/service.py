@@ -17,9 +17,10 @@ concurrently with itself and sees the world one event at a time, as in its tests
 
 Requests to other daemons go through :attr:`DaemonService.peers`, a
 :class:`~htc.wire.peers.PeerConnections` that keeps connections open for reuse (its header says
-when a request is sent again and when not).  The other way round, a connection a peer opened is
-served request after request until the peer closes it or stays silent for ``idle_timeout``
-(300 s, longer than the 60 s a peer keeps an idle connection, so the client side closes first).
+when a request is sent again and when not; in network mode, other hosts' over SSH: network.py).
+The other way round, a connection a peer opened is served request after request until the peer
+closes it or stays silent for ``idle_timeout`` (300 s, longer than the 60 s a peer keeps an
+idle connection, so the client side closes first).
 
 Two messages every daemon answers the same way are handled here, not in cores: ``Ping`` (who am
 I, since when) and ``Reconfig`` (re-read the configuration, then feed ``Reconfigured``; SIGHUP
@@ -91,6 +92,7 @@ LOG_FILE_NAMES = {
     "negotiator": "NegotiatorLog",
     "schedd": "SchedLog",
     "startd": "StartLog",
+    "shared_port": "SharedPortLog",
 }
 
 
@@ -354,6 +356,10 @@ class DaemonService:
         try:
             if self._own_authorizer:
                 self.authorizer = self._load_authorizer()
+                from htc.daemons.network import daemon_transport  # here: asyncssh only in network mode
+                transport = daemon_transport(self.transport, load_daemon_config(self.daemon.upper()))
+                if transport is not self.transport:
+                    self.peers = PeerConnections(transport)
             async with asyncio.TaskGroup() as tg:
                 self._tg = tg
                 server = self._server = await self.transport.start_server(self.address, self._serve, task_group=tg)
