@@ -29,7 +29,7 @@ from __future__ import annotations
 import heapq
 
 from htc.classad import ClassAd, ExprTree, Undefined
-from htc.classad.ast import Binary, Paren
+from htc.classad.ast import Binary, ListExpr, Literal, Paren
 from htc.classad.match import rank, requirements_hold, symmetric_match
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.negotiator.preemption import (WORST_RANK, PreemptState, as_rank,
@@ -68,6 +68,9 @@ def requirement_clauses(job: ClassAd):
                     tuple(sorted({r[7:] if r.startswith("target.") else r for r in refs}))))
     return tuple(out)
 
+
+_LITERALS = (Literal, ListExpr)  # syntax trees closure() does not look into
+_NO_PLAN = object()
 
 #: what carving a partitionable slot changes in its ad
 _CARVED = frozenset({"cpus", "memory", "disk"})
@@ -191,6 +194,7 @@ class IdleSearch:
         self._wants: dict[int, tuple[float, float, float]] = {}
         #: (request, held slot, carve plan, last rank parts) of the held slot's last look
         self._hot_memo: tuple | None = None
+        self._plans: dict[tuple, tuple | None] = {}  # (job, slot's shape) -> its carve plan
         self._lanes: dict[tuple, Lane] = {}
         self._lane_roots: tuple[str, ...] | None = None  # None: not decided yet
         #: False to give every request a lane of its own (the tests compare both ways)
@@ -272,7 +276,13 @@ class IdleSearch:
         else:
             if not symmetric_match(job, ad):
                 return None
-            plan = _carve_plan(rs, ad, (self.pre_rank, self.post_rank))
+            # the plan depends on the job and on the slot's expressions, not on its values:
+            # slots of one configuration share it
+            shape = (id(job), frozenset(ad.table),
+                     tuple((n, e) for n, e in ad.table.items() if e.__class__ not in _LITERALS))
+            plan = self._plans.get(shape, _NO_PLAN)
+            if plan is _NO_PLAN:
+                plan = self._plans[shape] = _carve_plan(rs, ad, (self.pre_rank, self.post_rank))
             last = None
         carve = self.fits(job, ad)
         if carve is None:
