@@ -6,7 +6,10 @@ Slots are grouped into classes (:mod:`htc.daemons.negotiator.slots`); a request 
 best class that matches it, where "best" is HTCondor's order: ``NEGOTIATOR_PRE_JOB_RANK``, the
 job's ``Rank``, ``NEGOTIATOR_POST_JOB_RANK``, then the slot name.
 
-Each request keeps a heap of classes keyed by their current best slot. Ranks are cheap and
+Each request walks a heap of classes keyed by their current best slot (its :class:`Lane`;
+requests whose jobs agree on every value the classes' expressions read, and that order classes
+alike, share one, so a class one of them found not to match is popped once for all of them:
+100 users submitting the same job shape walk the classes once). Ranks are cheap and
 matching is not, so the heap is built from ranks alone and a class is tested for a match only
 when it reaches the top; a request that matches its best-ranked class costs one test. Keys
 only get worse as slots are taken, so entries are re-validated lazily when they surface; a
@@ -22,6 +25,13 @@ Three caches let requests share work, each keyed by exactly what the cached valu
   value), so classes agreeing on those share it: ``clause_value``;
 * the job's ``Rank`` of a class depends on its text and the job values it reads:
   ``rank_cache``; requests that order classes alike start from one shared heap snapshot.
+
+A partitionable slot just carved for a request is *held* for it (:meth:`IdleSearch.hold`) and
+compared with the best class directly. Carving changes only the slot's ``Cpus``, ``Memory``
+and ``Disk``, so each look after the first re-evaluates only the ``Requirements`` clauses and
+ranks whose references (followed through both ads) reach one of them -- its *carve plan*,
+shared by the slots of one configuration; the rest keeps the value it had
+(``tests/unit/test_negotiator_reference.py`` compares the matches with a brute-force search).
 """
 
 from __future__ import annotations
