@@ -6,7 +6,10 @@ Slots are grouped into classes (:mod:`htc.daemons.negotiator.slots`); a request 
 best class that matches it, where "best" is HTCondor's order: ``NEGOTIATOR_PRE_JOB_RANK``, the
 job's ``Rank``, ``NEGOTIATOR_POST_JOB_RANK``, then the slot name.
 
-Each request keeps a heap of classes keyed by their current best slot. Ranks are cheap and
+Each request walks a heap of classes keyed by their current best slot (its :class:`Lane`;
+requests whose jobs agree on every value the classes' expressions read, and that order classes
+alike, share one, so a class one of them found not to match is popped once for all of them:
+100 users submitting the same job shape walk the classes once). Ranks are cheap and
 matching is not, so the heap is built from ranks alone and a class is tested for a match only
 when it reaches the top; a request that matches its best-ranked class costs one test. Keys
 only get worse as slots are taken, so entries are re-validated lazily when they surface; a
@@ -22,6 +25,13 @@ Three caches let requests share work, each keyed by exactly what the cached valu
   value), so classes agreeing on those share it: ``clause_value``;
 * the job's ``Rank`` of a class depends on its text and the job values it reads:
   ``rank_cache``; requests that order classes alike start from one shared heap snapshot.
+
+A partitionable slot just carved for a request is *held* for it (:meth:`IdleSearch.hold`) and
+compared with the best class directly. Carving changes only the slot's ``Cpus``, ``Memory``
+and ``Disk``, so each look after the first re-evaluates only the ``Requirements`` clauses and
+ranks whose references (followed through both ads) reach one of them -- its *carve plan*,
+shared by the slots of one configuration; the rest keeps the value it had
+(``tests/unit/test_negotiator_reference.py`` compares the matches with a brute-force search).
 """
 
 from __future__ import annotations
@@ -29,7 +39,7 @@ from __future__ import annotations
 import heapq
 
 from htc.classad import ClassAd, ExprTree, Undefined
-from htc.classad.ast import Binary, Paren
+from htc.classad.ast import Binary, ListExpr, Literal, Paren
 from htc.classad.match import rank, requirements_hold, symmetric_match
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.negotiator.preemption import (WORST_RANK, PreemptState, as_rank,
@@ -69,11 +79,62 @@ def requirement_clauses(job: ClassAd):
     return tuple(out)
 
 
+_LITERALS = (Literal, ListExpr)  # syntax trees closure() does not look into
+_NO_PLAN = object()
+
+#: what carving a partitionable slot changes in its ad
+_CARVED = frozenset({"cpus", "memory", "disk"})
+
+
+def _slot_names_read(expr: ExprTree, job: ClassAd, slot: ClassAd, slot_is_my: bool) -> set[str]:
+    """The slot attributes ``expr`` (evaluated with MY = the slot when ``slot_is_my``, else MY
+    = the job) can reach, following both ads' own expressions back and forth (a job attribute
+    may itself read ``TARGET.Memory``, a name one ad lacks falls back to the other)."""
+    refs = expr.attributes()
+    plain = {r for r in refs if not r.startswith("target.")}
+    target = {r[7:] for r in refs if r.startswith("target.")}
+    slot_todo, job_todo = (plain, target) if slot_is_my else (plain | target, plain)
+    slot_seen: set[str] = set()
+    job_seen: set[str] = set()
+    while slot_todo or job_todo:
+        names, targets = closure(slot, slot_todo)
+        slot_seen |= names
+        job_todo = (job_todo | targets | {n for n in names if n not in slot}) - job_seen
+        names, targets = closure(job, job_todo)
+        job_seen |= names
+        slot_todo = (targets | {n for n in names if n not in job}) - slot_seen
+        job_todo = set()
+    return slot_seen
+
+
+def _carve_plan(rs: RequestState, slot: ClassAd, ranks) -> tuple | None:
+    """What of ``rs`` against a held partitionable slot a carve can change.
+
+    Returns ``(clauses, pre, job rank, post)``: the job's ``Requirements`` clauses that read a
+    carved resource (to evaluate again) and whether each rank reads one; None when the slot's
+    own ``Requirements`` reads one or the job's cannot be split (then all is evaluated again).
+    """
+    job = rs.job
+    if rs.clauses is None:
+        return None
+    slot_req = slot.get("Requirements")
+    if slot_req.__class__ is ExprTree and _slot_names_read(slot_req, job, slot, True) & _CARVED:
+        return None
+    clauses = tuple(expr for _text, expr, _j, _s in rs.clauses
+                    if _slot_names_read(expr, job, slot, False) & _CARVED)
+    pre, post = (expr is not None and bool(_slot_names_read(expr, job, slot, True) & _CARVED)
+                 for expr in ranks)
+    job_rank = job.get("Rank")
+    jr = job_rank.__class__ is ExprTree and bool(_slot_names_read(job_rank, job, slot, False)
+                                                  & _CARVED)
+    return clauses, pre, jr, post
+
+
 class RequestState:
     """What a cycle knows about one resource request (see the module docstring)."""
 
-    __slots__ = ("entry", "request", "remaining", "job", "cache", "ok", "heap", "log_pos",
-                 "claimed", "matched", "const_rank", "clauses", "views", "order")
+    __slots__ = ("entry", "request", "remaining", "job", "cache", "lane", "claimed", "matched",
+                 "const_rank", "clauses", "views", "order")
 
     def __init__(self, entry, request: ResourceRequest, job: ClassAd):
         self.entry = entry  # the submitter entry it belongs to
@@ -81,7 +142,9 @@ class RequestState:
         self.remaining = request.count
         self.job = job
         self.cache: dict[int, tuple] = {}  # class id -> rank parts (dynamic classes only)
-        self.ok: dict[int, bool] = {}  # class id -> match (evaluated lazily)
+        #: the heap of classes and match verdicts, shared with every request that the classes
+        #: cannot tell apart (:meth:`IdleSearch.lane`); assigned at the request's first search
+        self.lane: Lane | None = None
         literal = job.get("Rank", 0.0)
         if isinstance(literal, ExprTree):
             self.const_rank = None
@@ -94,10 +157,30 @@ class RequestState:
             self.order = ("const", self.const_rank)
         self.clauses = requirement_clauses(job)
         self.views: dict[tuple[str, ...], tuple] = {}  # job names -> projection of the job
-        self.heap: list[tuple] = []
-        self.log_pos = 0
         self.claimed: list | None = None  # matching claimed slots, computed on first need
         self.matched = 0
+
+
+class Lane:
+    """One walk through the classes: a heap of classes keyed by their current best slot, the
+    position reached in the pool's availability log, and the match verdict per class.
+
+    Every value in it depends only on the job values the classes' expressions read and on the
+    order of the job's ``Rank``; requests that agree on those (the same job shape submitted by
+    several users, several autoclusters of one user differing in what matching never reads)
+    share one lane, so a class one of them found not to match is never looked at again by
+    the others."""
+
+    __slots__ = ("heap", "log_pos", "ok")
+
+    def __init__(self):
+        self.heap: list[tuple] = []
+        self.log_pos = 0
+        self.ok: dict[int, bool] = {}  # class id -> match (evaluated lazily)
+
+
+#: the job attributes that decide matching apart from what the slots read of the job
+_JOB_ROOTS = ("requirements", "rank", "requestcpus", "requestmemory", "requestdisk")
 
 
 class IdleSearch:
@@ -119,6 +202,37 @@ class IdleSearch:
         #: id(job) -> its (cpus, memory, disk) request when those are literals (jobs live
         #: as long as the cycle, so their ids are stable)
         self._wants: dict[int, tuple[float, float, float]] = {}
+        #: (request, held slot, carve plan, last rank parts) of the held slot's last look
+        self._hot_memo: tuple | None = None
+        self._plans: dict[tuple, tuple | None] = {}  # (job, slot's shape) -> its carve plan
+        self._lanes: dict[tuple, Lane] = {}
+        self._lane_roots: tuple[str, ...] | None = None  # None: not decided yet
+        #: False to give every request a lane of its own (the tests compare both ways)
+        self.share_lanes = True
+
+    # ------------------------------------------------------------------ lanes
+
+    def lane(self, rs: RequestState, pool: SlotPool) -> Lane:
+        """The lane of ``rs``: shared with the requests whose job agrees with its job on every
+        value matching reads, when no class ranks per request (see :class:`Lane`)."""
+        if self._lane_roots is None:
+            # What the slots read of a job: the same for a slot and its shrunk self, so the
+            # classes of the pool's first build cover every class the cycle will make.
+            if not self.share_lanes or any(c.pre_dynamic or c.post_dynamic
+                                           for c in pool.classes):
+                self._lane_roots = ()
+            else:
+                reads = set(_JOB_ROOTS)
+                for cls in pool.classes:
+                    reads.update(cls.job_reads)
+                self._lane_roots = tuple(sorted(reads))
+        if not self._lane_roots:
+            return Lane()
+        key = (rs.order, projection(rs.job, self._lane_roots))
+        lane = self._lanes.get(key)
+        if lane is None:
+            lane = self._lanes[key] = Lane()
+        return lane
 
     # ------------------------------------------------------------------ the carved slot
 
@@ -135,25 +249,65 @@ class IdleSearch:
             self.flush()
         slot.cls = None
         self.hot = (rs, slot, pool)
+        memo = self._hot_memo
+        if memo is not None and memo[0] is rs and memo[1] is slot and memo[2] is not None:
+            self._hot_memo = (rs, slot, memo[2], memo[3])  # carved since: re-check what reads it
+        else:
+            self._hot_memo = None
 
     def flush(self) -> None:
         """Put the held slot (if any, and not used up) into its class now."""
         if self.hot is not None:
             _, slot, pool = self.hot
             self.hot = None
+            self._hot_memo = None
             if not slot.taken:
                 pool.reclass(slot)
 
     def _hot_candidate(self, rs: RequestState, slot: Slot):
-        """``(key, carve)`` of the held slot for ``rs``, or None when it no longer matches."""
+        """``(key, carve)`` of the held slot for ``rs``, or None when it no longer matches.
+
+        The first look after the hold evaluates everything; later looks (the slot only shrank
+        since, by carves for ``rs``) re-evaluate only what reads ``Cpus``, ``Memory`` or
+        ``Disk`` (:func:`_carve_plan`): what reads none of them has the value it had.
+        """
         ad, job = slot.ad, rs.job
-        if not symmetric_match(job, ad):
-            return None
+        memo = self._hot_memo
+        if memo is not None and memo[0] is rs and memo[1] is slot and memo[2] is not None:
+            plan, last = memo[2], memo[3]
+            for expr in plan[0]:
+                value = expr.eval(job, ad)
+                if value is True:
+                    continue
+                if value is False or value is Undefined or not requirements_hold(job, ad):
+                    self._hot_memo = None
+                    return None
+                break  # the whole Requirements held: no clause needs another look
+        else:
+            if not symmetric_match(job, ad):
+                return None
+            # the plan depends on the job and on the slot's expressions, not on its values:
+            # slots of one configuration share it
+            shape = (id(job), frozenset(ad.table),
+                     tuple((n, e) for n, e in ad.table.items() if e.__class__ not in _LITERALS))
+            plan = self._plans.get(shape, _NO_PLAN)
+            if plan is _NO_PLAN:
+                plan = self._plans[shape] = _carve_plan(rs, ad, (self.pre_rank, self.post_rank))
+            last = None
         carve = self.fits(job, ad)
         if carve is None:
+            self._hot_memo = None
             return None
-        jr = rs.const_rank if rs.const_rank is not None else rank(job, ad)
-        parts = (eval_rank(self.pre_rank, ad, job), jr, eval_rank(self.post_rank, ad, job))
+        pre_dyn, jr_dyn, post_dyn = plan[1:] if plan is not None else (True, True, True)
+        # (pre, job rank, post) in the plan's order: (clauses, pre, job rank, post)
+        pre = eval_rank(self.pre_rank, ad, job) if last is None or pre_dyn else last[0]
+        if rs.const_rank is not None:
+            jr = rs.const_rank
+        else:
+            jr = rank(job, ad) if last is None or jr_dyn else last[1]
+        post = eval_rank(self.post_rank, ad, job) if last is None or post_dyn else last[2]
+        parts = (pre, jr, post)
+        self._hot_memo = (rs, slot, plan, parts)
         return self.key(parts, slot), carve
 
     # ------------------------------------------------------------------ partitionable slots
@@ -193,11 +347,11 @@ class IdleSearch:
 
     def matches(self, rs: RequestState, cls) -> bool:
         """Do the request's job and the class's slots accept each other (and does it fit)?"""
-        ok = rs.ok.get(cls.id)
+        ok = rs.lane.ok.get(cls.id)
         if ok is None:
             ok = (self._slot_accepts(rs, cls) and self._job_accepts(rs, cls)
                   and not (cls.partitionable and self.fits(rs.job, cls.ad) is None))
-            rs.ok[cls.id] = ok
+            rs.lane.ok[cls.id] = ok
         return ok
 
     @staticmethod
@@ -285,11 +439,12 @@ class IdleSearch:
                     and (slot := cls.best()) is not None]
             heapq.heapify(heap)
             snap = self.snapshots[rs.order] = (heap, len(pool.avail_log), self.taken_count)
-        rs.heap = snap[0].copy()  # a copy of a heap is a heap
-        rs.log_pos = snap[1]
+        lane = rs.lane
+        lane.heap = snap[0].copy()  # a copy of a heap is a heap
+        lane.log_pos = snap[1]
         for cls in pool.classes:
             if (cls.pre_dynamic or cls.post_dynamic) and (slot := cls.best()) is not None:
-                heapq.heappush(rs.heap, (self.key(self._parts(rs, cls), slot), cls.id))
+                heapq.heappush(lane.heap, (self.key(self._parts(rs, cls), slot), cls.id))
 
     def best(self, rs: RequestState, pool: SlotPool, used: float, limit: float):
         """Find the best idle slot for ``rs`` whose cost fits the unclaimed limit.
@@ -304,18 +459,21 @@ class IdleSearch:
                 hot = self.hot[1]
             else:
                 self.flush()
-        if rs.log_pos == 0 and not rs.heap:
+        lane = rs.lane
+        if lane is None:
+            lane = rs.lane = self.lane(rs, pool)
+        if lane.log_pos == 0 and not lane.heap:
             self._start_heap(rs, pool)
         log = pool.avail_log
-        while rs.log_pos < len(log):
-            cls = pool.classes[log[rs.log_pos]]
-            rs.log_pos += 1
-            if rs.ok.get(cls.id) is False:
+        while lane.log_pos < len(log):
+            cls = pool.classes[log[lane.log_pos]]
+            lane.log_pos += 1
+            if lane.ok.get(cls.id) is False:
                 continue  # a class never changes its key: no match stays no match
             slot = cls.best()
             if slot is not None:
-                heapq.heappush(rs.heap, (self.key(self._parts(rs, cls), slot), cls.id))
-        heap = rs.heap
+                heapq.heappush(lane.heap, (self.key(self._parts(rs, cls), slot), cls.id))
+        heap = lane.heap
         held = None
         if hot is not None:
             held = self._hot_candidate(rs, hot)

@@ -55,6 +55,25 @@ def expr_refs(value) -> set[str] | None:
     return None
 
 
+#: id(syntax tree) -> (the tree, the names it reads): ``closure`` asks the same trees again and
+#: again (every slot of a pool shares its START's text but not its tree; a cycle's slots are
+#: few enough). The entry keeps its tree alive, so an id is never reused while cached.
+_REFS: dict[int, tuple[object, frozenset[str]]] = {}
+_REFS_MAX = 200_000
+
+
+def _refs_of(value: ExprTree) -> frozenset[str]:
+    node = value.node
+    hit = _REFS.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    refs = frozenset(value.attributes())
+    if len(_REFS) >= _REFS_MAX:
+        _REFS.clear()
+    _REFS[id(node)] = (node, refs)
+    return refs
+
+
 def closure(ad: ClassAd, roots: Iterable[str]) -> tuple[set[str], set[str]]:
     """Follow references from ``roots`` through an ad's expression attributes.
 
@@ -73,7 +92,7 @@ def closure(ad: ClassAd, roots: Iterable[str]) -> tuple[set[str], set[str]]:
         seen.add(name)
         value = get(name)
         if value.__class__ is ExprTree:
-            for ref in value.attributes():
+            for ref in _refs_of(value):
                 if ref.startswith("target."):
                     targets.add(ref[7:])
                 elif ref not in seen:
