@@ -11,7 +11,8 @@ seen at once.
 
 Every engine call goes through :meth:`Runner.feed`, which queues the actions it returns; one
 action may feed more events (a submission answers with ``NodeSubmitted``), whose actions run
-after it, in order. The loop sleeps on a self-pipe (``signal.set_wakeup_fd``) for the adaptive
+after it, in order. The loop sleeps on a self-pipe (``signal.set_wakeup_fd``) and on the nodes
+log's :class:`~htc.dag.manager.logwatch.LogWake` (the schedd wrote the log) for the adaptive
 poll interval of :class:`~htc.dag.manager.logwatch.AdaptivePoll`, or until the engine's next
 deadline.
 
@@ -31,7 +32,7 @@ import time
 
 from htc.dag.engine import DagRun
 from htc.dag.engine import events as e
-from htc.dag.manager.logwatch import AdaptivePoll, NodeLog
+from htc.dag.manager.logwatch import AdaptivePoll, LogWake, NodeLog
 from htc.dag.manager.outputs import DagmanOut, append_line, write_whole
 from htc.dag.manager.scripts import Scripts
 from htc.dag.manager.settings import Settings
@@ -68,6 +69,7 @@ class Runner:
         self.transport = transport
         self.scripts = Scripts()
         self.log = NodeLog(node_log)
+        self.log_wake = LogWake(node_log)
         self.poll = AdaptivePoll(ceiling=max(0.005, float(settings.user_log_scan_interval)))
         self.exit_code: int | None = None
         self.dag_status = 0
@@ -252,6 +254,9 @@ class Runner:
                 if deadline is not None:
                     timeout = max(0.0, min(timeout, deadline - time.time()))
                 for key, _ in sel.select(timeout):
+                    if key.fd == self.log_wake.fileno():
+                        self.log_wake.drain()  # the next step reads what the schedd wrote
+                        continue
                     try:
                         os.read(key.fd, 4096)
                     except BlockingIOError:
@@ -356,6 +361,8 @@ class Runner:
         rfd, wfd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         sel = selectors.DefaultSelector()
         sel.register(rfd, selectors.EVENT_READ)
+        if self.log_wake.fileno() >= 0:
+            sel.register(self.log_wake.fileno(), selectors.EVENT_READ)
         old = {signal.SIGUSR1: signal.signal(signal.SIGUSR1, self._on_remove),
                signal.SIGTERM: signal.signal(signal.SIGTERM, self._on_term),
                signal.SIGCHLD: signal.signal(signal.SIGCHLD, _wake)}
@@ -372,6 +379,7 @@ class Runner:
         if self._writer is not None:
             self._writer.close()
         self.log.close()
+        self.log_wake.close()
 
     def _on_remove(self, signum, frame) -> None:
         self._remove = True

@@ -214,7 +214,10 @@ class ToolRequests:
         # As HTCondor's schedd at commit: the procs of the cluster (a factory's: all it will make),
         # from which condor_q's batch view counts TOTAL and DONE once procs have left the queue.
         cluster.cluster_ad["TotalSubmitProcs"] = str(cluster.num_procs)
-        with sd.queue.transaction():  # the cluster and its submission id: one durable commit
+        # The cluster and its submission id: one commit, made durable before the reply by the
+        # job start on a kept claim just below (its durable commit fsyncs the WAL, this commit's
+        # frames first), else by the sync after it -- one fsync per submit either way.
+        with sd.queue.transaction(durable=False):
             sd.queue.submit(cluster, now=now)
             if msg.submission_id is not None:
                 sd.queue.remember_submission(owner, msg.submission_id, cid, cluster.num_procs, digest, now=now)
@@ -230,8 +233,11 @@ class ToolRequests:
             sd.lanes.enqueue(job)
         out.append(c.Log(f"submitted cluster {cid} ({cluster.num_procs} jobs) for {user}"))
         out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=cluster.num_procs)))
-        sd.lanes.feed_all(now, out)
-        sd.claims.use_lingering(now, out)
+        try:
+            sd.lanes.feed_all(now, out)
+            sd.claims.use_lingering(now, out)
+        finally:
+            sd.queue.sync()  # durable before the reply and the SUBMIT events go out (nothing left if a start did it)
         sd.new_work(now)  # the negotiator hears of the new jobs within milliseconds
 
     def _submitted_before(self, event: c.Received, msg: m.Submit, owner: str, digest: str, out: list) -> bool:
