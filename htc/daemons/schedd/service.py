@@ -32,7 +32,7 @@ import os
 import signal
 from pathlib import Path
 
-from htc.config.hostname import full_hostname
+from htc.config.hostname import daemon_name, full_hostname
 from htc.daemons import core as c
 from htc.daemons.calls import install_calls
 from htc.daemons.clock import REAL, Clock
@@ -72,9 +72,7 @@ def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
         UsageError: a knob has a value the schedd cannot use (the message names it).
     """
     host = full_hostname(config)
-    name = str(config.param("SCHEDD_NAME") or "") or f"schedd@{host}"
-    if "@" not in name:
-        name = f"{name}@{host}"
+    name = daemon_name(config.param("SCHEDD_NAME"), host)  # HTCondor's: the host, or SCHEDD_NAME@host
 
     def text(knob: str) -> str | None:
         value = config.param(knob)

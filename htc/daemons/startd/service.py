@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from htc.config.hostname import full_hostname
+from htc.config.hostname import daemon_name, full_hostname
 from htc.daemons.calls import Call, CallDone, install_calls, perform_call
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir, shared_execute_path
@@ -437,7 +437,8 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         while not probe.exists() and probe != probe.parent:
             probe = probe.parent
         disk = shutil.disk_usage(probe).free // 1024
-    startd = from_config(StartdSettings, config, name=config.param("STARTD_NAME") or host, machine=host,
+    name = daemon_name(config.param("STARTD_NAME"), host)  # the host, or STARTD_NAME@host: slot1@<name>
+    startd = from_config(StartdSettings, config, name=name, machine=host, slots_at=name,
                          policy=policy, memory=int(memory), disk=int(disk))
     if startd.update_interval <= 0 or startd.polling_interval <= 0:
         raise UsageError(f"UPDATE_INTERVAL = {startd.update_interval:g} and POLLING_INTERVAL = "
