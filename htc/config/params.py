@@ -148,6 +148,9 @@ _ENTRIES = [
     P("BIND_ALL_INTERFACES", "bool", "true", "Listen on every interface."),
     P("USE_SHARED_PORT", "bool", "true", "Route all daemons through one port per host."),
     P("SHARED_PORT_PORT", "int", "$(COLLECTOR_PORT)", "The shared port."),
+    P("SEC_TOKEN_POOL_SIGNING_KEY_FILE", "path", "$(LOCAL_DIR)/passwords.d/POOL",
+      "The pool's shared secret (signs tokens, seeds the SSH CA); HTCondor's is "
+      "$(SEC_PASSWORD_DIRECTORY)/POOL.", "changed"),
     P("FLOCK_TO", "list", "", "Other pools this schedd may send jobs to."),
     P("FLOCK_FROM", "list", "", "Other pools' schedds allowed to send jobs here."),
     P("MASTER_NAME", "str", "", "Name of the master (default: the host)."),
