@@ -236,7 +236,7 @@ class Host:
         self.home = HTC_HOME
         self.processes: list[HostProcess] = []
         self._anchor = _Anchor(
-            {"hostname": name, "hosts_file": str(network.hosts_file), "cwd": "/tmp",
+            {"hostname": name, "hosts_file": str(network.hosts_file), "cwd": HOME,
              "tmpfs": [["/tmp", "1777"], [SHARED_EXECUTE_PARENT, "0755"]],
              "dirs": [[HOME, 0o700], [HTC_HOME, 0o755]]},
             network.dir / f"{name}.anchor.log", uts=True)
@@ -266,7 +266,7 @@ class Host:
             input: str | None = None, timeout: float = 120.0, check: bool = False) -> subprocess.CompletedProcess:
         """Run ``argv`` on this host and wait for it (text output captured).
 
-        ``env`` adds to :meth:`env`; ``cwd`` is a path as the host sees it (default ``/tmp``).
+        ``env`` adds to :meth:`env`; ``cwd`` is a path as the host sees it (default: its HOME, ``/tmp/home``).
 
         Raises:
             subprocess.CalledProcessError: with ``check``, the command failed.
