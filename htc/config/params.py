@@ -148,6 +148,16 @@ _ENTRIES = [
     P("BIND_ALL_INTERFACES", "bool", "true", "Listen on every interface."),
     P("USE_SHARED_PORT", "bool", "true", "Route all daemons through one port per host."),
     P("SHARED_PORT_PORT", "int", "$(COLLECTOR_PORT)", "The shared port."),
+    P("SSH_KEEPALIVE_INTERVAL", "float", "15",
+      "Seconds between SSH keepalives on network connections (both ends; 0: none).", "htc"),
+    P("SSH_KEEPALIVE_COUNT_MAX", "int", "3",
+      "Unanswered SSH keepalives before a connection counts as lost (a cut is noticed after "
+      "SSH_KEEPALIVE_INTERVAL x (this + 1) seconds of silence).", "htc"),
+    P("SSH_CONNECT_TIMEOUT", "float", "20",
+      "Seconds an SSH connection may take to connect and log in (retries of a refused connect included).", "htc"),
+    P("SSH_CIPHERS", "list", "aes128-gcm@openssh.com, aes256-gcm@openssh.com, chacha20-poly1305@openssh.com",
+      "SSH ciphers in order of preference (AES-GCM first: twice as fast as chacha20 with AES-NI).", "htc"),
+    P("TRUST_DOMAIN", "str", "$(COLLECTOR_HOST)", "The issuer name of the pool's identity tokens."),
     P("SEC_TOKEN_POOL_SIGNING_KEY_FILE", "path", "$(LOCAL_DIR)/passwords.d/POOL",
       "The pool's shared secret (signs tokens, seeds the SSH CA); HTCondor's is "
       "$(SEC_PASSWORD_DIRECTORY)/POOL.", "changed"),

@@ -28,6 +28,7 @@ DAEMON_MODULES = {
     "negotiator": "htc.daemons.negotiator.service",
     "schedd": "htc.daemons.schedd.service",
     "startd": "htc.daemons.startd.service",
+    "shared_port": "htc.daemons.shared_port.service",
 }
 
 __all__ = ["DAEMON_MODULES", "DAEMON_NO_RESTART", "main"]

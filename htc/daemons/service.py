@@ -90,6 +90,7 @@ LOG_FILE_NAMES = {
     "negotiator": "NegotiatorLog",
     "schedd": "SchedLog",
     "startd": "StartLog",
+    "shared_port": "SharedPortLog",
 }
 
 

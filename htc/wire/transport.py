@@ -9,7 +9,11 @@ name to something it can connect to.  Everything above this module sees only two
 * ``await transport.start_server(address, handler, task_group=tg)`` -> :class:`Server`,
 
 so the local :class:`UnixTransport` (one socket file per daemon under ``$HTC_HOME/sockets``) and
-a later SSH transport (one port per host, channels routed by daemon name) are interchangeable.
+the SSH transport (:mod:`htc.wire.ssh_client`: one port per host, channels routed by daemon name)
+are interchangeable. A connection the host's shared port forwards from another host begins with
+a :class:`~htc.wire.messages.Forwarded` preamble, which the Unix server believes only from root or
+the pool's own account and turns into the connection's :class:`PeerInfo` (host, identity, how
+proved), so daemons see network peers without knowing about SSH.
 
 A :class:`Connection` carries whole messages over any byte stream with ``readexactly`` /
 ``write`` / ``drain`` / ``close``: frames from :mod:`htc.wire.framing`, bodies from
@@ -402,6 +406,38 @@ def _peer_credentials(sock: socket.socket | None) -> PeerInfo:
     return PeerInfo(pid=pid, uid=uid, gid=gid, description=f"pid {pid} uid {uid}")
 
 
+class _AcceptedConnection(Connection):
+    """A connection a Unix server accepted; its first frame may be the shared port's preamble.
+
+    A :class:`~htc.wire.messages.Forwarded` first frame, from a peer whose uid is root or the
+    pool's own (``trusted_uids``: the shared port runs as one of them), replaces what SO_PEERCRED
+    said with the network peer's address and proved identity. From anyone else, or anywhere but
+    first, it is refused as a :class:`~htc.wire.errors.WireError` (answered and the connection
+    closed, like any protocol breach).
+    """
+
+    def __init__(self, reader, writer, *, trusted_uids: frozenset[int], **kwargs):
+        super().__init__(reader, writer, **kwargs)
+        self._trusted_uids = trusted_uids
+        self._first = True
+
+    async def recv(self, timeout: float | None = None) -> messages.Message:
+        msg = await super().recv(timeout)
+        first, self._first = self._first, False
+        if not isinstance(msg, messages.Forwarded):
+            return msg
+        if not first:
+            raise WireError("a Forwarded preamble may only open a connection, not come in the middle of one")
+        if self.peer.uid not in self._trusted_uids:
+            raise WireError(f"refusing a Forwarded preamble from {self.peer.description}: only the shared "
+                            "port, running as root or the pool's account, may vouch for a network peer")
+        who = msg.identity or "an unauthenticated peer"
+        self.peer = PeerInfo(host=msg.host, identity=msg.identity, authenticated_by=msg.authenticated_by,
+                             description=f"{who} at {msg.host} (through the shared port)")
+        self.label = f"client ({self.peer.description})"
+        return await super().recv(timeout)
+
+
 class _UnixServer(Server):
     def __init__(self, address, handler, task_group, path: Path):
         super().__init__(address, handler, task_group)
@@ -480,7 +516,10 @@ class UnixTransport(Transport):
         def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             peer = _peer_credentials(writer.get_extra_info("socket"))
             label = f"client ({peer.description})"
-            server._accept(Connection(reader, writer, peer=peer, label=label, max_frame=self.max_frame))
+            server._accept(_AcceptedConnection(reader, writer, peer=peer, label=label, max_frame=self.max_frame,
+                                               trusted_uids=trusted_uids))
+
+        trusted_uids = frozenset({0, os.geteuid()})
 
         server._server = await asyncio.start_unix_server(accepted, path, limit=2 ** 20)
         # bind() gave the socket the umask's mode; set it explicitly (a narrower umask only made

@@ -60,6 +60,8 @@ EXAMPLES = [
     m.Continue(claim_id="c1"),
     m.DrainJobs(how="quick", reason="kernel update"),
     m.CancelDrainJobs(),
+    m.Forwarded(host="10.200.0.2", identity="alice@pool", authenticated_by="token"),
+    m.Forwarded(host="fe80::1"),
 ]
 
 

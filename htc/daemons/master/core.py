@@ -56,7 +56,7 @@ from htc.wire import messages as m
 AD_RETRY = 5.0
 
 #: daemons ``python -m htc.daemons`` can start; DAEMON_LIST may name others, which are ignored
-RUNNABLE = ("COLLECTOR", "NEGOTIATOR", "SCHEDD", "STARTD")
+RUNNABLE = ("COLLECTOR", "NEGOTIATOR", "SCHEDD", "STARTD", "SHARED_PORT")
 
 
 @dataclass

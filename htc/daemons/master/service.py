@@ -11,18 +11,29 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.master.core import Master
 from htc.daemons.master.events import ChildExited, ChildStarted, Notify, SignalChild, Spawn, SpawnFailed
 from htc.daemons.master.settings import MasterSettings
+from htc.daemons.network import network_mode
 from htc.daemons.service import PARENT_PID_ENV, DaemonPaths, DaemonService, load_daemon_config
 from htc.daemons.settings import from_config
 
 
 def settings_from_config(config, pid: int) -> MasterSettings:
-    """Build the master's settings from the configuration (MASTER subsystem)."""
-    return from_config(MasterSettings, config, pid=pid)
+    """Build the master's settings from the configuration (MASTER subsystem).
+
+    In network mode (COLLECTOR_HOST with a real port, :func:`htc.daemons.network.network_mode`)
+    with USE_SHARED_PORT, SHARED_PORT is put first in DAEMON_LIST if it is not there, as
+    HTCondor's master starts condor_shared_port before the daemons behind it.
+    """
+    settings = from_config(MasterSettings, config, pid=pid)
+    if (network_mode(config) and config.param("USE_SHARED_PORT")
+            and "SHARED_PORT" not in settings.daemon_list):
+        settings = replace(settings, daemon_list=("SHARED_PORT", *settings.daemon_list))
+    return settings
 
 
 def make_service(paths: DaemonPaths, clock: Clock = REAL) -> MasterService:

@@ -37,7 +37,8 @@ here, the one import path for every message (``from htc.wire import messages as 
 * :mod:`.negotiation` -- resource requests and match notifications;
 * :mod:`.claims` -- claiming a slot, running its job, the job's progress, output and exit,
   vacating, suspending, draining;
-* :mod:`.lanes` -- the calls of a call lane.
+* :mod:`.lanes` -- the calls of a call lane;
+* :mod:`.network` -- the shared port's preamble for a peer from another host (``Forwarded``).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from htc.wire.messages.lanes import (MAX_LANE_CALL_BYTES, CallsDone, LaneCall, L
                                      RunCalls)
 from htc.wire.messages.master import (DaemonsOff, DaemonsOn, DaemonsRestart, DaemonStatus, MasterStatus,
                                       QueryMaster, ShutdownHow)
+from htc.wire.messages.network import Forwarded
 from htc.wire.messages.negotiation import (MATCH_LAPSED, GetResourceRequests, MatchNotify, ResourceRequest,
                                            ResourceRequests)
 from htc.wire.messages.schedd import (ActOnJobs, ActOnJobsReply, EditJobs, EditReply, JobAction, QueryJobs,
@@ -74,6 +76,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     GetResourceRequests, ResourceRequests, MatchNotify,
     RequestClaim, ClaimReply, ActivateClaim, ClaimKeepAlive, ReleaseClaim,
     StarterUpdate, JobOutput, JobExited, RunCalls, CallsDone, MoreCalls, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
+    Forwarded,
 )
 
 AnyMessage = Union[MESSAGE_TYPES]  # type: ignore[valid-type]
@@ -138,7 +141,7 @@ def decode(data: bytes) -> Message:
 __all__ = ["Ack", "ActOnJobs", "ActOnJobsReply", "ActivateClaim", "AdText", "AdType", "AdsReply",
            "AttrName", "CallsDone", "CancelDrainJobs", "ClaimKeepAlive", "ClaimReply", "Continue",
            "Count", "DaemonName", "DaemonStatus", "DaemonsOff", "DaemonsOn", "DaemonsRestart",
-           "DrainHow", "DrainJobs", "ERROR_CODES", "EditJobs", "EditReply", "ErrorReply",
+           "DrainHow", "DrainJobs", "ERROR_CODES", "EditJobs", "EditReply", "ErrorReply", "Forwarded",
            "GetResourceRequests", "INT64_MAX", "Int", "InvalidateAd", "JobAction", "JobExited",
            "JobId", "JobOutput", "LaneCall", "LaneResult", "MATCH_LAPSED", "MAX_LANE_CALL_BYTES",
            "MAX_OUTPUT_CHUNK", "MasterStatus", "MatchNotify", "Message", "MoreCalls", "NonEmpty",

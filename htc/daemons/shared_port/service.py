@@ -1,0 +1,113 @@
+"""The shared port's service: keys checked and certified, the SSH server run, refusals logged.
+
+:func:`make_service` refuses to build the daemon when the pool key
+(SEC_TOKEN_POOL_SIGNING_KEY_FILE) or the host key (``$HTC_HOME/ssh/host_key``, created 0600 on
+first start) could be read by other users, naming the file and its mode (``python -m
+htc.daemons`` then exits with status 4, so the master does not restart it in a loop). At start the
+host key is certified by the pool's SSH CA (:mod:`htc.wire.ssh_keys`). Tokens presented as SSH
+passwords are checked against the pool key with TRUST_DOMAIN as issuer; every refused login is
+logged as ``PERMISSION DENIED`` with the client's address and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import replace
+
+from htc.daemons.clock import REAL, Clock
+from htc.daemons.network import trust_domain
+from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
+from htc.daemons.settings import from_config
+from htc.daemons.shared_port.core import SharedPort
+from htc.daemons.shared_port.events import Listen, ListenFailed
+from htc.daemons.shared_port.settings import SharedPortSettings
+from htc.errors import UsageError
+from htc.wire import tokens
+from htc.wire.poolkey import read_pool_key
+from htc.wire.ssh_keys import certify_host_key, load_or_create_host_key, pool_ca
+from htc.wire.ssh_server import SharedPortServer
+
+#: the shared port's own socket name (Ping, Reconfig); never a forwarding target
+ADDRESS = "shared_port"
+
+
+def host_key_path(paths: DaemonPaths):
+    """``$HTC_HOME/ssh/host_key``: this host's SSH key."""
+    return paths.home / "ssh" / "host_key"
+
+
+def settings_from_config(config) -> SharedPortSettings:
+    """Build the shared port's settings from the configuration (SHARED_PORT subsystem)."""
+    settings = from_config(SharedPortSettings, config)
+    if not settings.trust_domain:
+        settings = replace(settings, trust_domain=trust_domain(config))
+    return settings
+
+
+def make_service(paths: DaemonPaths, clock: Clock = REAL) -> SharedPortService:
+    """The shared port's service for the pool at ``paths`` (used by ``python -m htc.daemons``).
+
+    Raises:
+        UsageError: the configuration is broken, the pool key is missing or unsafe, or the host
+            key is unsafe (the text names the file and what to do).
+    """
+    def settings() -> SharedPortSettings:
+        return settings_from_config(load_daemon_config("SHARED_PORT"))
+
+    first = settings()
+    if not first.pool_key_file:
+        raise UsageError("the shared port needs the pool key: set SEC_TOKEN_POOL_SIGNING_KEY_FILE")
+    if not first.trust_domain:
+        raise UsageError("the shared port needs TRUST_DOMAIN (or COLLECTOR_HOST) to check tokens' issuer")
+    pool_key = read_pool_key(first.pool_key_file)
+    host_key, created = load_or_create_host_key(host_key_path(paths))
+    service = SharedPortService(SharedPort(first), paths, settings, pool_key, host_key, clock=clock)
+    if created:
+        service.log.info("created this host's SSH key %s", host_key_path(paths))
+    return service
+
+
+class SharedPortService(DaemonService):
+    """Runs the SSH server the core asks for; logs every refused login with its address."""
+
+    def __init__(self, core: SharedPort, paths: DaemonPaths, reload_settings, pool_key: bytes, host_key,
+                 clock: Clock = REAL):
+        super().__init__("shared_port", core, paths.transport(), address=ADDRESS,
+                         log_file=paths.log_file("shared_port"), reload_settings=reload_settings, clock=clock)
+        self.paths = paths
+        self.pool_key = pool_key
+        self.host_key = host_key
+        self.server: SharedPortServer | None = None
+        self.register_action(Listen, self._do_listen)
+
+    def _verify(self, token: str) -> str:
+        settings = self.core.settings
+        return tokens.verify(token, self.pool_key, now=time.time(), issuer=settings.trust_domain).identity
+
+    def _refused(self, address: str, username: str, why: str) -> None:
+        self.log.warning("PERMISSION DENIED: refused the SSH login of %r from %s: %s", username[:100], address, why)
+
+    def _do_listen(self, action: Listen) -> None:
+        self.start_task(self._listen(action), "listen")
+
+    async def _listen(self, action: Listen) -> None:
+        settings = self.core.settings
+        cert = certify_host_key(pool_ca(self.pool_key), self.host_key, now=time.time())
+        server = SharedPortServer(self.paths.sockets, (self.host_key, cert), self._verify,
+                                  on_refusal=self._refused, own_name=ADDRESS)
+        try:
+            await server.start(action.interface, action.port, keepalive_interval=settings.keepalive_interval,
+                               keepalive_count_max=settings.keepalive_count_max, ciphers=settings.ciphers or None,
+                               login_timeout=settings.login_timeout)
+        except OSError as exc:
+            self.feed(ListenFailed(str(exc)))
+            return
+        self.server = server
+        self.log.info("shared port (pid %d) accepting SSH on %s:%d", os.getpid(),
+                      action.interface or "*", server.port)
+        try:
+            await asyncio.Event().wait()  # serve until the service cancels this task
+        finally:
+            await server.aclose()

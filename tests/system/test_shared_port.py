@@ -1,0 +1,258 @@
+"""The shared port and the SSH transport between two network namespaces (issue #18, "Transport").
+
+Host A (10.201.0.1) runs the real shared_port daemon (``python -m htc.daemons shared_port``) and
+a stand-in daemon (tests/ssh_echo_daemon.py) behind it; the client runs in host B (10.201.0.2)
+as tests/ssh_probe.py, which prints what happened as JSON lines. Every namespace and process is
+removed at the end, pass or fail (tests/ssh_netns.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from ssh_netns import A_IP, NetnsPair, netns_available
+
+HERE = Path(__file__).resolve().parents[1]
+PROBE = str(HERE / "ssh_probe.py")
+ECHO = str(HERE / "ssh_echo_daemon.py")
+PORT = 9618
+
+_why_not = netns_available()
+pytestmark = pytest.mark.skipif(_why_not is not None, reason=_why_not or "")
+
+
+def wait_until(condition, timeout: float = 30.0, what: str = "condition"):
+    """Poll ``condition()`` (another process's doing) until truthy, under a generous deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+class HostA:
+    """Host A's home, configuration and daemons."""
+
+    def __init__(self, pair: NetnsPair, **knobs):
+        self.pair = pair
+        self.home = Path(tempfile.mkdtemp(prefix="htcsp"))
+        os.chmod(self.home, 0o755)
+        self.key = self.home / "pool_key"
+        self.key.write_bytes(os.urandom(64))
+        os.chmod(self.key, 0o600)
+        self.config = self.home / "htc.cfg"
+        settings = {"COLLECTOR_HOST": f"{A_IP}:{PORT}", "SHARED_PORT_PORT": str(PORT),
+                    "SEC_TOKEN_POOL_SIGNING_KEY_FILE": str(self.key), "TRUST_DOMAIN": "testpool",
+                    "SSH_KEEPALIVE_INTERVAL": "0.5", "SSH_KEEPALIVE_COUNT_MAX": "3", **knobs}
+        self.config.write_text("".join(f"{k} = {v}\n" for k, v in settings.items()))
+        self.env = dict(os.environ, HTC_HOME=str(self.home), HTC_CONFIG=str(self.config))
+        self.shared_port = None
+        self.echo = None
+
+    @property
+    def log(self) -> Path:
+        return self.home / "log" / "SharedPortLog"
+
+    def log_text(self) -> str:
+        return self.log.read_text() if self.log.exists() else ""
+
+    def start_shared_port(self):
+        before = self.log_text().count("accepting SSH")
+        self.shared_port = self.pair.spawn(
+            self.pair.a, [sys.executable, "-m", "htc.daemons", "shared_port", "-home", str(self.home)],
+            env=self.env, stderr=open(self.home / "shared_port.stderr", "ab"))
+        wait_until(lambda: self.log_text().count("accepting SSH") > before or self.shared_port.poll() is not None,
+                   what="the shared port to listen")
+        assert self.shared_port.poll() is None, (self.home / "shared_port.stderr").read_text()
+
+    def start_echo(self, name: str = "echo", **env):
+        proc = self.pair.spawn(self.pair.a, [sys.executable, ECHO, str(self.home / "sockets"), name],
+                               env=dict(self.env, **env), stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "ready"
+        self.echo = proc
+        return proc
+
+    def close(self):
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+@pytest.fixture
+def hosts():
+    pair = NetnsPair()
+    a = HostA(pair)
+    try:
+        a.start_shared_port()
+        a.start_echo()
+        yield pair, a
+    finally:
+        pair.close()
+        a.close()
+
+
+class Probe:
+    """tests/ssh_probe.py running in host B."""
+
+    def __init__(self, pair: NetnsPair, a: HostA, scenario: str, **params):
+        p = {"scenario": scenario, "host": A_IP, "port": PORT, "key": str(a.key), **params}
+        self.proc = pair.python(pair.b, PROBE, json.dumps(p), env=a.env)
+
+    def line(self) -> dict:
+        text = self.proc.stdout.readline()
+        assert text, f"the probe ended early (status {self.proc.wait()})"
+        return json.loads(text)
+
+    def go(self) -> None:
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+
+def run_probe(pair, a, scenario, **params) -> dict:
+    probe = Probe(pair, a, scenario, **params)
+    line = probe.line()
+    probe.proc.wait(timeout=120)
+    return line
+
+
+def test_request_reaches_the_daemon_with_the_peers_identity(hosts):
+    pair, a = hosts
+    assert run_probe(pair, a, "ping", who="pool")["pong"] == "10.201.0.2|condor_pool@testpool|pool"
+    assert run_probe(pair, a, "ping", who="alice")["pong"] == "10.201.0.2|alice@testpool|token"
+    assert run_probe(pair, a, "ping", who="anon")["pong"] == "10.201.0.2|None|"
+
+
+def test_wrong_pool_key_is_refused_and_logged_with_the_address(hosts):
+    pair, a = hosts
+    out = run_probe(pair, a, "ping", who="wrong")
+    assert out["error"] == "LoginRefused", out
+    assert "refused our credentials" in out["text"]
+    line = wait_until(lambda: [l for l in a.log_text().splitlines() if "PERMISSION DENIED" in l],
+                      what="the refusal in SharedPortLog")[0]
+    assert "10.201.0.2" in line and "mallory@testpool" in line and "signature" in line
+
+
+def test_a_daemon_not_running_is_reported_by_name(hosts):
+    pair, a = hosts
+    out = run_probe(pair, a, "ping", name="negotiator")
+    assert out["error"] == "DaemonUnreachable" and "no negotiator daemon" in out["text"], out
+
+
+def test_connections_and_channels_are_reused_and_reconnect_after_a_restart(hosts):
+    pair, a = hosts
+    probe = Probe(pair, a, "reuse")
+    counts = probe.line()
+    assert counts["connections"] == 1, counts          # one SSH connection for 36 requests
+    assert counts["channels"] == counts["peer_conns"] <= 7, counts  # a channel per concurrent request
+    assert probe.line()["wait"]
+    a.shared_port.kill()
+    a.shared_port.wait()
+    probe.go()                                          # the probe's next request meets a dead port...
+    time.sleep(0.5)                                     # ...for a while (what is tested: it retries)
+    a.start_shared_port()
+    out = probe.line()
+    assert out.get("pong", "").endswith("|pool"), out   # ...and gets through once the port is back
+    assert out["connections"] == 2, out
+
+
+@pytest.mark.parametrize("how", ["link down", "blackhole"])
+def test_keepalive_notices_a_cut_link_within_seconds(hosts, how):
+    pair, a = hosts
+    if how == "blackhole" and shutil.which("nft") is None:
+        pytest.skip("nft (Debian package nftables) is not installed")
+    probe = Probe(pair, a, "cut", keepalive=0.5, count_max=3)
+    assert probe.line()["wait"]
+    if how == "link down":
+        pair.link(pair.a, False)
+    else:
+        pair.blackhole(pair.a, True)
+    probe.go()
+    out = probe.line()
+    assert out["error"] in ("ConnectionClosed", "DaemonUnreachable"), out
+    assert out["after"] < 8, out                         # 0.5 s x (3 + 1) = 2 s, with room for load
+    assert out["connected"] is False
+
+
+def test_connect_timeout_is_honoured(hosts):
+    pair, a = hosts
+    pair.blackhole(pair.a, True) if shutil.which("nft") else pair.link(pair.a, False)
+    out = run_probe(pair, a, "connect_timeout", connect_timeout=1.5)
+    assert out["error"] == "DaemonUnreachable", out
+    assert 1.0 < out["after"] < 6, out
+
+
+def test_bulk_payload_streams_with_flow_control(hosts):
+    pair, a = hosts
+    a.echo.kill()
+    a.start_echo(SLOW="0.01")                            # a slow reader: the sender must wait for it
+    out = run_probe(pair, a, "bulk", mib=96)
+    assert out["counted"] == 96 * 1024 * 1024, out
+    hwm = int(next(l.split()[1] for l in Path(f"/proc/{a.shared_port.pid}/status").read_text().splitlines()
+                   if l.startswith("VmHWM")))
+    assert hwm < 96 * 1024, f"the shared port's peak memory was {hwm} KiB for 96 MiB passed through"
+    assert out["max_rss_mib"] < 96 + 200, out            # the client held at most a few chunks
+
+
+def test_bad_frames_on_an_authenticated_channel_end_only_that_channel(hosts):
+    pair, a = hosts
+    out = run_probe(pair, a, "garbage")
+    assert "malformed" in out["garbage"] or "undecodable" in out["garbage"], out
+    assert "too_large" in out["oversized"], out
+    assert "malformed" in out["truncated"], out
+    assert "invalid" in out["not_a_message"] or "malformed" in out["not_a_message"], out
+    assert out["after"].endswith("|pool")
+    assert a.shared_port.poll() is None and a.echo.poll() is None
+
+
+def test_garbage_on_the_raw_port_is_refused_and_the_port_serves_on(hosts):
+    pair, a = hosts
+    script = ("import socket,sys\n"
+              "for data in (b'GET / HTTP/1.0\\r\\n\\r\\n', b'\\x00' * 70000, b'SSH-2.0-x\\r\\n' + b'\\xff' * 40000,"
+              " b'SSH-2.0-x\\r\\n\\x00\\x00'):\n"
+              f"    s = socket.create_connection(('{A_IP}', {PORT}), timeout=20)\n"
+              "    s.sendall(data)\n"
+              "    s.shutdown(socket.SHUT_WR)\n"
+              "    try:\n"
+              "        while s.recv(65536): pass\n"
+              "    except OSError: pass\n"
+              "    s.close()\n"
+              "print('done')\n")
+    result = pair.run(pair.b, [sys.executable, "-c", script], env=a.env)
+    assert result.stdout.strip() == "done", result.stderr
+    assert run_probe(pair, a, "ping")["pong"].endswith("|pool")
+    assert a.shared_port.poll() is None
+
+
+@pytest.mark.parametrize("which", ["pool key", "host key"])
+def test_shared_port_refuses_a_key_others_can_read(which):
+    pair = NetnsPair()
+    a = HostA(pair)
+    try:
+        if which == "host key":
+            a.start_shared_port()                       # creates the host key, 0600
+            a.shared_port.kill()
+            a.shared_port.wait()
+            path = a.home / "ssh" / "host_key"
+            assert path.stat().st_mode & 0o777 == 0o600
+        else:
+            path = a.key
+        os.chmod(path, 0o644)
+        proc = pair.spawn(pair.a, [sys.executable, "-m", "htc.daemons", "shared_port", "-home", str(a.home)],
+                          env=a.env, stderr=subprocess.PIPE, text=True)
+        err = proc.communicate(timeout=60)[1]
+        assert proc.returncode == 4, err
+        assert str(path) in err and "0644" in err, err
+    finally:
+        pair.close()
+        a.close()
+
