@@ -100,6 +100,8 @@ def local_ip() -> str:
 def sinful(address: str, alias: str = "") -> str:
     """HTCondor's address string for the daemon of this host whose socket is ``address``
     (``alias``: this host's name, by default :func:`full_hostname`)."""
+    if address.startswith("<"):
+        return address  # a daemon behind a shared port already has its sinful string
     ip = local_ip()
     alias = alias or full_hostname()
     return f"<{ip}:0?addrs={ip}-0&alias={alias}&noUDP&sock={address}>"

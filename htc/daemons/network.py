@@ -17,12 +17,17 @@ pool with the same CONDOR_HOST agrees on the issuer of its tokens.
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from htc.config.hostname import full_hostname, local_ip
+
 from htc.wire import tokens
-from htc.wire.address import parse_host_port
+from htc.wire.address import DEFAULT_PORT, format_remote, parse_host_port
 from htc.wire.errors import BadAddress
 from htc.wire.poolkey import read_pool_key
 from htc.wire.routing import RoutingTransport
@@ -30,8 +35,8 @@ from htc.wire.ssh_client import DEFAULT_CIPHERS, SshOptions, SshTransport
 from htc.wire.ssh_keys import pool_known_hosts
 from htc.wire.transport import Transport, UnixTransport
 
-__all__ = ["DAEMON_TOKEN_LIFETIME", "POOL_USER", "daemon_credentials", "daemon_transport", "network_mode",
-           "ssh_options", "trust_domain"]
+__all__ = ["DAEMON_TOKEN_LIFETIME", "POOL_USER", "PoolAddresses", "daemon_credentials", "daemon_transport",
+           "network_mode", "own_endpoints", "pool_addresses", "service_transport", "ssh_options", "trust_domain"]
 
 #: the identity daemons prove to each other across hosts (HTCondor's)
 POOL_USER = "condor_pool"
@@ -69,7 +74,8 @@ def daemon_credentials(pool_key: bytes, domain: str, *, lifetime: float = DAEMON
 
 def ssh_options(config, *, pool_key: bytes | None = None, known_hosts_file: str | None = None) -> SshOptions:
     """SshOptions from the SSH_* knobs; trusting the pool CA when ``pool_key`` is given."""
-    ciphers = str(config.param("SSH_CIPHERS") or "").replace(",", " ").split()
+    raw = config.param("SSH_CIPHERS") or ()  # a list knob: param() gives a list
+    ciphers = [str(c) for c in raw] if isinstance(raw, (list, tuple)) else str(raw).replace(",", " ").split()
     return SshOptions(keepalive_interval=float(config.param("SSH_KEEPALIVE_INTERVAL")),
                       keepalive_count_max=int(config.param("SSH_KEEPALIVE_COUNT_MAX")),
                       connect_timeout=float(config.param("SSH_CONNECT_TIMEOUT")),
@@ -90,3 +96,58 @@ def daemon_transport(socket_dir: str | Path, config, own_endpoints=()) -> Transp
     key = read_pool_key(config.param("SEC_TOKEN_POOL_SIGNING_KEY_FILE"))
     remote = SshTransport(daemon_credentials(key, trust_domain(config)), ssh_options(config, pool_key=key))
     return RoutingTransport(local, remote, own_endpoints)
+
+
+# -- where a daemon is reached, and where it reaches the collector ---------------------------------
+
+
+def advertised_ip(config) -> str:
+    """The address other hosts reach this one at: its full name's address as the resolver gives
+    it (``/etc/hosts`` or DNS), unless that is a loopback one; else the outgoing interface's."""
+    try:
+        ip = socket.gethostbyname(full_hostname(config))
+        if not ipaddress.ip_address(ip).is_loopback:
+            return ip
+    except (OSError, ValueError):
+        pass  # the name does not resolve: fall back to the interface a default route picks
+    return local_ip()
+
+
+def own_endpoints(config) -> list[tuple[str, int]]:
+    """The ``(host, port)`` pairs that mean this host's shared port (local to RoutingTransport)."""
+    port = int(config.param("SHARED_PORT_PORT") or DEFAULT_PORT)
+    full = full_hostname(config)
+    names = {advertised_ip(config), full, full.split(".", 1)[0], "127.0.0.1", "localhost"}
+    return sorted((name, port) for name in names if name)
+
+
+@dataclass(frozen=True)
+class PoolAddresses:
+    """Where a daemon says it is and where it sends its ads (local names in a personal pool)."""
+
+    own: str        # what it advertises as MyAddress: ``<ip:9618?sock=schedd>`` or ``schedd``
+    collector: str  # ``<cm:9618>`` or ``collector``
+
+
+def pool_addresses(config, name: str) -> PoolAddresses:
+    """The addresses of daemon ``name`` (its socket's name) on this host.
+
+    In network mode the daemon is ``<ip:SHARED_PORT_PORT?sock=name>`` and the collector is
+    COLLECTOR_HOST as a sinful string; otherwise both are local names.
+    """
+    if not network_mode(config):
+        return PoolAddresses(name, "collector")
+    port = int(config.param("SHARED_PORT_PORT") or DEFAULT_PORT)
+    collector = parse_host_port(str(config.param("COLLECTOR_HOST")))
+    return PoolAddresses(format_remote(advertised_ip(config), port, name), str(collector))
+
+
+def service_transport(socket_dir: str | Path, config) -> Transport:
+    """The transport of a daemon's service: :func:`daemon_transport` with this host's endpoints.
+
+    Raises:
+        PoolKeyError: network mode, and the pool key is missing or others can read it.
+    """
+    if not network_mode(config):
+        return UnixTransport(socket_dir)
+    return daemon_transport(socket_dir, config, own_endpoints(config))

@@ -33,6 +33,7 @@ import signal
 from pathlib import Path
 
 from htc.config.hostname import daemon_name, full_hostname
+from htc.daemons.network import pool_addresses, service_transport
 from htc.daemons import core as c
 from htc.daemons.calls import install_calls
 from htc.daemons.clock import REAL, Clock
@@ -78,8 +79,9 @@ def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
         value = config.param(knob)
         return str(value) if value not in (None, "") else None
 
+    net = pool_addresses(config, address)  # network mode: <ip:9618?sock=schedd> and <cm:9618>
     return from_config(
-        ScheddSettings, config, name=name, address=address, machine=host,
+        ScheddSettings, config, name=name, address=net.own, collector=net.collector, machine=host,
         uid_domain=str(config.param("UID_DOMAIN") or host),
         system_policy=SystemPolicy(periodic_hold=text("SYSTEM_PERIODIC_HOLD"),
                                    periodic_release=text("SYSTEM_PERIODIC_RELEASE"),
@@ -97,8 +99,8 @@ class ScheddService(DaemonService):
         clock: where the time comes from (:mod:`htc.daemons.clock`).
     """
 
-    def __init__(self, core: Schedd, paths: DaemonPaths, reload_settings, *, clock: Clock = REAL):
-        super().__init__("schedd", core, paths.transport(), log_file=paths.log_file("schedd"),
+    def __init__(self, core: Schedd, paths: DaemonPaths, reload_settings, *, clock: Clock = REAL, transport=None):
+        super().__init__("schedd", core, transport or paths.transport(), log_file=paths.log_file("schedd"),
                          reload_settings=reload_settings, clock=clock)
         install_calls(self)
         self._pending_logs: list[WriteUserLog] = []
@@ -232,7 +234,7 @@ def make_service(paths: DaemonPaths, clock: Clock = REAL) -> ScheddService:
     except BaseException:
         queue.close()
         raise
-    return ScheddService(core, paths, settings, clock=clock)
+    return ScheddService(core, paths, settings, clock=clock, transport=service_transport(paths.sockets, config))
 
 
 __all__ = ["CRASH_BEFORE_CALL_FILES_ENV", "CRASH_BEFORE_TERMINATED_EVENT_ENV", "CRASH_BEFORE_SUBMIT_REPLY_ENV",

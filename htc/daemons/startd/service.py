@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from htc.config.hostname import daemon_name, full_hostname
+from htc.daemons.network import pool_addresses, service_transport
 from htc.daemons.calls import Call, CallDone, install_calls, perform_call
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir, shared_execute_path
@@ -444,7 +445,8 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         raise UsageError(f"UPDATE_INTERVAL = {startd.update_interval:g} and POLLING_INTERVAL = "
                          f"{startd.polling_interval:g}; both must be a positive number of seconds")
     override = config.param("SENSOR_OVERRIDE_FILE")
-    sensors = SensorSettings(execute_dir=execute, daemon_name=address, machine=host,
+    net = pool_addresses(config, address)  # network mode: <ip:9618?sock=startd> and <cm:9618>
+    sensors = SensorSettings(execute_dir=execute, daemon_name=net.own, machine=host,
                              override_file=Path(override) if override else home / "sensor_override",
                              filesystem_domain=_domain(config, "FILESYSTEM_DOMAIN"),
                              uid_domain=_domain(config, "UID_DOMAIN"))
@@ -452,7 +454,7 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         StartdServiceSettings, config, startd=startd, sensors=sensors, execute_dir=execute,
         execute_note=execute_note, run_as=run_as_policy(config, host),
         execute_chosen=execute != configured or (is_default and execute == shared_execute_path(home)),
-        address=address, ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * startd.update_interval)))
+        address=net.own, collector=net.collector, ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * startd.update_interval)))
 
 
 _SLOT_USER = re.compile(r"(?:.*\.)?SLOT([0-9]+)_USER", re.IGNORECASE)
@@ -502,5 +504,6 @@ def make_service(paths: DaemonPaths, clock: Clock = REAL) -> StartdService:
     def settings() -> StartdServiceSettings:
         return settings_from_config(load_daemon_config("STARTD"), paths.home)
 
-    return StartdService(settings(), paths.transport(), log_file=paths.log_file("startd"), reload_settings=settings,
+    transport = service_transport(paths.sockets, load_daemon_config("STARTD"))
+    return StartdService(settings(), transport, log_file=paths.log_file("startd"), reload_settings=settings,
                          clock=clock)
