@@ -35,6 +35,7 @@ COMMAND_MODULES = [
     "htc.cli.evicted_files",
     "htc.cli.who",
     "htc.cli.ping",
+    "htc.cli.token",
     "htc.cli.version",
     "htc.cli.sim",
     "htc.dag.cli",          # htc dag ..., htc submit_dag (htc.dag is above htc.cli: loaded by name only)

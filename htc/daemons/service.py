@@ -77,6 +77,7 @@ from htc.daemons.clock import REAL, Clock
 from htc.wire import authz
 from htc.wire import messages as m
 from htc.wire.errors import ConnectionClosed, RequestTimeout
+from htc.wire.identity import host_names_of
 from htc.wire.peers import PeerConnections
 from htc.wire.transport import Connection, Server, Transport, UnixTransport
 
@@ -456,7 +457,7 @@ class DaemonService:
         """
         config = load_daemon_config(self.daemon.upper())
         authorizer = authz.authorizer_from_config(self.daemon, config, pool_uid=os.geteuid(),
-                                                  user_of_uid=authz.user_of_uid)
+                                                  user_of_uid=authz.user_of_uid, host_names=host_names_of)
         for warning in authorizer.warnings():
             self.log.warning("%s", warning)
         return authorizer
@@ -489,7 +490,7 @@ class DaemonService:
         if self.authorizer is None:
             raise RuntimeError(f"{self.daemon}: serving a request before the authorization policy was loaded")
         if who is None:
-            who = self.authorizer.identify(conn.peer.uid, conn.peer.pid)
+            who = self.authorizer.identify_peer(conn.peer)
         decision = self.authorizer.check(msg, who)
         if decision.allowed:
             return who
@@ -520,7 +521,8 @@ class DaemonService:
                     conn.send_nowait(m.Ack(detail="configuration re-read") if error is None
                                      else m.ErrorReply(code="bad_request", message=error))
                 else:
-                    peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who))
+                    peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who),
+                                   identity=who.name if who.remote else conn.peer.identity)
                     self.feed(c.Received(msg=msg, conn_id=conn_id, peer=peer))
                 await conn.drain()
         finally:

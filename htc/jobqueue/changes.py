@@ -21,6 +21,7 @@ from htc.jobqueue.expr import GroupedEvaluator, check_expression, evaluate_in, i
 from htc.jobqueue.policy import Action, Decision, ExitInfo, PolicyEvaluator, exit_attributes
 from htc.jobqueue.records import JobId, JobNotFound, StatusChange
 from htc.jobqueue.store import JOB_COLUMNS
+from htc.wire.private import public
 from htc.jobqueue.states import (ACTIVE_STATES, TERMINAL_STATES, HoldReasonCode, JobStatus,
                                  check_transition)
 
@@ -220,7 +221,7 @@ class QueueChanges:
         self._conn.execute(
             "INSERT OR REPLACE INTO history (cluster_id, proc_id, owner, status, completion_date, ad) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (cid, pid, job.owner, job.status, int(now), _encode(job.to_dict()).decode()))
+            (cid, pid, job.owner, job.status, int(now), _encode(public(job.to_dict())).decode()))
         self._conn.execute("DELETE FROM jobs WHERE cluster_id = ? AND proc_id = ?", (cid, pid))
         self._rows.pop((cid, pid), None)
         row = self._conn.execute(
@@ -466,7 +467,7 @@ class QueueChanges:
         out = []
         with self._reading() as conn:
             for (raw,) in conn.execute(sql, params):
-                ad = _decode_attrs(raw)
+                ad = public(_decode_attrs(raw))  # a history written before ClaimId was dropped
                 if expr is not None:
                     classad = ClassAd()
                     for name, text in ad.items():

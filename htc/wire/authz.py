@@ -12,14 +12,14 @@ for ads that join the pool. :data:`REQUIRED` is that table, per daemon, in one p
 :func:`level_for` reads it (a message a daemon's table does not list needs ``DAEMON``: unknown
 means closed).
 
-Who asks is the *identity* the kernel vouches for: a Unix socket's peer credentials
-(SO_PEERCRED) give the uid, and :func:`identify` maps it to ``name@UID_DOMAIN`` through the
-password database. A uid with no passwd entry (or a peer the transport cannot name) is
-``unauthenticated@unmapped`` and is refused every level above ``READ`` whatever the lists say
-(HTCondor refuses job management to ``*@unmapped`` the same way). The pool's own account -- the
-uid the daemons run as -- and root are the *daemon identity*: besides their own names they also
-answer to ``condor@...`` and ``condor_pool@...`` in the lists, the names HTCondor's daemons
-authenticate as.
+Who asks is an *identity* (:mod:`htc.wire.identity`): for a peer on this host the one the kernel
+vouches for (SO_PEERCRED uid -> ``name@UID_DOMAIN``; the pool's account and root are the daemon
+identity and answer to ``condor@...``/``condor_pool@...`` too); for a peer from another host the
+one it proved at the shared port (a token's subject, ``alice@pool``; the pool key makes it
+``condor_pool@TRUST_DOMAIN``). A peer nobody can name is ``unauthenticated@unmapped`` and is
+refused every level above ``READ`` whatever the lists say (HTCondor refuses job management to
+``*@unmapped`` the same way); from another host it reads only where ``ALLOW_READ`` is *configured*
+to let it, not by the built-in default.
 
 :class:`Policy` decides, with HTCondor's rules (``IpVerify::Verify``), whether an identity has a
 level:
@@ -42,9 +42,16 @@ user manages only their own jobs: the schedd checks ownership) and only for the 
 otherwise, and ADMINISTRATOR, DAEMON and NEGOTIATOR for the daemon identity.
 
 Entries are HTCondor's ``user@domain/host`` (``*`` wildcards in either part; no ``/`` means any
-host; no ``@`` and no ``/`` means a host, any user). Peers are on this host, so a host part
-matches when it names this machine: its host names, ``localhost``, its addresses, or a network
-(``127.0.0.0/8``) holding one of them.
+host; no ``@`` and no ``/`` means a host, any user). For a peer on this host a host part matches
+when it names this machine: its host names, ``localhost``, its addresses, or a network
+(``127.0.0.0/8``) holding one of them. For a peer from another host it matches that peer's
+address (``10.200.0.*``, ``10.200.0.0/24``) or, for a name pattern (``*/cm.example``), the names
+a reverse lookup gives for the address (looked up only when some entry has a name pattern).
+
+On a host in *network mode* (COLLECTOR_HOST names a real port) the built-in defaults add the
+pool's daemons on other hosts, ``condor_pool@TRUST_DOMAIN``, to ADMINISTRATOR, DAEMON and
+NEGOTIATOR (so to the ADVERTISE levels), and let every authenticated identity WRITE (the schedd
+still lets each act only on their own jobs).
 
 Nothing here does I/O: the service builds a :class:`Policy` from the configuration
 (:func:`policy_from_config`) and asks :meth:`Policy.check` before a message reaches the core.
@@ -60,10 +67,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from htc.wire import messages as m
+from htc.wire.identity import DAEMON_ALIASES, UNMAPPED, Identity, identify, identify_remote, user_of_uid
 
 __all__ = ["Level", "Identity", "Entry", "AccessList", "Decision", "Policy", "Authorizer", "REQUIRED", "UNMAPPED",
            "DAEMON_ALIASES", "level_for", "identify", "implied_levels", "default_lists", "parse_list", "build_policy",
-           "policy_from_config", "authorizer_from_config", "user_of_uid"]
+           "policy_from_config", "authorizer_from_config", "user_of_uid", "identify_remote",
+           "network_trust_domain"]
 
 
 class Level(enum.Enum):
@@ -93,10 +102,6 @@ DIRECTLY_IMPLIED_BY: Mapping[Level, tuple[Level, ...]] = {
 CONFIG_FALLBACK: Mapping[Level, Level] = {L.ADVERTISE_STARTD: L.DAEMON, L.ADVERTISE_SCHEDD: L.DAEMON,
                                           L.ADVERTISE_MASTER: L.DAEMON}
 
-#: the identity of a peer nobody can name (no passwd entry for its uid, no credentials)
-UNMAPPED = "unauthenticated@unmapped"
-#: the names HTCondor's daemons authenticate as; the daemon identity answers to them too
-DAEMON_ALIASES = ("condor", "condor_pool")
 
 
 def implied_levels(level: Level) -> tuple[Level, ...]:
@@ -120,6 +125,11 @@ def _by_ad_type(msg: m.UpdateAd | m.InvalidateAd) -> Level:
             m.AdType.Negotiator: L.NEGOTIATOR, m.AdType.Accounting: L.NEGOTIATOR}.get(msg.ad_type, L.DAEMON)
 
 
+def _query_ads(msg: m.QueryAds) -> Level:
+    # private attributes (ClaimId) only for the negotiator, as HTCondor's QUERY_STARTD_PVT_ADS
+    return L.NEGOTIATOR if msg.private else L.READ
+
+
 def _vacate(msg: m.Vacate) -> Level:
     # the schedd vacating its own claim is daemon business; condor_vacate of slots is administration
     return L.DAEMON if msg.claim_id else L.ADMINISTRATOR
@@ -134,7 +144,7 @@ COMMON: Mapping[type[m.Message], LevelRule] = {m.Ping: L.ALLOW, m.Reconfig: L.AD
 REQUIRED: Mapping[str, Mapping[type[m.Message], LevelRule]] = {
     "master": {m.QueryMaster: L.READ, m.DaemonsOn: L.ADMINISTRATOR, m.DaemonsOff: L.ADMINISTRATOR,
                m.DaemonsRestart: L.ADMINISTRATOR},
-    "collector": {m.QueryAds: L.READ, m.UpdateAd: _by_ad_type, m.InvalidateAd: _by_ad_type},
+    "collector": {m.QueryAds: _query_ads, m.UpdateAd: _by_ad_type, m.InvalidateAd: _by_ad_type},
     "negotiator": {m.Reschedule: L.WRITE, m.SetUserPriority: L.ADMINISTRATOR},
     "schedd": {m.QueryJobs: L.READ, m.Submit: L.WRITE, m.ActOnJobs: L.WRITE, m.EditJobs: L.WRITE,
                m.Reschedule: L.WRITE, m.GetResourceRequests: L.NEGOTIATOR, m.MatchNotify: L.NEGOTIATOR,
@@ -151,50 +161,6 @@ def level_for(daemon: str, msg: m.Message) -> Level:
     """The level ``daemon`` requires for ``msg`` (DAEMON for a message its table does not list)."""
     rule = COMMON.get(type(msg)) or REQUIRED.get(daemon, {}).get(type(msg), L.DAEMON)
     return rule if isinstance(rule, Level) else rule(msg)
-
-
-# --- identities ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Identity:
-    """An authenticated peer: ``name`` is ``user@domain`` (``unauthenticated@unmapped`` if none).
-
-    ``user`` is the local account name (None when unmapped); ``aliases`` are further names the
-    lists may use for it (the daemon identity's ``condor@domain``).
-    """
-
-    name: str
-    user: str | None = None
-    uid: int | None = None
-    pid: int | None = None
-    aliases: tuple[str, ...] = ()
-
-    @property
-    def unmapped(self) -> bool:
-        """True for a peer without a local account (HTCondor's ``*@unmapped``)."""
-        return self.name.lower().endswith("@unmapped")
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """Every name the lists may match: ``name`` and the aliases."""
-        return (self.name, *self.aliases)
-
-    def describe(self) -> str:
-        """``alice@host (uid 1001, pid 4242)`` for messages and logs."""
-        bits = [f"uid {self.uid}" if self.uid is not None else "uid unknown"]
-        if self.pid is not None:
-            bits.append(f"pid {self.pid}")
-        return f"{self.name} ({', '.join(bits)})"
-
-
-def identify(uid: int | None, pid: int | None, *, uid_domain: str, user_of_uid: Callable[[int], str | None],
-             daemon_uids: Iterable[int] = (0,)) -> Identity:
-    """The identity of a peer the kernel names by ``uid`` (None: the transport could not tell)."""
-    user = user_of_uid(uid) if uid is not None else None
-    if user is None:
-        return Identity(UNMAPPED, None, uid, pid)
-    aliases = tuple(f"{a}@{uid_domain}" for a in DAEMON_ALIASES) if uid in set(daemon_uids) else ()
-    return Identity(f"{user}@{uid_domain}", user, uid, pid, aliases)
 
 
 # --- lists ----------------------------------------------------------------------------------
@@ -259,12 +225,28 @@ def _host_matches(pattern: str, local_hosts: frozenset[str]) -> bool:
     return any(rx.fullmatch(host) for host in local_hosts)
 
 
+def _peer_hosts(identity: Identity) -> frozenset[str]:
+    return frozenset(h.lower().rstrip(".") for h in (identity.host or "", *identity.host_names) if h)
+
+
+def _is_name_pattern(pattern: str) -> bool:
+    if pattern in ("*", ""):
+        return False
+    try:
+        ipaddress.ip_network(pattern, strict=False)
+        return False
+    except ValueError:
+        return not re.fullmatch(r"[0-9.*:]+", pattern)
+
+
 @dataclass(frozen=True)
 class AccessList:
     """The entries of one ALLOW or DENY list and where they come from (for messages)."""
 
     entries: tuple[Entry, ...]
     source: str
+    #: the built-in default, not a configured list (a remote unauthenticated peer needs a configured one)
+    builtin: bool = False
 
     @property
     def everyone(self) -> bool:
@@ -272,11 +254,17 @@ class AccessList:
         return len(self.entries) == 1 and self.entries[0].text in ("*", "*/*")
 
     def match(self, identity: Identity, local_hosts: frozenset[str]) -> Entry | None:
-        """The first entry naming ``identity`` on this host, or None."""
+        """The first entry naming ``identity`` (host parts: its address if remote, else this host)."""
+        hosts = _peer_hosts(identity) if identity.remote else local_hosts
         for entry in self.entries:
-            if _user_matches(entry.user, identity.names) and _host_matches(entry.host, local_hosts):
+            if _user_matches(entry.user, identity.names) and _host_matches(entry.host, hosts):
                 return entry
         return None
+
+    @property
+    def names_hosts(self) -> bool:
+        """True when an entry's host part is a host name pattern (needs the peer's names)."""
+        return any(_is_name_pattern(e.host) for e in self.entries)
 
 
 @dataclass(frozen=True)
@@ -306,9 +294,14 @@ class Policy:
     local_hosts: frozenset[str] = frozenset({"localhost", "127.0.0.1", "::1"})
     _cache: dict = field(default_factory=dict, repr=False)
 
+    @property
+    def needs_host_names(self) -> bool:
+        """True when some entry names hosts by name, so a remote peer's address must be looked up."""
+        return any(lst is not None and lst.names_hosts for lists in (self.allow, self.deny) for lst in lists.values())
+
     def check(self, level: Level, identity: Identity) -> Decision:
         """Whether ``identity`` has ``level``; the reason says which list decided."""
-        key = (level, identity.names)
+        key = (level, identity.names, identity.host, identity.host_names)
         found = self._cache.get(key)
         if found is None:
             found = self._cache[key] = self._verify(level, identity)
@@ -323,8 +316,9 @@ class Policy:
         if level is L.ALLOW:
             return Decision(True, level, "anyone may do this")
         if who.unmapped and level is not L.READ:
-            return Decision(False, level, f"{who.name} is refused every level above READ: the uid has no "
-                                          "account in the password database")
+            why = ("it proved no identity (no token, pool key or listed SSH key)" if who.remote
+                   else "the uid has no account in the password database")
+            return Decision(False, level, f"{who.name} is refused every level above READ: {why}")
         allow, deny = self.allow.get(level), self.deny.get(level)
         if deny is not None and deny.everyone:
             return Decision(False, level, f"{deny.source} = * refuses everyone")
@@ -334,6 +328,9 @@ class Policy:
             entry = deny.match(who, self.local_hosts)
             if entry is not None:
                 return Decision(False, level, f"{deny.source} lists {entry.text}")
+        if allow is not None and allow.builtin and who.unmapped and who.remote:
+            return Decision(False, level, f"{who.name} from another host may read only where ALLOW_{name} "
+                                          "is configured to let it (the built-in default does not)")
         if allow is not None:
             if allow.everyone:
                 return Decision(True, level, f"{allow.source} = * allows everyone")
@@ -351,7 +348,8 @@ class Policy:
 
 # --- from the configuration ------------------------------------------------------------------
 
-def default_lists(uid_domain: str, pool_user: str, pool_is_root: bool) -> dict[Level, str]:
+def default_lists(uid_domain: str, pool_user: str, pool_is_root: bool,
+                  trust_domain: str | None = None) -> dict[Level, str]:
     """The ALLOW lists used when the configuration sets none of a level's chain.
 
     A personal pool, as HTCondor's ``use SECURITY : USER_BASED`` sets one up: everyone may
@@ -359,10 +357,18 @@ def default_lists(uid_domain: str, pool_user: str, pool_is_root: bool) -> dict[L
     the schedd lets users act only on their own jobs), otherwise only the pool's owner; the
     daemon identity (root and the pool's account) administers and is the only DAEMON and
     NEGOTIATOR. CONFIG has no list: nobody changes configuration remotely.
+
+    A host in network mode (``trust_domain`` given) also lets the pool's daemons on other hosts,
+    ``condor_pool@TRUST_DOMAIN``, administer and be DAEMON and NEGOTIATOR (as ``use SECURITY :
+    recommended_v9_0`` does with ``condor_pool@*``), and lets every authenticated user write
+    (their own jobs only; ``*@unmapped`` never writes). A remote peer that proved nothing may
+    not even read unless ALLOW_READ is configured to let it.
     """
-    daemons = ", ".join(dict.fromkeys([f"root@{uid_domain}", f"{pool_user}@{uid_domain}"]))
-    return {L.READ: "*", L.WRITE: "*" if pool_is_root else daemons,
-            L.ADMINISTRATOR: daemons, L.DAEMON: daemons, L.NEGOTIATOR: daemons}
+    local = [f"root@{uid_domain}", f"{pool_user}@{uid_domain}"]
+    pool = [f"condor_pool@{trust_domain}"] if trust_domain else []
+    daemons = ", ".join(dict.fromkeys(local + pool))
+    write = "*" if pool_is_root or trust_domain else ", ".join(dict.fromkeys(local))
+    return {L.READ: "*", L.WRITE: write, L.ADMINISTRATOR: daemons, L.DAEMON: daemons, L.NEGOTIATOR: daemons}
 
 
 #: lookup(name) -> (value or None when the name is set nowhere, where it is set)
@@ -393,19 +399,41 @@ def _resolve(kind: str, level: Level, subsys: str, lookup: Lookup,
     text = defaults.get(CONFIG_FALLBACK.get(level, level)) or defaults.get(level)
     if not text:
         return None
-    return AccessList(parse_list(text), f"ALLOW_{level.value} (built-in default: {text})")
+    return AccessList(parse_list(text), f"ALLOW_{level.value} (built-in default: {text})", builtin=True)
 
 
 def build_policy(subsystem: str, lookup: Lookup, *, uid_domain: str, pool_user: str, pool_is_root: bool,
-                 local_hosts: Iterable[str] = ()) -> Policy:
-    """The policy of daemon ``subsystem`` (``SCHEDD``) from ``lookup`` of configuration names."""
+                 local_hosts: Iterable[str] = (), trust_domain: str | None = None) -> Policy:
+    """The policy of daemon ``subsystem`` (``SCHEDD``) from ``lookup`` of configuration names
+    (``trust_domain``: the host is in network mode, see :func:`default_lists`)."""
     subsys = subsystem.upper()
-    defaults = default_lists(uid_domain, pool_user, pool_is_root)
+    defaults = default_lists(uid_domain, pool_user, pool_is_root, trust_domain)
     levels = [lv for lv in Level if lv is not L.ALLOW]
     allow = {lv: _resolve("ALLOW", lv, subsys, lookup, defaults) for lv in levels}
     deny = {lv: _resolve("DENY", lv, subsys, lookup, defaults) for lv in levels}
     hosts = {h.lower().rstrip(".") for h in local_hosts if h} | {"localhost", "127.0.0.1", "::1"}
     return Policy(allow, deny, frozenset(hosts))
+
+
+def network_trust_domain(config) -> str | None:
+    """The pool's TRUST_DOMAIN when this host is in network mode (COLLECTOR_HOST names a real
+    port; a personal pool's ``127.0.0.1:0`` does not), else None.
+
+    TRUST_DOMAIN defaults to COLLECTOR_HOST, as in HTCondor; it is the issuer of the pool's
+    tokens and the domain of its daemons' identity ``condor_pool@TRUST_DOMAIN``.
+    """
+    from htc.wire.address import BadAddress, parse_host_port
+
+    collector = (config.get("COLLECTOR_HOST") or "").strip()
+    if not collector:
+        return None
+    try:
+        address = parse_host_port(collector)
+    except BadAddress:
+        return None
+    if address.port == 0:
+        return None
+    return (config.get("TRUST_DOMAIN") or "").strip() or collector
 
 
 def policy_from_config(config, *, pool_uid: int, user_of_uid: Callable[[int], str | None]) -> Policy:
@@ -422,7 +450,7 @@ def policy_from_config(config, *, pool_uid: int, user_of_uid: Callable[[int], st
                                            "IPV6_ADDRESS")]
     return build_policy(config.subsystem, lookup, uid_domain=config.get("UID_DOMAIN") or "localhost",
                         pool_user=user_of_uid(pool_uid) or str(pool_uid), pool_is_root=pool_uid == 0,
-                        local_hosts=hosts)
+                        local_hosts=hosts, trust_domain=network_trust_domain(config))
 
 
 @dataclass
@@ -435,6 +463,9 @@ class Authorizer:
         uid_domain: the domain of identities (UID_DOMAIN).
         daemon_uids: the daemon identity's uids (root and the pool's account).
         user_of_uid: the password database.
+        trust_domain: the pool's TRUST_DOMAIN (network mode), or None on a personal pool.
+        host_names: the names of a network address (reverse lookup), asked only when the
+            policy has host-name patterns.
     """
 
     daemon: str
@@ -442,11 +473,22 @@ class Authorizer:
     uid_domain: str
     daemon_uids: frozenset[int]
     user_of_uid: Callable[[int], str | None]
+    trust_domain: str | None = None
+    host_names: Callable[[str], tuple[str, ...]] = lambda host: ()
 
     def identify(self, uid: int | None, pid: int | None) -> Identity:
         """The identity of a peer with kernel-given ``uid`` and ``pid``."""
         return identify(uid, pid, uid_domain=self.uid_domain, user_of_uid=self.user_of_uid,
                         daemon_uids=self.daemon_uids)
+
+    def identify_peer(self, peer) -> Identity:
+        """The identity of a connection's :class:`~htc.wire.transport.PeerInfo`: from the network
+        (``host``, ``identity``, ``authenticated_by``) or from the kernel (uid)."""
+        if peer.host is None:
+            return self.identify(peer.uid, peer.pid)
+        names = self.host_names(peer.host) if self.policy.needs_host_names else ()
+        return identify_remote(peer.identity, peer.host, peer.authenticated_by,
+                               trust_domain=self.trust_domain or self.uid_domain, host_names=names)
 
     def check(self, msg: m.Message, identity: Identity) -> Decision:
         """Whether ``identity`` may send ``msg`` to this daemon."""
@@ -464,8 +506,10 @@ class Authorizer:
     def warnings(self) -> list[str]:
         """Problems worth a line in the daemon log: the daemon identity refused what it needs."""
         out = []
-        for uid in sorted(self.daemon_uids):
-            who = self.identify(uid, None)
+        whos = [self.identify(uid, None) for uid in sorted(self.daemon_uids)]
+        if self.trust_domain:
+            whos.append(identify_remote(None, "0.0.0.0", "pool", trust_domain=self.trust_domain))
+        for who in whos:
             for level in (L.DAEMON, L.NEGOTIATOR, L.ADMINISTRATOR):
                 decision = self.policy.check(level, who)
                 if not decision.allowed:
@@ -475,18 +519,9 @@ class Authorizer:
 
 
 def authorizer_from_config(daemon: str, config, *, pool_uid: int,
-                           user_of_uid: Callable[[int], str | None]) -> Authorizer:
+                           user_of_uid: Callable[[int], str | None],
+                           host_names: Callable[[str], tuple[str, ...]] | None = None) -> Authorizer:
     """The :class:`Authorizer` of ``daemon`` from its configuration; its daemons run as ``pool_uid``."""
     policy = policy_from_config(config, pool_uid=pool_uid, user_of_uid=user_of_uid)
     return Authorizer(daemon, policy, config.get("UID_DOMAIN") or "localhost", frozenset({0, pool_uid}),
-                      user_of_uid)
-
-
-def user_of_uid(uid: int) -> str | None:
-    """The account name of ``uid`` in the password database, or None."""
-    import pwd
-
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return None
+                      user_of_uid, network_trust_domain(config), host_names or (lambda host: ()))

@@ -33,6 +33,7 @@ from htc.config.version import condor_version
 from htc.daemons import core as c
 from htc.daemons.collector.settings import CollectorSettings
 from htc.wire import messages as m
+from htc.wire.private import is_private
 
 Key = tuple[m.AdType, str, str]
 
@@ -44,6 +45,9 @@ class StoredAd:
     ad: ClassAd
     text: str
     expires_at: float
+    #: the ad without its private attributes (ClaimId), for queriers without NEGOTIATOR; None
+    #: when it has none
+    public: "StoredAd | None" = None
 
 
 def _key(ad_type: m.AdType, name: str, ad: ClassAd) -> Key:
@@ -134,6 +138,12 @@ class Collector:
         ad["LastHeardFrom"] = int(now)
         key = _key(ad_type, name, ad)
         stored = StoredAd(ad=ad, text=str(ad), expires_at=now + lifetime)
+        hidden = [name for name in ad if is_private(name)]
+        if hidden:
+            public = ad.copy()
+            for name in hidden:
+                del public[name]
+            stored.public = StoredAd(ad=public, text=str(public), expires_at=stored.expires_at)
         self.ads[key] = stored
         heapq.heappush(self._expiry, (stored.expires_at, key))
 
@@ -169,8 +179,11 @@ class Collector:
         if msg.ad_type in (m.AdType.Collector, m.AdType.Any) and self.started_at is not None:
             self._recount_self(now)
         texts = []
+        privileged = msg.private  # the service has checked NEGOTIATOR for it (authz.level_for)
         for key in sorted(self.ads, key=lambda k: (k[0].value, k[1], k[2])):
             stored = self.ads[key]
+            if not privileged and stored.public is not None:
+                stored = stored.public  # constraint and answer see no ClaimId (htc.wire.private)
             if msg.ad_type is not m.AdType.Any and key[0] is not msg.ad_type:
                 continue
             if stored.expires_at <= now:

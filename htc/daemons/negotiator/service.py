@@ -148,7 +148,7 @@ class NegotiatorService(DaemonService):
         self.feed(PoolAds(cycle, tuple(machines), tuple(submitters)))
 
     async def _query(self, ad_type: m.AdType) -> list[ClassAd]:
-        reply = await self.peers.request(self.settings.collector, m.QueryAds(ad_type=ad_type),
+        reply = await self.peers.request(self.settings.collector, m.QueryAds(ad_type=ad_type, private=ad_type is m.AdType.Startd),
                                          timeout=self.settings.core.timeout)
         return [ClassAd(text) for text in reply.ads]
 

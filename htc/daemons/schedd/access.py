@@ -7,6 +7,13 @@ no account is refused. A claimed ``Owner`` naming somebody else is accepted only
 administrator (ALLOW_ADMINISTRATOR, as HTCondor's QUEUE_SUPER_USERS). Only a job's owner or an
 administrator acts on a job or edits it. Root may submit (htc's tests and executors run as root);
 its jobs never run as root (the startd runs them as a slot user).
+
+A peer from another host is named by the identity it proved (``alice@pool``, a token's subject):
+its jobs get ``Owner`` = the user part (``alice``) and ``User`` = the identity itself, which is
+``owner@UID_DOMAIN`` exactly when the identity's domain is the pool's UID_DOMAIN (and then an
+execute host of that UID_DOMAIN runs them as its account ``alice``, if it has one). Such a peer
+acts on a job only when the job's ``User`` is its identity: ``alice@pool`` and ``alice@other``
+are different people, though both are Owner ``alice``. A peer that proved nothing is refused.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import pwd
 from collections.abc import Callable
 
 from htc.daemons import core as c
+from htc.daemons.schedd.userlog import literal
 from htc.errors import UsageError
 
 __all__ = ["Access", "Denied", "denied_log", "user_of_uid"]
@@ -37,8 +45,9 @@ def denied_log(event: c.Received, what: str, why: str) -> c.Log:
     """The daemon-log line of a request refused for ownership (as the service logs its refusals)."""
     peer = event.peer
     who = peer.user or "an unmapped peer"
-    return c.Log(f"PERMISSION DENIED to {who} (uid {peer.uid}, pid {peer.pid}) for {what}: {why}",
-                 logging.WARNING)
+    where = (f"{peer.identity or 'unauthenticated@unmapped'} from {peer.host}" if peer.host is not None
+             else f"uid {peer.uid}, pid {peer.pid}")
+    return c.Log(f"PERMISSION DENIED to {who} ({where}) for {what}: {why}", logging.WARNING)
 
 
 class Access:
@@ -77,6 +86,9 @@ class Access:
                 owner without being an administrator.
         """
         name = self.user(event)
+        if name is None and event.peer.host is not None:
+            raise Denied(f"the peer from {event.peer.host} proved no identity; only authenticated users "
+                         "may submit jobs (present a token: htc token create -identity USER@DOMAIN)")
         if name is None:
             uid = event.peer.uid
             raise Denied(f"uid {uid if uid is not None else '(unknown)'} has no account in the password database; "
@@ -87,9 +99,22 @@ class Access:
             return claimed
         return name
 
+    def user_attribute(self, event: c.Received, owner: str, uid_domain: str) -> str:
+        """The ``User`` of jobs the peer submits as ``owner``: a network peer's own identity,
+        else ``owner@UID_DOMAIN``."""
+        peer = event.peer
+        if peer.host is not None and peer.identity and owner == self.user(event):
+            return peer.identity
+        return f"{owner}@{uid_domain}"
+
     def may_change(self, event: c.Received, job) -> bool:
         """Only a job's owner and the pool's administrators may act on it or edit it."""
         if self.administrator(event):
             return True
         user = self.user(event)
-        return user is not None and user == job.owner
+        if user is None or user != job.owner:
+            return False
+        peer = event.peer
+        if peer.host is not None:  # from another host: the job's User must be the identity itself
+            return bool(peer.identity) and literal(job, "User") == peer.identity
+        return True

@@ -472,7 +472,7 @@ class Lanes(Mapping):
             queue.sync()
             sd.adverts.reschedule_due = True
             lane.in_flight.clear()
-        out.append(c.Log(f"call lane on {claim.slot_name if claim else lane.claim_id} ended after {lane.ran} calls: "
+        out.append(c.Log(f"call lane on {claim.slot_name if claim else lane.claim_id.split('#')[0]} ended after {lane.ran} calls: "
                          f"{reason}"))
         sd.changed()
         if claim is not None and claim.id in sd.claims:

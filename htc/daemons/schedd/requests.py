@@ -38,7 +38,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from htc.classad import ClassAd, ClassAdParseError
+from htc.classad import ClassAd, ClassAdParseError, ExprTree
 from htc.classad.lexer import KEYWORDS
 from htc.config.hostname import sinful
 from htc.daemons import core as c
@@ -48,8 +48,10 @@ from htc.daemons.schedd.owed import owe
 from htc.daemons.schedd.shadow import ad_text
 from htc.errors import UsageError
 from htc.jobqueue.ads import quote
+from htc.jobqueue.expr import job_classad
 from htc.jobqueue.promises import submission_digest
 from htc.wire import messages as m
+from htc.wire.private import is_private, may_read_private, public
 
 __all__ = ["DESCRIPTION_ATTRS", "SCHEDD_SETS", "Denied", "LimitExceeded", "ToolRequests", "description_message", "texts_of"]
 
@@ -189,7 +191,7 @@ class ToolRequests:
         except Denied as exc:
             out.append(denied_log(event, "Submit", str(exc)))
             raise
-        user = f"{owner}@{sd.settings.uid_domain}"
+        user = sd.access.user_attribute(event, owner, sd.settings.uid_domain)
         digest = None
         if msg.submission_id is not None:
             digest = submission_digest((msg.cluster_ad, *msg.proc_ads))
@@ -336,8 +338,28 @@ class ToolRequests:
     # -- query ----------------------------------------------------------------------------------
 
     def query(self, event: c.Received, msg: m.QueryJobs, now: float, out: list) -> None:
-        """Answer QueryJobs: the matching ads, without their claim ids."""
-        jobs = self.schedd.queue.query(msg.constraint or None, projection=list(msg.projection) or None,
-                                limit=msg.limit, now=now)
-        ads = tuple(ad_text({k: v for k, v in job.items() if k != "ClaimId"}) for job in jobs)
+        """Answer QueryJobs: the matching ads, without their private attributes (ClaimId).
+
+        A constraint that could read a private attribute is evaluated on the stripped ads, so it
+        cannot reveal a claim id bit by bit (:mod:`htc.wire.private`).
+        """
+        queue, projection = self.schedd.queue, list(msg.projection) or None
+        if msg.constraint and may_read_private(msg.constraint):
+            try:
+                test = ExprTree(msg.constraint)
+            except ClassAdParseError as exc:
+                raise UsageError(f"the constraint is not a ClassAd expression: {exc}") from None
+            jobs = []
+            for job in queue.query(None, now=now):
+                ad = job_classad(job, now)
+                for name in [n for n in ad if is_private(n)]:
+                    del ad[name]
+                value = test.eval(ad)
+                if value is True or (type(value) in (int, float) and value != 0):
+                    jobs.append({k: job[k] for k in projection if k in job} if projection else job)
+                    if msg.limit is not None and len(jobs) >= msg.limit:
+                        break
+        else:
+            jobs = queue.query(msg.constraint or None, projection=projection, limit=msg.limit, now=now)
+        ads = tuple(ad_text(public(dict(job.items()))) for job in jobs)
         out.append(c.Reply(event.conn_id, m.AdsReply(ads=ads)))

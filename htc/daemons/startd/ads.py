@@ -14,8 +14,8 @@ newest ad, ``claimed_update_delay`` (1 s) later: every state change still goes o
 Once the collector has taken an ad in which an unclaimed slot offers more than before, the
 negotiator is sent a Reschedule. Each ad carries ``UpdateSequenceNumber`` and
 ``DaemonStartTime`` (which report this is) and ``ClaimId``, the id the
-negotiator hands to the schedd in MatchNotify (HTCondor keeps it in a private ad; htc's
-collector has none yet, so every local user who may query the collector can read it).
+negotiator hands to the schedd in MatchNotify: a private attribute, which the collector gives
+only to the negotiator's private query (:mod:`htc.wire.private`).
 
 The publishing is :class:`SlotAds`, an object the wire adapter
 (:class:`~htc.daemons.startd.adapter.StartdDaemon`) holds: the adapter hands it the core's

@@ -61,10 +61,15 @@ class AdsReply(Message, frozen=True):
 
 
 class QueryAds(Message, frozen=True):
-    """Ads of ``ad_type`` (Any: all) for which ``constraint`` is true, cut to ``projection``."""
+    """Ads of ``ad_type`` (Any: all) for which ``constraint`` is true, cut to ``projection``.
+
+    ``private``: with their private attributes (``ClaimId``), as HTCondor's QUERY_STARTD_PVT_ADS;
+    it needs NEGOTIATOR (:mod:`htc.wire.private`). Without it they are stripped.
+    """
 
     reply_type = AdsReply
     ad_type: AdType
     constraint: str = ""
     projection: tuple[AttrName, ...] = ()
     limit: Positive | None = None
+    private: bool = False
