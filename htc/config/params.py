@@ -157,10 +157,6 @@ _ENTRIES = [
       "Seconds an SSH connection may take to connect and log in (retries of a refused connect included).", "htc"),
     P("SSH_CIPHERS", "list", "aes128-gcm@openssh.com, aes256-gcm@openssh.com, chacha20-poly1305@openssh.com",
       "SSH ciphers in order of preference (AES-GCM first: twice as fast as chacha20 with AES-NI).", "htc"),
-    P("TRUST_DOMAIN", "str", "$(COLLECTOR_HOST)", "The issuer name of the pool's identity tokens."),
-    P("SEC_TOKEN_POOL_SIGNING_KEY_FILE", "path", "$(LOCAL_DIR)/passwords.d/POOL",
-      "The pool's shared secret (signs tokens, seeds the SSH CA); HTCondor's is "
-      "$(SEC_PASSWORD_DIRECTORY)/POOL.", "changed"),
     P("FLOCK_TO", "list", "", "Other pools this schedd may send jobs to."),
     P("FLOCK_FROM", "list", "", "Other pools' schedds allowed to send jobs here."),
     P("MASTER_NAME", "str", "", "Name of the master (default: the host)."),
