@@ -58,13 +58,16 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["Host", "HostProcess", "Network", "netns_unavailable", "network", "networks"]
+__all__ = ["Host", "HostProcess", "Network", "copy_pool_key", "netns_unavailable", "network", "networks",
+           "pool_config"]
 
 #: where every host keeps its pool, and its user's home (both on its private /tmp)
 HTC_HOME = "/tmp/htc"
 HOME = "/tmp/home"
 #: a root startd's execute root (htc.config.execute): private per host too
 SHARED_EXECUTE_PARENT = "/var/lib/htc"
+#: where a host's pool key is with pool_config (SEC_TOKEN_POOL_SIGNING_KEY_FILE's default)
+POOL_KEY = f"{HTC_HOME}/passwords.d/POOL"
 
 _NETWORKS = itertools.count(0)
 _NAME = re.compile(r"[a-z][a-z0-9-]{0,12}\Z")
@@ -431,6 +434,32 @@ def _nft(host: Host, rules: str) -> None:
                           text=True, timeout=60)
     if done.returncode != 0:
         raise RuntimeError(f"nft in {host.name} refused the rules: {done.stderr.strip()}")
+
+
+# -- htc on the hosts ------------------------------------------------------------------------------
+
+
+def pool_config(*roles: str, condor_host: str = "cm.test", **knobs: str) -> str:
+    """A host's ``htc_config`` (write it to ``HTC_HOME/htc_config`` before ``htc pool start``):
+    its roles (``"CentralManager"``, ``"Submit"``, ``"Execute"``), CONDOR_HOST, its state under
+    its HTC_HOME as a generated personal configuration has it, then ``knobs``."""
+    lines = [f"use ROLE : {role}" for role in roles] + [f"CONDOR_HOST = {condor_host}"]
+    lines += ["LOCAL_DIR = $(HTC_HOME)", "SPOOL = $(LOCAL_DIR)/spool", "EXECUTE = $(LOCAL_DIR)/execute",
+              "LOG = $(LOCAL_DIR)/log", "LOCK = $(LOG)", "LOCAL_CONFIG_DIR = $(LOCAL_DIR)/config.d"]
+    lines += [f"{name} = {value}" for name, value in knobs.items()]
+    return "\n".join(lines) + "\n"
+
+
+def copy_pool_key(source: Host, *targets: Host) -> None:
+    """Copy the pool key from ``source`` to the same place on ``targets`` (mode 0600), as an
+    administrator copies it with scp."""
+    key = source.path(POOL_KEY).read_bytes()
+    for target in targets:
+        path = target.path(POOL_KEY)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.touch(mode=0o600)
+        path.chmod(0o600)
+        path.write_bytes(key)
 
 
 # -- pytest fixtures -------------------------------------------------------------------------------

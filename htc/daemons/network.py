@@ -125,21 +125,24 @@ def own_endpoints(config) -> list[tuple[str, int]]:
 class PoolAddresses:
     """Where a daemon says it is and where it sends its ads (local names in a personal pool)."""
 
-    own: str        # what it advertises as MyAddress: ``<ip:9618?sock=schedd>`` or ``schedd``
-    collector: str  # ``<cm:9618>`` or ``collector``
+    own: str         # what it advertises as MyAddress: ``<ip:9618?sock=schedd>`` or ``schedd``
+    collector: str   # ``<cm:9618>`` or ``collector``
+    negotiator: str  # ``<cm:9618?sock=negotiator>`` (it runs beside the collector) or ``negotiator``
 
 
 def pool_addresses(config, name: str) -> PoolAddresses:
     """The addresses of daemon ``name`` (its socket's name) on this host.
 
-    In network mode the daemon is ``<ip:SHARED_PORT_PORT?sock=name>`` and the collector is
-    COLLECTOR_HOST as a sinful string; otherwise both are local names.
+    In network mode the daemon is ``<ip:SHARED_PORT_PORT?sock=name>``, the collector is
+    COLLECTOR_HOST as a sinful string and the negotiator the daemon of that name behind the same
+    port (``use ROLE : CentralManager`` runs both); otherwise all are local names.
     """
     if not network_mode(config):
-        return PoolAddresses(name, "collector")
+        return PoolAddresses(name, "collector", "negotiator")
     port = int(config.param("SHARED_PORT_PORT") or DEFAULT_PORT)
     collector = parse_host_port(str(config.param("COLLECTOR_HOST")))
-    return PoolAddresses(format_remote(advertised_ip(config), port, name), str(collector))
+    negotiator = format_remote(collector.host, collector.port, "negotiator")
+    return PoolAddresses(format_remote(advertised_ip(config), port, name), str(collector), negotiator)
 
 
 def service_transport(socket_dir: str | Path, config) -> Transport:

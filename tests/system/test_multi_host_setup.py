@@ -4,18 +4,14 @@ host without the key refuses to start and says where to copy it from; with the k
 
 from __future__ import annotations
 
-from netns_hosts import HTC_HOME, network, networks  # noqa: F401 (fixtures)
+from netns_hosts import HTC_HOME, POOL_KEY, copy_pool_key, network, networks, pool_config  # noqa: F401 (fixtures)
 
-KEY = f"{HTC_HOME}/passwords.d/POOL"
+KEY = POOL_KEY
+FAST = {"UPDATE_INTERVAL": "2", "NEGOTIATOR_INTERVAL": "2", "MASTER_UPDATE_INTERVAL": "5"}
 
 
 def config(*roles: str) -> str:
-    """A host's htc_config: its roles, the central manager, and its state under its HTC_HOME."""
-    return ("".join(f"use ROLE : {role}\n" for role in roles)
-            + "CONDOR_HOST = cm.test\n"
-            + "LOCAL_DIR = $(HTC_HOME)\nSPOOL = $(LOCAL_DIR)/spool\nEXECUTE = $(LOCAL_DIR)/execute\n"
-            + "LOG = $(LOCAL_DIR)/log\nLOCK = $(LOG)\nLOCAL_CONFIG_DIR = $(LOCAL_DIR)/config.d\n"
-            + "UPDATE_INTERVAL = 2\nNEGOTIATOR_INTERVAL = 2\nMASTER_UPDATE_INTERVAL = 5\n")
+    return pool_config(*roles, **FAST)
 
 
 def test_the_central_manager_makes_the_key_and_the_others_need_a_copy(network):
@@ -37,9 +33,7 @@ def test_the_central_manager_makes_the_key_and_the_others_need_a_copy(network):
     assert f"the pool key {KEY}" in refused.stderr and "copy the file from cm.test" in refused.stderr
     assert "master" not in exec1.run(["ps", "-eo", "args"]).stdout.replace("ps -eo args", "")
 
-    exec1.write(KEY, "")  # copied as a user would: same path, mode 0600
-    exec1.path(KEY).write_bytes(cm.path(KEY).read_bytes())
-    exec1.path(KEY).chmod(0o600)
+    copy_pool_key(cm, exec1)  # as a user would: same path, mode 0600
     joined = exec1.run(["htc", "pool", "start"])
     assert joined.returncode == 0, joined.stdout + joined.stderr
     assert "created the pool key" not in joined.stdout and "STARTD" in joined.stdout

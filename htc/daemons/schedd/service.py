@@ -81,7 +81,8 @@ def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
 
     net = pool_addresses(config, address)  # network mode: <ip:9618?sock=schedd> and <cm:9618>
     return from_config(
-        ScheddSettings, config, name=name, address=net.own, collector=net.collector, machine=host,
+        ScheddSettings, config, name=name, address=net.own, collector=net.collector, negotiator=net.negotiator,
+        machine=host,
         uid_domain=str(config.param("UID_DOMAIN") or host),
         system_policy=SystemPolicy(periodic_hold=text("SYSTEM_PERIODIC_HOLD"),
                                    periodic_release=text("SYSTEM_PERIODIC_RELEASE"),
