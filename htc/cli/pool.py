@@ -25,6 +25,9 @@ def pool(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(status.to_dict(), indent=2))
             return 0
+        if status.created_key:
+            print(f"created the pool key {status.created_key} (mode 0600): copy it to the same place on every "
+                  "other host of the pool, keeping it readable by root only")
         print(f"htc pool under {status.home} is running (master pid {status.master_pid})")
         _status_table(status)
         off = [d.name for d in status.daemons if not d.answering]

@@ -28,7 +28,7 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import psutil
@@ -70,6 +70,7 @@ class PoolStatus:
     master_pid: int | None = None
     shutting_down: bool = False
     daemons: tuple[DaemonInfo, ...] = ()
+    created_key: str = ""  # the pool key file this start created (a central manager's first start)
 
     def to_dict(self) -> dict:
         """Plain data for ``-json``."""
@@ -171,12 +172,16 @@ def start_pool(*, foreground: bool = False, timeout: float = 30.0) -> PoolStatus
     Raises:
         PoolStartError: the master exited while starting (the message quotes its log) or the
             pool did not answer within ``timeout``.
-        UsageError: ``$HTC_HOME`` cannot be created or its configuration is broken.
+        UsageError: ``$HTC_HOME`` cannot be created or its configuration is broken; or, on a
+            host of a multi-host pool, the pool key is missing (a central manager creates it
+            instead: ``created_key`` names it) or unsafe (:mod:`htc.client.pool_role`).
     """
-    from htc.config import ensure_home
+    from htc.client.pool_role import host_role, prepare_pool_key
+    from htc.config import ensure_home, load_config
 
     home = _home()
     ensure_home()
+    created_key = prepare_pool_key(host_role(load_config("MASTER")))
     if foreground:
         from htc.daemons.__main__ import main as run_daemon
 
@@ -185,11 +190,11 @@ def start_pool(*, foreground: bool = False, timeout: float = 30.0) -> PoolStatus
     transport = _transport(home)
     current = pool_status(transport=transport)
     if current.running and not current.shutting_down:
-        return _wait_settled(home, transport, current.master_pid, timeout)
+        return replace(_wait_settled(home, transport, current.master_pid, timeout), created_key=created_key)
     if current.running:
         _wait_gone(current.master_pid, transport, timeout)
     pid = _launch_master(home)
-    return _wait_settled(home, transport, pid, timeout)
+    return replace(_wait_settled(home, transport, pid, timeout), created_key=created_key)
 
 
 def _wait_settled(home: Path, transport: Transport, pid: int | None, timeout: float) -> PoolStatus:

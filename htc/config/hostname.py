@@ -14,6 +14,12 @@ daemon uses it: the schedd's and the startd's ``Machine`` and default names (``s
 address's ``/etc/hosts`` line instead (often ``localhost``), so the schedd and the slots of one
 host could disagree. :func:`full_hostname` is the one function they all call now.
 
+:func:`daemon_name` names a daemon as HTCondor's ``build_valid_daemon_name`` does: by default
+the host's full name (``submit.example.com``: a schedd's ``Name``, the ``@host`` of ``slot1@host``);
+``SCHEDD_NAME = alt`` or ``STARTD_NAME = alt`` gives ``alt@submit.example.com``, so two daemons of
+one kind on one host (two startds: ``slot1@host`` and ``slot1@alt@host``) do not collide; a name
+with its own ``@`` is taken as it is.
+
 :func:`sinful` forms the address HTCondor writes for a daemon (a "sinful string",
 ``<ip:port?addrs=ip-port&alias=host&sock=name>``, as in the user log's ``Job submitted from
 host:``). htc's daemons are reached through named sockets, not TCP ports: the port is 0 and
@@ -26,7 +32,7 @@ import functools
 import ipaddress
 import socket
 
-__all__ = ["full_hostname", "host_names", "local_ip", "sinful"]
+__all__ = ["daemon_name", "full_hostname", "host_names", "local_ip", "sinful"]
 
 
 def _declared(config, knob: str) -> str:
@@ -71,6 +77,15 @@ def full_hostname(config=None) -> str:
     return host_names(_declared(config, "NETWORK_HOSTNAME"), _declared(config, "DEFAULT_DOMAIN_NAME"))[1]
 
 
+def daemon_name(configured: object, host: str) -> str:
+    """The name of a daemon whose ``<SUBSYS>_NAME`` knob is ``configured``, on host ``host``
+    (HTCondor's ``build_valid_daemon_name``: see the module's docstring)."""
+    name = str(configured or "").strip()
+    if not name:
+        return host
+    return name if "@" in name else f"{name}@{host}"
+
+
 @functools.lru_cache(maxsize=1)
 def local_ip() -> str:
     """The address of the interface this host reaches others through (127.0.0.1 without one)."""
@@ -85,6 +100,8 @@ def local_ip() -> str:
 def sinful(address: str, alias: str = "") -> str:
     """HTCondor's address string for the daemon of this host whose socket is ``address``
     (``alias``: this host's name, by default :func:`full_hostname`)."""
+    if address.startswith("<"):
+        return address  # a daemon behind a shared port already has its sinful string
     ip = local_ip()
     alias = alias or full_hostname()
     return f"<{ip}:0?addrs={ip}-0&alias={alias}&noUDP&sock={address}>"

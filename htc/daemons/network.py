@@ -17,20 +17,27 @@ pool with the same CONDOR_HOST agrees on the issuer of its tokens.
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from htc.config.hostname import full_hostname, local_ip
 
 from htc.wire import tokens
-from htc.wire.address import parse_host_port
+from htc.wire.address import DEFAULT_PORT, format_remote, parse_host_port
 from htc.wire.errors import BadAddress
 from htc.wire.poolkey import read_pool_key
-from htc.wire.transport import Transport
+from htc.wire.routing import RoutingTransport
+from htc.wire.transport import Transport, UnixTransport
 
 # htc.wire.ssh_* import asyncssh (a quarter of a second): only a daemon in network mode pays it,
 # so those imports are made inside the functions that need them.
 
-__all__ = ["DAEMON_TOKEN_LIFETIME", "POOL_USER", "daemon_credentials", "daemon_transport", "network_mode",
-           "own_endpoints", "ssh_options", "trust_domain"]
+__all__ = ["DAEMON_TOKEN_LIFETIME", "POOL_USER", "PoolAddresses", "daemon_credentials", "daemon_transport",
+           "network_mode", "own_endpoints", "pool_addresses", "service_transport", "ssh_options", "trust_domain"]
 
 #: the identity daemons prove to each other across hosts (HTCondor's)
 POOL_USER = "condor_pool"
@@ -82,11 +89,11 @@ def ssh_options(config, *, pool_key: bytes | None = None, known_hosts_file: str 
 
 
 def own_endpoints(config) -> set[tuple[str, int]]:
-    """The ``(host, port)`` pairs that name this host's shared port (its address, name, interface)."""
-    from htc.config.hostname import full_hostname, local_ip
-
-    port = int(config.param("SHARED_PORT_PORT"))
-    hosts = {local_ip(), full_hostname(config), "127.0.0.1", "localhost"}
+    """The ``(host, port)`` pairs that name this host's shared port: the address it advertises,
+    its interface's, its full and short names, NETWORK_INTERFACE, and loopback."""
+    port = int(config.param("SHARED_PORT_PORT") or DEFAULT_PORT)
+    full = full_hostname(config)
+    hosts = {advertised_ip(config), local_ip(), full, full.split(".", 1)[0], "127.0.0.1", "localhost"}
     interface = str(config.param("NETWORK_INTERFACE") or "").strip()
     if interface and interface != "*":
         hosts.add(interface)
@@ -99,11 +106,59 @@ def daemon_transport(local: Transport, config) -> Transport:
     Raises:
         PoolKeyError: network mode, and the pool key is missing or others can read it.
     """
-    if not network_mode(config):
+    if not network_mode(config) or isinstance(local, RoutingTransport):
         return local
-    from htc.wire.routing import RoutingTransport
     from htc.wire.ssh_client import SshTransport
 
     key = read_pool_key(config.param("SEC_TOKEN_POOL_SIGNING_KEY_FILE"))
     remote = SshTransport(daemon_credentials(key, trust_domain(config)), ssh_options(config, pool_key=key))
     return RoutingTransport(local, remote, own_endpoints(config))
+
+
+# -- where a daemon is reached, and where it reaches the collector ---------------------------------
+
+
+def advertised_ip(config) -> str:
+    """The address other hosts reach this one at: its full name's address as the resolver gives
+    it (``/etc/hosts`` or DNS), unless that is a loopback one; else the outgoing interface's."""
+    try:
+        ip = socket.gethostbyname(full_hostname(config))
+        if not ipaddress.ip_address(ip).is_loopback:
+            return ip
+    except (OSError, ValueError):
+        pass  # the name does not resolve: fall back to the interface a default route picks
+    return local_ip()
+
+
+@dataclass(frozen=True)
+class PoolAddresses:
+    """Where a daemon says it is and where it sends its ads (local names in a personal pool)."""
+
+    own: str         # what it advertises as MyAddress: ``<ip:9618?sock=schedd>`` or ``schedd``
+    collector: str   # ``<cm:9618>`` or ``collector``
+    negotiator: str  # ``<cm:9618?sock=negotiator>`` (it runs beside the collector) or ``negotiator``
+
+
+def pool_addresses(config, name: str) -> PoolAddresses:
+    """The addresses of daemon ``name`` (its socket's name) on this host.
+
+    In network mode the daemon is ``<ip:SHARED_PORT_PORT?sock=name>``, the collector is
+    COLLECTOR_HOST as a sinful string and the negotiator the daemon of that name behind the same
+    port (``use ROLE : CentralManager`` runs both); otherwise all are local names.
+    """
+    if not network_mode(config):
+        return PoolAddresses(name, "collector", "negotiator")
+    port = int(config.param("SHARED_PORT_PORT") or DEFAULT_PORT)
+    collector = parse_host_port(str(config.param("COLLECTOR_HOST")))
+    negotiator = format_remote(collector.host, collector.port, "negotiator")
+    return PoolAddresses(format_remote(advertised_ip(config), port, name), str(collector), negotiator)
+
+
+def service_transport(socket_dir: str | Path, config) -> Transport:
+    """The transport of a daemon's service: its Unix sockets, routed to other hosts over SSH in
+    network mode (:func:`daemon_transport`).
+
+    Raises:
+        PoolKeyError: network mode, and the pool key is missing or others can read it.
+    """
+    return daemon_transport(UnixTransport(socket_dir), config)

@@ -16,6 +16,7 @@ import msgspec
 import pytest
 
 from htc.client import query_collector
+from htc.config.hostname import full_hostname
 from htc.wire import messages as m
 from htc.wire.errors import RemoteError
 from poolutil import Pool, echo_job, wait_for
@@ -52,7 +53,7 @@ def test_submit_query_and_act_over_the_wire(pool):
         ads = query_collector(m.AdType.Submitter, transport=pool.transport, timeout=5)
         return [a for a in ads if a.get("IdleJobs") == 1 and a.get("HeldJobs") == 1]
     [ad] = wait_for(submitter, what="the Submitter ad")
-    assert ad["ScheddName"].startswith("schedd@") and ad["MyAddress"] == "schedd"
+    assert ad["ScheddName"] == full_hostname() and ad["MyAddress"] == "schedd"
     # History is the queue file's history table, readable without the schedd.
     from htc.client import history
     rows = history(f"ClusterId == {cluster}", path=pool.home / "spool" / "job_queue.db")

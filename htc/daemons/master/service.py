@@ -17,7 +17,7 @@ from htc.daemons.clock import REAL, Clock
 from htc.daemons.master.core import Master
 from htc.daemons.master.events import ChildExited, ChildStarted, Notify, SignalChild, Spawn, SpawnFailed
 from htc.daemons.master.settings import MasterSettings
-from htc.daemons.network import network_mode
+from htc.daemons.network import network_mode, pool_addresses, service_transport
 from htc.daemons.service import PARENT_PID_ENV, DaemonPaths, DaemonService, load_daemon_config
 from htc.daemons.settings import from_config
 
@@ -29,7 +29,8 @@ def settings_from_config(config, pid: int) -> MasterSettings:
     with USE_SHARED_PORT, SHARED_PORT is put first in DAEMON_LIST if it is not there, as
     HTCondor's master starts condor_shared_port before the daemons behind it.
     """
-    settings = from_config(MasterSettings, config, pid=pid)
+    net = pool_addresses(config, "master")  # network mode: <ip:9618?sock=master> and <cm:9618>
+    settings = from_config(MasterSettings, config, pid=pid, address=net.own, collector=net.collector)
     if (network_mode(config) and config.param("USE_SHARED_PORT")
             and "SHARED_PORT" not in settings.daemon_list):
         settings = replace(settings, daemon_list=("SHARED_PORT", *settings.daemon_list))
@@ -45,14 +46,15 @@ def make_service(paths: DaemonPaths, clock: Clock = REAL) -> MasterService:
     def settings() -> MasterSettings:
         return settings_from_config(load_daemon_config("MASTER"), os.getpid())
 
-    return MasterService(Master(settings()), paths, settings, clock=clock)
+    transport = service_transport(paths.sockets, load_daemon_config("MASTER"))
+    return MasterService(Master(settings()), paths, settings, clock=clock, transport=transport)
 
 
 class MasterService(DaemonService):
     """Spawns, signals and reaps the master's daemons; tells the administrator."""
 
-    def __init__(self, core: Master, paths: DaemonPaths, reload_settings, clock: Clock = REAL):
-        super().__init__("master", core, paths.transport(), log_file=paths.log_file("master"),
+    def __init__(self, core: Master, paths: DaemonPaths, reload_settings, clock: Clock = REAL, transport=None):
+        super().__init__("master", core, transport or paths.transport(), log_file=paths.log_file("master"),
                          reload_settings=reload_settings, clock=clock)
         self.paths = paths
         self.register_action(Spawn, self._do_spawn)

@@ -44,6 +44,7 @@ from htc.config.hostname import full_hostname
 from htc.daemons import settings as knobs
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.clock import REAL, Clock
+from htc.daemons.network import pool_addresses, service_transport
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.core import Negotiator
 from htc.daemons.negotiator.events import (AskResourceRequests, FetchPoolAds, PoolAds, PoolAdsFailed,
@@ -203,8 +204,10 @@ def settings_from_config(config, home: Path) -> NegotiatorServiceSettings:
     core = NegotiatorSettings.from_config(config)
     host = full_hostname(config)
     path = config.param("ACCOUNTANT_DATABASE_FILE") or str(home / "spool" / "Accountantnew.log")
+    net = pool_addresses(config, "negotiator")  # network mode: <ip:9618?sock=negotiator> and <cm:9618>
     return knobs.from_config(
-        NegotiatorServiceSettings, config, core=core, accountant_file=Path(path),
+        NegotiatorServiceSettings, config, core=core, accountant_file=Path(path), address=net.own,
+        collector=net.collector,
         name=f"negotiator@{host}", machine=host, pid=os.getpid(),
         ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 3 * core.interval)))
 
@@ -222,5 +225,6 @@ def make_service(paths: DaemonPaths, clock: Clock = REAL) -> NegotiatorService:
     def settings() -> NegotiatorServiceSettings:
         return settings_from_config(load_daemon_config("NEGOTIATOR"), paths.home)
 
-    return NegotiatorService(settings(), paths.transport(), log_file=paths.log_file("negotiator"),
+    transport = service_transport(paths.sockets, load_daemon_config("NEGOTIATOR"))
+    return NegotiatorService(settings(), transport, log_file=paths.log_file("negotiator"),
                              reload_settings=settings, clock=clock)

@@ -35,7 +35,8 @@ import os
 import signal
 from pathlib import Path
 
-from htc.config.hostname import full_hostname
+from htc.config.hostname import daemon_name, full_hostname
+from htc.daemons.network import pool_addresses, service_transport
 from htc.daemons import core as c
 from htc.daemons.calls import install_calls
 from htc.daemons.clock import REAL, Clock
@@ -77,9 +78,7 @@ def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
         UsageError: a knob has a value the schedd cannot use (the message names it).
     """
     host = full_hostname(config)
-    name = str(config.param("SCHEDD_NAME") or "") or f"schedd@{host}"
-    if "@" not in name:
-        name = f"{name}@{host}"
+    name = daemon_name(config.param("SCHEDD_NAME"), host)  # HTCondor's: the host, or SCHEDD_NAME@host
 
     def text(knob: str) -> str | None:
         value = config.param(knob)
@@ -87,8 +86,10 @@ def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
 
     from htc.submit.settings import settings_from_config as submit_settings
 
+    net = pool_addresses(config, address)  # network mode: <ip:9618?sock=schedd> and <cm:9618>
     return from_config(
-        ScheddSettings, config, name=name, address=address, machine=host,
+        ScheddSettings, config, name=name, address=net.own, collector=net.collector, negotiator=net.negotiator,
+        machine=host,
         uid_domain=str(config.param("UID_DOMAIN") or host), submit=submit_settings(config),
         filesystem_domain=str(config.param("FILESYSTEM_DOMAIN") or host), spool=str(config.param("SPOOL") or ""),
         system_policy=SystemPolicy(periodic_hold=text("SYSTEM_PERIODIC_HOLD"),
@@ -107,8 +108,8 @@ class ScheddService(DaemonService):
         clock: where the time comes from (:mod:`htc.daemons.clock`).
     """
 
-    def __init__(self, core: Schedd, paths: DaemonPaths, reload_settings, *, clock: Clock = REAL):
-        super().__init__("schedd", core, paths.transport(), log_file=paths.log_file("schedd"),
+    def __init__(self, core: Schedd, paths: DaemonPaths, reload_settings, *, clock: Clock = REAL, transport=None):
+        super().__init__("schedd", core, transport or paths.transport(), log_file=paths.log_file("schedd"),
                          reload_settings=reload_settings, clock=clock)
         install_calls(self)
         self._pending_logs: list[WriteUserLog] = []
@@ -248,7 +249,7 @@ def make_service(paths: DaemonPaths, clock: Clock = REAL) -> ScheddService:
     except BaseException:
         queue.close()
         raise
-    return ScheddService(core, paths, settings, clock=clock)
+    return ScheddService(core, paths, settings, clock=clock, transport=service_transport(paths.sockets, config))
 
 
 __all__ = ["CRASH_BEFORE_CALL_FILES_ENV", "CRASH_BEFORE_TERMINATED_EVENT_ENV", "CRASH_BEFORE_SUBMIT_REPLY_ENV",

@@ -156,7 +156,7 @@ def submit_event(job: Mapping[str, str], submit_host: str, now: float) -> ev.Sub
 def startd_sinful(startd: str, slot_name: str) -> str:
     """The startd's address as HTCondor writes it in the user log (a sinful string whose
     ``sock=`` is the startd's socket and ``alias`` the host of ``slot_name``; htc.config.hostname)."""
-    return sinful(startd, slot_name.partition("@")[2])
+    return sinful(startd, slot_name.rpartition("@")[2])  # slot1@alt@host: the host
 
 
 def execute_event(job: Mapping[str, str], startd: str, slot_name: str, slot: Mapping[str, object],

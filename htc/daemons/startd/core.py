@@ -137,7 +137,7 @@ class Startd:
         Raises:
             UsageError: there is no such slot.
         """
-        found = self.slots.get(name) or self.slots.get(f"{name}@{self.settings.machine}")
+        found = self.slots.get(name) or self.slots.get(f"{name}@{self._slots_at}")
         if found is None:
             raise UsageError(f"{self.settings.name} has no slot {name!r}; its slots are {sorted(self.slots)}")
         return found
@@ -148,6 +148,11 @@ class Startd:
                              self.drain is not None, now)
 
     # ----------------------------------------------------------------------- slot plumbing
+    @property
+    def _slots_at(self) -> str:
+        """What follows the ``@`` of this startd's slot names (the host, or STARTD_NAME@host)."""
+        return self.settings.slots_at or self.settings.machine
+
     def _new_claim_id(self, slot_name: str) -> str:
         self._seq += 1
         return f"{slot_name}#{self._seq}#{secrets.token_hex(16)}"
@@ -155,12 +160,12 @@ class Startd:
     def _add_slot(self, slot_id: int, kind: str, cpus: int, memory: int, disk: int, now: float,
                   parent: Slot | None = None) -> Slot:
         if parent is None:
-            name = f"slot{slot_id}@{self.settings.machine}"
+            name = f"slot{slot_id}@{self._slots_at}"
             sub = 0
         else:
             sub = parent.next_child
             parent.next_child += 1
-            name = f"slot{slot_id}_{sub}@{self.settings.machine}"
+            name = f"slot{slot_id}_{sub}@{self._slots_at}"
         slot = Slot(name, slot_id, kind, cpus, memory, disk, now, self._new_claim_id(name), parent=parent, sub_id=sub)
         self.slots[name] = slot
         if parent is not None:

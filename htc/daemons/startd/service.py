@@ -60,7 +60,8 @@ from pathlib import Path
 from typing import Any
 
 from htc.classad import ClassAdParseError, ExprTree
-from htc.config.hostname import full_hostname
+from htc.config.hostname import daemon_name, full_hostname
+from htc.daemons.network import pool_addresses, service_transport
 from htc.daemons.calls import Call, CallDone, install_calls, perform_call
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.execute_dir import DEFAULT_EXECUTE, resolve_execute_dir, shared_execute_path
@@ -459,13 +460,15 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         while not probe.exists() and probe != probe.parent:
             probe = probe.parent
         disk = shutil.disk_usage(probe).free // 1024
-    startd = from_config(StartdSettings, config, name=config.param("STARTD_NAME") or host, machine=host,
+    name = daemon_name(config.param("STARTD_NAME"), host)  # the host, or STARTD_NAME@host: slot1@<name>
+    startd = from_config(StartdSettings, config, name=name, machine=host, slots_at=name,
                          policy=policy, memory=int(memory), disk=int(disk), static_attrs=published_attrs(config))
     if startd.update_interval <= 0 or startd.polling_interval <= 0:
         raise UsageError(f"UPDATE_INTERVAL = {startd.update_interval:g} and POLLING_INTERVAL = "
                          f"{startd.polling_interval:g}; both must be a positive number of seconds")
     override = config.param("SENSOR_OVERRIDE_FILE")
-    sensors = SensorSettings(execute_dir=execute, daemon_name=address, machine=host,
+    net = pool_addresses(config, address)  # network mode: <ip:9618?sock=startd> and <cm:9618>
+    sensors = SensorSettings(execute_dir=execute, daemon_name=net.own, machine=host,
                              override_file=Path(override) if override else home / "sensor_override",
                              filesystem_domain=_domain(config, "FILESYSTEM_DOMAIN"),
                              uid_domain=_domain(config, "UID_DOMAIN"))
@@ -473,7 +476,7 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         StartdServiceSettings, config, startd=startd, sensors=sensors, execute_dir=execute,
         execute_note=execute_note, run_as=run_as_policy(config, host),
         execute_chosen=execute != configured or (is_default and execute == shared_execute_path(home)),
-        address=address, ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * startd.update_interval)))
+        address=net.own, collector=net.collector, ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * startd.update_interval)))
 
 
 def published_attrs(config) -> dict[str, ExprTree]:
@@ -546,5 +549,6 @@ def make_service(paths: DaemonPaths, clock: Clock = REAL) -> StartdService:
     def settings() -> StartdServiceSettings:
         return settings_from_config(load_daemon_config("STARTD"), paths.home)
 
-    return StartdService(settings(), paths.transport(), log_file=paths.log_file("startd"), reload_settings=settings,
+    transport = service_transport(paths.sockets, load_daemon_config("STARTD"))
+    return StartdService(settings(), transport, log_file=paths.log_file("startd"), reload_settings=settings,
                          clock=clock)

@@ -29,13 +29,16 @@ class StartdSettings:
 
     ``cpus``/``memory`` (MiB)/``disk`` (KiB) are the machine's resources to hand out.
     ``static_slots`` = 0 means one partitionable slot; N > 0 means N equal static slots.
-    ``name`` is STARTD_NAME or the host; ``memory`` is MEMORY less RESERVED_MEMORY; ``disk`` is
-    DISK or what the execute directory has free.
+    ``name`` is the host, or ``STARTD_NAME@host`` (:func:`htc.config.hostname.daemon_name`);
+    ``machine`` the host's full name; slots are ``slot<N>@<slots_at>`` (empty: ``machine``), so a
+    second startd on the host with its own STARTD_NAME has slots of its own names. ``memory`` is
+    MEMORY less RESERVED_MEMORY; ``disk`` is DISK or what the execute directory has free.
     """
 
     name: str
     machine: str
     policy: Policy
+    slots_at: str = ""
     memory: int
     disk: int
     cpus: int = knob("NUM_CPUS", 1, convert=lambda value: int(value or 1))
