@@ -153,7 +153,7 @@ struct jr_cfg {
 };
 
 /* ---- CRC-32 (zlib's polynomial), slicing by 8 ---- */
-static uint32_t jr_crc_table[8][256];
+static uint32_t jr_crc_table[8][256] __attribute__((unused));
 
 static inline void jr_crc_init(void)
 {

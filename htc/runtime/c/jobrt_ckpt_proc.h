@@ -145,8 +145,10 @@ static inline int jr_collect_maps(const char *procdir, char *buf, long cap, stru
             continue;
         if (start >= JR_RESTARTER_BASE && end <= JR_RESTARTER_BASE + JR_RESTARTER_SPAN)
             continue;
-        if (perms[3] == 's') {
-            jr_cat(err, errcap, "the program uses shared memory (", nl ? name : "anonymous",
+        /* a read-only shared file mapping (glibc's gconv cache, locale files) comes back as a
+         * private copy with the same contents; writable shared memory cannot be restored */
+        if (perms[3] == 's' && perms[1] == 'w') {
+            jr_cat(err, errcap, "the program uses writable shared memory (", nl ? name : "anonymous",
                    "); shared mappings cannot be checkpointed", 0);
             return -1;
         }
