@@ -11,8 +11,10 @@ previous image or the new one, never half of one.  When the program cannot be ch
 handler writes ``IMAGE.refused`` instead and the program runs on; :meth:`Job.checkpoint` raises
 :class:`CheckpointRefused` with that reason.
 
-Each image carries a sequence number that grows over the job's whole life (across restarts), so
-:meth:`Job.checkpoint` waits for an image or a refusal numbered after the last one it saw.
+Each image carries the pid that wrote it and a sequence number that grows over the job's life
+(it is restored with the process), so :meth:`Job.checkpoint` waits for an image or a refusal of
+its own process numbered after the last one it saw; an older image at the same path (a restart
+from a copy rolls the number back) is never mistaken for the new one.
 
 :func:`restart` starts ``jobrt-restart IMAGE`` as a new process (a new pid): it verifies the
 image, refuses with :class:`RestartRefused` (the restarter's message and exit code) what it cannot
@@ -89,23 +91,25 @@ def build_tools(cache: Path | str | None = None, *, dumper: bool = False) -> Too
     )
 
 
-def _refusal(image: Path) -> tuple[int, str] | None:
+def _refusal(image: Path) -> tuple[int, int, str] | None:
+    """(pid, attempt, reason) of IMAGE.refused: "checkpoint N of pid P refused: REASON"."""
     try:
         text = image.with_name(image.name + ".refused").read_text().strip()
     except FileNotFoundError:
         return None
     head, _, reason = text.partition(" refused: ")
+    words = head.split()
     try:
-        return int(head.split()[-1]), reason
+        return int(words[4]), int(words[1]), reason
     except (ValueError, IndexError):
         return None
 
 
-def _image_seq(image: Path) -> int:
+def _image_of(image: Path) -> ImageHeader | None:
     try:
-        return read_header(image).seq
+        return read_header(image)
     except (FileNotFoundError, ImageError):
-        return 0
+        return None
 
 
 class Job:
@@ -123,14 +127,15 @@ class Job:
         return self.process.pid
 
     def _await_image(self, timeout: float) -> ImageHeader:
+        # an image (or refusal) is this process's when it carries its pid and a newer number
         deadline = time.monotonic() + timeout
         while True:
             refused = _refusal(self.image)
-            if refused and refused[0] > self._seen:
-                self._seen = refused[0]
-                raise CheckpointRefused(f"pid {self.pid}: {refused[1]}")
-            if _image_seq(self.image) > self._seen:
-                header = read_header(self.image)
+            if refused and refused[0] == self.pid and refused[1] > self._seen:
+                self._seen = refused[1]
+                raise CheckpointRefused(f"pid {self.pid}: {refused[2]}")
+            header = _image_of(self.image)
+            if header and header.pid == self.pid and header.seq > self._seen:
                 self._seen = header.seq
                 return header
             if self.process.poll() is not None and self.process.returncode != VACATED_EXIT:

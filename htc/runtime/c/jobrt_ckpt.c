@@ -93,11 +93,13 @@ static void jr_refuse(struct jr_work *w)
     long fd = jr_sys4(__NR_openat, AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return;
-    char seq[24];
+    char seq[24], pid[24];
     jr_utoa(seq, jr_cfg.seq);
+    jr_utoa(pid, (uint64_t)jr_sys0(__NR_getpid));
     char line[1200];
     line[0] = 0;
-    jr_cat(line, sizeof line, "checkpoint ", seq, " refused: ", w->err);
+    jr_cat(line, sizeof line, "checkpoint ", seq, " of pid ", pid);
+    jr_cat(line, sizeof line, " refused: ", w->err, 0, 0);
     jr_cat(line, sizeof line, "\n", 0, 0, 0);
     jr_write_all(fd, line, jr_strlen(line));
     jr_sys1(__NR_close, fd);
