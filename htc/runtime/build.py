@@ -203,7 +203,8 @@ def _build(artifact: str, sources: list[Path], flags: tuple[str, ...], libs: tup
 def _compile_error(artifact: str, cc: str, stderr: str, static: bool) -> RuntimeUnavailable:
     """Turn a failed compiler run into an error that says why and what to do."""
     lines = [line for line in stderr.splitlines() if line.strip()]
-    quoted = "\n  ".join(lines[:8]) or "(no output)"
+    errors = [line for line in lines if "error" in line]   # the errors first, then the context
+    quoted = "\n  ".join((errors or lines)[:8]) or "(no output)"
     if static and any("cannot find -lc" in line or "cannot find -lgcc" in line for line in lines):
         return RuntimeUnavailable(
             f"cannot link {artifact} statically: the static C library is missing; {INSTALL_HINT}\n  {quoted}"

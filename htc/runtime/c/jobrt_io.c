@@ -1,6 +1,379 @@
-/* jobrt_io.c -- the remote-I/O shim (placeholder while the forwarding is written). */
-#include "jobrt.h"
+/* jobrt_io.c -- the remote-I/O shim's core: configuration, the remote-fd table, the transport,
+ * path mapping, and the core file operations.
+ *
+ * Theory of operation. The starter runs the job with LD_PRELOAD=libjobrt.so and
+ *   JOBRT_IO_FD=N           an inherited, connected stream socket to the file server;
+ *   JOBRT_IO_PREFIX=/P      absolute paths at or below /P are remote: /P/x is "x" on the server;
+ *   JOBRT_IO_CWD=rel        (optional) the job starts in the remote directory "rel" (e.g. "."),
+ *                           so relative paths are remote until it chdir()s to a local directory;
+ *   JOBRT_IO_PIPELINE=1     (optional) small writes are sent without waiting for their result.
+ * A remote open gets a placeholder fd: a real epoll fd, so the number is the kernel's to give
+ * and never clashes with a local fd, fcntl()/ioctl(FIOCLEX) on it work, and a call that slips
+ * past the shim fails loudly (EINVAL) instead of touching some other file. The table
+ * jobrt_io_fds[] maps the placeholder to the server's handle, the server path, flags and offset.
+ * Paths are sent as written (not normalised): the server resolves them beneath its root and
+ * refuses any that escape it, so the shim is not trusted with that decision.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "jobrt_io.h"
 
-int jobrt_io_remote_files(struct jobrt_rfile *out, int max) { (void)out; (void)max; return 0; }
-int jobrt_io_reconnect(void) { return 0; }
-int jobrt_io_active(void) { return 0; }
+int jobrt_io_on;
+int jobrt_io_pipeline;
+struct rfd *jobrt_io_fds[JOBRT_MAX_FDS];
+
+static int sock = -1;
+static char prefix[JOBRT_PATH_MAX];
+static size_t prefix_len;
+char jobrt_io_vcwd[JOBRT_PATH_MAX];   /* remote cwd (server path), "" when the cwd is local */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static char obuf[1 << 16];            /* queued no-reply requests */
+static size_t olen;
+
+void *jobrt_io_real(const char *name) {
+    void *p = dlsym(RTLD_NEXT, name);
+    if (!p) abort();   /* a libc without the symbol we wrap: nothing sane to do */
+    return p;
+}
+
+static void child_after_fork(void) {
+    /* The child shares the parent's connection; interleaved requests would corrupt it. */
+    jobrt_io_on = 0;
+    sock = -1;
+}
+
+__attribute__((constructor)) static void jobrt_io_init(void) {
+    const char *fd = getenv("JOBRT_IO_FD"), *pre = getenv("JOBRT_IO_PREFIX");
+    const char *cwd = getenv("JOBRT_IO_CWD"), *pipe = getenv("JOBRT_IO_PIPELINE");
+    if (!fd || !pre || pre[0] != '/' || strlen(pre) >= sizeof prefix) return;
+    sock = atoi(fd);
+    if (fcntl(sock, F_GETFD) < 0) { sock = -1; return; }
+    strcpy(prefix, pre);
+    prefix_len = strlen(prefix);
+    while (prefix_len > 1 && prefix[prefix_len - 1] == '/') prefix[--prefix_len] = 0;
+    if (cwd && strlen(cwd) < sizeof jobrt_io_vcwd) strcpy(jobrt_io_vcwd, cwd[0] ? cwd : ".");
+    jobrt_io_pipeline = pipe && pipe[0] == '1';
+    pthread_atfork(NULL, NULL, child_after_fork);
+    jobrt_io_on = 1;
+}
+
+__attribute__((destructor)) static void jobrt_io_fini(void) {
+    if (jobrt_io_on) jobrt_io_flush();
+}
+
+int jobrt_io_active(void) { return jobrt_io_on; }
+
+/* ---- path mapping ---- */
+
+static int join(char *out, size_t cap, const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la + 1 + lb + 1 > cap) return -1;
+    memcpy(out, a, la);
+    out[la] = '/';
+    memcpy(out + la + 1, b, lb + 1);
+    return 1;
+}
+
+int jobrt_io_map(int dirfd, const char *path, char *out, size_t cap) {
+    if (!jobrt_io_on || !path) return 0;
+    if (path[0] == '/') {
+        if (strncmp(path, prefix, prefix_len) != 0) return 0;
+        const char *rest = path + prefix_len;
+        if (prefix_len > 1 && rest[0] != '/' && rest[0] != 0) return 0;  /* /P2 is not /P */
+        while (*rest == '/') rest++;
+        if (!*rest) rest = ".";
+        if (strlen(rest) + 1 > cap) return -1;
+        strcpy(out, rest);
+        return 1;
+    }
+    if (dirfd == AT_FDCWD) {
+        if (!jobrt_io_vcwd[0]) return 0;
+        return join(out, cap, jobrt_io_vcwd, path[0] ? path : ".");
+    }
+    struct rfd *r = jobrt_io_rfd(dirfd);
+    return r ? join(out, cap, r->f.path, path[0] ? path : ".") : 0;
+}
+
+/* Build the remote namespace's job-side spelling of a server path (for getcwd). */
+int jobrt_io_jobpath(const char *rpath, char *out, size_t cap) {
+    const char *p = rpath;
+    while (p[0] == '.' && (p[1] == '/' || !p[1])) p += p[1] ? 2 : 1;
+    size_t n = prefix_len + 1 + strlen(p) + 1;
+    if (n > cap) return -1;
+    strcpy(out, prefix);
+    if (*p) { if (prefix_len > 1) strcat(out, "/"); strcat(out, p); }
+    return 0;
+}
+
+/* ---- transport ---- */
+
+static int send_all(struct iovec *iov, int n) {
+    while (n > 0) {
+        struct msghdr m = {.msg_iov = iov, .msg_iovlen = n};
+        ssize_t k = sendmsg(sock, &m, MSG_NOSIGNAL);
+        if (k < 0) { if (errno == EINTR) continue; return -1; }
+        while (n > 0 && (size_t)k >= iov->iov_len) { k -= iov->iov_len; iov++; n--; }
+        if (n > 0) { iov->iov_base = (char *)iov->iov_base + k; iov->iov_len -= k; }
+    }
+    return 0;
+}
+
+static int recv_all(void *buf, size_t n) {
+    char *p = buf;
+    while (n > 0) {
+        ssize_t k = recv(sock, p, n, MSG_WAITALL);
+        if (k == 0) { errno = ECONNRESET; return -1; }
+        if (k < 0) { if (errno == EINTR) continue; return -1; }
+        p += k; n -= k;
+    }
+    return 0;
+}
+
+static void broken(void) {
+    /* The server went away: every remote call now fails with EIO (local calls are unaffected). */
+    jobrt_io_on = 0;
+}
+
+static int flush_locked(void) {
+    if (!olen) return 0;
+    struct iovec iov = {obuf, olen};
+    olen = 0;
+    if (send_all(&iov, 1) < 0) { broken(); errno = EIO; return -1; }
+    return 0;
+}
+
+int jobrt_io_flush(void) {
+    pthread_mutex_lock(&lock);
+    int rc = flush_locked();
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+int jobrt_io_send_noreply(int op, int64_t h, int64_t a1, int64_t a2, const void *data, size_t dlen) {
+    struct jobrt_req q = {JOBRT_MAGIC, op, REQ_NOREPLY, h, a1, a2, 0, (uint32_t)dlen};
+    pthread_mutex_lock(&lock);
+    if (sock < 0) { pthread_mutex_unlock(&lock); errno = EIO; return -1; }
+    if (olen + sizeof q + dlen > sizeof obuf && flush_locked() < 0) {
+        pthread_mutex_unlock(&lock);
+        return -1;
+    }
+    int rc = 0;
+    if (sizeof q + dlen > sizeof obuf) {   /* too big to queue: send it now */
+        struct iovec iov[2] = {{&q, sizeof q}, {(void *)data, dlen}};
+        if (send_all(iov, 2) < 0) { broken(); errno = EIO; rc = -1; }
+    } else {
+        memcpy(obuf + olen, &q, sizeof q);
+        memcpy(obuf + olen + sizeof q, data, dlen);
+        olen += sizeof q + dlen;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+int64_t jobrt_io_call(int op, int64_t h, int64_t a1, int64_t a2, const char *path,
+                      const void *data, size_t dlen, void *rbuf, size_t rcap,
+                      struct jobrt_rep *rep) {
+    size_t plen = path ? strlen(path) : 0;
+    struct jobrt_req q = {JOBRT_MAGIC, op, 0, h, a1, a2, (uint32_t)plen, (uint32_t)dlen};
+    struct jobrt_rep local;
+    if (!rep) rep = &local;
+    pthread_mutex_lock(&lock);
+    if (sock < 0 || !jobrt_io_on) { pthread_mutex_unlock(&lock); errno = EIO; return -1; }
+    struct iovec iov[4] = {{obuf, olen}, {&q, sizeof q}, {(void *)path, plen}, {(void *)data, dlen}};
+    olen = 0;
+    if (send_all(iov, 4) < 0 || recv_all(rep, sizeof *rep) < 0) goto fail;
+    size_t take = rep->dlen < rcap ? rep->dlen : rcap;
+    if (take && recv_all(rbuf, take) < 0) goto fail;
+    for (size_t left = rep->dlen - take; left > 0;) {   /* drop what does not fit */
+        char sink[4096];
+        size_t k = left < sizeof sink ? left : sizeof sink;
+        if (recv_all(sink, k) < 0) goto fail;
+        left -= k;
+    }
+    pthread_mutex_unlock(&lock);
+    if (rep->ret < 0) errno = rep->err;
+    return rep->ret;
+fail:
+    broken();
+    pthread_mutex_unlock(&lock);
+    errno = EIO;
+    return -1;
+}
+
+/* ---- the remote-fd table and core operations ---- */
+
+static int placeholder(int cloexec) {
+    return epoll_create1(cloexec ? EPOLL_CLOEXEC : 0);
+}
+
+static int install(int fd, int64_t h, int flags, long long offset, const char *rpath) {
+    struct rfd *r = calloc(1, sizeof *r);
+    if (!r) return -1;
+    r->h = h;
+    r->f.fd = fd;
+    r->f.flags = flags & ~(O_CREAT | O_TRUNC | O_EXCL);
+    r->f.offset = offset;
+    size_t len = strlen(rpath);
+    if (len >= sizeof r->f.path) len = sizeof r->f.path - 1;
+    memcpy(r->f.path, rpath, len);
+    r->f.path[len] = 0;
+    jobrt_io_fds[fd] = r;
+    return fd;
+}
+
+int jobrt_io_open(const char *rpath, int flags, mode_t mode) {
+    struct jobrt_rep rep;
+    int64_t h = jobrt_io_call(OP_OPEN, -1, flags, mode, rpath, NULL, 0, NULL, 0, &rep);
+    if (h < 0) return -1;
+    int fd = placeholder(flags & O_CLOEXEC);
+    if (fd < 0 || fd >= JOBRT_MAX_FDS) {
+        int e = fd < 0 ? errno : EMFILE;
+        if (fd >= 0) REAL(close)(fd);
+        jobrt_io_call(OP_CLOSE, h, 0, 0, NULL, NULL, 0, NULL, 0, NULL);
+        errno = e;
+        return -1;
+    }
+    return install(fd, h, flags, rep.aux, rpath);
+}
+
+ssize_t jobrt_io_read(struct rfd *r, void *buf, size_t n) {
+    struct jobrt_rep rep;
+    if (n > JOBRT_MAX_XFER) n = JOBRT_MAX_XFER;
+    int64_t k = jobrt_io_call(OP_READ, r->h, (int64_t)n, 0, NULL, NULL, 0, buf, n, &rep);
+    if (k >= 0) r->f.offset = rep.aux;
+    return k;
+}
+
+ssize_t jobrt_io_write(struct rfd *r, const void *buf, size_t n) {
+    struct jobrt_rep rep;
+    if (n > JOBRT_MAX_XFER) n = JOBRT_MAX_XFER;
+    if (jobrt_io_pipeline && n <= sizeof obuf / 2) {
+        /* Pipelined: assume success; an error is kept by the server and returned by close/fsync. */
+        if (jobrt_io_send_noreply(OP_WRITE, r->h, 0, 0, buf, n) < 0) return -1;
+        r->deferred = 1;
+        r->f.offset += n;
+        return n;
+    }
+    int64_t k = jobrt_io_call(OP_WRITE, r->h, 0, 0, NULL, buf, n, NULL, 0, &rep);
+    if (k >= 0) r->f.offset = rep.aux;
+    return k;
+}
+
+off_t jobrt_io_lseek(struct rfd *r, off_t off, int whence) {
+    struct jobrt_rep rep;
+    int64_t k = jobrt_io_call(OP_LSEEK, r->h, off, whence, NULL, NULL, 0, NULL, 0, &rep);
+    if (k >= 0) r->f.offset = k;
+    return k;
+}
+
+int jobrt_io_close(int fd) {
+    struct rfd *r = jobrt_io_rfd(fd);
+    jobrt_io_fds[fd] = NULL;
+    int rc = 0;
+    if (r->deferred || !jobrt_io_pipeline)   /* a deferred write error surfaces here */
+        rc = (int)jobrt_io_call(OP_CLOSE, r->h, 0, 0, NULL, NULL, 0, NULL, 0, NULL);
+    else
+        rc = jobrt_io_send_noreply(OP_CLOSE, r->h, 0, 0, NULL, 0);
+    int e = errno;
+    free(r);
+    REAL(close)(fd);
+    errno = e;
+    return rc < 0 ? -1 : 0;
+}
+
+static void from_wire(const struct jobrt_wstat *w, struct stat *st) {
+    memset(st, 0, sizeof *st);
+    st->st_dev = w->dev; st->st_ino = w->ino; st->st_nlink = w->nlink;
+    st->st_mode = w->mode; st->st_uid = w->uid; st->st_gid = w->gid; st->st_rdev = w->rdev;
+    st->st_size = w->size; st->st_blksize = w->blksize; st->st_blocks = w->blocks;
+    st->st_atim.tv_sec = w->atime; st->st_atim.tv_nsec = w->atime_ns;
+    st->st_mtim.tv_sec = w->mtime; st->st_mtim.tv_nsec = w->mtime_ns;
+    st->st_ctim.tv_sec = w->ctime; st->st_ctim.tv_nsec = w->ctime_ns;
+}
+
+int jobrt_io_stat_path(int op, const char *rpath, struct stat *st) {
+    struct jobrt_wstat w;
+    struct jobrt_rep rep;
+    if (jobrt_io_call(op, -1, 0, 0, rpath, NULL, 0, &w, sizeof w, &rep) < 0) return -1;
+    from_wire(&w, st);
+    return 0;
+}
+
+int jobrt_io_fstat(struct rfd *r, struct stat *st) {
+    struct jobrt_wstat w;
+    struct jobrt_rep rep;
+    if (jobrt_io_call(OP_FSTAT, r->h, 0, 0, NULL, NULL, 0, &w, sizeof w, &rep) < 0) return -1;
+    from_wire(&w, st);
+    return 0;
+}
+
+/* Duplicate remote fd `old` onto a placeholder: onto `target` if >= 0 (dup2), else the lowest
+ * free fd >= minfd. */
+int jobrt_io_dup(struct rfd *r, int target, int minfd, int cloexec) {
+    int64_t h = jobrt_io_call(OP_DUP, r->h, 0, 0, NULL, NULL, 0, NULL, 0, NULL);
+    if (h < 0) return -1;
+    int fd = placeholder(cloexec);
+    if (fd >= 0 && target >= 0 && fd != target) {
+        int moved = REAL(dup3)(fd, target, cloexec ? O_CLOEXEC : 0);
+        REAL(close)(fd);
+        fd = moved;
+    } else if (fd >= 0 && fd < minfd) {
+        int moved = REAL(fcntl)(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, minfd);
+        REAL(close)(fd);
+        fd = moved;
+    }
+    if (fd < 0 || fd >= JOBRT_MAX_FDS) {
+        int e = fd < 0 ? errno : EMFILE;
+        jobrt_io_call(OP_CLOSE, h, 0, 0, NULL, NULL, 0, NULL, 0, NULL);
+        errno = e;
+        return -1;
+    }
+    return install(fd, h, r->f.flags, r->f.offset, r->f.path);
+}
+
+/* ---- what the checkpoint code uses ---- */
+
+int jobrt_io_remote_files(struct jobrt_rfile *out, int max) {
+    int n = 0;
+    for (int fd = 0; fd < JOBRT_MAX_FDS; fd++) {
+        struct rfd *r = jobrt_io_fds[fd];
+        if (!r) continue;
+        if (n < max && out) out[n] = r->f;
+        n++;
+    }
+    return n;
+}
+
+int jobrt_io_reconnect(void) {
+    const char *fd = getenv("JOBRT_IO_FD");
+    if (fd) sock = atoi(fd);
+    if (sock < 0 || fcntl(sock, F_GETFD) < 0) { errno = EBADF; return -1; }
+    olen = 0;
+    jobrt_io_on = 1;
+    int failed = 0, err = 0;
+    for (int i = 0; i < JOBRT_MAX_FDS; i++) {
+        struct rfd *r = jobrt_io_fds[i];
+        if (!r) continue;
+        struct jobrt_rep rep;
+        int64_t h = jobrt_io_call(OP_OPEN, -1, r->f.flags, 0, r->f.path, NULL, 0, NULL, 0, &rep);
+        if (h >= 0 && !(r->f.flags & O_APPEND))
+            h = jobrt_io_call(OP_LSEEK, h, r->f.offset, SEEK_SET, NULL, NULL, 0, NULL, 0, &rep) < 0 ? -1 : h;
+        if (h < 0) { failed = 1; err = errno; continue; }
+        r->h = h;
+        r->deferred = 0;
+        if (fcntl(i, F_GETFD) < 0) {   /* the restarter did not recreate the placeholder */
+            int ph = placeholder(0);
+            if (ph >= 0 && ph != i) { REAL(dup2)(ph, i); REAL(close)(ph); }
+        }
+    }
+    if (failed) { errno = err; return -1; }
+    return 0;
+}

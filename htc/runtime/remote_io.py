@@ -1,0 +1,142 @@
+"""Serving a job's remote file calls over asyncio, and the environment that turns them on.
+
+Theory of operation
+-------------------
+The execute side starts the job with ``libjobrt.so`` preloaded and one end of a connected
+socket pair inherited at a known fd (:func:`job_environment` builds the variables); the other
+end goes to the file server. :func:`serve_socket` wraps that end in an asyncio protocol whose
+``data_received`` hands the bytes to :class:`~htc.runtime.fileserver.FileServer` and writes back
+whatever replies it returns: one ``feed`` per arrival, so a batch of pipelined writes that came
+in one segment costs one callback and no reply. It returns when the job side closes.
+
+The file calls themselves are ordinary blocking system calls on the event loop's thread. They
+are local-disk calls of one job, each a few microseconds; a server meant to share its loop with
+other work should run in its own process, which is also how it runs as the job's owner:
+:func:`serve_fd` (``python -m htc.runtime.remote_io --fd N --root DIR --uid U --gid G``) drops
+to that uid/gid before it opens anything, so the kernel's own permission checks apply to every
+forwarded call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import sys
+from pathlib import Path
+
+from htc.errors import PeerError, UsageError
+from htc.runtime.fileserver import FileServer
+
+#: the fd number the job's end of the connection gets by default (high, to stay out of the way)
+DEFAULT_JOB_FD = 1000
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, server: FileServer, done: asyncio.Future):
+        self.server = server
+        self.done = done
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            out = self.server.feed(data)
+        except PeerError as err:
+            if not self.done.done():
+                self.done.set_exception(err)
+            self.transport.close()
+            return
+        if out:
+            self.transport.write(out)
+
+    def connection_lost(self, exc) -> None:
+        self.server.close()
+        if not self.done.done():
+            self.done.set_result(self.server.requests)
+
+
+async def serve_socket(sock: socket.socket, root: str | os.PathLike) -> int:
+    """Serve one job connection (a connected stream socket) beneath ``root`` until the job side
+    closes; return how many requests it served. Raises PeerError on a malformed stream."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    server = FileServer(root)
+    try:
+        transport, _ = await loop.connect_accepted_socket(lambda: _Connection(server, done), sock)
+    except BaseException:
+        server.close()
+        raise
+    try:
+        return await done
+    finally:
+        transport.close()
+
+
+def socket_pair() -> tuple[socket.socket, socket.socket]:
+    """Return (server end, job end): the job end inheritable, to be passed to the job."""
+    server_end, job_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    job_end.set_inheritable(True)
+    return server_end, job_end
+
+
+def job_environment(library: str | os.PathLike, fd: int, prefix: str, *, cwd: str | None = None,
+                    pipeline: bool = True) -> dict[str, str]:
+    """Return the environment variables that make a job forward its file calls.
+
+    ``fd`` is the job's number of the connection; ``prefix`` the absolute job-side directory that
+    stands for the server's root; ``cwd`` (a server path such as ``"."``) starts the job in a
+    remote directory, so relative paths are remote; ``pipeline`` lets small writes go without
+    waiting for their result (a failure is reported by the file's close or fsync).
+    """
+    if not prefix.startswith("/"):
+        raise UsageError(f"the remote I/O prefix must be an absolute path, not {prefix!r}")
+    env = {
+        "LD_PRELOAD": str(Path(library).resolve()),
+        "JOBRT_IO_FD": str(fd),
+        "JOBRT_IO_PREFIX": prefix,
+        "JOBRT_IO_PIPELINE": "1" if pipeline else "0",
+    }
+    if cwd is not None:
+        env["JOBRT_IO_CWD"] = cwd
+    return env
+
+
+def drop_privileges(uid: int, gid: int) -> None:
+    """Become ``uid``/``gid`` for good (supplementary groups cleared), if not already."""
+    if os.getuid() == uid and os.getgid() == gid:
+        return
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+
+
+def serve_fd(fd: int, root: str, uid: int | None = None, gid: int | None = None) -> int:
+    """Serve the connection at ``fd`` beneath ``root`` as ``uid``/``gid``, in this process."""
+    if uid is not None:
+        drop_privileges(uid, gid if gid is not None else uid)
+    sock = socket.socket(fileno=fd)
+    return asyncio.run(serve_socket(sock, root))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m htc.runtime.remote_io``: serve one inherited connection and exit."""
+    parser = argparse.ArgumentParser(prog="python -m htc.runtime.remote_io", description=main.__doc__)
+    parser.add_argument("--fd", type=int, required=True, help="the inherited connection's fd")
+    parser.add_argument("--root", required=True, help="the directory the job's remote paths map onto")
+    parser.add_argument("--uid", type=int, help="run the calls as this user")
+    parser.add_argument("--gid", type=int, help="and this group")
+    args = parser.parse_args(argv)
+    try:
+        serve_fd(args.fd, args.root, args.uid, args.gid)
+    except PeerError as err:
+        print(f"remote_io: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

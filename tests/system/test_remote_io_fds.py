@@ -1,0 +1,91 @@
+"""Remote fds under the shim: numbering, dup*, fcntl, the table a checkpoint saves, reconnection."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from htc.runtime import remote_io
+from remote_io_jobs import PREFIX, run_job
+
+PROGRAM = r"""
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "jobrt.h"
+int main(int argc, char **argv) {
+    char buf[64] = {0};
+    int fd = open(PREFIX "/in.txt", O_RDONLY);
+    int local = open(argv[1], O_RDONLY);
+    printf("distinct %d\n", fd >= 0 && local >= 0 && fd != local);
+    int d = dup(fd);
+    read(fd, buf, 5);
+    memset(buf, 0, sizeof buf);
+    read(d, buf, 6);                        /* dup shares the offset */
+    printf("dup %s|\n", buf);
+    printf("dup2 %d\n", dup2(fd, 50));
+    lseek(50, 0, SEEK_SET);
+    memset(buf, 0, sizeof buf);
+    read(50, buf, 5);
+    printf("via50 %s\n", buf);
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+    printf("dupfd %d cloexec %d\n", hi >= 100, (fcntl(hi, F_GETFD) & FD_CLOEXEC) != 0);
+    printf("getfl %d\n", (fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY);
+    close(d); close(50); close(hi);
+    printf("closed %d\n", read(50, buf, 1) < 0 && errno == EBADF);
+    int out = open(PREFIX "/out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    write(out, "abc", 3);
+    lseek(fd, 3, SEEK_SET);
+    struct jobrt_rfile files[8];
+    int n = jobrt_io_remote_files(files, 8);
+    for (int i = 0; i < n; i++)
+        printf("rfile %s %lld %d\n", files[i].path, files[i].offset, files[i].fd == fd || files[i].fd == out);
+    /* a "restart": the connection is replaced by one to another server on the same root */
+    int next = atoi(argv[2]), mine = atoi(getenv("JOBRT_IO_FD"));
+    dup2(next, mine);
+    close(next);
+    printf("reconnect %d\n", jobrt_io_reconnect());
+    memset(buf, 0, sizeof buf);
+    read(fd, buf, 4);
+    printf("after %s\n", buf);
+    write(out, "def", 3);
+    close(out);
+    close(fd);
+    return 0;
+}
+"""
+
+
+def test_remote_fds_dup_table_and_reconnect(tmp_path):
+    from htc.runtime import build
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "in.txt").write_text("hello world")
+    local = tmp_path / "local.txt"
+    local.write_text("L")
+    src = PROGRAM.replace("PREFIX", f'"{PREFIX}"')
+    (tmp_path / "prog.c").write_text(src)
+    exe = tmp_path / "prog"
+    subprocess.run(["cc", "-O2", "-I", str(build.SOURCE_DIR), "-o", str(exe), str(tmp_path / "prog.c"),
+                    str(build.library())], check=True)
+    # the second server, which the job switches to half way
+    second_server, second_job = remote_io.socket_pair()
+    server = subprocess.Popen([sys.executable, "-m", "htc.runtime.remote_io", "--fd",
+                               str(second_server.fileno()), "--root", str(root)],
+                              pass_fds=[second_server.fileno()])
+    second_server.close()
+    try:
+        run = run_job([str(exe), str(local), str(second_job.fileno())], root,
+                      extra_fds=(second_job.fileno(),))
+    finally:
+        second_job.close()
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == [
+        "distinct 1", "dup  world|", "dup2 50", "via50 hello", "dupfd 1 cloexec 1", "getfl 1",
+        "closed 1", "rfile in.txt 3 1", "rfile out.txt 3 1", "reconnect 0", "after lo w",
+    ]
+    assert (root / "out.txt").read_text() == "abcdef"
+    assert run.server_rc == 0 and server.wait(timeout=60) == 0
