@@ -175,7 +175,8 @@ def _env(tools: Tools, image: Path, env: Mapping[str, str] | None, allow_unsuppo
          fsync: bool) -> dict[str, str]:
     out = dict(os.environ if env is None else env)
     preload = str(tools.library)
-    out["LD_PRELOAD"] = f"{preload}:{out['LD_PRELOAD']}" if out.get("LD_PRELOAD") else preload
+    others = [p for p in out.get("LD_PRELOAD", "").split(":") if p and Path(p).resolve() != tools.library.resolve()]
+    out["LD_PRELOAD"] = ":".join([preload, *others])
     out["JOBRT_CKPT_IMAGE"] = str(image)
     out["JOBRT_CKPT_SIGNAL"] = str(int(CHECKPOINT_SIGNAL))
     out["JOBRT_CKPT_EXIT_SIGNAL"] = str(int(VACATE_SIGNAL))
@@ -188,7 +189,7 @@ def _env(tools: Tools, image: Path, env: Mapping[str, str] | None, allow_unsuppo
 def start(argv: Sequence[str], image: Path | str, *, tools: Tools | None = None,
           stdin: _Stream = subprocess.DEVNULL, stdout: _Stream = None, stderr: _Stream = None,
           cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
-          allow_unsupported: bool = False, fsync: bool = True) -> Job:
+          pass_fds: Sequence[int] = (), allow_unsupported: bool = False, fsync: bool = True) -> Job:
     """Start ``argv`` with checkpointing to ``image`` (absolute path recommended).
 
     With ``allow_unsupported`` a program that starts threads or forks runs on without
@@ -197,7 +198,7 @@ def start(argv: Sequence[str], image: Path | str, *, tools: Tools | None = None,
     tools = tools or build_tools()
     image = Path(image).absolute()
     process = subprocess.Popen(
-        list(argv), stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd,
+        list(argv), stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, pass_fds=tuple(pass_fds),
         env=_env(tools, image, env, allow_unsupported, fsync),
     )
     return Job(process, image, seq=0)
@@ -224,10 +225,12 @@ def check(image: Path | str, *, tools: Tools | None = None, cwd: Path | str | No
 
 def restart(image: Path | str, *, tools: Tools | None = None, image_out: Path | str | None = None,
             stdin: _Stream = subprocess.DEVNULL, stdout: _Stream = None, stderr: _Stream = None,
-            verify_first: bool = True) -> Job:
+            pass_fds: Sequence[int] = (), verify_first: bool = True) -> Job:
     """Restart the process saved in ``image`` as a new process; return its :class:`Job`.
 
     The restored process checkpoints to ``image_out`` from now on (default: where it did before).
+    ``pass_fds`` are inherited at their numbers: the remote-I/O connection goes at the number the
+    job had (``JOBRT_IO_FD``), and the shim reconnects its remote files through it.
     With ``verify_first`` (default) the image is checked first, so a refusal raises
     :class:`RestartRefused` here instead of surfacing as the new process's exit status.
     """
@@ -237,7 +240,8 @@ def restart(image: Path | str, *, tools: Tools | None = None, image_out: Path | 
     cmd = [str(tools.restarter)]
     if image_out is not None:
         cmd += ["--image-out", str(Path(image_out).absolute())]
-    process = subprocess.Popen(cmd + [str(image)], stdin=stdin, stdout=stdout, stderr=stderr)
+    process = subprocess.Popen(cmd + [str(image)], stdin=stdin, stdout=stdout, stderr=stderr,
+                               pass_fds=tuple(pass_fds))
     target = Path(image_out).absolute() if image_out is not None else image
     return Job(process, target, seq=header.seq, restarted=True)
 
