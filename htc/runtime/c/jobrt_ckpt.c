@@ -45,8 +45,6 @@
 struct jobrt_rfile;
 extern int jobrt_io_remote_files(struct jobrt_rfile *out, int max) __attribute__((weak));
 extern int jobrt_io_reconnect(void) __attribute__((weak));
-/* not in jobrt.h yet: send pipelined writes still buffered in the shim before the image is taken */
-extern int jobrt_io_flush(void) __attribute__((weak));
 extern const ptrdiff_t __rseq_offset __attribute__((weak));
 extern const unsigned int __rseq_size __attribute__((weak));
 
@@ -179,8 +177,6 @@ static int jr_capture(struct jr_work *w, ucontext_t *uc)
             jr_sys4(__NR_rt_sigaction, i, 0, &w->sigs[i - 1], 8);
     /* files: the remote-I/O shim's placeholders and connection are not local files */
     int nskip = 0;
-    if (jobrt_io_flush)
-        jobrt_io_flush();
     if (jobrt_io_remote_files) {
         int nr = jobrt_io_remote_files((struct jobrt_rfile *)w->rfiles, JR_MAX_RFILES);
         if (nr > JR_MAX_RFILES) {
