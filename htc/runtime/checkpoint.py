@@ -26,7 +26,9 @@ binaries, which ignore LD_PRELOAD, are checkpointed.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -186,6 +188,17 @@ def _env(tools: Tools, image: Path, env: Mapping[str, str] | None, allow_unsuppo
     return out
 
 
+def _refuse_setuid(program: str, env: Mapping[str, str] | None) -> None:
+    """Refuse a setuid/setgid program: the loader ignores LD_PRELOAD for it, so it would run
+    without the handler and the checkpoint signal would kill it."""
+    path = program if "/" in program else shutil.which(program, path=(env or os.environ).get("PATH"))
+    if path and os.path.exists(path) and os.stat(path).st_mode & (stat.S_ISUID | stat.S_ISGID):
+        raise CheckpointRefused(
+            f"{path} is setuid/setgid: the dynamic loader ignores LD_PRELOAD for it, so it cannot "
+            "run under the checkpointing runtime; run a copy without the setuid bit, or run it vanilla"
+        )
+
+
 def start(argv: Sequence[str], image: Path | str, *, tools: Tools | None = None,
           stdin: _Stream = subprocess.DEVNULL, stdout: _Stream = None, stderr: _Stream = None,
           cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
@@ -195,6 +208,7 @@ def start(argv: Sequence[str], image: Path | str, *, tools: Tools | None = None,
     With ``allow_unsupported`` a program that starts threads or forks runs on without
     checkpoints; otherwise it exits with :data:`UNSUPPORTED_EXIT` and a message on stderr.
     """
+    _refuse_setuid(argv[0], env)
     tools = tools or build_tools()
     image = Path(image).absolute()
     process = subprocess.Popen(
