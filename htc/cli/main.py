@@ -37,6 +37,7 @@ COMMAND_MODULES = [
     "htc.cli.ping",
     "htc.cli.version",
     "htc.cli.sim",
+    "htc.cli.runtime",
     "htc.dag.cli",          # htc dag ..., htc submit_dag (htc.dag is above htc.cli: loaded by name only)
 ]
 

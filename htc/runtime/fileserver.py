@@ -35,10 +35,15 @@ _RESOLVE_BENEATH = 0x08
 _SYS_OPENAT2 = 437  # x86-64 and every architecture that added it after 5.6 (the generic table)
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_syscall = _libc.syscall
+_REPLY_PACK = P.REPLY.pack
 
 
 class _OpenHow(ctypes.Structure):
     _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+_HOW_SIZE = ctypes.sizeof(_OpenHow)
 
 
 class ProtocolError(PeerError):
@@ -71,6 +76,7 @@ class FileServer:
         self.handles: dict[int, int] = {}
         self.requests = 0
         self._buf = bytearray()
+        self._hows: dict[tuple[int, int], object] = {}
         self._ops = {
             P.Op.OPEN: self._open, P.Op.CLOSE: self._close, P.Op.READ: self._read,
             P.Op.PREAD: self._pread, P.Op.WRITE: self._write, P.Op.PWRITE: self._pwrite,
@@ -85,38 +91,42 @@ class FileServer:
 
     def feed(self, data: bytes) -> bytes:
         """Execute every complete request in the bytes received so far; return the replies."""
-        buf = self._buf
-        buf += data
+        if self._buf:
+            self._buf += data
+            data = bytes(self._buf)
+            self._buf.clear()
+        view = memoryview(data)
         out = []
         off = 0
         hsize = P.REQUEST.size
-        while len(buf) - off >= hsize:
-            magic, op, flags, h, a1, a2, plen, dlen = P.REQUEST.unpack_from(buf, off)
+        unpack = P.REQUEST.unpack_from
+        while len(data) - off >= hsize:
+            magic, op, flags, h, a1, a2, plen, dlen = unpack(data, off)
             if magic != P.MAGIC or plen > 65536 or dlen > P.MAX_DATA:
                 raise ProtocolError(
                     f"remote I/O: malformed request header (magic {magic:#x}, op {op}, path "
                     f"{plen} bytes, data {dlen} bytes); closing the job's file connection"
                 )
-            end = off + hsize + plen + dlen
-            if len(buf) < end:
+            start = off + hsize
+            end = start + plen + dlen
+            if len(data) < end:
                 break
-            path = bytes(buf[off + hsize:off + hsize + plen])
-            payload = bytes(buf[off + hsize + plen:end])
             off = end
-            reply = self.execute(op, h, a1, a2, path, payload)
+            ret, err, aux, rdata = self.execute(op, h, a1, a2, bytes(view[start:start + plen]),
+                                                view[start + plen:end] if dlen else b"")
             self.requests += 1
             if flags & P.NOREPLY:
-                if reply[0] < 0 and h in self.handles and not self.handles[h]:
-                    self.handles[h] = reply[1]
+                if ret < 0 and h in self.handles and not self.handles[h]:
+                    self.handles[h] = err
             else:
-                ret, err, aux, rdata = reply
-                out.append(P.REPLY.pack(ret, aux, err, len(rdata)))
+                out.append(_REPLY_PACK(ret, aux, err, len(rdata)))
                 if rdata:
                     out.append(rdata)
-        del buf[:off]
+        if off < len(data):
+            self._buf += view[off:]
         return b"".join(out)
 
-    def execute(self, op: int, h: int, a1: int, a2: int, path: bytes, data: bytes) -> tuple[int, int, int, bytes]:
+    def execute(self, op: int, h: int, a1: int, a2: int, path: bytes, data) -> tuple[int, int, int, bytes]:
         """Run one request; return (ret, errno, aux, reply data)."""
         fn = self._ops.get(op)
         if fn is None:
@@ -151,9 +161,11 @@ class FileServer:
             raise OSError(errno.EXDEV if path else errno.ENOENT, "outside the job's root")
         flags |= os.O_CLOEXEC
         if self.use_openat2:
-            how = _OpenHow(flags, mode if flags & (os.O_CREAT | os.O_TMPFILE) else 0,
-                           _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
-            fd = _libc.syscall(_SYS_OPENAT2, self.root_fd, path, ctypes.byref(how), ctypes.sizeof(how))
+            key = (flags, mode if flags & (os.O_CREAT | os.O_TMPFILE) else 0)
+            how = self._hows.get(key)
+            if how is None:   # (built once per flags/mode: ctypes structures are slow to make)
+                how = self._hows[key] = ctypes.byref(_OpenHow(*key, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS))
+            fd = _syscall(_SYS_OPENAT2, self.root_fd, path, how, _HOW_SIZE)
             if fd < 0:
                 raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
             return fd
@@ -206,14 +218,14 @@ class FileServer:
 
     def _pread(self, h, count, offset, path, data):
         got = os.pread(h, min(count, P.MAX_DATA), offset)
-        return len(got), 0, self._offset(h), got
+        return len(got), 0, 0, got   # (pread leaves the offset alone: the shim keeps its own)
 
     def _write(self, h, a1, a2, path, data):
         n = os.write(h, data)
         return n, 0, self._offset(h), b""
 
     def _pwrite(self, h, a1, offset, path, data):
-        return os.pwrite(h, data, offset), 0, self._offset(h), b""
+        return os.pwrite(h, data, offset), 0, 0, b""
 
     def _lseek(self, h, offset, whence, path, data):
         pos = os.lseek(h, offset, whence)
@@ -269,7 +281,7 @@ class FileServer:
     def _rename(self, h, a1, a2, path, data):
         src, sname = self._parent(path)
         try:
-            dst, dname = self._parent(data)
+            dst, dname = self._parent(bytes(data))
             try:
                 os.rename(sname, dname, src_dir_fd=src, dst_dir_fd=dst)
             finally:

@@ -76,6 +76,21 @@ async def serve_socket(sock: socket.socket, root: str | os.PathLike) -> int:
         transport.close()
 
 
+def serve_blocking(sock: socket.socket, root: str | os.PathLike) -> int:
+    """Serve one job connection with a plain blocking loop (no event loop); return the request
+    count. The same FileServer as :func:`serve_socket`; the benchmark compares the two."""
+    server = FileServer(root)
+    try:
+        while data := sock.recv(1 << 16):
+            out = server.feed(data)
+            if out:
+                sock.sendall(out)
+        return server.requests
+    finally:
+        server.close()
+        sock.close()
+
+
 def socket_pair() -> tuple[socket.socket, socket.socket]:
     """Return (server end, job end): the job end inheritable, to be passed to the job."""
     server_end, job_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -114,11 +129,15 @@ def drop_privileges(uid: int, gid: int) -> None:
     os.setuid(uid)
 
 
-def serve_fd(fd: int, root: str, uid: int | None = None, gid: int | None = None) -> int:
-    """Serve the connection at ``fd`` beneath ``root`` as ``uid``/``gid``, in this process."""
+def serve_fd(fd: int, root: str, uid: int | None = None, gid: int | None = None,
+             blocking: bool = False) -> int:
+    """Serve the connection at ``fd`` beneath ``root`` as ``uid``/``gid``, in this process
+    (with asyncio, or with :func:`serve_blocking`)."""
     if uid is not None:
         drop_privileges(uid, gid if gid is not None else uid)
     sock = socket.socket(fileno=fd)
+    if blocking:
+        return serve_blocking(sock, root)
     return asyncio.run(serve_socket(sock, root))
 
 
@@ -129,9 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", required=True, help="the directory the job's remote paths map onto")
     parser.add_argument("--uid", type=int, help="run the calls as this user")
     parser.add_argument("--gid", type=int, help="and this group")
+    parser.add_argument("--blocking", action="store_true", help="a plain loop instead of asyncio")
     args = parser.parse_args(argv)
     try:
-        serve_fd(args.fd, args.root, args.uid, args.gid)
+        serve_fd(args.fd, args.root, args.uid, args.gid, args.blocking)
     except PeerError as err:
         print(f"remote_io: {err}", file=sys.stderr)
         return 1

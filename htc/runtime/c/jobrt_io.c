@@ -45,9 +45,11 @@ void *jobrt_io_real(const char *name) {
 }
 
 static void child_after_fork(void) {
-    /* The child shares the parent's connection; interleaved requests would corrupt it. */
-    jobrt_io_on = 0;
+    /* The child shares the parent's connection; interleaved requests would corrupt it. Its
+     * remote calls fail with EIO (remote paths stay remote: they must not fall through to
+     * whatever the execute side has under the same name). */
     sock = -1;
+    olen = 0;   /* the parent sends what it queued */
 }
 
 __attribute__((constructor)) static void jobrt_io_init(void) {
@@ -138,12 +140,14 @@ static int recv_all(void *buf, size_t n) {
 }
 
 static void broken(void) {
-    /* The server went away: every remote call now fails with EIO (local calls are unaffected). */
-    jobrt_io_on = 0;
+    /* The server went away: every remote call now fails with EIO (local calls are unaffected)
+     * until jobrt_io_reconnect(). */
+    sock = -1;
 }
 
 static int flush_locked(void) {
     if (!olen) return 0;
+    if (sock < 0) { olen = 0; errno = EIO; return -1; }
     struct iovec iov = {obuf, olen};
     olen = 0;
     if (send_all(&iov, 1) < 0) { broken(); errno = EIO; return -1; }
@@ -186,12 +190,25 @@ int64_t jobrt_io_call(int op, int64_t h, int64_t a1, int64_t a2, const char *pat
     struct jobrt_rep local;
     if (!rep) rep = &local;
     pthread_mutex_lock(&lock);
-    if (sock < 0 || !jobrt_io_on) { pthread_mutex_unlock(&lock); errno = EIO; return -1; }
+    if (sock < 0) { pthread_mutex_unlock(&lock); errno = EIO; return -1; }
     struct iovec iov[4] = {{obuf, olen}, {&q, sizeof q}, {(void *)path, plen}, {(void *)data, dlen}};
     olen = 0;
-    if (send_all(iov, 4) < 0 || recv_all(rep, sizeof *rep) < 0) goto fail;
+    if (send_all(iov, 4) < 0) goto fail;
+    /* One recvmsg takes the header and (usually) the data: only this reply is in flight, so
+     * nothing beyond it can arrive. */
+    struct iovec riov[2] = {{rep, sizeof *rep}, {rbuf, rcap}};
+    struct msghdr m = {.msg_iov = riov, .msg_iovlen = rcap ? 2 : 1};
+    ssize_t got;
+    do got = recvmsg(sock, &m, 0); while (got < 0 && errno == EINTR);
+    if (got <= 0) goto fail;
+    size_t have = 0;
+    if ((size_t)got < sizeof *rep) {
+        if (recv_all((char *)rep + got, sizeof *rep - got) < 0) goto fail;
+    } else {
+        have = got - sizeof *rep;
+    }
     size_t take = rep->dlen < rcap ? rep->dlen : rcap;
-    if (take && recv_all(rbuf, take) < 0) goto fail;
+    if (take > have && recv_all((char *)rbuf + have, take - have) < 0) goto fail;
     for (size_t left = rep->dlen - take; left > 0;) {   /* drop what does not fit */
         char sink[4096];
         size_t k = left < sizeof sink ? left : sizeof sink;
@@ -354,8 +371,9 @@ int jobrt_io_remote_files(struct jobrt_rfile *out, int max) {
 
 int jobrt_io_reconnect(void) {
     const char *fd = getenv("JOBRT_IO_FD");
-    if (fd) sock = atoi(fd);
-    if (sock < 0 || fcntl(sock, F_GETFD) < 0) { errno = EBADF; return -1; }
+    if (!fd || !prefix_len) { errno = EINVAL; return -1; }   /* the shim was never configured */
+    sock = atoi(fd);
+    if (fcntl(sock, F_GETFD) < 0) { sock = -1; errno = EBADF; return -1; }
     olen = 0;
     jobrt_io_on = 1;
     int failed = 0, err = 0;

@@ -133,3 +133,16 @@ def test_a_raw_client_cannot_reach_outside_either(tmp_path, root):
             ret, err, *_ = P.decode_reply(job_end.recv(4096))
             assert (ret, err) == (-1, 13)
     assert server.wait(timeout=60) == 0
+
+
+def test_a_malformed_stream_closes_the_connection(tmp_path, root):
+    server_end, job_end = socket.socketpair()
+    server = subprocess.Popen([sys.executable, "-m", "htc.runtime.remote_io", "--fd",
+                               str(server_end.fileno()), "--root", str(root)],
+                              pass_fds=[server_end.fileno()], stderr=subprocess.PIPE, text=True)
+    server_end.close()
+    with job_end:
+        job_end.sendall(b"GET / HTTP/1.0\r\n" * 4)
+        assert job_end.recv(100) == b""   # the server hung up
+    _, err = server.communicate(timeout=60)
+    assert server.returncode == 1 and "malformed request header" in err

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from htc.runtime import remote_io
-from remote_io_jobs import PREFIX, run_job
+from remote_io_jobs import PREFIX, compile_c, run_job
 
 PROGRAM = r"""
 #include <errno.h>
@@ -89,3 +89,69 @@ def test_remote_fds_dup_table_and_reconnect(tmp_path):
     ]
     assert (root / "out.txt").read_text() == "abcdef"
     assert run.server_rc == 0 and server.wait(timeout=60) == 0
+
+
+DEFERRED = r"""
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+    int fd = open(PREFIX "/in.txt", O_RDONLY);
+    ssize_t n = write(fd, "x", 1);          /* the file is read-only: EBADF on the server */
+    int e = errno;
+    printf("write %zd %d\n", n, n < 0 ? e : 0);
+    int rc = close(fd);
+    e = errno;
+    printf("close %d %d\n", rc, rc < 0 ? e : 0);
+    return 0;
+}
+"""
+
+
+def test_a_pipelined_write_error_is_reported_by_close(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "in.txt").write_text("hello")
+    exe = compile_c(tmp_path, "deferred", DEFERRED.replace("PREFIX", f'"{PREFIX}"'))
+    piped = run_job([str(exe)], root, pipeline=True)
+    assert piped.stdout.splitlines() == ["write 1 0", "close -1 9"], piped.stderr
+    direct = run_job([str(exe)], root, pipeline=False)
+    assert direct.stdout.splitlines() == ["write -1 9", "close 0 0"], direct.stderr
+    assert (root / "in.txt").read_text() == "hello"
+
+
+FORK = r"""
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(void) {
+    int fd = open(PREFIX "/in.txt", O_RDONLY);
+    fflush(stdout);
+    if (fork() == 0) {   /* the child must not use the parent's connection */
+        char c;
+        int a = open(PREFIX "/in.txt", O_RDONLY), ea = errno;
+        ssize_t r = read(fd, &c, 1);
+        int er = errno;
+        printf("child open %d %d read %zd %d\n", a, ea, r, er);
+        fflush(stdout);
+        _exit(0);
+    }
+    wait(NULL);
+    char buf[6] = {0};
+    printf("parent read %zd %s\n", read(fd, buf, 5), buf);
+    return 0;
+}
+"""
+
+
+def test_a_forked_child_gets_eio_and_the_parent_keeps_working(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "in.txt").write_text("hello")
+    exe = compile_c(tmp_path, "fork", FORK.replace("PREFIX", f'"{PREFIX}"'))
+    run = run_job([str(exe)], root)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["child open -1 5 read -1 5", "parent read 5 hello"]
