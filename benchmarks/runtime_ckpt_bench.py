@@ -25,7 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from htc.runtime import checkpoint, image
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from htc.runtime import checkpoint, image  # noqa: E402
 
 PROGRAM = r"""
 #include <stdint.h>
