@@ -79,7 +79,6 @@ def test_crash_rolls_back_to_an_older_image(kit, ref, tmp_path, request):
     older = copy(run.image, tmp_path / "older.img")
     _sleep(rng.uniform(0.02, 0.2))
     job.kill()
-    size_at_crash = run.out.stat().st_size
     # generation 1: restarted, checkpointed again (a newer image), crashed again
     with open(run.stdout, "ab") as out:
         job = checkpoint.restart(run.image, tools=kit.tools, stdout=out)
@@ -88,7 +87,6 @@ def test_crash_rolls_back_to_an_older_image(kit, ref, tmp_path, request):
     assert newer.seq > first.seq and newer.generation == 1
     _sleep(rng.uniform(0.02, 0.1))
     job.kill()
-    assert run.out.stat().st_size >= size_at_crash
     # the newer image is lost; restart from the older one: outputs roll back to its sizes
     with open(run.stdout, "ab") as out:
         job = checkpoint.restart(older, tools=kit.tools, stdout=out, image_out=run.image)
