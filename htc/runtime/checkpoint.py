@@ -239,19 +239,20 @@ def check(image: Path | str, *, tools: Tools | None = None, cwd: Path | str | No
 
 def restart(image: Path | str, *, tools: Tools | None = None, image_out: Path | str | None = None,
             stdin: _Stream = subprocess.DEVNULL, stdout: _Stream = None, stderr: _Stream = None,
-            pass_fds: Sequence[int] = (), verify_first: bool = True) -> Job:
+            pass_fds: Sequence[int] = (), launcher: Sequence[str] = (), verify_first: bool = True) -> Job:
     """Restart the process saved in ``image`` as a new process; return its :class:`Job`.
 
     The restored process checkpoints to ``image_out`` from now on (default: where it did before).
     ``pass_fds`` are inherited at their numbers: the remote-I/O connection goes at the number the
     job had (``JOBRT_IO_FD``), and the shim reconnects its remote files through it.
+    ``launcher`` is a command prefix for the restarter (e.g. ``["setarch", "-R"]``).
     With ``verify_first`` (default) the image is checked first, so a refusal raises
     :class:`RestartRefused` here instead of surfacing as the new process's exit status.
     """
     tools = tools or build_tools()
     image = Path(image).absolute()
     header = check(image, tools=tools) if verify_first else read_header(image)
-    cmd = [str(tools.restarter)]
+    cmd = [*launcher, str(tools.restarter)]
     if image_out is not None:
         cmd += ["--image-out", str(Path(image_out).absolute())]
     process = subprocess.Popen(cmd + [str(image)], stdin=stdin, stdout=stdout, stderr=stderr,

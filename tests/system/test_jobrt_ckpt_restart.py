@@ -36,8 +36,12 @@ def _rng(request) -> random.Random:
     return random.Random(seed)
 
 
-def test_vacate_and_restart_over_generations(kit, ref, tmp_path, request):
+@pytest.mark.parametrize("aslr", ["on", "restart without ASLR"])
+def test_vacate_and_restart_over_generations(kit, ref, tmp_path, request, aslr):
     rng = _rng(request)
+    launcher = ["setarch", "-R"] if aslr != "on" else []
+    if launcher and subprocess.run([*launcher, "true"], capture_output=True).returncode:
+        pytest.skip("setarch -R (personality ADDR_NO_RANDOMIZE) does not work on this host")
     run = CounterRun(kit, tmp_path)
     pids = []
     with open(run.stdout, "wb") as out:
@@ -52,7 +56,7 @@ def test_vacate_and_restart_over_generations(kit, ref, tmp_path, request):
         assert header.generation == generation and header.source == "in-process handler"
         assert run.out.stat().st_size < len(ref.out), "the counter finished before its checkpoint"
         with open(run.stdout, "ab") as out:
-            job = checkpoint.restart(run.image, tools=kit.tools, stdout=out)
+            job = checkpoint.restart(run.image, tools=kit.tools, stdout=out, launcher=launcher)
         pids.append(job.pid)
     assert job.wait(timeout=300) == 0
     assert len(set(pids)) == generations + 1, "every generation runs in a new process"
