@@ -3,8 +3,8 @@
 The restarter refuses, with a message and a documented exit code and without touching anything,
 an image it cannot restore safely: a damaged or tampered one, one from another kernel or CPU, a
 file that is not an image, one whose input files changed.  Programs the runtime cannot handle are
-detected: threads and fork at the moment they happen (or every checkpoint is refused when the
-user allowed them), sockets when a checkpoint is asked for.
+detected: threads, fork and sockets at the moment they happen, or, when the user allowed them,
+when a checkpoint is asked for (it is refused and the job runs on).
 """
 
 from __future__ import annotations
@@ -141,10 +141,18 @@ def test_allowed_threads_run_without_checkpoints(kit, tmp_path):
         job.kill()
 
 
-def test_socket_is_detected_at_checkpoint(kit, tmp_path):
+def test_socket_is_detected_when_opened(kit, tmp_path):
+    script = "import socket\ns = socket.socket()\nprint('not reached')\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env=checkpoint._env(kit.tools, tmp_path / "s.img", None, False, True))
+    assert done.returncode == checkpoint.UNSUPPORTED_EXIT and "opens a socket" in done.stderr
+    assert "not reached" not in done.stdout
+
+
+def test_allowed_socket_is_refused_at_checkpoint(kit, tmp_path):
     script = "import socket, sys, time\ns = socket.socket()\nprint('ready', flush=True)\ntime.sleep(60)\n"
     job = checkpoint.start([sys.executable, "-c", script], tmp_path / "s.img", tools=kit.tools,
-                           stdout=subprocess.PIPE)
+                           stdout=subprocess.PIPE, allow_unsupported=True)
     try:
         assert job.process.stdout.readline() == b"ready\n"
         with pytest.raises(checkpoint.CheckpointRefused, match="is a socket"):
