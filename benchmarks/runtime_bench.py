@@ -68,6 +68,29 @@ int main(int argc, char **argv) {
 """
 
 
+PINGPONG = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]), sv[2];
+    char c = 0;
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    if (fork() == 0) { for (int i = 0; i < n; i++) { read(sv[1], &c, 1); write(sv[1], &c, 1); } _exit(0); }
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (int i = 0; i < n; i++) { write(sv[0], &c, 1); read(sv[0], &c, 1); }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    wait(NULL);
+    printf("%.2f\n", ((b.tv_sec - a.tv_sec) * 1e6 + (b.tv_nsec - a.tv_nsec) / 1e3) / n);
+    return 0;
+}
+"""
+
+
 def _run(exe: Path, directory: str, calls: int, env: dict | None = None, pass_fds=()) -> dict[str, float]:
     done = subprocess.run([str(exe), directory, str(calls)], env=env, pass_fds=pass_fds,
                           capture_output=True, text=True, check=True, timeout=600)
@@ -103,6 +126,10 @@ def forwarded_bench(calls: int) -> None:
         root = Path(tmp, "root")
         root.mkdir()
         (root / "in.dat").write_bytes(os.urandom(4096))
+        pp = Path(tmp, "pingpong")
+        Path(tmp, "pingpong.c").write_text(PINGPONG)
+        subprocess.run(["cc", "-O2", "-o", str(pp), f"{tmp}/pingpong.c"], check=True)
+        floor = subprocess.run([str(pp), str(calls)], capture_output=True, text=True, check=True).stdout.strip()
         columns = {
             "native": _run(exe, str(root), calls),
             "shim, local": _run(exe, str(root), calls,
@@ -112,6 +139,8 @@ def forwarded_bench(calls: int) -> None:
             "fwd, blocking": _forwarded(exe, str(root), calls, pipeline=False, blocking=True),
         }
     names = list(columns["native"])
+    print(f"floor: a bare C-to-C Unix socket round trip, now, on this host: {floor} µs; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"forwarded calls, µs per call ({calls} calls each; server: asyncio in its own process; "
           f"the last column: the same server in a plain blocking loop)")
     print(f"{'call':<12}" + "".join(f"{c:>15}" for c in columns))

@@ -158,8 +158,8 @@ def program_sources(name: str) -> list[Path]:
 
 def library(cache: Path | str | None = None) -> Path:
     """Build (or return the cached) ``libjobrt.so`` and return its path."""
-    flags = LIBRARY_FLAGS + ("--", ) + LIBRARY_LIBS  # "--" only separates the two in the key
-    return _build(LIBRARY_NAME, library_sources(), LIBRARY_FLAGS, LIBRARY_LIBS, flags, False, cache)
+    key_flags = LIBRARY_FLAGS + ("--",) + LIBRARY_LIBS  # "--" only separates the two in the key
+    return _build(LIBRARY_NAME, library_sources(), LIBRARY_FLAGS, LIBRARY_LIBS, key_flags, False, cache)
 
 
 def program(name: str, cache: Path | str | None = None) -> Path:

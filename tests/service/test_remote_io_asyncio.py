@@ -48,3 +48,31 @@ def test_job_environment_names_the_pieces(tmp_path):
                    "JOBRT_IO_PREFIX": "/htc-remote", "JOBRT_IO_PIPELINE": "0", "JOBRT_IO_CWD": "."}
     with pytest.raises(UsageError, match="absolute path"):
         remote_io.job_environment("lib.so", 3, "relative")
+
+
+def test_a_reply_bigger_than_the_socket_buffer(tmp_path):
+    blob = os.urandom(6 << 20)
+    (tmp_path / "big").write_bytes(blob)
+
+    async def scenario():
+        server_end, job_end = remote_io.socket_pair()
+        served = asyncio.create_task(remote_io.serve_socket(server_end, tmp_path))
+        loop = asyncio.get_running_loop()
+        job_end.setblocking(False)
+        await loop.sock_sendall(job_end, P.encode_request(P.Op.OPEN, a1=os.O_RDONLY, path=b"big"))
+        h = P.decode_reply(await loop.sock_recv(job_end, 4096))[0]
+        # the read's reply (6 MiB) fills the socket buffer many times over; the fstat waits behind it
+        await loop.sock_sendall(job_end, P.encode_request(P.Op.READ, h, len(blob)) + P.encode_request(P.Op.FSTAT, h))
+        got = bytearray()
+        need = 2 * P.REPLY.size + len(blob) + P.STAT.size
+        while len(got) < need:
+            chunk = await asyncio.wait_for(loop.sock_recv(job_end, 1 << 20), 60)
+            assert chunk
+            got += chunk
+        ret, err, aux, data, used = P.decode_reply(bytes(got))
+        assert (ret, aux) == (len(blob), len(blob)) and data == blob
+        assert P.STAT.unpack(P.decode_reply(bytes(got[used:]))[3])[8] == len(blob)
+        job_end.close()
+        return await asyncio.wait_for(served, 60)
+
+    assert asyncio.run(scenario()) == 3

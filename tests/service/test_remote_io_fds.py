@@ -43,6 +43,12 @@ int main(int argc, char **argv) {
     int n = jobrt_io_remote_files(files, 8);
     for (int i = 0; i < n; i++)
         printf("rfile %s %lld %d\n", files[i].path, files[i].offset, files[i].fd == fd || files[i].fd == out);
+    /* a checkpoint: quiesce records out.txt's size; what is written after it (here straight into
+     * the server's directory, as the lost incarnation would have) is rolled back on reconnect */
+    printf("quiesce %d\n", jobrt_io_quiesce());
+    int direct = open(argv[3], O_WRONLY | O_APPEND);
+    write(direct, "XYZ", 3);
+    close(direct);
     /* a "restart": the connection is replaced by one to another server on the same root */
     int next = atoi(argv[2]), mine = atoi(getenv("JOBRT_IO_FD"));
     dup2(next, mine);
@@ -51,7 +57,7 @@ int main(int argc, char **argv) {
     memset(buf, 0, sizeof buf);
     read(fd, buf, 4);
     printf("after %s\n", buf);
-    write(out, "def", 3);
+    write(out, "d", 1);
     close(out);
     close(fd);
     return 0;
@@ -59,7 +65,7 @@ int main(int argc, char **argv) {
 """
 
 
-def test_remote_fds_dup_table_and_reconnect(tmp_path):
+def test_remote_fds_dup_table_quiesce_rollback_and_reconnect(tmp_path):
     from htc.runtime import build
     root = tmp_path / "root"
     root.mkdir()
@@ -78,16 +84,16 @@ def test_remote_fds_dup_table_and_reconnect(tmp_path):
                               pass_fds=[second_server.fileno()])
     second_server.close()
     try:
-        run = run_job([str(exe), str(local), str(second_job.fileno())], root,
+        run = run_job([str(exe), str(local), str(second_job.fileno()), str(root / "out.txt")], root,
                       extra_fds=(second_job.fileno(),))
     finally:
         second_job.close()
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == [
         "distinct 1", "dup  world|", "dup2 50", "via50 hello", "dupfd 1 cloexec 1", "getfl 1",
-        "closed 1", "rfile in.txt 3 1", "rfile out.txt 3 1", "reconnect 0", "after lo w",
+        "closed 1", "rfile in.txt 3 1", "rfile out.txt 3 1", "quiesce 0", "reconnect 0", "after lo w",
     ]
-    assert (root / "out.txt").read_text() == "abcdef"
+    assert (root / "out.txt").read_text() == "abcd"   # not "abcdYZ": rolled back to the checkpoint
     assert run.server_rc == 0 and server.wait(timeout=60) == 0
 
 
@@ -155,3 +161,42 @@ def test_a_forked_child_gets_eio_and_the_parent_keeps_working(tmp_path):
     run = run_job([str(exe)], root)
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == ["child open -1 5 read -1 5", "parent read 5 hello"]
+
+
+DEFER = r"""
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "jobrt.h"
+static void handler(int sig) {
+    char msg[64];
+    int n = snprintf(msg, sizeof msg, "handler busy=%d\n", jobrt_io_busy);
+    write(1, msg, n);
+}
+int main(void) {
+    struct stat st;
+    setvbuf(stdout, NULL, _IONBF, 0);
+    signal(SIGUSR1, handler);
+    printf("idle busy=%d\n", jobrt_io_busy);
+    jobrt_io_deferred_signal = SIGUSR1;   /* what a checkpoint handler does when it finds busy */
+    printf("stat %d\n", stat(PREFIX "/in.txt", &st));
+    printf("pending %d\n", jobrt_io_deferred_signal);
+    return 0;
+}
+"""
+
+
+def test_a_deferred_checkpoint_signal_is_raised_when_the_call_ends(tmp_path):
+    from htc.runtime import build
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "in.txt").write_text("x")
+    (tmp_path / "defer.c").write_text(DEFER.replace("PREFIX", f'"{PREFIX}"'))
+    subprocess.run(["cc", "-O2", "-I", str(build.SOURCE_DIR), "-o", str(tmp_path / "defer"),
+                    str(tmp_path / "defer.c"), str(build.library())], check=True)
+    run = run_job([str(tmp_path / "defer")], root)
+    assert run.returncode == 0, run.stderr
+    # the signal is delivered inside stat(), right after its remote call, before stat returns
+    assert run.stdout.splitlines() == ["idle busy=0", "handler busy=0", "stat 0", "pending 0"]

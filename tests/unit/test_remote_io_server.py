@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -64,7 +65,7 @@ def test_write_append_rename_listdir_unlink(server):
     call(server, Op.CLOSE, h)
     assert call(server, Op.MKDIR, a1=0o755, path=b"new")[:2] == (0, 0)
     assert call(server, Op.RENAME, path=b"dir/log", data=b"new/log")[:2] == (0, 0)
-    assert (server.root + "/new/log") and open(server.root + "/new/log", "rb").read() == b"one\ntwo\n"
+    assert Path(server.root, "new", "log").read_bytes() == b"one\ntwo\n"
     count, _, _, listing = call(server, Op.LISTDIR, path=b"new")
     names = [name for _, _, name in P.unpack_listing(listing)]
     assert count == 3 and sorted(names) == [".", "..", "log"]
@@ -87,7 +88,7 @@ def test_paths_escaping_the_root_are_refused(server, path):
     assert call(server, Op.OPEN, a1=os.O_WRONLY | os.O_CREAT | os.O_TRUNC, a2=0o644, path=path)[0] == -1
     if path != b"out-link":   # (removing the link itself, which is inside, is fine)
         assert call(server, Op.UNLINK, path=path)[:2] != (0, 0)
-    assert open(os.path.dirname(server.root) + "/secret", "rb").read() == b"outside"
+    assert Path(server.root).parent.joinpath("secret").read_bytes() == b"outside"
 
 
 def test_creating_through_a_dangling_link_out_is_refused(server):

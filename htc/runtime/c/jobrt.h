@@ -31,4 +31,19 @@ int jobrt_io_reconnect(void);
 /* Nonzero when the shim forwards calls (JOBRT_IO_FD was set at load time). */
 int jobrt_io_active(void);
 
+/* Checkpointing and the connection. A checkpoint must not catch the shim in the middle of a
+ * remote call (the request would be half sent, or its reply owed by a server that will be gone
+ * after a restart), and queued pipelined writes must reach the server first:
+ *  - jobrt_io_busy is nonzero while the shim is inside a remote call. A checkpoint handler that
+ *    finds it set stores its signal number in jobrt_io_deferred_signal and returns; the shim
+ *    raise()s that signal again as soon as the call is over.
+ *  - jobrt_io_quiesce(), called by the handler when not busy, before it saves anything: sends
+ *    the queued writes, waits until the server has executed them, and records each writable
+ *    remote file's size, which jobrt_io_reconnect() truncates the file back to (so output
+ *    written after the checkpoint is rolled back, as for local files). Returns 0, or -1 with
+ *    errno set (the connection is gone: the checkpoint is still usable, the sizes unknown). */
+extern volatile int jobrt_io_busy;
+extern volatile int jobrt_io_deferred_signal;
+int jobrt_io_quiesce(void);
+
 #endif

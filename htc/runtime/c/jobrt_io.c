@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -27,6 +28,8 @@
 #include "jobrt_io.h"
 
 int jobrt_io_on;
+volatile int jobrt_io_busy;
+volatile int jobrt_io_deferred_signal;
 int jobrt_io_pipeline;
 struct rfd *jobrt_io_fds[JOBRT_MAX_FDS];
 
@@ -154,19 +157,34 @@ static int flush_locked(void) {
     return 0;
 }
 
-int jobrt_io_flush(void) {
+static void enter(void) {
+    jobrt_io_busy++;
     pthread_mutex_lock(&lock);
-    int rc = flush_locked();
+}
+
+static void leave(void) {
     pthread_mutex_unlock(&lock);
+    if (--jobrt_io_busy == 0 && jobrt_io_deferred_signal) {
+        int sig = jobrt_io_deferred_signal, e = errno;
+        jobrt_io_deferred_signal = 0;
+        raise(sig);   /* the checkpoint that waited for this call to end */
+        errno = e;
+    }
+}
+
+int jobrt_io_flush(void) {
+    enter();
+    int rc = flush_locked();
+    leave();
     return rc;
 }
 
 int jobrt_io_send_noreply(int op, int64_t h, int64_t a1, int64_t a2, const void *data, size_t dlen) {
     struct jobrt_req q = {JOBRT_MAGIC, op, REQ_NOREPLY, h, a1, a2, 0, (uint32_t)dlen};
-    pthread_mutex_lock(&lock);
-    if (sock < 0) { pthread_mutex_unlock(&lock); errno = EIO; return -1; }
+    enter();
+    if (sock < 0) { leave(); errno = EIO; return -1; }
     if (olen + sizeof q + dlen > sizeof obuf && flush_locked() < 0) {
-        pthread_mutex_unlock(&lock);
+        leave();
         return -1;
     }
     int rc = 0;
@@ -178,7 +196,7 @@ int jobrt_io_send_noreply(int op, int64_t h, int64_t a1, int64_t a2, const void 
         memcpy(obuf + olen + sizeof q, data, dlen);
         olen += sizeof q + dlen;
     }
-    pthread_mutex_unlock(&lock);
+    leave();
     return rc;
 }
 
@@ -189,8 +207,8 @@ int64_t jobrt_io_call(int op, int64_t h, int64_t a1, int64_t a2, const char *pat
     struct jobrt_req q = {JOBRT_MAGIC, op, 0, h, a1, a2, (uint32_t)plen, (uint32_t)dlen};
     struct jobrt_rep local;
     if (!rep) rep = &local;
-    pthread_mutex_lock(&lock);
-    if (sock < 0) { pthread_mutex_unlock(&lock); errno = EIO; return -1; }
+    enter();
+    if (sock < 0) { leave(); errno = EIO; return -1; }
     struct iovec iov[4] = {{obuf, olen}, {&q, sizeof q}, {(void *)path, plen}, {(void *)data, dlen}};
     olen = 0;
     if (send_all(iov, 4) < 0) goto fail;
@@ -215,12 +233,12 @@ int64_t jobrt_io_call(int op, int64_t h, int64_t a1, int64_t a2, const char *pat
         if (recv_all(sink, k) < 0) goto fail;
         left -= k;
     }
-    pthread_mutex_unlock(&lock);
+    leave();
     if (rep->ret < 0) errno = rep->err;
     return rep->ret;
 fail:
     broken();
-    pthread_mutex_unlock(&lock);
+    leave();
     errno = EIO;
     return -1;
 }
@@ -238,6 +256,7 @@ static int install(int fd, int64_t h, int flags, long long offset, const char *r
     r->f.fd = fd;
     r->f.flags = flags & ~(O_CREAT | O_TRUNC | O_EXCL);
     r->f.offset = offset;
+    r->ckpt_size = -1;
     size_t len = strlen(rpath);
     if (len >= sizeof r->f.path) len = sizeof r->f.path - 1;
     memcpy(r->f.path, rpath, len);
@@ -369,6 +388,22 @@ int jobrt_io_remote_files(struct jobrt_rfile *out, int max) {
     return n;
 }
 
+int jobrt_io_quiesce(void) {
+    if (sock < 0) return 0;
+    int rc = 0;
+    for (int fd = 0; fd < JOBRT_MAX_FDS; fd++) {
+        struct rfd *r = jobrt_io_fds[fd];
+        if (!r || (r->f.flags & O_ACCMODE) == O_RDONLY) continue;
+        struct stat st;   /* a replied call: the queue goes first, and the server runs in order */
+        if (jobrt_io_fstat(r, &st) < 0) { rc = -1; continue; }
+        r->ckpt_size = st.st_size;
+        r->deferred = 0;
+        if (r->f.flags & O_APPEND) r->f.offset = st.st_size;
+    }
+    if (olen && jobrt_io_flush() < 0) rc = -1;   /* (only if there were no writable files) */
+    return rc;
+}
+
 int jobrt_io_reconnect(void) {
     const char *fd = getenv("JOBRT_IO_FD");
     if (!fd || !prefix_len) { errno = EINVAL; return -1; }   /* the shim was never configured */
@@ -382,6 +417,8 @@ int jobrt_io_reconnect(void) {
         if (!r) continue;
         struct jobrt_rep rep;
         int64_t h = jobrt_io_call(OP_OPEN, -1, r->f.flags, 0, r->f.path, NULL, 0, NULL, 0, &rep);
+        if (h >= 0 && r->ckpt_size >= 0 && (r->f.flags & O_ACCMODE) != O_RDONLY)   /* roll back */
+            h = jobrt_io_call(OP_FTRUNCATE, h, r->ckpt_size, 0, NULL, NULL, 0, NULL, 0, NULL) < 0 ? -1 : h;
         if (h >= 0 && !(r->f.flags & O_APPEND))
             h = jobrt_io_call(OP_LSEEK, h, r->f.offset, SEEK_SET, NULL, NULL, 0, NULL, 0, &rep) < 0 ? -1 : h;
         if (h < 0) { failed = 1; err = errno; continue; }

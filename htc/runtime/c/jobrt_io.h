@@ -53,6 +53,7 @@ struct rfd {
     struct jobrt_rfile f;  /* fd, flags, offset, path (what a checkpoint records) */
     int64_t h;             /* the server's handle */
     int deferred;          /* writes were sent without waiting for their result */
+    long long ckpt_size;   /* size at the last jobrt_io_quiesce (-1: none), restored on reconnect */
 };
 
 extern int jobrt_io_on;            /* forwarding configured and the connection usable */
