@@ -64,9 +64,7 @@ def test_remote_files_survive_vacate_and_restart(kit, tmp_path):
     exe = tmp_path / "remote_copy"
     subprocess.run(["cc", "-O2", "-o", str(exe), str(PROGS / "remote_copy.c")], check=True)
     img = tmp_path / "image"
-    # pipelined writes still buffered in the shim at a checkpoint would be lost (see
-    # docs/checkpointing.md), so calls are synchronous here
-    env = {**os.environ, **remote_io.job_environment(kit.tools.library, CONN_FD, PREFIX, pipeline=False)}
+    env = {**os.environ, **remote_io.job_environment(kit.tools.library, CONN_FD, PREFIX, pipeline=True)}
     server = Server(root)
     job = checkpoint.start([str(exe), f"{PREFIX}/src.bin", f"{PREFIX}/dst.bin"], img, tools=kit.tools,
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=[CONN_FD])
@@ -77,7 +75,7 @@ def test_remote_files_survive_vacate_and_restart(kit, tmp_path):
         for _ in range(3 + generation):
             _command(job, b"c\n")
             copied += 64
-        header = job.vacate()  # it waits on its local stdin: outside any remote call
+        header = job.vacate()  # it waits on its local stdin, outside any remote call
         assert header.generation == generation
         remote = {f.path: f for f in header.files if f.remote}
         assert sorted(remote) == ["dst.bin", "src.bin"]  # server-side paths
@@ -94,3 +92,4 @@ def test_remote_files_survive_vacate_and_restart(kit, tmp_path):
     assert job.wait(timeout=120) == 0
     assert server.wait() == 0
     assert (root / "dst.bin").read_bytes() == data
+

@@ -18,6 +18,10 @@
  * children, sockets, pipes, shared memory, deleted files) is refused: no image is written and
  * IMAGE.refused receives one line saying why; the program then continues.
  *
+ * With the remote-I/O shim linked in, a signal that lands inside a remote call is handed to the
+ * shim (jobrt_io_deferred_signal), which raises it again once the call is over; otherwise the
+ * handler first lets the shim quiesce (queued writes executed, remote output sizes recorded).
+ *
  * After a restart the restarter calls jr_resumed() on a frame that returns, through
  * jr_restorer(), to the interrupted context: it counts the generation and asks the remote-I/O
  * shim to reconnect.
@@ -45,6 +49,9 @@
 struct jobrt_rfile;
 extern int jobrt_io_remote_files(struct jobrt_rfile *out, int max) __attribute__((weak));
 extern int jobrt_io_reconnect(void) __attribute__((weak));
+extern int jobrt_io_quiesce(void) __attribute__((weak));
+extern volatile int jobrt_io_busy __attribute__((weak));
+extern volatile int jobrt_io_deferred_signal __attribute__((weak));
 extern const ptrdiff_t __rseq_offset __attribute__((weak));
 extern const unsigned int __rseq_size __attribute__((weak));
 
@@ -202,8 +209,14 @@ static void jr_checkpoint(int sig, siginfo_t *si, void *ucv)
     (void)si;
     if (jr_busy)
         return;
+    if (&jobrt_io_busy && &jobrt_io_deferred_signal && jobrt_io_busy) {
+        jobrt_io_deferred_signal = sig; /* inside a remote call: the shim re-raises it after */
+        return;
+    }
     jr_busy = 1;
     int saved_errno = errno;
+    if (jobrt_io_quiesce)
+        jobrt_io_quiesce(); /* queued remote writes executed, remote output sizes recorded */
     jr_cfg.seq++;
     struct jr_work *w = (struct jr_work *)jr_sys6(__NR_mmap, 0, sizeof(struct jr_work),
                                                    JR_PROT_READ | JR_PROT_WRITE,
