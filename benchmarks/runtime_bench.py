@@ -7,11 +7,12 @@ asyncio file server (``python -m htc.runtime.remote_io``, a separate process, ov
 pair), with and without pipelining (writes sent without waiting for their result, batched into
 one send until the next call that needs a reply). Goal: a small forwarded call under 50 µs.
 
-Part 2, checkpoint and restart: see ``checkpoint_bench`` (filled in with the checkpointer).
+Part 2, checkpoint and restart time against image size (10 MB .. 1 GB): runs
+``benchmarks/runtime_ckpt_bench.py``. Goal: 100 MB checkpointed and restarted in under 0.5 s each.
 
 Usage::
 
-    python benchmarks/runtime_bench.py [--calls N]
+    python benchmarks/runtime_bench.py [--calls N] [--ckpt-sizes 10,100,1000]
 """
 
 from __future__ import annotations
@@ -147,18 +148,22 @@ def forwarded_bench(calls: int) -> None:
         print(f"{name:<12}" + "".join(f"{columns[c][name]:>15.2f}" for c in columns))
 
 
-def checkpoint_bench() -> None:
-    """Part 2: checkpoint and restart time against image size -- the checkpointer's part."""
-    print("checkpoint/restart: not measured here yet (htc/runtime checkpointing adds it)")
+def checkpoint_bench(sizes: str) -> None:
+    """Part 2: checkpoint and restart time against image size (benchmarks/runtime_ckpt_bench.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import runtime_ckpt_bench
+
+    runtime_ckpt_bench.main(["--sizes", sizes])
 
 
 def main() -> None:
     """Run the runtime benchmarks and print their figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--ckpt-sizes", default="10,100,1000", help="MB of job memory to checkpoint")
     args = parser.parse_args()
     forwarded_bench(args.calls)
-    checkpoint_bench()
+    checkpoint_bench(args.ckpt_sizes)
 
 
 if __name__ == "__main__":
