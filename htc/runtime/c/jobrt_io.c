@@ -157,19 +157,33 @@ static int flush_locked(void) {
     return 0;
 }
 
+static void hold(void);
+static void release(void);
+
 static void enter(void) {
-    jobrt_io_busy++;
+    hold();
     pthread_mutex_lock(&lock);
 }
 
-static void leave(void) {
-    pthread_mutex_unlock(&lock);
+/* hold/release: a checkpoint signal that arrives in between waits (jobrt_io_busy > 0) until the
+ * outermost release. A wrapper holds across its call AND its bookkeeping (offsets, the fd table),
+ * so an image never records a call the server made but the table does not show yet. */
+static void hold(void) {
+    jobrt_io_busy++;
+}
+
+static void release(void) {
     if (--jobrt_io_busy == 0 && jobrt_io_deferred_signal) {
         int sig = jobrt_io_deferred_signal, e = errno;
         jobrt_io_deferred_signal = 0;
         raise(sig);   /* the checkpoint that waited for this call to end */
         errno = e;
     }
+}
+
+static void leave(void) {
+    pthread_mutex_unlock(&lock);
+    release();
 }
 
 int jobrt_io_flush(void) {
@@ -265,7 +279,7 @@ static int install(int fd, int64_t h, int flags, long long offset, const char *r
     return fd;
 }
 
-int jobrt_io_open(const char *rpath, int flags, mode_t mode) {
+static int open_held(const char *rpath, int flags, mode_t mode) {
     struct jobrt_rep rep;
     int64_t h = jobrt_io_call(OP_OPEN, -1, flags, mode, rpath, NULL, 0, NULL, 0, &rep);
     if (h < 0) return -1;
@@ -280,33 +294,49 @@ int jobrt_io_open(const char *rpath, int flags, mode_t mode) {
     return install(fd, h, flags, rep.aux, rpath);
 }
 
+int jobrt_io_open(const char *rpath, int flags, mode_t mode) {
+    hold();   /* until the new fd is in the table */
+    int fd = open_held(rpath, flags, mode);
+    release();
+    return fd;
+}
+
 ssize_t jobrt_io_read(struct rfd *r, void *buf, size_t n) {
     struct jobrt_rep rep;
     if (n > JOBRT_MAX_XFER) n = JOBRT_MAX_XFER;
+    hold();   /* until the offset is recorded */
     int64_t k = jobrt_io_call(OP_READ, r->h, (int64_t)n, 0, NULL, NULL, 0, buf, n, &rep);
     if (k >= 0) r->f.offset = rep.aux;
+    release();
     return k;
 }
 
 ssize_t jobrt_io_write(struct rfd *r, const void *buf, size_t n) {
     struct jobrt_rep rep;
     if (n > JOBRT_MAX_XFER) n = JOBRT_MAX_XFER;
+    hold();   /* until the offset is recorded */
+    int64_t k;
     if (jobrt_io_pipeline && n <= sizeof obuf / 2) {
         /* Pipelined: assume success; an error is kept by the server and returned by close/fsync. */
-        if (jobrt_io_send_noreply(OP_WRITE, r->h, 0, 0, buf, n) < 0) return -1;
-        r->deferred = 1;
-        r->f.offset += n;
-        return n;
+        k = jobrt_io_send_noreply(OP_WRITE, r->h, 0, 0, buf, n) < 0 ? -1 : (int64_t)n;
+        if (k >= 0) {
+            r->deferred = 1;
+            r->f.offset += n;
+        }
+    } else {
+        k = jobrt_io_call(OP_WRITE, r->h, 0, 0, NULL, buf, n, NULL, 0, &rep);
+        if (k >= 0) r->f.offset = rep.aux;
     }
-    int64_t k = jobrt_io_call(OP_WRITE, r->h, 0, 0, NULL, buf, n, NULL, 0, &rep);
-    if (k >= 0) r->f.offset = rep.aux;
+    release();
     return k;
 }
 
 off_t jobrt_io_lseek(struct rfd *r, off_t off, int whence) {
     struct jobrt_rep rep;
+    hold();   /* until the offset is recorded */
     int64_t k = jobrt_io_call(OP_LSEEK, r->h, off, whence, NULL, NULL, 0, NULL, 0, &rep);
     if (k >= 0) r->f.offset = k;
+    release();
     return k;
 }
 
