@@ -11,10 +11,8 @@ stays in place as the fallback, finds the change.
 
 Theory of operation
 -------------------
-``inotify_init1`` gives a file descriptor; ``inotify_add_watch`` on the *directory* (the file
-may not exist yet) for ``IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE`` makes the
-kernel queue an event whenever an entry of it changes. A wait is a ``select`` on that
-descriptor and a self-pipe (:meth:`FileWatch.wake` writes it, from any thread); each readable
+The kernel side is :class:`htc.eventlog.dirwatch.DirWatch` (inotify on the file's folder, the
+one the DAG manager uses too). A wait is a ``select`` on its descriptor and a self-pipe (:meth:`FileWatch.wake` writes it, from any thread); each readable
 batch is read whole and ends the wait when one of its events names the watched file. Waiting
 in the thread that acts on the change saves a thread hand-off per change, which on a small VM
 costs more than reading the change. :meth:`close` writes the self-pipe, joins the thread (if
@@ -24,41 +22,16 @@ any) and closes both.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import select
-import struct
-import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from htc.eventlog.dirwatch import DirWatch
+
 __all__ = ["FileWatch"]
-
-_IN_MODIFY = 0x002
-_IN_CLOSE_WRITE = 0x008
-_IN_MOVED_TO = 0x080
-_IN_CREATE = 0x100
-_IN_NONBLOCK = os.O_NONBLOCK
-_IN_CLOEXEC = os.O_CLOEXEC
-_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
-
-
-def _libc():
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        libc.inotify_init1.argtypes = [ctypes.c_int]
-        libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-        return libc
-    except (OSError, AttributeError):
-        return None
-
-
-_LIBC = _libc()
 
 
 class FileWatch:
@@ -75,20 +48,12 @@ class FileWatch:
         self.active = False
         self._closing = False
         self._wake_pending = False
-        self._fd = -1
-        self._name = os.fsencode(self.path.name)
+        self._watch = DirWatch(self.path)
+        self._fd = self._watch.fileno()
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._thread: threading.Thread | None = None
-        if _LIBC is None:
+        if not self._watch.active:
             return
-        fd = _LIBC.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
-        if fd < 0:
-            return
-        mask = _IN_MODIFY | _IN_CLOSE_WRITE | _IN_CREATE | _IN_MOVED_TO
-        if _LIBC.inotify_add_watch(fd, os.fsencode(self.path.parent), mask) < 0:
-            os.close(fd)
-            return
-        self._fd = fd
         self.active = True
         if on_change is not None:
             self._thread = threading.Thread(target=self._run, name=f"htc-filewatch-{self.path.name}", daemon=True)
@@ -114,13 +79,7 @@ class FileWatch:
                 # return (which follows it) answers it.
                 self._wake_pending = False
                 return True
-            try:
-                data = os.read(self._fd, 64 * 1024)
-            except BlockingIOError:
-                continue
-            except OSError:
-                return True
-            if self._names(data, self._name):
+            if self._watch.drain():
                 return True
 
     def wake(self) -> None:
@@ -137,17 +96,6 @@ class FileWatch:
             with contextlib.suppress(Exception):  # a watcher must not die of its listener's bug
                 self.on_change()
 
-    @staticmethod
-    def _names(data: bytes, name: bytes) -> bool:
-        offset = 0
-        while offset + _EVENT.size <= len(data):
-            _wd, _mask, _cookie, length = _EVENT.unpack_from(data, offset)
-            start = offset + _EVENT.size
-            if data[start:start + length].rstrip(b"\0") == name:
-                return True
-            offset = start + length
-        return False
-
     def close(self) -> None:
         """Stop watching (idempotent)."""
         if self._closing:
@@ -157,7 +105,8 @@ class FileWatch:
         self.wake()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        for fd in (self._fd, self._wake_r, self._wake_w):
+        self._watch.close()
+        for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 if fd >= 0:
                     os.close(fd)

@@ -16,21 +16,11 @@ writes inotify does not see (NFS) is still followed.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import ctypes.util
-import os
-import struct
-import sys
-
 from htc.eventlog import EventLogReader
 from htc.eventlog import events as ev
+from htc.eventlog.dirwatch import DirWatch as LogWake  # the manager selects on its descriptor
 
 __all__ = ["AdaptivePoll", "LogWake", "NodeLog"]
-
-#: IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE: the file was written, replaced or made
-_IN_MASK = 0x002 | 0x008 | 0x080 | 0x100
-_IN_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of the entry's name)
 
 
 class AdaptivePoll:
@@ -79,65 +69,3 @@ class NodeLog:
     def close(self) -> None:
         """Close the file."""
         self._reader.close()
-
-
-def _inotify():
-    """libc's inotify calls (None off Linux, or when libc has none)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        libc.inotify_init1.argtypes = [ctypes.c_int]
-        libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-        return libc
-    except (OSError, AttributeError):
-        return None
-
-
-class LogWake:
-    """A descriptor that becomes readable when the file at ``path`` is written (see the module
-    docstring). ``fileno()`` is -1 where the kernel cannot tell (then only the polling sees
-    changes); every method is then a no-op."""
-
-    def __init__(self, path: str):
-        """Watch ``path``'s folder (the file need not exist yet) for writes to ``path``."""
-        self._name = os.fsencode(os.path.basename(path))
-        self._fd = -1
-        libc = _inotify()
-        if libc is None:
-            return
-        fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        if fd < 0:
-            return  # out of inotify instances: poll
-        if libc.inotify_add_watch(fd, os.fsencode(os.path.dirname(os.path.abspath(path))), _IN_MASK) < 0:
-            os.close(fd)
-            return  # out of watches, or a file system without inotify: poll
-        self._fd = fd
-
-    def fileno(self) -> int:
-        """The inotify descriptor to select on (-1: none)."""
-        return self._fd
-
-    def drain(self) -> bool:
-        """Read what the kernel queued, without blocking; True if a change of the file is among it
-        (changes of other files of the folder, such as ``dagman.out``, are dropped)."""
-        named = False
-        while self._fd >= 0:
-            try:
-                data = os.read(self._fd, 64 * 1024)
-            except (BlockingIOError, InterruptedError):
-                break
-            offset = 0
-            while offset + _IN_EVENT.size <= len(data):
-                length = _IN_EVENT.unpack_from(data, offset)[3]
-                start = offset + _IN_EVENT.size
-                named = named or data[start:start + length].rstrip(b"\0") == self._name
-                offset = start + length
-        return named
-
-    def close(self) -> None:
-        """Stop watching (idempotent)."""
-        if self._fd >= 0:
-            with contextlib.suppress(OSError):  # closing is all that is left to do with it
-                os.close(self._fd)
-        self._fd = -1

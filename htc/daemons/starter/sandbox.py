@@ -44,7 +44,7 @@ from typing import Any
 import psutil
 
 from htc.daemons import owner_files as ofs
-from htc.daemons.job_files import CONDOR_EXEC, STDERR_NAME, STDOUT_NAME, TransferError, split_list  # noqa: F401  (sb.* for the starter)
+from htc.daemons.job_files import CONDOR_EXEC, STDERR_NAME, STDOUT_NAME, TransferError, local_path, split_list  # noqa: F401  (sb.* for the starter)
 from htc.daemons.owner_files import Identity
 
 JOB_AD_NAME = ".job.ad"
@@ -55,17 +55,6 @@ _counter = itertools.count(1)
 
 def _for(job: str | None) -> str:
     return f" for job {job}" if job else ""
-
-
-def _local(source: str, base: Path) -> Path:
-    if "://" in source:
-        scheme, _, rest = source.partition("://")
-        if scheme.lower() != "file":
-            raise TransferError(f"cannot transfer {source!r}: no file transfer plugin for '{scheme}://' URLs in htc; "
-                                "use a local path or file:// URL")
-        return Path(rest)
-    path = Path(source)
-    return path if path.is_absolute() else base / path
 
 
 @dataclass
@@ -117,7 +106,7 @@ class Sandbox:
         Raises:
             TransferError: the input does not exist or cannot be read by its owner.
         """
-        src = _local(source, base)
+        src = local_path(source, base)
         try:
             ofs.check_path(src, "input file", job)
             try:
@@ -313,7 +302,7 @@ class Sandbox:
                 raise ofs.OwnerFileError(f"cannot write output file {name!r}{_for(job)} to {target!r}: it leaves "
                                          f"the job's directory {dest_dir}, and the daemon cannot act as user "
                                          f"{owner.name}")
-            dest = _local(target, dest_dir)
+            dest = local_path(target, dest_dir)
             ofs.makedirs(str(dest.parent), owner, what="output directory", job=job)
             if stat.S_ISDIR(st.st_mode):
                 ofs.makedirs(str(dest), owner, what="output directory", job=job)
