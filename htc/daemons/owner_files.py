@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from htc.daemons.clock import REAL, Clock
 from htc.errors import HTCError
 
-__all__ = ["Identity", "OwnerFileError", "acting_as", "check_path", "describe", "leaves", "open_beneath",
+__all__ = ["Identity", "OwnerFileError", "acting_as", "check_path", "describe", "leaves", "open_beneath", "open_entry",
            "open_read", "open_write", "own_directory", "makedirs", "copy_fd"]
 
 # System call numbers (asm/unistd_64.h); the fs-credential calls are per thread in the kernel.
@@ -405,6 +405,30 @@ def open_beneath(dir_fd: int, relative: str, who: Identity | None, *, what: str 
 
 
 _own_dirs: dict[tuple[str, int], tuple[float, int, int]] = {}
+
+
+def open_entry(dir_fd: int, name: str, who: Identity | None, *, what: str = "input file",
+               job: str | None = None) -> tuple[os.stat_result, int | None, str | None]:
+    """Entry ``name`` of the directory open as ``dir_fd``, as ``who`` sees it, never followed:
+    ``(stat, fd, link)`` -- an open descriptor for a directory or regular file (the caller closes
+    it), the target for a symbolic link, neither for anything else (FIFOs, sockets, devices).
+
+    Raises:
+        OwnerFileError: ``who`` may not look at or open it (the message names it and the job).
+    """
+    fd = link = None
+    try:
+        with acting_as(who):
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                link = os.readlink(name, dir_fd=dir_fd)
+            elif stat.S_ISDIR(st.st_mode):
+                fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            elif stat.S_ISREG(st.st_mode):
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        raise OwnerFileError(describe(exc, "read", what, name, who, job)) from None
+    return st, fd, link
 
 
 def own_directory(path: str, who: Identity | None, *, clock: Clock = REAL) -> int | None:

@@ -234,6 +234,25 @@ class Connection:
         except (ConnectionClosed, TimeoutError):
             pass
 
+    async def linger(self, timeout: float = 5.0, limit: int = 64 * 1024 * 1024) -> None:
+        """Read and drop what the peer still sends, until it closes (or ``timeout`` s pass, or
+        ``limit`` bytes came): a refusal sent in the middle of the peer's stream then reaches it.
+        Closing at once would make the peer's next write fail (EPIPE, or a reset over TCP), and
+        its stream reader would drop the answer waiting in its buffer. Never raises."""
+        read = getattr(self._reader, "read", None)
+        if read is None:
+            return
+        got = 0
+        try:
+            async with asyncio.timeout(timeout):
+                while got < limit:
+                    chunk = await read(65536)
+                    if not chunk:
+                        return
+                    got += len(chunk)
+        except (TimeoutError, ConnectionError, OSError):
+            return  # the peer went, or kept talking: close all the same
+
     async def aclose(self) -> None:
         """Close the connection (idempotent)."""
         if self._closed:

@@ -180,13 +180,19 @@ def test_transfers_for_runs_the_schedd_does_not_follow_are_refused_and_it_keeps_
 
     from htc.client.request import ping
     from htc.wire import messages as m
+    from htc.wire.errors import ConnectionClosed
 
     async def ask(first: m.Message, *more: m.Message) -> m.Message:
         conn = await pool.transport.open_connection("schedd")
         try:
-            await conn.send(first)
-            for msg in more:
-                await conn.send(msg)
+            # all at once, before the schedd can refuse the first and close: a write after its
+            # close would break the connection under the answer it already sent
+            for msg in (first, *more):
+                conn.send_nowait(msg)
+            try:
+                await conn.drain()
+            except ConnectionClosed:
+                pass  # refused and closed while the last bytes went out: the answer is read below
             return await conn.recv(timeout=20)
         finally:
             await conn.aclose()

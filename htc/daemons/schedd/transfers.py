@@ -83,18 +83,10 @@ def tree_entries(prefix: str, dir_fd: int, owner: ofs.Identity | None, job: str)
     with ofs.acting_as(owner):
         names = sorted(os.listdir(dir_fd))
     for name in names:
-        child = target = None
         try:
-            with ofs.acting_as(owner):
-                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                if stat.S_ISLNK(st.st_mode):
-                    target = os.readlink(name, dir_fd=dir_fd)
-                elif stat.S_ISDIR(st.st_mode):
-                    child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
-                elif stat.S_ISREG(st.st_mode):
-                    child = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-        except OSError as exc:
-            raise TransferError(ofs.describe(exc, "read", "input file", name, owner, job)) from None
+            st, child, target = ofs.open_entry(dir_fd, name, owner, job=job)
+        except ofs.OwnerFileError as exc:
+            raise TransferError(str(exc)) from None
         path = f"{prefix}/{name}" if prefix else name
         if target is not None:
             yield Outgoing(m.FileEntry(name=path, kind="link", mode=0o777, target=target))
@@ -242,6 +234,7 @@ class TransferService:
         found = self._job(msg)
         if found is None:
             await conn.send_error("not_found", f"no run of job {msg.job_id} on that claim; the transfer is refused")
+            await conn.linger()  # the starter may be streaming its output already: let it read why
             return
         ad, label = found
         try:

@@ -174,18 +174,7 @@ class Sandbox:
         with ofs.acting_as(owner):
             names = os.listdir(src)
         for name in names:
-            child = link = None
-            try:
-                with ofs.acting_as(owner):
-                    st = os.stat(name, dir_fd=src, follow_symlinks=False)
-                    if stat.S_ISLNK(st.st_mode):
-                        link = os.readlink(name, dir_fd=src)
-                    elif stat.S_ISDIR(st.st_mode):
-                        child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=src)
-                    elif stat.S_ISREG(st.st_mode):
-                        child = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=src)
-            except OSError as exc:
-                raise ofs.OwnerFileError(ofs.describe(exc, "read", "input file", name, owner, job)) from None
+            st, child, link = ofs.open_entry(src, name, owner, job=job)
             try:
                 if link is not None:
                     with contextlib.suppress(FileNotFoundError):
