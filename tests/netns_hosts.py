@@ -73,6 +73,13 @@ _NETWORKS = itertools.count(0)
 _NAME = re.compile(r"[a-z][a-z0-9-]{0,12}\Z")
 _PR_SET_PDEATHSIG = 1
 
+def _kept_paths() -> list[str]:
+    """What every host must still see under its private tmpfs: this checkout and the test's Python
+    (CI clones under /tmp, which a host covers with its own)."""
+    paths = {Path(__file__).resolve().parents[1], Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    return sorted(str(p) for p in paths)
+
+
 # PID 1 of a host (or of the switch): set the host up, say "ready", then reap orphans until killed.
 _ANCHOR = r"""
 import json, os, signal, socket, subprocess, sys
@@ -84,7 +91,14 @@ if spec.get("hostname"):
 if spec.get("hosts_file"):
     sh("mount", "--bind", spec["hosts_file"], "/etc/hosts")
 for target, mode in spec.get("tmpfs", []):
+    # the test's code and Python stay visible where a tmpfs covers them (a checkout under /tmp)
+    kept = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in spec.get("keep", [])
+            if path.startswith(target.rstrip("/") + "/") and os.path.isdir(path)]
     sh("mount", "-t", "tmpfs", "-o", f"mode={mode}", "htc-host", target)
+    for path, fd in kept:
+        os.makedirs(path, exist_ok=True)
+        sh("mount", "--bind", f"/proc/self/fd/{fd}", path)
+        os.close(fd)
 for path, mode in spec.get("dirs", []):
     os.makedirs(path, mode=mode, exist_ok=True)
     os.chmod(path, mode)
@@ -240,7 +254,7 @@ class Host:
         self.processes: list[HostProcess] = []
         self._anchor = _Anchor(
             {"hostname": name, "hosts_file": str(network.hosts_file), "cwd": HOME,
-             "tmpfs": [["/tmp", "1777"], [SHARED_EXECUTE_PARENT, "0755"]],
+             "tmpfs": [["/tmp", "1777"], [SHARED_EXECUTE_PARENT, "0755"]], "keep": _kept_paths(),
              "dirs": [[HOME, 0o700], [HTC_HOME, 0o755]]},
             network.dir / f"{name}.anchor.log", uts=True)
 

@@ -409,7 +409,7 @@ _ENTRIES = [
     P("DENY_NEGOTIATOR", "list", "", "Which negotiators are refused."),
     P("DENY_OWNER", "list", "", "Accepted for HTCondor configurations and not used (see ALLOW_OWNER)."),
     P("DENY_CONFIG", "list", "", "Who is refused the CONFIG level (see ALLOW_CONFIG)."),
-    P("TRUST_DOMAIN", "str", "$(COLLECTOR_HOST)", "The pool's name for its tokens: their issuer (htc token create), and the domain of the pool's daemon identity condor_pool@TRUST_DOMAIN on other hosts (docs/security.md)."),
+    P("TRUST_DOMAIN", "str", "$(COLLECTOR_HOST)", "The pool's name for its tokens: their issuer (htc token create), and the domain of the pool's daemon identity condor_pool@TRUST_DOMAIN on other hosts (docs/security.md). (HTCondor's default: $(UID_DOMAIN); htc's is COLLECTOR_HOST, which every host of a pool names alike, where UID_DOMAIN defaults to each host's own name and tokens would not cross hosts).", "changed"),
     P("SEC_TOKEN_POOL_SIGNING_KEY_FILE", "path", "$(LOCAL_DIR)/passwords.d/POOL", "The pool's shared secret (random bytes, mode 0600, the same file on every host): tokens are signed with a key derived from it and its holders are the pool's daemons."),
     P("SEC_TOKEN_DIRECTORY", "path", "", "Where a client keeps its tokens, one per file, mode 0600 (empty: ~/.htc/tokens.d of the user running the tool); it presents the first whose issuer is the pool's TRUST_DOMAIN."),
     P("SEC_DEFAULT_AUTHENTICATION", "str", "", "Accepted for HTCondor configurations and not used: on one host every peer is authenticated by the kernel (SO_PEERCRED) whatever it says (docs/security.md)."),

@@ -58,7 +58,7 @@ def network_mode(config) -> bool:
 
 
 def trust_domain(config) -> str:
-    """TRUST_DOMAIN, the issuer of the pool's tokens (default: COLLECTOR_HOST, as HTCondor)."""
+    """TRUST_DOMAIN, the issuer of the pool's tokens (htc's default: COLLECTOR_HOST; see its doc)."""
     return str(config.param("TRUST_DOMAIN") or config.param("COLLECTOR_HOST") or "").strip()
 
 
