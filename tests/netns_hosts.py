@@ -97,7 +97,8 @@ for target, mode in spec.get("tmpfs", []):
     sh("mount", "-t", "tmpfs", "-o", f"mode={mode}", "htc-host", target)
     for path, fd in kept:
         os.makedirs(path, exist_ok=True)
-        sh("mount", "--bind", f"/proc/self/fd/{fd}", path)
+        # the anchor's fd (not mount's), taken as it is: canonicalized, it would name the tmpfs
+        sh("mount", "--no-canonicalize", "--bind", f"/proc/{os.getpid()}/fd/{fd}", path)
         os.close(fd)
 for path, mode in spec.get("dirs", []):
     os.makedirs(path, mode=mode, exist_ok=True)
