@@ -50,6 +50,20 @@ class Server:
         return self.process.wait(timeout=120)
 
 
+def _start_copy(kit, tmp_path, root, img):
+    """remote_copy of root's src.bin to dst.bin under the runtime, with its first file server;
+    returns (server, job) once the job says "ready"."""
+    exe = tmp_path / "remote_copy"
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(PROGS / "remote_copy.c")], check=True)
+    env = {**os.environ, **remote_io.job_environment(kit.tools.library, CONN_FD, PREFIX, pipeline=True)}
+    server = Server(root)
+    job = checkpoint.start([str(exe), f"{PREFIX}/src.bin", f"{PREFIX}/dst.bin"], img, tools=kit.tools,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=[CONN_FD])
+    server.handed_over()
+    assert job.process.stdout.readline() == b"ready\n"
+    return server, job
+
+
 def _command(job, line: bytes) -> None:
     job.process.stdin.write(line)
     job.process.stdin.flush()
@@ -61,15 +75,8 @@ def test_remote_files_survive_vacate_and_restart(kit, tmp_path):
     root.mkdir()
     data = kit.input.read_bytes()
     (root / "src.bin").write_bytes(data)
-    exe = tmp_path / "remote_copy"
-    subprocess.run(["cc", "-O2", "-o", str(exe), str(PROGS / "remote_copy.c")], check=True)
     img = tmp_path / "image"
-    env = {**os.environ, **remote_io.job_environment(kit.tools.library, CONN_FD, PREFIX, pipeline=True)}
-    server = Server(root)
-    job = checkpoint.start([str(exe), f"{PREFIX}/src.bin", f"{PREFIX}/dst.bin"], img, tools=kit.tools,
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=[CONN_FD])
-    server.handed_over()
-    assert job.process.stdout.readline() == b"ready\n"
+    server, job = _start_copy(kit, tmp_path, root, img)
     copied = 0
     for generation in range(2):
         for _ in range(3 + generation):
@@ -107,15 +114,8 @@ def test_vacated_at_random_moments_mid_copy_the_copy_is_exact(kit, tmp_path):
     root.mkdir()
     data = rng.randbytes(1 << 20)
     (root / "src.bin").write_bytes(data)
-    exe = tmp_path / "remote_copy"
-    subprocess.run(["cc", "-O2", "-o", str(exe), str(PROGS / "remote_copy.c")], check=True)
     img = tmp_path / "image"
-    env = {**os.environ, **remote_io.job_environment(kit.tools.library, CONN_FD, PREFIX, pipeline=True)}
-    server = Server(root)
-    job = checkpoint.start([str(exe), f"{PREFIX}/src.bin", f"{PREFIX}/dst.bin"], img, tools=kit.tools,
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, pass_fds=[CONN_FD])
-    server.handed_over()
-    assert job.process.stdout.readline() == b"ready\n"
+    server, job = _start_copy(kit, tmp_path, root, img)
     job.process.stdin.write(b"q\n")  # copy everything, 64 bytes a step, without stopping
     job.process.stdin.flush()
     vacated = 0
