@@ -29,8 +29,9 @@ def add_pool_options(parser: argparse.ArgumentParser, *, daemon: str | None = No
     if daemon:
         add_option(parser, "name", metavar="NAME",
                    help=f"talk to the {daemon} listening as NAME (default: the pool's {daemon})")
-    add_option(parser, "pool", metavar="HOME",
-               help="use the pool whose HTC_HOME is this directory (default: $HTC_HOME)")
+    add_option(parser, "pool", metavar="HOME|HOST[:PORT]",
+               help="use the pool whose HTC_HOME is this directory, or the pool whose central manager "
+                    "is HOST[:PORT] over SSH (default: $HTC_HOME)")
     if json:
         add_option(parser, "json", action="store_true", help="print machine-readable JSON")
 
@@ -51,20 +52,26 @@ class _Renamed(Transport):
 
 def transport_from(args: argparse.Namespace, daemon: str | None = None) -> Transport | None:
     """The transport the options ask for: the pool of ``-pool HOME`` (default: ``$HTC_HOME``'s,
-    returned as None), with ``daemon`` reached under the ``-name`` given.
+    returned as None), with ``daemon`` reached under the ``-name`` given; or, when ``-pool`` is
+    ``HOST[:PORT]``, the pool of that central manager over SSH (:mod:`htc.client.remote`).
 
     Raises:
         UsageError: ``-pool`` is not the home directory of a pool on this machine.
     """
     pool = getattr(args, "pool", None)
+    name = getattr(args, "name", None)
     transport: Transport | None = None
     if pool:
+        from htc.client.remote import parse_pool, remote_pool
+
+        collector = parse_pool(pool)
+        if collector is not None:
+            return remote_pool(collector, schedd_name=name if daemon == "schedd" else None)
         home = Path(pool).expanduser()
         if not home.is_dir():
-            raise UsageError(f"-pool {pool}: no such directory; give the HTC_HOME of a pool on this machine "
-                             "(pools on other hosts need the SSH transport, which this build does not have)")
+            raise UsageError(f"-pool {pool}: no such directory, nor a HOST[:PORT]; give the HTC_HOME of a pool "
+                             "on this machine or the central manager of a pool on others")
         transport = UnixTransport(home.resolve() / "sockets")
-    name = getattr(args, "name", None)
     if daemon and name:
         if transport is None:
             from htc.client import default_transport

@@ -48,14 +48,24 @@ def _add_formats(p: argparse.ArgumentParser) -> None:
 # --- htc q ------------------------------------------------------------------------------------
 
 
-def _q_constraint(args: argparse.Namespace) -> str:
+def _me(transport) -> str:
+    """Whose jobs ``htc q`` shows by default: the user running it, or, talking to a pool on other
+    hosts, the user its credentials speak for (``alice`` of ``alice@cm.test``)."""
+    from htc.client.remote import RemotePool
+
+    if isinstance(transport, RemotePool) and transport.credentials.pair:
+        return transport.credentials.pair[0].split("@", 1)[0]
+    return client.current_user()
+
+
+def _q_constraint(args: argparse.Namespace, me: str) -> str:
     parts = []
     if args.ids:
         parts.append(client.parse_selection(args.ids).constraint_for_all())
     elif args.submitter:
         parts.append(f"(AccountingGroup ?: Owner) == {quote(args.submitter.split('@')[0])}")
     elif not args.allusers and not args.userlog and not args.jobads:
-        parts.append(f"Owner == {quote(client.current_user())}")
+        parts.append(f"Owner == {quote(me)}")
     if args.constraint:
         parts.append(args.constraint)
     if args.run:
@@ -157,7 +167,7 @@ def q(args: argparse.Namespace) -> int:
         layout = q_modes.default_layout(q_modes.view_tag(args)) if not (mask or args.long or args.json or args.xml) \
             else None
     now = time.time()
-    constraint = _q_constraint(args)
+    constraint = _q_constraint(args, _me(transport))
     if layout is not None and layout.where:
         constraint = " && ".join(f"({p})" for p in (constraint, layout.where) if p)
     sources = _sources(args, constraint, transport, now)
@@ -239,7 +249,7 @@ def q(args: argparse.Namespace) -> int:
     if default_source and not args.ids and not args.constraint and not (args.run or args.hold or args.idle):
         everyone = client.query("", ("Owner", "JobStatus"), transport=transport)
         if not args.allusers:
-            me = client.current_user()
+            me = _me(transport)
             mine = [ad for ad in everyone if ad.get("Owner") == me]
             print(views.totals_line(me, views.status_counts(mine)))
         print(views.totals_line("all users", views.status_counts(everyone)))
