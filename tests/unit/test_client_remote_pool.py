@@ -54,3 +54,52 @@ def test_a_readable_pool_key_mints_a_token_for_the_user(tmp_path):
     config = Config(SEC_TOKEN_DIRECTORY=str(tmp_path / "none"), SEC_TOKEN_POOL_SIGNING_KEY_FILE=str(key_file))
     credentials = client_credentials(parse_host_port("cm"), config)
     assert credentials()[0].endswith("@cm") and credentials.pool_key == KEY
+
+
+class _Refusing:
+    """An SSH transport stand-in whose connections fail with ``error``."""
+
+    def __init__(self, error):
+        self.error = error
+        self.opened = []
+
+    async def open_connection(self, address, **kwargs):
+        self.opened.append(address)
+        raise self.error
+
+
+def _pool(error, credentials=None):
+    from htc.client.remote import Credentials, RemotePool
+
+    ssh = _Refusing(error)
+    pool = RemotePool(parse_host_port("cm"), ssh, credentials=credentials or Credentials(None, ""),
+                      token_hint="/home/alice/.htc/tokens.d")
+    return pool, ssh
+
+
+def test_a_refused_token_says_which_file_and_what_to_do():
+    import asyncio
+
+    from htc.client.remote import Credentials
+    from htc.wire.ssh_client import LoginRefused
+
+    pool, ssh = _pool(LoginRefused("permission denied"), Credentials(("alice@cm", "t"), "the token in /t/pool"))
+    with pytest.raises(LoginRefused) as caught:
+        asyncio.run(pool.open_connection("collector", timeout=1))
+    assert ssh.opened == ["<cm:9618>"]
+    text = str(caught.value)
+    assert "cm:9618 refused the token in /t/pool" in text and "htc token create" in text
+    assert "/home/alice/.htc/tokens.d" in text
+
+
+def test_an_unreachable_pool_says_what_to_check():
+    import asyncio
+
+    from htc.wire.errors import DaemonUnreachable
+
+    pool, ssh = _pool(DaemonUnreachable("connection refused"))
+    with pytest.raises(DaemonUnreachable, match="cannot reach the pool at cm:9618 .*firewall"):
+        asyncio.run(pool.open_connection("collector", timeout=1))
+    with pytest.raises(DaemonUnreachable):
+        asyncio.run(pool.open_connection("negotiator", timeout=1))
+    assert ssh.opened == ["<cm:9618>", "<cm:9618?sock=negotiator>"]
