@@ -209,16 +209,27 @@ def test_connect_timeout_is_honoured(hosts):
     assert 1.0 < out["after"] < 6, out
 
 
+#: the bulk payload (MiB): far above the SSH windows and socket buffers a streaming relay holds
+MIB = 192
+
+
 def test_bulk_payload_streams_with_flow_control(hosts):
     pair, a = hosts
     a.echo.kill()
     a.start_echo(SLOW="0.01")                            # a slow reader: the sender must wait for it
-    out = run_probe(pair, a, "bulk", mib=96)
-    assert out["counted"] == 96 * 1024 * 1024, out
-    hwm = int(next(l.split()[1] for l in Path(f"/proc/{a.shared_port.pid}/status").read_text().splitlines()
-                   if l.startswith("VmHWM")))
-    assert hwm < 96 * 1024, f"the shared port's peak memory was {hwm} KiB for 96 MiB passed through"
-    assert out["max_rss_mib"] < 96 + 200, out            # the client held at most a few chunks
+
+    def peak_kib() -> int:
+        status = Path(f"/proc/{a.shared_port.pid}/status").read_text().splitlines()
+        return int(next(line.split()[1] for line in status if line.startswith("VmHWM")))
+
+    before = peak_kib()  # the shared port with its imports and a connection or two: its own size
+    out = run_probe(pair, a, "bulk", mib=MIB)
+    assert out["counted"] == MIB * 1024 * 1024, out
+    grown = peak_kib() - before
+    # holding the payload would grow it by MIB or more; streaming holds a few windows and chunks,
+    # plus what the allocator keeps of them (9-73 MiB measured for 192 MiB: htc.daemons.shared_port)
+    assert grown < MIB // 2 * 1024, f"the shared port's peak memory grew by {grown} KiB for {MIB} MiB passed through"
+    assert out["max_rss_mib"] < MIB, out                 # the client held at most a few chunks
 
 
 def test_bad_frames_on_an_authenticated_channel_end_only_that_channel(hosts):
