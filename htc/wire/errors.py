@@ -51,6 +51,14 @@ class DaemonUnreachable(HTCError):
     code = "unreachable"
 
 
+class HostSilent(DaemonUnreachable):
+    """The daemon's host does not answer at all (a connect that timed out, no route to it): the
+    host may be cut off the network with its daemons still running, unlike a host where nobody
+    listens. Its code is ``timeout``, so a core waiting on a lease keeps waiting."""
+
+    code = "timeout"
+
+
 class BadAddress(UsageError):
     """A daemon address is not a valid name for this transport."""
 

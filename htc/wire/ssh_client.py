@@ -29,6 +29,11 @@ holding the pool key (:func:`htc.wire.ssh_keys.pool_known_hosts`), or trust-on-f
 restarting), the attempt is repeated with exponential backoff (50 ms doubling to 2 s) until that
 budget is spent; only one attempt per host:port is in flight, and concurrent callers share it. A
 refused *login* (wrong pool key, bad token) is not retried: trying again cannot help.
+A host that does not answer at all (the connect timed out, no route to it: a cut link) fails
+with :class:`~htc.wire.errors.HostSilent` (code ``timeout``), not the plain
+:class:`~htc.wire.errors.DaemonUnreachable` (``unreachable``) of a host where nobody listens:
+the daemons of a silent host may still run, so a schedd waits the job lease for them
+(:mod:`htc.daemons.schedd.claims`) instead of giving their jobs up at once.
 
 **Flow control.** A channel has an SSH window (``window`` bytes): a sender blocked in ``drain()``
 waits for the receiving side to consume, end to end through the shared port to the daemon's
@@ -39,6 +44,7 @@ cut the per-packet cost of Python and the cipher.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import time
 from collections.abc import Callable
@@ -47,13 +53,13 @@ from dataclasses import dataclass, field
 import asyncssh
 
 from htc.wire.address import parse_remote
-from htc.wire.errors import BadAddress, DaemonUnreachable
+from htc.wire.errors import BadAddress, DaemonUnreachable, HostSilent
 from htc.wire.ssh_keys import KnownHosts
 from htc.wire.transport import DEFAULT_TIMEOUT, Connection, ConnectionHandler, PeerInfo, Server, Transport
 
 log = logging.getLogger("htc.wire")
 
-__all__ = ["ANONYMOUS", "Credentials", "LoginRefused", "SshOptions", "SshTransport"]
+__all__ = ["ANONYMOUS", "Credentials", "LoginRefused", "SshOptions", "SshTransport", "silent_host"]
 
 #: the SSH user name of a client that proves nothing
 ANONYMOUS = "unauthenticated"
@@ -66,6 +72,21 @@ DEFAULT_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20
 
 _BACKOFF_FIRST = 0.05
 _BACKOFF_CEILING = 2.0
+
+#: errors of a connect that say the host did not answer (rather than that nothing listens there)
+_SILENT_ERRNOS = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ETIMEDOUT, errno.EHOSTDOWN})
+
+
+def silent_host(exc: BaseException) -> bool:
+    """Whether a failed connect means the host is silent (cut off, down or unrouted) rather than
+    that it answered and nothing listens (``ECONNREFUSED``, a reset, an SSH-level refusal)."""
+    if isinstance(exc, TimeoutError):
+        return True
+    if isinstance(exc, OSError) and exc.errno in _SILENT_ERRNOS:
+        return True
+    # asyncio's create_connection tries every address and raises one OSError naming them all
+    return isinstance(exc, OSError) and exc.errno is None and any(
+        f"[Errno {code}]" in str(exc) for code in _SILENT_ERRNOS)
 
 
 class LoginRefused(DaemonUnreachable):
@@ -210,7 +231,7 @@ class SshTransport(Transport):
                 raise DaemonUnreachable(f"lost the connection to {target.host}:{target.port} while opening a "
                                         f"channel to {target.name}: {exc}") from None
             except TimeoutError:
-                raise DaemonUnreachable(f"opening a channel to {address} took over {timeout:g} s") from None
+                raise HostSilent(f"opening a channel to {address} took over {timeout:g} s") from None
             self.channels_opened += 1
             peer = PeerInfo(host=target.host, description=address)
             return Connection(_Reader(reader), _Writer(writer), peer=peer, label=address)
@@ -254,8 +275,8 @@ class SshTransport(Transport):
             async with asyncio.timeout(_remaining(deadline)):
                 return await asyncio.shield(pending)
         except TimeoutError:
-            raise DaemonUnreachable(f"connecting to the shared port at {endpoint[0]}:{endpoint[1]} "
-                                    "took too long") from None
+            raise HostSilent(f"connecting to the shared port at {endpoint[0]}:{endpoint[1]} "
+                             "took too long") from None
 
     def _settle(self, endpoint, future: asyncio.Future, task: asyncio.Task) -> None:
         self._pending.pop(endpoint, None)
@@ -278,7 +299,7 @@ class SshTransport(Transport):
             tries += 1
             remaining = budget - time.monotonic()
             if remaining <= 0:
-                raise DaemonUnreachable(f"cannot connect to the shared port at {host}:{port} within "
+                raise HostSilent(f"cannot connect to the shared port at {host}:{port} within "
                                         f"{self.options.connect_timeout:g} s (SSH_CONNECT_TIMEOUT)")
             try:
                 return await self._connect_once(endpoint, remaining)
@@ -288,13 +309,14 @@ class SshTransport(Transport):
             except (asyncssh.HostKeyNotVerifiable, asyncssh.KeyExchangeFailed) as exc:
                 raise DaemonUnreachable(f"cannot trust the host at {host}:{port}: {exc.reason}") from None
             except (TimeoutError, asyncio.TimeoutError):
-                raise DaemonUnreachable(f"connecting to the shared port at {host}:{port} took over "
+                raise HostSilent(f"connecting to the shared port at {host}:{port} took over "
                                         f"{min(remaining, self.options.connect_timeout):g} s "
                                         "(SSH_CONNECT_TIMEOUT); is the host up and reachable?") from None
             except (OSError, asyncssh.Error) as exc:
                 if budget - time.monotonic() <= delay:
-                    raise DaemonUnreachable(f"cannot connect to the shared port at {host}:{port} "
-                                            f"({tries} tries): {exc}; is htc running there?") from None
+                    error = HostSilent if silent_host(exc) else DaemonUnreachable
+                    raise error(f"cannot connect to the shared port at {host}:{port} "
+                                f"({tries} tries): {exc}; is htc running there?") from None
                 log.debug("connecting to %s:%d failed (%s); again in %.2f s", host, port, exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, _BACKOFF_CEILING)

@@ -18,9 +18,9 @@ def h() -> Harness:
     return harness
 
 
-def watched(h: Harness) -> tuple[str, object]:
+def watched(h: Harness, text: str = "") -> tuple[str, object]:
     """A running job; return its claim id and the claim's watch (the held keep-alive)."""
-    h.submit(job())
+    h.submit(job(text))
     claim_id, activate = run_first_job(h)
     out = h.ack(activate)
     out += h.tick(h.now + 0.01)

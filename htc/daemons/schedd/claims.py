@@ -33,9 +33,20 @@ request fails with ``closed``. The schedd then asks again at once: a startd that
 (restarted) or at whose address nobody listens (dead: its in-process starters, and the jobs
 they ran, died with it) has lost the claim -- the job is written JOB_DISCONNECTED then
 JOB_RECONNECT_FAILED and goes back to Idle, a lane's calls in flight are EVICTED and idle
-again, all within a second of the kill. Only a startd that stays silent (a hung host, a
-network cut) keeps its claims until the lease ends. The other way round, the startd sees the
+again, all within a second of the kill. The other way round, the startd sees the
 watch's connection close when the schedd dies, and releases the claims that run no job.
+
+Disconnected jobs. A startd that stays *silent* (a hung host; a cut link, which SSH keepalives
+notice in seconds and whose connects then time out: :class:`~htc.wire.errors.HostSilent`) may
+still be running the job, so the claim is kept until its lease ends, as HTCondor's shadow keeps
+a disconnected job: the first unanswered watch writes JOB_DISCONNECTED, the startd is asked
+again every ``reconnect_retry`` seconds, and either it answers within the lease (the job was
+never gone: JOB_RECONNECTED) or the lease ends (JOB_RECONNECT_FAILED; the job is Idle again
+and matched anew). The startd does the same on its side: a claim whose schedd has been silent
+for the lease is evicted and its job killed (:mod:`htc.daemons.startd.evaluation`), so a job
+rescheduled elsewhere no longer runs on the cut-off host, and a late exit report of the old run
+(the link back) finds the job no longer running on that claim and changes nothing
+(:meth:`htc.daemons.schedd.shadows.Shadows.job_exited`).
 """
 
 from __future__ import annotations
@@ -82,6 +93,7 @@ class Claim:
     ended_by_startd: bool = False  # the startd said it ended the claim (ReleaseClaim from it)
     watching: bool = False  # a keep-alive (a watch: its answer held by the startd) is on its way
     broken_at: float | None = None  # when the startd closed the claim's watch unanswered
+    disconnected: bool = False  # JOB_DISCONNECTED written for the job on it: the startd went silent
     linger_until: float | None = None  # idle with no job to give it: released then (SCHEDD_CLAIM_LINGER)
     #: kept idle by its last job's KeepClaimIdle: not given back for other users' waiting jobs
     #: before ``linger_until`` (DAGMan's claim held for a node's children)
@@ -272,6 +284,7 @@ class Claims(Mapping):
                 continue
             if now >= claim.last_alive + claim.lease:
                 self.lost(claim, f"no word from {claim.startd} for the whole job lease ({claim.lease:g} s)", now, out)
+                self.schedd.new_work(now)  # its job is idle again: to the negotiator now
                 continue
             if claim.linger_until is not None and now >= claim.linger_until:
                 if claim.state is ClaimState.IDLE:
@@ -299,6 +312,11 @@ class Claims(Mapping):
             if claim.broken_at is not None:
                 out.append(c.Log(f"claim on {claim.slot_name}: {claim.startd} answers again; watching it again"))
                 claim.broken_at = None
+            if claim.disconnected:
+                claim.disconnected = False
+                job = self._running_job(claim)
+                if job is not None:
+                    out += ul.write(job, ul.reconnected_event(job, claim.slot_name, claim.startd, now))
             self.watch(claim, out)
         elif event.refused:
             why = f"{claim.startd} no longer holds the claim ({event.error})"
@@ -320,19 +338,35 @@ class Claims(Mapping):
             self._startd_gone(claim, f"{claim.startd} closed the claim's watch and nobody listens at its address "
                                      f"any more ({event.error})", now, out)
         else:
-            claim.alive_due = now + self.schedd.settings.reconnect_retry  # silence: asked again within the lease
+            # Silence (a hung or cut-off host): the job may still run there; asked again until
+            # the lease ends (timers), the job disconnected meanwhile, as HTCondor's shadow has it.
+            self._disconnect(claim, f"{claim.startd} does not answer ({event.error})", now, out)
+            claim.alive_due = now + self.schedd.settings.reconnect_retry
+
+    def _running_job(self, claim: Claim):
+        """The queue's record of the job a shadow runs on ``claim``, or None."""
+        sd = self.schedd
+        shadow = sd.shadows.get(claim.job) if claim.job is not None else None
+        return sd.job(shadow.job_id) if shadow is not None and shadow.claim_id == claim.id else None
+
+    def _disconnect(self, claim: Claim, reason: str, now: float, out: list) -> None:
+        """Write JOB_DISCONNECTED for the job on ``claim`` (once per disconnection)."""
+        if claim.disconnected:
+            return
+        job = self._running_job(claim)
+        if job is None:
+            return
+        claim.disconnected = True
+        out.append(c.Log(f"claim on {claim.slot_name}: job {claim.job} disconnected: {reason}; waiting up to "
+                         f"the job lease ({claim.lease:g} s) for {claim.startd}"))
+        out += ul.write(job, ul.disconnected_event(job, reason, claim.slot_name, claim.startd, now))
 
     def _startd_gone(self, claim: Claim, why: str, now: float, out: list) -> None:
         """The startd that held ``claim`` is gone, and the job on it with it: say so in the job's
         log as HTCondor's shadow does (disconnected, then the reconnect failed) and end the run."""
-        sd = self.schedd
-        shadow = sd.shadows.get(claim.job) if claim.job is not None else None
-        job = sd.job(shadow.job_id) if shadow is not None and shadow.claim_id == claim.id else None
-        if job is not None:
-            out += ul.write(job, ul.disconnected_event(job, "the connection to the startd closed", claim.slot_name,
-                                                       claim.startd, now))
+        self._disconnect(claim, "the connection to the startd closed", now, out)
         self.lost(claim, why, now, out)
-        sd.new_work(now)  # its work is idle again: to the negotiator now, not SCHEDD_MIN_INTERVAL later
+        self.schedd.new_work(now)  # its work is idle again: to the negotiator now, not SCHEDD_MIN_INTERVAL later
 
     def released(self, event: c.Received, msg: m.ReleaseClaim, now: float, out: list) -> None:
         """The startd ended one of our claims (owner back, drain, lease): use it no more."""
