@@ -205,7 +205,7 @@ def test_connect_timeout_is_honoured(hosts):
     pair, a = hosts
     pair.blackhole(pair.a, True) if shutil.which("nft") else pair.link(pair.a, False)
     out = run_probe(pair, a, "connect_timeout", connect_timeout=1.5)
-    assert out["error"] == "DaemonUnreachable", out
+    assert out["error"] == "HostSilent", out  # a DaemonUnreachable whose host may still be up (no answer)
     assert 1.0 < out["after"] < 6, out
 
 
