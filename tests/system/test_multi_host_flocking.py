@@ -50,6 +50,11 @@ def test_jobs_flock_to_another_pool_only_where_flock_from_lets_them(network):
     statuses = suba.run(["htc", "q", "-af", "JobStatus"]).stdout.split()
     assert statuses == ["1"] * JOBS, statuses  # all idle: pool A has no slot, B refuses them
     assert cmb.run(["htc", "status", "-submitters", "-af", "Name"]).stdout.strip() == ""
+    # -better-analyze says where the job could run: nowhere in A, on B's one slot.
+    analysis = suba.run(["htc", "q", "-better-analyze", "1.0"])
+    assert "0 of 0 slots in pool cma.test match (0 willing to run it now); this schedd's own pool" \
+        in analysis.stdout, analysis.stdout + analysis.stderr
+    assert "1 of 1 slots in pool cmb.test match (1 willing to run it now); a FLOCK_TO pool" in analysis.stdout
 
     # B lets A's submit host flock in: the jobs run on B's execute host.
     for host in (cmb, exb):
