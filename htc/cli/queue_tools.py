@@ -314,7 +314,7 @@ def _q_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def _analysis_pools(args: argparse.Namespace) -> tuple[str, object, list]:
     """For -better-analyze on a host of a multi-host pool: the pool's name, a transport to its
-    collector (COLLECTOR_HOST: a submit host runs none), and the schedd's FLOCK_TO pools, each
+    collector when this host runs none (COLLECTOR_HOST's, over SSH; None: the local one), and the schedd's FLOCK_TO pools, each
     with a transport to its collector. Nothing with ``-pool`` or ``-name`` (another schedd's
     FLOCK_TO is not known here) or on a personal pool."""
     if getattr(args, "pool", None) or getattr(args, "name", None):
@@ -334,13 +334,15 @@ def _analysis_pools(args: argparse.Namespace) -> tuple[str, object, list]:
     collectors = flock_names(config.param("FLOCK_COLLECTOR_HOSTS")) or names
     pools = [(name, remote_pool(parse_host_port(collector), trust_domain=name))
              for name, collector in zip(names, collectors)]
-    return own, remote_pool(parse_host_port(own)), pools
+    runs_collector = "COLLECTOR" in {d.upper() for d in flock_names(config.param("DAEMON_LIST"))}
+    return own, None if runs_collector else remote_pool(parse_host_port(own)), pools
 
 
 def _analysis_record(a) -> dict:
     c = a.counts
-    return {"pools": [{"name": p.name, "slots": p.slots, "matching": p.matching, "willing": p.willing,
-                       "flocked": p.flocked, "error": p.error} for p in a.pools],"job": a.job_id, "status": a.status, "requirements": a.requirements,
+    return {"job": a.job_id, "status": a.status, "requirements": a.requirements,
+            "pools": [{"name": p.name, "slots": p.slots, "matching": p.matching, "willing": p.willing,
+                       "flocked": p.flocked, "error": p.error} for p in a.pools],
             "clauses": [{"step": cl.step, "condition": cl.logic or cl.text, "matched": cl.matched}
                         for cl in a.clauses if cl.shown],
             "slots": c.slots, "machines": c.machines, "rejected_by_job": c.rejected_by_job,
