@@ -148,7 +148,9 @@ def q(args: argparse.Namespace) -> int:
     transport = transport_from(args, "schedd")
     if args.better_analyze:
         selection = client.parse_selection(args.ids, args.constraint) if (args.ids or args.constraint) else None
-        analyses = client.analyze(selection, slot_constraint=args.machine or "", transport=transport)
+        own, collector, flocked = _analysis_pools(args)
+        analyses = client.analyze(selection, slot_constraint=args.machine or "", transport=transport,
+                                  collector_transport=collector, own_pool=own, flock_pools=flocked)
         if args.json:
             _out(fmt.records_json(_analysis_record(a) for a in analyses))
             return 0
@@ -310,9 +312,37 @@ def _q_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
+def _analysis_pools(args: argparse.Namespace) -> tuple[str, object, list]:
+    """For -better-analyze on a host of a multi-host pool: the pool's name, a transport to its
+    collector when this host runs none (COLLECTOR_HOST's, over SSH; None: the local one), and the schedd's FLOCK_TO pools, each
+    with a transport to its collector. Nothing with ``-pool`` or ``-name`` (another schedd's
+    FLOCK_TO is not known here) or on a personal pool."""
+    if getattr(args, "pool", None) or getattr(args, "name", None):
+        return "", None, []
+    from htc.config import load_config
+    from htc.daemons.network import network_mode
+
+    config = load_config()
+    if not network_mode(config):
+        return "", None, []
+    from htc.client.remote import remote_pool
+    from htc.wire.address import parse_host_port
+    from htc.wire.flock_access import flock_names
+
+    own = str(config.param("COLLECTOR_HOST") or "")
+    names = flock_names(config.param("FLOCK_TO"))
+    collectors = flock_names(config.param("FLOCK_COLLECTOR_HOSTS")) or names
+    pools = [(name, remote_pool(parse_host_port(collector), trust_domain=name))
+             for name, collector in zip(names, collectors)]
+    runs_collector = "COLLECTOR" in {d.upper() for d in flock_names(config.param("DAEMON_LIST"))}
+    return own, None if runs_collector else remote_pool(parse_host_port(own)), pools
+
+
 def _analysis_record(a) -> dict:
     c = a.counts
     return {"job": a.job_id, "status": a.status, "requirements": a.requirements,
+            "pools": [{"name": p.name, "slots": p.slots, "matching": p.matching, "willing": p.willing,
+                       "flocked": p.flocked, "error": p.error} for p in a.pools],
             "clauses": [{"step": cl.step, "condition": cl.logic or cl.text, "matched": cl.matched}
                         for cl in a.clauses if cl.shown],
             "slots": c.slots, "machines": c.machines, "rejected_by_job": c.rejected_by_job,

@@ -46,7 +46,7 @@ from htc.classad.compiler import evaluate
 from htc.classad.match import requirements_hold
 from htc.classad.operators import is_true_for_match
 
-__all__ = ["Clause", "MatchCounts", "JobAnalysis", "analyze_job", "job_status_text"]
+__all__ = ["Clause", "MatchCounts", "JobAnalysis", "PoolMatch", "analyze_job", "job_status_text", "pool_match"]
 
 _LOGIC = {"&&", "||"}
 _COMPARISON = {"==", "!=", "<", "<=", ">", ">=", "is", "isnt", "=?=", "=!="}
@@ -105,6 +105,32 @@ class MatchCounts:
 
 
 @dataclass(frozen=True)
+class PoolMatch:
+    """How the slots of one pool match a job: the schedd's own pool or one of its FLOCK_TO pools."""
+
+    name: str
+    slots: int = 0
+    matching: int = 0      # both Requirements hold
+    willing: int = 0       # ... and the slot is free
+    flocked: bool = False  # a FLOCK_TO pool, not the schedd's own
+    error: str = ""        # the pool's collector could not be asked (why)
+
+    def line(self) -> str:
+        """``2 slots in pool cmb.test match (1 willing to run it now); a FLOCK_TO pool``."""
+        where = "a FLOCK_TO pool" if self.flocked else "this schedd's own pool"
+        if self.error:
+            return f"pool {self.name} ({where}) could not be asked: {self.error}"
+        return (f"{self.matching} of {self.slots} slots in pool {self.name} match "
+                f"({self.willing} willing to run it now); {where}")
+
+
+def pool_match(name: str, analysis: JobAnalysis, *, flocked: bool) -> PoolMatch:
+    """The :class:`PoolMatch` of ``analysis`` (made against pool ``name``'s slots)."""
+    c = analysis.counts
+    return PoolMatch(name, c.slots, c.both_match, c.willing, flocked)
+
+
+@dataclass(frozen=True)
 class JobAnalysis:
     """The outcome of :func:`analyze_job`; :meth:`render` prints it as condor_q does."""
 
@@ -121,6 +147,8 @@ class JobAnalysis:
     willing_slots: tuple[str, ...] = field(default=())
     #: the operands of the Requirements' top-level && chain, as text
     conjuncts: tuple[str, ...] = field(default=())
+    #: with FLOCK_TO: the own pool's and each flocked pool's matching slots (htc.daemons.schedd.flock)
+    pools: tuple[PoolMatch, ...] = field(default=())
 
     def render(self, width: int = 80) -> str:
         """The analysis as text: HTCondor's ``-better-analyze`` sections, then htc's answer.
@@ -152,6 +180,9 @@ class JobAnalysis:
         else:
             out.append(f"Job {rid} has no Requirements expression; every slot's own requirements decide.\n")
         out.append(self._summary())
+        if self.pools:
+            out.append("\nPools where the job could run:")
+            out.extend(f"  {p.line()}" for p in self.pools)
         if self.status:
             out.append(f"\n{self.cluster:03d}.{self.proc:03d}:  {self.status}\n")
         if self.last_match:

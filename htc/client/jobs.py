@@ -13,17 +13,18 @@ Named jobs are acted on one at a time so that each gets HTCondor's own line
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from htc.classad import ClassAd, quote
 from htc.client import request
-from htc.client.analysis import JobAnalysis, analyze_job
+from htc.client.analysis import JobAnalysis, PoolMatch, analyze_job, pool_match
 from htc.client.request import SCHEDD, AdType
 from htc.client.selection import JobSelection, check_expression
-from htc.errors import UsageError
+from htc.errors import HTCError, UsageError
 from htc.wire import messages as m
 from htc.wire.messages import JobAction
 from htc.wire.transport import DEFAULT_TIMEOUT, Transport
@@ -358,13 +359,19 @@ def since_expression(word: str) -> str:
 
 
 def analyze(selection: JobSelection | None = None, *, slot_constraint: str = "",
-            transport: Transport | None = None, timeout: float = DEFAULT_TIMEOUT) -> list[JobAnalysis]:
+            transport: Transport | None = None, timeout: float = DEFAULT_TIMEOUT,
+            collector_transport: Transport | None = None, own_pool: str = "", flock_pools: Sequence[tuple[str, Transport]] = ()) -> list[JobAnalysis]:
     """condor_q -better-analyze: explain, for each selected job, how the pool's slots match it.
 
     Args:
         selection: the jobs (None: the caller's idle jobs).
         slot_constraint: only consider slots for which this is true (``-machine``).
         transport, timeout: how to reach the schedd and the collector.
+        collector_transport: how to reach the collector when not through ``transport`` (a
+            submit host of a multi-host pool runs none: its COLLECTOR_HOST's).
+        own_pool, flock_pools: the schedd's pool's name and its FLOCK_TO pools (name, a transport
+            whose ``collector`` is that pool's): each analysis then also says how many slots of
+            each pool match (``JobAnalysis.pools``); a pool that cannot be asked says why.
 
     Returns:
         One :class:`~htc.client.analysis.JobAnalysis` per job; print ``render()``.
@@ -377,5 +384,23 @@ def analyze(selection: JobSelection | None = None, *, slot_constraint: str = "",
     else:
         constraint = selection.constraint_for_all()
     jobs = query(constraint, transport=transport, timeout=timeout)
-    slots = request.query_collector(AdType.Startd, slot_constraint, transport=transport, timeout=timeout)
-    return [analyze_job(job, slots) for job in jobs]
+    slots = request.query_collector(AdType.Startd, slot_constraint, transport=collector_transport or transport,
+                                    timeout=timeout)
+    analyses = [analyze_job(job, slots) for job in jobs]
+    if not flock_pools or not analyses:
+        return analyses
+    others: list[tuple[str, list | str]] = []
+    for name, pool_transport in flock_pools:
+        try:
+            others.append((name, request.query_collector(AdType.Startd, slot_constraint, transport=pool_transport,
+                                                         timeout=timeout)))
+        except HTCError as exc:
+            others.append((name, str(exc)))
+    out = []
+    for job, analysis in zip(jobs, analyses):
+        pools = [pool_match(own_pool or "(local)", analysis, flocked=False)]
+        for name, found in others:
+            pools.append(PoolMatch(name, flocked=True, error=found) if isinstance(found, str)
+                         else pool_match(name, analyze_job(job, found), flocked=True))
+        out.append(dataclasses.replace(analysis, pools=tuple(pools)))
+    return out

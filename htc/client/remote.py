@@ -97,15 +97,18 @@ def _matching_token(collector: RemoteAddress, config):
     return None
 
 
-def client_credentials(collector: RemoteAddress, config) -> Credentials:
-    """The user's credentials for the pool at ``collector`` (see the module docstring)."""
+def client_credentials(collector: RemoteAddress, config, *, domain: str | None = None) -> Credentials:
+    """The user's credentials for the pool at ``collector`` (see the module docstring);
+    ``domain``: that pool's TRUST_DOMAIN when it is not this host's (a FLOCK_TO pool sharing the
+    pool key), the issuer of a token minted from the key."""
     found = _matching_token(collector, config)
     if found is not None:
         return Credentials((str(found.claims.get("sub", "")), found.token), f"the token in {found.path}")
     key_file = str(config.param("SEC_TOKEN_POOL_SIGNING_KEY_FILE") or "")
     from htc.daemons.network import network_mode, trust_domain
 
-    domain = trust_domain(config) if network_mode(config) else collector.host
+    if domain is None:
+        domain = trust_domain(config) if network_mode(config) else collector.host
     if key_file:
         from htc.wire.poolkey import PoolKeyError, read_pool_key
 
@@ -209,15 +212,17 @@ class RemotePool(Transport):
         raise UsageError("a tool talking to a remote pool does not serve connections")
 
 
-def remote_pool(collector: RemoteAddress, *, schedd_name: str | None = None) -> RemotePool:
-    """A :class:`RemotePool` with this user's credentials and host-key trust (module docstring)."""
+def remote_pool(collector: RemoteAddress, *, schedd_name: str | None = None,
+                trust_domain: str | None = None) -> RemotePool:
+    """A :class:`RemotePool` with this user's credentials and host-key trust (module docstring);
+    ``trust_domain`` as for :func:`client_credentials`."""
     from htc.config import htc_home, load_config
     from htc.daemons.network import ssh_options
     from htc.wire.ssh_client import SshTransport
     from htc.wire.token_store import token_directory
 
     config = load_config()
-    credentials = client_credentials(collector, config)
+    credentials = client_credentials(collector, config, domain=trust_domain)
     known_hosts = Path(htc_home()) / "known_hosts"
     options = ssh_options(config, pool_key=credentials.pool_key, known_hosts_file=str(known_hosts))
     return RemotePool(collector, SshTransport(credentials, options), schedd_name=schedd_name,

@@ -157,8 +157,11 @@ _ENTRIES = [
       "Seconds an SSH connection may take to connect and log in (retries of a refused connect included).", "htc"),
     P("SSH_CIPHERS", "list", "aes128-gcm@openssh.com, aes256-gcm@openssh.com, chacha20-poly1305@openssh.com",
       "SSH ciphers in order of preference (AES-GCM first: twice as fast as chacha20 with AES-NI).", "htc"),
-    P("FLOCK_TO", "list", "", "Accepted for HTCondor configurations and not used: flocking is not built yet (HTCondor: other pools this schedd may send jobs to)."),
-    P("FLOCK_FROM", "list", "", "Accepted for HTCondor configurations and not used: flocking is not built yet (HTCondor: other pools' schedds allowed to send jobs here)."),
+    P("FLOCK_TO", "list", "", "Other pools this schedd may run jobs in, best first, each the HOST[:PORT] of its central manager: a submitter whose idle jobs the pool at its current flock level left waiting a whole negotiation cycle is advertised to the next pool too (docs/multi-machine.md, Flocking). Needs network mode; the pools share the pool key."),
+    P("FLOCK_COLLECTOR_HOSTS", "list", "$(FLOCK_TO)", "The collectors of the FLOCK_TO pools, one per pool in the same order (HOST[:PORT]): where the flocking submitters' ads go."),
+    P("FLOCK_NEGOTIATOR_HOSTS", "list", "$(FLOCK_TO)", "The negotiators of the FLOCK_TO pools, one per pool in the same order: they get the schedd's Reschedule and NEGOTIATOR access to it."),
+    P("FLOCK_INCREMENT", "int", "1", "How many more FLOCK_TO pools a submitter's ads go to each time the pools in use leave its jobs waiting."),
+    P("FLOCK_FROM", "list", "", "Hosts whose schedds may flock to this pool (names, wildcards such as *.example.org, or addresses): their daemon tokens (another trust domain, the same pool key) are let in at the shared port, the collector lets them advertise Submitter ads, the startd lets them claim slots, the negotiator takes their Reschedule. Set it on every host of the pool."),
     P("SHARED_PORT_AUTHORIZED_KEYS", "path", "",
       "File of SSH public keys the shared port accepts instead of a token, one per line: IDENTITY "
       "KEYTYPE BASE64 (e.g. alice@pool ssh-ed25519 AAAA...); empty: tokens only.", "htc"),

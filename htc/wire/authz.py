@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from htc.wire import messages as m
+from htc.wire.flock_access import flock_entries
 from htc.wire.identity import DAEMON_ALIASES, UNMAPPED, Identity, identify, identify_remote, user_of_uid
 
 __all__ = ["Level", "Identity", "Entry", "AccessList", "Decision", "Policy", "Authorizer", "REQUIRED", "UNMAPPED",
@@ -404,13 +405,25 @@ def _resolve(kind: str, level: Level, subsys: str, lookup: Lookup,
 
 
 def build_policy(subsystem: str, lookup: Lookup, *, uid_domain: str, pool_user: str, pool_is_root: bool,
-                 local_hosts: Iterable[str] = (), trust_domain: str | None = None) -> Policy:
+                 local_hosts: Iterable[str] = (), trust_domain: str | None = None,
+                 extra: Mapping[str, Iterable[str]] | None = None) -> Policy:
     """The policy of daemon ``subsystem`` (``SCHEDD``) from ``lookup`` of configuration names
-    (``trust_domain``: the host is in network mode, see :func:`default_lists`)."""
+    (``trust_domain``: the host is in network mode, see :func:`default_lists`; ``extra``: level
+    name -> entries appended to its ALLOW list, what flocking grants, :mod:`htc.wire.flock_access`)."""
     subsys = subsystem.upper()
     defaults = default_lists(uid_domain, pool_user, pool_is_root, trust_domain)
     levels = [lv for lv in Level if lv is not L.ALLOW]
     allow = {lv: _resolve("ALLOW", lv, subsys, lookup, defaults) for lv in levels}
+    for name, entries in (extra or {}).items():
+        added = parse_list(", ".join(entries))
+        current = allow[Level(name)]
+        if not added or (current is not None and current.everyone):
+            continue
+        if current is None:
+            allow[Level(name)] = AccessList(added, "FLOCK_FROM/FLOCK_TO (flocking)")
+        else:
+            allow[Level(name)] = AccessList(current.entries + added, f"{current.source} and FLOCK_FROM/FLOCK_TO",
+                                            builtin=current.builtin)
     deny = {lv: _resolve("DENY", lv, subsys, lookup, defaults) for lv in levels}
     hosts = {h.lower().rstrip(".") for h in local_hosts if h} | {"localhost", "127.0.0.1", "::1"}
     return Policy(allow, deny, frozenset(hosts))
@@ -447,11 +460,13 @@ def policy_from_config(config, *, pool_uid: int, user_of_uid: Callable[[int], st
         text = f"{where[0]}:{where[1]}" if isinstance(where, tuple) else str(where)
         return config.get(name) or "", text
 
+    domain = network_trust_domain(config)
     hosts = [config.get(n) or "" for n in ("FULL_HOSTNAME", "HOSTNAME", "IP_ADDRESS", "IPV4_ADDRESS",
                                            "IPV6_ADDRESS")]
     return build_policy(config.subsystem, lookup, uid_domain=config.get("UID_DOMAIN") or "localhost",
                         pool_user=user_of_uid(pool_uid) or str(pool_uid), pool_is_root=pool_uid == 0,
-                        local_hosts=hosts, trust_domain=network_trust_domain(config))
+                        local_hosts=hosts, trust_domain=domain,
+                        extra=flock_entries(config.subsystem, config.get) if domain else None)
 
 
 @dataclass

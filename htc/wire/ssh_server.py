@@ -51,8 +51,9 @@ log = logging.getLogger("htc.wire")
 
 __all__ = ["SharedPortServer", "TokenCheck"]
 
-#: ``token -> identity``; raises (any HTCError, e.g. TokenError) when the token is refused
-TokenCheck = Callable[[str], str]
+#: ``token -> identity`` or ``(identity, method)`` (method "pool" or "token"); raises (any
+#: HTCError, e.g. TokenError) when the token is refused
+TokenCheck = Callable[[str], "str | tuple[str, str]"]
 #: ``(address, username, why)``: a login the server refused
 RefusalHook = Callable[[str, str, str], None]
 
@@ -217,12 +218,15 @@ class _ServerConn(asyncssh.SSHServer):
 
     def validate_password(self, username: str, password: str) -> bool:
         try:
-            identity = self.owner.verify_token(password)
+            proved = self.owner.verify_token(password)
         except Exception as exc:  # noqa: BLE001 - any refusal is logged the same way
             self.owner.refused(self.address, username, f"bad token: {exc}")
             return False
+        # verify_token returns the identity, or (identity, method) when it tells a daemon of
+        # another pool (flocking: "token") from one of this pool ("pool")
+        identity, method = proved if isinstance(proved, tuple) else (proved, None)
         self.identity = identity
-        self.method = "pool" if identity.startswith("condor_pool@") else "token"
+        self.method = method or ("pool" if identity.startswith("condor_pool@") else "token")
         return True
 
     def public_key_auth_supported(self) -> bool:

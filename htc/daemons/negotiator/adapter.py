@@ -164,7 +164,7 @@ class NegotiatorDaemon:
         match = action.match
         msg = m.MatchNotify(claim_id=match.claim_id, submitter=match.submitter, slot_name=match.slot_name,
                             startd_address=match.startd_address or "startd", slot_ad=str(match.slot_ad),
-                            autocluster_id=match.autocluster_id)
+                            autocluster_id=match.autocluster_id, pool=s.collector)
         preempting = f", preempting {match.preempted_user}" if match.preempted_user else ""
         out: list[c.Action] = [
             c.Log(f"match: {match.submitter} (autocluster {match.autocluster_id} at {match.schedd}) "

@@ -161,7 +161,8 @@ class NegotiatorService(DaemonService):
         address = a.schedd_address or a.schedd
         try:
             reply = await self.peers.request(
-                address, m.GetResourceRequests(submitter=a.submitter, significant_attributes=a.significant_attributes),
+                address, m.GetResourceRequests(submitter=a.submitter, significant_attributes=a.significant_attributes,
+                                           pool=self.settings.collector),
                 timeout=self.settings.core.timeout)
             if reply.submitter != a.submitter:
                 raise UsageError(f"asked for {a.submitter!r} but the answer is about {reply.submitter!r}")

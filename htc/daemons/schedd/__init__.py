@@ -26,6 +26,7 @@ Modules:
 * :mod:`~htc.daemons.schedd.local_jobs` -- scheduler- and local-universe jobs, which it runs itself;
 * :mod:`~htc.daemons.schedd.local_runner` -- their processes (the service's side: start, signal, reap);
 * :mod:`~htc.daemons.schedd.ads` -- the Submitter and Scheduler ads, and when they go out;
+* :mod:`~htc.daemons.schedd.flock` -- flocking: submitters' ads to the FLOCK_TO pools, RemotePool;
 * :mod:`~htc.daemons.schedd.userlog` -- the job event log: events, and writing them as the owner;
 * :mod:`~htc.daemons.schedd.owed` -- the writes kept in the queue's outbox until done;
 * :mod:`~htc.daemons.schedd.callfiles` -- reading a call's inputs, writing its results;

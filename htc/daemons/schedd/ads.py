@@ -137,8 +137,10 @@ class Adverts:
         # Only new idle work is worth a cycle: a job that merely started or ended changes the
         # ads, and asking for a cycle each time would have the negotiator re-read every idle job
         # of the queue after every job (O(jobs) per job in a busy pool).
-        if (self.reschedule_due or self.force_reschedule) and totals[0] > 0 and st.send_reschedule:
+        reschedule = (self.reschedule_due or self.force_reschedule) and totals[0] > 0
+        if reschedule and st.send_reschedule:
             out.append(c.Send(st.negotiator, m.Reschedule()))
+        self.schedd.flocking.advertise(counts, lifetime, reschedule, out)
         self.dirty = self.force_reschedule = self.reschedule_due = False
         self.prompt_at = None
         self.last_ad = now

@@ -98,6 +98,8 @@ class Claim:
     #: kept idle by its last job's KeepClaimIdle: not given back for other users' waiting jobs
     #: before ``linger_until`` (DAGMan's claim held for a node's children)
     held: bool = False
+    #: the FLOCK_TO pool whose negotiator made the match ("" for the schedd's own pool)
+    pool: str = ""
     slot_values: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

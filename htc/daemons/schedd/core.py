@@ -54,6 +54,7 @@ from htc.daemons.schedd.actions import JobActions
 from htc.daemons.schedd.ads import Adverts, submitter_of
 from htc.daemons.schedd.callfiles import read_input
 from htc.daemons.schedd.claims import Claim, Claims
+from htc.daemons.schedd.flock import Flocking
 from htc.daemons.schedd.events import Answer, LocalJobExited, LocalJobFailed, LocalJobStarted, Owed
 from htc.daemons.schedd.lane_restart import LaneOrphans
 from htc.daemons.schedd.lanes import Lanes
@@ -103,6 +104,7 @@ class Schedd:
         self.lanes = Lanes(self)
         self.orphans = LaneOrphans(self)
         self.adverts = Adverts(self)
+        self.flocking = Flocking(self)
         self.local = LocalJobs(self)
         self.started = False
         self._next_periodic: float | None = None

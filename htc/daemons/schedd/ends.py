@@ -161,6 +161,8 @@ def _usage_attributes(job, shadow, claim, now: float) -> dict[str, str]:
     attrs["CumulativeRemoteUserCpu"] = str(ul.number(job, "CumulativeRemoteUserCpu") + user)
     attrs["CumulativeRemoteSysCpu"] = str(ul.number(job, "CumulativeRemoteSysCpu") + system)
     attrs["LastRemoteHost"] = quote(claim.slot_name if claim else "")
+    if claim is not None and claim.pool:
+        attrs["LastRemotePool"] = quote(claim.pool)  # HTCondor's: the flocked pool the job last ran in
     return attrs
 
 

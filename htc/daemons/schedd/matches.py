@@ -81,6 +81,7 @@ class Matches:
         wire = tuple(m.ResourceRequest(autocluster_id=ac, count=len(members), job_ad=ad_text(public_ad(members[0])))
                      for ac, members in groups.items())
         out.append(c.Reply(event.conn_id, m.ResourceRequests(submitter=msg.submitter, requests=wire)))
+        self.schedd.flocking.asked(msg.submitter, msg.pool, (job.job_id for job in jobs), now, out)
 
     def match(self, event: c.Received, msg: m.MatchNotify, now: float, out: list) -> None:
         """Answer MatchNotify: claim the slot for a job, or say that the match lapses."""
@@ -114,7 +115,7 @@ class Matches:
             return f"MAX_JOBS_RUNNING ({settings.max_jobs_running}) reached"
         lease = ul.number(job, "JobLeaseDuration", settings.default_lease) or settings.default_lease
         claim = Claim(key, msg.startd_address, msg.submitter, msg.slot_name, slot_ad,
-                      ClaimState.REQUESTED, lease, now, job=job.job_id)
+                      ClaimState.REQUESTED, lease, now, job=job.job_id, pool=sd.flocking.pool_name(msg.pool))
         sd.claims.add(claim)
         sd.reserved.add(job.job_id)
         out.append(Call(msg.startd_address, m.RequestClaim(

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from htc.config.hostname import daemon_name, full_hostname
 from htc.daemons.network import pool_addresses, service_transport
+from htc.daemons.schedd.flock import flock_pools
 from htc.daemons import core as c
 from htc.daemons.calls import install_calls
 from htc.daemons.clock import REAL, Clock
@@ -89,7 +90,7 @@ def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
     net = pool_addresses(config, address)  # network mode: <ip:9618?sock=schedd> and <cm:9618>
     return from_config(
         ScheddSettings, config, name=name, address=net.own, collector=net.collector, negotiator=net.negotiator,
-        machine=host,
+        machine=host, flock_pools=flock_pools(config),
         uid_domain=str(config.param("UID_DOMAIN") or host), submit=submit_settings(config),
         filesystem_domain=str(config.param("FILESYSTEM_DOMAIN") or host), spool=str(config.param("SPOOL") or ""),
         system_policy=SystemPolicy(periodic_hold=text("SYSTEM_PERIODIC_HOLD"),

@@ -27,6 +27,9 @@ class ScheddSettings:
     machine: str = "localhost"            # the host it runs on (SubmitHost in the user log)
     collector: str = "collector"          # the collector's address
     negotiator: str = "negotiator"        # the negotiator's address
+    #: FLOCK_TO's pools (with FLOCK_COLLECTOR_HOSTS, FLOCK_NEGOTIATOR_HOSTS): htc.daemons.schedd.flock
+    flock_pools: tuple = ()
+    flock_increment: int = knob("FLOCK_INCREMENT", 1)            # pools added at a time
     uid_domain: str = "localhost"         # UID_DOMAIN: submitters are user@uid_domain
     #: what expanding a submit description here uses (JOB_DEFAULT_*, SUBMIT_ATTRS, ...; the
     #: service builds it from the configuration)
@@ -70,6 +73,8 @@ class ScheddSettings:
         if self.local_kill_timeout < 0:
             raise UsageError("SCHEDD_LOCAL_JOB_KILL_TIMEOUT must be zero or more seconds, "
                              f"got {self.local_kill_timeout!r}")
+        if self.flock_increment < 1:
+            raise UsageError(f"FLOCK_INCREMENT must be at least 1, got {self.flock_increment!r}")
         if self.prompt_delay < 0:
             raise UsageError(f"prompt_delay must be zero or more seconds, got {self.prompt_delay!r}")
 

@@ -137,7 +137,8 @@ class Shadows(Mapping):
             return sd.lanes.start(claim, job, key, now, out)
         with sd.queue.transaction():
             sd.queue.set_attributes(job_id, {"ClaimId": quote(claim.id), "StartdIpAddr": quote(claim.startd),
-                                             "RemoteHost": quote(claim.slot_name), "HTCLaneRun": None})
+                                             "RemoteHost": quote(claim.slot_name), "HTCLaneRun": None,
+                                             **sd.flocking.run_attributes(claim.pool)})
             sd.queue.set_status(job_id, JobStatus.RUNNING, now=now)
         shadow = Shadow(job_id, claim.id, ShadowState.ACTIVATING, started=now, duration_limit=job_duration_limit(job))
         self.add(shadow)

@@ -20,7 +20,7 @@ import time
 from dataclasses import replace
 
 from htc.daemons.clock import REAL, Clock
-from htc.daemons.network import trust_domain
+from htc.daemons.network import POOL_USER, trust_domain
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
 from htc.daemons.settings import from_config
 from htc.daemons.shared_port.core import SharedPort
@@ -110,9 +110,27 @@ class SharedPortService(DaemonService):
         self.server: SharedPortServer | None = None
         self.register_action(Listen, self._do_listen)
 
-    def _verify(self, token: str) -> str:
+    def _verify(self, token: str) -> tuple[str, str]:
+        """The identity a token proves and how (``pool`` for this pool's daemons).
+
+        A token of another trust domain is refused, except (when this host flocks: FLOCK_FROM or
+        FLOCK_TO is set) the daemon token of a pool sharing the pool key, ``condor_pool@D``
+        issued by ``D``: it comes in as that identity, ``by token``, which the daemons' lists
+        grant only what FLOCK_FROM / FLOCK_TO add (htc.wire.flock_access).
+        """
         settings = self.core.settings
-        return tokens.verify(token, self.pool_key, now=time.time(), issuer=settings.trust_domain).identity
+        now = time.time()
+        try:
+            identity = tokens.verify(token, self.pool_key, now=now, issuer=settings.trust_domain).identity
+        except tokens.TokenError as exc:
+            claims = tokens.verify(token, self.pool_key, now=now)  # signature and times; any issuer
+            if claims.identity.lower() != f"{POOL_USER}@{claims.issuer}".lower():
+                raise
+            if not (settings.flock_from or settings.flock_to):
+                raise tokens.TokenError(f"{exc}; it is a daemon of another pool: list its host in FLOCK_FROM "
+                                        "to let it flock here") from None
+            return claims.identity, "token"
+        return identity, "pool" if identity.lower().startswith(f"{POOL_USER}@") else "token"
 
     def _refused(self, address: str, username: str, why: str) -> None:
         self.log.warning("PERMISSION DENIED: refused the SSH login of %r from %s: %s", username[:100], address, why)

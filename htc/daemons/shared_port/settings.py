@@ -33,3 +33,7 @@ class SharedPortSettings:
     pool_key_file: str = knob("SEC_TOKEN_POOL_SIGNING_KEY_FILE", "")
     trust_domain: str = knob("TRUST_DOMAIN", "")
     authorized_keys: str = knob("SHARED_PORT_AUTHORIZED_KEYS", "")
+    #: flocking (htc.daemons.schedd.flock): the daemons of another pool sharing the pool key are
+    #: let in as ``condor_pool@THEIR_TRUST_DOMAIN`` when either list is set
+    flock_from: tuple[str, ...] = knob("FLOCK_FROM", (), convert=cipher_list)
+    flock_to: tuple[str, ...] = knob("FLOCK_TO", (), convert=cipher_list)

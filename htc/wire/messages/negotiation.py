@@ -28,6 +28,9 @@ class GetResourceRequests(Message, frozen=True):
     reply_type = ResourceRequests
     submitter: NonEmpty
     significant_attributes: tuple[AttrName, ...] = ()
+    #: the asking negotiator's pool: its collector's address (a schedd that flocks tells its
+    #: own pool from the FLOCK_TO pools by it); "" from a negotiator that does not say
+    pool: str = ""
 
 
 class MatchNotify(Message, frozen=True):
@@ -44,6 +47,8 @@ class MatchNotify(Message, frozen=True):
     startd_address: NonEmpty
     slot_ad: AdText
     autocluster_id: Count | None = None
+    #: the matching negotiator's pool (its collector's address), as in GetResourceRequests
+    pool: str = ""
 
 
 #: how a schedd's Ack to a MatchNotify it does not take begins (the reason follows)
