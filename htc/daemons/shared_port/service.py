@@ -110,11 +110,14 @@ class SharedPortService(DaemonService):
         self.server: SharedPortServer | None = None
         self.register_action(Listen, self._do_listen)
 
-    def _verify(self, token: str) -> str:
+    def _verify(self, token: str) -> tokens.TokenClaims:
         settings = self.core.settings
-        return tokens.verify(token, self.pool_key, now=time.time(), issuer=settings.trust_domain).identity
+        return tokens.verify(token, self.pool_key, now=time.time(), issuer=settings.trust_domain)
 
     def _refused(self, address: str, username: str, why: str) -> None:
+        if not username:
+            self.log.warning("PERMISSION DENIED: refused the SSH connection from %s: %s", address, why)
+            return
         self.log.warning("PERMISSION DENIED: refused the SSH login of %r from %s: %s", username[:100], address, why)
 
     def _do_listen(self, action: Listen) -> None:
