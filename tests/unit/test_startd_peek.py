@@ -144,3 +144,9 @@ def test_a_job_without_an_output_file_is_told_so(tmp_path):
         read_chunk(tmp_path, "stdout", -1, 10)
     with pytest.raises(PeekRefused, match="names no error file"):
         read_chunk(tmp_path, "stderr", -1, 10)
+
+
+def test_a_sandbox_gone_meanwhile_is_not_found(tmp_path):
+    with pytest.raises(PeekRefused, match="sandbox is gone") as refused:
+        read_chunk(tmp_path / "dir_gone", "stdout", -1, 10)
+    assert refused.value.code == "not_found"

@@ -63,7 +63,10 @@ def read_chunk(sandbox: Path, name: str, offset: int, max_bytes: int) -> m.PeekC
     """
     parts = sandbox_path(name).parts
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(sandbox, flags | os.O_DIRECTORY)
+    try:
+        fd = os.open(sandbox, flags | os.O_DIRECTORY)
+    except OSError as exc:
+        raise PeekRefused("not_found", f"the job's sandbox is gone ({exc.strerror}): it has just ended") from None
     try:
         for part in parts[:-1]:
             try:
