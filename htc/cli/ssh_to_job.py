@@ -6,7 +6,11 @@ finds the sandbox (:func:`htc.client.sandbox.find_running_job`) and starts the s
 root it takes the job's account (setgid/setgroups/setuid to the sandbox's owner) first; as that
 account it needs nothing; anyone else is refused. The environment is the job's main process's
 own (``/proc/PID/environ``), or, when that process cannot be read, the one the starter gives a
-job (:func:`htc.daemons.starter.env.build_environment`)."""
+job (:func:`htc.daemons.starter.env.build_environment`).
+
+With ``-pool HOST[:PORT]`` (a pool on other machines) it says where the job runs and that it
+cannot enter a sandbox on another machine (there is no sshd in htc's starter), pointing to
+``htc tail -pool`` for the job's output."""
 
 from __future__ import annotations
 
@@ -61,7 +65,18 @@ def _shell(entry: pwd.struct_passwd | None, env: dict[str, str]) -> str:
 
 def ssh_to_job(args: argparse.Namespace) -> int:
     """htc ssh_to_job: a shell (or a command) in a running job's sandbox, as the job's user."""
-    job = find_running_job(args.job, transport=transport_from(args, "schedd"), home=args.pool)
+    transport = transport_from(args, "schedd")
+    from htc.client.remote import RemotePool
+
+    if isinstance(transport, RemotePool):
+        from htc.client.peek import find_remote_job
+
+        remote = find_remote_job(args.job, transport=transport)
+        raise UsageError(f"htc ssh_to_job cannot enter a sandbox on another machine yet: job {remote.job_id} runs "
+                         f"on the startd at {remote.startd} (HTCondor's starter runs an sshd for this; htc's "
+                         f"has none). Run 'htc ssh_to_job {remote.job_id}' on that execute host, or read the job's "
+                         f"output from here with 'htc tail -pool {args.pool} {remote.job_id}'")
+    job = find_running_job(args.job, transport=transport, home=args.pool)
     me = os.geteuid()
     owner = (job.ad or {}).get("Owner") if job.ad else None
     if me != 0:

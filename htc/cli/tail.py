@@ -1,6 +1,8 @@
 """``htc tail``: condor_tail. Prints the last bytes of a running job's stdout (or ``-stderr``,
 or files named in its sandbox), found with :func:`htc.client.sandbox.find_running_job`;
-``-follow`` keeps printing what the job writes until it stops running or the user interrupts."""
+``-follow`` keeps printing what the job writes until it stops running or the user interrupts.
+With ``-pool HOST[:PORT]`` (a pool on other machines) the files come from the startd running
+the job, over SSH with the user's token (:mod:`htc.client.peek`)."""
 
 from __future__ import annotations
 
@@ -50,11 +52,60 @@ def _last(handle, maxbytes: int) -> bytes:
     return handle.read(maxbytes)
 
 
+def _remote_names(args: argparse.Namespace) -> list[str]:
+    names = ["stderr"] if args.stderr else [] if args.no_stdout else ["stdout"]
+    names += list(args.files)
+    if not names:
+        raise UsageError("nothing to tail: -no-stdout without -stderr or a file name")
+    return names
+
+
+def _remote_tail(args: argparse.Namespace, transport) -> int:
+    """htc tail -pool HOST: the job's files through the startd running it (htc.client.peek)."""
+    from htc.client.peek import find_remote_job, peek
+    from htc.wire.errors import RemoteError
+
+    while True:
+        try:
+            job = find_remote_job(args.job, transport=transport)
+            break
+        except UsageError as exc:
+            if not args.auto_retry or "is not running" not in str(exc):
+                raise
+            time.sleep(2.0)
+    names = _remote_names(args)
+    out = sys.stdout.buffer
+    reply = peek(job, names, transport=transport, max_bytes=args.maxbytes)
+    for chunk in reply.chunks:
+        if len(names) > 1:
+            out.write(f"==> {chunk.name} <==\n".encode())
+        out.write(chunk.data)
+    out.flush()
+    offsets = [c.offset + len(c.data) for c in reply.chunks]
+    while args.follow:
+        time.sleep(FOLLOW_INTERVAL)
+        try:
+            reply = peek(job, names, transport=transport, max_bytes=args.maxbytes, offsets=offsets)
+        except RemoteError as exc:
+            if exc.code == "not_found":  # the job ended (its sandbox is gone)
+                return 0
+            raise
+        for i, chunk in enumerate(reply.chunks):
+            out.write(chunk.data)
+            offsets[i] = chunk.offset + len(chunk.data)
+        out.flush()
+    return 0
+
+
 def tail(args: argparse.Namespace) -> int:
     """htc tail: print the end of a running job's output."""
     if args.maxbytes <= 0:
         raise UsageError("-maxbytes needs a positive number of bytes")
     transport = transport_from(args, "schedd")
+    from htc.client.remote import RemotePool
+
+    if isinstance(transport, RemotePool):
+        return _remote_tail(args, transport)
     while True:
         try:
             job = find_running_job(args.job, transport=transport, home=args.pool)

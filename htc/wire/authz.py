@@ -41,6 +41,12 @@ USER_BASED`` makes it: READ for everyone, WRITE for everyone when the daemons ru
 user manages only their own jobs: the schedd checks ownership) and only for the pool's owner
 otherwise, and ADMINISTRATOR, DAEMON and NEGOTIATOR for the daemon identity.
 
+A token may carry a *scope* (``htc token create -authz READ``, HTCondor's ``condor:/READ``):
+the levels its holder may use at most, on every daemon, whatever ALLOW_* grants the identity.
+A level is within the scope when a scope level implies it (``WRITE`` covers ``READ``, as
+HTCondor's permission hierarchy does); ``ALLOW`` (Ping) is always. The scope is checked first,
+so a scoped token of an administrator is no administrator.
+
 Entries are HTCondor's ``user@domain/host`` (``*`` wildcards in either part; no ``/`` means any
 host; no ``@`` and no ``/`` means a host, any user). For a peer on this host a host part matches
 when it names this machine: its host names, ``localhost``, its addresses, or a network
@@ -73,7 +79,7 @@ from htc.wire.identity import DAEMON_ALIASES, UNMAPPED, Identity, identify, iden
 __all__ = ["Level", "Identity", "Entry", "AccessList", "Decision", "Policy", "Authorizer", "REQUIRED", "UNMAPPED",
            "DAEMON_ALIASES", "level_for", "identify", "implied_levels", "default_lists", "parse_list", "build_policy",
            "policy_from_config", "authorizer_from_config", "user_of_uid", "identify_remote",
-           "network_trust_domain"]
+           "network_trust_domain", "in_scope"]
 
 
 class Level(enum.Enum):
@@ -118,6 +124,15 @@ def implied_levels(level: Level) -> tuple[Level, ...]:
     return tuple(out)
 
 
+def in_scope(level: Level, scopes: Iterable[str]) -> bool:
+    """Whether a token scoped to ``scopes`` (level names) may use ``level``: some scope level
+    implies it. Names that are no level grant nothing."""
+    if level is L.ALLOW:
+        return True
+    known = {lv.value: lv for lv in Level}
+    return any(level in implied_levels(known[s]) for s in scopes if s in known)
+
+
 # --- what each message needs ---------------------------------------------------------------
 
 def _by_ad_type(msg: m.UpdateAd | m.InvalidateAd) -> Level:
@@ -155,7 +170,8 @@ REQUIRED: Mapping[str, Mapping[type[m.Message], LevelRule]] = {
     "startd": {m.MatchNotify: L.NEGOTIATOR, m.RequestClaim: L.DAEMON, m.ActivateClaim: L.DAEMON,
                m.RunCalls: L.DAEMON, m.ClaimKeepAlive: L.DAEMON, m.ReleaseClaim: L.DAEMON,
                m.Suspend: L.DAEMON, m.Continue: L.DAEMON, m.Vacate: _vacate,
-               m.DrainJobs: L.ADMINISTRATOR, m.CancelDrainJobs: L.ADMINISTRATOR},
+               m.DrainJobs: L.ADMINISTRATOR, m.CancelDrainJobs: L.ADMINISTRATOR,
+               m.PeekJob: L.READ},  # and only the job's owner or an administrator (the startd checks)
 }
 
 
@@ -303,7 +319,7 @@ class Policy:
 
     def check(self, level: Level, identity: Identity) -> Decision:
         """Whether ``identity`` has ``level``; the reason says which list decided."""
-        key = (level, identity.names, identity.host, identity.host_names)
+        key = (level, identity.names, identity.host, identity.host_names, identity.scopes)
         found = self._cache.get(key)
         if found is None:
             found = self._cache[key] = self._verify(level, identity)
@@ -317,6 +333,9 @@ class Policy:
         name = level.value
         if level is L.ALLOW:
             return Decision(True, level, "anyone may do this")
+        if who.scopes and not in_scope(level, who.scopes):
+            return Decision(False, level, f"the token of {who.name} is limited by its scope to "
+                                          f"{' '.join(who.scopes)}, which does not include {name}")
         if who.unmapped and level is not L.READ:
             why = ("it proved no identity (no token, pool key or listed SSH key)" if who.remote
                    else "the uid has no account in the password database")
@@ -504,7 +523,8 @@ class Authorizer:
             return self.identify(peer.uid, peer.pid)
         names = self.host_names(peer.host) if self.policy.needs_host_names else ()
         return identify_remote(peer.identity, peer.host, peer.authenticated_by,
-                               trust_domain=self.trust_domain or self.uid_domain, host_names=names)
+                               trust_domain=self.trust_domain or self.uid_domain, host_names=names,
+                               scopes=peer.scopes)
 
     def check(self, msg: m.Message, identity: Identity) -> Decision:
         """Whether ``identity`` may send ``msg`` to this daemon."""

@@ -12,7 +12,8 @@ the peer's address and what it proved (:class:`~htc.wire.transport.PeerInfo` ``h
 ``identity``, ``authenticated_by``). :func:`identify_remote` turns that into an identity: the
 proved name (``alice@pool``, from a token's ``sub``), or for a peer that proved the pool key the
 pool's daemon identity ``condor_pool@TRUST_DOMAIN``; a peer that proved nothing is
-``unauthenticated@unmapped``. A remote identity keeps the peer's address, so the host part of a
+``unauthenticated@unmapped``. A token's *scope* (``condor:/READ``) stays with the identity as
+``scopes``: the levels the holder may use at most, whatever the lists grant the name. A remote identity keeps the peer's address, so the host part of a
 list entry is matched against *that* address (and its names), not against this host.
 
 Nothing here does I/O except :func:`user_of_uid` (the password database) and
@@ -53,6 +54,8 @@ class Identity:
     authenticated_by: str = ""
     #: names of ``host`` (reverse lookup), matched by host-name patterns such as ``*/cm.example``
     host_names: tuple[str, ...] = ()
+    #: the levels a token's scope limits this peer to (``("READ",)``); (): no limit
+    scopes: tuple[str, ...] = ()
 
     @property
     def unmapped(self) -> bool:
@@ -73,6 +76,8 @@ class Identity:
         """``alice@host (uid 1001, pid 4242)`` (``alice@pool from 10.0.0.5 by token``) for logs."""
         if self.remote:
             how = f"by {self.authenticated_by}" if self.authenticated_by else "unauthenticated"
+            if self.scopes:
+                how += f" scoped to {' '.join(self.scopes)}"
             return f"{self.name} (from {self.host}, {how})"
         bits = [f"uid {self.uid}" if self.uid is not None else "uid unknown"]
         if self.pid is not None:
@@ -91,7 +96,7 @@ def identify(uid: int | None, pid: int | None, *, uid_domain: str, user_of_uid: 
 
 
 def identify_remote(identity: str | None, host: str, authenticated_by: str, *, trust_domain: str,
-                    host_names: tuple[str, ...] = ()) -> Identity:
+                    host_names: tuple[str, ...] = (), scopes: tuple[str, ...] = ()) -> Identity:
     """The identity of a peer that came over the network from ``host``.
 
     ``identity`` is what it proved (``alice@pool``) and ``authenticated_by`` how; a peer that
@@ -99,7 +104,7 @@ def identify_remote(identity: str | None, host: str, authenticated_by: str, *, t
     (``authenticated_by == "pool"``) is the pool's daemon identity ``condor_pool@TRUST_DOMAIN``
     and answers to ``condor@TRUST_DOMAIN`` too. Its ``user`` is the identity's user part, the
     ``Owner`` of jobs it submits (no local account is looked up: which account runs a job is the
-    execute host's decision, by UID_DOMAIN).
+    execute host's decision, by UID_DOMAIN). ``scopes`` are its token's levels (an upper bound).
     """
     if authenticated_by == "pool":
         identity = f"condor_pool@{trust_domain}"
@@ -110,7 +115,7 @@ def identify_remote(identity: str | None, host: str, authenticated_by: str, *, t
     if user.lower() in DAEMON_ALIASES and domain.lower() == trust_domain.lower():
         aliases = tuple(f"{a}@{domain}" for a in DAEMON_ALIASES if f"{a}@{domain}".lower() != identity.lower())
     return Identity(identity, user, aliases=aliases, host=host, authenticated_by=authenticated_by,
-                    host_names=host_names)
+                    host_names=host_names, scopes=tuple(scopes))
 
 
 def user_of_uid(uid: int) -> str | None:

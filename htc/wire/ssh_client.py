@@ -201,6 +201,7 @@ class SshTransport(Transport):
         self._conns: dict[tuple[str, int], tuple[asyncssh.SSHClientConnection, _Client]] = {}
         self._pending: dict[tuple[str, int], asyncio.Future] = {}
         self._tasks: set[asyncio.Task] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop the cached connections belong to
         #: SSH connections made so far (statistics and tests)
         self.connections_opened = 0
         #: channels opened so far
@@ -257,7 +258,19 @@ class SshTransport(Transport):
 
     # --- connections ----------------------------------------------------------------------------
 
+    def _adopt_loop(self) -> None:
+        """Forget connections made under another event loop: a tool runs one ``asyncio.run`` per
+        request, and a connection (its transport, its futures) works only in the loop that made it."""
+        loop = asyncio.get_running_loop()
+        if self._loop is loop:
+            return
+        # (their sockets close when the dead loop's transports are collected)
+        self._conns.clear()
+        self._pending.clear()
+        self._loop = loop
+
     async def _connection(self, endpoint: tuple[str, int], deadline: float | None) -> asyncssh.SSHClientConnection:
+        self._adopt_loop()
         entry = self._conns.get(endpoint)
         if entry is not None and not entry[0].is_closed():
             return entry[0]

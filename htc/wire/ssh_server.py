@@ -10,16 +10,19 @@ as the channel's *subsystem* (``schedd``, ``collector``, ...).
 **Login.** The SSH password is an identity token (:mod:`htc.wire.tokens`), checked by the
 ``verify_token`` callable the daemon gives (signature with the pool key, issuer =
 TRUST_DOMAIN). The token's ``sub`` becomes the connection's identity, proved by ``"pool"`` when it
-is the pool's own ``condor_pool@...`` and by ``"token"`` otherwise. A public key listed for the user
-name in ``authorized_keys`` is the other way in (``"ssh-key"``). The user name ``unauthenticated``
+is the pool's own ``condor_pool@...`` and by ``"token"`` otherwise; the levels its ``scope`` names
+(``condor:/READ``) go with it, and every daemon caps what the identity may do at them. A public
+key listed for the user name in ``authorized_keys`` is the other way in (``"ssh-key"``). The user name ``unauthenticated``
 logs in without proof and is forwarded with no identity (daemons give it at most READ, if their
 ALLOW_READ allows). Every refused login is reported to ``on_refusal`` with the client's address
-and why (the daemon logs it); a token is never logged.
+and why (the daemon logs it), and so is a connection that ends in error before it logged in (a
+host of another pool gives up when this host's key is not certified by *its* pool's CA, and says
+so as it disconnects); a token is never logged.
 
 **Forwarding.** For each accepted subsystem the server connects to
 ``<socket_dir>/<name>.sock``, writes one :class:`~htc.wire.messages.Forwarded` frame (the
-client's IP address, its identity and how it was proved: the daemon's Unix server turns it into
-the connection's PeerInfo) and from then on copies bytes both ways without looking at them: the
+client's IP address, its identity, how it was proved and its token's scope: the daemon's Unix
+server turns it into the connection's PeerInfo) and from then on copies bytes both ways without looking at them: the
 daemon parses every frame itself, so garbage on an authenticated channel meets the daemon's own
 checks, ends that channel only, and the shared port never buffers a frame whole. A subsystem
 whose socket does not exist is refused at once (the client gets a channel-open error naming it);
@@ -46,14 +49,16 @@ import asyncssh
 from htc.wire import messages
 from htc.wire.framing import frame
 from htc.wire.ssh_client import ANONYMOUS
+from htc.wire.tokens import TokenClaims
 
 log = logging.getLogger("htc.wire")
 
 __all__ = ["SharedPortServer", "TokenCheck"]
 
-#: ``token -> identity`` or ``(identity, method)`` (method "pool" or "token"); raises (any
-#: HTCError, e.g. TokenError) when the token is refused
-TokenCheck = Callable[[str], "str | tuple[str, str]"]
+#: ``token -> its claims`` (identity, scopes), or ``(claims, method)`` when the daemon tells how the
+#: peer proved itself (method "pool" or "token": a daemon of another pool flocking here is "token");
+#: raises (any HTCError, e.g. TokenError) when the token is refused
+TokenCheck = Callable[[str], "TokenClaims | tuple[TokenClaims, str]"]
 #: ``(address, username, why)``: a login the server refused
 RefusalHook = Callable[[str, str, str], None]
 
@@ -138,7 +143,8 @@ class _ForwardSession(asyncssh.SSHServerSession):
             return
         self.daemon = daemon
         srv = self.server
-        preamble = messages.Forwarded(host=srv.peer_ip, identity=srv.identity, authenticated_by=srv.method)
+        preamble = messages.Forwarded(host=srv.peer_ip, identity=srv.identity, authenticated_by=srv.method,
+                                      scopes=srv.scopes)
         daemon.transport.write(frame(messages.encode(preamble)))
         for data in self._held:
             daemon.transport.write(data)
@@ -194,6 +200,8 @@ class _ServerConn(asyncssh.SSHServer):
         self.peer_ip = "0.0.0.0"
         self.identity: str | None = None
         self.method = ""
+        self.scopes: tuple[str, ...] = ()
+        self.logged_in = False
         self._conn: asyncssh.SSHServerConnection | None = None
 
     def connection_made(self, conn) -> None:
@@ -204,9 +212,16 @@ class _ServerConn(asyncssh.SSHServer):
         self.owner.connections += 1
 
     def connection_lost(self, exc) -> None:
-        if exc is not None:
+        if exc is not None and not self.logged_in:
+            # before login: the client gave up on this host (its key is not certified by the CA the
+            # client's pool key gives: a host of another pool) or the handshake failed
+            self.owner.refused(self.address, "", f"the SSH connection ended before it logged in: {exc}")
+        elif exc is not None:
             log.info("shared port: connection from %s (%s) lost: %s", self.address,
                      self.identity or ANONYMOUS, exc)
+
+    def auth_completed(self) -> None:
+        self.logged_in = True
 
     def begin_auth(self, username: str) -> bool:
         if username == ANONYMOUS and self.owner.allow_anonymous:
@@ -222,10 +237,12 @@ class _ServerConn(asyncssh.SSHServer):
         except Exception as exc:  # noqa: BLE001 - any refusal is logged the same way
             self.owner.refused(self.address, username, f"bad token: {exc}")
             return False
-        # verify_token returns the identity, or (identity, method) when it tells a daemon of
-        # another pool (flocking: "token") from one of this pool ("pool")
-        identity, method = proved if isinstance(proved, tuple) else (proved, None)
+        claims, method = proved if isinstance(proved, tuple) else (proved, None)
+        identity = claims.identity
         self.identity = identity
+        # at most 16 levels of at most 32 letters (as Forwarded declares): fewer can only allow less
+        self.scopes = tuple(s for s in claims.scopes if len(s) <= 32)[:16] or (
+            ("NONE",) if claims.scopes else ())
         self.method = method or ("pool" if identity.startswith("condor_pool@") else "token")
         return True
 
@@ -250,7 +267,7 @@ class SharedPortServer:
     Args:
         socket_dir: the daemons' Unix sockets (``$HTC_HOME/sockets``).
         host_keys: what asyncssh's ``server_host_keys`` takes (a key, or ``(key, certificate)``).
-        verify_token: checks a token, returns its identity.
+        verify_token: checks a token, returns its claims (identity and scopes).
         on_refusal: told of every refused login.
         authorized_keys: identity -> public keys accepted for it.
         allow_anonymous: whether ``unauthenticated`` may log in without proof.

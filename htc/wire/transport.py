@@ -92,6 +92,8 @@ class PeerInfo:
     identity: str | None = None
     #: how that identity was proved: ``"token"``, ``"pool"`` (the pool key), ``"ssh-key"``; "" if not
     authenticated_by: str = ""
+    #: the levels the peer's token is limited to (its scope, ``("READ",)``); (): no limit
+    scopes: tuple[str, ...] = ()
 
 
 def checked_reply(label: str, msg: messages.Message, reply: messages.Message,
@@ -452,7 +454,7 @@ class _AcceptedConnection(Connection):
                             "port, running as root or the pool's account, may vouch for a network peer")
         who = msg.identity or "an unauthenticated peer"
         self.peer = PeerInfo(host=msg.host, identity=msg.identity, authenticated_by=msg.authenticated_by,
-                             description=f"{who} at {msg.host} (through the shared port)")
+                             scopes=tuple(msg.scopes), description=f"{who} at {msg.host} (through the shared port)")
         self.label = f"client ({self.peer.description})"
         return await super().recv(timeout)
 

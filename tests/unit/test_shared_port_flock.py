@@ -20,7 +20,8 @@ KEY = b"k" * 64
 def verify(token: str, **settings) -> tuple[str, str]:
     service = SimpleNamespace(core=SimpleNamespace(settings=SharedPortSettings(trust_domain="cmb.test", **settings)),
                               pool_key=KEY)
-    return SharedPortService._verify(service, token)
+    claims, method = SharedPortService._verify(service, token)
+    return claims.identity, method
 
 
 def mint(identity: str, issuer: str, key: bytes = KEY) -> str:

@@ -71,6 +71,9 @@ EXAMPLES = [
     m.CancelDrainJobs(),
     m.Forwarded(host="10.200.0.2", identity="alice@pool", authenticated_by="token"),
     m.Forwarded(host="fe80::1"),
+    m.Forwarded(host="10.200.0.2", identity="alice@pool", authenticated_by="token", scopes=("READ",)),
+    m.PeekJob(job_id="7.0", names=("stdout", "logs/progress.txt"), offsets=(-1, 100), max_bytes=4096),
+    m.PeekReply(chunks=(m.PeekChunk(name="stdout", offset=0, size=3, data=b"hi\n"),)),
 ]
 
 

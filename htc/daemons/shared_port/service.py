@@ -110,8 +110,8 @@ class SharedPortService(DaemonService):
         self.server: SharedPortServer | None = None
         self.register_action(Listen, self._do_listen)
 
-    def _verify(self, token: str) -> tuple[str, str]:
-        """The identity a token proves and how (``pool`` for this pool's daemons).
+    def _verify(self, token: str) -> tuple[tokens.TokenClaims, str]:
+        """The claims a token proves (identity, scopes) and how (``pool`` for this pool's daemons).
 
         A token of another trust domain is refused, except (when this host flocks: FLOCK_FROM or
         FLOCK_TO is set) the daemon token of a pool sharing the pool key, ``condor_pool@D``
@@ -121,7 +121,7 @@ class SharedPortService(DaemonService):
         settings = self.core.settings
         now = time.time()
         try:
-            identity = tokens.verify(token, self.pool_key, now=now, issuer=settings.trust_domain).identity
+            claims = tokens.verify(token, self.pool_key, now=now, issuer=settings.trust_domain)
         except tokens.TokenError as exc:
             claims = tokens.verify(token, self.pool_key, now=now)  # signature and times; any issuer
             if claims.identity.lower() != f"{POOL_USER}@{claims.issuer}".lower():
@@ -129,10 +129,13 @@ class SharedPortService(DaemonService):
             if not (settings.flock_from or settings.flock_to):
                 raise tokens.TokenError(f"{exc}; it is a daemon of another pool: list its host in FLOCK_FROM "
                                         "to let it flock here") from None
-            return claims.identity, "token"
-        return identity, "pool" if identity.lower().startswith(f"{POOL_USER}@") else "token"
+            return claims, "token"
+        return claims, "pool" if claims.identity.lower().startswith(f"{POOL_USER}@") else "token"
 
     def _refused(self, address: str, username: str, why: str) -> None:
+        if not username:
+            self.log.warning("PERMISSION DENIED: refused the SSH connection from %s: %s", address, why)
+            return
         self.log.warning("PERMISSION DENIED: refused the SSH login of %r from %s: %s", username[:100], address, why)
 
     def _do_listen(self, action: Listen) -> None:

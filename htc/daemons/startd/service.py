@@ -72,6 +72,7 @@ from htc.daemons.startd import events as ev
 from htc.daemons.startd.adapter import StartdDaemon
 from htc.daemons.startd.ads import evaluated, job_id_of
 from htc.daemons.startd.lanes import LaneRelay, refused_call
+from htc.daemons.startd.peek import install_peek
 from htc.daemons.startd.policy import KNOBS, ClassAdPolicy
 from htc.daemons.startd.reports import short_claim_id
 from htc.daemons.startd.sensors import SensorSettings, Sensors
@@ -124,6 +125,7 @@ class StartdService(DaemonService):
         self.zygotes = ZygotePool(clock)
         self.accounts = SlotAccounts()
         install_calls(self)
+        install_peek(self)
         self.register_action(ev.SampleSensors, self._do_sample)
         self.register_action(ev.RunStarter, self._do_run_starter)
         self.register_action(ev.QueueCalls, self._do_queue_calls)
