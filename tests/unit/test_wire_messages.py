@@ -71,6 +71,14 @@ EXAMPLES = [
     m.CancelDrainJobs(),
     m.Forwarded(host="10.200.0.2", identity="alice@pool", authenticated_by="token"),
     m.Forwarded(host="fe80::1"),
+    m.OpenSession(session="sweep1", offset=120),
+    m.SessionOpened(directory="/s/executor/alice/sweep1", calls="/s/executor/alice/sweep1/calls",
+                    log="/s/executor/alice/sweep1/jobs.log"),
+    m.PutCallFiles(chunks=(m.FileChunk(name="ab12.call", data=b"\x80\x05"), m.FileChunk(name="big.call", data=b"x",
+                                                                                        last=False))),
+    m.FollowCalls(jobs={"3.0": "ab12"}),
+    m.SessionNews(offset=0, log=b"005 (003.000.000) ...\n", chunks=(m.FileChunk(name="ab12.result", data=b"r"),)),
+    m.CloseSession(remove=True),
 ]
 
 

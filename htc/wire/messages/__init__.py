@@ -39,7 +39,8 @@ here, the one import path for every message (``from htc.wire import messages as 
   vacating, suspending, draining;
 * :mod:`.lanes` -- the calls of a call lane;
 * :mod:`.transfer` -- a job's files over the connection (input, output, file streams);
-* :mod:`.network` -- the shared port's preamble for a peer from another host (``Forwarded``).
+* :mod:`.network` -- the shared port's preamble for a peer from another host (``Forwarded``);
+* :mod:`.sessions` -- an executor session served over one connection (a client on another machine).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ from htc.wire.messages.lanes import (MAX_LANE_CALL_BYTES, CallsDone, LaneCall, L
 from htc.wire.messages.master import (DaemonsOff, DaemonsOn, DaemonsRestart, DaemonStatus, MasterStatus,
                                       QueryMaster, ShutdownHow)
 from htc.wire.messages.network import Forwarded
+from htc.wire.messages.sessions import (MAX_SESSION_CHUNK, CloseSession, FileChunk, FollowCalls, OpenSession,
+                                        PutCallFiles, SessionNews, SessionOpened)
 from htc.wire.messages.negotiation import (MATCH_LAPSED, GetResourceRequests, MatchNotify, ResourceRequest,
                                            ResourceRequests)
 from htc.wire.messages.schedd import (ActOnJobs, ActOnJobsReply, EditJobs, EditReply, JobAction, QueryJobs,
@@ -81,6 +84,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     StarterUpdate, JobOutput, JobExited, RunCalls, CallsDone, MoreCalls, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
     FetchInput, SendOutput, SpoolInput, FetchOutput, FileEntry, FileData, FileDone, TransferEnd,
     Forwarded,
+    OpenSession, SessionOpened, PutCallFiles, FollowCalls, SessionNews, CloseSession,
 )
 
 AnyMessage = Union[MESSAGE_TYPES]  # type: ignore[valid-type]
@@ -154,4 +158,5 @@ __all__ = ["Ack", "ActOnJobs", "ActOnJobsReply", "ActivateClaim", "AdText", "AdT
            "ResourceRequests", "RunCalls", "Seconds", "SetUserPriority", "ShutdownHow",
            "StarterUpdate", "SubmissionId", "Submit", "SubmitReply", "Suspend", "UpdateAd",
            "Vacate", "FetchInput", "SendOutput", "SpoolInput", "FetchOutput", "FileEntry", "FileData", "FileDone", "TransferEnd",
-           "MAX_TRANSFER_CHUNK", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]
+           "MAX_TRANSFER_CHUNK", "MAX_SESSION_CHUNK", "OpenSession", "SessionOpened", "PutCallFiles",
+           "FollowCalls", "SessionNews", "CloseSession", "FileChunk", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]
