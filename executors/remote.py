@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from htc.classad import quote
 from htc.errors import HTCError, UsageError
 from htc.executors.backend import CallSpec
 from htc.executors.errors import OptionError, ScheddLost
@@ -79,11 +80,9 @@ def _chunks(name: str, data: bytes) -> list[m.FileChunk]:
 
 
 class _RemoteSession:
-    """What job ads need of a session (:func:`job_template`): its name and its directories, on
-    the submit host."""
+    """The session's directories on the submit host."""
 
-    def __init__(self, name: str, opened: m.SessionOpened):
-        self.name = name
+    def __init__(self, opened: m.SessionOpened):
         self.path = Path(opened.directory)
         self.calls = Path(opened.calls)
 
@@ -304,7 +303,7 @@ class RemoteBackend(PoolBackend):
             self._link.close()
             raise ScheddLost(f"the schedd of the pool at {self.pool} did not open executor session "
                              f"{self.spool.name}: {exc}") from exc
-        self._remote = _RemoteSession(self.spool.name, opened)
+        self._remote = _RemoteSession(opened)
         super()._watch_session()
 
     def close(self, *, detach: bool) -> None:
@@ -354,7 +353,12 @@ class RemoteBackend(PoolBackend):
         # The execute hosts run this interpreter path (installed alike on every host, as
         # HTCondor's Python jobs assume); the client's own environment is not mirrored there.
         python = options.python or sys.executable
-        ad = job_template(options, self._remote, self._remote.path / "jobs.log", python)
+        # Made with the mirror's directories (condor_submit's rules check that an initialdir
+        # exists, here), then pointed at the session's directories on the submit host.
+        assert self.spool is not None
+        ad = job_template(options, self.spool, self._log_path(), python)
+        ad["Iwd"] = quote(str(self._remote.calls))
+        ad["UserLog"] = quote(str(self._remote.path / "jobs.log"))
         self._templates[id(options)] = (options, ad)
         return ad
 
