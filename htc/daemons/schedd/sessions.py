@@ -202,71 +202,91 @@ class SessionService:
             await conn.send_error("bad_request", f"{type(request).__name__} is not part of an executor session")
 
     async def _push(self, conn, session: _Session) -> None:
-        """Send what the log has past the client's offset (see the module docstring)."""
+        """Send what the log has past the client's offset (see the module docstring): each turn
+        is planned, and its small files read, in one worker-thread call; a file bigger than a
+        chunk is streamed after it, a chunk at a time."""
         while True:
-            data = await asyncio.to_thread(_read_from, session.log, session.offset, session.owner)
-            events = complete_events(data)
-            if not events:
+            plan = await asyncio.to_thread(_plan, session)
+            if plan is None:
                 return
-            sent, size, names = 0, 0, []
-            held = False
-            for end, code, job in events:
-                if code == 5 and job is not None:
-                    call = session.jobs.get(job)
-                    ready = call is not None and (session.calls / f"{call}.result").exists()
-                    if not ready:
-                        now = time.monotonic()
-                        session.held_since = session.held_since or now
-                        if now - session.held_since < HOLD_SECONDS:
-                            held = True
-                            break
-                    if call is not None:
-                        names += [f"{call}{suffix}" for suffix in _OUTPUT_SUFFIXES]
-                        size += sum(_size(session.calls / name) for name in names[-3:])
-                    session.held_since = None
-                sent = end
-                if size >= _NEWS_BYTES:
-                    break
-            if sent:
-                await self._send_news(conn, session, data[:sent], names)
-            if held or not sent:
+            log, small, big, held = plan
+            for name in big:
+                await self._stream(conn, session, name)
+            await conn.send(m.SessionNews(offset=session.offset, log=log, chunks=small))
+            session.offset += len(log)
+            if held:
                 return
 
-    async def _send_news(self, conn, session: _Session, log: bytes, names: list[str]) -> None:
-        """The files ``names`` (those that exist), then ``log``; a big file goes a chunk at a time,
-        in messages of about :data:`_NEWS_BYTES`, never whole in memory."""
+    async def _stream(self, conn, session: _Session, name: str) -> None:
+        """A file of more than one chunk, in messages of about :data:`_NEWS_BYTES`, never whole in memory."""
+        try:
+            fd, _ = await asyncio.to_thread(ofs.open_read, session.calls / name, session.owner,
+                                            what="call output", follow=False)
+        except (FileNotFoundError, ofs.OwnerFileError):
+            return  # gone meanwhile: the client reads no result and says so
         chunks: list[m.FileChunk] = []
         held = 0
-        for name in names:
-            try:
-                fd, _ = await asyncio.to_thread(ofs.open_read, session.calls / name, session.owner,
-                                                what="call output", follow=False)
-            except (FileNotFoundError, ofs.OwnerFileError):
-                continue  # (no output on that stream)
-            try:
-                offset = 0
-                while True:
-                    data = await asyncio.to_thread(os.pread, fd, m.MAX_SESSION_CHUNK, offset)
-                    last = len(data) < m.MAX_SESSION_CHUNK
-                    chunks.append(m.FileChunk(name=name, data=data, first=offset == 0, last=last))
-                    offset += len(data)
-                    held += len(data)
-                    if held >= _NEWS_BYTES:
-                        await conn.send(m.SessionNews(offset=session.offset, chunks=tuple(chunks)))
-                        chunks, held = [], 0
-                    if last:
-                        break
-            finally:
-                os.close(fd)
-        await conn.send(m.SessionNews(offset=session.offset, log=log, chunks=tuple(chunks)))
-        session.offset += len(log)
+        try:
+            offset = 0
+            while True:
+                data = await asyncio.to_thread(os.pread, fd, m.MAX_SESSION_CHUNK, offset)
+                last = len(data) < m.MAX_SESSION_CHUNK
+                chunks.append(m.FileChunk(name=name, data=data, first=offset == 0, last=last))
+                offset += len(data)
+                held += len(data)
+                if held >= _NEWS_BYTES or last:
+                    await conn.send(m.SessionNews(offset=session.offset, chunks=tuple(chunks)))
+                    chunks, held = [], 0
+                if last:
+                    return
+        finally:
+            os.close(fd)
 
 
-def _size(path: Path) -> int:
+def _plan(session: _Session) -> tuple[bytes, tuple[m.FileChunk, ...], list[str], bool] | None:
+    """The next news: the log's complete events to send, the small files that go with them (read
+    here, as the owner), the bigger files to stream first, and whether an ending event is held
+    back (None: nothing to send)."""
+    data = _read_from(session.log, session.offset, session.owner)
+    sent, size, held = 0, 0, False
+    small: list[m.FileChunk] = []
+    big: list[str] = []
+    for end, code, job in complete_events(data):
+        if code == 5 and job is not None:
+            call = session.jobs.get(job)
+            if call is None or not (session.calls / f"{call}.result").exists():
+                now = time.monotonic()
+                session.held_since = session.held_since or now
+                if now - session.held_since < HOLD_SECONDS:
+                    held = True
+                    break
+            if call is not None:
+                for name in (f"{call}{suffix}" for suffix in _OUTPUT_SUFFIXES):
+                    size += _read_small(session, name, small, big)
+            session.held_since = None
+        sent = end
+        if size >= _NEWS_BYTES:
+            break
+    if not sent:
+        return None
+    return data[:sent], tuple(small), big, held
+
+
+def _read_small(session: _Session, name: str, small: list[m.FileChunk], big: list[str]) -> int:
+    """Add ``name`` to ``small`` (read whole) when it fits one chunk, else to ``big``; its size."""
     try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+        fd, st = ofs.open_read(session.calls / name, session.owner, what="call output", follow=False)
+    except (FileNotFoundError, ofs.OwnerFileError):
+        return 0  # (no output on that stream)
+    try:
+        data = os.pread(fd, m.MAX_SESSION_CHUNK + 1, 0)
+    finally:
+        os.close(fd)
+    if len(data) > m.MAX_SESSION_CHUNK:
+        big.append(name)
+        return st.st_size if st is not None else len(data)
+    small.append(m.FileChunk(name=name, data=data))
+    return len(data)
 
 
 def _read_from(path: Path, offset: int, owner: ofs.Identity | None) -> bytes:
