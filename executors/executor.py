@@ -463,13 +463,13 @@ class HTCExecutor(Executor):
         return HTCFuture(self, rc.call_id, rc.label, rc.parents)
 
 
-def attach(name: str, pool: Any = None, *, backend: Backend | str | None = None, progress: bool | None = None,
-           **defaults: Any) -> HTCExecutor:
+def attach(name: str, pool: Any = None, *, backend: Backend | str | None = None, schedd: str | None = None,
+           progress: bool | None = None, **defaults: Any) -> HTCExecutor:
     """The executor of an earlier named session, with its futures in ``executor.futures``.
 
     Args:
         name: the session's name (``HTCExecutor(name=...)`` made it).
-        pool, backend, progress, **defaults: as for :class:`HTCExecutor`.
+        pool, backend, schedd, progress, **defaults: as for :class:`HTCExecutor`.
 
     Returns:
         The executor; futures of calls that finished meanwhile are already done.
@@ -477,5 +477,5 @@ def attach(name: str, pool: Any = None, *, backend: Backend | str | None = None,
     Raises:
         SessionError: no such session, or another live executor holds it.
     """
-    return HTCExecutor(pool, name=name, backend=backend, progress=progress, _attach=True, **defaults)
+    return HTCExecutor(pool, name=name, backend=backend, schedd=schedd, progress=progress, _attach=True, **defaults)
 

@@ -65,3 +65,28 @@ def test_options_that_name_the_clients_files_are_refused(pool):
             ex.options(transfer_input_files=["/etc/hostname"]).submit(double, 1)
         with pytest.raises(OptionError, match="checkpoint"):
             ex.options(checkpoint=True).submit(double, 1)
+
+
+def test_a_named_session_detaches_and_a_later_client_gets_its_results(pool):
+    import tempfile
+
+    from executor_contract import gate, wait_for
+    from htc.executors import attach, forget
+
+    scratch = Path(tempfile.mkdtemp(dir=pool.pool.work))
+    scratch.chmod(0o777)
+    ex = remote_executor(pool, name="remote-sweep")
+    futures = [ex.submit(gate, str(scratch / "open"), i) for i in range(2)]
+    wait_for(lambda: all(f.job_id for f in futures), what="the calls' jobs")
+    ex.shutdown(wait=False)  # a named session detaches: its jobs keep running, its directory stays
+    spool = pool.pool.home / "spool" / "executor"
+    assert list(spool.glob("*/remote-sweep")), "a named session's directory stays on the submit host"
+    (scratch / "open").touch()
+    args = pool.executor_args()
+    backend = RemoteBackend("submit.test", transport=UnixTransport(Path(args.pop("pool")) / "sockets"))
+    again = attach("remote-sweep", backend=backend, **args)
+    try:
+        assert [f.result(timeout=120) for f in again.futures] == [0, 1]
+    finally:
+        again.shutdown(wait=True)
+    forget("remote-sweep")
