@@ -131,9 +131,11 @@ class SessionChannel:
             self._call(m.PutCallFiles(chunks=tuple(batch)))
 
     def follow(self, jobs: dict[str, str]) -> None:
-        """Tell the schedd which call each job runs (their results come with their ends)."""
+        """Tell the schedd which call each job runs (their results come with their ends); not
+        waited for: the loop sends it in order, and a broken channel sends all of them again
+        when it reconnects."""
         self.jobs.update(jobs)
-        self.io.call(self._send(m.FollowCalls(jobs=jobs)), 35)
+        asyncio.run_coroutine_threadsafe(self._send_quietly(m.FollowCalls(jobs=jobs)), self.io.loop)
 
     def close(self, *, remove: bool) -> None:
         """End the session on the schedd (``remove``: delete its directory there) and the pump."""
@@ -178,7 +180,7 @@ class SessionChannel:
                 while True:
                     msg = await self._conn.recv(timeout=None)
                     if isinstance(msg, m.SessionNews):
-                        await asyncio.to_thread(self._mirror, msg)
+                        self._mirror(msg)  # (at most a few MiB: written here, no thread hand-off)
                     elif self._waiting:
                         self._waiting.popleft().set_result(msg)
             except asyncio.CancelledError:
@@ -221,6 +223,10 @@ class SessionChannel:
         await asyncio.wait_for(self._ready.wait(), 30.0)
         await self._conn.send(msg)
 
+    async def _send_quietly(self, msg: m.Message) -> None:
+        with contextlib.suppress(HTCError, OSError, asyncio.TimeoutError):
+            await self._send(msg)  # (lost with the channel: _connect sends every job again)
+
     async def _request(self, msg: m.Message, timeout: float) -> m.Message:
         future = asyncio.get_running_loop().create_future()
         await self._send(msg)
@@ -236,7 +242,7 @@ class SessionChannel:
             with contextlib.suppress(HTCError, OSError):
                 await self._conn.aclose()
 
-    # --- on a worker thread: the mirror -----------------------------------------------------------
+    # --- the mirror (on the I/O loop) --------------------------------------------------------------
     def _mirror(self, news: m.SessionNews) -> None:
         """Write the pushed files into the local ``calls/``, then append the log (the watcher
         sees a call end only once its result is here)."""
