@@ -173,7 +173,7 @@ class HTCExecutor(Executor):
         self._spool.lock()
         try:
             self._spool.create({"backend": self._backend.kind, "named": self._named, "pid": os.getpid(),
-                                "pool": None if pool is None else str(pool)})
+                                "pool": None if pool is None else str(pool), "schedd": schedd})
             if self._named:
                 self._spool.expire(result_lifetime)
             self._backend.open(self._spool, named=self._named, create=not _attach)

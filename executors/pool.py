@@ -399,6 +399,11 @@ def remove_session_jobs(spool: Spool) -> None:
     """Remove every job of a session from its pool's queue (``htc.executors.forget``); quiet when the
     pool is not running."""
     info = spool.info()
+    from htc.executors.remote import forget_remote, is_remote_pool
+
+    if is_remote_pool(info.get("pool")):
+        forget_remote(spool, info["pool"], info.get("schedd"))
+        return
     try:
         transport, _ = transport_for(info.get("pool"), start=False)
     except (HTCError, OSError):

@@ -26,6 +26,9 @@ one ``FollowCalls``. Results arrive without being asked for, so a call's round t
 submit's two requests plus one push. When the session's channel breaks (the schedd restarted),
 it is opened again with the offset the mirror holds and the jobs followed so far.
 
+``htc.executors.forget`` of a named session removes its jobs and its directory on the submit
+host too (:func:`forget_remote`).
+
 Options that name files on the client (``transfer_input_files``, ``transfer_output_files``)
 or keep a directory per call (``checkpoint``) are refused: the session directory on the submit
 host holds only the calls' pickles and results.
@@ -56,7 +59,7 @@ from htc.wire import messages as m
 from htc.wire.errors import RemoteError
 from htc.wire.transport import Transport
 
-__all__ = ["RemoteBackend", "SessionChannel", "is_remote_pool"]
+__all__ = ["RemoteBackend", "SessionChannel", "forget_remote", "is_remote_pool"]
 
 #: the most call-file bytes one PutCallFiles carries
 _PUT_BYTES = 4 * 1024 * 1024
@@ -389,3 +392,27 @@ class RemoteBackend(PoolBackend):
         if self._channel is not None and self._channel.error is not None:
             raise self._channel.error
         return super().poll(timeout)
+
+
+def forget_remote(spool: Spool, pool: str, schedd: str | None) -> None:
+    """Remove a session's jobs from the queue of the pool on another machine and its directory
+    from the submit host (``htc.executors.forget``); quiet when the pool cannot be reached."""
+    from htc.executors.pool import _session_constraint
+    from htc.executors.schedd_link import ScheddLink
+
+    backend = RemoteBackend(pool, schedd=schedd)
+    try:
+        transport, _ = backend._transport()
+    except (HTCError, OSError):
+        return
+    link = ScheddLink(transport, "schedd", 10.0, f"htc-pool-io-{spool.name}")
+    try:
+        link.request(m.ActOnJobs(action=m.JobAction.Remove, constraint=_session_constraint(spool),
+                                 reason="htc.executors.forget()"), timeout=10.0, retry=False)
+        channel = SessionChannel(transport, link.io, spool, spool.path / "jobs.log", 10.0)
+        channel.open(timeout=10.0)
+        channel.close(remove=True)
+    except (HTCError, OSError, TimeoutError):
+        return
+    finally:
+        link.close()

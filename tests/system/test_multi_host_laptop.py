@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -49,7 +50,15 @@ with HTCExecutor(pool="cm", schedd=schedd, python=python, environment=environmen
     except ValueError as exc:
         error = f"{type(exc).__name__}: {exc}"
     rest = [f.result(timeout=600) for f in [ex.submit(square, x) for x in range(14, 20)]]
-print(json.dumps({"got": got, "error": error, "rest": rest}))
+with HTCExecutor(pool="cm", schedd=schedd, name="kept", python=python, environment=environment,
+                 progress=False) as ex:
+    kept = ex.submit(square, 3).result(timeout=600)
+print(json.dumps({"got": got, "error": error, "rest": rest, "kept": kept}), flush=True)
+if sys.stdin.readline().strip() == "forget":
+    from htc.executors import forget
+
+    forget("kept")
+    print("forgotten", flush=True)
 """
 
 
@@ -93,16 +102,27 @@ def test_a_laptop_spools_a_job_and_runs_an_executor_map(network):
         root.chmod(0o755)
         python, environment = execute_python(root)
         laptop.write("/tmp/work/client.py", CLIENT)
-        ran = laptop.run([sys.executable, "client.py", python, json.dumps(environment), submit.fqdn],
-                         cwd="/tmp/work", timeout=900)
-        assert ran.returncode == 0, ran.stdout + ran.stderr + submit.run(
-            ["tail", "-n", "30", "/tmp/htc/log/SchedLog"]).stdout
-        out = json.loads(ran.stdout.strip().splitlines()[-1])
-        assert out["got"] == [x * x for x in range(13)]
-        assert out["error"] == "ValueError: thirteen is unlucky"
-        assert out["rest"] == [x * x for x in range(14, 20)]
-        sessions = submit.run(["sh", "-c", "ls /tmp/htc/spool/executor/*/ 2>/dev/null"]).stdout.split()
-        assert sessions == [], f"the laptop's unnamed session is removed from the submit host: {sessions}"
+        client = laptop.popen([sys.executable, "client.py", python, json.dumps(environment), submit.fqdn],
+                              cwd="/tmp/work", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+        try:
+            line = client.stdout.readline()
+            assert line, client.stderr.read() + submit.run(["tail", "-n", "30", "/tmp/htc/log/SchedLog"]).stdout
+            out = json.loads(line)
+            assert out["got"] == [x * x for x in range(13)]
+            assert out["error"] == "ValueError: thirteen is unlucky"
+            assert out["rest"] == [x * x for x in range(14, 20)]
+            assert out["kept"] == 9
+            sessions = lambda: submit.run(["sh", "-c", "ls /tmp/htc/spool/executor/*/"]).stdout.split()  # noqa: E731
+            assert sessions() == ["kept"], "the unnamed session is removed from the submit host, the named one kept"
+            client.stdin.write("forget\n")
+            client.stdin.flush()
+            assert client.stdout.readline().strip() == "forgotten", client.stderr.read()
+            assert client.wait(timeout=120) == 0
+            assert sessions() == [], "htc.executors.forget removes the named session from the submit host"
+        finally:
+            client.kill()
+            client.wait(timeout=30)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     for host in (execute, submit, cm):
