@@ -1,7 +1,15 @@
 """HTCExecutor against ProcessPoolExecutor(2) (and dask's LocalCluster when installed).
 
 Run: ``python benchmarks/executor_bench.py`` (a few minutes; ``--quick`` for a smoke run,
-``--only process,local,pool,dask`` to pick executors). Each executor is measured in a fresh
+``--only process,local,pool,dask`` to pick executors). ``--pool host`` (root) measures the pool
+executor across hosts instead: two simulated hosts (tests/netns_hosts.py), a pool on one, and
+the same figures from that host itself and from the other one, which holds only a token and
+reaches the pool with ``HTCExecutor(pool="cm")`` (calls, results and events over SSH).
+First figures (2026-11-28, ``--quick``, the VM shared by other runs at load average 9-18, which
+also put the personal pool at 45-95 ms and 70-130 calls/s against its usual 3 ms and 2,000/s):
+remote/local 1.46-1.92 for the round trip (56-66 ms local), 0.67-1.05 for the burst and
+0.30-1.10 for the batch -- within a factor of two for the round trip and the burst; the absolute
+goals (10 ms, 1,000 calls/s) need a quiet machine to be judged. Each executor is measured in a fresh
 process, with two workers (2 processes, 2 local slots, a personal pool of 2 cpus), as in
 shared/reference/peer-baselines.md:
 
@@ -108,7 +116,7 @@ def _make(kind: str, extra: dict):
         from htc.executors import HTCExecutor, LocalProcessBackend
 
         return HTCExecutor(backend=LocalProcessBackend(slots=2), progress=False)
-    if kind == "pool":
+    if kind in ("pool", "remote"):  # remote: extra names pool="HOST" (htc.executors.remote)
         from htc.executors import HTCExecutor
 
         return HTCExecutor(progress=False, **extra)
@@ -205,17 +213,89 @@ def _stop_pool(env: dict) -> None:
                    capture_output=True, text=True, timeout=120)
 
 
+#: knobs of the benchmark's hosts (as the multi-host tests' FAST: a pool that reacts in seconds)
+_HOST_KNOBS = {"UPDATE_INTERVAL": "2", "NEGOTIATOR_INTERVAL": "2", "NEGOTIATOR_CYCLE_DELAY": "0",
+               "NEGOTIATOR_MIN_INTERVAL": "0", "SCHEDD_INTERVAL": "5", "SCHEDD_MIN_INTERVAL": "0",
+               "NUM_CPUS": "2", "CONDOR_ADMIN": ""}
+
+
+def across_hosts(quick: bool) -> tuple[dict, dict]:
+    """The pool executor measured on a pool host from that host itself and from a second host
+    holding only a token (``HTCExecutor(pool="cm")``), between two simulated hosts
+    (tests/netns_hosts.py; needs root). Returns (local figures, remote figures)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import shutil
+
+    from executor_pool import execute_python
+    from netns_hosts import HTC_HOME, Network, netns_unavailable, pool_config
+
+    reason = netns_unavailable()
+    if reason:
+        raise SystemExit(f"--pool host needs network namespaces: {reason}")
+    tokens = "/tmp/home/tokens.d"
+    root = Path(tempfile.mkdtemp(prefix="htc-exec-bench-py-", dir="/var/tmp"))  # seen by both hosts
+    try:
+        root.chmod(0o755)
+        python, environment = execute_python(root)
+        extra = {"python": python, "environment": environment}
+        with Network() as net:
+            cm, laptop = net.add_hosts("cm", "laptop")
+            cm.write(f"{HTC_HOME}/htc_config", pool_config("CentralManager", "Submit", "Execute", **_HOST_KNOBS))
+            started = cm.run(["htc", "pool", "start"], timeout=180)
+            if started.returncode:
+                raise SystemExit(f"htc pool start on cm: {started.stdout}{started.stderr}")
+            token = cm.run(["htc", "token", "create", "-identity", "nobody@cm.test"], check=True).stdout
+            laptop.write(f"{HTC_HOME}/htc_config", f"SEC_TOKEN_DIRECTORY = {tokens}\n")
+            laptop.path(tokens).mkdir(mode=0o700, parents=True)
+            laptop.write(f"{tokens}/pool", token.strip() + "\n", mode=0o600)
+            deadline = time.monotonic() + 120
+            while "slot" not in laptop.run(["htc", "status", "-pool", "cm", "-af", "Name"]).stdout:
+                if time.monotonic() > deadline:
+                    raise SystemExit("the pool's slots did not show from the second host in 120 s")
+                time.sleep(0.5)
+            figures = []
+            for host, kind, more in ((cm, "pool", {}), (laptop, "remote", {"pool": "cm", "schedd": cm.fqdn})):
+                cmd = [sys.executable, __file__, "--child", kind, "--extra", json.dumps({**extra, **more})]
+                done = host.run(cmd + (["--quick"] if quick else []), timeout=3600)
+                if done.returncode:
+                    raise SystemExit(f"{kind} on {host.name} failed:\n{done.stderr[-3000:]}")
+                figures.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            cm.run(["htc", "pool", "stop"], timeout=120)
+        return figures[0], figures[1]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def print_across_hosts(local: dict, remote: dict) -> None:
+    """The figures of :func:`across_hosts`, side by side, with the issue's goals."""
+    print("HTCExecutor on a pool host (local) and from another host over SSH (remote), one run")
+    print(f"{'':24}{'local':>10}{'remote':>10}{'ratio':>8}")
+    print(f"{'round trip median (ms)':24}{local['rtt_ms']:10.2f}{remote['rtt_ms']:10.2f}"
+          f"{remote['rtt_ms'] / local['rtt_ms']:8.2f}")
+    for key, label in (("burst_per_s", f"burst calls/s ({remote['burst_n']})"), ("batch_per_s", "batch calls/s"),
+                       ("efficiency", "CPU efficiency")):
+        print(f"{label:24}{local[key]:10.2f}{remote[key]:10.2f}{remote[key] / local[key]:8.2f}")
+    print(f"goals: round trip < 10 ms: {'met' if remote['rtt_ms'] < 10 else 'NOT met'}; "
+          f">= 1,000 calls/s: {'met' if remote['burst_per_s'] >= 1000 else 'NOT met'}; within 2x of local: "
+          f"{'met' if remote['rtt_ms'] <= 2 * local['rtt_ms'] and remote['burst_per_s'] * 2 >= local['burst_per_s'] else 'NOT met'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls: a smoke run")
     parser.add_argument("--only", default="process,local,pool,dask", help="comma-separated executors")
     parser.add_argument("--test-knobs", action="store_true",
                         help="start the pool with the test suite's fast knobs (ads every 50 ms, negotiation every 2 s)")
+    parser.add_argument("--pool", choices=["host"],
+                        help="host: the pool executor between two simulated hosts (root), local and remote figures")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--extra", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         _child(args.child, args.quick, args.extra)
+        return 0
+    if args.pool == "host":
+        print_across_hosts(*across_hosts(args.quick))
         return 0
     kinds = [k.strip() for k in args.only.split(",") if k.strip()]
     if "dask" in kinds:

@@ -11,10 +11,16 @@ daemon's Unix socket -- and over plain TCP with the same frames and messages:
 * bulk: ``--mib`` MiB as 1 MiB frames sent with ``drain()``, then one request to learn they were
   all counted (MiB/s).
 
-Goals (issue #18): bulk at least half of TCP; small round trip under 1 ms. Needs root.
+Then, in the same run, the executor across hosts (``executor_bench.py --pool host``): a pool
+on one simulated host used with ``HTCExecutor(pool="cm")`` from another holding only a token,
+next to the same pool used from its own host -- round trip and calls/s (``--no-executor``
+skips it; ``--executor-full`` measures as many calls as executor_bench.py without ``--quick``).
+
+Goals (issue #18): bulk at least half of TCP; small round trip under 1 ms; the executor across
+hosts under 10 ms round trip and at least 1,000 calls/s. Needs root.
 Usage::
 
-    sudo python benchmarks/ssh_bench.py [--mib 1024] [--rtt 2000] [--setups 20]
+    sudo python benchmarks/ssh_bench.py [--mib 1024] [--rtt 2000] [--setups 20] [--no-executor]
 """
 
 from __future__ import annotations
@@ -111,6 +117,8 @@ def main() -> int:
     parser.add_argument("--mib", type=int, default=1024, help="bulk size in MiB (default 1024)")
     parser.add_argument("--rtt", type=int, default=2000, help="round trips measured (default 2000)")
     parser.add_argument("--setups", type=int, default=20, help="connections set up (default 20)")
+    parser.add_argument("--no-executor", action="store_true", help="skip the executor across hosts")
+    parser.add_argument("--executor-full", action="store_true", help="the executor with 5,000-call bursts")
     parser.add_argument("--client", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client:
@@ -150,6 +158,12 @@ def main() -> int:
           f"{r['ssh_bulk'] / r['tcp_bulk']:10.2f}")
     print(f"goals: bulk >= 0.5 x tcp: {'met' if r['ssh_bulk'] >= 0.5 * r['tcp_bulk'] else 'NOT met'}; "
           f"round trip < 1 ms: {'met' if r['ssh_rtt'][0] < 1 else 'NOT met'}")
+    if not args.no_executor:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import executor_bench
+
+        print()
+        executor_bench.print_across_hosts(*executor_bench.across_hosts(quick=not args.executor_full))
     return 0
 
 

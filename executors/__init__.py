@@ -26,7 +26,7 @@ _LAZY = {
     "VersionMismatch": "errors",
     "HTCExecutor": "executor", "attach": "executor", "HTCFuture": "future", "CallOptions": "options",
     "as_completed": "progress", "wait": "progress", "CallStatus": "status",
-    "LocalProcessBackend": "local", "PoolBackend": "pool", "shared_python": "execute_env",
+    "LocalProcessBackend": "local", "PoolBackend": "pool", "RemoteBackend": "remote", "shared_python": "execute_env",
     "client_python": "client_env",
 }
 
@@ -35,7 +35,7 @@ __all__ = [
     "HTCExecutor", "HTCFuture", "ImpossibleRequest", "JobFailed", "JobHeld", "JobKilled", "JobOutOfMemory",
     "JobRemoved", "JobUpdate", "LocalProcessBackend", "OptionError", "RecoveredCall", "RemoteTraceback",
     "ResultExpired", "ScheddLost", "SerializationError", "SessionError", "UnpicklableRemoteException",
-    "PoolBackend", "VersionMismatch", "as_completed", "attach", "checkpoint", "client_python", "forget", "resume",
+    "PoolBackend", "RemoteBackend", "VersionMismatch", "as_completed", "attach", "checkpoint", "client_python", "forget", "resume",
     "sessions",
     "shared_python", "wait",
 ]

@@ -160,23 +160,32 @@ class Backend(Protocol):
         """Release the backend's resources; ``detach`` leaves queued jobs to a later attach."""
 
 
-def make_backend(backend: Backend | str | None, pool: Any) -> Backend:
+def make_backend(backend: Backend | str | None, pool: Any, schedd: str | None = None) -> Backend:
     """The backend ``HTCExecutor(pool, backend=...)`` asks for.
 
     Args:
         backend: None or ``"pool"`` (a :class:`~htc.executors.pool.PoolBackend` of ``pool``),
             ``"local"``, or an object implementing :class:`Backend`.
-        pool: where the schedd is (``"local"`` takes none).
+        pool: where the schedd is (``"local"`` takes none): None, a pool's home directory, a
+            Transport, or ``HOST[:PORT]`` of another machine's central manager.
+        schedd: the schedd's name in a pool on another machine (None: its only schedd).
 
     Raises:
         UsageError: an unknown name, a pool given to ``"local"``, or an object that is no backend.
     """
     if backend is None or backend == "pool":
+        from htc.executors.remote import RemoteBackend, is_remote_pool
+
+        if is_remote_pool(pool):
+            return RemoteBackend(pool, schedd=schedd)
+        if schedd is not None:
+            raise UsageError(f"schedd={schedd!r} names a schedd of a pool on another machine; give that pool as "
+                             "pool='HOST[:PORT]' of its central manager")
         from htc.executors.pool import PoolBackend
 
         return PoolBackend(pool)
     if backend == "local":
-        if pool is not None:
+        if pool is not None or schedd is not None:
             raise UsageError("backend='local' runs calls on this machine and takes no pool address; "
                              "drop pool= or use the default pool backend")
         from htc.executors.local import LocalProcessBackend

@@ -134,12 +134,16 @@ class HTCExecutor(Executor):
 
     Args:
         pool: where the schedd is: None for the personal pool under ``$HTC_HOME`` (started
-            if it is not running, and left running afterwards), a pool's home directory, or a
-            :class:`~htc.wire.transport.Transport`.
+            if it is not running, and left running afterwards), a pool's home directory, a
+            :class:`~htc.wire.transport.Transport`, or ``"HOST[:PORT]"`` of the central manager
+            of a pool on another machine (as the tools' ``-pool``; calls, results and events
+            then travel over SSH with the user's token: :mod:`htc.executors.remote`).
         name: a session name; the session's jobs and results outlive this process, and
             ``HTCExecutor(name=...)`` or :func:`attach` later gives back its futures.
         backend: ``"pool"`` (default), ``"local"`` (processes on this machine, no pool), or
             an object implementing :class:`~htc.executors.backend.Backend`.
+        schedd: the schedd's name in a pool on another machine (the tools' ``-name``; None:
+            the pool's only schedd).
         progress: progress bars for ``map`` (None: when stderr is a terminal).
         result_lifetime: seconds a named session keeps a result nobody collected (a week).
         **defaults: call options for every call (see :class:`~htc.executors.options.CallOptions`:
@@ -154,14 +158,14 @@ class HTCExecutor(Executor):
     """
 
     def __init__(self, pool: Any = None, *, name: str | None = None, backend: Backend | str | None = None,
-                 progress: bool | None = None, result_lifetime: float = _WEEK, _attach: bool = False,
+                 schedd: str | None = None, progress: bool | None = None, result_lifetime: float = _WEEK, _attach: bool = False,
                  **defaults: Any):
         self._defaults = CallOptions().merge(**defaults)
         self._progress = progress
         self._named = name is not None
         self.name = name if name is not None else \
             f"anon-{socket.gethostname()}-{os.getpid()}-{next(_names)}-{secrets.token_hex(3)}"
-        self._backend = make_backend(backend, pool)
+        self._backend = make_backend(backend, pool, schedd)
         self._spool = Spool(self.name)
         if _attach and not self._spool.exists():
             raise SessionError(f"there is no executor session {self.name!r} to attach to; "
@@ -169,7 +173,7 @@ class HTCExecutor(Executor):
         self._spool.lock()
         try:
             self._spool.create({"backend": self._backend.kind, "named": self._named, "pid": os.getpid(),
-                                "pool": None if pool is None else str(pool)})
+                                "pool": None if pool is None else str(pool), "schedd": schedd})
             if self._named:
                 self._spool.expire(result_lifetime)
             self._backend.open(self._spool, named=self._named, create=not _attach)
@@ -459,13 +463,13 @@ class HTCExecutor(Executor):
         return HTCFuture(self, rc.call_id, rc.label, rc.parents)
 
 
-def attach(name: str, pool: Any = None, *, backend: Backend | str | None = None, progress: bool | None = None,
-           **defaults: Any) -> HTCExecutor:
+def attach(name: str, pool: Any = None, *, backend: Backend | str | None = None, schedd: str | None = None,
+           progress: bool | None = None, **defaults: Any) -> HTCExecutor:
     """The executor of an earlier named session, with its futures in ``executor.futures``.
 
     Args:
         name: the session's name (``HTCExecutor(name=...)`` made it).
-        pool, backend, progress, **defaults: as for :class:`HTCExecutor`.
+        pool, backend, schedd, progress, **defaults: as for :class:`HTCExecutor`.
 
     Returns:
         The executor; futures of calls that finished meanwhile are already done.
@@ -473,5 +477,5 @@ def attach(name: str, pool: Any = None, *, backend: Backend | str | None = None,
     Raises:
         SessionError: no such session, or another live executor holds it.
     """
-    return HTCExecutor(pool, name=name, backend=backend, progress=progress, _attach=True, **defaults)
+    return HTCExecutor(pool, name=name, backend=backend, schedd=schedd, progress=progress, _attach=True, **defaults)
 

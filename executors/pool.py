@@ -110,7 +110,7 @@ class PoolBackend:
         spool.flat = True  # most calls' files share calls/ (see htc.executors.spool)
         spool.recycle = not named  # no later client reads an anonymous session's results
         self._named = named
-        transport, self.home = transport_for(self.pool)
+        transport, self.home = self._transport()
         self._link = ScheddLink(transport, self.schedd, self.lost_after, f"htc-pool-io-{spool.name}")
         try:
             self._request(m.Ping(), timeout=10.0, retry=False)
@@ -119,7 +119,16 @@ class PoolBackend:
             where = self.home or self.pool
             raise ScheddLost(f"no schedd answers in the pool at {where}: {exc}; 'htc pool status' shows which daemons "
                              "run (HTCExecutor(backend='local') runs calls without a pool)") from exc
-        self._watcher = JobWatcher(spool, self._link, self._log_path(), _session_constraint(spool))
+        self._watch_session()
+
+    def _transport(self) -> tuple[Any, Path | None]:
+        """The transport to the pool's daemons and its home (the remote backend reaches another machine)."""
+        return transport_for(self.pool)
+
+    def _watch_session(self) -> None:
+        """Start following the session's jobs (its event log, and now and then the queue)."""
+        assert self.spool is not None and self._link is not None
+        self._watcher = JobWatcher(self.spool, self._link, self._log_path(), _session_constraint(self.spool))
 
     def _log_path(self) -> Path:
         assert self.spool is not None
@@ -390,6 +399,11 @@ def remove_session_jobs(spool: Spool) -> None:
     """Remove every job of a session from its pool's queue (``htc.executors.forget``); quiet when the
     pool is not running."""
     info = spool.info()
+    from htc.executors.remote import forget_remote, is_remote_pool
+
+    if is_remote_pool(info.get("pool")):
+        forget_remote(spool, info["pool"], info.get("schedd"))
+        return
     try:
         transport, _ = transport_for(info.get("pool"), start=False)
     except (HTCError, OSError):

@@ -33,10 +33,10 @@ def pool():
         started.stop()
 
 
-@pytest.fixture(params=["thread", "htc-local", "htc-pool"])
+@pytest.fixture(params=["thread", "htc-local", "htc-pool", "htc-pool-remote"])
 def make_executor(request):
     made = []
-    pool = request.getfixturevalue("pool") if request.param == "htc-pool" else None
+    pool = request.getfixturevalue("pool") if request.param.startswith("htc-pool") else None
 
     def make():
         if request.param == "thread":
@@ -45,6 +45,15 @@ def make_executor(request):
             from htc.executors.local import LocalProcessBackend
 
             ex = HTCExecutor(backend=LocalProcessBackend(slots=2), progress=False)
+        elif request.param == "htc-pool-remote":
+            # a client on another machine (htc.executors.remote): its session lives on the submit
+            # host and is mirrored over one connection; here the "other machine" is a socket
+            from htc.executors.remote import RemoteBackend
+            from htc.wire.transport import UnixTransport
+
+            args = pool.executor_args()
+            backend = RemoteBackend("submit.test", transport=UnixTransport(Path(args.pop("pool")) / "sockets"))
+            ex = HTCExecutor(backend=backend, **args)
         else:
             ex = HTCExecutor(**pool.executor_args())
         made.append(ex)

@@ -74,6 +74,14 @@ EXAMPLES = [
     m.Forwarded(host="10.200.0.2", identity="alice@pool", authenticated_by="token", scopes=("READ",)),
     m.PeekJob(job_id="7.0", names=("stdout", "logs/progress.txt"), offsets=(-1, 100), max_bytes=4096),
     m.PeekReply(chunks=(m.PeekChunk(name="stdout", offset=0, size=3, data=b"hi\n"),)),
+    m.OpenSession(session="sweep1", offset=120),
+    m.SessionOpened(directory="/s/executor/alice/sweep1", calls="/s/executor/alice/sweep1/calls",
+                    log="/s/executor/alice/sweep1/jobs.log"),
+    m.PutCallFiles(chunks=(m.FileChunk(name="ab12.call", data=b"\x80\x05"), m.FileChunk(name="big.call", data=b"x",
+                                                                                        last=False))),
+    m.FollowCalls(jobs={"3.0": "ab12"}),
+    m.SessionNews(offset=0, log=b"005 (003.000.000) ...\n", chunks=(m.FileChunk(name="ab12.result", data=b"r"),)),
+    m.CloseSession(remove=True),
 ]
 
 

@@ -34,5 +34,7 @@ Modules:
 * :mod:`~htc.daemons.schedd.transfers` -- a job's files over the connection (input to its
   starter, output back) when the execute side has another file system;
 * :mod:`~htc.daemons.schedd.spool` -- spooled jobs: input sent by ``htc submit -spool``, output
-  fetched by ``htc transfer_data``.
+  fetched by ``htc transfer_data``;
+* :mod:`~htc.daemons.schedd.sessions` -- executor sessions of clients on other machines: the
+  calls' files and the session's events over one connection.
 """

@@ -47,6 +47,7 @@ from htc.daemons.schedd.events import Owed, SignalLocalJob, StartLocalJob, Write
 from htc.daemons.schedd.local_runner import LocalRunner
 from htc.daemons.schedd.output import write_job_output
 from htc.daemons.schedd.settings import ScheddSettings
+from htc.daemons.schedd.sessions import SessionService
 from htc.daemons.schedd.spool import SpoolService
 from htc.daemons.schedd.transfers import TransferService
 from htc.daemons.schedd.userlog import open_log
@@ -132,6 +133,8 @@ class ScheddService(DaemonService):
         spool = SpoolService(self)  # htc submit -spool, htc transfer_data (htc.daemons.schedd.spool)
         self.register_conversation(m.SpoolInput, spool.spool_input)
         self.register_conversation(m.FetchOutput, spool.fetch_output)
+        # executor sessions of clients on other machines (htc.daemons.schedd.sessions)
+        self.register_conversation(m.OpenSession, SessionService(self).serve)
         self.local_runner = LocalRunner(self)
         self.register_action(StartLocalJob, self.local_runner.start)
         self.register_action(SignalLocalJob, self.local_runner.signal)

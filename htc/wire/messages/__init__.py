@@ -41,6 +41,7 @@ here, the one import path for every message (``from htc.wire import messages as 
 * :mod:`.transfer` -- a job's files over the connection (input, output, file streams);
 * :mod:`.network` -- the shared port's preamble for a peer from another host (``Forwarded``);
 * :mod:`.peek` -- the end of a running job's files, from the startd running it (``htc tail``).
+* :mod:`.sessions` -- an executor session served over one connection (a client on another machine).
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ from htc.wire.messages.master import (DaemonsOff, DaemonsOn, DaemonsRestart, Dae
                                       QueryMaster, ShutdownHow)
 from htc.wire.messages.network import Forwarded
 from htc.wire.messages.peek import MAX_PEEK_BYTES, PeekChunk, PeekJob, PeekReply
+from htc.wire.messages.sessions import (MAX_SESSION_CHUNK, CloseSession, FileChunk, FollowCalls, OpenSession,
+                                        PutCallFiles, SessionNews, SessionOpened)
 from htc.wire.messages.negotiation import (MATCH_LAPSED, GetResourceRequests, MatchNotify, ResourceRequest,
                                            ResourceRequests)
 from htc.wire.messages.schedd import (ActOnJobs, ActOnJobsReply, EditJobs, EditReply, JobAction, QueryJobs,
@@ -83,6 +86,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     StarterUpdate, JobOutput, JobExited, RunCalls, CallsDone, MoreCalls, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
     FetchInput, SendOutput, SpoolInput, FetchOutput, FileEntry, FileData, FileDone, TransferEnd,
     Forwarded, PeekJob, PeekReply,
+    OpenSession, SessionOpened, PutCallFiles, FollowCalls, SessionNews, CloseSession,
 )
 
 AnyMessage = Union[MESSAGE_TYPES]  # type: ignore[valid-type]
@@ -156,4 +160,6 @@ __all__ = ["Ack", "ActOnJobs", "ActOnJobsReply", "ActivateClaim", "AdText", "AdT
            "ResourceRequests", "RunCalls", "Seconds", "SetUserPriority", "ShutdownHow",
            "StarterUpdate", "SubmissionId", "Submit", "SubmitReply", "Suspend", "UpdateAd",
            "Vacate", "FetchInput", "SendOutput", "SpoolInput", "FetchOutput", "FileEntry", "FileData", "FileDone", "TransferEnd",
-           "MAX_TRANSFER_CHUNK", "MAX_PEEK_BYTES", "PeekChunk", "PeekJob", "PeekReply", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]
+           "MAX_TRANSFER_CHUNK", "MAX_PEEK_BYTES", "PeekChunk", "PeekJob", "PeekReply",
+           "MAX_SESSION_CHUNK", "OpenSession", "SessionOpened", "PutCallFiles",
+           "FollowCalls", "SessionNews", "CloseSession", "FileChunk", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]

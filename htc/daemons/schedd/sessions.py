@@ -1,0 +1,318 @@
+"""Executor sessions for clients on other machines: calls, results and events over one connection.
+
+Theory of operation
+-------------------
+An :class:`~htc.executors.HTCExecutor` on the submit host keeps its session in its own
+directory: the jobs' ``Iwd`` holds the calls' pickles, the shadows and lanes write the results
+there, and the schedd appends the session's event log there. A client on another machine
+(``HTCExecutor(pool="cm")``) shares no file system with the submit host, so the schedd keeps
+that directory for it and the client mirrors it (:mod:`htc.wire.messages.sessions` has the
+conversation; :mod:`htc.executors.remote` is the client):
+
+* ``OpenSession`` names the session; its directory is
+  ``$(SPOOL)/executor/<who>/<session>/`` (``<who>`` the peer's identity, ``alice@pool``, or
+  its local account), with ``calls/`` and ``jobs.log``, owned by the job owner the peer maps to
+  (:class:`~htc.daemons.schedd.access.Access`: the identity's user part, as for a submit), so
+  the shadows and lanes that write there as the owner can, and no other user can read it.
+* ``PutCallFiles`` writes the calls' pickles into ``calls/`` as the owner, never through a
+  link, before the client submits them (on its ordinary request connection, which sets
+  ``Owner`` from the same identity).
+* The schedd follows ``jobs.log`` (inotify on the directory; a look every 200 ms as well) and
+  pushes ``SessionNews``: every complete event past the client's offset, and, before an event
+  that ends a call (a JOB_TERMINATED, 005, of a job the client named in ``FollowCalls``), the
+  call's ``<id>.result``, ``<id>.out`` and ``<id>.err``, read as the owner in chunks
+  (:data:`~htc.wire.messages.sessions.MAX_SESSION_CHUNK`), each message sent with the
+  connection's flow control. The schedd writes a result before the event that announces it;
+  an event whose job or result is not known yet is held back (and then sent without files
+  after :data:`HOLD_SECONDS`), so the client never sees a call end without its result.
+* ``CloseSession`` ends the conversation and removes the directory when asked (an unnamed
+  session); a named one stays for the client that attaches later (``OpenSession`` with the
+  offset its mirror holds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+from htc.daemons import core as c
+from htc.daemons import owner_files as ofs
+from htc.daemons.job_files import TransferError
+from htc.daemons.schedd.access import Denied
+from htc.errors import HTCError
+from htc.eventlog.dirwatch import DirWatch
+from htc.wire import messages as m
+from htc.wire.errors import ConnectionClosed, WireError
+
+__all__ = ["HOLD_SECONDS", "SessionService", "complete_events"]
+
+#: seconds an ending event waits for its job's call id or result before it is sent without them
+HOLD_SECONDS = 5.0
+#: the most bytes of files one SessionNews carries (more go in the next message)
+_NEWS_BYTES = 4 * 1024 * 1024
+_LOOK_EVERY = 0.2
+_HEADER = re.compile(rb"(\d{3}) \((\d+)\.(\d+)\.\d+\)")
+_END = b"\n...\n"
+_OUTPUT_SUFFIXES = (".result", ".out", ".err")
+
+
+def complete_events(data: bytes) -> list[tuple[int, int | None, str | None]]:
+    """The complete events at the start of ``data`` (user-log text) as ``(end, code, job)``:
+    the byte just past each event's ``...`` line, its event number and ``cluster.proc``."""
+    out: list[tuple[int, int | None, str | None]] = []
+    start = 0
+    while True:
+        end = data.find(_END, start)
+        if end < 0:
+            return out
+        end += len(_END)
+        found = _HEADER.match(data, start)
+        if found:
+            out.append((end, int(found.group(1)), f"{int(found.group(2))}.{int(found.group(3))}"))
+        else:
+            out.append((end, None, None))
+        start = end
+
+
+class _Session:
+    """One served session: where it lives, whose it is, and how far the client has the log."""
+
+    def __init__(self, directory: Path, owner: ofs.Identity | None, offset: int):
+        self.directory = directory
+        self.calls = directory / "calls"
+        self.log = directory / "jobs.log"
+        self.owner = owner
+        self.offset = offset
+        self.jobs: dict[str, str] = {}
+        self.held_since: float | None = None
+
+
+def _make(directory: Path, owner: ofs.Identity | None) -> None:
+    """The session's directory, ``calls/`` and an empty log, owned by ``owner`` (when we are root)."""
+    directory.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    chown = owner is not None and owner.uid is not None and os.geteuid() == 0
+    for path in (directory, directory / "calls"):
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=0o700)
+        st = os.lstat(path)
+        if not os.path.isdir(path) or os.path.islink(path):
+            raise TransferError(f"{path} is not a directory; remove it")
+        if chown and st.st_uid != owner.uid:
+            os.chown(path, owner.uid, owner.gid if owner.gid is not None else -1)
+    log = directory / "jobs.log"
+    if not log.exists():
+        fd = ofs.open_write(log, owner if chown else None, what="session event log", mode=0o600)
+        if chown:
+            os.fchown(fd, owner.uid, owner.gid if owner.gid is not None else -1)
+        os.close(fd)
+
+
+class SessionService:
+    """Serves ``OpenSession`` conversations for the schedd's service (see the module docstring)."""
+
+    def __init__(self, service):
+        self.service = service
+
+    def _open(self, msg: m.OpenSession, peer) -> _Session:
+        """The peer's session directory, made when missing.
+
+        Raises:
+            Denied: the peer may not submit (it proved no identity, or has no account).
+            TransferError, OwnerFileError: no SPOOL, or the directory cannot be made.
+        """
+        core = self.service.core
+        owner_name = core.access.owner(c.Received(msg=msg, peer=peer), None)
+        owner = ofs.Identity.owner(owner_name)
+        spool = core.settings.spool
+        if not spool:
+            raise TransferError("the schedd has no SPOOL directory configured; set SPOOL")
+        who = peer.identity if peer.host is not None and peer.identity else owner_name
+        if "/" in who or who in (".", ".."):
+            raise Denied(f"the identity {who!r} cannot name a session directory")
+        directory = Path(spool) / "executor" / who / msg.session
+        _make(directory, owner)
+        return _Session(directory, owner, msg.offset)
+
+    async def serve(self, conn, msg: m.OpenSession, peer) -> None:
+        """Serve one session until the client closes it or goes away."""
+        log = self.service.log
+        try:
+            session = await asyncio.to_thread(self._open, msg, peer)
+        except (Denied, TransferError, ofs.OwnerFileError, OSError) as exc:
+            log.warning("executor session %s for %s refused: %s", msg.session, peer.identity or peer.user, exc)
+            code = "denied" if isinstance(exc, Denied) else "bad_request"
+            with contextlib.suppress(HTCError, OSError):
+                await conn.send_error(code, str(exc))
+            return
+        await conn.send(m.SessionOpened(directory=str(session.directory), calls=str(session.calls),
+                                        log=str(session.log)))
+        log.info("executor session %s served for %s in %s", msg.session, peer.identity or peer.user,
+                 session.directory)
+        watch = DirWatch(session.log)
+        changed = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        if watch.active:
+            loop.add_reader(watch.fileno(), lambda: watch.drain() and changed.set())
+        receiving: asyncio.Task | None = None
+        try:
+            while True:
+                await self._push(conn, session)
+                if receiving is None:
+                    receiving = asyncio.ensure_future(conn.recv(timeout=None))
+                waiter = asyncio.ensure_future(changed.wait())
+                wait = 0.005 if session.held_since is not None else _LOOK_EVERY
+                await asyncio.wait({receiving, waiter}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                changed.clear()
+                if not receiving.done():
+                    continue
+                request, receiving = receiving.result(), None
+                if isinstance(request, m.CloseSession):
+                    if request.remove:
+                        await asyncio.to_thread(shutil.rmtree, session.directory, True)
+                    await conn.send(m.Ack(detail="session closed"))
+                    log.info("executor session %s closed%s", msg.session, " and removed" if request.remove else "")
+                    return
+                await self._answer(conn, session, request)
+        except (ConnectionClosed, WireError, HTCError, OSError) as exc:
+            log.info("executor session %s ended: %s", msg.session, exc)
+        finally:
+            if receiving is not None:
+                receiving.cancel()
+            if watch.active:
+                loop.remove_reader(watch.fileno())
+            watch.close()
+
+    async def _answer(self, conn, session: _Session, request: m.Message) -> None:
+        if isinstance(request, m.FollowCalls):
+            session.jobs.update(request.jobs)
+        elif isinstance(request, m.PutCallFiles):
+            try:
+                await asyncio.to_thread(_write_chunks, session, request.chunks)
+            except (ofs.OwnerFileError, OSError) as exc:
+                await conn.send_error("bad_request", f"writing call files into {session.calls}: {exc}")
+                return
+            await conn.send(m.Ack())
+        else:
+            await conn.send_error("bad_request", f"{type(request).__name__} is not part of an executor session")
+
+    async def _push(self, conn, session: _Session) -> None:
+        """Send what the log has past the client's offset (see the module docstring): each turn
+        is planned, and its small files read, in one worker-thread call; a file bigger than a
+        chunk is streamed after it, a chunk at a time."""
+        while True:
+            plan = await asyncio.to_thread(_plan, session)
+            if plan is None:
+                return
+            log, small, big, held = plan
+            for name in big:
+                await self._stream(conn, session, name)
+            await conn.send(m.SessionNews(offset=session.offset, log=log, chunks=small))
+            session.offset += len(log)
+            if held:
+                return
+
+    async def _stream(self, conn, session: _Session, name: str) -> None:
+        """A file of more than one chunk, in messages of about :data:`_NEWS_BYTES`, never whole in memory."""
+        try:
+            fd, _ = await asyncio.to_thread(ofs.open_read, session.calls / name, session.owner,
+                                            what="call output", follow=False)
+        except (FileNotFoundError, ofs.OwnerFileError):
+            return  # gone meanwhile: the client reads no result and says so
+        chunks: list[m.FileChunk] = []
+        held = 0
+        try:
+            offset = 0
+            while True:
+                data = await asyncio.to_thread(os.pread, fd, m.MAX_SESSION_CHUNK, offset)
+                last = len(data) < m.MAX_SESSION_CHUNK
+                chunks.append(m.FileChunk(name=name, data=data, first=offset == 0, last=last))
+                offset += len(data)
+                held += len(data)
+                if held >= _NEWS_BYTES or last:
+                    await conn.send(m.SessionNews(offset=session.offset, chunks=tuple(chunks)))
+                    chunks, held = [], 0
+                if last:
+                    return
+        finally:
+            os.close(fd)
+
+
+def _plan(session: _Session) -> tuple[bytes, tuple[m.FileChunk, ...], list[str], bool] | None:
+    """The next news: the log's complete events to send, the small files that go with them (read
+    here, as the owner), the bigger files to stream first, and whether an ending event is held
+    back (None: nothing to send)."""
+    data = _read_from(session.log, session.offset, session.owner)
+    sent, size, held = 0, 0, False
+    small: list[m.FileChunk] = []
+    big: list[str] = []
+    for end, code, job in complete_events(data):
+        if code == 5 and job is not None:
+            call = session.jobs.get(job)
+            if call is None or not (session.calls / f"{call}.result").exists():
+                now = time.monotonic()
+                session.held_since = session.held_since or now
+                if now - session.held_since < HOLD_SECONDS:
+                    held = True
+                    break
+            if call is not None:
+                for name in (f"{call}{suffix}" for suffix in _OUTPUT_SUFFIXES):
+                    size += _read_small(session, name, small, big)
+            session.held_since = None
+        sent = end
+        if size >= _NEWS_BYTES:
+            break
+    if not sent:
+        return None
+    return data[:sent], tuple(small), big, held
+
+
+def _read_small(session: _Session, name: str, small: list[m.FileChunk], big: list[str]) -> int:
+    """Add ``name`` to ``small`` (read whole) when it fits one chunk, else to ``big``; its size."""
+    try:
+        fd, st = ofs.open_read(session.calls / name, session.owner, what="call output", follow=False)
+    except (FileNotFoundError, ofs.OwnerFileError):
+        return 0  # (no output on that stream)
+    try:
+        data = os.pread(fd, m.MAX_SESSION_CHUNK + 1, 0)
+    finally:
+        os.close(fd)
+    if len(data) > m.MAX_SESSION_CHUNK:
+        big.append(name)
+        return st.st_size if st is not None else len(data)
+    small.append(m.FileChunk(name=name, data=data))
+    return len(data)
+
+
+def _read_from(path: Path, offset: int, owner: ofs.Identity | None) -> bytes:
+    """The log's bytes from ``offset`` (at most 4 MiB), read as the owner."""
+    try:
+        fd, _ = ofs.open_read(path, owner, what="session event log", follow=False)
+    except FileNotFoundError:
+        return b""
+    try:
+        return os.pread(fd, _NEWS_BYTES, offset)
+    finally:
+        os.close(fd)
+
+
+def _write_chunks(session: _Session, chunks: tuple[m.FileChunk, ...]) -> None:
+    """Write the client's chunks into ``calls/`` as the owner, never through a link."""
+    owner = session.owner if session.owner is not None and session.owner.switch else None
+    for chunk in chunks:
+        part = session.calls / f".{chunk.name}.part"
+        fd = ofs.open_write(part, owner, what="call file", truncate=chunk.first, append=not chunk.first,
+                            mode=0o600)
+        try:
+            view = memoryview(chunk.data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        if chunk.last:
+            os.rename(part, session.calls / chunk.name)

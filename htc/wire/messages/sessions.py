@@ -1,0 +1,100 @@
+"""An executor session served by the schedd over one connection, for a client on another machine.
+
+``HTCExecutor(pool="cm")`` on a machine that shares no file system with the submit host keeps
+its calls' files in a session directory *on the submit host* (the schedd makes it in its
+spool, owned by the session's owner) and mirrors it on the client. One connection carries it
+all (:mod:`htc.daemons.schedd.sessions` serves it, :mod:`htc.executors.remote` is the client):
+
+1. client -> schedd :class:`OpenSession`; the schedd answers :class:`SessionOpened` (the
+   directory, which the client's job ads name as ``Iwd`` and user log) and from then on owns
+   the connection;
+2. client -> schedd :class:`PutCallFiles` (the calls' pickles, answered ``Ack`` once they are
+   written) before it submits them on its request connection, and :class:`FollowCalls` (the
+   call of each job, no answer) once it knows their ids;
+3. schedd -> client :class:`SessionNews`, pushed whenever the session's event log grows: the
+   new complete events and, before the event that ends a call, that call's result, stdout and
+   stderr;
+4. client -> schedd :class:`CloseSession` (answered ``Ack``) ends the conversation, removing
+   the directory unless the session is named.
+
+A file travels as :class:`FileChunk` s of at most :data:`MAX_SESSION_CHUNK` bytes, so a large
+result or argument is never one message, nor whole in memory on either side.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from msgspec import Meta
+
+from htc.wire.messages.common import Ack
+from htc.wire.messages.schema import Count, JobId, Message, NonEmpty, Record
+
+#: the largest ``FileChunk.data`` (senders cut bigger files into chunks this big)
+MAX_SESSION_CHUNK = 1024 * 1024
+#: a session's name, as the executor's spool allows it (also a directory name on the submit host)
+SessionName = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")]
+#: a file of the session's calls/ directory: a plain name, never a path
+CallFileName = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$")]
+
+
+class FileChunk(Record, frozen=True, omit_defaults=True):
+    """Part of one file of the session's ``calls/``: ``first`` starts it afresh, ``last`` ends it
+    (a file of one chunk is both)."""
+
+    name: CallFileName
+    data: Annotated[bytes, Meta(max_length=MAX_SESSION_CHUNK)] = b""
+    first: bool = True
+    last: bool = True
+
+
+class SessionOpened(Message, frozen=True):
+    """Schedd -> client: the session's directory on the submit host (``calls`` is the calls'
+    Iwd, ``log`` their event log); the connection is the session's from now on."""
+
+    directory: NonEmpty
+    calls: NonEmpty
+    log: NonEmpty
+
+
+class OpenSession(Message, frozen=True):
+    """Client -> schedd: serve executor session ``session`` on this connection, pushing its event
+    log from byte ``offset`` (what the client's mirror already holds)."""
+
+    reply_type = SessionOpened
+    session: SessionName
+    offset: Count = 0
+
+
+class PutCallFiles(Message, frozen=True):
+    """Client -> schedd, on a session's connection: write these files into its ``calls/``."""
+
+    reply_type = Ack
+    chunks: tuple[FileChunk, ...]
+
+
+class FollowCalls(Message, frozen=True):
+    """Client -> schedd, on a session's connection: job id -> call id of jobs just submitted
+    (their result files are pushed with the event that ends them). No answer."""
+
+    jobs: dict[JobId, CallFileName]
+
+
+class SessionNews(Message, frozen=True, omit_defaults=True):
+    """Schedd -> client: files of ended calls (``chunks``, written before ``log`` is appended)
+    and the session's event log from byte ``offset`` on."""
+
+    offset: Count
+    log: bytes = b""
+    chunks: tuple[FileChunk, ...] = ()
+
+
+class CloseSession(Message, frozen=True):
+    """Client -> schedd: the session ends; ``remove`` deletes its directory (an unnamed session)."""
+
+    reply_type = Ack
+    remove: bool = False
+
+
+__all__ = ["MAX_SESSION_CHUNK", "CallFileName", "CloseSession", "FileChunk", "FollowCalls", "OpenSession",
+           "PutCallFiles", "SessionName", "SessionNews", "SessionOpened"]

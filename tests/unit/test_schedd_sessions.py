@@ -1,0 +1,88 @@
+"""The schedd's side of an executor session for a client on another machine
+(htc.daemons.schedd.sessions): what it pushes from the session's log and calls/ directory."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+from htc.daemons.schedd import sessions as s
+from htc.wire import messages as m
+
+EXECUTE = b"001 (007.000.000) 2026-11-28 04:00:00 Job executing on host: <10.0.0.1:9618>\n...\n"
+TERMINATED = (b"005 (007.000.000) 2026-11-28 04:00:01 Job terminated.\n\t(1) Normal termination (return value 0)\n"
+              b"...\n")
+
+
+class FakeConn:
+    def __init__(self):
+        self.sent: list[m.Message] = []
+
+    async def send(self, msg):
+        self.sent.append(msg)
+
+
+def session(tmp_path, log: bytes) -> s._Session:
+    (tmp_path / "calls").mkdir()
+    (tmp_path / "jobs.log").write_bytes(log)
+    return s._Session(tmp_path, None, 0)
+
+
+def push(service_session) -> list[m.Message]:
+    conn = FakeConn()
+    asyncio.run(s.SessionService(None)._push(conn, service_session))
+    return conn.sent
+
+
+def test_complete_events_end_at_their_dots_and_name_code_and_job():
+    events = s.complete_events(EXECUTE + TERMINATED + b"001 (008.000.000) half an event")
+    assert [(code, job) for _, code, job in events] == [(1, "7.0"), (5, "7.0")]
+    assert events[-1][0] == len(EXECUTE + TERMINATED)
+
+
+def test_an_ending_event_comes_after_its_calls_result_and_output(tmp_path):
+    sess = session(tmp_path, EXECUTE + TERMINATED)
+    sess.jobs["7.0"] = "abc"
+    (tmp_path / "calls" / "abc.result").write_bytes(b"R" * (m.MAX_SESSION_CHUNK + 10))
+    (tmp_path / "calls" / "abc.out").write_bytes(b"printed\n")
+    sent = push(sess)
+    chunks = [c for msg in sent for c in msg.chunks]
+    assert [(c.name, c.first, c.last) for c in chunks] == [
+        ("abc.result", True, False), ("abc.result", False, True), ("abc.out", True, True)]
+    assert b"".join(c.data for c in chunks if c.name == "abc.result") == b"R" * (m.MAX_SESSION_CHUNK + 10)
+    assert b"".join(msg.log for msg in sent) == EXECUTE + TERMINATED
+    assert sess.offset == len(EXECUTE + TERMINATED)
+    assert push(sess) == []  # nothing new
+
+
+def test_an_ending_event_waits_for_its_result_and_for_the_clients_word_on_its_call(tmp_path):
+    sess = session(tmp_path, EXECUTE + TERMINATED)
+    sent = push(sess)  # the job's call is not known yet: only what comes before its end goes
+    assert [msg.log for msg in sent] == [EXECUTE] and sess.held_since is not None
+    sess.jobs["7.0"] = "abc"
+    assert push(sess) == []  # known, but its result is not written yet
+    (tmp_path / "calls" / "abc.result").write_bytes(b"value")
+    sent = push(sess)
+    assert [(c.name, c.data) for msg in sent for c in msg.chunks] == [("abc.result", b"value")]
+    assert sent[-1].log == TERMINATED and sess.held_since is None
+
+
+def test_an_ending_event_without_a_result_goes_after_the_hold(tmp_path):
+    sess = session(tmp_path, TERMINATED)
+    assert push(sess) == []
+    sess.held_since -= s.HOLD_SECONDS + 1
+    sent = push(sess)
+    assert [msg.log for msg in sent] == [TERMINATED] and not sent[0].chunks
+
+
+def test_call_files_are_written_whole_from_their_chunks_and_never_through_a_link(tmp_path):
+    sess = session(tmp_path, b"")
+    s._write_chunks(sess, (m.FileChunk(name="a.call", data=b"12", last=False), m.FileChunk(name="a.call", data=b"34",
+                                                                                          first=False)))
+    assert (tmp_path / "calls" / "a.call").read_bytes() == b"1234"
+    os.symlink("/etc/passwd", tmp_path / "calls" / ".b.call.part")
+    with pytest.raises(OSError, match="b.call"):
+        s._write_chunks(sess, (m.FileChunk(name="b.call", data=b"x"),))
+    assert not (tmp_path / "calls" / "b.call").exists()
