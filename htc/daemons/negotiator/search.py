@@ -186,6 +186,9 @@ _JOB_ROOTS = ("requirements", "rank", "requestcpus", "requestmemory", "requestdi
 class IdleSearch:
     """The shared caches of one cycle and the best-idle-slot search over them."""
 
+    #: False to take one job per search (:mod:`.runs`; the tests compare both ways)
+    runs = True
+
     def __init__(self, settings: NegotiatorSettings):
         self.s = settings
         self.pre_rank = settings.compiled("pre_job_rank")
@@ -209,6 +212,8 @@ class IdleSearch:
         self._lane_roots: tuple[str, ...] | None = None  # None: not decided yet
         #: False to give every request a lane of its own (the tests compare both ways)
         self.share_lanes = True
+        self.run_analyses: dict[tuple, object] = {}  # (job, carve plan) -> its directions
+        self.runs_made = self.run_jobs = 0  # runs committed, and the jobs they placed
 
     # ------------------------------------------------------------------ lanes
 
@@ -446,6 +451,18 @@ class IdleSearch:
             if (cls.pre_dynamic or cls.post_dynamic) and (slot := cls.best()) is not None:
                 heapq.heappush(lane.heap, (self.key(self._parts(rs, cls), slot), cls.id))
 
+    def replay(self, rs: RequestState, pool: SlotPool) -> None:
+        """Push the classes that gained a slot since ``rs``'s lane last looked."""
+        lane, log = rs.lane, pool.avail_log
+        while lane.log_pos < len(log):
+            cls = pool.classes[log[lane.log_pos]]
+            lane.log_pos += 1
+            if lane.ok.get(cls.id) is False:
+                continue  # a class never changes its key: no match stays no match
+            slot = cls.best()
+            if slot is not None:
+                heapq.heappush(lane.heap, (self.key(self._parts(rs, cls), slot), cls.id))
+
     def best(self, rs: RequestState, pool: SlotPool, used: float, limit: float):
         """Find the best idle slot for ``rs`` whose cost fits the unclaimed limit.
 
@@ -464,15 +481,7 @@ class IdleSearch:
             lane = rs.lane = self.lane(rs, pool)
         if lane.log_pos == 0 and not lane.heap:
             self._start_heap(rs, pool)
-        log = pool.avail_log
-        while lane.log_pos < len(log):
-            cls = pool.classes[log[lane.log_pos]]
-            lane.log_pos += 1
-            if lane.ok.get(cls.id) is False:
-                continue  # a class never changes its key: no match stays no match
-            slot = cls.best()
-            if slot is not None:
-                heapq.heappush(lane.heap, (self.key(self._parts(rs, cls), slot), cls.id))
+        self.replay(rs, pool)
         heap = lane.heap
         held = None
         if hot is not None:
