@@ -208,6 +208,7 @@ class IdleSearch:
         #: (request, held slot, carve plan, last rank parts) of the held slot's last look
         self._hot_memo: tuple | None = None
         self._plans: dict[tuple, tuple | None] = {}  # (job, slot's shape) -> its carve plan
+        self._shapes: dict[int, tuple] = {}  # id(slot) -> (slot, its names, its expressions)
         self._lanes: dict[tuple, Lane] = {}
         self._lane_roots: tuple[str, ...] | None = None  # None: not decided yet
         #: False to give every request a lane of its own (the tests compare both ways)
@@ -293,8 +294,12 @@ class IdleSearch:
                 return None
             # the plan depends on the job and on the slot's expressions, not on its values:
             # slots of one configuration share it
-            shape = (id(job), frozenset(ad.table),
-                     tuple((n, e) for n, e in ad.table.items() if e.__class__ not in _LITERALS))
+            # (carving changes literal values only: a slot keeps its shape all cycle long)
+            slot_shape = self._shapes.get(id(slot))
+            if slot_shape is None or slot_shape[0] is not slot:
+                slot_shape = self._shapes[id(slot)] = (slot, frozenset(ad.table), tuple(
+                    (n, e) for n, e in ad.table.items() if e.__class__ not in _LITERALS))
+            shape = (id(job), slot_shape[1], slot_shape[2])
             plan = self._plans.get(shape, _NO_PLAN)
             if plan is _NO_PLAN:
                 plan = self._plans[shape] = _carve_plan(rs, ad, (self.pre_rank, self.post_rank))
