@@ -31,7 +31,7 @@ from htc.daemons.negotiator.preemption import (PreemptState, Rejection, as_rank,
                                                submitter_limit_permits)
 from htc.daemons.negotiator.search import RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import Slot, SlotPool, eval_rank, number
+from htc.daemons.negotiator.slots import Slot, SlotPool, eval_rank, fast_get, number
 from htc.daemons.negotiator.submitters import accounting_group_of
 from htc.daemons.negotiator.updown import entity_of, updown_may_preempt
 
@@ -54,6 +54,7 @@ class ClaimedSearch:
         self.prank = settings.compiled("preemption_rank")
         self.preq = settings.compiled("preemption_requirements")
         self.updown = settings.updown_policy
+        self._never_priority = settings.never_priority_preempts  # read once, not per slot
 
     # ------------------------------------------------------------------ set-up
 
@@ -63,11 +64,14 @@ class ClaimedSearch:
             return False
         if slot.activity.lower() == "idle":
             return False  # claimed but idle: its schedd is about to reuse the claim
-        if not self.s.never_priority_preempts:
+        if not self._never_priority:
             return True
         # Only rank preemption is possible: impossible when RANK is a constant <= CurrentRank.
-        rank = slot.ad.get("Rank", 0.0)
-        current = slot.ad.get("PreemptingRank", slot.ad.get("CurrentRank", 0.0))
+        ad = slot.ad
+        rank = fast_get(ad, "Rank", 0.0)
+        current = fast_get(ad, "PreemptingRank")
+        if current is None:
+            current = fast_get(ad, "CurrentRank", 0.0)
         if isinstance(rank, (int, float)) and isinstance(current, (int, float)):
             return rank > current
         return True

@@ -52,6 +52,7 @@ from htc.daemons.negotiator.claimed import ClaimedSearch
 from htc.daemons.negotiator.fair_share import order_submitters, pie_slices
 from htc.daemons.negotiator.groups import ROOT, allocate, build_tree, group_order
 from htc.daemons.negotiator.preemption import PreemptState, Rejection
+from htc.daemons.negotiator.runs import extend_run
 from htc.daemons.negotiator.search import IdleSearch, RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as_classad, expr_refs,
@@ -462,6 +463,15 @@ class _Cycle:
                 if state is PreemptState.NONE:
                     used_unclaimed += cost
                 self.pie_left -= cost
+                if carve is not None and state is PreemptState.NONE:
+                    # the next jobs of a run from the held p-slot, at once (:mod:`.runs`)
+                    for _ in range(extend_run(
+                            self, rs, pool, slot, cost, carve, used, limit, used_unclaimed,
+                            limit_unclaimed, None if max_matches is None else max_matches - made)):
+                        made += 1
+                        used += cost
+                        used_unclaimed += cost
+                        self.pie_left -= cost
         return _MM_RESUME if (used >= limit or limited) else _MM_DONE
 
 

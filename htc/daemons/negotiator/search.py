@@ -186,6 +186,9 @@ _JOB_ROOTS = ("requirements", "rank", "requestcpus", "requestmemory", "requestdi
 class IdleSearch:
     """The shared caches of one cycle and the best-idle-slot search over them."""
 
+    #: False to take one job per search (:mod:`.runs`; the tests compare both ways)
+    runs = True
+
     def __init__(self, settings: NegotiatorSettings):
         self.s = settings
         self.pre_rank = settings.compiled("pre_job_rank")
@@ -205,10 +208,13 @@ class IdleSearch:
         #: (request, held slot, carve plan, last rank parts) of the held slot's last look
         self._hot_memo: tuple | None = None
         self._plans: dict[tuple, tuple | None] = {}  # (job, slot's shape) -> its carve plan
+        self._shapes: dict[int, tuple] = {}  # id(slot) -> (slot, its names, its expressions)
         self._lanes: dict[tuple, Lane] = {}
         self._lane_roots: tuple[str, ...] | None = None  # None: not decided yet
         #: False to give every request a lane of its own (the tests compare both ways)
         self.share_lanes = True
+        self.run_analyses: dict[tuple, object] = {}  # (job, carve plan) -> its directions
+        self.runs_made = self.run_jobs = 0  # runs committed, and the jobs they placed
 
     # ------------------------------------------------------------------ lanes
 
@@ -288,8 +294,12 @@ class IdleSearch:
                 return None
             # the plan depends on the job and on the slot's expressions, not on its values:
             # slots of one configuration share it
-            shape = (id(job), frozenset(ad.table),
-                     tuple((n, e) for n, e in ad.table.items() if e.__class__ not in _LITERALS))
+            # (carving changes literal values only: a slot keeps its shape all cycle long)
+            slot_shape = self._shapes.get(id(slot))
+            if slot_shape is None or slot_shape[0] is not slot:
+                slot_shape = self._shapes[id(slot)] = (slot, frozenset(ad.table), tuple(
+                    (n, e) for n, e in ad.table.items() if e.__class__ not in _LITERALS))
+            shape = (id(job), slot_shape[1], slot_shape[2])
             plan = self._plans.get(shape, _NO_PLAN)
             if plan is _NO_PLAN:
                 plan = self._plans[shape] = _carve_plan(rs, ad, (self.pre_rank, self.post_rank))
@@ -446,6 +456,18 @@ class IdleSearch:
             if (cls.pre_dynamic or cls.post_dynamic) and (slot := cls.best()) is not None:
                 heapq.heappush(lane.heap, (self.key(self._parts(rs, cls), slot), cls.id))
 
+    def replay(self, rs: RequestState, pool: SlotPool) -> None:
+        """Push the classes that gained a slot since ``rs``'s lane last looked."""
+        lane, log = rs.lane, pool.avail_log
+        while lane.log_pos < len(log):
+            cls = pool.classes[log[lane.log_pos]]
+            lane.log_pos += 1
+            if lane.ok.get(cls.id) is False:
+                continue  # a class never changes its key: no match stays no match
+            slot = cls.best()
+            if slot is not None:
+                heapq.heappush(lane.heap, (self.key(self._parts(rs, cls), slot), cls.id))
+
     def best(self, rs: RequestState, pool: SlotPool, used: float, limit: float):
         """Find the best idle slot for ``rs`` whose cost fits the unclaimed limit.
 
@@ -464,15 +486,7 @@ class IdleSearch:
             lane = rs.lane = self.lane(rs, pool)
         if lane.log_pos == 0 and not lane.heap:
             self._start_heap(rs, pool)
-        log = pool.avail_log
-        while lane.log_pos < len(log):
-            cls = pool.classes[log[lane.log_pos]]
-            lane.log_pos += 1
-            if lane.ok.get(cls.id) is False:
-                continue  # a class never changes its key: no match stays no match
-            slot = cls.best()
-            if slot is not None:
-                heapq.heappush(lane.heap, (self.key(self._parts(rs, cls), slot), cls.id))
+        self.replay(rs, pool)
         heap = lane.heap
         held = None
         if hot is not None:

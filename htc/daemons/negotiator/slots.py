@@ -35,6 +35,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from htc.classad import ClassAd, ExprTree
+from htc.classad.ast import Literal
 from htc.daemons.negotiator.preemption import WORST_RANK, as_rank
 
 #: Attributes every slot class key reads, whatever the expressions say.
@@ -130,7 +131,7 @@ def _value_key(ad: ClassAd, name: str):
 
 def number(ad: ClassAd, name: str, default: float | None = None, target=None) -> float | None:
     """Evaluate ``ad[name]`` (TARGET = ``target``) to a float, or return ``default``."""
-    value = ad.get(name)
+    value = fast_get(ad, name)
     if value is None:
         return default
     if value.__class__ is ExprTree:
@@ -147,6 +148,23 @@ def eval_rank(expr: ExprTree | None, my: ClassAd, target) -> float:
     return WORST_RANK if value is None or math.isnan(value) else value
 
 
+_SCALARS = frozenset({str, int, float, bool})
+
+
+def fast_get(ad, name: str, default=None):
+    """``ad.get(name, default)``, reading a scalar literal straight from a ClassAd's table
+    (a cycle reads a dozen attributes of every slot ad; the generic path converts each)."""
+    exprs = getattr(ad, "_exprs", None)
+    if exprs is None:
+        return ad.get(name, default)  # a plain mapping
+    node = exprs.get(name.lower())
+    if node is None:
+        return default
+    if node.__class__ is Literal and node.value.__class__ in _SCALARS:
+        return node.value
+    return ad.get(name, default)
+
+
 class Slot:
     """One slot ad as the cycle sees it (mutable: partitionable slots shrink when carved)."""
 
@@ -157,14 +175,16 @@ class Slot:
     def __init__(self, ad: ClassAd, name: str):
         self.ad = ad
         self.name = name
-        self.state = str(ad.get("State", "Unclaimed"))
-        self.activity = str(ad.get("Activity", "Idle"))
+        self.state = str(fast_get(ad, "State", "Unclaimed"))
+        self.activity = str(fast_get(ad, "Activity", "Idle"))
         self.remote_user = remote_user_of(ad)
-        self.partitionable = ad.get("PartitionableSlot") is True or (
-            str(ad.get("SlotType", "")).lower() == "partitionable")
-        claim = ad.get("ClaimId")
+        self.partitionable = fast_get(ad, "PartitionableSlot") is True or (
+            str(fast_get(ad, "SlotType", "")).lower() == "partitionable")
+        claim = fast_get(ad, "ClaimId")
         self.claim_id = claim if isinstance(claim, str) and claim else None
-        address = ad.get("MyAddress", ad.get("StartdIpAddr", ""))
+        address = fast_get(ad, "MyAddress")
+        if address is None:
+            address = fast_get(ad, "StartdIpAddr", "")
         self.address = address if isinstance(address, str) else ""
         self.weight = 1.0
         self.pre = self.post = 0.0
@@ -184,9 +204,9 @@ class Slot:
 
 def remote_user_of(ad: Mapping) -> str | None:
     """Return who a slot is claimed by (a pending preemptor first), or None when idle."""
-    state = str(ad.get("State", "")).lower()
+    state = str(fast_get(ad, "State", "")).lower()
     for attr in ("PreemptingAccountingGroup", "PreemptingUser", "AccountingGroup", "RemoteUser"):
-        value = ad.get(attr)
+        value = fast_get(ad, attr)
         if isinstance(value, str) and value:
             # Only claimed slots have a remote user; stale attributes of idle slots do not count.
             if state in ("claimed", "preempting", "matched") or attr.startswith("Preempting"):
@@ -338,11 +358,11 @@ def claimed_resources(machine_ads, use_slot_weights: bool = True) -> dict[str, t
     """Return ``{slot name: (submitter, weight)}`` of the Claimed slots, for ``check_matches``."""
     out = {}
     for ad in machine_ads:
-        name = ad.get("Name")
-        if not isinstance(name, str) or str(ad.get("State", "")).lower() != "claimed":
+        name = fast_get(ad, "Name")
+        if not isinstance(name, str) or str(fast_get(ad, "State", "")).lower() != "claimed":
             continue
         for attr in ("AccountingGroup", "RemoteUser"):
-            user = ad.get(attr)
+            user = fast_get(ad, attr)
             if isinstance(user, str) and user:
                 out[name] = (user, slot_weight(as_classad(ad), use_slot_weights))
                 break
