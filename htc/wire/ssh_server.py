@@ -34,6 +34,14 @@ when the daemon's socket buffer fills, reading from the SSH channel pauses (the 
 stops being refilled, so its ``drain()`` waits); when the client's window is exhausted, reading
 from the daemon's socket pauses. Bytes a client sends before the daemon's socket is connected
 are held (at most one SSH window) and reading pauses until it is.
+
+The daemon's socket buffer pauses the channel only when it holds more than one window, and
+resumes it only when it is empty. asyncssh refills the client's window in full at the first
+delivery after a resume, forgetting what it still buffers; resuming at a low-water mark would
+deliver one packet, pause again and grant another window each time, so a slow daemon let the
+buffered bytes grow with the transfer (51 MiB queued for a 192 MiB upload). Resumed only when
+drained, a whole buffered window fits the daemon's socket buffer, so every window granted has
+been delivered: at most two windows per channel are held (about 16 MiB).
 """
 
 from __future__ import annotations
@@ -142,6 +150,9 @@ class _ForwardSession(asyncssh.SSHServerSession):
             daemon.transport.close()
             return
         self.daemon = daemon
+        # Deliver a whole window at a time (module header, "Flow control"): the daemon's socket
+        # pauses the channel only past one window and resumes it only when drained.
+        daemon.transport.set_write_buffer_limits(high=self.chan.get_recv_window(), low=0)
         srv = self.server
         preamble = messages.Forwarded(host=srv.peer_ip, identity=srv.identity, authenticated_by=srv.method,
                                       scopes=srv.scopes)
