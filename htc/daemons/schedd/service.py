@@ -41,6 +41,7 @@ from htc.daemons import core as c
 from htc.daemons.calls import install_calls
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.schedd.callfiles import write_call_files
+from htc.daemons.schedd.checkpoint_files import CheckpointService
 from htc.daemons.schedd.core import Schedd
 from htc.daemons.schedd.events import Owed, SignalLocalJob, StartLocalJob, WriteCallFiles, WriteJobOutput, WriteUserLog
 from htc.daemons.schedd.local_runner import LocalRunner
@@ -131,6 +132,9 @@ class ScheddService(DaemonService):
         spool = SpoolService(self)  # htc submit -spool, htc transfer_data (htc.daemons.schedd.spool)
         self.register_conversation(m.SpoolInput, spool.spool_input)
         self.register_conversation(m.FetchOutput, spool.fetch_output)
+        checkpoints = CheckpointService(self)  # checkpoint_exit_code (htc.daemons.schedd.checkpoint_files)
+        self.register_conversation(m.SendCheckpoint, checkpoints.store)
+        self.register_conversation(m.FetchCheckpoint, checkpoints.fetch)
         self.local_runner = LocalRunner(self)
         self.register_action(StartLocalJob, self.local_runner.start)
         self.register_action(SignalLocalJob, self.local_runner.signal)
