@@ -25,7 +25,11 @@ written. The core then records it (:class:`~htc.daemons.schedd.checkpoints.Check
 events) before the starter hears Ack.
 
 ``FetchCheckpoint`` answers with ``current/`` as a file stream, read as the owner (an empty
-stream when there is none). :func:`remove_checkpoints` deletes the store.
+stream when there is none).
+
+A store outlives its job only briefly: from the first checkpoint conversation on, the service
+sweeps the spool every :data:`SWEEP_INTERVAL` seconds and removes the stores of jobs no longer
+in the queue (:func:`stale_stores`; completed, removed, or gone while the schedd was down).
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +53,13 @@ from htc.daemons.schedd.transfers import tree_entries
 from htc.errors import HTCError
 from htc.wire import messages as m
 
-__all__ = ["CheckpointService", "checkpoint_directory", "remove_checkpoints"]
+__all__ = ["SWEEP_INTERVAL", "CheckpointService", "checkpoint_directory", "checkpoint_stores", "stale_stores"]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+#: seconds between two sweeps of the stores of jobs that left the queue
+SWEEP_INTERVAL = 60.0
+_STORE = re.compile(r"^cluster(\d+)\.proc(\d+)\.subproc0\.checkpoint$")
 
 
 def checkpoint_directory(spool: str | os.PathLike, cluster: int, proc: int) -> Path:
@@ -85,9 +95,24 @@ def _swap_in(store: Path) -> None:
     shutil.rmtree(previous, ignore_errors=True)
 
 
-def remove_checkpoints(spool: str | os.PathLike, cluster: int, proc: int) -> None:
-    """Delete job ``cluster.proc``'s checkpoints (it left the queue)."""
-    shutil.rmtree(checkpoint_directory(spool, cluster, proc), ignore_errors=True)
+def checkpoint_stores(spool: str | os.PathLike) -> dict[tuple[int, int], Path]:
+    """Every checkpoint store under ``spool``, by job id."""
+    stores = {}
+    for store in Path(spool).glob("*/*/*.checkpoint"):
+        found = _STORE.match(store.name)
+        if found is not None:
+            stores[int(found[1]), int(found[2])] = store
+    return stores
+
+
+def stale_stores(stores: dict[tuple[int, int], Path], in_queue: Callable[[tuple[int, int]], bool]) -> list[Path]:
+    """The stores of ``stores`` whose job ``in_queue`` says has left the queue."""
+    return [store for job_id, store in sorted(stores.items()) if not in_queue(job_id)]
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _stored_entries(current: Path, owner: ofs.Identity | None, job: str):
@@ -107,6 +132,25 @@ class CheckpointService:
 
     def __init__(self, service):
         self.service = service
+        self._sweeping = False
+
+    def _sweep_soon(self) -> None:
+        """Start the periodic sweep of stores whose job left the queue (once)."""
+        if self._sweeping:
+            return
+        self._sweeping = True
+        self.service.start_task(self._sweep_forever(), "sweep checkpoint stores")
+
+    async def _sweep_forever(self) -> None:
+        core = self.service.core
+        while True:
+            await self.service.clock.sleep(SWEEP_INTERVAL)
+            if core.settings.spool:
+                stores = await asyncio.to_thread(checkpoint_stores, core.settings.spool)
+                gone = stale_stores(stores, lambda job_id: core.job(job_id) is not None)  # (the queue: here)
+                await asyncio.to_thread(_remove, gone)
+                for store in gone:
+                    self.service.log.info("removed the checkpoints of a job that left the queue: %s", store)
 
     def _run(self, msg: m.SendCheckpoint | m.FetchCheckpoint) -> tuple[dict[str, Any], str, Path]:
         """The job's values, ``cluster.proc`` and checkpoint store, when ``msg``'s claim runs it.
@@ -134,6 +178,7 @@ class CheckpointService:
     async def store(self, conn, msg: m.SendCheckpoint, peer=None) -> None:
         """Receive checkpoint ``msg.number`` into the job's store, have the core record it, answer."""
         log, started = self.service.log, self.service.clock.time()
+        self._sweep_soon()
         try:
             ad, label, store = self._run(msg)
             owner = self._owner(ad, label)
