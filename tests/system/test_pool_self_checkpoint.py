@@ -1,8 +1,9 @@
 """Self-checkpointing (``checkpoint_exit_code``) on a real pool with two slots.
 
-A shell job counts to 8, one step at a time; every second step it saves its count to
-``state`` and exits with 85. Each time, the starter sends ``state`` and the captured stdout to
-the schedd's spool and runs the job again in the same sandbox. Once the queue shows two stored
+The example job (examples/self_checkpoint/count.sh) counts to 8, one step (a second) at a
+time; every second step it saves its count to ``state`` and exits with 85. Each time, the
+starter sends ``state`` and the captured stdout to the schedd's spool and runs the job again
+in the same sandbox. Once the queue shows two stored
 checkpoints, ``htc vacate_job`` evicts it; matched again, its new starter brings the
 checkpoint into a fresh sandbox and the job carries on from there. It must finish with the
 right result and the stdout of an uninterrupted run, having redone at most the one step it was
@@ -17,6 +18,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import htcondor2
 import pytest
@@ -29,24 +31,7 @@ pytestmark = pytest.mark.slow
 T = htcondor2.JobEventType
 STEPS, EVERY = 8, 2
 
-SCRIPT = """#!/bin/sh
-# count to $1, saving the count and exiting with 85 (a checkpoint) every $2 steps
-trace=$3
-i=0
-[ -f state ] && i=$(cat state)
-echo "start $i $(pwd)" >> "$trace"
-while [ "$i" -lt "$1" ]; do
-    sleep 1
-    i=$((i + 1))
-    echo "step $i" >> "$trace"
-    echo "step $i"
-    if [ $((i % $2)) -eq 0 ] && [ "$i" -lt "$1" ]; then
-        echo "$i" > state.new && mv state.new state
-        exit 85
-    fi
-done
-echo "counted to $i" > result.txt
-"""
+SCRIPT = (Path(__file__).resolve().parents[2] / "examples" / "self_checkpoint" / "count.sh").read_text()
 
 
 @pytest.fixture(scope="module", params=["shared file system", "over the connection"])
