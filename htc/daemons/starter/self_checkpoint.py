@@ -53,7 +53,7 @@ from htc.daemons.starter.wire_files import SandboxSink, WireTransfer, sandbox_en
 from htc.errors import HTCError
 from htc.wire import messages as m
 
-__all__ = ["Decision", "checkpoint_names", "decide", "keep_checkpointing", "restore", "wants_checkpoints"]
+__all__ = ["Decision", "appends_output", "checkpoint_names", "decide", "keep_checkpointing", "restore", "wants_checkpoints"]
 
 log = logging.getLogger("htc.daemons.starter.self_checkpoint")
 
@@ -81,6 +81,14 @@ def wants_checkpoints(job_ad: Mapping[str, Any]) -> bool:
     if _true(job_ad.get("SuccessCheckpointExitBySignal")):
         return _int(job_ad.get("SuccessCheckpointExitSignal")) is not None
     return _int(job_ad.get("SuccessCheckpointExitCode")) is not None
+
+
+def appends_output(job_ad: Mapping[str, Any]) -> bool:
+    """Whether the job's stdout/stderr files are appended to, never emptied, when it starts
+    (HTCondor's ``VanillaProc::outputOpenFlags``): a self-checkpointing job's restarts write on
+    after what its earlier runs wrote; so does a job with ``erase_output_and_error_on_restart =
+    false`` (``EraseOutputAndErrorOnRestart``)."""
+    return _true(job_ad.get("WantFTOnCheckpoint")) or job_ad.get("EraseOutputAndErrorOnRestart") is False
 
 
 def decide(job_ad: Mapping[str, Any], exit_code: int | None, exit_signal: int | None, *,

@@ -353,6 +353,7 @@ class Starter:
         return {"argv": [str(exe), *job_arguments(job)], "env": env, "cwd": cwd, "stdin": stdin or os.devnull,
                 "stdin_fd": self._lane_child.fileno() if self._lane_child is not None else None,
                 "stdout": out, "stderr": err,
+                "append_output": self_checkpoint.appends_output(job),
                 "rlimit_memory": None if self.cgroup and self.cgroup.memory_limited else memory,
                 "core": int(job.get("CoreSize", 0) or 0)}
 
