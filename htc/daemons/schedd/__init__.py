@@ -34,4 +34,8 @@ Modules:
   starter, output back) when the execute side has another file system;
 * :mod:`~htc.daemons.schedd.spool` -- spooled jobs: input sent by ``htc submit -spool``, output
   fetched by ``htc transfer_data``.
+* :mod:`~htc.daemons.schedd.checkpoints` -- a self-checkpointing job's stored checkpoint, as the
+  core records it (``CheckpointNumber``, ``CommittedTime``, the user log's transfer events);
+* :mod:`~htc.daemons.schedd.checkpoint_files` -- the store of those checkpoints in the spool:
+  received from starters, sent back to the next run, swept once their job has left.
 """
