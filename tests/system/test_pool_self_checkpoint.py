@@ -109,3 +109,22 @@ def test_a_vacated_job_resumes_from_its_checkpoint_and_finishes(pool, monkeypatc
     number, last, committed, status = ad
     assert int(number) == STEPS // EVERY - 1
     assert int(last) > 0 and float(committed) > 0 and status == "4"
+
+
+def test_checkpoints_of_runs_the_schedd_does_not_follow_are_refused(pool):
+    import asyncio
+
+    from htc.wire import messages as m
+
+    async def ask(msg: m.Message) -> m.Message:
+        conn = await pool.transport.open_connection("schedd")
+        try:
+            await conn.send(msg)
+            return await conn.recv(timeout=20)
+        finally:
+            await conn.aclose()
+
+    for msg in (m.SendCheckpoint(claim_id="not-a-claim", job_id="1.0", number=9),
+                m.FetchCheckpoint(claim_id="not-a-claim", job_id="1.0")):
+        reply = asyncio.run(ask(msg))
+        assert isinstance(reply, m.ErrorReply) and "no run of job 1.0 on that claim" in reply.message, reply
