@@ -15,7 +15,9 @@ checkpoint and exits with ``N``. HTCondor's starter then, as here:
    on a connection of their own, whether the job's other files travel by the file system or
    over the connection: the schedd keeps them in its spool
    (:mod:`htc.daemons.schedd.checkpoint_files`), records ``CheckpointNumber``,
-   ``JobLastCheckpointTime`` and ``CommittedTime`` and logs the transfer;
+   ``JobLastCheckpointTime`` and ``CommittedTime`` and logs the transfer. Processes the run
+   left behind are killed first, so the checkpoint is read from a quiet sandbox (HTCondor lets
+   them live on into the next run);
 2. restarts the executable in the same sandbox with the same arguments; the exit is not a
    completion. A checkpoint that could not be sent does not stop the job (HTCondor's
    FailedCheckpoint: the next one may get through); a job that cannot be restarted leaves the
