@@ -168,7 +168,8 @@ REQUIRED: Mapping[str, Mapping[type[m.Message], LevelRule]] = {
                m.CallsDone: L.DAEMON, m.ReleaseClaim: L.DAEMON, m.FetchInput: L.DAEMON, m.SendOutput: L.DAEMON,
                m.SpoolInput: L.WRITE, m.FetchOutput: L.WRITE, m.OpenSession: L.WRITE,
                # (inside an OpenSession conversation; the level is checked when it opens)
-               m.PutCallFiles: L.WRITE, m.CloseSession: L.WRITE},
+               m.PutCallFiles: L.WRITE, m.CloseSession: L.WRITE,
+               m.SendCheckpoint: L.DAEMON, m.FetchCheckpoint: L.DAEMON},
     "startd": {m.MatchNotify: L.NEGOTIATOR, m.RequestClaim: L.DAEMON, m.ActivateClaim: L.DAEMON,
                m.RunCalls: L.DAEMON, m.ClaimKeepAlive: L.DAEMON, m.ReleaseClaim: L.DAEMON,
                m.Suspend: L.DAEMON, m.Continue: L.DAEMON, m.Vacate: _vacate,

@@ -53,6 +53,7 @@ from htc.daemons.schedd.access import Access, Denied, user_of_uid
 from htc.daemons.schedd.actions import JobActions
 from htc.daemons.schedd.ads import Adverts, submitter_of
 from htc.daemons.schedd.callfiles import read_input
+from htc.daemons.schedd.checkpoints import CheckpointStored, checkpoint_stored
 from htc.daemons.schedd.claims import Claim, Claims
 from htc.daemons.schedd.flock import Flocking
 from htc.daemons.schedd.events import Answer, LocalJobExited, LocalJobFailed, LocalJobStarted, Owed
@@ -363,6 +364,7 @@ _ON_EVENT = {
     LocalJobStarted: lambda sd, event, now, out: sd.local.started(event, now, out),
     LocalJobFailed: lambda sd, event, now, out: sd.local.failed(event, now, out),
     LocalJobExited: lambda sd, event, now, out: sd.local.exited(event, now, out),
+    CheckpointStored: checkpoint_stored,
 }
 
 #: a periodic policy decision -> the user-log event that announces it (none for the others)

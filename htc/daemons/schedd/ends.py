@@ -20,7 +20,7 @@ from htc.jobqueue.ads import parse_literal, quote
 from htc.jobqueue.expr import job_classad
 
 __all__ = ["JOB_FILE_FAILURES", "MAX_REFUSALS", "USAGE_ATTRS", "claim_after", "record_end", "record_run_time",
-           "slot_weight"]
+           "slot_weight", "uncommitted_seconds"]
 
 #: refused activations in a row after which a job is held rather than matched again
 MAX_REFUSALS = 3
@@ -109,9 +109,10 @@ def record_end(queue, shadow, claim, job, kind: str, now: float, reason: str, ex
     if status == JobStatus.SUSPENDED:
         q.set_status(job_id, JobStatus.RUNNING, now=now)
     # The run's work is kept (HTCondor's CommittedTime, CommittedSlotTime): it ended by itself.
-    attrs["CommittedTime"] = str(ul.number(job, "CommittedTime") + _run_seconds(shadow, now))
+    # A self-checkpointing job committed the time up to its last checkpoint already.
+    attrs["CommittedTime"] = str(ul.number(job, "CommittedTime") + uncommitted_seconds(job, shadow, now))
     attrs["CommittedSlotTime"] = str(ul.number(job, "CommittedSlotTime")
-                                     + _run_seconds(shadow, now) * slot_weight(claim))
+                                     + uncommitted_seconds(job, shadow, now) * slot_weight(claim))
     decision, change = q.exit_and_apply(job_id, ExitInfo(exit_code, exit_signal, core_dumped), now=now,
                                         attrs=attrs)
     shadow.left_queue = change.left_queue
@@ -143,6 +144,12 @@ def slot_weight(claim) -> float:
 
 def _run_seconds(shadow, now: float) -> float:
     return max(0.0, now - shadow.started)
+
+
+def uncommitted_seconds(job, shadow, now: float) -> float:
+    """The run's time not yet in ``CommittedTime``: since its start, or since its last stored
+    checkpoint (``JobLastCheckpointTime``, :mod:`htc.daemons.schedd.checkpoints`) if later."""
+    return max(0.0, now - max(shadow.started, ul.number(job, "JobLastCheckpointTime")))
 
 
 def _usage_attributes(job, shadow, claim, now: float) -> dict[str, str]:

@@ -42,6 +42,7 @@ from htc.daemons import core as c
 from htc.daemons.calls import install_calls
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.schedd.callfiles import write_call_files
+from htc.daemons.schedd.checkpoint_files import CheckpointService
 from htc.daemons.schedd.core import Schedd
 from htc.daemons.schedd.events import Owed, SignalLocalJob, StartLocalJob, WriteCallFiles, WriteJobOutput, WriteUserLog
 from htc.daemons.schedd.local_runner import LocalRunner
@@ -135,6 +136,9 @@ class ScheddService(DaemonService):
         self.register_conversation(m.FetchOutput, spool.fetch_output)
         # executor sessions of clients on other machines (htc.daemons.schedd.sessions)
         self.register_conversation(m.OpenSession, SessionService(self).serve)
+        checkpoints = CheckpointService(self)  # checkpoint_exit_code (htc.daemons.schedd.checkpoint_files)
+        self.register_conversation(m.SendCheckpoint, checkpoints.store)
+        self.register_conversation(m.FetchCheckpoint, checkpoints.fetch)
         self.local_runner = LocalRunner(self)
         self.register_action(StartLocalJob, self.local_runner.start)
         self.register_action(SignalLocalJob, self.local_runner.signal)

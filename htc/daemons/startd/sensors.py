@@ -7,7 +7,8 @@ Theory of operation
 * What the machine is (measured once, cached): ``Arch`` (``X86_64``, ``aarch64`` -- HTCondor's
   spelling), ``OpSys`` (``LINUX``), ``OpSysAndVer`` (``Debian12``), ``OpSysMajorVer``,
   ``TotalCpus``/``Cpus``, ``TotalMemory``/``Memory`` (MiB), ``Machine``, ``FileSystemDomain``,
-  ``UidDomain``, ``HasFileTransfer``, ``CondorVersion``, ``StartdIpAddr``/``MyAddress`` (the
+  ``UidDomain``, ``HasFileTransfer``, ``HasSelfCheckpointTransfers`` (the starter sends a
+  ``checkpoint_exit_code`` job's checkpoints: submit requires it), ``CondorVersion``, ``StartdIpAddr``/``MyAddress`` (the
   daemon's name: htc routes by name, not by sinful string), and ``Mips``/``KFlops`` from a short
   benchmark run once per process (``LastBenchmark`` says when).
 * What it is doing (every sample): ``Disk`` (KiB free in the execute directory), ``LoadAvg`` and
@@ -284,7 +285,8 @@ class Sensors:
                 "TotalCpus": cpus, "DetectedCpus": cpus, "Cpus": cpus,
                 "TotalMemory": memory, "DetectedMemory": memory, "Memory": memory,
                 "FileSystemDomain": st.filesystem_domain or fqdn, "UidDomain": st.uid_domain or fqdn,
-                "HasFileTransfer": True, "CondorVersion": condor_version(self.clock),
+                "HasFileTransfer": True, "HasSelfCheckpointTransfers": True,  # checkpoint_exit_code jobs
+                "CondorVersion": condor_version(self.clock),
                 "CondorPlatform": f"$CondorPlatform: {arch()}-{opsys_attrs()['OpSysAndVer']} $",
                 "StartdIpAddr": st.daemon_name or f"startd@{fqdn}", "MyAddress": st.daemon_name or f"startd@{fqdn}",
                 **run_benchmarks(st.benchmark_seconds, self.clock),

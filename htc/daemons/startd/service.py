@@ -82,6 +82,7 @@ from htc.daemons.starter.limits import sweep_stale_cgroups
 from htc.daemons.job_files import TransferError, over_wire, streamed_files
 from htc.daemons.starter.sandbox import sweep_stale_sandboxes
 from htc.daemons.starter.stream import OutputStreamer
+from htc.daemons.starter.self_checkpoint import wants_checkpoints
 from htc.daemons.starter.wire_files import WireTransfer
 from htc.daemons.starter.zygote import ZygotePool
 from htc.errors import HTCError, UsageError
@@ -185,7 +186,8 @@ class StartdService(DaemonService):
         job_ad = evaluated(action.job_ad)
         run = _Running(Starter(job_ad, self.settings.execute_dir, settings, self.zygotes,
                                lane=action.lane, clock=self.clock,
-                               transfer=self._wire_transfer(action.claim_id, job_ad, settings.machine_ad, action.lane)),
+                               transfer=self._wire_transfer(action.claim_id, job_ad, settings.machine_ad, action.lane),
+                               checkpoints=self._checkpoint_transfer(action.claim_id, job_ad, action.lane)),
                        account=number)
         if action.lane:
             run.lane = self._lane_relay(action.claim_id)
@@ -198,7 +200,14 @@ class StartdService(DaemonService):
         domain = machine_ad.get("FileSystemDomain")
         if lane or not over_wire(job_ad, domain if isinstance(domain, str) else None):
             return None
+        return self._to_shadow(claim_id, job_ad)
 
+    def _checkpoint_transfer(self, claim_id: str, job_ad: dict, lane: bool) -> WireTransfer | None:
+        """How a self-checkpointing job's checkpoints reach its shadow, whichever way its other
+        files travel (:mod:`htc.daemons.starter.self_checkpoint`); None for other jobs."""
+        return None if lane or not wants_checkpoints(job_ad) else self._to_shadow(claim_id, job_ad)
+
+    def _to_shadow(self, claim_id: str, job_ad: dict) -> WireTransfer:
         async def connect():
             target = self.daemon_core.output_target(claim_id)
             if target is None:

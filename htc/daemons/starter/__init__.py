@@ -34,6 +34,8 @@ Modules:
 * ``wire_files`` -- input fetched from, and output sent to, the shadow over the connection
   when the job's FileSystemDomain is not the machine's.
 * ``stream`` -- streamed stdout/stderr, sent while the job runs.
+* ``self_checkpoint`` -- ``checkpoint_exit_code`` jobs: the checkpoint sent to the shadow and
+  the job restarted in its sandbox; the checkpoint brought back on the next run.
 * ``spawn`` -- fork and exec in the one spawn thread; the job's stdio; die with the startd.
 * ``limits`` -- cgroups (v1 and v2) and rlimits: memory, cpu, kill, sweep.
 * ``procs`` -- every process of a job: find, signal, measure, kill, reap the main one.

@@ -80,7 +80,7 @@ from htc.daemons.starter.procs import JobProcesses, Reaped, watch_exit
 from htc.daemons.starter.records import (ExitRecord, StarterError, StarterSettings, Usage, cannot_start, kill_signal,
                                          resolve_user)
 from htc.daemons.starter.spawn import exec_job, off_loop, open_streams
-from htc.daemons.starter import wire_files
+from htc.daemons.starter import self_checkpoint, wire_files
 from htc.daemons.starter.wire_files import SandboxSink, WireTransfer, fetch_input, output_source
 from htc.daemons.starter.zygote import JobStartError, ZygotePool
 from htc.daemons.starter.zygote_keys import ZygoteKey, eligible_module
@@ -121,15 +121,21 @@ class Starter:
         transfer: the job's files travel over connections to its shadow, never through its Iwd
             (:mod:`htc.daemons.starter.wire_files`; the startd passes it when the job's
             FileSystemDomain is not the machine's). None: the direct path.
+        checkpoints: how a self-checkpointing job's checkpoints reach its shadow, whatever
+            path its other files take (:mod:`htc.daemons.starter.self_checkpoint`). None: the
+            job's checkpoint exits are plain exits.
     """
 
     def __init__(self, job_ad: Mapping[str, Any], execute_dir: Path, settings: StarterSettings | None = None,
                  zygotes: ZygotePool | None = None, *, lane: bool = False, clock: Clock = REAL,
-                 transfer: WireTransfer | None = None):
+                 transfer: WireTransfer | None = None, checkpoints: WireTransfer | None = None):
         self.job_ad = dict(job_ad)
         self.clock = clock
         self.lane = lane
         self.transfer = transfer if not lane else None
+        self.checkpoints = checkpoints if not lane else None
+        self._launch: tuple[dict[str, Any], int | None, int | None] | None = None  # to run the job again
+        self._cgroup_args: tuple[str, int | None, int | None] = ("", None, None)
         self.lane_socket: socket.socket | None = None  # the startd's end of a lane's channel
         self._lane_child: socket.socket | None = None  # the job's end, until it has started
         self.execute_dir = Path(execute_dir)
@@ -191,9 +197,10 @@ class Starter:
                 plan = await off_loop(self._prepare, uid, gid)
             else:
                 plan = await off_loop(self._set_up, user, uid, gid)
-            if not await self._spawn_by_zygote(plan, uid, gid):
-                await off_loop(self._spawn, plan, uid, gid)
-                self._exit = watch_exit(self.pid)
+            assert self.sandbox is not None
+            await self_checkpoint.restore(self.checkpoints, self.job_ad, SandboxSink(self.sandbox.path, uid, gid))
+            self._launch = (plan, uid, gid)
+            await self._spawn_job(plan, uid, gid)
         except BaseException:
             await self._cleanup()
             if self.lane_socket is not None:
@@ -205,6 +212,46 @@ class Starter:
                 self._lane_child = None
         assert self._exit is not None
         self._exit.add_done_callback(self._main_gone)
+
+    async def _spawn_job(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> None:
+        if not await self._spawn_by_zygote(plan, uid, gid):
+            await off_loop(self._spawn, plan, uid, gid)
+            self._exit = watch_exit(self.pid)
+
+    async def relaunch(self) -> None:
+        """Run the job's executable again in its sandbox, as :meth:`start` ran it (a
+        self-checkpointing job's restart: :mod:`htc.daemons.starter.self_checkpoint`)."""
+        assert self._launch is not None and self.procs is not None
+        if self.cgroup is not None and not all(path.is_dir() for path in self.cgroup.dirs.values()):
+            # emptied between two runs, the cgroup may be swept (by a startd that takes it for
+            # a dead one's): make it again
+            self.cgroup = self.procs.cgroup = JobCgroup.create(*self._cgroup_args)
+        await self._spawn_job(*self._launch)
+        assert self._exit is not None
+        self._exit.add_done_callback(self._main_gone)
+
+    def exit_future(self) -> asyncio.Future[Reaped]:
+        """The end of the job's current main process."""
+        assert self._exit is not None
+        return self._exit
+
+    @property
+    def vacated(self) -> bool:
+        """Whether the job was asked to leave (vacate or kill)."""
+        return self._vacated
+
+    def evict(self) -> None:
+        """Report the job as evicted when it ends (it could not be restarted after a checkpoint)."""
+        self._vacated = True
+
+    def output_names(self) -> list[str]:
+        """The top-level sandbox entries the output transfer would send now."""
+        assert self.sandbox is not None
+        return self.sandbox.output_names(self.job_ad, self._baseline, {self._exe_name} if self._exe_name else set())
+
+    def job_label(self) -> str:
+        """``cluster.proc``."""
+        return self._job_label()
 
     async def _spawn_by_zygote(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> bool:
         """Have a zygote fork an eligible job (see :mod:`htc.daemons.starter.zygote`); False: exec it."""
@@ -287,6 +334,7 @@ class Starter:
         cpus = self.settings.cpus
         memory_mb = self.settings.memory_mb or job.get("RequestMemory")
         memory = int(memory_mb) * 1024 * 1024 if isinstance(memory_mb, int | float) and memory_mb > 0 else None
+        self._cgroup_args = (box.path.name, memory, cpus)
         if self.settings.use_cgroups:
             self.cgroup = JobCgroup.create(box.path.name, memory, cpus)
         marker = (f"_CONDOR_ANCESTOR_{os.getpid()}", secrets.token_hex(8))
@@ -305,6 +353,7 @@ class Starter:
         return {"argv": [str(exe), *job_arguments(job)], "env": env, "cwd": cwd, "stdin": stdin or os.devnull,
                 "stdin_fd": self._lane_child.fileno() if self._lane_child is not None else None,
                 "stdout": out, "stderr": err,
+                "append_output": self_checkpoint.appends_output(job),
                 "rlimit_memory": None if self.cgroup and self.cgroup.memory_limited else memory,
                 "core": int(job.get("CoreSize", 0) or 0)}
 
@@ -433,9 +482,10 @@ class Starter:
         procs, exit_future = self.procs, self._exit
         assert procs is not None and exit_future is not None
         reaped = await exit_future
+        reaped, user, system = await self_checkpoint.keep_checkpointing(self, reaped)
         gone = await procs.kill_all(self.settings.kill_timeout)
         ru = reaped.rusage
-        user, system = ru.ru_utime, ru.ru_stime
+        user, system = user + ru.ru_utime, system + ru.ru_stime
         cg = self.cgroup.cpu_seconds() if self.cgroup else None
         if cg is not None:
             user, system = max(user, cg[0]), max(system, cg[1])

@@ -150,7 +150,9 @@ def open_streams(plan: Mapping[str, Any], where: tuple[Path | None, ofs.Identity
     ``where`` is (the sandbox, the job's owner): a file in the sandbox is the starter's to open
     (it made it, without following a link); any other -- ``output``/``error``/``input`` on a
     shared file system -- is opened with the owner's rights (:mod:`htc.daemons.owner_files`),
-    never writing through a link, and an output one is emptied first as HTCondor does.
+    never writing through a link, and an output one is emptied first as HTCondor does -- but
+    for a plan with ``append_output`` (a self-checkpointing job, or
+    ``erase_output_and_error_on_restart = false``: HTCondor's VanillaProc appends then).
 
     Raises:
         StarterError: one cannot be opened.
@@ -171,7 +173,7 @@ def open_streams(plan: Mapping[str, Any], where: tuple[Path | None, ofs.Identity
                 streams.append(open(fd, mode))
             else:
                 fd = ofs.open_write(path, None if inside else owner, what=f"{key} file", job=job, append=True,
-                                    truncate=not inside)
+                                    truncate=not inside and not plan.get("append_output"))
                 streams.append(open(fd, mode))
     except ofs.OwnerFileError as exc:
         for stream in streams:

@@ -42,7 +42,7 @@ from htc.daemons.job_files import STDERR_NAME, STDOUT_NAME, TransferError, parse
 from htc.errors import HTCError
 from htc.wire import messages as m
 
-__all__ = ["SandboxSink", "WireTransfer", "fetch_input", "output_source", "send_output"]
+__all__ = ["SandboxSink", "WireTransfer", "fetch_input", "output_source", "sandbox_entries", "send_output"]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -247,3 +247,27 @@ async def send_output(transfer: WireTransfer, source: Iterator[Outgoing]) -> tup
         return 0, f"the output transfer of job {transfer.job_id} failed: {exc}"
     finally:
         await conn.aclose()
+
+
+def sandbox_entries(box, names: Collection[str], job: str) -> Iterator[Outgoing]:
+    """``names`` (top-level entries of the sandbox ``box``) and everything beneath them, as
+    file-stream entries named as in the sandbox, read as the sandbox's user without following
+    links (a self-checkpointing job's checkpoint: :mod:`htc.daemons.starter.self_checkpoint`).
+
+    Raises:
+        TransferError: a named entry is missing or not the job's to send.
+    """
+    reader = ofs.Identity.account(box.uid, box.gid)
+    root = os.open(box.path, _DIR)
+    try:
+        for name in names:
+            try:
+                fd, st = ofs.open_beneath(root, name.rstrip("/"), reader, what="checkpoint file", job=job)
+            except FileNotFoundError:
+                raise TransferError(f"checkpoint file {name!r} is not in the job's sandbox; fix "
+                                    "transfer_checkpoint_files or the job") from None
+            except ofs.OwnerFileError as exc:
+                raise TransferError(str(exc)) from None
+            yield from _entry(fd, st, name.rstrip("/"), reader, job)
+    finally:
+        os.close(root)

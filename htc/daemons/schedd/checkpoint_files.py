@@ -1,0 +1,216 @@
+"""The schedd's store of self-checkpointing jobs' checkpoints, in its spool.
+
+Theory of operation
+-------------------
+A job submitted with ``checkpoint_exit_code`` sends its checkpoint each time it exits with
+that code (:mod:`htc.daemons.starter.self_checkpoint`), and asks for it back when it runs
+again, wherever that is. Both conversations come here, on connections of their own
+(:mod:`htc.wire.messages.checkpoints`), and are served only for the run the schedd follows:
+the claim id must be the one the job runs on.
+
+Layout: beside the job's spool directory (:func:`htc.daemons.schedd.spool.spool_directory`,
+HTCondor's ``$(SPOOL)/<cluster % 10000>/<proc % 10000>/cluster<C>.proc<P>.subproc0``) is
+``...subproc0.checkpoint/``, owned by the job's owner, holding
+
+* ``current/`` -- the latest complete checkpoint, the sandbox entries as the job left them;
+* ``incoming/`` -- one being received.
+
+``SendCheckpoint(number)`` empties ``incoming/``, writes the stream there as the job's owner
+(names must stay beneath it; each file's SHA-256 is checked by the stream), and only then
+swaps it in: ``current/`` becomes ``previous/``, ``incoming/`` becomes ``current/``, and
+``previous/`` is removed. A transfer that breaks off leaves ``current/`` as it was -- the job
+keeps its last good checkpoint, as HTCondor keeps the previous one until the new MANIFEST is
+written. The core then records it (:class:`~htc.daemons.schedd.checkpoints.CheckpointStored`:
+``CheckpointNumber``, ``JobLastCheckpointTime``, ``CommittedTime``, the user log's transfer
+events) before the starter hears Ack.
+
+``FetchCheckpoint`` answers with ``current/`` as a file stream, read as the owner (an empty
+stream when there is none).
+
+A store outlives its job only briefly: from the first checkpoint conversation on, the service
+sweeps the spool every :data:`SWEEP_INTERVAL` seconds and removes the stores of jobs no longer
+in the queue (:func:`stale_stores`; completed, removed, or gone while the schedd was down).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from htc.daemons import owner_files as ofs
+from htc.daemons.file_stream import receive_stream, send_stream
+from htc.daemons.job_files import TransferError
+from htc.daemons.schedd.checkpoints import CheckpointStored
+from htc.daemons.schedd.shadow import ad_text, ad_values, parse_job_id
+from htc.daemons.schedd.spool import SpoolSink, spool_directory
+from htc.daemons.schedd.transfers import tree_entries
+from htc.errors import HTCError
+from htc.wire import messages as m
+
+__all__ = ["SWEEP_INTERVAL", "CheckpointService", "checkpoint_directory", "checkpoint_stores", "stale_stores"]
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+#: seconds between two sweeps of the stores of jobs that left the queue
+SWEEP_INTERVAL = 60.0
+_STORE = re.compile(r"^cluster(\d+)\.proc(\d+)\.subproc0\.checkpoint$")
+
+
+def checkpoint_directory(spool: str | os.PathLike, cluster: int, proc: int) -> Path:
+    """Where job ``cluster.proc`` keeps its checkpoints (see the module docstring)."""
+    base = spool_directory(spool, cluster, proc)
+    return base.with_name(base.name + ".checkpoint")
+
+
+def _owned_directory(path: Path, owner: ofs.Identity | None) -> None:
+    """Make ``path`` (and its parents) if missing; the last one owned by the owner when we are root."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    if owner is not None and owner.uid is not None and os.geteuid() == 0:
+        os.chown(path, owner.uid, owner.gid if owner.gid is not None else -1)
+
+
+def _fresh_incoming(store: Path, owner: ofs.Identity | None) -> Path:
+    _owned_directory(store, owner)
+    incoming = store / "incoming"
+    shutil.rmtree(incoming, ignore_errors=True)
+    _owned_directory(incoming, owner)
+    return incoming
+
+
+def _swap_in(store: Path) -> None:
+    """``incoming/`` becomes ``current/``; the checkpoint it replaces is removed."""
+    current, previous = store / "current", store / "previous"
+    shutil.rmtree(previous, ignore_errors=True)
+    if current.exists():
+        os.rename(current, previous)
+    os.rename(store / "incoming", current)
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+def checkpoint_stores(spool: str | os.PathLike) -> dict[tuple[int, int], Path]:
+    """Every checkpoint store under ``spool``, by job id."""
+    stores = {}
+    for store in Path(spool).glob("*/*/*.checkpoint"):
+        found = _STORE.match(store.name)
+        if found is not None:
+            stores[int(found[1]), int(found[2])] = store
+    return stores
+
+
+def stale_stores(stores: dict[tuple[int, int], Path], in_queue: Callable[[tuple[int, int]], bool]) -> list[Path]:
+    """The stores of ``stores`` whose job ``in_queue`` says has left the queue."""
+    return [store for job_id, store in sorted(stores.items()) if not in_queue(job_id)]
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _stored_entries(current: Path, owner: ofs.Identity | None, job: str):
+    """The stored checkpoint as a file stream's entries (nothing when there is none)."""
+    try:
+        fd = os.open(current, _DIR)
+    except FileNotFoundError:
+        return
+    try:
+        yield from tree_entries("", fd, owner, job)
+    finally:
+        os.close(fd)
+
+
+class CheckpointService:
+    """Serves SendCheckpoint and FetchCheckpoint for the schedd's service (see the module docstring)."""
+
+    def __init__(self, service):
+        self.service = service
+        self._sweeping = False
+
+    def _sweep_soon(self) -> None:
+        """Start the periodic sweep of stores whose job left the queue (once)."""
+        if self._sweeping:
+            return
+        self._sweeping = True
+        self.service.start_task(self._sweep_forever(), "sweep checkpoint stores")
+
+    async def _sweep_forever(self) -> None:
+        core = self.service.core
+        while True:
+            await self.service.clock.sleep(SWEEP_INTERVAL)
+            if core.settings.spool:
+                stores = await asyncio.to_thread(checkpoint_stores, core.settings.spool)
+                gone = stale_stores(stores, lambda job_id: core.job(job_id) is not None)  # (the queue: here)
+                await asyncio.to_thread(_remove, gone)
+                for store in gone:
+                    self.service.log.info("removed the checkpoints of a job that left the queue: %s", store)
+
+    def _run(self, msg: m.SendCheckpoint | m.FetchCheckpoint) -> tuple[dict[str, Any], str, Path]:
+        """The job's values, ``cluster.proc`` and checkpoint store, when ``msg``'s claim runs it.
+
+        Raises:
+            TransferError: no run of the job on that claim, or no SPOOL.
+        """
+        core = self.service.core
+        job_id = parse_job_id(msg.job_id)
+        shadow = core.shadows.get(job_id)
+        job = core.job(job_id)
+        if shadow is None or shadow.claim_id != msg.claim_id or job is None:
+            raise TransferError(f"no run of job {msg.job_id} on that claim; the checkpoint transfer is refused")
+        if not core.settings.spool:
+            raise TransferError("the schedd has no SPOOL directory configured to keep checkpoints in; set SPOOL")
+        return ad_values(ad_text(job)), msg.job_id, checkpoint_directory(core.settings.spool, *job_id)
+
+    @staticmethod
+    def _owner(ad: dict[str, Any], label: str) -> ofs.Identity:
+        try:
+            return ofs.Identity.owner(ad.get("Owner"))
+        except ofs.OwnerFileError as exc:
+            raise TransferError(f"job {label}: {exc}") from None
+
+    async def store(self, conn, msg: m.SendCheckpoint, peer=None) -> None:
+        """Receive checkpoint ``msg.number`` into the job's store, have the core record it, answer."""
+        log, started = self.service.log, self.service.clock.time()
+        self._sweep_soon()
+        try:
+            ad, label, store = self._run(msg)
+            owner = self._owner(ad, label)
+            incoming = await asyncio.to_thread(_fresh_incoming, store, owner)
+            sink = SpoolSink(incoming, owner, label)
+            counts = await receive_stream(conn, sink, peer=f"the starter of job {label}")
+            await asyncio.to_thread(_swap_in, store)
+        except (TransferError, ofs.OwnerFileError, OSError) as exc:
+            log.warning("job %s: checkpoint %d not stored: %s", msg.job_id, msg.number, exc)
+            with contextlib.suppress(HTCError):
+                await conn.send_error("bad_request", f"checkpoint {msg.number} of job {msg.job_id} not stored: {exc}")
+                await conn.linger()
+            return
+        except HTCError as exc:  # the starter went away mid-stream: current/ is untouched
+            log.info("job %s: checkpoint %d transfer stopped: %s", msg.job_id, msg.number, exc)
+            return
+        self.service.feed(CheckpointStored(parse_job_id(msg.job_id), msg.claim_id, msg.number, started,
+                                           counts.files, counts.bytes))
+        with contextlib.suppress(HTCError):
+            await conn.send(m.Ack(detail=f"checkpoint {msg.number}: {counts.files} entries, {counts.bytes} bytes"))
+
+    async def fetch(self, conn, msg: m.FetchCheckpoint, peer=None) -> None:
+        """Send the job's latest checkpoint as a file stream."""
+        log = self.service.log
+        try:
+            ad, label, store = self._run(msg)
+            owner = self._owner(ad, label)
+            counts = await send_stream(conn, _stored_entries(store / "current", owner, label))
+            log.info("job %s: sent its checkpoint (%d entries, %d bytes)", label, counts.files, counts.bytes)
+        except TransferError as exc:
+            log.warning("job %s: checkpoint not sent: %s", msg.job_id, exc)
+            with contextlib.suppress(HTCError):
+                await conn.send_error("bad_request", str(exc))
+        except HTCError as exc:
+            log.info("job %s: checkpoint transfer stopped: %s", msg.job_id, exc)
