@@ -307,18 +307,20 @@ class SlotAccounts:
     """
 
     def __init__(self) -> None:
-        self._held: dict[str, int] = {}        # claim id -> the number it holds
+        #: claim id -> the numbers its jobs hold: two for a moment when a kept claim's next job
+        #: starts while the last one's account is still being swept
+        self._held: dict[str, list[int]] = {}
         self._last_owner: dict[int, str] = {}  # number -> the owner of the last job run as it
 
     def acquire(self, claim_id: str, slot_name: str) -> int:
         """The number of the slot account for ``claim_id``'s job (held until :meth:`release`)."""
         number = slot_number(slot_name)
         if number is None:
-            taken = set(self._held.values())
+            taken = {n for numbers in self._held.values() for n in numbers}
             number = 1
             while number in taken:
                 number += 1
-        self._held[claim_id] = number
+        self._held.setdefault(claim_id, []).append(number)
         return number
 
     def serve(self, number: int, owner: str) -> bool:
@@ -327,6 +329,14 @@ class SlotAccounts:
         self._last_owner[number] = owner
         return previous is not None and previous != owner
 
-    def release(self, claim_id: str) -> int | None:
-        """``claim_id``'s job is over; the number it held (None: it held none)."""
-        return self._held.pop(claim_id, None)
+    def release(self, claim_id: str, number: int | None = None) -> int | None:
+        """``claim_id``'s job that holds ``number`` (default: the claim's oldest) is over; the
+        number it held (None: it held none). The claim's next job, started meanwhile, keeps its own."""
+        numbers = self._held.get(claim_id)
+        if not numbers or (number is not None and number not in numbers):
+            return None
+        gone = numbers[0] if number is None else number
+        numbers.remove(gone)
+        if not numbers:
+            del self._held[claim_id]
+        return gone

@@ -76,3 +76,16 @@ def test_the_parent_is_read_after_the_last_parenthesis_of_stat():
     assert ppid_from_stat(b"") == -1 and ppid_from_stat(b"garbage") == -1
     with open(f"/proc/{os.getpid()}/stat", "rb") as f:
         assert ppid_from_stat(f.read()) == os.getppid()
+
+
+def test_the_sweep_of_a_kept_claims_last_job_does_not_free_the_account_of_its_next_job():
+    """A kept claim's next job starts (and takes an account) while the last job's account is
+    still being swept; when that sweep ends, only the last job's account is freed."""
+    accounts = SlotAccounts()
+    first = accounts.acquire("claim#1", "slot1_1")
+    second = accounts.acquire("claim#1", "slot1_1")   # the next job on the same claim
+    assert (first, second) == (1, 2)
+    assert accounts.release("claim#1", first) == first  # the sweep of the first job ended
+    other = accounts.acquire("claim#2", "slot1_2")
+    assert other == 1 and accounts.acquire("claim#3", "slot1_3") == 3  # 2 is still the running job's
+    assert accounts.release("claim#1", second) == second and accounts.release("claim#1") is None
