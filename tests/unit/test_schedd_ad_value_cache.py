@@ -102,3 +102,10 @@ def test_any_ad_the_client_writes_reads_the_same_split(attrs):
     text = ad.unparse()
     split = split_ad_text(text)
     assert split is None or split == _whole(text)
+
+
+def test_long_values_are_read_right_but_not_kept():
+    long_value = '"' + "x" * 5000 + '"'
+    text = f"[ big = {long_value}; small = 1 ]"
+    assert split_ad_text(text) == _whole(text)
+    assert long_value not in adtexts._VALUES and "1" in adtexts._VALUES

@@ -36,9 +36,11 @@ _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)")
 _SPECIAL = re.compile(r"[\"'()\[\]{};/]")
 _STRING = {'"': re.compile(r'"(?:[^"\\]|\\.)*"', re.S), "'": re.compile(r"'(?:[^'\\]|\\.)*'", re.S)}
 _OPEN, _CLOSE = "([{", ")]}"
-#: canonical text of the values seen (value text -> unparsed text), bounded
+#: canonical text of the values seen (value text -> unparsed text), bounded in entries and in
+#: the length of a value kept (a longer one is parsed every time: a client cannot fill memory)
 _VALUES: dict[str, str] = {}
 _MAX_VALUES = 8192
+_MAX_KEPT_VALUE = 1024
 
 
 def _value_end(body: str, start: int) -> int | None:
@@ -77,9 +79,10 @@ def _canonical(value: str) -> str | None:
             text = printing.unparse(parse_expr(value))
         except (ClassAdParseError, RecursionError):
             return None
-        if len(_VALUES) >= _MAX_VALUES:
-            _VALUES.pop(next(iter(_VALUES)))
-        _VALUES[value] = text
+        if len(value) <= _MAX_KEPT_VALUE:
+            if len(_VALUES) >= _MAX_VALUES:
+                _VALUES.pop(next(iter(_VALUES)))
+            _VALUES[value] = text
     return text
 
 
