@@ -120,6 +120,8 @@ def run_manager(dag_file: str, *, dag_id: int = 0, flags: dict | None = None, co
             return EXIT_ERROR
         settings = load_settings(dag_config=dag.config, config_file=config, flags=flags)
         out.verbosity = settings.verbosity
+        for note in settings.notes:
+            out.line(note)
         for warning in getattr(dag, "warnings", []):
             out.line(f"WARNING: {warning}")
         if strict_refuses(dag, settings):

@@ -75,11 +75,13 @@ class Settings:
     munge_node_names: bool = True
     #: where each knob's value came from (knob -> "config" | "environment" | file | "flag")
     origins: dict[str, str] = field(default_factory=dict)
+    #: what reading the settings changed or warns of, for dagman.out (see _fit_submits_to_max_idle)
+    notes: list[str] = field(default_factory=list)
 
     @staticmethod
     def knob_names() -> list[str]:
         """Every knob a :class:`Settings` holds (``DAGMAN_MAX_JOBS_IDLE`` ...)."""
-        return ["DAGMAN_" + f.name.upper() for f in fields(Settings) if f.name != "origins"]
+        return ["DAGMAN_" + f.name.upper() for f in fields(Settings) if f.name not in ("origins", "notes")]
 
     def engine_options(self, *, dag_id: int, node_log: str, **more):
         """The engine's :class:`htc.dag.engine.Options` for these settings (``more``: other
@@ -168,7 +170,7 @@ def load_settings(*, dag_config: str | None = None, config_file: str | None = No
     cfg = load_config("DAGMAN", env=env)
     settings = Settings()
     for f in fields(Settings):
-        if f.name == "origins":
+        if f.name in ("origins", "notes"):
             continue
         knob = "DAGMAN_" + f.name.upper()
         value = cfg.param(knob)
@@ -193,7 +195,46 @@ def load_settings(*, dag_config: str | None = None, config_file: str | None = No
         name = knob[len("DAGMAN_"):].lower()
         setattr(settings, name, value)
         settings.origins[knob] = "flag"
+    settings.notes.extend(_fit_submits_to_max_idle(settings))
     return settings
+
+
+#: HTCondor's defaults that :func:`_fit_submits_to_max_idle` compares with
+_MAX_IDLE_DEFAULT, _SUBMITS_DEFAULT, _SCAN_DEFAULT = 1000, 100, 5
+
+
+def _fit_submits_to_max_idle(settings: Settings) -> list[str]:
+    """As HTCondor's DAGMan (dagman_main.cpp) once its settings are read: a DAGMAN_MAX_JOBS_IDLE
+    (or ``-maxidle``) other than its default 1000 lowers DAGMAN_MAX_SUBMITS_PER_INTERVAL, when
+    that is still its default 100, to max(1, maxidle / 10), and then DAGMAN_USER_LOG_SCAN_INTERVAL,
+    when that is still its default 5, to the submits per interval if it is larger -- so that
+    one burst of submissions does not overshoot the idle limit. A value set away from its
+    default is kept (with a warning). Returns the notes DAGMan writes to dagman.out."""
+    idle = settings.max_jobs_idle
+    if idle == _MAX_IDLE_DEFAULT:
+        return []
+    notes = ["Note:  DAGMAN_MAX_JOBS_IDLE has been changed from the default setting; if your submit files "
+             "create multiple procs, you should probably set DAGMAN_MAX_SUBMITS_PER_INTERVAL to 1"]
+    limit = max(1, idle // 10)
+    if settings.max_submits_per_interval > limit:
+        if settings.max_submits_per_interval == _SUBMITS_DEFAULT:
+            settings.max_submits_per_interval = limit
+            notes.append(f"Note:  DAGMAN_MAX_SUBMITS_PER_INTERVAL has been changed to {limit} because of your "
+                         f"DAGMAN_MAX_JOBS_IDLE setting of {idle}")
+        else:
+            notes.append(f"Warning: your DAGMAN_MAX_SUBMITS_PER_INTERVAL setting of "
+                         f"{settings.max_submits_per_interval} may interfere with your DAGMAN_MAX_JOBS_IDLE "
+                         f"setting of {idle}")
+    submits = settings.max_submits_per_interval
+    if settings.user_log_scan_interval > submits:
+        if settings.user_log_scan_interval == _SCAN_DEFAULT:
+            settings.user_log_scan_interval = submits
+            notes.append(f"Note:  DAGMAN_USER_LOG_SCAN_INTERVAL has been changed to {submits} because of the "
+                         f"DAGMAN_MAX_SUBMITS_PER_INTERVAL setting of {submits}")
+        else:
+            notes.append(f"Warning: your DAGMAN_USER_LOG_SCAN_INTERVAL setting of {settings.user_log_scan_interval} "
+                         f"may interfere with the DAGMAN_MAX_SUBMITS_PER_INTERVAL setting of {submits}")
+    return notes
 
 
 def node_log_path(settings: Settings, dag_file: str) -> str:

@@ -420,7 +420,7 @@ _ENTRIES = [
     P("SEC_DEFAULT_INTEGRITY", "str", "", "Accepted for HTCondor configurations and not used: on one host messages go between processes through the kernel."),
     P("SEC_DEFAULT_AUTHENTICATION_METHODS", "list", "FS,IDTOKENS,KERBEROS,SCITOKENS,SSL", "Accepted for HTCondor configurations and not used: on one host the only method is the kernel's peer credentials (docs/security.md)."),
     # --- DAGMan ---
-    P("DAGMAN_MAX_JOBS_IDLE", "int", "1000", "Most idle node jobs before DAGMan stops submitting."),
+    P("DAGMAN_MAX_JOBS_IDLE", "int", "1000", "Most idle node jobs before DAGMan stops submitting. As in HTCondor's DAGMan, a value other than 1000 also lowers DAGMAN_MAX_SUBMITS_PER_INTERVAL, when that is its default, to max(1, value / 10), and then DAGMAN_USER_LOG_SCAN_INTERVAL, when that is its default, to at most the submits per interval (dagman.out notes it)."),
     P("DAGMAN_MAX_JOBS_SUBMITTED", "int", "0", "Most node jobs in the queue (0: no limit)."),
     P("DAGMAN_MAX_PRE_SCRIPTS", "int", "20", "Most PRE scripts running at once."),
     P("DAGMAN_MAX_POST_SCRIPTS", "int", "20", "Most POST scripts running at once."),

@@ -222,18 +222,44 @@ def choose_user(job_ad: Mapping[str, Any], policy: RunAsPolicy, slot_account: st
     return JobUser(entry.pw_name, entry.pw_uid, entry.pw_gid, (entry.pw_gid,), False, why)
 
 
+def _read_proc(pid: int, name: str) -> bytes:
+    """The bytes of ``/proc/PID/NAME`` (b"" when the process is gone or cannot be read): one
+    open, one read, one close -- a sweep reads a file of every process on the host."""
+    try:
+        fd = os.open(f"/proc/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, 16384)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def ppid_from_stat(data: bytes) -> int:
+    """The parent pid in the text of ``/proc/PID/stat`` (-1 if it cannot be read): the field
+    after the state, counted from the *last* ``)``, since the command name in parentheses may
+    itself hold spaces and parentheses."""
+    end = data.rfind(b")")
+    fields = data[end + 1:].split(None, 2) if end >= 0 else []
+    try:
+        return int(fields[1])
+    except (IndexError, ValueError):
+        return -1
+
+
 def _status_of(pid: int) -> tuple[set[int], int]:
     """A process's uids (real, effective, saved, file system) and its parent's pid."""
     uids, ppid = set(), -1
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Uid:"):
-                    uids = {int(x) for x in line.split()[1:]}
-                elif line.startswith("PPid:"):
-                    ppid = int(line.split()[1])
-    except (OSError, ValueError):
-        pass
+    for line in _read_proc(pid, "status").split(b"\n"):
+        try:
+            if line.startswith(b"Uid:"):
+                uids = {int(x) for x in line.split()[1:]}
+            elif line.startswith(b"PPid:"):
+                ppid = int(line.split()[1])
+        except ValueError:
+            continue  # a line the kernel never writes: nothing to learn from it
     return uids, ppid
 
 
@@ -258,6 +284,11 @@ def kill_processes_of(uid: int, keep: set[int] | frozenset[int] = frozenset(), *
         pid = int(name)
         if pid in keep or pid == os.getpid():
             continue
+        # Only orphans: the parent in /proc/PID/stat (short, cheap for the kernel to write)
+        # first, the uids of /proc/PID/status (which costs the kernel a walk of the process's
+        # memory) only for the few that init adopted. A sweep follows every job's end.
+        if orphans_only and ppid_from_stat(_read_proc(pid, "stat")) != 1:
+            continue
         uids, ppid = _status_of(pid)
         if uid not in uids or (orphans_only and ppid != 1):
             continue
@@ -276,18 +307,20 @@ class SlotAccounts:
     """
 
     def __init__(self) -> None:
-        self._held: dict[str, int] = {}        # claim id -> the number it holds
+        #: claim id -> the numbers its jobs hold: two for a moment when a kept claim's next job
+        #: starts while the last one's account is still being swept
+        self._held: dict[str, list[int]] = {}
         self._last_owner: dict[int, str] = {}  # number -> the owner of the last job run as it
 
     def acquire(self, claim_id: str, slot_name: str) -> int:
         """The number of the slot account for ``claim_id``'s job (held until :meth:`release`)."""
         number = slot_number(slot_name)
         if number is None:
-            taken = set(self._held.values())
+            taken = {n for numbers in self._held.values() for n in numbers}
             number = 1
             while number in taken:
                 number += 1
-        self._held[claim_id] = number
+        self._held.setdefault(claim_id, []).append(number)
         return number
 
     def serve(self, number: int, owner: str) -> bool:
@@ -296,6 +329,14 @@ class SlotAccounts:
         self._last_owner[number] = owner
         return previous is not None and previous != owner
 
-    def release(self, claim_id: str) -> int | None:
-        """``claim_id``'s job is over; the number it held (None: it held none)."""
-        return self._held.pop(claim_id, None)
+    def release(self, claim_id: str, number: int | None = None) -> int | None:
+        """``claim_id``'s job that holds ``number`` (default: the claim's oldest) is over; the
+        number it held (None: it held none). The claim's next job, started meanwhile, keeps its own."""
+        numbers = self._held.get(claim_id)
+        if not numbers or (number is not None and number not in numbers):
+            return None
+        gone = numbers[0] if number is None else number
+        numbers.remove(gone)
+        if not numbers:
+            del self._held[claim_id]
+        return gone

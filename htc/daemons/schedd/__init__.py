@@ -13,6 +13,7 @@ Modules:
 * :mod:`~htc.daemons.schedd.service` -- the only I/O: ``make_service``, ``settings_from_config``;
 * :mod:`~htc.daemons.schedd.settings` -- ``ScheddSettings``, fields declared with their knobs;
 * :mod:`~htc.daemons.schedd.requests` -- submit and query;
+* :mod:`~htc.daemons.schedd.adtexts` -- a submitted ad read value by value, values parsed once;
 * :mod:`~htc.daemons.schedd.actions` -- rm, hold, release, vacate, suspend, continue, edit;
 * :mod:`~htc.daemons.schedd.access` -- who the peer is, and what it may do;
 * :mod:`~htc.daemons.schedd.matches` -- the negotiator's questions, matches, the reuse order;

@@ -44,6 +44,7 @@ from htc.config.hostname import sinful
 from htc.daemons import core as c
 from htc.daemons.schedd import userlog as ul
 from htc.daemons.schedd.access import Denied, denied_log
+from htc.daemons.schedd.adtexts import split_ad_text
 from htc.daemons.schedd.owed import owe
 from htc.daemons.schedd.shadow import ad_text
 from htc.errors import UsageError
@@ -102,11 +103,13 @@ def texts_of(ad_text_: str, what: str) -> dict[str, str]:
         names = {name.lower() for name, _ in pairs}
         if len(names) == len(pairs) and names.isdisjoint(KEYWORDS):
             return dict(pairs)
-    try:
-        ad = ClassAd(ad_text_)
-    except ClassAdParseError as exc:
-        raise UsageError(f"the {what} is not ClassAd text: {exc}") from None
-    texts = {name: ad.lookup(name).unparse() for name in ad}
+    texts = split_ad_text(ad_text_)  # the values seen before are not parsed again
+    if texts is None:
+        try:
+            ad = ClassAd(ad_text_)
+        except ClassAdParseError as exc:
+            raise UsageError(f"the {what} is not ClassAd text: {exc}") from None
+        texts = {name: ad.lookup(name).unparse() for name in ad}
     if len(ad_text_) > 200:  # a cluster ad a client sends again and again (an executor's template)
         if len(_PARSED) >= 64:
             _PARSED.pop(next(iter(_PARSED)))

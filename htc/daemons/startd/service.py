@@ -260,7 +260,7 @@ class StartdService(DaemonService):
                 streaming.cancel()
             if streamer is not None:
                 streamer.close()
-            await self._give_back_account(claim_id, starter.user)
+            await self._give_back_account(claim_id, starter.user, run.account)
 
     async def _wait_reporting_usage(self, claim_id: str, starter: Starter):
         """Wait for the job to end, feeding its usage after STARTER_INITIAL_UPDATE_INTERVAL and
@@ -293,7 +293,7 @@ class StartdService(DaemonService):
             self.log.info("slot account %s passes to %s's jobs: its zygotes ended, %d process(es) killed",
                           user.name, owner or "?", len(killed))
 
-    async def _give_back_account(self, claim_id: str, user: JobUser | None) -> None:
+    async def _give_back_account(self, claim_id: str, user: JobUser | None, number: int | None = None) -> None:
         """The job is over: kill the orphans it left running under its slot account, then free the
         account.
 
@@ -310,7 +310,7 @@ class StartdService(DaemonService):
                 self.log.info("claim %s: killed %d process(es) the job left under the slot account %s",
                               short_claim_id(claim_id), len(killed), user.name)
         finally:
-            self.accounts.release(claim_id)
+            self.accounts.release(claim_id, number)  # (not the number of the claim's next job)
 
     def _stream_output(self, claim_id: str, starter: Starter) -> tuple[OutputStreamer | None, asyncio.Task | None]:
         """Start tailing the job's streamed stdout/stderr (:mod:`htc.daemons.starter.stream`), if any."""

@@ -57,8 +57,15 @@ whose socket closes kills its children and exits.
 pool's one exec zygote (:meth:`ZygoteKey.for_exec`, module :data:`EXEC_MODULE` = ``""``,
 ``StarterSettings.use_exec_zygote``): the startd's own interpreter run with ``-I -S``, importing
 nothing, as root (it must become any slot user), in its own session, with
-``PR_SET_PDEATHSIG``. The request also carries the uid, gid and groups to become. Steps 1-3 are as above;
-released, the child sets rlimits and umask, drops to the user (and asks for SIGKILL again:
+``PR_SET_PDEATHSIG``. The request also carries the uid, gid and groups to become. Steps 1-3 are as above,
+but for the cgroup: under cgroup v1 the request names the ``tasks`` file of each of the job's
+cgroups (:meth:`JobCgroup.self_join_files`) and the child, released and still root, writes
+``0`` to each -- it joins them itself before anything of the job runs -- since the kernel moves
+a thread that moves itself without the global lock that moving another process by pid takes
+(an RCU grace period: milliseconds per job, tens of them on a busy host, which the startd's
+event loop spent blocked in ``cgroup.procs``); a child that cannot join ends with stage
+``cgroup`` and the job is exec'd the ordinary way, as when the startd cannot move it. Then the
+child sets rlimits and umask, drops to the user (and asks for SIGKILL again:
 setuid cleared it), restores default signal dispositions, changes directory and ``execve``s; a
 ``CLOEXEC`` pipe to the zygote carries the errno of a failed step, or closes on exec. The
 zygote reports ``exec`` (with ``stage``/``errno``/``error`` on failure) before the child's
@@ -251,9 +258,12 @@ class ZygotePool:
         msg = {"op": "run", "id": request, "module": key.module, "argv": list(plan["argv"]),
                "env": dict(plan["env"]), "cwd": str(plan["cwd"]), "memory": plan["rlimit_memory"],
                "core": plan["core"], "umask": umask}
+        joins = cgroup.self_join_files() if cgroup is not None and key.is_exec else None
         if key.is_exec:
             msg["uid"], msg["gid"] = plan.get("uid"), plan.get("gid")
             msg["groups"] = [int(g) for g in plan.get("groups") or ()]
+            if joins:  # the child joins the job's cgroup itself, past the gate (see the module docstring)
+                msg["cgroup_tasks"] = [str(p) for p in joins]
         answer = zygote.loop.create_future()
         zygote.requests[request] = answer
         try:
@@ -287,7 +297,7 @@ class ZygotePool:
             self._broken(zygote, "a pid it named is not its child")
             return None
         try:
-            if cgroup is not None:
+            if cgroup is not None and not joins:
                 cgroup.add(pid)
         except OSError as exc:
             self._send(zygote, {"op": "cancel", "pid": pid})
@@ -311,6 +321,14 @@ class ZygotePool:
                 return None
             except ZygoteError as exc:
                 self._warn(key, str(exc))
+                return None
+            if report.get("error") is not None and report.get("stage") == "cgroup":
+                # It could not join the job's cgroup and ended without running anything: as
+                # when the startd cannot move it there, the job is exec'd the ordinary way.
+                self._warn(key, f"its process cannot join the job's cgroup: {report['error']}")
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(REQUEST_TIMEOUT):
+                        await asyncio.shield(ended)
                 return None
             if report.get("error") is not None:
                 raise JobStartError(str(report.get("stage", "exec")), int(report.get("errno") or 0),

@@ -239,6 +239,17 @@ def zygote_main(sock_fd, module):
             os.closerange(keep[0] + 1, keep[1])
             os.closerange(keep[1] + 1, 1 << 20)
             through_gate(msg, gate_r)
+            stage = "cgroup"
+            for path in msg.get("cgroup_tasks") or ():
+                # The job's cgroup(s), joined by this (only) thread itself, still root, before
+                # anything of the job runs: "0" is the writer, whom the kernel moves without the
+                # global lock that moving another process takes (an RCU grace period each time).
+                fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+                try:
+                    os.write(fd, b"0")
+                finally:
+                    os.close(fd)
+            stage = "prepare"
             if msg.get("uid") is not None:
                 os.setgroups(msg.get("groups") or [])  # the user's own groups: none of root's
                 os.setgid(msg["gid"] if msg.get("gid") is not None else msg["uid"])
