@@ -150,7 +150,7 @@ REQUIRED: Mapping[str, Mapping[type[m.Message], LevelRule]] = {
                m.Reschedule: L.WRITE, m.GetResourceRequests: L.NEGOTIATOR, m.MatchNotify: L.NEGOTIATOR,
                m.StarterUpdate: L.DAEMON, m.JobOutput: L.DAEMON, m.JobExited: L.DAEMON,
                m.CallsDone: L.DAEMON, m.ReleaseClaim: L.DAEMON, m.FetchInput: L.DAEMON, m.SendOutput: L.DAEMON,
-               m.SpoolInput: L.WRITE, m.FetchOutput: L.WRITE},
+               m.SendCheckpoint: L.DAEMON, m.FetchCheckpoint: L.DAEMON, m.SpoolInput: L.WRITE, m.FetchOutput: L.WRITE},
     "startd": {m.MatchNotify: L.NEGOTIATOR, m.RequestClaim: L.DAEMON, m.ActivateClaim: L.DAEMON,
                m.RunCalls: L.DAEMON, m.ClaimKeepAlive: L.DAEMON, m.ReleaseClaim: L.DAEMON,
                m.Suspend: L.DAEMON, m.Continue: L.DAEMON, m.Vacate: _vacate,

@@ -47,6 +47,7 @@ from htc.daemons.schedd.local_runner import LocalRunner
 from htc.daemons.schedd.output import write_job_output
 from htc.daemons.schedd.settings import ScheddSettings
 from htc.daemons.schedd.spool import SpoolService
+from htc.daemons.schedd.checkpoints import CheckpointService
 from htc.daemons.schedd.transfers import TransferService
 from htc.daemons.schedd.userlog import open_log
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
@@ -128,6 +129,9 @@ class ScheddService(DaemonService):
         transfers = TransferService(self)  # a job's files over the connection (htc.daemons.schedd.transfers)
         self.register_conversation(m.FetchInput, transfers.serve)
         self.register_conversation(m.SendOutput, transfers.serve)
+        checkpoints = CheckpointService(self)  # standard-universe images (htc.daemons.schedd.checkpoints)
+        self.register_conversation(m.SendCheckpoint, checkpoints.serve)
+        self.register_conversation(m.FetchCheckpoint, checkpoints.serve)
         spool = SpoolService(self)  # htc submit -spool, htc transfer_data (htc.daemons.schedd.spool)
         self.register_conversation(m.SpoolInput, spool.spool_input)
         self.register_conversation(m.FetchOutput, spool.fetch_output)

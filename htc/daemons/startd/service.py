@@ -80,6 +80,7 @@ from htc.daemons.starter.service import Starter, StarterError, StarterSettings
 from htc.daemons.starter.limits import sweep_stale_cgroups
 from htc.daemons.job_files import TransferError, over_wire, streamed_files
 from htc.daemons.starter.sandbox import sweep_stale_sandboxes
+from htc.daemons.starter.standard import StandardJob, is_standard
 from htc.daemons.starter.stream import OutputStreamer
 from htc.daemons.starter.wire_files import WireTransfer
 from htc.daemons.starter.zygote import ZygotePool
@@ -181,9 +182,15 @@ class StartdService(DaemonService):
             machine_ad=evaluated(slot_ad), use_zygote=self.settings.use_zygote,
             zygote_modules=self.settings.zygote_modules, use_exec_zygote=self.settings.use_exec_zygote)
         job_ad = evaluated(action.job_ad)
+        standard = None
+        if is_standard(job_ad) and not action.lane:  # under the runtime (htc.daemons.starter.standard)
+            channel = WireTransfer(self._shadow_connector(action.claim_id), action.claim_id, job_id_of(job_ad))
+            standard = StandardJob(channel, self.settings.checkpoint_interval, self.clock,
+                                   cache=self.settings.execute_dir.parent / "jobrt-cache")
         run = _Running(Starter(job_ad, self.settings.execute_dir, settings, self.zygotes,
                                lane=action.lane, clock=self.clock,
-                               transfer=self._wire_transfer(action.claim_id, job_ad, settings.machine_ad, action.lane)),
+                               transfer=self._wire_transfer(action.claim_id, job_ad, settings.machine_ad, action.lane),
+                               standard=standard),
                        account=number)
         if action.lane:
             run.lane = self._lane_relay(action.claim_id)
@@ -197,13 +204,17 @@ class StartdService(DaemonService):
         if lane or not over_wire(job_ad, domain if isinstance(domain, str) else None):
             return None
 
+        return WireTransfer(self._shadow_connector(claim_id), claim_id, job_id_of(job_ad))
+
+    def _shadow_connector(self, claim_id: str):
+        """Opens a fresh connection to the shadow of the job on ``claim_id``."""
         async def connect():
             target = self.daemon_core.output_target(claim_id)
             if target is None:
                 raise TransferError(f"claim {short_claim_id(claim_id)} has no shadow to move the job's files")
             return await self.transport.open_connection(target[0])
 
-        return WireTransfer(connect, claim_id, job_id_of(job_ad))
+        return connect
 
     async def _run_starter(self, claim_id: str, run: _Running) -> None:
         starter = run.starter

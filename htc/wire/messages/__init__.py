@@ -64,7 +64,8 @@ from htc.wire.messages.negotiation import (MATCH_LAPSED, GetResourceRequests, Ma
 from htc.wire.messages.schedd import (ActOnJobs, ActOnJobsReply, EditJobs, EditReply, JobAction, QueryJobs,
                                       Reschedule, SetUserPriority, Submit, SubmissionId, SubmitReply)
 from htc.wire.messages.transfer import (MAX_TRANSFER_CHUNK, FetchInput, FetchOutput, FileData, FileDone,
-                                        FileEntry, SendOutput, SpoolInput, TransferEnd)
+                                        FileEntry, SendOutput, SpoolInput, TransferEnd, SendCheckpoint,
+                                        FetchCheckpoint)
 from htc.wire.messages.schema import (INT64_MAX, MODE, AdText, AttrName, Count, DaemonName, Int, JobId,
                                       Message, NonEmpty, Positive, Record, Seconds)
 
@@ -80,7 +81,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     RequestClaim, ClaimReply, ActivateClaim, ClaimKeepAlive, ReleaseClaim,
     StarterUpdate, JobOutput, JobExited, RunCalls, CallsDone, MoreCalls, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
     FetchInput, SendOutput, SpoolInput, FetchOutput, FileEntry, FileData, FileDone, TransferEnd,
-    Forwarded,
+    Forwarded, SendCheckpoint, FetchCheckpoint,
 )
 
 AnyMessage = Union[MESSAGE_TYPES]  # type: ignore[valid-type]
@@ -154,4 +155,4 @@ __all__ = ["Ack", "ActOnJobs", "ActOnJobsReply", "ActivateClaim", "AdText", "AdT
            "ResourceRequests", "RunCalls", "Seconds", "SetUserPriority", "ShutdownHow",
            "StarterUpdate", "SubmissionId", "Submit", "SubmitReply", "Suspend", "UpdateAd",
            "Vacate", "FetchInput", "SendOutput", "SpoolInput", "FetchOutput", "FileEntry", "FileData", "FileDone", "TransferEnd",
-           "MAX_TRANSFER_CHUNK", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]
+           "SendCheckpoint", "FetchCheckpoint", "MAX_TRANSFER_CHUNK", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]

@@ -11,6 +11,10 @@ counts, checked by the receiver). The receiver of an output stream answers ``Ack
 ``ErrorReply``); either side ends a failed stream with ``ErrorReply``, whose text becomes the
 job's hold reason (HoldReasonCode 13 for input, 12 for output).
 
+A standard-universe job's checkpoint images travel the same way: :class:`SendCheckpoint`
+(starter -> shadow, an image follows) and :class:`FetchCheckpoint` (starter -> shadow, "send me
+the latest image").
+
 The same streams carry a client's files to and from the schedd's spool (``htc submit
 -spool``, ``htc transfer_data``): :class:`SpoolInput` and :class:`FetchOutput`.
 
@@ -50,6 +54,25 @@ class SendOutput(Message, frozen=True):
     stream; the shadow answers Ack once every file is written (ErrorReply: why not)."""
 
     reply_type = Ack
+    claim_id: NonEmpty
+    job_id: JobId
+
+
+class SendCheckpoint(Message, frozen=True):
+    """Starter -> shadow: a checkpoint image of standard-universe job ``job_id`` on ``claim_id``
+    follows as a file stream of one file; the shadow keeps it in the schedd's spool once its
+    checksum verifies (the previous image until then) and answers Ack (ErrorReply: why not)."""
+
+    reply_type = Ack
+    claim_id: NonEmpty
+    job_id: JobId
+
+
+class FetchCheckpoint(Message, frozen=True):
+    """Starter -> shadow: send the latest checkpoint image of job ``job_id`` running on
+    ``claim_id`` (the answer is a file stream with that one file, or with none: start afresh)."""
+
+    reply_type = None
     claim_id: NonEmpty
     job_id: JobId
 

@@ -1,0 +1,119 @@
+"""``universe = standard`` in a personal pool: a job vacated by its slot's owner resumes from its
+checkpoint on the other slot (issue #20, "In the pool", test 3).
+
+One startd with two static slots. Slot 1 is the one "connected to the keyboard": its policy
+starts jobs only while the owner is away and preempts them when the owner comes back; slot 2
+runs jobs that have started once before (the job's requirements keep its first run on slot 1).
+The owner is played by the startd's sensor override file (htc.daemons.startd.sensors), as in
+tests/system/test_pool_acceptance.py.
+
+The job is examples/standard/count.py, an unmodified CPython loop whose files are forwarded to
+its submit directory. It is vacated half-way: the starter sends SIGTSTP, the runtime writes an
+image and the job exits; the image streams to the schedd's spool; the job is matched to slot 2,
+whose starter fetches the image and restarts it. Its output is byte-identical to an
+uninterrupted run's, its own count of computed steps shows almost no work redone, and the user
+log (read with htcondor2) has execute, checkpointed, evicted, execute, terminated.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import htcondor2
+import pytest
+
+from htc.daemons.schedd.checkpoints import checkpoint_directory
+from htc.daemons.startd.sensors import write_sensor_override
+from htc.runtime import RuntimeUnavailable, checkpoint, image
+from poolutil import Pool, wait_for
+
+pytestmark = pytest.mark.slow
+
+T = htcondor2.JobEventType
+EXAMPLE = Path(__file__).parents[2] / "examples" / "standard"
+STEPS = 1500
+AWAY = {"KeyboardIdle": 100000, "ConsoleIdle": 100000, "LoadAvg": 0.0}
+AT_THE_KEYBOARD = {**AWAY, "KeyboardIdle": 0, "ConsoleIdle": 0}
+POLICY = """
+START = (SlotID == 2) || (KeyboardIdle > 60)
+SUSPEND = False
+WANT_SUSPEND = False
+PREEMPT = (SlotID == 1) && (KeyboardIdle < 60)
+WANT_VACATE = True
+KILL = False
+MachineMaxVacateTime = 120
+CHECKPOINT_INTERVAL = 0
+"""
+
+
+@pytest.fixture(scope="module")
+def tools():
+    try:
+        return checkpoint.build_tools()
+    except RuntimeUnavailable as err:
+        pytest.skip(f"the runtime cannot be built on this host: {err}")
+
+
+def reference(tmp: Path) -> bytes:
+    """progress.out of an uninterrupted run, without the runtime."""
+    tmp.mkdir()
+    shutil.copy(EXAMPLE / "count.py", tmp)
+    subprocess.run(["python3", "count.py", str(STEPS)], cwd=tmp, check=True, timeout=300)
+    return (tmp / "progress.out").read_bytes()
+
+
+def test_a_vacated_standard_job_resumes_from_its_checkpoint_on_the_other_slot(tools, tmp_path):
+    expected = reference(tmp_path / "reference")
+    pool = Pool("COLLECTOR, NEGOTIATOR, STARTD, SCHEDD", config=POLICY, NUM_CPUS="2", NUM_SLOTS="2")
+    override, work = pool.home / "sensor_override", pool.work
+    write_sensor_override(AWAY, override)
+    try:
+        pool.start()
+        wait_for(lambda: len(pool.slots('State == "Unclaimed"')) == 2, timeout=60, what="two Unclaimed slots")
+        shutil.copy(EXAMPLE / "count.py", work)
+        (work / "count.py").chmod(0o644)
+        log = work / "count.log"
+        cluster = pool.submit(
+            f"universe = standard\nexecutable = /usr/bin/python3\ntransfer_executable = false\n"
+            f"arguments = count.py {STEPS}\ninitialdir = {work}\nlog = {log}\nerror = count.err\n"
+            f"requirements = (SlotID == 1) || (NumJobStarts > 0)\nqueue\n").cluster_id
+        first = pool.log_events(log, 2, timeout=60)[1]
+        assert first.type == T.EXECUTE and first["SlotName"].startswith("slot1@")
+
+        def computed() -> int:
+            try:
+                return len((work / "work.log").read_text().splitlines())
+            except FileNotFoundError:
+                return 0
+
+        wait_for(lambda: computed() >= STEPS // 4, timeout=120, what="a quarter of the steps done")
+        write_sensor_override(AT_THE_KEYBOARD, override)  # the owner is back at slot 1's console
+
+        events = pool.log_events(log, until=lambda evs: evs and evs[-1].type == T.JOB_TERMINATED, timeout=240)
+        kinds = [e.type for e in events if e.type != T.IMAGE_SIZE]
+        assert kinds == [T.SUBMIT, T.EXECUTE, T.CHECKPOINTED, T.JOB_EVICTED, T.EXECUTE, T.JOB_TERMINATED], \
+            [str(k) for k in kinds]
+        ckpt = next(e for e in events if e.type == T.CHECKPOINTED)
+        second = [e for e in events if e.type == T.EXECUTE][1]
+        done = events[-1]
+        assert second["SlotName"].startswith("slot2@")
+        assert done["TerminatedNormally"] is True and done["ReturnValue"] == 0
+
+        # identical output; work redone: at most the steps between the vacate and its image
+        assert (work / "progress.out").read_bytes() == expected + b"done\n"
+        redone = computed() - STEPS
+        assert 0 <= redone <= 3, redone
+        # the image is kept in the schedd's spool, verified
+        kept = checkpoint_directory(pool.home / "spool", cluster, 0) / "image"
+        header = image.verify(kept)
+        assert header.generation >= 0 and ckpt["SentBytes"] == kept.stat().st_size
+    except BaseException:
+        for path in [work / "count.err", *sorted((pool.home / "log").glob("*Log"))]:
+            if path.exists():
+                print(f"--- {path}\n" + path.read_text()[-6000:])
+        raise
+    finally:
+        write_sensor_override(AWAY, override)
+        pool.stop()
