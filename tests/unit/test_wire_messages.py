@@ -52,6 +52,8 @@ EXAMPLES = [
     m.JobOutput(claim_id="c1", job_id="7.0", stream="stdout", offset=4096, data=b"line 1\n"),
     m.FetchInput(claim_id="c1", job_id="7.0"),
     m.SendOutput(claim_id="c1", job_id="7.0"),
+    m.SendCheckpoint(claim_id="c1", job_id="7.0"),
+    m.FetchCheckpoint(claim_id="c1", job_id="7.0"),
     m.SpoolInput(job_id="7.0"),
     m.FetchOutput(job_id="7.0"),
     m.FileEntry(name="indir/sub/a.txt", kind="file", mode=0o644, size=2, mtime_ns=10**18),
