@@ -34,4 +34,6 @@ Modules:
   starter, output back) when the execute side has another file system;
 * :mod:`~htc.daemons.schedd.spool` -- spooled jobs: input sent by ``htc submit -spool``, output
   fetched by ``htc transfer_data``.
+* :mod:`~htc.daemons.schedd.checkpoints` -- a standard-universe job's checkpoint images, kept
+  verified in the spool and sent to its next starter.
 """

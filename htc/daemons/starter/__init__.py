@@ -35,6 +35,8 @@ Modules:
   when the job's FileSystemDomain is not the machine's.
 * ``stream`` -- streamed stdout/stderr, sent while the job runs.
 * ``spawn`` -- fork and exec in the one spawn thread; the job's stdio; die with the startd.
+* ``standard`` -- ``universe = standard``: the job under the checkpointing runtime, its images
+  to and from the shadow.
 * ``limits`` -- cgroups (v1 and v2) and rlimits: memory, cpu, kill, sweep.
 * ``procs`` -- every process of a job: find, signal, measure, kill, reap the main one.
 * ``zygote`` -- the startd's pool of pre-imported Pythons that fork jobs (and the exec zygote).
