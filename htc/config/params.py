@@ -373,6 +373,8 @@ _ENTRIES = [
     # --- starter ---
     P("STARTER_UPDATE_INTERVAL", "int", "300", "Seconds between a starter's usage reports.", "code"),
     P("STARTER_INITIAL_UPDATE_INTERVAL", "int", "8", "Seconds before a starter's first usage report."),
+    P("CHECKPOINT_INTERVAL", "int", "900", "Seconds between the periodic checkpoints a starter takes of a "
+      "standard-universe job (each image goes to the schedd's spool); 0: only on vacate and `htc checkpoint`.", "code"),
     P("STARTER_UPLOAD_TIMEOUT", "int", "300", "Accepted for HTCondor configurations and not used: output transfer is bounded by the claim's lease (HTCondor: seconds the starter waits to send output)."),
     P("STARTER_PYTHON_ZYGOTE", "bool", "true", "Fork Python jobs of STARTER_ZYGOTE_MODULES from a pre-imported "
       "interpreter (the starter zygote) instead of starting a fresh one per job.", "htc"),

@@ -107,3 +107,22 @@ def test_stores_of_jobs_that_left_the_queue_are_found(tmp_path):
     stores = checkpoint_stores(tmp_path)
     assert stores == {(3, 0): kept, (12345, 2): gone}
     assert stale_stores(stores, lambda job_id: job_id == (3, 0)) == [gone]
+
+
+def test_a_standard_jobs_image_is_recorded_with_its_attributes_and_a_checkpointed_event():
+    h = Harness()
+    h.start()
+    h.submit(job("universe = standard"))
+    claim_id, activate = run_first_job(h)
+    h.ack(activate)
+    h.now += 50
+    out = h.feed(CheckpointStored((1, 0), claim_id, 3, started=h.now - 1, files=1, bytes=4096))
+    ad = h.queue.get_job((1, 0))
+    assert (ad["NumCkpts"], ad["LastCkptTime"], ad["CkptSize"]) == ("1", str(int(h.now)), "4096")
+    assert ad["CheckpointNumber"] == "3" and float(ad["CommittedTime"]) == 50
+    [write] = [a for a in out if isinstance(a, WriteUserLog)]
+    assert [(e.type, e.sent_bytes) for e in write.events] == [(EventType.CHECKPOINTED, 4096.0)]  # no 040s
+    h.now += 10
+    h.feed(CheckpointStored((1, 0), claim_id, 4, started=h.now, files=1, bytes=5000))
+    ad = h.queue.get_job((1, 0))
+    assert (ad["NumCkpts"], ad["CkptSize"], ad["CheckpointNumber"]) == ("2", "5000", "4")

@@ -38,8 +38,10 @@ Modules:
   fetched by ``htc transfer_data``;
 * :mod:`~htc.daemons.schedd.sessions` -- executor sessions of clients on other machines: the
   calls' files and the session's events over one connection;
-* :mod:`~htc.daemons.schedd.checkpoints` -- a self-checkpointing job's stored checkpoint, as the
-  core records it (``CheckpointNumber``, ``CommittedTime``, the user log's transfer events);
-* :mod:`~htc.daemons.schedd.checkpoint_files` -- the store of those checkpoints in the spool:
-  received from starters, sent back to the next run, swept once their job has left.
+* :mod:`~htc.daemons.schedd.checkpoints` -- a job's stored checkpoint, as the core records it
+  (``CheckpointNumber``, ``CommittedTime``; a self-checkpointing job's transfer events, a
+  standard-universe job's ``NumCkpts`` and CheckpointedEvent);
+* :mod:`~htc.daemons.schedd.checkpoint_files` -- the store of those checkpoints in the spool
+  (a standard-universe job's: its image, verified): received from starters, sent back to the
+  next run, swept once their job has left.
 """

@@ -1,10 +1,14 @@
-"""The schedd's store of self-checkpointing jobs' checkpoints, in its spool.
+"""The schedd's store of jobs' checkpoints, in its spool: self-checkpointing jobs' files and
+standard-universe jobs' images.
 
 Theory of operation
 -------------------
 A job submitted with ``checkpoint_exit_code`` sends its checkpoint each time it exits with
-that code (:mod:`htc.daemons.starter.self_checkpoint`), and asks for it back when it runs
-again, wherever that is. Both conversations come here, on connections of their own
+that code (:mod:`htc.daemons.starter.self_checkpoint`); a standard-universe job
+(``JobUniverse`` 1) sends its image, a checkpoint of one file named ``image``
+(:data:`IMAGE_NAME`), each time the runtime writes one (:mod:`htc.daemons.starter.standard`;
+its ``number`` is the image's sequence number). Both ask for it back when they run again,
+wherever that is. Both conversations come here, on connections of their own
 (:mod:`htc.wire.messages.checkpoints`), and are served only for the run the schedd follows:
 the claim id must be the one the job runs on.
 
@@ -17,7 +21,9 @@ HTCondor's ``$(SPOOL)/<cluster % 10000>/<proc % 10000>/cluster<C>.proc<P>.subpro
 
 ``SendCheckpoint(number)`` empties ``incoming/``, writes the stream there as the job's owner
 (names must stay beneath it; each file's SHA-256 is checked by the stream), and only then
-swaps it in: ``current/`` becomes ``previous/``, ``incoming/`` becomes ``current/``, and
+swaps it in -- for a standard-universe job only when ``incoming/`` holds exactly ``image`` and
+that image's own checksum verifies (:func:`standard_image`, :func:`htc.runtime.image.verify`;
+otherwise ``incoming/`` is removed and the starter hears why): ``current/`` becomes ``previous/``, ``incoming/`` becomes ``current/``, and
 ``previous/`` is removed. A transfer that breaks off leaves ``current/`` as it was -- the job
 keeps its last good checkpoint, as HTCondor keeps the previous one until the new MANIFEST is
 written. The core then records it (:class:`~htc.daemons.schedd.checkpoints.CheckpointStored`:
@@ -39,6 +45,7 @@ import contextlib
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,14 +53,19 @@ from typing import Any
 from htc.daemons import owner_files as ofs
 from htc.daemons.file_stream import receive_stream, send_stream
 from htc.daemons.job_files import TransferError
-from htc.daemons.schedd.checkpoints import CheckpointStored
+from htc.daemons.schedd.checkpoints import STANDARD_UNIVERSE, CheckpointStored
 from htc.daemons.schedd.shadow import ad_text, ad_values, parse_job_id
 from htc.daemons.schedd.spool import SpoolSink, spool_directory
 from htc.daemons.schedd.transfers import tree_entries
 from htc.errors import HTCError
+from htc.runtime.image import ImageError, verify
 from htc.wire import messages as m
 
-__all__ = ["SWEEP_INTERVAL", "CheckpointService", "checkpoint_directory", "checkpoint_stores", "stale_stores"]
+__all__ = ["IMAGE_NAME", "SWEEP_INTERVAL", "CheckpointService", "checkpoint_directory", "checkpoint_stores",
+           "stale_stores", "standard_image"]
+
+#: the one file of a standard-universe job's checkpoint: its image
+IMAGE_NAME = "image"
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -93,6 +105,41 @@ def _swap_in(store: Path) -> None:
         os.rename(current, previous)
     os.rename(store / "incoming", current)
     shutil.rmtree(previous, ignore_errors=True)
+
+
+def standard_image(incoming: Path) -> int:
+    """Check that a standard-universe checkpoint received into ``incoming`` is one image that
+    verifies; its size.
+
+    Raises:
+        TransferError: anything else arrived, or the image is damaged (``incoming`` is removed:
+            the job's current image stays its latest).
+    """
+    try:
+        names = sorted(os.listdir(incoming))
+        if names != [IMAGE_NAME]:
+            raise TransferError(f"a standard-universe checkpoint is one file named {IMAGE_NAME!r}, not {names}")
+        try:
+            fd = os.open(incoming / IMAGE_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:  # (a symbolic link: ELOOP)
+            raise TransferError(f"a standard-universe checkpoint's {IMAGE_NAME!r} cannot be opened as a "
+                                f"regular file: {exc.strerror}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise TransferError(f"a standard-universe checkpoint's {IMAGE_NAME!r} is not a regular file")
+            try:
+                verify(f"/proc/self/fd/{fd}")  # the file opened, whatever its owner does to the name
+            except ImageError as exc:
+                detail = str(exc).split(": ", 1)[-1]
+                raise TransferError(f"the checkpoint image does not verify ({detail}); the previous image is kept") \
+                    from None
+            return st.st_size
+        finally:
+            os.close(fd)
+    except BaseException:
+        shutil.rmtree(incoming, ignore_errors=True)
+        raise
 
 
 def checkpoint_stores(spool: str | os.PathLike) -> dict[tuple[int, int], Path]:
@@ -185,6 +232,8 @@ class CheckpointService:
             incoming = await asyncio.to_thread(_fresh_incoming, store, owner)
             sink = SpoolSink(incoming, owner, label)
             counts = await receive_stream(conn, sink, peer=f"the starter of job {label}")
+            if ad.get("JobUniverse") == STANDARD_UNIVERSE:
+                await asyncio.to_thread(standard_image, incoming)
             await asyncio.to_thread(_swap_in, store)
         except (TransferError, ofs.OwnerFileError, OSError) as exc:
             log.warning("job %s: checkpoint %d not stored: %s", msg.job_id, msg.number, exc)

@@ -1,12 +1,14 @@
-"""A self-checkpointing job's stored checkpoint, as the schedd core records it (sans-IO).
+"""A job's stored checkpoint, as the schedd core records it (sans-IO).
 
 Theory of operation
 -------------------
-When a job submitted with ``checkpoint_exit_code`` exits with that code, its starter sends the
-checkpoint to the shadow (:mod:`htc.daemons.starter.self_checkpoint`). The schedd's service
-writes it into the job's spool (:mod:`htc.daemons.schedd.checkpoint_files`) and, once every
-file is in place, feeds :class:`CheckpointStored` into the core; :func:`checkpoint_stored`
-records it the way HTCondor's shadow does:
+Two kinds of job send checkpoints to the shadow: a job submitted with ``checkpoint_exit_code``
+when it exits with that code (:mod:`htc.daemons.starter.self_checkpoint`), and a
+standard-universe job (``JobUniverse`` 1) each time the runtime writes its image
+(:mod:`htc.daemons.starter.standard`: periodically, on ``htc checkpoint``, on a vacate). The
+schedd's service writes either into the job's spool (:mod:`htc.daemons.schedd.checkpoint_files`)
+and, once every file is in place (an image: once it verifies), feeds :class:`CheckpointStored`
+into the core; :func:`checkpoint_stored` records it the way HTCondor's shadow does:
 
 * ``CheckpointNumber`` -- the checkpoint's number (the next run asks for it back);
 * ``JobLastCheckpointTime`` -- when it was stored;
@@ -15,10 +17,13 @@ records it the way HTCondor's shadow does:
   lost. When the run ends by itself, :mod:`htc.daemons.schedd.ends` adds only the time since
   the last checkpoint (HTCondor's ``BaseShadow`` rule), so nothing is counted twice.
 
-and writes the two FILE_TRANSFER events HTCondor's shadow logs for a checkpoint upload
-(040 "Started transferring output files" and "Finished transferring output files"), from which
-the user reads how long each checkpoint took. The job stays Running: a checkpoint is not a
-completion.
+For a self-checkpointing job it writes the two FILE_TRANSFER events HTCondor's shadow logs
+for a checkpoint upload (040 "Started transferring output files" and "Finished transferring
+output files"), from which the user reads how long each checkpoint took. For a standard-universe
+job it sets HTCondor's standard-universe attributes instead -- ``NumCkpts`` (images kept),
+``LastCkptTime`` and ``CkptSize`` (the image's bytes) -- and writes a ``CheckpointedEvent``
+(003, "Job was checkpointed.", with the image's size as its sent bytes). The job stays
+Running: a checkpoint is not a completion.
 
 A report for a run the schedd no longer follows (its claim ended meanwhile) changes nothing.
 """
@@ -33,7 +38,15 @@ from htc.daemons.schedd.ends import slot_weight, uncommitted_seconds
 from htc.eventlog import events as ev
 from htc.jobqueue.records import JobId
 
-__all__ = ["CheckpointStored", "checkpoint_stored"]
+__all__ = ["STANDARD_UNIVERSE", "CheckpointStored", "checkpoint_stored", "is_standard"]
+
+#: ``JobUniverse`` of a standard-universe job: its checkpoint is one verified image
+STANDARD_UNIVERSE = 1
+
+
+def is_standard(job) -> bool:
+    """Whether ``job`` (its ad or values) is a standard-universe job."""
+    return ul.number(job, "JobUniverse", 0) == STANDARD_UNIVERSE
 
 
 @dataclass(frozen=True)
@@ -65,13 +78,19 @@ def checkpoint_stored(sd, event: CheckpointStored, now: float, out: list) -> Non
         "CommittedTime": str(int(ul.number(job, "CommittedTime") + gained)),
         "CommittedSlotTime": str(ul.number(job, "CommittedSlotTime") + gained * slot_weight(claim)),
     }
+    if is_standard(job):
+        attrs.update(NumCkpts=str(int(ul.number(job, "NumCkpts")) + 1), LastCkptTime=str(int(now)),
+                     CkptSize=str(event.bytes))
+        events: tuple[ev.Event, ...] = (ev.CheckpointedEvent(**ul.ids(job), timestamp=now,
+                                                             sent_bytes=float(event.bytes)),)
+    else:
+        events = (ev.FileTransferEvent(**ul.ids(job), timestamp=event.started,
+                                       transfer_type=ev.FileTransferType.OUT_STARTED),
+                  ev.FileTransferEvent(**ul.ids(job), timestamp=now,
+                                       transfer_type=ev.FileTransferType.OUT_FINISHED))
     with sd.queue.transaction():
         sd.queue.set_attributes(event.job_id, attrs)
-    out += ul.write(job,
-                    ev.FileTransferEvent(**ul.ids(job), timestamp=event.started,
-                                         transfer_type=ev.FileTransferType.OUT_STARTED),
-                    ev.FileTransferEvent(**ul.ids(job), timestamp=now,
-                                         transfer_type=ev.FileTransferType.OUT_FINISHED))
+    out += ul.write(job, *events)
     out.append(c.Log(f"{shadow.label}: checkpoint {event.number} stored ({event.files} entries, "
                      f"{event.bytes} bytes)"))
     sd.changed()

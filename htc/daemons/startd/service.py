@@ -81,6 +81,7 @@ from htc.daemons.starter.service import Starter, StarterError, StarterSettings
 from htc.daemons.starter.limits import sweep_stale_cgroups
 from htc.daemons.job_files import TransferError, over_wire, streamed_files
 from htc.daemons.starter.sandbox import sweep_stale_sandboxes
+from htc.daemons.starter.standard import StandardJob, is_standard
 from htc.daemons.starter.stream import OutputStreamer
 from htc.daemons.starter.self_checkpoint import wants_checkpoints
 from htc.daemons.starter.wire_files import WireTransfer
@@ -184,10 +185,16 @@ class StartdService(DaemonService):
             machine_ad=evaluated(slot_ad), use_zygote=self.settings.use_zygote,
             zygote_modules=self.settings.zygote_modules, use_exec_zygote=self.settings.use_exec_zygote)
         job_ad = evaluated(action.job_ad)
+        standard = None
+        if is_standard(job_ad) and not action.lane:  # under the runtime (htc.daemons.starter.standard)
+            channel = self._to_shadow(action.claim_id, job_ad)
+            standard = StandardJob(channel, self.settings.checkpoint_interval, self.clock,
+                                   cache=self.settings.execute_dir.parent / "jobrt-cache")
         run = _Running(Starter(job_ad, self.settings.execute_dir, settings, self.zygotes,
                                lane=action.lane, clock=self.clock,
                                transfer=self._wire_transfer(action.claim_id, job_ad, settings.machine_ad, action.lane),
-                               checkpoints=self._checkpoint_transfer(action.claim_id, job_ad, action.lane)),
+                               checkpoints=self._checkpoint_transfer(action.claim_id, job_ad, action.lane),
+                               standard=standard),
                        account=number)
         if action.lane:
             run.lane = self._lane_relay(action.claim_id)
@@ -205,9 +212,13 @@ class StartdService(DaemonService):
     def _checkpoint_transfer(self, claim_id: str, job_ad: dict, lane: bool) -> WireTransfer | None:
         """How a self-checkpointing job's checkpoints reach its shadow, whichever way its other
         files travel (:mod:`htc.daemons.starter.self_checkpoint`); None for other jobs."""
-        return None if lane or not wants_checkpoints(job_ad) else self._to_shadow(claim_id, job_ad)
+        if lane or is_standard(job_ad) or not wants_checkpoints(job_ad):  # (a standard job's: its images)
+            return None
+        return self._to_shadow(claim_id, job_ad)
 
     def _to_shadow(self, claim_id: str, job_ad: dict) -> WireTransfer:
+        """A channel to the shadow of the job on ``claim_id`` (each conversation: a fresh connection)."""
+
         async def connect():
             target = self.daemon_core.output_target(claim_id)
             if target is None:

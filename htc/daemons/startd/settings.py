@@ -88,6 +88,8 @@ class StartdServiceSettings:
     zygote_modules: tuple[str, ...] = knob("STARTER_ZYGOTE_MODULES", ("htc.executors.worker", "htc.executors.lane"),
                                            convert=lambda value: tuple(str(name) for name in value or ()))
     use_exec_zygote: bool = knob("STARTER_EXEC_ZYGOTE", True)
+    #: seconds between periodic checkpoints of a standard-universe job (0: none)
+    checkpoint_interval: float = knob("CHECKPOINT_INTERVAL", 900.0, convert=lambda value: max(0.0, float(value or 0)))
 
 
 def keep_layout(old: StartdServiceSettings, new: StartdServiceSettings) -> tuple[StartdServiceSettings, bool]:

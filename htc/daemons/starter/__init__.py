@@ -37,6 +37,8 @@ Modules:
 * ``self_checkpoint`` -- ``checkpoint_exit_code`` jobs: the checkpoint sent to the shadow and
   the job restarted in its sandbox; the checkpoint brought back on the next run.
 * ``spawn`` -- fork and exec in the one spawn thread; the job's stdio; die with the startd.
+* ``standard`` -- ``universe = standard``: the job under the checkpointing runtime, its images
+  to and from the shadow.
 * ``limits`` -- cgroups (v1 and v2) and rlimits: memory, cpu, kill, sweep.
 * ``procs`` -- every process of a job: find, signal, measure, kill, reap the main one.
 * ``zygote`` -- the startd's pool of pre-imported Pythons that fork jobs (and the exec zygote).

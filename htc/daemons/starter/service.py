@@ -79,6 +79,7 @@ from htc.daemons.starter.output import path_attr, send_output, sends_output
 from htc.daemons.starter.procs import JobProcesses, Reaped, watch_exit
 from htc.daemons.starter.records import (ExitRecord, StarterError, StarterSettings, Usage, cannot_start, kill_signal,
                                          resolve_user)
+from htc.daemons.starter.standard import STANDARD_FILES, StandardJob
 from htc.daemons.starter.spawn import exec_job, off_loop, open_streams
 from htc.daemons.starter import self_checkpoint, wire_files
 from htc.daemons.starter.wire_files import SandboxSink, WireTransfer, fetch_input, output_source
@@ -128,8 +129,10 @@ class Starter:
 
     def __init__(self, job_ad: Mapping[str, Any], execute_dir: Path, settings: StarterSettings | None = None,
                  zygotes: ZygotePool | None = None, *, lane: bool = False, clock: Clock = REAL,
-                 transfer: WireTransfer | None = None, checkpoints: WireTransfer | None = None):
+                 transfer: WireTransfer | None = None, checkpoints: WireTransfer | None = None,
+                 standard: StandardJob | None = None):
         self.job_ad = dict(job_ad)
+        self.standard = standard  # a standard-universe run (htc.daemons.starter.standard)
         self.clock = clock
         self.lane = lane
         self.transfer = transfer if not lane else None
@@ -199,9 +202,13 @@ class Starter:
                 plan = await off_loop(self._set_up, user, uid, gid)
             assert self.sandbox is not None
             await self_checkpoint.restore(self.checkpoints, self.job_ad, SandboxSink(self.sandbox.path, uid, gid))
+            if self.standard is not None:
+                plan = await self._standard_plan(plan, uid, gid)
             self._launch = (plan, uid, gid)
             await self._spawn_job(plan, uid, gid)
         except BaseException:
+            if self.standard is not None:
+                await self.standard.close()
             await self._cleanup()
             if self.lane_socket is not None:
                 self.lane_socket.close()
@@ -212,9 +219,19 @@ class Starter:
                 self._lane_child = None
         assert self._exit is not None
         self._exit.add_done_callback(self._main_gone)
+        if self.standard is not None:
+            self.standard.started(self.pid)
+
+    async def _standard_plan(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> dict[str, Any]:
+        """The plan that runs (or resumes) a standard-universe job under the runtime."""
+        assert self.standard is not None and self.sandbox is not None
+        owner = self._job_owner()
+        return await self.standard.prepare(plan, self.sandbox.path, self.iwd or Path.cwd(), (uid, gid),
+                                           (owner.uid, owner.gid))
 
     async def _spawn_job(self, plan: dict[str, Any], uid: int | None, gid: int | None) -> None:
-        if not await self._spawn_by_zygote(plan, uid, gid):
+        # (a standard-universe job is always exec'd: it runs under the runtime's loader)
+        if self.standard is not None or not await self._spawn_by_zygote(plan, uid, gid):
             await off_loop(self._spawn, plan, uid, gid)
             self._exit = watch_exit(self.pid)
 
@@ -430,8 +447,10 @@ class Starter:
         assert self._exit is not None
         self._vacated = True
         if not self._exit.done():
-            procs.signal(kill_signal(self.job_ad))
-            procs.signal(signal.SIGCONT)  # a stopped process cannot act on the soft kill
+            # SIGCONT first: a stopped process cannot act on the soft kill, and a SIGCONT sent
+            # after it would discard a pending stop signal (SIGTSTP, a standard job's vacate)
+            procs.signal(signal.SIGCONT)
+            procs.signal(self.standard.vacate_signal() if self.standard is not None else kill_signal(self.job_ad))
             self.suspended = False
             if not await self._wait_exit(max(0.0, grace)):
                 await procs.kill_all(self.settings.kill_timeout)
@@ -493,12 +512,15 @@ class Starter:
         assert self.sandbox is not None
         usage = Usage(user, system, max(procs.peak_vms // 1024, rss_kib), rss_kib, self.sandbox.disk_usage_kib())
         oom = bool(self.cgroup and self.cgroup.oom_killed())
+        kept = await self.standard.finish(reaped.exit_code) if self.standard is not None else None
         if self.transfer is not None:
             outputs, error = await self._send_output_over_wire(reaped)
         else:
             outputs, error = await off_loop(self._transfer_output, reaped)  # file copies: off the loop
         if not gone:
             error = (error + "; " if error else "") + "some job processes could not be killed"
+        if kept:
+            error = (error + "; " if error else "") + kept
         record = ExitRecord(reaped.exit_code, reaped.signal, reaped.core_dumped, oom, self._vacated, usage,
                             tuple(outputs), error)
         await self._cleanup()
@@ -514,7 +536,7 @@ class Starter:
             owner = self._job_owner()
         except sb.TransferError as exc:
             return [], str(exc)
-        skip = {self._exe_name} if self._exe_name else set()
+        skip = ({self._exe_name} if self._exe_name else set()) | (STANDARD_FILES if self.standard else set())
         return send_output(job, box, self.iwd or Path.cwd(), baseline=self._baseline, skip=skip, owner=owner,
                            job=self._job_label())
 
@@ -524,7 +546,7 @@ class Starter:
         assert self.transfer is not None and self.sandbox is not None
         if not sends_output(self.job_ad, vacated=self._vacated, exit_code=reaped.exit_code, lane=self.lane):
             return [], None
-        skip = {self._exe_name} if self._exe_name else set()
+        skip = ({self._exe_name} if self._exe_name else set()) | (STANDARD_FILES if self.standard else set())
         source = output_source(self.job_ad, self.sandbox, baseline=self._baseline, skip=skip, job=self._job_label())
         _, error = await wire_files.send_output(self.transfer, source)
         return [], error

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import ctypes
+import fcntl
 import os
 import signal
 import subprocess
@@ -90,6 +91,22 @@ async def off_loop(fn: Callable[..., _T], *args: Any) -> _T:
         raise
 
 
+def give_fds(fds: Mapping[int, int]) -> None:
+    """In a child before exec: put each source descriptor at its number (``{number: source}``)
+    and close every other inheritable descriptor above 2, as ``close_fds`` would (which cannot
+    keep a number the parent does not have open). Close-on-exec ones close by themselves."""
+    for number, source in fds.items():
+        os.dup2(source, number)  # (inheritable)
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd not in fds:
+            try:
+                if not fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC:
+                    os.close(fd)
+            except OSError:  # the listing's own descriptor, gone by now
+                continue
+
+
 def exec_job(plan: Mapping[str, Any], cgroup: JobCgroup | None, uid: int | None, gid: int | None,
              groups: Sequence[int], where: tuple[Path | None, ofs.Identity | None], job: str) -> int:
     """Fork and exec the job of ``plan`` (the starter's spawn plan); run it in :data:`SPAWNER`.
@@ -111,8 +128,13 @@ def exec_job(plan: Mapping[str, Any], cgroup: JobCgroup | None, uid: int | None,
     memory, core = plan["rlimit_memory"], plan["core"]
     starter_pid = os.getpid()
     groups = list(groups)
+    # descriptors the job gets at fixed numbers (a standard-universe job's file server
+    # connection): given by give_fds in the child, which closes the rest as close_fds would
+    job_fds = dict(plan.get("job_fds") or {})
 
     def child() -> None:  # runs in the child between fork and exec
+        if job_fds:
+            give_fds(job_fds)
         if cgroup is not None:
             cgroup.enter()
         child_rlimits(memory, core)
@@ -128,7 +150,7 @@ def exec_job(plan: Mapping[str, Any], cgroup: JobCgroup | None, uid: int | None,
         streams = open_streams(plan, where, job)
         popen = subprocess.Popen(plan["argv"], stdin=streams[0], stdout=streams[1], stderr=streams[2],
                                  cwd=plan["cwd"], env=plan["env"], preexec_fn=child, start_new_session=True,
-                                 close_fds=True)
+                                 close_fds=not job_fds)
     except OSError as exc:
         raise cannot_start(plan["argv"][0], exc.errno or 0, exc.strerror or str(exc)) from exc
     except subprocess.SubprocessError as exc:  # child() failed: cgroup, rlimit or user switch
