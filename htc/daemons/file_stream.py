@@ -95,7 +95,12 @@ async def send_stream(conn, source: Iterator[Outgoing]) -> StreamCounts:
     try:
         while (item := await asyncio.to_thread(_next, source)) is not None:
             entry = item.entry
-            await conn.send(entry)
+            try:
+                await conn.send(entry)
+            except BaseException:
+                if item.fd is not None:
+                    os.close(item.fd)  # a yielded descriptor is the stream's to close, sent or not
+                raise
             counts.files += 1
             if item.fd is None:
                 continue

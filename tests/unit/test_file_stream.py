@@ -191,6 +191,21 @@ def test_a_stream_cut_by_the_peer_closes_its_source():
     assert closed
 
 
+def test_a_descriptor_yielded_to_a_stream_whose_peer_is_gone_is_closed(tmp_path):
+    (tmp_path / "image").write_bytes(b"x" * 10)
+    fd = os.open(tmp_path / "image", os.O_RDONLY)
+
+    class Gone(Pipe):
+        async def send(self, msg):
+            raise ConnectionClosed("the shadow closed the connection")
+
+    source = iter([Outgoing(m.FileEntry(name="image", kind="file", mode=0o600, size=10), fd)])
+    with pytest.raises(ConnectionClosed):
+        asyncio.run(send_stream(Gone(), source))
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed by the stream, not leaked
+
+
 @pytest.mark.parametrize("job, machine, wire", [
     ({"ShouldTransferFiles": "YES", "FileSystemDomain": "submit.example"}, "exec.example", True),
     ({"ShouldTransferFiles": "IF_NEEDED", "FileSystemDomain": "submit.example"}, "exec.example", True),

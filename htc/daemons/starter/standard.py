@@ -258,9 +258,11 @@ class StandardJob:
         except HTCError as exc:
             os.close(fd)
             raise TransferError(f"cannot reach the shadow of job {self.channel.job_id}: {exc}") from None
+        streaming = False  # from send_stream on, the stream closes the descriptor
         try:
             await conn.send(m.SendCheckpoint(claim_id=self.channel.claim_id, job_id=self.channel.job_id,
                                              number=max(1, number)))
+            streaming = True
             await send_stream(conn, source)
             reply = await conn.recv(timeout=300.0)
         except HTCError as exc:
@@ -268,6 +270,8 @@ class StandardJob:
                 raise
             raise TransferError(f"the checkpoint could not be sent: {exc}") from None
         finally:
+            if not streaming:
+                os.close(fd)
             await conn.aclose()
         if not isinstance(reply, m.Ack):
             raise TransferError(f"the shadow did not keep the checkpoint: {getattr(reply, 'message', reply)}")
