@@ -48,10 +48,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from htc.daemons.file_stream import receive_stream, send_stream
+from htc.daemons.file_stream import send_stream
 from htc.daemons.job_files import STDERR_NAME, STDOUT_NAME, TransferError, split_list, streamed_files
 from htc.daemons.starter.procs import Reaped
-from htc.daemons.starter.wire_files import SandboxSink, WireTransfer, sandbox_entries
+from htc.daemons.starter.wire_files import SandboxSink, WireTransfer, fetch_stream, sandbox_entries
 from htc.errors import HTCError
 from htc.wire import messages as m
 
@@ -202,17 +202,5 @@ async def restore(transfer: WireTransfer | None, job_ad: Mapping[str, Any], sink
     """
     if transfer is None or not wants_checkpoints(job_ad) or (_int(job_ad.get("CheckpointNumber")) or 0) < 1:
         return 0
-    try:
-        conn = await transfer.connect()
-    except HTCError as exc:
-        raise TransferError(f"cannot reach the shadow of job {transfer.job_id} for its checkpoint: {exc}") from None
-    try:
-        await conn.send(m.FetchCheckpoint(claim_id=transfer.claim_id, job_id=transfer.job_id))
-        counts = await receive_stream(conn, sink, peer=f"the shadow of job {transfer.job_id}")
-    except TransferError:
-        raise
-    except HTCError as exc:
-        raise TransferError(f"the checkpoint transfer of job {transfer.job_id} failed: {exc}") from None
-    finally:
-        await conn.aclose()
-    return counts.bytes
+    request = m.FetchCheckpoint(claim_id=transfer.claim_id, job_id=transfer.job_id)
+    return (await fetch_stream(transfer, request, sink, "checkpoint")).bytes

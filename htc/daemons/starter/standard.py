@@ -45,10 +45,10 @@ from pathlib import Path
 from typing import Any
 
 from htc.daemons.clock import REAL, Clock
-from htc.daemons.file_stream import Outgoing, receive_stream, send_stream
+from htc.daemons.file_stream import Outgoing, send_stream
 from htc.daemons.job_files import TransferError
 from htc.daemons.starter.procs import watch_exit
-from htc.daemons.starter.wire_files import WireTransfer
+from htc.daemons.starter.wire_files import WireTransfer, fetch_stream
 from htc.errors import HTCError
 from htc.runtime import checkpoint as ckpt
 from htc.runtime import remote_io
@@ -167,22 +167,10 @@ class StandardJob:
 
     async def _fetch(self, path: Path, uid: int | None, gid: int | None) -> bool:
         """Receive the job's latest image at ``path``; False when it has none."""
-        try:
-            conn = await self.channel.connect()
-        except HTCError as exc:
-            raise TransferError(f"cannot reach the shadow of job {self.channel.job_id} for its checkpoint: {exc}") \
-                from None
-        try:
-            await conn.send(m.FetchCheckpoint(claim_id=self.channel.claim_id, job_id=self.channel.job_id))
-            sink = _FileSink(path, uid, gid)
-            await receive_stream(conn, sink, peer="the shadow")
-            return sink.received
-        except HTCError as exc:
-            if isinstance(exc, TransferError):
-                raise
-            raise TransferError(f"the checkpoint of job {self.channel.job_id} could not be fetched: {exc}") from None
-        finally:
-            await conn.aclose()
+        sink = _FileSink(path, uid, gid)
+        request = m.FetchCheckpoint(claim_id=self.channel.claim_id, job_id=self.channel.job_id)
+        await fetch_stream(self.channel, request, sink, "checkpoint")
+        return sink.received
 
     @staticmethod
     def _start_server(fd: int, iwd: Path, uid: int | None, gid: int | None) -> subprocess.Popen:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from htc.daemons import owner_files as ofs
-from htc.daemons.file_stream import Outgoing, receive_stream, relative_parts, send_stream
+from htc.daemons.file_stream import Outgoing, StreamCounts, receive_stream, relative_parts, send_stream
 from htc.daemons.job_files import STDERR_NAME, STDOUT_NAME, TransferError, parse_remaps, streamed_files
 from htc.errors import HTCError
 from htc.wire import messages as m
@@ -135,20 +135,30 @@ async def fetch_input(transfer: WireTransfer, sink: SandboxSink) -> int:
     Raises:
         TransferError: the shadow cannot be reached, refused, or sent a bad stream.
     """
+    request = m.FetchInput(claim_id=transfer.claim_id, job_id=transfer.job_id)
+    return (await fetch_stream(transfer, request, sink, "input")).bytes
+
+
+async def fetch_stream(transfer: WireTransfer, request: m.Message, sink, what: str) -> StreamCounts:
+    """Send ``request`` to the job's shadow and receive the file stream it answers into ``sink``
+    (the job's input, its stored checkpoint); ``what`` names it in errors.
+
+    Raises:
+        TransferError: the shadow cannot be reached, refused, or sent a bad stream.
+    """
     try:
         conn = await transfer.connect()
     except HTCError as exc:
-        raise TransferError(f"cannot reach the shadow of job {transfer.job_id} for its input: {exc}") from None
+        raise TransferError(f"cannot reach the shadow of job {transfer.job_id} for its {what}: {exc}") from None
     try:
-        await conn.send(m.FetchInput(claim_id=transfer.claim_id, job_id=transfer.job_id))
-        counts = await receive_stream(conn, sink, peer=f"the shadow of job {transfer.job_id}")
+        await conn.send(request)
+        return await receive_stream(conn, sink, peer=f"the shadow of job {transfer.job_id}")
     except TransferError:
         raise
     except HTCError as exc:
-        raise TransferError(f"the input transfer of job {transfer.job_id} failed: {exc}") from None
+        raise TransferError(f"the {what} transfer of job {transfer.job_id} failed: {exc}") from None
     finally:
         await conn.aclose()
-    return counts.bytes
 
 
 def _entries_beneath(src: int, name: str, reader: ofs.Identity, job: str) -> Iterator[Outgoing]:
