@@ -36,7 +36,7 @@ from htc.dag.manager.logwatch import AdaptivePoll, LogWake, NodeLog
 from htc.dag.manager.outputs import DagmanOut, append_line, write_whole
 from htc.dag.manager.scripts import Scripts
 from htc.dag.manager.settings import Settings
-from htc.dag.manager.submitter import NodeSubmission, submit_many
+from htc.dag.manager.submitter import NodeSubmission, ScheddLink, submit_many
 from htc.dag.model import Dag, NodeKind
 from htc.errors import HTCError
 from htc.eventlog import EventLogWriter
@@ -67,6 +67,8 @@ class Runner:
         self.out = out
         self.halt_file = halt_file
         self.transport = transport
+        #: the connections to the schedd kept for node submissions
+        self.link = ScheddLink(transport)
         self.scripts = Scripts()
         self.log = NodeLog(node_log)
         self.log_wake = LogWake(node_log)
@@ -148,7 +150,7 @@ class Runner:
             return
         attempts = 1 if self._engine_counts_attempts else self.settings.max_submit_attempts
         results = submit_many([sub for _, sub in subs], attempts=attempts, delay=float(self.settings.submit_delay),
-                              transport=self.transport)
+                              transport=self.transport, link=self.link)
         for (action, _sub), result in zip(subs, results):
             if isinstance(result, Exception):
                 self.out.line(f"ERROR: submit attempt failed for Node {action.node}: {result}")
@@ -264,6 +266,7 @@ class Runner:
         finally:
             self._restore(sel, rfd, wfd, old)
             self._sig = None
+            self.link.close()
         if self._stop and self.exit_code is None:
             self.scripts.kill_all()
             self.out.line("Received SIGTERM: stopping now; the next start of this DAG recovers")

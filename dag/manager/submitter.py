@@ -12,6 +12,12 @@ file sets one.
 Each submission carries a ``submission_id`` naming the DAG manager job, the node and the
 retry: sent again after a lost answer (or by a restarted manager), the schedd answers with the
 cluster it already queued, so a node's job is never queued twice.
+
+The submissions go over connections to the schedd that the manager keeps (:class:`ScheddLink`,
+one per submission in flight, each a plain blocking socket) instead of a new event loop and a
+new connection per node, as HTCondor's DAGMan keeps its schedd connection between submits. A
+kept connection the schedd has closed (it restarted, or it timed out an idle client) fails the
+request, and the node is sent again on a new connection with the same submission id.
 """
 
 from __future__ import annotations
@@ -19,13 +25,14 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass
 
 from htc.client import submit
 from htc.errors import HTCError, UsageError
 
-__all__ = ["NodeSubmission", "Submitted", "describe", "submit_many", "submit_node"]
+__all__ = ["NodeSubmission", "ScheddLink", "Submitted", "describe", "submit_many", "submit_node"]
 
 _ID_SAFE = re.compile(r"[A-Za-z0-9._:-]+")
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
@@ -111,7 +118,71 @@ def submission_id(sub: NodeSubmission) -> str:
     return f"dagman-{sub.dag_id}{sub.run_token}-{node}-retry{sub.retry}"
 
 
-def submit_node(sub: NodeSubmission, *, attempts: int = 6, delay: float = 0.0, transport=None) -> Submitted:
+class ScheddLink:
+    """Kept blocking connections to the schedd, one per submission in flight (thread-safe).
+
+    :meth:`send` takes an idle connection (or opens one), sends the request and puts the
+    connection back after a whole answer; a connection that failed is closed, never reused.
+    For a transport without a blocking form (SSH) it answers None: the caller goes the usual way.
+    """
+
+    def __init__(self, transport=None):
+        """Connections through ``transport`` (default: this machine's pool, opened on first use)."""
+        self.transport = transport
+        self._idle: list = []
+        self._lock = threading.Lock()
+        #: connections opened so far (for dagman.out and the tests)
+        self.opened = 0
+
+    def send(self, msg, timeout: float):
+        """``msg``'s reply from the schedd over a kept connection, or None (no blocking form).
+
+        Raises:
+            ConnectionClosed, RequestTimeout, DaemonUnreachable: the request may be lost; the
+                connection is closed.
+            RemoteError: the schedd refused; the connection stays in step and is kept.
+        """
+        from htc.client.request import SCHEDD, default_transport
+        from htc.wire import blocking
+        from htc.wire.errors import RemoteError
+
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            if self.transport is None:
+                self.transport = default_transport()
+            conn = blocking.connect(self.transport, SCHEDD, timeout=timeout)
+            if conn is None:
+                return None
+            with self._lock:
+                self.opened += 1
+        try:
+            reply = conn.request(msg, timeout=timeout)
+        except RemoteError:
+            self._put_back(conn)
+            raise
+        except BaseException:
+            conn.close()
+            raise
+        self._put_back(conn)
+        return reply
+
+    def _put_back(self, conn) -> None:
+        if conn.closed:
+            return
+        with self._lock:
+            self._idle.append(conn)
+
+    def close(self) -> None:
+        """Close every idle connection."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+
+def submit_node(sub: NodeSubmission, *, attempts: int = 6, delay: float = 0.0, transport=None,
+                link: ScheddLink | None = None) -> Submitted:
     """Queue the node's job; retry a schedd that is away up to ``attempts`` times in all.
 
     Raises:
@@ -125,7 +196,8 @@ def submit_node(sub: NodeSubmission, *, attempts: int = 6, delay: float = 0.0, t
     for attempt in range(1, max(1, attempts) + 1):
         try:
             result = submit(text, cwd=sub.cwd or os.getcwd(), filename=filename, append=append,
-                            transport=transport, submission_id=submission_id(sub), resend_for=60.0)
+                            transport=transport, submission_id=submission_id(sub), resend_for=60.0,
+                            send=link.send if link is not None else None)
             return Submitted(cluster=result.cluster_id, procs=result.num_procs)
         except UsageError:
             raise
@@ -142,12 +214,13 @@ PARALLEL_SUBMITS = 4
 
 
 def submit_many(subs: list[NodeSubmission], *, attempts: int = 1, delay: float = 0.0, transport=None,
-                workers: int = PARALLEL_SUBMITS) -> list[Submitted | HTCError]:
-    """Submit several nodes, a few at a time (one after the other with a ``delay``); returns,
-    in order, each one's :class:`Submitted` or the error that stopped it."""
+                workers: int = PARALLEL_SUBMITS, link: ScheddLink | None = None) -> list[Submitted | HTCError]:
+    """Submit several nodes, a few at a time (one after the other with a ``delay``), over
+    ``link``'s kept connections when given; returns, in order, each one's :class:`Submitted` or
+    the error that stopped it."""
     def one(sub: NodeSubmission) -> Submitted | HTCError:
         try:
-            return submit_node(sub, attempts=attempts, delay=delay, transport=transport)
+            return submit_node(sub, attempts=attempts, delay=delay, transport=transport, link=link)
         except HTCError as exc:
             return exc
 

@@ -138,7 +138,7 @@ _SENTINEL_CLUSTER = 987654321
 def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: str | None = None,
            append: Sequence[str] = (), queue: str | None = None, transport: Transport | None = None,
            timeout: float = DEFAULT_TIMEOUT, submission_id: str | None = None,
-           resend_for: float = 0.0) -> SubmitResult:
+           resend_for: float = 0.0, send=None) -> SubmitResult:
     """condor_submit: put the jobs of a submit description in the schedd's queue.
 
     The description is expanded here first, so that mistakes are reported before anything is
@@ -159,6 +159,10 @@ def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: 
             its answer is lost (the connection broke or timed out after it went out, the schedd
             is restarting): a schedd that queued it answers with that cluster, so a lost answer
             never queues the jobs twice. An unreachable schedd at the first try fails at once.
+        send: with ``submission_id``, a caller's faster way to the schedd (the DAG manager's
+            kept connection): ``send(msg, timeout)`` returns the reply; when it raises a
+            connection error the message goes the usual way, on a new connection, with the
+            same id (so it is never queued twice).
 
     Returns:
         A :class:`SubmitResult` (cluster id and the range of procs).
@@ -186,7 +190,16 @@ def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: 
         msg = m.Submit(cluster_ad=_ad_text(cluster_ad), proc_ads=tuple(_ad_text(p) for p in procs))
     if submission_id is not None:
         msg = m.Submit(cluster_ad=msg.cluster_ad, proc_ads=msg.proc_ads, submission_id=submission_id)
-    reply = _send_submission(msg, transport, timeout, resend_for if submission_id is not None else 0.0)
+    reply = None
+    if send is not None and submission_id is not None:
+        from htc.wire.errors import ConnectionClosed, DaemonUnreachable, RequestTimeout
+
+        try:
+            reply = send(msg, timeout)
+        except (ConnectionClosed, RequestTimeout, DaemonUnreachable):
+            reply = None  # lost or never sent: the usual way below sends it again, same id
+    if reply is None:
+        reply = _send_submission(msg, transport, timeout, resend_for if submission_id is not None else 0.0)
     return SubmitResult(cluster_id=reply.cluster_id, first_proc=reply.first_proc, num_procs=reply.num_procs,
                         warnings=tuple(cluster.warnings))
 
