@@ -105,6 +105,15 @@ def _read(path: Path) -> str:
     return path.read_text()
 
 
+def pid_namespace() -> int:
+    """The inode of this process's PID namespace (0 where /proc does not say): job cgroups carry
+    it in their names, so a sweep judges only cgroups whose pids are its own."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
 class JobCgroup:
     """The cgroup(s) of one job. Build with :meth:`create`."""
 
@@ -126,6 +135,7 @@ class JobCgroup:
         """
         layout = layout or detect_cgroups()
         dirs: dict[str, Path] = {}
+        name = f"{name}_ns{pid_namespace()}"  # whose pids the name's pid is (sweep_stale_cgroups)
         try:
             if layout.version == 2:
                 assert layout.base is not None
@@ -284,10 +294,12 @@ def child_rlimits(memory_bytes: int | None, core_bytes: int = 0) -> None:
 
 
 def sweep_stale_cgroups(layout: CgroupLayout | None = None, clock: Clock = REAL) -> list[Path]:
-    """Remove job cgroups (``htc_dir_<pid>_<n>``) of starters that are gone, killing whatever
-    is still in them: after a startd is killed with SIGKILL its jobs die with it
+    """Remove job cgroups (``htc_dir_<pid>_<n>_ns<pidns>``) of starters that are gone, killing
+    whatever is still in them: after a startd is killed with SIGKILL its jobs die with it
     (``PR_SET_PDEATHSIG``), but their cgroups stay. Cgroups of live processes (this one, other
-    pools' startds) are left alone. ``clock`` paces the retries of a removal
+    pools' startds) are left alone, and so are those made in another PID namespace (a container
+    or another simulated host sharing this cgroup tree), whose pids say nothing here: judged by
+    our pids, their live jobs were killed and their cgroups removed under them. ``clock`` paces the retries of a removal
     (:mod:`htc.daemons.clock`).
 
     Returns:
@@ -295,6 +307,7 @@ def sweep_stale_cgroups(layout: CgroupLayout | None = None, clock: Clock = REAL)
     """
     layout = layout or detect_cgroups()
     parents = [layout.base] if layout.version == 2 and layout.base else [p for _, p in layout.v1]
+    own_namespace = pid_namespace()
     removed: list[Path] = []
     for parent in parents:
         try:
@@ -303,8 +316,10 @@ def sweep_stale_cgroups(layout: CgroupLayout | None = None, clock: Clock = REAL)
             continue
         for entry in entries:
             parts = entry.name.split("_")
-            if len(parts) != 4 or parts[:2] != ["htc", "dir"] or not parts[2].isdigit() or not parts[3].isdigit():
+            if len(parts) != 5 or parts[:2] != ["htc", "dir"] or not parts[2].isdigit() or not parts[3].isdigit():
                 continue
+            if parts[4] != f"ns{own_namespace}":
+                continue  # another PID namespace's (a container's, a simulated host's): its pids are not ours
             pid = int(parts[2])
             if pid == os.getpid() or psutil.pid_exists(pid):
                 continue
