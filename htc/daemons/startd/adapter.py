@@ -341,6 +341,14 @@ class StartdDaemon:
         self.reports.state_changed(msg.claim_id, stop, True, out)
         out.append(c.Reply(e.conn_id, m.Ack(sequence=self.reports.state_sequence)))
 
+    def _checkpoint(self, e: c.Received, msg: m.CheckpointClaim, now: float, out: list[c.Action]) -> None:
+        slot = self._slot_of_claim(msg.claim_id)
+        if msg.claim_id not in self.running:
+            out.append(c.bad_request(e, f"claim {short_claim_id(msg.claim_id)} on {slot} runs no job to checkpoint"))
+            return
+        out.append(ev.CheckpointJob(slot, msg.claim_id))
+        out.append(c.Reply(e.conn_id, m.Ack(detail=f"checkpointing the job on {slot}")))
+
     # --- the service's events -----------------------------------------------------------------
 
     def _on_started(self, e: c.Started, now: float, out: list[c.Action]) -> None:
@@ -542,6 +550,7 @@ _ON_MESSAGE: dict[type, Callable[[StartdDaemon, c.Received, Any, float, list[c.A
     m.Vacate: StartdDaemon._vacate,
     m.Suspend: StartdDaemon._suspend_or_continue,
     m.Continue: StartdDaemon._suspend_or_continue,
+    m.CheckpointClaim: StartdDaemon._checkpoint,
     m.DrainJobs: StartdDaemon._drain,
     m.CancelDrainJobs: StartdDaemon._cancel_drain,
 }
@@ -558,6 +567,7 @@ _TRANSLATE: dict[type, _Handler] = {
     ev.VacateJob: StartdDaemon._to_starter,
     ev.KillJob: StartdDaemon._to_starter,
     ev.KillStarter: StartdDaemon._to_starter,
+    ev.CheckpointJob: StartdDaemon._to_starter,
     ev.HoldJob: StartdDaemon._hold_job,
     ev.ClaimEnded: StartdDaemon._claim_ended,
 }

@@ -433,6 +433,26 @@ class StartdService(DaemonService):
         self.start_task(starter.kill(), f"kill claim {short_claim_id(claim_id)}")
 
 
+    def _checkpoint(self, claim_id: str, starter: Starter, action: ev.CheckpointJob) -> None:
+        if starter.standard is None:
+            self.log.warning("claim %s: %s asked for a checkpoint of %s, which is not a standard-universe job",
+                             short_claim_id(claim_id), action.why, starter.job_label())
+            return
+        self.start_task(self._checkpoint_now(claim_id, starter, action.why),
+                        f"checkpoint claim {short_claim_id(claim_id)}")
+
+    async def _checkpoint_now(self, claim_id: str, starter: Starter, why: str) -> None:
+        assert starter.standard is not None
+        try:
+            size = await starter.standard.checkpoint()
+        except (HTCError, OSError) as exc:  # (CheckpointRefused/Failed, TransferError; the job runs on)
+            self.log.warning("claim %s: checkpoint (%s) of %s not kept: %s", short_claim_id(claim_id), why,
+                             starter.job_label(), exc)
+        else:
+            self.log.info("claim %s: checkpoint (%s) of %s kept, %d bytes", short_claim_id(claim_id), why,
+                          starter.job_label(), size)
+
+
 #: how the service carries out each of the core's actions on a claim's starter
 _ON_STARTER: dict[type, Callable[[StartdService, str, Starter, Any], None]] = {
     ev.SuspendJob: StartdService._suspend,
@@ -440,6 +460,7 @@ _ON_STARTER: dict[type, Callable[[StartdService, str, Starter, Any], None]] = {
     ev.VacateJob: StartdService._vacate,
     ev.KillJob: StartdService._kill,
     ev.KillStarter: StartdService._kill,
+    ev.CheckpointJob: StartdService._checkpoint,
 }
 
 
