@@ -97,3 +97,33 @@ def test_htc_checkpoint_checkpoints_a_running_standard_job_and_refuses_a_vanilla
         raise
     finally:
         pool.stop()
+
+
+def test_periodic_checkpoint_checkpoints_a_running_standard_job_when_true(tools):
+    config = ("CHECKPOINT_INTERVAL = 0\nPOLLING_INTERVAL = 1\n"
+              "PERIODIC_CHECKPOINT = (time() - LastPeriodicCheckpoint) > 3 && TARGET.JobUniverse == 1\n")
+    pool = Pool("COLLECTOR, NEGOTIATOR, STARTD, SCHEDD", config=config)
+    work = pool.work
+    try:
+        pool.start()
+        wait_for(lambda: pool.slots('State == "Unclaimed"'), timeout=60, what="an Unclaimed slot")
+        shutil.copy(EXAMPLE / "count.py", work)
+        (work / "count.py").chmod(0o644)
+        log = work / "count.log"
+        cluster = pool.submit(
+            f"universe = standard\nexecutable = /usr/bin/python3\ntransfer_executable = false\n"
+            f"arguments = count.py 1000000\ninitialdir = {work}\nlog = {log}\nerror = count.err\nqueue\n").cluster_id
+        events = pool.log_events(log, until=lambda evs: sum(e.type == T.CHECKPOINTED for e in evs) >= 2, timeout=180)
+        assert T.JOB_EVICTED not in [e.type for e in events]
+        ad = wait_for(lambda: (pool.jobs(f"ClusterId == {cluster}", "NumCkpts", "JobStatus") or [None])[0],
+                      timeout=30, what="the job's ad")
+        assert ad["JobStatus"] == 2 and ad.get("NumCkpts", 0) >= 2
+        startd_log = (pool.home / "log" / "StartLog").read_text()
+        assert "checkpoint (PERIODIC_CHECKPOINT)" in startd_log
+    except BaseException:
+        for path in [work / "count.err", *sorted((pool.home / "log").glob("*Log"))]:
+            if path.exists():
+                print(f"--- {path}\n" + path.read_text()[-6000:])
+        raise
+    finally:
+        pool.stop()

@@ -411,6 +411,9 @@ class StartdService(DaemonService):
         run = self.starters.get(action.claim_id)
         if run is None:
             self.log.info("%s: no starter runs for claim %s", type(action).__name__, short_claim_id(action.claim_id))
+        elif not run.started and isinstance(action, ev.CheckpointJob):
+            self.log.info("claim %s: %s asked for a checkpoint before the job started; none taken",
+                          short_claim_id(action.claim_id), action.why)
         elif not run.started:
             run.pending.append(action)
         else:
@@ -434,23 +437,17 @@ class StartdService(DaemonService):
 
 
     def _checkpoint(self, claim_id: str, starter: Starter, action: ev.CheckpointJob) -> None:
+        what = f"claim {short_claim_id(claim_id)}: checkpoint ({action.why}) of {starter.job_label()}"
         if starter.standard is None:
-            self.log.warning("claim %s: %s asked for a checkpoint of %s, which is not a standard-universe job",
-                             short_claim_id(claim_id), action.why, starter.job_label())
-            return
-        self.start_task(self._checkpoint_now(claim_id, starter, action.why),
-                        f"checkpoint claim {short_claim_id(claim_id)}")
-
-    async def _checkpoint_now(self, claim_id: str, starter: Starter, why: str) -> None:
-        assert starter.standard is not None
-        try:
-            size = await starter.standard.checkpoint()
-        except (HTCError, OSError) as exc:  # (CheckpointRefused/Failed, TransferError; the job runs on)
-            self.log.warning("claim %s: checkpoint (%s) of %s not kept: %s", short_claim_id(claim_id), why,
-                             starter.job_label(), exc)
+            self.log.warning("%s: not a standard-universe job; none taken", what)
         else:
-            self.log.info("claim %s: checkpoint (%s) of %s kept, %d bytes", short_claim_id(claim_id), why,
-                          starter.job_label(), size)
+            self.start_task(self._checkpoint_now(what, starter.standard), what)
+
+    async def _checkpoint_now(self, what: str, standard: StandardJob) -> None:
+        try:
+            self.log.info("%s kept, %d bytes", what, await standard.checkpoint())
+        except (HTCError, OSError) as exc:  # (CheckpointRefused/Failed, TransferError; the job runs on)
+            self.log.warning("%s not kept: %s", what, exc)
 
 
 #: how the service carries out each of the core's actions on a claim's starter
