@@ -10,7 +10,7 @@ one send until the next call that needs a reply). Goal: a small forwarded call u
 Part 2, checkpoint and restart time against image size (10 MB .. 1 GB): runs
 ``benchmarks/runtime_ckpt_bench.py``. Goal: 100 MB checkpointed and restarted in under 0.5 s each.
 
-Part 3, leverage (``--leverage-steps N``, 0 to skip): a personal pool runs
+Part 3, leverage (``--leverage-steps N``; default 0: skipped): a personal pool runs
 examples/standard/count.py N steps under ``universe = standard`` with a checkpoint every
 ``--leverage-interval`` seconds (CHECKPOINT_INTERVAL); prints the job's remote CPU, the schedd's
 CPU charged to it (``SubmitSideCpu``, htc/daemons/schedd/leverage.py says what is counted) and
@@ -197,7 +197,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--ckpt-sizes", default="10,100,1000", help="MB of job memory to checkpoint")
-    parser.add_argument("--leverage-steps", type=int, default=20000, help="count.py steps (0: skip part 3)")
+    parser.add_argument("--leverage-steps", type=int, default=0, help="count.py steps (0: skip part 3)")
     parser.add_argument("--leverage-interval", type=int, default=10, help="CHECKPOINT_INTERVAL for part 3")
     parser.add_argument("--only-leverage", action="store_true", help="run part 3 alone")
     args = parser.parse_args()
