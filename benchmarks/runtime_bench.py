@@ -10,9 +10,15 @@ one send until the next call that needs a reply). Goal: a small forwarded call u
 Part 2, checkpoint and restart time against image size (10 MB .. 1 GB): runs
 ``benchmarks/runtime_ckpt_bench.py``. Goal: 100 MB checkpointed and restarted in under 0.5 s each.
 
+Part 3, leverage (``--leverage-steps N``; default 0: skipped): a personal pool runs
+examples/standard/count.py N steps under ``universe = standard`` with a checkpoint every
+``--leverage-interval`` seconds (CHECKPOINT_INTERVAL); prints the job's remote CPU, the schedd's
+CPU charged to it (``SubmitSideCpu``, htc/daemons/schedd/leverage.py says what is counted) and
+``Leverage``. Goal: above 1,000 for a 10-minute job.
+
 Usage::
 
-    python benchmarks/runtime_bench.py [--calls N] [--ckpt-sizes 10,100,1000]
+    python benchmarks/runtime_bench.py [--calls N] [--ckpt-sizes 10,100,1000] [--leverage-steps 20000]
 """
 
 from __future__ import annotations
@@ -156,14 +162,50 @@ def checkpoint_bench(sizes: str) -> None:
     runtime_ckpt_bench.main(["--sizes", sizes])
 
 
+def leverage_bench(steps: int, interval: int) -> None:
+    """Part 3: Leverage of a standard-universe compute job with periodic checkpoints."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import pool_bench
+
+    pool_bench.KNOBS["CHECKPOINT_INTERVAL"] = str(interval)
+    with pool_bench.personal_pool(2) as (home, work, _master):
+        example = Path(__file__).resolve().parents[1] / "examples" / "standard" / "count.py"
+        (work / "count.py").write_bytes(example.read_bytes())
+        (work / "count.py").chmod(0o644)
+        (work / "count.sub").write_text(
+            f"universe = standard\nexecutable = /usr/bin/python3\ntransfer_executable = false\n"
+            f"arguments = count.py {steps}\ninitialdir = {work}\nqueue\n")
+        htc = [sys.executable, "-m", "htc.cli.main"]
+        subprocess.run([*htc, "submit", "count.sub"], cwd=work, check=True, capture_output=True)
+        attrs = ["Leverage", "SubmitSideCpu", "RemoteUserCpu", "RemoteSysCpu", "NumCkpts", "RemoteWallClockTime"]
+
+        def finished():
+            out = subprocess.run([*htc, "history", "1.0", "-af", *attrs], capture_output=True, text=True).stdout
+            return out.split() or None
+
+        lev, local, user, system, ckpts, wall = pool_bench.wait_until(finished, "the job in the history",
+                                                                      steps * 0.05 + 300, poll=1.0)
+        remote = float(user) + float(system)
+        print(f"(3) leverage: {steps} steps, {float(wall):.0f} s wall, {ckpts} checkpoints "
+              f"(CHECKPOINT_INTERVAL = {interval} s): remote CPU {remote:.2f} s, submit side "
+              f"{float(local) * 1000:.1f} ms, Leverage = {float(lev):.0f} (goal > 1000: "
+              f"{'met' if float(lev) > 1000 else 'NOT met'})")
+
+
 def main() -> None:
     """Run the runtime benchmarks and print their figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--ckpt-sizes", default="10,100,1000", help="MB of job memory to checkpoint")
+    parser.add_argument("--leverage-steps", type=int, default=0, help="count.py steps (0: skip part 3)")
+    parser.add_argument("--leverage-interval", type=int, default=10, help="CHECKPOINT_INTERVAL for part 3")
+    parser.add_argument("--only-leverage", action="store_true", help="run part 3 alone")
     args = parser.parse_args()
-    forwarded_bench(args.calls)
-    checkpoint_bench(args.ckpt_sizes)
+    if not args.only_leverage:
+        forwarded_bench(args.calls)
+        checkpoint_bench(args.ckpt_sizes)
+    if args.leverage_steps:
+        leverage_bench(args.leverage_steps, args.leverage_interval)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ COMMAND_MODULES = [
     "htc.cli.version",
     "htc.cli.sim",
     "htc.cli.runtime",
+    "htc.cli.checkpoint",
     "htc.dag.cli",          # htc dag ..., htc submit_dag (htc.dag is above htc.cli: loaded by name only)
 ]
 

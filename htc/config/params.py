@@ -341,6 +341,10 @@ _ENTRIES = [
     P("KILL", "expr", "False", "When a vacating job is killed hard."),
     P("WANT_SUSPEND", "expr", "False", "Whether SUSPEND is evaluated rather than PREEMPT."),
     P("WANT_VACATE", "expr", "True", "Whether an evicted job gets a soft kill first."),
+    P("PERIODIC_CHECKPOINT", "expr", "((time() - LastPeriodicCheckpoint)/60.0) > (180.0 + $RANDOM_INTEGER(-30,30,1))",
+      "When the startd has a running standard-universe job checkpointed (it runs on); evaluated every "
+      "POLLING_INTERVAL with the slot ad, whose LastPeriodicCheckpoint is the time of the last one (or of "
+      "the job's start), as MY and the job ad as TARGET. CHECKPOINT_INTERVAL applies as well."),
     P("WANT_HOLD", "expr", "", "Accepted for HTCondor configurations and not used: an evicted job goes back to idle; the startd does not hold it (so 'use POLICY : WANT_HOLD_IF' has no effect either) (HTCondor: when an evicted job goes on hold instead of back to idle)."),
     P("WANT_HOLD_REASON", "expr", "", "Accepted for HTCondor configurations and not used: an evicted job that WANT_HOLD holds gets HTCondor's standard reason (HTCondor: holdReason when WANT_HOLD is true)."),
     P("WANT_HOLD_SUBCODE", "expr", "", "Accepted for HTCondor configurations and not used: an evicted job that WANT_HOLD holds gets HTCondor's standard reason (HTCondor: holdReasonSubCode when WANT_HOLD is true)."),

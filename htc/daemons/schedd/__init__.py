@@ -43,5 +43,9 @@ Modules:
   standard-universe job's ``NumCkpts`` and CheckpointedEvent);
 * :mod:`~htc.daemons.schedd.checkpoint_files` -- the store of those checkpoints in the spool
   (a standard-universe job's: its image, verified): received from starters, sent back to the
-  next run, swept once their job has left.
+  next run, swept once their job has left;
+* :mod:`~htc.daemons.schedd.checkpoint_now` -- ``htc checkpoint``: a running standard-universe
+  job checkpointed now, through its startd (CheckpointJobs, CheckpointClaim);
+* :mod:`~htc.daemons.schedd.leverage` -- the CPU the schedd spends on each job
+  (``SubmitSideCpu``) and its ``Leverage``.
 """

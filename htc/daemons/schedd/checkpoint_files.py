@@ -54,6 +54,7 @@ from htc.daemons import owner_files as ofs
 from htc.daemons.file_stream import receive_stream, send_stream
 from htc.daemons.job_files import TransferError
 from htc.daemons.schedd.checkpoints import STANDARD_UNIVERSE, CheckpointStored
+from htc.daemons.schedd.leverage import process_cpu
 from htc.daemons.schedd.shadow import ad_text, ad_values, parse_job_id
 from htc.daemons.schedd.spool import SpoolSink, spool_directory
 from htc.daemons.schedd.transfers import tree_entries
@@ -224,7 +225,7 @@ class CheckpointService:
 
     async def store(self, conn, msg: m.SendCheckpoint, peer=None) -> None:
         """Receive checkpoint ``msg.number`` into the job's store, have the core record it, answer."""
-        log, started = self.service.log, self.service.clock.time()
+        log, started, cpu = self.service.log, self.service.clock.time(), process_cpu()
         self._sweep_soon()
         try:
             ad, label, store = self._run(msg)
@@ -245,7 +246,7 @@ class CheckpointService:
             log.info("job %s: checkpoint %d transfer stopped: %s", msg.job_id, msg.number, exc)
             return
         self.service.feed(CheckpointStored(parse_job_id(msg.job_id), msg.claim_id, msg.number, started,
-                                           counts.files, counts.bytes))
+                                           counts.files, counts.bytes, process_cpu() - cpu))
         with contextlib.suppress(HTCError):
             await conn.send(m.Ack(detail=f"checkpoint {msg.number}: {counts.files} entries, {counts.bytes} bytes"))
 

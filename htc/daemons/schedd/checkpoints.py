@@ -60,6 +60,7 @@ class CheckpointStored(c.Event):
     started: float
     files: int = 0
     bytes: int = 0
+    cpu: float = 0.0  # the schedd's CPU seconds storing it (htc.daemons.schedd.leverage)
 
 
 def checkpoint_stored(sd, event: CheckpointStored, now: float, out: list) -> None:
@@ -71,6 +72,7 @@ def checkpoint_stored(sd, event: CheckpointStored, now: float, out: list) -> Non
                          "that has ended; not recorded"))
         return
     gained = uncommitted_seconds(job, shadow, now)
+    shadow.submit_cpu += event.cpu
     claim = sd.claims.get(event.claim_id)
     attrs = {
         "CheckpointNumber": str(event.number),

@@ -51,6 +51,7 @@ from htc.daemons.calls import CallDone, CallFailed
 from htc.daemons.schedd import userlog as ul
 from htc.daemons.schedd.access import Access, Denied, user_of_uid
 from htc.daemons.schedd.actions import JobActions
+from htc.daemons.schedd.checkpoint_now import checkpoint_answered, checkpoint_jobs
 from htc.daemons.schedd.ads import Adverts, submitter_of
 from htc.daemons.schedd.callfiles import read_input
 from htc.daemons.schedd.checkpoints import CheckpointStored, checkpoint_stored
@@ -118,6 +119,7 @@ class Schedd:
             m.StarterUpdate: self.shadows.starter_update, m.JobOutput: self.shadows.job_output,
             m.JobExited: self.shadows.job_exited, m.ReleaseClaim: self.claims.released,
             m.CallsDone: self.lanes.calls_done,
+            m.CheckpointJobs: lambda e, msg, now, out: checkpoint_jobs(self, e, msg, now, out),
         }
         #: what a call was for -> the handler of its answer (event, now, out)
         self._on_answer = {
@@ -126,6 +128,7 @@ class Schedd:
             Answer.SUSPEND: self.shadows.answered, Answer.CONTINUE: self.shadows.answered,
             Answer.LANE: self.lanes.answered, Answer.LANE_CALLS: self.lanes.answered,
             Answer.LANE_VACATE: self.lanes.answered,
+            Answer.CHECKPOINT: lambda e, now, out: checkpoint_answered(self, e, now, out),
         }
 
     # -- the core interface -------------------------------------------------------------------

@@ -14,6 +14,7 @@ caller's transaction; :func:`claim_after` says what becomes of the claim.
 from __future__ import annotations
 
 from htc.daemons.schedd import userlog as ul
+from htc.daemons.schedd.leverage import leverage_attributes
 from htc.jobqueue import Action as PolicyAction
 from htc.jobqueue import ExitInfo, HoldReasonCode, JobStatus
 from htc.jobqueue.ads import parse_literal, quote
@@ -167,6 +168,8 @@ def _usage_attributes(job, shadow, claim, now: float) -> dict[str, str]:
     attrs["LastRemoteWallClockTime"] = str(ran)
     attrs["CumulativeRemoteUserCpu"] = str(ul.number(job, "CumulativeRemoteUserCpu") + user)
     attrs["CumulativeRemoteSysCpu"] = str(ul.number(job, "CumulativeRemoteSysCpu") + system)
+    remote = float(attrs["CumulativeRemoteUserCpu"]) + float(attrs["CumulativeRemoteSysCpu"])
+    attrs.update(leverage_attributes(job, shadow, remote, ul.number))
     attrs["LastRemoteHost"] = quote(claim.slot_name if claim else "")
     if claim is not None and claim.pool:
         attrs["LastRemotePool"] = quote(claim.pool)  # HTCondor's: the flocked pool the job last ran in

@@ -146,3 +146,4 @@ class Answer(enum.Enum):
     LANE = "lane"                 # a call lane's activation; (LANE, claim id)
     LANE_CALLS = "lanecalls"      # RunCalls to a lane; (LANE_CALLS, claim id)
     LANE_VACATE = "lanevacate"    # a lane's Vacate; (LANE_VACATE, claim id)
+    CHECKPOINT = "checkpoint"     # htc checkpoint's CheckpointClaim; (CHECKPOINT, job id, claim id)

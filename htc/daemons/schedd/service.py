@@ -45,6 +45,7 @@ from htc.daemons.schedd.callfiles import write_call_files
 from htc.daemons.schedd.checkpoint_files import CheckpointService
 from htc.daemons.schedd.core import Schedd
 from htc.daemons.schedd.events import Owed, SignalLocalJob, StartLocalJob, WriteCallFiles, WriteJobOutput, WriteUserLog
+from htc.daemons.schedd.leverage import CoreMeter
 from htc.daemons.schedd.local_runner import LocalRunner
 from htc.daemons.schedd.output import write_job_output
 from htc.daemons.schedd.settings import ScheddSettings
@@ -114,6 +115,7 @@ class ScheddService(DaemonService):
     def __init__(self, core: Schedd, paths: DaemonPaths, reload_settings, *, clock: Clock = REAL, transport=None):
         super().__init__("schedd", core, transport or paths.transport(), log_file=paths.log_file("schedd"),
                          reload_settings=reload_settings, clock=clock)
+        CoreMeter(core)  # each job's share of the handlers' CPU, for its Leverage (htc.daemons.schedd.leverage)
         install_calls(self)
         self._pending_logs: list[WriteUserLog] = []
         self._pending_files: list[WriteCallFiles] = []

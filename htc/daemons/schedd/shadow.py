@@ -37,6 +37,7 @@ class Shadow:
     state_sequence: int = -1  # the newest JobStateSequence the startd reported (updates or answers)
     duration_limit: float | None = None  # AllowedJobDuration (s) while it is still to be enforced
     left_queue: bool = False  # its end moved the job to the history (nothing to look up after)
+    submit_cpu: float = 0.0  # CPU seconds the schedd spent on this run (htc.daemons.schedd.leverage)
 
     @property
     def duration_deadline(self) -> float | None:

@@ -20,6 +20,8 @@ Modules (docs/startd.md tells the whole story):
 * ``claim_requests`` -- the claim requests the adapter has not answered yet;
 * ``watches`` -- claim watches: the schedd's held keep-alive, whose closing means it is gone;
 * ``lanes`` -- the relay between a call lane and its shadow (calls in, results out);
+* ``periodic_checkpoint`` -- PERIODIC_CHECKPOINT: when a running standard-universe job is
+  checkpointed (``htc checkpoint`` arrives as CheckpointClaim, in the adapter);
 * ``peek`` -- ``htc tail`` from another host: a running job's files for its owner (PeekJob);
 * ``sensors`` -- what the machine is and what its owner is doing (load, idle times, override file);
 * ``service`` -- :class:`~htc.daemons.startd.service.StartdService`, the only I/O (sensors,

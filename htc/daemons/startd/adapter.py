@@ -48,6 +48,7 @@ from htc.daemons.startd.ads import SlotAds, ad_text, job_id_of, parse_job
 from htc.daemons.startd.claim_requests import ClaimRequests
 from htc.daemons.startd.core import Startd
 from htc.daemons.startd.lanes import refused_call
+from htc.daemons.startd.periodic_checkpoint import PeriodicCheckpoints
 from htc.daemons.startd.reports import Contact, JobReports, short_claim_id
 from htc.daemons.startd.settings import StartdServiceSettings, keep_layout
 from htc.daemons.startd.slots import UnknownClaim, claim_holder, live_claim_ids
@@ -80,6 +81,7 @@ class StartdDaemon:
         self.ads = SlotAds(settings, now)
         self.claim_watches = ClaimWatches()
         self.running: set[str] = set()         # claims whose starter is alive
+        self.periodic_checkpoints = PeriodicCheckpoints()  # PERIODIC_CHECKPOINT (its own module)
         self.lanes: set[str] = set()           # running claims whose job is a call lane
         self.requests = ClaimRequests()        # claim requests waiting for their answer
         self._next_sample: float | None = None
@@ -341,6 +343,15 @@ class StartdDaemon:
         self.reports.state_changed(msg.claim_id, stop, True, out)
         out.append(c.Reply(e.conn_id, m.Ack(sequence=self.reports.state_sequence)))
 
+    def _checkpoint(self, e: c.Received, msg: m.CheckpointClaim, now: float, out: list[c.Action]) -> None:
+        slot = self._slot_of_claim(msg.claim_id)
+        if msg.claim_id not in self.running:
+            out.append(c.bad_request(e, f"claim {short_claim_id(msg.claim_id)} on {slot} runs no job to checkpoint"))
+            return
+        out.append(ev.CheckpointJob(slot, msg.claim_id))
+        self.periodic_checkpoints.checkpointed(msg.claim_id, now)
+        out.append(c.Reply(e.conn_id, m.Ack(detail=f"checkpointing the job on {slot}")))
+
     # --- the service's events -----------------------------------------------------------------
 
     def _on_started(self, e: c.Started, now: float, out: list[c.Action]) -> None:
@@ -356,9 +367,11 @@ class StartdDaemon:
     def _on_sampled(self, e: ev.Sampled, now: float, out: list[c.Action]) -> None:
         self._sampled = True
         self._core(ev.SensorSample(e.attrs), now, out)
+        self.periodic_checkpoints.evaluate(self.startd, self.running, now, out)
 
     def _on_starter_started(self, e: ev.StarterStarted, now: float, out: list[c.Action]) -> None:
         self.reports.started(e, out)
+        self.periodic_checkpoints.started(e.claim_id, now)
 
     def _on_starter_failed(self, e: ev.StarterFailed, now: float, out: list[c.Action]) -> None:
         self.running.discard(e.claim_id)
@@ -542,6 +555,7 @@ _ON_MESSAGE: dict[type, Callable[[StartdDaemon, c.Received, Any, float, list[c.A
     m.Vacate: StartdDaemon._vacate,
     m.Suspend: StartdDaemon._suspend_or_continue,
     m.Continue: StartdDaemon._suspend_or_continue,
+    m.CheckpointClaim: StartdDaemon._checkpoint,
     m.DrainJobs: StartdDaemon._drain,
     m.CancelDrainJobs: StartdDaemon._cancel_drain,
 }
@@ -558,6 +572,7 @@ _TRANSLATE: dict[type, _Handler] = {
     ev.VacateJob: StartdDaemon._to_starter,
     ev.KillJob: StartdDaemon._to_starter,
     ev.KillStarter: StartdDaemon._to_starter,
+    ev.CheckpointJob: StartdDaemon._to_starter,
     ev.HoldJob: StartdDaemon._hold_job,
     ev.ClaimEnded: StartdDaemon._claim_ended,
 }

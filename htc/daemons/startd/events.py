@@ -205,6 +205,16 @@ class SuspendJob(c.Action):
 
 
 @dataclass(frozen=True, slots=True)
+class CheckpointJob(c.Action):
+    """Checkpoint the claim's standard-universe job now and send the image to the shadow; the
+    job runs on (``htc checkpoint``, PERIODIC_CHECKPOINT)."""
+
+    slot: str
+    claim_id: str
+    why: str = "htc checkpoint"
+
+
+@dataclass(frozen=True, slots=True)
 class ContinueJob(c.Action):
     """Resume a suspended job."""
 
@@ -359,4 +369,4 @@ class WatchClosed(c.Event):
 
 
 #: core actions the service carries out on the claim's starter
-STARTER_ACTIONS = (SuspendJob, ContinueJob, VacateJob, KillJob, KillStarter)
+STARTER_ACTIONS = (SuspendJob, ContinueJob, VacateJob, KillJob, KillStarter, CheckpointJob)

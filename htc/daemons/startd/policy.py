@@ -11,7 +11,7 @@ ranks. Two implementations:
 * :class:`FixedPolicy` -- constants or Python callables; for tests and the simulator.
 
 The knob names are HTCondor's: START, IS_OWNER, SUSPEND, CONTINUE, PREEMPT, KILL, WANT_SUSPEND,
-WANT_VACATE, RANK, MaxJobRetirementTime, MachineMaxVacateTime, and CpuBusy (the latched
+WANT_VACATE, RANK, MaxJobRetirementTime, MachineMaxVacateTime, PERIODIC_CHECKPOINT, and CpuBusy (the latched
 "non-HTCondor load is high" test the desktop SUSPEND uses through CpuBusyTime). A knob with a
 ``_VANILLA`` twin (``SUSPEND_VANILLA``) uses the twin for vanilla jobs (JobUniverse 5).
 """
@@ -40,6 +40,8 @@ DEDICATED: dict[str, str] = {
     "MaxJobRetirementTime": "0",
     "MachineMaxVacateTime": "600",
     "CpuBusy": "False",
+    # when a running standard-universe job is checkpointed (htc.daemons.startd.periodic_checkpoint)
+    "PERIODIC_CHECKPOINT": "((time() - LastPeriodicCheckpoint)/60.0) > 180.0",
 }
 
 _ACTIVITY_TIMER = "(time() - EnteredCurrentActivity)"

@@ -411,6 +411,9 @@ class StartdService(DaemonService):
         run = self.starters.get(action.claim_id)
         if run is None:
             self.log.info("%s: no starter runs for claim %s", type(action).__name__, short_claim_id(action.claim_id))
+        elif not run.started and isinstance(action, ev.CheckpointJob):
+            self.log.info("claim %s: %s asked for a checkpoint before the job started; none taken",
+                          short_claim_id(action.claim_id), action.why)
         elif not run.started:
             run.pending.append(action)
         else:
@@ -433,6 +436,20 @@ class StartdService(DaemonService):
         self.start_task(starter.kill(), f"kill claim {short_claim_id(claim_id)}")
 
 
+    def _checkpoint(self, claim_id: str, starter: Starter, action: ev.CheckpointJob) -> None:
+        what = f"claim {short_claim_id(claim_id)}: checkpoint ({action.why}) of {starter.job_label()}"
+        if starter.standard is None:
+            self.log.warning("%s: not a standard-universe job; none taken", what)
+        else:
+            self.start_task(self._checkpoint_now(what, starter.standard), what)
+
+    async def _checkpoint_now(self, what: str, standard: StandardJob) -> None:
+        try:
+            self.log.info("%s kept, %d bytes", what, await standard.checkpoint())
+        except (HTCError, OSError) as exc:  # (CheckpointRefused/Failed, TransferError; the job runs on)
+            self.log.warning("%s not kept: %s", what, exc)
+
+
 #: how the service carries out each of the core's actions on a claim's starter
 _ON_STARTER: dict[type, Callable[[StartdService, str, Starter, Any], None]] = {
     ev.SuspendJob: StartdService._suspend,
@@ -440,6 +457,7 @@ _ON_STARTER: dict[type, Callable[[StartdService, str, Starter, Any], None]] = {
     ev.VacateJob: StartdService._vacate,
     ev.KillJob: StartdService._kill,
     ev.KillStarter: StartdService._kill,
+    ev.CheckpointJob: StartdService._checkpoint,
 }
 
 

@@ -208,9 +208,30 @@ class StandardJob:
         async with self._lock:
             if self.pid is None:
                 raise ckpt.CheckpointFailed("the job has not started")
+            await self._await_handler(min(timeout, 30.0))
             os.kill(self.pid, ckpt.CHECKPOINT_SIGNAL)
             await self._await_image(timeout)
             return await self._send()
+
+    async def _await_handler(self, timeout: float) -> None:
+        """Wait until the job catches the checkpoint signal: right after the spawn the runtime
+        has not installed its handler yet, and SIGUSR2 would kill the job (``htc checkpoint``
+        straight after the start)."""
+        assert self.pid is not None
+        bit = 1 << (int(ckpt.CHECKPOINT_SIGNAL) - 1)
+        deadline = self.clock.time() + timeout
+        while True:
+            try:
+                status = Path(f"/proc/{self.pid}/status").read_text()
+            except OSError:
+                raise ckpt.CheckpointFailed(f"pid {self.pid} is gone") from None
+            caught = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:")), 0)
+            if caught & bit:
+                return
+            if self.clock.time() > deadline:
+                raise ckpt.CheckpointRefused(f"pid {self.pid} does not catch {ckpt.CHECKPOINT_SIGNAL.name} within "
+                                             f"{timeout:g} s: the runtime is not running in it yet")
+            await self.clock.sleep(0.02)
 
     async def _await_image(self, timeout: float) -> None:
         deadline = self.clock.time() + timeout

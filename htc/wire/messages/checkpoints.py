@@ -1,5 +1,7 @@
 """Self-checkpointing (``checkpoint_exit_code``): a job's checkpoint files from its starter to
-the schedd's spool, and back to the starter of its next run.
+the schedd's spool, and back to the starter of its next run; and ``htc checkpoint``: a tool asks
+the schedd to have a running standard-universe job checkpointed now (CheckpointJobs), and the
+schedd asks the job's startd (CheckpointClaim).
 
 Both are conversations on a connection of their own, like the transfers of
 :mod:`.transfer`, and use the same file streams (FileEntry, FileData, FileDone ...
@@ -9,7 +11,7 @@ TransferEnd). Names in a checkpoint stream are paths relative to the job's sandb
 from __future__ import annotations
 
 from htc.wire.messages.common import Ack
-from htc.wire.messages.schema import JobId, Message, NonEmpty, Positive
+from htc.wire.messages.schema import JobId, Message, NonEmpty, Positive, invalid
 
 
 class SendCheckpoint(Message, frozen=True):
@@ -32,4 +34,33 @@ class FetchCheckpoint(Message, frozen=True):
     job_id: JobId
 
 
-__all__ = ["FetchCheckpoint", "SendCheckpoint"]
+class CheckpointJobsReply(Message, frozen=True):
+    """The schedd's answer to CheckpointJobs: the jobs whose startd was asked to checkpoint them
+    (``requested``), and for each other job why not (``refused``: job id -> reason)."""
+
+    requested: tuple[JobId, ...] = ()
+    refused: dict[JobId, str] = {}
+
+
+class CheckpointJobs(Message, frozen=True):
+    """Tool -> schedd (``htc checkpoint``): checkpoint each running standard-universe job of
+    ``ids`` now, without stopping it; only its owner or an administrator may ask."""
+
+    reply_type = CheckpointJobsReply
+    ids: tuple[JobId, ...]
+
+    def _check(self) -> None:
+        if not self.ids:
+            raise invalid(self, "ids is empty; name at least one job (cluster.proc)")
+
+
+class CheckpointClaim(Message, frozen=True):
+    """Schedd -> startd: have the starter of ``claim_id`` checkpoint its standard-universe job
+    now; the job runs on, and the image goes to the shadow like a periodic one. Ack once the
+    starter was told; ErrorReply when the claim runs no such job."""
+
+    reply_type = Ack
+    claim_id: NonEmpty
+
+
+__all__ = ["CheckpointClaim", "CheckpointJobs", "CheckpointJobsReply", "FetchCheckpoint", "SendCheckpoint"]

@@ -1,0 +1,94 @@
+"""Leverage (the seed paper's): a job's remote CPU divided by the CPU the submit side spent on it.
+
+Theory of operation
+-------------------
+What is counted as the submit side's CPU for a job (``SubmitSideCpu``, seconds), per run:
+
+* **the schedd core's handlers** for every event that names the job while it has a shadow:
+  messages carrying its ``job_id`` (StarterUpdate, JobOutput, JobExited, SendCheckpoint's
+  record), answers to calls made for it (activation, vacate, suspend, ``htc checkpoint``: the
+  cookie names the job), and CheckpointStored. :class:`CoreMeter` wraps the core's ``handle``
+  and charges the calling thread's CPU time (``time.thread_time``) of each such event to the
+  run's shadow (``Shadow.submit_cpu``);
+* **storing each checkpoint image** (:mod:`htc.daemons.schedd.checkpoint_files`): the
+  process's CPU, all threads, user + system (``getrusage(RUSAGE_SELF)``), from the start of the
+  SendCheckpoint conversation to the image swapped in (``CheckpointStored.cpu``). Other work of
+  the schedd running at the same time is counted too, so this part can only overstate the cost.
+
+Not counted: the negotiation and claiming before the run has a shadow (the schedd's match and
+claim handlers name a claim, not a job), the submit itself, the user-log writes the service does
+after the handler, and the handler of the event that ends the run (the shadow is gone by the
+time its CPU is known). Forwarded file calls are served on the execute side in a personal pool
+(docs/checkpointing.md), so they cost the submit side nothing here.
+
+At each run's end (:func:`htc.daemons.schedd.ends`) the run's CPU is added to the job's
+``SubmitSideCpu`` and ``Leverage`` is set to ``(CumulativeRemoteUserCpu +
+CumulativeRemoteSysCpu) / SubmitSideCpu`` (left out while SubmitSideCpu is 0).
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from typing import Any
+
+from htc.daemons import core as c
+from htc.daemons.calls import CallDone, CallFailed
+
+__all__ = ["CoreMeter", "leverage_attributes", "process_cpu"]
+
+
+def process_cpu() -> float:
+    """This process's CPU seconds so far, every thread, user + system."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _job_of(event: c.Event) -> Any:
+    """The (cluster, proc) an event concerns, or None."""
+    if isinstance(event, c.Received):
+        text = getattr(event.msg, "job_id", None)
+        if isinstance(text, str) and "." in text:
+            cluster, _, proc = text.partition(".")
+            return int(cluster), int(proc)
+        return None
+    if isinstance(event, CallDone | CallFailed):
+        cookie = event.cookie
+        if isinstance(cookie, tuple) and len(cookie) > 1 and isinstance(cookie[1], tuple):
+            return cookie[1]
+        return None
+    job = getattr(event, "job_id", None)
+    return job if isinstance(job, tuple) else None
+
+
+class CoreMeter:
+    """Wraps a schedd core's ``handle`` to charge each job's events to its shadow (module docstring)."""
+
+    def __init__(self, core):
+        self.core, self._handle = core, core.handle
+        core.handle = self.handle
+
+    def handle(self, event: c.Event, now: float) -> list:
+        """The core's handle, with the thread CPU it took charged to the job's run."""
+        start = time.thread_time()
+        actions = self._handle(event, now)
+        job = _job_of(event)
+        if job is not None:
+            shadow = self.core.shadows.get(job)
+            if shadow is not None:
+                shadow.submit_cpu += time.thread_time() - start
+        return actions
+
+
+def leverage_attributes(job, shadow, remote_cpu: float, number) -> dict[str, str]:
+    """``SubmitSideCpu`` (the job's so far, with this run's) and ``Leverage`` at a run's end.
+
+    Args:
+        remote_cpu: the job's cumulative remote user + system CPU, this run's included.
+        number: reads a numeric attribute of the job (``userlog.number``).
+    """
+    local = number(job, "SubmitSideCpu") + shadow.submit_cpu
+    attrs = {"SubmitSideCpu": repr(round(local, 6))}
+    if local > 0:
+        attrs["Leverage"] = repr(round(remote_cpu / local, 3))
+    return attrs
