@@ -47,6 +47,15 @@ The evening before, the same bench gave the pool 3.0-4.0 ms, 1,010-1,912 calls/s
 about 1,770) and 0.87-0.90; in the morning (``ab0fb1e``) 4.9-6.7 ms, 803-842 calls/s and
 0.81-0.83.
 
+2026-11-28 05:10-05:50, with a fresh-clone CI run on the machine (load average 8-13, so the
+figures are the machine's, not the code's): the pool measured 29-51 ms and 148-238 calls/s
+both at ``int`` and at the code of 2026-11-27 23:13 (``05de010``), alternating; the quiet-hour
+figures at 05:09 were 9.9 ms and 810 calls/s. Per-process CPU over 200-300 sequential calls:
+the schedd 8.9-10 ms a call (wall-clock share under that load), the client 2.4-2.9 ms, the
+startd 1.6 ms and the collector 1.6 ms -- the last for the Submitter and Scheduler ads that
+each Submit made due within ``prompt_delay``; a Submit whose jobs all start at once (a lane
+call) no longer does, and the collector's share is gone.
+
 The local backend's floor is one ``fork`` of a pre-imported zygote per call. In the pool most
 calls run on *call lanes* (htc.daemons.schedd.lanes): a worker that stays up on a claimed
 slot gets each call over the wire and sends the result back the same way (the answer to each

@@ -447,3 +447,27 @@ def test_lanes_of_one_kind_take_their_share_of_the_last_idle_calls_so_they_finis
     assert 2 <= len(sent_ids(h, out)) <= 4
     assert not h.core.lanes.idle.get(lane_a.key) or len(h.core.lanes.idle[lane_a.key]) <= 3
     assert abs(len(lane_a.in_flight) - len(lane_b.in_flight)) <= 2  # and neither holds the rest alone
+
+
+def _ads(h: Harness, out: list[c.Action]) -> list[m.UpdateAd]:
+    return [a.msg for a in out if isinstance(a, c.Send) and isinstance(a.msg, m.UpdateAd)]
+
+
+def test_a_submit_a_lane_starts_at_once_sends_no_prompt_ads_but_idle_work_still_does():
+    """A call taken by a lingering lane in its Submit's turn is no idle work: the collector
+    hears of it at the queue-changed pace (SCHEDD_MIN_INTERVAL), not within ``prompt_delay``
+    as for every call before; a submit that leaves a job idle still advertises at once."""
+    h = Harness(claim_linger=10.0)
+    h.core.read_input = _read
+    h.start()
+    h.submit(lane_job())
+    claim_id, _ = start_lane(h)
+    done(h, claim_id, "1.0")
+    h.tick(h.now + 2)  # the ads the first call's end made due go out
+    h.submit(lane_job())
+    assert h.status(2, 0) is JobStatus.RUNNING
+    assert not _ads(h, h.tick(h.now + 0.01))  # past prompt_delay, before SCHEDD_MIN_INTERVAL
+    assert _ads(h, h.tick(h.now + 1.1))  # the queue changed: ads at the usual pace
+    h.submit(lane_job(queue="queue 5"))  # more than the lane takes: idle work
+    assert h.status(3, 4) is JobStatus.IDLE
+    assert _ads(h, h.tick(h.now + 0.01))

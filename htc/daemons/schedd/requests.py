@@ -48,6 +48,7 @@ from htc.daemons.schedd.adtexts import split_ad_text
 from htc.daemons.schedd.owed import owe
 from htc.daemons.schedd.shadow import ad_text
 from htc.errors import UsageError
+from htc.jobqueue import JobStatus
 from htc.jobqueue.ads import quote
 from htc.jobqueue.expr import job_classad
 from htc.jobqueue.promises import submission_digest
@@ -241,7 +242,13 @@ class ToolRequests:
             sd.claims.use_lingering(now, out)
         finally:
             sd.queue.sync()  # durable before the reply and the SUBMIT events go out (nothing left if a start did it)
-        sd.new_work(now)  # the negotiator hears of the new jobs within milliseconds
+        if sd.queue.count(f"ClusterId == {cid} && JobStatus == {int(JobStatus.IDLE)}"):
+            sd.new_work(now)  # the negotiator hears of the new jobs within milliseconds
+        else:
+            # Every job started at once (a call on a lane, a node on a kept claim): no idle work
+            # for the negotiator, so the ads follow at the queue-changed pace (SCHEDD_MIN_INTERVAL)
+            # instead of a Submitter and a Scheduler ad to the collector for every call.
+            sd.adverts.changed()
 
     def _submitted_before(self, event: c.Received, msg: m.Submit, owner: str, digest: str, out: list) -> bool:
         """A Submit sent again (its reply was lost): answer the original SubmitReply, queue nothing."""
