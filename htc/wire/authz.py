@@ -169,7 +169,7 @@ REQUIRED: Mapping[str, Mapping[type[m.Message], LevelRule]] = {
                m.SpoolInput: L.WRITE, m.FetchOutput: L.WRITE, m.OpenSession: L.WRITE,
                # (inside an OpenSession conversation; the level is checked when it opens)
                m.PutCallFiles: L.WRITE, m.CloseSession: L.WRITE,
-               m.SendCheckpoint: L.DAEMON, m.FetchCheckpoint: L.DAEMON},
+               m.SendCheckpoint: L.DAEMON, m.FetchCheckpoint: L.DAEMON, m.RelayJobIO: L.DAEMON},
     "startd": {m.MatchNotify: L.NEGOTIATOR, m.RequestClaim: L.DAEMON, m.ActivateClaim: L.DAEMON,
                m.RunCalls: L.DAEMON, m.ClaimKeepAlive: L.DAEMON, m.ReleaseClaim: L.DAEMON,
                m.Suspend: L.DAEMON, m.Continue: L.DAEMON, m.Vacate: _vacate,

@@ -52,7 +52,7 @@ from typing import Union
 import msgspec
 
 from htc.wire.errors import MessageInvalid, WireError
-from htc.wire.messages.checkpoints import FetchCheckpoint, SendCheckpoint
+from htc.wire.messages.checkpoints import MAX_JOB_IO_CHUNK, FetchCheckpoint, JobIOBytes, RelayJobIO, SendCheckpoint
 from htc.wire.messages.claims import (MAX_OUTPUT_CHUNK, ActivateClaim, CancelDrainJobs, ClaimKeepAlive,
                                       ClaimReply, Continue, DrainHow, DrainJobs, JobExited, JobOutput,
                                       ReleaseClaim, RequestClaim, StarterUpdate, Suspend, Vacate)
@@ -87,7 +87,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     RequestClaim, ClaimReply, ActivateClaim, ClaimKeepAlive, ReleaseClaim,
     StarterUpdate, JobOutput, JobExited, RunCalls, CallsDone, MoreCalls, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
     FetchInput, SendOutput, SpoolInput, FetchOutput, FileEntry, FileData, FileDone, TransferEnd,
-    SendCheckpoint, FetchCheckpoint,
+    SendCheckpoint, FetchCheckpoint, RelayJobIO, JobIOBytes,
     Forwarded, PeekJob, PeekReply,
     OpenSession, SessionOpened, PutCallFiles, FollowCalls, SessionNews, CloseSession,
 )
@@ -163,6 +163,6 @@ __all__ = ["Ack", "ActOnJobs", "ActOnJobsReply", "ActivateClaim", "AdText", "AdT
            "ResourceRequests", "RunCalls", "Seconds", "SetUserPriority", "ShutdownHow",
            "StarterUpdate", "SubmissionId", "Submit", "SubmitReply", "Suspend", "UpdateAd",
            "Vacate", "FetchInput", "SendOutput", "SpoolInput", "FetchOutput", "FileEntry", "FileData", "FileDone", "TransferEnd",
-           "SendCheckpoint", "FetchCheckpoint", "MAX_TRANSFER_CHUNK", "MAX_PEEK_BYTES", "PeekChunk", "PeekJob", "PeekReply",
+           "SendCheckpoint", "FetchCheckpoint", "RelayJobIO", "JobIOBytes", "MAX_JOB_IO_CHUNK", "MAX_TRANSFER_CHUNK", "MAX_PEEK_BYTES", "PeekChunk", "PeekJob", "PeekReply",
            "MAX_SESSION_CHUNK", "OpenSession", "SessionOpened", "PutCallFiles",
            "FollowCalls", "SessionNews", "CloseSession", "FileChunk", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]
