@@ -84,3 +84,23 @@ def test_a_standard_job_in_another_filesystem_domain_has_its_calls_served_by_the
     assert startd not in openers
     assert servers <= openers  # the schedd's file server opened the script, the input, the output
     assert openers <= {schedd, os.getpid()} | servers, opens
+
+
+def test_a_relay_for_a_run_the_schedd_does_not_follow_is_refused_and_it_keeps_serving(pool):
+    import asyncio
+
+    from htc.client.request import ping
+    from htc.wire import messages as m
+
+    async def ask() -> m.Message:
+        conn = await pool.transport.open_connection("schedd")
+        try:
+            await conn.send(m.RelayJobIO(claim_id="not-a-claim", job_id="1.0"))
+            return await conn.recv(timeout=20)
+        finally:
+            await conn.aclose()
+
+    reply = asyncio.run(ask())
+    assert isinstance(reply, m.ErrorReply) and reply.code == "not_found"
+    assert "no run of job 1.0 on that claim" in reply.message
+    assert ping("schedd", transport=pool.transport).daemon == "schedd"

@@ -39,7 +39,8 @@ here, the one import path for every message (``from htc.wire import messages as 
   vacating, suspending, draining;
 * :mod:`.lanes` -- the calls of a call lane;
 * :mod:`.transfer` -- a job's files over the connection (input, output, file streams);
-* :mod:`.checkpoints` -- a self-checkpointing job's checkpoints to and from the schedd's spool;
+* :mod:`.checkpoints` -- jobs' checkpoints to and from the schedd's spool, and a standard-universe
+  job's forwarded file calls relayed to the schedd;
 * :mod:`.network` -- the shared port's preamble for a peer from another host (``Forwarded``);
 * :mod:`.peek` -- the end of a running job's files, from the startd running it (``htc tail``);
 * :mod:`.sessions` -- an executor session served over one connection (a client on another machine).
