@@ -54,6 +54,7 @@ EXAMPLES = [
     m.SendOutput(claim_id="c1", job_id="7.0"),
     m.SendCheckpoint(claim_id="c1", job_id="7.0", number=3),
     m.FetchCheckpoint(claim_id="c1", job_id="7.0"),
+    m.RelayJobIO(claim_id="c1", job_id="7.0"), m.JobIOBytes(data=b"\x01request"),
     m.SpoolInput(job_id="7.0"),
     m.FetchOutput(job_id="7.0"),
     m.FileEntry(name="indir/sub/a.txt", kind="file", mode=0o644, size=2, mtime_ns=10**18),

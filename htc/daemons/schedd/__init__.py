@@ -44,4 +44,6 @@ Modules:
 * :mod:`~htc.daemons.schedd.checkpoint_files` -- the store of those checkpoints in the spool
   (a standard-universe job's: its image, verified): received from starters, sent back to the
   next run, swept once their job has left.
+* :mod:`~htc.daemons.schedd.job_io` -- a standard-universe job's forwarded file calls, relayed by
+  a starter in another FileSystemDomain, served as the owner in the job's Iwd.
 """
