@@ -170,7 +170,7 @@ REQUIRED: Mapping[str, Mapping[type[m.Message], LevelRule]] = {
                # (inside an OpenSession conversation; the level is checked when it opens)
                m.PutCallFiles: L.WRITE, m.CloseSession: L.WRITE,
                m.SendCheckpoint: L.DAEMON, m.FetchCheckpoint: L.DAEMON,
-               m.CheckpointJobs: L.WRITE},  # (and only the job's owner or an administrator: the schedd checks)
+               m.CheckpointJobs: L.WRITE, m.RelayJobIO: L.DAEMON},  # (and only the job's owner or an administrator: the schedd checks)
     "startd": {m.MatchNotify: L.NEGOTIATOR, m.RequestClaim: L.DAEMON, m.ActivateClaim: L.DAEMON,
                m.RunCalls: L.DAEMON, m.ClaimKeepAlive: L.DAEMON, m.ReleaseClaim: L.DAEMON,
                m.Suspend: L.DAEMON, m.Continue: L.DAEMON, m.Vacate: _vacate, m.CheckpointClaim: L.DAEMON,

@@ -81,9 +81,16 @@ def reference(tmp: Path) -> bytes:
     return (tmp / "progress.out").read_bytes()
 
 
-def test_a_vacated_standard_job_resumes_from_its_checkpoint_on_the_other_slot(tools, tmp_path):
+#: the startd in the submit host's FileSystemDomain (the job's calls served next to it), or in
+#: another (relayed to the schedd: htc.daemons.schedd.job_io)
+DOMAINS = {"shared": "", "relayed": "STARTD.FILESYSTEM_DOMAIN = elsewhere.example\n"}
+
+
+@pytest.mark.parametrize("domain", list(DOMAINS))
+def test_a_vacated_standard_job_resumes_from_its_checkpoint_on_the_other_slot(tools, tmp_path, domain):
     expected = reference(tmp_path / "reference")
-    pool = Pool("COLLECTOR, NEGOTIATOR, STARTD, SCHEDD", config=POLICY, NUM_CPUS="2", NUM_SLOTS="2")
+    pool = Pool("COLLECTOR, NEGOTIATOR, STARTD, SCHEDD", config=POLICY + DOMAINS[domain], NUM_CPUS="2",
+                NUM_SLOTS="2")
     override, work = pool.home / "sensor_override", pool.work
     write_sensor_override(AWAY, override)
     try:
@@ -138,6 +145,10 @@ def test_a_vacated_standard_job_resumes_from_its_checkpoint_on_the_other_slot(to
         assert int(num) == kinds.count(T.CHECKPOINTED) and int(size) > 0 and int(last) > 0
         assert int(number) >= header.seq >= 2  # (the sequence runs on across the restart)
         assert header.generation == 0 or after_restart  # the vacate's image, unless a later one came first
+        # both runs' file calls were served where the domains say
+        logs = "".join(path.read_text() for path in (pool.home / "log").glob("Sched*Log*"))
+        relays = logs.count(f"job {cluster}.0: serving its forwarded file calls")
+        assert relays == (2 if domain == "relayed" else 0), relays
     except BaseException:
         for path in [work / "count.err", *sorted((pool.home / "log").glob("*Log"))]:
             if path.exists():

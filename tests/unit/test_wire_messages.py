@@ -56,6 +56,7 @@ EXAMPLES = [
     m.FetchCheckpoint(claim_id="c1", job_id="7.0"),
     m.CheckpointJobs(ids=("7.0", "8")), m.CheckpointJobsReply(requested=("7.0",), refused={"8.0": "not running"}),
     m.CheckpointClaim(claim_id="c1"),
+    m.RelayJobIO(claim_id="c1", job_id="7.0"), m.JobIOBytes(data=b"\x01request"),
     m.SpoolInput(job_id="7.0"),
     m.FetchOutput(job_id="7.0"),
     m.FileEntry(name="indir/sub/a.txt", kind="file", mode=0o644, size=2, mtime_ns=10**18),

@@ -47,5 +47,7 @@ Modules:
 * :mod:`~htc.daemons.schedd.checkpoint_now` -- ``htc checkpoint``: a running standard-universe
   job checkpointed now, through its startd (CheckpointJobs, CheckpointClaim);
 * :mod:`~htc.daemons.schedd.leverage` -- the CPU the schedd spends on each job
-  (``SubmitSideCpu``) and its ``Leverage``.
+  (``SubmitSideCpu``) and its ``Leverage``;
+* :mod:`~htc.daemons.schedd.job_io` -- a standard-universe job's forwarded file calls, relayed by
+  a starter in another FileSystemDomain, served as the owner in the job's Iwd.
 """

@@ -42,6 +42,7 @@ from htc.daemons import core as c
 from htc.daemons.calls import install_calls
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.schedd.callfiles import write_call_files
+from htc.daemons.schedd.job_io import JobIOService
 from htc.daemons.schedd.checkpoint_files import CheckpointService
 from htc.daemons.schedd.core import Schedd
 from htc.daemons.schedd.events import Owed, SignalLocalJob, StartLocalJob, WriteCallFiles, WriteJobOutput, WriteUserLog
@@ -141,6 +142,8 @@ class ScheddService(DaemonService):
         checkpoints = CheckpointService(self)  # checkpoint_exit_code (htc.daemons.schedd.checkpoint_files)
         self.register_conversation(m.SendCheckpoint, checkpoints.store)
         self.register_conversation(m.FetchCheckpoint, checkpoints.fetch)
+        # a standard-universe job's file calls from another FileSystemDomain (htc.daemons.schedd.job_io)
+        self.register_conversation(m.RelayJobIO, JobIOService(self).relay)
         self.local_runner = LocalRunner(self)
         self.register_action(StartLocalJob, self.local_runner.start)
         self.register_action(SignalLocalJob, self.local_runner.signal)

@@ -188,8 +188,10 @@ class StartdService(DaemonService):
         standard = None
         if is_standard(job_ad) and not action.lane:  # under the runtime (htc.daemons.starter.standard)
             channel = self._to_shadow(action.claim_id, job_ad)
+            domain = settings.machine_ad.get("FileSystemDomain")
             standard = StandardJob(channel, self.settings.checkpoint_interval, self.clock,
-                                   cache=self.settings.execute_dir.parent / "jobrt-cache")
+                                   cache=self.settings.execute_dir.parent / "jobrt-cache",
+                                   relay_io=over_wire(job_ad, domain if isinstance(domain, str) else None))
         run = _Running(Starter(job_ad, self.settings.execute_dir, settings, self.zygotes,
                                lane=action.lane, clock=self.clock,
                                transfer=self._wire_transfer(action.claim_id, job_ad, settings.machine_ad, action.lane),

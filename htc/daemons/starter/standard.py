@@ -18,10 +18,12 @@ other, with four differences, all made here (:class:`StandardJob`):
   in its remote ``Iwd``), is forwarded over a socket pair inherited at
   :data:`~htc.runtime.remote_io.DEFAULT_JOB_FD` to a file server
   (``python -m htc.runtime.remote_io``) that runs as the job's **owner** with the ``Iwd`` as its
-  root. That server runs on the execute side, next to the starter, so it serves the ``Iwd``
-  through a shared file system (the personal pool's case); relaying the calls to the shadow
-  over the network is not built yet (docs/checkpointing.md, "In the pool"). Files written this
-  way are the job's output in place: a restart rolls them back to their size at the image.
+  root. When the job shares the machine's FileSystemDomain that server runs on the execute
+  side, next to the starter, and serves the ``Iwd`` through the shared file system; when it
+  does not (``relay_io``: :func:`htc.daemons.job_files.over_wire`) the starter instead relays the
+  socket's bytes to the shadow (``RelayJobIO``; :mod:`htc.daemons.job_io_relay`), which runs
+  the same server as the owner in the ``Iwd`` on the submit side. Files written this way are
+  the job's output in place: a restart rolls them back to their size at the image.
 * **Checkpoints.** Every ``interval`` seconds (``CHECKPOINT_INTERVAL``; 0: never) and on
   :meth:`StandardJob.checkpoint` the job is sent SIGUSR2; a vacate sends SIGTSTP instead of the
   job's ``KillSig``. Each new image -- told apart by the pid and sequence number in its header
@@ -46,6 +48,7 @@ from typing import Any
 
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.file_stream import Outgoing, send_stream
+from htc.daemons.job_io_relay import pump
 from htc.daemons.job_files import TransferError
 from htc.daemons.starter.procs import watch_exit
 from htc.daemons.starter.wire_files import WireTransfer, fetch_stream
@@ -111,11 +114,15 @@ class StandardJob:
         clock: the starter's clock.
         cache: where the runtime is built (or found built) on first use; the job's user must be
             able to read it (the startd uses a directory beside EXECUTE).
+        relay_io: serve the job's forwarded calls on the submit side, over a connection to the
+            shadow (the job's Iwd is in another FileSystemDomain), not here.
     """
 
     def __init__(self, channel: WireTransfer, interval: float = 0.0, clock: Clock = REAL,
-                 cache: Path | None = None):
+                 cache: Path | None = None, relay_io: bool = False):
         self.channel, self.interval, self.clock = channel, interval, clock
+        self.relay_io = relay_io
+        self._relay: asyncio.Task | None = None
         self.cache = cache
         self.tools: ckpt.Tools | None = None
         self.sandbox: Path | None = None
@@ -123,6 +130,7 @@ class StandardJob:
         self.pid: int | None = None
         self.sent = 0  # images the shadow kept during this run
         self._seen = -1  # the newest sequence number handled
+        self._kept = -1  # the newest sequence number the shadow kept (or this run resumed from)
         self._server: subprocess.Popen | None = None
         self._server_exit: asyncio.Future | None = None
         self._job_end: socket.socket | None = None
@@ -148,9 +156,17 @@ class StandardJob:
         self.resumed = await self._fetch(incoming, *job_user)
         server_end, self._job_end = remote_io.socket_pair()
         self._job_end.set_inheritable(False)  # dup2'd to its number in the child only
-        with server_end:
-            self._server = self._start_server(server_end.fileno(), iwd, *owner)
-        self._server_exit = watch_exit(self._server.pid)
+        if self.relay_io:
+            try:
+                conn = await self._open_relay()
+            except BaseException:
+                server_end.close()
+                raise
+            self._relay = asyncio.ensure_future(pump(conn, server_end))
+        else:
+            with server_end:
+                self._server = self._start_server(server_end.fileno(), iwd, *owner)
+            self._server_exit = watch_exit(self._server.pid)
         env = dict(plan["env"])
         env.update(remote_io.job_environment(self.tools.library, remote_io.DEFAULT_JOB_FD, str(iwd), cwd="."))
         env.update({"JOBRT_CKPT_IMAGE": str(self.image), "JOBRT_CKPT_SIGNAL": str(int(ckpt.CHECKPOINT_SIGNAL)),
@@ -160,7 +176,7 @@ class StandardJob:
         argv = list(plan["argv"])
         if self.resumed:
             header = read_header(incoming)
-            self._seen = header.seq
+            self._seen = self._kept = header.seq
             argv = [str(self.tools.restarter), "--image-out", str(self.image), str(incoming)]
         return {**plan, "argv": argv, "env": env, "cwd": "/",
                 "job_fds": {remote_io.DEFAULT_JOB_FD: self._job_end.fileno()}}
@@ -171,6 +187,27 @@ class StandardJob:
         request = m.FetchCheckpoint(claim_id=self.channel.claim_id, job_id=self.channel.job_id)
         await fetch_stream(self.channel, request, sink, "checkpoint")
         return sink.received
+
+    async def _open_relay(self):
+        """A connection on which the shadow serves the job's forwarded calls (RelayJobIO, Ack).
+
+        Raises:
+            TransferError: the shadow cannot be reached or refused.
+        """
+        label = f"the shadow of job {self.channel.job_id}"
+        try:
+            conn = await self.channel.connect()
+        except HTCError as exc:
+            raise TransferError(f"cannot reach {label} to serve the job's file calls: {exc}") from None
+        try:
+            reply = await conn.request(m.RelayJobIO(claim_id=self.channel.claim_id, job_id=self.channel.job_id))
+        except HTCError as exc:
+            await conn.aclose()
+            raise TransferError(f"{label} does not serve the job's file calls: {exc}") from None
+        if not isinstance(reply, m.Ack):
+            await conn.aclose()
+            raise TransferError(f"{label} does not serve the job's file calls: {getattr(reply, 'message', reply)}")
+        return conn
 
     @staticmethod
     def _start_server(fd: int, iwd: Path, uid: int | None, gid: int | None) -> subprocess.Popen:
@@ -233,15 +270,17 @@ class StandardJob:
                                              f"{timeout:g} s: the runtime is not running in it yet")
             await self.clock.sleep(0.02)
 
-    async def _await_image(self, timeout: float) -> None:
+    async def _await_image(self, timeout: float, after: int | None = None) -> None:
+        """Wait for an image of this job newer than ``after`` (default: than the newest handled)."""
+        after = self._seen if after is None else after
         deadline = self.clock.time() + timeout
         refused = self.image.with_name(IMAGE_NAME + ".refused")
         while True:
             header = None
             with contextlib.suppress(FileNotFoundError, ImageError):
                 header = read_header(self.image)
-            if header is not None and header.pid == self.pid and header.seq > self._seen:
-                self._seen = header.seq
+            if header is not None and header.pid == self.pid and header.seq > after:
+                self._seen = max(self._seen, header.seq)
                 return
             with contextlib.suppress(FileNotFoundError):
                 text = refused.read_text().strip()
@@ -285,6 +324,7 @@ class StandardJob:
         if not isinstance(reply, m.Ack):
             raise TransferError(f"the shadow did not keep the checkpoint: {getattr(reply, 'message', reply)}")
         self.sent += 1
+        self._kept = max(self._kept, number)
         return size
 
     # ------------------------------------------------------------------------- the end
@@ -303,7 +343,11 @@ class StandardJob:
         if exit_code == ckpt.VACATED_EXIT and self.sandbox is not None:
             try:
                 async with self._lock:
-                    await self._await_image(5.0)
+                    # newer than the last image kept, not than the last one seen: a periodic
+                    # checkpoint cancelled above may have seen the image the vacate wrote (both
+                    # signals caught as one) without sending it. Generous: a loaded machine
+                    # writes a large image slowly.
+                    await self._await_image(60.0, after=self._kept)
                     await self._send()
             except (ckpt.CheckpointFailed, ckpt.CheckpointRefused, TransferError, OSError) as exc:
                 error = f"the vacate's checkpoint was not kept: {exc}"
@@ -311,7 +355,7 @@ class StandardJob:
         return error
 
     async def close(self) -> None:
-        """Stop the file server (it ends by itself once the job's end is closed)."""
+        """Stop the file server or the relay (each ends by itself once the job's end is closed)."""
         if self._job_end is not None:
             self._job_end.close()
             self._job_end = None
@@ -323,3 +367,13 @@ class StandardJob:
                     self._server.kill()
                 await self._server_exit
             self._server = None
+        if self._relay is not None:
+            # the job's end is closed: the relay ends once the last replies are through
+            try:
+                await asyncio.wait_for(asyncio.shield(self._relay), 10.0)
+            except (asyncio.TimeoutError, HTCError) as exc:
+                sys.stderr.write(f"starter: the relay of job {self.channel.job_id}'s file calls: {exc!r}\n")
+                self._relay.cancel()
+                with contextlib.suppress(asyncio.CancelledError, HTCError):
+                    await self._relay
+            self._relay = None

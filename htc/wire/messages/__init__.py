@@ -39,7 +39,8 @@ here, the one import path for every message (``from htc.wire import messages as 
   vacating, suspending, draining;
 * :mod:`.lanes` -- the calls of a call lane;
 * :mod:`.transfer` -- a job's files over the connection (input, output, file streams);
-* :mod:`.checkpoints` -- a self-checkpointing job's checkpoints to and from the schedd's spool;
+* :mod:`.checkpoints` -- jobs' checkpoints to and from the schedd's spool, and a standard-universe
+  job's forwarded file calls relayed to the schedd;
 * :mod:`.network` -- the shared port's preamble for a peer from another host (``Forwarded``);
 * :mod:`.peek` -- the end of a running job's files, from the startd running it (``htc tail``);
 * :mod:`.sessions` -- an executor session served over one connection (a client on another machine).
@@ -52,8 +53,8 @@ from typing import Union
 import msgspec
 
 from htc.wire.errors import MessageInvalid, WireError
-from htc.wire.messages.checkpoints import (CheckpointClaim, CheckpointJobs, CheckpointJobsReply, FetchCheckpoint,
-                                           SendCheckpoint)
+from htc.wire.messages.checkpoints import (MAX_JOB_IO_CHUNK, CheckpointClaim, CheckpointJobs, CheckpointJobsReply,
+                                           FetchCheckpoint, JobIOBytes, RelayJobIO, SendCheckpoint)
 from htc.wire.messages.claims import (MAX_OUTPUT_CHUNK, ActivateClaim, CancelDrainJobs, ClaimKeepAlive,
                                       ClaimReply, Continue, DrainHow, DrainJobs, JobExited, JobOutput,
                                       ReleaseClaim, RequestClaim, StarterUpdate, Suspend, Vacate)
@@ -88,7 +89,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     RequestClaim, ClaimReply, ActivateClaim, ClaimKeepAlive, ReleaseClaim,
     StarterUpdate, JobOutput, JobExited, RunCalls, CallsDone, MoreCalls, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
     FetchInput, SendOutput, SpoolInput, FetchOutput, FileEntry, FileData, FileDone, TransferEnd,
-    SendCheckpoint, FetchCheckpoint, CheckpointJobs, CheckpointJobsReply, CheckpointClaim,
+    SendCheckpoint, FetchCheckpoint, CheckpointJobs, CheckpointJobsReply, CheckpointClaim, RelayJobIO, JobIOBytes,
     Forwarded, PeekJob, PeekReply,
     OpenSession, SessionOpened, PutCallFiles, FollowCalls, SessionNews, CloseSession,
 )
@@ -164,6 +165,6 @@ __all__ = ["Ack", "ActOnJobs", "ActOnJobsReply", "ActivateClaim", "AdText", "AdT
            "ResourceRequests", "RunCalls", "Seconds", "SetUserPriority", "ShutdownHow",
            "StarterUpdate", "SubmissionId", "Submit", "SubmitReply", "Suspend", "UpdateAd",
            "Vacate", "FetchInput", "SendOutput", "SpoolInput", "FetchOutput", "FileEntry", "FileData", "FileDone", "TransferEnd",
-           "SendCheckpoint", "FetchCheckpoint", "CheckpointJobs", "CheckpointJobsReply", "CheckpointClaim", "MAX_TRANSFER_CHUNK", "MAX_PEEK_BYTES", "PeekChunk", "PeekJob", "PeekReply",
+           "SendCheckpoint", "FetchCheckpoint", "CheckpointJobs", "CheckpointJobsReply", "CheckpointClaim", "RelayJobIO", "JobIOBytes", "MAX_JOB_IO_CHUNK", "MAX_TRANSFER_CHUNK", "MAX_PEEK_BYTES", "PeekChunk", "PeekJob", "PeekReply",
            "MAX_SESSION_CHUNK", "OpenSession", "SessionOpened", "PutCallFiles",
            "FollowCalls", "SessionNews", "CloseSession", "FileChunk", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]

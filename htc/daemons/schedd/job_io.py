@@ -1,0 +1,108 @@
+"""The schedd's side of a standard-universe job's forwarded file calls when its starter cannot
+see the job's Iwd.
+
+Theory of operation
+-------------------
+The starter of a standard-universe job in another FileSystemDomain sends ``RelayJobIO``
+(:mod:`htc.daemons.job_io_relay` has the whole path). :meth:`JobIOService.relay` serves it only
+for the run the schedd follows -- the claim id must be the one the job runs on, as for
+FetchCheckpoint -- and only for a job whose owner has an account here. It then starts the
+runtime's file server, ``python -m htc.runtime.remote_io --fd N --root IWD --uid U --gid G``,
+on one end of a socket pair: the server drops to the owner's uid/gid before it opens anything,
+so every call is checked by the kernel as the owner's, and it resolves every path beneath the
+Iwd (:mod:`htc.runtime.fileserver`). The schedd answers Ack and relays bytes between the
+connection and the other end until either closes; then it waits for the server to exit
+(killing it after :data:`SERVER_EXIT_WAIT` seconds) and logs how many bytes went each way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from htc.daemons import owner_files as ofs
+from htc.daemons.job_io_relay import RelayCounts, pump
+from htc.daemons.schedd.shadow import ad_text, ad_values, parse_job_id
+from htc.errors import HTCError
+from htc.wire import messages as m
+
+__all__ = ["SERVER_EXIT_WAIT", "JobIOService"]
+
+#: seconds a file server gets to exit once its job's relay has ended
+SERVER_EXIT_WAIT = 10.0
+
+
+class JobIOService:
+    """Serves RelayJobIO for the schedd's service (see the module docstring)."""
+
+    def __init__(self, service):
+        self.service = service
+
+    def _run(self, msg: m.RelayJobIO) -> tuple[Path, ofs.Identity]:
+        """The job's Iwd and owner, when ``msg``'s claim runs it.
+
+        Raises:
+            LookupError: no run of the job on that claim (text: why).
+            ofs.OwnerFileError: the owner has no account here.
+        """
+        core = self.service.core
+        job_id = parse_job_id(msg.job_id)
+        shadow = core.shadows.get(job_id)
+        job = core.job(job_id)
+        if shadow is None or shadow.claim_id != msg.claim_id or job is None:
+            raise LookupError(f"no run of job {msg.job_id} on that claim; its file calls are not served")
+        ad = ad_values(ad_text(job))
+        iwd = ad.get("Iwd")
+        if not isinstance(iwd, str) or not iwd.startswith("/"):
+            raise LookupError(f"job {msg.job_id} has no absolute Iwd to serve its file calls in")
+        return Path(iwd), ofs.Identity.owner(ad.get("Owner"))
+
+    async def relay(self, conn, msg: m.RelayJobIO, peer=None) -> None:
+        """Serve the job's forwarded file calls as its owner in its Iwd until either side closes."""
+        log = self.service.log
+        try:
+            iwd, owner = self._run(msg)
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            with theirs:
+                server = _start_server(theirs.fileno(), iwd, owner)
+        except (LookupError, ofs.OwnerFileError, OSError) as exc:
+            log.warning("job %s: forwarded file calls refused: %s", msg.job_id, exc)
+            code = "not_found" if isinstance(exc, LookupError) else "bad_request"
+            with contextlib.suppress(HTCError):
+                await conn.send_error(code, f"job {msg.job_id}: {exc}")
+            return
+        counts = RelayCounts()
+        try:
+            await conn.send(m.Ack(detail=f"serving the file calls of job {msg.job_id} in {iwd}"))
+            log.info("job %s: serving its forwarded file calls in %s as %s (file server pid %d)", msg.job_id, iwd,
+                     owner.name, server.pid)
+            await pump(conn, ours, counts)
+        except HTCError as exc:
+            log.warning("job %s: relay of forwarded file calls broke: %s", msg.job_id, exc)
+        finally:
+            ours.close()
+            await asyncio.to_thread(_reap, server)
+        log.info("job %s: forwarded file calls ended: %d bytes of requests, %d bytes of replies",
+                 msg.job_id, counts.into, counts.out)
+
+
+def _reap(server: subprocess.Popen) -> None:
+    """Wait for the file server to exit (its socket is closed), killing it if it does not."""
+    try:
+        server.wait(SERVER_EXIT_WAIT)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def _start_server(fd: int, iwd: Path, owner: ofs.Identity) -> subprocess.Popen:
+    """The runtime's file server on ``fd``, as the owner (when we are root) with ``iwd`` as root."""
+    cmd = [sys.executable, "-m", "htc.runtime.remote_io", "--fd", str(fd), "--root", str(iwd)]
+    if os.geteuid() == 0 and owner.uid is not None:
+        cmd += ["--uid", str(owner.uid), "--gid", str(owner.gid if owner.gid is not None else owner.uid)]
+    return subprocess.Popen(cmd, pass_fds=(fd,), stdin=subprocess.DEVNULL, start_new_session=True)
