@@ -101,8 +101,8 @@ def test_a_kept_connection_the_schedd_closed_costs_no_node(tmp_path):
 
 
 def test_without_a_blocking_form_the_link_says_so(tmp_path):
-    class Other:   # a transport that is not a UnixTransport (SSH has no blocking form)
-        pass
+    class Other:
+        """A transport that is not a UnixTransport (SSH has no blocking form)."""
 
     assert ScheddLink(Other()).send(m.Submit(cluster_ad="[ A = 1 ]", proc_ads=("[ ]",)), 5.0) is None
 
