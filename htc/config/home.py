@@ -21,6 +21,7 @@ a home, or read configuration, that other users can change.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 
 from htc.config.detected import htc_home_path
@@ -80,7 +81,9 @@ def ensure_home(env: Mapping[str, str] | None = None) -> str:
         for sub in SUBDIRS:
             make_dir(os.path.join(home, sub))
         if not os.path.exists(path):
-            tmp = f"{path}.tmp.{os.getpid()}"
+            # per thread too: threads of one process (a DAG manager's submit workers) may all be
+            # first to load the configuration
+            tmp = f"{path}.tmp.{os.getpid()}.{threading.get_ident()}"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
             os.fchmod(fd, FILE_MODE)
             with open(fd, "w", encoding="utf-8") as fh:
@@ -88,7 +91,7 @@ def ensure_home(env: Mapping[str, str] | None = None) -> str:
             try:
                 os.link(tmp, path)  # atomic and never replaces a file another process just made
             except FileExistsError:
-                pass
+                pass  # another process or thread made it first: theirs is the same text
             finally:
                 os.unlink(tmp)
     except OSError as exc:

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.slow
 def _cgroups_of(sandbox: Path) -> list[Path]:
     layout = detect_cgroups()
     parents = [layout.base] if layout.version == 2 and layout.base else [p for _, p in layout.v1]
-    return [parent / f"htc_{sandbox.name}" for parent in parents]
+    # named htc_<sandbox>_ns<pid namespace> (htc.daemons.starter.limits.JobCgroup.create)
+    return [group for parent in parents for group in parent.glob(f"htc_{sandbox.name}_ns*")]
 
 
 def test_a_restarted_startd_removes_what_its_killed_predecessor_left():
