@@ -33,6 +33,12 @@ events) before the starter hears Ack.
 ``FetchCheckpoint`` answers with ``current/`` as a file stream, read as the owner (an empty
 stream when there is none).
 
+A job's checkpoint conversations are served one at a time, in the order they arrive: a periodic
+checkpoint's stream can still be in flight when the vacate's starts (a 20 MB image takes
+seconds over SSH from another host), and two stores at once would share ``incoming/`` -- the
+second emptying what the first was writing, the first's failure removing what the second was.
+Each store logs where its stream came from and each fetch where it went (``host 10.200.0.2``).
+
 A store outlives its job only briefly: from the first checkpoint conversation on, the service
 sweeps the spool every :data:`SWEEP_INTERVAL` seconds and removes the stores of jobs no longer
 in the queue (:func:`stale_stores`; completed, removed, or gone while the schedd was down).
@@ -41,6 +47,7 @@ in the queue (:func:`stale_stores`; completed, removed, or gone while the schedd
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import os
 import re
@@ -63,7 +70,7 @@ from htc.runtime.image import ImageError, verify
 from htc.wire import messages as m
 
 __all__ = ["IMAGE_NAME", "SWEEP_INTERVAL", "CheckpointService", "checkpoint_directory", "checkpoint_stores",
-           "stale_stores", "standard_image"]
+           "stale_stores", "standard_image", "whence"]
 
 #: the one file of a standard-universe job's checkpoint: its image
 IMAGE_NAME = "image"
@@ -158,6 +165,13 @@ def stale_stores(stores: dict[tuple[int, int], Path], in_queue: Callable[[tuple[
     return [store for job_id, store in sorted(stores.items()) if not in_queue(job_id)]
 
 
+def whence(peer) -> str:
+    """Where a checkpoint conversation's peer is, for the log: ``host 10.0.0.7`` (over the
+    network) or ``this host``."""
+    host = getattr(peer, "host", None)
+    return f"host {host}" if host else "this host"
+
+
 def _remove(paths: list[Path]) -> None:
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
@@ -181,6 +195,24 @@ class CheckpointService:
     def __init__(self, service):
         self.service = service
         self._sweeping = False
+        self._locks: dict[tuple[int, int], asyncio.Lock] = {}
+        self._users: collections.Counter = collections.Counter()
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, job_id: str):
+        """One checkpoint conversation of job ``job_id`` at a time: a store and the next one
+        (a periodic checkpoint still in flight when the vacate's arrives) would share
+        ``incoming/``."""
+        key = parse_job_id(job_id)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        self._users[key] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            self._users[key] -= 1
+            if not self._users[key]:
+                del self._users[key], self._locks[key]
 
     def _sweep_soon(self) -> None:
         """Start the periodic sweep of stores whose job left the queue (once)."""
@@ -228,14 +260,15 @@ class CheckpointService:
         log, started, cpu = self.service.log, self.service.clock.time(), process_cpu()
         self._sweep_soon()
         try:
-            ad, label, store = self._run(msg)
-            owner = self._owner(ad, label)
-            incoming = await asyncio.to_thread(_fresh_incoming, store, owner)
-            sink = SpoolSink(incoming, owner, label)
-            counts = await receive_stream(conn, sink, peer=f"the starter of job {label}")
-            if ad.get("JobUniverse") == STANDARD_UNIVERSE:
-                await asyncio.to_thread(standard_image, incoming)
-            await asyncio.to_thread(_swap_in, store)
+            async with self._exclusive(msg.job_id):
+                ad, label, store = self._run(msg)
+                owner = self._owner(ad, label)
+                incoming = await asyncio.to_thread(_fresh_incoming, store, owner)
+                sink = SpoolSink(incoming, owner, label)
+                counts = await receive_stream(conn, sink, peer=f"the starter of job {label}")
+                if ad.get("JobUniverse") == STANDARD_UNIVERSE:
+                    await asyncio.to_thread(standard_image, incoming)
+                await asyncio.to_thread(_swap_in, store)
         except (TransferError, ofs.OwnerFileError, OSError) as exc:
             log.warning("job %s: checkpoint %d not stored: %s", msg.job_id, msg.number, exc)
             with contextlib.suppress(HTCError):
@@ -245,6 +278,8 @@ class CheckpointService:
         except HTCError as exc:  # the starter went away mid-stream: current/ is untouched
             log.info("job %s: checkpoint %d transfer stopped: %s", msg.job_id, msg.number, exc)
             return
+        log.info("job %s: checkpoint %d stored (%d entries, %d bytes) from %s", msg.job_id, msg.number,
+                 counts.files, counts.bytes, whence(peer))
         self.service.feed(CheckpointStored(parse_job_id(msg.job_id), msg.claim_id, msg.number, started,
                                            counts.files, counts.bytes, process_cpu() - cpu))
         with contextlib.suppress(HTCError):
@@ -254,10 +289,12 @@ class CheckpointService:
         """Send the job's latest checkpoint as a file stream."""
         log = self.service.log
         try:
-            ad, label, store = self._run(msg)
-            owner = self._owner(ad, label)
-            counts = await send_stream(conn, _stored_entries(store / "current", owner, label))
-            log.info("job %s: sent its checkpoint (%d entries, %d bytes)", label, counts.files, counts.bytes)
+            async with self._exclusive(msg.job_id):  # (not while a new one is swapped in)
+                ad, label, store = self._run(msg)
+                owner = self._owner(ad, label)
+                counts = await send_stream(conn, _stored_entries(store / "current", owner, label))
+            log.info("job %s: sent its checkpoint (%d entries, %d bytes) to %s", label, counts.files, counts.bytes,
+                     whence(peer))
         except TransferError as exc:
             log.warning("job %s: checkpoint not sent: %s", msg.job_id, exc)
             with contextlib.suppress(HTCError):
