@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import socket
@@ -61,6 +62,7 @@ from htc.wire import messages as m
 __all__ = ["IMAGE_NAME", "INCOMING_NAME", "STANDARD_FILES", "StandardJob", "is_standard"]
 
 STANDARD_UNIVERSE = 1
+_log = logging.getLogger(__name__)
 #: the image the running job writes (in its sandbox)
 IMAGE_NAME = ".htc_ckpt.img"
 #: the image it resumes from, as the shadow sent it
@@ -177,6 +179,8 @@ class StandardJob:
         if self.resumed:
             header = read_header(incoming)
             self._seen = self._kept = header.seq
+            _log.info("job %s: resuming from its checkpoint %d (%d bytes, fetched from its shadow)",
+                      self.channel.job_id, header.seq, incoming.stat().st_size)
             argv = [str(self.tools.restarter), "--image-out", str(self.image), str(incoming)]
         return {**plan, "argv": argv, "env": env, "cwd": "/",
                 "job_fds": {remote_io.DEFAULT_JOB_FD: self._job_end.fileno()}}
