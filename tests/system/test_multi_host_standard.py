@@ -106,13 +106,22 @@ def _hosts(slots: list[str]) -> list[str]:
     return [slot.partition("@")[2] for slot in slots]
 
 
+def _daemon_cpu(host) -> str:
+    """CPU seconds each htc daemon of ``host`` has used so far (``schedd 12``, ...)."""
+    out = host.run(["ps", "-eo", "cputimes,args"]).stdout.splitlines()[1:]
+    found = [re.match(r"\s*(\d+) .* -m htc\.daemons (\w+)", line) for line in out]
+    return " ".join(f"{m[2]} {m[1]}" for m in found if m)
+
+
 def _queue(cm, attrs: str) -> list[str]:
     return cm.run(["htc", "q", "-af", *attrs.split()]).stdout.split()
 
 
 def test_a_standard_job_vacated_on_one_host_finishes_on_another_from_its_image(tools, network, tmp_path):
     expected = reference(tmp_path / "reference")
+    t0 = time.monotonic()
     cm, exec1, exec2 = start_hosts(network)
+    pool_up = time.monotonic() - t0
     hosts = {exec1.ip: exec1, exec2.ip: exec2}
     log = cm.path(f"{WORK}/count.log")
     try:
@@ -141,8 +150,9 @@ def test_a_standard_job_vacated_on_one_host_finishes_on_another_from_its_image(t
                 return 0
 
         began = time.monotonic()
+        print(f"\npool up in {pool_up:.0f} s, the job running on A {began - t0 - pool_up:.0f} s later")
         wait_until(lambda: computed() >= STEPS // 4, 180, "a quarter of the steps done")
-        print(f"\n{STEPS // 4} steps on A in {time.monotonic() - began:.1f} s (load {os.getloadavg()[0]:.1f})")
+        print(f"{STEPS // 4} steps on A in {time.monotonic() - began:.1f} s (load {os.getloadavg()[0]:.1f})")
         wait_until(lambda: any(e.type is EventType.CHECKPOINTED for e in events()), 60, "a periodic checkpoint")
         write_sensor_override(AT_THE_KEYBOARD, exec1.path(f"{HTC_HOME}/sensor_override"))  # A's owner is back
         back = time.time()
@@ -195,6 +205,9 @@ def test_a_standard_job_vacated_on_one_host_finishes_on_another_from_its_image(t
         resumed = re.findall(r"job 1\.0: resuming from its checkpoint (\d+)", _logs(exec2, "Start*Log*"))
         assert [int(n) for n in resumed] == [max(kept)], (resumed, kept)  # the latest A sent
         assert exec2.ip not in _logs(exec1, "Start*Log*") and exec2.fqdn not in _logs(exec1, "Start*Log*")
+        lev = cm.run(["htc", "history", "-af", "Leverage", "SubmitSideCpu", "RemoteUserCpu"]).stdout.split()
+        print(f"daemon CPU s: cm: {_daemon_cpu(cm)}; A: {_daemon_cpu(exec1)}; B: {_daemon_cpu(exec2)}; "
+              f"Leverage, SubmitSideCpu, RemoteUserCpu: {lev}")
         stop_pool(exec1, exec2, cm)
     except BaseException:
         for host in (cm, exec1, exec2):
