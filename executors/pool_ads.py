@@ -26,7 +26,7 @@ from pathlib import Path
 from htc.classad import ClassAd, quote
 from htc.executors.backend import CallSpec
 from htc.executors.errors import OptionError
-from htc.executors.options import CallOptions
+from htc.executors.options import CallOptions, transparent
 from htc.executors.spool import Spool
 from htc.executors.worker import EXIT_ERROR
 from htc.wire import callfile as cf
@@ -117,10 +117,13 @@ def job_template(options: CallOptions, spool: Spool, log: Path, python: str | No
             raise OptionError(problem)
     mirrored = python != (options.python or sys.executable)  # the client's path is in the interpreter's venv
     lines = {
-        "universe": "python", "executable": python, "transfer_executable": "false",
+        "universe": "standard" if transparent(options) else "python", "executable": python,
+        "transfer_executable": "false",
         "arguments": "-m htc.executors.worker", "initialdir": str(spool.calls),
         "should_transfer_files": "YES",
-        "when_to_transfer_output": "ON_EXIT_OR_EVICT" if options.checkpoint else "ON_EXIT",
+        # (a transparent call's checkpoint is its image; its htc.checkpoint file is written in
+        # place, in the Iwd, through the runtime's forwarded calls)
+        "when_to_transfer_output": "ON_EXIT_OR_EVICT" if options.checkpoint is True else "ON_EXIT",
         "output": "stdout", "error": "stderr", "log": str(log),
         "request_cpus": str(options.request_cpus), "request_memory": str(options.request_memory),
         "request_disk": str(options.request_disk), "priority": str(options.priority),
