@@ -9,7 +9,9 @@ are condor_submit's own) -- :func:`job_template`. Each call adds a small proc ad
 share the session's ``calls/`` (the cluster's ``Iwd``) with files named after the call:
 ``Out``/``Err`` ``<id>.out``/``<id>.err`` and ``TransferOutputRemaps`` naming the result
 ``<id>.result``; a call with ``transfer_output_files`` or ``checkpoint=True`` has an ``Iwd`` of
-its own (:mod:`htc.executors.spool`).
+its own (:mod:`htc.executors.spool`). A call with ``checkpoint="transparent"`` is a
+``universe = standard`` job instead: the same interpreter and runner under the checkpointing
+runtime (:mod:`htc.daemons.starter.standard`), which forwards its files in that ``Iwd``.
 
 Nothing here talks to a daemon: these are functions of the options, the spool and the ads.
 """

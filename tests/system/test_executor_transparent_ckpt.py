@@ -13,8 +13,11 @@ almost no work redone.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 
+import cloudpickle
 import htcondor2
 import pytest
 
@@ -29,6 +32,7 @@ pytestmark = pytest.mark.slow
 T = htcondor2.JobEventType
 STEPS = 800  # ~5 ms of CPU each: some seconds in all
 POLICY = "CHECKPOINT_INTERVAL = 2\n"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "transparent_checkpoint.py"
 FIRST_ON_1_THEN_2 = "(SlotID == 1 && NumJobStarts == 0) || (SlotID == 2 && NumJobStarts > 0)"
 
 
@@ -107,6 +111,21 @@ def test_an_unmodified_function_is_vacated_and_resumes_from_its_image_on_the_oth
     assert [e["SlotName"].split("@")[0] for e in execute] == ["slot1", "slot2"]
     ad = future.classad()
     assert ad["JobUniverse"] == 1 and int(ad["NumCkpts"]) >= 2
+    print(f"figures: NumCkpts {ad['NumCkpts']}, CkptSize {ad['CkptSize']} B, RemoteUserCpu "
+          f"{ad.get('RemoteUserCpu')}, CumulativeRemoteUserCpu {ad.get('CumulativeRemoteUserCpu')}, "
+          f"SubmitSideCpu {ad.get('SubmitSideCpu')}, Leverage {ad.get('Leverage')}")
+
+
+def test_the_example_runs_as_written(pool, tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("transparent_checkpoint", EXAMPLE)
+    example = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, example)
+    spec.loader.exec_module(example)
+    cloudpickle.register_pickle_by_value(example)  # (examples/ is not on the jobs' path)
+    digest, computed, evictions = example.main(300, **pool.executor_args())
+    monkeypatch.chdir(tmp_path)
+    assert digest == example.count(300)  # an uninterrupted run's
+    assert evictions == 1 and 300 <= computed <= 303, (computed, evictions)
 
 
 def test_a_function_that_starts_a_thread_fails_with_the_runtimes_reason(ex):
