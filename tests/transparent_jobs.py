@@ -10,10 +10,12 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
 
 
-def count(steps: int, work: int = 20000) -> dict:
-    """A pure-Python loop of ``steps`` steps (about 5 ms of CPU each with the default ``work``).
+def count(steps: int, work: int = 20000, pause: float = 0.0) -> dict:
+    """A pure-Python loop of ``steps`` steps (2-5 ms of CPU each with the default ``work``), each
+    followed by ``pause`` seconds of sleep (which paces the run without costing CPU).
 
     ``starts.log`` gets a line each time the function is entered; ``steps.log`` a line for every
     step computed, the redone ones included (each is opened afresh, so a restart never rolls it
@@ -31,6 +33,8 @@ def count(steps: int, work: int = 20000) -> dict:
             pids.append(os.getpid())
         with open("steps.log", "a") as log:
             log.write(f"{step}\n")
+        if pause:
+            time.sleep(pause)
     return {"digest": digest.hexdigest(), "steps": steps, "pids": pids}
 
 
