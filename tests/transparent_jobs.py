@@ -45,3 +45,11 @@ def threaded(n: int) -> int:
     worker.start()
     worker.join()
     return box[0]
+
+
+def explicit(n: int) -> object:
+    """Saves its state with ``htc.checkpoint`` as a ``checkpoint=True`` call does."""
+    import htc
+
+    saved = htc.checkpoint({"n": n})
+    return saved, htc.resume(None)

@@ -25,7 +25,7 @@ from executor_contract import wait_for
 from executor_pool import ExecutorPool
 from htc.executors import HTCExecutor, JobKilled
 from htc.runtime import RuntimeUnavailable, checkpoint
-from transparent_jobs import count, threaded
+from transparent_jobs import count, explicit, threaded
 
 pytestmark = pytest.mark.slow
 
@@ -156,3 +156,10 @@ def test_a_function_that_starts_a_thread_fails_with_the_runtimes_reason(ex):
     text = str(caught.value)
     assert "checkpoint='transparent'" in text and "starts a thread" in text and "checkpoint=True" in text, text
     assert ex.submit(threaded, 21).result(timeout=240) == 42  # without the runtime it runs
+
+
+def test_htc_checkpoint_still_saves_in_the_calls_directory(ex):
+    future = ex.options(checkpoint="transparent").submit(explicit, 7)
+    assert future.result(timeout=240) == (True, {"n": 7})
+    saved = Path(future.classad()["Iwd"]) / "htc_checkpoint.pkl"  # written through the forwarded calls
+    assert cloudpickle.loads(saved.read_bytes()) == {"n": 7}
