@@ -110,6 +110,12 @@ def job_template(options: CallOptions, spool: Spool, log: Path, python: str | No
         OptionError: the options do not make a valid job, or the slot accounts could not run it.
     """
     from htc.submit import Submit, SubmitError
+
+    if transparent(options) and (options.transfer_input_files or options.transfer_output_files):
+        raise OptionError("checkpoint='transparent' calls use their files in place, through the runtime's forwarded "
+                          "calls, not by transfer: a relative path is in the call's own directory on the submit "
+                          "side (future.classad()['Iwd']), where its outputs stay; pass the data as arguments, or "
+                          "drop transfer_input_files/transfer_output_files")
     from htc.submit.argsenv import environment_command
 
     if python is None:

@@ -35,6 +35,12 @@ def test_a_transparent_call_is_a_standard_universe_job_that_no_lane_runs(spool, 
     assert ad["WhenToTransferOutput"] == '"ON_EXIT"'  # (its image is its checkpoint)
 
 
+@pytest.mark.parametrize("files", [{"transfer_input_files": ["/etc/hostname"]}, {"transfer_output_files": ["x"]}])
+def test_a_transparent_call_refuses_file_transfer(spool, tmp_path, files):
+    with pytest.raises(OptionError, match="in place"):
+        job_template(CallOptions().merge(checkpoint="transparent", **files), spool, tmp_path / "jobs.log", "/usr/bin/python3")
+
+
 def test_checkpoint_true_stays_a_python_job_that_transfers_its_state_on_eviction(spool, tmp_path):
     ad = job_template(CallOptions().merge(checkpoint=True), spool, tmp_path / "jobs.log", "/usr/bin/python3")
     assert ad["JobUniverse"] == "5" and ad["WantPython"] == "true"
