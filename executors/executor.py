@@ -148,8 +148,8 @@ class HTCExecutor(Executor):
         result_lifetime: seconds a named session keeps a result nobody collected (a week).
         **defaults: call options for every call (see :class:`~htc.executors.options.CallOptions`:
             ``request_cpus``, ``request_memory``, ``requirements``, ``priority``,
-            ``max_retries``, ``checkpoint``, ``timeout``, ``transfer_input_files``, ``serializer``,
-            ...); ``options(...)`` overrides them per call.
+            ``max_retries``, ``checkpoint`` (True, or ``"transparent"``), ``timeout``,
+            ``transfer_input_files``, ``serializer``, ...); ``options(...)`` overrides them per call.
 
     Raises:
         OptionError: an unknown option or a bad value.

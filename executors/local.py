@@ -55,9 +55,9 @@ import psutil
 from htc.wire import callfile as cf
 from htc.executors.backend import CallSpec, JobUpdate, RecoveredCall
 from htc.executors.errors import (
-    CallTimedOut, ImpossibleRequest, JobKilled, JobOutOfMemory, ScheddLost, SessionError,
+    CallTimedOut, ImpossibleRequest, JobKilled, JobOutOfMemory, OptionError, ScheddLost, SessionError,
 )
-from htc.executors.options import CallOptions
+from htc.executors.options import CallOptions, transparent
 from htc.executors.spool import Spool, UntrustedFile
 from htc.executors.status import CallEvent
 from htc.executors.worker import EXIT_ERROR, EXIT_EXCEPTION, EXIT_VALUE
@@ -171,7 +171,12 @@ class LocalProcessBackend:
 
         Raises:
             ImpossibleRequest: naming the request and what this machine offers.
+            OptionError: ``checkpoint="transparent"``, which needs a pool.
         """
+        if transparent(options):
+            raise OptionError("checkpoint='transparent' runs each call under a pool's checkpointing runtime (a "
+                              "standard-universe job), which the local backend does not have; use checkpoint=True "
+                              "with htc.checkpoint here, or a pool (backend='pool')")
         problems = []
         if options.request_cpus > self.cpus:
             problems.append(f"request_cpus={options.request_cpus} but the local backend has {self.cpus} cpus")

@@ -19,7 +19,10 @@ from typing import Any
 from htc.executors.errors import OptionError
 from htc.executors.serialize import SERIALIZERS
 
-__all__ = ["CallOptions", "parse_size"]
+__all__ = ["TRANSPARENT", "CallOptions", "parse_size", "transparent"]
+
+#: ``checkpoint="transparent"``: the call runs under htc's checkpointing runtime (docs/executor.md)
+TRANSPARENT = "transparent"
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(I?B)?\s*$", re.I)
 _SCALE = {"": 1, "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
@@ -75,8 +78,10 @@ class CallOptions:
     max_retries: int = 0
     #: how often an infrastructure failure (transfer, starter, shadow) is retried before the call fails
     infrastructure_retries: int = 3
-    #: keep ``htc.checkpoint`` state across evictions (transfers it back on eviction)
-    checkpoint: bool = False
+    #: survive evictions: True keeps ``htc.checkpoint`` state (transfers it back on eviction);
+    #: ``"transparent"`` also runs the call under the checkpointing runtime (a standard-universe
+    #: job), so an unmodified function resumes where it was (:data:`TRANSPARENT`)
+    checkpoint: bool | str = False
     transfer_input_files: tuple[str, ...] = ()
     transfer_output_files: tuple[str, ...] = ()
     #: seconds the call may run, enforced on the execute side (None: no limit)
@@ -126,6 +131,19 @@ def _bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise OptionError(f"{name}={value!r} must be True or False")
     return value
+
+
+def _checkpoint(name: str, value: Any) -> bool | str:
+    if isinstance(value, bool) or value == TRANSPARENT:
+        return value
+    raise OptionError(f"{name}={value!r} must be False, True (keep htc.checkpoint state across evictions) or "
+                      f"{TRANSPARENT!r} (also checkpoint the whole interpreter, so an unmodified function survives "
+                      "eviction)")
+
+
+def transparent(options: CallOptions) -> bool:
+    """True when the calls run under the checkpointing runtime (``checkpoint="transparent"``)."""
+    return options.checkpoint == TRANSPARENT
 
 
 def _expression(name: str, value: Any) -> str:
@@ -199,7 +217,7 @@ _CHECKS = {
     "priority": _int,
     "max_retries": lambda n, v: _positive_int(n, v, 0),
     "infrastructure_retries": lambda n, v: _positive_int(n, v, 0),
-    "checkpoint": _bool,
+    "checkpoint": _checkpoint,
     "transfer_input_files": _files,
     "transfer_output_files": _files,
     "timeout": _timeout,

@@ -9,7 +9,9 @@ are condor_submit's own) -- :func:`job_template`. Each call adds a small proc ad
 share the session's ``calls/`` (the cluster's ``Iwd``) with files named after the call:
 ``Out``/``Err`` ``<id>.out``/``<id>.err`` and ``TransferOutputRemaps`` naming the result
 ``<id>.result``; a call with ``transfer_output_files`` or ``checkpoint=True`` has an ``Iwd`` of
-its own (:mod:`htc.executors.spool`).
+its own (:mod:`htc.executors.spool`). A call with ``checkpoint="transparent"`` is a
+``universe = standard`` job instead: the same interpreter and runner under the checkpointing
+runtime (:mod:`htc.daemons.starter.standard`), which forwards its files in that ``Iwd``.
 
 Nothing here talks to a daemon: these are functions of the options, the spool and the ads.
 """
@@ -26,7 +28,7 @@ from pathlib import Path
 from htc.classad import ClassAd, quote
 from htc.executors.backend import CallSpec
 from htc.executors.errors import OptionError
-from htc.executors.options import CallOptions
+from htc.executors.options import CallOptions, transparent
 from htc.executors.spool import Spool
 from htc.executors.worker import EXIT_ERROR
 from htc.wire import callfile as cf
@@ -108,6 +110,12 @@ def job_template(options: CallOptions, spool: Spool, log: Path, python: str | No
         OptionError: the options do not make a valid job, or the slot accounts could not run it.
     """
     from htc.submit import Submit, SubmitError
+
+    if transparent(options) and (options.transfer_input_files or options.transfer_output_files):
+        raise OptionError("checkpoint='transparent' calls use their files in place, through the runtime's forwarded "
+                          "calls, not by transfer: a relative path is in the call's own directory on the submit "
+                          "side (future.classad()['Iwd']), where its outputs stay; pass the data as arguments, or "
+                          "drop transfer_input_files/transfer_output_files")
     from htc.submit.argsenv import environment_command
 
     if python is None:
@@ -117,10 +125,13 @@ def job_template(options: CallOptions, spool: Spool, log: Path, python: str | No
             raise OptionError(problem)
     mirrored = python != (options.python or sys.executable)  # the client's path is in the interpreter's venv
     lines = {
-        "universe": "python", "executable": python, "transfer_executable": "false",
+        "universe": "standard" if transparent(options) else "python", "executable": python,
+        "transfer_executable": "false",
         "arguments": "-m htc.executors.worker", "initialdir": str(spool.calls),
         "should_transfer_files": "YES",
-        "when_to_transfer_output": "ON_EXIT_OR_EVICT" if options.checkpoint else "ON_EXIT",
+        # (a transparent call's checkpoint is its image; its htc.checkpoint file is written in
+        # place, in the Iwd, through the runtime's forwarded calls)
+        "when_to_transfer_output": "ON_EXIT_OR_EVICT" if options.checkpoint is True else "ON_EXIT",
         "output": "stdout", "error": "stderr", "log": str(log),
         "request_cpus": str(options.request_cpus), "request_memory": str(options.request_memory),
         "request_disk": str(options.request_disk), "priority": str(options.priority),

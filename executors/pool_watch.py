@@ -28,10 +28,11 @@ from pathlib import Path
 from htc.classad import ClassAd
 from htc.eventlog import events as ev
 from htc.job_codes import HoldReasonCode
+from htc.runtime.checkpoint import UNSUPPORTED_EXIT
 from htc.executors.backend import JobUpdate
 from htc.executors.errors import CallTimedOut, JobFailed, JobHeld, JobKilled, JobOutOfMemory, JobRemoved, ScheddLost
 from htc.executors.filewatch import FileWatch
-from htc.executors.options import CallOptions
+from htc.executors.options import CallOptions, transparent
 from htc.executors.schedd_link import ScheddLink
 from htc.executors.spool import Spool, UntrustedFile
 from htc.executors.status import CallEvent
@@ -239,9 +240,24 @@ class JobWatcher:
         see = f"see future.stderr or {self.spool.output_path(cid, 'stderr')}, and 'htc history -l {job_id}'"
         if sig is not None:
             text = f"job {job_id} (call {label}) was killed by signal {sig} before it returned ({see})"
+        elif code == UNSUPPORTED_EXIT and transparent(job.options):
+            text = self._unsupported(job_id, job, see)
         else:
             text = f"job {job_id} (call {label}) exited with status {code} without sending a result back ({see})"
         return JobUpdate(cid, CallEvent.FAILED, job_id, error=JobKilled(text, job_id))
+
+    def _unsupported(self, job_id: str, job: Job, see: str) -> str:
+        """Why the runtime stopped a ``checkpoint="transparent"`` call, in the runtime's words."""
+        try:
+            lines = self.spool.output_path(job.call_id, "stderr").read_text(errors="replace").splitlines()
+        except OSError:
+            lines = []
+        said = next((line.split(" ", 2)[-1] for line in reversed(lines) if line.startswith("jobrt: ")),
+                    "did something the runtime cannot checkpoint")
+        return (f"job {job_id} (call {job.label}) cannot run with checkpoint='transparent': the checkpointing runtime "
+                f"stopped it because the Python process {said.split(';')[0]}; it checkpoints single-threaded Python "
+                "without subprocesses, sockets or shared memory. Use checkpoint=True and save progress with "
+                f"htc.checkpoint(state) for this function instead ({see})")
 
     def _reconcile(self, now: float) -> list[JobUpdate]:
         """Compare with the queue: catch jobs that left it, or moved, without a log event."""

@@ -1,7 +1,11 @@
 """The execute side of a function job: read the call, check versions, run it, write the outcome.
 
 ``python -m htc.executors.worker [SANDBOX]`` is a function job's executable (the starter runs
-it in the job's sandbox; the local backend's zygote calls :func:`run` in a forked child).
+it in the job's sandbox; the local backend's zygote calls :func:`run` in a forked child). Under
+``checkpoint="transparent"`` it is a standard-universe job's program, run under the
+checkpointing runtime in the job's remote ``Iwd``: it must stay single-threaded, with no
+sockets or subprocesses (the runtime stops a process that starts one), so nothing here starts
+a thread -- the function alone decides.
 
 Theory of operation
 -------------------
