@@ -257,7 +257,8 @@ class JobWatcher:
         return (f"job {job_id} (call {job.label}) cannot run with checkpoint='transparent': the checkpointing runtime "
                 f"stopped it because the Python process {said.split(';')[0]}; it checkpoints single-threaded Python "
                 "without subprocesses, sockets or shared memory. Use checkpoint=True and save progress with "
-                f"htc.checkpoint(state) for this function instead ({see})")
+                "htc.checkpoint(state) for this function instead, or let it run on without checkpoints with "
+                f"submit={{'+CheckpointUnsupported': '\"allow\"'}} ({see})")
 
     def _reconcile(self, now: float) -> list[JobUpdate]:
         """Compare with the queue: catch jobs that left it, or moved, without a log event."""

@@ -156,6 +156,15 @@ def test_a_function_that_starts_a_thread_fails_with_the_runtimes_reason(ex):
     text = str(caught.value)
     assert "checkpoint='transparent'" in text and "starts a thread" in text and "checkpoint=True" in text, text
     assert ex.submit(threaded, 21).result(timeout=240) == 42  # without the runtime it runs
+    assert "CheckpointUnsupported" in text, text
+
+
+def test_a_function_that_starts_a_thread_runs_on_without_checkpoints_when_allowed(ex):
+    future = ex.options(checkpoint="transparent",
+                        submit={"+CheckpointUnsupported": '"allow"'}).submit(threaded, 21)
+    assert future.result(timeout=240) == 42
+    ad = future.classad()
+    assert ad["JobUniverse"] == 1 and ad["CheckpointUnsupported"] == "allow", ad
 
 
 def test_htc_checkpoint_still_saves_in_the_calls_directory(ex):

@@ -81,7 +81,7 @@ from htc.daemons.starter.service import Starter, StarterError, StarterSettings
 from htc.daemons.starter.limits import sweep_stale_cgroups
 from htc.daemons.job_files import TransferError, over_wire, streamed_files
 from htc.daemons.starter.sandbox import sweep_stale_sandboxes
-from htc.daemons.starter.standard import StandardJob, is_standard
+from htc.daemons.starter.standard import StandardJob, allows_unsupported, is_standard
 from htc.daemons.starter.stream import OutputStreamer
 from htc.daemons.starter.self_checkpoint import wants_checkpoints
 from htc.daemons.starter.wire_files import WireTransfer
@@ -191,7 +191,8 @@ class StartdService(DaemonService):
             domain = settings.machine_ad.get("FileSystemDomain")
             standard = StandardJob(channel, self.settings.checkpoint_interval, self.clock,
                                    cache=self.settings.execute_dir.parent / "jobrt-cache",
-                                   relay_io=over_wire(job_ad, domain if isinstance(domain, str) else None))
+                                   relay_io=over_wire(job_ad, domain if isinstance(domain, str) else None),
+                                   allow_unsupported=allows_unsupported(job_ad))
         run = _Running(Starter(job_ad, self.settings.execute_dir, settings, self.zygotes,
                                lane=action.lane, clock=self.clock,
                                transfer=self._wire_transfer(action.claim_id, job_ad, settings.machine_ad, action.lane),

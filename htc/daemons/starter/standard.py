@@ -59,7 +59,7 @@ from htc.runtime import remote_io
 from htc.runtime.image import ImageError, read_header
 from htc.wire import messages as m
 
-__all__ = ["IMAGE_NAME", "INCOMING_NAME", "STANDARD_FILES", "StandardJob", "is_standard"]
+__all__ = ["IMAGE_NAME", "INCOMING_NAME", "STANDARD_FILES", "StandardJob", "allows_unsupported", "is_standard"]
 
 STANDARD_UNIVERSE = 1
 _log = logging.getLogger(__name__)
@@ -76,6 +76,13 @@ STANDARD_FILES = frozenset({IMAGE_NAME, INCOMING_NAME, IMAGE_NAME + ".tmp", IMAG
 def is_standard(job_ad: Mapping[str, Any]) -> bool:
     """True for a standard-universe job (``JobUniverse == 1``)."""
     return job_ad.get("JobUniverse") == STANDARD_UNIVERSE
+
+
+def allows_unsupported(job_ad: Mapping[str, Any]) -> bool:
+    """True when the job may run on without checkpoints where the runtime cannot take them
+    (``+CheckpointUnsupported = "allow"``); otherwise such a job fails with the runtime's reason."""
+    value = job_ad.get("CheckpointUnsupported")
+    return isinstance(value, str) and value.lower() == "allow"
 
 
 def _build(cache: Path | None) -> ckpt.Tools:
@@ -118,12 +125,14 @@ class StandardJob:
             able to read it (the startd uses a directory beside EXECUTE).
         relay_io: serve the job's forwarded calls on the submit side, over a connection to the
             shadow (the job's Iwd is in another FileSystemDomain), not here.
+        allow_unsupported: the job asked (``CheckpointUnsupported = "allow"``) to run on without
+            checkpoints if it starts a thread, forks or opens a socket, instead of failing at once.
     """
 
     def __init__(self, channel: WireTransfer, interval: float = 0.0, clock: Clock = REAL,
-                 cache: Path | None = None, relay_io: bool = False):
+                 cache: Path | None = None, relay_io: bool = False, allow_unsupported: bool = False):
         self.channel, self.interval, self.clock = channel, interval, clock
-        self.relay_io = relay_io
+        self.relay_io, self.allow_unsupported = relay_io, allow_unsupported
         self._relay: asyncio.Task | None = None
         self.cache = cache
         self.tools: ckpt.Tools | None = None
@@ -174,7 +183,7 @@ class StandardJob:
         env.update({"JOBRT_CKPT_IMAGE": str(self.image), "JOBRT_CKPT_SIGNAL": str(int(ckpt.CHECKPOINT_SIGNAL)),
                     "JOBRT_CKPT_EXIT_SIGNAL": str(int(ckpt.VACATE_SIGNAL)),
                     "JOBRT_CKPT_EXIT_CODE": str(ckpt.VACATED_EXIT), "JOBRT_CKPT_FSYNC": "1",
-                    "JOBRT_CKPT_UNSUPPORTED": "fail"})
+                    "JOBRT_CKPT_UNSUPPORTED": "allow" if self.allow_unsupported else "fail"})
         argv = list(plan["argv"])
         if self.resumed:
             header = read_header(incoming)
