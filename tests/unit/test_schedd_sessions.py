@@ -86,3 +86,37 @@ def test_call_files_are_written_whole_from_their_chunks_and_never_through_a_link
     with pytest.raises(OSError, match="b.call"):
         s._write_chunks(sess, (m.FileChunk(name="b.call", data=b"x"),))
     assert not (tmp_path / "calls" / "b.call").exists()
+
+
+class FakeService:
+    """Answers the core's part of a SubmitCalls: what was asked, and whether the pickles were there."""
+
+    def __init__(self, calls_dir):
+        self.calls_dir = calls_dir
+        self.asked: list[tuple[m.Message, object, bool]] = []
+
+    def ask_core(self, msg, peer):
+        self.asked.append((msg, peer, (self.calls_dir / "c1.call").exists()))
+        reply = asyncio.get_running_loop().create_future()
+        reply.set_result(m.SubmitReply(cluster_id=9, first_proc=0, num_procs=2))
+        return reply
+
+
+def test_submit_calls_writes_the_pickles_then_submits_and_follows_each_job_before_answering(tmp_path):
+    sess = session(tmp_path, b"")
+    service = FakeService(tmp_path / "calls")
+    conn = FakeConn()
+    request = m.SubmitCalls(chunks=(m.FileChunk(name="c1.call", data=b"p1"), m.FileChunk(name="c2.call", data=b"p2")),
+                            cluster_ad='[Cmd = "x"]', proc_ads=('[HTCCallId = "c1"]', '[HTCCallId = "c2"]'),
+                            calls=("c1", "c2"), submission_id="htcx-1")
+    asyncio.run(s.SessionService(service)._answer(conn, sess, request, "the peer"))
+    [(submit, peer, pickles_first)] = service.asked
+    assert isinstance(submit, m.Submit) and submit.submission_id == "htcx-1" and submit.proc_ads == request.proc_ads
+    assert peer == "the peer" and pickles_first
+    assert sess.jobs == {"9.0": "c1", "9.1": "c2"}
+    assert conn.sent == [m.SubmitReply(cluster_id=9, first_proc=0, num_procs=2)]
+
+
+def test_submit_calls_needs_one_call_per_proc_ad():
+    with pytest.raises(Exception, match="calls names 1 calls for 2 proc ads"):
+        m.SubmitCalls(chunks=(), cluster_ad='[Cmd = "x"]', proc_ads=("[A = 1]", "[A = 2]"), calls=("c1",))

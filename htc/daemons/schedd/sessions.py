@@ -14,9 +14,11 @@ conversation; :mod:`htc.executors.remote` is the client):
   its local account), with ``calls/`` and ``jobs.log``, owned by the job owner the peer maps to
   (:class:`~htc.daemons.schedd.access.Access`: the identity's user part, as for a submit), so
   the shadows and lanes that write there as the owner can, and no other user can read it.
-* ``PutCallFiles`` writes the calls' pickles into ``calls/`` as the owner, never through a
-  link, before the client submits them (on its ordinary request connection, which sets
-  ``Owner`` from the same identity).
+* ``SubmitCalls`` writes a batch's pickles into ``calls/`` as the owner, never through a link,
+  then hands its ``Submit`` to the core as a request of the same peer (which sets ``Owner``
+  from the same identity; the submission id makes a retry idempotent) and, before it answers
+  the ``SubmitReply``, follows each new job as its call: one round trip per batch. Pickles
+  beyond one message come ahead in ``PutCallFiles`` (written the same way, answered ``Ack``).
 * The schedd follows ``jobs.log`` (inotify on the directory; a look every 200 ms as well) and
   pushes ``SessionNews``: every complete event past the client's offset, and, before an event
   that ends a call (a JOB_TERMINATED, 005, of a job the client named in ``FollowCalls``), the
@@ -178,7 +180,7 @@ class SessionService:
                     await conn.send(m.Ack(detail="session closed"))
                     log.info("executor session %s closed%s", msg.session, " and removed" if request.remove else "")
                     return
-                await self._answer(conn, session, request)
+                await self._answer(conn, session, request, peer)
         except (ConnectionClosed, WireError, HTCError, OSError) as exc:
             log.info("executor session %s ended: %s", msg.session, exc)
         finally:
@@ -188,9 +190,11 @@ class SessionService:
                 loop.remove_reader(watch.fileno())
             watch.close()
 
-    async def _answer(self, conn, session: _Session, request: m.Message) -> None:
+    async def _answer(self, conn, session: _Session, request: m.Message, peer) -> None:
         if isinstance(request, m.FollowCalls):
             session.jobs.update(request.jobs)
+        elif isinstance(request, m.SubmitCalls):
+            await self._submit(conn, session, request, peer)
         elif isinstance(request, m.PutCallFiles):
             try:
                 await asyncio.to_thread(_write_chunks, session, request.chunks)
@@ -200,6 +204,22 @@ class SessionService:
             await conn.send(m.Ack())
         else:
             await conn.send_error("bad_request", f"{type(request).__name__} is not part of an executor session")
+
+    async def _submit(self, conn, session: _Session, request: m.SubmitCalls, peer) -> None:
+        """The batch's pickles, then its cluster through the core, then the jobs followed."""
+        if request.chunks:
+            try:
+                await asyncio.to_thread(_write_chunks, session, request.chunks)
+            except (ofs.OwnerFileError, OSError) as exc:
+                await conn.send_error("bad_request", f"writing call files into {session.calls}: {exc}")
+                return
+        submit = m.Submit(cluster_ad=request.cluster_ad, proc_ads=request.proc_ads,
+                          submission_id=request.submission_id)  # (checked as SubmitCalls on receipt)
+        reply = await self.service.ask_core(submit, peer)
+        if isinstance(reply, m.SubmitReply):
+            session.jobs.update({f"{reply.cluster_id}.{reply.first_proc + i}": call
+                                 for i, call in enumerate(request.calls[:reply.num_procs])})
+        await conn.send(reply)
 
     async def _push(self, conn, session: _Session) -> None:
         """Send what the log has past the client's offset (see the module docstring): each turn
