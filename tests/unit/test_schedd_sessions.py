@@ -57,7 +57,8 @@ def test_an_ending_event_comes_after_its_calls_result_and_output(tmp_path):
     assert push(sess) == []  # nothing new
 
 
-def test_an_ending_event_waits_for_its_result_and_for_the_clients_word_on_its_call(tmp_path):
+def test_an_ending_event_waits_for_its_result_and_for_the_clients_word_on_its_call(tmp_path, monkeypatch):
+    monkeypatch.setattr(s, "QUIET_SECONDS", 0.0)  # (a start alone goes at once)
     sess = session(tmp_path, EXECUTE + TERMINATED)
     sent = push(sess)  # the job's call is not known yet: only what comes before its end goes
     assert [msg.log for msg in sent] == [EXECUTE] and sess.held_since is not None
@@ -75,6 +76,30 @@ def test_an_ending_event_without_a_result_goes_after_the_hold(tmp_path):
     sess.held_since -= s.HOLD_SECONDS + 1
     sent = push(sess)
     assert [msg.log for msg in sent] == [TERMINATED] and not sent[0].chunks
+
+
+SUBMIT = b"000 (007.000.000) 2026-11-28 03:59:59 Job submitted from host: <10.0.0.1:9618>\n...\n"
+
+
+def test_a_submit_and_a_start_wait_a_little_to_go_with_the_calls_end(tmp_path):
+    sess = session(tmp_path, SUBMIT + EXECUTE)
+    sess.jobs["7.0"] = "abc"
+    assert push(sess) == [] and sess.quiet_since is not None
+    assert 0 < s._wait(sess, sess.quiet_since) <= s.QUIET_SECONDS
+    with open(tmp_path / "jobs.log", "ab") as log:
+        log.write(TERMINATED)
+    (tmp_path / "calls" / "abc.result").write_bytes(b"value")
+    [news] = push(sess)  # all three events and the result in one message
+    assert news.log == SUBMIT + EXECUTE + TERMINATED and [c.name for c in news.chunks] == ["abc.result"]
+    assert sess.quiet_since is None
+
+
+def test_a_start_goes_alone_once_it_has_waited(tmp_path):
+    sess = session(tmp_path, SUBMIT + EXECUTE)
+    assert push(sess) == []
+    sess.quiet_since -= s.QUIET_SECONDS
+    [news] = push(sess)
+    assert news.log == SUBMIT + EXECUTE and sess.offset == len(SUBMIT + EXECUTE)
 
 
 def test_call_files_are_written_whole_from_their_chunks_and_never_through_a_link(tmp_path):

@@ -26,7 +26,11 @@ conversation; :mod:`htc.executors.remote` is the client):
   (:data:`~htc.wire.messages.sessions.MAX_SESSION_CHUNK`), each message sent with the
   connection's flow control. The schedd writes a result before the event that announces it;
   an event whose job or result is not known yet is held back (and then sent without files
-  after :data:`HOLD_SECONDS`), so the client never sees a call end without its result.
+  after :data:`HOLD_SECONDS`), so the client never sees a call end without its result. News of
+  quiet events only (a job's SUBMIT and EXECUTE) waits up to :data:`QUIET_SECONDS` for more,
+  so a short call's events and result cross the network in one message, not three. A few
+  events and a small result are read in the loop's own thread (a thread hand-off costs more);
+  a longer stretch of the log in a worker thread.
 * ``CloseSession`` ends the conversation and removes the directory when asked (an unnamed
   session); a named one stays for the client that attaches later (``OpenSession`` with the
   offset its mirror holds).
@@ -51,10 +55,19 @@ from htc.eventlog.dirwatch import DirWatch
 from htc.wire import messages as m
 from htc.wire.errors import ConnectionClosed, WireError
 
-__all__ = ["HOLD_SECONDS", "SessionService", "complete_events"]
+__all__ = ["HOLD_SECONDS", "QUIET_SECONDS", "SessionService", "complete_events"]
 
 #: seconds an ending event waits for its job's call id or result before it is sent without them
 HOLD_SECONDS = 5.0
+#: seconds the news of a job's submit and start (events that end nothing) may wait for more news,
+#: so that a short call's three events and result go to the client in one message
+QUIET_SECONDS = 0.1
+#: the events that may wait so (SUBMIT, EXECUTE)
+_QUIET = frozenset({0, 1})
+#: the most log bytes past the client's offset read in the loop's own thread (more: a worker thread)
+_INLINE_LOG_BYTES = 64 * 1024
+#: the most call-file bytes of a request written in the loop's own thread (more: a worker thread)
+_INLINE_PUT_BYTES = 256 * 1024
 #: the most bytes of files one SessionNews carries (more go in the next message)
 _NEWS_BYTES = 4 * 1024 * 1024
 _LOOK_EVERY = 0.2
@@ -92,6 +105,17 @@ class _Session:
         self.offset = offset
         self.jobs: dict[str, str] = {}
         self.held_since: float | None = None
+        #: when the oldest news not sent yet, of quiet events only, was first seen (None: none is waiting)
+        self.quiet_since: float | None = None
+
+
+def _wait(session: _Session, now: float) -> float:
+    """How long the session's loop may sleep when nothing wakes it."""
+    if session.held_since is not None:
+        return 0.005
+    if session.quiet_since is not None:
+        return max(0.0, min(_LOOK_EVERY, session.quiet_since + QUIET_SECONDS - now))
+    return _LOOK_EVERY
 
 
 def _make(directory: Path, owner: ofs.Identity | None) -> None:
@@ -156,23 +180,24 @@ class SessionService:
         log.info("executor session %s served for %s in %s", msg.session, peer.identity or peer.user,
                  session.directory)
         watch = DirWatch(session.log)
-        changed = asyncio.Event()
+        wake = asyncio.Event()  # the log changed, or the client said something
         loop = asyncio.get_running_loop()
         if watch.active:
-            loop.add_reader(watch.fileno(), lambda: watch.drain() and changed.set())
+            loop.add_reader(watch.fileno(), lambda: watch.drain() and wake.set())
         receiving: asyncio.Task | None = None
         try:
             while True:
                 await self._push(conn, session)
                 if receiving is None:
                     receiving = asyncio.ensure_future(conn.recv(timeout=None))
-                waiter = asyncio.ensure_future(changed.wait())
-                wait = 0.005 if session.held_since is not None else _LOOK_EVERY
-                await asyncio.wait({receiving, waiter}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-                waiter.cancel()
-                changed.clear()
+                    receiving.add_done_callback(lambda _: wake.set())
                 if not receiving.done():
-                    continue
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(_wait(session, time.monotonic())):
+                            await wake.wait()
+                    wake.clear()
+                    if not receiving.done():
+                        continue
                 request, receiving = receiving.result(), None
                 if isinstance(request, m.CloseSession):
                     if request.remove:
@@ -196,23 +221,15 @@ class SessionService:
         elif isinstance(request, m.SubmitCalls):
             await self._submit(conn, session, request, peer)
         elif isinstance(request, m.PutCallFiles):
-            try:
-                await asyncio.to_thread(_write_chunks, session, request.chunks)
-            except (ofs.OwnerFileError, OSError) as exc:
-                await conn.send_error("bad_request", f"writing call files into {session.calls}: {exc}")
-                return
-            await conn.send(m.Ack())
+            if await _put(conn, session, request.chunks):
+                await conn.send(m.Ack())
         else:
             await conn.send_error("bad_request", f"{type(request).__name__} is not part of an executor session")
 
     async def _submit(self, conn, session: _Session, request: m.SubmitCalls, peer) -> None:
         """The batch's pickles, then its cluster through the core, then the jobs followed."""
-        if request.chunks:
-            try:
-                await asyncio.to_thread(_write_chunks, session, request.chunks)
-            except (ofs.OwnerFileError, OSError) as exc:
-                await conn.send_error("bad_request", f"writing call files into {session.calls}: {exc}")
-                return
+        if request.chunks and not await _put(conn, session, request.chunks):
+            return
         submit = m.Submit(cluster_ad=request.cluster_ad, proc_ads=request.proc_ads,
                           submission_id=request.submission_id)  # (checked as SubmitCalls on receipt)
         reply = await self.service.ask_core(submit, peer)
@@ -226,7 +243,12 @@ class SessionService:
         is planned, and its small files read, in one worker-thread call; a file bigger than a
         chunk is streamed after it, a chunk at a time."""
         while True:
-            plan = await asyncio.to_thread(_plan, session)
+            try:
+                small_log = os.stat(session.log).st_size - session.offset <= _INLINE_LOG_BYTES
+            except OSError:
+                small_log = True  # (gone: _plan finds nothing)
+            # A short read (the usual few events and a result) costs less than a thread hand-off.
+            plan = _plan(session) if small_log else await asyncio.to_thread(_plan, session)
             if plan is None:
                 return
             log, small, big, held = plan
@@ -263,19 +285,33 @@ class SessionService:
             os.close(fd)
 
 
+async def _put(conn, session: _Session, chunks: tuple[m.FileChunk, ...]) -> bool:
+    """Write the client's chunks (a few small pickles in the loop's thread, more in a worker
+    thread); False when they could not be, and the client was told why."""
+    try:
+        if sum(len(chunk.data) for chunk in chunks) <= _INLINE_PUT_BYTES:
+            _write_chunks(session, chunks)
+        else:
+            await asyncio.to_thread(_write_chunks, session, chunks)
+    except (ofs.OwnerFileError, OSError) as exc:
+        await conn.send_error("bad_request", f"writing call files into {session.calls}: {exc}")
+        return False
+    return True
+
+
 def _plan(session: _Session) -> tuple[bytes, tuple[m.FileChunk, ...], list[str], bool] | None:
     """The next news: the log's complete events to send, the small files that go with them (read
     here, as the owner), the bigger files to stream first, and whether an ending event is held
     back (None: nothing to send)."""
     data = _read_from(session.log, session.offset, session.owner)
-    sent, size, held = 0, 0, False
+    sent, size, held, quiet = 0, 0, False, True
     small: list[m.FileChunk] = []
     big: list[str] = []
+    now = time.monotonic()
     for end, code, job in complete_events(data):
         if code == 5 and job is not None:
             call = session.jobs.get(job)
             if call is None or not (session.calls / f"{call}.result").exists():
-                now = time.monotonic()
                 session.held_since = session.held_since or now
                 if now - session.held_since < HOLD_SECONDS:
                     held = True
@@ -284,11 +320,17 @@ def _plan(session: _Session) -> tuple[bytes, tuple[m.FileChunk, ...], list[str],
                 for name in (f"{call}{suffix}" for suffix in _OUTPUT_SUFFIXES):
                     size += _read_small(session, name, small, big)
             session.held_since = None
+        quiet = quiet and code in _QUIET
         sent = end
         if size >= _NEWS_BYTES:
             break
     if not sent:
         return None
+    if quiet:  # only a submit or a start: wait a little for the call's end to go with them
+        session.quiet_since = session.quiet_since or now
+        if now - session.quiet_since < QUIET_SECONDS:
+            return None
+    session.quiet_since = None
     return data[:sent], tuple(small), big, held
 
 
