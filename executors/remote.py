@@ -110,6 +110,7 @@ class SessionChannel:
         self._pump: asyncio.Task | None = None
         self._closing = False
         self._ready: asyncio.Event | None = None
+        self._log_fd: int | None = None  # the mirror's log, kept open for appending (on the I/O loop)
 
     # --- from the backend's thread --------------------------------------------------------------
     def open(self, timeout: float = 30.0) -> m.SessionOpened:
@@ -268,6 +269,9 @@ class SessionChannel:
         if self._conn is not None:
             with contextlib.suppress(HTCError, OSError):
                 await self._conn.aclose()
+        if self._log_fd is not None:
+            os.close(self._log_fd)
+            self._log_fd = None
 
     # --- the mirror (on the I/O loop) --------------------------------------------------------------
     def _mirror(self, news: m.SessionNews) -> None:
@@ -287,11 +291,15 @@ class SessionChannel:
             if chunk.last:
                 os.rename(part, calls / chunk.name)
         if news.log:
-            with open(self.log, "ab") as log:
-                if log.tell() != news.offset:
-                    raise OSError(f"the session's event log mirror {self.log} holds {log.tell()} bytes, the schedd "
-                                  f"sent bytes from {news.offset}")
-                log.write(news.log)
+            if self._log_fd is None:
+                self._log_fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            held = os.fstat(self._log_fd).st_size
+            if held != news.offset:
+                raise OSError(f"the session's event log mirror {self.log} holds {held} bytes, the schedd "
+                              f"sent bytes from {news.offset}")
+            view = memoryview(news.log)
+            while view:
+                view = view[os.write(self._log_fd, view):]
 
 
 class RemoteBackend(PoolBackend):

@@ -145,3 +145,21 @@ def test_submit_calls_writes_the_pickles_then_submits_and_follows_each_job_befor
 def test_submit_calls_needs_one_call_per_proc_ad():
     with pytest.raises(Exception, match="calls names 1 calls for 2 proc ads"):
         m.SubmitCalls(chunks=(), cluster_ad='[Cmd = "x"]', proc_ads=("[A = 1]", "[A = 2]"), calls=("c1",))
+
+
+def test_the_log_stays_open_between_pushes_and_is_opened_again_when_replaced(tmp_path, monkeypatch):
+    monkeypatch.setattr(s, "QUIET_SECONDS", 0.0)
+    sess = session(tmp_path, EXECUTE)
+    assert [msg.log for msg in push(sess)] == [EXECUTE]
+    kept = sess.log_fd
+    assert kept is not None
+    with open(tmp_path / "jobs.log", "ab") as log:
+        log.write(EXECUTE)
+    assert [msg.log for msg in push(sess)] == [EXECUTE] and sess.log_fd == kept
+    (tmp_path / "jobs.log").unlink()
+    (tmp_path / "jobs.log").write_bytes(EXECUTE * 2 + TERMINATED)  # another file at the same path
+    sess.jobs["7.0"] = "abc"
+    (tmp_path / "calls" / "abc.result").write_bytes(b"value")
+    assert [msg.log for msg in push(sess)] == [TERMINATED]
+    sess.close()
+    assert sess.log_fd is None

@@ -107,6 +107,15 @@ class _Session:
         self.held_since: float | None = None
         #: when the oldest news not sent yet, of quiet events only, was first seen (None: none is waiting)
         self.quiet_since: float | None = None
+        #: the log, kept open (:func:`_read_from`), and its inode
+        self.log_fd: int | None = None
+        self.log_inode = 0
+
+    def close(self) -> None:
+        """Close the log's descriptor (the session's loop ends, or the path names another file)."""
+        if self.log_fd is not None:
+            os.close(self.log_fd)
+            self.log_fd = None
 
 
 def _wait(session: _Session, now: float) -> float:
@@ -214,6 +223,7 @@ class SessionService:
             if watch.active:
                 loop.remove_reader(watch.fileno())
             watch.close()
+            session.close()
 
     async def _answer(self, conn, session: _Session, request: m.Message, peer) -> None:
         if isinstance(request, m.FollowCalls):
@@ -240,8 +250,8 @@ class SessionService:
 
     async def _push(self, conn, session: _Session) -> None:
         """Send what the log has past the client's offset (see the module docstring): each turn
-        is planned, and its small files read, in one worker-thread call; a file bigger than a
-        chunk is streamed after it, a chunk at a time."""
+        is planned, and its small files read, in one call (in a worker thread when the log has
+        much to read); a file bigger than a chunk is streamed after it, a chunk at a time."""
         while True:
             try:
                 small_log = os.stat(session.log).st_size - session.offset <= _INLINE_LOG_BYTES
@@ -303,7 +313,7 @@ def _plan(session: _Session) -> tuple[bytes, tuple[m.FileChunk, ...], list[str],
     """The next news: the log's complete events to send, the small files that go with them (read
     here, as the owner), the bigger files to stream first, and whether an ending event is held
     back (None: nothing to send)."""
-    data = _read_from(session.log, session.offset, session.owner)
+    data = _read_from(session)
     sent, size, held, quiet = 0, 0, False, True
     small: list[m.FileChunk] = []
     big: list[str] = []
@@ -351,16 +361,21 @@ def _read_small(session: _Session, name: str, small: list[m.FileChunk], big: lis
     return len(data)
 
 
-def _read_from(path: Path, offset: int, owner: ofs.Identity | None) -> bytes:
-    """The log's bytes from ``offset`` (at most 4 MiB), read as the owner."""
+def _read_from(session: _Session) -> bytes:
+    """The log's bytes from the client's offset (at most 4 MiB), read as the owner through a
+    descriptor kept open while the path names the same file (opened again when it does not)."""
     try:
-        fd, _ = ofs.open_read(path, owner, what="session event log", follow=False)
+        inode = os.stat(session.log, follow_symlinks=False).st_ino
     except FileNotFoundError:
         return b""
-    try:
-        return os.pread(fd, _NEWS_BYTES, offset)
-    finally:
-        os.close(fd)
+    if session.log_fd is None or inode != session.log_inode:
+        session.close()
+        try:
+            fd, st = ofs.open_read(session.log, session.owner, what="session event log", follow=False)
+        except FileNotFoundError:
+            return b""
+        session.log_fd, session.log_inode = fd, st.st_ino if st is not None else inode
+    return os.pread(session.log_fd, _NEWS_BYTES, session.offset)
 
 
 def _write_chunks(session: _Session, chunks: tuple[m.FileChunk, ...]) -> None:
