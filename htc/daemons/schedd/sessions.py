@@ -313,6 +313,11 @@ def _plan(session: _Session) -> tuple[bytes, tuple[m.FileChunk, ...], list[str],
     """The next news: the log's complete events to send, the small files that go with them (read
     here, as the owner), the bigger files to stream first, and whether an ending event is held
     back (None: nothing to send)."""
+    with ofs.acting_as(session.owner):  # once for the log and every file (a switch is four system calls)
+        return _plan_as_owner(session)
+
+
+def _plan_as_owner(session: _Session) -> tuple[bytes, tuple[m.FileChunk, ...], list[str], bool] | None:
     data = _read_from(session)
     sent, size, held, quiet = 0, 0, False, True
     small: list[m.FileChunk] = []
@@ -381,6 +386,11 @@ def _read_from(session: _Session) -> bytes:
 def _write_chunks(session: _Session, chunks: tuple[m.FileChunk, ...]) -> None:
     """Write the client's chunks into ``calls/`` as the owner, never through a link."""
     owner = session.owner if session.owner is not None and session.owner.switch else None
+    with ofs.acting_as(owner):  # once for the batch (open_write's own switch is then free)
+        _write_chunks_as(session, chunks, owner)
+
+
+def _write_chunks_as(session: _Session, chunks: tuple[m.FileChunk, ...], owner: ofs.Identity | None) -> None:
     for chunk in chunks:
         part = session.calls / f".{chunk.name}.part"
         fd = ofs.open_write(part, owner, what="call file", truncate=chunk.first, append=not chunk.first,
