@@ -97,6 +97,10 @@ def test_a_batch_is_one_request_with_its_pickles_and_the_mirror_gets_no_call_fil
         assert "SubmitCalls" in sent
         assert not {"Submit", "PutCallFiles", "FollowCalls"} & set(sent), sent
         assert not list(ex._spool.calls.glob("*.call")), "an unnamed session's pickles go only to the submit host"
+        before = len(transport.sent)
+        big = b"x" * (5 * 1024 * 1024)  # more than one message of pickles: the first go ahead
+        assert ex.submit(len, big).result(timeout=120) == len(big)
+        assert transport.sent[before:].count("PutCallFiles") == 1 and "SubmitCalls" in transport.sent[before:]
 
 
 def test_options_that_name_the_clients_files_are_refused(pool):
