@@ -9,7 +9,12 @@ First figures (2026-11-28, ``--quick``, the VM shared by other runs at load aver
 also put the personal pool at 45-95 ms and 70-130 calls/s against its usual 3 ms and 2,000/s):
 remote/local 1.46-1.92 for the round trip (56-66 ms local), 0.67-1.05 for the burst and
 0.30-1.10 for the batch -- within a factor of two for the round trip and the burst; the absolute
-goals (10 ms, 1,000 calls/s) need a quiet machine to be judged. Each executor is measured in a fresh
+goals (10 ms, 1,000 calls/s) need a quiet machine to be judged. Since a remote batch is one
+``SubmitCalls`` (pickles and cluster in one request) and a short call's events and result one
+push (2026-11-28 07:40, ``--quick``, load average 9-10): round trip 40.1 ms remote against 47.6
+local (0.84; the same hour before, 57.2 against 48.7, 1.18), burst 184 against 225 calls/s
+(0.81), batch 0.47; ``benchmarks/remote_cpu_bench.py`` has the CPU per call by process.
+Each executor is measured in a fresh
 process, with two workers (2 processes, 2 local slots, a personal pool of 2 cpus), as in
 shared/reference/peer-baselines.md:
 
