@@ -15,7 +15,25 @@ starters and lane workers), and ``other`` (master, collector, negotiator). Phase
 * **burst**: ``--burst`` no-op calls submitted in a loop, then all collected.
 
 Each figure is milliseconds of CPU per call, with the wall-clock median round trip and the
-burst's calls/s beside them, and the load average at the start and the end.
+burst's calls/s beside them, and the load average at the start and the end. ``--py-spy DIR``
+also records the client, the schedd and the shared port during each phase (raw flame graphs).
+
+Figures (2026-11-28 08:05-08:15, the 2-core VM shared with six other runs, load average 12-14;
+``--calls 100 --burst 500 --only remote``, two alternating runs each), the remote client's
+calls before and after a batch became one ``SubmitCalls`` and a short call's news one push:
+
+=================  =========  ==========  ===========  ========  ==========
+CPU ms per call    client     schedd      shared port  startd    all
+=================  =========  ==========  ===========  ========  ==========
+sequential before  7.6-8.0    14.9-16.9   3.2-3.3      2.7       32.4-33.6
+sequential after   4.0-5.9    9.5-14.3    1.3-1.9      2.2-3.0   19.1-27.6
+burst before       0.60-0.67  2.22-2.26   0.04         0.52-0.58 3.74-3.77
+burst after        0.44-0.51  1.54-1.88   0.04         0.42-0.52 2.68-3.15
+=================  =========  ==========  ===========  ========  ==========
+
+The same client on the pool host (07:38, load 9): sequential 2.5 ms client, 9.1 schedd; burst
+0.35 and 1.02. (The sequential figures carry the daemons' periodic work over the calls' wall
+time, which the load stretches.)
 """
 
 from __future__ import annotations
@@ -137,7 +155,7 @@ def _spy(pids: dict[str, int], phase: str, where: Path | None) -> list:
     spy = Path(sys.executable).with_name("py-spy")
     return [subprocess.Popen([str(spy), "record", "-p", str(pid), "-r", "200", "-f", "raw", "-o",
                               str(where / f"{phase}-{name}.txt")], stdout=subprocess.DEVNULL,
-                              stderr=open(where / f"{phase}-{name}.log", "w"))
+                              stderr=subprocess.DEVNULL)
             for name, pid in pids.items()]
 
 
