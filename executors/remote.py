@@ -210,7 +210,9 @@ class SessionChannel:
                     if isinstance(msg, m.SessionNews):
                         self._mirror(msg)  # (at most a few MiB: written here, no thread hand-off)
                     elif self._waiting:
-                        self._waiting.popleft().set_result(msg)
+                        waiter = self._waiting.popleft()  # replies come in order: this one is its
+                        if not waiter.done():  # (a request that timed out drops its late reply)
+                            waiter.set_result(msg)
             except asyncio.CancelledError:
                 raise
             except (HTCError, OSError) as exc:
