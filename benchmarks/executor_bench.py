@@ -9,7 +9,14 @@ First figures (2026-11-28, ``--quick``, the VM shared by other runs at load aver
 also put the personal pool at 45-95 ms and 70-130 calls/s against its usual 3 ms and 2,000/s):
 remote/local 1.46-1.92 for the round trip (56-66 ms local), 0.67-1.05 for the burst and
 0.30-1.10 for the batch -- within a factor of two for the round trip and the burst; the absolute
-goals (10 ms, 1,000 calls/s) need a quiet machine to be judged. Each executor is measured in a fresh
+goals (10 ms, 1,000 calls/s) need a quiet machine to be judged. Since a remote batch is one
+``SubmitCalls`` (pickles and cluster in one request) and a short call's events and result one
+push, ``--quick`` measured remote/local 0.84 for the round trip (40.1 against 47.6 ms) and 0.81
+for the burst at load average 9-10 (2026-11-28 07:40; the code before, 1.18 and 0.94 at load 9),
+and 1.91 and 0.81 at load 16 (the code before, 1.61 and 0.79 at load 14): under such load the
+figures are the machine's. ``benchmarks/remote_cpu_bench.py`` gives the steadier CPU per call
+by process (docs/executor.md, "Executor from another machine").
+Each executor is measured in a fresh
 process, with two workers (2 processes, 2 local slots, a personal pool of 2 cpus), as in
 shared/reference/peer-baselines.md:
 

@@ -231,7 +231,7 @@ class PoolBackend:
             cluster_ad = ad_text(self._template(group[0].options))
             for start in range(0, len(group), _MAX_PROCS_PER_SUBMIT):
                 part = group[start:start + _MAX_PROCS_PER_SUBMIT]
-                procs = tuple(proc_ad(spec, self.spool) for spec in part)
+                procs = tuple(self._proc_ad(spec) for spec in part)
                 for spec, job_id in zip(part, self._submit_cluster(cluster_ad, procs, part)):
                     job_ids[spec.call_id] = job_id
                     self._watcher.follow(job_id, Job(spec.call_id, spec.label, spec.options))
@@ -243,6 +243,11 @@ class PoolBackend:
         # No Reschedule of our own: the schedd starts new calls on a claim it kept for us, and
         # otherwise asks the negotiator for a cycle itself (SCHEDD_SEND_RESCHEDULE).
         return [job_ids[spec.call_id] for spec in calls]
+
+    def _proc_ad(self, spec: CallSpec) -> str:
+        """The call's proc ad (its files written into the session here)."""
+        assert self.spool is not None
+        return proc_ad(spec, self.spool)
 
     def _submit_cluster(self, cluster_ad: str, procs: tuple[str, ...], specs: list[CallSpec]) -> list[str]:
         # The batch's submission id makes a retry after a lost reply -- to this schedd or to

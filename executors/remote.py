@@ -20,10 +20,12 @@ One SSH connection to the submit host's shared port carries two channels
 (:mod:`htc.client.remote`: the pool is found by its central manager, the schedd through the
 collector, the user proven by the user's token): the backend's ordinary request channel
 (``Submit``, ``QueryJobs``, ``ActOnJobs``) and the session's channel, which
-:class:`SessionChannel` owns on the link's I/O loop. A batch of calls is one ``PutCallFiles``
-(answered once the pickles are on the submit host) and one ``Submit``; their job ids follow in
-one ``FollowCalls``. Results arrive without being asked for, so a call's round trip is the
-submit's two requests plus one push. When the session's channel breaks (the schedd restarted),
+:class:`SessionChannel` owns on the link's I/O loop. A batch of calls is one ``SubmitCalls``
+on the session's channel: the schedd writes the pickles, queues the cluster (the submission id
+makes a retry idempotent) and follows each job as its call before it answers (pickles beyond
+one message go ahead in ``PutCallFiles``). The pickles are not written into the mirror (a named
+session's are, for an attach after a crash). Results arrive without being asked for, so a
+call's round trip is one request plus one push. When the session's channel breaks (the schedd restarted),
 it is opened again with the offset the mirror holds and the jobs followed so far.
 
 ``htc.executors.forget`` of a named session removes its jobs and its directory on the submit
@@ -39,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -52,7 +55,7 @@ from htc.executors.backend import CallSpec
 from htc.executors.errors import OptionError, ScheddLost
 from htc.executors.options import CallOptions
 from htc.executors.pool import PoolBackend
-from htc.executors.pool_ads import job_template
+from htc.executors.pool_ads import job_template, proc_ad, submission_id
 from htc.executors.spool import Spool
 from htc.wire import callfile as cf
 from htc.wire import messages as m
@@ -107,6 +110,7 @@ class SessionChannel:
         self._pump: asyncio.Task | None = None
         self._closing = False
         self._ready: asyncio.Event | None = None
+        self._log_fd: int | None = None  # the mirror's log, kept open for appending (on the I/O loop)
 
     # --- from the backend's thread --------------------------------------------------------------
     def open(self, timeout: float = 30.0) -> m.SessionOpened:
@@ -118,20 +122,41 @@ class SessionChannel:
         self.opened = self.io.call(self._start(timeout), timeout + 5)
         return self.opened
 
-    def put(self, specs: Sequence[CallSpec]) -> None:
-        """Write the calls' pickles into the session on the submit host (before their Submit)."""
+    def submit(self, cluster_ad: str, procs: tuple[str, ...], specs: Sequence[CallSpec],
+               submission_id: str) -> m.SubmitReply:
+        """Write the calls' pickles into the session on the submit host and queue their cluster,
+        in one round trip (pickles beyond one message go ahead in ``PutCallFiles``). A channel
+        that breaks meanwhile is waited for and the same request sent again (its submission id
+        gets the first try's cluster) for ``lost_after`` seconds.
+
+        Raises:
+            RemoteError: the schedd refused (the message says why); ScheddLost: the channel stayed down.
+        """
         batch: list[m.FileChunk] = []
         size = 0
         for spec in specs:
             data = spec.data if spec.data is not None else self.spool.call_path(spec.call_id).read_bytes()
             for chunk in _chunks(f"{spec.call_id}{cf.CALL_SUFFIX}", data):
+                if batch and size + len(chunk.data) > _PUT_BYTES:
+                    self._call_again(m.PutCallFiles(chunks=tuple(batch)))
+                    batch, size = [], 0
                 batch.append(chunk)
                 size += len(chunk.data)
-                if size >= _PUT_BYTES:
-                    self._call(m.PutCallFiles(chunks=tuple(batch)))
-                    batch, size = [], 0
-        if batch:
-            self._call(m.PutCallFiles(chunks=tuple(batch)))
+        calls = tuple(spec.call_id for spec in specs)
+        reply = self._call_again(m.SubmitCalls(chunks=tuple(batch), cluster_ad=cluster_ad, proc_ads=procs,
+                                               calls=calls, submission_id=submission_id))
+        self.jobs.update({f"{reply.cluster_id}.{reply.first_proc + i}": call for i, call in enumerate(calls)})
+        return reply
+
+    def _call_again(self, msg: m.Message) -> m.Message:
+        """:meth:`_call`, sent again on the next channel when this one breaks (idempotent requests)."""
+        started = time.monotonic()
+        while True:
+            try:
+                return self._call(msg)
+            except ScheddLost:
+                if self._closing or self.error is not None or time.monotonic() - started > self.lost_after:
+                    raise
 
     def follow(self, jobs: dict[str, str]) -> None:
         """Tell the schedd which call each job runs (their results come with their ends); not
@@ -185,7 +210,9 @@ class SessionChannel:
                     if isinstance(msg, m.SessionNews):
                         self._mirror(msg)  # (at most a few MiB: written here, no thread hand-off)
                     elif self._waiting:
-                        self._waiting.popleft().set_result(msg)
+                        waiter = self._waiting.popleft()  # replies come in order: this one is its
+                        if not waiter.done():  # (a request that timed out drops its late reply)
+                            waiter.set_result(msg)
             except asyncio.CancelledError:
                 raise
             except (HTCError, OSError) as exc:
@@ -244,6 +271,9 @@ class SessionChannel:
         if self._conn is not None:
             with contextlib.suppress(HTCError, OSError):
                 await self._conn.aclose()
+        if self._log_fd is not None:
+            os.close(self._log_fd)
+            self._log_fd = None
 
     # --- the mirror (on the I/O loop) --------------------------------------------------------------
     def _mirror(self, news: m.SessionNews) -> None:
@@ -263,11 +293,15 @@ class SessionChannel:
             if chunk.last:
                 os.rename(part, calls / chunk.name)
         if news.log:
-            with open(self.log, "ab") as log:
-                if log.tell() != news.offset:
-                    raise OSError(f"the session's event log mirror {self.log} holds {log.tell()} bytes, the schedd "
-                                  f"sent bytes from {news.offset}")
-                log.write(news.log)
+            if self._log_fd is None:
+                self._log_fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            held = os.fstat(self._log_fd).st_size
+            if held != news.offset:
+                raise OSError(f"the session's event log mirror {self.log} holds {held} bytes, the schedd "
+                              f"sent bytes from {news.offset}")
+            view = memoryview(news.log)
+            while view:
+                view = view[os.write(self._log_fd, view):]
 
 
 class RemoteBackend(PoolBackend):
@@ -313,6 +347,9 @@ class RemoteBackend(PoolBackend):
             raise ScheddLost(f"the schedd of the pool at {self.pool} did not open executor session "
                              f"{self.spool.name}: {exc}") from exc
         self._remote = _RemoteSession(opened)
+        # No call is written into the mirror's calls/ (_proc_ad), so no result file is kept
+        # there as a spare to write the next call into (htc.executors.spool).
+        self.spool.recycle = False
         super()._watch_session()
 
     def close(self, *, detach: bool) -> None:
@@ -371,13 +408,17 @@ class RemoteBackend(PoolBackend):
         self._templates[id(options)] = (options, ad)
         return ad
 
-    def submit_calls(self, calls: Sequence[CallSpec]) -> list[str]:
-        """Send the calls' pickles, submit them, then name their jobs to the session."""
-        assert self._channel is not None
-        self._channel.put(calls)
-        job_ids = super().submit_calls(calls)
-        self._channel.follow({job: spec.call_id for job, spec in zip(job_ids, calls)})
-        return job_ids
+    def _proc_ad(self, spec: CallSpec) -> str:
+        """As the pool backend's, but the pickle goes only to the submit host (:meth:`_submit_cluster`):
+        a named session still keeps it in the mirror too, for an attach after a crash before the submit."""
+        assert self.spool is not None
+        return proc_ad(spec if self._named else dataclasses.replace(spec, data=None), self.spool)
+
+    def _submit_cluster(self, cluster_ad: str, procs: tuple[str, ...], specs: list[CallSpec]) -> list[str]:
+        """The calls' pickles and their cluster in one ``SubmitCalls`` on the session's channel."""
+        assert self._channel is not None and self.spool is not None
+        reply = self._channel.submit(cluster_ad, procs, specs, submission_id(self.spool.name, specs))
+        return [f"{reply.cluster_id}.{reply.first_proc + i}" for i in range(reply.num_procs)]
 
     def recover(self):
         """As the pool backend's; the session's channel follows the recovered jobs too."""

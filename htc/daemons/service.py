@@ -157,6 +157,15 @@ class DaemonService:
         """Serve ``msg_type`` with ``await handler(conn, msg, peer)``, which owns the connection (a file transfer)."""
         self._conversations[msg_type] = handler
 
+    def ask_core(self, msg: m.Message, peer: PeerInfo) -> asyncio.Future:
+        """Feed ``msg`` to the core as a request of ``peer`` (already authorized: a request
+        inside a conversation) and return a future of the core's reply message."""
+        reply: asyncio.Future = asyncio.get_running_loop().create_future()
+        conn_id = next(self._conn_ids)
+        self._conns[conn_id] = _ReplySink(reply, lambda: self._conns.pop(conn_id, None))  # type: ignore[assignment]
+        self.feed(c.Received(msg=msg, conn_id=conn_id, peer=peer))
+        return reply
+
     def start_task(self, coro: Coroutine, name: str) -> asyncio.Task:
         """Run ``coro`` in the service's TaskGroup; it is cancelled when the service exits."""
         if self._tg is None:
@@ -506,6 +515,22 @@ class DaemonService:
             # nobody listening rather than a connection closed unanswered.
             self._server.stop_accepting()
         self._wakeup.set()
+
+
+class _ReplySink:
+    """Stands for a connection in ``_conns`` while the core answers :meth:`DaemonService.ask_core`:
+    the first reply resolves the future and the sink leaves."""
+
+    label = "a request inside a conversation"
+
+    def __init__(self, reply: asyncio.Future, leave: Callable[[], Any]):
+        self.reply = reply
+        self.leave = leave
+
+    def send_nowait(self, msg: m.Message) -> None:
+        self.leave()
+        if not self.reply.done():
+            self.reply.set_result(msg)
 
 
 async def process_gone(pid: int) -> None:

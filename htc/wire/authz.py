@@ -168,7 +168,7 @@ REQUIRED: Mapping[str, Mapping[type[m.Message], LevelRule]] = {
                m.CallsDone: L.DAEMON, m.ReleaseClaim: L.DAEMON, m.FetchInput: L.DAEMON, m.SendOutput: L.DAEMON,
                m.SpoolInput: L.WRITE, m.FetchOutput: L.WRITE, m.OpenSession: L.WRITE,
                # (inside an OpenSession conversation; the level is checked when it opens)
-               m.PutCallFiles: L.WRITE, m.CloseSession: L.WRITE,
+               m.PutCallFiles: L.WRITE, m.SubmitCalls: L.WRITE, m.CloseSession: L.WRITE,
                m.SendCheckpoint: L.DAEMON, m.FetchCheckpoint: L.DAEMON,
                m.CheckpointJobs: L.WRITE, m.RelayJobIO: L.DAEMON},  # (and only the job's owner or an administrator: the schedd checks)
     "startd": {m.MatchNotify: L.NEGOTIATOR, m.RequestClaim: L.DAEMON, m.ActivateClaim: L.DAEMON,

@@ -18,7 +18,7 @@ from executor_pool import ExecutorPool
 from htc.executors import HTCExecutor, OptionError
 from htc.executors.remote import RemoteBackend
 from htc.wire import messages as m
-from htc.wire.transport import UnixTransport
+from htc.wire.transport import Transport, UnixTransport
 
 pytestmark = pytest.mark.slow
 
@@ -57,6 +57,50 @@ def test_calls_run_from_the_schedds_session_directory_and_results_come_back(pool
         assert sum(1 for _ in mirror.glob("*.result")) + len(list(mirror.glob(".spare-*"))) >= 1
         assert {str(ad.get("Iwd")) for ad in ads} == {str(remote_calls)}
     assert not list(spool.glob(f"*/{ex.name}")), "an unnamed session's directory is removed at shutdown"
+
+
+class CountingTransport(Transport):
+    """The pool's sockets, counting the message types the client sends on every connection (not
+    a UnixTransport: the backend would ask over a blocking socket of its own)."""
+
+    def __init__(self, path):
+        self.inner = UnixTransport(path)
+        self.sent: list[str] = []
+
+    async def start_server(self, address, handler, *, task_group):
+        raise AssertionError("a client serves nothing")
+
+    async def open_connection(self, address, **kwargs):
+        conn = await self.inner.open_connection(address, **kwargs)
+        send, send_nowait = conn.send, conn.send_nowait
+
+        async def counted(msg, *args, **kw):
+            self.sent.append(type(msg).__name__)
+            return await send(msg, *args, **kw)
+
+        def counted_nowait(msg, *args, **kw):
+            self.sent.append(type(msg).__name__)
+            return send_nowait(msg, *args, **kw)
+
+        conn.send, conn.send_nowait = counted, counted_nowait
+        return conn
+
+
+def test_a_batch_is_one_request_with_its_pickles_and_the_mirror_gets_no_call_files(pool):
+    args = pool.executor_args()
+    transport = CountingTransport(Path(args.pop("pool")) / "sockets")
+    with HTCExecutor(backend=RemoteBackend("submit.test", transport=transport), **args) as ex:
+        assert ex.submit(double, 1).result(timeout=120) == 2
+        before = len(transport.sent)
+        assert list(ex.map(double, range(30))) == [2 * i for i in range(30)]
+        sent = transport.sent[before:]
+        assert "SubmitCalls" in sent
+        assert not {"Submit", "PutCallFiles", "FollowCalls"} & set(sent), sent
+        assert not list(ex._spool.calls.glob("*.call")), "an unnamed session's pickles go only to the submit host"
+        before = len(transport.sent)
+        big = b"x" * (5 * 1024 * 1024)  # more than one message of pickles: the first go ahead
+        assert ex.submit(len, big).result(timeout=120) == len(big)
+        assert transport.sent[before:].count("PutCallFiles") == 1 and "SubmitCalls" in transport.sent[before:]
 
 
 def test_options_that_name_the_clients_files_are_refused(pool):

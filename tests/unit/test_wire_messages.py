@@ -85,6 +85,8 @@ EXAMPLES = [
     m.PutCallFiles(chunks=(m.FileChunk(name="ab12.call", data=b"\x80\x05"), m.FileChunk(name="big.call", data=b"x",
                                                                                         last=False))),
     m.FollowCalls(jobs={"3.0": "ab12"}),
+    m.SubmitCalls(chunks=(m.FileChunk(name="ab12.call", data=b"\x80\x05"),), cluster_ad="[Cmd = \"x\"]",
+                  proc_ads=("[HTCCallId = \"ab12\"]",), calls=("ab12",), submission_id="htcx-1"),
     m.SessionNews(offset=0, log=b"005 (003.000.000) ...\n", chunks=(m.FileChunk(name="ab12.result", data=b"r"),)),
     m.CloseSession(remove=True),
 ]

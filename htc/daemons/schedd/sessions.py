@@ -14,9 +14,11 @@ conversation; :mod:`htc.executors.remote` is the client):
   its local account), with ``calls/`` and ``jobs.log``, owned by the job owner the peer maps to
   (:class:`~htc.daemons.schedd.access.Access`: the identity's user part, as for a submit), so
   the shadows and lanes that write there as the owner can, and no other user can read it.
-* ``PutCallFiles`` writes the calls' pickles into ``calls/`` as the owner, never through a
-  link, before the client submits them (on its ordinary request connection, which sets
-  ``Owner`` from the same identity).
+* ``SubmitCalls`` writes a batch's pickles into ``calls/`` as the owner, never through a link,
+  then hands its ``Submit`` to the core as a request of the same peer (which sets ``Owner``
+  from the same identity; the submission id makes a retry idempotent) and, before it answers
+  the ``SubmitReply``, follows each new job as its call: one round trip per batch. Pickles
+  beyond one message come ahead in ``PutCallFiles`` (written the same way, answered ``Ack``).
 * The schedd follows ``jobs.log`` (inotify on the directory; a look every 200 ms as well) and
   pushes ``SessionNews``: every complete event past the client's offset, and, before an event
   that ends a call (a JOB_TERMINATED, 005, of a job the client named in ``FollowCalls``), the
@@ -24,7 +26,11 @@ conversation; :mod:`htc.executors.remote` is the client):
   (:data:`~htc.wire.messages.sessions.MAX_SESSION_CHUNK`), each message sent with the
   connection's flow control. The schedd writes a result before the event that announces it;
   an event whose job or result is not known yet is held back (and then sent without files
-  after :data:`HOLD_SECONDS`), so the client never sees a call end without its result.
+  after :data:`HOLD_SECONDS`), so the client never sees a call end without its result. News of
+  quiet events only (a job's SUBMIT and EXECUTE) waits up to :data:`QUIET_SECONDS` for more,
+  so a short call's events and result cross the network in one message, not three. A few
+  events and a small result are read in the loop's own thread (a thread hand-off costs more);
+  a longer stretch of the log in a worker thread.
 * ``CloseSession`` ends the conversation and removes the directory when asked (an unnamed
   session); a named one stays for the client that attaches later (``OpenSession`` with the
   offset its mirror holds).
@@ -49,10 +55,19 @@ from htc.eventlog.dirwatch import DirWatch
 from htc.wire import messages as m
 from htc.wire.errors import ConnectionClosed, WireError
 
-__all__ = ["HOLD_SECONDS", "SessionService", "complete_events"]
+__all__ = ["HOLD_SECONDS", "QUIET_SECONDS", "SessionService", "complete_events"]
 
 #: seconds an ending event waits for its job's call id or result before it is sent without them
 HOLD_SECONDS = 5.0
+#: seconds the news of a job's submit and start (events that end nothing) may wait for more news,
+#: so that a short call's three events and result go to the client in one message
+QUIET_SECONDS = 0.1
+#: the events that may wait so (SUBMIT, EXECUTE)
+_QUIET = frozenset({0, 1})
+#: the most log bytes past the client's offset read in the loop's own thread (more: a worker thread)
+_INLINE_LOG_BYTES = 64 * 1024
+#: the most call-file bytes of a request written in the loop's own thread (more: a worker thread)
+_INLINE_PUT_BYTES = 256 * 1024
 #: the most bytes of files one SessionNews carries (more go in the next message)
 _NEWS_BYTES = 4 * 1024 * 1024
 _LOOK_EVERY = 0.2
@@ -90,6 +105,26 @@ class _Session:
         self.offset = offset
         self.jobs: dict[str, str] = {}
         self.held_since: float | None = None
+        #: when the oldest news not sent yet, of quiet events only, was first seen (None: none is waiting)
+        self.quiet_since: float | None = None
+        #: the log, kept open (:func:`_read_from`), and its inode
+        self.log_fd: int | None = None
+        self.log_inode = 0
+
+    def close(self) -> None:
+        """Close the log's descriptor (the session's loop ends, or the path names another file)."""
+        if self.log_fd is not None:
+            os.close(self.log_fd)
+            self.log_fd = None
+
+
+def _wait(session: _Session, now: float) -> float:
+    """How long the session's loop may sleep when nothing wakes it."""
+    if session.held_since is not None:
+        return 0.005
+    if session.quiet_since is not None:
+        return max(0.0, min(_LOOK_EVERY, session.quiet_since + QUIET_SECONDS - now))
+    return _LOOK_EVERY
 
 
 def _make(directory: Path, owner: ofs.Identity | None) -> None:
@@ -154,23 +189,24 @@ class SessionService:
         log.info("executor session %s served for %s in %s", msg.session, peer.identity or peer.user,
                  session.directory)
         watch = DirWatch(session.log)
-        changed = asyncio.Event()
+        wake = asyncio.Event()  # the log changed, or the client said something
         loop = asyncio.get_running_loop()
         if watch.active:
-            loop.add_reader(watch.fileno(), lambda: watch.drain() and changed.set())
+            loop.add_reader(watch.fileno(), lambda: watch.drain() and wake.set())
         receiving: asyncio.Task | None = None
         try:
             while True:
                 await self._push(conn, session)
                 if receiving is None:
                     receiving = asyncio.ensure_future(conn.recv(timeout=None))
-                waiter = asyncio.ensure_future(changed.wait())
-                wait = 0.005 if session.held_since is not None else _LOOK_EVERY
-                await asyncio.wait({receiving, waiter}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-                waiter.cancel()
-                changed.clear()
+                    receiving.add_done_callback(lambda _: wake.set())
                 if not receiving.done():
-                    continue
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(_wait(session, time.monotonic())):
+                            await wake.wait()
+                    wake.clear()
+                    if not receiving.done():
+                        continue
                 request, receiving = receiving.result(), None
                 if isinstance(request, m.CloseSession):
                     if request.remove:
@@ -178,7 +214,7 @@ class SessionService:
                     await conn.send(m.Ack(detail="session closed"))
                     log.info("executor session %s closed%s", msg.session, " and removed" if request.remove else "")
                     return
-                await self._answer(conn, session, request)
+                await self._answer(conn, session, request, peer)
         except (ConnectionClosed, WireError, HTCError, OSError) as exc:
             log.info("executor session %s ended: %s", msg.session, exc)
         finally:
@@ -187,26 +223,42 @@ class SessionService:
             if watch.active:
                 loop.remove_reader(watch.fileno())
             watch.close()
+            session.close()
 
-    async def _answer(self, conn, session: _Session, request: m.Message) -> None:
+    async def _answer(self, conn, session: _Session, request: m.Message, peer) -> None:
         if isinstance(request, m.FollowCalls):
             session.jobs.update(request.jobs)
+        elif isinstance(request, m.SubmitCalls):
+            await self._submit(conn, session, request, peer)
         elif isinstance(request, m.PutCallFiles):
-            try:
-                await asyncio.to_thread(_write_chunks, session, request.chunks)
-            except (ofs.OwnerFileError, OSError) as exc:
-                await conn.send_error("bad_request", f"writing call files into {session.calls}: {exc}")
-                return
-            await conn.send(m.Ack())
+            if await _put(conn, session, request.chunks):
+                await conn.send(m.Ack())
         else:
             await conn.send_error("bad_request", f"{type(request).__name__} is not part of an executor session")
 
+    async def _submit(self, conn, session: _Session, request: m.SubmitCalls, peer) -> None:
+        """The batch's pickles, then its cluster through the core, then the jobs followed."""
+        if request.chunks and not await _put(conn, session, request.chunks):
+            return
+        submit = m.Submit(cluster_ad=request.cluster_ad, proc_ads=request.proc_ads,
+                          submission_id=request.submission_id)  # (checked as SubmitCalls on receipt)
+        reply = await self.service.ask_core(submit, peer)
+        if isinstance(reply, m.SubmitReply):
+            session.jobs.update({f"{reply.cluster_id}.{reply.first_proc + i}": call
+                                 for i, call in enumerate(request.calls[:reply.num_procs])})
+        await conn.send(reply)
+
     async def _push(self, conn, session: _Session) -> None:
         """Send what the log has past the client's offset (see the module docstring): each turn
-        is planned, and its small files read, in one worker-thread call; a file bigger than a
-        chunk is streamed after it, a chunk at a time."""
+        is planned, and its small files read, in one call (in a worker thread when the log has
+        much to read); a file bigger than a chunk is streamed after it, a chunk at a time."""
         while True:
-            plan = await asyncio.to_thread(_plan, session)
+            try:
+                small_log = os.stat(session.log).st_size - session.offset <= _INLINE_LOG_BYTES
+            except OSError:
+                small_log = True  # (gone: _plan finds nothing)
+            # A short read (the usual few events and a result) costs less than a thread hand-off.
+            plan = _plan(session) if small_log else await asyncio.to_thread(_plan, session)
             if plan is None:
                 return
             log, small, big, held = plan
@@ -243,19 +295,38 @@ class SessionService:
             os.close(fd)
 
 
+async def _put(conn, session: _Session, chunks: tuple[m.FileChunk, ...]) -> bool:
+    """Write the client's chunks (a few small pickles in the loop's thread, more in a worker
+    thread); False when they could not be, and the client was told why."""
+    try:
+        if sum(len(chunk.data) for chunk in chunks) <= _INLINE_PUT_BYTES:
+            _write_chunks(session, chunks)
+        else:
+            await asyncio.to_thread(_write_chunks, session, chunks)
+    except (ofs.OwnerFileError, OSError) as exc:
+        await conn.send_error("bad_request", f"writing call files into {session.calls}: {exc}")
+        return False
+    return True
+
+
 def _plan(session: _Session) -> tuple[bytes, tuple[m.FileChunk, ...], list[str], bool] | None:
     """The next news: the log's complete events to send, the small files that go with them (read
     here, as the owner), the bigger files to stream first, and whether an ending event is held
     back (None: nothing to send)."""
-    data = _read_from(session.log, session.offset, session.owner)
-    sent, size, held = 0, 0, False
+    with ofs.acting_as(session.owner):  # once for the log and every file (a switch is four system calls)
+        return _plan_as_owner(session)
+
+
+def _plan_as_owner(session: _Session) -> tuple[bytes, tuple[m.FileChunk, ...], list[str], bool] | None:
+    data = _read_from(session)
+    sent, size, held, quiet = 0, 0, False, True
     small: list[m.FileChunk] = []
     big: list[str] = []
+    now = time.monotonic()
     for end, code, job in complete_events(data):
         if code == 5 and job is not None:
             call = session.jobs.get(job)
             if call is None or not (session.calls / f"{call}.result").exists():
-                now = time.monotonic()
                 session.held_since = session.held_since or now
                 if now - session.held_since < HOLD_SECONDS:
                     held = True
@@ -264,11 +335,17 @@ def _plan(session: _Session) -> tuple[bytes, tuple[m.FileChunk, ...], list[str],
                 for name in (f"{call}{suffix}" for suffix in _OUTPUT_SUFFIXES):
                     size += _read_small(session, name, small, big)
             session.held_since = None
+        quiet = quiet and code in _QUIET
         sent = end
         if size >= _NEWS_BYTES:
             break
     if not sent:
         return None
+    if quiet:  # only a submit or a start: wait a little for the call's end to go with them
+        session.quiet_since = session.quiet_since or now
+        if now - session.quiet_since < QUIET_SECONDS:
+            return None
+    session.quiet_since = None
     return data[:sent], tuple(small), big, held
 
 
@@ -289,21 +366,31 @@ def _read_small(session: _Session, name: str, small: list[m.FileChunk], big: lis
     return len(data)
 
 
-def _read_from(path: Path, offset: int, owner: ofs.Identity | None) -> bytes:
-    """The log's bytes from ``offset`` (at most 4 MiB), read as the owner."""
+def _read_from(session: _Session) -> bytes:
+    """The log's bytes from the client's offset (at most 4 MiB), read as the owner through a
+    descriptor kept open while the path names the same file (opened again when it does not)."""
     try:
-        fd, _ = ofs.open_read(path, owner, what="session event log", follow=False)
+        inode = os.stat(session.log, follow_symlinks=False).st_ino
     except FileNotFoundError:
         return b""
-    try:
-        return os.pread(fd, _NEWS_BYTES, offset)
-    finally:
-        os.close(fd)
+    if session.log_fd is None or inode != session.log_inode:
+        session.close()
+        try:
+            fd, st = ofs.open_read(session.log, session.owner, what="session event log", follow=False)
+        except FileNotFoundError:
+            return b""
+        session.log_fd, session.log_inode = fd, st.st_ino if st is not None else inode
+    return os.pread(session.log_fd, _NEWS_BYTES, session.offset)
 
 
 def _write_chunks(session: _Session, chunks: tuple[m.FileChunk, ...]) -> None:
     """Write the client's chunks into ``calls/`` as the owner, never through a link."""
     owner = session.owner if session.owner is not None and session.owner.switch else None
+    with ofs.acting_as(owner):  # once for the batch (open_write's own switch is then free)
+        _write_chunks_as(session, chunks, owner)
+
+
+def _write_chunks_as(session: _Session, chunks: tuple[m.FileChunk, ...], owner: ofs.Identity | None) -> None:
     for chunk in chunks:
         part = session.calls / f".{chunk.name}.part"
         fd = ofs.open_write(part, owner, what="call file", truncate=chunk.first, append=not chunk.first,

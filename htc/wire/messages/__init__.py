@@ -67,7 +67,7 @@ from htc.wire.messages.master import (DaemonsOff, DaemonsOn, DaemonsRestart, Dae
 from htc.wire.messages.network import Forwarded
 from htc.wire.messages.peek import MAX_PEEK_BYTES, PeekChunk, PeekJob, PeekReply
 from htc.wire.messages.sessions import (MAX_SESSION_CHUNK, CloseSession, FileChunk, FollowCalls, OpenSession,
-                                        PutCallFiles, SessionNews, SessionOpened)
+                                        PutCallFiles, SessionNews, SessionOpened, SubmitCalls)
 from htc.wire.messages.negotiation import (MATCH_LAPSED, GetResourceRequests, MatchNotify, ResourceRequest,
                                            ResourceRequests)
 from htc.wire.messages.schedd import (ActOnJobs, ActOnJobsReply, EditJobs, EditReply, JobAction, QueryJobs,
@@ -91,7 +91,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     FetchInput, SendOutput, SpoolInput, FetchOutput, FileEntry, FileData, FileDone, TransferEnd,
     SendCheckpoint, FetchCheckpoint, CheckpointJobs, CheckpointJobsReply, CheckpointClaim, RelayJobIO, JobIOBytes,
     Forwarded, PeekJob, PeekReply,
-    OpenSession, SessionOpened, PutCallFiles, FollowCalls, SessionNews, CloseSession,
+    OpenSession, SessionOpened, PutCallFiles, FollowCalls, SessionNews, CloseSession, SubmitCalls,
 )
 
 AnyMessage = Union[MESSAGE_TYPES]  # type: ignore[valid-type]
@@ -167,4 +167,4 @@ __all__ = ["Ack", "ActOnJobs", "ActOnJobsReply", "ActivateClaim", "AdText", "AdT
            "Vacate", "FetchInput", "SendOutput", "SpoolInput", "FetchOutput", "FileEntry", "FileData", "FileDone", "TransferEnd",
            "SendCheckpoint", "FetchCheckpoint", "CheckpointJobs", "CheckpointJobsReply", "CheckpointClaim", "RelayJobIO", "JobIOBytes", "MAX_JOB_IO_CHUNK", "MAX_TRANSFER_CHUNK", "MAX_PEEK_BYTES", "PeekChunk", "PeekJob", "PeekReply",
            "MAX_SESSION_CHUNK", "OpenSession", "SessionOpened", "PutCallFiles",
-           "FollowCalls", "SessionNews", "CloseSession", "FileChunk", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]
+           "FollowCalls", "SessionNews", "CloseSession", "SubmitCalls", "FileChunk", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]

@@ -8,9 +8,12 @@ all (:mod:`htc.daemons.schedd.sessions` serves it, :mod:`htc.executors.remote` i
 1. client -> schedd :class:`OpenSession`; the schedd answers :class:`SessionOpened` (the
    directory, which the client's job ads name as ``Iwd`` and user log) and from then on owns
    the connection;
-2. client -> schedd :class:`PutCallFiles` (the calls' pickles, answered ``Ack`` once they are
-   written) before it submits them on its request connection, and :class:`FollowCalls` (the
-   call of each job, no answer) once it knows their ids;
+2. client -> schedd :class:`SubmitCalls`: a batch's pickles and its cluster in one request,
+   answered as a ``Submit`` is (the schedd writes the pickles, then queues the jobs, and
+   follows each job's call itself); a batch whose pickles exceed one message sends the first
+   of them ahead in :class:`PutCallFiles` (answered ``Ack`` once they are written).
+   :class:`FollowCalls` (the call of each job, no answer) names jobs submitted otherwise (a
+   reattached session's, after a reconnect);
 3. schedd -> client :class:`SessionNews`, pushed whenever the session's event log grows: the
    new complete events and, before the event that ends a call, that call's result, stdout and
    stderr;
@@ -28,7 +31,8 @@ from typing import Annotated
 from msgspec import Meta
 
 from htc.wire.messages.common import Ack
-from htc.wire.messages.schema import Count, JobId, Message, NonEmpty, Record
+from htc.wire.messages.schedd import SubmissionId, SubmitReply
+from htc.wire.messages.schema import AdText, Count, JobId, Message, NonEmpty, Record, ad_text_ok, invalid
 
 #: the largest ``FileChunk.data`` (senders cut bigger files into chunks this big)
 MAX_SESSION_CHUNK = 1024 * 1024
@@ -73,6 +77,29 @@ class PutCallFiles(Message, frozen=True):
     chunks: tuple[FileChunk, ...]
 
 
+class SubmitCalls(Message, frozen=True):
+    """Client -> schedd, on a session's connection: write ``chunks`` into its ``calls/``, then
+    queue a cluster as ``Submit`` does (``cluster_ad``, ``proc_ads``, ``submission_id``: a retry
+    gets the first try's cluster) and follow job *i* as call ``calls[i]``; answered
+    ``SubmitReply``. One round trip for a batch of calls."""
+
+    reply_type = SubmitReply
+    chunks: tuple[FileChunk, ...]
+    cluster_ad: AdText
+    proc_ads: tuple[AdText, ...]
+    calls: tuple[CallFileName, ...]
+    submission_id: SubmissionId | None = None
+
+    def _check(self) -> None:
+        if not self.proc_ads:
+            raise invalid(self, "proc_ads is empty; a cluster needs at least one job")
+        if len(self.calls) != len(self.proc_ads):
+            raise invalid(self, f"calls names {len(self.calls)} calls for {len(self.proc_ads)} proc ads")
+        ad_text_ok(self, "cluster_ad", self.cluster_ad)
+        for ad in self.proc_ads:
+            ad_text_ok(self, "proc_ads", ad)
+
+
 class FollowCalls(Message, frozen=True):
     """Client -> schedd, on a session's connection: job id -> call id of jobs just submitted
     (their result files are pushed with the event that ends them). No answer."""
@@ -97,4 +124,4 @@ class CloseSession(Message, frozen=True):
 
 
 __all__ = ["MAX_SESSION_CHUNK", "CallFileName", "CloseSession", "FileChunk", "FollowCalls", "OpenSession",
-           "PutCallFiles", "SessionName", "SessionNews", "SessionOpened"]
+           "PutCallFiles", "SessionName", "SessionNews", "SessionOpened", "SubmitCalls"]

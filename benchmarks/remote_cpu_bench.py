@@ -1,0 +1,265 @@
+"""CPU per executor call, by process, for a client on the pool host and for one on another host.
+
+Run (root): ``python benchmarks/remote_cpu_bench.py`` (``--calls 200 --burst 1000``). Two
+simulated hosts (tests/netns_hosts.py) as in ``executor_bench.py --pool host``: a pool on
+``cm`` and a client on ``laptop`` holding only a token (``HTCExecutor(pool="cm")``, calls,
+results and events over SSH), and the same client on ``cm`` itself for comparison.
+
+Wall-clock figures on a loaded machine are the machine's, not the code's; CPU time per call is
+much steadier. The client reports its own ``time.process_time()`` for each phase; the pool
+host's processes (found under the host's PID namespace, read from ``/proc/<pid>/stat`` before
+and after each phase) are summed by kind: ``schedd``, ``shared_port``, ``startd`` (with its
+starters and lane workers), and ``other`` (master, collector, negotiator). Phases:
+
+* **seq**: ``--calls`` sequential ``submit(noop).result()`` (the round trip);
+* **burst**: ``--burst`` no-op calls submitted in a loop, then all collected.
+
+Each figure is milliseconds of CPU per call, with the wall-clock median round trip and the
+burst's calls/s beside them, and the load average at the start and the end. ``--py-spy DIR``
+also records the client, the schedd and the shared port during each phase (raw flame graphs).
+
+Figures (2026-11-28 08:05-08:15, the 2-core VM shared with six other runs, load average 12-14;
+``--calls 100 --burst 500 --only remote``, two alternating runs each), the remote client's
+calls before and after a batch became one ``SubmitCalls`` and a short call's news one push:
+
+=================  =========  ==========  ===========  ========  ==========
+CPU ms per call    client     schedd      shared port  startd    all
+=================  =========  ==========  ===========  ========  ==========
+sequential before  7.6-8.0    14.9-16.9   3.2-3.3      2.7       32.4-33.6
+sequential after   4.0-5.9    9.5-14.3    1.3-1.9      2.2-3.0   19.1-27.6
+burst before       0.60-0.67  2.22-2.26   0.04         0.52-0.58 3.74-3.77
+burst after        0.44-0.51  1.54-1.88   0.04         0.42-0.52 2.68-3.15
+=================  =========  ==========  ===========  ========  ==========
+
+The same client on the pool host (07:38, load 9): sequential 2.5 ms client, 9.1 schedd; burst
+0.35 and 1.02. (The sequential figures carry the daemons' periodic work over the calls' wall
+time, which the load stretches.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def noop(x):
+    return x
+
+
+def _child(extra: dict, calls: int, burst: int) -> None:
+    """Runs on a host: the executor's phases, paced by the parent over stdin/stdout."""
+    import concurrent.futures as cf
+
+    from htc.executors import HTCExecutor
+
+    ex = HTCExecutor(progress=False, **extra)
+    for i in range(20):  # warm: lanes claimed, connections open
+        ex.submit(noop, i).result()
+
+    def phase(name: str, work) -> None:
+        print(json.dumps({"phase": name, "state": "ready"}), flush=True)
+        sys.stdin.readline()
+        cpu, wall = time.process_time(), time.perf_counter()
+        figure = work()
+        out = {"phase": name, "state": "done", "client_cpu": time.process_time() - cpu,
+               "wall": time.perf_counter() - wall, **figure}
+        print(json.dumps(out), flush=True)
+        sys.stdin.readline()
+
+    def seq():
+        samples = []
+        for i in range(calls):
+            t = time.perf_counter()
+            ex.submit(noop, i).result()
+            samples.append(time.perf_counter() - t)
+        return {"rtt_ms": statistics.median(samples) * 1000}
+
+    def many():
+        t = time.perf_counter()
+        futures = [ex.submit(noop, i) for i in range(burst)]
+        cf.wait(futures)
+        return {"per_s": burst / (time.perf_counter() - t)}
+
+    phase("seq", seq)
+    phase("burst", many)
+    ex.shutdown(wait=True)
+
+
+def _descendants(anchor: int) -> list[int]:
+    """Every process under ``anchor`` (the host's PID 1, seen from this namespace)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [anchor]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def _kind(pid: int) -> str:
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "gone"
+    text = b" ".join(args).decode(errors="replace")
+    for name in ("schedd", "shared_port", "startd", "starter"):
+        if f"htc.daemons {name}" in text:
+            return "startd" if name == "starter" else name
+    if "htc.daemons" in text:
+        return "other"
+    if "htc.executors" in text or "lane" in text or "worker" in text:
+        return "startd"
+    return "client" if "remote_cpu_bench" in text and not text.startswith("nsenter") else "other"
+
+
+def _cpu(anchor: int) -> dict[str, float]:
+    """CPU seconds so far of the host's processes, by kind (exited children count in their
+    parent's cumulative fields)."""
+    out: dict[str, float] = {}
+    for pid in _descendants(anchor):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks = sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+        kind = _kind(pid)
+        out[kind] = out.get(kind, 0.0) + ticks / _TICK
+    return out
+
+
+def _spy(pids: dict[str, int], phase: str, where: Path | None) -> list:
+    """``py-spy record`` of each process for one phase (``--py-spy DIR``: flame graphs there)."""
+    import subprocess
+
+    if where is None:
+        return []
+    spy = Path(sys.executable).with_name("py-spy")
+    return [subprocess.Popen([str(spy), "record", "-p", str(pid), "-r", "200", "-f", "raw", "-o",
+                              str(where / f"{phase}-{name}.txt")], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+            for name, pid in pids.items()]
+
+
+def _drive(host, pool_host, extra: dict, calls: int, burst: int, spy_dir: Path | None = None,
+           label: str = "") -> dict:
+    """Run the child on ``host`` and measure ``pool_host``'s processes around each phase."""
+    import signal
+    import subprocess
+
+    cmd = [sys.executable, __file__, "--child", json.dumps(extra), "--calls", str(calls), "--burst", str(burst)]
+    proc = host.popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    figures = {}
+    try:
+        for line in proc.stdout:
+            msg = json.loads(line)
+            if msg["state"] == "ready":
+                before = _cpu(pool_host.pid)
+                pids = {"client": next(p for p in _descendants(proc.pid) if _kind(p) == "client")}
+                pids.update({k: p for p in _descendants(pool_host.pid) if (k := _kind(p)) in ("schedd", "shared_port")})
+                spies = _spy(pids, f"{label}-{msg['phase']}", spy_dir)
+            else:
+                for spy in spies:
+                    spy.send_signal(signal.SIGINT)
+                    spy.wait(timeout=60)
+                after = _cpu(pool_host.pid)
+                n = calls if msg["phase"] == "seq" else burst
+                per = {k: (after.get(k, 0.0) - before.get(k, 0.0)) * 1000 / n for k in after}
+                per.pop("client", None)
+                per["client"] = msg["client_cpu"] * 1000 / n
+                figures[msg["phase"]] = {"cpu_ms": per, **{k: v for k, v in msg.items() if k not in ("phase",
+                                                                                                        "state")}}
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+        if proc.wait(timeout=600):
+            raise SystemExit(f"the client on {host.name} failed:\n{proc.stderr.read()[-3000:]}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--burst", type=int, default=1000)
+    parser.add_argument("--only", default="local,remote", help="local, remote or both")
+    parser.add_argument("--py-spy", type=Path, help="record the client, schedd and shared port with py-spy "
+                        "(pip install py-spy) into this directory, one raw flame graph per phase")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        _child(json.loads(args.child), args.calls, args.burst)
+        return 0
+    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from executor_bench import _HOST_KNOBS
+    from executor_pool import execute_python
+    from netns_hosts import HTC_HOME, Network, netns_unavailable, pool_config
+
+    reason = netns_unavailable()
+    if reason:
+        raise SystemExit(f"needs network namespaces: {reason}")
+    load_before = os.getloadavg()
+    tokens = "/tmp/home/tokens.d"
+    root = Path(tempfile.mkdtemp(prefix="htc-cpu-bench-py-", dir="/var/tmp"))
+    results = {}
+    try:
+        root.chmod(0o755)
+        python, environment = execute_python(root)
+        extra = {"python": python, "environment": environment}
+        with Network() as net:
+            cm, laptop = net.add_hosts("cm", "laptop")
+            cm.write(f"{HTC_HOME}/htc_config", pool_config("CentralManager", "Submit", "Execute", **_HOST_KNOBS))
+            started = cm.run(["htc", "pool", "start"], timeout=180)
+            if started.returncode:
+                raise SystemExit(f"htc pool start on cm: {started.stdout}{started.stderr}")
+            token = cm.run(["htc", "token", "create", "-identity", "nobody@cm.test"], check=True).stdout
+            laptop.write(f"{HTC_HOME}/htc_config", f"SEC_TOKEN_DIRECTORY = {tokens}\n")
+            laptop.path(tokens).mkdir(mode=0o700, parents=True)
+            laptop.write(f"{tokens}/pool", token.strip() + "\n", mode=0o600)
+            deadline = time.monotonic() + 120
+            while "slot" not in laptop.run(["htc", "status", "-pool", "cm", "-af", "Name"]).stdout:
+                if time.monotonic() > deadline:
+                    raise SystemExit("the pool's slots did not show from the second host in 120 s")
+                time.sleep(0.5)
+            kinds = [k.strip() for k in args.only.split(",")]
+            for kind, host, more in (("local", cm, {}), ("remote", laptop, {"pool": "cm", "schedd": cm.fqdn})):
+                if kind in kinds:
+                    results[kind] = _drive(host, cm, {**extra, **more}, args.calls, args.burst, args.py_spy, kind)
+            cm.run(["htc", "pool", "stop"], timeout=120)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    load_after = os.getloadavg()
+    columns = ("client", "schedd", "shared_port", "startd", "other")
+    print(f"CPU ms per call (load average {load_before[0]:.1f} at the start, {load_after[0]:.1f} at the end)")
+    print(f"{'':16}" + "".join(f"{c:>12}" for c in (*columns, "total")) + f"{'wall':>14}")
+    for kind, phases in results.items():
+        for phase, fig in phases.items():
+            cpu = fig["cpu_ms"]
+            wall = f"{fig['rtt_ms']:.2f} ms" if phase == "seq" else f"{fig['per_s']:.0f}/s"
+            print(f"{kind + ' ' + phase:16}" + "".join(f"{cpu.get(c, 0.0):12.3f}" for c in columns)
+                  + f"{sum(cpu.get(c, 0.0) for c in columns):12.3f}{wall:>14}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
