@@ -21,9 +21,12 @@ after the handler, and the handler of the event that ends the run (the shadow is
 time its CPU is known). Forwarded file calls are served on the execute side in a personal pool
 (docs/checkpointing.md), so they cost the submit side nothing here.
 
-At each run's end (:func:`htc.daemons.schedd.ends`) the run's CPU is added to the job's
-``SubmitSideCpu`` and ``Leverage`` is set to ``(CumulativeRemoteUserCpu +
-CumulativeRemoteSysCpu) / SubmitSideCpu`` (left out while SubmitSideCpu is 0).
+Each charge goes through :func:`charge`, which keeps the run's total (``Shadow.submit_cpu``)
+and its parts (``Shadow.submit_cpu_parts``: :data:`PARTS`). At each run's end
+(:func:`htc.daemons.schedd.ends`) the run's CPU is added to the job's ``SubmitSideCpu``, each
+part to its own attribute (``SubmitSideCpuHandlers``, ``SubmitSideCpuCheckpoints``), and
+``Leverage`` is set to ``(CumulativeRemoteUserCpu + CumulativeRemoteSysCpu) / SubmitSideCpu``
+(left out while SubmitSideCpu is 0).
 """
 
 from __future__ import annotations
@@ -35,13 +38,22 @@ from typing import Any
 from htc.daemons import core as c
 from htc.daemons.calls import CallDone, CallFailed
 
-__all__ = ["CoreMeter", "leverage_attributes", "process_cpu"]
+__all__ = ["PARTS", "CoreMeter", "charge", "leverage_attributes", "process_cpu"]
+
+#: the parts of ``SubmitSideCpu`` (module docstring), each also kept as a job attribute of its own
+PARTS = {"handlers": "SubmitSideCpuHandlers", "checkpoints": "SubmitSideCpuCheckpoints"}
 
 
 def process_cpu() -> float:
     """This process's CPU seconds so far, every thread, user + system."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def charge(shadow, part: str, seconds: float) -> None:
+    """Add ``seconds`` of the schedd's CPU to a run's ``SubmitSideCpu``, as part ``part`` of :data:`PARTS`."""
+    shadow.submit_cpu += seconds
+    shadow.submit_cpu_parts[part] = shadow.submit_cpu_parts.get(part, 0.0) + seconds
 
 
 def _job_of(event: c.Event) -> Any:
@@ -76,12 +88,12 @@ class CoreMeter:
         if job is not None:
             shadow = self.core.shadows.get(job)
             if shadow is not None:
-                shadow.submit_cpu += time.thread_time() - start
+                charge(shadow, "handlers", time.thread_time() - start)
         return actions
 
 
 def leverage_attributes(job, shadow, remote_cpu: float, number) -> dict[str, str]:
-    """``SubmitSideCpu`` (the job's so far, with this run's) and ``Leverage`` at a run's end.
+    """``SubmitSideCpu`` and its parts (the job's so far, with this run's) and ``Leverage`` at a run's end.
 
     Args:
         remote_cpu: the job's cumulative remote user + system CPU, this run's included.
@@ -89,6 +101,8 @@ def leverage_attributes(job, shadow, remote_cpu: float, number) -> dict[str, str
     """
     local = number(job, "SubmitSideCpu") + shadow.submit_cpu
     attrs = {"SubmitSideCpu": repr(round(local, 6))}
+    for part, name in PARTS.items():
+        attrs[name] = repr(round(number(job, name) + shadow.submit_cpu_parts.get(part, 0.0), 6))
     if local > 0:
         attrs["Leverage"] = repr(round(remote_cpu / local, 3))
     return attrs
