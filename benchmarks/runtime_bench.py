@@ -1,24 +1,40 @@
-"""Benchmark: the job runtime (htc/runtime). Prints microseconds per call; asserts nothing.
+"""Benchmark: the job runtime (htc/runtime). Prints its figures; asserts nothing.
 
 Part 1, forwarded calls (remote I/O): a small C program times small calls -- pread of 1 byte,
 write of 16 bytes, stat, lseek, open+close -- on a local file natively, on a local file with
 libjobrt.so preloaded (the interposition's own cost), and on a remote file forwarded to the
 asyncio file server (``python -m htc.runtime.remote_io``, a separate process, over a Unix socket
 pair), with and without pipelining (writes sent without waiting for their result, batched into
-one send until the next call that needs a reply). Goal: a small forwarded call under 50 µs.
+one send until the next call that needs a reply). Then the same calls **relayed**, as a job in
+another FileSystemDomain makes them: job -> the starter's end of the relay -> ``JobIOBytes``
+frames over an htc connection -> the schedd's end -> the file server, each end the real
+:func:`htc.daemons.job_io_relay.pump` in a process of its own (``--relay-calls`` calls each).
+Goal: a small forwarded call under 50 µs on one host.
 
 Part 2, checkpoint and restart time against image size (10 MB .. 1 GB): runs
 ``benchmarks/runtime_ckpt_bench.py``. Goal: 100 MB checkpointed and restarted in under 0.5 s each.
 
-Part 3, leverage (``--leverage-steps N``; default 0: skipped): a personal pool runs
-examples/standard/count.py N steps under ``universe = standard`` with a checkpoint every
-``--leverage-interval`` seconds (CHECKPOINT_INTERVAL); prints the job's remote CPU, the schedd's
-CPU charged to it (``SubmitSideCpu``, htc/daemons/schedd/leverage.py says what is counted) and
-``Leverage``. Goal: above 1,000 for a 10-minute job.
+Part 3, leverage (``--leverage-steps N``; default 0: skipped; ``--only-leverage`` runs it alone):
+a personal pool runs a compute job under ``universe = standard`` -- ``python3 compute.py``, N
+steps of about 1 s of CPU each (the step's size is measured here first), one line of output a
+step (a forwarded write) -- with a checkpoint every ``--leverage-interval`` seconds
+(CHECKPOINT_INTERVAL, default 60). The bench follows the user log (cheap file reads every 5 s;
+it gives up only when neither the log nor the job's output changed for ``--leverage-stall``
+seconds), then prints from ``htc history -af``: the job's remote CPU, ``SubmitSideCpu`` and its
+parts as htc/daemons/schedd/leverage.py counts them (the schedd core's handlers for the job's
+events; storing its checkpoints), the checkpoints taken, and ``Leverage``; and, for scale, all
+the CPU the schedd process used from the submit to the end. Goal: above 1,000 for a 10-minute job.
+On cgroup v1 the starter gives a job ``cpu.shares`` 100 per cpu, a tenth of an ordinary
+process's 1024, so on a loaded shared host the job gets a few percent of a core and its wall
+time (and with it the number of periodic checkpoints) grows tenfold; the bench therefore sets
+the job's share to ``--leverage-shares`` (10240) once it runs, giving it about a core, as an idle
+execute machine would (0 leaves it).
 
-Usage::
+Figures of 2026-11-28 (2-CPU VM shared with other work, load average 9-13): docs/checkpointing.md,
+"Cost". Usage::
 
-    python benchmarks/runtime_bench.py [--calls N] [--ckpt-sizes 10,100,1000] [--leverage-steps 20000]
+    python benchmarks/runtime_bench.py [--calls 20000] [--relay-calls 4000] [--ckpt-sizes 10,100,1000]
+    python benchmarks/runtime_bench.py --only-leverage --leverage-steps 450 --leverage-interval 60
 """
 
 from __future__ import annotations
@@ -26,6 +42,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -135,6 +152,7 @@ async def _relay_schedd(sockdir: str, root: str, ready: int) -> None:
     finished = asyncio.Event()
 
     async def serve(conn) -> None:
+        start = resource.getrusage(resource.RUSAGE_SELF)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         server = subprocess.Popen([sys.executable, "-m", "htc.runtime.remote_io", "--fd", str(theirs.fileno()),
                                    "--root", root], pass_fds=[theirs.fileno()])
@@ -143,6 +161,9 @@ async def _relay_schedd(sockdir: str, root: str, ready: int) -> None:
             await pump(conn, ours)
         finally:
             await asyncio.to_thread(server.wait, 60)
+            end, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+            print(end.ru_utime + end.ru_stime - start.ru_utime - start.ru_stime, kids.ru_utime + kids.ru_stime,
+                  flush=True)  # the relay's CPU while it served, and the file server's whole life's
             finished.set()
 
     async with asyncio.TaskGroup() as tasks:
@@ -162,12 +183,19 @@ async def _relay_starter(sockdir: str, fd: int) -> None:
     await pump(conn, socket.socket(fileno=fd))
 
 
+def _calls_made(calls: int) -> int:
+    """How many forwarded calls one run of :data:`PROGRAM` makes."""
+    return 4 * calls + 2 * (calls // 4) + 5  # the loops; the two opens, two closes and the fsync
+
+
 def _relayed(exe: Path, root: str, calls: int, pipeline: bool) -> dict[str, float]:
-    """Like :func:`_forwarded`, the calls relayed: job -> starter -> (JobIOBytes) -> schedd -> server."""
+    """Like :func:`_forwarded`, the calls relayed: job -> starter -> (JobIOBytes) -> schedd -> server.
+    Adds ``submit CPU``: the schedd end's and its file server's CPU per call, in µs."""
     sockdir = tempfile.mkdtemp(prefix="htcrb-")
     ready_r, ready_w = os.pipe()
     me = [sys.executable, str(Path(__file__).resolve())]
-    schedd = subprocess.Popen([*me, "--relay-end", "schedd", sockdir, root, str(ready_w)], pass_fds=[ready_w])
+    schedd = subprocess.Popen([*me, "--relay-end", "schedd", sockdir, root, str(ready_w)], pass_fds=[ready_w],
+                              stdout=subprocess.PIPE, text=True)
     os.close(ready_w)
     try:
         if os.read(ready_r, 1) != b"r":
@@ -179,11 +207,13 @@ def _relayed(exe: Path, root: str, calls: int, pipeline: bool) -> dict[str, floa
         env = dict(os.environ, **remote_io.job_environment(build.library(), job_end.fileno(), PREFIX,
                                                             pipeline=pipeline))
         try:
-            return _run(exe, PREFIX, calls, env, pass_fds=[job_end.fileno()])
+            figures = _run(exe, PREFIX, calls, env, pass_fds=[job_end.fileno()])
         finally:
             job_end.close()
             starter.wait(timeout=60)
-            schedd.wait(timeout=60)
+            relay_cpu, server_cpu = (float(x) for x in schedd.communicate(timeout=60)[0].split())
+        figures["submit CPU"] = (relay_cpu + server_cpu) / _calls_made(calls) * 1e6
+        return figures
     finally:
         os.close(ready_r)
         for proc in (schedd,):
@@ -216,7 +246,7 @@ def forwarded_bench(calls: int, relay_calls: int) -> None:
             "relayed": _relayed(exe, str(root), relay_calls, pipeline=False),
             "relay+pipelined": _relayed(exe, str(root), relay_calls, pipeline=True),
         }
-    names = list(columns["native"])
+    names = list(columns["native"]) + ["submit CPU"]
     print(f"floor: a bare C-to-C Unix socket round trip, now, on this host: {floor} µs; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"forwarded calls, µs per call ({calls} calls each, relayed: {relay_calls}; server: asyncio in its "
@@ -224,7 +254,10 @@ def forwarded_bench(calls: int, relay_calls: int) -> None:
           f"starter's and the schedd's relay, htc/daemons/job_io_relay.py, each in its own process)")
     print(f"{'call':<12}" + "".join(f"{c:>16}" for c in columns))
     for name in names:
-        print(f"{name:<12}" + "".join(f"{columns[c][name]:>16.2f}" for c in columns))
+        print(f"{name:<12}" + "".join(f"{columns[c][name]:>16.2f}" if name in columns[c] else f"{'':>16}"
+                                      for c in columns))
+    print("submit CPU: the CPU the schedd's end of the relay and its file server spent per relayed call "
+          "(all five kinds together; the server's start included)")
 
 
 def checkpoint_bench(sizes: str) -> None:
