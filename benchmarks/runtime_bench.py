@@ -283,8 +283,9 @@ out.close()
 """
 
 #: what ``htc history -af`` prints for part 3, in this order
-LEVERAGE_ATTRS = ("Leverage", "SubmitSideCpu", "SubmitSideCpuHandlers", "SubmitSideCpuCheckpoints", "RemoteUserCpu",
-                  "RemoteSysCpu", "NumCkpts", "CkptSize", "RemoteWallClockTime", "ExitCode")
+LEVERAGE_ATTRS = ("Leverage", "SubmitSideCpu", "SubmitSideCpuHandlers", "SubmitSideCpuCheckpoints",
+                  "SubmitSideCpuJobIO", "RemoteUserCpu", "RemoteSysCpu", "NumCkpts", "CkptSize", "RemoteWallClockTime",
+                  "ExitCode")
 
 
 def _step_work(seconds: float = 1.0) -> int:
@@ -369,7 +370,8 @@ def leverage_bench(steps: int, interval: int, stall: float, shares: int) -> None
             if time.monotonic() - last_report > 60:
                 last_report = time.monotonic()
                 done = progress.read_text().count("\n") if progress.exists() else 0
-                print(f"  ... {time.monotonic() - started:.0f} s: step {done} of {steps}, {ckpts} checkpoints, "
+                print(f"  ... {time.monotonic() - started:.0f} s: progress.out has {done} of {steps} steps (pipelined "
+                      f"writes arrive late), {ckpts} checkpoints, "
                       f"load average {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
             time.sleep(5)
         schedd_cpu = sum(schedd.cpu_times()[:2]) - schedd_cpu
@@ -379,13 +381,15 @@ def leverage_bench(steps: int, interval: int, stall: float, shares: int) -> None
     lev, local = float(got["Leverage"]), float(got["SubmitSideCpu"])
     user, system, ckpts = float(got["RemoteUserCpu"]), float(got["RemoteSysCpu"]), int(got["NumCkpts"])
     handlers, stored = float(got["SubmitSideCpuHandlers"]), float(got["SubmitSideCpuCheckpoints"])
+    relayed = float(got["SubmitSideCpuJobIO"])
     print(f"(3) leverage: a compute job of {steps} steps of ~1 s of CPU each (standard universe, python3), "
           f"CHECKPOINT_INTERVAL = {interval} s; exit code {got['ExitCode']}; load average {os.getloadavg()[0]:.1f}")
     print(f"    the job's CPU share: {boosted}")
     print(f"    wall {float(got['RemoteWallClockTime']):.0f} s; remote CPU {user + system:.2f} s (user {user:.2f} + "
           f"sys {system:.2f}); {ckpts} checkpoints of {int(got['CkptSize']) / 1e6:.1f} MB")
     print(f"    SubmitSideCpu {local:.3f} s = handlers {handlers:.3f} s + storing checkpoints {stored:.3f} s "
-          f"({stored / max(ckpts, 1) * 1000:.0f} ms each)")
+          f"({stored / max(ckpts, 1) * 1000:.0f} ms each) + relayed file calls {relayed:.3f} s (none: the "
+          f"personal pool serves them next to the starter)")
     print(f"    Leverage (htc history -af Leverage) = {lev:.0f} (goal > 1000: {'met' if lev > 1000 else 'NOT met'})")
     print(f"    for scale: the schedd process used {schedd_cpu:.2f} s of CPU in all from the submit to the end "
           f"(its own periodic work, the submit, negotiation and claiming included): remote CPU / that = "
