@@ -108,6 +108,7 @@ class JobIOService:
             log.info("job %s: serving its forwarded file calls in %s as %s (file server pid %d)", msg.job_id, iwd,
                      owner.name, server.pid)
             await pump(conn, ours, counts)
+            meter.charge()  # at once: the run's end may be reported soon after the job's socket closed
         except HTCError as exc:
             log.warning("job %s: relay of forwarded file calls broke: %s", msg.job_id, exc)
         finally:
