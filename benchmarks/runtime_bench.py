@@ -30,7 +30,7 @@ time (and with it the number of periodic checkpoints) grows tenfold; the bench t
 the job's share to ``--leverage-shares`` (10240) once it runs, giving it about a core, as an idle
 execute machine would (0 leaves it).
 
-Figures of 2026-11-28 (2-CPU VM shared with other work, load average 9-13): docs/checkpointing.md,
+Figures of 2026-11-28 (2-CPU VM shared with other work, load average 11-16): docs/checkpointing.md,
 "Cost". Usage::
 
     python benchmarks/runtime_bench.py [--calls 20000] [--relay-calls 4000] [--ckpt-sizes 10,100,1000]
