@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import time
 
 from htc.errors import HTCError
 from htc.wire import messages as m
@@ -38,6 +39,7 @@ class RelayCounts:
     def __init__(self) -> None:
         self.out = 0  # from the local socket to the connection
         self.into = 0  # from the connection to the local socket
+        self.cpu = 0.0  # thread CPU seconds of passing each chunk on (not the waits; htc.daemons.schedd.leverage)
 
 
 async def pump(conn, sock: socket.socket, counts: RelayCounts | None = None) -> RelayCounts:
@@ -54,8 +56,10 @@ async def pump(conn, sock: socket.socket, counts: RelayCounts | None = None) -> 
     async def outward() -> None:
         with contextlib.suppress(OSError, HTCError):
             while data := await loop.sock_recv(sock, m.MAX_JOB_IO_CHUNK):
+                start = time.thread_time()
                 await conn.send(m.JobIOBytes(data=data))
                 counts.out += len(data)
+                counts.cpu += time.thread_time() - start
 
     async def inward() -> None:
         while True:
@@ -67,11 +71,13 @@ async def pump(conn, sock: socket.socket, counts: RelayCounts | None = None) -> 
                 return
             if not isinstance(msg, m.JobIOBytes):
                 raise WireError(f"a job I/O relay carries JobIOBytes, not {type(msg).__name__}")
+            start = time.thread_time()
             try:
                 await loop.sock_sendall(sock, msg.data)
             except OSError:
                 return
             counts.into += len(msg.data)
+            counts.cpu += time.thread_time() - start
 
     tasks = [asyncio.ensure_future(outward()), asyncio.ensure_future(inward())]
     try:

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 
 import htcondor2
 import pytest
 
 from htc.runtime import RuntimeUnavailable, checkpoint
-from poolutil import open_pool
+from poolutil import open_pool, wait_for
 from test_pool_wire_transfer import OpenWatch
 
 pytestmark = pytest.mark.slow
@@ -84,6 +86,15 @@ def test_a_standard_job_in_another_filesystem_domain_has_its_calls_served_by_the
     assert startd not in openers
     assert servers <= openers  # the schedd's file server opened the script, the input, the output
     assert openers <= {schedd, os.getpid()} | servers, opens
+
+    def charged():  # the relay's CPU (its file server's included) is in the job's SubmitSideCpu
+        out = subprocess.run([sys.executable, "-m", "htc.cli.main", "history", f"{reply.cluster_id}.0", "-af",
+                              "SubmitSideCpuJobIO", "SubmitSideCpu"], env=pool.env, capture_output=True, text=True,
+                             timeout=60).stdout.split()
+        return out or None
+
+    relayed, local = (float(x) for x in wait_for(charged, timeout=60, what="the job in the history"))
+    assert 0 < relayed <= local
 
 
 def test_a_relay_for_a_run_the_schedd_does_not_follow_is_refused_and_it_keeps_serving(pool):

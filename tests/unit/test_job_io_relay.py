@@ -55,6 +55,7 @@ def test_bytes_cross_both_ways_and_the_job_closing_ends_both_pumps():
     far, near = asyncio.run(main())
     assert (near.out, near.into) == (2 * 1024 * 1024, 5)
     assert (far.into, far.out) == (2 * 1024 * 1024, 5)
+    assert far.cpu > 0 and near.cpu > 0  # passing the chunks on took some CPU (the schedd's: its Leverage)
 
 
 def test_a_message_other_than_job_io_bytes_is_a_protocol_error():

@@ -7,13 +7,13 @@ from types import SimpleNamespace
 
 from htc.daemons import core as c
 from htc.daemons.calls import CallDone
-from htc.daemons.schedd.leverage import CoreMeter, leverage_attributes
+from htc.daemons.schedd.leverage import CoreMeter, charge, leverage_attributes
 from htc.wire import messages as m
 
 
 class _Core:
     def __init__(self):
-        self.shadows = {(7, 0): SimpleNamespace(submit_cpu=0.0)}
+        self.shadows = {(7, 0): SimpleNamespace(submit_cpu=0.0, submit_cpu_parts={})}
 
     def handle(self, event, now):
         total = 0
@@ -39,10 +39,17 @@ def test_events_naming_a_running_job_are_charged_to_its_shadow():
     core.handle(_received(m.StarterUpdate(claim_id="c", job_id="8.0", update_ad="[]")), 0.0)  # no shadow
     core.handle(_received(m.Reschedule()), 0.0)  # names no job
     assert core.shadows[(7, 0)].submit_cpu == before
+    assert core.shadows[(7, 0)].submit_cpu_parts == {"handlers": before}
 
 
-def test_a_runs_end_adds_its_cpu_and_sets_leverage():
+def test_a_runs_end_adds_its_cpu_and_its_parts_and_sets_leverage():
     number = lambda job, name: float(job.get(name, 0))  # noqa: E731
-    attrs = leverage_attributes({"SubmitSideCpu": "0.5"}, SimpleNamespace(submit_cpu=0.5), 3000.0, number)
+    run = SimpleNamespace(submit_cpu=0.0, submit_cpu_parts={})
+    charge(run, "checkpoints", 0.375)
+    charge(run, "handlers", 0.125)
+    before = {"SubmitSideCpu": "0.5", "SubmitSideCpuHandlers": "0.1", "SubmitSideCpuCheckpoints": "0.4"}
+    attrs = leverage_attributes(before, run, 3000.0, number)
     assert float(attrs["SubmitSideCpu"]) == 1.0 and float(attrs["Leverage"]) == 3000.0
-    assert "Leverage" not in leverage_attributes({}, SimpleNamespace(submit_cpu=0.0), 10.0, number)
+    assert float(attrs["SubmitSideCpuHandlers"]) == 0.225 and float(attrs["SubmitSideCpuCheckpoints"]) == 0.775
+    idle = SimpleNamespace(submit_cpu=0.0, submit_cpu_parts={})
+    assert "Leverage" not in leverage_attributes({}, idle, 10.0, number)

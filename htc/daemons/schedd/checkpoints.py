@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from htc.daemons import core as c
 from htc.daemons.schedd import userlog as ul
 from htc.daemons.schedd.ends import slot_weight, uncommitted_seconds
+from htc.daemons.schedd.leverage import charge
 from htc.eventlog import events as ev
 from htc.jobqueue.records import JobId
 
@@ -72,7 +73,7 @@ def checkpoint_stored(sd, event: CheckpointStored, now: float, out: list) -> Non
                          "that has ended; not recorded"))
         return
     gained = uncommitted_seconds(job, shadow, now)
-    shadow.submit_cpu += event.cpu
+    charge(shadow, "checkpoints", event.cpu)
     claim = sd.claims.get(event.claim_id)
     attrs = {
         "CheckpointNumber": str(event.number),
@@ -94,5 +95,5 @@ def checkpoint_stored(sd, event: CheckpointStored, now: float, out: list) -> Non
         sd.queue.set_attributes(event.job_id, attrs)
     out += ul.write(job, *events)
     out.append(c.Log(f"{shadow.label}: checkpoint {event.number} stored ({event.files} entries, "
-                     f"{event.bytes} bytes)"))
+                     f"{event.bytes} bytes, {event.cpu * 1000:.1f} ms of the schedd's CPU)"))
     sd.changed()

@@ -13,6 +13,8 @@ so every call is checked by the kernel as the owner's, and it resolves every pat
 Iwd (:mod:`htc.runtime.fileserver`). The schedd answers Ack and relays bytes between the
 connection and the other end until either closes; then it waits for the server to exit
 (killing it after :data:`SERVER_EXIT_WAIT` seconds) and logs how many bytes went each way.
+Meanwhile, every :data:`CHARGE_INTERVAL` seconds and once at the end, the server's CPU and the
+relay's own are charged to the run's ``SubmitSideCpu`` (:mod:`htc.daemons.schedd.leverage`).
 """
 
 from __future__ import annotations
@@ -23,18 +25,40 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from htc.daemons import owner_files as ofs
 from htc.daemons.job_io_relay import RelayCounts, pump
+from htc.daemons.schedd.leverage import charge, pid_cpu
 from htc.daemons.schedd.shadow import ad_text, ad_values, parse_job_id
 from htc.errors import HTCError
 from htc.wire import messages as m
 
-__all__ = ["SERVER_EXIT_WAIT", "JobIOService"]
+__all__ = ["CHARGE_INTERVAL", "SERVER_EXIT_WAIT", "JobIOService"]
 
 #: seconds a file server gets to exit once its job's relay has ended
 SERVER_EXIT_WAIT = 10.0
+#: seconds between two charges of a relay's CPU to its run (htc.daemons.schedd.leverage)
+CHARGE_INTERVAL = 5.0
+
+
+class _Meter:
+    """Charges a relay's CPU (its file server's and its own) to the run it serves, in steps."""
+
+    def __init__(self, core, msg: m.RelayJobIO, pid: int, counts: RelayCounts):
+        self.core, self.msg, self.pid, self.counts = core, msg, pid, counts
+        self.server = self.relay = 0.0  # what was charged so far
+
+    def charge(self) -> None:
+        """Charge what was used since the last call, while the run still has its shadow."""
+        shadow = self.core.shadows.get(parse_job_id(self.msg.job_id))
+        if shadow is None or shadow.claim_id != self.msg.claim_id:
+            return
+        server = pid_cpu(self.pid)
+        server = self.server if server is None else server
+        charge(shadow, "job_io", (server - self.server) + (self.counts.cpu - self.relay))
+        self.server, self.relay = server, self.counts.cpu
 
 
 class JobIOService:
@@ -77,24 +101,49 @@ class JobIOService:
                 await conn.send_error(code, f"job {msg.job_id}: {exc}")
             return
         counts = RelayCounts()
+        meter = _Meter(self.service.core, msg, server.pid, counts)
+        charging = self.service.start_task(self._charge_forever(meter), f"charge job {msg.job_id}'s relay CPU")
         try:
             await conn.send(m.Ack(detail=f"serving the file calls of job {msg.job_id} in {iwd}"))
             log.info("job %s: serving its forwarded file calls in %s as %s (file server pid %d)", msg.job_id, iwd,
                      owner.name, server.pid)
             await pump(conn, ours, counts)
+            meter.charge()  # at once: the run's end may be reported soon after the job's socket closed
         except HTCError as exc:
             log.warning("job %s: relay of forwarded file calls broke: %s", msg.job_id, exc)
         finally:
             ours.close()
+            charging.cancel()
+            await asyncio.to_thread(_await_exit, server)
+            meter.charge()  # (the server's final CPU: it is not reaped yet)
             await asyncio.to_thread(_reap, server)
         log.info("job %s: forwarded file calls ended: %d bytes of requests, %d bytes of replies",
                  msg.job_id, counts.into, counts.out)
 
 
+    async def _charge_forever(self, meter: _Meter) -> None:
+        while True:
+            await self.service.clock.sleep(CHARGE_INTERVAL)
+            meter.charge()
+
+
+def _await_exit(server: subprocess.Popen) -> None:
+    """Wait up to :data:`SERVER_EXIT_WAIT` seconds for the file server to exit, without reaping it
+    (a zombie's /proc times are its final ones)."""
+    deadline = time.monotonic() + SERVER_EXIT_WAIT
+    while time.monotonic() < deadline:
+        try:
+            if os.waitid(os.P_PID, server.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return
+        except ChildProcessError:  # already reaped
+            return
+        time.sleep(0.01)
+
+
 def _reap(server: subprocess.Popen) -> None:
-    """Wait for the file server to exit (its socket is closed), killing it if it does not."""
+    """Reap the file server, killing it if it has not exited (its socket is closed)."""
     try:
-        server.wait(SERVER_EXIT_WAIT)
+        server.wait(0 if server.poll() is not None else SERVER_EXIT_WAIT / 10)
     except subprocess.TimeoutExpired:
         server.kill()
         server.wait()

@@ -14,34 +14,69 @@ What is counted as the submit side's CPU for a job (``SubmitSideCpu``, seconds),
   process's CPU, all threads, user + system (``getrusage(RUSAGE_SELF)``), from the start of the
   SendCheckpoint conversation to the image swapped in (``CheckpointStored.cpu``). Other work of
   the schedd running at the same time is counted too, so this part can only overstate the cost.
+* **forwarded file calls relayed to the submit side** (a job in another FileSystemDomain,
+  :mod:`htc.daemons.schedd.job_io`): the CPU of the file server the schedd started for the run
+  (its ``/proc`` times, read every :data:`~htc.daemons.schedd.job_io.CHARGE_INTERVAL` seconds and
+  once more as the relay ends) and the schedd thread's CPU passing each chunk on
+  (``RelayCounts.cpu``). The event loop's wake-ups and the decoding of each incoming frame are
+  not in it, so this part understates the relay (``benchmarks/runtime_bench.py`` part 1 measures
+  the whole: "submit CPU" per relayed call). Calls served on the execute side, as in a personal
+  pool, cost the submit side nothing.
 
 Not counted: the negotiation and claiming before the run has a shadow (the schedd's match and
 claim handlers name a claim, not a job), the submit itself, the user-log writes the service does
-after the handler, and the handler of the event that ends the run (the shadow is gone by the
-time its CPU is known). Forwarded file calls are served on the execute side in a personal pool
-(docs/checkpointing.md), so they cost the submit side nothing here.
+after the handler, the handler of the event that ends the run (the shadow is gone by the time
+its CPU is known), and relay CPU after that end.
 
-At each run's end (:func:`htc.daemons.schedd.ends`) the run's CPU is added to the job's
-``SubmitSideCpu`` and ``Leverage`` is set to ``(CumulativeRemoteUserCpu +
-CumulativeRemoteSysCpu) / SubmitSideCpu`` (left out while SubmitSideCpu is 0).
+Each charge goes through :func:`charge`, which keeps the run's total (``Shadow.submit_cpu``)
+and its parts (``Shadow.submit_cpu_parts``: :data:`PARTS`). At each run's end
+(:func:`htc.daemons.schedd.ends`) the run's CPU is added to the job's ``SubmitSideCpu``, each
+part to its own attribute (``SubmitSideCpuHandlers``, ``SubmitSideCpuCheckpoints``,
+``SubmitSideCpuJobIO``), and
+``Leverage`` is set to ``(CumulativeRemoteUserCpu + CumulativeRemoteSysCpu) / SubmitSideCpu``
+(left out while SubmitSideCpu is 0).
 """
 
 from __future__ import annotations
 
+import os
 import resource
 import time
+from pathlib import Path
 from typing import Any
 
 from htc.daemons import core as c
 from htc.daemons.calls import CallDone, CallFailed
 
-__all__ = ["CoreMeter", "leverage_attributes", "process_cpu"]
+__all__ = ["PARTS", "CoreMeter", "charge", "leverage_attributes", "pid_cpu", "process_cpu"]
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+#: the parts of ``SubmitSideCpu`` (module docstring), each also kept as a job attribute of its own
+PARTS = {"handlers": "SubmitSideCpuHandlers", "checkpoints": "SubmitSideCpuCheckpoints",
+         "job_io": "SubmitSideCpuJobIO"}
+
+
+def pid_cpu(pid: int) -> float | None:
+    """Process ``pid``'s CPU seconds so far (user + system; a zombie's are its final ones), or None
+    when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
 
 def process_cpu() -> float:
     """This process's CPU seconds so far, every thread, user + system."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def charge(shadow, part: str, seconds: float) -> None:
+    """Add ``seconds`` of the schedd's CPU to a run's ``SubmitSideCpu``, as part ``part`` of :data:`PARTS`."""
+    shadow.submit_cpu += seconds
+    shadow.submit_cpu_parts[part] = shadow.submit_cpu_parts.get(part, 0.0) + seconds
 
 
 def _job_of(event: c.Event) -> Any:
@@ -76,12 +111,12 @@ class CoreMeter:
         if job is not None:
             shadow = self.core.shadows.get(job)
             if shadow is not None:
-                shadow.submit_cpu += time.thread_time() - start
+                charge(shadow, "handlers", time.thread_time() - start)
         return actions
 
 
 def leverage_attributes(job, shadow, remote_cpu: float, number) -> dict[str, str]:
-    """``SubmitSideCpu`` (the job's so far, with this run's) and ``Leverage`` at a run's end.
+    """``SubmitSideCpu`` and its parts (the job's so far, with this run's) and ``Leverage`` at a run's end.
 
     Args:
         remote_cpu: the job's cumulative remote user + system CPU, this run's included.
@@ -89,6 +124,8 @@ def leverage_attributes(job, shadow, remote_cpu: float, number) -> dict[str, str
     """
     local = number(job, "SubmitSideCpu") + shadow.submit_cpu
     attrs = {"SubmitSideCpu": repr(round(local, 6))}
+    for part, name in PARTS.items():
+        attrs[name] = repr(round(number(job, name) + shadow.submit_cpu_parts.get(part, 0.0), 6))
     if local > 0:
         attrs["Leverage"] = repr(round(remote_cpu / local, 3))
     return attrs

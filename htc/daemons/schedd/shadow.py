@@ -38,6 +38,7 @@ class Shadow:
     duration_limit: float | None = None  # AllowedJobDuration (s) while it is still to be enforced
     left_queue: bool = False  # its end moved the job to the history (nothing to look up after)
     submit_cpu: float = 0.0  # CPU seconds the schedd spent on this run (htc.daemons.schedd.leverage)
+    submit_cpu_parts: dict[str, float] = field(default_factory=dict)  # submit_cpu by part (leverage.PARTS)
 
     @property
     def duration_deadline(self) -> float | None:
