@@ -257,10 +257,11 @@ class CheckpointService:
 
     async def store(self, conn, msg: m.SendCheckpoint, peer=None) -> None:
         """Receive checkpoint ``msg.number`` into the job's store, have the core record it, answer."""
-        log, started, cpu = self.service.log, self.service.clock.time(), process_cpu()
+        log, started = self.service.log, self.service.clock.time()
         self._sweep_soon()
         try:
             async with self._exclusive(msg.job_id):
+                cpu = process_cpu()  # (after the wait: an earlier store's work is charged to it only)
                 ad, label, store = self._run(msg)
                 owner = self._owner(ad, label)
                 incoming = await asyncio.to_thread(_fresh_incoming, store, owner)
