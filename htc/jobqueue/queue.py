@@ -262,7 +262,10 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
                     self._conn.execute("PRAGMA synchronous = FULL")
             self._unsynced = not durable
             self._commits += 1
-            self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            # Our own commits leave data_version as it was; the value read under the write
+            # lock is the one to compare the next read with (a commit of another process
+            # after ours changes it, and the next read then drops the caches).
+            self._data_version = version
 
     def sync(self) -> None:
         """Make every commit so far durable: one fsync of the WAL (nothing when none is pending).
@@ -454,6 +457,22 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
         cid, pid = job_id
         with self._reading():
             return self._load(job_id)
+
+    def cluster_jobs(self, cluster_id: int) -> list[JobAd]:
+        """The jobs of one cluster, in ProcId order: ``query(f"ClusterId == {cluster_id}")``
+        without planning a constraint or estimating its share of the queue (the schedd reads
+        every cluster back this way as it submits it)."""
+        with self._reading() as conn:
+            rows = conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE cluster_id = ? ORDER BY proc_id",
+                                (cluster_id,)).fetchall()
+            get = self._cluster
+            return [JobAd(get(r[0]), r[8], r) for r in rows]
+
+    def cluster_count(self, cluster_id: int, status: int) -> int:
+        """How many jobs of one cluster are in ``status`` (a count by the key, no constraint)."""
+        with self._reading() as conn:
+            return conn.execute("SELECT count(*) FROM jobs WHERE cluster_id = ? AND status = ?",
+                                (cluster_id, int(status))).fetchone()[0]
 
     def query(self, constraint: str | None = None, *, projection: Sequence[str] | None = None,
               limit: int | None = None, now: float | None = None) -> list:

@@ -227,7 +227,7 @@ class ToolRequests:
                 sd.queue.remember_submission(owner, msg.submission_id, cid, cluster.num_procs, digest, now=now)
             host = sinful(sd.settings.address, sd.settings.machine)
             by_log: dict[str, list] = {}
-            jobs = sd.queue.query(f"ClusterId == {cid}")
+            jobs = sd.queue.cluster_jobs(cid)
             for job in jobs:  # its log and its DAG nodes log (dagman_log), one write per log
                 for action in ul.write(job, ul.submit_event(job, host, now)):
                     by_log.setdefault(action.path, []).extend(action.events)
@@ -242,7 +242,7 @@ class ToolRequests:
             sd.claims.use_lingering(now, out)
         finally:
             sd.queue.sync()  # durable before the reply and the SUBMIT events go out (nothing left if a start did it)
-        if sd.queue.count(f"ClusterId == {cid} && JobStatus == {int(JobStatus.IDLE)}"):
+        if sd.queue.cluster_count(cid, JobStatus.IDLE):
             sd.new_work(now)  # the negotiator hears of the new jobs within milliseconds
         else:
             # Every job started at once (a call on a lane, a node on a kept claim): no idle work
