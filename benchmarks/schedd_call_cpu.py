@@ -162,11 +162,37 @@ class Bench:
         self.h.queue.close()
 
 
+def _count(bench: Bench, calls: int, burst: int) -> None:
+    """Print the Python function calls and the SQL statements per call: figures that do not
+    move with the load (each run does the same work), to set beside the CPU time."""
+    import pstats
+
+    for name, n, run in (("sequential", calls, bench.sequential), ("burst", burst, bench.burst)):
+        if n <= 0:
+            continue
+        statements = [0]
+
+        def count(_sql: str) -> None:
+            statements[0] += 1
+
+        bench.h.queue._conn.set_trace_callback(count)
+        prof = cProfile.Profile()
+        prof.enable()
+        run(n)
+        prof.disable()
+        bench.h.queue._conn.set_trace_callback(None)
+        functions = pstats.Stats(prof).total_calls
+        print(f"{name}: {functions / n:,.0f} Python function calls and {statements[0] / n:.1f} SQL statements "
+              "per call")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=500, help="sequential calls")
     parser.add_argument("--burst", type=int, default=2000, help="calls of one Submit (0: none)")
     parser.add_argument("--rounds", type=int, default=3, help="measure this many times (min and median shown)")
+    parser.add_argument("--count", action="store_true",
+                        help="also count Python function calls and SQL statements per call (load-proof figures)")
     parser.add_argument("--profile", help="write a cProfile of the measured part here (CPU timer)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="htc-schedd-cpu-") as tmp:
@@ -186,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
                 figures[name].append((time.process_time() - cpu) * 1e6 / n)
                 if prof:
                     prof.disable()
+        if args.count:
+            _count(bench, args.calls, args.burst)
         for name, n in (("sequential", args.calls), ("burst", args.burst)):
             if figures[name]:
                 each = sorted(figures[name])

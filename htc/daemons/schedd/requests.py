@@ -233,12 +233,14 @@ class ToolRequests:
                     by_log.setdefault(action.path, []).extend(action.events)
             # The SUBMIT events go into the outbox with the cluster (htc.daemons.schedd.owed).
             out += owe(sd.queue, [ul.WriteUserLog(path, tuple(events), owner) for path, events in by_log.items()])
-        for job in jobs:
-            sd.lanes.enqueue(job)
-        out.append(c.Log(f"submitted cluster {cid} ({cluster.num_procs} jobs) for {user}"))
-        out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=cluster.num_procs)))
-        try:
+            for job in jobs:
+                sd.lanes.enqueue(job)
+            out.append(c.Log(f"submitted cluster {cid} ({cluster.num_procs} jobs) for {user}"))
+            out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=cluster.num_procs)))
+            # Calls that lanes take at once start in the cluster's own commit: one commit (the
+            # pages of both written to the WAL once) instead of two, made durable by one sync.
             sd.lanes.feed_all(now, out)
+        try:
             sd.claims.use_lingering(now, out)
         finally:
             sd.queue.sync()  # durable before the reply and the SUBMIT events go out (nothing left if a start did it)
