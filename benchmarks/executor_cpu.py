@@ -16,6 +16,13 @@ It prints, for each phase, milliseconds of CPU per call in the client (this proc
 threads), the master, collector, negotiator, schedd, startd, the starters and the lane workers
 (every other process under the master, grouped by what they run), with the load average
 beside them: the figures to compare before and after a change to the per-call path.
+
+Figures, 2026-11-28 08:20, the VM shared by seven other runs (load average 12-14), the code
+before (int at 9340cc3) and after this script's first changes, run one after the other: the
+schedd 9.15 -> 6.40 ms of CPU per sequential call and 1.53 -> 1.24 ms per call of the burst;
+the client 2.45 -> 2.10 and 0.59 -> 0.56, the startd 1.80 -> 1.40 and 0.17 -> 0.13, the lane
+workers 1.00 -> 0.85 and 0.32 -> 0.28 (the code of the last three did not change: that is
+the load's noise, about 20 %; compare the schedd's share of the total, 64 % -> 59 %).
 """
 
 from __future__ import annotations
