@@ -31,6 +31,7 @@ whose stored text proves them false (:mod:`htc.jobqueue.prefilter`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from htc.classad.ast import AttrRef, Binary, Literal, Node, Paren, Select
 from htc.classad.printing import unparse
@@ -170,6 +171,10 @@ def _pushdown(node: Node) -> tuple[str, tuple] | None:
 def plan(constraint: str | None) -> Plan:
     """Split a constraint into SQL conditions and a residual ClassAd check.
 
+    A plan depends on the constraint's text alone and is immutable, so the plans of recent
+    constraints are kept (the schedd asks ``JobStatus == 1`` and the like for every call it
+    starts or ends: parsing it again each time cost more than the query).
+
     Args:
         constraint: ClassAd expression text, or None for "every job".
 
@@ -180,7 +185,12 @@ def plan(constraint: str | None) -> Plan:
         UsageError: the constraint does not parse.
     """
     if constraint is None or not constraint.strip():
-        return Plan(())
+        return _EVERY_JOB
+    return _plan(constraint)
+
+
+@lru_cache(maxsize=256)
+def _plan(constraint: str) -> Plan:
     node = parse(constraint).node
     clauses: list[tuple[str, str, tuple]] = []
     rest: list[Node] = []
@@ -200,6 +210,9 @@ def plan(constraint: str | None) -> Plan:
     # Candidates already satisfy the pushed-down conjuncts, so "true && rest" -- the rest
     # alone -- decides; it usually reads fewer per-proc values than the whole constraint.
     return Plan(tuple(clauses), " && ".join(f"({unparse(n)})" for n in rest), tests)
+
+
+_EVERY_JOB = Plan(())
 
 
 # Past this many distinct combinations of hot values, filtering fetched rows is cheaper than

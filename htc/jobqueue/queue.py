@@ -30,7 +30,9 @@ Status changes go through the transition table of :mod:`htc.jobqueue.states`; a 
 reaches Completed, or Removed while nothing runs it, moves to the history table in the same
 transaction.
 
-Durability. A commit is durable when it returns (``synchronous=FULL``: sqlite fsyncs the WAL).
+Durability. A commit is durable when it returns (a durable transaction runs with
+``synchronous=FULL``: sqlite fsyncs the WAL at its commit; between transactions the connection
+stays at NORMAL, so bookkeeping commits pay for no PRAGMA).
 A caller that does not need that yet -- bookkeeping nobody has been told about, or a change a
 durable commit will follow at once -- opens ``transaction(durable=False)``: the commit is
 atomic and survives a crash of the process (the WAL is written before COMMIT returns), but a
@@ -115,6 +117,10 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
         self._clusters: dict[int, ClusterAd] = {}
         self._factory_sources: dict[int, object] = {}
         self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        # Between transactions the connection stays at NORMAL, and a durable transaction
+        # switches to FULL around itself: most commits of a busy schedd are bookkeeping
+        # (durable=False), which so pay for no PRAGMA of their own (see "Durability" above).
+        self._conn.execute("PRAGMA synchronous = NORMAL")
         self._commits = 0
         self._unsynced = False  # a non-durable commit awaits the next fsync of the WAL
         self._owner: int | None = None  # thread running the outermost transaction
@@ -221,8 +227,8 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
                 finally:
                     self._depth -= 1
                 return
-            if not durable:
-                self._conn.execute("PRAGMA synchronous = NORMAL")  # may not change inside a transaction
+            if durable:
+                self._conn.execute("PRAGMA synchronous = FULL")  # may not change inside a transaction
             self._rows.clear()
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
@@ -258,11 +264,14 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
                     raise
             finally:
                 self._rows.clear()
-                if not durable:
-                    self._conn.execute("PRAGMA synchronous = FULL")
+                if durable:
+                    self._conn.execute("PRAGMA synchronous = NORMAL")
             self._unsynced = not durable
             self._commits += 1
-            self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            # Our own commits leave data_version as it was; the value read under the write
+            # lock is the one to compare the next read with (a commit of another process
+            # after ours changes it, and the next read then drops the caches).
+            self._data_version = version
 
     def sync(self) -> None:
         """Make every commit so far durable: one fsync of the WAL (nothing when none is pending).
@@ -310,12 +319,8 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
             if self._depth:
                 return self._reserve_id()
             # Not fsynced on its own: the cluster's commit (or any later one) makes it durable.
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-            try:
-                with self.transaction():
-                    return self._reserve_id()
-            finally:
-                self._conn.execute("PRAGMA synchronous = FULL")
+            with self.transaction(durable=False):
+                return self._reserve_id()
 
     def _reserve_id(self) -> int:
         cid = self._conn.execute("SELECT value FROM meta WHERE key = 'next_cluster_id'").fetchone()[0]
@@ -454,6 +459,22 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
         cid, pid = job_id
         with self._reading():
             return self._load(job_id)
+
+    def cluster_jobs(self, cluster_id: int) -> list[JobAd]:
+        """The jobs of one cluster, in ProcId order: ``query(f"ClusterId == {cluster_id}")``
+        without planning a constraint or estimating its share of the queue (the schedd reads
+        every cluster back this way as it submits it)."""
+        with self._reading() as conn:
+            rows = conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE cluster_id = ? ORDER BY proc_id",
+                                (cluster_id,)).fetchall()
+            get = self._cluster
+            return [JobAd(get(r[0]), r[8], r) for r in rows]
+
+    def cluster_count(self, cluster_id: int, status: int) -> int:
+        """How many jobs of one cluster are in ``status`` (a count by the key, no constraint)."""
+        with self._reading() as conn:
+            return conn.execute("SELECT count(*) FROM jobs WHERE cluster_id = ? AND status = ?",
+                                (cluster_id, int(status))).fetchone()[0]
 
     def query(self, constraint: str | None = None, *, projection: Sequence[str] | None = None,
               limit: int | None = None, now: float | None = None) -> list:

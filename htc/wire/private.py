@@ -48,8 +48,10 @@ def is_private(name: str) -> bool:
 
 
 def public(ad: Mapping[str, V]) -> dict[str, V]:
-    """``ad`` without its private attributes."""
-    return {k: v for k, v in ad.items() if not is_private(k)}
+    """``ad`` without its private attributes (:func:`is_private`, inlined: a job's whole ad
+    goes through here as it moves to the history)."""
+    private, prefix = PRIVATE_ATTRIBUTES, _PRIV_PREFIX
+    return {k: v for k, v in ad.items() if (low := k.lower()) not in private and not low.startswith(prefix)}
 
 
 def may_read_private(constraint: str) -> bool:

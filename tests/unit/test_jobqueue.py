@@ -505,7 +505,7 @@ def test_non_durable_commits_wait_for_one_fsync_of_the_wal(tmp_path, monkeypatch
         other = sqlite3.connect(path)
         assert 'one' in other.execute("SELECT ad FROM jobs WHERE proc_id = 0").fetchone()[0]
         other.close()
-        assert q._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL again for everybody else
+        assert q._conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL: durable transactions set FULL
         q.sync()
         assert synced == [path + "-wal"]
         q.sync()  # nothing pending: no second fsync
@@ -517,7 +517,7 @@ def test_non_durable_commits_wait_for_one_fsync_of_the_wal(tmp_path, monkeypatch
         with pytest.raises(RuntimeError), q.transaction(durable=False):
             q.set_attributes((cid, 0), {"Note": '"lost"'})
             raise RuntimeError("rolled back")
-        assert q.get_job((cid, 0))["Note"] == '"one"' and q._conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+        assert q.get_job((cid, 0))["Note"] == '"one"' and q._conn.execute("PRAGMA synchronous").fetchone()[0] == 1
 
 
 def test_a_status_change_can_set_other_attributes_in_the_same_update(queue):

@@ -227,22 +227,24 @@ class ToolRequests:
                 sd.queue.remember_submission(owner, msg.submission_id, cid, cluster.num_procs, digest, now=now)
             host = sinful(sd.settings.address, sd.settings.machine)
             by_log: dict[str, list] = {}
-            jobs = sd.queue.query(f"ClusterId == {cid}")
+            jobs = sd.queue.cluster_jobs(cid)
             for job in jobs:  # its log and its DAG nodes log (dagman_log), one write per log
                 for action in ul.write(job, ul.submit_event(job, host, now)):
                     by_log.setdefault(action.path, []).extend(action.events)
             # The SUBMIT events go into the outbox with the cluster (htc.daemons.schedd.owed).
             out += owe(sd.queue, [ul.WriteUserLog(path, tuple(events), owner) for path, events in by_log.items()])
-        for job in jobs:
-            sd.lanes.enqueue(job)
-        out.append(c.Log(f"submitted cluster {cid} ({cluster.num_procs} jobs) for {user}"))
-        out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=cluster.num_procs)))
-        try:
+            for job in jobs:
+                sd.lanes.enqueue(job)
+            out.append(c.Log(f"submitted cluster {cid} ({cluster.num_procs} jobs) for {user}"))
+            out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=cluster.num_procs)))
+            # Calls that lanes take at once start in the cluster's own commit: one commit (the
+            # pages of both written to the WAL once) instead of two, made durable by one sync.
             sd.lanes.feed_all(now, out)
+        try:
             sd.claims.use_lingering(now, out)
         finally:
             sd.queue.sync()  # durable before the reply and the SUBMIT events go out (nothing left if a start did it)
-        if sd.queue.count(f"ClusterId == {cid} && JobStatus == {int(JobStatus.IDLE)}"):
+        if sd.queue.cluster_count(cid, JobStatus.IDLE):
             sd.new_work(now)  # the negotiator hears of the new jobs within milliseconds
         else:
             # Every job started at once (a call on a lane, a node on a kept claim): no idle work
