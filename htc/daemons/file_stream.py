@@ -12,9 +12,10 @@ shadow move a job's files over a connection of their own (the messages and their
   means switching to the owner's file-system credentials for a moment
   (:mod:`htc.daemons.owner_files`; the switch is per thread and never spans a ``yield``).
   A file is read :data:`~htc.wire.messages.MAX_TRANSFER_CHUNK` bytes at a time, each chunk
-  sent and drained before the next is read: neither side holds more than a chunk or two of a
-  file, whatever its size, and a slow receiver slows the sender down (the transport's flow
-  control). Each file ends with its SHA-256.
+  sent and drained before the next is read: neither side holds more than a few chunks of a
+  file, whatever its size (the receiver writes and hashes what arrives :data:`WRITE_BATCH`
+  bytes at a time, in a worker thread), and a slow receiver slows the sender down (the
+  transport's flow control). Each file ends with its SHA-256.
 * :func:`receive_stream` takes a stream apart for a *sink* (:class:`Sink`: where the entries
   land -- a sandbox, or the job's Iwd written as its owner), checking that it is well formed:
   data only inside a file, no more and no fewer bytes than announced, the checksum right, the
@@ -32,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -40,7 +41,14 @@ from htc.daemons.job_files import TransferError
 from htc.errors import HTCError
 from htc.wire import messages as m
 
-__all__ = ["Outgoing", "Sink", "StreamCounts", "receive_stream", "relative_parts", "send_stream"]
+__all__ = ["Outgoing", "Sink", "StreamCounts", "Tap", "receive_stream", "relative_parts", "send_stream"]
+
+#: what :func:`receive_stream` feeds a file's chunks to, besides the file and its SHA-256
+Tap = Callable[[memoryview], None]
+
+#: the most bytes of a file a receiver holds before writing them: one worker-thread hand-off
+#: per this many bytes, not per chunk (each hand-off costs the event loop a wake-up)
+WRITE_BATCH = 4 * m.MAX_TRANSFER_CHUNK
 
 #: how long a receiver waits for the next message of a stream before giving up
 STREAM_IDLE_TIMEOUT = 120.0
@@ -138,10 +146,16 @@ class Sink(Protocol):
         whatever happens."""
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+def _take(fd: int, chunks: list[bytes], digest, tap: Tap | None) -> None:
+    """Write chunks and fold them into the file's SHA-256 (and the tap's sum): one worker-thread
+    call per :data:`WRITE_BATCH` bytes, with the hashes (which release the GIL) off the event loop."""
+    for data in chunks:
+        view = memoryview(data)
+        digest.update(view)
+        if tap is not None:
+            tap(view)
+        while view:
+            view = view[os.write(fd, view):]
 
 
 async def _sinking(call, entry: m.FileEntry, *args):
@@ -155,7 +169,20 @@ async def _sinking(call, entry: m.FileEntry, *args):
         raise TransferError(text) from None
 
 
-async def receive_stream(conn, sink: Sink, *, peer: str, timeout: float = STREAM_IDLE_TIMEOUT) -> StreamCounts:
+async def _flush(fd: int, pending: list[bytes], digest, tap: Tap | None, entry: m.FileEntry) -> None:
+    """Write (and hash) the chunks received and not yet written; ``pending`` is emptied."""
+    if not pending:
+        return
+    chunks = pending.copy()
+    pending.clear()
+    try:
+        await asyncio.to_thread(_take, fd, chunks, digest, tap)
+    except OSError as exc:
+        raise TransferError(f"cannot write {entry.name}: {exc.strerror or exc}") from None
+
+
+async def receive_stream(conn, sink: Sink, *, peer: str, timeout: float = STREAM_IDLE_TIMEOUT,
+                         taps: Callable[[m.FileEntry], Tap | None] | None = None) -> StreamCounts:
     """Receive one file stream from ``conn`` into ``sink``, checking it as it comes.
 
     Args:
@@ -163,6 +190,9 @@ async def receive_stream(conn, sink: Sink, *, peer: str, timeout: float = STREAM
         sink: where the entries land (its calls run in a worker thread).
         peer: how messages name the sender ("the shadow at schedd").
         timeout: the longest wait for each message.
+        taps: called with each file's entry as it begins; what it returns (if not None) is fed
+            every chunk of that file as it is written (in a worker thread) -- a second checksum
+            taken in the same pass, so the file need not be read again.
 
     Returns:
         The counts, equal to the sender's TransferEnd.
@@ -175,7 +205,9 @@ async def receive_stream(conn, sink: Sink, *, peer: str, timeout: float = STREAM
     current: m.FileEntry | None = None
     fd: int | None = None
     digest = hashlib.sha256()
-    written = 0
+    tap: Tap | None = None
+    pending: list[bytes] = []
+    written = flushed = 0
     try:
         while True:
             try:
@@ -190,15 +222,15 @@ async def receive_stream(conn, sink: Sink, *, peer: str, timeout: float = STREAM
                 if written + len(msg.data) > current.size:
                     raise TransferError(f"{peer} sent more than the {current.size} bytes announced for "
                                         f"{current.name}")
-                try:
-                    await asyncio.to_thread(_write_all, fd, msg.data)
-                except OSError as exc:
-                    raise TransferError(f"cannot write {current.name}: {exc.strerror or exc}") from None
-                digest.update(msg.data)
+                pending.append(msg.data)
                 written += len(msg.data)
+                if written - flushed >= WRITE_BATCH:
+                    await _flush(fd, pending, digest, tap, current)
+                    flushed = written
             elif isinstance(msg, m.FileDone):
                 if current is None or fd is None:
                     raise TransferError(f"{peer} ended a file it never began")
+                await _flush(fd, pending, digest, tap, current)
                 if written != current.size:
                     raise TransferError(f"{peer} sent {written} of the {current.size} bytes of {current.name}")
                 if digest.hexdigest() != msg.sha256:
@@ -212,7 +244,8 @@ async def receive_stream(conn, sink: Sink, *, peer: str, timeout: float = STREAM
                 counts.files += 1
                 opened = await _sinking(sink.begin, msg)
                 if msg.kind == "file":
-                    current, fd, written, digest = msg, opened, 0, hashlib.sha256()
+                    current, fd, written, flushed, digest = msg, opened, 0, 0, hashlib.sha256()
+                    tap = taps(msg) if taps is not None else None
             elif isinstance(msg, m.TransferEnd):
                 if current is not None:
                     raise TransferError(f"{peer} ended the transfer in the middle of {current.name}")

@@ -11,7 +11,9 @@ defined once, in ``c/jobrt_ckpt_fmt.h``, and mirrored here with :mod:`struct`:
 The header names the host the image was taken on (architecture, kernel release, XSAVE feature
 mask and size, vDSO/vvar sizes), the checkpoint's sequence number and generation, and the offsets
 of the tables.  The checksum is zlib's CRC-32 of the header (checksum field zeroed) followed by
-the rest of the file, so :func:`verify` needs only :func:`zlib.crc32`.
+the rest of the file, so :func:`verify` needs only :func:`zlib.crc32`; a receiver that writes
+an image can take that sum in the same pass (:class:`StreamChecksum`) and hand it to
+:func:`verify`, which then reads only the header and tables.
 
 Whether an image fits *this* host is decided by the restarter itself (``jobrt-restart --check``),
 which reads the host's facts the same way the dumpers do; :func:`host_facts` parses
@@ -149,19 +151,52 @@ def read_header(path: Path | str) -> ImageHeader:
     )
 
 
-def verify(path: Path | str) -> ImageHeader:
+class StreamChecksum:
+    """The checksum :func:`verify` computes, taken from an image's bytes as they pass by (a
+    received stream) instead of by reading the file again: feed :meth:`update` every byte of the
+    image, in order, then hand :attr:`value` to ``verify(path, checksum=...)``."""
+
+    _FIELD_END = _CHECKSUM_OFFSET + 4
+
+    def __init__(self) -> None:
+        self.value = 0
+        self._seen = 0
+
+    def update(self, data: bytes | bytearray | memoryview) -> None:
+        """The next bytes of the image."""
+        view = memoryview(data)
+        if self._seen < self._FIELD_END and view:  # the checksum field counts as zeros
+            n = min(len(view), self._FIELD_END - self._seen)
+            head = bytearray(view[:n])
+            lo, hi = max(_CHECKSUM_OFFSET - self._seen, 0), n
+            if lo < hi:
+                head[lo:hi] = bytes(hi - lo)
+            self.value = zlib.crc32(head, self.value)
+            self._seen += n
+            view = view[n:]
+        self.value = zlib.crc32(view, self.value)
+        self._seen += len(view)
+
+
+def verify(path: Path | str, *, checksum: int | None = None) -> ImageHeader:
     """Return the header of ``path`` after checking its size and CRC-32 checksum.
+
+    Args:
+        path: the image.
+        checksum: the checksum of the file's bytes when the caller already took it as they
+            were written (:class:`StreamChecksum`); then the file is not read again.
 
     Raises :class:`ImageError` naming the file when it is damaged or was modified.
     """
     header = read_header(path)
-    crc = 0
-    with open(header.path, "rb") as f:
-        head = bytearray(f.read(HEADER_SIZE))
-        head[_CHECKSUM_OFFSET:_CHECKSUM_OFFSET + 4] = b"\0\0\0\0"
-        crc = zlib.crc32(head)
-        while chunk := f.read(1 << 20):
-            crc = zlib.crc32(chunk, crc)
+    crc = checksum
+    if crc is None:
+        with open(header.path, "rb") as f:
+            head = bytearray(f.read(HEADER_SIZE))
+            head[_CHECKSUM_OFFSET:_CHECKSUM_OFFSET + 4] = b"\0\0\0\0"
+            crc = zlib.crc32(head)
+            while chunk := f.read(1 << 20):
+                crc = zlib.crc32(chunk, crc)
     if crc != header.checksum:
         raise ImageError(
             f"{header.path}: checksum mismatch (stored {header.checksum:08x}, computed {crc:08x}): "

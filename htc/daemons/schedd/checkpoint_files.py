@@ -20,7 +20,9 @@ HTCondor's ``$(SPOOL)/<cluster % 10000>/<proc % 10000>/cluster<C>.proc<P>.subpro
 * ``incoming/`` -- one being received.
 
 ``SendCheckpoint(number)`` empties ``incoming/``, writes the stream there as the job's owner
-(names must stay beneath it; each file's SHA-256 is checked by the stream), and only then
+(names must stay beneath it; each file's SHA-256 is checked by the stream; an image's own
+checksum is taken in the same pass, :class:`~htc.runtime.image.StreamChecksum`, so it is
+not read again to be verified), and only then
 swaps it in -- for a standard-universe job only when ``incoming/`` holds exactly ``image`` and
 that image's own checksum verifies (:func:`standard_image`, :func:`htc.runtime.image.verify`;
 otherwise ``incoming/`` is removed and the starter hears why): ``current/`` becomes ``previous/``, ``incoming/`` becomes ``current/``, and
@@ -58,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from htc.daemons import owner_files as ofs
-from htc.daemons.file_stream import receive_stream, send_stream
+from htc.daemons.file_stream import StreamCounts, receive_stream, send_stream
 from htc.daemons.job_files import TransferError
 from htc.daemons.schedd.checkpoints import STANDARD_UNIVERSE, CheckpointStored
 from htc.daemons.schedd.leverage import process_cpu
@@ -66,11 +68,11 @@ from htc.daemons.schedd.shadow import ad_text, ad_values, parse_job_id
 from htc.daemons.schedd.spool import SpoolSink, spool_directory
 from htc.daemons.schedd.transfers import tree_entries
 from htc.errors import HTCError
-from htc.runtime.image import ImageError, verify
+from htc.runtime.image import ImageError, StreamChecksum, verify
 from htc.wire import messages as m
 
 __all__ = ["IMAGE_NAME", "SWEEP_INTERVAL", "CheckpointService", "checkpoint_directory", "checkpoint_stores",
-           "stale_stores", "standard_image", "whence"]
+           "receive_checkpoint", "stale_stores", "standard_image", "whence"]
 
 #: the one file of a standard-universe job's checkpoint: its image
 IMAGE_NAME = "image"
@@ -115,9 +117,10 @@ def _swap_in(store: Path) -> None:
     shutil.rmtree(previous, ignore_errors=True)
 
 
-def standard_image(incoming: Path) -> int:
+def standard_image(incoming: Path, checksum: int | None = None) -> int:
     """Check that a standard-universe checkpoint received into ``incoming`` is one image that
-    verifies; its size.
+    verifies; its size. ``checksum``: the image's checksum taken as it was received
+    (:class:`~htc.runtime.image.StreamChecksum`), which spares reading it again.
 
     Raises:
         TransferError: anything else arrived, or the image is damaged (``incoming`` is removed:
@@ -137,7 +140,8 @@ def standard_image(incoming: Path) -> int:
             if not stat.S_ISREG(st.st_mode):
                 raise TransferError(f"a standard-universe checkpoint's {IMAGE_NAME!r} is not a regular file")
             try:
-                verify(f"/proc/self/fd/{fd}")  # the file opened, whatever its owner does to the name
+                # the file opened, whatever its owner does to the name
+                verify(f"/proc/self/fd/{fd}", checksum=checksum)
             except ImageError as exc:
                 detail = str(exc).split(": ", 1)[-1]
                 raise TransferError(f"the checkpoint image does not verify ({detail}); the previous image is kept") \
@@ -175,6 +179,33 @@ def whence(peer) -> str:
 def _remove(paths: list[Path]) -> None:
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
+
+
+async def receive_checkpoint(conn, store: Path, owner: ofs.Identity | None, label: str, *,
+                             standard: bool) -> StreamCounts:
+    """Receive one checkpoint's file stream from ``conn`` into ``store`` and swap it in (see the
+    module docstring); for a standard-universe job (``standard``) only an image that verifies.
+
+    Raises:
+        TransferError: the stream was bad or refused, or the image did not verify (``current/``
+            is untouched).
+    """
+    incoming = await asyncio.to_thread(_fresh_incoming, store, owner)
+    sink = SpoolSink(incoming, owner, label)
+    sums: dict[str, StreamChecksum] = {}
+
+    def tap(entry: m.FileEntry):
+        if not standard or entry.name != IMAGE_NAME:
+            return None
+        sums[entry.name] = StreamChecksum()  # (a second "image" entry starts its sum afresh)
+        return sums[entry.name].update
+
+    counts = await receive_stream(conn, sink, peer=f"the starter of job {label}", taps=tap)
+    if standard:
+        image = sums.get(IMAGE_NAME)
+        await asyncio.to_thread(standard_image, incoming, image.value if image is not None else None)
+    await asyncio.to_thread(_swap_in, store)
+    return counts
 
 
 def _stored_entries(current: Path, owner: ofs.Identity | None, job: str):
@@ -264,12 +295,8 @@ class CheckpointService:
                 cpu = process_cpu()  # (after the wait: an earlier store's work is charged to it only)
                 ad, label, store = self._run(msg)
                 owner = self._owner(ad, label)
-                incoming = await asyncio.to_thread(_fresh_incoming, store, owner)
-                sink = SpoolSink(incoming, owner, label)
-                counts = await receive_stream(conn, sink, peer=f"the starter of job {label}")
-                if ad.get("JobUniverse") == STANDARD_UNIVERSE:
-                    await asyncio.to_thread(standard_image, incoming)
-                await asyncio.to_thread(_swap_in, store)
+                counts = await receive_checkpoint(conn, store, owner, label,
+                                                  standard=ad.get("JobUniverse") == STANDARD_UNIVERSE)
         except (TransferError, ofs.OwnerFileError, OSError) as exc:
             log.warning("job %s: checkpoint %d not stored: %s", msg.job_id, msg.number, exc)
             with contextlib.suppress(HTCError):
