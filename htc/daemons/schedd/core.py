@@ -51,6 +51,7 @@ from htc.daemons.calls import CallDone, CallFailed
 from htc.daemons.schedd import userlog as ul
 from htc.daemons.schedd.access import Access, Denied, user_of_uid
 from htc.daemons.schedd.actions import JobActions
+from htc.daemons.schedd.batch_submit import submit_clusters
 from htc.daemons.schedd.checkpoint_now import checkpoint_answered, checkpoint_jobs
 from htc.daemons.schedd.ads import Adverts, submitter_of
 from htc.daemons.schedd.callfiles import read_input
@@ -113,6 +114,7 @@ class Schedd:
         #: message type -> its handler (event, msg, now, out)
         self._on_message = {
             m.Submit: self.requests.submit, m.QueryJobs: self.requests.query,
+            m.SubmitClusters: lambda e, msg, now, out: submit_clusters(self.requests, e, msg, now, out),
             m.ActOnJobs: self.job_actions.act, m.EditJobs: self.job_actions.edit,
             m.Reschedule: self._reschedule,
             m.GetResourceRequests: self.matches.resource_requests, m.MatchNotify: self.matches.match,
