@@ -32,6 +32,7 @@ import time
 
 from htc.dag.engine import DagRun
 from htc.dag.engine import events as e
+from htc.dag.manager.batches import submit_batch
 from htc.dag.manager.logwatch import AdaptivePoll, LogWake, NodeLog
 from htc.dag.manager.outputs import DagmanOut, append_line, write_whole
 from htc.dag.manager.scripts import Scripts
@@ -149,8 +150,14 @@ class Runner:
         if not subs:
             return
         attempts = 1 if self._engine_counts_attempts else self.settings.max_submit_attempts
-        results = submit_many([sub for _, sub in subs], attempts=attempts, delay=float(self.settings.submit_delay),
-                              transport=self.transport, link=self.link)
+        delay = float(self.settings.submit_delay)
+        if len(subs) > 1 and delay <= 0:
+            # the nodes the engine let go together: one SubmitClusters per BATCH_NODES of them
+            results = submit_batch([sub for _, sub in subs], attempts=attempts, transport=self.transport,
+                                   link=self.link)
+        else:
+            results = submit_many([sub for _, sub in subs], attempts=attempts, delay=delay,
+                                  transport=self.transport, link=self.link)
         for (action, _sub), result in zip(subs, results):
             if isinstance(result, Exception):
                 self.out.line(f"ERROR: submit attempt failed for Node {action.node}: {result}")
