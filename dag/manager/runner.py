@@ -32,7 +32,7 @@ import time
 
 from htc.dag.engine import DagRun
 from htc.dag.engine import events as e
-from htc.dag.manager.batches import submit_batch
+from htc.dag.manager.batches import BATCH_NODES, submit_batch
 from htc.dag.manager.logwatch import AdaptivePoll, LogWake, NodeLog
 from htc.dag.manager.outputs import DagmanOut, append_line, write_whole
 from htc.dag.manager.scripts import Scripts
@@ -102,10 +102,16 @@ class Runner:
         while self._actions:
             action = self._actions.popleft()
             if isinstance(action, e.SubmitNode) and not action.noop:
-                # the submissions the engine asked for together go to the schedd together
+                # the submissions the engine asked for together go to the schedd together (its
+                # "Submitting HTCondor Node X job(s)..." lines between them are written meanwhile)
                 batch = [action]
-                while self._actions and isinstance(self._actions[0], e.SubmitNode) and not self._actions[0].noop:
-                    batch.append(self._actions.popleft())
+                while self._actions and (isinstance(self._actions[0], e.Log) or (
+                        isinstance(self._actions[0], e.SubmitNode) and not self._actions[0].noop)):
+                    nxt = self._actions.popleft()
+                    if isinstance(nxt, e.Log):
+                        self._perform(nxt)
+                    else:
+                        batch.append(nxt)
                 self._submit(batch)
             else:
                 self._perform(action)
@@ -153,6 +159,8 @@ class Runner:
         delay = float(self.settings.submit_delay)
         if len(subs) > 1 and delay <= 0:
             # the nodes the engine let go together: one SubmitClusters per BATCH_NODES of them
+            self.out.line(f"Submitting {len(subs)} nodes together "
+                          f"({-(-len(subs) // BATCH_NODES)} SubmitClusters of up to {BATCH_NODES})")
             results = submit_batch([sub for _, sub in subs], attempts=attempts, transport=self.transport,
                                    link=self.link)
         else:
