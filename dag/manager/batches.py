@@ -9,7 +9,7 @@ lanes per node. :func:`submit_batch` sends them as ``SubmitClusters`` messages i
 node's description is expanded here exactly as for a single submission
 (:func:`htc.client.submission.submit_message`, with the same ``-append`` commands and the
 same submission id, :func:`~htc.dag.manager.submitter.submission_id`), and up to
-:data:`BATCH_NODES` of them go in one message, which the schedd stores in one transaction and
+``DAGMAN_SUBMIT_BATCH_SIZE`` (:data:`BATCH_NODES`) of them go in one message, which the schedd stores in one transaction and
 answers with one result per node.
 
 The batch is exactly the nodes the engine asked for together: the engine already applied
@@ -39,8 +39,9 @@ from htc.wire import messages as m
 
 __all__ = ["BATCH_NODES", "PARALLEL_BATCHES", "NodeRefused", "submit_batch"]
 
-#: the most nodes in one SubmitClusters: a round of a thousand ready nodes takes twenty round
-#: trips, and the schedd answers its other requests (shadows, the negotiator) between them
+#: the most nodes in one SubmitClusters (DAGMAN_SUBMIT_BATCH_SIZE's default): a round of a thousand
+#: ready nodes takes twenty round trips, and the schedd answers its other requests (shadows, the
+#: negotiator) between them
 BATCH_NODES = 50
 #: SubmitClusters in flight at once: the schedd stores one while the next is expanded here
 PARALLEL_BATCHES = 2

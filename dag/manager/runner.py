@@ -32,7 +32,7 @@ import time
 
 from htc.dag.engine import DagRun
 from htc.dag.engine import events as e
-from htc.dag.manager.batches import BATCH_NODES, submit_batch
+from htc.dag.manager.batches import submit_batch
 from htc.dag.manager.logwatch import AdaptivePoll, LogWake, NodeLog
 from htc.dag.manager.outputs import DagmanOut, append_line, write_whole
 from htc.dag.manager.scripts import Scripts
@@ -157,12 +157,13 @@ class Runner:
             return
         attempts = 1 if self._engine_counts_attempts else self.settings.max_submit_attempts
         delay = float(self.settings.submit_delay)
-        if len(subs) > 1 and delay <= 0:
-            # the nodes the engine let go together: one SubmitClusters per BATCH_NODES of them
+        size = self.settings.submit_batch_size
+        if len(subs) > 1 and delay <= 0 and size > 1:
+            # the nodes the engine let go together: one SubmitClusters per DAGMAN_SUBMIT_BATCH_SIZE of them
             self.out.line(f"Submitting {len(subs)} nodes together "
-                          f"({-(-len(subs) // BATCH_NODES)} SubmitClusters of up to {BATCH_NODES})")
+                          f"({-(-len(subs) // size)} SubmitClusters of up to {size})")
             results = submit_batch([sub for _, sub in subs], attempts=attempts, transport=self.transport,
-                                   link=self.link)
+                                   link=self.link, batch_nodes=size)
         else:
             results = submit_many([sub for _, sub in subs], attempts=attempts, delay=delay,
                                   transport=self.transport, link=self.link)
