@@ -9,12 +9,14 @@ nodes log (:mod:`~htc.dag.manager.logwatch`), writes the files the engine asks f
 so that the next start recovers. ``SIGCHLD`` only wakes the loop, so that a script's end is
 seen at once.
 
-Every engine call goes through :meth:`Runner.feed`, which queues the actions it returns; one
-action may feed more events (a submission answers with ``NodeSubmitted``), whose actions run
-after it, in order. The loop sleeps on a self-pipe (``signal.set_wakeup_fd``) and on the nodes
-log's :class:`~htc.dag.manager.logwatch.LogWake` (the schedd wrote the log) for the adaptive
-poll interval of :class:`~htc.dag.manager.logwatch.AdaptivePoll`, or until the engine's next
-deadline.
+Every engine call goes through :meth:`Runner.feed`, which queues the actions it returns (for
+all the events of one read of the nodes log before any is carried out, so that the nodes they
+make ready are submitted together); one action may feed more events (a submission answers with
+``NodeSubmitted``), whose actions run after it, in order. The submissions the engine asks for
+together go to the schedd as ``SubmitClusters`` batches (:mod:`~htc.dag.manager.batches`).
+The loop sleeps on a self-pipe (``signal.set_wakeup_fd``) and on the nodes log's
+:class:`~htc.dag.manager.logwatch.LogWake` (the schedd wrote the log) for the adaptive poll
+interval of :class:`~htc.dag.manager.logwatch.AdaptivePoll`, or until the engine's next deadline.
 
 The engine asks for the events DAGMan writes to the nodes log itself (``WriteNodeEvent``:
 ``POST_SCRIPT_TERMINATED`` when a POST script ends, ``PRE_SKIP`` when a PRE script's exit code
@@ -96,9 +98,12 @@ class Runner:
         self._next_pending_report = time.time() + settings.pending_report_interval
 
     # -- the engine ------------------------------------------------------------------------------
-    def feed(self, event) -> None:
-        """Hand ``event`` to the engine and carry out the actions it returns (and theirs)."""
-        self._actions.extend(self.run.handle(event, time.time()))
+    def feed(self, *events) -> None:
+        """Hand ``events`` to the engine, in order, then carry out the actions they returned (and
+        theirs): the nodes that several events of one read of the log make ready (jobs that ended
+        together) go to the schedd together."""
+        for event in events:
+            self._actions.extend(self.run.handle(event, time.time()))
         while self._actions:
             action = self._actions.popleft()
             if isinstance(action, e.SubmitNode) and not action.noop:
@@ -309,12 +314,10 @@ class Runner:
             self._script_done(fin.node, fin.kind, fin.status)
             busy = True
         events = self.log.read()
-        for event in events:
-            if self._full_debug:
+        if self._full_debug:
+            for event in events:
                 self.out.line(f"Event: {type(event).__name__} for job {event.cluster}.{event.proc}", level=0)
-            if isinstance(event, _OWN_EVENTS):
-                continue
-            self.feed(e.JobEvent(event))
+        self.feed(*(e.JobEvent(event) for event in events if not isinstance(event, _OWN_EVENTS)))
         busy = busy or bool(events)
         deadline = self.run.next_deadline()
         if deadline is not None and time.time() >= deadline:
