@@ -28,6 +28,13 @@ It prints:
    start-up (from the submit call) and excluding it (from the moment the first node's submit
    event is in the nodes log, which the bench polls every 5 ms); then a ``--chain`` (200) node
    chain in nodes/s -- goal >= 20 nodes/s (the issue's 1,000-node chain: ``--chain 1000``).
+   The wide DAG also runs a third time (``unbatched``) with the throttle lifted and
+   ``DAGMAN_SUBMIT_BATCH_SIZE = 1`` (a ``Submit`` per node instead of ``SubmitClusters``
+   batches), for a before/after in the same run. After each measurement a line gives the CPU
+   milliseconds per job of the schedd, negotiator and startd (psutil, over the measurement)
+   and of the DAG manager (from its job's terminated event: whole seconds, so coarse below a
+   few thousand nodes), with the load average. ``--parts`` picks the measurements
+   (``2a,2b,default,lifted,unbatched,chain``).
 
 Figures are printed, never asserted (the tests do not time anything).
 """
@@ -182,7 +189,8 @@ def _first_submit(nodes_log: Path, stop) -> float | None:
     return None
 
 
-def _dag(work: Path, shape: str, n: int, config: str | None = None) -> tuple[float, float, float | None]:
+def _dag(work: Path, shape: str, n: int, config: str | None = None,
+         tag: str = "") -> tuple[float, float, float | None]:
     """Seconds from ``htc dag submit`` of an ``n``-node DAG (with ``config`` as its CONFIG file's
     text) to its manager job's end, and the part of them before the first node's submit event
     reached the nodes log (the manager job's start: queued, started by the schedd, its imports,
@@ -192,7 +200,7 @@ def _dag(work: Path, shape: str, n: int, config: str | None = None) -> tuple[flo
 
     from htc.dag.handle import submit_dag_file
 
-    directory = work / f"{shape}{n}{'-config' if config else ''}"
+    directory = work / f"{shape}{n}{tag or ('-config' if config else '')}"
     directory.mkdir()
     (directory / "true.sub").write_text(SUBMIT)
     path = directory / f"{shape}.dag"
@@ -217,7 +225,7 @@ def _dag(work: Path, shape: str, n: int, config: str | None = None) -> tuple[flo
 
 
 #: the pool measurements, each skippable with --parts
-PARTS = ("2a", "2b", "default", "lifted", "chain")
+PARTS = ("2a", "2b", "default", "lifted", "unbatched", "chain")
 
 
 def bench_pool(wide: int, chain: int, cpus: int, parts: tuple[str, ...] = PARTS) -> None:
@@ -240,12 +248,15 @@ def bench_pool(wide: int, chain: int, cpus: int, parts: tuple[str, ...] = PARTS)
             print(f"(2b) plain, {wide} one-job clusters, 4 submits in flight: {clusters:.1f} s = "
                   f"{wide / clusters:.1f} jobs/s", flush=True)
             print(_cpu_line("(2b)", wide, cpu0, _daemon_cpu(), None), flush=True)
+        lifted = "DAGMAN_MAX_SUBMITS_PER_INTERVAL = 1000000\n"
         for key, label, config in (("default", "default throttle (100 per 5 s)", None),
-                                   ("lifted", "throttle lifted", "DAGMAN_MAX_SUBMITS_PER_INTERVAL = 1000000\n")):
+                                   ("lifted", "throttle lifted", lifted),
+                                   ("unbatched", "throttle lifted, a Submit per node (DAGMAN_SUBMIT_BATCH_SIZE = 1)",
+                                    lifted + "DAGMAN_SUBMIT_BATCH_SIZE = 1\n")):
             if key not in parts:
                 continue
             cpu0 = _daemon_cpu()
-            dag, startup, manager = _dag(work, "wide", wide, config)
+            dag, startup, manager = _dag(work, "wide", wide, config, tag=f"-{key}")
             verdicts = "; ".join(f"ratio to ({k}) {base / dag:.2f} (goal >= 0.8: "
                                  f"{'met' if base / dag >= 0.8 else 'NOT met'})" for k, base in bases.items())
             print(f"(2) wide DAG of {wide} nodes, {label}: including the manager's start-up {dag:.1f} s = "
@@ -276,13 +287,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"the pool measurements to make, comma-separated (default: all of {','.join(PARTS)})")
     args = parser.parse_args(argv)
+    parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        parser.error(f"--parts: unknown {', '.join(sorted(unknown))}; choose from {', '.join(PARTS)}")
     with tempfile.TemporaryDirectory(prefix="dagb-") as tmp:
         bench_parse(args.parse_nodes, Path(tmp))
     if not args.parse_only:
-        parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
-        unknown = set(parts) - set(PARTS)
-        if unknown:
-            parser.error(f"--parts: unknown {', '.join(sorted(unknown))}; choose from {', '.join(PARTS)}")
         bench_pool(args.wide, args.chain, args.cpus, parts)
     return 0
 
