@@ -61,7 +61,8 @@ def submit_batch(subs: list[NodeSubmission], *, attempts: int = 1, transport=Non
     """Submit ``subs`` in SubmitClusters of up to ``batch_nodes`` nodes; returns, in order, each
     node's :class:`Submitted` or the error that stopped it (see the module docstring)."""
     results: list[Submitted | HTCError | None] = [None] * len(subs)
-    chunks = [list(range(k, min(k + batch_nodes, len(subs)))) for k in range(0, len(subs), max(1, batch_nodes))]
+    batch_nodes = max(1, min(batch_nodes, m.MAX_BATCH_CLUSTERS))
+    chunks = [list(range(k, min(k + batch_nodes, len(subs)))) for k in range(0, len(subs), batch_nodes)]
 
     def one(chunk: list[int]) -> None:
         items = []

@@ -86,6 +86,9 @@ def test_ready_nodes_go_in_batches_answered_in_order(tmp_path):
         assert jobs[result.cluster]["DAGManNodesLog"] == f'"{tmp_path}/d.dag.nodes.log"'
     ids = [c.submission_id for r in schedd.requests for c in r.clusters]
     assert sorted(ids) == sorted(submission_id(s) for s in subs)   # the ids a single submit would send
+    with CoreSchedd(tmp_path / "sockets2") as other:   # more than a message may carry: as many as it may
+        results = submit_batch(subs[:3], transport=other.transport, batch_nodes=m.MAX_BATCH_CLUSTERS + 5)
+    assert [len(r.clusters) for r in other.requests] == [3] and all(r.cluster for r in results)
 
 
 def test_a_node_at_fault_fails_alone(tmp_path):
