@@ -4,8 +4,9 @@ Submit would be; a batch sent again after a lost reply queues nothing twice."""
 from __future__ import annotations
 
 import pytest
-from test_schedd_core import BOB, Harness, job
+from test_schedd_core import BOB, Harness, job, run_first_job
 
+from htc.classad import ClassAd
 from htc.daemons import core as c
 from htc.daemons.schedd.events import WriteUserLog
 from htc.daemons.schedd.requests import description_message
@@ -132,3 +133,36 @@ def test_a_description_in_a_batch_is_expanded_with_its_real_cluster_id(h):
     assert [(r.cluster_id, r.num_procs) for r in reply.results] == [(1, 2), (2, 1)]
     assert [j["Args"] for j in h.queue.query("true")] == ['"1.0"', '"1.1"', '"2.0"']
     assert h.events().count(EventType.SUBMIT) == 3
+
+
+def _next_on_claim(h: Harness, claim_id: str, job_id: str) -> str:
+    """End ``job_id`` on the claim; the job the claim is reused for (``cluster.proc``)."""
+    before = len(h.actions)
+    h.exited(claim_id, job_id, exit_code=0)
+    [again] = h.calls(m.ActivateClaim, h.actions[before:])
+    h.ack(again)
+    ad = ClassAd(again.msg.job_ad)
+    return f"{ad['ClusterId']}.{ad['ProcId']}"
+
+
+def _described(text: str = "") -> m.ClusterSubmission:
+    msg = description_message(job(text), "/work", "node.sub")
+    return m.ClusterSubmission(cluster_ad=msg.cluster_ad, proc_ads=msg.proc_ads)
+
+
+def test_new_clusters_join_the_claim_reuse_order_instead_of_rebuilding_it(h, monkeypatch):
+    """A DAG submits while many of its nodes wait: each submit must not make the next job end
+    query (and sort) every idle job again; a new job that outranks the waiting ones still goes first."""
+    h.request(m.SubmitClusters(clusters=(_described(),) * 3))                 # clusters 1-3
+    claim_id, activate = run_first_job(h)
+    h.ack(activate)
+    built = []
+    real = h.queue.idle_jobs
+    monkeypatch.setattr(h.queue, "idle_jobs", lambda *a, **k: built.append(1) or real(*a, **k))
+    assert _next_on_claim(h, claim_id, "1.0") == "2.0" and len(built) == 1   # the order is built once
+    h.request(m.SubmitClusters(clusters=(_described(),) * 2))                 # clusters 4, 5: after 3
+    assert _next_on_claim(h, claim_id, "2.0") == "3.0"
+    assert _next_on_claim(h, claim_id, "3.0") == "4.0" and len(built) == 1   # taken in, not rebuilt
+    h.request(m.SubmitClusters(clusters=(_described("priority = 5"),)))       # cluster 6 outranks 5
+    assert _next_on_claim(h, claim_id, "4.0") == "6.0" and len(built) == 2   # the order is built again
+    assert _next_on_claim(h, claim_id, "6.0") == "5.0"

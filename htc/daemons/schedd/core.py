@@ -326,11 +326,14 @@ class Schedd:
         """The queue changed: the collector (and maybe the negotiator) should hear soon."""
         self.adverts.changed()
 
-    def new_work(self, now: float) -> None:
+    def new_work(self, now: float, *, reuse_order_kept: bool = False) -> None:
         """Jobs may have become idle (submit, release) or a tool asked for a cycle: advertise
-        and ask the negotiator within ``prompt_delay``, whatever SCHEDD_MIN_INTERVAL says."""
+        and ask the negotiator within ``prompt_delay``, whatever SCHEDD_MIN_INTERVAL says.
+        ``reuse_order_kept``: the claim-reuse orders already took the new jobs in
+        (:meth:`~htc.daemons.schedd.matches.Matches.add_submitted`)."""
         self.adverts.new_work(now)
-        self.matches.forget_reuse_order()
+        if not reuse_order_kept:
+            self.matches.forget_reuse_order()
 
     def submitter(self, job) -> str:
         """Whom ``job`` is charged to."""

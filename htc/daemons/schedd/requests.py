@@ -274,6 +274,7 @@ class ToolRequests:
         """After the commit of new clusters and their replies: start what kept claims and lanes
         can take, make the commit durable, and tell the negotiator of idle work."""
         sd = self.schedd
+        sd.matches.add_submitted(jobs, now)   # the claim-reuse orders take them in (or are forgotten)
         for job in jobs:
             sd.lanes.enqueue(job)
         try:
@@ -285,7 +286,7 @@ class ToolRequests:
         which = f"ClusterId == {clusters[0]}" if len(clusters) == 1 else \
             f"ClusterId >= {clusters[0]} && ClusterId <= {clusters[-1]}" if clusters else "false"
         if sd.queue.count(f"{which} && JobStatus == {int(JobStatus.IDLE)}"):
-            sd.new_work(now)  # the negotiator hears of the new jobs within milliseconds
+            sd.new_work(now, reuse_order_kept=True)  # the negotiator hears of the new jobs within milliseconds
         else:
             # Every job started at once (a call on a lane, a node on a kept claim): no idle work
             # for the negotiator, so the ads follow at the queue-changed pace (SCHEDD_MIN_INTERVAL)
