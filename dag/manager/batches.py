@@ -135,14 +135,16 @@ def _send(msg: m.SubmitClusters, *, attempts: int, transport, link: ScheddLink |
                 try:
                     reply = send_command(SCHEDD, msg, transport=transport, timeout=TIMEOUT)
                 except lost as exc:
-                    if not (maybe_queued or not isinstance(exc, DaemonUnreachable)) or time.monotonic() > deadline:
-                        raise  # nothing went out (the schedd is not there), or it stayed away too long
+                    nothing_sent = isinstance(exc, DaemonUnreachable) and not maybe_queued
+                    if nothing_sent or time.monotonic() > deadline:
+                        raise  # the schedd is not there (retried below), or it stayed away too long
                     maybe_queued = True
                     time.sleep(delay)  # the answer was lost: ask again, the schedd answers from the ids
                     delay = min(delay * 2, 2.0)
             if not isinstance(reply, m.SubmitClustersReply) or len(reply.results) != len(msg.clusters):
                 raise HTCError(f"the schedd answered a SubmitClusters of {len(msg.clusters)} nodes with "
-                               f"{type(reply).__name__}; is it an older htc? Submit the DAG with that schedd's htc")
+                               f"{type(reply).__name__}, not one result per node; if it is an older htc, set "
+                               "DAGMAN_SUBMIT_BATCH_SIZE = 1 to send each node alone")
             return reply
         except UsageError:
             raise
