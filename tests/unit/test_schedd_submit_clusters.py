@@ -4,7 +4,7 @@ Submit would be; a batch sent again after a lost reply queues nothing twice."""
 from __future__ import annotations
 
 import pytest
-from test_schedd_core import BOB, Harness, job, run_first_job
+from test_schedd_core import BOB, Harness, job, run_first_job, sent
 
 from htc.classad import ClassAd
 from htc.daemons import core as c
@@ -166,3 +166,22 @@ def test_new_clusters_join_the_claim_reuse_order_instead_of_rebuilding_it(h, mon
     h.request(m.SubmitClusters(clusters=(_described("priority = 5"),)))       # cluster 6 outranks 5
     assert _next_on_claim(h, claim_id, "4.0") == "6.0" and len(built) == 2   # the order is built again
     assert _next_on_claim(h, claim_id, "6.0") == "5.0"
+
+
+def test_no_negotiation_cycle_for_jobs_like_those_already_waiting_unplaced(h):
+    """Like jobs offered to the negotiator still wait (no slot for them): new ones of the same
+    autocluster bring no Reschedule; a new kind of job, or none waiting, does."""
+    h.request(m.SubmitClusters(clusters=(_described(),) * 3))
+    assert len(sent(h.tick(h.now + 1), m.Reschedule)) == 1
+    reqs = h.request(m.GetResourceRequests(submitter="alice@localhost", significant_attributes=("RequestMemory",)))
+    assert [r.count for r in reqs.requests] == [3]     # offered; the negotiator places none of them
+    h.request(m.SubmitClusters(clusters=(_described(),) * 2))
+    out = h.tick(h.now + 2)
+    assert sent(out, m.Reschedule) == [] and sent(out, m.UpdateAd)   # the ads follow, no cycle
+    h.request(m.SubmitClusters(clusters=(_described("request_memory = 4096"),)))   # another kind
+    assert len(sent(h.tick(h.now + 3), m.Reschedule)) == 1
+    h.request(m.ActOnJobs(action=m.JobAction.Remove, ids=("1", "2", "3")))
+    h.request(m.GetResourceRequests(submitter="alice@localhost", significant_attributes=("RequestMemory",)))
+    h.request(m.ActOnJobs(action=m.JobAction.Remove, ids=("4", "5", "6")))    # nothing waits now
+    h.request(m.SubmitClusters(clusters=(_described(),)))
+    assert len(sent(h.tick(h.now + 4), m.Reschedule)) == 1

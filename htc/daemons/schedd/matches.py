@@ -168,6 +168,29 @@ class Matches:
                 break
         return None
 
+    def negotiator_has_such(self, jobs) -> bool:
+        """True when every one of ``jobs`` (new idle jobs) is of an autocluster that the
+        negotiator was offered in its last request for the job's submitter and could not place
+        entirely (a job offered in it is still idle and unclaimed): a cycle for the new ones
+        would find no slot either. They wait behind those, and start as running jobs end and
+        their claims are reused (:meth:`fitting_job`) or at the next regular cycle -- so a DAG
+        submitting one node per job end does not bring a negotiation cycle, and a query of all
+        its idle nodes, per node."""
+        sd = self.schedd
+        uid_domain = sd.settings.uid_domain
+        by_submitter: dict[str, list] = {}
+        for job in jobs:
+            by_submitter.setdefault(submitter_of(job, uid_domain), []).append(job)
+        for submitter, members in by_submitter.items():
+            offered = self.offers.get(submitter)
+            if not offered:
+                return False
+            for ac in self.autoclusters.ids_by_cluster(members):
+                if not any(job_id not in sd.reserved and (job := sd.job(job_id)) is not None
+                           and job.status == JobStatus.IDLE for job_id in offered.get(ac, ())):
+                    return False
+        return bool(by_submitter)
+
     def forget_reuse_order(self, submitter: str | None = None) -> None:
         """Jobs became idle or changed priority: the next reuse queries the queue again."""
         if submitter is None:

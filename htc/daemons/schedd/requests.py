@@ -285,7 +285,12 @@ class ToolRequests:
         clusters = sorted({job.cluster_id for job in jobs})
         which = f"ClusterId == {clusters[0]}" if len(clusters) == 1 else \
             f"ClusterId >= {clusters[0]} && ClusterId <= {clusters[-1]}" if clusters else "false"
+        idle = []
         if sd.queue.count(f"{which} && JobStatus == {int(JobStatus.IDLE)}"):
+            idle = [job for job in map(sd.job, (j.job_id for j in jobs)) if job is not None and job.status == JobStatus.IDLE]
+        if idle and sd.matches.negotiator_has_such(idle):
+            sd.adverts.changed()  # like jobs wait unplaced already: no cycle for these (Matches.negotiator_has_such)
+        elif idle:
             sd.new_work(now, reuse_order_kept=True)  # the negotiator hears of the new jobs within milliseconds
         else:
             # Every job started at once (a call on a lane, a node on a kept claim): no idle work
