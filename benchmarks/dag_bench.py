@@ -28,6 +28,13 @@ It prints:
    start-up (from the submit call) and excluding it (from the moment the first node's submit
    event is in the nodes log, which the bench polls every 5 ms); then a ``--chain`` (200) node
    chain in nodes/s -- goal >= 20 nodes/s (the issue's 1,000-node chain: ``--chain 1000``).
+   The wide DAG also runs a third time (``unbatched``) with the throttle lifted and
+   ``DAGMAN_SUBMIT_BATCH_SIZE = 1`` (a ``Submit`` per node instead of ``SubmitClusters``
+   batches), for a before/after in the same run. After each measurement a line gives the CPU
+   milliseconds per job of the schedd, negotiator and startd (psutil, over the measurement)
+   and of the DAG manager (from its job's terminated event: whole seconds, so coarse below a
+   few thousand nodes), with the load average. ``--parts`` picks the measurements
+   (``2a,2b,default,lifted,unbatched,chain``).
 
 Figures are printed, never asserted (the tests do not time anything).
 """
@@ -130,6 +137,44 @@ def _plain_clusters(work: Path, n: int, parallel: int = 4) -> float:
     return elapsed
 
 
+def _daemon_cpu() -> dict[str, float]:
+    """CPU seconds (user + system) each daemon of the pool under ``$HTC_HOME`` has used so far."""
+    import psutil
+
+    from htc.client.pool import pool_status
+
+    cpu = {}
+    for daemon in pool_status().daemons:
+        if daemon.pid:
+            try:
+                times = psutil.Process(daemon.pid).cpu_times()
+            except psutil.NoSuchProcess:
+                continue  # it restarted meanwhile: its figure is lost
+            cpu[daemon.name.lower()] = times.user + times.system
+    return cpu
+
+
+def _cpu_line(label: str, n: int, before: dict[str, float], after: dict[str, float], manager: float | None) -> str:
+    """CPU milliseconds per job of the schedd, negotiator and startd (and the DAG manager)."""
+    parts = [f"{name} {1000 * (after[name] - before.get(name, 0.0)) / n:.2f}"
+             for name in ("schedd", "negotiator", "startd") if name in after]
+    if manager is not None:
+        parts.append(f"DAG manager {1000 * manager / n:.2f}")
+    return f"    CPU ms per job, {label}: {', '.join(parts)} (load {' '.join(f'{x:.2f}' for x in os.getloadavg())})"
+
+
+def _manager_cpu(dagman_log: Path) -> float | None:
+    """The DAG manager job's CPU seconds, from the terminated event the schedd wrote (wait4's)."""
+    from htc.eventlog import events as ev
+    from htc.eventlog import read_events
+
+    for event in read_events(dagman_log):
+        if isinstance(event, ev.JobTerminatedEvent):
+            usage = max((event.run_local_usage, event.run_remote_usage), key=lambda u: u.user + u.system)
+            return usage.user + usage.system
+    return None
+
+
 def _first_submit(nodes_log: Path, stop) -> float | None:
     """The monotonic time at which ``nodes_log`` first holds a submit event (the DAG manager's
     first node submission answered), polled every 5 ms until ``stop`` is set; None if never."""
@@ -144,17 +189,18 @@ def _first_submit(nodes_log: Path, stop) -> float | None:
     return None
 
 
-def _dag(work: Path, shape: str, n: int, config: str | None = None) -> tuple[float, float]:
+def _dag(work: Path, shape: str, n: int, config: str | None = None,
+         tag: str = "") -> tuple[float, float, float | None]:
     """Seconds from ``htc dag submit`` of an ``n``-node DAG (with ``config`` as its CONFIG file's
     text) to its manager job's end, and the part of them before the first node's submit event
     reached the nodes log (the manager job's start: queued, started by the schedd, its imports,
-    parsing, recovery checks, the first submission)."""
+    parsing, recovery checks, the first submission), and the manager's CPU seconds."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
     from htc.dag.handle import submit_dag_file
 
-    directory = work / f"{shape}{n}{'-config' if config else ''}"
+    directory = work / f"{shape}{n}{tag or ('-config' if config else '')}"
     directory.mkdir()
     (directory / "true.sub").write_text(SUBMIT)
     path = directory / f"{shape}.dag"
@@ -175,38 +221,57 @@ def _dag(work: Path, shape: str, n: int, config: str | None = None) -> tuple[flo
     if code != 0:
         raise SystemExit(f"dag_bench: the {shape} DAG failed (exit {code}); see {path}.dagman.out")
     startup = (first_at - t0) if first_at is not None else 0.0
-    return elapsed, startup
+    return elapsed, startup, _manager_cpu(Path(f"{path}.dagman.log"))
 
 
-def bench_pool(wide: int, chain: int, cpus: int) -> None:
-    """Throughput of plain submission, a wide DAG and a chain on one personal pool."""
+#: the pool measurements, each skippable with --parts
+PARTS = ("2a", "2b", "default", "lifted", "unbatched", "chain")
+
+
+def bench_pool(wide: int, chain: int, cpus: int, parts: tuple[str, ...] = PARTS) -> None:
+    """Throughput of plain submission, a wide DAG and a chain on one personal pool, with the
+    daemons' (and the DAG manager's) CPU per job."""
     from pool_bench import personal_pool, settle
 
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     with personal_pool(cpus) as (home, work, _master):
         settle(home)
-        plain = _plain(work, wide)
-        print(f"(2a) plain, one cluster of {wide} procs:  {plain:.1f} s = {wide / plain:.1f} jobs/s", flush=True)
-        clusters = _plain_clusters(work, wide)
-        print(f"(2b) plain, {wide} one-job clusters, 4 submits in flight: {clusters:.1f} s = "
-              f"{wide / clusters:.1f} jobs/s", flush=True)
-        for label, config in (("default throttle (100 per 5 s)", None),
-                              ("throttle lifted", "DAGMAN_MAX_SUBMITS_PER_INTERVAL = 1000000\n")):
-            dag, startup = _dag(work, "wide", wide, config)
-            verdicts = "; ".join(f"ratio to ({key}) {base / dag:.2f} (goal >= 0.8: "
-                                 f"{'met' if base / dag >= 0.8 else 'NOT met'})"
-                                 for key, base in (("2a", plain), ("2b", clusters)))
+        bases = {}
+        if "2a" in parts:
+            cpu0 = _daemon_cpu()
+            plain = bases["2a"] = _plain(work, wide)
+            print(f"(2a) plain, one cluster of {wide} procs:  {plain:.1f} s = {wide / plain:.1f} jobs/s", flush=True)
+            print(_cpu_line("(2a)", wide, cpu0, _daemon_cpu(), None), flush=True)
+        if "2b" in parts:
+            cpu0 = _daemon_cpu()
+            clusters = bases["2b"] = _plain_clusters(work, wide)
+            print(f"(2b) plain, {wide} one-job clusters, 4 submits in flight: {clusters:.1f} s = "
+                  f"{wide / clusters:.1f} jobs/s", flush=True)
+            print(_cpu_line("(2b)", wide, cpu0, _daemon_cpu(), None), flush=True)
+        lifted = "DAGMAN_MAX_SUBMITS_PER_INTERVAL = 1000000\n"
+        for key, label, config in (("default", "default throttle (100 per 5 s)", None),
+                                   ("lifted", "throttle lifted", lifted),
+                                   ("unbatched", "throttle lifted, a Submit per node (DAGMAN_SUBMIT_BATCH_SIZE = 1)",
+                                    lifted + "DAGMAN_SUBMIT_BATCH_SIZE = 1\n")):
+            if key not in parts:
+                continue
+            cpu0 = _daemon_cpu()
+            dag, startup, manager = _dag(work, "wide", wide, config, tag=f"-{key}")
+            verdicts = "; ".join(f"ratio to ({k}) {base / dag:.2f} (goal >= 0.8: "
+                                 f"{'met' if base / dag >= 0.8 else 'NOT met'})" for k, base in bases.items())
             print(f"(2) wide DAG of {wide} nodes, {label}: including the manager's start-up {dag:.1f} s = "
                   f"{wide / dag:.1f} nodes/s; {verdicts}", flush=True)
             after = dag - startup
+            ratios = ", ".join(f"to ({k}) {base / after:.2f}" for k, base in bases.items())
             print(f"    excluding it (from the first node's submit event, {startup:.2f} s after the submit "
-                  f"call): {after:.1f} s = {wide / after:.1f} nodes/s; ratio to (2a) {plain / after:.2f}, "
-                  f"to (2b) {clusters / after:.2f}", flush=True)
-        seconds, startup = _dag(work, "chain", chain)
-        rate = chain / seconds
-        print(f"(3) chain DAG:       {chain} nodes in {seconds:.1f} s = {rate:.1f} nodes/s including the "
-              f"manager's start-up (goal >= 20 nodes/s: {'met' if rate >= 20 else 'NOT met'}); "
-              f"{chain / (seconds - startup):.1f} nodes/s excluding its {startup:.2f} s", flush=True)
+                  f"call): {after:.1f} s = {wide / after:.1f} nodes/s; ratio {ratios}", flush=True)
+            print(_cpu_line(f"wide DAG, {label}", wide, cpu0, _daemon_cpu(), manager), flush=True)
+        if "chain" in parts:
+            seconds, startup, _ = _dag(work, "chain", chain)
+            rate = chain / seconds
+            print(f"(3) chain DAG:       {chain} nodes in {seconds:.1f} s = {rate:.1f} nodes/s including the "
+                  f"manager's start-up (goal >= 20 nodes/s: {'met' if rate >= 20 else 'NOT met'}); "
+                  f"{chain / (seconds - startup):.1f} nodes/s excluding its {startup:.2f} s", flush=True)
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 
@@ -219,11 +284,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chain", type=int, default=200, help="nodes of the chain DAG (200)")
     parser.add_argument("--cpus", type=int, default=os.cpu_count() or 2, help="cores the startd offers")
     parser.add_argument("--parse-only", action="store_true", help="skip the personal pool")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help=f"the pool measurements to make, comma-separated (default: all of {','.join(PARTS)})")
     args = parser.parse_args(argv)
+    parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        parser.error(f"--parts: unknown {', '.join(sorted(unknown))}; choose from {', '.join(PARTS)}")
     with tempfile.TemporaryDirectory(prefix="dagb-") as tmp:
         bench_parse(args.parse_nodes, Path(tmp))
     if not args.parse_only:
-        bench_pool(args.wide, args.chain, args.cpus)
+        bench_pool(args.wide, args.chain, args.cpus, parts)
     return 0
 
 

@@ -9,12 +9,14 @@ nodes log (:mod:`~htc.dag.manager.logwatch`), writes the files the engine asks f
 so that the next start recovers. ``SIGCHLD`` only wakes the loop, so that a script's end is
 seen at once.
 
-Every engine call goes through :meth:`Runner.feed`, which queues the actions it returns; one
-action may feed more events (a submission answers with ``NodeSubmitted``), whose actions run
-after it, in order. The loop sleeps on a self-pipe (``signal.set_wakeup_fd``) and on the nodes
-log's :class:`~htc.dag.manager.logwatch.LogWake` (the schedd wrote the log) for the adaptive
-poll interval of :class:`~htc.dag.manager.logwatch.AdaptivePoll`, or until the engine's next
-deadline.
+Every engine call goes through :meth:`Runner.feed`, which queues the actions it returns (for
+all the events of one read of the nodes log before any is carried out, so that the nodes they
+make ready are submitted together); one action may feed more events (a submission answers with
+``NodeSubmitted``), whose actions run after it, in order. The submissions the engine asks for
+together go to the schedd as ``SubmitClusters`` batches (:mod:`~htc.dag.manager.batches`).
+The loop sleeps on a self-pipe (``signal.set_wakeup_fd``) and on the nodes log's
+:class:`~htc.dag.manager.logwatch.LogWake` (the schedd wrote the log) for the adaptive poll
+interval of :class:`~htc.dag.manager.logwatch.AdaptivePoll`, or until the engine's next deadline.
 
 The engine asks for the events DAGMan writes to the nodes log itself (``WriteNodeEvent``:
 ``POST_SCRIPT_TERMINATED`` when a POST script ends, ``PRE_SKIP`` when a PRE script's exit code
@@ -32,6 +34,7 @@ import time
 
 from htc.dag.engine import DagRun
 from htc.dag.engine import events as e
+from htc.dag.manager.batches import submit_batch
 from htc.dag.manager.logwatch import AdaptivePoll, LogWake, NodeLog
 from htc.dag.manager.outputs import DagmanOut, append_line, write_whole
 from htc.dag.manager.scripts import Scripts
@@ -95,16 +98,25 @@ class Runner:
         self._next_pending_report = time.time() + settings.pending_report_interval
 
     # -- the engine ------------------------------------------------------------------------------
-    def feed(self, event) -> None:
-        """Hand ``event`` to the engine and carry out the actions it returns (and theirs)."""
-        self._actions.extend(self.run.handle(event, time.time()))
+    def feed(self, *events) -> None:
+        """Hand ``events`` to the engine, in order, then carry out the actions they returned (and
+        theirs): the nodes that several events of one read of the log make ready (jobs that ended
+        together) go to the schedd together."""
+        for event in events:
+            self._actions.extend(self.run.handle(event, time.time()))
         while self._actions:
             action = self._actions.popleft()
             if isinstance(action, e.SubmitNode) and not action.noop:
-                # the submissions the engine asked for together go to the schedd together
+                # the submissions the engine asked for together go to the schedd together (its
+                # "Submitting HTCondor Node X job(s)..." lines between them are written meanwhile)
                 batch = [action]
-                while self._actions and isinstance(self._actions[0], e.SubmitNode) and not self._actions[0].noop:
-                    batch.append(self._actions.popleft())
+                while self._actions and (isinstance(self._actions[0], e.Log) or (
+                        isinstance(self._actions[0], e.SubmitNode) and not self._actions[0].noop)):
+                    nxt = self._actions.popleft()
+                    if isinstance(nxt, e.Log):
+                        self._perform(nxt)
+                    else:
+                        batch.append(nxt)
                 self._submit(batch)
             else:
                 self._perform(action)
@@ -149,8 +161,17 @@ class Runner:
         if not subs:
             return
         attempts = 1 if self._engine_counts_attempts else self.settings.max_submit_attempts
-        results = submit_many([sub for _, sub in subs], attempts=attempts, delay=float(self.settings.submit_delay),
-                              transport=self.transport, link=self.link)
+        delay = float(self.settings.submit_delay)
+        size = self.settings.submit_batch_size
+        if len(subs) > 1 and delay <= 0 and size > 1:
+            # the nodes the engine let go together: one SubmitClusters per DAGMAN_SUBMIT_BATCH_SIZE of them
+            self.out.line(f"Submitting {len(subs)} nodes together "
+                          f"({-(-len(subs) // size)} SubmitClusters of up to {size})")
+            results = submit_batch([sub for _, sub in subs], attempts=attempts, transport=self.transport,
+                                   link=self.link, batch_nodes=size)
+        else:
+            results = submit_many([sub for _, sub in subs], attempts=attempts, delay=delay,
+                                  transport=self.transport, link=self.link)
         for (action, _sub), result in zip(subs, results):
             if isinstance(result, Exception):
                 self.out.line(f"ERROR: submit attempt failed for Node {action.node}: {result}")
@@ -293,12 +314,10 @@ class Runner:
             self._script_done(fin.node, fin.kind, fin.status)
             busy = True
         events = self.log.read()
-        for event in events:
-            if self._full_debug:
+        if self._full_debug:
+            for event in events:
                 self.out.line(f"Event: {type(event).__name__} for job {event.cluster}.{event.proc}", level=0)
-            if isinstance(event, _OWN_EVENTS):
-                continue
-            self.feed(e.JobEvent(event))
+        self.feed(*(e.JobEvent(event) for event in events if not isinstance(event, _OWN_EVENTS)))
         busy = busy or bool(events)
         deadline = self.run.next_deadline()
         if deadline is not None and time.time() >= deadline:

@@ -44,6 +44,8 @@ class Settings:
     max_submits_per_interval: int = 100
     user_log_scan_interval: int = 5
     submit_delay: int = 0
+    #: (htc only) most ready nodes in one SubmitClusters; 1: each node its own Submit
+    submit_batch_size: int = 50
     max_submit_attempts: int = 6
     auto_rescue: bool = True
     max_rescue_num: int = 100

@@ -21,7 +21,7 @@ from htc.errors import UsageError
 from htc.wire import messages as m
 from htc.wire.transport import DEFAULT_TIMEOUT, Transport
 
-__all__ = ["SubmitResult", "build_cluster", "submit"]
+__all__ = ["SubmitResult", "build_cluster", "submit", "submit_message"]
 
 _APPEND = re.compile(r"^\s*([+-]?[A-Za-z_][A-Za-z0-9_.]*)\s*=\s?(.*)$", re.S)
 
@@ -172,6 +172,30 @@ def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: 
         DaemonUnreachable: no schedd is running (start the pool with 'htc pool start').
         RemoteError: the schedd refused the cluster; its reason is in the message.
     """
+    msg, warnings = submit_message(description, cwd=cwd, filename=filename, append=append, queue=queue,
+                                   submission_id=submission_id)
+    reply = None
+    if send is not None and submission_id is not None:
+        from htc.wire.errors import ConnectionClosed, DaemonUnreachable, RequestTimeout
+
+        try:
+            reply = send(msg, timeout)
+        except (ConnectionClosed, RequestTimeout, DaemonUnreachable):
+            reply = None  # lost or never sent: the usual way below sends it again, same id
+    if reply is None:
+        reply = _send_submission(msg, transport, timeout, resend_for if submission_id is not None else 0.0)
+    return SubmitResult(cluster_id=reply.cluster_id, first_proc=reply.first_proc, num_procs=reply.num_procs,
+                        warnings=warnings)
+
+
+def submit_message(description: str, *, cwd: str | os.PathLike | None = None, filename: str | None = None,
+                   append: Sequence[str] = (), queue: str | None = None,
+                   submission_id: str | None = None) -> tuple[m.Submit, tuple[str, ...]]:
+    """The ``Submit`` message :func:`submit` sends for a description, and the expansion's warnings.
+
+    Raises:
+        UsageError: as for :func:`submit` (nothing is sent).
+    """
     sub = _prepare(description, cwd=cwd, filename=filename, append=append, queue=queue)
     mark = str(_SENTINEL_CLUSTER)
     # an executable named after the cluster id is only known once the schedd assigns the id
@@ -190,18 +214,7 @@ def submit(description: str, *, cwd: str | os.PathLike | None = None, filename: 
         msg = m.Submit(cluster_ad=_ad_text(cluster_ad), proc_ads=tuple(_ad_text(p) for p in procs))
     if submission_id is not None:
         msg = m.Submit(cluster_ad=msg.cluster_ad, proc_ads=msg.proc_ads, submission_id=submission_id)
-    reply = None
-    if send is not None and submission_id is not None:
-        from htc.wire.errors import ConnectionClosed, DaemonUnreachable, RequestTimeout
-
-        try:
-            reply = send(msg, timeout)
-        except (ConnectionClosed, RequestTimeout, DaemonUnreachable):
-            reply = None  # lost or never sent: the usual way below sends it again, same id
-    if reply is None:
-        reply = _send_submission(msg, transport, timeout, resend_for if submission_id is not None else 0.0)
-    return SubmitResult(cluster_id=reply.cluster_id, first_proc=reply.first_proc, num_procs=reply.num_procs,
-                        warnings=tuple(cluster.warnings))
+    return msg, tuple(cluster.warnings)
 
 
 def _per_submission_limit(num_procs: int) -> None:

@@ -346,6 +346,8 @@ class AutoclusterTable:
     significant: tuple[str, ...] = ()
     _ids: dict[tuple, int] = field(default_factory=dict, repr=False)
     _next_id: int = 1
+    #: counts changes of the significant attributes (see :meth:`ids_by_cluster`)
+    _generation: int = 0
 
     def __post_init__(self) -> None:
         self.significant = tuple(sorted({a.lower() for a in self.significant}))
@@ -361,6 +363,7 @@ class AutoclusterTable:
             return False
         self.significant = new
         self._ids.clear()
+        self._generation += 1   # the ids kept in the clusters' memos are void
         return True
 
     def id_of(self, job: Mapping) -> int:
@@ -377,26 +380,42 @@ class AutoclusterTable:
         """Group stored jobs (:class:`htc.jobqueue.JobAd`, in the order given) by autocluster id.
 
         Procs of one cluster share their autocluster unless a proc overrides an attribute
-        that decides it, so each cluster's key is worked out once, from its first proc that
-        overrides none, and any proc that does override one is keyed on its own -- the same
-        ids :meth:`id_of` gives, without building every idle job's ClassAd every cycle.
+        that decides it (or differs in a hot one that does: JobPrio ...), so each cluster's
+        key is worked out once, from its first proc that overrides none, and any proc that
+        does override one is keyed on its own -- the same ids :meth:`id_of` gives, without
+        building every idle job's ClassAd every cycle. The cluster's result is also kept in
+        its :class:`~htc.jobqueue.ads.ClusterAd` memo (a cluster ad does not change while it
+        is cached; the memo names this table and its significant attributes), so a queue of
+        many one-job clusters -- a DAG's nodes -- is not keyed again every cycle either.
         """
+        from htc.jobqueue.ads import HOT_ATTRS
         from htc.jobqueue.expr import job_classad
 
         groups: dict[int, list] = {}
-        shared: dict[int, tuple[frozenset[str], int]] = {}
+        shared: dict[int, tuple] = {}   # cluster id -> (decides, hot names, hot values, id)
+        memo_key = ("autocluster", id(self), self._generation)
         for job in jobs:
             own = {name.lower() for name in job.own}
             known = shared.get(job.cluster_id)
-            if known is not None and not own & known[0]:
-                ac = known[1]
+            if known is None:
+                memo = getattr(getattr(job, "cluster", None), "cache", None)
+                known = memo.get(memo_key) if memo is not None else None
+            if known is not None and not own & known[0] and \
+                    tuple(job.hot_value(n) for n in known[1]) == known[2]:
+                ac = known[3]
             else:
                 ad = job_classad(job)
                 attrs = job_significant_attributes(ad, self.significant)
                 ac = self.id_of(ad)
                 decides = frozenset(attrs) | {"requirements", "rank"}
                 if known is None and not own & decides:
-                    shared[job.cluster_id] = (decides, ac)
+                    hot = tuple(sorted(n for n in decides if n in HOT_ATTRS))
+                    known = (decides, hot, tuple(job.hot_value(n) for n in hot), ac)
+                    cluster = getattr(job, "cluster", None)
+                    if cluster is not None:
+                        cluster.cache[memo_key] = known
+            if known is not None:
+                shared.setdefault(job.cluster_id, known)
             groups.setdefault(ac, []).append(job)
         return groups
 

@@ -157,3 +157,37 @@ def test_grouping_stored_jobs_by_cluster_gives_the_ids_of_keying_each_job():
     assert {frozenset(j for j, a in got.items() if a == ac) for ac in set(got.values())} == \
         {frozenset(j for j, a in by_job.items() if a == ac) for ac in set(by_job.values())}
     assert len(groups) == 4  # 1.0 alone, 1.1 alone, the rest of cluster 1, cluster 2
+
+
+def test_ids_by_cluster_remembers_each_cluster_between_cycles_until_something_decisive_changes(monkeypatch):
+    """Many one-job clusters (a DAG's nodes) are keyed once, not every negotiation cycle; an
+    edit of the cluster ad, a hot attribute that decides (JobPrio) or new significant
+    attributes key them again."""
+    import htc.jobqueue.expr as expr
+    from htc.jobqueue import JobQueue
+    from htc.jobqueue.testing import SimpleCluster
+
+    q = JobQueue.open(":memory:")
+    base = {"Owner": '"u"', "JobStatus": "1", "QDate": "1", "RequestMemory": "100"}
+    for _ in range(20):
+        q.submit(SimpleCluster(q.next_cluster_id(), base, 1), now=1)
+    built = []
+    real = expr.job_classad
+    monkeypatch.setattr(expr, "job_classad", lambda job, *a: built.append(job.job_id) or real(job, *a))
+    table = AutoclusterTable(("RequestMemory",))
+    first = table.ids_by_cluster(q.query())
+    assert len(first) == 1 and len(built) == 20
+    built.clear()
+    again = table.ids_by_cluster(q.query())   # the next cycle: the same ids, nothing built
+    assert again.keys() == first.keys() and built == []
+    q.edit_cluster(3, "RequestMemory", "200")      # a changed cluster ad is keyed again
+    groups = table.ids_by_cluster(q.query())
+    assert built == [(3, 0)] and len(groups) == 2
+    built.clear()
+    table.set_significant(("RequestMemory", "JobPrio"))   # new significant attributes: all again
+    groups = table.ids_by_cluster(q.query())
+    assert len(built) == 20 and len(groups) == 2
+    built.clear()
+    q.set_prio((5, 0), 7)                          # a hot attribute that now decides
+    groups = table.ids_by_cluster(q.query())
+    assert len(groups) == 3 and (5, 0) in built

@@ -16,7 +16,8 @@ from htc.wire.transport import UnixTransport
 
 
 class FakeSchedd:
-    """A real Unix-socket server on its own thread that answers every Submit with a new cluster,
+    """A real Unix-socket server on its own thread that answers every Submit (and every cluster of
+    a SubmitClusters) with a new cluster,
     counting the connections it accepted; with ``close_after_reply`` it closes each connection
     after one answer (as a schedd that restarted, or timed out an idle client, would have)."""
 
@@ -48,6 +49,14 @@ class FakeSchedd:
                     msg = await conn.recv(timeout=60)
                 except WireError:
                     return  # the client closed its end
+                if isinstance(msg, m.SubmitClusters):   # (benchmarks/dag_submit_bench.py's batches)
+                    results = []
+                    for cluster in msg.clusters:
+                        self.submission_ids.append(cluster.submission_id)
+                        self._next += 1
+                        results.append(m.ClusterSubmitted(cluster_id=self._next, num_procs=1))
+                    await conn.send(m.SubmitClustersReply(results=tuple(results)))
+                    continue
                 assert isinstance(msg, m.Submit)
                 self.submission_ids.append(msg.submission_id)
                 self._next += 1

@@ -13,6 +13,8 @@ Modules:
 * :mod:`~htc.daemons.schedd.service` -- the only I/O: ``make_service``, ``settings_from_config``;
 * :mod:`~htc.daemons.schedd.settings` -- ``ScheddSettings``, fields declared with their knobs;
 * :mod:`~htc.daemons.schedd.requests` -- submit and query;
+* :mod:`~htc.daemons.schedd.batch_submit` -- SubmitClusters: several clusters (a DAG's ready
+  nodes) in one request and one transaction;
 * :mod:`~htc.daemons.schedd.adtexts` -- a submitted ad read value by value, values parsed once;
 * :mod:`~htc.daemons.schedd.actions` -- rm, hold, release, vacate, suspend, continue, edit;
 * :mod:`~htc.daemons.schedd.access` -- who the peer is, and what it may do;

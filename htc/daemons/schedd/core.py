@@ -51,6 +51,7 @@ from htc.daemons.calls import CallDone, CallFailed
 from htc.daemons.schedd import userlog as ul
 from htc.daemons.schedd.access import Access, Denied, user_of_uid
 from htc.daemons.schedd.actions import JobActions
+from htc.daemons.schedd.batch_submit import submit_clusters
 from htc.daemons.schedd.checkpoint_now import checkpoint_answered, checkpoint_jobs
 from htc.daemons.schedd.ads import Adverts, submitter_of
 from htc.daemons.schedd.callfiles import read_input
@@ -113,6 +114,7 @@ class Schedd:
         #: message type -> its handler (event, msg, now, out)
         self._on_message = {
             m.Submit: self.requests.submit, m.QueryJobs: self.requests.query,
+            m.SubmitClusters: lambda e, msg, now, out: submit_clusters(self.requests, e, msg, now, out),
             m.ActOnJobs: self.job_actions.act, m.EditJobs: self.job_actions.edit,
             m.Reschedule: self._reschedule,
             m.GetResourceRequests: self.matches.resource_requests, m.MatchNotify: self.matches.match,
@@ -324,11 +326,14 @@ class Schedd:
         """The queue changed: the collector (and maybe the negotiator) should hear soon."""
         self.adverts.changed()
 
-    def new_work(self, now: float) -> None:
+    def new_work(self, now: float, *, reuse_order_kept: bool = False) -> None:
         """Jobs may have become idle (submit, release) or a tool asked for a cycle: advertise
-        and ask the negotiator within ``prompt_delay``, whatever SCHEDD_MIN_INTERVAL says."""
+        and ask the negotiator within ``prompt_delay``, whatever SCHEDD_MIN_INTERVAL says.
+        ``reuse_order_kept``: the claim-reuse orders already took the new jobs in
+        (:meth:`~htc.daemons.schedd.matches.Matches.add_submitted`)."""
         self.adverts.new_work(now)
-        self.matches.forget_reuse_order()
+        if not reuse_order_kept:
+            self.matches.forget_reuse_order()
 
     def submitter(self, job) -> str:
         """Whom ``job`` is charged to."""

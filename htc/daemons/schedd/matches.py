@@ -14,12 +14,15 @@ When a claim is reused (its job ended, or it was kept idle), :meth:`Matches.fitt
 names the next job for it: candidates come from a per-submitter list in the order the schedd
 offers jobs (JobPrio, then the oldest), built from one query of the queue and consumed from
 the front as jobs start -- like HTCondor's PrioRec array -- so that finishing each of N jobs
-does not scan the N idle ones again. New work (a submit, a release, an edit, a job back to
-Idle) discards the list (:meth:`Matches.forget_reuse_order`); the next reuse builds it afresh.
+does not scan the N idle ones again. New clusters join the end of the list when none of their
+jobs outranks its last job (:meth:`Matches.add_submitted`: a DAG submitting while many of its
+nodes wait); other new work (a release, an edit, a job back to Idle, a submit that outranks)
+discards the list (:meth:`Matches.forget_reuse_order`); the next reuse builds it afresh.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 from htc.classad import ClassAd
@@ -35,7 +38,7 @@ from htc.daemons.schedd.local_jobs import is_local
 from htc.daemons.schedd.shadow import ad_text
 from htc.daemons.schedd.states import ClaimState
 from htc.jobqueue import JobStatus
-from htc.jobqueue.expr import job_classad
+from htc.jobqueue.expr import GroupedEvaluator, job_classad
 from htc.jobqueue.records import JobId
 from htc.wire import messages as m
 
@@ -56,6 +59,7 @@ class Matches:
         self.schedd = schedd
         self.offers: dict[str, dict[int, list[JobId]]] = {}  # submitter -> autocluster -> jobs offered
         self.reuse_order: dict[str, deque[JobId]] = {}       # claim reuse candidates, best first
+        self._order_floor: dict[str, float] = {}             # the priority of each order's last job
         self.autoclusters = AutoclusterTable()
         self._carves = 0  # claim requests made on partitionable slots (their keys until granted)
 
@@ -142,7 +146,9 @@ class Matches:
         sd = self.schedd
         order = self.reuse_order.get(submitter)
         if order is None:
-            order = self.reuse_order[submitter] = deque(job.job_id for job in self.idle_jobs_of(submitter, now))
+            jobs = self.idle_jobs_of(submitter, now)
+            order = self.reuse_order[submitter] = deque(job.job_id for job in jobs)
+            self._order_floor[submitter] = _prio(self.schedd.queue, jobs[-1], now) if jobs else math.inf
         while order and order[0] not in sd.reserved:
             front = sd.job(order[0])
             if front is not None and front.status == JobStatus.IDLE:
@@ -162,12 +168,71 @@ class Matches:
                 break
         return None
 
+    def negotiator_has_such(self, jobs) -> bool:
+        """True when every one of ``jobs`` (new idle jobs) is of an autocluster that the
+        negotiator was offered in its last request for the job's submitter and could not place
+        entirely (a job offered in it is still idle and unclaimed): a cycle for the new ones
+        would find no slot either. They wait behind those, and start as running jobs end and
+        their claims are reused (:meth:`fitting_job`) or at the next regular cycle -- so a DAG
+        submitting one node per job end does not bring a negotiation cycle, and a query of all
+        its idle nodes, per node."""
+        sd = self.schedd
+        uid_domain = sd.settings.uid_domain
+        by_submitter: dict[str, list] = {}
+        for job in jobs:
+            by_submitter.setdefault(submitter_of(job, uid_domain), []).append(job)
+        for submitter, members in by_submitter.items():
+            offered = self.offers.get(submitter)
+            if not offered:
+                return False
+            for ac in self.autoclusters.ids_by_cluster(members):
+                if not any(job_id not in sd.reserved and (job := sd.job(job_id)) is not None
+                           and job.status == JobStatus.IDLE for job_id in offered.get(ac, ())):
+                    return False
+        return bool(by_submitter)
+
     def forget_reuse_order(self, submitter: str | None = None) -> None:
         """Jobs became idle or changed priority: the next reuse queries the queue again."""
         if submitter is None:
             self.reuse_order.clear()
+            self._order_floor.clear()
         else:
             self.reuse_order.pop(submitter, None)
+            self._order_floor.pop(submitter, None)
+
+    def add_submitted(self, jobs, now: float) -> None:
+        """New clusters' idle jobs join the reuse orders kept, instead of the orders being built
+        again from the whole queue at the next reuse (a DAG submits while a thousand of its nodes
+        wait: a query of them all per job end). The new clusters have the highest ids, so the
+        schedd's job order puts them last among jobs of their priority: they are appended when
+        none outranks the order's last job (its floor); otherwise that submitter's order is
+        forgotten and built again when next needed."""
+        sd = self.schedd
+        uid_domain = sd.settings.uid_domain
+        new: dict[str, list] = {}
+        for job in jobs:
+            if job.status == JobStatus.IDLE and not is_local(job):
+                new.setdefault(submitter_of(job, uid_domain), []).append(job)
+        for submitter, members in new.items():
+            order = self.reuse_order.get(submitter)
+            if order is None:
+                continue  # built from the queue, new jobs included, when a claim is next reused
+            keyed = sorted(((_prio(sd.queue, job, now), job) for job in members),
+                           key=lambda pair: (-pair[0], pair[1].cluster_id, pair[1].proc_id))
+            floor = self._order_floor.get(submitter, math.inf)
+            last = max((job_id for job_id in order), default=(0, 0))
+            if keyed[0][0] > floor or (keyed[0][1].cluster_id, keyed[0][1].proc_id) <= last:
+                self.forget_reuse_order(submitter)  # a new job outranks one already in the order
+                continue
+            order.extend(job.job_id for _, job in keyed)
+            self._order_floor[submitter] = keyed[-1][0]
+
+
+def _prio(queue, job, now: float) -> float:
+    """``job``'s place in the schedd's job order: its SCHEDD_JOB_PRIO_EXPR value (-inf if not a
+    number, as :meth:`~htc.jobqueue.JobQueue.idle_jobs` sorts it)."""
+    value = GroupedEvaluator(queue.prio_expr, now).value(job)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else -math.inf
 
 
 def _partitionable(slot_ad: ClassAd) -> bool:

@@ -187,26 +187,55 @@ class ToolRequests:
 
     def submit(self, event: c.Received, msg: m.Submit, now: float, out: list) -> None:
         """Queue a cluster (given as ads or as a submit description) for the peer's account."""
-        sd = self.schedd
         cluster_attrs = texts_of(msg.cluster_ad, "cluster_ad")
-        claimed = ul.literal(cluster_attrs, "Owner")
-        try:
-            owner = sd.access.owner(event, claimed if isinstance(claimed, str) else None)
-        except Denied as exc:
-            out.append(denied_log(event, "Submit", str(exc)))
-            raise
-        user = sd.access.user_attribute(event, owner, sd.settings.uid_domain)
+        owner, user = self.owner_of(event, cluster_attrs, "Submit", out)
         digest = None
         if msg.submission_id is not None:
             digest = submission_digest((msg.cluster_ad, *msg.proc_ads))
             if self._submitted_before(event, msg, owner, digest, out):
                 return
+        cluster = self.build(cluster_attrs, msg.proc_ads, owner, user, now, out)
+        sd = self.schedd
+        # The cluster and its submission id: one commit, made durable before the reply by the
+        # job start on a kept claim just below (its durable commit fsyncs the WAL, this commit's
+        # frames first), else by the sync after it -- one fsync per submit either way.
+        with sd.queue.transaction(durable=False):
+            jobs, logs = self.store(cluster, owner, msg.submission_id, digest, now)
+            out += self.submit_events(logs)
+            out.append(c.Log(f"submitted cluster {cluster.cluster_id} ({cluster.num_procs} jobs) for {user}"))
+            out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cluster.cluster_id,
+                                                            num_procs=cluster.num_procs)))
+            self.take_at_once(jobs, now, out)
+        self.after_submit(jobs, now, out)
+
+    def owner_of(self, event: c.Received, cluster_attrs: Mapping[str, str], what: str, out: list) -> tuple[str, str]:
+        """The owner of the jobs the peer submits, and their ``User`` attribute.
+
+        Raises:
+            Denied: the peer may not submit as the ``Owner`` its cluster ad names (logged).
+        """
+        sd = self.schedd
+        claimed = ul.literal(cluster_attrs, "Owner")
+        try:
+            owner = sd.access.owner(event, claimed if isinstance(claimed, str) else None)
+        except Denied as exc:
+            out.append(denied_log(event, what, str(exc)))
+            raise
+        return owner, sd.access.user_attribute(event, owner, sd.settings.uid_domain)
+
+    def build(self, cluster_attrs: dict[str, str], proc_ads, owner: str, user: str, now: float, out: list):
+        """The cluster, with its new id, ready for :meth:`store` (nothing is stored yet).
+
+        Raises:
+            UsageError: a malformed ad or description, or a limit refuses it (:class:`LimitExceeded`).
+        """
+        sd = self.schedd
         if "SubmitDescription" in cluster_attrs:
             cid = sd.queue.next_cluster_id()
             cluster = self._expand_description(cluster_attrs, cid, owner, now, out)
             cluster.cluster_ad["User"] = quote(user)
         else:
-            procs = [_without(texts_of(text, f"proc ad {i}"), SCHEDD_SETS) for i, text in enumerate(msg.proc_ads)]
+            procs = [_without(texts_of(text, f"proc ad {i}"), SCHEDD_SETS) for i, text in enumerate(proc_ads)]
             cid = sd.queue.next_cluster_id()
             attrs = _without(cluster_attrs, SCHEDD_SETS)
             attrs.update(ClusterId=str(cid), Owner=quote(owner), User=quote(user), QDate=str(int(now)),
@@ -218,34 +247,57 @@ class ToolRequests:
         # As HTCondor's schedd at commit: the procs of the cluster (a factory's: all it will make),
         # from which condor_q's batch view counts TOTAL and DONE once procs have left the queue.
         cluster.cluster_ad["TotalSubmitProcs"] = str(cluster.num_procs)
-        # The cluster and its submission id: one commit, made durable before the reply by the
-        # job start on a kept claim just below (its durable commit fsyncs the WAL, this commit's
-        # frames first), else by the sync after it -- one fsync per submit either way.
-        with sd.queue.transaction(durable=False):
-            sd.queue.submit(cluster, now=now)
-            if msg.submission_id is not None:
-                sd.queue.remember_submission(owner, msg.submission_id, cid, cluster.num_procs, digest, now=now)
-            host = sinful(sd.settings.address, sd.settings.machine)
-            by_log: dict[str, list] = {}
-            jobs = sd.queue.cluster_jobs(cid)
-            for job in jobs:  # its log and its DAG nodes log (dagman_log), one write per log
-                for action in ul.write(job, ul.submit_event(job, host, now)):
-                    by_log.setdefault(action.path, []).extend(action.events)
-            # The SUBMIT events go into the outbox with the cluster (htc.daemons.schedd.owed).
-            out += owe(sd.queue, [ul.WriteUserLog(path, tuple(events), owner) for path, events in by_log.items()])
-            for job in jobs:
-                sd.lanes.enqueue(job)
-            out.append(c.Log(f"submitted cluster {cid} ({cluster.num_procs} jobs) for {user}"))
-            out.append(c.Reply(event.conn_id, m.SubmitReply(cluster_id=cid, num_procs=cluster.num_procs)))
-            # Calls that lanes take at once start in the cluster's own commit: one commit (the
-            # pages of both written to the WAL once) instead of two, made durable by one sync.
-            sd.lanes.feed_all(now, out)
+        return cluster
+
+    def store(self, cluster, owner: str, submission_id: str | None, digest: str | None,
+              now: float) -> tuple[list, dict[tuple[str, str], list]]:
+        """Put ``cluster`` (and its submission id) in the queue, inside the caller's transaction;
+        its jobs, and their SUBMIT events by log path (its log and its DAG nodes log)."""
+        sd = self.schedd
+        sd.queue.submit(cluster, now=now)
+        if submission_id is not None:
+            sd.queue.remember_submission(owner, submission_id, cluster.cluster_id, cluster.num_procs, digest, now=now)
+        host = sinful(sd.settings.address, sd.settings.machine)
+        by_log: dict[tuple[str, str], list] = {}
+        jobs = sd.queue.cluster_jobs(cluster.cluster_id)
+        for job in jobs:
+            for action in ul.write(job, ul.submit_event(job, host, now)):
+                by_log.setdefault((action.path, owner), []).extend(action.events)
+        return jobs, by_log
+
+    def submit_events(self, by_log: dict[tuple[str, str], list]) -> list:
+        """The SUBMIT events of :meth:`store` (``(path, owner) -> events``, merged over clusters:
+        one write per log), owed in the queue's outbox with the clusters
+        (:mod:`htc.daemons.schedd.owed`); inside the transaction."""
+        return owe(self.schedd.queue, [ul.WriteUserLog(path, tuple(events), owner)
+                                       for (path, owner), events in by_log.items()])
+
+    def take_at_once(self, jobs: list, now: float, out: list) -> None:
+        """Inside the new clusters' transaction: the claim-reuse orders take the jobs in, and the
+        calls that lanes take at once start in the same commit (one commit, the pages of both
+        written to the WAL once, made durable by :meth:`after_submit`'s one sync)."""
+        sd = self.schedd
+        sd.matches.add_submitted(jobs, now)   # the claim-reuse orders take them in (or are forgotten)
+        for job in jobs:
+            sd.lanes.enqueue(job)
+        sd.lanes.feed_all(now, out)
+
+    def after_submit(self, jobs: list, now: float, out: list) -> None:
+        """After the commit of new clusters (and :meth:`take_at_once` in it): start what kept
+        claims can take, make the commit durable, and tell the negotiator of idle work."""
+        sd = self.schedd
         try:
             sd.claims.use_lingering(now, out)
         finally:
             sd.queue.sync()  # durable before the reply and the SUBMIT events go out (nothing left if a start did it)
-        if sd.queue.cluster_count(cid, JobStatus.IDLE):
-            sd.new_work(now)  # the negotiator hears of the new jobs within milliseconds
+        clusters = sorted({job.cluster_id for job in jobs})
+        idle = []
+        if any(sd.queue.cluster_count(cid, JobStatus.IDLE) for cid in clusters):
+            idle = [job for job in map(sd.job, (j.job_id for j in jobs)) if job is not None and job.status == JobStatus.IDLE]
+        if idle and sd.matches.negotiator_has_such(idle):
+            sd.adverts.changed()  # like jobs wait unplaced already: no cycle for these (Matches.negotiator_has_such)
+        elif idle:
+            sd.new_work(now, reuse_order_kept=True)  # the negotiator hears of the new jobs within milliseconds
         else:
             # Every job started at once (a call on a lane, a node on a kept claim): no idle work
             # for the negotiator, so the ads follow at the queue-changed pace (SCHEDD_MIN_INTERVAL)

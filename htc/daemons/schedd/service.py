@@ -68,8 +68,8 @@ CRASH_BEFORE_CALL_FILES_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_CALL_FILES"
 #: the same, when it is about to write user-log events of which one is a TERMINATED (the job's
 #: end is committed, its log does not say so yet)
 CRASH_BEFORE_TERMINATED_EVENT_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_TERMINATED_EVENT"
-#: the same, when it is about to send a SubmitReply (the cluster is committed, the client
-#: will never hear so)
+#: the same, when it is about to send a SubmitReply or SubmitClustersReply (the clusters are
+#: committed, the client will never hear so)
 CRASH_BEFORE_SUBMIT_REPLY_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_SUBMIT_REPLY"
 
 
@@ -227,8 +227,8 @@ class ScheddService(DaemonService):
 
     def _reply_or_crash(self, action: c.Reply) -> None:
         """(Only with :data:`CRASH_BEFORE_SUBMIT_REPLY_ENV`) die of SIGKILL instead of sending
-        a SubmitReply while its flag file exists."""
-        if isinstance(action.msg, m.SubmitReply):
+        a SubmitReply (or SubmitClustersReply) while its flag file exists."""
+        if isinstance(action.msg, (m.SubmitReply, m.SubmitClustersReply)):
             self._crash_if_asked(self._reply_crash_flag)
         self._do_reply(action)
 

@@ -70,8 +70,10 @@ from htc.wire.messages.sessions import (MAX_SESSION_CHUNK, CloseSession, FileChu
                                         PutCallFiles, SessionNews, SessionOpened, SubmitCalls)
 from htc.wire.messages.negotiation import (MATCH_LAPSED, GetResourceRequests, MatchNotify, ResourceRequest,
                                            ResourceRequests)
-from htc.wire.messages.schedd import (ActOnJobs, ActOnJobsReply, EditJobs, EditReply, JobAction, QueryJobs,
-                                      Reschedule, SetUserPriority, Submit, SubmissionId, SubmitReply)
+from htc.wire.messages.schedd import (MAX_BATCH_CLUSTERS, ActOnJobs, ActOnJobsReply, ClusterSubmission,
+                                      ClusterSubmitted, EditJobs, EditReply, JobAction, QueryJobs, Reschedule,
+                                      SetUserPriority, Submit, SubmissionId, SubmitClusters, SubmitClustersReply,
+                                      SubmitReply)
 from htc.wire.messages.transfer import (MAX_TRANSFER_CHUNK, FetchInput, FetchOutput, FileData, FileDone,
                                         FileEntry, SendOutput, SpoolInput, TransferEnd)
 from htc.wire.messages.schema import (INT64_MAX, MODE, AdText, AttrName, Count, DaemonName, Int, JobId,
@@ -84,7 +86,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     Ack, ErrorReply, Ping, Pong, Reconfig,
     UpdateAd, InvalidateAd, QueryAds, AdsReply,
     DaemonsOff, DaemonsOn, DaemonsRestart, QueryMaster, MasterStatus,
-    Submit, SubmitReply, QueryJobs, ActOnJobs, ActOnJobsReply, EditJobs, EditReply, Reschedule, SetUserPriority,
+    Submit, SubmitReply, SubmitClusters, SubmitClustersReply, QueryJobs, ActOnJobs, ActOnJobsReply, EditJobs, EditReply, Reschedule, SetUserPriority,
     GetResourceRequests, ResourceRequests, MatchNotify,
     RequestClaim, ClaimReply, ActivateClaim, ClaimKeepAlive, ReleaseClaim,
     StarterUpdate, JobOutput, JobExited, RunCalls, CallsDone, MoreCalls, Vacate, Suspend, Continue, DrainJobs, CancelDrainJobs,
@@ -163,7 +165,8 @@ __all__ = ["Ack", "ActOnJobs", "ActOnJobsReply", "ActivateClaim", "AdText", "AdT
            "Ping", "Pong", "Positive", "QueryAds", "QueryJobs", "QueryMaster", "Reconfig",
            "Record", "ReleaseClaim", "RequestClaim", "Reschedule", "ResourceRequest",
            "ResourceRequests", "RunCalls", "Seconds", "SetUserPriority", "ShutdownHow",
-           "StarterUpdate", "SubmissionId", "Submit", "SubmitReply", "Suspend", "UpdateAd",
+           "StarterUpdate", "SubmissionId", "Submit", "SubmitReply", "SubmitClusters", "SubmitClustersReply",
+           "ClusterSubmission", "ClusterSubmitted", "MAX_BATCH_CLUSTERS", "Suspend", "UpdateAd",
            "Vacate", "FetchInput", "SendOutput", "SpoolInput", "FetchOutput", "FileEntry", "FileData", "FileDone", "TransferEnd",
            "SendCheckpoint", "FetchCheckpoint", "CheckpointJobs", "CheckpointJobsReply", "CheckpointClaim", "RelayJobIO", "JobIOBytes", "MAX_JOB_IO_CHUNK", "MAX_TRANSFER_CHUNK", "MAX_PEEK_BYTES", "PeekChunk", "PeekJob", "PeekReply",
            "MAX_SESSION_CHUNK", "OpenSession", "SessionOpened", "PutCallFiles",

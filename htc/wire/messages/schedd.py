@@ -10,7 +10,7 @@ from msgspec import Meta
 
 from htc.wire.messages.collector import AdsReply
 from htc.wire.messages.common import Ack
-from htc.wire.messages.schema import (AdText, AttrName, Count, Int, JobId, Message, NonEmpty, Positive,
+from htc.wire.messages.schema import (AdText, AttrName, Count, Int, JobId, Message, NonEmpty, Positive, Record,
                                       ad_text_ok, invalid, one_of)
 
 
@@ -59,6 +59,63 @@ class Submit(Message, frozen=True):
         ad_text_ok(self, "cluster_ad", self.cluster_ad)
         for ad in self.proc_ads:
             ad_text_ok(self, "proc_ads", ad)
+
+
+#: the most clusters one SubmitClusters may carry (each is a few KB of ads; a batch is one turn of the schedd)
+MAX_BATCH_CLUSTERS = 1000
+
+
+class ClusterSubmission(Record, frozen=True):
+    """One cluster of a SubmitClusters: the fields of a Submit, with the same meaning."""
+
+    cluster_ad: AdText
+    proc_ads: tuple[AdText, ...]
+    submission_id: SubmissionId | None = None
+
+    def _check(self) -> None:
+        if not self.proc_ads:
+            raise invalid(self, "proc_ads is empty; a cluster needs at least one job")
+        ad_text_ok(self, "cluster_ad", self.cluster_ad)
+        for ad in self.proc_ads:
+            ad_text_ok(self, "proc_ads", ad)
+
+
+class ClusterSubmitted(Record, frozen=True):
+    """What became of one cluster of a SubmitClusters: its id and procs (durable), or the
+    ``error`` that kept it out of the queue (nothing of it was queued)."""
+
+    cluster_id: Count = 0
+    num_procs: Count = 0
+    error: str = ""
+
+    def _check(self) -> None:
+        if bool(self.error) == bool(self.cluster_id):
+            raise invalid(self, "give either cluster_id (with num_procs) or error")
+        if self.cluster_id and not self.num_procs:
+            raise invalid(self, f"cluster {self.cluster_id} needs num_procs >= 1")
+
+
+class SubmitClustersReply(Message, frozen=True):
+    """One result per cluster of the SubmitClusters, in its order; the queued ones are durable."""
+
+    results: tuple[ClusterSubmitted, ...]
+
+
+class SubmitClusters(Message, frozen=True):
+    """Several new clusters in one round trip (a DAG manager's ready nodes), queued in one
+    transaction; each is answered as its own Submit would be (a ``submission_id`` seen before
+    is answered with its first cluster and queues nothing), and one that is refused (a bad
+    description, a limit) is answered with its error without keeping the others out."""
+
+    reply_type = SubmitClustersReply
+    clusters: tuple[ClusterSubmission, ...]
+
+    def _check(self) -> None:
+        if not self.clusters:
+            raise invalid(self, "clusters is empty; send at least one cluster")
+        if len(self.clusters) > MAX_BATCH_CLUSTERS:
+            raise invalid(self, f"{len(self.clusters)} clusters is more than {MAX_BATCH_CLUSTERS}; "
+                                "send them in several SubmitClusters")
 
 
 class QueryJobs(Message, frozen=True):
