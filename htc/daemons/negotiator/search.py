@@ -42,13 +42,13 @@ from htc.classad import ClassAd, ExprTree, Undefined
 from htc.classad.ast import Binary, ListExpr, Literal, Paren
 from htc.classad.match import rank, requirements_hold, symmetric_match
 from htc.daemons.autocluster import ResourceRequest
+from htc.daemons.negotiator.bases import _FAILS, _HOLDS, _UNSURE, BaseVerdicts, LaneSets
 from htc.daemons.negotiator.preemption import (WORST_RANK, PreemptState, as_rank,
                                                submitter_limit_permits)
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import (Slot, SlotPool, closure, eval_rank, number,
                                           projection, quantize, slot_weight)
 
-_HOLDS, _FAILS, _UNSURE = "holds", "fails", "unsure"  # a Requirements clause on a class
 
 
 def requirement_clauses(job: ClassAd):
@@ -171,12 +171,14 @@ class Lane:
     share one lane, so a class one of them found not to match is never looked at again by
     the others."""
 
-    __slots__ = ("heap", "log_pos", "ok")
+    __slots__ = ("heap", "log_pos", "ok", "sets")
 
     def __init__(self):
         self.heap: list[tuple] = []
         self.log_pos = 0
         self.ok: dict[int, bool] = {}  # class id -> match (evaluated lazily)
+        #: what the lane decided per base (:class:`~.bases.LaneSets`), at its first match test
+        self.sets: LaneSets | None = None
 
 
 #: the job attributes that decide matching apart from what the slots read of the job
@@ -193,7 +195,10 @@ class IdleSearch:
         self.s = settings
         self.pre_rank = settings.compiled("pre_job_rank")
         self.post_rank = settings.compiled("post_job_rank")
-        self.clause_reads: dict[tuple[str, int], tuple[tuple[str, ...], tuple]] = {}
+        self.clause_reads: dict[tuple[str, int], tuple] = {}  # (clause, class id) -> info
+        self._clause_base: dict[tuple[str, int], tuple] = {}  # (clause, base) -> info
+        self._slot_base: dict[int, bool] = {}  # base -> slot verdict is per base
+        self.bases: BaseVerdicts | None = None  # set when the first lane starts (see best)
         self.clause_value: dict[tuple, str] = {}
         self.slot_side: dict[tuple, bool] = {}
         self.rank_cache: dict[tuple, float] = {}
@@ -356,57 +361,105 @@ class IdleSearch:
     # ------------------------------------------------------------------ matching
 
     def matches(self, rs: RequestState, cls) -> bool:
-        """Do the request's job and the class's slots accept each other (and does it fit)?"""
-        ok = rs.lane.ok.get(cls.id)
+        """Do the request's job and the class's slots accept each other (and does it fit)?
+
+        What reads none of the carved resources was decided for the lane per *base* (the
+        classes a partitionable slot passes through as it shrinks share one,
+        :mod:`.bases`); a class adds only the clauses that read ``Cpus``, ``Memory`` or
+        ``Disk``, the slot's verdict where it reads one of them, and the fitting.
+        """
+        lane = rs.lane
+        ok = lane.ok.get(cls.id)
         if ok is None:
-            ok = (self._slot_accepts(rs, cls) and self._job_accepts(rs, cls)
-                  and not (cls.partitionable and self.fits(rs.job, cls.ad) is None))
-            rs.lane.ok[cls.id] = ok
+            sets = lane.sets
+            if sets is None:
+                sets = lane.sets = self.bases.lane_sets(rs)
+            base = cls.base
+            if base in sets.excluded:
+                ok = False
+            else:
+                full = sets.full is None or base in sets.full
+                ok = ((base not in self.bases.slot_sets(rs)[1] or self.slot_accepts(rs, cls))
+                      and self._job_accepts(rs, cls, None if full else sets.clauses_left(base))
+                      and not (cls.partitionable and self.fits(rs.job, cls.ad) is None))
+            lane.ok[cls.id] = ok
         return ok
 
-    @staticmethod
-    def _view(rs: RequestState, names: tuple[str, ...]) -> tuple:
-        view = rs.views.get(names)
-        if view is None:
-            view = rs.views[names] = projection(rs.job, names)
-        return view
+    def slot_base_side(self, cls) -> bool:
+        """Is the slot's verdict the same for every class of ``cls``'s base? (It reads
+        nothing of the job and, through the slot's own expressions, none of the carved
+        resources.)"""
+        flag = self._slot_base.get(cls.base)
+        if flag is None:
+            if cls.job_reads:
+                flag = False
+            else:
+                names, _ = closure(cls.ad, ("requirements",))
+                flag = not (names & _CARVED)
+            self._slot_base[cls.base] = flag
+        return flag
 
-    def _slot_accepts(self, rs: RequestState, cls) -> bool:
-        key = (cls.id, self._view(rs, cls.job_reads))
-        accepts = self.slot_side.get(key)
-        if accepts is None:
-            accepts = self.slot_side[key] = requirements_hold(cls.ad, rs.job)
-        return accepts
-
-    def _job_accepts(self, rs: RequestState, cls) -> bool:
-        # All clauses True: a match. A False or UNDEFINED clause never lets && be true.
-        # Any other clause value (an error, a number) is left to the full evaluation.
-        if rs.clauses is None:
-            return requirements_hold(rs.job, cls.ad)
-        ad = cls.ad
-        for text, expr, job_refs, slot_refs in rs.clauses:
-            where = (text, cls.id)
-            info = self.clause_reads.get(where)
+    def clause_info(self, text: str, job_refs, slot_refs, cls) -> tuple:
+        """``(job names read, slot view, reads a carved resource)`` of one clause on ``cls``."""
+        info = self.clause_reads.get((text, cls.id))
+        if info is None:
+            info = self._clause_base.get((text, cls.base))
             if info is None:
+                ad = cls.ad
                 # a slot attribute the clause reads may itself read the job (TARGET.x)
                 names, targets = closure(ad, slot_refs)
                 reads = tuple(sorted(set(job_refs) | targets | {n for n in names if n not in ad}))
                 # the clause's value depends on these slot values and the job's: classes that
                 # agree on them (every X86_64 class for TARGET.Arch == "X86_64") share it
-                info = self.clause_reads[where] = (reads, projection(ad, names))
-            reads, slot_view = info
-            key = (text, slot_view, self._view(rs, reads))
-            verdict = self.clause_value.get(key)
-            if verdict is None:
-                value = expr.eval(rs.job, ad)
-                verdict = self.clause_value[key] = (
-                    _HOLDS if value is True else
-                    _FAILS if value is False or value is Undefined else _UNSURE)
+                carved = bool(names & _CARVED)
+                info = (reads, projection(ad, names), carved)
+                if not carved:  # the same slot values for every class of the base
+                    self._clause_base[(text, cls.base)] = info
+            self.clause_reads[(text, cls.id)] = info
+        return info
+
+    @staticmethod
+    def view(rs: RequestState, names: tuple[str, ...]) -> tuple:
+        view = rs.views.get(names)
+        if view is None:
+            view = rs.views[names] = projection(rs.job, names)
+        return view
+
+    def slot_accepts(self, rs: RequestState, cls) -> bool:
+        # per base when no class of the base can differ (:meth:`_slot_base_side`)
+        where = ("b", cls.base) if self.slot_base_side(cls) else cls.id
+        key = (where, self.view(rs, cls.job_reads))
+        accepts = self.slot_side.get(key)
+        if accepts is None:
+            accepts = self.slot_side[key] = requirements_hold(cls.ad, rs.job)
+        return accepts
+
+    def _job_accepts(self, rs: RequestState, cls, clauses=None) -> bool:
+        """The job's Requirements on ``cls``: all of it, or only ``clauses`` (those its base
+        part left, :class:`~.bases.LaneSets`) when given."""
+        # All clauses True: a match. A False or UNDEFINED clause never lets && be true.
+        # Any other clause value (an error, a number) is left to the full evaluation.
+        if rs.clauses is None:
+            return requirements_hold(rs.job, cls.ad)
+        for clause in (rs.clauses if clauses is None else clauses):
+            text, expr = clause[0], clause[1]
+            reads, slot_view, _carved = self.clause_info(text, clause[2], clause[3], cls)
+            verdict = self.clause_verdict(rs, text, expr, slot_view, reads, cls)
             if verdict is _FAILS:
                 return False
             if verdict is _UNSURE:
-                return requirements_hold(rs.job, ad)
+                return requirements_hold(rs.job, cls.ad)
         return True
+
+    def clause_verdict(self, rs, text, expr, slot_view, reads, cls) -> str:
+        key = (text, slot_view, self.view(rs, reads))
+        verdict = self.clause_value.get(key)
+        if verdict is None:
+            value = expr.eval(rs.job, cls.ad)
+            verdict = self.clause_value[key] = (
+                _HOLDS if value is True else
+                _FAILS if value is False or value is Undefined else _UNSURE)
+        return verdict
 
     # ------------------------------------------------------------------ ordering
 
@@ -462,7 +515,8 @@ class IdleSearch:
         while lane.log_pos < len(log):
             cls = pool.classes[log[lane.log_pos]]
             lane.log_pos += 1
-            if lane.ok.get(cls.id) is False:
+            if lane.ok.get(cls.id) is False or (
+                    lane.sets is not None and cls.base in lane.sets.excluded):
                 continue  # a class never changes its key: no match stays no match
             slot = cls.best()
             if slot is not None:
@@ -484,6 +538,8 @@ class IdleSearch:
         lane = rs.lane
         if lane is None:
             lane = rs.lane = self.lane(rs, pool)
+        if self.bases is None or self.bases.pool is not pool:
+            self.bases = BaseVerdicts(self, pool)
         if lane.log_pos == 0 and not lane.heap:
             self._start_heap(rs, pool)
         self.replay(rs, pool)

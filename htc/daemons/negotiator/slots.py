@@ -48,6 +48,9 @@ UNAVAILABLE_STATES = frozenset({"matched", "preempting", "drained"})
 
 _MISSING = ("missing",)
 
+#: what carving a partitionable slot changes in its ad
+CARVED = frozenset({"cpus", "memory", "disk"})
+
 
 def expr_refs(value) -> set[str] | None:
     """Lower-case names an expression reads (``target.x`` kept qualified); None for literals."""
@@ -170,7 +173,7 @@ class Slot:
 
     __slots__ = ("name", "ad", "state", "activity", "remote_user", "weight", "partitionable",
                  "claim_id", "address", "pre", "post", "pre_dynamic", "post_dynamic", "cls",
-                 "taken", "carves")
+                 "taken", "carves", "base")
 
     def __init__(self, ad: ClassAd, name: str):
         self.ad = ad
@@ -192,6 +195,8 @@ class Slot:
         self.cls: SlotClass | None = None
         self.taken = False
         self.carves = 0
+        #: the slot's *base*: its class key without Cpus, Memory and Disk (see SlotPool._place)
+        self.base: int | None = None
 
     @property
     def claimed(self) -> bool:
@@ -228,12 +233,15 @@ def slot_weight(ad: ClassAd, use_slot_weights: bool) -> float:
 class SlotClass:
     """Free slots with one class key; ``members`` is a heap by :meth:`Slot.order_key`."""
 
-    __slots__ = ("id", "key", "members", "ad", "partitionable", "pre_dynamic", "post_dynamic",
-                 "job_reads")
+    __slots__ = ("id", "key", "base", "members", "ad", "partitionable", "pre_dynamic",
+                 "post_dynamic", "job_reads")
 
     def __init__(self, cid: int, key: tuple, rep: Slot):
         self.id = cid
         self.key = key
+        #: classes with one base differ only in Cpus, Memory and Disk: what reads none of
+        #: those has one value for all of them (the search caches it per base)
+        self.base = key[0]
         self.members: list[tuple[tuple, int, Slot]] = []
         # The ad that stands for the class in evaluations. A partitionable slot's own ad
         # shrinks when carved (and the slot moves on), so the class keeps a copy.
@@ -274,6 +282,9 @@ class SlotPool:
         self.post_rank = post_rank
         self.classes: list[SlotClass] = []
         self._by_key: dict[tuple, SlotClass] = {}
+        self._bases: dict[tuple, int] = {}  # base key -> base id (see _place)
+        #: base id -> its first class (all classes of a base agree on all but the carved)
+        self.base_reps: list[SlotClass] = []
         #: class ids in the order they (re)gained a free slot; requests replay it lazily
         self.avail_log: list[int] = []
         self.claimed: list[Slot] = []
@@ -306,15 +317,28 @@ class SlotPool:
                 slot.post = eval_rank(self.post_rank, slot.ad, None)
         self._place(slot, roots)
 
-    def _place(self, slot: Slot, roots: set[str]) -> None:
-        names, _ = closure(slot.ad, roots)
-        key = (slot.pre_dynamic, slot.post_dynamic,
-               *((n, _value_key(slot.ad, n)) for n in sorted(names)))
+    def _place(self, slot: Slot, roots: set[str] | None) -> None:
+        # The key is (base, Cpus, Memory, Disk): the base is everything else matching reads,
+        # computed once per slot (carving changes only those three literals, so a shrunk slot
+        # keeps its base and is re-keyed by arithmetic, not by following references again).
+        ad = slot.ad
+        if slot.base is None:
+            names, _ = closure(ad, roots)
+            base_key = (slot.pre_dynamic, slot.post_dynamic,
+                        *((n, _value_key(ad, n)) for n in sorted(names) if n not in CARVED))
+            base = self._bases.get(base_key)
+            if base is None:
+                base = self._bases[base_key] = len(self._bases)
+            slot.base = base
+        key = (slot.base, _value_key(ad, "cpus"), _value_key(ad, "memory"),
+               _value_key(ad, "disk"))
         cls = self._by_key.get(key)
         if cls is None:
             cls = SlotClass(len(self.classes), key, slot)
             self.classes.append(cls)
             self._by_key[key] = cls
+            if cls.base == len(self.base_reps):
+                self.base_reps.append(cls)  # the first class of a new base stands for it
         was_empty = cls.best() is None
         slot.cls = cls
         heapq.heappush(cls.members, (slot.order_key(), next(self._seq), slot))
@@ -328,18 +352,13 @@ class SlotPool:
         slot.cls = None
 
     def reclass(self, slot: Slot) -> None:
-        """Re-key a partitionable slot whose ad just shrank."""
+        """Re-key a partitionable slot whose ad just shrank (its base stays)."""
         slot.cls = None
-        roots = set(self.roots)
-        if slot.pre_dynamic:
-            roots |= self._pre_refs
-        if slot.post_dynamic:
-            roots |= self._post_refs
         if self.post_rank is not None and not slot.post_dynamic:
             slot.post = eval_rank(self.post_rank, slot.ad, None)
         if self.pre_rank is not None and not slot.pre_dynamic:
             slot.pre = eval_rank(self.pre_rank, slot.ad, None)
-        self._place(slot, {r for r in roots if not r.startswith("target.")})
+        self._place(slot, None)
 
 
 def quantize(value: float, quantum: float) -> float:
