@@ -29,6 +29,8 @@ depend on, so the decisions are those of evaluating every class in full
 
 from __future__ import annotations
 
+from htc.classad.ast import AttrRef, Binary, Literal, Paren, Select
+
 #: the verdict of a Requirements clause on a class (or a base)
 _HOLDS, _FAILS, _UNSURE = "holds", "fails", "unsure"
 
@@ -125,3 +127,75 @@ class BaseVerdicts:
             full |= unsure
             carved.append((clause, carved_bases))
         return LaneSets(excluded, full, tuple(carved))
+
+
+# ---------------------------------------------------------------------------------------------
+# the clauses left per class: resource comparisons by arithmetic
+
+_OPS = {"<": lambda x, y: x < y, "<=": lambda x, y: x <= y,
+        ">": lambda x, y: x > y, ">=": lambda x, y: x >= y}
+_NUMBERS = (int, float)
+
+
+def _unparen(node):
+    while node.__class__ is Paren:
+        node = node.inner
+    return node
+
+
+def _operand(node):
+    """``("slot", name)`` for ``TARGET.name``, ``("job", name)`` for ``name``/``MY.name``,
+    ``("const", value)`` for a number; None for anything else."""
+    node = _unparen(node)
+    cls = node.__class__
+    if cls is Literal:
+        value = node.value
+        return ("const", value) if value.__class__ in _NUMBERS else None
+    if cls is AttrRef:
+        return None if node.lname in ("my", "target") else ("job", node.lname)
+    if cls is Select:
+        base = _unparen(node.base)
+        if base.__class__ is AttrRef and base.lname == "target":
+            return ("slot", node.lname)
+        if base.__class__ is AttrRef and base.lname == "my":
+            return ("job", node.lname)
+    return None
+
+
+def _value(operand, job, slot):
+    kind, what = operand
+    if kind == "const":
+        return what
+    node = (slot if kind == "slot" else job)._exprs.get(what)
+    if node is None or node.__class__ is not Literal:
+        return None  # missing (a plain name would fall back to the slot) or an expression
+    value = node.value
+    return value if value.__class__ in _NUMBERS else None
+
+
+def resource_comparison(expr):
+    """For a clause ``TARGET.Memory >= RequestMemory`` (any of ``< <= > >=`` between
+    ``TARGET.x``, a job attribute and a number; MY = the job, TARGET = the slot), a function
+    ``(job, slot) -> True/False`` that decides it by arithmetic when both values are numeric
+    literals, and None (evaluate it) otherwise; None when the clause has another form.
+
+    ClassAd compares two integers as integers and any other pair of numbers as floats; so
+    does this.
+    """
+    node = _unparen(expr.node)
+    if node.__class__ is not Binary or node.op not in _OPS:
+        return None
+    left, right = _operand(node.left), _operand(node.right)
+    if left is None or right is None or "slot" not in (left[0], right[0]):
+        return None
+    op = _OPS[node.op]
+
+    def decide(job, slot):
+        x, y = _value(left, job, slot), _value(right, job, slot)
+        if x is None or y is None:
+            return None
+        if x.__class__ is int and y.__class__ is int:
+            return op(x, y)
+        return op(float(x), float(y))
+
+    return decide

@@ -42,7 +42,8 @@ from htc.classad import ClassAd, ExprTree, Undefined
 from htc.classad.ast import Binary, ListExpr, Literal, Paren
 from htc.classad.match import rank, requirements_hold, symmetric_match
 from htc.daemons.autocluster import ResourceRequest
-from htc.daemons.negotiator.bases import _FAILS, _HOLDS, _UNSURE, BaseVerdicts, LaneSets
+from htc.daemons.negotiator.bases import (_FAILS, _HOLDS, _UNSURE, BaseVerdicts, LaneSets,
+                                          resource_comparison)
 from htc.daemons.negotiator.preemption import (WORST_RANK, PreemptState, as_rank,
                                                submitter_limit_permits)
 from htc.daemons.negotiator.settings import NegotiatorSettings
@@ -84,6 +85,8 @@ _NO_PLAN = object()
 
 #: what carving a partitionable slot changes in its ad
 _CARVED = frozenset({"cpus", "memory", "disk"})
+_CARVED_NAMES = ("Cpus", "Memory", "Disk")
+_NUMBERS = (int, float)
 
 
 def _slot_names_read(expr: ExprTree, job: ClassAd, slot: ClassAd, slot_is_my: bool) -> set[str]:
@@ -198,6 +201,7 @@ class IdleSearch:
         self.clause_reads: dict[tuple[str, int], tuple] = {}  # (clause, class id) -> info
         self._clause_base: dict[tuple[str, int], tuple] = {}  # (clause, base) -> info
         self._slot_base: dict[int, bool] = {}  # base -> slot verdict is per base
+        self._comparisons: dict[str, object] = {}  # clause -> resource_comparison of it
         self.bases: BaseVerdicts | None = None  # set when the first lane starts (see best)
         self.clause_value: dict[tuple, str] = {}
         self.slot_side: dict[tuple, bool] = {}
@@ -339,12 +343,18 @@ class IdleSearch:
             if not any(isinstance(job.get(n), ExprTree)
                        for n in ("RequestCpus", "RequestMemory", "RequestDisk")):
                 self._wants[id(job)] = wants  # literals: the same against every slot
-        cpus, memory, disk = wants
-        for want, have_name in ((cpus, "Cpus"), (memory, "Memory"), (disk, "Disk")):
-            have = number(ad, have_name)
+        exprs = ad._exprs
+        for want, have_name in zip(wants, _CARVED_NAMES):
+            node = exprs.get(have_name.lower())
+            if node is None:
+                continue  # a slot that does not say has enough
+            if node.__class__ is Literal and node.value.__class__ in _NUMBERS:
+                have = node.value
+            else:
+                have = number(ad, have_name)
             if have is not None and want > have:
                 return None
-        return cpus, memory, disk
+        return wants
 
     def cost(self, slot: Slot, carve) -> float:
         """The slot weight a match costs: the slot's, or that of the dynamic slot carved."""
@@ -441,8 +451,18 @@ class IdleSearch:
         # Any other clause value (an error, a number) is left to the full evaluation.
         if rs.clauses is None:
             return requirements_hold(rs.job, cls.ad)
+        job, ad = rs.job, cls.ad
         for clause in (rs.clauses if clauses is None else clauses):
             text, expr = clause[0], clause[1]
+            decide = self._comparisons.get(text, _NO_PLAN)
+            if decide is _NO_PLAN:
+                decide = self._comparisons[text] = resource_comparison(expr)
+            if decide is not None:  # TARGET.Memory >= RequestMemory: by arithmetic
+                value = decide(job, ad)
+                if value is True:
+                    continue
+                if value is False:
+                    return False
             reads, slot_view, _carved = self.clause_info(text, clause[2], clause[3], cls)
             verdict = self.clause_verdict(rs, text, expr, slot_view, reads, cls)
             if verdict is _FAILS:
@@ -518,6 +538,9 @@ class IdleSearch:
             if lane.ok.get(cls.id) is False or (
                     lane.sets is not None and cls.base in lane.sets.excluded):
                 continue  # a class never changes its key: no match stays no match
+            if cls.partitionable and self.fits(rs.job, cls.ad) is None:
+                lane.ok[cls.id] = False  # a shrunk slot too small for this lane's jobs
+                continue
             slot = cls.best()
             if slot is not None:
                 heapq.heappush(lane.heap, (self.key(self._parts(rs, cls), slot), cls.id))
@@ -564,15 +587,12 @@ class IdleSearch:
             key, cid = heap[0]
             cls = pool.classes[cid]
             slot = cls.best()
-            if slot is None:
+            if slot is None or not self.matches(rs, cls):
                 heapq.heappop(heap)
                 continue
             current = self.key(self._parts(rs, cls), slot)
             if current != key:
                 heapq.heapreplace(heap, (current, cid))
-                continue
-            if not self.matches(rs, cls):
-                heapq.heappop(heap)
                 continue
             matched_any = True
             carve = self.fits(rs.job, slot.ad) if slot.partitionable else None
