@@ -35,7 +35,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from htc.classad import ClassAd, ExprTree
-from htc.classad.ast import Literal
+from htc.classad.ast import AdExpr, ListExpr, Literal
 from htc.daemons.negotiator.preemption import WORST_RANK, as_rank
 
 #: Attributes every slot class key reads, whatever the expressions say.
@@ -67,15 +67,27 @@ _REFS_MAX = 200_000
 
 
 def _refs_of(value: ExprTree) -> frozenset[str]:
-    node = value.node
+    return _node_refs(value.node)
+
+
+def _node_refs(node) -> frozenset[str]:
     hit = _REFS.get(id(node))
     if hit is not None and hit[0] is node:
         return hit[1]
-    refs = frozenset(value.attributes())
+    refs = frozenset(ExprTree(node).attributes())
     if len(_REFS) >= _REFS_MAX:
         _REFS.clear()
     _REFS[id(node)] = (node, refs)
     return refs
+
+
+#: syntax trees that ``ClassAd.get`` hands back as values, not as an ExprTree
+_VALUE_NODES = (Literal, ListExpr, AdExpr)
+
+
+def _node_of(value):
+    """The syntax tree of a plain mapping's value when it is an expression, else None."""
+    return value.node if value.__class__ is ExprTree else None
 
 
 def closure(ad: ClassAd, roots: Iterable[str]) -> tuple[set[str], set[str]]:
@@ -88,15 +100,17 @@ def closure(ad: ClassAd, roots: Iterable[str]) -> tuple[set[str], set[str]]:
     seen: set[str] = set()
     targets: set[str] = set()
     todo = list(roots)
-    get = ad.get  # one lookup per name (None: missing; a ClassAd value is never None)
+    exprs = getattr(ad, "_exprs", None)
+    # the stored syntax trees (names are lower case): no conversion of the values
+    get = exprs.get if exprs is not None else lambda name: _node_of(ad.get(name))
     while todo:
         name = todo.pop()
         if name in seen:
             continue
         seen.add(name)
-        value = get(name)
-        if value.__class__ is ExprTree:
-            for ref in _refs_of(value):
+        node = get(name)
+        if node is not None and node.__class__ not in _VALUE_NODES:
+            for ref in _node_refs(node):
                 if ref.startswith("target."):
                     targets.add(ref[7:])
                 elif ref not in seen:
@@ -121,6 +135,13 @@ def projection(ad: ClassAd, names: Iterable[str]) -> tuple:
 
 
 def _value_key(ad: ClassAd, name: str):
+    exprs = getattr(ad, "_exprs", None)
+    if exprs is not None:
+        node = exprs.get(name)
+        if node is None:
+            return _MISSING
+        if node.__class__ is Literal and node.value.__class__ in _SCALARS:
+            return (node.value.__class__.__name__, node.value)  # what ad.get would give
     value = ad.get(name)
     if value is None:
         return _MISSING
