@@ -201,7 +201,7 @@ class IdleSearch:
         self.clause_reads: dict[tuple[str, int], tuple] = {}  # (clause, class id) -> info
         self._clause_base: dict[tuple[str, int], tuple] = {}  # (clause, base) -> info
         self._slot_base: dict[int, bool] = {}  # base -> slot verdict is per base
-        self._comparisons: dict[str, object] = {}  # clause -> resource_comparison of it
+        self._comparisons: dict[int, tuple] = {}  # id(clause) -> (it, resource_comparison)
         self.bases: BaseVerdicts | None = None  # set when the first lane starts (see best)
         self.clause_value: dict[tuple, str] = {}
         self.slot_side: dict[tuple, bool] = {}
@@ -291,7 +291,7 @@ class IdleSearch:
         if memo is not None and memo[0] is rs and memo[1] is slot and memo[2] is not None:
             plan, last = memo[2], memo[3]
             for expr in plan[0]:
-                value = expr.eval(job, ad)
+                value = self.decide_clause(expr, job, ad)
                 if value is True:
                     continue
                 if value is False or value is Undefined or not requirements_hold(job, ad):
@@ -299,7 +299,7 @@ class IdleSearch:
                     return None
                 break  # the whole Requirements held: no clause needs another look
         else:
-            if not symmetric_match(job, ad):
+            if not self.matches_ad(rs, slot.base, ad):
                 return None
             # the plan depends on the job and on the slot's expressions, not on its values:
             # slots of one configuration share it
@@ -395,6 +395,42 @@ class IdleSearch:
             lane.ok[cls.id] = ok
         return ok
 
+    def matches_ad(self, rs: RequestState, base: int | None, ad: ClassAd) -> bool:
+        """:meth:`matches` for a slot ad that stands for no class (the held slot, which is
+        carved from one of ``base``'s classes), fitting left out."""
+        lane = rs.lane
+        sets = lane.sets if lane is not None else None
+        if sets is None or base is None or self.bases is None:
+            return symmetric_match(rs.job, ad)
+        if base in sets.excluded:
+            return False
+        job = rs.job
+        if base in self.bases.slot_sets(rs)[1] and not requirements_hold(ad, job):
+            return False
+        if sets.full is None or base in sets.full:
+            return requirements_hold(job, ad)
+        for clause in sets.clauses_left(base):
+            value = self.decide_clause(clause[1], job, ad)
+            if value is True:
+                continue
+            if value is False or value is Undefined:
+                return False
+            return requirements_hold(job, ad)  # an error or a number: the whole of it
+        return True
+
+    def decide_clause(self, expr: ExprTree, job: ClassAd, ad: ClassAd):
+        """A ``Requirements`` clause's value, by arithmetic when it compares a resource
+        (:func:`~.bases.resource_comparison`), else evaluated."""
+        hit = self._comparisons.get(id(expr))
+        if hit is None or hit[0] is not expr:
+            hit = self._comparisons[id(expr)] = (expr, resource_comparison(expr))
+        decide = hit[1]
+        if decide is not None:
+            value = decide(job, ad)
+            if value is not None:
+                return value
+        return expr.eval(job, ad)
+
     def slot_base_side(self, cls) -> bool:
         """Is the slot's verdict the same for every class of ``cls``'s base? (It reads
         nothing of the job and, through the slot's own expressions, none of the carved
@@ -454,11 +490,11 @@ class IdleSearch:
         job, ad = rs.job, cls.ad
         for clause in (rs.clauses if clauses is None else clauses):
             text, expr = clause[0], clause[1]
-            decide = self._comparisons.get(text, _NO_PLAN)
-            if decide is _NO_PLAN:
-                decide = self._comparisons[text] = resource_comparison(expr)
-            if decide is not None:  # TARGET.Memory >= RequestMemory: by arithmetic
-                value = decide(job, ad)
+            hit = self._comparisons.get(id(expr))
+            if hit is None or hit[0] is not expr:
+                hit = self._comparisons[id(expr)] = (expr, resource_comparison(expr))
+            if hit[1] is not None:  # TARGET.Memory >= RequestMemory: by arithmetic
+                value = hit[1](job, ad)
                 if value is True:
                     continue
                 if value is False:
