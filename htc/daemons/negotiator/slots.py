@@ -257,7 +257,7 @@ class SlotClass:
     __slots__ = ("id", "key", "base", "members", "ad", "partitionable", "pre_dynamic",
                  "post_dynamic", "job_reads")
 
-    def __init__(self, cid: int, key: tuple, rep: Slot):
+    def __init__(self, cid: int, key: tuple, rep: Slot, job_reads: tuple[str, ...] | None = None):
         self.id = cid
         self.key = key
         #: classes with one base differ only in Cpus, Memory and Disk: what reads none of
@@ -272,7 +272,7 @@ class SlotClass:
         self.post_dynamic = rep.post_dynamic
         #: job attributes the slot's Requirements reads: its verdict on a job depends on
         #: nothing else, so it can be shared by every request that agrees on them
-        self.job_reads = other_side_reads(self.ad)
+        self.job_reads = other_side_reads(self.ad) if job_reads is None else job_reads
 
     def best(self) -> Slot | None:
         """Return the best free member, dropping members taken or moved elsewhere."""
@@ -355,10 +355,13 @@ class SlotPool:
                _value_key(ad, "disk"))
         cls = self._by_key.get(key)
         if cls is None:
-            cls = SlotClass(len(self.classes), key, slot)
+            # classes of one base read the same of the job (their expressions are the same)
+            rep = self.base_reps[slot.base] if slot.base < len(self.base_reps) else None
+            cls = SlotClass(len(self.classes), key, slot,
+                            None if rep is None else rep.job_reads)
             self.classes.append(cls)
             self._by_key[key] = cls
-            if cls.base == len(self.base_reps):
+            if rep is None:
                 self.base_reps.append(cls)  # the first class of a new base stands for it
         was_empty = cls.best() is None
         slot.cls = cls
