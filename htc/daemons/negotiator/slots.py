@@ -194,7 +194,7 @@ class Slot:
 
     __slots__ = ("name", "ad", "state", "activity", "remote_user", "weight", "partitionable",
                  "claim_id", "address", "pre", "post", "pre_dynamic", "post_dynamic", "cls",
-                 "taken", "carves", "base")
+                 "taken", "carves", "base", "rank_names")
 
     def __init__(self, ad: ClassAd, name: str):
         self.ad = ad
@@ -218,6 +218,8 @@ class Slot:
         self.carves = 0
         #: the slot's *base*: its class key without Cpus, Memory and Disk (see SlotPool._place)
         self.base: int | None = None
+        #: the slot names its static pre- and post-job ranks read (see SlotPool._static_rank)
+        self.rank_names: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     @property
     def claimed(self) -> bool:
@@ -310,6 +312,10 @@ class SlotPool:
         self.avail_log: list[int] = []
         self.claimed: list[Slot] = []
         self._seq = itertools.count()
+        #: (pre or post, the values its names read) -> a static rank's value
+        self._rank_values: dict[tuple, float] = {}
+        self._uncached_ranks = {id(e) for e in (pre_rank, post_rank)
+                                if e is not None and "random" in repr(e).lower()}
         self._pre_refs = pre_rank.attributes() if pre_rank is not None else set()
         self._post_refs = post_rank.attributes() if post_rank is not None else set()
 
@@ -324,19 +330,39 @@ class SlotPool:
     def add(self, slot: Slot) -> None:
         """Add an idle slot: compute its static ranks and class."""
         roots = set(self.roots)
+        pre_names = post_names = ()
         if self.pre_rank is not None:
             slot.pre_dynamic, names = self._static_or_roots(slot, self._pre_refs)
             if slot.pre_dynamic:
                 roots |= names
             else:
-                slot.pre = eval_rank(self.pre_rank, slot.ad, None)
+                pre_names = tuple(sorted(names))
         if self.post_rank is not None:
             slot.post_dynamic, names = self._static_or_roots(slot, self._post_refs)
             if slot.post_dynamic:
                 roots |= names
             else:
-                slot.post = eval_rank(self.post_rank, slot.ad, None)
+                post_names = tuple(sorted(names))
+        slot.rank_names = (pre_names, post_names)
+        self._static_ranks(slot)
         self._place(slot, roots)
+
+    def _static_ranks(self, slot: Slot) -> None:
+        """Evaluate the slot's static pre- and post-job ranks: once per distinct value of
+        what they read (slots alike in those share it; ``random()`` is evaluated each time)."""
+        ad = slot.ad
+        for expr, dynamic, names, attr in ((self.pre_rank, slot.pre_dynamic, slot.rank_names[0], "pre"),
+                                           (self.post_rank, slot.post_dynamic, slot.rank_names[1], "post")):
+            if expr is None or dynamic:
+                continue
+            if id(expr) in self._uncached_ranks:
+                setattr(slot, attr, eval_rank(expr, ad, None))
+                continue
+            key = (attr, tuple([_value_key(ad, n) for n in names]))
+            value = self._rank_values.get(key)
+            if value is None:
+                value = self._rank_values[key] = eval_rank(expr, ad, None)
+            setattr(slot, attr, value)
 
     def _place(self, slot: Slot, roots: set[str] | None) -> None:
         # The key is (base, Cpus, Memory, Disk): the base is everything else matching reads,
@@ -378,10 +404,7 @@ class SlotPool:
     def reclass(self, slot: Slot) -> None:
         """Re-key a partitionable slot whose ad just shrank (its base stays)."""
         slot.cls = None
-        if self.post_rank is not None and not slot.post_dynamic:
-            slot.post = eval_rank(self.post_rank, slot.ad, None)
-        if self.pre_rank is not None and not slot.pre_dynamic:
-            slot.pre = eval_rank(self.pre_rank, slot.ad, None)
+        self._static_ranks(slot)
         self._place(slot, None)
 
 
