@@ -39,98 +39,24 @@ from __future__ import annotations
 import heapq
 
 from htc.classad import ClassAd, ExprTree, Undefined
-from htc.classad.ast import Binary, ListExpr, Literal, Paren
+from htc.classad.ast import ListExpr, Literal
 from htc.classad.match import rank, requirements_hold, symmetric_match
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.negotiator.bases import (_FAILS, _HOLDS, _UNSURE, BaseVerdicts, LaneSets,
                                           resource_comparison)
+from htc.daemons.negotiator.clauses import carve_plan, requirement_clauses
 from htc.daemons.negotiator.preemption import (WORST_RANK, PreemptState, as_rank,
                                                submitter_limit_permits)
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import (Slot, SlotPool, closure, eval_rank, number,
+from htc.daemons.negotiator.slots import (CARVED, Slot, SlotPool, closure, eval_rank, number,
                                           projection, quantize, slot_weight)
-
-
-
-def requirement_clauses(job: ClassAd):
-    """Split a job's Requirements into its top-level ``&&`` clauses.
-
-    Returns:
-        ``(text, expression, job names read, slot names read)`` per clause, or None when the
-        Requirements is missing or a literal (then it is evaluated as a whole).
-    """
-    req = job.get("Requirements")
-    if not isinstance(req, ExprTree):
-        return None
-    out = []
-    todo = [req.node]  # the parsed tree; each clause is wrapped back into an ExprTree
-    while todo:
-        node = todo.pop()
-        while isinstance(node, Paren):
-            node = node.inner
-        if isinstance(node, Binary) and node.op == "&&":
-            todo.extend((node.right, node.left))
-            continue
-        clause = ExprTree(node)
-        refs = clause.attributes()
-        # a plain name the job lacks falls back to the slot: count it on both sides
-        out.append((repr(clause), clause,
-                    tuple(sorted(r for r in refs if not r.startswith("target."))),
-                    tuple(sorted({r[7:] if r.startswith("target.") else r for r in refs}))))
-    return tuple(out)
-
 
 _LITERALS = (Literal, ListExpr)  # syntax trees closure() does not look into
 _NO_PLAN = object()
 
-#: what carving a partitionable slot changes in its ad
-_CARVED = frozenset({"cpus", "memory", "disk"})
+_CARVED = CARVED
 _CARVED_NAMES = ("Cpus", "Memory", "Disk")
 _NUMBERS = (int, float)
-
-
-def _slot_names_read(expr: ExprTree, job: ClassAd, slot: ClassAd, slot_is_my: bool) -> set[str]:
-    """The slot attributes ``expr`` (evaluated with MY = the slot when ``slot_is_my``, else MY
-    = the job) can reach, following both ads' own expressions back and forth (a job attribute
-    may itself read ``TARGET.Memory``, a name one ad lacks falls back to the other)."""
-    refs = expr.attributes()
-    plain = {r for r in refs if not r.startswith("target.")}
-    target = {r[7:] for r in refs if r.startswith("target.")}
-    slot_todo, job_todo = (plain, target) if slot_is_my else (plain | target, plain)
-    slot_seen: set[str] = set()
-    job_seen: set[str] = set()
-    while slot_todo or job_todo:
-        names, targets = closure(slot, slot_todo)
-        slot_seen |= names
-        job_todo = (job_todo | targets | {n for n in names if n not in slot}) - job_seen
-        names, targets = closure(job, job_todo)
-        job_seen |= names
-        slot_todo = (targets | {n for n in names if n not in job}) - slot_seen
-        job_todo = set()
-    return slot_seen
-
-
-def _carve_plan(rs: RequestState, slot: ClassAd, ranks) -> tuple | None:
-    """What of ``rs`` against a held partitionable slot a carve can change.
-
-    Returns ``(clauses, pre, job rank, post)``: the job's ``Requirements`` clauses that read a
-    carved resource (to evaluate again) and whether each rank reads one; None when the slot's
-    own ``Requirements`` reads one or the job's cannot be split (then all is evaluated again).
-    """
-    job = rs.job
-    if rs.clauses is None:
-        return None
-    slot_req = slot.get("Requirements")
-    if slot_req.__class__ is ExprTree and _slot_names_read(slot_req, job, slot, True) & _CARVED:
-        return None
-    clauses = tuple(expr for _text, expr, _j, _s in rs.clauses
-                    if _slot_names_read(expr, job, slot, False) & _CARVED)
-    pre, post = (expr is not None and bool(_slot_names_read(expr, job, slot, True) & _CARVED)
-                 for expr in ranks)
-    job_rank = job.get("Rank")
-    jr = job_rank.__class__ is ExprTree and bool(_slot_names_read(job_rank, job, slot, False)
-                                                  & _CARVED)
-    return clauses, pre, jr, post
 
 
 class RequestState:
@@ -284,7 +210,7 @@ class IdleSearch:
 
         The first look after the hold evaluates everything; later looks (the slot only shrank
         since, by carves for ``rs``) re-evaluate only what reads ``Cpus``, ``Memory`` or
-        ``Disk`` (:func:`_carve_plan`): what reads none of them has the value it had.
+        ``Disk`` (:func:`~.clauses.carve_plan`): what reads none of them has the value it had.
         """
         ad, job = slot.ad, rs.job
         memo = self._hot_memo
@@ -311,7 +237,7 @@ class IdleSearch:
             shape = (id(job), slot_shape[1], slot_shape[2])
             plan = self._plans.get(shape, _NO_PLAN)
             if plan is _NO_PLAN:
-                plan = self._plans[shape] = _carve_plan(rs, ad, (self.pre_rank, self.post_rank))
+                plan = self._plans[shape] = carve_plan(rs, ad, (self.pre_rank, self.post_rank))
             last = None
         carve = self.fits(job, ad)
         if carve is None:
