@@ -28,6 +28,7 @@ Usage::
     python benchmarks/negotiator_bench.py --case 0        # only the scaling table
     python benchmarks/negotiator_bench.py --scaling 1000,5000,10000
     python benchmarks/negotiator_bench.py --policy UPDOWN # the Up-Down policy instead
+    python benchmarks/negotiator_bench.py --case 1 --profile 10  # where the time goes
 """
 
 from __future__ import annotations
@@ -181,7 +182,27 @@ def main() -> None:
                         help="machine counts for the scaling table ('' to skip)")
     parser.add_argument("--policy", default="HTCONDOR", choices=("HTCONDOR", "UPDOWN"))
     parser.add_argument("--seed", type=int, default=1988)
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="run the cases under cProfile and print its top N by own time "
+                             "(where the cycle's time goes; the times printed are inflated)")
     args = parser.parse_args()
+    if args.profile:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+        try:
+            _run(args)
+        finally:
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(args.profile)
+        return
+    _run(args)
+
+
+def _run(args) -> None:
+    """The cases and the scaling table ``args`` asks for."""
     rng = random.Random(args.seed)
     cases = [1, 2] if args.case is None else [args.case] if args.case else []
     slots = make_pool(10_000, rng) if cases else []

@@ -19,6 +19,9 @@ Modules:
 * ``cycle`` -- the matchmaking of one cycle: pie spins, per-submitter negotiation.
 * ``cycle_ad`` -- the Negotiator ad's ``LastNegotiationCycle<Name><X>`` statistics, as HTCondor's.
 * ``search`` -- the best idle slot for a request, class by class with shared caches.
+* ``bases`` -- what no carve can change, decided once per slot base for every lane; resource
+  comparisons (``TARGET.Memory >= RequestMemory``) by arithmetic.
+* ``clauses`` -- a job's Requirements split into clauses, and what a carve can change of them.
 * ``runs`` -- one decision per (request x held partitionable slot) hands over k jobs at once.
 * ``claimed`` -- the claimed slots a request may preempt, and the best of them.
 * ``slots`` -- slot ads as a cycle sees them: classes, weights, partitionable carving.

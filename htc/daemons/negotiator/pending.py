@@ -56,7 +56,10 @@ class PendingSlots:
             ad = ads.get(match.slot_name)
             if ad is None:
                 continue
-            signature, whole, carved, _ = self._slots.get(match.slot_name, (self._signature(ad), False, [0.0] * 3, 0))
+            record = self._slots.get(match.slot_name)
+            if record is None:  # (the signature only for a slot not seen yet: ads.get is slow)
+                record = (self._signature(ad), False, [0.0] * 3, 0)
+            signature, whole, carved, _ = record
             if match.carved is None:
                 whole = True
             else:

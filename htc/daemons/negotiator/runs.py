@@ -181,9 +181,11 @@ class _Analysis:
 
 
 def _set(ad, values) -> None:
-    for name, value in zip(_NAMES, values):
+    # the three are numeric literals already (_numeric_steps checked): replace their trees
+    table = ad.table
+    for lname, value in zip(_CARVED, values):
         if value is not None:
-            ad[name] = value
+            table[lname] = Literal(value)
 
 
 def _prefix(ok, n: int, known: int = 1) -> int:
@@ -270,7 +272,7 @@ def run_length(search, rs, slot, pool, cost, carve, used, limit, used_u, limit_u
 
     def clauses_hold(j, exprs):
         at(j)
-        return all(expr.eval(job, ad) is True for expr in exprs)
+        return all(search.decide_clause(expr, job, ad) is True for expr in exprs)
 
     def key_at(j):
         at(j)

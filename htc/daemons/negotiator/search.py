@@ -39,95 +39,24 @@ from __future__ import annotations
 import heapq
 
 from htc.classad import ClassAd, ExprTree, Undefined
-from htc.classad.ast import Binary, ListExpr, Literal, Paren
+from htc.classad.ast import ListExpr, Literal
 from htc.classad.match import rank, requirements_hold, symmetric_match
 from htc.daemons.autocluster import ResourceRequest
+from htc.daemons.negotiator.bases import (_FAILS, _HOLDS, _UNSURE, BaseVerdicts, LaneSets,
+                                          resource_comparison)
+from htc.daemons.negotiator.clauses import carve_plan, requirement_clauses
 from htc.daemons.negotiator.preemption import (WORST_RANK, PreemptState, as_rank,
                                                submitter_limit_permits)
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import (Slot, SlotPool, closure, eval_rank, number,
+from htc.daemons.negotiator.slots import (CARVED, Slot, SlotPool, closure, eval_rank, number,
                                           projection, quantize, slot_weight)
-
-_HOLDS, _FAILS, _UNSURE = "holds", "fails", "unsure"  # a Requirements clause on a class
-
-
-def requirement_clauses(job: ClassAd):
-    """Split a job's Requirements into its top-level ``&&`` clauses.
-
-    Returns:
-        ``(text, expression, job names read, slot names read)`` per clause, or None when the
-        Requirements is missing or a literal (then it is evaluated as a whole).
-    """
-    req = job.get("Requirements")
-    if not isinstance(req, ExprTree):
-        return None
-    out = []
-    todo = [req.node]  # the parsed tree; each clause is wrapped back into an ExprTree
-    while todo:
-        node = todo.pop()
-        while isinstance(node, Paren):
-            node = node.inner
-        if isinstance(node, Binary) and node.op == "&&":
-            todo.extend((node.right, node.left))
-            continue
-        clause = ExprTree(node)
-        refs = clause.attributes()
-        # a plain name the job lacks falls back to the slot: count it on both sides
-        out.append((repr(clause), clause,
-                    tuple(sorted(r for r in refs if not r.startswith("target."))),
-                    tuple(sorted({r[7:] if r.startswith("target.") else r for r in refs}))))
-    return tuple(out)
-
 
 _LITERALS = (Literal, ListExpr)  # syntax trees closure() does not look into
 _NO_PLAN = object()
 
-#: what carving a partitionable slot changes in its ad
-_CARVED = frozenset({"cpus", "memory", "disk"})
-
-
-def _slot_names_read(expr: ExprTree, job: ClassAd, slot: ClassAd, slot_is_my: bool) -> set[str]:
-    """The slot attributes ``expr`` (evaluated with MY = the slot when ``slot_is_my``, else MY
-    = the job) can reach, following both ads' own expressions back and forth (a job attribute
-    may itself read ``TARGET.Memory``, a name one ad lacks falls back to the other)."""
-    refs = expr.attributes()
-    plain = {r for r in refs if not r.startswith("target.")}
-    target = {r[7:] for r in refs if r.startswith("target.")}
-    slot_todo, job_todo = (plain, target) if slot_is_my else (plain | target, plain)
-    slot_seen: set[str] = set()
-    job_seen: set[str] = set()
-    while slot_todo or job_todo:
-        names, targets = closure(slot, slot_todo)
-        slot_seen |= names
-        job_todo = (job_todo | targets | {n for n in names if n not in slot}) - job_seen
-        names, targets = closure(job, job_todo)
-        job_seen |= names
-        slot_todo = (targets | {n for n in names if n not in job}) - slot_seen
-        job_todo = set()
-    return slot_seen
-
-
-def _carve_plan(rs: RequestState, slot: ClassAd, ranks) -> tuple | None:
-    """What of ``rs`` against a held partitionable slot a carve can change.
-
-    Returns ``(clauses, pre, job rank, post)``: the job's ``Requirements`` clauses that read a
-    carved resource (to evaluate again) and whether each rank reads one; None when the slot's
-    own ``Requirements`` reads one or the job's cannot be split (then all is evaluated again).
-    """
-    job = rs.job
-    if rs.clauses is None:
-        return None
-    slot_req = slot.get("Requirements")
-    if slot_req.__class__ is ExprTree and _slot_names_read(slot_req, job, slot, True) & _CARVED:
-        return None
-    clauses = tuple(expr for _text, expr, _j, _s in rs.clauses
-                    if _slot_names_read(expr, job, slot, False) & _CARVED)
-    pre, post = (expr is not None and bool(_slot_names_read(expr, job, slot, True) & _CARVED)
-                 for expr in ranks)
-    job_rank = job.get("Rank")
-    jr = job_rank.__class__ is ExprTree and bool(_slot_names_read(job_rank, job, slot, False)
-                                                  & _CARVED)
-    return clauses, pre, jr, post
+_CARVED = CARVED
+_CARVED_NAMES = ("Cpus", "Memory", "Disk")
+_NUMBERS = (int, float)
 
 
 class RequestState:
@@ -171,12 +100,14 @@ class Lane:
     share one lane, so a class one of them found not to match is never looked at again by
     the others."""
 
-    __slots__ = ("heap", "log_pos", "ok")
+    __slots__ = ("heap", "log_pos", "ok", "sets")
 
     def __init__(self):
         self.heap: list[tuple] = []
         self.log_pos = 0
         self.ok: dict[int, bool] = {}  # class id -> match (evaluated lazily)
+        #: what the lane decided per base (:class:`~.bases.LaneSets`), at its first match test
+        self.sets: LaneSets | None = None
 
 
 #: the job attributes that decide matching apart from what the slots read of the job
@@ -193,7 +124,11 @@ class IdleSearch:
         self.s = settings
         self.pre_rank = settings.compiled("pre_job_rank")
         self.post_rank = settings.compiled("post_job_rank")
-        self.clause_reads: dict[tuple[str, int], tuple[tuple[str, ...], tuple]] = {}
+        self.clause_reads: dict[tuple[str, int], tuple] = {}  # (clause, class id) -> info
+        self._clause_base: dict[tuple[str, int], tuple] = {}  # (clause, base) -> info
+        self._slot_base: dict[int, bool] = {}  # base -> slot verdict is per base
+        self._comparisons: dict[int, tuple] = {}  # id(clause) -> (it, resource_comparison)
+        self.bases: BaseVerdicts | None = None  # set when the first lane starts (see best)
         self.clause_value: dict[tuple, str] = {}
         self.slot_side: dict[tuple, bool] = {}
         self.rank_cache: dict[tuple, float] = {}
@@ -275,14 +210,14 @@ class IdleSearch:
 
         The first look after the hold evaluates everything; later looks (the slot only shrank
         since, by carves for ``rs``) re-evaluate only what reads ``Cpus``, ``Memory`` or
-        ``Disk`` (:func:`_carve_plan`): what reads none of them has the value it had.
+        ``Disk`` (:func:`~.clauses.carve_plan`): what reads none of them has the value it had.
         """
         ad, job = slot.ad, rs.job
         memo = self._hot_memo
         if memo is not None and memo[0] is rs and memo[1] is slot and memo[2] is not None:
             plan, last = memo[2], memo[3]
             for expr in plan[0]:
-                value = expr.eval(job, ad)
+                value = self.decide_clause(expr, job, ad)
                 if value is True:
                     continue
                 if value is False or value is Undefined or not requirements_hold(job, ad):
@@ -290,7 +225,7 @@ class IdleSearch:
                     return None
                 break  # the whole Requirements held: no clause needs another look
         else:
-            if not symmetric_match(job, ad):
+            if not self.matches_ad(rs, slot.base, ad):
                 return None
             # the plan depends on the job and on the slot's expressions, not on its values:
             # slots of one configuration share it
@@ -302,7 +237,7 @@ class IdleSearch:
             shape = (id(job), slot_shape[1], slot_shape[2])
             plan = self._plans.get(shape, _NO_PLAN)
             if plan is _NO_PLAN:
-                plan = self._plans[shape] = _carve_plan(rs, ad, (self.pre_rank, self.post_rank))
+                plan = self._plans[shape] = carve_plan(rs, ad, (self.pre_rank, self.post_rank))
             last = None
         carve = self.fits(job, ad)
         if carve is None:
@@ -334,12 +269,18 @@ class IdleSearch:
             if not any(isinstance(job.get(n), ExprTree)
                        for n in ("RequestCpus", "RequestMemory", "RequestDisk")):
                 self._wants[id(job)] = wants  # literals: the same against every slot
-        cpus, memory, disk = wants
-        for want, have_name in ((cpus, "Cpus"), (memory, "Memory"), (disk, "Disk")):
-            have = number(ad, have_name)
+        exprs = ad._exprs
+        for want, have_name in zip(wants, _CARVED_NAMES):
+            node = exprs.get(have_name.lower())
+            if node is None:
+                continue  # a slot that does not say has enough
+            if node.__class__ is Literal and node.value.__class__ in _NUMBERS:
+                have = node.value
+            else:
+                have = number(ad, have_name)
             if have is not None and want > have:
                 return None
-        return cpus, memory, disk
+        return wants
 
     def cost(self, slot: Slot, carve) -> float:
         """The slot weight a match costs: the slot's, or that of the dynamic slot carved."""
@@ -356,57 +297,151 @@ class IdleSearch:
     # ------------------------------------------------------------------ matching
 
     def matches(self, rs: RequestState, cls) -> bool:
-        """Do the request's job and the class's slots accept each other (and does it fit)?"""
-        ok = rs.lane.ok.get(cls.id)
+        """Do the request's job and the class's slots accept each other (and does it fit)?
+
+        What reads none of the carved resources was decided for the lane per *base* (the
+        classes a partitionable slot passes through as it shrinks share one,
+        :mod:`.bases`); a class adds only the clauses that read ``Cpus``, ``Memory`` or
+        ``Disk``, the slot's verdict where it reads one of them, and the fitting.
+        """
+        lane = rs.lane
+        ok = lane.ok.get(cls.id)
         if ok is None:
-            ok = (self._slot_accepts(rs, cls) and self._job_accepts(rs, cls)
-                  and not (cls.partitionable and self.fits(rs.job, cls.ad) is None))
-            rs.lane.ok[cls.id] = ok
+            sets = lane.sets
+            if sets is None:
+                sets = lane.sets = self.bases.lane_sets(rs)
+            base = cls.base
+            if base in sets.excluded:
+                ok = False
+            else:
+                full = sets.full is None or base in sets.full
+                ok = ((base not in self.bases.slot_sets(rs)[1] or self.slot_accepts(rs, cls))
+                      and self._job_accepts(rs, cls, None if full else sets.clauses_left(base))
+                      and not (cls.partitionable and self.fits(rs.job, cls.ad) is None))
+            lane.ok[cls.id] = ok
         return ok
 
-    @staticmethod
-    def _view(rs: RequestState, names: tuple[str, ...]) -> tuple:
-        view = rs.views.get(names)
-        if view is None:
-            view = rs.views[names] = projection(rs.job, names)
-        return view
+    def matches_ad(self, rs: RequestState, base: int | None, ad: ClassAd) -> bool:
+        """:meth:`matches` for a slot ad that stands for no class (the held slot, which is
+        carved from one of ``base``'s classes), fitting left out."""
+        lane = rs.lane
+        sets = lane.sets if lane is not None else None
+        if sets is None or base is None or self.bases is None:
+            return symmetric_match(rs.job, ad)
+        if base in sets.excluded:
+            return False
+        job = rs.job
+        if base in self.bases.slot_sets(rs)[1] and not requirements_hold(ad, job):
+            return False
+        if sets.full is None or base in sets.full:
+            return requirements_hold(job, ad)
+        for clause in sets.clauses_left(base):
+            value = self.decide_clause(clause[1], job, ad)
+            if value is True:
+                continue
+            if value is False or value is Undefined:
+                return False
+            return requirements_hold(job, ad)  # an error or a number: the whole of it
+        return True
 
-    def _slot_accepts(self, rs: RequestState, cls) -> bool:
-        key = (cls.id, self._view(rs, cls.job_reads))
-        accepts = self.slot_side.get(key)
-        if accepts is None:
-            accepts = self.slot_side[key] = requirements_hold(cls.ad, rs.job)
-        return accepts
+    def decide_clause(self, expr: ExprTree, job: ClassAd, ad: ClassAd):
+        """A ``Requirements`` clause's value, by arithmetic when it compares a resource
+        (:func:`~.bases.resource_comparison`), else evaluated."""
+        hit = self._comparisons.get(id(expr))
+        if hit is None or hit[0] is not expr:
+            hit = self._comparisons[id(expr)] = (expr, resource_comparison(expr))
+        decide = hit[1]
+        if decide is not None:
+            value = decide(job, ad)
+            if value is not None:
+                return value
+        return expr.eval(job, ad)
 
-    def _job_accepts(self, rs: RequestState, cls) -> bool:
-        # All clauses True: a match. A False or UNDEFINED clause never lets && be true.
-        # Any other clause value (an error, a number) is left to the full evaluation.
-        if rs.clauses is None:
-            return requirements_hold(rs.job, cls.ad)
-        ad = cls.ad
-        for text, expr, job_refs, slot_refs in rs.clauses:
-            where = (text, cls.id)
-            info = self.clause_reads.get(where)
+    def slot_base_side(self, cls) -> bool:
+        """Is the slot's verdict the same for every class of ``cls``'s base? (It reads
+        nothing of the job and, through the slot's own expressions, none of the carved
+        resources.)"""
+        flag = self._slot_base.get(cls.base)
+        if flag is None:
+            if cls.job_reads:
+                flag = False
+            else:
+                names, _ = closure(cls.ad, ("requirements",))
+                flag = not (names & _CARVED)
+            self._slot_base[cls.base] = flag
+        return flag
+
+    def clause_info(self, text: str, job_refs, slot_refs, cls) -> tuple:
+        """``(job names read, slot view, reads a carved resource)`` of one clause on ``cls``."""
+        info = self.clause_reads.get((text, cls.id))
+        if info is None:
+            info = self._clause_base.get((text, cls.base))
             if info is None:
+                ad = cls.ad
                 # a slot attribute the clause reads may itself read the job (TARGET.x)
                 names, targets = closure(ad, slot_refs)
                 reads = tuple(sorted(set(job_refs) | targets | {n for n in names if n not in ad}))
                 # the clause's value depends on these slot values and the job's: classes that
                 # agree on them (every X86_64 class for TARGET.Arch == "X86_64") share it
-                info = self.clause_reads[where] = (reads, projection(ad, names))
-            reads, slot_view = info
-            key = (text, slot_view, self._view(rs, reads))
-            verdict = self.clause_value.get(key)
-            if verdict is None:
-                value = expr.eval(rs.job, ad)
-                verdict = self.clause_value[key] = (
-                    _HOLDS if value is True else
-                    _FAILS if value is False or value is Undefined else _UNSURE)
+                carved = bool(names & _CARVED)
+                info = (reads, projection(ad, names), carved)
+                if not carved:  # the same slot values for every class of the base
+                    self._clause_base[(text, cls.base)] = info
+            self.clause_reads[(text, cls.id)] = info
+        return info
+
+    @staticmethod
+    def view(rs: RequestState, names: tuple[str, ...]) -> tuple:
+        view = rs.views.get(names)
+        if view is None:
+            view = rs.views[names] = projection(rs.job, names)
+        return view
+
+    def slot_accepts(self, rs: RequestState, cls) -> bool:
+        # per base when no class of the base can differ (:meth:`_slot_base_side`)
+        where = ("b", cls.base) if self.slot_base_side(cls) else cls.id
+        key = (where, self.view(rs, cls.job_reads))
+        accepts = self.slot_side.get(key)
+        if accepts is None:
+            accepts = self.slot_side[key] = requirements_hold(cls.ad, rs.job)
+        return accepts
+
+    def _job_accepts(self, rs: RequestState, cls, clauses=None) -> bool:
+        """The job's Requirements on ``cls``: all of it, or only ``clauses`` (those its base
+        part left, :class:`~.bases.LaneSets`) when given."""
+        # All clauses True: a match. A False or UNDEFINED clause never lets && be true.
+        # Any other clause value (an error, a number) is left to the full evaluation.
+        if rs.clauses is None:
+            return requirements_hold(rs.job, cls.ad)
+        job, ad = rs.job, cls.ad
+        for clause in (rs.clauses if clauses is None else clauses):
+            text, expr = clause[0], clause[1]
+            hit = self._comparisons.get(id(expr))
+            if hit is None or hit[0] is not expr:
+                hit = self._comparisons[id(expr)] = (expr, resource_comparison(expr))
+            if hit[1] is not None:  # TARGET.Memory >= RequestMemory: by arithmetic
+                value = hit[1](job, ad)
+                if value is True:
+                    continue
+                if value is False:
+                    return False
+            reads, slot_view, _carved = self.clause_info(text, clause[2], clause[3], cls)
+            verdict = self.clause_verdict(rs, text, expr, slot_view, reads, cls)
             if verdict is _FAILS:
                 return False
             if verdict is _UNSURE:
-                return requirements_hold(rs.job, ad)
+                return requirements_hold(rs.job, cls.ad)
         return True
+
+    def clause_verdict(self, rs, text, expr, slot_view, reads, cls) -> str:
+        key = (text, slot_view, self.view(rs, reads))
+        verdict = self.clause_value.get(key)
+        if verdict is None:
+            value = expr.eval(rs.job, cls.ad)
+            verdict = self.clause_value[key] = (
+                _HOLDS if value is True else
+                _FAILS if value is False or value is Undefined else _UNSURE)
+        return verdict
 
     # ------------------------------------------------------------------ ordering
 
@@ -462,8 +497,12 @@ class IdleSearch:
         while lane.log_pos < len(log):
             cls = pool.classes[log[lane.log_pos]]
             lane.log_pos += 1
-            if lane.ok.get(cls.id) is False:
+            if lane.ok.get(cls.id) is False or (
+                    lane.sets is not None and cls.base in lane.sets.excluded):
                 continue  # a class never changes its key: no match stays no match
+            if cls.partitionable and self.fits(rs.job, cls.ad) is None:
+                lane.ok[cls.id] = False  # a shrunk slot too small for this lane's jobs
+                continue
             slot = cls.best()
             if slot is not None:
                 heapq.heappush(lane.heap, (self.key(self._parts(rs, cls), slot), cls.id))
@@ -484,6 +523,8 @@ class IdleSearch:
         lane = rs.lane
         if lane is None:
             lane = rs.lane = self.lane(rs, pool)
+        if self.bases is None or self.bases.pool is not pool:
+            self.bases = BaseVerdicts(self, pool)
         if lane.log_pos == 0 and not lane.heap:
             self._start_heap(rs, pool)
         self.replay(rs, pool)
@@ -508,15 +549,12 @@ class IdleSearch:
             key, cid = heap[0]
             cls = pool.classes[cid]
             slot = cls.best()
-            if slot is None:
+            if slot is None or not self.matches(rs, cls):
                 heapq.heappop(heap)
                 continue
             current = self.key(self._parts(rs, cls), slot)
             if current != key:
                 heapq.heapreplace(heap, (current, cid))
-                continue
-            if not self.matches(rs, cls):
-                heapq.heappop(heap)
                 continue
             matched_any = True
             carve = self.fits(rs.job, slot.ad) if slot.partitionable else None

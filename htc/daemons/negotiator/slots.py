@@ -35,7 +35,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from htc.classad import ClassAd, ExprTree
-from htc.classad.ast import Literal
+from htc.classad.ast import AdExpr, ListExpr, Literal
 from htc.daemons.negotiator.preemption import WORST_RANK, as_rank
 
 #: Attributes every slot class key reads, whatever the expressions say.
@@ -47,6 +47,9 @@ BASE_ROOTS = frozenset({"requirements", "rank", "slotweight", "cpus", "memory", 
 UNAVAILABLE_STATES = frozenset({"matched", "preempting", "drained"})
 
 _MISSING = ("missing",)
+
+#: what carving a partitionable slot changes in its ad
+CARVED = frozenset({"cpus", "memory", "disk"})
 
 
 def expr_refs(value) -> set[str] | None:
@@ -64,15 +67,27 @@ _REFS_MAX = 200_000
 
 
 def _refs_of(value: ExprTree) -> frozenset[str]:
-    node = value.node
+    return _node_refs(value.node)
+
+
+def _node_refs(node) -> frozenset[str]:
     hit = _REFS.get(id(node))
     if hit is not None and hit[0] is node:
         return hit[1]
-    refs = frozenset(value.attributes())
+    refs = frozenset(ExprTree(node).attributes())
     if len(_REFS) >= _REFS_MAX:
         _REFS.clear()
     _REFS[id(node)] = (node, refs)
     return refs
+
+
+#: syntax trees that ``ClassAd.get`` hands back as values, not as an ExprTree
+_VALUE_NODES = (Literal, ListExpr, AdExpr)
+
+
+def _node_of(value):
+    """The syntax tree of a plain mapping's value when it is an expression, else None."""
+    return value.node if value.__class__ is ExprTree else None
 
 
 def closure(ad: ClassAd, roots: Iterable[str]) -> tuple[set[str], set[str]]:
@@ -85,15 +100,17 @@ def closure(ad: ClassAd, roots: Iterable[str]) -> tuple[set[str], set[str]]:
     seen: set[str] = set()
     targets: set[str] = set()
     todo = list(roots)
-    get = ad.get  # one lookup per name (None: missing; a ClassAd value is never None)
+    exprs = getattr(ad, "_exprs", None)
+    # the stored syntax trees (names are lower case): no conversion of the values
+    get = exprs.get if exprs is not None else lambda name: _node_of(ad.get(name))
     while todo:
         name = todo.pop()
         if name in seen:
             continue
         seen.add(name)
-        value = get(name)
-        if value.__class__ is ExprTree:
-            for ref in _refs_of(value):
+        node = get(name)
+        if node is not None and node.__class__ not in _VALUE_NODES:
+            for ref in _node_refs(node):
                 if ref.startswith("target."):
                     targets.add(ref[7:])
                 elif ref not in seen:
@@ -118,6 +135,13 @@ def projection(ad: ClassAd, names: Iterable[str]) -> tuple:
 
 
 def _value_key(ad: ClassAd, name: str):
+    exprs = getattr(ad, "_exprs", None)
+    if exprs is not None:
+        node = exprs.get(name)
+        if node is None:
+            return _MISSING
+        if node.__class__ is Literal and node.value.__class__ in _SCALARS:
+            return (node.value.__class__.__name__, node.value)  # what ad.get would give
     value = ad.get(name)
     if value is None:
         return _MISSING
@@ -170,7 +194,7 @@ class Slot:
 
     __slots__ = ("name", "ad", "state", "activity", "remote_user", "weight", "partitionable",
                  "claim_id", "address", "pre", "post", "pre_dynamic", "post_dynamic", "cls",
-                 "taken", "carves")
+                 "taken", "carves", "base", "rank_names")
 
     def __init__(self, ad: ClassAd, name: str):
         self.ad = ad
@@ -192,6 +216,10 @@ class Slot:
         self.cls: SlotClass | None = None
         self.taken = False
         self.carves = 0
+        #: the slot's *base*: its class key without Cpus, Memory and Disk (see SlotPool._place)
+        self.base: int | None = None
+        #: the slot names its static pre- and post-job ranks read (see SlotPool._static_rank)
+        self.rank_names: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     @property
     def claimed(self) -> bool:
@@ -228,12 +256,15 @@ def slot_weight(ad: ClassAd, use_slot_weights: bool) -> float:
 class SlotClass:
     """Free slots with one class key; ``members`` is a heap by :meth:`Slot.order_key`."""
 
-    __slots__ = ("id", "key", "members", "ad", "partitionable", "pre_dynamic", "post_dynamic",
-                 "job_reads")
+    __slots__ = ("id", "key", "base", "members", "ad", "partitionable", "pre_dynamic",
+                 "post_dynamic", "job_reads")
 
-    def __init__(self, cid: int, key: tuple, rep: Slot):
+    def __init__(self, cid: int, key: tuple, rep: Slot, job_reads: tuple[str, ...] | None = None):
         self.id = cid
         self.key = key
+        #: classes with one base differ only in Cpus, Memory and Disk: what reads none of
+        #: those has one value for all of them (the search caches it per base)
+        self.base = key[0]
         self.members: list[tuple[tuple, int, Slot]] = []
         # The ad that stands for the class in evaluations. A partitionable slot's own ad
         # shrinks when carved (and the slot moves on), so the class keeps a copy.
@@ -243,7 +274,7 @@ class SlotClass:
         self.post_dynamic = rep.post_dynamic
         #: job attributes the slot's Requirements reads: its verdict on a job depends on
         #: nothing else, so it can be shared by every request that agrees on them
-        self.job_reads = other_side_reads(self.ad)
+        self.job_reads = other_side_reads(self.ad) if job_reads is None else job_reads
 
     def best(self) -> Slot | None:
         """Return the best free member, dropping members taken or moved elsewhere."""
@@ -274,10 +305,17 @@ class SlotPool:
         self.post_rank = post_rank
         self.classes: list[SlotClass] = []
         self._by_key: dict[tuple, SlotClass] = {}
+        self._bases: dict[tuple, int] = {}  # base key -> base id (see _place)
+        #: base id -> its first class (all classes of a base agree on all but the carved)
+        self.base_reps: list[SlotClass] = []
         #: class ids in the order they (re)gained a free slot; requests replay it lazily
         self.avail_log: list[int] = []
         self.claimed: list[Slot] = []
         self._seq = itertools.count()
+        #: (pre or post, the values its names read) -> a static rank's value
+        self._rank_values: dict[tuple, float] = {}
+        self._uncached_ranks = {id(e) for e in (pre_rank, post_rank)
+                                if e is not None and "random" in repr(e).lower()}
         self._pre_refs = pre_rank.attributes() if pre_rank is not None else set()
         self._post_refs = post_rank.attributes() if post_rank is not None else set()
 
@@ -292,29 +330,65 @@ class SlotPool:
     def add(self, slot: Slot) -> None:
         """Add an idle slot: compute its static ranks and class."""
         roots = set(self.roots)
+        pre_names = post_names = ()
         if self.pre_rank is not None:
             slot.pre_dynamic, names = self._static_or_roots(slot, self._pre_refs)
             if slot.pre_dynamic:
                 roots |= names
             else:
-                slot.pre = eval_rank(self.pre_rank, slot.ad, None)
+                pre_names = tuple(sorted(names))
         if self.post_rank is not None:
             slot.post_dynamic, names = self._static_or_roots(slot, self._post_refs)
             if slot.post_dynamic:
                 roots |= names
             else:
-                slot.post = eval_rank(self.post_rank, slot.ad, None)
+                post_names = tuple(sorted(names))
+        slot.rank_names = (pre_names, post_names)
+        self._static_ranks(slot)
         self._place(slot, roots)
 
-    def _place(self, slot: Slot, roots: set[str]) -> None:
-        names, _ = closure(slot.ad, roots)
-        key = (slot.pre_dynamic, slot.post_dynamic,
-               *((n, _value_key(slot.ad, n)) for n in sorted(names)))
+    def _static_ranks(self, slot: Slot) -> None:
+        """Evaluate the slot's static pre- and post-job ranks: once per distinct value of
+        what they read (slots alike in those share it; ``random()`` is evaluated each time)."""
+        ad = slot.ad
+        for expr, dynamic, names, attr in ((self.pre_rank, slot.pre_dynamic, slot.rank_names[0], "pre"),
+                                           (self.post_rank, slot.post_dynamic, slot.rank_names[1], "post")):
+            if expr is None or dynamic:
+                continue
+            if id(expr) in self._uncached_ranks:
+                setattr(slot, attr, eval_rank(expr, ad, None))
+                continue
+            key = (attr, tuple([_value_key(ad, n) for n in names]))
+            value = self._rank_values.get(key)
+            if value is None:
+                value = self._rank_values[key] = eval_rank(expr, ad, None)
+            setattr(slot, attr, value)
+
+    def _place(self, slot: Slot, roots: set[str] | None) -> None:
+        # The key is (base, Cpus, Memory, Disk): the base is everything else matching reads,
+        # computed once per slot (carving changes only those three literals, so a shrunk slot
+        # keeps its base and is re-keyed by arithmetic, not by following references again).
+        ad = slot.ad
+        if slot.base is None:
+            names, _ = closure(ad, roots)
+            base_key = (slot.pre_dynamic, slot.post_dynamic,
+                        *((n, _value_key(ad, n)) for n in sorted(names) if n not in CARVED))
+            base = self._bases.get(base_key)
+            if base is None:
+                base = self._bases[base_key] = len(self._bases)
+            slot.base = base
+        key = (slot.base, _value_key(ad, "cpus"), _value_key(ad, "memory"),
+               _value_key(ad, "disk"))
         cls = self._by_key.get(key)
         if cls is None:
-            cls = SlotClass(len(self.classes), key, slot)
+            # classes of one base read the same of the job (their expressions are the same)
+            rep = self.base_reps[slot.base] if slot.base < len(self.base_reps) else None
+            cls = SlotClass(len(self.classes), key, slot,
+                            None if rep is None else rep.job_reads)
             self.classes.append(cls)
             self._by_key[key] = cls
+            if rep is None:
+                self.base_reps.append(cls)  # the first class of a new base stands for it
         was_empty = cls.best() is None
         slot.cls = cls
         heapq.heappush(cls.members, (slot.order_key(), next(self._seq), slot))
@@ -328,18 +402,10 @@ class SlotPool:
         slot.cls = None
 
     def reclass(self, slot: Slot) -> None:
-        """Re-key a partitionable slot whose ad just shrank."""
+        """Re-key a partitionable slot whose ad just shrank (its base stays)."""
         slot.cls = None
-        roots = set(self.roots)
-        if slot.pre_dynamic:
-            roots |= self._pre_refs
-        if slot.post_dynamic:
-            roots |= self._post_refs
-        if self.post_rank is not None and not slot.post_dynamic:
-            slot.post = eval_rank(self.post_rank, slot.ad, None)
-        if self.pre_rank is not None and not slot.pre_dynamic:
-            slot.pre = eval_rank(self.pre_rank, slot.ad, None)
-        self._place(slot, {r for r in roots if not r.startswith("target.")})
+        self._static_ranks(slot)
+        self._place(slot, None)
 
 
 def quantize(value: float, quantum: float) -> float:
