@@ -151,7 +151,8 @@ def _reap(server: subprocess.Popen) -> None:
 
 def _start_server(fd: int, iwd: Path, owner: ofs.Identity) -> subprocess.Popen:
     """The runtime's file server on ``fd``, as the owner (when we are root) with ``iwd`` as root."""
-    cmd = [sys.executable, "-m", "htc.runtime.remote_io", "--fd", str(fd), "--root", str(iwd)]
+    cmd = [sys.executable, "-m", "htc.runtime.remote_io", "--fd", str(fd), "--root", str(iwd),
+           "--blocking"]  # one job per server: a plain loop (docs/remote-io.md, "Speed")
     if os.geteuid() == 0 and owner.uid is not None:
         cmd += ["--uid", str(owner.uid), "--gid", str(owner.gid if owner.gid is not None else owner.uid)]
     return subprocess.Popen(cmd, pass_fds=(fd,), stdin=subprocess.DEVNULL, start_new_session=True)

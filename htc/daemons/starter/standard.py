@@ -224,7 +224,8 @@ class StandardJob:
 
     @staticmethod
     def _start_server(fd: int, iwd: Path, uid: int | None, gid: int | None) -> subprocess.Popen:
-        cmd = [sys.executable, "-m", "htc.runtime.remote_io", "--fd", str(fd), "--root", str(iwd)]
+        cmd = [sys.executable, "-m", "htc.runtime.remote_io", "--fd", str(fd), "--root", str(iwd),
+               "--blocking"]  # one job per server: a plain loop (docs/remote-io.md, "Speed")
         if uid is not None and os.geteuid() == 0:
             cmd += ["--uid", str(uid), "--gid", str(gid if gid is not None else uid)]
         return subprocess.Popen(cmd, pass_fds=(fd,), stdin=subprocess.DEVNULL, start_new_session=True)
