@@ -14,10 +14,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from ckpt_images import loop_images
 from htc.daemons.clock import REAL
 from htc.daemons.file_stream import Outgoing, send_stream
 from htc.daemons.schedd import checkpoint_files as cf
-from htc.runtime import RuntimeUnavailable, checkpoint, image
+from htc.runtime import image
 from htc.wire import messages as m
 
 JOB = (1, 0)
@@ -27,22 +28,7 @@ CLAIM = "claim-1"
 @pytest.fixture(scope="module")
 def two_images(tmp_path_factory) -> list[bytes]:
     """Two successive real images of one small CPython loop (sequence numbers 1 and 2)."""
-    try:
-        tools = checkpoint.build_tools()
-    except RuntimeUnavailable as err:
-        pytest.skip(f"the runtime cannot be built on this host: {err}")
-    where = tmp_path_factory.mktemp("img")
-    job = checkpoint.start(["/usr/bin/python3", "-c", "import time\nwhile True: time.sleep(0.01)"],
-                           where / "image", tools=tools)
-    images = []
-    try:
-        time.sleep(0.5)
-        for _ in range(2):
-            job.checkpoint()
-            images.append((where / "image").read_bytes())
-    finally:
-        job.kill()
-    return images
+    return loop_images(tmp_path_factory.mktemp("img"), 2)
 
 
 class Conn:

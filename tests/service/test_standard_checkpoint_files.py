@@ -7,32 +7,22 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from pathlib import Path
 
 import pytest
 
+from ckpt_images import loop_images
 from htc.daemons.job_files import TransferError
 from htc.daemons.schedd import checkpoint_files as cf
 from htc.daemons.starter.spawn import exec_job
-from htc.runtime import RuntimeUnavailable, checkpoint, image
+from htc.runtime import image
 
 
 @pytest.fixture(scope="module")
 def an_image(tmp_path_factory) -> Path:
     """A real image of a small CPython loop."""
-    try:
-        tools = checkpoint.build_tools()
-    except RuntimeUnavailable as err:
-        pytest.skip(f"the runtime cannot be built on this host: {err}")
     where = tmp_path_factory.mktemp("img")
-    job = checkpoint.start(["/usr/bin/python3", "-c", "import time\nwhile True: time.sleep(0.01)"],
-                           where / "image", tools=tools)
-    try:
-        time.sleep(0.5)
-        job.checkpoint()
-    finally:
-        job.kill()
+    loop_images(where)
     return where / "image"
 
 
