@@ -100,6 +100,7 @@ up to 250 ms for others while calls are queued behind it (alternating runs of th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -235,10 +236,12 @@ _HOST_KNOBS = {"UPDATE_INTERVAL": "2", "NEGOTIATOR_INTERVAL": "2", "NEGOTIATOR_C
                "NUM_CPUS": "2", "CONDOR_ADMIN": ""}
 
 
-def across_hosts(quick: bool) -> tuple[dict, dict]:
-    """The pool executor measured on a pool host from that host itself and from a second host
-    holding only a token (``HTCExecutor(pool="cm")``), between two simulated hosts
-    (tests/netns_hosts.py; needs root). Returns (local figures, remote figures)."""
+@contextlib.contextmanager
+def two_host_pool(prefix: str):
+    """A pool (central manager, submit and execute) on simulated host ``cm`` and a second host,
+    ``laptop``, that holds only a token for ``nobody@cm.test`` (tests/netns_hosts.py; needs root);
+    yields ``(cm, laptop, extra)``, ``extra`` the executor options that run calls with the
+    interpreter the slot user can run. The pool is stopped and its files removed at the end."""
     sys.path.insert(0, str(ROOT / "tests"))
     import shutil
 
@@ -247,9 +250,9 @@ def across_hosts(quick: bool) -> tuple[dict, dict]:
 
     reason = netns_unavailable()
     if reason:
-        raise SystemExit(f"--pool host needs network namespaces: {reason}")
+        raise SystemExit(f"measuring across hosts needs network namespaces: {reason}")
     tokens = "/tmp/home/tokens.d"
-    root = Path(tempfile.mkdtemp(prefix="htc-exec-bench-py-", dir="/var/tmp"))  # seen by both hosts
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))  # seen by both hosts
     try:
         root.chmod(0o755)
         python, environment = execute_python(root)
@@ -269,17 +272,25 @@ def across_hosts(quick: bool) -> tuple[dict, dict]:
                 if time.monotonic() > deadline:
                     raise SystemExit("the pool's slots did not show from the second host in 120 s")
                 time.sleep(0.5)
-            figures = []
-            for host, kind, more in ((cm, "pool", {}), (laptop, "remote", {"pool": "cm", "schedd": cm.fqdn})):
-                cmd = [sys.executable, __file__, "--child", kind, "--extra", json.dumps({**extra, **more})]
-                done = host.run(cmd + (["--quick"] if quick else []), timeout=3600)
-                if done.returncode:
-                    raise SystemExit(f"{kind} on {host.name} failed:\n{done.stderr[-3000:]}")
-                figures.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            yield cm, laptop, extra
             cm.run(["htc", "pool", "stop"], timeout=120)
-        return figures[0], figures[1]
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def across_hosts(quick: bool) -> tuple[dict, dict]:
+    """The pool executor measured on a pool host from that host itself and from a second host
+    holding only a token (``HTCExecutor(pool="cm")``), between two simulated hosts
+    (:func:`two_host_pool`). Returns (local figures, remote figures)."""
+    with two_host_pool("htc-exec-bench-py-") as (cm, laptop, extra):
+        figures = []
+        for host, kind, more in ((cm, "pool", {}), (laptop, "remote", {"pool": "cm", "schedd": cm.fqdn})):
+            cmd = [sys.executable, __file__, "--child", kind, "--extra", json.dumps({**extra, **more})]
+            done = host.run(cmd + (["--quick"] if quick else []), timeout=3600)
+            if done.returncode:
+                raise SystemExit(f"{kind} on {host.name} failed:\n{done.stderr[-3000:]}")
+            figures.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return figures[0], figures[1]
 
 
 def print_across_hosts(local: dict, remote: dict) -> None:

@@ -41,10 +41,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -211,43 +209,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sys.path.insert(0, str(ROOT / "tests"))
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from executor_bench import _HOST_KNOBS
-    from executor_pool import execute_python
-    from netns_hosts import HTC_HOME, Network, netns_unavailable, pool_config
+    from executor_bench import two_host_pool
 
-    reason = netns_unavailable()
-    if reason:
-        raise SystemExit(f"needs network namespaces: {reason}")
     load_before = os.getloadavg()
-    tokens = "/tmp/home/tokens.d"
-    root = Path(tempfile.mkdtemp(prefix="htc-cpu-bench-py-", dir="/var/tmp"))
     results = {}
-    try:
-        root.chmod(0o755)
-        python, environment = execute_python(root)
-        extra = {"python": python, "environment": environment}
-        with Network() as net:
-            cm, laptop = net.add_hosts("cm", "laptop")
-            cm.write(f"{HTC_HOME}/htc_config", pool_config("CentralManager", "Submit", "Execute", **_HOST_KNOBS))
-            started = cm.run(["htc", "pool", "start"], timeout=180)
-            if started.returncode:
-                raise SystemExit(f"htc pool start on cm: {started.stdout}{started.stderr}")
-            token = cm.run(["htc", "token", "create", "-identity", "nobody@cm.test"], check=True).stdout
-            laptop.write(f"{HTC_HOME}/htc_config", f"SEC_TOKEN_DIRECTORY = {tokens}\n")
-            laptop.path(tokens).mkdir(mode=0o700, parents=True)
-            laptop.write(f"{tokens}/pool", token.strip() + "\n", mode=0o600)
-            deadline = time.monotonic() + 120
-            while "slot" not in laptop.run(["htc", "status", "-pool", "cm", "-af", "Name"]).stdout:
-                if time.monotonic() > deadline:
-                    raise SystemExit("the pool's slots did not show from the second host in 120 s")
-                time.sleep(0.5)
-            kinds = [k.strip() for k in args.only.split(",")]
-            for kind, host, more in (("local", cm, {}), ("remote", laptop, {"pool": "cm", "schedd": cm.fqdn})):
-                if kind in kinds:
-                    results[kind] = _drive(host, cm, {**extra, **more}, args.calls, args.burst, args.py_spy, kind)
-            cm.run(["htc", "pool", "stop"], timeout=120)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with two_host_pool("htc-cpu-bench-py-") as (cm, laptop, extra):
+        kinds = [k.strip() for k in args.only.split(",")]
+        for kind, host, more in (("local", cm, {}), ("remote", laptop, {"pool": "cm", "schedd": cm.fqdn})):
+            if kind in kinds:
+                results[kind] = _drive(host, cm, {**extra, **more}, args.calls, args.burst, args.py_spy, kind)
     load_after = os.getloadavg()
     columns = ("client", "schedd", "shared_port", "startd", "other")
     print(f"CPU ms per call (load average {load_before[0]:.1f} at the start, {load_after[0]:.1f} at the end)")
