@@ -5,10 +5,9 @@ behind a real Unix socket."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from dataclasses import replace
 
+from stand_in_schedd import StandInSchedd
 from test_dag_submit_link import _node
 from test_schedd_core import Harness
 
@@ -17,33 +16,19 @@ from htc.dag.manager.submitter import ScheddLink, submission_id
 from htc.errors import UsageError
 from htc.wire import messages as m
 from htc.wire.errors import WireError
-from htc.wire.transport import UnixTransport
 
 
-class CoreSchedd:
+class CoreSchedd(StandInSchedd):
     """A Unix-socket server on its own thread handing every request to a real schedd core (with
     an in-memory queue); with ``lose`` set, it handles the next SubmitClusters and then closes
     the connection instead of answering (a reply lost after the commit)."""
 
     def __init__(self, socket_dir, **settings):
-        self.transport = UnixTransport(socket_dir)
+        super().__init__(socket_dir)
         self.h = Harness(**settings)
         self.h.start()
         self.requests: list[m.Message] = []
         self.lose = 0
-        self._ready = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._thread = threading.Thread(target=asyncio.run, args=(self._main(),), daemon=True)
-
-    async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with asyncio.TaskGroup() as tg:
-            server = await self.transport.start_server("schedd", self._serve, task_group=tg)
-            self._ready.set()
-            await self._stop.wait()
-            await server.aclose()
 
     async def _serve(self, conn) -> None:
         async with conn:
@@ -59,14 +44,6 @@ class CoreSchedd:
                     return  # committed, never answered
                 await conn.send(reply)
 
-    def __enter__(self) -> CoreSchedd:
-        self._thread.start()
-        assert self._ready.wait(30), "the schedd stand-in did not start"
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(30)
 
 
 def test_ready_nodes_go_in_batches_answered_in_order(tmp_path):

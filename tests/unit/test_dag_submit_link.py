@@ -4,42 +4,27 @@ submission goes again on a new connection with the same submission id."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
 
 import pytest
+from stand_in_schedd import StandInSchedd
 
 from htc.dag.manager.submitter import NodeSubmission, ScheddLink, submit_many
 from htc.wire import messages as m
 from htc.wire.errors import WireError
-from htc.wire.transport import UnixTransport
 
 
-class FakeSchedd:
+class FakeSchedd(StandInSchedd):
     """A real Unix-socket server on its own thread that answers every Submit (and every cluster of
     a SubmitClusters) with a new cluster,
     counting the connections it accepted; with ``close_after_reply`` it closes each connection
     after one answer (as a schedd that restarted, or timed out an idle client, would have)."""
 
     def __init__(self, socket_dir, *, close_after_reply: bool = False):
-        self.transport = UnixTransport(socket_dir)
+        super().__init__(socket_dir)
         self.close_after_reply = close_after_reply
         self.connections = 0
         self.submission_ids: list[str] = []
         self._next = 0
-        self._ready = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._thread = threading.Thread(target=asyncio.run, args=(self._main(),), daemon=True)
-
-    async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with asyncio.TaskGroup() as tg:
-            server = await self.transport.start_server("schedd", self._serve, task_group=tg)
-            self._ready.set()
-            await self._stop.wait()
-            await server.aclose()
 
     async def _serve(self, conn) -> None:
         self.connections += 1
@@ -64,14 +49,6 @@ class FakeSchedd:
                 if self.close_after_reply:
                     return
 
-    def __enter__(self) -> FakeSchedd:
-        self._thread.start()
-        assert self._ready.wait(30), "the fake schedd did not start"
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(30)
 
 
 def _node(name: str, cwd: str) -> NodeSubmission:
