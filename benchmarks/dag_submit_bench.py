@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "unit"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # (stand_in_schedd)
 
 
 def main(argv: list[str] | None = None) -> int:
