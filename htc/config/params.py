@@ -434,7 +434,7 @@ _ENTRIES = [
     P("DAGMAN_MAX_SUBMITS_PER_INTERVAL", "int", "100", "Node submissions per scan interval."),
     P("DAGMAN_USER_LOG_SCAN_INTERVAL", "int", "5", "Most seconds between reads of the nodes log while nothing happens (htc looks again within milliseconds after any event); also the interval of DAGMAN_MAX_SUBMITS_PER_INTERVAL."),
     P("DAGMAN_SUBMIT_DELAY", "int", "0", "Seconds between node submissions."),
-    P("DAGMAN_SUBMIT_BATCH_SIZE", "int", "50", "Most nodes the DAG manager sends to the schedd in one request when the throttles let several go at once (htc only: a SubmitClusters, one round trip and one transaction for all of them; each node stays a cluster of its own). 1 sends each node alone, as HTCondor's DAGMan does; DAGMAN_SUBMIT_DELAY above 0 does too. At most 1000 (a larger value counts as 1000)."),
+    P("DAGMAN_SUBMIT_BATCH_SIZE", "int", "50", "Most nodes the DAG manager sends to the schedd in one request when the throttles let several go at once (htc only: a SubmitClusters, one round trip and one transaction for all of them; each node stays a cluster of its own). 1 sends each node alone, as HTCondor's DAGMan does; DAGMAN_SUBMIT_DELAY above 0 does too. At most 1000 (a larger value counts as 1000).", "htc"),
     P("DAGMAN_MAX_SUBMIT_ATTEMPTS", "int", "6", "Attempts to submit a node before failing it."),
     P("DAGMAN_AUTO_RESCUE", "bool", "true", "Run the newest rescue DAG automatically."),
     P("DAGMAN_MAX_RESCUE_NUM", "int", "100", "Highest rescue DAG number."),
