@@ -45,6 +45,9 @@ pytestmark = pytest.mark.slow
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "standard"
 STEPS = 400
+#: seconds each step sleeps: at least 20 s of job however fast the host, so the periodic
+#: checkpoints (every 5 s) come before the end (a quiet CI host ran 400 steps in 5 s)
+PAUSE = 0.05
 AWAY = {"KeyboardIdle": 100000, "ConsoleIdle": 100000, "LoadAvg": 0.0}
 AT_THE_KEYBOARD = {**AWAY, "KeyboardIdle": 0, "ConsoleIdle": 0}
 #: A: jobs only while its owner is away; the owner's return vacates them (with a checkpoint)
@@ -128,7 +131,7 @@ def test_a_standard_job_vacated_on_one_host_finishes_on_another_from_its_image(t
         shutil.copy(EXAMPLE / "count.py", cm.path(WORK))
         cm.write(f"{WORK}/count.sub",
                  f"universe = standard\nexecutable = /usr/bin/python3\ntransfer_executable = false\n"
-                 f"arguments = count.py {STEPS}\nlog = {WORK}/count.log\nerror = count.err\n"
+                 f"arguments = count.py {STEPS} {PAUSE}\nlog = {WORK}/count.log\nerror = count.err\n"
                  f"requirements = (Machine == \"{exec1.fqdn}\") || (NumJobStarts > 0)\nqueue\n")
         submitted = cm.run(["htc", "submit", "count.sub"], cwd=WORK)
         assert "1 job(s) submitted to cluster 1." in submitted.stdout, submitted.stdout + submitted.stderr
