@@ -30,30 +30,19 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+from echo_pair import ROOT, bulk, run_client, ssh_factory
 
 TCP_PORT = 9700
 
 
 async def client(p: dict) -> dict:
-    from htc.daemons.network import daemon_credentials
     from htc.wire import messages as m
-    from htc.wire.poolkey import read_pool_key
-    from htc.wire.ssh_client import SshOptions, SshTransport
-    from htc.wire.ssh_keys import pool_known_hosts
     from htc.wire.transport import Connection
 
-    key = read_pool_key(p["key"])
-    sinful = f"<{p['host']}:{p['port']}?sock=echo>"
-
-    def ssh() -> SshTransport:
-        return SshTransport(daemon_credentials(key, "benchpool"), SshOptions(trusted=pool_known_hosts(key)))
+    sinful, ssh = ssh_factory(p)
 
     async def tcp_open() -> Connection:
         reader, writer = await asyncio.open_connection(p["host"], TCP_PORT, limit=2 ** 20)
@@ -69,16 +58,6 @@ async def client(p: dict) -> dict:
             times.append(time.perf_counter() - t0)
         times.sort()
         return statistics.median(times) * 1e3, times[int(len(times) * 0.99)] * 1e3
-
-    async def bulk(conn) -> float:
-        chunk = os.urandom(1024 * 1024)
-        t0 = time.perf_counter()
-        for i in range(p["mib"]):
-            await conn.send(m.JobOutput(claim_id="c", job_id="1.0", stream="stdout", offset=i << 20, data=chunk))
-        ack = await conn.request(m.Reconfig(), timeout=600)
-        elapsed = time.perf_counter() - t0
-        assert int(ack.detail) == p["mib"] << 20, ack
-        return p["mib"] / elapsed
 
     out: dict = {}
     tr = ssh()
@@ -105,10 +84,10 @@ async def client(p: dict) -> dict:
 
     tr = ssh()
     async with await tr.open_connection(sinful) as conn:
-        out["ssh_bulk"] = await bulk(conn)
+        out["ssh_bulk"] = await bulk(conn, p["mib"])
     await tr.aclose()
     async with await tcp_open() as conn:
-        out["tcp_bulk"] = await bulk(conn)
+        out["tcp_bulk"] = await bulk(conn, p["mib"])
     return out
 
 
@@ -125,28 +104,11 @@ def main() -> int:
         print(json.dumps(asyncio.run(client(json.loads(args.client)))))
         return 0
 
-    from ssh_netns import A_IP, NetnsPair
-    from system.test_shared_port import ECHO, HostA
-
-    pair = NetnsPair()
-    a = HostA(pair, TRUST_DOMAIN="benchpool")
-    try:
-        a.start_shared_port()
-        echo = pair.spawn(pair.a, [sys.executable, ECHO, str(a.home / "sockets"), "echo", "--tcp", f"{A_IP}:{TCP_PORT}"],
-                          env=a.env, stdout=subprocess.PIPE, text=True)
-        assert echo.stdout.readline().strip() == "ready"
-        params = {"host": A_IP, "port": 9618, "key": str(a.key), "mib": args.mib, "rtt": args.rtt,
-                  "setups": args.setups}
-        result = pair.run(pair.b, [sys.executable, __file__, "--client", json.dumps(params)], env=a.env,
-                          timeout=3600)
-        if result.returncode:
-            print(result.stderr, file=sys.stderr)
-            return 1
-        r = json.loads(result.stdout.strip().splitlines()[-1])
-    finally:
-        pair.close()
-        a.close()
-    print(f"SSH transport vs plain TCP between two network namespaces (veth), {os.cpu_count()} CPUs")
+    r = run_client(__file__, {"mib": args.mib, "rtt": args.rtt, "setups": args.setups}, tcp_port=TCP_PORT)
+    if r is None:
+        return 1
+    print(f"SSH transport vs plain TCP between two network namespaces (veth), {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'':28}{'ssh':>12}{'tcp':>12}{'ssh/tcp':>10}")
     print(f"{'round trip median (ms)':28}{r['ssh_rtt'][0]:12.3f}{r['tcp_rtt'][0]:12.3f}"
           f"{r['ssh_rtt'][0] / r['tcp_rtt'][0]:10.2f}")

@@ -69,7 +69,7 @@ async def ping(p: dict) -> None:
     try:
         async with await tr.open_connection(addr(p, p.get("name", "echo")), timeout=p.get("timeout", 30)) as conn:
             pong = await conn.request(m.Ping())
-            ssh = tr._conns[(p["host"], p["port"])][0]
+            ssh = tr.cached(p["host"], p["port"])
         say(pong=pong.daemon, cipher=ssh.get_extra_info("send_cipher"))
     except Exception as exc:  # noqa: BLE001 - reported to the test
         say(error=type(exc).__name__, text=str(exc))

@@ -7,7 +7,9 @@ this host: the :class:`~htc.wire.transport.UnixTransport`. A sinful string
 (``<10.200.0.3:9618?sock=schedd>``) naming one of this host's own ``host:port`` endpoints is also
 local (a daemon advertises its sinful ``MyAddress`` and its neighbours on the same host must not
 go out to the network and back), so it is reduced to its name and sent to the Unix transport. Any
-other sinful string goes to the :class:`~htc.wire.ssh_client.SshTransport`. Servers always listen
+other sinful string goes to the :class:`~htc.wire.ssh_client.SshTransport` (a bulk conversation,
+:meth:`~htc.wire.transport.Transport.open_bulk_connection`, on its own SSH connection to the
+host). Servers always listen
 locally: network peers arrive through the host's shared port.
 """
 
@@ -47,6 +49,11 @@ class RoutingTransport(Transport):
     async def open_connection(self, address: str, *, timeout: float | None = DEFAULT_TIMEOUT) -> Connection:
         transport, routed = self.route(address)
         return await transport.open_connection(routed, timeout=timeout)
+
+    async def open_bulk_connection(self, address: str, *, timeout: float | None = DEFAULT_TIMEOUT) -> Connection:
+        """A connection for a bulk conversation: another host's on its bulk SSH connection."""
+        transport, routed = self.route(address)
+        return await transport.open_bulk_connection(routed, timeout=timeout)
 
     async def start_server(self, address: str, handler: ConnectionHandler, *,
                            task_group: asyncio.TaskGroup) -> Server:

@@ -39,6 +39,18 @@ the daemons of a silent host may still run, so a schedd waits the job lease for 
 waits for the receiving side to consume, end to end through the shared port to the daemon's
 socket, so a bulk payload is never held whole anywhere. Larger SSH packets (``max_pktsize``)
 cut the per-packet cost of Python and the cipher.
+
+**Bulk conversations travel apart.** An SSH connection is one TCP byte stream: a small request
+sent while a file stream is under way waits behind every byte of it already queued (up to a
+channel window plus the socket's buffer), so a standard job's relayed call, a keep-alive or an
+executor call behind a checkpoint image took hundreds of milliseconds instead of a few
+(benchmarks/relay_hol_bench.py). HTCondor opens a TCP connection per file transfer; here
+:meth:`SshTransport.open_bulk_connection` opens its channel on a **second SSH connection to the
+host**, kept for every bulk conversation with that host (file transfers, checkpoint images,
+spooled files): made the first time one is needed, then reused, with the same keepalives,
+connect timeout, backoff and reconnect as the first (each is cached under its host:port and
+*lane*, ``small`` or ``bulk``). The shared port is unchanged: it sees two authenticated
+connections from the same peer.
 """
 
 from __future__ import annotations
@@ -59,7 +71,7 @@ from htc.wire.transport import DEFAULT_TIMEOUT, Connection, ConnectionHandler, P
 
 log = logging.getLogger("htc.wire")
 
-__all__ = ["ANONYMOUS", "Credentials", "LoginRefused", "SshOptions", "SshTransport", "silent_host"]
+__all__ = ["ANONYMOUS", "BULK", "SMALL", "Credentials", "LoginRefused", "SshOptions", "SshTransport", "silent_host"]
 
 #: the SSH user name of a client that proves nothing
 ANONYMOUS = "unauthenticated"
@@ -69,6 +81,13 @@ Credentials = Callable[[], "tuple[str, str] | None"]
 
 #: AES-GCM first: twice as fast as chacha20-poly1305 on CPUs with AES-NI (netns-harness.md §2)
 DEFAULT_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com")
+
+#: the lanes of connections to one host: small requests, and bulk conversations (module header)
+SMALL = "small"
+BULK = "bulk"
+
+#: a cached connection's key: host, port and lane
+_Key = tuple[str, int, str]
 
 _BACKOFF_FIRST = 0.05
 _BACKOFF_CEILING = 2.0
@@ -117,9 +136,10 @@ class SshOptions:
 class _Client(asyncssh.SSHClient):
     """Per-connection callbacks: host keys on first use, and forgetting a lost connection."""
 
-    def __init__(self, transport: SshTransport, endpoint: tuple[str, int]):
+    def __init__(self, transport: SshTransport, key: _Key):
         self._transport = transport
-        self._endpoint = endpoint
+        self._key = key
+        self._endpoint = key[:2]
 
     def validate_host_public_key(self, host, addr, port, key) -> bool:
         known = self._transport._known_hosts
@@ -132,7 +152,7 @@ class _Client(asyncssh.SSHClient):
         return ok
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._transport._lost(self._endpoint, self, exc)
+        self._transport._lost(self._key, self, exc)
 
 
 class _Reader:
@@ -198,8 +218,8 @@ class SshTransport(Transport):
         self.credentials = credentials
         self.options = options or SshOptions()
         self._known_hosts = KnownHosts(self.options.known_hosts_file) if self.options.known_hosts_file else None
-        self._conns: dict[tuple[str, int], tuple[asyncssh.SSHClientConnection, _Client]] = {}
-        self._pending: dict[tuple[str, int], asyncio.Future] = {}
+        self._conns: dict[_Key, tuple[asyncssh.SSHClientConnection, _Client]] = {}
+        self._pending: dict[_Key, asyncio.Future] = {}
         self._tasks: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop the cached connections belong to
         #: SSH connections made so far (statistics and tests)
@@ -210,10 +230,19 @@ class SshTransport(Transport):
     # --- Transport ------------------------------------------------------------------------------
 
     async def open_connection(self, address: str, *, timeout: float | None = DEFAULT_TIMEOUT) -> Connection:
+        return await self._open_channel(address, SMALL, timeout)
+
+    async def open_bulk_connection(self, address: str, *, timeout: float | None = DEFAULT_TIMEOUT) -> Connection:
+        """A channel to ``address`` on the host's bulk SSH connection (module header), so that a
+        file stream on it does not delay the small requests of :meth:`open_connection`."""
+        return await self._open_channel(address, BULK, timeout)
+
+    async def _open_channel(self, address: str, lane: str, timeout: float | None) -> Connection:
         target = parse_remote(address)
+        key = (*target.endpoint, lane)
         deadline = None if timeout is None else time.monotonic() + timeout
         for attempt in (1, 2):
-            conn = await self._connection(target.endpoint, deadline)
+            conn = await self._connection(target.endpoint, deadline, lane)
             try:
                 async with asyncio.timeout(_remaining(deadline)):
                     writer, reader, _ = await conn.open_session(
@@ -226,7 +255,7 @@ class SshTransport(Transport):
                                         f"shared port ({exc.reason}); is it in that host's DAEMON_LIST "
                                         "and running?") from None
             except (asyncssh.Error, OSError) as exc:
-                self._forget(target.endpoint, conn)
+                self._forget(key, conn)
                 if attempt == 1:
                     continue
                 raise DaemonUnreachable(f"lost the connection to {target.host}:{target.port} while opening a "
@@ -243,10 +272,14 @@ class SshTransport(Transport):
         raise BadAddress(f"cannot listen as {address!r} over SSH: daemons listen on their Unix socket and the "
                          "host's shared port forwards network peers to it")
 
-    def connected(self, host: str, port: int) -> bool:
-        """Whether an SSH connection to ``host:port`` is open and cached now."""
-        entry = self._conns.get((host, port))
-        return entry is not None and not entry[0].is_closed()
+    def connected(self, host: str, port: int, lane: str = SMALL) -> bool:
+        """Whether an SSH connection to ``host:port`` for ``lane`` is open and cached now."""
+        return self.cached(host, port, lane) is not None
+
+    def cached(self, host: str, port: int, lane: str = SMALL) -> asyncssh.SSHClientConnection | None:
+        """The open SSH connection to ``host:port`` for ``lane`` (statistics and tests), or None."""
+        entry = self._conns.get((host, port, lane))
+        return entry[0] if entry is not None and not entry[0].is_closed() else None
 
     async def aclose(self) -> None:
         """Close every SSH connection (their channels end with them)."""
@@ -269,41 +302,43 @@ class SshTransport(Transport):
         self._pending.clear()
         self._loop = loop
 
-    async def _connection(self, endpoint: tuple[str, int], deadline: float | None) -> asyncssh.SSHClientConnection:
+    async def _connection(self, endpoint: tuple[str, int], deadline: float | None,
+                          lane: str = SMALL) -> asyncssh.SSHClientConnection:
         self._adopt_loop()
-        entry = self._conns.get(endpoint)
+        key = (*endpoint, lane)
+        entry = self._conns.get(key)
         if entry is not None and not entry[0].is_closed():
             return entry[0]
-        pending = self._pending.get(endpoint)
+        pending = self._pending.get(key)
         if pending is None:
             pending = asyncio.get_running_loop().create_future()
             # a failure nobody waits for any more (all callers timed out) is not an error to report
             pending.add_done_callback(lambda f: f.cancelled() or f.exception())
-            self._pending[endpoint] = pending
-            task = asyncio.create_task(self._connect(endpoint, deadline), name=f"ssh connect {endpoint}")
+            self._pending[key] = pending
+            task = asyncio.create_task(self._connect(key, deadline), name=f"ssh connect {key}")
             self._tasks.add(task)  # held until done: the loop keeps only weak references
             task.add_done_callback(self._tasks.discard)
-            task.add_done_callback(lambda t, fut=pending: self._settle(endpoint, fut, t))
+            task.add_done_callback(lambda t, fut=pending: self._settle(key, fut, t))
         try:
             async with asyncio.timeout(_remaining(deadline)):
                 return await asyncio.shield(pending)
         except TimeoutError:
-            raise HostSilent(f"connecting to the shared port at {endpoint[0]}:{endpoint[1]} "
+            raise HostSilent(f"connecting to the shared port at {key[0]}:{key[1]} "
                              "took too long") from None
 
-    def _settle(self, endpoint, future: asyncio.Future, task: asyncio.Task) -> None:
-        self._pending.pop(endpoint, None)
+    def _settle(self, key: _Key, future: asyncio.Future, task: asyncio.Task) -> None:
+        self._pending.pop(key, None)
         if future.done():
             return
         if task.cancelled():
-            future.set_exception(DaemonUnreachable(f"connecting to {endpoint[0]}:{endpoint[1]} was cancelled"))
+            future.set_exception(DaemonUnreachable(f"connecting to {key[0]}:{key[1]} was cancelled"))
         elif task.exception() is not None:
             future.set_exception(task.exception())
         else:
             future.set_result(task.result())
 
-    async def _connect(self, endpoint: tuple[str, int], deadline: float | None) -> asyncssh.SSHClientConnection:
-        host, port = endpoint
+    async def _connect(self, key: _Key, deadline: float | None) -> asyncssh.SSHClientConnection:
+        host, port, _ = key
         budget = time.monotonic() + self.options.connect_timeout
         if deadline is not None:
             budget = min(budget, deadline)
@@ -315,7 +350,7 @@ class SshTransport(Transport):
                 raise HostSilent(f"cannot connect to the shared port at {host}:{port} within "
                                         f"{self.options.connect_timeout:g} s (SSH_CONNECT_TIMEOUT)")
             try:
-                return await self._connect_once(endpoint, remaining)
+                return await self._connect_once(key, remaining)
             except asyncssh.PermissionDenied as exc:
                 raise LoginRefused(f"the shared port at {host}:{port} refused our credentials ({exc.reason}): "
                                    "is this host's pool key (or your token) the pool's?") from None
@@ -334,8 +369,8 @@ class SshTransport(Transport):
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, _BACKOFF_CEILING)
 
-    async def _connect_once(self, endpoint: tuple[str, int], timeout: float) -> asyncssh.SSHClientConnection:
-        host, port = endpoint
+    async def _connect_once(self, key: _Key, timeout: float) -> asyncssh.SSHClientConnection:
+        host, port, lane = key
         creds = self.credentials()
         username, password = (ANONYMOUS, None) if creds is None else creds
         opts = self.options
@@ -344,7 +379,7 @@ class SshTransport(Transport):
 
         def factory() -> _Client:
             nonlocal client
-            client = _Client(self, endpoint)
+            client = _Client(self, key)
             return client
 
         extra = {}
@@ -362,22 +397,22 @@ class SshTransport(Transport):
             keepalive_count_max=opts.keepalive_count_max, connect_timeout=timeout,
             login_timeout=timeout, window=opts.window, max_pktsize=opts.max_pktsize, **extra)
         assert client is not None
-        self._conns[endpoint] = (conn, client)
+        self._conns[key] = (conn, client)
         self.connections_opened += 1
-        log.debug("SSH connection to %s:%d open (as %s)", host, port, username)
+        log.debug("SSH connection to %s:%d open for %s conversations (as %s)", host, port, lane, username)
         return conn
 
-    def _lost(self, endpoint, client: _Client, exc: Exception | None) -> None:
-        entry = self._conns.get(endpoint)
+    def _lost(self, key: _Key, client: _Client, exc: Exception | None) -> None:
+        entry = self._conns.get(key)
         if entry is not None and entry[1] is client:
-            del self._conns[endpoint]
+            del self._conns[key]
             if exc is not None:
-                log.info("SSH connection to %s:%d lost: %s", endpoint[0], endpoint[1], exc)
+                log.info("SSH connection to %s:%d (%s) lost: %s", *key, exc)
 
-    def _forget(self, endpoint, conn: asyncssh.SSHClientConnection) -> None:
-        entry = self._conns.get(endpoint)
+    def _forget(self, key: _Key, conn: asyncssh.SSHClientConnection) -> None:
+        entry = self._conns.get(key)
         if entry is not None and entry[0] is conn:
-            del self._conns[endpoint]
+            del self._conns[key]
         conn.close()
 
 

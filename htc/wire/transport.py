@@ -395,6 +395,14 @@ class Transport(abc.ABC):
             BadAddress: ``address`` is not a valid daemon name.
         """
 
+    async def open_bulk_connection(self, address: str, *, timeout: float | None = DEFAULT_TIMEOUT) -> Connection:
+        """Connect to ``address`` for a bulk conversation (a file stream, a checkpoint image).
+
+        The same as :meth:`open_connection` here; a network transport carries it apart from small
+        requests so that they do not wait behind it (:mod:`htc.wire.ssh_client`).
+        """
+        return await self.open_connection(address, timeout=timeout)
+
     @abc.abstractmethod
     async def start_server(self, address: str, handler: ConnectionHandler, *,
                            task_group: asyncio.TaskGroup) -> Server:

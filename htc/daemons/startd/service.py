@@ -222,13 +222,15 @@ class StartdService(DaemonService):
     def _to_shadow(self, claim_id: str, job_ad: dict) -> WireTransfer:
         """A channel to the shadow of the job on ``claim_id`` (each conversation: a fresh connection)."""
 
-        async def connect():
+        def shadow() -> str:
             target = self.daemon_core.output_target(claim_id)
             if target is None:
                 raise TransferError(f"claim {short_claim_id(claim_id)} has no shadow to move the job's files")
-            return await self.transport.open_connection(target[0])
+            return target[0]
 
-        return WireTransfer(connect, claim_id, job_id_of(job_ad))
+        # (file streams go apart from the relayed calls across hosts: htc.wire.ssh_client)
+        return WireTransfer(lambda: self.transport.open_connection(shadow()), claim_id, job_id_of(job_ad),
+                            lambda: self.transport.open_bulk_connection(shadow()))
 
     async def _run_starter(self, claim_id: str, run: _Running) -> None:
         starter = run.starter

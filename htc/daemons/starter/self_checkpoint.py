@@ -135,7 +135,7 @@ def checkpoint_names(job_ad: Mapping[str, Any], output_names: list[str], present
 async def _upload(transfer: WireTransfer, box, names: list[str], number: int, job: str) -> str | None:
     """Send checkpoint ``number`` (the sandbox entries ``names``); None, or why it failed."""
     try:
-        conn = await transfer.connect()
+        conn = await transfer.open_stream()
     except HTCError as exc:
         return f"cannot reach the shadow: {exc}"
     try:

@@ -316,7 +316,7 @@ class StandardJob:
             raise TransferError(f"the job's image cannot be read: {exc}") from None
         source = iter([Outgoing(m.FileEntry(name=STORED_NAME, kind="file", mode=0o600, size=size), fd)])
         try:
-            conn = await self.channel.connect()
+            conn = await self.channel.open_stream()
         except HTCError as exc:
             os.close(fd)
             raise TransferError(f"cannot reach the shadow of job {self.channel.job_id}: {exc}") from None

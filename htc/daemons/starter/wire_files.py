@@ -52,14 +52,21 @@ class WireTransfer:
     """How a starter reaches its job's shadow for files.
 
     Args:
-        connect: opens a fresh connection to the shadow.
+        connect: opens a fresh connection to the shadow (for small requests: relayed calls).
         claim_id: the claim the job runs on (the shadow checks it).
         job_id: ``cluster.proc``.
+        connect_bulk: opens one for a file stream, apart from small requests across hosts
+            (:meth:`htc.wire.transport.Transport.open_bulk_connection`); None: ``connect``.
     """
 
     connect: Callable[[], Awaitable[Any]]
     claim_id: str
     job_id: str
+    connect_bulk: Callable[[], Awaitable[Any]] | None = None
+
+    async def open_stream(self) -> Any:
+        """A fresh connection to the shadow for a file stream (input, output, a checkpoint)."""
+        return await (self.connect_bulk or self.connect)()
 
 
 class SandboxSink:
@@ -147,7 +154,7 @@ async def fetch_stream(transfer: WireTransfer, request: m.Message, sink, what: s
         TransferError: the shadow cannot be reached, refused, or sent a bad stream.
     """
     try:
-        conn = await transfer.connect()
+        conn = await transfer.open_stream()
     except HTCError as exc:
         raise TransferError(f"cannot reach the shadow of job {transfer.job_id} for its {what}: {exc}") from None
     try:
@@ -233,7 +240,7 @@ async def send_output(transfer: WireTransfer, source: Iterator[Outgoing]) -> tup
         The number of entries sent and None, or the text of the error that stopped the transfer.
     """
     try:
-        conn = await transfer.connect()
+        conn = await transfer.open_stream()
     except HTCError as exc:
         source.close()
         return 0, f"cannot reach the shadow of job {transfer.job_id} for its output: {exc}"
