@@ -14,8 +14,9 @@ stores it in its spool, runs the job from there and releases it
 
 :func:`transfer_data` asks for the output of each selected job that completed and was
 spooled (``FetchOutput``) and writes the stream where the submit description said, relative to
-the submit directory (``SUBMIT_Iwd``), never through a link at a destination; once it has it
-all, it says so and the job leaves the queue.
+the submit directory (``SUBMIT_Iwd``), never through a link at a destination, the user log's
+new events appended to the submitter's log rather than replacing it (:mod:`htc.client.spool_log`);
+once it has it all, it says so and the job leaves the queue.
 """
 
 from __future__ import annotations
@@ -104,16 +105,17 @@ class Fetched:
 
 
 async def _fetch_one(ad: dict, transport: Transport, timeout: float) -> Fetched:
+    from htc.client.spool_log import SpoolFetchSink
     from htc.daemons.file_stream import receive_stream
-    from htc.daemons.schedd.transfers import OwnerSink
 
     job_id = f"{ad['ClusterId']}.{ad['ProcId']}"
+    log = ad.get("SUBMIT_UserLog")
+    sink = SpoolFetchSink(Path(str(ad["SUBMIT_Iwd"])), job_id, log if isinstance(log, str) and log else None)
     conn = await transport.open_connection(SCHEDD, timeout=timeout)
     try:
         await conn.send(m.FetchOutput(job_id=job_id))
         try:
-            await receive_stream(conn, OwnerSink(Path(str(ad["SUBMIT_Iwd"])), None, job_id),
-                                 peer=f"the schedd ({job_id})")
+            await receive_stream(conn, sink, peer=f"the schedd ({job_id})")
         except HTCError as exc:
             return Fetched(job_id, str(exc))
         await conn.request(m.Ack(detail="output written"), timeout=timeout, expect=m.Ack)
@@ -121,6 +123,7 @@ async def _fetch_one(ad: dict, transport: Transport, timeout: float) -> Fetched:
     except RemoteError as exc:
         return Fetched(job_id, exc.remote_message)
     finally:
+        sink.close()
         await conn.aclose()
 
 

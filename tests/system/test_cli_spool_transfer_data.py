@@ -28,6 +28,10 @@ echo made > made.txt
 """
 
 
+#: an event of another job, in the log before the spooled job is submitted
+EARLIER = "000 (4242.000.000) 2026-11-28 10:00:00 Job submitted from host: <127.0.0.1:9618>\n...\n"
+
+
 @pytest.fixture(scope="module")
 def pool():
     with open_pool("COLLECTOR, NEGOTIATOR, STARTD, SCHEDD") as started:
@@ -58,6 +62,7 @@ def test_spooled_input_runs_from_the_spool_and_transfer_data_fetches_the_output(
         "input = in.txt\noutput = out.txt\nerror = err.txt\nlog = job.log\n"
         'transfer_output_remaps = "made.txt = results/made.txt"\nqueue\n')
     (sub / "results").mkdir()
+    (sub / "job.log").write_text(EARLIER)  # the log is shared with an earlier job
     done = _htc(pool, sub, "submit", "-spool", "job.sub")
     assert done.returncode == 0, done.stderr
     assert "Spooling data files for 1 jobs..." in done.stdout
@@ -78,7 +83,12 @@ def test_spooled_input_runs_from_the_spool_and_transfer_data_fetches_the_output(
     assert (sub / "stdin_copy.txt").read_text() == "stdin text\n"
     assert (sub / "results" / "made.txt").read_text() == "made\n"
     assert not (sub / "condor_exec.exe").exists() and not (sub / "made.txt").exists()
-    assert "Job terminated" in (sub / "job.log").read_text()
+    # the log is brought up to date, not replaced (htc.client.spool_log): the earlier job's event
+    # and this job's SUBMIT event stay, the events of its run in the spool follow them
+    log = (sub / "job.log").read_text()
+    assert log.startswith(EARLIER), log
+    assert log.count(f"000 ({cluster:03d}.000.000)") == 1 and "Job terminated" in log, log
+    assert log.index(f"000 ({cluster:03d}.000.000)") < log.index(f"001 ({cluster:03d}.000.000)"), log
     assert _status(pool, cluster) is None  # fetched: the job left the queue
     assert not Path(job["Iwd"]).exists()
     again = _htc(pool, sub, "transfer_data", str(cluster))
