@@ -133,6 +133,7 @@ _ENTRIES = [
     P("CONDOR_HOST", "str", "", "The central manager's host; COLLECTOR_HOST follows it (docs/multi-machine.md)."),
     P("COLLECTOR_HOST", "str", "$(CONDOR_HOST)", "The central manager's collector, HOST[:PORT]: a real port puts this host in network mode (docs/multi-machine.md); port 0 is a personal pool's own."),
     P("COLLECTOR_PORT", "int", "9618", "The collector's default port (the default of SHARED_PORT_PORT)."),
+    P("NEGOTIATOR_HOST", "str", "", "The host the negotiator runs on, HOST[:PORT] of its shared port: schedds and startds send it their Reschedule (a new cycle at once rather than at the next NEGOTIATOR_INTERVAL). Empty: the central manager (COLLECTOR_HOST), where use ROLE : CentralManager runs it. A negotiator elsewhere needs ALLOW_NEGOTIATOR to admit it where security is host-based (the token-based defaults admit condor_pool@* from any host). htc only: HTCondor no longer uses this knob, its daemons find the negotiator through its ad in the collector.", "htc"),
     P("COLLECTOR_NAME", "str", "My Pool - $(CONDOR_HOST)", "The pool's name, advertised by the collector."),
     P("UID_DOMAIN", "str", "$(FULL_HOSTNAME)", "Machines with the same UID_DOMAIN share user accounts."),
     P("FILESYSTEM_DOMAIN", "str", "$(FULL_HOSTNAME)", "Machines with the same FILESYSTEM_DOMAIN share files."),

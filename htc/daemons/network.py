@@ -136,21 +136,31 @@ class PoolAddresses:
 
     own: str         # what it advertises as MyAddress: ``<ip:9618?sock=schedd>`` or ``schedd``
     collector: str   # ``<cm:9618>`` or ``collector``
-    negotiator: str  # ``<cm:9618?sock=negotiator>`` (it runs beside the collector) or ``negotiator``
+    negotiator: str  # ``<host:9618?sock=negotiator>`` (NEGOTIATOR_HOST, default the collector's) or ``negotiator``
 
 
 def pool_addresses(config, name: str) -> PoolAddresses:
     """The addresses of daemon ``name`` (its socket's name) on this host.
 
     In network mode the daemon is ``<ip:SHARED_PORT_PORT?sock=name>``, the collector is
-    COLLECTOR_HOST as a sinful string and the negotiator the daemon of that name behind the same
-    port (``use ROLE : CentralManager`` runs both); otherwise all are local names.
+    COLLECTOR_HOST as a sinful string and the negotiator (where schedds and startds send their
+    Reschedule) the daemon of that name behind the shared port of NEGOTIATOR_HOST, by default
+    the collector's (``use ROLE : CentralManager`` runs both); otherwise all are local names.
+
+    Raises:
+        BadAddress: COLLECTOR_HOST or NEGOTIATOR_HOST is not ``HOST[:PORT]``.
     """
     if not network_mode(config):
         return PoolAddresses(name, "collector", "negotiator")
     port = int(config.param("SHARED_PORT_PORT") or DEFAULT_PORT)
     collector = parse_host_port(str(config.param("COLLECTOR_HOST")))
-    negotiator = format_remote(collector.host, collector.port, "negotiator")
+    elsewhere = str(config.param("NEGOTIATOR_HOST") or "").strip()
+    try:
+        at = parse_host_port(elsewhere, name="negotiator") if elsewhere else collector
+    except BadAddress as exc:
+        raise BadAddress(f"NEGOTIATOR_HOST = {elsewhere}: {exc}; give the negotiator's host as HOST[:PORT] "
+                         "(or leave it empty: the central manager)") from None
+    negotiator = format_remote(at.host, at.port, "negotiator")
     return PoolAddresses(format_remote(advertised_ip(config), port, name), str(collector), negotiator)
 
 

@@ -521,7 +521,7 @@ def settings_from_config(config, home: Path, address: str = "startd") -> StartdS
         StartdServiceSettings, config, startd=startd, sensors=sensors, execute_dir=execute,
         execute_note=execute_note, run_as=run_as_policy(config, host),
         execute_chosen=execute != configured or (is_default and execute == shared_execute_path(home)),
-        address=net.own, collector=net.collector, ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * startd.update_interval)))
+        address=net.own, collector=net.collector, negotiator=net.negotiator, ad_lifetime=int(max(config.param("CLASSAD_LIFETIME"), 2 * startd.update_interval)))
 
 
 def published_attrs(config) -> dict[str, ExprTree]:
