@@ -81,7 +81,7 @@ def daemon_name(configured: object, host: str) -> str:
     """The name of a daemon whose ``<SUBSYS>_NAME`` knob is ``configured``, on host ``host``
     (HTCondor's ``build_valid_daemon_name``: see the module's docstring)."""
     name = str(configured or "").strip()
-    if not name:
+    if not name or name.lower() == host.lower():  # (the host's own name: just the host, as HTCondor)
         return host
     return name if "@" in name else f"{name}@{host}"
 

@@ -166,7 +166,7 @@ _ENTRIES = [
     P("SHARED_PORT_AUTHORIZED_KEYS", "path", "",
       "File of SSH public keys the shared port accepts instead of a token, one per line: IDENTITY "
       "KEYTYPE BASE64 (e.g. alice@pool ssh-ed25519 AAAA...); empty: tokens only.", "htc"),
-    P("MASTER_NAME", "str", "", "Name of the master (default: the host)."),
+    P("MASTER_NAME", "str", "", "Name of the master (its Master ad's Name). Unset: the host's full name for a master run by root or condor, else USER@host (a personal pool), as HTCondor's; a name without an @ becomes NAME@host, one with an @ is kept as it is."),
     P("SCHEDD_NAME", "str", "", "Name of the schedd (default: the host)."),
     P("STARTD_NAME", "str", "", "Name of the startd (default: the host)."),
     # --- master ---

@@ -13,10 +13,11 @@ import os
 import sys
 from dataclasses import replace
 
+from htc.config.hostname import full_hostname
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.master.core import Master
 from htc.daemons.master.events import ChildExited, ChildStarted, Notify, SignalChild, Spawn, SpawnFailed
-from htc.daemons.master.settings import MasterSettings
+from htc.daemons.master.settings import MasterSettings, master_name
 from htc.daemons.network import network_mode, pool_addresses, service_transport
 from htc.daemons.service import PARENT_PID_ENV, DaemonPaths, DaemonService, load_daemon_config
 from htc.daemons.settings import from_config
@@ -30,7 +31,8 @@ def settings_from_config(config, pid: int) -> MasterSettings:
     HTCondor's master starts condor_shared_port before the daemons behind it.
     """
     net = pool_addresses(config, "master")  # network mode: <ip:9618?sock=master> and <cm:9618>
-    settings = from_config(MasterSettings, config, pid=pid, address=net.own, collector=net.collector)
+    settings = from_config(MasterSettings, config, pid=pid, address=net.own, collector=net.collector,
+                           name=master_name(config.param("MASTER_NAME"), full_hostname(config)))
     if (network_mode(config) and config.param("USE_SHARED_PORT")
             and "SHARED_PORT" not in settings.daemon_list):
         settings = replace(settings, daemon_list=("SHARED_PORT", *settings.daemon_list))

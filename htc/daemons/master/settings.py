@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import os
+import pwd
 import re
 from dataclasses import dataclass
 
-from htc.config.hostname import full_hostname
+from htc.config.hostname import daemon_name, full_hostname
 from htc.daemons.settings import knob
 
 
@@ -19,10 +21,21 @@ def daemon_list(value: object) -> tuple[str, ...]:
     return tuple(d.upper() for d in value if d.upper() != "MASTER")
 
 
-def master_name(value: object) -> str:
-    """MASTER_NAME, else the host name, as ``master@<host>`` unless it names its own ``@``."""
-    name = str(value or full_hostname())
-    return name if "@" in name else f"master@{name}"
+def master_name(value: object, host: str | None = None) -> str:
+    """The master's Name as HTCondor gives it (``MASTER_NAME`` in its manual, ``default_daemon_name``
+    and ``build_valid_daemon_name`` in its source), on host ``host`` (default: this host's full name).
+
+    Unset: the host's full name for a master run by root (or by the ``condor`` user), else
+    ``user@host`` (a personal pool). Set without an ``@``: ``NAME@host``; with one: as it is.
+    """
+    host = host or full_hostname()
+    if str(value or "").strip():
+        return daemon_name(value, host)
+    try:
+        user = pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:  # a user id without a name (a container's): nothing to put before the @
+        return host
+    return host if os.geteuid() == 0 or user == "condor" else f"{user}@{host}"
 
 
 @dataclass(frozen=True)
@@ -30,7 +43,7 @@ class MasterSettings:
     """What the master core needs from the configuration (names are HTCondor's knobs)."""
 
     daemon_list: tuple[str, ...] = knob("DAEMON_LIST", ("COLLECTOR",), convert=daemon_list)
-    name: str = knob("MASTER_NAME", "master", convert=master_name)
+    name: str = knob("MASTER_NAME", "", convert=master_name)
     address: str = "master"                              # where tools reach this master
     collector: str | None = "collector"                  # where the Master ad goes (None: nowhere)
     backoff_constant: float = knob("MASTER_BACKOFF_CONSTANT", 9.0)
