@@ -174,3 +174,30 @@ def test_routing_sends_bulk_conversations_to_the_remote_bulk_lane_and_keeps_loca
     asyncio.run(scenario())
     assert remote.calls == [("bulk", "<10.0.0.2:9618?sock=schedd>"), ("small", "<10.0.0.2:9618?sock=schedd>")]
     assert local.calls == [("bulk", "schedd")]
+
+
+def test_the_startd_gives_its_starters_a_bulk_lane_to_the_shadow():
+    from types import SimpleNamespace
+
+    from htc.daemons.startd.service import StartdService
+
+    calls: list[tuple[str, str]] = []
+
+    class Recorder:
+        async def open_connection(self, address, **_):
+            calls.append(("small", address))
+
+        async def open_bulk_connection(self, address, **_):
+            calls.append(("bulk", address))
+
+    shadow = "<10.0.0.2:9618?sock=schedd>"
+    fake = SimpleNamespace(transport=Recorder(),
+                           daemon_core=SimpleNamespace(output_target=lambda claim: (shadow,)))
+    transfer = StartdService._to_shadow(fake, "claim#1", {"ClusterId": 7, "ProcId": 0})
+
+    async def scenario():
+        await transfer.open_stream()  # input, output, checkpoint images
+        await transfer.connect()      # a standard job's relayed calls
+
+    asyncio.run(scenario())
+    assert calls == [("bulk", shadow), ("small", shadow)]
