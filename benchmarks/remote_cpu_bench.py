@@ -34,6 +34,22 @@ burst after        0.44-0.51  1.54-1.88   0.04         0.42-0.52 2.68-3.15
 The same client on the pool host (07:38, load 9): sequential 2.5 ms client, 9.1 schedd; burst
 0.35 and 1.02. (The sequential figures carry the daemons' periodic work over the calls' wall
 time, which the load stretches.)
+
+Where a remote call's round trip goes (2026-11-28 10:24, load average 6; timestamps written
+along the path by a temporary probe, 35 sequential no-op calls, medians in ms): the client's
+submit to the schedd's receipt (caller -> executor thread -> I/O loop thread -> SSH -> shared
+port -> schedd) 4.1; the pickle written as the owner, the cluster queued and the lane fed 3.5;
+the lane (startd, worker, CallsDone) 12.5; the end committed and its result and event written
+4.5; inotify 0.2; the news planned (log and result read as the owner) 0.5; schedd -> shared
+port -> SSH -> the client's I/O loop 2.2; the mirror written 0.3; the executor thread woken by
+the mirror's log 1.4; the future to the caller 0.3 (total 36.4). The same client on the pool
+host, at load 5-8: submit to the lane fed 5.8, lane 21.9, end written 8.2, the executor thread
+woken 1.6, the caller 0.3 (39.4). So the remote legs cost the two relays through the shared
+port and the I/O loop thread each way (about 2 ms each at that load) plus the session's own
+work; the lane and the schedd's commit are the same. Since then the session's news sends a
+lane call's outputs from what the schedd's flush wrote (no second read as the owner) and an
+ending event wakes it directly: ``benchmarks/session_news_bench.py`` measures that step's CPU
+(0.45-0.50 ms a call before, 0.20-0.25 after, load 11).
 """
 
 from __future__ import annotations

@@ -248,9 +248,13 @@ class SessionChannel:
             if not future.done():
                 future.set_exception(ScheddLost(f"the executor session's channel to the schedd broke: {exc}"))
 
-    async def _send(self, msg: m.Message) -> None:
+    async def _until_ready(self) -> None:
         assert self._ready is not None
-        await asyncio.wait_for(self._ready.wait(), 30.0)
+        if not self._ready.is_set():  # (the usual case costs no task and no timer)
+            await asyncio.wait_for(self._ready.wait(), 30.0)
+
+    async def _send(self, msg: m.Message) -> None:
+        await self._until_ready()
         await self._conn.send(msg)
 
     async def _send_quietly(self, msg: m.Message) -> None:
@@ -259,8 +263,16 @@ class SessionChannel:
 
     async def _request(self, msg: m.Message, timeout: float) -> m.Message:
         future = asyncio.get_running_loop().create_future()
-        await self._send(msg)
+        await self._until_ready()
+        # Waiting before it is sent: a send that yields (the SSH window is full) may see the
+        # reply come in before it returns.
         self._waiting.append(future)
+        try:
+            await self._conn.send(msg)
+        except BaseException:
+            with contextlib.suppress(ValueError):
+                self._waiting.remove(future)
+            raise
         return await asyncio.wait_for(future, timeout)
 
     async def _stop(self) -> None:

@@ -37,3 +37,36 @@ def test_a_late_reply_to_a_request_that_timed_out_is_dropped_not_given_to_the_ne
         return waiting.result()
 
     assert asyncio.run(run()) == m.SubmitReply(cluster_id=3, first_proc=0, num_procs=1)
+
+
+class SlowSendConn:
+    """A send that yields (a full SSH window) while the reply comes in meanwhile."""
+
+    def __init__(self, channel: SessionChannel, reply: m.Message):
+        self.channel = channel
+        self.reply = reply
+        self.replies: asyncio.Queue = asyncio.Queue()
+
+    async def send(self, msg):
+        self.replies.put_nowait(self.reply)
+        for _ in range(5):
+            await asyncio.sleep(0)  # the pump runs: the reply arrives before send returns
+
+    async def recv(self, timeout=None):
+        return await self.replies.get()
+
+
+def test_a_reply_that_comes_while_its_request_is_still_being_sent_is_its_own(tmp_path):
+    async def run():
+        channel = SessionChannel(None, None, None, tmp_path / "jobs.log", 1.0)
+        channel._ready = asyncio.Event()
+        channel._ready.set()
+        reply = m.SubmitReply(cluster_id=3, first_proc=0, num_procs=1)
+        channel._conn = SlowSendConn(channel, reply)
+        pump = asyncio.get_running_loop().create_task(channel._run())
+        try:
+            return await channel._request(m.CloseSession(remove=False), timeout=5.0)
+        finally:
+            pump.cancel()
+
+    assert asyncio.run(run()) == m.SubmitReply(cluster_id=3, first_proc=0, num_procs=1)

@@ -138,7 +138,8 @@ class ScheddService(DaemonService):
         self.register_conversation(m.SpoolInput, spool.spool_input)
         self.register_conversation(m.FetchOutput, spool.fetch_output)
         # executor sessions of clients on other machines (htc.daemons.schedd.sessions)
-        self.register_conversation(m.OpenSession, SessionService(self).serve)
+        self.sessions = SessionService(self)
+        self.register_conversation(m.OpenSession, self.sessions.serve)
         checkpoints = CheckpointService(self)  # checkpoint_exit_code (htc.daemons.schedd.checkpoint_files)
         self.register_conversation(m.SendCheckpoint, checkpoints.store)
         self.register_conversation(m.FetchCheckpoint, checkpoints.fetch)
@@ -171,9 +172,11 @@ class ScheddService(DaemonService):
         if files and self._crash_flag is not None:
             self._crash_if_asked()
         failed = False
+        written = []
         for action in files:
             try:
                 write_call_files(action)
+                written.append(action)
             except OSError as exc:
                 failed = True
                 names = ", ".join(name for name, _ in action.files)
@@ -191,6 +194,7 @@ class ScheddService(DaemonService):
             except (HTCError, OSError) as exc:
                 names = ", ".join(f"{e.type.name} {e.job_id}" for e in events)
                 self.log.error("cannot write %s to the user log %s: %s", names, path, exc)
+        self.sessions.written(written, by_path)  # remote executor sessions: their news at once
         if owed and not failed:
             # Written: the queue's outbox may forget them (a call file failed: they all stay,
             # and the next start of the schedd tries them again; a user log that cannot be

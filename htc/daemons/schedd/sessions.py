@@ -31,6 +31,15 @@ conversation; :mod:`htc.executors.remote` is the client):
   so a short call's events and result cross the network in one message, not three. A few
   events and a small result are read in the loop's own thread (a thread hand-off costs more);
   a longer stretch of the log in a worker thread.
+* The schedd's own writes come with a shortcut (:meth:`SessionService.written`, called by the
+  service once a turn's call files and user-log events are written): a lane call's outputs
+  are kept for the session whose ``calls/`` they went to, so the news of its end carries them
+  without opening them again as the owner, and an event that ends something wakes the
+  session's loop at once rather than through inotify. What is not told so (a shadow's job,
+  a call that ended before the client reconnected, a result too big for one chunk) is found
+  in the log and read from the files as before; the owner's credentials are taken only when
+  a file must be opened. The outputs kept are bounded (:data:`_KEEP_BYTES`), dropped once
+  sent, and only ever what was written to disk.
 * ``CloseSession`` ends the conversation and removes the directory when asked (an unnamed
   session); a named one stays for the client that attaches later (``OpenSession`` with the
   offset its mirror holds).
@@ -43,6 +52,7 @@ import contextlib
 import os
 import re
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -71,6 +81,11 @@ _INLINE_PUT_BYTES = 256 * 1024
 #: the most bytes of files one SessionNews carries (more go in the next message)
 _NEWS_BYTES = 4 * 1024 * 1024
 _LOOK_EVERY = 0.2
+#: the most bytes of written call outputs a session keeps for its next news (more: the oldest go,
+#: and are read from their files when their call's end is sent)
+_KEEP_BYTES = 16 * 1024 * 1024
+#: ... and the most files
+_KEEP_FILES = 10_000
 _HEADER = re.compile(rb"(\d{3}) \((\d+)\.(\d+)\.\d+\)")
 _END = b"\n...\n"
 _OUTPUT_SUFFIXES = (".result", ".out", ".err")
@@ -110,6 +125,47 @@ class _Session:
         #: the log, kept open (:func:`_read_from`), and its inode
         self.log_fd: int | None = None
         self.log_inode = 0
+        #: call outputs the schedd just wrote into ``calls/`` (name -> bytes), and the calls whose
+        #: written outputs these are in full (any other output of theirs was not written)
+        self.outputs: dict[str, bytes] = {}
+        self.outputs_bytes = 0
+        self.told: set[str] = set()
+        self._outputs_lock = threading.Lock()  # (a long plan runs in a worker thread)
+        #: wakes the session's loop (set while it serves)
+        self.kick = None
+
+    def remember(self, files) -> None:
+        """Keep a lane call's written outputs (``(name, bytes)``, its result first) for the news
+        of its end; a result bigger than a chunk is streamed from its file instead."""
+        if not files or not files[0][0].endswith(_OUTPUT_SUFFIXES[0]):
+            return
+        call = files[0][0][:-len(_OUTPUT_SUFFIXES[0])]
+        if any(len(data) > m.MAX_SESSION_CHUNK for _, data in files):
+            return
+        with self._outputs_lock:
+            for name, data in files:
+                if name.startswith(call) and name[len(call):] in _OUTPUT_SUFFIXES:
+                    self.outputs_bytes += len(data) - len(self.outputs.pop(name, b""))
+                    self.outputs[name] = data
+            self.told.add(call)
+            while (self.outputs_bytes > _KEEP_BYTES or len(self.outputs) > _KEEP_FILES) and self.outputs:
+                name = next(iter(self.outputs))  # the oldest
+                self.outputs_bytes -= len(self.outputs.pop(name))
+                self.told.discard(name.rsplit(".", 1)[0])
+
+    def take(self, call: str) -> dict[str, bytes] | None:
+        """The written outputs of ``call`` (forgotten here), or None when not told of them."""
+        with self._outputs_lock:
+            if call not in self.told:
+                return None
+            self.told.discard(call)
+            out = {}
+            for name in (f"{call}{suffix}" for suffix in _OUTPUT_SUFFIXES):
+                data = self.outputs.pop(name, None)
+                if data is not None:
+                    self.outputs_bytes -= len(data)
+                    out[name] = data
+            return out
 
     def close(self) -> None:
         """Close the log's descriptor (the session's loop ends, or the path names another file)."""
@@ -152,6 +208,37 @@ class SessionService:
 
     def __init__(self, service):
         self.service = service
+        #: the sessions served, by their ``calls/`` and by their log (normalized paths)
+        self._by_calls: dict[str, list[_Session]] = {}
+        self._by_log: dict[str, list[_Session]] = {}
+
+    def written(self, files, logs) -> None:
+        """What the service has just written (called once a turn's writes are done): ``files``,
+        the :class:`~htc.daemons.schedd.events.WriteCallFiles` that succeeded; ``logs``, the
+        events appended by log path (``{(path, owner): events}``). A served session keeps its
+        calls' outputs and is woken when an event that ends something reached its log."""
+        if not self._by_log:
+            return
+        for action in files:
+            for session in self._by_calls.get(os.path.normpath(action.directory), ()):
+                session.remember(action.files)
+        for (path, _), events in logs.items():
+            if all(int(event.type) in _QUIET for event in events):
+                continue  # its news waits anyway (QUIET_SECONDS): inotify's wake-up is soon enough
+            for session in self._by_log.get(os.path.normpath(path), ()):
+                if session.kick is not None:
+                    session.kick()
+
+    def _track(self, session: _Session, on: bool) -> None:
+        for index, key in ((self._by_calls, os.path.normpath(session.calls)),
+                           (self._by_log, os.path.normpath(session.log))):
+            served = index.setdefault(key, [])
+            if on:
+                served.append(session)
+            else:
+                served.remove(session)
+                if not served:
+                    del index[key]
 
     def _open(self, msg: m.OpenSession, peer) -> _Session:
         """The peer's session directory, made when missing.
@@ -193,6 +280,13 @@ class SessionService:
         loop = asyncio.get_running_loop()
         if watch.active:
             loop.add_reader(watch.fileno(), lambda: watch.drain() and wake.set())
+
+        def kick() -> None:  # told by the service: the log has news (what inotify queued meanwhile is the same)
+            watch.drain()
+            wake.set()
+
+        session.kick = kick
+        self._track(session, True)
         receiving: asyncio.Task | None = None
         try:
             while True:
@@ -218,6 +312,8 @@ class SessionService:
         except (ConnectionClosed, WireError, HTCError, OSError) as exc:
             log.info("executor session %s ended: %s", msg.session, exc)
         finally:
+            self._track(session, False)
+            session.kick = None
             if receiving is not None:
                 receiving.cancel()
             if watch.active:
@@ -309,16 +405,39 @@ async def _put(conn, session: _Session, chunks: tuple[m.FileChunk, ...]) -> bool
     return True
 
 
+class _AsOwner:
+    """The owner's credentials, taken at the first file to open and then kept for the rest of a
+    plan (a switch costs seven system calls; a plan whose log is open and whose outputs the
+    schedd told of opens nothing)."""
+
+    def __init__(self, owner: ofs.Identity | None):
+        self.owner = owner
+        self._stack = contextlib.ExitStack()
+        self._taken = False
+
+    def need(self) -> None:
+        """Take the owner's credentials now, if not taken yet."""
+        if not self._taken:
+            self._taken = True
+            self._stack.enter_context(ofs.acting_as(self.owner))
+
+    def __enter__(self) -> _AsOwner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stack.close()
+
+
 def _plan(session: _Session) -> tuple[bytes, tuple[m.FileChunk, ...], list[str], bool] | None:
-    """The next news: the log's complete events to send, the small files that go with them (read
-    here, as the owner), the bigger files to stream first, and whether an ending event is held
-    back (None: nothing to send)."""
-    with ofs.acting_as(session.owner):  # once for the log and every file (a switch is four system calls)
-        return _plan_as_owner(session)
+    """The next news: the log's complete events to send, the small files that go with them (as
+    the schedd told of them, or read here as the owner), the bigger files to stream first, and
+    whether an ending event is held back (None: nothing to send)."""
+    with _AsOwner(session.owner) as owner:
+        return _plan_as_owner(session, owner)
 
 
-def _plan_as_owner(session: _Session) -> tuple[bytes, tuple[m.FileChunk, ...], list[str], bool] | None:
-    data = _read_from(session)
+def _plan_as_owner(session: _Session, owner: _AsOwner) -> tuple[bytes, tuple[m.FileChunk, ...], list[str], bool] | None:
+    data = _read_from(session, owner)
     sent, size, held, quiet = 0, 0, False, True
     small: list[m.FileChunk] = []
     big: list[str] = []
@@ -326,14 +445,18 @@ def _plan_as_owner(session: _Session) -> tuple[bytes, tuple[m.FileChunk, ...], l
     for end, code, job in complete_events(data):
         if code == 5 and job is not None:
             call = session.jobs.get(job)
-            if call is None or not (session.calls / f"{call}.result").exists():
+            told = session.take(call) if call is not None else None
+            if told is None and (call is None or not _exists(session.calls / f"{call}.result", owner)):
                 session.held_since = session.held_since or now
                 if now - session.held_since < HOLD_SECONDS:
                     held = True
                     break
-            if call is not None:
+            if told is not None:
+                small += [m.FileChunk(name=name, data=data) for name, data in told.items()]
+                size += sum(len(data) for data in told.values())
+            elif call is not None:
                 for name in (f"{call}{suffix}" for suffix in _OUTPUT_SUFFIXES):
-                    size += _read_small(session, name, small, big)
+                    size += _read_small(session, name, small, big, owner)
             session.held_since = None
         quiet = quiet and code in _QUIET
         sent = end
@@ -349,8 +472,14 @@ def _plan_as_owner(session: _Session) -> tuple[bytes, tuple[m.FileChunk, ...], l
     return data[:sent], tuple(small), big, held
 
 
-def _read_small(session: _Session, name: str, small: list[m.FileChunk], big: list[str]) -> int:
+def _exists(path: Path, owner: _AsOwner) -> bool:
+    owner.need()
+    return path.exists()
+
+
+def _read_small(session: _Session, name: str, small: list[m.FileChunk], big: list[str], owner: _AsOwner) -> int:
     """Add ``name`` to ``small`` (read whole) when it fits one chunk, else to ``big``; its size."""
+    owner.need()
     try:
         fd, st = ofs.open_read(session.calls / name, session.owner, what="call output", follow=False)
     except (FileNotFoundError, ofs.OwnerFileError):
@@ -366,7 +495,7 @@ def _read_small(session: _Session, name: str, small: list[m.FileChunk], big: lis
     return len(data)
 
 
-def _read_from(session: _Session) -> bytes:
+def _read_from(session: _Session, owner: _AsOwner) -> bytes:
     """The log's bytes from the client's offset (at most 4 MiB), read as the owner through a
     descriptor kept open while the path names the same file (opened again when it does not)."""
     try:
@@ -375,6 +504,7 @@ def _read_from(session: _Session) -> bytes:
         return b""
     if session.log_fd is None or inode != session.log_inode:
         session.close()
+        owner.need()
         try:
             fd, st = ofs.open_read(session.log, session.owner, what="session event log", follow=False)
         except FileNotFoundError:
