@@ -201,16 +201,18 @@ def evicted_event(job: Mapping[str, str], usage: Mapping[str, object], reason: s
                   now: float) -> ev.JobEvictedEvent:
     """004: the job left its slot without finishing and is idle again.
 
-    When the run's ``usage`` says why its vacate's image was not kept
-    (``VacateCheckpointError``), the reason notes it and what the job resumes from: its
-    previous image (``CheckpointNumber``), or the start.
+    ``(1) Job was checkpointed.`` when the run's ``usage`` says its vacate's image was kept
+    (``VacateCheckpointed``), as HTCondor's standard universe wrote it; when it says why the
+    image was not (``VacateCheckpointError``), the reason notes it and what the job resumes
+    from: its previous image (``CheckpointNumber``), or the start.
     """
     error = usage.get("VacateCheckpointError")
     if isinstance(error, str) and error:
         kept = int(number(job, "CheckpointNumber"))
         resume = f"it resumes from its checkpoint {kept}" if kept > 0 else "it has no checkpoint: it starts again"
         reason = f"{reason}; {error}: {resume}" if reason else f"{error}: {resume}"
-    return ev.JobEvictedEvent(**ids(job), timestamp=now, run_remote_usage=usage_rusage(usage), reason=reason)
+    return ev.JobEvictedEvent(**ids(job), timestamp=now, run_remote_usage=usage_rusage(usage), reason=reason,
+                              checkpointed=usage.get("VacateCheckpointed") is True)
 
 
 def held_event(job: Mapping[str, str], reason: str, code: int, subcode: int, now: float) -> ev.JobHeldEvent:
