@@ -10,8 +10,8 @@ tests/system/test_pool_acceptance.py.
 The job is examples/standard/count.py, an unmodified CPython loop whose files are forwarded to
 its submit directory, paced (its PAUSE) so that a fast host cannot end it before the vacate. It
 is checkpointed every 2 s (CHECKPOINT_INTERVAL) and vacated part-way: the starter sends SIGTSTP,
-the runtime writes an image and the job exits; the image streams to the schedd's spool; the job is matched to slot 2,
-whose starter fetches the image and restarts it. Its output is byte-identical to an
+the runtime writes an image and the job exits; the image streams to the schedd's spool; the job
+is matched to slot 2, whose starter fetches the image and restarts it. Its output is byte-identical to an
 uninterrupted run's, its own count of computed steps shows almost no work redone, and the user
 log (read with htcondor2) has execute, checkpointed, evicted (``(1) Job was checkpointed.``),
 execute, terminated.
@@ -27,9 +27,10 @@ from pathlib import Path
 import htcondor2
 import pytest
 
+from ckpt_images import tools  # noqa: F401 (a fixture)
 from htc.daemons.schedd.checkpoint_files import checkpoint_directory
 from htc.daemons.startd.sensors import write_sensor_override
-from htc.runtime import RuntimeUnavailable, checkpoint, image
+from htc.runtime import image
 from poolutil import Pool, wait_for
 
 pytestmark = pytest.mark.slow
@@ -52,14 +53,6 @@ KILL = False
 MachineMaxVacateTime = 120
 CHECKPOINT_INTERVAL = 2
 """
-
-
-@pytest.fixture(scope="module")
-def tools():
-    try:
-        return checkpoint.build_tools()
-    except RuntimeUnavailable as err:
-        pytest.skip(f"the runtime cannot be built on this host: {err}")
 
 
 def _verified(path: Path):
