@@ -21,7 +21,8 @@ def runtime_tools(**options) -> checkpoint.Tools:
     try:
         return checkpoint.build_tools(**options)
     except RuntimeUnavailable as err:
-        pytest.skip(f"the runtime cannot be built on this host: {err}")
+        pytest.skip(f"the runtime cannot be built on this host: {err}; run `htc runtime check` to see what "
+                    "this host lacks (CI installs gcc and libc6-dev: apt-get install gcc libc6-dev)")
 
 
 @pytest.fixture(scope="module")
