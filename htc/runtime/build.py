@@ -23,9 +23,9 @@ artifact missing there is taken from the machine's cache (built there first if i
 too) and copied in: a new pool, with a new EXECUTE, does not compile the runtime again (30-60 s
 of compiling before its first standard-universe job). The machine's cache is used only while no
 one else can change what is in it: its directories and files must be owned by this user or root
-and writable by no one else (:func:`_trusted`), or a build that names its own cache compiles into
-it alone, and one that does not is refused, saying what to fix. Directories the build creates are
-0755.
+and writable by no one else, their group only when it is this process's own (:func:`_trusted`);
+otherwise a build that names its own cache compiles into it alone, and one that does not is
+refused, saying what to fix. Directories the build creates are 0755.
 
 A build compiles into a private temporary directory inside the cache directory and then
 ``os.replace``\\ s the result onto its final name; a copy is written beside its target and
@@ -153,14 +153,15 @@ def cache_root(cache: Path | str | None = None) -> Path:
 
 def _trusted(path: Path) -> str | None:
     """None when ``path`` (not a link) is owned by this user or root and writable by no one
-    else; otherwise why it is not to be trusted."""
+    else -- group-writable only for this process's own group (a user's private group, which a
+    umask of 002 gives every file); otherwise why it is not to be trusted."""
     st = path.lstat()
     if stat.S_ISLNK(st.st_mode):
         return f"{path} is a symbolic link"
     if st.st_uid not in (os.geteuid(), 0):
         return f"{path} belongs to uid {st.st_uid}"
-    if st.st_mode & 0o022:
-        return f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):04o})"
+    if st.st_mode & stat.S_IWOTH or (st.st_mode & stat.S_IWGRP and st.st_gid != os.getegid()):
+        return f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):04o}, group {st.st_gid})"
     return None
 
 

@@ -1,6 +1,7 @@
 """htc.runtime.build's machine cache: a build into a cache of its own (a new pool's jobrt-cache
 beside EXECUTE) takes the runtime from the machine's cache, compiled once there, instead of
-compiling again; a machine cache that others can write is not used. The compiler is the real
+compiling again; a machine cache that others can write (its group too, unless it is the
+process's own) is not used. The compiler is the real
 one behind a wrapper that logs each run; the sources are a small stand-in library, so the
 compiles are quick."""
 
@@ -63,7 +64,7 @@ def test_a_machine_cache_others_can_write_is_not_used(logged_cc, tmp_path):
     machine.mkdir()
     machine.chmod(0o777)
     with pytest.raises(build.RuntimeUnavailable, match=r"not safe to run programs from.*writable by others "
-                                                       r"\(mode 0777\).*HTC_RUNTIME_CACHE"):
+                                                       r"\(mode 0777, group \d+\).*HTC_RUNTIME_CACHE"):
         build.library()
     own = build.library(cache=tmp_path / "pool" / "jobrt-cache")  # compiled into its own cache alone
     assert ctypes.CDLL(str(own)).jobrt_stand_in() == 42
@@ -76,8 +77,13 @@ def test_an_artifact_others_could_have_changed_is_refused(logged_cc, tmp_path):
     with pytest.raises(build.RuntimeUnavailable, match="others could have changed.*writable by others"):
         build.library(cache=tmp_path / "pool" / "jobrt-cache")
     assert compiles(logged_cc) == 1
+    cached.chmod(0o775)  # group-writable, by this process's own group (a umask of 002): kept
+    assert build.library(cache=tmp_path / "pool" / "jobrt-cache").read_bytes() == cached.read_bytes()
     if os.geteuid() == 0:  # (only root can give a file away)
+        os.chown(cached, -1, 12345)  # group-writable by another group
+        with pytest.raises(build.RuntimeUnavailable, match="writable by others.*group 12345"):
+            build.library(cache=tmp_path / "other" / "jobrt-cache")
         cached.chmod(0o755)
         os.chown(cached, 12345, -1)
         with pytest.raises(build.RuntimeUnavailable, match="belongs to uid 12345"):
-            build.library(cache=tmp_path / "pool" / "jobrt-cache")
+            build.library(cache=tmp_path / "other" / "jobrt-cache")
