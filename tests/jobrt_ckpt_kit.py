@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from htc.runtime import RuntimeUnavailable, checkpoint
+from ckpt_images import runtime_tools
+from htc.runtime import checkpoint
 
 PROGS = Path(__file__).parent / "system" / "jobrt_progs"
 COUNT = 4000  # iterations of the counter: about 2 s uninterrupted (usleep(300) each)
@@ -45,10 +46,7 @@ def _cc(*args: str) -> None:
 
 def make_kit(tmp: Path, *, static: bool = False) -> Kit:
     """Build the runtime and compile the test programs into ``tmp``."""
-    try:
-        tools = checkpoint.build_tools(dumper=True)
-    except RuntimeUnavailable as err:
-        pytest.skip(f"the runtime cannot be built on this host: {err}")
+    tools = runtime_tools(dumper=True)
     _cc("-O2", "-o", str(tmp / "counter"), str(PROGS / "counter.c"))
     _cc("-O2", "-pthread", "-o", str(tmp / "threads"), str(PROGS / "threads.c"))
     _cc("-O2", "-o", str(tmp / "forks"), str(PROGS / "forks.c"))

@@ -4,13 +4,14 @@ time per task, with the subclass's ``_serve(conn)``; a context manager that star
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import threading
 
 from htc.wire.transport import UnixTransport
 
 
-class StandInSchedd:
+class StandInSchedd(abc.ABC):
     """Serves ``socket_dir``'s ``schedd`` socket with :meth:`_serve` while in a ``with`` block."""
 
     def __init__(self, socket_dir):
@@ -29,9 +30,9 @@ class StandInSchedd:
             await self._stop.wait()
             await server.aclose()
 
+    @abc.abstractmethod
     async def _serve(self, conn) -> None:
         """Answer one connection (the subclass's conversation)."""
-        raise NotImplementedError
 
     def __enter__(self):
         self._thread.start()

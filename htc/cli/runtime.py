@@ -52,6 +52,7 @@ def register(sub) -> None:
         "HTC_RUNTIME_CACHE=/opt/htc-rt htc runtime build   # a shared cache directory",
     ])
     p.add_argument("action", choices=["build", "check"])
-    add_option(p, "cache", metavar="DIR", help="build into DIR instead of $HTC_RUNTIME_CACHE or ~/.cache/htc/runtime")
+    add_option(p, "cache", metavar="DIR", help="build into DIR (from the machine's cache: $HTC_RUNTIME_CACHE, "
+               "/var/cache/htc/runtime for root, or ~/.cache/htc/runtime)")
     add_option(p, "json", action="store_true", help="print machine-readable JSON")
     p.set_defaults(func=runtime)

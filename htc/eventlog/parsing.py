@@ -227,7 +227,7 @@ def parse_event(code: int, cluster: int, proc: int, subproc: int, timestamp: flo
             if l.startswith("Partitionable"):
                 break
             if l and not l.startswith(("(", "Usr ")) and not _BYTES.match(l):
-                reason = l
+                reason = l.removeprefix("Reason: ")  # (HTCondor's prefix when not requeued)
                 break
         code = re.search(r"Code (-?\d+) Subcode (-?\d+)", first)
         return ev.JobEvictedEvent(

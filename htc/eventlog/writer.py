@@ -189,8 +189,9 @@ def _body(event: ev.Event) -> list[str]:
             if event.terminated_and_requeued:
                 lines += _termination(event.terminated_normally, event.return_value,
                                       event.signal, event.core_file)
-            if event.reason:
-                lines.append(f"\t{clean_text(event.reason)}")
+            if event.reason:  # HTCondor's formatBody: "Reason: " unless terminated and requeued
+                label = "" if event.terminated_and_requeued else "Reason: "
+                lines.append(f"\t{label}{clean_text(event.reason)}")
             return lines + format_resources(event.resources)
         case ev.JobTerminatedEvent():
             lines = ["Job terminated."]

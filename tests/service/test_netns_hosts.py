@@ -11,12 +11,12 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from netns_hosts import HTC_HOME, Network, netns_unavailable, network, networks  # noqa: F401 (fixtures)
+from waiting import wait_until
 
 # An echo server on port 7000: prints "listening" once bound, answers each connection with what it read.
 SERVER = textwrap.dedent("""
@@ -39,18 +39,6 @@ CLIENT = textwrap.dedent("""
     except OSError as exc:
         print(type(exc).__name__, exc); sys.exit(3)
 """)
-
-
-def wait_until(condition, timeout: float = 30.0, what: str = "condition"):
-    """Poll ``condition`` until it is truthy (another process's state: no event to await)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def serve(host):

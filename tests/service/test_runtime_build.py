@@ -44,6 +44,7 @@ def test_cache_env_var_and_key_follow_sources(tmp_path, monkeypatch):
 
 
 def test_programs_and_library_split_sources(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTC_RUNTIME_CACHE", str(tmp_path / "machine"))  # (stand-in sources: not the machine's cache)
     src = tmp_path / "c"
     src.mkdir()
     (src / "jobrt.h").write_text("#define JOBRT_H 1\n")
@@ -62,6 +63,7 @@ def test_programs_and_library_split_sources(tmp_path, monkeypatch):
 
 
 def test_compile_error_quotes_the_compiler(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTC_RUNTIME_CACHE", str(tmp_path / "machine"))  # (stand-in sources: not the machine's cache)
     src = tmp_path / "c"
     src.mkdir()
     (src / "jobrt_io.c").write_text("int broken(void) { return undeclared_thing; }\n")
@@ -81,6 +83,7 @@ def test_no_compiler_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def test_missing_static_libc_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTC_RUNTIME_CACHE", str(tmp_path / "machine"))  # (stand-in sources: not the machine's cache)
     # A compiler wrapper whose linker cannot find libc.a, as on a host without libc6-dev.
     fake = tmp_path / "fakecc"
     fake.write_text("#!/bin/sh\necho \"/usr/bin/ld: cannot find -lc: No such file or directory\" >&2\nexit 1\n")

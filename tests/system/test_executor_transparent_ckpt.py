@@ -21,10 +21,10 @@ import cloudpickle
 import htcondor2
 import pytest
 
+from ckpt_images import tools  # noqa: F401 (a fixture)
 from executor_contract import wait_for
 from executor_pool import ExecutorPool
 from htc.executors import HTCExecutor, JobKilled
-from htc.runtime import RuntimeUnavailable, checkpoint
 from transparent_jobs import count, explicit, threaded
 
 pytestmark = pytest.mark.slow
@@ -35,14 +35,6 @@ PAUSE = 0.02  # ... and a sleep: at least 6 s, so there is some left after a per
 POLICY = "CHECKPOINT_INTERVAL = 3\n"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "transparent_checkpoint.py"
 FIRST_ON_1_THEN_2 = "(SlotID == 1 && NumJobStarts == 0) || (SlotID == 2 && NumJobStarts > 0)"
-
-
-@pytest.fixture(scope="module")
-def tools():
-    try:
-        return checkpoint.build_tools()
-    except RuntimeUnavailable as err:
-        pytest.skip(f"the runtime cannot be built on this host: {err}")
 
 
 #: the startd in the submit host's FileSystemDomain (the call's files served next to it), or in

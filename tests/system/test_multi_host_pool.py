@@ -14,10 +14,10 @@ test_multi_host_link_cut.py)."""
 from __future__ import annotations
 
 import re
-import time
 
 import htcondor2
 
+import waiting
 from htc.eventlog import EventType, read_events
 from netns_hosts import HTC_HOME, copy_pool_key, network, networks, pool_config  # noqa: F401 (fixtures)
 
@@ -37,15 +37,9 @@ hostname >> out.txt
 
 
 def wait_until(condition, timeout: float, what: str):
-    """Poll another host's state until ``condition()`` is truthy; return it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.5)
+    """Poll another host's state every half second (a poll may run a command there) until
+    ``condition()`` is truthy; return it."""
+    return waiting.wait_until(condition, timeout, what, interval=0.5)
 
 
 def start(host) -> None:

@@ -35,9 +35,9 @@ from pathlib import Path
 import htcondor2
 import pytest
 
+from ckpt_images import tools  # noqa: F401 (a fixture)
 from htc.daemons.startd.sensors import write_sensor_override
 from htc.eventlog import EventType, read_events
-from htc.runtime import RuntimeUnavailable, checkpoint
 from netns_hosts import HTC_HOME, copy_pool_key, network, networks, pool_config  # noqa: F401 (fixtures)
 from test_multi_host_pool import FAST, start, stop_pool, wait_until
 
@@ -57,14 +57,6 @@ DESKTOP = {"START": "KeyboardIdle > 60", "SUSPEND": "False", "WANT_SUSPEND": "Fa
 NODE = {"START": "True", "SUSPEND": "False", "PREEMPT": "False", "KILL": "False"}
 CHECKPOINTS = {"CHECKPOINT_INTERVAL": "5"}
 WORK = "/tmp/work"
-
-
-@pytest.fixture(scope="module")
-def tools():
-    try:
-        return checkpoint.build_tools()
-    except RuntimeUnavailable as err:
-        pytest.skip(f"the runtime cannot be built on this host: {err}")
 
 
 def reference(tmp: Path) -> bytes:

@@ -18,21 +18,13 @@ from pathlib import Path
 import htcondor2
 import pytest
 
-from htc.runtime import RuntimeUnavailable, checkpoint
+from ckpt_images import tools  # noqa: F401 (a fixture)
 from poolutil import Pool, wait_for
 
 pytestmark = pytest.mark.slow
 
 T = htcondor2.JobEventType
 EXAMPLE = Path(__file__).parents[2] / "examples" / "standard"
-
-
-@pytest.fixture(scope="module")
-def tools():
-    try:
-        return checkpoint.build_tools()
-    except RuntimeUnavailable as err:
-        pytest.skip(f"the runtime cannot be built on this host: {err}")
 
 
 def _htc(pool: Pool, *args: str) -> subprocess.CompletedProcess:

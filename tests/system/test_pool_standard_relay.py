@@ -21,7 +21,7 @@ import sys
 import htcondor2
 import pytest
 
-from htc.runtime import RuntimeUnavailable, checkpoint
+from ckpt_images import runtime_tools
 from poolutil import open_pool, wait_for
 from test_pool_wire_transfer import OpenWatch
 
@@ -45,10 +45,7 @@ def pool():
     if os.geteuid() != 0:
         pytest.skip("the execute side is kept out of the Iwd by fanotify, which needs root; run the tests as "
                     "root, as CI does")
-    try:
-        checkpoint.build_tools()
-    except RuntimeUnavailable as err:
-        pytest.skip(f"the runtime cannot be built on this host: {err}")
+    runtime_tools()
     with open_pool("COLLECTOR, NEGOTIATOR, STARTD, SCHEDD",
                    config="STARTD.FILESYSTEM_DOMAIN = elsewhere.example\n") as started:
         yield started

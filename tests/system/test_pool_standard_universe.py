@@ -8,11 +8,13 @@ The owner is played by the startd's sensor override file (htc.daemons.startd.sen
 tests/system/test_pool_acceptance.py.
 
 The job is examples/standard/count.py, an unmodified CPython loop whose files are forwarded to
-its submit directory. It is checkpointed every 2 s (CHECKPOINT_INTERVAL) and vacated part-way: the starter sends SIGTSTP, the runtime writes an
-image and the job exits; the image streams to the schedd's spool; the job is matched to slot 2,
-whose starter fetches the image and restarts it. Its output is byte-identical to an
+its submit directory, paced (its PAUSE) so that a fast host cannot end it before the vacate. It
+is checkpointed every 2 s (CHECKPOINT_INTERVAL) and vacated part-way: the starter sends SIGTSTP,
+the runtime writes an image and the job exits; the image streams to the schedd's spool; the job
+is matched to slot 2, whose starter fetches the image and restarts it. Its output is byte-identical to an
 uninterrupted run's, its own count of computed steps shows almost no work redone, and the user
-log (read with htcondor2) has execute, checkpointed, evicted, execute, terminated.
+log (read with htcondor2) has execute, checkpointed, evicted (``(1) Job was checkpointed.``),
+execute, terminated.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from pathlib import Path
 import htcondor2
 import pytest
 
+from ckpt_images import tools  # noqa: F401 (a fixture)
 from htc.daemons.schedd.checkpoint_files import checkpoint_directory
 from htc.daemons.startd.sensors import write_sensor_override
-from htc.runtime import RuntimeUnavailable, checkpoint, image
+from htc.runtime import image
 from poolutil import Pool, wait_for
 
 pytestmark = pytest.mark.slow
@@ -35,6 +38,9 @@ pytestmark = pytest.mark.slow
 T = htcondor2.JobEventType
 EXAMPLE = Path(__file__).parents[2] / "examples" / "standard"
 STEPS = 1500
+#: seconds each step sleeps: at least 30 s of job however fast the host, so a periodic checkpoint
+#: (every 2 s) and the vacate come before the end (as in test_multi_host_standard.py)
+PAUSE = 0.02
 AWAY = {"KeyboardIdle": 100000, "ConsoleIdle": 100000, "LoadAvg": 0.0}
 AT_THE_KEYBOARD = {**AWAY, "KeyboardIdle": 0, "ConsoleIdle": 0}
 POLICY = """
@@ -47,14 +53,6 @@ KILL = False
 MachineMaxVacateTime = 120
 CHECKPOINT_INTERVAL = 2
 """
-
-
-@pytest.fixture(scope="module")
-def tools():
-    try:
-        return checkpoint.build_tools()
-    except RuntimeUnavailable as err:
-        pytest.skip(f"the runtime cannot be built on this host: {err}")
 
 
 def _verified(path: Path):
@@ -101,7 +99,7 @@ def test_a_vacated_standard_job_resumes_from_its_checkpoint_on_the_other_slot(to
         log = work / "count.log"
         cluster = pool.submit(
             f"universe = standard\nexecutable = /usr/bin/python3\ntransfer_executable = false\n"
-            f"arguments = count.py {STEPS}\ninitialdir = {work}\nlog = {log}\nerror = count.err\n"
+            f"arguments = count.py {STEPS} {PAUSE}\ninitialdir = {work}\nlog = {log}\nerror = count.err\n"
             f"requirements = (SlotID == 1) || (NumJobStarts > 0)\nqueue\n").cluster_id
         first = pool.log_events(log, 2, timeout=60)[1]
         assert first.type == T.EXECUTE and first["SlotName"].startswith("slot1@")
@@ -130,6 +128,8 @@ def test_a_vacated_standard_job_resumes_from_its_checkpoint_on_the_other_slot(to
                                                       T.EXECUTE, T.JOB_TERMINATED], [str(k) for k in kinds]
         assert kinds.index(T.JOB_EVICTED) >= 4, "a periodic checkpoint before the vacate's"
         after_restart = runs[-2] == T.CHECKPOINTED
+        # the vacate's image was kept: HTCondor's "(1) Job was checkpointed." in the evicted event
+        assert next(e for e in events if e.type == T.JOB_EVICTED)["Checkpointed"] is True
         second = [e for e in events if e.type == T.EXECUTE][1]
         done = events[-1]
         assert second["SlotName"].startswith("slot2@")

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from ssh_netns import A_IP, NetnsPair, netns_available
+from waiting import wait_until
 
 HERE = Path(__file__).resolve().parents[1]
 PROBE = str(HERE / "ssh_probe.py")
@@ -28,18 +29,6 @@ PORT = 9618
 
 _why_not = netns_available()
 pytestmark = pytest.mark.skipif(_why_not is not None, reason=_why_not or "")
-
-
-def wait_until(condition, timeout: float = 30.0, what: str = "condition"):
-    """Poll ``condition()`` (another process's doing) until truthy, under a generous deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 class HostA:

@@ -356,7 +356,7 @@ class Shadows(Mapping):
             out.append(c.Reply(event.conn_id, m.Ack(detail="already recorded")))
             return
         usage = ad_values(msg.usage_ad)
-        shadow.usage.update({k: v for k, v in usage.items() if k in USAGE_ATTRS})
+        shadow.usage.update({k: v for k, v in usage.items() if k in USAGE_ATTRS or k in ul.VACATE_CHECKPOINT_ATTRS})
         error = usage.get("StarterError")
         if isinstance(error, str) and error:
             code = usage.get("HoldReasonCode", HoldReasonCode.FailedToCreateProcess)

@@ -192,10 +192,27 @@ def requeued_event(job: Mapping[str, str], exit_code: int | None, exit_signal: i
                               reason=reason)
 
 
+#: what a vacated standard-universe job's exit report says of its vacate's image
+#: (:mod:`htc.daemons.startd.reports`): kept by the checkpoint store, or why not
+VACATE_CHECKPOINT_ATTRS = ("VacateCheckpointed", "VacateCheckpointError")
+
+
 def evicted_event(job: Mapping[str, str], usage: Mapping[str, object], reason: str,
                   now: float) -> ev.JobEvictedEvent:
-    """004: the job left its slot without finishing and is idle again."""
-    return ev.JobEvictedEvent(**ids(job), timestamp=now, run_remote_usage=usage_rusage(usage), reason=reason)
+    """004: the job left its slot without finishing and is idle again.
+
+    ``(1) Job was checkpointed.`` when the run's ``usage`` says its vacate's image was kept
+    (``VacateCheckpointed``), as HTCondor's standard universe wrote it; when it says why the
+    image was not (``VacateCheckpointError``), the reason notes it and what the job resumes
+    from: its previous image (``CheckpointNumber``), or the start.
+    """
+    error = usage.get("VacateCheckpointError")
+    if isinstance(error, str) and error:
+        kept = int(number(job, "CheckpointNumber"))
+        resume = f"it resumes from its checkpoint {kept}" if kept > 0 else "it has no checkpoint: it starts again"
+        reason = f"{reason}; {error}: {resume}" if reason else f"{error}: {resume}"
+    return ev.JobEvictedEvent(**ids(job), timestamp=now, run_remote_usage=usage_rusage(usage), reason=reason,
+                              checkpointed=usage.get("VacateCheckpointed") is True)
 
 
 def held_event(job: Mapping[str, str], reason: str, code: int, subcode: int, now: float) -> ev.JobHeldEvent:

@@ -15,7 +15,12 @@ schedd that is briefly away (within the claim lease) still learns how its job en
 that could not be started is reported as a vacated JobExited whose usage ad has
 ``StarterError`` and ``HoldReasonCode`` (6 FailedToCreateProcess, 13 TransferInputError);
 output that could not be transferred adds ``StarterError`` with code 12
-(TransferOutputError); a vacated job carries ``VacateReason``. A job the core holds for
+(TransferOutputError); a vacated job carries ``VacateReason``. A vacated standard-universe job
+carries ``VacateCheckpointed`` (the image its vacate wrote was kept by the schedd's checkpoint
+store) and, when it was not, ``VacateCheckpointError``: such a job is not held but requeued, to
+resume from its previous image (or from the start without one), as Condor's standard universe
+did; the schedd notes it in the evicted event (:func:`htc.daemons.schedd.userlog.evicted_event`).
+A periodic image that fails only makes a line in the starter's log. A job the core holds for
 breaking its AllowedExecuteDuration (:class:`~htc.daemons.startd.events.HoldJob`) is killed
 (``KillJob`` to the service) and its JobExited carries the hold request (``hold_code`` 47,
 ``hold_subcode``, ``hold_reason``), which the shadow applies.
@@ -164,8 +169,16 @@ class JobReports:
         if contact is None or not contact.shadow_address:
             return
         usage = r.to_ad()
-        if r.transfer_error:
-            usage.update(StarterError=f"output transfer failed: {r.transfer_error}",
+        transfer_error = r.transfer_error
+        if r.vacated and r.vacate_checkpointed is not None:
+            # a standard job's vacate image: kept, or not (then it resumes from its previous one)
+            usage["VacateCheckpointed"] = r.vacate_checkpointed
+            if r.checkpoint_error:
+                usage["VacateCheckpointError"] = r.checkpoint_error
+        elif r.checkpoint_error:  # (an image written without a vacate: the job's own SIGTSTP)
+            transfer_error = "; ".join(filter(None, (transfer_error, r.checkpoint_error)))
+        if transfer_error:
+            usage.update(StarterError=f"output transfer failed: {transfer_error}",
                          HoldReasonCode=int(HoldReasonCode.TransferOutputError), HoldReasonSubCode=0)
         if r.oom_killed:
             usage["JobOOMKilled"] = True

@@ -127,6 +127,10 @@ class ExitRecord:
     usage: Usage
     output_files: tuple[Path, ...] = ()
     transfer_error: str | None = None
+    #: a standard-universe job's vacate: its image was kept by the shadow (None: no such vacate)
+    vacate_checkpointed: bool | None = None
+    #: why the vacate's image was not kept (the job resumes from its previous one)
+    checkpoint_error: str | None = None
 
     @property
     def exit_by_signal(self) -> bool:

@@ -519,10 +519,8 @@ class Starter:
             outputs, error = await off_loop(self._transfer_output, reaped)  # file copies: off the loop
         if not gone:
             error = (error + "; " if error else "") + "some job processes could not be killed"
-        if kept:
-            error = (error + "; " if error else "") + kept
         record = ExitRecord(reaped.exit_code, reaped.signal, reaped.core_dumped, oom, self._vacated, usage,
-                            tuple(outputs), error)
+                            tuple(outputs), error, self.standard.vacate_checkpointed if self.standard else None, kept)
         await self._cleanup()
         return record
 

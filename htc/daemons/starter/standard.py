@@ -140,6 +140,7 @@ class StandardJob:
         self.resumed = False
         self.pid: int | None = None
         self.sent = 0  # images the shadow kept during this run
+        self.vacate_checkpointed: bool | None = None  # the vacate's image kept (None: no vacate image)
         self._seen = -1  # the newest sequence number handled
         self._kept = -1  # the newest sequence number the shadow kept (or this run resumed from)
         self._server: subprocess.Popen | None = None
@@ -348,13 +349,16 @@ class StandardJob:
 
     async def finish(self, exit_code: int | None) -> str | None:
         """The job has exited: send the image a vacate wrote, stop the file server. Returns an
-        error text when the image could not be kept (the previous one stays the latest)."""
+        error text when the image could not be kept (the previous one stays the latest; the job
+        is requeued to resume from it, :mod:`htc.daemons.startd.reports`); sets
+        :attr:`vacate_checkpointed`."""
         if self._periodic is not None:
             self._periodic.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._periodic
         error = None
         if exit_code == ckpt.VACATED_EXIT and self.sandbox is not None:
+            self.vacate_checkpointed = False
             try:
                 async with self._lock:
                     # newer than the last image kept, not than the last one seen: a periodic
@@ -363,6 +367,7 @@ class StandardJob:
                     # writes a large image slowly.
                     await self._await_image(60.0, after=self._kept)
                     await self._send()
+                self.vacate_checkpointed = True
             except (ckpt.CheckpointFailed, ckpt.CheckpointRefused, TransferError, OSError) as exc:
                 error = f"the vacate's checkpoint was not kept: {exc}"
         await self.close()
