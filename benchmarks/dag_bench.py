@@ -34,7 +34,9 @@ It prints:
    milliseconds per job of the schedd, negotiator and startd (psutil, over the measurement)
    and of the DAG manager (from its job's terminated event: whole seconds, so coarse below a
    few thousand nodes), with the load average. ``--parts`` picks the measurements
-   (``2a,2b,default,lifted,unbatched,chain``).
+   (``2a,2b,default,lifted,unbatched,chain``). ``--profile DIR`` records the schedd and the
+   startd with ``py-spy record`` (``pip install py-spy``) during each measurement, into
+   ``DIR/PART-DAEMON.txt``; ``benchmarks/pyspy_summary.py`` compares such files per job.
 
 Figures are printed, never asserted (the tests do not time anything).
 """
@@ -171,6 +173,8 @@ class _Profiler:
         if self.directory is None:
             return self
         spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        if not Path(spy).exists():
+            raise SystemExit("dag_bench: --profile needs py-spy (pip install py-spy) on PATH or beside this python")
         for daemon in pool_status().daemons:
             if daemon.pid and daemon.name.lower() in ("schedd", "startd"):
                 out = self.directory / f"{self.part}-{daemon.name.lower()}.txt"
