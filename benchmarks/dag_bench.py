@@ -34,7 +34,9 @@ It prints:
    milliseconds per job of the schedd, negotiator and startd (psutil, over the measurement)
    and of the DAG manager (from its job's terminated event: whole seconds, so coarse below a
    few thousand nodes), with the load average. ``--parts`` picks the measurements
-   (``2a,2b,default,lifted,unbatched,chain``).
+   (``2a,2b,default,lifted,unbatched,chain``). ``--profile DIR`` records the schedd and the
+   startd with ``py-spy record`` (``pip install py-spy``) during each measurement, into
+   ``DIR/PART-DAEMON.txt``; ``benchmarks/pyspy_summary.py`` compares such files per job.
 
 Figures are printed, never asserted (the tests do not time anything).
 """
@@ -154,6 +156,42 @@ def _daemon_cpu() -> dict[str, float]:
     return cpu
 
 
+class _Profiler:
+    """``py-spy record`` (raw collapsed stacks, ``--nonblocking``) on the schedd and startd for one
+    measurement, when ``--profile DIR`` asks: ``DIR/PART-DAEMON.txt``, summarised per function by
+    ``benchmarks/pyspy_summary.py``. A no-op without a directory."""
+
+    def __init__(self, directory: Path | None, part: str) -> None:
+        self.directory, self.part, self.procs = directory, part, []
+
+    def __enter__(self) -> "_Profiler":
+        import shutil
+        import subprocess
+
+        from htc.client.pool import pool_status
+
+        if self.directory is None:
+            return self
+        spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        if not Path(spy).exists():
+            raise SystemExit("dag_bench: --profile needs py-spy (pip install py-spy) on PATH or beside this python")
+        for daemon in pool_status().daemons:
+            if daemon.pid and daemon.name.lower() in ("schedd", "startd"):
+                out = self.directory / f"{self.part}-{daemon.name.lower()}.txt"
+                self.procs.append(subprocess.Popen(
+                    [spy, "record", "--pid", str(daemon.pid), "--format", "raw", "--nonblocking",
+                     "--rate", "50", "--output", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        for proc in self.procs:
+            proc.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+        for proc in self.procs:
+            proc.wait(timeout=60)
+
+
 def _cpu_line(label: str, n: int, before: dict[str, float], after: dict[str, float], manager: float | None) -> str:
     """CPU milliseconds per job of the schedd, negotiator and startd (and the DAG manager)."""
     parts = [f"{name} {1000 * (after[name] - before.get(name, 0.0)) / n:.2f}"
@@ -228,7 +266,8 @@ def _dag(work: Path, shape: str, n: int, config: str | None = None,
 PARTS = ("2a", "2b", "default", "lifted", "unbatched", "chain")
 
 
-def bench_pool(wide: int, chain: int, cpus: int, parts: tuple[str, ...] = PARTS) -> None:
+def bench_pool(wide: int, chain: int, cpus: int, parts: tuple[str, ...] = PARTS,
+               profile: Path | None = None) -> None:
     """Throughput of plain submission, a wide DAG and a chain on one personal pool, with the
     daemons' (and the DAG manager's) CPU per job."""
     from pool_bench import personal_pool, settle
@@ -239,7 +278,8 @@ def bench_pool(wide: int, chain: int, cpus: int, parts: tuple[str, ...] = PARTS)
         bases = {}
         if "2a" in parts:
             cpu0 = _daemon_cpu()
-            plain = bases["2a"] = _plain(work, wide)
+            with _Profiler(profile, "2a"):
+                plain = bases["2a"] = _plain(work, wide)
             print(f"(2a) plain, one cluster of {wide} procs:  {plain:.1f} s = {wide / plain:.1f} jobs/s", flush=True)
             print(_cpu_line("(2a)", wide, cpu0, _daemon_cpu(), None), flush=True)
         if "2b" in parts:
@@ -256,7 +296,8 @@ def bench_pool(wide: int, chain: int, cpus: int, parts: tuple[str, ...] = PARTS)
             if key not in parts:
                 continue
             cpu0 = _daemon_cpu()
-            dag, startup, manager = _dag(work, "wide", wide, config, tag=f"-{key}")
+            with _Profiler(profile, key):
+                dag, startup, manager = _dag(work, "wide", wide, config, tag=f"-{key}")
             verdicts = "; ".join(f"ratio to ({k}) {base / dag:.2f} (goal >= 0.8: "
                                  f"{'met' if base / dag >= 0.8 else 'NOT met'})" for k, base in bases.items())
             print(f"(2) wide DAG of {wide} nodes, {label}: including the manager's start-up {dag:.1f} s = "
@@ -286,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parse-only", action="store_true", help="skip the personal pool")
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"the pool measurements to make, comma-separated (default: all of {','.join(PARTS)})")
+    parser.add_argument("--profile", type=Path, metavar="DIR",
+                        help="py-spy record the schedd and startd during each measurement into DIR")
     args = parser.parse_args(argv)
     parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
     unknown = set(parts) - set(PARTS)
@@ -294,7 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="dagb-") as tmp:
         bench_parse(args.parse_nodes, Path(tmp))
     if not args.parse_only:
-        bench_pool(args.wide, args.chain, args.cpus, parts)
+        if args.profile:
+            args.profile.mkdir(parents=True, exist_ok=True)
+        bench_pool(args.wide, args.chain, args.cpus, parts, args.profile)
     return 0
 
 

@@ -60,6 +60,10 @@ class ReadyQueue:
         return len(self._members)
 
 
+#: held at max_idle, submissions resume with this part of the limit free (see Throttles.may_submit)
+IDLE_REFILL_PARTS = 20
+
+
 @dataclass
 class Throttles:
     """Limits on what runs at once (0: no limit), as the DAGMAN_* knobs and -max* flags say."""
@@ -70,13 +74,26 @@ class Throttles:
     max_post: int = 0
     max_hold: int = 0
 
-    def may_submit(self, submitted_nodes: int, idle_procs: int) -> str | None:
-        """None if one more node may be submitted, else why not (for dagman.out)."""
+    def may_submit(self, submitted_nodes: int, idle_procs: int, refilling: bool = False) -> str | None:
+        """None if one more node may be submitted, else why not (for dagman.out).
+
+        ``refilling``: submissions wait for the max_idle limit already (the last answer was that
+        it is reached, not long ago: the engine bounds it); they go on once :meth:`idle_refill`
+        procs of room are free, so that a DAG held at the limit submits its nodes in batches of
+        that many as jobs start, rather than one per job start (a Submit, a commit and an fsync
+        in the schedd each). The limit itself is never passed: only when a held-back node goes
+        is later, as DAGMan's own submissions wait for its next log scan.
+        """
         if self.max_jobs and submitted_nodes >= self.max_jobs:
             return f"max_jobs ({self.max_jobs}) limit reached"
-        if self.max_idle and idle_procs >= self.max_idle:
+        if self.max_idle and idle_procs > self.max_idle - (self.idle_refill() if refilling else 1):
             return f"max_idle ({self.max_idle}) limit reached"
         return None
+
+    def idle_refill(self) -> int:
+        """Free idle room (procs) that resumes submissions held at max_idle: a twentieth of the
+        limit (50 of the default 1,000, DAGMAN_SUBMIT_BATCH_SIZE's default), at least 1."""
+        return max(1, self.max_idle // IDLE_REFILL_PARTS)
 
     def may_run_script(self, kind: str, running: int) -> bool:
         """True if one more ``kind`` script may start while ``running`` of them run."""

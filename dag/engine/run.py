@@ -60,6 +60,7 @@ class DagRun:
         self.in_flight = 0                                # submissions not yet answered
         self.backoff: set[str] = set()                    # nodes whose submission failed
         self._held_back_by: str | None = None             # the throttle last logged
+        self._idle_held_at: float | None = None           # since when max_idle holds submissions
         self.status = self.status_before_halt = DagStatus.OK
         self.started = self.recovering = self.halted = self.aborted = False
         self.final_started = self.exited = self.shutting_down = False
@@ -199,6 +200,8 @@ class DagRun:
         if len(self.ready) and self.options.max_submits_per_interval and \
                 self.submits_in_window >= self.options.max_submits_per_interval:
             times.append(self.window_start + self.options.submit_interval)
+        if self._refilling() and len(self.ready):
+            times.append(self._idle_held_at + self.options.submit_interval)
         times += [self.nodes[n].not_before for n in self.backoff
                   if self.nodes[n].not_before > self.now and n in self.ready]
         spec = self.dag.node_status
@@ -459,14 +462,16 @@ class DagRun:
             if opts.max_submits_per_interval and \
                     self.submits_in_window >= opts.max_submits_per_interval:
                 break
-            why = self.throttles.may_submit(self.count[S.SUBMITTED],
-                                            self.idle_procs + self.in_flight)
+            why = self.throttles.may_submit(self.count[S.SUBMITTED], self.idle_procs + self.in_flight,
+                                            refilling=self._refilling())
             if why:
+                if why.startswith("max_idle") and self._idle_held_at is None:
+                    self._idle_held_at = self.now
                 if why != self._held_back_by:
                     self.log(f"{why}; {len(self.ready)} ready node(s) wait")
                 self._held_back_by = why
                 break
-            self._held_back_by = None
+            self._held_back_by = self._idle_held_at = None
             key = self.ready.pop()
             if key is None:
                 break
@@ -479,6 +484,12 @@ class DagRun:
             self._submit(run)
         for key in held_back:
             self.ready.restore(key)
+
+    def _refilling(self) -> bool:
+        """Submissions are held at max_idle and wait for a batch's room to be free
+        (:meth:`Throttles.may_submit`) -- for at most DAGMAN_USER_LOG_SCAN_INTERVAL (the submit
+        interval), DAGMan's own pace, so that a DAG whose idle jobs barely move still goes on."""
+        return self._idle_held_at is not None and self.now - self._idle_held_at < self.options.submit_interval
 
     def _submit(self, run: NodeRun) -> None:
         node = self.dag.nodes[run.name]

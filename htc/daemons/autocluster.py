@@ -368,7 +368,10 @@ class AutoclusterTable:
 
     def id_of(self, job: Mapping) -> int:
         """Return the autocluster id of ``job``, creating one for a new kind of job."""
-        attrs = job_significant_attributes(job, self.significant)
+        return self._id_for(job, job_significant_attributes(job, self.significant))
+
+    def _id_for(self, job: Mapping, attrs: tuple[str, ...]) -> int:
+        """:meth:`id_of` with the job's significant attributes already worked out."""
         key = (attrs, autocluster_key(job, attrs))
         found = self._ids.get(key)
         if found is None:
@@ -406,7 +409,7 @@ class AutoclusterTable:
             else:
                 ad = job_classad(job)
                 attrs = job_significant_attributes(ad, self.significant)
-                ac = self.id_of(ad)
+                ac = self._id_for(ad, attrs)
                 decides = frozenset(attrs) | {"requirements", "rank"}
                 if known is None and not own & decides:
                     hot = tuple(sorted(n for n in decides if n in HOT_ATTRS))

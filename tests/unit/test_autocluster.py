@@ -191,3 +191,22 @@ def test_ids_by_cluster_remembers_each_cluster_between_cycles_until_something_de
     q.set_prio((5, 0), 7)                          # a hot attribute that now decides
     groups = table.ids_by_cluster(q.query())
     assert len(groups) == 3 and (5, 0) in built
+
+
+def test_a_new_cluster_has_its_significant_attributes_worked_out_once(monkeypatch):
+    """Keying a new one-job cluster (a DAG node at every submission) walks its Requirements and
+    Rank references once, not once to key it and again to name its id."""
+    import htc.daemons.autocluster as autocluster
+    from htc.jobqueue import JobQueue
+    from htc.jobqueue.testing import SimpleCluster
+
+    q = JobQueue.open(":memory:")
+    base = {"Owner": '"u"', "JobStatus": "1", "QDate": "1", "RequestMemory": "100", "Requirements": "Foo > 1",
+            "Foo": "2"}
+    for _ in range(5):
+        q.submit(SimpleCluster(q.next_cluster_id(), base, 1), now=1)
+    walks = []
+    real = autocluster.job_significant_attributes
+    monkeypatch.setattr(autocluster, "job_significant_attributes", lambda *a: walks.append(1) or real(*a))
+    groups = AutoclusterTable(("RequestMemory",)).ids_by_cluster(q.query())
+    assert len(groups) == 1 and len(walks) == 5

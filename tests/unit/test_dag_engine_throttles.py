@@ -70,6 +70,29 @@ def test_max_idle_counts_idle_procs():
     assert sim.submits == ["A", "B", "C"]
 
 
+def test_held_at_max_idle_nodes_go_in_batches_as_room_frees_or_after_a_scan_interval():
+    """A wide DAG at max_idle: the nodes held back go once a twentieth of the limit is free (one
+    SubmitClusters, not a Submit per job start), or, if jobs barely start, after the submit
+    interval; the limit is never passed."""
+    sim = Sim(dag_of(" ".join(f"N{i}" for i in range(50))), Options(max_idle=40, submit_interval=500.0), auto=False)
+    sim.feed(Start())                                  # (the simulation's clock moves 1 s per event)
+    assert len(sim.submits) == 40 and Throttles(max_idle=40).idle_refill() == 2
+    held_at = sim.run._idle_held_at
+    sim.feed(JobEvent(ev.ExecuteEvent(cluster=100)))
+    assert len(sim.submits) == 40                      # 1 of room: wait for 2
+    assert sim.run.next_deadline() == held_at + 500    # ... for one submit interval at most
+    sim.feed(JobEvent(ev.ExecuteEvent(cluster=101)))
+    assert len(sim.submits) == 42                      # 2 of room: both go together
+    sim.feed(JobEvent(ev.ExecuteEvent(cluster=102)))
+    assert len(sim.submits) == 42 and sim.run.counts()["idle_procs"] == 39
+    sim.t = sim.run._idle_held_at + 499                # idle jobs that barely move
+    sim.feed(Tick())
+    assert len(sim.submits) == 42
+    sim.t = sim.run._idle_held_at + 500
+    sim.feed(Tick())
+    assert len(sim.submits) == 43 and sim.run.counts()["idle_procs"] == 40   # up to the limit, not past it
+
+
 def test_evicted_proc_is_idle_again():
     sim = Sim(dag_of("A B"), Options(max_idle=1), auto=False)
     sim.go()

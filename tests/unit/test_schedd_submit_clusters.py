@@ -185,3 +185,26 @@ def test_no_negotiation_cycle_for_jobs_like_those_already_waiting_unplaced(h):
     h.request(m.ActOnJobs(action=m.JobAction.Remove, ids=("4", "5", "6")))    # nothing waits now
     h.request(m.SubmitClusters(clusters=(_described(),)))
     assert len(sent(h.tick(h.now + 4), m.Reschedule)) == 1
+
+
+def test_asking_whether_like_jobs_wait_does_not_reread_the_offered_jobs_gone_since(h, monkeypatch):
+    """A wide DAG submits after every few job ends: whether like jobs still wait unplaced must
+    not read every job offered in the last cycle that started (or went) since -- once each."""
+    h.request(m.SubmitClusters(clusters=(_described(),) * 30))
+    h.tick(h.now + 1)
+    h.request(m.GetResourceRequests(submitter="alice@localhost", significant_attributes=("RequestMemory",)))
+    h.request(m.ActOnJobs(action=m.JobAction.Remove, ids=tuple(str(cid) for cid in range(1, 30))))
+    h.tick(h.now + 2)
+    reads = []
+    real = h.core.job
+    monkeypatch.setattr(h.core, "job", lambda job_id: reads.append(job_id) or real(job_id))
+    h.request(m.SubmitClusters(clusters=(_described(),)))
+    assert sent(h.tick(h.now + 3), m.Reschedule) == []     # job 30 still waits unplaced: no cycle
+    first = len(reads)
+    h.request(m.SubmitClusters(clusters=(_described(),)))
+    assert sent(h.tick(h.now + 4), m.Reschedule) == []
+    assert first >= 29 and len(reads) - first <= 3        # the removed 29 are not read again
+    h.request(m.ActOnJobs(action=m.JobAction.Remove, ids=("30",)))
+    h.tick(h.now + 5)
+    h.request(m.SubmitClusters(clusters=(_described(),)))  # none of the offered ones waits now
+    assert len(sent(h.tick(h.now + 6), m.Reschedule)) == 1

@@ -57,7 +57,7 @@ class Matches:
 
     def __init__(self, schedd):
         self.schedd = schedd
-        self.offers: dict[str, dict[int, list[JobId]]] = {}  # submitter -> autocluster -> jobs offered
+        self.offers: dict[str, dict[int, deque[JobId]]] = {}  # submitter -> autocluster -> jobs offered
         self.reuse_order: dict[str, deque[JobId]] = {}       # claim reuse candidates, best first
         self._order_floor: dict[str, float] = {}             # the priority of each order's last job
         self.autoclusters = AutoclusterTable()
@@ -81,7 +81,7 @@ class Matches:
         jobs = sorted(self.idle_jobs_of(msg.submitter, now, ordered=False),
                       key=lambda j: (-j.prio, j.qdate, j.cluster_id, j.proc_id))  # the schedd's job order
         groups = table.ids_by_cluster(jobs)
-        self.offers[msg.submitter] = {ac: [job.job_id for job in members] for ac, members in groups.items()}
+        self.offers[msg.submitter] = {ac: deque(job.job_id for job in members) for ac, members in groups.items()}
         wire = tuple(m.ResourceRequest(autocluster_id=ac, count=len(members), job_ad=ad_text(public_ad(members[0])))
                      for ac, members in groups.items())
         out.append(c.Reply(event.conn_id, m.ResourceRequests(submitter=msg.submitter, requests=wire)))
@@ -129,12 +129,29 @@ class Matches:
         return None
 
     def _job_for_match(self, msg: m.MatchNotify, slot_ad: ClassAd, now: float):
+        job = self._waiting_offered(self.offers.get(msg.submitter, {}).get(msg.autocluster_id))
+        return job if job is not None else self.fitting_job(msg.submitter, slot_ad, now)
+
+    def _waiting_offered(self, offered: deque[JobId] | None):
+        """The first job of an autocluster's ``offered`` jobs that is still idle and unreserved
+        (None: none is). Jobs no longer idle (started, held, gone) are dropped from the front as
+        they are met, so that asking again after each of N jobs started does not look at the
+        started ones again (a wide DAG asks at every submission: N^2 queue reads otherwise). A
+        dropped job that becomes idle again is offered afresh by the next request, and meanwhile a
+        match takes it through :meth:`fitting_job` and a new submission does not count on it (a
+        cycle, the cautious answer); reserved jobs stay (a refused claim makes them idle again)."""
+        if not offered:
+            return None
         sd = self.schedd
-        for job_id in self.offers.get(msg.submitter, {}).get(msg.autocluster_id, ()):
-            job = sd.job(job_id)
-            if job is not None and job.status == JobStatus.IDLE and job_id not in sd.reserved:
+        while offered and offered[0] not in sd.reserved:
+            job = sd.job(offered[0])
+            if job is not None and job.status == JobStatus.IDLE:
                 return job
-        return self.fitting_job(msg.submitter, slot_ad, now)
+            offered.popleft()
+        for job_id in offered:  # behind reserved ones (few: claims being made)
+            if job_id not in sd.reserved and (job := sd.job(job_id)) is not None and job.status == JobStatus.IDLE:
+                return job
+        return None
 
     # -- reuse --------------------------------------------------------------------------------
 
@@ -176,8 +193,7 @@ class Matches:
         their claims are reused (:meth:`fitting_job`) or at the next regular cycle -- so a DAG
         submitting one node per job end does not bring a negotiation cycle, and a query of all
         its idle nodes, per node."""
-        sd = self.schedd
-        uid_domain = sd.settings.uid_domain
+        uid_domain = self.schedd.settings.uid_domain
         by_submitter: dict[str, list] = {}
         for job in jobs:
             by_submitter.setdefault(submitter_of(job, uid_domain), []).append(job)
@@ -186,8 +202,7 @@ class Matches:
             if not offered:
                 return False
             for ac in self.autoclusters.ids_by_cluster(members):
-                if not any(job_id not in sd.reserved and (job := sd.job(job_id)) is not None
-                           and job.status == JobStatus.IDLE for job_id in offered.get(ac, ())):
+                if self._waiting_offered(offered.get(ac)) is None:
                     return False
         return bool(by_submitter)
 
