@@ -142,13 +142,13 @@ class IdleSearch:
         self._wants: dict[int, tuple[float, float, float]] = {}
         #: (request, held slot, carve plan, last rank parts) of the held slot's last look
         self._hot_memo: tuple | None = None
-        self._plans: dict[tuple, tuple | None] = {}  # (job, slot's shape) -> its carve plan
+        self._plans: dict[tuple, tuple | None] = {}  # (lane, slot's shape) -> its carve plan
         self._shapes: dict[int, tuple] = {}  # id(slot) -> (slot, its names, its expressions)
         self._lanes: dict[tuple, Lane] = {}
         self._lane_roots: tuple[str, ...] | None = None  # None: not decided yet
         #: False to give every request a lane of its own (the tests compare both ways)
         self.share_lanes = True
-        self.run_analyses: dict[tuple, object] = {}  # (job, carve plan) -> its directions
+        self.run_analyses: dict[tuple, object] = {}  # (lane, carve plan) -> its directions
         self.runs_made = self.run_jobs = 0  # runs committed, and the jobs they placed
 
     # ------------------------------------------------------------------ lanes
@@ -234,7 +234,10 @@ class IdleSearch:
             if slot_shape is None or slot_shape[0] is not slot:
                 slot_shape = self._shapes[id(slot)] = (slot, frozenset(ad.table), tuple(
                     (n, e) for n, e in ad.table.items() if e.__class__ not in _LITERALS))
-            shape = (id(job), slot_shape[1], slot_shape[2])
+            # requests of one lane agree on everything the plan follows (their jobs' matching
+            # expressions and the values those read): they share it (and its run analysis)
+            shape = (id(rs.lane) if rs.lane is not None else id(job), slot_shape[1],
+                     slot_shape[2])
             plan = self._plans.get(shape, _NO_PLAN)
             if plan is _NO_PLAN:
                 plan = self._plans[shape] = carve_plan(rs, ad, (self.pre_rank, self.post_rank))
@@ -261,14 +264,7 @@ class IdleSearch:
         """The (cpus, memory, disk) a p-slot ``ad`` would carve for ``job``, or None if it can't."""
         wants = self._wants.get(id(job))
         if wants is None:
-            s = self.s
-            cpus = max(1.0, quantize(number(job, "RequestCpus", 1.0, ad), s.cpus_quantum))
-            memory = quantize(number(job, "RequestMemory", 0.0, ad), s.memory_quantum)
-            disk = quantize(number(job, "RequestDisk", 0.0, ad), s.disk_quantum)
-            wants = (cpus, memory, disk)
-            if not any(isinstance(job.get(n), ExprTree)
-                       for n in ("RequestCpus", "RequestMemory", "RequestDisk")):
-                self._wants[id(job)] = wants  # literals: the same against every slot
+            wants = self._request(job, ad)
         exprs = ad._exprs
         for want, have_name in zip(wants, _CARVED_NAMES):
             node = exprs.get(have_name.lower())
@@ -280,6 +276,42 @@ class IdleSearch:
                 have = number(ad, have_name)
             if have is not None and want > have:
                 return None
+        return wants
+
+    def _request(self, job: ClassAd, ad: ClassAd | None) -> tuple[float, float, float]:
+        """The (cpus, memory, disk) ``job`` asks of slot ``ad``, quantized; remembered when the
+        job's request attributes are literals (the same against every slot)."""
+        s = self.s
+        cpus = max(1.0, quantize(number(job, "RequestCpus", 1.0, ad), s.cpus_quantum))
+        memory = quantize(number(job, "RequestMemory", 0.0, ad), s.memory_quantum)
+        disk = quantize(number(job, "RequestDisk", 0.0, ad), s.disk_quantum)
+        wants = (cpus, memory, disk)
+        if not any(isinstance(job.get(n), ExprTree)
+                   for n in ("RequestCpus", "RequestMemory", "RequestDisk")):
+            self._wants[id(job)] = wants  # literals: the same against every slot
+        return wants
+
+    def literal_wants(self, job: ClassAd) -> tuple[float, float, float] | None:
+        """The job's (cpus, memory, disk) request when it reads no slot (else None)."""
+        wants = self._wants.get(id(job))
+        if wants is None:
+            if any(isinstance(job.get(n), ExprTree)
+                   for n in ("RequestCpus", "RequestMemory", "RequestDisk")):
+                return None
+            wants = self._request(job, None)
+        return wants
+
+    def fits_class(self, job: ClassAd, cls) -> tuple[float, float, float] | None:
+        """:meth:`fits` against a partitionable class's ad, by arithmetic on the numbers the
+        class keeps (:attr:`~.slots.SlotClass.res`) when the job's request is literal."""
+        res = cls.res
+        wants = self.literal_wants(job)
+        if res is None or wants is None:
+            return self.fits(job, cls.ad)
+        c, m, d = res
+        if ((c is not None and wants[0] > c) or (m is not None and wants[1] > m)
+                or (d is not None and wants[2] > d)):
+            return None
         return wants
 
     def cost(self, slot: Slot, carve) -> float:
@@ -317,7 +349,7 @@ class IdleSearch:
                 full = sets.full is None or base in sets.full
                 ok = ((base not in self.bases.slot_sets(rs)[1] or self.slot_accepts(rs, cls))
                       and self._job_accepts(rs, cls, None if full else sets.clauses_left(base))
-                      and not (cls.partitionable and self.fits(rs.job, cls.ad) is None))
+                      and not (cls.partitionable and self.fits_class(rs.job, cls) is None))
             lane.ok[cls.id] = ok
         return ok
 
@@ -494,18 +526,33 @@ class IdleSearch:
     def replay(self, rs: RequestState, pool: SlotPool) -> None:
         """Push the classes that gained a slot since ``rs``'s lane last looked."""
         lane, log = rs.lane, pool.avail_log
-        while lane.log_pos < len(log):
-            cls = pool.classes[log[lane.log_pos]]
+        end = len(log)
+        if lane.log_pos >= end:
+            return
+        classes, ok, heap, job = pool.classes, lane.ok, lane.heap, rs.job
+        excluded = lane.sets.excluded if lane.sets is not None else ()
+        wants = self.literal_wants(job)
+        push, key, parts = heapq.heappush, self.key, self._parts
+        while lane.log_pos < end:
+            cls = classes[log[lane.log_pos]]
             lane.log_pos += 1
-            if lane.ok.get(cls.id) is False or (
-                    lane.sets is not None and cls.base in lane.sets.excluded):
+            cid = cls.id
+            if ok.get(cid) is False or cls.base in excluded:
                 continue  # a class never changes its key: no match stays no match
-            if cls.partitionable and self.fits(rs.job, cls.ad) is None:
-                lane.ok[cls.id] = False  # a shrunk slot too small for this lane's jobs
-                continue
+            if cls.partitionable:
+                res = cls.res
+                if res is None or wants is None:
+                    small = self.fits(job, cls.ad) is None
+                else:
+                    c, m, d = res
+                    small = ((c is not None and wants[0] > c) or (m is not None and wants[1] > m)
+                             or (d is not None and wants[2] > d))
+                if small:
+                    ok[cid] = False  # a shrunk slot too small for this lane's jobs
+                    continue
             slot = cls.best()
             if slot is not None:
-                heapq.heappush(lane.heap, (self.key(self._parts(rs, cls), slot), cls.id))
+                push(heap, (key(parts(rs, cls), slot), cid))
 
     def best(self, rs: RequestState, pool: SlotPool, used: float, limit: float):
         """Find the best idle slot for ``rs`` whose cost fits the unclaimed limit.
@@ -525,6 +572,8 @@ class IdleSearch:
             lane = rs.lane = self.lane(rs, pool)
         if self.bases is None or self.bases.pool is not pool:
             self.bases = BaseVerdicts(self, pool)
+        if lane.sets is None:
+            lane.sets = self.bases.lane_sets(rs)
         if lane.log_pos == 0 and not lane.heap:
             self._start_heap(rs, pool)
         self.replay(rs, pool)
@@ -557,7 +606,7 @@ class IdleSearch:
                 heapq.heapreplace(heap, (current, cid))
                 continue
             matched_any = True
-            carve = self.fits(rs.job, slot.ad) if slot.partitionable else None
+            carve = self.fits_class(rs.job, cls) if slot.partitionable else None
             cost = self.cost(slot, carve)
             if not submitter_limit_permits(used, limit, cost):
                 limited = True
