@@ -517,7 +517,15 @@ class IdleSearch:
             heapq.heapify(heap)
             snap = self.snapshots[rs.order] = (heap, len(pool.avail_log), self.taken_count)
         lane = rs.lane
-        lane.heap = snap[0].copy()  # a copy of a heap is a heap
+        excluded = lane.sets.excluded if lane.sets is not None else None
+        if excluded:
+            # leave out the classes of the bases the lane excludes: they would surface and be
+            # popped one by one, in every lane
+            classes = pool.classes
+            lane.heap = [e for e in snap[0] if classes[e[1]].base not in excluded]
+            heapq.heapify(lane.heap)
+        else:
+            lane.heap = snap[0].copy()  # a copy of a heap is a heap
         lane.log_pos = snap[1]
         for cls in pool.classes:
             if (cls.pre_dynamic or cls.post_dynamic) and (slot := cls.best()) is not None:
