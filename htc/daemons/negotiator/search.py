@@ -133,6 +133,8 @@ class IdleSearch:
         self.slot_side: dict[tuple, bool] = {}
         self.rank_cache: dict[tuple, float] = {}
         self.snapshots: dict[tuple, tuple[list, int, int]] = {}
+        #: (order, excluded bases) -> (the snapshot, its heap without those bases' classes)
+        self._filtered: dict[tuple, tuple[tuple, list]] = {}
         self.taken_count = 0  # slots taken or carved so far (ages the snapshots)
         #: a partitionable slot just carved for a request, kept out of the classes while that
         #: request goes on taking from it (see :meth:`hold`)
@@ -520,10 +522,16 @@ class IdleSearch:
         excluded = lane.sets.excluded if lane.sets is not None else None
         if excluded:
             # leave out the classes of the bases the lane excludes: they would surface and be
-            # popped one by one, in every lane
-            classes = pool.classes
-            lane.heap = [e for e in snap[0] if classes[e[1]].base not in excluded]
-            heapq.heapify(lane.heap)
+            # popped one by one, in every lane (lanes that exclude the same bases -- one
+            # architecture's -- share the filtered copy of the snapshot)
+            key = (rs.order, frozenset(excluded))
+            hit = self._filtered.get(key)
+            if hit is None or hit[0] is not snap:
+                classes = pool.classes
+                heap = [e for e in snap[0] if classes[e[1]].base not in excluded]
+                heapq.heapify(heap)
+                hit = self._filtered[key] = (snap, heap)
+            lane.heap = hit[1].copy()
         else:
             lane.heap = snap[0].copy()  # a copy of a heap is a heap
         lane.log_pos = snap[1]
