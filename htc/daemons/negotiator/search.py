@@ -45,18 +45,17 @@ from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.negotiator.bases import (_FAILS, _HOLDS, _UNSURE, BaseVerdicts, LaneSets,
                                           resource_comparison)
 from htc.daemons.negotiator.clauses import carve_plan, requirement_clauses
+from htc.daemons.negotiator.fitting import Fitting, too_small
 from htc.daemons.negotiator.preemption import (WORST_RANK, PreemptState, as_rank,
                                                submitter_limit_permits)
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import (CARVED, Slot, SlotPool, closure, eval_rank, number,
-                                          projection, quantize, slot_weight)
+from htc.daemons.negotiator.slots import (CARVED, Slot, SlotPool, closure, eval_rank,
+                                          projection)
 
 _LITERALS = (Literal, ListExpr)  # syntax trees closure() does not look into
 _NO_PLAN = object()
 
 _CARVED = CARVED
-_CARVED_NAMES = ("Cpus", "Memory", "Disk")
-_NUMBERS = (int, float)
 
 
 class RequestState:
@@ -114,7 +113,7 @@ class Lane:
 _JOB_ROOTS = ("requirements", "rank", "requestcpus", "requestmemory", "requestdisk")
 
 
-class IdleSearch:
+class IdleSearch(Fitting):
     """The shared caches of one cycle and the best-idle-slot search over them."""
 
     #: False to take one job per search (:mod:`.runs`; the tests compare both ways)
@@ -259,74 +258,6 @@ class IdleSearch:
         parts = (pre, jr, post)
         self._hot_memo = (rs, slot, plan, parts)
         return self.key(parts, slot), carve
-
-    # ------------------------------------------------------------------ partitionable slots
-
-    def fits(self, job: ClassAd, ad: ClassAd) -> tuple[float, float, float] | None:
-        """The (cpus, memory, disk) a p-slot ``ad`` would carve for ``job``, or None if it can't."""
-        wants = self._wants.get(id(job))
-        if wants is None:
-            wants = self._request(job, ad)
-        exprs = ad._exprs
-        for want, have_name in zip(wants, _CARVED_NAMES):
-            node = exprs.get(have_name.lower())
-            if node is None:
-                continue  # a slot that does not say has enough
-            if node.__class__ is Literal and node.value.__class__ in _NUMBERS:
-                have = node.value
-            else:
-                have = number(ad, have_name)
-            if have is not None and want > have:
-                return None
-        return wants
-
-    def _request(self, job: ClassAd, ad: ClassAd | None) -> tuple[float, float, float]:
-        """The (cpus, memory, disk) ``job`` asks of slot ``ad``, quantized; remembered when the
-        job's request attributes are literals (the same against every slot)."""
-        s = self.s
-        cpus = max(1.0, quantize(number(job, "RequestCpus", 1.0, ad), s.cpus_quantum))
-        memory = quantize(number(job, "RequestMemory", 0.0, ad), s.memory_quantum)
-        disk = quantize(number(job, "RequestDisk", 0.0, ad), s.disk_quantum)
-        wants = (cpus, memory, disk)
-        if not any(isinstance(job.get(n), ExprTree)
-                   for n in ("RequestCpus", "RequestMemory", "RequestDisk")):
-            self._wants[id(job)] = wants  # literals: the same against every slot
-        return wants
-
-    def literal_wants(self, job: ClassAd) -> tuple[float, float, float] | None:
-        """The job's (cpus, memory, disk) request when it reads no slot (else None)."""
-        wants = self._wants.get(id(job))
-        if wants is None:
-            if any(isinstance(job.get(n), ExprTree)
-                   for n in ("RequestCpus", "RequestMemory", "RequestDisk")):
-                return None
-            wants = self._request(job, None)
-        return wants
-
-    def fits_class(self, job: ClassAd, cls) -> tuple[float, float, float] | None:
-        """:meth:`fits` against a partitionable class's ad, by arithmetic on the numbers the
-        class keeps (:attr:`~.slots.SlotClass.res`) when the job's request is literal."""
-        res = cls.res
-        wants = self.literal_wants(job)
-        if res is None or wants is None:
-            return self.fits(job, cls.ad)
-        c, m, d = res
-        if ((c is not None and wants[0] > c) or (m is not None and wants[1] > m)
-                or (d is not None and wants[2] > d)):
-            return None
-        return wants
-
-    def cost(self, slot: Slot, carve) -> float:
-        """The slot weight a match costs: the slot's, or that of the dynamic slot carved."""
-        if carve is None:
-            return slot.weight
-        if not self.s.use_slot_weights:
-            return 1.0
-        if "SlotWeight" not in slot.ad:
-            return carve[0] if carve[0] >= 0 else 1.0  # GetSlotWeight falls back to Cpus
-        dslot = slot.ad.copy()
-        dslot["Cpus"], dslot["Memory"], dslot["Disk"] = carve
-        return slot_weight(dslot, True)
 
     # ------------------------------------------------------------------ matching
 
@@ -560,9 +491,7 @@ class IdleSearch:
                 if res is None or wants is None:
                     small = self.fits(job, cls.ad) is None
                 else:
-                    c, m, d = res
-                    small = ((c is not None and wants[0] > c) or (m is not None and wants[1] > m)
-                             or (d is not None and wants[2] > d))
+                    small = too_small(res, wants)
                 if small:
                     ok[cid] = False  # a shrunk slot too small for this lane's jobs
                     continue
