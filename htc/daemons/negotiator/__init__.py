@@ -19,6 +19,9 @@ Modules:
 * ``cycle`` -- the matchmaking of one cycle: pie spins, per-submitter negotiation.
 * ``cycle_ad`` -- the Negotiator ad's ``LastNegotiationCycle<Name><X>`` statistics, as HTCondor's.
 * ``search`` -- the best idle slot for a request, class by class with shared caches.
+* ``fitting`` -- what a partitionable slot can give a job: the request, fitting by arithmetic
+  where the numbers are literals, the cost of a carve.
+* ``gc_pause`` -- Python's cyclic garbage collector held off for the length of a cycle.
 * ``bases`` -- what no carve can change, decided once per slot base for every lane; resource
   comparisons (``TARGET.Memory >= RequestMemory``) by arithmetic.
 * ``clauses`` -- a job's Requirements split into clauses, and what a carve can change of them.

@@ -58,6 +58,7 @@ from htc.daemons.autocluster import (ResourceRequest, SignificantCache,
                                     negotiator_significant_attributes)
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.cycle import CycleStatistics, negotiate_cycle
+from htc.daemons.negotiator.gc_pause import collector_paused
 from htc.daemons.negotiator.events import (AskResourceRequests, CycleFinished, FetchPoolAds,
                                            NotifyMatch, PoolAds, PoolAdsFailed,
                                            PublishAccounting, RequestsFailed, RequestsReceived,
@@ -294,6 +295,10 @@ class Negotiator:
         return self._negotiate(now) if not self._waiting else []
 
     def _negotiate(self, now: float) -> list:
+        with collector_paused():  # the cycle and its actions: see gc_pause
+            return self._negotiate_and_report(now)
+
+    def _negotiate_and_report(self, now: float) -> list:
         result = negotiate_cycle(self._machines, self._submitters, self._requests,
                                  self.accountant, self.settings, now, self.cycle)
         stats = replace(result.statistics, started=self._last_start,

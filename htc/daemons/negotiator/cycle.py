@@ -50,6 +50,7 @@ from htc.daemons.clock import REAL, Clock
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.claimed import ClaimedSearch
 from htc.daemons.negotiator.fair_share import order_submitters, pie_slices
+from htc.daemons.negotiator.gc_pause import collector_paused
 from htc.daemons.negotiator.groups import ROOT, allocate, build_tree, group_order
 from htc.daemons.negotiator.preemption import PreemptState, Rejection
 from htc.daemons.negotiator.runs import extend_run
@@ -504,7 +505,9 @@ def negotiate_cycle(
     Returns:
         The matches and statistics of the cycle.
     """
-    with evaluation_time(now):  # ClassAd time() is ``now``, not the real clock
+    # ClassAd time() is ``now``, not the real clock; no cyclic GC passes over the pool's
+    # millions of live objects while it runs (:mod:`.gc_pause`)
+    with evaluation_time(now), collector_paused():
         return _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, now,
                                 cycle, clock)
 

@@ -33,7 +33,7 @@ from htc.classad.ast import (AttrRef, Binary, Call, Conditional, ListExpr, Liter
                              Subscript, Unary)
 from htc.classad.match import rank
 from htc.daemons.negotiator.preemption import PreemptState, submitter_limit_permits
-from htc.daemons.negotiator.slots import eval_rank, number, same_type, slot_weight
+from htc.daemons.negotiator.slots import eval_rank, literal, number, same_type, slot_weight
 
 #: directions of a value as the slot's Cpus, Memory and Disk grow (None: unknown)
 INC, CONST, DEC = 1, 0, -1
@@ -185,7 +185,7 @@ def _set(ad, values) -> None:
     table = ad.table
     for lname, value in zip(_CARVED, values):
         if value is not None:
-            table[lname] = Literal(value)
+            table[lname] = literal(value)
 
 
 def _prefix(ok, n: int, known: int = 1) -> int:
@@ -260,7 +260,7 @@ def run_length(search, rs, slot, pool, cost, carve, used, limit, used_u, limit_u
     top = lane.heap[0][0] if lane.heap else None
     if plan is None or (top is not None and not held[0] < top):
         return []
-    shape = (id(job), id(plan))
+    shape = (id(lane), id(plan))  # a plan belongs to one lane (IdleSearch._hot_candidate)
     analysis = search.run_analyses.get(shape)
     if analysis is None:
         analysis = search.run_analyses[shape] = _Analysis(search, rs, ad, plan)

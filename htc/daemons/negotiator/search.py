@@ -45,18 +45,17 @@ from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.negotiator.bases import (_FAILS, _HOLDS, _UNSURE, BaseVerdicts, LaneSets,
                                           resource_comparison)
 from htc.daemons.negotiator.clauses import carve_plan, requirement_clauses
+from htc.daemons.negotiator.fitting import Fitting, too_small
 from htc.daemons.negotiator.preemption import (WORST_RANK, PreemptState, as_rank,
                                                submitter_limit_permits)
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import (CARVED, Slot, SlotPool, closure, eval_rank, number,
-                                          projection, quantize, slot_weight)
+from htc.daemons.negotiator.slots import (CARVED, Slot, SlotPool, closure, eval_rank,
+                                          projection)
 
 _LITERALS = (Literal, ListExpr)  # syntax trees closure() does not look into
 _NO_PLAN = object()
 
 _CARVED = CARVED
-_CARVED_NAMES = ("Cpus", "Memory", "Disk")
-_NUMBERS = (int, float)
 
 
 class RequestState:
@@ -114,7 +113,7 @@ class Lane:
 _JOB_ROOTS = ("requirements", "rank", "requestcpus", "requestmemory", "requestdisk")
 
 
-class IdleSearch:
+class IdleSearch(Fitting):
     """The shared caches of one cycle and the best-idle-slot search over them."""
 
     #: False to take one job per search (:mod:`.runs`; the tests compare both ways)
@@ -133,6 +132,8 @@ class IdleSearch:
         self.slot_side: dict[tuple, bool] = {}
         self.rank_cache: dict[tuple, float] = {}
         self.snapshots: dict[tuple, tuple[list, int, int]] = {}
+        #: (order, excluded bases) -> (the snapshot, its heap without those bases' classes)
+        self._filtered: dict[tuple, tuple[tuple, list]] = {}
         self.taken_count = 0  # slots taken or carved so far (ages the snapshots)
         #: a partitionable slot just carved for a request, kept out of the classes while that
         #: request goes on taking from it (see :meth:`hold`)
@@ -142,13 +143,13 @@ class IdleSearch:
         self._wants: dict[int, tuple[float, float, float]] = {}
         #: (request, held slot, carve plan, last rank parts) of the held slot's last look
         self._hot_memo: tuple | None = None
-        self._plans: dict[tuple, tuple | None] = {}  # (job, slot's shape) -> its carve plan
+        self._plans: dict[tuple, tuple | None] = {}  # (lane, slot's shape) -> its carve plan
         self._shapes: dict[int, tuple] = {}  # id(slot) -> (slot, its names, its expressions)
         self._lanes: dict[tuple, Lane] = {}
         self._lane_roots: tuple[str, ...] | None = None  # None: not decided yet
         #: False to give every request a lane of its own (the tests compare both ways)
         self.share_lanes = True
-        self.run_analyses: dict[tuple, object] = {}  # (job, carve plan) -> its directions
+        self.run_analyses: dict[tuple, object] = {}  # (lane, carve plan) -> its directions
         self.runs_made = self.run_jobs = 0  # runs committed, and the jobs they placed
 
     # ------------------------------------------------------------------ lanes
@@ -234,7 +235,10 @@ class IdleSearch:
             if slot_shape is None or slot_shape[0] is not slot:
                 slot_shape = self._shapes[id(slot)] = (slot, frozenset(ad.table), tuple(
                     (n, e) for n, e in ad.table.items() if e.__class__ not in _LITERALS))
-            shape = (id(job), slot_shape[1], slot_shape[2])
+            # requests of one lane agree on everything the plan follows (their jobs' matching
+            # expressions and the values those read): they share it (and its run analysis)
+            shape = (id(rs.lane) if rs.lane is not None else id(job), slot_shape[1],
+                     slot_shape[2])
             plan = self._plans.get(shape, _NO_PLAN)
             if plan is _NO_PLAN:
                 plan = self._plans[shape] = carve_plan(rs, ad, (self.pre_rank, self.post_rank))
@@ -254,45 +258,6 @@ class IdleSearch:
         parts = (pre, jr, post)
         self._hot_memo = (rs, slot, plan, parts)
         return self.key(parts, slot), carve
-
-    # ------------------------------------------------------------------ partitionable slots
-
-    def fits(self, job: ClassAd, ad: ClassAd) -> tuple[float, float, float] | None:
-        """The (cpus, memory, disk) a p-slot ``ad`` would carve for ``job``, or None if it can't."""
-        wants = self._wants.get(id(job))
-        if wants is None:
-            s = self.s
-            cpus = max(1.0, quantize(number(job, "RequestCpus", 1.0, ad), s.cpus_quantum))
-            memory = quantize(number(job, "RequestMemory", 0.0, ad), s.memory_quantum)
-            disk = quantize(number(job, "RequestDisk", 0.0, ad), s.disk_quantum)
-            wants = (cpus, memory, disk)
-            if not any(isinstance(job.get(n), ExprTree)
-                       for n in ("RequestCpus", "RequestMemory", "RequestDisk")):
-                self._wants[id(job)] = wants  # literals: the same against every slot
-        exprs = ad._exprs
-        for want, have_name in zip(wants, _CARVED_NAMES):
-            node = exprs.get(have_name.lower())
-            if node is None:
-                continue  # a slot that does not say has enough
-            if node.__class__ is Literal and node.value.__class__ in _NUMBERS:
-                have = node.value
-            else:
-                have = number(ad, have_name)
-            if have is not None and want > have:
-                return None
-        return wants
-
-    def cost(self, slot: Slot, carve) -> float:
-        """The slot weight a match costs: the slot's, or that of the dynamic slot carved."""
-        if carve is None:
-            return slot.weight
-        if not self.s.use_slot_weights:
-            return 1.0
-        if "SlotWeight" not in slot.ad:
-            return carve[0] if carve[0] >= 0 else 1.0  # GetSlotWeight falls back to Cpus
-        dslot = slot.ad.copy()
-        dslot["Cpus"], dslot["Memory"], dslot["Disk"] = carve
-        return slot_weight(dslot, True)
 
     # ------------------------------------------------------------------ matching
 
@@ -317,7 +282,7 @@ class IdleSearch:
                 full = sets.full is None or base in sets.full
                 ok = ((base not in self.bases.slot_sets(rs)[1] or self.slot_accepts(rs, cls))
                       and self._job_accepts(rs, cls, None if full else sets.clauses_left(base))
-                      and not (cls.partitionable and self.fits(rs.job, cls.ad) is None))
+                      and not (cls.partitionable and self.fits_class(rs.job, cls) is None))
             lane.ok[cls.id] = ok
         return ok
 
@@ -485,7 +450,21 @@ class IdleSearch:
             heapq.heapify(heap)
             snap = self.snapshots[rs.order] = (heap, len(pool.avail_log), self.taken_count)
         lane = rs.lane
-        lane.heap = snap[0].copy()  # a copy of a heap is a heap
+        excluded = lane.sets.excluded if lane.sets is not None else None
+        if excluded:
+            # leave out the classes of the bases the lane excludes: they would surface and be
+            # popped one by one, in every lane (lanes that exclude the same bases -- one
+            # architecture's -- share the filtered copy of the snapshot)
+            key = (rs.order, frozenset(excluded))
+            hit = self._filtered.get(key)
+            if hit is None or hit[0] is not snap:
+                classes = pool.classes
+                heap = [e for e in snap[0] if classes[e[1]].base not in excluded]
+                heapq.heapify(heap)
+                hit = self._filtered[key] = (snap, heap)
+            lane.heap = hit[1].copy()
+        else:
+            lane.heap = snap[0].copy()  # a copy of a heap is a heap
         lane.log_pos = snap[1]
         for cls in pool.classes:
             if (cls.pre_dynamic or cls.post_dynamic) and (slot := cls.best()) is not None:
@@ -494,18 +473,31 @@ class IdleSearch:
     def replay(self, rs: RequestState, pool: SlotPool) -> None:
         """Push the classes that gained a slot since ``rs``'s lane last looked."""
         lane, log = rs.lane, pool.avail_log
-        while lane.log_pos < len(log):
-            cls = pool.classes[log[lane.log_pos]]
+        end = len(log)
+        if lane.log_pos >= end:
+            return
+        classes, ok, heap, job = pool.classes, lane.ok, lane.heap, rs.job
+        excluded = lane.sets.excluded if lane.sets is not None else ()
+        wants = self.literal_wants(job)
+        push, key, parts = heapq.heappush, self.key, self._parts
+        while lane.log_pos < end:
+            cls = classes[log[lane.log_pos]]
             lane.log_pos += 1
-            if lane.ok.get(cls.id) is False or (
-                    lane.sets is not None and cls.base in lane.sets.excluded):
+            cid = cls.id
+            if ok.get(cid) is False or cls.base in excluded:
                 continue  # a class never changes its key: no match stays no match
-            if cls.partitionable and self.fits(rs.job, cls.ad) is None:
-                lane.ok[cls.id] = False  # a shrunk slot too small for this lane's jobs
-                continue
+            if cls.partitionable:
+                res = cls.res
+                if res is None or wants is None:
+                    small = self.fits(job, cls.ad) is None
+                else:
+                    small = too_small(res, wants)
+                if small:
+                    ok[cid] = False  # a shrunk slot too small for this lane's jobs
+                    continue
             slot = cls.best()
             if slot is not None:
-                heapq.heappush(lane.heap, (self.key(self._parts(rs, cls), slot), cls.id))
+                push(heap, (key(parts(rs, cls), slot), cid))
 
     def best(self, rs: RequestState, pool: SlotPool, used: float, limit: float):
         """Find the best idle slot for ``rs`` whose cost fits the unclaimed limit.
@@ -525,6 +517,8 @@ class IdleSearch:
             lane = rs.lane = self.lane(rs, pool)
         if self.bases is None or self.bases.pool is not pool:
             self.bases = BaseVerdicts(self, pool)
+        if lane.sets is None:
+            lane.sets = self.bases.lane_sets(rs)
         if lane.log_pos == 0 and not lane.heap:
             self._start_heap(rs, pool)
         self.replay(rs, pool)
@@ -557,7 +551,7 @@ class IdleSearch:
                 heapq.heapreplace(heap, (current, cid))
                 continue
             matched_any = True
-            carve = self.fits(rs.job, slot.ad) if slot.partitionable else None
+            carve = self.fits_class(rs.job, cls) if slot.partitionable else None
             cost = self.cost(slot, carve)
             if not submitter_limit_permits(used, limit, cost):
                 limited = True

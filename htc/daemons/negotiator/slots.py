@@ -257,7 +257,7 @@ class SlotClass:
     """Free slots with one class key; ``members`` is a heap by :meth:`Slot.order_key`."""
 
     __slots__ = ("id", "key", "base", "members", "ad", "partitionable", "pre_dynamic",
-                 "post_dynamic", "job_reads")
+                 "post_dynamic", "job_reads", "res")
 
     def __init__(self, cid: int, key: tuple, rep: Slot, job_reads: tuple[str, ...] | None = None):
         self.id = cid
@@ -275,6 +275,9 @@ class SlotClass:
         #: job attributes the slot's Requirements reads: its verdict on a job depends on
         #: nothing else, so it can be shared by every request that agrees on them
         self.job_reads = other_side_reads(self.ad) if job_reads is None else job_reads
+        #: (Cpus, Memory, Disk) as numbers (None: the ad does not say) when all three are
+        #: numeric literals or missing, so fitting is arithmetic; None otherwise
+        self.res = _resources(self.ad)
 
     def best(self) -> Slot | None:
         """Return the best free member, dropping members taken or moved elsewhere."""
@@ -285,6 +288,25 @@ class SlotClass:
                 return slot
             heapq.heappop(members)
         return None
+
+
+def _resources(ad) -> tuple | None:
+    """The ad's (Cpus, Memory, Disk) as numbers (None for a missing one), or None when one of
+    them is not a numeric literal (fitting must evaluate it then); as ``IdleSearch.fits`` reads
+    them."""
+    exprs = getattr(ad, "_exprs", None)
+    if exprs is None:
+        return None
+    out = []
+    for name in ("cpus", "memory", "disk"):
+        node = exprs.get(name)
+        if node is None:
+            out.append(None)
+        elif node.__class__ is Literal and node.value.__class__ in (int, float):
+            out.append(node.value)
+        else:
+            return None
+    return tuple(out)
 
 
 class SlotPool:
@@ -433,6 +455,22 @@ def claimed_resources(machine_ads, use_slot_weights: bool = True) -> dict[str, t
                 out[name] = (user, slot_weight(as_classad(ad), use_slot_weights))
                 break
     return out
+
+
+#: (type, value) -> its Literal node: a carved resource's value recurs across slots and runs,
+#: and a shared node is compiled once (nodes are never changed after they are made)
+_LITERAL_NODES: dict[tuple, Literal] = {}
+
+
+def literal(value) -> Literal:
+    """The (shared) syntax-tree node of a numeric literal ``value``."""
+    key = (value.__class__, value)
+    node = _LITERAL_NODES.get(key)
+    if node is None:
+        if len(_LITERAL_NODES) >= 100_000:
+            _LITERAL_NODES.clear()
+        node = _LITERAL_NODES[key] = Literal(value)
+    return node
 
 
 def same_type(old, value: float):
