@@ -21,7 +21,7 @@ from htc.jobqueue.expr import GroupedEvaluator, check_expression, evaluate_in, i
 from htc.jobqueue.policy import Action, Decision, ExitInfo, PolicyEvaluator, exit_attributes
 from htc.jobqueue.records import JobId, JobNotFound, StatusChange
 from htc.jobqueue.store import JOB_COLUMNS
-from htc.wire.private import public
+from htc.wire.private import is_private, public
 from htc.jobqueue.states import (ACTIVE_STATES, TERMINAL_STATES, HoldReasonCode, JobStatus,
                                  check_transition)
 
@@ -38,6 +38,32 @@ PROTECTED_ATTRS = frozenset(name.lower() for name in (
 ))
 _POLICY_ATTRS = ("periodichold", "periodicrelease", "periodicremove")
 _HOLD_ATTRS = ("HoldReason", "HoldReasonCode", "HoldReasonSubCode")
+
+
+def _public_ad(job: JobAd) -> dict[str, str]:
+    """``public(job.to_dict())`` (:func:`htc.wire.private.public`), looking at the cluster's
+    attribute names once per cluster (a memo in its cache) and at each job's own names only."""
+    ad = job.to_dict()
+    cache = job.cluster.cache
+    names = cache.get(_PRIVATE_NAMES)
+    if names is None:
+        names = cache[_PRIVATE_NAMES] = tuple(_private_names(job.cluster.attrs))
+    for name in names:
+        ad.pop(name, None)
+    own = job.own
+    if own:
+        for name in _private_names(own):
+            ad.pop(name, None)
+    return ad
+
+
+def _private_names(attrs: Iterable[str]) -> list[str]:
+    """The names among ``attrs`` that :func:`htc.wire.private.public` leaves out."""
+    return [name for name in attrs if is_private(name)]
+
+
+#: the key of a cluster's private attribute names in its ``ClusterAd.cache``
+_PRIVATE_NAMES = ("changes", "private names")
 
 
 class QueueChanges:
@@ -221,7 +247,7 @@ class QueueChanges:
         self._conn.execute(
             "INSERT OR REPLACE INTO history (cluster_id, proc_id, owner, status, completion_date, ad) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (cid, pid, job.owner, job.status, int(now), _encode(public(job.to_dict())).decode()))
+            (cid, pid, job.owner, job.status, int(now), _encode(_public_ad(job)).decode()))
         self._conn.execute("DELETE FROM jobs WHERE cluster_id = ? AND proc_id = ?", (cid, pid))
         self._rows.pop((cid, pid), None)
         row = self._conn.execute(

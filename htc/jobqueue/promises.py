@@ -24,7 +24,8 @@ removal, a hold...). So that a crash in between cannot lose a result the queue a
 as delivered, or the TERMINATED event that tells a job's log it ended, they go into the
 outbox in that same transaction
 (:meth:`QueuePromises.owe`); the service takes the entry out once the files are written
-(:meth:`QueuePromises.paid`), and a schedd that starts writes whatever its predecessor still
+(:meth:`QueuePromises.paid`; with ``later=True`` the deletion rides on the next transaction's
+commit instead of making one of its own), and a schedd that starts writes whatever its predecessor still
 owed (:meth:`QueuePromises.owed`). An entry is opaque bytes to the queue (the schedd encodes
 it); it usually lives for one turn of the schedd's loop.
 """
@@ -108,13 +109,42 @@ class QueuePromises:
     def owed(self) -> list[tuple[int, bytes]]:
         """Every entry not yet paid, oldest first."""
         with self._reading() as conn:
-            return [(seq, bytes(entry)) for seq, entry in conn.execute("SELECT seq, entry FROM outbox ORDER BY seq")]
+            later = set(self._paid_later)
+            return [(seq, bytes(entry)) for seq, entry in conn.execute("SELECT seq, entry FROM outbox ORDER BY seq")
+                    if seq not in later]
 
-    def paid(self, seqs: Sequence[int]) -> None:
+    def paid(self, seqs: Sequence[int], *, later: bool = False) -> None:
         """The entries are written: forget them (a commit without an fsync of its own: should it
         be lost, the entries are written once more: the same file bytes, and the same user-log
-        events a second time)."""
+        events a second time).
+
+        ``later``: no commit of its own; the next transaction's commit takes them out (a busy
+        schedd's next turn makes one anyway), or :meth:`pay_now`. Until then a crash writes
+        them once more, as above.
+        """
         if not seqs:
             return
-        with self.transaction(durable=False):
-            self._conn.executemany("DELETE FROM outbox WHERE seq = ?", [(seq,) for seq in seqs])
+        with self._lock:
+            self._paid_later.extend(seqs)
+        if not later:
+            self.pay_now()
+
+    def pay_now(self) -> None:
+        """Commit the entries :meth:`paid` left for a later commit (nothing when none wait)."""
+        with self._lock:
+            if self._paid_later:
+                with self.transaction(durable=False):
+                    pass  # the commit takes them out (_forget_paid)
+
+    def _forget_paid(self) -> int:
+        """Inside the outermost transaction, just before its commit: delete the entries paid
+        later; returns how many, for the caller to drop from the list once committed."""
+        n = len(self._paid_later)
+        if n:
+            self._conn.executemany("DELETE FROM outbox WHERE seq = ?", [(seq,) for seq in self._paid_later])
+        return n
+
+    @property
+    def paid_later(self) -> int:
+        """How many paid entries wait for a commit to take them out."""
+        return len(self._paid_later)

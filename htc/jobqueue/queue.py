@@ -127,6 +127,7 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
         # Job rows read in the current transaction, by job id: a change to a job reads it
         # several times (load, policy, history); every write to a job drops its row here.
         self._rows: dict[tuple[int, int], tuple] = {}
+        self._paid_later: list[int] = []  # outbox entries paid, deleted by the next commit (promises)
         GroupedEvaluator(prio_expr)  # refuse a PRIO expression that does not parse, now
 
     @classmethod
@@ -159,8 +160,13 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
             raise
 
     def close(self) -> None:
-        """Close the database connection (pending WAL content stays durable in the file)."""
+        """Close the database connection (pending WAL content stays durable in the file; outbox
+        entries paid later are taken out first, when the file still takes a commit)."""
         with self._lock:
+            try:
+                self.pay_now()
+            except (store.QueueStorageError, sqlite3.Error):
+                pass  # they stay owed: the next start writes them once more (htc.jobqueue.promises)
             self._conn.close()
 
     def __enter__(self) -> JobQueue:
@@ -255,7 +261,9 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
                         f"a change to the job queue {self.path} failed after it had written part of "
                         "itself, and its caller went on: nothing of the transaction was committed")
                 try:
+                    forgotten = self._forget_paid()  # outbox entries paid since (htc.jobqueue.promises)
                     self._conn.execute("COMMIT")
+                    del self._paid_later[:forgotten]
                 except BaseException:
                     # A failed COMMIT (disk full, I/O error) may leave the transaction open.
                     if self._conn.in_transaction:

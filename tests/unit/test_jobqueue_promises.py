@@ -51,3 +51,44 @@ def test_submissions_are_kept_per_owner_and_pruned_by_age_and_count(tmp_path, mo
         q.remember_submission("bob", "s4", 9, 2, "e", now=100.0 + promises.SUBMISSION_LIFETIME + 10)
         assert q.find_submission("bob", "s4") == (9, 2, "e")
         assert q.find_submission("alice", "s4") is None  # a week old: forgotten
+
+
+def _owed_in_file(path):
+    conn = sqlite3.connect(path)
+    try:
+        return [row[0] for row in conn.execute("SELECT entry FROM outbox ORDER BY seq")]
+    finally:
+        conn.close()
+
+
+def test_entries_paid_later_go_with_the_next_commit_not_one_of_their_own(tmp_path):
+    path = str(tmp_path / "q.db")
+    with JobQueue.open(path) as q:
+        first, second = q.owe(b"one"), q.owe(b"two")
+        commits = q._commits
+        q.paid([first], later=True)
+        assert q._commits == commits  # no commit of its own
+        assert [e for _, e in q.owed()] == [b"two"] and q.paid_later == 1
+        assert _owed_in_file(path) == [b"one", b"two"]  # a crash now writes it once more
+        try:
+            with q.transaction(durable=False):
+                q.owe(b"three")
+                raise RuntimeError("this change fails")
+        except RuntimeError:
+            pass
+        assert _owed_in_file(path) == [b"one", b"two"] and q.paid_later == 1  # still to take out
+        with q.transaction(durable=False):
+            q.owe(b"four")
+        assert _owed_in_file(path) == [b"two", b"four"] and q.paid_later == 0
+        q.paid([second], later=True)
+    assert _owed_in_file(path) == [b"four"]  # closing takes out what waited
+
+
+def test_pay_now_commits_the_entries_paid_later(tmp_path):
+    path = str(tmp_path / "q.db")
+    with JobQueue.open(path) as q:
+        seq = q.owe(b"one")
+        q.paid([seq], later=True)
+        q.pay_now()
+        assert _owed_in_file(path) == [] and q.paid_later == 0
+        q.pay_now()  # nothing waits: no commit
