@@ -8,13 +8,16 @@ lane; :mod:`htc.daemons.schedd.lanes` feeds them.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from htc.daemons.schedd import userlog as ul
 from htc.daemons.job_files import TransferError, parse_remaps, split_list
-from htc.jobqueue.ads import ClusterAd
+from htc.jobqueue.ads import ClusterAd, parse_literal
 from htc.jobqueue.records import JobId
 from htc.wire import messages as m
 from htc.wire.callfile import RESULT_FILE, is_call_file
@@ -70,16 +73,27 @@ def _shared_key(job) -> tuple | None:
     return tuple(job.get(name) for name in _KEY_ATTRS[1:])
 
 
-def output_remaps(job) -> dict[str, str] | None:
+def output_remaps(job) -> Mapping[str, str] | None:
     """The job's ``TransferOutputRemaps`` when a lane can apply them: plain names renamed to
-    plain names in the ``Iwd`` (None: remaps a lane leaves to the starter's file transfer)."""
+    plain names in the ``Iwd`` (None: remaps a lane leaves to the starter's file transfer).
+    Read-only: the same mapping is handed out for the same text (a call's remaps are read
+    when it is queued, fed to its lane and ended)."""
+    return _lane_remaps(job.get("TransferOutputRemaps"))
+
+
+@functools.lru_cache(maxsize=8192)
+def _lane_remaps(text: str | None) -> Mapping[str, str] | None:
     try:
-        remaps = parse_remaps(ul.literal(job, "TransferOutputRemaps"))
+        value = parse_literal(text) if text is not None else None
+    except ValueError:
+        value = None
+    try:
+        remaps = parse_remaps(value)
     except TransferError:
         return None
     if not all(plain_name(k) and plain_name(v) for k, v in remaps.items()):
         return None
-    return remaps
+    return MappingProxyType(remaps)
 
 
 def call_file(job) -> str | None:

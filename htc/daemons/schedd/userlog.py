@@ -26,12 +26,13 @@ from htc.daemons import owner_files as ofs
 from htc.daemons.schedd.events import WriteUserLog
 from htc.eventlog import events as ev
 from htc.eventlog.writer import EventLogWriter
-from htc.jobqueue.ads import parse_literal
+from htc.jobqueue.ads import JobAd, parse_literal
 
 
 def owner(job: Mapping[str, str]) -> str | None:
     """The job's ``Owner`` (None when it has none), whose rights its files are written with."""
-    name = literal(job, "Owner")
+    # A queued job's Owner is a column, its string at hand (not quoted to be parsed back).
+    name = job.owner if isinstance(job, JobAd) else literal(job, "Owner")
     return name if isinstance(name, str) and name else None
 
 
