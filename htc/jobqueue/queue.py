@@ -576,6 +576,16 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
                 return conn.execute(f"SELECT count(*) FROM jobs WHERE {p.where}", p.params).fetchone()[0]
         return len(self.query(constraint))
 
+    def exists(self, constraint: str | None = None) -> bool:
+        """Whether any job matches ``constraint``: :meth:`count` that stops at the first (a
+        question asked per lane batch, whose answer must not cost a walk of every idle job)."""
+        p = plan(constraint)
+        if p.sql_only:
+            with self._reading() as conn:
+                return bool(conn.execute(f"SELECT EXISTS (SELECT 1 FROM jobs WHERE {p.where})",
+                                         p.params).fetchone()[0])
+        return bool(self.query(constraint, limit=1))
+
     def jobs_by_owner(self, owner: str, status: int | None = None) -> list[JobAd]:
         """One owner's jobs (optionally in one status): the index behind ``htc q <owner>``."""
         if status is None:

@@ -246,7 +246,7 @@ class Lanes(Mapping):
                                 cookie=(Answer.LANE_CALLS, claim_id)))
         lingering = [lane for lane in self._by_claim.values()
                      if lane.idle_until is not None and not lane.in_flight and not lane.stopping]
-        if lingering and self.schedd.queue.count("JobStatus == 1"):
+        if lingering and self.schedd.queue.exists("JobStatus == 1"):
             for lane in lingering:
                 claim = claims.get(lane.claim_id)
                 if claim is not None:
@@ -312,7 +312,7 @@ class Lanes(Mapping):
 
     def _ran_dry(self, lane: Lane, claim, now: float, out: list) -> None:
         settings = self.schedd.settings
-        if settings.claim_linger > 0 and not self.schedd.queue.count("JobStatus == 1"):
+        if settings.claim_linger > 0 and not self.schedd.queue.exists("JobStatus == 1"):
             if lane.idle_until is None:
                 lane.idle_until = now + settings.claim_linger
             return

@@ -194,12 +194,12 @@ class ToolRequests:
             digest = submission_digest((msg.cluster_ad, *msg.proc_ads))
             if self._submitted_before(event, msg, owner, digest, out):
                 return
-        cluster = self.build(cluster_attrs, msg.proc_ads, owner, user, now, out)
         sd = self.schedd
-        # The cluster and its submission id: one commit, made durable before the reply by the
-        # job start on a kept claim just below (its durable commit fsyncs the WAL, this commit's
-        # frames first), else by the sync after it -- one fsync per submit either way.
+        # The cluster, its id and its submission id: one commit, made durable before the reply by
+        # the job start on a kept claim just below (its durable commit fsyncs the WAL, this
+        # commit's frames first), else by the sync after it -- one fsync per submit either way.
         with sd.queue.transaction(durable=False):
+            cluster = self.build(cluster_attrs, msg.proc_ads, owner, user, now, out)  # (refused: no id taken)
             jobs, logs = self.store(cluster, owner, msg.submission_id, digest, now)
             out += self.submit_events(logs)
             out.append(c.Log(f"submitted cluster {cluster.cluster_id} ({cluster.num_procs} jobs) for {user}"))
