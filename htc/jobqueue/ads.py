@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 import msgspec
 
@@ -146,6 +146,19 @@ class ClusterAd:
         self.canon.update((n.lower(), n) for n in attrs)
         #: per-cluster memo for evaluators (parsed expressions, policy results)
         self.cache: dict = {}
+
+    def with_proc_attrs(self, names: Iterable[str]) -> ClusterAd:
+        """This cluster once procs override ``names`` too (what reading it back after storing
+        the longer list gives; a fresh ``cache``), without lower-casing every attribute again."""
+        new = ClusterAd.__new__(ClusterAd)
+        new.cluster_id, new.owner, new.qdate, new.attrs = self.cluster_id, self.owner, self.qdate, self.attrs
+        canon = dict(self.canon)
+        for name in names:
+            canon.setdefault(name.lower(), name)  # a cluster attribute's own case wins, as in __init__
+        new.canon = canon
+        new.proc_attrs = self.proc_attrs | {name.lower() for name in names}
+        new.cache = {}
+        return new
 
 
 class JobAd(Mapping[str, str]):

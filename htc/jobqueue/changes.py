@@ -110,7 +110,10 @@ class QueueChanges:
             known = {n for n in cluster.canon.values() if n.lower() in cluster.proc_attrs}
             self._conn.execute("UPDATE clusters SET proc_attrs = ? WHERE cluster_id = ?",
                                (_encode(sorted(known | set(new))).decode(), cluster_id))
-            self._clusters.pop(cluster_id, None)
+            # The cluster as a read of the row now gives it, without reading and decoding the row
+            # (a one-call cluster of an executor gets ClaimId and the like at its start): a new
+            # ClusterAd, since the memos in a cache may depend on which attributes procs set.
+            self._clusters[cluster_id] = cluster.with_proc_attrs(new)
 
     def _int_attr(self, job: JobAd, name: str, default: int = 0) -> int:
         try:
