@@ -134,15 +134,16 @@ class QueuePromises:
         with self._lock:
             if self._paid_later:
                 with self.transaction(durable=False):
-                    pass  # the commit takes them out (_forget_paid)
+                    pass  # the commit takes them out (_commit)
 
-    def _forget_paid(self) -> int:
-        """Inside the outermost transaction, just before its commit: delete the entries paid
-        later; returns how many, for the caller to drop from the list once committed."""
+    def _commit(self) -> None:
+        """COMMIT the outermost transaction, deleting in it the entries paid later (they stay
+        on the list should the commit fail: the transaction is rolled back)."""
         n = len(self._paid_later)
         if n:
             self._conn.executemany("DELETE FROM outbox WHERE seq = ?", [(seq,) for seq in self._paid_later])
-        return n
+        self._conn.execute("COMMIT")
+        del self._paid_later[:n]
 
     @property
     def paid_later(self) -> int:

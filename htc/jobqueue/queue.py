@@ -160,13 +160,10 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
             raise
 
     def close(self) -> None:
-        """Close the database connection (pending WAL content stays durable in the file; outbox
-        entries paid later are taken out first, when the file still takes a commit)."""
+        """Close the database connection (the WAL stays durable; outbox entries paid later go first)."""
+        with self._lock, contextlib.suppress(store.QueueStorageError, sqlite3.Error):
+            self.pay_now()
         with self._lock:
-            try:
-                self.pay_now()
-            except (store.QueueStorageError, sqlite3.Error):
-                pass  # they stay owed: the next start writes them once more (htc.jobqueue.promises)
             self._conn.close()
 
     def __enter__(self) -> JobQueue:
@@ -261,9 +258,7 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
                         f"a change to the job queue {self.path} failed after it had written part of "
                         "itself, and its caller went on: nothing of the transaction was committed")
                 try:
-                    forgotten = self._forget_paid()  # outbox entries paid since (htc.jobqueue.promises)
-                    self._conn.execute("COMMIT")
-                    del self._paid_later[:forgotten]
+                    self._commit()  # COMMIT, with the outbox entries paid since (htc.jobqueue.promises)
                 except BaseException:
                     # A failed COMMIT (disk full, I/O error) may leave the transaction open.
                     if self._conn.in_transaction:
@@ -577,13 +572,10 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
         return len(self.query(constraint))
 
     def exists(self, constraint: str | None = None) -> bool:
-        """Whether any job matches ``constraint``: :meth:`count` that stops at the first (a
-        question asked per lane batch, whose answer must not cost a walk of every idle job)."""
-        p = plan(constraint)
-        if p.sql_only:
+        """Whether any job matches ``constraint``: :meth:`count` that stops at the first."""
+        if (p := plan(constraint)).sql_only:
             with self._reading() as conn:
-                return bool(conn.execute(f"SELECT EXISTS (SELECT 1 FROM jobs WHERE {p.where})",
-                                         p.params).fetchone()[0])
+                return bool(conn.execute(f"SELECT EXISTS (SELECT 1 FROM jobs WHERE {p.where})", p.params).fetchone()[0])
         return bool(self.query(constraint, limit=1))
 
     def jobs_by_owner(self, owner: str, status: int | None = None) -> list[JobAd]:
