@@ -22,8 +22,9 @@ and 74 SQL statements before the changes of that day, 3,616 and 53 after; a call
 1,705 and 7.9, then 1,618 and 7.6. CPU at load 9-15: 5.3-7.3 ms per sequential call and
 0.8-1.7 ms per burst call either way (the load's noise is larger than the change). Later that
 day (the outbox paid in the next commit, the cluster id taken in the cluster's commit, the
-cluster kept cached when a proc sets a new attribute, ``exists`` for "any idle job?"): 3,566
-and 43 per sequential call, 1,621 and 9.4 per burst call; CPU at load 7-10, side by side with
+cluster kept cached when a proc sets a new attribute, ``exists`` for "any idle job?", no
+savepoint around a lane's feed): 3,558 and 39 per sequential call, 1,620 and 9.3 per burst
+call; CPU at load 7-10, side by side with
 the code before: 3.8-4.5 ms (before 6.0-6.4) and 0.8-1.0 ms (before 1.8-2.1).
 """
 

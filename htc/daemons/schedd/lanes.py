@@ -265,7 +265,9 @@ class Lanes(Mapping):
         room = want - len(lane.in_flight)
         calls, events = [], {}
         if room > 0:
-            with queue.transaction(durable=False):  # bookkeeping: the next durable commit covers it
+            # Bookkeeping: the next durable commit covers it. No savepoint (two statements) when it
+            # joins the caller's transaction: should it fail, the caller's fails with it.
+            with queue.transaction(durable=False, savepoint=False):
                 while room > 0:
                     job = self._first(lane) or self._next_job(lane)
                     if job is None:
