@@ -197,8 +197,26 @@ def load_settings(*, dag_config: str | None = None, config_file: str | None = No
         name = knob[len("DAGMAN_"):].lower()
         setattr(settings, name, value)
         settings.origins[knob] = "flag"
+    settings.notes.extend(_clamp_submits(settings))
     settings.notes.extend(_fit_submits_to_max_idle(settings))
     return settings
+
+
+#: DAGMAN_MAX_SUBMITS_PER_INTERVAL's legal range in HTCondor's manual (a value outside is moved in)
+SUBMITS_RANGE = (1, 1000)
+
+
+def _clamp_submits(settings: Settings) -> list[str]:
+    """As HTCondor's manual says of DAGMAN_MAX_SUBMITS_PER_INTERVAL: "The legal range of values
+    is 1 to 1000. If defined with a value less than 1, the value 1 will be used. If defined with
+    a value greater than 1000, the value 1000 will be used." Returns the note for dagman.out."""
+    low, high = SUBMITS_RANGE
+    value = settings.max_submits_per_interval
+    if low <= value <= high:
+        return []
+    settings.max_submits_per_interval = min(high, max(low, value))
+    return [f"Note:  DAGMAN_MAX_SUBMITS_PER_INTERVAL = {value} is outside its legal range {low} to {high}; "
+            f"{settings.max_submits_per_interval} is used"]
 
 
 #: HTCondor's defaults that :func:`_fit_submits_to_max_idle` compares with

@@ -432,7 +432,7 @@ _ENTRIES = [
     P("DAGMAN_MAX_PRE_SCRIPTS", "int", "20", "Most PRE scripts running at once."),
     P("DAGMAN_MAX_POST_SCRIPTS", "int", "20", "Most POST scripts running at once."),
     P("DAGMAN_MAX_HOLD_SCRIPTS", "int", "20", "Most HOLD scripts running at once."),
-    P("DAGMAN_MAX_SUBMITS_PER_INTERVAL", "int", "100", "Node submissions per scan interval."),
+    P("DAGMAN_MAX_SUBMITS_PER_INTERVAL", "int", "100", "Node submissions per scan interval (DAGMAN_USER_LOG_SCAN_INTERVAL): HTCondor's maximum rate is this divided by that interval. Legal range 1 to 1000, as in HTCondor: a value below 1 is taken as 1, one above 1000 as 1000 (dagman.out notes it)."),
     P("DAGMAN_USER_LOG_SCAN_INTERVAL", "int", "5", "Most seconds between reads of the nodes log while nothing happens (htc looks again within milliseconds after any event); also the interval of DAGMAN_MAX_SUBMITS_PER_INTERVAL."),
     P("DAGMAN_SUBMIT_DELAY", "int", "0", "Seconds between node submissions."),
     P("DAGMAN_SUBMIT_BATCH_SIZE", "int", "50", "Most nodes the DAG manager sends to the schedd in one request when the throttles let several go at once (htc only: a SubmitClusters, one round trip and one transaction for all of them; each node stays a cluster of its own). 1 sends each node alone, as HTCondor's DAGMan does; DAGMAN_SUBMIT_DELAY above 0 does too. At most 1000 (a larger value counts as 1000).", "htc"),

@@ -46,3 +46,13 @@ def test_values_set_away_from_their_defaults_are_kept_with_a_warning(tmp_path, e
 def test_no_idle_limit_at_all_is_one_submission_a_second_as_in_htcondor(env):
     s = load_settings(flags={"DAGMAN_MAX_JOBS_IDLE": 0}, env=env)
     assert (s.max_submits_per_interval, s.user_log_scan_interval) == (1, 1)
+
+
+@pytest.mark.parametrize(("given", "used"), [(0, 1), (-5, 1), (1000, 1000), (1000000, 1000)])
+def test_max_submits_per_interval_is_held_to_its_legal_range(env, tmp_path, given, used):
+    """HTCondor's manual: legal range 1 to 1000; below 1 gives 1, above 1000 gives 1000."""
+    conf = tmp_path / "dag.config"
+    conf.write_text(f"DAGMAN_MAX_SUBMITS_PER_INTERVAL = {given}\n")
+    s = load_settings(config_file=str(conf), env=env)
+    assert s.max_submits_per_interval == used
+    assert any("outside its legal range" in n for n in s.notes) == (given != used)
