@@ -25,8 +25,8 @@ It prints:
    ``DAGMAN_USER_LOG_SCAN_INTERVAL`` = 5 s, HTCondor's defaults: at most 20 nodes/s once the
    first 100 are out, whatever the pool can do: HTCondor's manual gives this as DAGMan's maximum
    rate, so that run prints no goal verdict), and with that throttle at its legal maximum in the
-   DAG's ``CONFIG`` file (1,000 submissions per 1 s scan interval: the manager's own pace, where
-   the goal is judged). Each DAG figure is printed including the manager's
+   DAG's ``CONFIG`` file (1,000 submissions per 5 s scan interval, 200 nodes/s, above what the
+   pool runs: the manager's own pace, where the goal is judged). Each DAG figure is printed including the manager's
    start-up (from the submit call) and excluding it (from the moment the first node's submit
    event is in the nodes log, which the bench polls every 5 ms); then a ``--chain`` (200) node
    chain in nodes/s -- goal >= 20 nodes/s (the issue's 1,000-node chain: ``--chain 1000``).
@@ -290,10 +290,10 @@ def bench_pool(wide: int, chain: int, cpus: int, parts: tuple[str, ...] = PARTS,
             print(f"(2b) plain, {wide} one-job clusters, 4 submits in flight: {clusters:.1f} s = "
                   f"{wide / clusters:.1f} jobs/s", flush=True)
             print(_cpu_line("(2b)", wide, cpu0, _daemon_cpu(), None), flush=True)
-        # the throttle's legal maximum: 1,000 submissions per 1 s scan interval
-        lifted = "DAGMAN_MAX_SUBMITS_PER_INTERVAL = 1000\nDAGMAN_USER_LOG_SCAN_INTERVAL = 1\n"
+        # the count at its legal maximum: 1,000 submissions per 5 s scan interval (200 nodes/s)
+        lifted = "DAGMAN_MAX_SUBMITS_PER_INTERVAL = 1000\n"
         for key, label, config in (("default", "default throttle (100 per 5 s)", None),
-                                   ("lifted", "throttle lifted (1000 per 1 s)", lifted),
+                                   ("lifted", "throttle lifted (1000 per 5 s)", lifted),
                                    ("unbatched", "throttle lifted, a Submit per node (DAGMAN_SUBMIT_BATCH_SIZE = 1)",
                                     lifted + "DAGMAN_SUBMIT_BATCH_SIZE = 1\n")):
             if key not in parts:
