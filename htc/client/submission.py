@@ -56,6 +56,18 @@ def _prepare(description: str, *, cwd: str | os.PathLike | None, filename: str |
 
     sub = Submit(description, filename=filename, cwd=cwd, settings=_submit_settings())
     sub.check_file = functools.partial(check_submit_file, sub.cwd)
+    _apply_appends(sub, append)
+    if queue is not None:
+        sub.setQArgs(queue)
+    if not sub.has_queue_statement:
+        where = filename or "(stdin)"
+        raise UsageError(f'"{where}" doesn\'t contain any "queue" commands -- no jobs queued; '
+                         "end the description with 'queue' or give -queue ARGS")
+    return sub
+
+
+def _apply_appends(sub, append: Sequence[str]) -> None:
+    """Set ``-append`` commands on ``sub`` (each as if written before every queue statement)."""
     for command in append:
         match = _APPEND.match(command)
         if not match:
@@ -64,13 +76,6 @@ def _prepare(description: str, *, cwd: str | os.PathLike | None, filename: str |
         if name.lower() == "queue":
             raise UsageError("-append cannot add a queue statement; use -queue ARGS instead")
         sub[name] = value
-    if queue is not None:
-        sub.setQArgs(queue)
-    if not sub.has_queue_statement:
-        where = filename or "(stdin)"
-        raise UsageError(f'"{where}" doesn\'t contain any "queue" commands -- no jobs queued; '
-                         "end the description with 'queue' or give -queue ARGS")
-    return sub
 
 
 def check_submit_file(cwd: str, role: str, path: str, transfer: bool) -> None:
@@ -196,12 +201,13 @@ def submit_message(description: str, *, cwd: str | os.PathLike | None = None, fi
     Raises:
         UsageError: as for :func:`submit` (nothing is sent).
     """
-    sub = _prepare(description, cwd=cwd, filename=filename, append=append, queue=queue)
     mark = str(_SENTINEL_CLUSTER)
-    # an executable named after the cluster id is only known once the schedd assigns the id
-    sub.check_file = lambda role, path, transfer: None if mark in path else \
-        check_submit_file(sub.cwd, role, path, transfer)
-    cluster = sub.cluster(_SENTINEL_CLUSTER, check=_per_submission_limit)
+    if queue is None and append:
+        sub, cluster = reused_cluster(description, cwd=cwd, filename=filename, append=append)
+    else:
+        sub = _prepare(description, cwd=cwd, filename=filename, append=append, queue=queue)
+        sub.check_file = _sentinel_check(sub)
+        cluster = sub.cluster(_SENTINEL_CLUSTER, check=_per_submission_limit)
     # the schedd assigns the cluster id (Submit's contract); send none
     cluster_ad = {k: v for k, v in cluster.cluster_ad.items() if k.lower() != "clusterid"}
     procs = list(cluster.proc_ads())
@@ -215,6 +221,60 @@ def submit_message(description: str, *, cwd: str | os.PathLike | None = None, fi
     if submission_id is not None:
         msg = m.Submit(cluster_ad=msg.cluster_ad, proc_ads=msg.proc_ads, submission_id=submission_id)
     return msg, tuple(cluster.warnings)
+
+
+def _sentinel_check(sub):
+    """The executable check of a submission expanded with the sentinel cluster id: an executable
+    named after the cluster id is only known once the schedd assigns the id."""
+    mark = str(_SENTINEL_CLUSTER)
+    return lambda role, path, transfer: None if mark in path else check_submit_file(sub.cwd, role, path, transfer)
+
+
+#: analysed expansions by (description, cwd, file name, appended names, settings, submit second):
+#: a DAG manager's nodes share descriptions and differ in their appended values (htc.submit.reuse)
+_REUSE: dict = {}
+_REUSE_MAX = 64
+
+
+def reused_cluster(description: str, *, cwd, filename: str | None, append: Sequence[str]):
+    """``(sub, cluster)`` for a description with ``-append`` commands, as :func:`submit_message`
+    expands it with the sentinel cluster id, reusing an earlier submission's expansion of the
+    same description with the same appended names where that gives the same result
+    (:class:`htc.submit.reuse.Reusable`).
+
+    Raises:
+        UsageError: as :func:`submit_message`.
+    """
+    import copy
+    import time
+
+    from htc.submit.macros import environ_snapshot
+    from htc.submit.reuse import Reusable, varying_name
+
+    settings = _submit_settings()
+    now = int(time.time())
+    names = tuple(_APPEND.match(c).group(1) if _APPEND.match(c) else c for c in append)
+    key = (description, os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd()), filename, names, now)
+    entry = _REUSE.get(key)
+    if entry is not None and entry[0].settings is settings and entry[0].env == environ_snapshot(None):
+        sub = copy.copy(entry[0])
+        sub._overrides = {}
+        sub._desc = None
+        _apply_appends(sub, append)
+        sub.check_file = _sentinel_check(sub)
+        cluster = entry[1].cluster(sub, check=_per_submission_limit)
+        if cluster is None:  # not provably the same: expand afresh
+            cluster = sub.cluster(_SENTINEL_CLUSTER, qdate=now, check=_per_submission_limit)
+        return sub, cluster
+    sub = _prepare(description, cwd=cwd, filename=filename, append=append, queue=None)
+    sub.check_file = _sentinel_check(sub)
+    varying = frozenset(varying_name(n) for n in names)
+    cluster, reusable = Reusable.analyse(sub, _SENTINEL_CLUSTER, now, varying, check=_per_submission_limit)
+    if reusable is not None:
+        if len(_REUSE) >= _REUSE_MAX:
+            _REUSE.clear()  # a new second or a new description: the old entries are done with
+        _REUSE[key] = (sub, reusable)
+    return sub, cluster
 
 
 def _per_submission_limit(num_procs: int) -> None:

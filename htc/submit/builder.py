@@ -64,6 +64,8 @@ class Trace:
     random: bool = False
     reads: set[str] = field(default_factory=set)
     writes: list[str] = field(default_factory=list)
+    #: the warnings the command gave
+    warnings: list[str] = field(default_factory=list)
 
 
 def run_commands(ctx: JobContext, indices: Sequence[int] | None = None,
@@ -79,15 +81,18 @@ def run_commands(ctx: JobContext, indices: Sequence[int] | None = None,
     """
     ex = ctx.ex
     for i in range(len(COMMANDS)) if indices is None else indices:
+        ctx.command_index = i
         if traces is not None:
             t = Trace(i)
             ex.touched = t.touched
             ex.used_random = False
             ctx.reads = t.reads
             ctx.writes = t.writes
+            before = len(ctx.warnings)
         COMMANDS[i](ctx)
         if traces is not None:
             t.random = ex.used_random
+            t.warnings = ctx.warnings[before:]
             traces.append(t)
         if i == _IWD_INDEX:
             ex.cwd = ctx.iwd

@@ -105,8 +105,13 @@ class Materializer:
     """Builds job ads for the procs of one cluster (see the module docstring)."""
 
     def __init__(self, sub, cluster_id: int, qdate: int, owner: str | None, first_proc: int = 0,
-                 fast: bool = True, check=None):
+                 fast: bool = True, check=None, varying: frozenset[str] = frozenset()):
         self.sub = sub
+        #: names (lower case) whose values change between submissions of this description
+        #: (:mod:`htc.submit.reuse`): their use is traced as a per-proc macro's is
+        self.varying = varying
+        #: with ``varying``: what the reuse needs from the first proc's run (see :meth:`_analyse`)
+        self.reuse_info: dict | None = None
         self.fast = fast
         self.cluster_id = cluster_id
         self.qdate = qdate
@@ -135,7 +140,7 @@ class Materializer:
     def context(self, plan: StatementPlan, p: Proc, base, values=None) -> JobContext:
         """A fresh build context for proc ``p``; ``values`` overrides its per-proc values."""
         sub = self.sub
-        per_proc = PER_PROC_NAMES | {n.lower() for n in plan.loop_names}
+        per_proc = PER_PROC_NAMES | {n.lower() for n in plan.loop_names} | self.varying
         pid, step, row = (str(p.proc_id), str(p.step), str(p.row)) if values is None else values[:3]
         loop_values = p.loop if values is None else values[3:]
         defaults = dict(self.defaults)
@@ -161,12 +166,18 @@ class Materializer:
         p = plan.proc(0)
         base = self.proc0 if self.plans and plan is not self.plans[0] else None
         ctx = self.context(plan, p, base)
+        if self.varying:
+            self._log_host(ctx)
         if self.universe is None:
             self.universe = ctx.universe = find_universe(ctx)
             if self.universe.number == 11:
                 ctx.ex.defaults["node"] = "#pArAlLeLnOdE#"
+        before = (set(ctx.ex.touched), len(ctx.warnings))
         traces: list[Trace] = []
         run_commands(ctx, None, traces)
+        if self.varying and base is None:
+            self.reuse_info = {"ctx": ctx, "traces": traces, "universe_touched": before[0],
+                               "pre_warnings": ctx.warnings[:before[1]]}
         self.warnings.extend(ctx.warnings)
         final = dict(base or {})
         final.update(ctx.out)
@@ -185,6 +196,21 @@ class Materializer:
         if self.fast and plan.dyn and plan.num_procs > 2 and \
                 not any(t.random for t in traces if t.index in plan.dyn):
             plan.templates = self._templates(plan)
+
+    @staticmethod
+    def _log_host(ctx: JobContext) -> None:
+        """Record the host lookups of ``ctx``'s commands: file stats, and each ``check_file``
+        call as ``(index, None, (role, path, transfer))`` (a reuse calls it again)."""
+        ctx.host_log = []
+        real = ctx.check_file
+        if real is None:
+            return
+
+        def check(role: str, path: str, transfer: bool) -> None:
+            ctx.host_log.append((ctx.command_index, None, (role, path, transfer)))
+            real(role, path, transfer)
+
+        ctx.check_file = check
 
     def _run_dynamic(self, plan: StatementPlan, p: Proc, values=None) -> dict[str, str]:
         ctx = self.context(plan, p, plan.base, values)

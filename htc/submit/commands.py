@@ -119,6 +119,8 @@ def set_iwd(c: JobContext) -> None:
     else:
         iwd = c.cwd
     iwd = compress_path(iwd)
+    if c.host_access:
+        c.observe(iwd)
     if c.host_access and not os.access(iwd, os.F_OK | os.X_OK):  # the schedd (root) does not look
         raise c.fail(f"No such directory: {iwd}", key if short else None)
     c.assign_str("Iwd", iwd)

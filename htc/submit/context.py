@@ -15,6 +15,7 @@ chained to their cluster ad, so a command left unset for a later proc inherits.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -73,6 +74,19 @@ class JobContext:
         #: condor_submit's file check (``check_file(role, path, transfer)``, raising SubmitError),
         #: called with each executable; None: no checks (the bindings, the schedd)
         self.check_file = None
+        #: when a list: each host lookup a command makes is appended as ``(command index, path,
+        #: signature)`` (see :meth:`observe`), so a reused expansion can tell the host changed
+        self.host_log: list | None = None
+        #: the index in ``builder.COMMANDS`` of the command running (set by ``run_commands``)
+        self.command_index = -1
+
+    def observe(self, path: str, walks: bool = False) -> None:
+        """Note that the running command looked at ``path`` on this host (its existence, mode or
+        size): with :attr:`host_log` set, its stat signature is recorded -- None when the
+        command walks a directory (``walks``), whose contents no signature covers."""
+        if self.host_log is not None:
+            sig = stat_signature(path)
+            self.host_log.append((self.command_index, path, None if walks and sig[0] == "dir" else sig))
 
     # -- errors --------------------------------------------------------------------------
     def fail(self, message: str, command: str | None = None) -> SubmitError:
@@ -197,7 +211,11 @@ class JobContext:
     def measure(self, name: str) -> int:
         """The size of a file or directory the job names, in KiB (0 without host access: the
         schedd, expanding as root, neither reveals sizes nor walks a tree like ``/`` for it)."""
-        return size_kb(self.full_path(name)) if self.host_access else 0
+        if not self.host_access:
+            return 0
+        path = self.full_path(name)
+        self.observe(path, walks=True)
+        return size_kb(path)
 
     def full_path(self, name: str, use_iwd: bool = True) -> str:
         """HTCondor's ``full_path``: absolute, relative to the iwd (or the submit dir)."""
@@ -223,6 +241,18 @@ def _literal_value(text: str):
     if n is not None:
         return int(t) if n.is_integer() and "." not in t and "e" not in t.lower() else n
     return None
+
+
+def stat_signature(path: str) -> tuple:
+    """What a command's look at ``path`` depended on: its identity, size, times and mode (a
+    directory is ``("dir",)``: its contents' sizes are not in its own stat), or the errno."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return ("error", exc.errno)
+    if stat.S_ISDIR(st.st_mode):
+        return ("dir", st.st_dev, st.st_ino, st.st_mode, st.st_ctime_ns)
+    return ("file", st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
 
 
 def size_kb(path: str) -> int:

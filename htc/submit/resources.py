@@ -398,8 +398,11 @@ def report_common_mistakes(c: JobContext) -> None:
 def set_forced_attributes(c: JobContext) -> None:
     """``+Attr = value`` and ``My.Attr = value``: inserted last, so they win."""
     for m in list(c.ex.table):
-        if not m.name.lower().startswith("my."):
+        low = m.name.lower()
+        if not low.startswith("my."):
             continue
+        if low in c.ex.per_proc_names:  # its value is read here, not through a lookup
+            c.ex.touched.add(low)
         value = ""
         if m.raw:
             try:

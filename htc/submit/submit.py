@@ -249,7 +249,8 @@ class Submit(Mapping):
 
     # -- building job ads ---------------------------------------------------------------
     def cluster(self, clusterid: int, *, qdate: int | None = None, owner: str | None = None,
-                first_proc: int = 0, fast: bool = True, check=None) -> SubmittedCluster:
+                first_proc: int = 0, fast: bool = True, check=None,
+                varying: frozenset[str] = frozenset()) -> SubmittedCluster:
         """Plan the cluster: the common cluster ad now, per-proc ads on demand.
 
         Args:
@@ -262,13 +263,17 @@ class Submit(Mapping):
             check: called with the number of procs as soon as the queue statements' items are
                 counted, before any proc is built: a limit (MAX_JOBS_PER_SUBMISSION) raises
                 there, so ``queue 100000000`` is refused in milliseconds.
+            varying: command names (lower case, ``my.x`` for ``+x``) whose values will change
+                in later submissions of this description: their use is traced for
+                :class:`htc.submit.reuse.Reusable` (the result is the same).
         Returns:
             A :class:`SubmittedCluster`.
         Raises:
             SubmitError: the description is invalid; nothing may be queued.
         """
         qdate = int(time.time()) if qdate is None else int(qdate)
-        return SubmittedCluster(Materializer(self, int(clusterid), qdate, owner, first_proc, fast, check))
+        return SubmittedCluster(Materializer(self, int(clusterid), qdate, owner, first_proc, fast, check,
+                                             varying))
 
     def jobs(self, clusterid: int = 1, procid: int = 0, qdate: int | None = None,
              owner: str | None = None) -> Iterator:
