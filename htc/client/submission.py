@@ -251,25 +251,28 @@ def reused_cluster(description: str, *, cwd, filename: str | None, append: Seque
     from htc.submit.macros import environ_snapshot
     from htc.submit.reuse import Reusable, varying_name
 
-    settings = _submit_settings()
+    environ = environ_snapshot(None)
+    config = _submit_config(environ)
+    settings = _submit_settings(config)
+    check = functools.partial(_per_submission_limit, config=config)
     now = int(time.time())
     names = tuple(_APPEND.match(c).group(1) if _APPEND.match(c) else c for c in append)
     key = (description, os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd()), filename, names, now)
     entry = _REUSE.get(key)
-    if entry is not None and entry[0].settings is settings and entry[0].env == environ_snapshot(None):
+    if entry is not None and entry[0].settings is settings and entry[0].env == environ:
         sub = copy.copy(entry[0])
         sub._overrides = {}
         sub._desc = None
         _apply_appends(sub, append)
         sub.check_file = _sentinel_check(sub)
-        cluster = entry[1].cluster(sub, check=_per_submission_limit)
+        cluster = entry[1].cluster(sub, check=check)
         if cluster is None:  # not provably the same: expand afresh
-            cluster = sub.cluster(_SENTINEL_CLUSTER, qdate=now, check=_per_submission_limit)
+            cluster = sub.cluster(_SENTINEL_CLUSTER, qdate=now, check=check)
         return sub, cluster
     sub = _prepare(description, cwd=cwd, filename=filename, append=append, queue=None)
     sub.check_file = _sentinel_check(sub)
     varying = frozenset(varying_name(n) for n in names)
-    cluster, reusable = Reusable.analyse(sub, _SENTINEL_CLUSTER, now, varying, check=_per_submission_limit)
+    cluster, reusable = Reusable.analyse(sub, _SENTINEL_CLUSTER, now, varying, check=check)
     if reusable is not None:
         if len(_REUSE) >= _REUSE_MAX:
             _REUSE.clear()  # a new second or a new description: the old entries are done with
@@ -277,12 +280,12 @@ def reused_cluster(description: str, *, cwd, filename: str | None, append: Seque
     return sub, cluster
 
 
-def _per_submission_limit(num_procs: int) -> None:
+def _per_submission_limit(num_procs: int, config=None) -> None:
     """Refuse, before expanding a proc, what the schedd would refuse (MAX_JOBS_PER_SUBMISSION).
 
     The schedd checks every limit again; this spares expanding ``queue 100000000`` here first.
     """
-    limit = _submit_config().param("MAX_JOBS_PER_SUBMISSION")
+    limit = (config or _submit_config()).param("MAX_JOBS_PER_SUBMISSION")
     if limit is not None and num_procs > limit:
         raise UsageError(f"Number of submitted jobs would exceed MAX_JOBS_PER_SUBMISSION: this submission "
                          f"makes {num_procs} jobs and the limit is {limit}; submit fewer jobs at a time. "
@@ -294,9 +297,11 @@ _CONFIG_CACHE: list = []
 _SETTINGS_CACHE: list = []  # [config, the SubmitSettings built from it]
 
 
-def _htc_environment() -> tuple:
-    """The environment variables that can change the configuration (``HTC_*``, ``_HTC_*``)."""
-    return tuple(sorted((k, os.environ[k]) for k in os.environ if k.upper().startswith(("HTC", "_HTC"))))
+def _htc_environment(environ: Mapping[str, str] | None = None) -> tuple:
+    """The environment variables that can change the configuration (``HTC_*``, ``_HTC_*``), of
+    ``environ`` (a snapshot of ``os.environ``; default: ``os.environ``)."""
+    environ = os.environ if environ is None else environ
+    return tuple(sorted((k, v) for k, v in environ.items() if k.upper().startswith(("HTC", "_HTC"))))
 
 
 def _watched_paths(config) -> tuple[str, ...]:
@@ -322,14 +327,14 @@ def _stats(paths: tuple[str, ...]) -> tuple:
     return tuple(out)
 
 
-def _submit_config():
+def _submit_config(environ: Mapping[str, str] | None = None):
     """The configuration as ``SUBMIT`` sees it, read once per process and again only when a
     file it came from (or the folder of one, or an HTC environment variable) changed: a DAG
     manager submits thousands of nodes, and reading the configuration for each costs more than
     expanding the node's description."""
     from htc.config import load_config
 
-    env = _htc_environment()
+    env = _htc_environment(environ)
     if _CONFIG_CACHE:
         cached_env, paths, stats, config = _CONFIG_CACHE
         if cached_env == env and _stats(paths) == stats:
@@ -342,12 +347,12 @@ def _submit_config():
     return config
 
 
-def _submit_settings():
+def _submit_settings(config=None):
     """The :class:`~htc.submit.SubmitSettings` of the current configuration (built once per
     configuration read: JOB_DEFAULT_*, UID_DOMAIN, FILESYSTEM_DOMAIN, SUBMIT_ATTRS, ...)."""
     from htc.submit.settings import settings_from_config
 
-    config = _submit_config()
+    config = config or _submit_config()
     if _SETTINGS_CACHE and _SETTINGS_CACHE[0] is config:
         return _SETTINGS_CACHE[1]
     settings = settings_from_config(config)

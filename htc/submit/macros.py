@@ -99,6 +99,10 @@ class MacroTable:
         """The :class:`Macro` named ``name`` (any case), or None."""
         return self._d.get(name.lower())
 
+    def names(self):
+        """The defined names, lower case (a view)."""
+        return self._d.keys()
+
     def copy(self) -> MacroTable:
         """A snapshot; later definitions do not change it."""
         return MacroTable(self._d)
@@ -234,6 +238,15 @@ class Expander:
         if m is not None:
             return m.raw
         return self.defaults.get(key)
+
+    def findable(self) -> set[str]:
+        """Every name (lower case) a :meth:`lookup` finds or records as touched: a name not in
+        it looks up as None with no other effect, so a caller may skip it."""
+        out = set(self.table.names())
+        out.update(self.loop)
+        out.update(self.defaults)
+        out.update(self.per_proc_names)
+        return out
 
     def param(self, name: str, alt: str | None = None) -> str | None:
         """Expanded value of a command, like ``submit_param``: None when unset or empty."""

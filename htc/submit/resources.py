@@ -271,11 +271,20 @@ SIMPLE_COMMANDS = (
 )
 
 
+#: :data:`SIMPLE_COMMANDS` with the command's and the attribute's names in lower case
+_SIMPLE_LOWER = tuple((key, attr, kind, is_alt, key.lower(), attr.lower())
+                      for key, attr, kind, is_alt in SIMPLE_COMMANDS)
+
+
 def set_simple_commands(c: JobContext) -> None:
     """The commands of :data:`SIMPLE_COMMANDS`, checked by kind."""
     last_existed = False
-    for key, attr, kind, is_alt in SIMPLE_COMMANDS:
+    findable = c.ex.findable()  # most of the commands are not in a description: skip their lookups
+    for key, attr, kind, is_alt, low_key, low_attr in _SIMPLE_LOWER:
         if is_alt and last_existed:
+            last_existed = False
+            continue
+        if low_key not in findable and low_attr not in findable:
             last_existed = False
             continue
         v = c.param(key, attr)
