@@ -213,15 +213,18 @@ class DagRun:
         """The state of node ``name``."""
         return self.nodes[name].status
 
-    def counts(self) -> dict[str, int]:
-        """How many nodes are in each state (SERVICE nodes not counted), as ``htc dag status``."""
+    def counts(self, held: bool = True) -> dict[str, int]:
+        """How many nodes are in each state (SERVICE nodes not counted), as ``htc dag status``;
+        with ``held`` False, no ``held_procs`` (a sum over every node: the manager's per-step
+        report does not show it)."""
         c = self.count
-        held = sum(len(r.held) for r in self.nodes.values())
-        return {"total": self.num_nodes(True), "done": c[S.DONE], "pre": c[S.PRERUN],
+        out = {"total": self.num_nodes(True), "done": c[S.DONE], "pre": c[S.PRERUN],
                 "queued": c[S.SUBMITTED], "post": c[S.POSTRUN], "ready": c[S.READY],
                 "unready": c[S.NOT_READY], "failed": c[S.ERROR], "futile": c[S.FUTILE],
-                "held_procs": held, "idle_procs": self.idle_procs,
-                "dag_status": int(self.status)}
+                "idle_procs": self.idle_procs, "dag_status": int(self.status)}
+        if held:
+            out["held_procs"] = sum(len(r.held) for r in self.nodes.values())
+        return out
 
     # --- starting --------------------------------------------------------------------
     def _bootstrap(self) -> None:

@@ -345,7 +345,7 @@ class Runner:
 
     def _counts(self) -> dict:
         try:
-            return dict(self.run.counts())
+            return self.run.counts(held=False)  # neither report shows held procs
         except Exception as exc:  # noqa: BLE001 -- a report must never stop the DAG
             return {"error": str(exc)}
 

@@ -276,3 +276,15 @@ def test_any_dag_terminates_in_order_within_throttles(case):
                        for p in nx.ancestors(dag.graph, name))
         assert sim.submits.count(name) <= dag.nodes[name].retry + 1
     seen_done.update(n for n, s in statuses.items() if s is NodeStatus.DONE)
+
+
+def test_counts_without_held_skip_the_sum_over_nodes():
+    """The manager's per-step report asks for counts without ``held_procs``: the same numbers,
+    without the walk over every node that held needs."""
+    sim = Sim(dag_of("A B"), Options(max_idle=1), auto=False)
+    sim.go()
+    sim.feed(JobEvent(ev.ExecuteEvent(cluster=100)))
+    sim.feed(JobEvent(ev.JobHeldEvent(cluster=100)))
+    full, cheap = sim.run.counts(), sim.run.counts(held=False)
+    assert "held_procs" not in cheap and full.pop("held_procs") == 1
+    assert cheap == full
