@@ -175,3 +175,31 @@ def test_submit_message_reuses_per_description(submit_dir, monkeypatch):
         cluster_ad = {k: v for k, v in c.cluster_ad.items() if k.lower() != "clusterid"}
         assert msgs[-1].cluster_ad == submission._ad_text(cluster_ad)
     assert len(calls) == 1
+
+
+def test_the_managers_node_clusters_are_fresh_expansions(tmp_path, monkeypatch):
+    """benchmarks/dag_expand_bench.py's nodes through the manager's ``_cluster`` (reused after
+    the first) carry the ads a fresh expansion gives (run small; no timing here)."""
+    import importlib.util
+    from pathlib import Path
+
+    from htc.dag.manager.batches import _cluster
+    from htc.dag.manager.submitter import describe
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "dag_expand_bench.py"
+    spec = importlib.util.spec_from_file_location("dag_expand_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setattr("time.time", lambda: QDATE + 0.25)
+    submission._REUSE.clear()
+    for i in range(4):
+        node = bench.node(i, str(tmp_path))
+        item = _cluster(node)
+        text, append, filename = describe(node)
+        fresh = submission._prepare(text, cwd=node.cwd, filename=filename, append=append, queue=None)
+        c = fresh.cluster(CLUSTER, qdate=QDATE)
+        ad = {k: v for k, v in c.cluster_ad.items() if k.lower() != "clusterid"}
+        assert item.cluster_ad == submission._ad_text(ad)
+        assert item.proc_ads == tuple(submission._ad_text(p) for p in c.proc_ads())
+        assert f'DAGNodeName = "n{i}"' in item.cluster_ad and f'Out = "n{i}.out"' in item.cluster_ad
+    assert len(submission._REUSE) == 1
