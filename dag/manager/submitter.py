@@ -74,14 +74,38 @@ def _line(name: str, value: str) -> str:
     return f"{name} = {' '.join(str(value).splitlines())}"
 
 
+#: submit files read: path -> (stat signature, text); a wide DAG's nodes share one file
+_FILES: dict[str, tuple[tuple, str]] = {}
+_FILES_MAX = 256
+
+
+def _read_submit_file(path: str) -> str:
+    """The text of a node's submit file, read again only when its stat changed (a stat costs
+    less than an open and a read; thousands of nodes share one file).
+
+    Raises:
+        OSError: it cannot be read.
+    """
+    st = os.stat(path)
+    sig = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    known = _FILES.get(path)
+    if known is not None and known[0] == sig:
+        return known[1]
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        text = fh.read()
+    if len(_FILES) >= _FILES_MAX:
+        _FILES.clear()
+    _FILES[path] = (sig, text)
+    return text
+
+
 def describe(sub: NodeSubmission) -> tuple[str, list[str], str | None]:
     """The description text, the ``-append`` commands and the file name for messages."""
     if sub.submit_text is not None:
         text, filename = sub.submit_text, None
     elif sub.submit_file:
         try:
-            with open(sub.submit_file, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+            text = _read_submit_file(sub.submit_file)
         except OSError as exc:
             raise UsageError(f"cannot read the submit file {sub.submit_file} of node {sub.node}: "
                              f"{exc.strerror}") from None
