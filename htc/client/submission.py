@@ -217,7 +217,9 @@ def submit_message(description: str, *, cwd: str | os.PathLike | None = None, fi
 
         msg = description_message(sub.submit_text, sub.cwd, filename)
     else:
-        msg = m.Submit(cluster_ad=_ad_text(cluster_ad), proc_ads=tuple(_ad_text(p) for p in procs))
+        # built once, with its id: each construction validates the ad texts again
+        return (m.Submit(cluster_ad=_ad_text(cluster_ad), proc_ads=tuple(_ad_text(p) for p in procs),
+                         submission_id=submission_id), tuple(cluster.warnings))
     if submission_id is not None:
         msg = m.Submit(cluster_ad=msg.cluster_ad, proc_ads=msg.proc_ads, submission_id=submission_id)
     return msg, tuple(cluster.warnings)
