@@ -247,7 +247,6 @@ def reused_cluster(description: str, *, cwd, filename: str | None, append: Seque
     Raises:
         UsageError: as :func:`submit_message`.
     """
-    import copy
     import time
 
     from htc.submit.macros import environ_snapshot
@@ -262,9 +261,7 @@ def reused_cluster(description: str, *, cwd, filename: str | None, append: Seque
     key = (description, os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd()), filename, names, now)
     entry = _REUSE.get(key)
     if entry is not None and entry[0].settings is settings and entry[0].env == environ:
-        sub = copy.copy(entry[0])
-        sub._overrides = {}
-        sub._desc = None
+        sub = entry[0].fork()
         _apply_appends(sub, append)
         sub.check_file = _sentinel_check(sub)
         cluster = entry[1].cluster(sub, check=check)
@@ -276,8 +273,9 @@ def reused_cluster(description: str, *, cwd, filename: str | None, append: Seque
     varying = frozenset(varying_name(n) for n in names)
     cluster, reusable = Reusable.analyse(sub, _SENTINEL_CLUSTER, now, varying, check=check)
     if reusable is not None:
-        if len(_REUSE) >= _REUSE_MAX:
-            _REUSE.clear()  # a new second or a new description: the old entries are done with
+        for old in list(_REUSE):  # (list(): other threads may add entries meanwhile)
+            if old[-1] != now or len(_REUSE) >= _REUSE_MAX:
+                _REUSE.pop(old, None)  # an earlier second's analysis is never used again
         _REUSE[key] = (sub, reusable)
     return sub, cluster
 

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from collections.abc import Iterator, Mapping
@@ -102,6 +103,15 @@ class Submit(Mapping):
                                          defaults=self._defaults, env=self.env, host_access=host_access)
         if queue is not None:
             self.setQArgs(queue)
+
+    def fork(self) -> Submit:
+        """A copy of this description as parsed, without its dictionary edits and queue override
+        (the parse is shared, not redone: a DAG manager sets each node's commands on a fork)."""
+        new = copy.copy(self)
+        new._overrides = {}
+        new._qargs = None
+        new._desc = None
+        return new
 
     def defaults_at(self, submit_time: float) -> dict[str, str]:
         """The built-in macros (ARCH, OPSYS, SUBMIT_TIME, ...) for a submit at ``submit_time``."""
