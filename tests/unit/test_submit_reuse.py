@@ -203,3 +203,20 @@ def test_the_managers_node_clusters_are_fresh_expansions(tmp_path, monkeypatch):
         assert item.proc_ads == tuple(submission._ad_text(p) for p in c.proc_ads())
         assert f'DAGNodeName = "n{i}"' in item.cluster_ad and f'Out = "n{i}.out"' in item.cluster_ad
     assert len(submission._REUSE) == 1
+
+
+def test_a_measured_directory_or_a_changed_input_is_not_reused(tmp_path):
+    """A directory's size (its contents) has no stat signature: such a description is not
+    reused; a measured input file that changed size makes the reuse give way to a fresh run."""
+    (tmp_path / "indir").mkdir()
+    (tmp_path / "indir" / "a").write_text("x" * 5000)
+    (tmp_path / "in.txt").write_text("small")
+    node = {"JOB": "a", "submit_event_notes": "DAG Node: a"}
+    varying = frozenset(varying_name(k) for k in node)
+    text = "executable = /bin/true\ntransfer_input_files = indir\nqueue\n"
+    assert Reusable.analyse(_sub(text, str(tmp_path), node), CLUSTER, QDATE, varying)[1] is None
+    text = "executable = /bin/true\ntransfer_input_files = in.txt\nqueue\n"
+    _, reusable = Reusable.analyse(_sub(text, str(tmp_path), node), CLUSTER, QDATE, varying)
+    assert reusable is not None
+    (tmp_path / "in.txt").write_text("x" * 50000)
+    assert reusable.cluster(_sub(text, str(tmp_path), {"JOB": "b", "submit_event_notes": "DAG Node: b"})) is None
