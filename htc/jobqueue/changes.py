@@ -57,9 +57,29 @@ def _public_ad(job: JobAd) -> dict[str, str]:
     return ad
 
 
-def _private_names(attrs: Iterable[str]) -> list[str]:
-    """The names among ``attrs`` that :func:`htc.wire.private.public` leaves out."""
-    return [name for name in attrs if is_private(name)]
+def _private_names(attrs: Iterable[str]) -> set[str]:
+    """The names among ``attrs`` that :func:`htc.wire.private.public` leaves out.
+
+    Every job's own names go through here as it moves to the history, and they are nearly
+    always names seen before: sets of the names already judged answer with two set
+    operations, and only a new name is looked at (the sets are emptied should a queue of
+    made-up names grow them past :data:`_NAMES_KEPT`)."""
+    names = set(attrs)
+    new = names.difference(_PUBLIC_NAMES, _PRIVATE_NAMES_SEEN)
+    if new:
+        if len(_PUBLIC_NAMES) + len(new) > _NAMES_KEPT:
+            _PUBLIC_NAMES.clear()
+            _PRIVATE_NAMES_SEEN.clear()
+        for name in new:
+            (_PRIVATE_NAMES_SEEN if is_private(name) else _PUBLIC_NAMES).add(name)
+    return names & _PRIVATE_NAMES_SEEN
+
+
+#: attribute names :func:`_private_names` judged (a name is case-sensitive here, as the ads'
+#: keys are; :func:`is_private` is not)
+_PUBLIC_NAMES: set[str] = set()
+_PRIVATE_NAMES_SEEN: set[str] = set()
+_NAMES_KEPT = 100_000
 
 
 #: the key of a cluster's private attribute names in its ``ClusterAd.cache``
