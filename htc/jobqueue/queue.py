@@ -24,7 +24,7 @@ reservation lost in a power failure belonged to a cluster nobody was told about.
 
 Reads hand out :class:`~htc.jobqueue.ads.JobAd` views over a per-cluster cache of parsed
 cluster ads. The cache is dropped whenever another connection changed the file
-(``PRAGMA data_version``) and whenever this queue changes a cluster ad.
+(``PRAGMA data_version``, :mod:`htc.jobqueue.reads`) and whenever this queue changes a cluster ad.
 
 Status changes go through the transition table of :mod:`htc.jobqueue.states`; a job that
 reaches Completed, or Removed while nothing runs it, moves to the history table in the same
@@ -62,6 +62,7 @@ from htc.jobqueue.expr import GroupedEvaluator
 from htc.jobqueue.factory import QueueFactory, factory_room
 from htc.jobqueue.promises import QueuePromises
 from htc.jobqueue.query import narrow, plan, select_rows
+from htc.jobqueue.reads import QueueReads
 from htc.jobqueue.records import JobId, JobNotFound, QueueStatistics
 from htc.jobqueue.states import JobStatus
 from htc.jobqueue.store import JOB_COLUMNS, translate_errors
@@ -92,7 +93,7 @@ def _job_text(job_id: JobId) -> str:
     return f"{job_id[0]}.{job_id[1]}"
 
 
-class JobQueue(QueueChanges, QueueFactory, QueuePromises):
+class JobQueue(QueueChanges, QueueFactory, QueuePromises, QueueReads):
     """A durable job queue in one sqlite file (see the module docstring)."""
 
     def __init__(self, db, path: str, *, prio_expr: str = DEFAULT_PRIO_EXPR,
@@ -299,16 +300,6 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
                     finally:
                         os.close(fd)
             self._unsynced = False
-
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, translate_errors(self.path):
-            if not self._depth:
-                version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-                if version != self._data_version:
-                    self._clusters.clear()  # another process changed the queue
-                    self._data_version = version
-            yield self._conn
 
     # -- cluster ids and submission ------------------------------------------------------
 
