@@ -58,12 +58,9 @@ def _public_ad(job: JobAd) -> dict[str, str]:
 
 
 def _private_names(attrs: Iterable[str]) -> set[str]:
-    """The names among ``attrs`` that :func:`htc.wire.private.public` leaves out.
-
-    Every job's own names go through here as it moves to the history, and they are nearly
-    always names seen before: sets of the names already judged answer with two set
-    operations, and only a new name is looked at (the sets are emptied should a queue of
-    made-up names grow them past :data:`_NAMES_KEPT`)."""
+    """The names among ``attrs`` that :func:`htc.wire.private.public` leaves out: two set
+    operations over the names judged before (every job's own names come here on its way to
+    the history), :func:`is_private` for new ones (all forgotten past :data:`_NAMES_KEPT`)."""
     names = set(attrs)
     new = names.difference(_PUBLIC_NAMES, _PRIVATE_NAMES_SEEN)
     if new:
@@ -75,8 +72,7 @@ def _private_names(attrs: Iterable[str]) -> set[str]:
     return names & _PRIVATE_NAMES_SEEN
 
 
-#: attribute names :func:`_private_names` judged (a name is case-sensitive here, as the ads'
-#: keys are; :func:`is_private` is not)
+#: attribute names :func:`_private_names` judged (case-sensitive, as the ads' keys are)
 _PUBLIC_NAMES: set[str] = set()
 _PRIVATE_NAMES_SEEN: set[str] = set()
 _NAMES_KEPT = 100_000
