@@ -1,9 +1,10 @@
-"""The names judged once by the history's private-attribute filter (htc.jobqueue.changes):
+"""The names judged once by the history's private-attribute filter (htc.jobqueue.history):
 a name seen before is answered from the sets, in whatever case a job spells it."""
 
 from __future__ import annotations
 
-from htc.jobqueue import JobQueue, JobStatus, changes
+from htc.jobqueue import JobQueue, JobStatus
+from htc.jobqueue import history as changes
 from htc.jobqueue.testing import SimpleCluster
 
 
