@@ -147,25 +147,32 @@ class Bench:
     def _finish(self) -> None:
         while self.in_flight:
             batch, self.in_flight = self.in_flight, []
-            self._service(self._done(batch))
+            self._turn(self._done, batch)
             self.h.actions.clear()
+
+    def _turn(self, work, *args) -> None:
+        """One turn of the service's loop (ScheddService.feed): the core's answer to one
+        message and the service's writes, its reads of the queue asking once whether another
+        process changed the file."""
+        with self.h.queue.one_look():
+            self._service(work(*args))
 
     def sequential(self, n: int) -> None:
         """``n`` calls one after another: Submit, RunCalls' answer, CallsDone."""
         for _ in range(n):
             self.h.now += 0.003
-            self._service(self._submit(1))
+            self._turn(self._submit, 1)
             self.h.now += 0.001
             self._finish()
 
     def burst(self, n: int) -> None:
         """``n`` calls in one Submit, answered in batches of up to 20 as a busy lane does."""
         self.h.now += 0.003
-        self._service(self._submit(n))
+        self._turn(self._submit, n)
         while self.in_flight:
             self.h.now += 0.001
             batch, self.in_flight = self.in_flight[:20], self.in_flight[20:]
-            self._service(self._done(batch))
+            self._turn(self._done, batch)
             self.h.actions.clear()
 
     def close(self) -> None:

@@ -281,12 +281,15 @@ class JobAd(Mapping[str, str]):
         if not own:
             out.update(attrs)
             return out
-        for name, text in attrs.items():
-            mine = own.get(name)
-            out[name] = text if mine is None else mine
+        # The cluster's, then the proc's over them where it sets its own: an assignment to a
+        # name already there keeps its place (one pass over the proc's few names, not the
+        # cluster's many).
+        out.update(attrs)
         canon = self.cluster.canon
         for name, text in own.items():
-            if name not in attrs:
+            if name in attrs:
+                out[name] = text
+            else:
                 low = name.lower()
                 # (an own name is stored in its canonical case: its own text, as [] reads it)
                 out[name] = text if low not in _HOT_INDEX and canon.get(low, name) == name else self[name]

@@ -21,7 +21,6 @@ from htc.jobqueue.expr import GroupedEvaluator, check_expression, evaluate_in, i
 from htc.jobqueue.policy import Action, Decision, ExitInfo, PolicyEvaluator, exit_attributes
 from htc.jobqueue.records import JobId, JobNotFound, StatusChange
 from htc.jobqueue.store import JOB_COLUMNS
-from htc.wire.private import is_private, public
 from htc.jobqueue.states import (ACTIVE_STATES, TERMINAL_STATES, HoldReasonCode, JobStatus,
                                  check_transition)
 
@@ -40,30 +39,6 @@ _POLICY_ATTRS = ("periodichold", "periodicrelease", "periodicremove")
 _HOLD_ATTRS = ("HoldReason", "HoldReasonCode", "HoldReasonSubCode")
 
 
-def _public_ad(job: JobAd) -> dict[str, str]:
-    """``public(job.to_dict())`` (:func:`htc.wire.private.public`), looking at the cluster's
-    attribute names once per cluster (a memo in its cache) and at each job's own names only."""
-    ad = job.to_dict()
-    cache = job.cluster.cache
-    names = cache.get(_PRIVATE_NAMES)
-    if names is None:
-        names = cache[_PRIVATE_NAMES] = tuple(_private_names(job.cluster.attrs))
-    for name in names:
-        ad.pop(name, None)
-    own = job.own
-    if own:
-        for name in _private_names(own):
-            ad.pop(name, None)
-    return ad
-
-
-def _private_names(attrs: Iterable[str]) -> list[str]:
-    """The names among ``attrs`` that :func:`htc.wire.private.public` leaves out."""
-    return [name for name in attrs if is_private(name)]
-
-
-#: the key of a cluster's private attribute names in its ``ClusterAd.cache``
-_PRIVATE_NAMES = ("changes", "private names")
 
 
 class QueueChanges:
@@ -244,25 +219,6 @@ class QueueChanges:
                 raise UsageError(f"job {job_id[0]}.{job_id[1]} is {JobStatus(job.status).name}; "
                                  "only Removed or Completed jobs move to the history")
             return self._to_history(job, now)
-
-    def _to_history(self, job: JobAd, now: float) -> bool:
-        cid, pid = job.job_id
-        self._conn.execute(
-            "INSERT OR REPLACE INTO history (cluster_id, proc_id, owner, status, completion_date, ad) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (cid, pid, job.owner, job.status, int(now), _encode(_public_ad(job)).decode()))
-        self._conn.execute("DELETE FROM jobs WHERE cluster_id = ? AND proc_id = ?", (cid, pid))
-        self._rows.pop((cid, pid), None)
-        row = self._conn.execute(
-            "SELECT next_proc >= num_procs AND NOT EXISTS "
-            "(SELECT 1 FROM jobs WHERE cluster_id = ?) FROM clusters WHERE cluster_id = ?",
-            (cid, cid)).fetchone()
-        if row and row[0]:
-            self._conn.execute("DELETE FROM clusters WHERE cluster_id = ?", (cid,))
-            self._clusters.pop(cid, None)
-            self._factory_sources.pop(cid, None)
-            return True
-        return False
 
     # -- attributes ----------------------------------------------------------------------
 
@@ -466,47 +422,6 @@ class QueueChanges:
         }[decision.action]
         return self.set_status(decision.job_id, target, reason=decision.reason,
                                code=decision.code, subcode=decision.subcode, now=now)
-
-    # -- history -------------------------------------------------------------------------
-
-    def history(self, constraint: str | None = None, *, limit: int | None = None,
-                owner: str | None = None) -> list[dict[str, str]]:
-        """Finished jobs (Completed or Removed), newest first (``htc history``).
-
-        Args:
-            constraint: ClassAd expression the job ads must satisfy.
-            limit: at most this many jobs.
-            owner: only this owner's jobs (uses the index).
-
-        Returns:
-            Whole job ads as ``{attribute: expression text}`` dicts.
-        """
-        sql = "SELECT ad FROM history"
-        params: tuple = ()
-        if owner is not None:
-            sql += " WHERE owner = ?"
-            params = (owner,)
-        sql += " ORDER BY completion_date DESC, cluster_id DESC, proc_id DESC"
-        if constraint is None and limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        from htc.jobqueue.expr import parse
-        from htc.classad import ClassAd
-
-        expr = parse(constraint) if constraint else None
-        out = []
-        with self._reading() as conn:
-            for (raw,) in conn.execute(sql, params):
-                ad = public(_decode_attrs(raw))  # a history written before ClaimId was dropped
-                if expr is not None:
-                    classad = ClassAd()
-                    for name, text in ad.items():
-                        classad[name] = parse(text)
-                    if not is_true(expr.eval(classad)):
-                        continue
-                out.append(ad)
-                if limit is not None and len(out) >= limit:
-                    break
-        return out
 
     # -- job order and autoclusters ------------------------------------------------------
 

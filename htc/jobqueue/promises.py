@@ -138,7 +138,9 @@ class QueuePromises:
 
     def _commit(self) -> None:
         """COMMIT the outermost transaction, deleting in it the entries paid later (they stay
-        on the list should the commit fail: the transaction is rolled back)."""
+        on the list should the commit fail: the transaction is rolled back), and writing the
+        history rows of the jobs it moved there (:mod:`htc.jobqueue.history`)."""
+        self._flush_history()
         n = len(self._paid_later)
         if n:
             self._conn.executemany("DELETE FROM outbox WHERE seq = ?", [(seq,) for seq in self._paid_later])

@@ -24,7 +24,7 @@ reservation lost in a power failure belonged to a cluster nobody was told about.
 
 Reads hand out :class:`~htc.jobqueue.ads.JobAd` views over a per-cluster cache of parsed
 cluster ads. The cache is dropped whenever another connection changed the file
-(``PRAGMA data_version``) and whenever this queue changes a cluster ad.
+(``PRAGMA data_version``, :mod:`htc.jobqueue.reads`) and whenever this queue changes a cluster ad.
 
 Status changes go through the transition table of :mod:`htc.jobqueue.states`; a job that
 reaches Completed, or Removed while nothing runs it, moves to the history table in the same
@@ -60,8 +60,10 @@ from htc.jobqueue.ads import HOT_ATTRS, ClusterAd, JobAd, quote
 from htc.jobqueue.changes import QueueChanges
 from htc.jobqueue.expr import GroupedEvaluator
 from htc.jobqueue.factory import QueueFactory, factory_room
+from htc.jobqueue.history import QueueHistory
 from htc.jobqueue.promises import QueuePromises
 from htc.jobqueue.query import narrow, plan, select_rows
+from htc.jobqueue.reads import QueueReads
 from htc.jobqueue.records import JobId, JobNotFound, QueueStatistics
 from htc.jobqueue.states import JobStatus
 from htc.jobqueue.store import JOB_COLUMNS, translate_errors
@@ -92,7 +94,7 @@ def _job_text(job_id: JobId) -> str:
     return f"{job_id[0]}.{job_id[1]}"
 
 
-class JobQueue(QueueChanges, QueueFactory, QueuePromises):
+class JobQueue(QueueChanges, QueueHistory, QueueFactory, QueuePromises, QueueReads):
     """A durable job queue in one sqlite file (see the module docstring)."""
 
     def __init__(self, db, path: str, *, prio_expr: str = DEFAULT_PRIO_EXPR,
@@ -127,6 +129,7 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
         # Job rows read in the current transaction, by job id: a change to a job reads it
         # several times (load, policy, history); every write to a job drops its row here.
         self._rows: dict[tuple[int, int], tuple] = {}
+        self._history_rows: list[tuple] = []  # jobs moved to the history, written at the commit (history)
         self._paid_later: list[int] = []  # outbox entries paid, deleted by the next commit (promises)
         GroupedEvaluator(prio_expr)  # refuse a PRIO expression that does not parse, now
 
@@ -198,7 +201,7 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
             if self._depth and savepoint:
                 name = f"sp{self._depth}"
                 self._conn.execute(f"SAVEPOINT {name}")
-                broken = self._broken
+                broken, moved = self._broken, len(self._history_rows)
                 self._depth += 1
                 try:
                     yield
@@ -206,6 +209,7 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
                     self._conn.execute(f"ROLLBACK TO {name}")
                     self._conn.execute(f"RELEASE {name}")
                     self._broken = broken  # whatever failed inside is undone with the savepoint
+                    del self._history_rows[moved:]
                     self._clusters.clear()
                     self._rows.clear()
                     raise
@@ -267,6 +271,7 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
                     raise
             finally:
                 self._rows.clear()
+                self._history_rows.clear()  # written by the commit, or rolled back
                 if durable:
                     self._conn.execute("PRAGMA synchronous = NORMAL")
             self._unsynced = not durable
@@ -299,16 +304,6 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
                     finally:
                         os.close(fd)
             self._unsynced = False
-
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, translate_errors(self.path):
-            if not self._depth:
-                version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-                if version != self._data_version:
-                    self._clusters.clear()  # another process changed the queue
-                    self._data_version = version
-            yield self._conn
 
     # -- cluster ids and submission ------------------------------------------------------
 
@@ -413,6 +408,7 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
         if cid >= reserved:
             raise UsageError(f"cluster id {cid} was never reserved; call "
                              "JobQueue.next_cluster_id() and build the cluster with its result")
+        self._flush_history()  # a cluster that left in this transaction is there
         if conn.execute("SELECT 1 FROM clusters WHERE cluster_id = ? UNION ALL "
                         "SELECT 1 FROM history WHERE cluster_id = ? LIMIT 1", (cid, cid)).fetchone():
             raise UsageError(f"cluster {cid} was already submitted; reserve a new id for a new cluster")
@@ -587,13 +583,15 @@ class JobQueue(QueueChanges, QueueFactory, QueuePromises):
     def statistics(self) -> QueueStatistics:
         """Counts of clusters, jobs by status, and finished jobs in the history."""
         with self._reading() as conn:
+            self._flush_history()
             clusters = conn.execute("SELECT count(*) FROM clusters").fetchone()[0]
             by_status = {JobStatus(s): n for s, n in
                          conn.execute("SELECT status, count(*) FROM jobs GROUP BY status")}
             history = conn.execute("SELECT count(*) FROM history").fetchone()[0]
         return QueueStatistics(clusters, sum(by_status.values()), by_status, history, self._commits)
 
-    # The rest of the API is mixed in: status changes, edits, policy, history, job order
-    # and autoclusters (QueueChanges, htc.jobqueue.changes); late materialization
+    # The rest of the API is mixed in: status changes, edits, policy, job order and
+    # autoclusters (QueueChanges, htc.jobqueue.changes); the history (QueueHistory,
+    # htc.jobqueue.history); reads' cache checks (QueueReads); late materialization
     # (QueueFactory, htc.jobqueue.factory); remembered submissions and results owed to disk
     # (QueuePromises, htc.jobqueue.promises).

@@ -101,14 +101,31 @@ class Claim:
     #: the FLOCK_TO pool whose negotiator made the match ("" for the schedd's own pool)
     pool: str = ""
     slot_values: dict[str, Any] = field(default_factory=dict)
+    #: the slot's weight (:func:`slot_weight_of`), by which a run's time counts in ``CumulativeSlotTime``
+    weight: float = 1.0
 
     def __post_init__(self) -> None:
         self.set_slot_ad(self.slot_ad)
 
     def set_slot_ad(self, ad: ClassAd) -> None:
-        """Adopt the slot's ad (values kept for the user log's resource table)."""
+        """Adopt the slot's ad (values kept for the user log's resource table, its weight
+        evaluated once for every run on the claim)."""
         self.slot_ad = ad
         self.slot_values = {key: ad[key] for key in ("Cpus", "Memory", "Disk") if key in ad}
+        self.weight = slot_weight_of(ad)
+
+
+def slot_weight_of(ad: ClassAd | None) -> float:
+    """The weight of a slot (its ``SlotWeight``, else its ``Cpus``; 1 unknown), by which
+    HTCondor multiplies a run's time into ``CumulativeSlotTime``."""
+    for name in ("SlotWeight", "Cpus"):
+        try:
+            value = ad.eval(name) if ad is not None and name in ad else None
+        except Exception:  # an expression the job's side cannot evaluate: try the next
+            value = None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return 1.0
 
 
 class Claims(Mapping):
@@ -212,7 +229,7 @@ class Claims(Mapping):
                 out.append(c.Log(f"claim on {claim.slot_name} reused for job {job.cluster_id}.{job.proc_id}"))
                 return
             linger = 0.0
-            if sd.settings.claim_linger > 0 and not sd.queue.count("JobStatus == 1"):
+            if sd.settings.claim_linger > 0 and not sd.queue.exists("JobStatus == 1"):
                 # Nothing is waiting anywhere: keep the claim a moment for this user's next
                 # submit (a futures client submits one call after another), which then starts
                 # at once instead of after a negotiation and a new claim.
@@ -231,7 +248,7 @@ class Claims(Mapping):
         if reusable or release:
             why = "no more jobs for this claim" if reusable else "its last job could not start on it"
             out.append(c.Send(claim.startd, m.ReleaseClaim(claim_id=claim.id, reason=why)))
-            if sd.queue.count("JobStatus == 1"):
+            if sd.queue.exists("JobStatus == 1"):
                 # Idle jobs that could not use this claim: the negotiator may find them another
                 # slot, or this one carved anew, now rather than SCHEDD_MIN_INTERVAL later.
                 sd.new_work(now)
@@ -252,7 +269,7 @@ class Claims(Mapping):
                 claim.linger_until, claim.held = None, False
                 out.append(c.Log(f"claim on {claim.slot_name} kept idle, reused for job "
                                  f"{job.cluster_id}.{job.proc_id}"))
-        if lingering and sd.queue.count("JobStatus == 1"):
+        if lingering and sd.queue.exists("JobStatus == 1"):
             # Jobs these claims cannot take are waiting (another user's, or bigger ones): give
             # the slots back so the negotiator can place them, as if the claims never lingered.
             for claim in lingering:

@@ -111,9 +111,9 @@ def record_end(queue, shadow, claim, job, kind: str, now: float, reason: str, ex
         q.set_status(job_id, JobStatus.RUNNING, now=now)
     # The run's work is kept (HTCondor's CommittedTime, CommittedSlotTime): it ended by itself.
     # A self-checkpointing job committed the time up to its last checkpoint already.
-    attrs["CommittedTime"] = str(ul.number(job, "CommittedTime") + uncommitted_seconds(job, shadow, now))
-    attrs["CommittedSlotTime"] = str(ul.number(job, "CommittedSlotTime")
-                                     + uncommitted_seconds(job, shadow, now) * slot_weight(claim))
+    kept = uncommitted_seconds(job, shadow, now)
+    attrs["CommittedTime"] = str(ul.number(job, "CommittedTime") + kept)
+    attrs["CommittedSlotTime"] = str(ul.number(job, "CommittedSlotTime") + kept * slot_weight(claim))
     decision, change = q.exit_and_apply(job_id, ExitInfo(exit_code, exit_signal, core_dumped), now=now,
                                         attrs=attrs)
     shadow.left_queue = change.left_queue
@@ -130,17 +130,10 @@ def record_end(queue, shadow, claim, job, kind: str, now: float, reason: str, ex
 
 
 def slot_weight(claim) -> float:
-    """The weight of the slot a run used (its ``SlotWeight``, else its ``Cpus``; 1 unknown), by
-    which HTCondor multiplies a run's time into ``CumulativeSlotTime``."""
-    ad = claim.slot_ad if claim is not None else None
-    for name in ("SlotWeight", "Cpus"):
-        try:
-            value = ad.eval(name) if ad is not None and name in ad else None
-        except Exception:  # an expression the job's side cannot evaluate: try the next
-            value = None
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-            return float(value)
-    return 1.0
+    """The weight of the slot a run used (:func:`htc.daemons.schedd.claims.slot_weight_of`,
+    evaluated when the claim took its slot ad), by which HTCondor multiplies a run's time into
+    ``CumulativeSlotTime``; 1 without a claim."""
+    return claim.weight if claim is not None else 1.0
 
 
 def _run_seconds(shadow, now: float) -> float:

@@ -73,6 +73,7 @@ from htc.jobqueue import JobStatus
 from htc.jobqueue.ads import quote
 from htc.jobqueue.records import JobId
 from htc.wire import messages as m
+from htc.wire.messages.schema import built_here
 
 __all__ = ["LANE_ARGUMENTS", "Lane", "Lanes", "lane_key"]
 
@@ -242,8 +243,9 @@ class Lanes(Mapping):
                            into=fed[lane.claim_id][1])
         for claim_id, (claim, calls) in fed.items():
             if calls:
-                out.append(Call(claim.startd, m.RunCalls(claim_id=claim_id, calls=tuple(calls)),
-                                cookie=(Answer.LANE_CALLS, claim_id)))
+                with built_here():  # of LaneCalls built here
+                    out.append(Call(claim.startd, m.RunCalls(claim_id=claim_id, calls=tuple(calls)),
+                                    cookie=(Answer.LANE_CALLS, claim_id)))
         lingering = [lane for lane in self._by_claim.values()
                      if lane.idle_until is not None and not lane.in_flight and not lane.stopping]
         if lingering and self.schedd.queue.exists("JobStatus == 1"):
@@ -284,7 +286,8 @@ class Lanes(Mapping):
                     lane.in_flight[job.job_id] = now
                     lane.idle_until = None
                     room -= 1
-                    calls.append(m.LaneCall(job_id=f"{job.cluster_id}.{job.proc_id}", files=files))
+                    with built_here():  # an int pair and the bytes read: the startd validates it on receipt
+                        calls.append(m.LaneCall(job_id=f"{job.cluster_id}.{job.proc_id}", files=files))
                     path = ul.log_path(job)
                     if path:
                         events.setdefault((path, ul.owner(job)), []).append(
@@ -298,8 +301,9 @@ class Lanes(Mapping):
             if into is not None:
                 into += calls
             else:
-                out.append(Call(claim.startd, m.RunCalls(claim_id=claim.id, calls=tuple(calls)),
-                                cookie=(Answer.LANE_CALLS, claim.id)))
+                with built_here():
+                    out.append(Call(claim.startd, m.RunCalls(claim_id=claim.id, calls=tuple(calls)),
+                                    cookie=(Answer.LANE_CALLS, claim.id)))
             sd.changed()
         elif not lane.in_flight:
             self._ran_dry(lane, claim, now, out)
@@ -389,7 +393,8 @@ class Lanes(Mapping):
             # outbox entry, in the transaction of the ends and starts they announce.
             out[mark:mark] = owe(sd.queue, [*writes, *logs])
             lane.answered = more
-            out.append(c.Reply(event.conn_id, m.MoreCalls(calls=tuple(more))))
+            with built_here():  # of LaneCalls built here
+                out.append(c.Reply(event.conn_id, m.MoreCalls(calls=tuple(more))))
             self.feed_all(now, out)
 
     def end_call(self, shadow: Shadow, claim, job, result, now: float, writes: list, events: dict) -> None:

@@ -156,6 +156,12 @@ class ScheddService(DaemonService):
         self.register_action(StartLocalJob, self.local_runner.start)
         self.register_action(SignalLocalJob, self.local_runner.signal)
 
+    def feed(self, event: c.Event) -> None:
+        """One turn of the loop, its reads of the queue asking once whether another process
+        changed the file (the schedd is its only writer: htc.jobqueue.reads)."""
+        with self.core.queue.one_look():
+            super().feed(event)
+
     def _write_user_log(self, action: WriteUserLog) -> None:
         self._pending_logs.append(action)
         self._flush_soon()

@@ -7,11 +7,20 @@ Python runs the same conversion once (:func:`validate`, from ``__post_init__``).
 span fields live in each class's ``_check`` method (helpers: :func:`invalid`, :func:`one_of`,
 :func:`ad_text_ok`), which also runs after decoding. :data:`MODE` tells ``__post_init__`` how
 it was reached; :func:`htc.wire.messages.decode` sets it.
+
+The conversion copies the whole message (file bytes included), and a daemon's hot path builds
+its messages from values its own code typed (ints formatted as job ids, bytes read from
+files): inside :func:`built_here` such a message is not converted, only its ``_check`` runs.
+What keeps a peer safe is unchanged, since every receiver decodes -- and so validates -- each
+frame (:func:`htc.wire.messages.decode`); a value built wrongly there is refused by the receiver
+instead of the sender.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+from collections.abc import Iterator
 from typing import Annotated, ClassVar
 
 import msgspec
@@ -38,8 +47,9 @@ Seconds = Annotated[float, Meta(ge=0, le=1e12)]
 #: new-syntax ClassAd text, ``[ A = 1; B = "x" ]``
 AdText = Annotated[str, Meta(min_length=2)]
 
-#: how the running __post_init__ was reached: None (built in Python), "decode", or "nested"
-#: (inside validate's own conversion, whose result is only used for its field values)
+#: how the running __post_init__ was reached: None (built in Python), "decode", "nested"
+#: (inside validate's own conversion, whose result is only used for its field values), or
+#: "trusted" (built in Python inside :func:`built_here`)
 MODE: contextvars.ContextVar[str | None] = contextvars.ContextVar("htc_wire_mode", default=None)
 
 
@@ -55,6 +65,18 @@ def validate(obj: msgspec.Struct) -> None:
         MODE.reset(token)
     for field in obj.__struct_fields__:
         msgspec.structs.force_setattr(obj, field, getattr(checked, field))
+
+
+@contextlib.contextmanager
+def built_here() -> Iterator[None]:
+    """Messages and records built in this block skip :func:`validate`'s conversion (their
+    ``_check`` still runs): for code that builds them from values it typed itself, on a hot
+    path. Their receivers validate them as they validate every frame (on decode)."""
+    token = MODE.set("trusted")
+    try:
+        yield
+    finally:
+        MODE.reset(token)
 
 
 class Record(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -96,4 +118,4 @@ def ad_text_ok(msg: Message | Record, field: str, text: str) -> None:
 
 
 __all__ = ["AdText", "AttrName", "Count", "DaemonName", "INT64_MAX", "Int", "JobId", "MODE", "Message",
-           "NonEmpty", "Positive", "Record", "Seconds", "ad_text_ok", "invalid", "one_of", "validate"]
+           "NonEmpty", "Positive", "Record", "Seconds", "ad_text_ok", "built_here", "invalid", "one_of", "validate"]
