@@ -54,6 +54,9 @@ class _Channel:
         self.conns.append(_Shadow(self.reply))
         return self.conns[-1]
 
+    async def open_stream(self) -> _Shadow:  # (WireTransfer's connection for file streams)
+        return await self.connect()
+
 
 @pytest.fixture(scope="module")
 def an_image(tmp_path_factory) -> Path:

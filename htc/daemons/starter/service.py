@@ -153,6 +153,7 @@ class Starter:
         self._exit: asyncio.Future[Reaped] | None = None
         self._finisher: asyncio.Future[ExitRecord] | None = None
         self._vacated = False
+        self._ended = False  # the job's own final exit is known (a vacate from then on changes nothing)
         self._baseline: dict[str, tuple[float, int]] = {}
         self._exe_name: str | None = None
         self._owner: ofs.Identity | None = None  # whose rights move the job's files (htc.daemons.owner_files)
@@ -256,6 +257,11 @@ class Starter:
     def vacated(self) -> bool:
         """Whether the job was asked to leave (vacate or kill)."""
         return self._vacated
+
+    @property
+    def ended(self) -> bool:
+        """Whether the job's final exit is known (after its checkpoint exits, if it makes any)."""
+        return self._ended
 
     def evict(self) -> None:
         """Report the job as evicted when it ends (it could not be restarted after a checkpoint)."""
@@ -445,6 +451,8 @@ class Starter:
         """
         procs = self._require_running("vacate")
         assert self._exit is not None
+        if self._ended:  # it ended by itself before the vacate came: its exit stands (not requeued)
+            return await self.wait()
         self._vacated = True
         if not self._exit.done():
             # SIGCONT first: a stopped process cannot act on the soft kill, and a SIGCONT sent
@@ -502,6 +510,7 @@ class Starter:
         assert procs is not None and exit_future is not None
         reaped = await exit_future
         reaped, user, system = await self_checkpoint.keep_checkpointing(self, reaped)
+        self._ended = True
         gone = await procs.kill_all(self.settings.kill_timeout)
         ru = reaped.rusage
         user, system = user + ru.ru_utime, system + ru.ru_stime

@@ -26,7 +26,7 @@ other, with four differences, all made here (:class:`StandardJob`):
   the job's output in place: a restart rolls them back to their size at the image.
 * **Checkpoints.** Every ``interval`` seconds (``CHECKPOINT_INTERVAL``; 0: never) and on
   :meth:`StandardJob.checkpoint` the job is sent SIGUSR2; a vacate sends SIGTSTP instead of the
-  job's ``KillSig``. Each new image -- told apart by the pid and sequence number in its header
+  job's ``KillSig``, and no SIGUSR2 follows it (the vacate's image is the last). Each new image -- told apart by the pid and sequence number in its header
   -- is streamed to the shadow with ``SendCheckpoint`` (:mod:`htc.wire.messages.checkpoints`;
   ``number`` is the header's sequence number, which the runtime carries on across restarts) as a
   checkpoint of one file, ``image`` (:mod:`htc.daemons.file_stream`, a chunk at a time); the
@@ -148,6 +148,7 @@ class StandardJob:
         self._job_end: socket.socket | None = None
         self._periodic: asyncio.Task | None = None
         self._lock = asyncio.Lock()
+        self._vacating = False  # the vacate's signal is sent: no more checkpoint signals
 
     @property
     def image(self) -> Path:
@@ -242,8 +243,10 @@ class StandardJob:
 
     # ------------------------------------------------------------------------- while it runs
     async def _every_interval(self) -> None:
-        while True:
+        while not self._vacating:
             await self.clock.sleep(self.interval)
+            if self._vacating:
+                return  # the vacate's image is the last
             try:
                 await self.checkpoint()
             except (ckpt.CheckpointRefused, ckpt.CheckpointFailed, TransferError) as exc:
@@ -261,6 +264,8 @@ class StandardJob:
             if self.pid is None:
                 raise ckpt.CheckpointFailed("the job has not started")
             await self._await_handler(min(timeout, 30.0))
+            if self._vacating:  # (checked with no await before the signal: the vacate's is final)
+                raise ckpt.CheckpointRefused(f"pid {self.pid} is vacating: its vacate writes the image")
             os.kill(self.pid, ckpt.CHECKPOINT_SIGNAL)
             await self._await_image(timeout)
             return await self._send()
@@ -344,7 +349,10 @@ class StandardJob:
 
     # ------------------------------------------------------------------------- the end
     def vacate_signal(self) -> signal.Signals:
-        """The signal that checkpoints the job and makes it exit (instead of its KillSig)."""
+        """The signal that checkpoints the job and makes it exit (instead of its KillSig). The
+        caller sends it now: from here on no checkpoint signal is sent (:meth:`checkpoint`
+        refuses), so none can land beside the vacate's in one of the job's forwarded calls."""
+        self._vacating = True
         return ckpt.VACATE_SIGNAL
 
     async def finish(self, exit_code: int | None) -> str | None:

@@ -19,7 +19,8 @@
  * IMAGE.refused receives one line saying why; the program then continues.
  *
  * With the remote-I/O shim linked in, a signal that lands inside a remote call is handed to the
- * shim (jobrt_io_deferred_signal), which raises it again once the call is over; otherwise the
+ * shim (jobrt_io_deferred_signal), which raises it again once the call is over (a vacate that waits
+ * there is kept over a later periodic signal); otherwise the
  * handler first lets the shim quiesce (queued writes executed, remote output sizes recorded).
  *
  * After a restart the restarter calls jr_resumed() on a frame that returns, through
@@ -210,7 +211,11 @@ static void jr_checkpoint(int sig, siginfo_t *si, void *ucv)
     if (jr_busy)
         return;
     if (&jobrt_io_busy && &jobrt_io_deferred_signal && jobrt_io_busy) {
-        jobrt_io_deferred_signal = sig; /* inside a remote call: the shim re-raises it after */
+        /* inside a remote call: the shim re-raises it after.  One slot: a vacate waiting there
+         * is never replaced by a periodic checkpoint that lands in the same call (its image
+         * would be taken and the job run on, the vacate forgotten); the vacate's image serves. */
+        if (jobrt_io_deferred_signal != jr_sig_exit)
+            jobrt_io_deferred_signal = sig;
         return;
     }
     jr_busy = 1;
