@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from htc.jobqueue import JobQueue, promises
 
 
@@ -70,12 +72,9 @@ def test_entries_paid_later_go_with_the_next_commit_not_one_of_their_own(tmp_pat
         assert q._commits == commits  # no commit of its own
         assert [e for _, e in q.owed()] == [b"two"] and q.paid_later == 1
         assert _owed_in_file(path) == [b"one", b"two"]  # a crash now writes it once more
-        try:
-            with q.transaction(durable=False):
-                q.owe(b"three")
-                raise RuntimeError("this change fails")
-        except RuntimeError:
-            pass
+        with pytest.raises(RuntimeError, match="this change fails"), q.transaction(durable=False):
+            q.owe(b"three")
+            raise RuntimeError("this change fails")
         assert _owed_in_file(path) == [b"one", b"two"] and q.paid_later == 1  # still to take out
         with q.transaction(durable=False):
             q.owe(b"four")
