@@ -25,7 +25,8 @@ as delivered, or the TERMINATED event that tells a job's log it ended, they go i
 outbox in that same transaction
 (:meth:`QueuePromises.owe`); the service takes the entry out once the files are written
 (:meth:`QueuePromises.paid`; with ``later=True`` the deletion rides on the next transaction's
-commit instead of making one of its own), and a schedd that starts writes whatever its predecessor still
+commit instead of making one of its own -- the schedd does not use that: the longer window let a
+kill -9 write a job's SUBMIT event twice), and a schedd that starts writes whatever its predecessor still
 owed (:meth:`QueuePromises.owed`). An entry is opaque bytes to the queue (the schedd encodes
 it); it usually lives for one turn of the schedd's loop.
 """

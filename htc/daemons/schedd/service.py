@@ -21,10 +21,11 @@ call, and a lane's next call does not wait for the log of the last one. The call
 in the job queue's outbox from the commit that ended their calls, and so are the user-log
 events of a committed change of a job -- its SUBMIT, EXECUTE, TERMINATED, ABORTED, HELD...
 (:mod:`htc.daemons.schedd.owed`); once the files and events are written the service takes
-them out (:class:`~htc.daemons.schedd.events.Owed`) -- with the next commit of the queue, which
-a busy schedd makes in its next turn anyway, or within :data:`PAY_WITHIN` seconds, not in a
-commit of their own -- and a schedd that starts writes what is left (a crash between the write
-and the take-out writes those events once more).
+them out (:class:`~htc.daemons.schedd.events.Owed`) in a commit right after the write, and a
+schedd that starts writes what is left (a crash between the write and the take-out writes
+those events once more, so that window is kept as short as one commit: deferring the take-out
+to a later commit, tried on 28 Nov, let a kill -9 of the schedd write a job's SUBMIT event twice,
+tests/system/test_pool_scheduler_universe.py).
 
 The service takes a clock (:mod:`htc.daemons.clock`): the core's ``now`` and every wait of the
 service come from it, so a test can drive the schedd with a :class:`~htc.daemons.clock.FakeClock`.
@@ -73,10 +74,6 @@ CRASH_BEFORE_TERMINATED_EVENT_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_TERMINATED_EVE
 #: the same, when it is about to send a SubmitReply or SubmitClustersReply (the clusters are
 #: committed, the client will never hear so)
 CRASH_BEFORE_SUBMIT_REPLY_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_SUBMIT_REPLY"
-
-#: seconds within which written outbox entries are taken out of the queue when no other commit
-#: does it first (until then a crash writes them once more: htc.jobqueue.promises)
-PAY_WITHIN = 0.5
 
 
 def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
@@ -128,7 +125,6 @@ class ScheddService(DaemonService):
         self._pending_files: list[WriteCallFiles] = []
         self._pending_owed: list[int] = []
         self._flush_due = False
-        self._pay_due = False
         self._crash_flag = os.environ.get(CRASH_BEFORE_CALL_FILES_ENV) or None
         self._reply_crash_flag = os.environ.get(CRASH_BEFORE_SUBMIT_REPLY_ENV) or None
         self._log_crash_flag = os.environ.get(CRASH_BEFORE_TERMINATED_EVENT_ENV) or None
@@ -212,21 +208,12 @@ class ScheddService(DaemonService):
             # Written: the queue's outbox may forget them (a call file failed: they all stay,
             # and the next start of the schedd tries them again; a user log that cannot be
             # written is not retried, as before the events were kept).
-            # No commit of its own: the next turn's commit (a busy schedd's next batch) takes them
-            # out, or the one PAY_WITHIN seconds from now.
-            self.core.queue.paid(owed, later=True)
-            if not self._pay_due:
-                self._pay_due = True
-                asyncio.get_running_loop().call_later(PAY_WITHIN, self._pay)
-
-    def _pay(self) -> None:
-        """Take the written entries out of the queue's outbox if no commit has done so yet."""
-        self._pay_due = False
-        try:
-            self.core.queue.pay_now()
-        except QueueStorageError as exc:
-            self.log.error("cannot take %d written batches (results, user-log events) out of the job queue's "
-                           "outbox: %s", self.core.queue.paid_later, exc)
+            # At once, in a commit of its own: until it, a crash would write them again.
+            try:
+                self.core.queue.paid(owed)
+            except QueueStorageError as exc:
+                self.log.error("cannot take %d written batches (results, user-log events) out of the job "
+                               "queue's outbox: %s", len(owed), exc)
 
     def _write_job_output(self, action: WriteJobOutput) -> None:
         try:
