@@ -240,22 +240,81 @@ def job_significant_attributes(job: Mapping,
         Sorted lower-case attribute names.
     """
     attrs = {a.lower() for a in negotiator_attrs} | set(ALWAYS_SIGNIFICANT)
-    by_lower = {str(k).lower(): k for k in job}
+    table = _table_of(job)
+    by_lower = None if table is not None else {str(k).lower(): k for k in job}
     todo = ["requirements", "rank"]
     seen: set[str] = set()
     while todo:
         name = todo.pop()
-        if name in seen or name not in by_lower:
+        if name in seen:
             continue
         seen.add(name)
-        found = _expr_refs(job[by_lower[name]])
+        if table is not None:
+            node = table.get(name)
+            if node is None:
+                continue
+            found = _node_refs(node)
+        else:
+            if name not in by_lower:
+                continue
+            found = _expr_refs(job[by_lower[name]])
         for ref in found or ():
             if ref.startswith("target."):
                 continue
-            if ref in by_lower:
+            if ref in (table if table is not None else by_lower):
                 attrs.add(ref)
                 todo.append(ref)
     return tuple(sorted(attrs - NEVER_SIGNIFICANT))
+
+
+#: what a job ad's expression reads and its canonical key, per syntax tree: every node (a DAG's
+#: thousand one-job clusters) shares the trees of its submit file's values (the job queue keeps
+#: one tree per distinct text), so each is walked and printed once, not once per cluster. Keyed
+#: by ``id(tree)`` with the tree kept in the entry (an id is not reused while its tree lives);
+#: bounded, emptied when full.
+_BY_TREE: dict[int, tuple] = {}
+_BY_TREE_MAX = 4096
+
+
+def _table_of(job: Mapping) -> dict | None:
+    """The lower-case name -> syntax tree table of a :class:`htc.classad.ClassAd` job, else None."""
+    from htc.classad import ClassAd
+
+    return job.table if isinstance(job, ClassAd) else None
+
+
+def _tree_entry(node) -> list:
+    """The cache entry ``[node, refs or missing, key or missing]`` of one syntax tree."""
+    entry = _BY_TREE.get(id(node))
+    if entry is None or entry[0] is not node:
+        if len(_BY_TREE) >= _BY_TREE_MAX:
+            _BY_TREE.clear()
+        entry = _BY_TREE[id(node)] = [node, _MISSING, _MISSING]
+    return entry
+
+
+_MISSING = object()
+
+
+def _node_refs(node) -> set[str] | None:
+    """:func:`_expr_refs` of the value whose syntax tree is ``node`` (cached per tree)."""
+    entry = _tree_entry(node)
+    if entry[1] is _MISSING:
+        from htc.classad.ad import from_node
+
+        entry[1] = _expr_refs(from_node(node))
+    return entry[1]
+
+
+def _node_key(node, job) -> tuple:
+    """:func:`_canonical` of the value whose syntax tree is ``node`` in ``job`` (cached per
+    tree: a value's key depends on its tree alone -- a literal's value, else its text)."""
+    entry = _tree_entry(node)
+    if entry[2] is _MISSING:
+        from htc.classad.ad import from_node
+
+        entry[2] = _canonical(from_node(node, job))
+    return entry[2]
 
 
 def _canonical(value) -> tuple:
@@ -289,6 +348,10 @@ def autocluster_key(job: Mapping, significant: Sequence[str]) -> tuple:
         A hashable tuple; equal tuples mean the same autocluster. A missing attribute is
         part of the key too (missing differs from any value).
     """
+    table = _table_of(job)
+    if table is not None:   # a ClassAd: only the significant names are looked at
+        return tuple((name, _node_key(table[name], job) if name in table else ("missing",))
+                     for name in significant)
     lowered = {str(k).lower(): v for k, v in job.items()}
     return tuple(
         (name, _canonical(lowered[name]) if name in lowered else ("missing",))
