@@ -35,7 +35,9 @@ It prints:
    batches), for a before/after in the same run. After each measurement a line gives the CPU
    milliseconds per job of the schedd, negotiator and startd (psutil, over the measurement)
    and of the DAG manager (from its job's terminated event: whole seconds, so coarse below a
-   few thousand nodes), with the load average. ``--parts`` picks the measurements
+   few thousand nodes), with the load average, and a line of what the daemon logs count per
+   job (claim reuses, runs, negotiation cycles: whether the nodes, clusters of their own, reuse
+   the claims as one cluster's procs do). ``--parts`` picks the measurements
    (``2a,2b,default,lifted,unbatched,chain``). ``--profile DIR`` records the schedd and the
    startd with ``py-spy record`` (``pip install py-spy``) during each measurement, into
    ``DIR/PART-DAEMON.txt`` (and the DAG manager, ``DIR/PART-manager.txt``);
@@ -231,6 +233,31 @@ class _Profiler:
             proc.wait(timeout=60)
 
 
+#: what the daemon logs say per job: (log file, what its lines contain, the figure's name)
+_COUNTED = (("SchedLog", " reused for job ", "claim reuses"), ("SchedLog", ": run ended (", "runs"),
+            ("NegotiatorLog", " match(es) for ", "negotiation cycles"))
+
+
+def _log_counts() -> dict[str, int]:
+    """How many of each :data:`_COUNTED` line the pool's daemon logs (``$HTC_HOME/log``) hold so
+    far: a run of N jobs on claims kept from one match has N runs, N - slots reuses and a cycle
+    or two; one needing a new claim per job has no reuses and a cycle per few jobs."""
+    home = Path(os.environ.get("HTC_HOME", ""))
+    counts = dict.fromkeys((name for _, _, name in _COUNTED), 0)
+    for file, needle, name in _COUNTED:
+        try:
+            with open(home / "log" / file, errors="replace") as fh:
+                counts[name] = sum(1 for line in fh if needle in line)
+        except OSError:
+            continue  # no such log: the figure stays 0
+    return counts
+
+
+def _counts_line(n: int, before: dict[str, int], after: dict[str, int]) -> str:
+    """The counts of :func:`_log_counts` over one measurement, per job."""
+    return "    per job: " + ", ".join(f"{name} {(after[name] - before.get(name, 0)) / n:.3f}" for name in after)
+
+
 def _cpu_line(label: str, n: int, before: dict[str, float], after: dict[str, float], manager: float | None) -> str:
     """CPU milliseconds per job of the schedd, negotiator and startd (and the DAG manager)."""
     parts = [f"{name} {1000 * (after[name] - before.get(name, 0.0)) / n:.2f}"
@@ -353,11 +380,12 @@ def _round(work: Path, wide: int, parts: tuple[str, ...], profile: Path | None, 
     suffix = f"-r{rnd}" if repeat > 1 else ""
     bases = {}
     if "2a" in parts:
-        cpu0 = _daemon_cpu()
+        cpu0, counts0 = _daemon_cpu(), _log_counts()
         with _Profiler(profile, f"2a{suffix}"):
             plain = bases["2a"] = _plain(work, wide, tag=suffix)
         print(f"(2a) plain, one cluster of {wide} procs:  {plain:.1f} s = {wide / plain:.1f} jobs/s", flush=True)
         print(_cpu_line("(2a)", wide, cpu0, _daemon_cpu(), None), flush=True)
+        print(_counts_line(wide, counts0, _log_counts()), flush=True)
     if "2b" in parts:
         cpu0 = _daemon_cpu()
         clusters = bases["2b"] = _plain_clusters(work, wide, tag=suffix)
@@ -372,7 +400,7 @@ def _round(work: Path, wide: int, parts: tuple[str, ...], profile: Path | None, 
                                 lifted + "DAGMAN_SUBMIT_BATCH_SIZE = 1\n")):
         if key not in parts:
             continue
-        cpu0 = _daemon_cpu()
+        cpu0, counts0 = _daemon_cpu(), _log_counts()
         with _Profiler(profile, f"{key}{suffix}"):
             dag, startup, manager = _dag(work, "wide", wide, config, tag=f"-{key}{suffix}")
         for k, base in bases.items():
@@ -392,6 +420,7 @@ def _round(work: Path, wide: int, parts: tuple[str, ...], profile: Path | None, 
         print(f"    excluding it (from the first node's submit event, {startup:.2f} s after the submit "
               f"call): {after:.1f} s = {wide / after:.1f} nodes/s; ratio {shares}", flush=True)
         print(_cpu_line(f"wide DAG, {label}", wide, cpu0, _daemon_cpu(), manager), flush=True)
+        print(_counts_line(wide, counts0, _log_counts()), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
