@@ -272,8 +272,10 @@ def job_significant_attributes(job: Mapping,
 #: one tree per distinct text), so each is walked and printed once, not once per cluster. Keyed
 #: by ``id(tree)`` with the tree kept in the entry (an id is not reused while its tree lives);
 #: bounded, emptied when full.
-_BY_TREE: dict[int, tuple] = {}
+_BY_TREE: dict[int, list] = {}
 _BY_TREE_MAX = 4096
+#: an entry's value not worked out yet
+_MISSING = object()
 
 
 def _table_of(job: Mapping) -> dict | None:
@@ -291,9 +293,6 @@ def _tree_entry(node) -> list:
             _BY_TREE.clear()
         entry = _BY_TREE[id(node)] = [node, _MISSING, _MISSING]
     return entry
-
-
-_MISSING = object()
 
 
 def _node_refs(node) -> set[str] | None:
