@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from executor_contract import double, wait_for
-from executor_pool import ExecutorPool
+from executor_pool import pool  # noqa: F401 (the module's pool: a fixture)
 from htc.executors import HTCExecutor
 from htc.executors import remote
 from htc.executors.remote import RemoteBackend
@@ -21,14 +21,6 @@ pytestmark = pytest.mark.slow
 #: files mirrored between two NewsTaken, for this test (the client's default is larger)
 EVERY = 8
 
-
-@pytest.fixture(scope="module")
-def pool():
-    started = ExecutorPool().start()
-    try:
-        yield started
-    finally:
-        started.stop()
 
 
 def test_a_long_sessions_directory_on_the_submit_host_stays_bounded(pool, monkeypatch):
