@@ -26,7 +26,10 @@ makes a retry idempotent) and follows each job as its call before it answers (pi
 one message go ahead in ``PutCallFiles``). The pickles are not written into the mirror (a named
 session's are, for an attach after a crash). Results arrive without being asked for, so a
 call's round trip is one request plus one push. When the session's channel breaks (the schedd restarted),
-it is opened again with the offset the mirror holds and the jobs followed so far.
+it is opened again with the offset the mirror holds and the jobs followed so far. Now and then
+(every :data:`_TAKEN_FILES` files mirrored) the client says how far its mirror holds the log
+(``NewsTaken``), and the schedd removes the files of the calls that ended before that from the
+submit host, so a session that runs for days does not fill the schedd's spool.
 
 ``htc.executors.forget`` of a named session removes its jobs and its directory on the submit
 host too (:func:`forget_remote`).
@@ -67,6 +70,9 @@ __all__ = ["RemoteBackend", "SessionChannel", "forget_remote", "is_remote_pool"]
 #: the most call-file bytes one PutCallFiles carries
 _PUT_BYTES = 4 * 1024 * 1024
 _RECONNECT_EVERY = 1.0
+#: files mirrored after which the client says so (NewsTaken), and the schedd removes those calls'
+#: files: the session's directory on the submit host keeps about this many of ended calls
+_TAKEN_FILES = 256
 
 
 def is_remote_pool(pool: Any) -> bool:
@@ -111,6 +117,7 @@ class SessionChannel:
         self._closing = False
         self._ready: asyncio.Event | None = None
         self._log_fd: int | None = None  # the mirror's log, kept open for appending (on the I/O loop)
+        self._untold = 0  # files mirrored since the last NewsTaken
 
     # --- from the backend's thread --------------------------------------------------------------
     def open(self, timeout: float = 30.0) -> m.SessionOpened:
@@ -209,6 +216,7 @@ class SessionChannel:
                     msg = await self._conn.recv(timeout=None)
                     if isinstance(msg, m.SessionNews):
                         self._mirror(msg)  # (at most a few MiB: written here, no thread hand-off)
+                        await self._taken(msg)
                     elif self._waiting:
                         waiter = self._waiting.popleft()  # replies come in order: this one is its
                         if not waiter.done():  # (a request that timed out drops its late reply)
@@ -286,6 +294,14 @@ class SessionChannel:
         if self._log_fd is not None:
             os.close(self._log_fd)
             self._log_fd = None
+
+    async def _taken(self, news: m.SessionNews) -> None:
+        """Once :data:`_TAKEN_FILES` files are mirrored, tell the schedd the mirror holds the log
+        so far (``NewsTaken``): it removes those calls' files from the submit host."""
+        self._untold += sum(1 for chunk in news.chunks if chunk.last)
+        if self._untold >= _TAKEN_FILES and news.log:
+            self._untold = 0
+            await self._conn.send(m.NewsTaken(offset=news.offset + len(news.log)))
 
     # --- the mirror (on the I/O loop) --------------------------------------------------------------
     def _mirror(self, news: m.SessionNews) -> None:

@@ -4,6 +4,9 @@ When the tests run as root the startd runs jobs as ``nobody``, who may not reach
 interpreter that runs the tests (under ``/root``, say). :func:`execute_python` then uses
 :func:`htc.executors.shared_python`, which prepares what an administrator prepares for execute
 nodes; the executor's ``python=`` and ``environment=`` options point jobs at it.
+
+:func:`pool` is the module-scoped fixture of the executor test modules that run on one such
+pool (``from executor_pool import pool``).
 """
 
 from __future__ import annotations
@@ -62,3 +65,13 @@ class ExecutorPool:
             self.pool.stop()
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """One real personal pool (2 cpus) for every pool-backed test of the module that imports this."""
+    started = ExecutorPool().start()
+    try:
+        yield started
+    finally:
+        started.stop()

@@ -6,9 +6,10 @@ A spooled job's ``UserLog`` is rewritten to a file of the same name in its spool
 (HTCondor's ``rewriteSpooledJobAd`` does the same), so the events of its run are written there,
 on the schedd's host; ``FetchOutput`` sends that file back under the name the submitter gave
 (``SUBMIT_UserLog``). Written like any other output file it would *replace* the submitter's
-log, and with it every event already there: the job's own SUBMIT event (which htc's schedd
-writes at submit time, before the rewrite) and the events of any other job sharing the log (a
-log shared by many clusters is common, and DAGMan's node logs are shared by design). HTCondor's
+log, and with it every event already there: the events of any other job sharing the log (a
+log shared by many clusters is common, and DAGMan's node logs are shared by design). (The job's
+own SUBMIT event is in the fetched log, first: the schedd writes it into the spool's copy when
+the input arrives, never to the submitter's path, :mod:`htc.daemons.schedd.spool`.) HTCondor's
 condor_transfer_data overwrites the file too, which is harmless only when the log held nothing
 else.
 

@@ -153,6 +153,15 @@ class DaemonService:
         """Teach the service a daemon-specific action (executors must not block)."""
         self._executors[action_type] = executor
 
+    def execute(self, actions) -> None:
+        """Execute ``actions`` a conversation made outside a turn of the core (its own queue
+        change's writes, say), as a turn's actions are executed."""
+        for action in actions:
+            executor = self._executors.get(type(action))
+            if executor is None:
+                raise TypeError(f"{self.daemon}: the service cannot execute {action!r}")
+            executor(action)
+
     def register_conversation(self, msg_type: type, handler: Callable[..., Coroutine]) -> None:
         """Serve ``msg_type`` with ``await handler(conn, msg, peer)``, which owns the connection (a file transfer)."""
         self._conversations[msg_type] = handler

@@ -2,7 +2,9 @@
 
 :data:`COMMANDS` is the table; :func:`run_commands` applies it to a context and, when asked,
 records for each command which per-proc macros it expanded, whether it drew random
-numbers, which attributes it read and which it wrote.  That trace is what lets the cluster
+numbers, which attributes it read and which it wrote (a ``$F`` function that made a relative
+path absolute against the job's iwd counts as a read of ``Iwd``, so a per-proc
+``initialdir`` makes that command per-proc too).  That trace is what lets the cluster
 planner (:mod:`htc.submit.cluster`) re-run only the per-proc commands for later procs.
 """
 
@@ -86,12 +88,15 @@ def run_commands(ctx: JobContext, indices: Sequence[int] | None = None,
             t = Trace(i)
             ex.touched = t.touched
             ex.used_random = False
+            ex.used_cwd = False
             ctx.reads = t.reads
             ctx.writes = t.writes
             before = len(ctx.warnings)
         COMMANDS[i](ctx)
         if traces is not None:
             t.random = ex.used_random
+            if ex.used_cwd and i > _IWD_INDEX:
+                t.reads.add("iwd")  # a $F path made absolute against the iwd reads it
             t.warnings = ctx.warnings[before:]
             traces.append(t)
         if i == _IWD_INDEX:

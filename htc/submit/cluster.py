@@ -28,13 +28,16 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from htc.submit.builder import Trace, dynamic_commands, run_commands
+from htc.submit.builder import COMMANDS, Trace, dynamic_commands, run_commands
+from htc.submit.commands import set_iwd
 from htc.submit.context import Attr, JobContext, Universe
 from htc.submit.errors import SubmitError
 from htc.submit.macros import PER_PROC_NAMES, Expander
 from htc.submit.parser import QueueStatement
 from htc.submit.queue import load_items, selected_rows, split_item
 
+#: the iwd command's place in the table: a later proc that does not re-run it takes proc 0's iwd
+_IWD_INDEX = COMMANDS.index(set_iwd)
 _INT_VALUE = re.compile(r"(0|[1-9][0-9]{0,8})\Z")
 _WORD_VALUE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*\Z")
 _NOT_WORDS = frozenset({"true", "false", "undefined", "error", "is", "isnt", "my", "target",
@@ -214,6 +217,8 @@ class Materializer:
 
     def _run_dynamic(self, plan: StatementPlan, p: Proc, values=None) -> dict[str, str]:
         ctx = self.context(plan, p, plan.base, values)
+        if _IWD_INDEX not in plan.dyn:
+            ctx.ex.cwd = ctx.iwd  # (run_commands sets it after the iwd command, not re-run here)
         run_commands(ctx, plan.dyn)
         out = {a.name: a.text for a in ctx.out.values()}
         for k in plan.volatile:

@@ -174,6 +174,8 @@ def fn_filename(ex, inner: str, prefix: str) -> str:
     v = ex.lookup(inner)
     v = inner if v is None else v
     v = ex.expand(v) if "$" in v else v
+    if not v.startswith("/"):
+        ex.used_cwd = True  # (the result depends on the iwd: htc.submit.builder traces it as a read of Iwd)
     return path_parts(v, prefix[2:], ex.cwd)
 
 

@@ -221,6 +221,8 @@ class Expander:
         self.per_proc_names = per_proc_names
         self.touched: set[str] = set()
         self.used_random = False
+        #: a ``$F`` function made a relative path absolute against :attr:`cwd` (the job's iwd)
+        self.used_cwd = False
         self._calls: list[str] = []  # the macro functions being evaluated, outermost first
         self._steps = 0  # substitutions, and characters copied, by the current top-level expand
         self._work = 0

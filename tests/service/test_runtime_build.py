@@ -13,6 +13,7 @@ import pytest
 
 from htc.errors import UsageError
 from htc.runtime import build
+from runtime_sources import stand_in_sources
 
 
 def test_library_builds_once_and_is_cached(tmp_path):
@@ -44,14 +45,11 @@ def test_cache_env_var_and_key_follow_sources(tmp_path, monkeypatch):
 
 
 def test_programs_and_library_split_sources(tmp_path, monkeypatch):
-    monkeypatch.setenv("HTC_RUNTIME_CACHE", str(tmp_path / "machine"))  # (stand-in sources: not the machine's cache)
-    src = tmp_path / "c"
-    src.mkdir()
-    (src / "jobrt.h").write_text("#define JOBRT_H 1\n")
-    (src / "jobrt_io.c").write_text('#include "jobrt.h"\nint jobrt_io_active(void) { return JOBRT_H; }\n')
-    (src / "jobrt_restart.c").write_text("this is not C and must stay out of the library\n")
-    (src / "jobrt_tool_main.c").write_text('#include <stdio.h>\nint main(void) { puts("tool ran"); return 0; }\n')
-    monkeypatch.setattr(build, "SOURCE_DIR", src)
+    src = stand_in_sources(tmp_path, monkeypatch, {
+        "jobrt.h": "#define JOBRT_H 1\n",
+        "jobrt_io.c": '#include "jobrt.h"\nint jobrt_io_active(void) { return JOBRT_H; }\n',
+        "jobrt_restart.c": "this is not C and must stay out of the library\n",
+        "jobrt_tool_main.c": '#include <stdio.h>\nint main(void) { puts("tool ran"); return 0; }\n'})
     monkeypatch.setitem(build.PROGRAMS, "jobrt-tool", build.ProgramSpec(flags=("-O2",)))
     assert [p.name for p in build.library_sources()] == ["jobrt_io.c", "jobrt_tool_main.c"]
     (src / "jobrt_tool_main.c").rename(src / "jobrt_tool.c")
@@ -63,11 +61,7 @@ def test_programs_and_library_split_sources(tmp_path, monkeypatch):
 
 
 def test_compile_error_quotes_the_compiler(tmp_path, monkeypatch):
-    monkeypatch.setenv("HTC_RUNTIME_CACHE", str(tmp_path / "machine"))  # (stand-in sources: not the machine's cache)
-    src = tmp_path / "c"
-    src.mkdir()
-    (src / "jobrt_io.c").write_text("int broken(void) { return undeclared_thing; }\n")
-    monkeypatch.setattr(build, "SOURCE_DIR", src)
+    stand_in_sources(tmp_path, monkeypatch, {"jobrt_io.c": "int broken(void) { return undeclared_thing; }\n"})
     with pytest.raises(build.RuntimeUnavailable) as info:
         build.library(cache=tmp_path / "cache")
     assert isinstance(info.value, UsageError)
@@ -83,16 +77,12 @@ def test_no_compiler_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def test_missing_static_libc_is_named(tmp_path, monkeypatch):
-    monkeypatch.setenv("HTC_RUNTIME_CACHE", str(tmp_path / "machine"))  # (stand-in sources: not the machine's cache)
     # A compiler wrapper whose linker cannot find libc.a, as on a host without libc6-dev.
     fake = tmp_path / "fakecc"
     fake.write_text("#!/bin/sh\necho \"/usr/bin/ld: cannot find -lc: No such file or directory\" >&2\nexit 1\n")
     fake.chmod(0o755)
     monkeypatch.setenv("CC", str(fake))
-    src = tmp_path / "c"
-    src.mkdir()
-    (src / "jobrt_tool.c").write_text("int main(void) { return 0; }\n")
-    monkeypatch.setattr(build, "SOURCE_DIR", src)
+    stand_in_sources(tmp_path, monkeypatch, {"jobrt_tool.c": "int main(void) { return 0; }\n"})
     monkeypatch.setitem(build.PROGRAMS, "jobrt-tool", build.ProgramSpec(flags=("-static",), static=True))
     with pytest.raises(build.RuntimeUnavailable, match="static C library is missing"):
         build.program("jobrt-tool", cache=tmp_path / "cache")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from htc.runtime import build
+from runtime_sources import stand_in_sources
 
 
 @pytest.fixture
@@ -30,11 +31,7 @@ def logged_cc(tmp_path, monkeypatch) -> Path:
     wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real} "$@"\n')
     wrapper.chmod(0o755)
     monkeypatch.setenv("CC", str(wrapper))
-    src = tmp_path / "c"
-    src.mkdir()
-    (src / "jobrt_io.c").write_text("int jobrt_stand_in(void) { return 42; }\n")
-    monkeypatch.setattr(build, "SOURCE_DIR", src)
-    monkeypatch.setenv("HTC_RUNTIME_CACHE", str(tmp_path / "machine"))
+    stand_in_sources(tmp_path, monkeypatch, {"jobrt_io.c": "int jobrt_stand_in(void) { return 42; }\n"})
     return log
 
 

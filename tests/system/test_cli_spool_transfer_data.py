@@ -130,3 +130,25 @@ def test_remote_names_the_schedd_and_spools(pool):
     wait_for(lambda: _status(pool, cluster)["JobStatus"] == 4, timeout=90, what="the job completed")
     assert _htc(pool, sub, "transfer_data", "-all").returncode == 0
     assert (sub / "out.txt").read_text() == "x\n"
+
+
+def test_the_schedd_writes_no_event_to_the_submitters_log_path(pool):
+    """The log a spooled job's description names is a file on the submitter's machine: the
+    schedd neither creates nor writes it (its SUBMIT event goes to the spool's copy of the log,
+    first there), and ``htc transfer_data`` brings every event back, each once, SUBMIT first."""
+    sub = pool.work / "ownlog"
+    sub.mkdir()
+    (sub / "job.sub").write_text("executable = /bin/true\nshould_transfer_files = YES\nlog = fresh.log\nqueue\n")
+    done = _htc(pool, sub, "submit", "-spool", "job.sub")
+    assert done.returncode == 0, done.stderr
+    cluster = int(done.stdout.split("submitted to cluster ")[1].split(".")[0])
+    job = wait_for(lambda: (lambda j: j if j and j["JobStatus"] == 4 else None)(_status(pool, cluster)), timeout=90,
+                   what=f"job {cluster}.0 completed and still in the queue")
+    assert not (sub / "fresh.log").exists()  # nothing of the job's was written to the submitter's path
+    spooled = (Path(job["Iwd"]) / "fresh.log").read_text()
+    assert spooled.startswith(f"000 ({cluster:03d}.000.000)"), spooled
+    done = _htc(pool, sub, "transfer_data", str(cluster))
+    assert done.returncode == 0, done.stderr
+    log = (sub / "fresh.log").read_text()
+    numbers = [line[:3] for line in log.splitlines() if line[:4].strip().isdigit() and f"({cluster:03d}." in line]
+    assert numbers[0] == "000" and numbers.count("000") == 1 and numbers[-1] == "005", log

@@ -19,18 +19,9 @@ from pathlib import Path
 import pytest
 
 from executor_contract import add, double, fail, gate, slow, wait_for
-from executor_pool import ExecutorPool
+from executor_pool import pool  # noqa: F401 (the module's pool: a fixture)
 from htc.executors import HTCExecutor
 
-
-@pytest.fixture(scope="module")
-def pool():
-    """One real personal pool (2 cpus) for every pool-backed test of this module."""
-    started = ExecutorPool().start()
-    try:
-        yield started
-    finally:
-        started.stop()
 
 
 @pytest.fixture(params=["thread", "htc-local", "htc-pool", "htc-pool-remote"])

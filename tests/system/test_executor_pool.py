@@ -20,7 +20,7 @@ import pytest
 
 from executor_contract import double, gate, wait_for
 from executor_jobs import chatty, combine, flaky, stepper, talk_slowly, value_of, write_and_return
-from executor_pool import ExecutorPool
+from executor_pool import pool  # noqa: F401 (the module's pool: a fixture)
 from htc.classad import ClassAd
 from htc.executors import (
     CallStatus, DependencyFailed, HTCExecutor, ImpossibleRequest, JobHeld, SessionError, VersionMismatch, attach,
@@ -30,14 +30,6 @@ from htc.wire import messages as m
 pytestmark = pytest.mark.slow
 TESTS = Path(__file__).resolve().parents[1]
 
-
-@pytest.fixture(scope="module")
-def pool():
-    started = ExecutorPool().start()
-    try:
-        yield started
-    finally:
-        started.stop()
 
 
 @pytest.fixture

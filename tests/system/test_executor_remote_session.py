@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from executor_contract import double, fail
-from executor_pool import ExecutorPool
+from executor_pool import pool  # noqa: F401 (the module's pool: a fixture)
 from htc.executors import HTCExecutor, OptionError
 from htc.executors.remote import RemoteBackend
 from htc.wire import messages as m
@@ -22,14 +22,6 @@ from htc.wire.transport import Transport, UnixTransport
 
 pytestmark = pytest.mark.slow
 
-
-@pytest.fixture(scope="module")
-def pool():
-    started = ExecutorPool().start()
-    try:
-        yield started
-    finally:
-        started.stop()
 
 
 def remote_executor(pool, **kwargs) -> HTCExecutor:

@@ -10,18 +10,7 @@ import pytest
 
 from htc.daemons.schedd import sessions as s
 from htc.wire import messages as m
-
-EXECUTE = b"001 (007.000.000) 2026-11-28 04:00:00 Job executing on host: <10.0.0.1:9618>\n...\n"
-TERMINATED = (b"005 (007.000.000) 2026-11-28 04:00:01 Job terminated.\n\t(1) Normal termination (return value 0)\n"
-              b"...\n")
-
-
-class FakeConn:
-    def __init__(self):
-        self.sent: list[m.Message] = []
-
-    async def send(self, msg):
-        self.sent.append(msg)
+from session_news import EXECUTE, TERMINATED, FakeConn
 
 
 def session(tmp_path, log: bytes) -> s._Session:

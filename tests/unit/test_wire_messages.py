@@ -92,6 +92,7 @@ EXAMPLES = [
                   proc_ads=("[HTCCallId = \"ab12\"]",), calls=("ab12",), submission_id="htcx-1"),
     m.SessionNews(offset=0, log=b"005 (003.000.000) ...\n", chunks=(m.FileChunk(name="ab12.result", data=b"r"),)),
     m.CloseSession(remove=True),
+    m.NewsTaken(offset=4096),
 ]
 
 

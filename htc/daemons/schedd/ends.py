@@ -20,7 +20,7 @@ from htc.jobqueue import ExitInfo, HoldReasonCode, JobStatus
 from htc.jobqueue.ads import parse_literal, quote
 from htc.jobqueue.expr import job_classad
 
-__all__ = ["JOB_FILE_FAILURES", "MAX_REFUSALS", "USAGE_ATTRS", "claim_after", "record_end", "record_run_time",
+__all__ = ["CLAIM_ENDING", "JOB_FILE_FAILURES", "MAX_REFUSALS", "USAGE_ATTRS", "claim_after", "record_end", "record_run_time",
            "slot_weight", "uncommitted_seconds"]
 
 #: refused activations in a row after which a job is held rather than matched again
@@ -33,7 +33,13 @@ USAGE_ATTRS = ("RemoteUserCpu", "RemoteSysCpu", "ImageSize", "ResidentSetSize", 
 JOB_FILE_FAILURES = frozenset({HoldReasonCode.TransferInputError, HoldReasonCode.TransferOutputError})
 
 
-def claim_after(kind: str, code: int, stopped: bool) -> tuple[bool, bool]:
+#: what a starter's exit report says when its job ended by itself while the startd was ending
+#: its claim (a vacate that reached the job after it exited; the name
+#: :data:`htc.daemons.startd.reports.CLAIM_ENDING` sends)
+CLAIM_ENDING = "ClaimEnding"
+
+
+def claim_after(kind: str, code: int, stopped: bool, usage=None) -> tuple[bool, bool]:
     """What becomes of the claim a run ended on: ``(reusable, release)``.
 
     A job that ended by itself leaves a claim for the next idle job (claim reuse). So does a
@@ -42,11 +48,14 @@ def claim_after(kind: str, code: int, stopped: bool) -> tuple[bool, bool]:
     until its lease ran out. Any other failed start, or a refused activation, may be the
     slot's fault (EXECUTE unreachable, a broken slot user): the claim is released, and the
     negotiator finds the next job a slot. A run the startd ended (vacate, lost claim) or that
-    the schedd stopped (the Vacate it sent ends the claim) leaves no claim to reuse or release.
+    the schedd stopped (the Vacate it sent ends the claim) leaves no claim to reuse or release;
+    so does a job that ended by itself while the startd was ending its claim (its exit report's
+    ``usage`` has :data:`CLAIM_ENDING`): the vacate came after the exit, and the claim is gone
+    all the same -- offered to the next job, it would only earn a refused activation.
     """
     if kind == "refused":
         return False, True  # the startd still holds the claim, idle
-    if stopped or kind in ("vacated", "lost"):
+    if stopped or kind in ("vacated", "lost") or (usage is not None and usage.get(CLAIM_ENDING)):
         return False, False
     if kind in ("exited", "held") or (kind == "failed" and code in JOB_FILE_FAILURES):
         return True, False

@@ -261,6 +261,8 @@ class ToolRequests:
         by_log: dict[tuple[str, str], list] = {}
         jobs = sd.queue.cluster_jobs(cluster.cluster_id)
         for job in jobs:
+            if ul.awaits_spooled_input(job):
+                continue  # its log is the submitter's: its SUBMIT event goes to the spool (schedd.spool)
             for action in ul.write(job, ul.submit_event(job, host, now)):
                 by_log.setdefault((action.path, owner), []).extend(action.events)
         return jobs, by_log

@@ -40,6 +40,13 @@ conversation; :mod:`htc.executors.remote` is the client):
   in the log and read from the files as before; the owner's credentials are taken only when
   a file must be opened. The outputs kept are bounded (:data:`_KEEP_BYTES`), dropped once
   sent, and only ever what was written to disk.
+* ``NewsTaken`` says the client's mirror holds the log up to an offset and every file sent with
+  it: the files of the calls whose ending event lies before that offset (``<id>.call``,
+  ``.result``, ``.out``, ``.err``) are removed from ``calls/`` and the calls forgotten, so a
+  session that runs for days keeps only the files of calls the client does not have yet (a
+  result is never removed before the client said it has it: a client that sends no
+  ``NewsTaken`` keeps them all until ``CloseSession``, as before). The files are removed
+  through the directory's descriptor, never through a link.
 * ``CloseSession`` ends the conversation and removes the directory when asked (an unnamed
   session); a named one stays for the client that attaches later (``OpenSession`` with the
   offset its mirror holds).
@@ -48,6 +55,7 @@ conversation; :mod:`htc.executors.remote` is the client):
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import os
 import re
@@ -62,6 +70,7 @@ from htc.daemons.job_files import TransferError
 from htc.daemons.schedd.access import Denied
 from htc.errors import HTCError
 from htc.eventlog.dirwatch import DirWatch
+from htc.wire import callfile as cf
 from htc.wire import messages as m
 from htc.wire.errors import ConnectionClosed, WireError
 
@@ -89,6 +98,10 @@ _KEEP_FILES = 10_000
 _HEADER = re.compile(rb"(\d{3}) \((\d+)\.(\d+)\.\d+\)")
 _END = b"\n...\n"
 _OUTPUT_SUFFIXES = (".result", ".out", ".err")
+#: a call's files in ``calls/``: its pickle and its outputs
+_CALL_SUFFIXES = (cf.CALL_SUFFIX, *_OUTPUT_SUFFIXES)
+#: the most calls whose files a NewsTaken removes in the loop's own thread (more: a worker thread)
+_INLINE_REMOVALS = 16
 
 
 def complete_events(data: bytes) -> list[tuple[int, int | None, str | None]]:
@@ -133,6 +146,9 @@ class _Session:
         self._outputs_lock = threading.Lock()  # (a long plan runs in a worker thread)
         #: wakes the session's loop (set while it serves)
         self.kick = None
+        #: ``(log offset past its end, job, call)`` of each call whose end was sent, in log order:
+        #: its files go once the client says its mirror holds that offset (``NewsTaken``)
+        self.ended: collections.deque[tuple[int, str, str]] = collections.deque()
 
     def remember(self, files) -> None:
         """Keep a lane call's written outputs (``(name, bytes)``, its result first) for the news
@@ -326,6 +342,12 @@ class SessionService:
             session.jobs.update(request.jobs)
         elif isinstance(request, m.SubmitCalls):
             await self._submit(conn, session, request, peer)
+        elif isinstance(request, m.NewsTaken):
+            calls = _taken(session, request.offset)
+            if len(calls) <= _INLINE_REMOVALS:
+                _remove_call_files(session, calls)
+            else:
+                await asyncio.to_thread(_remove_call_files, session, calls)
         elif isinstance(request, m.PutCallFiles):
             if await _put(conn, session, request.chunks):
                 await conn.send(m.Ack())
@@ -405,6 +427,36 @@ async def _put(conn, session: _Session, chunks: tuple[m.FileChunk, ...]) -> bool
     return True
 
 
+def _taken(session: _Session, offset: int) -> list[str]:
+    """The calls whose end the client's mirror holds (their news lies before ``offset``),
+    forgotten here."""
+    calls = []
+    ended = session.ended
+    while ended and ended[0][0] <= offset:
+        _, job, call = ended.popleft()
+        session.jobs.pop(job, None)
+        calls.append(call)
+    return calls
+
+
+def _remove_call_files(session: _Session, calls: list[str]) -> None:
+    """Remove the files of ``calls`` from ``calls/`` (opened without following a link; each
+    name removed relative to it): the pickle and the outputs (:data:`_CALL_SUFFIXES`)."""
+    if not calls:
+        return
+    try:
+        fd = os.open(session.calls, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return  # (gone, or not a directory any more: nothing of ours to remove)
+    try:
+        for call in calls:
+            for suffix in _CALL_SUFFIXES:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{call}{suffix}", dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
 class _AsOwner:
     """The owner's credentials, taken at the first file to open and then kept for the rest of a
     plan (a switch costs seven system calls; a plan whose log is open and whose outputs the
@@ -458,6 +510,8 @@ def _plan_as_owner(session: _Session, owner: _AsOwner) -> tuple[bytes, tuple[m.F
                 for name in (f"{call}{suffix}" for suffix in _OUTPUT_SUFFIXES):
                     size += _read_small(session, name, small, big, owner)
             session.held_since = None
+            if call is not None:
+                session.ended.append((session.offset + end, job, call))
         quiet = quiet and code in _QUIET
         sent = end
         if size >= _NEWS_BYTES:

@@ -68,7 +68,7 @@ from collections.abc import Iterator, Mapping
 from htc.daemons import core as c
 from htc.daemons.calls import Call, CallDone, CallFailed
 from htc.daemons.schedd import userlog as ul
-from htc.daemons.schedd.ends import USAGE_ATTRS, claim_after, keep_claim_idle, record_end
+from htc.daemons.schedd.ends import CLAIM_ENDING, USAGE_ATTRS, claim_after, keep_claim_idle, record_end
 from htc.daemons.schedd.events import Answer
 from htc.daemons.schedd.output import job_output, streamed_paths, truncations
 from htc.daemons.schedd.owed import owe
@@ -356,7 +356,8 @@ class Shadows(Mapping):
             out.append(c.Reply(event.conn_id, m.Ack(detail="already recorded")))
             return
         usage = ad_values(msg.usage_ad)
-        shadow.usage.update({k: v for k, v in usage.items() if k in USAGE_ATTRS or k in ul.VACATE_CHECKPOINT_ATTRS})
+        shadow.usage.update({k: v for k, v in usage.items()
+                             if k in USAGE_ATTRS or k in ul.VACATE_CHECKPOINT_ATTRS or k == CLAIM_ENDING})
         error = usage.get("StarterError")
         if isinstance(error, str) and error:
             code = usage.get("HoldReasonCode", HoldReasonCode.FailedToCreateProcess)
@@ -406,7 +407,7 @@ class Shadows(Mapping):
         out.append(c.Log(f"{shadow.label}: run ended ({kind}{': ' + reason if reason else ''})"))
         sd.changed()
         if claim is not None:
-            sd.claims.done(claim, *claim_after(kind, code, shadow.stop is not None), now=now, out=out,
+            sd.claims.done(claim, *claim_after(kind, code, shadow.stop is not None, shadow.usage), now=now, out=out,
                            keep_idle=keep_idle)
         sd.queue.sync()
 

@@ -19,6 +19,12 @@ completion, then sends their input to the schedd. Here each job's input arrives 
   (as HTCondor does): ``Iwd`` becomes the spool directory; ``Cmd``, ``TransferInput``,
   ``In``, ``Out``, ``Err`` and ``UserLog`` name the spooled copies; ``TransferOutputRemaps``
   is applied only when the output is fetched; ``HTCSpooledInput`` lists what came in;
+* writes the job's SUBMIT event into the spool's copy of its user log, in the rewrite's
+  transaction (owed in the queue's outbox, :mod:`htc.daemons.schedd.owed`): the log the
+  submitter named is a file on the submitter's machine, which the schedd never creates or
+  writes -- it wrote no SUBMIT event there when the job was queued waiting for its input
+  (:func:`htc.daemons.schedd.userlog.awaits_spooled_input`), and ``htc transfer_data``
+  brings this one back with the run's (:mod:`htc.client.spool_log`);
 * releases the job (an ActOnJobs release, as ``htc release`` would, with the peer's rights).
 
 The job then runs like any other, its output lands in the spool directory, and it stays in
@@ -44,6 +50,10 @@ from htc.daemons import core as c
 from htc.daemons import owner_files as ofs
 from htc.daemons.file_stream import Outgoing, receive_stream, relative_parts, send_stream
 from htc.daemons.job_files import CONDOR_EXEC, TransferError, parse_remaps
+from htc.config.hostname import sinful
+from htc.daemons.schedd import userlog as ul
+from htc.daemons.schedd.events import WriteUserLog
+from htc.daemons.schedd.owed import owe
 from htc.daemons.schedd.shadow import ad_text, ad_values, parse_job_id
 from htc.daemons.schedd.transfers import OwnerSink, open_as, tree_entries
 from htc.errors import HTCError
@@ -90,6 +100,20 @@ def _rewrite(ad: Mapping[str, Any], directory: Path, names: list[str]) -> dict[s
     attrs["TransferOutputRemaps"] = quote("")
     attrs["HTCSpooledInput"] = quote(",".join(names))
     return attrs
+
+
+def _submit_event(core, job, attrs: Mapping[str, str]) -> list[WriteUserLog]:
+    """The SUBMIT event of a job whose input just arrived, for the spool's copy of its log
+    (``attrs``: its rewrite). It was not written at submit time: the log the submitter named
+    is a file on the submitter's machine (:func:`htc.daemons.schedd.userlog.awaits_spooled_input`),
+    and ``htc transfer_data`` appends this event to it with the run's
+    (:mod:`htc.client.spool_log`). Dated when the job was queued."""
+    path = ul.literal(attrs, "UserLog")
+    if not isinstance(path, str) or not path:
+        return []
+    host = sinful(core.settings.address, core.settings.machine)
+    merged = {**job, **attrs}
+    return [WriteUserLog(path, (ul.submit_event(merged, host, float(job.qdate)),), ul.owner(job))]
 
 
 def spooled_output(ad: Mapping[str, Any], directory: Path, owner: ofs.Identity | None,
@@ -187,8 +211,11 @@ class SpoolService:
             counts = await receive_stream(conn, sink, peer=f"the submitter of job {label}")
             names = sorted({str(p.relative_to(directory)).split("/")[0] for p in sink.written})
             core = self.service.core
+            attrs = _rewrite(ad, directory, names)
             with core.queue.transaction():
-                core.queue.set_attributes(parse_job_id(msg.job_id), _rewrite(ad, directory, names))
+                core.queue.set_attributes(parse_job_id(msg.job_id), attrs)
+                writes = owe(core.queue, _submit_event(core, job, attrs))
+            self.service.execute(writes)  # (before the release's RELEASED event, in the same write)
             # released as `htc release` would be, with the peer's rights (its answer has no connection)
             self.service.feed(c.Received(msg=m.ActOnJobs(action=m.JobAction.Release, ids=(msg.job_id,),
                                                          reason="input data files spooled"), peer=peer))

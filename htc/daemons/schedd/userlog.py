@@ -26,6 +26,7 @@ from htc.daemons import owner_files as ofs
 from htc.daemons.schedd.events import WriteUserLog
 from htc.eventlog import events as ev
 from htc.eventlog.writer import EventLogWriter
+from htc.jobqueue import HoldReasonCode, JobStatus
 from htc.jobqueue.ads import JobAd, parse_literal
 
 
@@ -145,6 +146,15 @@ _MAX_NOTES = 8191
 def _notes(job: Mapping[str, str], name: str) -> str | None:
     value = literal(job, name)
     return value[:_MAX_NOTES] if isinstance(value, str) and value else None
+
+
+def awaits_spooled_input(job: Mapping[str, str]) -> bool:
+    """Whether ``job`` was submitted with ``-spool`` and waits for its input (held with
+    HoldReasonCode 16, SpoolingInput): its ``UserLog`` names a file on the submitter's machine,
+    which the schedd must not write; its SUBMIT event goes to the spool's copy of the log when
+    the input arrives (:mod:`htc.daemons.schedd.spool`)."""
+    status = job.status if isinstance(job, JobAd) else literal(job, "JobStatus")
+    return status == JobStatus.HELD and literal(job, "HoldReasonCode") == HoldReasonCode.SpoolingInput
 
 
 def submit_event(job: Mapping[str, str], submit_host: str, now: float) -> ev.SubmitEvent:
@@ -281,4 +291,4 @@ def attribute_update_event(job: Mapping[str, str], attr: str, value: str, old: s
 
 
 __all__ = [name for name in dir() if name.endswith("_event")] + [
-    "WriteUserLog", "open_log", "owner", "literal", "number", "log_path", "nodes_log_path", "nodes_mask", "write", "ids", "usage_rusage", "resources"]
+    "WriteUserLog", "awaits_spooled_input", "open_log", "owner", "literal", "number", "log_path", "nodes_log_path", "nodes_mask", "write", "ids", "usage_rusage", "resources"]

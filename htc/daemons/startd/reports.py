@@ -15,7 +15,9 @@ schedd that is briefly away (within the claim lease) still learns how its job en
 that could not be started is reported as a vacated JobExited whose usage ad has
 ``StarterError`` and ``HoldReasonCode`` (6 FailedToCreateProcess, 13 TransferInputError);
 output that could not be transferred adds ``StarterError`` with code 12
-(TransferOutputError); a vacated job carries ``VacateReason``. A vacated standard-universe job
+(TransferOutputError); a vacated job carries ``VacateReason``, and a job that ended by itself
+while its claim was ending (a vacate that came after the exit) ``ClaimEnding``, so the schedd
+does not offer that claim to another job. A vacated standard-universe job
 carries ``VacateCheckpointed`` (the image its vacate wrote was kept by the schedd's checkpoint
 store) and, when it was not, ``VacateCheckpointError``: such a job is not held but requeued, to
 resume from its previous image (or from the start without one), as Condor's standard universe
@@ -47,7 +49,10 @@ from htc.daemons.startd.settings import StartdServiceSettings
 from htc.jobqueue.states import HoldReasonCode
 from htc.wire import messages as m
 
-__all__ = ["Contact", "JobReports", "short_claim_id"]
+__all__ = ["CLAIM_ENDING", "Contact", "JobReports", "short_claim_id"]
+
+#: the exit report's attribute saying the claim is ending though the job ended by itself (why)
+CLAIM_ENDING = "ClaimEnding"
 
 
 @dataclass
@@ -184,6 +189,8 @@ class JobReports:
             usage["JobOOMKilled"] = True
         if r.vacated:
             usage["VacateReason"] = end_reason or "the job was vacated from its slot"
+        elif end_reason:  # it ended by itself before a vacate reached it, but its claim is ending
+            usage[CLAIM_ENDING] = end_reason
         hold = contact.hold if r.vacated else None  # a job that ended by itself first is not held
         contact.exit_report = m.JobExited(
             claim_id=e.claim_id, job_id=contact.job_id, exit_code=r.exit_code, exit_signal=r.exit_signal,

@@ -66,8 +66,8 @@ from htc.wire.messages.master import (DaemonsOff, DaemonsOn, DaemonsRestart, Dae
                                       QueryMaster, ShutdownHow)
 from htc.wire.messages.network import Forwarded
 from htc.wire.messages.peek import MAX_PEEK_BYTES, PeekChunk, PeekJob, PeekReply
-from htc.wire.messages.sessions import (MAX_SESSION_CHUNK, CloseSession, FileChunk, FollowCalls, OpenSession,
-                                        PutCallFiles, SessionNews, SessionOpened, SubmitCalls)
+from htc.wire.messages.sessions import (MAX_SESSION_CHUNK, CloseSession, FileChunk, FollowCalls, NewsTaken,
+                                        OpenSession, PutCallFiles, SessionNews, SessionOpened, SubmitCalls)
 from htc.wire.messages.negotiation import (MATCH_LAPSED, GetResourceRequests, MatchNotify, ResourceRequest,
                                            ResourceRequests)
 from htc.wire.messages.schedd import (MAX_BATCH_CLUSTERS, ActOnJobs, ActOnJobsReply, ClusterSubmission,
@@ -93,7 +93,7 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
     FetchInput, SendOutput, SpoolInput, FetchOutput, FileEntry, FileData, FileDone, TransferEnd,
     SendCheckpoint, FetchCheckpoint, CheckpointJobs, CheckpointJobsReply, CheckpointClaim, RelayJobIO, JobIOBytes,
     Forwarded, PeekJob, PeekReply,
-    OpenSession, SessionOpened, PutCallFiles, FollowCalls, SessionNews, CloseSession, SubmitCalls,
+    OpenSession, SessionOpened, PutCallFiles, FollowCalls, SessionNews, CloseSession, SubmitCalls, NewsTaken,
 )
 
 AnyMessage = Union[MESSAGE_TYPES]  # type: ignore[valid-type]
@@ -170,4 +170,4 @@ __all__ = ["Ack", "ActOnJobs", "ActOnJobsReply", "ActivateClaim", "AdText", "AdT
            "Vacate", "FetchInput", "SendOutput", "SpoolInput", "FetchOutput", "FileEntry", "FileData", "FileDone", "TransferEnd",
            "SendCheckpoint", "FetchCheckpoint", "CheckpointJobs", "CheckpointJobsReply", "CheckpointClaim", "RelayJobIO", "JobIOBytes", "MAX_JOB_IO_CHUNK", "MAX_TRANSFER_CHUNK", "MAX_PEEK_BYTES", "PeekChunk", "PeekJob", "PeekReply",
            "MAX_SESSION_CHUNK", "OpenSession", "SessionOpened", "PutCallFiles",
-           "FollowCalls", "SessionNews", "CloseSession", "SubmitCalls", "FileChunk", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]
+           "FollowCalls", "SessionNews", "CloseSession", "SubmitCalls", "NewsTaken", "FileChunk", "MESSAGE_TYPES", "AnyMessage", "message_table", "encode", "decode"]

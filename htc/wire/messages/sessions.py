@@ -17,7 +17,10 @@ all (:mod:`htc.daemons.schedd.sessions` serves it, :mod:`htc.executors.remote` i
 3. schedd -> client :class:`SessionNews`, pushed whenever the session's event log grows: the
    new complete events and, before the event that ends a call, that call's result, stdout and
    stderr;
-4. client -> schedd :class:`CloseSession` (answered ``Ack``) ends the conversation, removing
+4. client -> schedd :class:`NewsTaken` (no answer), now and then: its mirror holds the log up to
+   an offset and every file sent with it, so the schedd removes the files of the calls that
+   ended before it -- a session that runs for days keeps only its recent calls' files;
+5. client -> schedd :class:`CloseSession` (answered ``Ack``) ends the conversation, removing
    the directory unless the session is named.
 
 A file travels as :class:`FileChunk` s of at most :data:`MAX_SESSION_CHUNK` bytes, so a large
@@ -116,6 +119,14 @@ class SessionNews(Message, frozen=True, omit_defaults=True):
     chunks: tuple[FileChunk, ...] = ()
 
 
+class NewsTaken(Message, frozen=True):
+    """Client -> schedd, on a session's connection: the client's mirror holds the session's event
+    log up to byte ``offset`` and every file that came with it; the schedd may remove the files
+    of the calls whose end lies before it. No answer."""
+
+    offset: Count
+
+
 class CloseSession(Message, frozen=True):
     """Client -> schedd: the session ends; ``remove`` deletes its directory (an unnamed session)."""
 
@@ -123,5 +134,5 @@ class CloseSession(Message, frozen=True):
     remove: bool = False
 
 
-__all__ = ["MAX_SESSION_CHUNK", "CallFileName", "CloseSession", "FileChunk", "FollowCalls", "OpenSession",
+__all__ = ["MAX_SESSION_CHUNK", "CallFileName", "CloseSession", "FileChunk", "FollowCalls", "NewsTaken", "OpenSession",
            "PutCallFiles", "SessionName", "SessionNews", "SessionOpened", "SubmitCalls"]
