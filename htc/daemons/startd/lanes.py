@@ -45,8 +45,9 @@ from htc.daemons.clock import REAL, Clock
 from htc.wire.callfile import CallFileError, call_file_in
 from htc.wire.lane_frames import HEADER, MAX_FRAME, CallFrame, ResultFrame, frame, plain_name
 from htc.wire import messages as m
+from htc.wire.messages.schema import built_here
 
-__all__ = ["BATCH_BYTES", "LaneRelay", "RETRY", "refused_call"]
+__all__ = ["BATCH_BYTES", "LaneRelay", "RETRY", "lane_result", "refused_call"]
 
 #: seconds between attempts to deliver a CallsDone the shadow did not take
 RETRY = 0.5
@@ -54,6 +55,9 @@ RETRY = 0.5
 GATHER = 0.25
 #: the most result bytes one CallsDone carries (more go in the next one)
 BATCH_BYTES = 16 * 1024 * 1024
+
+_MAX_SECONDS = 1e12  # (htc.wire.messages.Seconds; NaN fails the comparison too)
+_MIN_INT = -m.INT64_MAX - 1
 
 #: ``send(results)`` -> True (acknowledged), False (try again later), None (refused: drop them)
 Send = Callable[[tuple[m.LaneResult, ...]], Awaitable[bool | None]]
@@ -76,6 +80,25 @@ def refused_call(calls: Iterable[m.LaneCall]) -> str | None:
         if why:
             return f"call {call.job_id} refused: {why}"
     return None
+
+
+def lane_result(job_id: str, r: ResultFrame) -> m.LaneResult:
+    """The LaneResult of a lane's ResultFrame for ``job_id`` (one of the relay's own, checked on
+    receipt), times below zero taken as zero.
+
+    The frame was decoded into its types already; what LaneResult adds (times finite and at most
+    1e12, an exit code of 64 bits, no empty file name) is checked here in a few comparisons, and
+    then the record is built without :func:`~htc.wire.messages.schema.validate`'s conversion,
+    which copies every byte of the files (twice, through base64). A frame that fails them is
+    built the checked way, which says what is wrong.
+    """
+    times = (max(r.started, 0.0), max(r.finished, 0.0), max(r.user_cpu, 0.0), max(r.sys_cpu, 0.0))
+    fields = dict(job_id=job_id, exit_code=r.exit_code, files=r.files, stdout=r.stdout, stderr=r.stderr,
+                  started=times[0], finished=times[1], user_cpu=times[2], sys_cpu=times[3])
+    if all(t <= _MAX_SECONDS for t in times) and _MIN_INT <= r.exit_code <= m.INT64_MAX and "" not in r.files:
+        with built_here():
+            return m.LaneResult(**fields)
+    return m.LaneResult(**fields)  # (raises MessageInvalid naming the field)
 
 
 class LaneRelay:
@@ -108,16 +131,20 @@ class LaneRelay:
     def queue(self, calls: Iterable[m.LaneCall]) -> None:
         """Send ``calls`` to the lane (now, or once it is spawned), in order. A call the lane
         holds already (given, no result yet) is not given twice; one whose result came back may
-        come again (``max_retries`` runs it again)."""
+        come again (``max_retries`` runs it again). The frames of one batch go in one write (one
+        system call, not one per call)."""
+        frames = []
         for call in calls:
             if call.job_id in self.outstanding:
                 continue
-            data = frame(self._encode(CallFrame(call.job_id, call.files)))
+            frames.append(frame(self._encode(CallFrame(call.job_id, call.files))))
             self.outstanding.append(call.job_id)
-            if self._writer is None:
-                self._backlog.append(data)
-            elif not self._writer.is_closing():
-                self._writer.write(data)
+        if not frames:
+            return
+        if self._writer is None:
+            self._backlog.extend(frames)
+        elif not self._writer.is_closing():
+            self._writer.write(b"".join(frames) if len(frames) > 1 else frames[0])
 
     async def attach(self, sock: socket.socket) -> None:
         """The lane is spawned with the other end of ``sock``: write what waited, start relaying."""
@@ -139,11 +166,7 @@ class LaneRelay:
                     raise ValueError(f"a result frame of {size} bytes" if size > MAX_FRAME else
                                      "a result with no call outstanding")
                 body = await reader.readexactly(size)
-                r = self._decode(body)
-                self.ready.append(m.LaneResult(
-                    job_id=self.outstanding.popleft(), exit_code=r.exit_code, files=r.files, stdout=r.stdout,
-                    stderr=r.stderr, started=max(r.started, 0.0), finished=max(r.finished, 0.0),
-                    user_cpu=max(r.user_cpu, 0.0), sys_cpu=max(r.sys_cpu, 0.0)))
+                self.ready.append(lane_result(self.outstanding.popleft(), self._decode(body)))
                 self._wake.set()
         except (ValueError, msgspec.DecodeError, asyncio.IncompleteReadError, OSError) as exc:
             self.log.error("lane %s sent what is not a result (%s); closing its channel", self.name, exc)
