@@ -76,3 +76,57 @@ def test_a_batch_of_calls_is_written_once_in_order_and_a_held_call_not_again():
     ids, writes = asyncio.run(scenario())
     assert ids == ["1.0", "1.1", "1.2", "1.3"]
     assert writes == 1
+
+
+def _result_bytes(code: int) -> bytes:
+    from htc.wire.lane_frames import frame
+
+    return frame(msgspec.msgpack.encode(ResultFrame(code, {}, b"", b"", 1.0, 2.0, 0.0, 0.0)))
+
+
+def test_results_cut_anywhere_arrive_whole_in_order_and_finish_delivers_them():
+    """Frames reach the relay in pieces of any size (a header cut in two, two frames in one
+    read); each becomes its call's result, and finish() after the lane's end delivers them all."""
+    async def scenario() -> list[tuple[str, int]]:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        theirs.setblocking(False)
+        delivered: list[tuple[str, int]] = []
+
+        async def send(results):
+            delivered.extend((r.job_id, r.exit_code) for r in results)
+            return True
+
+        relay = LaneRelay("test", send)
+        relay.queue([m.LaneCall(job_id=f"1.{i}", files={"htc_call.pkl": b"c"}) for i in range(4)])
+        await relay.attach(ours)
+        data = b"".join(_result_bytes(code) for code in (0, 1, 3, 0))
+        for piece in (data[:2], data[2:9], data[9:len(data) - 3], data[len(data) - 3:]):
+            await loop.sock_sendall(theirs, piece)
+            await asyncio.sleep(0.01)
+        theirs.shutdown(socket.SHUT_WR)  # the lane ended
+        await relay.finish(deadline=30.0)
+        theirs.close()
+        return delivered
+
+    assert asyncio.run(scenario()) == [("1.0", 0), ("1.1", 1), ("1.2", 3), ("1.3", 0)]
+
+
+def test_a_result_with_no_call_outstanding_closes_the_lanes_channel():
+    async def scenario() -> bytes:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        theirs.setblocking(False)
+
+        async def send(_results):
+            raise AssertionError("nothing is sent")
+
+        relay = LaneRelay("test", send)
+        await relay.attach(ours)
+        await loop.sock_sendall(theirs, _result_bytes(0))
+        got = await asyncio.wait_for(loop.sock_recv(theirs, 10), 30.0)  # end of file: the relay closed it
+        await relay.finish(deadline=30.0)
+        theirs.close()
+        return got
+
+    assert asyncio.run(scenario()) == b""
