@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import _signal  # the C module: signal.signal's enum round trip costs more than a quick call
 import contextlib
+import functools
 import os
 import signal
 import socket
@@ -164,7 +165,7 @@ def run(sandbox: Path | str = ".", *, call_data: bytes | None = None,
     Returns:
         The exit status for the process: ``EXIT_VALUE``, ``EXIT_EXCEPTION`` or ``EXIT_ERROR``.
     """
-    sandbox = Path(sandbox)
+    sandbox = sandbox if isinstance(sandbox, Path) else Path(sandbox)
     result_path: Path | Callable[[bytes], None] = result_sink or sandbox / cf.RESULT_FILE
     started = time.time()
     out = _Outcome("?", "cloudpickle", started)
@@ -184,7 +185,7 @@ def run(sandbox: Path | str = ".", *, call_data: bytes | None = None,
             raise cf.CallFileError(
                 f"could not unpickle the call of {header.function} ({type(exc).__name__}: {exc}); a module it "
                 f"needs may be missing on the execute side (Python {python_version()} here)") from exc
-        ckpt_path = sandbox / cf.CHECKPOINT_FILE
+        ckpt_path = _checkpoint_path(sandbox)
         context = RunContext(ckpt_path, header.serializer)
         if _size(ckpt_path) > 0:  # the pool backend seeds an empty one
             context = RunContext(ckpt_path, header.serializer, loads(ckpt_path.read_bytes(), header.serializer))
@@ -225,6 +226,12 @@ def run(sandbox: Path | str = ".", *, call_data: bytes | None = None,
         return EXIT_ERROR
     _deliver(result_path, out.header("value", packages=packages), data)
     return EXIT_VALUE
+
+
+@functools.lru_cache(maxsize=4)
+def _checkpoint_path(sandbox: Path) -> Path:
+    """The checkpoint file of ``sandbox`` (a lane's calls all run in one: joined once)."""
+    return sandbox / cf.CHECKPOINT_FILE
 
 
 def _size(path: Path) -> int:
