@@ -96,7 +96,7 @@ def lane_result(job_id: str, r: ResultFrame) -> m.LaneResult:
     times = (max(r.started, 0.0), max(r.finished, 0.0), max(r.user_cpu, 0.0), max(r.sys_cpu, 0.0))
     fields = dict(job_id=job_id, exit_code=r.exit_code, files=r.files, stdout=r.stdout, stderr=r.stderr,
                   started=times[0], finished=times[1], user_cpu=times[2], sys_cpu=times[3])
-    if all(t <= _MAX_SECONDS for t in times) and _MIN_INT <= r.exit_code <= m.INT64_MAX and "" not in r.files:
+    if all(map(_MAX_SECONDS.__ge__, times)) and _MIN_INT <= r.exit_code <= m.INT64_MAX and "" not in r.files:
         with built_here():
             return m.LaneResult(**fields)
     return m.LaneResult(**fields)  # (raises MessageInvalid naming the field)
