@@ -3,14 +3,20 @@
 Run: ``python benchmarks/lane_worker_bench.py [--calls N] [--count]``.
 
 Theory of operation: a real :class:`htc.executors.lane.Lane` serves one end of a socket pair in
-a thread of this process, in a sandbox of its own; the main thread writes N call frames (a
-no-op call pickled by the executor's own serializer, the call file as the client makes it)
-one at a time and reads each result frame back, as the startd does for a sequential caller.
-It prints the lane's (main) thread's CPU per call (``time.thread_time``: the feeding thread's work is
-not counted) and, with ``--count``, the Python function calls and the system calls the lane
-made per call (a profile hook; the system calls from ``strace -c -f`` if strace is installed,
-else not shown). Counts do not move with the machine's load; CPU per call does (about a third
-at load 5-10): compare counts, and CPU side by side.
+the main thread of this process (a call sets signal handlers), in a sandbox of its own; a
+thread writes N call frames (a no-op call pickled by the executor's own serializer, the call
+file as the client makes it) one at a time and reads each result frame back, as the startd
+does for a sequential caller.
+It prints the lane's (main) thread's CPU per call (``time.thread_time``: the feeding thread's
+work is not counted) and, with ``--count``, the Python function calls the lane made per call (a
+profile hook). Counts do not move with the machine's load; CPU per call does (about a third at
+load 5-10): compare counts, and CPU side by side. For the lane's system calls run it under
+``strace -c -f`` (the feeding thread adds one send and one or two recv per call).
+
+Figures, 2026-11-28 14:00, load 10-11, int (b43041f) and the xlane branch run alternately:
+0.39 and 0.54 ms of CPU per call before, 0.30 and 0.27 after; 233 Python calls per call before,
+170 after; ``strace -c -f`` on a pool's lane, 300 sequential calls: 35 system calls per call
+before (an mmap, mremap and munmap of recv's 256 KiB buffer, two ftruncate, a uname), 29 after.
 """
 
 from __future__ import annotations
