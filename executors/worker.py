@@ -33,7 +33,9 @@ it again), ``EXIT_ERROR`` (3) it could not run or timed out (retrying cannot hel
 
 from __future__ import annotations
 
+import _signal  # the C module: signal.signal's enum round trip costs more than a quick call
 import contextlib
+import functools
 import os
 import signal
 import socket
@@ -61,6 +63,26 @@ def _qualname(obj: Any) -> str:
     return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
+_HOST: list[str] = []  # this process's host name, asked once (a lane reports it for every call)
+#: (python, packages) the versions of which this process found to agree (a lane's calls ask again and again)
+_VERSIONS_OK: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+
+
+def _host() -> str:
+    if not _HOST:
+        _HOST.append(socket.gethostname())
+    return _HOST[0]
+
+
+def _check_versions(python: str, packages: dict[str, str]) -> None:
+    """:func:`check_versions`, remembered when they agree (installed versions do not change under
+    a running process: a lane that imported a package keeps that version whatever is installed)."""
+    key = (python, tuple(sorted(packages.items())))
+    if key not in _VERSIONS_OK:
+        check_versions(python, packages)
+        _VERSIONS_OK.add(key)
+
+
 class _Outcome:
     def __init__(self, call_id: str, serializer: str, started: float):
         self.call_id = call_id
@@ -70,7 +92,7 @@ class _Outcome:
 
     def header(self, outcome: cf.Outcome, **extra: Any) -> cf.ResultHeader:
         return cf.ResultHeader(call_id=self.call_id, outcome=outcome, serializer=self.serializer,
-                               host=socket.gethostname(), pid=os.getpid(), started_at=self.started,
+                               host=_host(), pid=os.getpid(), started_at=self.started,
                                finished_at=time.time(), resumed=self.resumed, **extra)
 
 
@@ -143,7 +165,7 @@ def run(sandbox: Path | str = ".", *, call_data: bytes | None = None,
     Returns:
         The exit status for the process: ``EXIT_VALUE``, ``EXIT_EXCEPTION`` or ``EXIT_ERROR``.
     """
-    sandbox = Path(sandbox)
+    sandbox = sandbox if isinstance(sandbox, Path) else Path(sandbox)
     result_path: Path | Callable[[bytes], None] = result_sink or sandbox / cf.RESULT_FILE
     started = time.time()
     out = _Outcome("?", "cloudpickle", started)
@@ -154,7 +176,7 @@ def run(sandbox: Path | str = ".", *, call_data: bytes | None = None,
             header, payload = cf.unpack_call(call_data)
         out = _Outcome(header.call_id, header.serializer, started)
         if header.check_versions:
-            check_versions(header.python, header.packages)
+            _check_versions(header.python, header.packages)
         try:
             fn, args, kwargs = loads_call(payload, header.serializer, _parents_loader(sandbox, header.serializer))
         except cf.CallFileError:
@@ -163,9 +185,9 @@ def run(sandbox: Path | str = ".", *, call_data: bytes | None = None,
             raise cf.CallFileError(
                 f"could not unpickle the call of {header.function} ({type(exc).__name__}: {exc}); a module it "
                 f"needs may be missing on the execute side (Python {python_version()} here)") from exc
-        ckpt_path = sandbox / cf.CHECKPOINT_FILE
+        ckpt_path = _checkpoint_path(sandbox)
         context = RunContext(ckpt_path, header.serializer)
-        if ckpt_path.exists() and ckpt_path.stat().st_size > 0:  # the pool backend seeds an empty one
+        if _size(ckpt_path) > 0:  # the pool backend seeds an empty one
             context = RunContext(ckpt_path, header.serializer, loads(ckpt_path.read_bytes(), header.serializer))
             out.resumed = True
             if isinstance(fn, Checkpointable):
@@ -175,7 +197,7 @@ def run(sandbox: Path | str = ".", *, call_data: bytes | None = None,
         return EXIT_ERROR
 
     install(context)
-    previous_term = signal.signal(signal.SIGTERM, _on_vacate(fn, context))
+    previous_term = _signal.signal(signal.SIGTERM, _on_vacate(fn, context))
     if header.timeout:
         signal.signal(signal.SIGALRM, _on_timeout(header.timeout))
         signal.setitimer(signal.ITIMER_REAL, header.timeout)
@@ -195,7 +217,7 @@ def run(sandbox: Path | str = ".", *, call_data: bytes | None = None,
     finally:
         if header.timeout:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGTERM, previous_term)
+        _signal.signal(signal.SIGTERM, previous_term)
         install(None)
     try:
         data, packages = dumps_value(value, header.serializer)
@@ -204,6 +226,20 @@ def run(sandbox: Path | str = ".", *, call_data: bytes | None = None,
         return EXIT_ERROR
     _deliver(result_path, out.header("value", packages=packages), data)
     return EXIT_VALUE
+
+
+@functools.lru_cache(maxsize=4)
+def _checkpoint_path(sandbox: Path) -> Path:
+    """The checkpoint file of ``sandbox`` (a lane's calls all run in one: joined once)."""
+    return sandbox / cf.CHECKPOINT_FILE
+
+
+def _size(path: Path) -> int:
+    """The size of the file at ``path`` (-1: there is none)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return -1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -196,3 +196,39 @@ def test_per_call_overhead_is_small(lane):
         assert lane.call(data).exit_code == EXIT_VALUE
     per_call = (time.perf_counter() - started) / n
     assert per_call < 0.005, f"{per_call * 1e6:.0f} us per no-op call"
+
+
+def quiet(n):
+    return n
+
+
+def whisper(text):
+    print(text)
+    return text
+
+
+def test_each_call_gets_only_its_own_output(lane):
+    """A call that prints nothing after one that printed gets empty streams, and a shorter print
+    after a longer one no tail of it (the lane truncates a capture file only when it holds bytes)."""
+    assert lane.call({cf.CALL_FILE: call_bytes(shout, "a long line of text")}).stdout.startswith(b"py says a long")
+    result = lane.call({cf.CALL_FILE: call_bytes(quiet, 1)})
+    assert (result.stdout, result.stderr) == (b"", b"")
+    assert lane.call({cf.CALL_FILE: call_bytes(whisper, "hi")}).stdout == b"hi\n"
+    assert lane.call({cf.CALL_FILE: call_bytes(quiet, 2)}).stdout == b""
+
+
+def test_a_version_mismatch_is_found_after_calls_whose_versions_agreed(lane):
+    """The lane remembers versions that agreed, never a mismatch: the next call of another
+    Python is still refused."""
+    assert outcome(lane.call({cf.CALL_FILE: call_bytes(add, 1, 2)}))[1] == 3
+    result = lane.call({cf.CALL_FILE: call_bytes(add, 1, 2, python="2.7.18")})
+    assert result.exit_code == EXIT_ERROR and isinstance(outcome(result)[1], VersionMismatch)
+    assert outcome(lane.call({cf.CALL_FILE: call_bytes(add, 2, 2)}))[1] == 4
+
+
+def test_the_soft_kill_between_calls_ends_the_lane_by_the_signal(lane):
+    """A call sets its own SIGTERM handler (saving a checkpoint on eviction) and puts the lane's
+    back when it ends: between calls SIGTERM ends the lane at once, by the signal."""
+    assert outcome(lane.call({cf.CALL_FILE: call_bytes(add, 1, 2)}))[1] == 3
+    lane.proc.send_signal(15)
+    assert lane.proc.wait(10) == -15

@@ -55,6 +55,7 @@ from htc.daemons.startd.slots import UnknownClaim, claim_holder, live_claim_ids
 from htc.daemons.startd.watches import UNWATCHED_GRACE, ClaimWatches, Watch
 from htc.errors import HTCError, UsageError
 from htc.wire import messages as m
+from htc.wire.messages.schema import built_here
 
 __all__ = ["StartdDaemon"]
 
@@ -321,7 +322,8 @@ class StartdDaemon:
             out.append(c.bad_request(e, f"RunCalls: {why} (none queued)"))
             return
         out.append(ev.QueueCalls(msg.claim_id, msg.calls))
-        out.append(c.Reply(e.conn_id, m.Ack(detail=f"{len(msg.calls)} call(s) queued")))
+        with built_here():  # (a count: the schedd validates the Ack on receipt)
+            out.append(c.Reply(e.conn_id, m.Ack(detail=f"{len(msg.calls)} call(s) queued")))
 
     def _release(self, e: c.Received, msg: m.ReleaseClaim, now: float, out: list[c.Action]) -> None:
         waiter = self.requests.withdraw(msg.claim_id)

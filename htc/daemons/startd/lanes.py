@@ -7,13 +7,14 @@ job (ActivateClaim with ``lane=True``) and that stays up, running the calls the 
 with RunCalls one after another. Its starter gives it one end of a socket pair as fd 0 (see
 :mod:`htc.wire.lane_frames` for the frames); :class:`LaneRelay` holds the other:
 
-* :meth:`LaneRelay.queue` (RunCalls, checked by the wire adapter) writes each call's frame to
-  the socket at once, in order, and notes its job id; calls that come before the starter has
-  spawned the lane wait in the relay and are written by :meth:`LaneRelay.attach`. Writing
+* :meth:`LaneRelay.queue` (RunCalls, checked by the wire adapter) writes the calls' frames to
+  the socket at once (one write), in order, and notes their job ids; calls that come before the
+  starter has spawned the lane wait in the relay and are written by :meth:`LaneRelay.attach`. Writing
   everything at once means the lane reads its next call without a round trip through the
   startd; the socket (and the event loop's write buffer) hold what it has not read yet.
-* A reader task decodes each result frame (typed msgpack: the startd never unpickles what the
-  slot user's process sends) into a :class:`~htc.wire.messages.LaneResult` for the oldest
+* The socket's protocol (:class:`_Channel`, called by the event loop as bytes arrive: no task
+  to wake per result) decodes each result frame (typed msgpack: the startd never unpickles what
+  the slot user's process sends) into a :class:`~htc.wire.messages.LaneResult` for the oldest
   outstanding job id. A frame that does not decode, or that has no call to belong to, is a
   broken lane: the relay closes the socket, the lane reads end-of-file and exits.
 * A sender task sends every result that is ready as one CallsDone (``send``: the service's, to
@@ -45,8 +46,9 @@ from htc.daemons.clock import REAL, Clock
 from htc.wire.callfile import CallFileError, call_file_in
 from htc.wire.lane_frames import HEADER, MAX_FRAME, CallFrame, ResultFrame, frame, plain_name
 from htc.wire import messages as m
+from htc.wire.messages.schema import built_here
 
-__all__ = ["BATCH_BYTES", "LaneRelay", "RETRY", "refused_call"]
+__all__ = ["BATCH_BYTES", "LaneRelay", "RETRY", "lane_result", "refused_call"]
 
 #: seconds between attempts to deliver a CallsDone the shadow did not take
 RETRY = 0.5
@@ -54,6 +56,9 @@ RETRY = 0.5
 GATHER = 0.25
 #: the most result bytes one CallsDone carries (more go in the next one)
 BATCH_BYTES = 16 * 1024 * 1024
+
+_MAX_SECONDS = 1e12  # (htc.wire.messages.Seconds; NaN fails the comparison too)
+_MIN_INT = -m.INT64_MAX - 1
 
 #: ``send(results)`` -> True (acknowledged), False (try again later), None (refused: drop them)
 Send = Callable[[tuple[m.LaneResult, ...]], Awaitable[bool | None]]
@@ -78,6 +83,46 @@ def refused_call(calls: Iterable[m.LaneCall]) -> str | None:
     return None
 
 
+def lane_result(job_id: str, r: ResultFrame) -> m.LaneResult:
+    """The LaneResult of a lane's ResultFrame for ``job_id`` (one of the relay's own, checked on
+    receipt), times below zero taken as zero.
+
+    The frame was decoded into its types already; what LaneResult adds (times finite and at most
+    1e12, an exit code of 64 bits, no empty file name) is checked here in a few comparisons, and
+    then the record is built without :func:`~htc.wire.messages.schema.validate`'s conversion,
+    which copies every byte of the files (twice, through base64). A frame that fails them is
+    built the checked way, which says what is wrong.
+    """
+    times = (max(r.started, 0.0), max(r.finished, 0.0), max(r.user_cpu, 0.0), max(r.sys_cpu, 0.0))
+    fields = dict(job_id=job_id, exit_code=r.exit_code, files=r.files, stdout=r.stdout, stderr=r.stderr,
+                  started=times[0], finished=times[1], user_cpu=times[2], sys_cpu=times[3])
+    if all(map(_MAX_SECONDS.__ge__, times)) and _MIN_INT <= r.exit_code <= m.INT64_MAX and "" not in r.files:
+        with built_here():
+            return m.LaneResult(**fields)
+    return m.LaneResult(**fields)  # (raises MessageInvalid naming the field)
+
+
+class _Channel(asyncio.Protocol):
+    """The relay's end of the lane's socket: bytes in go straight to :meth:`LaneRelay._received`."""
+
+    def __init__(self, relay: LaneRelay):
+        self.relay = relay
+
+    def data_received(self, data: bytes) -> None:
+        """Whole frames become results (the rest waits for more bytes)."""
+        if not self.relay._reader.done():  # (after a broken frame nothing more is read)
+            self.relay._received(data)
+
+    def eof_received(self) -> bool:
+        """The lane closed its end (it ended): nothing more comes; close ours too."""
+        self.relay._read_ended()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """Closed or broken: nothing more comes."""
+        self.relay._read_ended()
+
+
 class LaneRelay:
     """Calls to one lane, results back to its shadow (see the module docstring).
 
@@ -97,8 +142,9 @@ class LaneRelay:
         self.ready: list[m.LaneResult] = []     # results read, not yet acknowledged by the shadow
         self.delivered = 0
         self._backlog: list[bytes] = []         # frames queued before the lane was spawned
-        self._writer: asyncio.StreamWriter | None = None
-        self._reader: asyncio.Task | None = None
+        self._writer: asyncio.WriteTransport | None = None
+        self._reader: asyncio.Future | None = None  # done when the channel has no more to read
+        self._buf = bytearray()                     # bytes read, not yet a whole result frame
         self._sender: asyncio.Task | None = None
         self._wake = asyncio.Event()
         self._stopping = False
@@ -108,48 +154,64 @@ class LaneRelay:
     def queue(self, calls: Iterable[m.LaneCall]) -> None:
         """Send ``calls`` to the lane (now, or once it is spawned), in order. A call the lane
         holds already (given, no result yet) is not given twice; one whose result came back may
-        come again (``max_retries`` runs it again)."""
+        come again (``max_retries`` runs it again). The frames of one batch go in one write (one
+        system call, not one per call)."""
+        frames = []
         for call in calls:
             if call.job_id in self.outstanding:
                 continue
-            data = frame(self._encode(CallFrame(call.job_id, call.files)))
+            frames.append(frame(self._encode(CallFrame(call.job_id, call.files))))
             self.outstanding.append(call.job_id)
-            if self._writer is None:
-                self._backlog.append(data)
-            elif not self._writer.is_closing():
-                self._writer.write(data)
+        if not frames:
+            return
+        if self._writer is None:
+            self._backlog.extend(frames)
+        elif not self._writer.is_closing():
+            self._writer.write(b"".join(frames) if len(frames) > 1 else frames[0])
 
     async def attach(self, sock: socket.socket) -> None:
         """The lane is spawned with the other end of ``sock``: write what waited, start relaying."""
-        reader, self._writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 20)
+        loop = asyncio.get_running_loop()
+        self._reader = loop.create_future()
+        self._writer, _ = await loop.create_unix_connection(lambda: _Channel(self), sock=sock)
         self._writer.write(b"".join(self._backlog))
         self._backlog.clear()
-        self._reader = asyncio.create_task(self._read(reader), name=f"read lane {self.name}")
         self._sender = asyncio.create_task(self._send_loop(), name=f"send results of lane {self.name}")
 
-    async def _read(self, reader: asyncio.StreamReader) -> None:
+    def _received(self, data: bytes) -> None:
+        """Bytes from the lane (the event loop's callback, no task in between): each whole
+        result frame becomes the LaneResult of the oldest outstanding call, and wakes the sender."""
+        buf = self._buf
+        buf += data
+        pos, got = 0, False
         try:
-            while True:
-                try:
-                    head = await reader.readexactly(HEADER.size)
-                except asyncio.IncompleteReadError:
-                    return  # the lane ended (or closed its channel)
-                (size,) = HEADER.unpack(head)
+            while len(buf) - pos >= HEADER.size:
+                (size,) = HEADER.unpack_from(buf, pos)
                 if size > MAX_FRAME or not self.outstanding:
                     raise ValueError(f"a result frame of {size} bytes" if size > MAX_FRAME else
                                      "a result with no call outstanding")
-                body = await reader.readexactly(size)
-                r = self._decode(body)
-                self.ready.append(m.LaneResult(
-                    job_id=self.outstanding.popleft(), exit_code=r.exit_code, files=r.files, stdout=r.stdout,
-                    stderr=r.stderr, started=max(r.started, 0.0), finished=max(r.finished, 0.0),
-                    user_cpu=max(r.user_cpu, 0.0), sys_cpu=max(r.sys_cpu, 0.0)))
-                self._wake.set()
-        except (ValueError, msgspec.DecodeError, asyncio.IncompleteReadError, OSError) as exc:
+                end = pos + HEADER.size + size
+                if len(buf) < end:
+                    break
+                result = self._decode(buf[pos + HEADER.size:end])
+                self.ready.append(lane_result(self.outstanding.popleft(), result))
+                pos, got = end, True
+        except (ValueError, msgspec.DecodeError) as exc:
             self.log.error("lane %s sent what is not a result (%s); closing its channel", self.name, exc)
+            buf.clear()
             self._close_writer()
+            self._read_ended()
+            return
         finally:
-            self._wake.set()
+            if got:
+                self._wake.set()
+        del buf[:pos]
+
+    def _read_ended(self) -> None:
+        """The lane's channel has no more to read (end of file, closed, broken)."""
+        if self._reader is not None and not self._reader.done():
+            self._reader.set_result(None)
+        self._wake.set()
 
     async def _send_loop(self) -> None:
         while True:

@@ -5,9 +5,8 @@ Theory of operation
 Three layers. :class:`htc.daemons.startd.core.Startd` decides everything about slots, claims and
 the owner's policy; :class:`~htc.daemons.startd.adapter.StartdDaemon` translates between it and
 the wire (see :mod:`htc.daemons.startd.adapter` for the messages served and
-:mod:`htc.daemons.startd.reports` for the reports sent);
-:class:`StartdService` here does the process work the adapter asks for (the actions and
-events of :mod:`htc.daemons.startd.events`):
+:mod:`htc.daemons.startd.reports` for the reports sent); :class:`StartdService` here does the
+process work the adapter asks for (the actions and events of :mod:`htc.daemons.startd.events`):
 
 * :class:`SampleSensors` (every POLLING_INTERVAL): measure the machine with
   :class:`~htc.daemons.startd.sensors.Sensors` (which re-reads the sensor override file), with the
@@ -89,6 +88,7 @@ from htc.daemons.starter.zygote import ZygotePool
 from htc.errors import HTCError, UsageError
 from htc.jobqueue.states import HoldReasonCode
 from htc.wire import messages as m
+from htc.wire.messages.schema import built_here
 
 __all__ = ["StartdService", "StartdServiceSettings", "StartdDaemon", "make_service", "run_as_policy",
            "settings_from_config"]
@@ -385,7 +385,8 @@ class StartdService(DaemonService):
             target = self.daemon_core.output_target(claim_id)
             if target is None:
                 return None
-            msg = m.CallsDone(claim_id=claim_id, results=results)
+            with built_here():  # the claim's id and LaneResults checked as they were read: the shadow validates it
+                msg = m.CallsDone(claim_id=claim_id, results=results)
             outcome = await perform_call(self.peers, Call(target[0], msg, timeout=10.0))
             if isinstance(outcome, CallDone):
                 more = outcome.reply.calls if isinstance(outcome.reply, m.MoreCalls) else ()
