@@ -67,6 +67,7 @@ import asyncssh
 from htc.wire.address import parse_remote
 from htc.wire.errors import BadAddress, DaemonUnreachable, HostSilent
 from htc.wire.ssh_keys import KnownHosts
+from htc.wire.ssh_tuning import skip_ignore_packets
 from htc.wire.transport import DEFAULT_TIMEOUT, Connection, ConnectionHandler, PeerInfo, Server, Transport
 
 log = logging.getLogger("htc.wire")
@@ -140,6 +141,9 @@ class _Client(asyncssh.SSHClient):
         self._transport = transport
         self._key = key
         self._endpoint = key[:2]
+
+    def connection_made(self, conn) -> None:
+        skip_ignore_packets(conn)
 
     def validate_host_public_key(self, host, addr, port, key) -> bool:
         known = self._transport._known_hosts
