@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import dataclasses
 import os
@@ -106,10 +107,12 @@ class SessionChannel:
         self.opened: m.SessionOpened | None = None
         self.error: BaseException | None = None
         self._conn = None
-        self._waiting: collections.deque[asyncio.Future] = collections.deque()
+        #: the requests sent and not answered yet, in order (asyncio futures, or _call's thread futures)
+        self._waiting: collections.deque[asyncio.Future | concurrent.futures.Future] = collections.deque()
         self._pump: asyncio.Task | None = None
         self._closing = False
         self._ready: asyncio.Event | None = None
+        self._tasks: set[asyncio.Task] = set()
         self._log_fd: int | None = None  # the mirror's log, kept open for appending (on the I/O loop)
 
     # --- from the backend's thread --------------------------------------------------------------
@@ -157,6 +160,7 @@ class SessionChannel:
             except ScheddLost:
                 if self._closing or self.error is not None or time.monotonic() - started > self.lost_after:
                     raise
+                time.sleep(0.05)  # (the pump notices the break and makes the next request wait for the new channel)
 
     def follow(self, jobs: dict[str, str]) -> None:
         """Tell the schedd which call each job runs (their results come with their ends); not
@@ -174,7 +178,15 @@ class SessionChannel:
             self.io.call(self._stop(), 10)
 
     def _call(self, msg: m.Message, timeout: float = 120.0) -> m.Message:
-        reply = self.io.call(self._request(msg, timeout), timeout + 5)
+        # The loop sends it from a plain callback and the pump hands the reply to this thread's
+        # future itself: no task, timer or future chain per request, and three passes of the
+        # loop fewer than a coroutine run through run_coroutine_threadsafe.
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self.io.loop.call_soon_threadsafe(self._send_request, msg, future, timeout)
+        try:
+            reply = future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError(f"the schedd did not answer {type(msg).__name__} within {timeout:g} s") from None
         if isinstance(reply, m.ErrorReply):
             raise RemoteError("schedd", reply.code, reply.message)
         return reply
@@ -212,7 +224,7 @@ class SessionChannel:
                     elif self._waiting:
                         waiter = self._waiting.popleft()  # replies come in order: this one is its
                         if not waiter.done():  # (a request that timed out drops its late reply)
-                            waiter.set_result(msg)
+                            waiter.set_result(msg)  # (an asyncio future, or a thread's: _call)
             except asyncio.CancelledError:
                 raise
             except (HTCError, OSError) as exc:
@@ -260,6 +272,36 @@ class SessionChannel:
     async def _send_quietly(self, msg: m.Message) -> None:
         with contextlib.suppress(HTCError, OSError, asyncio.TimeoutError):
             await self._send(msg)  # (lost with the channel: _connect sends every job again)
+
+    def _send_request(self, msg: m.Message, future: concurrent.futures.Future, timeout: float) -> None:
+        """On the loop, for :meth:`_call`: send ``msg`` now and queue ``future`` for its reply
+        (a channel being opened again goes through :meth:`_request` once it is ready)."""
+        if not future.set_running_or_notify_cancel():
+            return
+        if self._ready is None or not self._ready.is_set() or self._conn is None:
+            task = asyncio.ensure_future(self._request_for(msg, future, timeout))
+            self._tasks.add(task)  # (the loop holds tasks only weakly)
+            task.add_done_callback(self._tasks.discard)
+            return
+        # Queued before it is sent, as in _request; a reply set on a future its caller stopped
+        # waiting for (timed out) is dropped with it.
+        self._waiting.append(future)
+        try:
+            self._conn.send_nowait(msg)
+        except (HTCError, OSError) as exc:
+            with contextlib.suppress(ValueError):
+                self._waiting.remove(future)
+            future.set_exception(ScheddLost(f"the executor session's channel to the schedd broke: {exc}"))
+
+    async def _request_for(self, msg: m.Message, future: concurrent.futures.Future, timeout: float) -> None:
+        try:
+            reply = await self._request(msg, timeout)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            future.set_result(reply)
 
     async def _request(self, msg: m.Message, timeout: float) -> m.Message:
         future = asyncio.get_running_loop().create_future()
