@@ -217,14 +217,8 @@ class SessionChannel:
         assert self._ready is not None
         while True:
             try:
-                while True:
-                    msg = await self._conn.recv(timeout=None)
-                    if isinstance(msg, m.SessionNews):
-                        self._mirror(msg)  # (at most a few MiB: written here, no thread hand-off)
-                    elif self._waiting:
-                        waiter = self._waiting.popleft()  # replies come in order: this one is its
-                        if not waiter.done():  # (a request that timed out drops its late reply)
-                            waiter.set_result(msg)  # (an asyncio future, or a thread's: _call)
+                if not await self._pushed():
+                    await self._read()
             except asyncio.CancelledError:
                 raise
             except (HTCError, OSError) as exc:
@@ -236,6 +230,34 @@ class SessionChannel:
                     await self._conn.aclose()
                 if not await self._reconnect(exc):
                     return
+
+    async def _pushed(self) -> bool:
+        """Take the channel's messages as they arrive (htc.wire.ssh_push), until it ends (raises
+        what ended it); False at once when the connection cannot push."""
+        push = getattr(self._conn, "push", None)
+        if push is None:
+            return False
+        ended = asyncio.get_running_loop().create_future()
+
+        def end(exc: BaseException) -> None:
+            if not ended.done():
+                ended.set_result(exc)
+
+        if not push(self._received, end):
+            return False
+        raise await ended
+
+    async def _read(self) -> None:
+        while True:
+            self._received(await self._conn.recv(timeout=None))
+
+    def _received(self, msg: m.Message) -> None:
+        if isinstance(msg, m.SessionNews):
+            self._mirror(msg)  # (at most a few MiB: written here, no thread hand-off)
+        elif self._waiting:
+            waiter = self._waiting.popleft()  # replies come in order: this one is its
+            if not waiter.done():  # (a request that timed out drops its late reply)
+                waiter.set_result(msg)  # (an asyncio future, or a thread's: _call)
 
     async def _reconnect(self, cause: BaseException) -> bool:
         started = time.monotonic()

@@ -67,6 +67,7 @@ import asyncssh
 from htc.wire.address import parse_remote
 from htc.wire.errors import BadAddress, DaemonUnreachable, HostSilent
 from htc.wire.ssh_keys import KnownHosts
+from htc.wire.ssh_push import SshConnection
 from htc.wire.ssh_tuning import skip_ignore_packets
 from htc.wire.transport import DEFAULT_TIMEOUT, Connection, ConnectionHandler, PeerInfo, Server, Transport
 
@@ -268,7 +269,7 @@ class SshTransport(Transport):
                 raise HostSilent(f"opening a channel to {address} took over {timeout:g} s") from None
             self.channels_opened += 1
             peer = PeerInfo(host=target.host, description=address)
-            return Connection(_Reader(reader), _Writer(writer), peer=peer, label=address)
+            return SshConnection(_Reader(reader), _Writer(writer), peer=peer, label=address)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def start_server(self, address: str, handler: ConnectionHandler, *,
