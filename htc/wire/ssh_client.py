@@ -40,6 +40,11 @@ waits for the receiving side to consume, end to end through the shared port to t
 socket, so a bulk payload is never held whole anywhere. Larger SSH packets (``max_pktsize``)
 cut the per-packet cost of Python and the cipher.
 
+**Per-packet work.** Neither end sends asyncssh's empty ``SSH_MSG_IGNORE`` before each packet
+(:mod:`htc.wire.ssh_tuning`: a CBC countermeasure that only doubled the packets of the modes
+used here), and a channel's connection (:class:`htc.wire.ssh_push.SshConnection`) can push its
+messages to a callback instead of being read by a task.
+
 **Bulk conversations travel apart.** An SSH connection is one TCP byte stream: a small request
 sent while a file stream is under way waits behind every byte of it already queued (up to a
 channel window plus the socket's buffer), so a standard job's relayed call, a keep-alive or an
