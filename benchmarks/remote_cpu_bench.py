@@ -50,6 +50,17 @@ work; the lane and the schedd's commit are the same. Since then the session's ne
 lane call's outputs from what the schedd's flush wrote (no second read as the owner) and an
 ending event wakes it directly: ``benchmarks/session_news_bench.py`` measures that step's CPU
 (0.45-0.50 ms a call before, 0.20-0.25 after, load 11).
+
+The client's CPU by thread (the last lines of the output) shows where a sequential remote call's
+client time goes: its I/O loop (``htc-pool``), the executor's service thread, the caller. Five
+alternating runs (2026-11-28 13:48-14:16, load 5-11, ``--only remote``; int = main b43041f,
+then the SSH connections without asyncssh's ignore packets, requests as plain callbacks and the
+session's messages pushed, htc/wire/ssh_tuning.py and ssh_push.py), CPU ms per sequential call:
+I/O loop thread 1.30-1.95 before, 1.05-1.65 after (each pair 10-33 % lower); whole client
+2.34-3.71 before, 2.19-3.18 after; shared port 0.95-1.40 before, 0.95-1.15 after; per burst
+call, client 0.32-0.58 before, 0.29-0.48 after. At that load the run-to-run spread (the same
+local client code: 1.34 and 1.72) is as large as the change; ``shared_port_cpu_bench.py``
+measures the relay alone.
 """
 
 from __future__ import annotations
