@@ -50,6 +50,17 @@ work; the lane and the schedd's commit are the same. Since then the session's ne
 lane call's outputs from what the schedd's flush wrote (no second read as the owner) and an
 ending event wakes it directly: ``benchmarks/session_news_bench.py`` measures that step's CPU
 (0.45-0.50 ms a call before, 0.20-0.25 after, load 11).
+
+The client's CPU by thread (the last lines of the output) shows where a sequential remote call's
+client time goes: its I/O loop (``htc-pool``), the executor's service thread, the caller. Five
+alternating runs (2026-11-28 13:48-14:16, load 5-11, ``--only remote``; int = main b43041f,
+then the SSH connections without asyncssh's ignore packets, requests as plain callbacks and the
+session's messages pushed, htc/wire/ssh_tuning.py and ssh_push.py), CPU ms per sequential call:
+I/O loop thread 1.30-1.95 before, 1.05-1.65 after (each pair 10-33 % lower); whole client
+2.34-3.71 before, 2.19-3.18 after; shared port 0.95-1.40 before, 0.95-1.15 after; per burst
+call, client 0.32-0.58 before, 0.29-0.48 after. At that load the run-to-run spread (the same
+local client code: 1.34 and 1.72) is as large as the change; ``shared_port_cpu_bench.py``
+measures the relay alone.
 """
 
 from __future__ import annotations
@@ -83,10 +94,12 @@ def _child(extra: dict, calls: int, burst: int) -> None:
     def phase(name: str, work) -> None:
         print(json.dumps({"phase": name, "state": "ready"}), flush=True)
         sys.stdin.readline()
+        threads = _thread_cpu()
         cpu, wall = time.process_time(), time.perf_counter()
         figure = work()
         out = {"phase": name, "state": "done", "client_cpu": time.process_time() - cpu,
-               "wall": time.perf_counter() - wall, **figure}
+               "wall": time.perf_counter() - wall, **figure,
+               "threads": {k: v - threads.get(k, 0.0) for k, v in _thread_cpu().items()}}
         print(json.dumps(out), flush=True)
         sys.stdin.readline()
 
@@ -107,6 +120,24 @@ def _child(extra: dict, calls: int, burst: int) -> None:
     phase("seq", seq)
     phase("burst", many)
     ex.shutdown(wait=True)
+
+
+def _thread_cpu() -> dict[str, float]:
+    """CPU seconds of each thread of this process so far, by Python thread name (the main thread,
+    the executor's service thread, its I/O loop, ...), from ``/proc/self/task/<tid>/stat``."""
+    import threading
+
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    out: dict[str, float] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        name = names.get(int(tid), "other")
+        name = name.split("-")[0] + "-" + name.split("-")[1] if name.count("-") > 1 else name
+        out[name] = out.get(name, 0.0) + sum(int(f) for f in fields[11:13]) / _TICK
+    return out
 
 
 def _descendants(anchor: int) -> list[int]:
@@ -199,6 +230,7 @@ def _drive(host, pool_host, extra: dict, calls: int, burst: int, spy_dir: Path |
                 per = {k: (after.get(k, 0.0) - before.get(k, 0.0)) * 1000 / n for k in after}
                 per.pop("client", None)
                 per["client"] = msg["client_cpu"] * 1000 / n
+                msg["threads"] = {k: v * 1000 / n for k, v in msg["threads"].items()}
                 figures[msg["phase"]] = {"cpu_ms": per, **{k: v for k, v in msg.items() if k not in ("phase",
                                                                                                         "state")}}
             proc.stdin.write("\n")
@@ -238,12 +270,17 @@ def main(argv: list[str] | None = None) -> int:
     columns = ("client", "schedd", "shared_port", "startd", "other")
     print(f"CPU ms per call (load average {load_before[0]:.1f} at the start, {load_after[0]:.1f} at the end)")
     print(f"{'':16}" + "".join(f"{c:>12}" for c in (*columns, "total")) + f"{'wall':>14}")
+    threads: list[str] = []
     for kind, phases in results.items():
         for phase, fig in phases.items():
             cpu = fig["cpu_ms"]
             wall = f"{fig['rtt_ms']:.2f} ms" if phase == "seq" else f"{fig['per_s']:.0f}/s"
             print(f"{kind + ' ' + phase:16}" + "".join(f"{cpu.get(c, 0.0):12.3f}" for c in columns)
                   + f"{sum(cpu.get(c, 0.0) for c in columns):12.3f}{wall:>14}")
+            threads.append(f"  {kind + ' ' + phase:16}" + ", ".join(
+                f"{name} {ms:.2f}" for name, ms in sorted(fig["threads"].items(), key=lambda kv: -kv[1]) if ms > 0))
+    print("the client's CPU ms per call by thread:")
+    print("\n".join(threads))
     return 0
 
 

@@ -31,6 +31,13 @@ it is opened again with the offset the mirror holds and the jobs followed so far
 (``NewsTaken``), and the schedd removes the files of the calls that ended before that from the
 submit host, so a session that runs for days does not fill the schedd's spool.
 
+On the client each call costs the I/O loop as few passes as it can: a request goes from the
+backend's thread to the loop as a plain callback that writes it, and the pump, fed by the SSH
+channel's data callback (:meth:`htc.wire.ssh_push.SshConnection.push`; other transports are read
+with ``recv``), hands the reply straight to the waiting thread's future and writes the news into
+the mirror in the same pass (``benchmarks/remote_cpu_bench.py`` prints the client's CPU per call
+by thread).
+
 ``htc.executors.forget`` of a named session removes its jobs and its directory on the submit
 host too (:func:`forget_remote`).
 
@@ -43,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import dataclasses
 import os
@@ -112,10 +120,13 @@ class SessionChannel:
         self.opened: m.SessionOpened | None = None
         self.error: BaseException | None = None
         self._conn = None
-        self._waiting: collections.deque[asyncio.Future] = collections.deque()
+        #: the requests sent and not answered yet, in order (asyncio futures, or _call's thread futures)
+        self._waiting: collections.deque[asyncio.Future | concurrent.futures.Future] = collections.deque()
         self._pump: asyncio.Task | None = None
         self._closing = False
         self._ready: asyncio.Event | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._calls_dir: str | None = None  # the mirror's calls/, once asked
         self._log_fd: int | None = None  # the mirror's log, kept open for appending (on the I/O loop)
         self._untold = 0  # files mirrored since the last NewsTaken
 
@@ -164,6 +175,7 @@ class SessionChannel:
             except ScheddLost:
                 if self._closing or self.error is not None or time.monotonic() - started > self.lost_after:
                     raise
+                time.sleep(0.05)  # (the pump notices the break and makes the next request wait for the new channel)
 
     def follow(self, jobs: dict[str, str]) -> None:
         """Tell the schedd which call each job runs (their results come with their ends); not
@@ -181,7 +193,15 @@ class SessionChannel:
             self.io.call(self._stop(), 10)
 
     def _call(self, msg: m.Message, timeout: float = 120.0) -> m.Message:
-        reply = self.io.call(self._request(msg, timeout), timeout + 5)
+        # The loop sends it from a plain callback and the pump hands the reply to this thread's
+        # future itself: no task, timer or future chain per request, and three passes of the
+        # loop fewer than a coroutine run through run_coroutine_threadsafe.
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self.io.loop.call_soon_threadsafe(self._send_request, msg, future, timeout)
+        try:
+            reply = future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError(f"the schedd did not answer {type(msg).__name__} within {timeout:g} s") from None
         if isinstance(reply, m.ErrorReply):
             raise RemoteError("schedd", reply.code, reply.message)
         return reply
@@ -212,15 +232,8 @@ class SessionChannel:
         assert self._ready is not None
         while True:
             try:
-                while True:
-                    msg = await self._conn.recv(timeout=None)
-                    if isinstance(msg, m.SessionNews):
-                        self._mirror(msg)  # (at most a few MiB: written here, no thread hand-off)
-                        await self._taken(msg)
-                    elif self._waiting:
-                        waiter = self._waiting.popleft()  # replies come in order: this one is its
-                        if not waiter.done():  # (a request that timed out drops its late reply)
-                            waiter.set_result(msg)
+                if not await self._pushed():
+                    await self._read()
             except asyncio.CancelledError:
                 raise
             except (HTCError, OSError) as exc:
@@ -232,6 +245,35 @@ class SessionChannel:
                     await self._conn.aclose()
                 if not await self._reconnect(exc):
                     return
+
+    async def _pushed(self) -> bool:
+        """Take the channel's messages as they arrive (htc.wire.ssh_push), until it ends (raises
+        what ended it); False at once when the connection cannot push."""
+        push = getattr(self._conn, "push", None)
+        if push is None:
+            return False
+        ended = asyncio.get_running_loop().create_future()
+
+        def end(exc: BaseException) -> None:
+            if not ended.done():
+                ended.set_result(exc)
+
+        if not push(self._received, end):
+            return False
+        raise await ended
+
+    async def _read(self) -> None:
+        while True:
+            self._received(await self._conn.recv(timeout=None))
+
+    def _received(self, msg: m.Message) -> None:
+        if isinstance(msg, m.SessionNews):
+            self._mirror(msg)  # (at most a few MiB: written here, no thread hand-off)
+            self._taken(msg)
+        elif self._waiting:
+            waiter = self._waiting.popleft()  # replies come in order: this one is its
+            if not waiter.done():  # (a request that timed out drops its late reply)
+                waiter.set_result(msg)  # (an asyncio future, or a thread's: _call)
 
     async def _reconnect(self, cause: BaseException) -> bool:
         started = time.monotonic()
@@ -269,6 +311,36 @@ class SessionChannel:
         with contextlib.suppress(HTCError, OSError, asyncio.TimeoutError):
             await self._send(msg)  # (lost with the channel: _connect sends every job again)
 
+    def _send_request(self, msg: m.Message, future: concurrent.futures.Future, timeout: float) -> None:
+        """On the loop, for :meth:`_call`: send ``msg`` now and queue ``future`` for its reply
+        (a channel being opened again goes through :meth:`_request` once it is ready)."""
+        if not future.set_running_or_notify_cancel():
+            return
+        if self._ready is None or not self._ready.is_set() or self._conn is None:
+            task = asyncio.ensure_future(self._request_for(msg, future, timeout))
+            self._tasks.add(task)  # (the loop holds tasks only weakly)
+            task.add_done_callback(self._tasks.discard)
+            return
+        # Queued before it is sent, as in _request; a reply set on a future its caller stopped
+        # waiting for (timed out) is dropped with it.
+        self._waiting.append(future)
+        try:
+            self._conn.send_nowait(msg)
+        except (HTCError, OSError) as exc:
+            with contextlib.suppress(ValueError):
+                self._waiting.remove(future)
+            future.set_exception(ScheddLost(f"the executor session's channel to the schedd broke: {exc}"))
+
+    async def _request_for(self, msg: m.Message, future: concurrent.futures.Future, timeout: float) -> None:
+        try:
+            reply = await self._request(msg, timeout)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            future.set_result(reply)
+
     async def _request(self, msg: m.Message, timeout: float) -> m.Message:
         future = asyncio.get_running_loop().create_future()
         await self._until_ready()
@@ -295,21 +367,25 @@ class SessionChannel:
             os.close(self._log_fd)
             self._log_fd = None
 
-    async def _taken(self, news: m.SessionNews) -> None:
+    def _taken(self, news: m.SessionNews) -> None:
         """Once :data:`_TAKEN_FILES` files are mirrored, tell the schedd the mirror holds the log
-        so far (``NewsTaken``): it removes those calls' files from the submit host."""
+        so far (``NewsTaken``, no reply): it removes those calls' files from the submit host. A
+        channel that breaks before it goes loses only the clean-up, which the next one repeats."""
         self._untold += sum(1 for chunk in news.chunks if chunk.last)
         if self._untold >= _TAKEN_FILES and news.log:
             self._untold = 0
-            await self._conn.send(m.NewsTaken(offset=news.offset + len(news.log)))
+            with contextlib.suppress(HTCError, OSError):
+                self._conn.send_nowait(m.NewsTaken(offset=news.offset + len(news.log)))
 
     # --- the mirror (on the I/O loop) --------------------------------------------------------------
     def _mirror(self, news: m.SessionNews) -> None:
         """Write the pushed files into the local ``calls/``, then append the log (the watcher
         sees a call end only once its result is here)."""
-        calls = self.spool.calls
+        calls = self._calls_dir
+        if calls is None:
+            calls = self._calls_dir = os.fspath(self.spool.calls)  # (a str: no path object per file)
         for chunk in news.chunks:
-            part = calls / f".{chunk.name}.part"
+            part = f"{calls}/.{chunk.name}.part"
             flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_TRUNC if chunk.first else os.O_APPEND)
             fd = os.open(part, flags, 0o600)
             try:
@@ -319,7 +395,7 @@ class SessionChannel:
             finally:
                 os.close(fd)
             if chunk.last:
-                os.rename(part, calls / chunk.name)
+                os.rename(part, f"{calls}/{chunk.name}")
         if news.log:
             if self._log_fd is None:
                 self._log_fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)

@@ -40,6 +40,11 @@ waits for the receiving side to consume, end to end through the shared port to t
 socket, so a bulk payload is never held whole anywhere. Larger SSH packets (``max_pktsize``)
 cut the per-packet cost of Python and the cipher.
 
+**Per-packet work.** Neither end sends asyncssh's empty ``SSH_MSG_IGNORE`` before each packet
+(:mod:`htc.wire.ssh_tuning`: a CBC countermeasure that only doubled the packets of the modes
+used here), and a channel's connection (:class:`htc.wire.ssh_push.SshConnection`) can push its
+messages to a callback instead of being read by a task.
+
 **Bulk conversations travel apart.** An SSH connection is one TCP byte stream: a small request
 sent while a file stream is under way waits behind every byte of it already queued (up to a
 channel window plus the socket's buffer), so a standard job's relayed call, a keep-alive or an
@@ -67,6 +72,8 @@ import asyncssh
 from htc.wire.address import parse_remote
 from htc.wire.errors import BadAddress, DaemonUnreachable, HostSilent
 from htc.wire.ssh_keys import KnownHosts
+from htc.wire.ssh_push import SshConnection
+from htc.wire.ssh_tuning import skip_ignore_packets
 from htc.wire.transport import DEFAULT_TIMEOUT, Connection, ConnectionHandler, PeerInfo, Server, Transport
 
 log = logging.getLogger("htc.wire")
@@ -140,6 +147,9 @@ class _Client(asyncssh.SSHClient):
         self._transport = transport
         self._key = key
         self._endpoint = key[:2]
+
+    def connection_made(self, conn) -> None:
+        skip_ignore_packets(conn)
 
     def validate_host_public_key(self, host, addr, port, key) -> bool:
         known = self._transport._known_hosts
@@ -264,7 +274,7 @@ class SshTransport(Transport):
                 raise HostSilent(f"opening a channel to {address} took over {timeout:g} s") from None
             self.channels_opened += 1
             peer = PeerInfo(host=target.host, description=address)
-            return Connection(_Reader(reader), _Writer(writer), peer=peer, label=address)
+            return SshConnection(_Reader(reader), _Writer(writer), peer=peer, label=address)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def start_server(self, address: str, handler: ConnectionHandler, *,

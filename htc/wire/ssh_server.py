@@ -57,6 +57,7 @@ import asyncssh
 from htc.wire import messages
 from htc.wire.framing import frame
 from htc.wire.ssh_client import ANONYMOUS
+from htc.wire.ssh_tuning import skip_ignore_packets
 from htc.wire.tokens import TokenClaims
 
 log = logging.getLogger("htc.wire")
@@ -217,6 +218,7 @@ class _ServerConn(asyncssh.SSHServer):
 
     def connection_made(self, conn) -> None:
         self._conn = conn
+        skip_ignore_packets(conn)
         peer = conn.get_extra_info("peername") or ("0.0.0.0", 0)
         self.peer_ip = str(peer[0])
         self.address = f"{peer[0]}:{peer[1]}"

@@ -184,8 +184,11 @@ class Connection:
             RequestTimeout: nothing complete arrived in time.
         """
         try:
-            async with asyncio.timeout(timeout):
+            if timeout is None:  # (a pump's endless read: no timeout context per message)
                 body = await read_frame(self._reader, self.max_frame)
+            else:
+                async with asyncio.timeout(timeout):
+                    body = await read_frame(self._reader, self.max_frame)
         except TimeoutError:
             raise RequestTimeout(f"{self.label} sent nothing for {timeout:g} s") from None
         except (ConnectionError, OSError) as exc:

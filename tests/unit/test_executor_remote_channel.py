@@ -70,3 +70,71 @@ def test_a_reply_that_comes_while_its_request_is_still_being_sent_is_its_own(tmp
             pump.cancel()
 
     assert asyncio.run(run()) == m.SubmitReply(cluster_id=3, first_proc=0, num_procs=1)
+
+
+class LoopbackConn:
+    """Answers each request sent with ``send_nowait`` through the pump, noting the loop's tasks then."""
+
+    def __init__(self, reply: m.Message, fail: bool = False):
+        self.reply = reply
+        self.fail = fail
+        self.replies: asyncio.Queue = asyncio.Queue()
+        self.tasks_at_send: list[int] = []
+
+    def send_nowait(self, msg):
+        if self.fail:
+            raise ConnectionResetError("SSH channel closed")
+        self.tasks_at_send.append(len(asyncio.all_tasks()))
+        self.replies.put_nowait(self.reply)
+
+    async def recv(self, timeout=None):
+        return await self.replies.get()
+
+    async def aclose(self):
+        return None
+
+
+def _channel_on_io_thread(tmp_path, conn):
+    from htc.executors.schedd_link import IOThread
+
+    io = IOThread("test-session-io")
+    channel = SessionChannel(None, io, None, tmp_path / "jobs.log", 1.0)
+    channel._conn = conn
+
+    async def start():
+        channel._ready = asyncio.Event()
+        channel._ready.set()
+        channel._pump = asyncio.get_running_loop().create_task(channel._run())
+
+    io.call(start(), 5)
+    return io, channel
+
+
+def test_a_request_from_another_thread_is_sent_and_answered_without_a_task_of_its_own(tmp_path):
+    reply = m.SubmitReply(cluster_id=3, first_proc=0, num_procs=1)
+    conn = LoopbackConn(reply)
+    io, channel = _channel_on_io_thread(tmp_path, conn)
+    try:
+        assert [channel._call(m.CloseSession(remove=False), timeout=10) for _ in range(3)] == [reply] * 3
+        assert conn.tasks_at_send == [1, 1, 1]  # only the pump: the request ran in a plain callback
+        conn.reply = m.ErrorReply(code="denied", message="not yours")
+        from htc.wire.errors import RemoteError
+
+        with pytest.raises(RemoteError, match="not yours"):
+            channel._call(m.CloseSession(remove=False), timeout=10)
+    finally:
+        io.call(channel._stop(), 5)
+        io.close()
+
+
+def test_a_request_the_broken_channel_could_not_send_fails_as_a_lost_schedd_to_be_sent_again(tmp_path):
+    from htc.executors.errors import ScheddLost
+
+    io, channel = _channel_on_io_thread(tmp_path, LoopbackConn(m.Ack(detail=""), fail=True))
+    try:
+        with pytest.raises(ScheddLost, match="broke"):
+            channel._call(m.CloseSession(remove=False), timeout=10)
+        assert not channel._waiting
+    finally:
+        io.call(channel._stop(), 5)
+        io.close()
