@@ -133,7 +133,7 @@ class Bench:
             with self.open_log(path, owner) as writer:
                 writer.write(*events)
         if owed:
-            self.h.queue.paid(owed, later=True)  # as the service does: the next commit takes them out
+            self.h.queue.paid(owed)  # as the service does: taken out at once, in a commit of their own
         self.h.queue.sync()
 
     def _done(self, job_ids: list[str]) -> list:

@@ -60,6 +60,10 @@ CREATE TABLE IF NOT EXISTS outbox (
 );
 """
 TABLE_NAMES = ("submissions", "outbox")
+#: the submissions table's size and oldest time are read again after this many submissions
+_STATS_EVERY = 1024
+#: outbox entries one DELETE takes out (sqlite allows 32,766 parameters a statement)
+_PAID_PER_STATEMENT = 500
 
 
 def submission_digest(parts: Iterable[str]) -> str:
@@ -74,6 +78,9 @@ def submission_digest(parts: Iterable[str]) -> str:
 
 class QueuePromises:
     """Submissions and owed results (mixed into :class:`~htc.jobqueue.queue.JobQueue`)."""
+
+    #: [rows, oldest created, submissions remembered since read] of the submissions table
+    _submission_stats: list | None = None
 
     # -- submissions ------------------------------------------------------------------------
 
@@ -94,11 +101,32 @@ class QueuePromises:
             conn.execute("INSERT OR REPLACE INTO submissions (owner, submission_id, cluster_id, num_procs, digest, "
                          "created) VALUES (?, ?, ?, ?, ?, ?)",
                          (owner, submission_id, cluster_id, num_procs, digest, now))
-            conn.execute("DELETE FROM submissions WHERE created < ?", (now - SUBMISSION_LIFETIME,))
-            edge = conn.execute("SELECT created FROM submissions ORDER BY created DESC LIMIT 1 OFFSET ?",
-                                (SUBMISSION_LIMIT,)).fetchone()
-            if edge is not None:
-                conn.execute("DELETE FROM submissions WHERE created <= ?", (edge[0],))
+            # The table's size and oldest time are known (read once, then counted along), so
+            # that a submit prunes only when something is due: one statement per submit, where
+            # asking by age and by count took three, the count's an index walk of
+            # SUBMISSION_LIMIT entries once the table is full. The figures are read again
+            # every _STATS_EVERY submissions (a rolled-back transaction leaves them off).
+            stats = self._submission_stats
+            if stats is None or stats[2] >= _STATS_EVERY:
+                stats = self._submission_stats = self._read_submission_stats()
+            else:
+                stats[0] += 1
+                stats[1] = min(stats[1], now)
+                stats[2] += 1
+            if stats[1] < now - SUBMISSION_LIFETIME:
+                conn.execute("DELETE FROM submissions WHERE created < ?", (now - SUBMISSION_LIFETIME,))
+                stats = self._submission_stats = self._read_submission_stats()
+            if stats[0] > SUBMISSION_LIMIT:
+                edge = conn.execute("SELECT created FROM submissions ORDER BY created DESC LIMIT 1 OFFSET ?",
+                                    (SUBMISSION_LIMIT,)).fetchone()
+                if edge is not None:
+                    conn.execute("DELETE FROM submissions WHERE created <= ?", (edge[0],))
+                self._submission_stats = self._read_submission_stats()
+
+    def _read_submission_stats(self) -> list:
+        """``[rows, oldest created, submissions since]`` of the submissions table."""
+        rows, oldest = self._conn.execute("SELECT count(*), min(created) FROM submissions").fetchone()
+        return [rows, float("inf") if oldest is None else oldest, 0]
 
     # -- results and user-log events owed to disk ----------------------------------------------
 
@@ -131,11 +159,36 @@ class QueuePromises:
             self.pay_now()
 
     def pay_now(self) -> None:
-        """Commit the entries :meth:`paid` left for a later commit (nothing when none wait)."""
+        """Commit the entries :meth:`paid` left for a later commit (nothing when none wait).
+
+        Outside a transaction this is one statement, sqlite's own transaction around it (no
+        BEGIN, no cache check, no COMMIT of ours: the schedd takes a turn's written entries
+        out this way, twice per sequential executor call); inside one, the commit of the
+        outermost block takes them out."""
         with self._lock:
-            if self._paid_later:
-                with self.transaction(durable=False):
-                    pass  # the commit takes them out (_commit)
+            if not self._paid_later:
+                return
+            if self._depth:
+                return  # the running transaction's commit takes them out (_commit)
+            from htc.jobqueue.store import translate_errors  # (store imports this module)
+
+            n = len(self._paid_later)
+            with translate_errors(self.path):
+                self._delete_paid(n)
+            del self._paid_later[:n]
+            self._unsynced = True
+            self._commits += 1
+
+    def _delete_paid(self, n: int) -> None:
+        """DELETE the first ``n`` entries paid later, in the statements the limit on a
+        statement's parameters allows (one, but for thousands of entries)."""
+        seqs = self._paid_later
+        for start in range(0, n, _PAID_PER_STATEMENT):
+            chunk = seqs[start:min(n, start + _PAID_PER_STATEMENT)]
+            if len(chunk) == 1:
+                self._conn.execute("DELETE FROM outbox WHERE seq = ?", chunk)
+            else:
+                self._conn.execute(f"DELETE FROM outbox WHERE seq IN ({','.join('?' * len(chunk))})", chunk)
 
     def _commit(self) -> None:
         """COMMIT the outermost transaction, deleting in it the entries paid later (they stay
@@ -144,7 +197,7 @@ class QueuePromises:
         self._flush_history()
         n = len(self._paid_later)
         if n:
-            self._conn.executemany("DELETE FROM outbox WHERE seq = ?", [(seq,) for seq in self._paid_later])
+            self._delete_paid(n)
         self._conn.execute("COMMIT")
         del self._paid_later[:n]
 

@@ -325,7 +325,7 @@ class JobQueue(QueueChanges, QueueHistory, QueueFactory, QueuePromises, QueueRea
         self._conn.execute("UPDATE meta SET value = ? WHERE key = 'next_cluster_id'", (cid + 1,))
         return cid
 
-    def submit(self, cluster: object, *, now: float | None = None) -> int:
+    def submit(self, cluster: object, *, now: float | None = None, savepoint: bool = True) -> int:
         """Store a whole cluster in one transaction; return once it is durable.
 
         Concurrent callers (threads) share commits: see the module docstring.
@@ -335,6 +335,7 @@ class JobQueue(QueueChanges, QueueHistory, QueueFactory, QueuePromises, QueueRea
                 ``num_procs``, ``proc_ads(start, stop)`` and a ClusterId reserved with
                 :meth:`next_cluster_id`.
             now: the submit time (QDate when the ad has none); default: the clock.
+            savepoint: inside this thread's transaction, whether a failure undoes this cluster alone.
 
         Returns:
             The ClusterId.
@@ -348,7 +349,7 @@ class JobQueue(QueueChanges, QueueHistory, QueueFactory, QueuePromises, QueueRea
             # Inside this thread's own transaction(): join it (durable when it commits), and
             # commit nobody else's cluster as part of a transaction we do not own. (Checked
             # without the lock: followers must be able to queue while a leader commits.)
-            with self.transaction():
+            with self.transaction(savepoint=savepoint):
                 return self._insert_cluster(cluster, ticket.now)
         with self._pending_lock:
             self._pending.append(ticket)
@@ -418,12 +419,14 @@ class JobQueue(QueueChanges, QueueHistory, QueueFactory, QueuePromises, QueueRea
             self._factory_sources[cid] = cluster
         self._insert_procs(prep, 0, count)
         # The cluster row goes in last, when the procs' overridden attributes are known.
+        proc_attrs = sorted(prep.proc_attrs)
         conn.execute(
             "INSERT INTO clusters (cluster_id, owner, qdate, num_procs, next_proc, ad, proc_attrs, factory) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (cid, prep.owner, prep.qdate, prep.num_procs, count, _encode(prep.attrs).decode(),
-             _encode(sorted(prep.proc_attrs)).decode(),
-             _encode(prep.factory).decode() if prep.factory else None))
+             _encode(proc_attrs).decode(), _encode(prep.factory).decode() if prep.factory else None))
+        # Cached as read back (no SELECT and decoding when the schedd reads it); a rollback drops it.
+        self._clusters[cid] = ClusterAd(cid, dict(prep.attrs), proc_attrs, prep.owner, prep.qdate)
         return cid
 
     def _insert_procs(self, prep, start: int, stop: int) -> None:

@@ -115,6 +115,11 @@ class Lanes(Mapping):
     def values(self):
         return self._by_claim.values()
 
+    def all_in_flight(self, jobs) -> bool:
+        """Whether every one of ``jobs`` runs on a lane (they are then none of them idle)."""
+        flights = [lane.in_flight for lane in self._by_claim.values() if lane.in_flight]
+        return bool(flights) and all(any(job.job_id in f for f in flights) for job in jobs)
+
     # -- the idle calls, by lane key --------------------------------------------------------
 
     def enqueue(self, job) -> None:

@@ -254,7 +254,9 @@ class ToolRequests:
         """Put ``cluster`` (and its submission id) in the queue, inside the caller's transaction;
         its jobs, and their SUBMIT events by log path (its log and its DAG nodes log)."""
         sd = self.schedd
-        sd.queue.submit(cluster, now=now)
+        # No savepoint of its own: a failure fails the caller's block (SubmitClusters keeps
+        # one per cluster around this call).
+        sd.queue.submit(cluster, now=now, savepoint=False)
         if submission_id is not None:
             sd.queue.remember_submission(owner, submission_id, cluster.cluster_id, cluster.num_procs, digest, now=now)
         host = sinful(sd.settings.address, sd.settings.machine)
@@ -292,9 +294,10 @@ class ToolRequests:
             sd.claims.use_lingering(now, out)
         finally:
             sd.queue.sync()  # durable before the reply and the SUBMIT events go out (nothing left if a start did it)
-        clusters = sorted({job.cluster_id for job in jobs})
         idle = []
-        if any(sd.queue.cluster_count(cid, JobStatus.IDLE) for cid in clusters):
+        if sd.lanes.all_in_flight(jobs):
+            pass  # every job is a call its lane took in the clusters' commit: none is idle (no count to ask)
+        elif any(sd.queue.cluster_count(cid, JobStatus.IDLE) for cid in sorted({job.cluster_id for job in jobs})):
             idle = [job for job in map(sd.job, (j.job_id for j in jobs)) if job is not None and job.status == JobStatus.IDLE]
         if idle and sd.matches.negotiator_has_such(idle):
             sd.adverts.changed()  # like jobs wait unplaced already: no cycle for these (Matches.negotiator_has_such)
