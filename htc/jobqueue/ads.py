@@ -133,7 +133,7 @@ class ClusterAd:
     __slots__ = ("cluster_id", "owner", "qdate", "attrs", "canon", "proc_attrs", "cache")
 
     def __init__(self, cluster_id: int, attrs: dict[str, str], proc_attrs: list[str],
-                 owner: str | None = None, qdate: int = 0):
+                 owner: str | None = None, qdate: int = 0, *, canon: dict[str, str] | None = None):
         self.cluster_id = cluster_id
         self.owner = owner
         self.qdate = qdate
@@ -141,9 +141,10 @@ class ClusterAd:
         self.attrs = attrs
         #: attribute names that at least one proc of the cluster overrides
         self.proc_attrs = frozenset(n.lower() for n in proc_attrs)
-        #: lower-case name -> canonical name, over attrs and proc_attrs
+        #: lower-case name -> canonical name, over attrs and proc_attrs (``canon``: the
+        #: caller's of attrs, as this would make it)
         self.canon = {n.lower(): n for n in proc_attrs}
-        self.canon.update((n.lower(), n) for n in attrs)
+        self.canon.update(canon if canon is not None else ((n.lower(), n) for n in attrs))
         #: per-cluster memo for evaluators (parsed expressions, policy results)
         self.cache: dict = {}
 

@@ -426,7 +426,7 @@ class JobQueue(QueueChanges, QueueHistory, QueueFactory, QueuePromises, QueueRea
             (cid, prep.owner, prep.qdate, prep.num_procs, count, _encode(prep.attrs).decode(),
              _encode(proc_attrs).decode(), _encode(prep.factory).decode() if prep.factory else None))
         # Cached as read back (no SELECT and decoding when the schedd reads it); a rollback drops it.
-        self._clusters[cid] = ClusterAd(cid, dict(prep.attrs), proc_attrs, prep.owner, prep.qdate)
+        self._clusters[cid] = ClusterAd(cid, dict(prep.attrs), proc_attrs, prep.owner, prep.qdate, canon=prep.canon)
         return cid
 
     def _insert_procs(self, prep, start: int, stop: int) -> None:

@@ -32,9 +32,21 @@ MATERIALIZE_MAX_IDLE_ATTR = "JobMaterializeMaxIdle"  # submit's max_idle
 
 
 def check_text(attr: str, text: str) -> None:
-    """Refuse an attribute value that is not a ClassAd expression (fast for plain literals)."""
+    """Refuse an attribute value that is not a ClassAd expression (fast for plain literals,
+    and for the texts found well-formed lately: an executor's template brings the same sixty
+    with each call)."""
+    if text in _WELL_FORMED:
+        return
     if not _SIMPLE.match(text):
         check_expression(attr, text)
+    if len(_WELL_FORMED) >= _WELL_FORMED_MAX:
+        _WELL_FORMED.clear()
+    _WELL_FORMED.add(text)
+
+
+#: attribute texts check_text found well-formed (emptied when it holds _WELL_FORMED_MAX)
+_WELL_FORMED: set[str] = set()
+_WELL_FORMED_MAX = 16384
 
 
 @dataclass
@@ -94,6 +106,7 @@ def prepare(cluster: object, now: float, validate: bool = True) -> PreparedClust
     cid = cluster_id_of(cluster)
     hot: dict[str, str] = {}
     attrs: dict[str, str] = {}
+    canon: dict[str, str] = {}
     for name, text in ad.items():
         low = name.lower()
         if low in HOT_ATTRS:
@@ -102,6 +115,7 @@ def prepare(cluster: object, now: float, validate: bool = True) -> PreparedClust
             if validate:
                 check_text(name, text)
             attrs[name] = text
+            canon[low] = name
     if "clusterid" in hot and int_literal("ClusterId", hot["clusterid"]) != cid:
         raise UsageError(f"the cluster ad says ClusterId {hot['clusterid']} but the cluster is {cid}")
     qdate = int_literal("QDate", hot["qdate"]) if "qdate" in hot else int(now)
@@ -135,7 +149,7 @@ def prepare(cluster: object, now: float, validate: bool = True) -> PreparedClust
         factory=factory,
         source=cluster,
     )
-    prep.canon = {name.lower(): name for name in attrs}
+    prep.canon = canon
     return prep
 
 

@@ -93,3 +93,26 @@ def test_a_call_a_lane_takes_in_its_submit_asks_no_count_of_idle_jobs():
     assert not [s for s in sql if "count(*)" in s]
     sql = _statements(h.queue, lambda: h.submit(lane_job(queue="queue 3")))  # more than the lane takes
     assert [s for s in sql if "count(*)" in s] and h.status(3, 2) is JobStatus.IDLE
+
+
+def test_an_attribute_text_found_well_formed_is_not_checked_again(monkeypatch):
+    from htc.jobqueue import submission
+
+    checked = []
+    monkeypatch.setattr(submission, "check_expression", lambda attr, text: checked.append(text))
+    text = 'ifThenElse(a > 1, "x", strcat("y", b))  /* once */'
+    submission.check_text("A", text)
+    submission.check_text("B", text)  # an executor's template brings the same texts with every call
+    assert checked == [text]
+
+
+def test_a_cluster_ad_read_back_after_submit_has_the_canonical_names_a_fresh_read_gives(tmp_path):
+    h = Harness(JobQueue.open(str(tmp_path / "q.db")))
+    h.start()
+    h.submit(lane_job())
+    cached = h.queue.cluster_jobs(1)[0].cluster
+    with JobQueue.open(str(tmp_path / "q.db")) as fresh:
+        read = fresh.cluster_jobs(1)[0].cluster
+        assert (cached.canon, cached.attrs, cached.proc_attrs, cached.owner, cached.qdate) == \
+            (read.canon, read.attrs, read.proc_attrs, read.owner, read.qdate)
+    h.queue.close()

@@ -237,10 +237,15 @@ class ToolRequests:
         else:
             procs = [_without(texts_of(text, f"proc ad {i}"), SCHEDD_SETS) for i, text in enumerate(proc_ads)]
             cid = sd.queue.next_cluster_id()
-            attrs = _without(cluster_attrs, SCHEDD_SETS)
+            attrs, lease = {}, False
+            for name, text in cluster_attrs.items():  # (one pass: an executor's template has sixty)
+                low = name.lower()
+                if low not in SCHEDD_SETS:
+                    attrs[name] = text
+                    lease = lease or low == "jobleaseduration"
             attrs.update(ClusterId=str(cid), Owner=quote(owner), User=quote(user), QDate=str(int(now)),
                          EnteredCurrentStatus=str(int(now)))
-            if not any(k.lower() == "jobleaseduration" for k in attrs):
+            if not lease:
                 attrs["JobLeaseDuration"] = str(int(sd.settings.default_lease))
             self._check_limits(owner, _materialized_at_first(len(procs), attrs.get), out)
             cluster = _AdsCluster(cid, attrs, procs)

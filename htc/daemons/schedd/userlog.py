@@ -114,6 +114,9 @@ def write(job: Mapping[str, str], *events: ev.Event) -> list[WriteUserLog]:
 
 def ids(job: Mapping[str, str]) -> dict[str, int]:
     """``cluster`` and ``proc`` keyword arguments of an event for ``job``."""
+    if isinstance(job, JobAd):  # (its ids are columns: no texts to parse)
+        cluster, proc = job.job_id
+        return {"cluster": cluster, "proc": proc}
     return {"cluster": int(literal(job, "ClusterId", 0)), "proc": int(literal(job, "ProcId", 0))}
 
 
