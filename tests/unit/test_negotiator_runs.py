@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from htc.classad import ClassAd, ExprTree
-from htc.daemons.negotiator import cycle as cycle_module
 from htc.daemons.negotiator.runs import CONST, DEC, INC, direction
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vsearch import VectorSearch

@@ -108,6 +108,19 @@ def _const(tag):
     return tag, lambda rows: 0.0
 
 
+def _decided(tag, *operands):
+    """A node whose type decides its value (UNDEFINED, ERROR, a mismatch): the operands are
+    still computed, so that one that would be ERROR on some row (an integer division by zero)
+    raises :class:`Inexact` as it would alone (ERROR wins over UNDEFINED)."""
+    fns = [f for _t, f in operands]
+
+    def decided(rows):
+        for f in fns:
+            f(rows)
+        return 0.0
+    return tag, decided
+
+
 def _reference(lname, job, slot_is_my, scoped, slot_side, table):
     if lname in _NOT_PLAIN:
         raise Unsupported(f"special name {lname}")
@@ -139,14 +152,14 @@ def _unary(op, operand):
     if op == "!":
         ttag, tf = _truth(operand)
         if ttag != BOOL:
-            return _const(ttag)
+            return _decided(ttag, operand)
         return BOOL, lambda rows: 1.0 - tf(rows)
     if op not in ("-", "+"):
         raise Unsupported(f"unary {op}")
     if tag == BOOL:
-        return _const(ERROR)
+        return _decided(ERROR, operand)
     if tag not in (INT, REAL):
-        return _const(tag)
+        return _decided(tag, operand)
     if op == "+":
         return tag, f
     return tag, lambda rows: -f(rows)
@@ -164,11 +177,11 @@ def _truth(operand):
 def _arith(op, left, right):
     (lt, lf), (rt, rf) = left, right
     if lt == ERROR or rt == ERROR:
-        return _const(ERROR)
+        return _decided(ERROR, left, right)
     if lt == UNDEF or rt == UNDEF:
-        return _const(UNDEF)
+        return _decided(UNDEF, left, right)
     if lt not in _NUMERIC or rt not in _NUMERIC:
-        return _const(ERROR)
+        return _decided(ERROR, left, right)
     ints = lt != REAL and rt != REAL
     if op == "/":
         def divide(rows):
@@ -199,22 +212,20 @@ def _arith(op, left, right):
 def _compare(fn, left, right):
     (lt, lf), (rt, rf) = left, right
     if lt == ERROR or rt == ERROR:
-        return _const(ERROR)
+        return _decided(ERROR, left, right)
     if lt == UNDEF or rt == UNDEF:
-        return _const(UNDEF)
+        return _decided(UNDEF, left, right)
     if lt not in _NUMERIC or rt not in _NUMERIC:
-        return _const(ERROR)
+        return _decided(ERROR, left, right)
     return BOOL, lambda rows: fn(lf(rows), rf(rows)).astype(float)
 
 
 def _same(left, right, negate):
     (lt, lf), (rt, rf) = left, right
-    if lt != rt:
-        value = 1.0 if negate else 0.0
-        return BOOL, lambda rows: value
-    if lt in (UNDEF, ERROR):
-        value = 0.0 if negate else 1.0
-        return BOOL, lambda rows: value
+    if lt != rt or lt in (UNDEF, ERROR):
+        value = (1.0 if negate else 0.0) if lt != rt else (0.0 if negate else 1.0)
+        _tag, check = _decided(BOOL, left, right)
+        return BOOL, lambda rows: check(rows) + value
     if negate:
         return BOOL, lambda rows: (np.asarray(lf(rows)) != np.asarray(rf(rows))).astype(float)
     return BOOL, lambda rows: (np.asarray(lf(rows)) == np.asarray(rf(rows))).astype(float)
