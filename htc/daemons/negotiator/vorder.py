@@ -80,70 +80,70 @@ class SharedOrder:
         if len(rows) > STALE_LIMIT:
             self._sort()
 
-    def best(self, cursor: Cursor, mask, exclude: int | None = None):
-        """The best row ``mask`` (``rows -> bool array``) accepts, as ``(row, (pre, jr, post,
-        name rank))``, or None; ``exclude`` leaves one row out. Moves ``cursor`` up to the
-        first fresh match."""
+    def best(self, cursor: Cursor, mask):
+        """The two best rows ``mask`` (``rows -> bool array``) accepts, each as ``(row, (pre,
+        jr, post, name rank))`` or None. Moves ``cursor`` up to the first fresh match."""
         self.sync()
         table = self.table
         if cursor.sorting != self.sorting:
             cursor.sorting, cursor.pos = self.sorting, 0
-        found = None
+        stale_best = []
         stale = self.stale
         if self.stale_rows:
             cand = np.array(self.stale_rows)
             cand = cand[table.alive[cand]]
-            if exclude is not None:
-                cand = cand[cand != exclude]
             if cand.size:
                 cand = cand[mask(cand)]
             if cand.size:
-                found = _best_of(self.keys, table, cand)
+                stale_best = _two_best(self.keys, table, cand)
         rows, pos, chunk = self.rows, cursor.pos, _FIRST_CHUNK
-        fresh = None
-        while pos < rows.size:
+        fresh: list[int] = []
+        first_pos = None
+        while pos < rows.size and len(fresh) < 2:
             part = rows[pos:pos + chunk]
-            ok = ~stale[part]
-            if exclude is not None:
-                ok &= part != exclude
-            sub = part[ok]
-            if sub.size:
-                hits = mask(sub)
-                if hits.any():
-                    fresh = int(sub[int(np.argmax(hits))])
-                    pos += int(np.flatnonzero(part == fresh)[0])
-                    break
+            sub_pos = np.flatnonzero(~stale[part])
+            if sub_pos.size:
+                hits = sub_pos[mask(part[sub_pos])]
+                for h in hits[:2 - len(fresh)]:
+                    if first_pos is None:
+                        first_pos = pos + int(h)
+                    fresh.append(int(part[h]))
             pos += part.size
             chunk *= 2
-        if exclude is None:
-            cursor.pos = pos
-        if fresh is not None:
-            key = _key_of(self.keys, table, fresh)
-            if found is None or _before(key, found[1]):
-                found = (fresh, key)
-        return found
+        cursor.pos = first_pos if first_pos is not None else rows.size
+        ranked = stale_best + [(r, _key_of(self.keys, table, r)) for r in fresh]
+        ranked.sort(key=lambda item: _order(item[1]))
+        return (ranked[0] if ranked else None), (ranked[1] if len(ranked) > 1 else None)
+
+
+def _order(key: tuple) -> tuple:
+    return (-key[0], -key[1], -key[2], key[3])
+
+
+def _two_best(keys, table, cand) -> list:
+    """The best two of rows ``cand`` with their keys."""
+    pre, jr, post = keys(table.rows(cand), cand.size)
+    out = []
+    left = np.arange(cand.size)
+    for _ in range(2):
+        if not left.size:
+            break
+        best = left
+        for part in (pre, jr, post):
+            if best.size == 1:
+                break
+            sub = part[best]
+            best = best[sub == sub.max()]
+        if best.size > 1:
+            best = best[np.argmin(table.name_rank[cand[best]])]
+        k = int(np.ravel(best)[0])
+        row = int(cand[k])
+        out.append((row, (float(pre[k]), float(jr[k]), float(post[k]),
+                          int(table.name_rank[row]))))
+        left = left[left != k]
+    return out
 
 
 def _key_of(keys, table, row: int) -> tuple:
     pre, jr, post = keys(table.rows(np.array([row])), 1)
     return (float(pre[0]), float(jr[0]), float(post[0]), int(table.name_rank[row]))
-
-
-def _best_of(keys, table, cand):
-    pre, jr, post = keys(table.rows(cand), cand.size)
-    best = np.arange(cand.size)
-    for part in (pre, jr, post):
-        if best.size == 1:
-            break
-        sub = part[best]
-        best = best[sub == sub.max()]
-    if best.size > 1:
-        best = best[np.argmin(table.name_rank[cand[best]])]
-    k = int(np.ravel(best)[0])
-    row = int(cand[k])
-    return row, (float(pre[k]), float(jr[k]), float(post[k]), int(table.name_rank[row]))
-
-
-def _before(a: tuple, b: tuple) -> bool:
-    """Is key ``a`` (pre, jr, post, name rank) better than ``b``? (Higher ranks first.)"""
-    return (-a[0], -a[1], -a[2], a[3]) < (-b[0], -b[1], -b[2], b[3])

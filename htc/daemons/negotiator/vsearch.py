@@ -208,7 +208,7 @@ class VectorSearch:
 
     def _best(self, rs, plan, used, limit):
         order = self._shared(plan)
-        found = order.best(plan.cursor, lambda idx: self._mask(plan, idx))
+        found, second = order.best(plan.cursor, lambda idx: self._mask(plan, idx))
         if found is None:
             return None, False, False
         row, (pre, jr, post, _name) = found
@@ -219,7 +219,7 @@ class VectorSearch:
         slot = self.table.slots[row]
         carve = plan.wants if slot.partitionable else None
         key = (-pre, -jr, -post, -PreemptState.NONE, -WORST_RANK, slot.name)
-        self._turn = (rs, row, "later", False)
+        self._turn = (rs, row, None if second is None else second[1], False)
         return (key, slot, cost, carve), True, False
 
     def _full_best(self, rs, plan, used, limit):
@@ -262,10 +262,6 @@ class VectorSearch:
         _rs, row, other, limited = turn
         if limited or table.slots[row] is not slot:
             return 0
-        if other == "later":  # the best other candidate: other slots have not changed
-            order = self._shared(plan)
-            found = order.best(plan.cursor, lambda idx: self._mask(plan, idx), exclude=row)
-            other = None if found is None else found[1]
         n = len(states)
         carved = {}
         for k, lname in enumerate(("cpus", "memory", "disk")):
