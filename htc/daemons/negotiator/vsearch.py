@@ -297,8 +297,8 @@ class VectorSearch:
         if self.enabled and self._table(pool) is not None:
             try:
                 plan = self._compile(rs)
-            except (Unsupported, Inexact):
-                plan = None
+            except (Unsupported, Inexact, RecursionError):
+                plan = None  # (a 700-term || nests deeper than the compilers recurse)
         self._plans[id(rs)] = (rs, plan)
         return plan
 
@@ -400,8 +400,8 @@ class VectorSearch:
         if hit is None:
             try:
                 hit = build()
-            except (Unsupported, Inexact) as exc:
-                hit = Unsupported(str(exc))
+            except (Unsupported, Inexact, RecursionError) as exc:
+                hit = Unsupported(str(exc) or type(exc).__name__)
             self._compiled[key] = hit
         if isinstance(hit, Unsupported):
             raise hit
