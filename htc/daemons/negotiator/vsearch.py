@@ -18,10 +18,11 @@ the ClassAd evaluator and shared by every request whose job agrees on the values
 (``static`` columns, keyed by the clause text and the projection of the job). Otherwise the
 request falls back to the scalar search.
 
-**A turn** (:meth:`VectorSearch.best`): the rows whose static verdicts hold, that are still
-free, that fit the request's (literal) carve and whose compiled clauses hold; their keys (pre
-rank, job rank, post rank, name order) sorted with ``np.lexsort``; the first whose cost the
-submitter's limit permits wins, exactly as the scalar walk decides.
+**A turn** (:meth:`VectorSearch.best`): the request's mask (free, static verdicts, fit to
+its literal carve, compiled clauses) applied along the best-first order shared by the
+requests that rank alike (:mod:`.vorder`), which gives the best matching slot and the
+runner-up; when the submitter's limit refuses the best, every candidate is sorted with
+``np.lexsort`` and the first the limit permits wins, exactly as the scalar walk decides.
 
 **A run** (:meth:`VectorSearch.extend`): after a carve from a partitionable slot, the
 resource states of the next steps come from the exact numeric stepping of :mod:`.runs`; the
