@@ -29,11 +29,18 @@ Usage::
     python benchmarks/negotiator_bench.py --scaling 1000,5000,10000
     python benchmarks/negotiator_bench.py --policy UPDOWN # the Up-Down policy instead
     python benchmarks/negotiator_bench.py --case 1 --profile 10  # where the time goes
+    python benchmarks/negotiator_bench.py --case 2 --scalar      # without the slot columns
+
+Each case also prints a digest of its matches (submitter, autocluster, job, slot, carve, in
+order): the same digest with and without ``--scalar`` (or before and after a change) means
+the same matches.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 import random
 import time
 
@@ -43,6 +50,7 @@ from htc.daemons.negotiator.core import Negotiator
 from htc.daemons.negotiator.events import NotifyMatch, PoolAds, RequestsReceived, Wakeup
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.submitters import SubmitterAd
+from htc.daemons.negotiator.vsearch import VectorSearch
 
 DESKTOP_START = "(KeyboardIdle > 15 * 60) && (LoadAvg < 0.3)"
 JOB_REQUIREMENTS = (
@@ -125,8 +133,8 @@ def make_requests(autoclusters: int, rng: random.Random, users: int = USERS, job
     return subs, by_key, shapes
 
 
-def one_cycle(slots, subs, requests, policy: str) -> tuple[float, float, int, object]:
-    """Run one cycle through the core; return (PoolAds s, matchmaking s, matches, stats)."""
+def one_cycle(slots, subs, requests, policy: str) -> tuple[float, float, int, object, str]:
+    """Run one cycle through the core; return (PoolAds s, matchmaking s, matches, stats, digest)."""
     neg = Negotiator(NegotiatorSettings(policy=policy), now=0.0)
     neg.handle(Wakeup(), 0.0)
     t0 = time.process_time()
@@ -138,8 +146,11 @@ def one_cycle(slots, subs, requests, policy: str) -> tuple[float, float, int, ob
         actions = neg.handle(RequestsReceived(1, ask.schedd, ask.submitter,
                                               tuple(requests[(ask.schedd, ask.submitter)])), 1.0)
     t_match = time.process_time() - t0
-    matches = sum(isinstance(a, NotifyMatch) for a in actions)
-    return t_pool, t_match, matches, neg.statistics().last_cycle
+    found = [a.match for a in actions if isinstance(a, NotifyMatch)]
+    digest = hashlib.sha256("\n".join(
+        f"{m.submitter} {m.autocluster_id} {m.job_id} {m.slot_name} {m.carved}"
+        for m in found).encode()).hexdigest()[:16]
+    return t_pool, t_match, len(found), neg.statistics().last_cycle, digest
 
 
 def classad2_match_cost(slots, requests, rng: random.Random, pairs: int = 20_000) -> float:
@@ -159,7 +170,7 @@ def classad2_match_cost(slots, requests, rng: random.Random, pairs: int = 20_000
 
 def report(title: str, slots, subs, requests, n_ac: int, cost: float, policy: str) -> float:
     """Print one case; return its cycle time."""
-    t_pool, t_match, matches, stats = one_cycle(slots, subs, requests, policy)
+    t_pool, t_match, matches, stats, digest = one_cycle(slots, subs, requests, policy)
     total = t_pool + t_match
     idle = sum(s.idle_jobs for s in subs)
     oracle = n_ac * len(slots) * cost
@@ -169,6 +180,8 @@ def report(title: str, slots, subs, requests, n_ac: int, cost: float, policy: st
     print(f"  PoolAds {t_pool:.2f} s + matchmaking {t_match:.2f} s = cycle {total:.2f} s; "
           f"{matches:,} matches = {matches / total:,.0f} matches/s; "
           f"{stats.pie_spins} pie spins, rejections {dict(stats.rejections_by_reason)}")
+    print(f"  matches digest {digest}; slot columns {'on' if VectorSearch.enabled else 'off'}; "
+          f"load average {os.getloadavg()[0]:.1f}")
     print(f"  classad2 symmetric match: {cost * 1e6:.2f} us/pair; autoclusters x slots x cost = "
           f"{oracle:.1f} s; cycle / that = {total / oracle:.4f}")
     return total
@@ -185,7 +198,10 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="run the cases under cProfile and print its top N by own time "
                              "(where the cycle's time goes; the times printed are inflated)")
+    parser.add_argument("--scalar", action="store_true",
+                        help="search slot by class as before the slot columns (the comparison)")
     args = parser.parse_args()
+    VectorSearch.enabled = not args.scalar
     if args.profile:
         import cProfile
         import pstats
@@ -220,7 +236,7 @@ def _run(args) -> None:
         for n in sizes:
             pool = make_pool(n, random.Random(args.seed + n))
             cost = classad2_match_cost(pool, requests, random.Random(args.seed), pairs=5_000)
-            t_pool, t_match, matches, _ = one_cycle(pool, subs, requests, args.policy)
+            t_pool, t_match, matches, _, _ = one_cycle(pool, subs, requests, args.policy)
             total = t_pool + t_match
             cores = sum(ad["Cpus"] for ad in pool)
             print(f"| {n:,} | {cores:,} | {matches:,} | {total:.2f} | {matches / total:,.0f} | "

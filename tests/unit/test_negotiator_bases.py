@@ -13,6 +13,7 @@ from htc.classad import ClassAd, ExprTree, Undefined
 from htc.daemons.negotiator import slots as slots_module
 from htc.daemons.negotiator.bases import resource_comparison
 from htc.daemons.negotiator.search import IdleSearch
+from htc.daemons.negotiator.vsearch import VectorSearch
 from htc.daemons.negotiator.settings import DEFAULT_PRE_JOB_RANK, NegotiatorSettings
 from htc.daemons.negotiator.slots import SlotPool
 from tests.unit.test_negotiator_core import claimed, make_job, make_slot, run_cycle
@@ -78,6 +79,7 @@ def test_a_comparison_it_cannot_decide_is_left_to_evaluation():
 
 
 def test_a_shrunk_partitionable_slot_keeps_its_base_and_is_rekeyed_without_closures(monkeypatch):
+    monkeypatch.setattr(VectorSearch, "enabled", False)  # the scalar search's internals
     pools, closures = [], []
     real_reclass, real_closure = SlotPool.reclass, slots_module.closure
 
@@ -106,6 +108,7 @@ def test_a_shrunk_partitionable_slot_keeps_its_base_and_is_rekeyed_without_closu
 def test_a_lane_passes_over_the_bases_a_clause_excludes_without_per_class_work(monkeypatch):
     """30 aarch64 slots and jobs that want X86_64: the Arch clause is decided once per base,
     for every lane, and no aarch64 class is looked at again by any of the lanes."""
+    monkeypatch.setattr(VectorSearch, "enabled", False)  # the scalar search's internals
     looked = []
     real = IdleSearch._job_accepts
 

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from htc.daemons.negotiator.search import IdleSearch
+from htc.daemons.negotiator.vsearch import VectorSearch
 from htc.daemons.negotiator.settings import DEFAULT_PRE_JOB_RANK, NegotiatorSettings
 from tests.unit.test_negotiator_core import claimed, make_job, make_slot, run_cycle
 
@@ -50,6 +51,7 @@ def _outcome(result):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_holding_a_carved_slot_changes_no_match(seed, monkeypatch):
+    monkeypatch.setattr(VectorSearch, "enabled", False)  # the scalar search's internals
     slots, requests, settings = _pool_and_jobs(seed)
     held, _ = run_cycle(slots, requests, settings=settings)
     monkeypatch.setattr(IdleSearch, "hold", _reclass_at_once)

@@ -8,6 +8,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 from htc.classad import ExprTree
 from htc.daemons.negotiator.search import IdleSearch
+from htc.daemons.negotiator.vsearch import VectorSearch
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import Slot, SlotClass
 from tests.unit.test_negotiator_core import make_job, make_slot, run_cycle
@@ -57,6 +58,7 @@ def test_an_expression_resource_or_request_is_evaluated():
 
 
 def test_a_lanes_first_heap_leaves_out_the_bases_it_excludes(monkeypatch):
+    monkeypatch.setattr(VectorSearch, "enabled", False)  # the scalar search's internals
     heaps = []
     real = IdleSearch._start_heap
 

@@ -10,6 +10,7 @@ import pytest
 from htc.daemons.negotiator import cycle as cycle_module
 from htc.daemons.negotiator.gc_pause import collector_paused
 from htc.daemons.negotiator.search import IdleSearch
+from htc.daemons.negotiator.vsearch import VectorSearch
 from tests.unit.test_negotiator_core import make_job, make_slot, run_cycle
 
 
@@ -23,13 +24,14 @@ def gc_state():
 
 def _seen_during_search(monkeypatch) -> list[bool]:
     seen: list[bool] = []
-    original = IdleSearch.best
+    for search in (IdleSearch, VectorSearch):
+        original = search.best
 
-    def spy(self, *args, **kwargs):
-        seen.append(gc.isenabled())
-        return original(self, *args, **kwargs)
+        def spy(self, *args, _original=original, **kwargs):
+            seen.append(gc.isenabled())
+            return _original(self, *args, **kwargs)
 
-    monkeypatch.setattr(IdleSearch, "best", spy)
+        monkeypatch.setattr(search, "best", spy)
     return seen
 
 

@@ -19,6 +19,7 @@ from htc.daemons.negotiator.preemption import submitter_limit_permits
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.settings import DEFAULT_PRE_JOB_RANK, NegotiatorSettings
 from htc.daemons.negotiator.slots import SlotPool, eval_rank
+from htc.daemons.negotiator.vsearch import VectorSearch
 from tests.unit.test_negotiator_core import claimed, make_job, make_slot, run_cycle
 
 _original_add = SlotPool.add
@@ -123,13 +124,14 @@ def test_the_search_matches_the_brute_force_reference(seed):
 
 def _brute_cycle(slots, requests, settings):
     """The cycle with the brute-force search, one job per search (no runs)."""
-    saved = IdleSearch.best, SlotPool.add, IdleSearch.runs
+    saved = IdleSearch.best, SlotPool.add, IdleSearch.runs, VectorSearch.enabled
     IdleSearch.best, SlotPool.add, IdleSearch.runs = _brute_best, _recording_add, False
+    VectorSearch.enabled = False  # the reference is the scalar search's
     try:
         _ALL.clear()
         slow, _ = run_cycle(slots, requests, settings=settings)
     finally:
-        IdleSearch.best, SlotPool.add, IdleSearch.runs = saved
+        IdleSearch.best, SlotPool.add, IdleSearch.runs, VectorSearch.enabled = saved
         _ALL.clear()
     return slow
 
@@ -146,11 +148,11 @@ def test_the_reference_is_exercised():
         calls.append(rs)
         return _brute_best(self, rs, pool, used, limit)
 
-    saved = IdleSearch.best, SlotPool.add
-    IdleSearch.best, SlotPool.add = spy, _recording_add
+    saved = IdleSearch.best, SlotPool.add, VectorSearch.enabled
+    IdleSearch.best, SlotPool.add, VectorSearch.enabled = spy, _recording_add, False
     try:
         result, _ = run_cycle(slots, requests, settings=_settings(rnd))
     finally:
-        IdleSearch.best, SlotPool.add = saved
+        IdleSearch.best, SlotPool.add, VectorSearch.enabled = saved
         _ALL.clear()
     assert calls and len(result.matches) == 5

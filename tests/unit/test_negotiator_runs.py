@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from htc.classad import ClassAd, ExprTree
-from htc.daemons.negotiator import cycle as cycle_module
 from htc.daemons.negotiator.runs import CONST, DEC, INC, direction
 from htc.daemons.negotiator.search import IdleSearch
+from htc.daemons.negotiator.vsearch import VectorSearch
 from htc.daemons.negotiator.settings import DEFAULT_PRE_JOB_RANK, NegotiatorSettings
 from tests.unit.test_negotiator_core import claimed, make_job, make_slot, run_cycle
 from tests.unit.test_negotiator_reference import _brute_cycle, _outcome
@@ -120,25 +121,29 @@ def test_runs_match_single_steps_and_the_reference(seed):
     assert _outcome(with_runs) == _outcome(slow)
 
 
-def test_a_run_hands_over_many_jobs_at_once(monkeypatch):
-    """A 64-core slot and 40 one-core jobs: one search, then one run of 39 (fails without runs)."""
+@pytest.mark.parametrize("vector", [False, True])
+def test_a_run_hands_over_many_jobs_at_once(monkeypatch, vector):
+    """A 64-core slot and 40 one-core jobs: one search, then one run of 39 (fails without runs),
+    by the scalar search and by the columns (:mod:`.vsearch`)."""
+    monkeypatch.setattr(VectorSearch, "enabled", vector)
     counted = []
-    real = cycle_module.extend_run
+    real = VectorSearch.extend
 
     def spy(*args):
         n = real(*args)
         counted.append(n)
         return n
 
-    monkeypatch.setattr(cycle_module, "extend_run", spy)
+    monkeypatch.setattr(VectorSearch, "extend", spy)
     searches = []
-    real_best = IdleSearch.best
+    search_class = VectorSearch if vector else IdleSearch
+    real_best = search_class.best
 
     def best(self, *args):
         searches.append(1)
         return real_best(self, *args)
 
-    monkeypatch.setattr(IdleSearch, "best", best)
+    monkeypatch.setattr(search_class, "best", best)
     slot = make_slot("slot1@big", Cpus=64, Memory=262144, PartitionableSlot=True)
     job = make_job("alice", exprs={"Rank": "TARGET.Memory"})
     result, acct = run_cycle([slot], {"alice@x": [(job, 40)]})

@@ -19,6 +19,10 @@ Modules:
 * ``cycle`` -- the matchmaking of one cycle: pie spins, per-submitter negotiation.
 * ``cycle_ad`` -- the Negotiator ad's ``LastNegotiationCycle<Name><X>`` statistics, as HTCondor's.
 * ``search`` -- the best idle slot for a request, class by class with shared caches.
+* ``vsearch`` -- the same search over slot columns with numpy (the cycle's search; ``search``
+  where it cannot compile a request), with ``columns`` (the free slots as arrays),
+  ``vexpr`` and ``vtyped`` (ClassAd expressions compiled to numpy, tagged and typed) and
+  ``vorder`` (best-first orders shared by requests that rank alike).
 * ``fitting`` -- what a partitionable slot can give a job: the request, fitting by arithmetic
   where the numbers are literals, the cost of a carve.
 * ``gc_pause`` -- Python's cyclic garbage collector held off for the length of a cycle.

@@ -53,13 +53,13 @@ from htc.daemons.negotiator.fair_share import order_submitters, pie_slices
 from htc.daemons.negotiator.gc_pause import collector_paused
 from htc.daemons.negotiator.groups import ROOT, allocate, build_tree, group_order
 from htc.daemons.negotiator.preemption import PreemptState, Rejection
-from htc.daemons.negotiator.runs import extend_run
-from htc.daemons.negotiator.search import IdleSearch, RequestState
+from htc.daemons.negotiator.search import RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as_classad, expr_refs,
                                           number, same_type, slot_weight)
 from htc.daemons.negotiator.submitters import SubmitterAd, accounting_group_of
 from htc.daemons.negotiator.updown import entity_of, order_by_index
+from htc.daemons.negotiator.vsearch import VectorSearch
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ class _Cycle:
         self.share_limited: set[str] = set()
         self.pie_left = 0.0
         self.free = 0  # untaken candidate slots
-        self.search = IdleSearch(settings)
+        self.search = VectorSearch(settings)  # by columns, scalar where it must (vsearch)
         self.claimed = ClaimedSearch(settings, accountant, now)
         self.claim_seq = 0
         self.skipped: list[str] = []
@@ -281,6 +281,7 @@ class _Cycle:
         if carve is None:
             self.acct.add_match(entry.name, slot.name, cost, self.now)
             pool.take(slot)
+            self.search.changed(slot)
             self.free -= 1
             self.search.taken_count += 1
             return
@@ -298,7 +299,9 @@ class _Cycle:
         if (number(ad, "Cpus", 1.0) or 0.0) < 1.0 or (number(ad, "Memory", 1.0) or 0.0) <= 0:
             pool.take(slot)
             self.free -= 1
+            self.search.changed(slot)
         else:
+            self.search.changed(slot)
             self.search.hold(rs, slot, pool)  # re-classed when rs is done with it
 
     def spin_groups(self, entries: list[_Entry], pool: SlotPool, pool_weight: float,
@@ -466,7 +469,7 @@ class _Cycle:
                 self.pie_left -= cost
                 if carve is not None and state is PreemptState.NONE:
                     # the next jobs of a run from the held p-slot, at once (:mod:`.runs`)
-                    for _ in range(extend_run(
+                    for _ in range(self.search.extend(
                             self, rs, pool, slot, cost, carve, used, limit, used_unclaimed,
                             limit_unclaimed, None if max_matches is None else max_matches - made)):
                         made += 1

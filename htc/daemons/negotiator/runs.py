@@ -324,15 +324,24 @@ def _key_prefix(analysis, first_key, top, key_at, n: int) -> int:
     return n if first_key[3:] < top[3:] else 0
 
 
-def extend_run(cycle, rs, pool, slot, cost, carve, used, limit, used_u, limit_u, budget) -> int:
+def extend_run(cycle, search, rs, pool, slot, cost, carve, used, limit, used_u, limit_u,
+               budget) -> int:
     """After a carve of the held ``slot`` for ``rs``, commit the further matches the one-step
-    loop would make from it; return how many (0: none, the loop goes on as before)."""
-    search = cycle.search
+    loop would make from it; return how many (0: none, the loop goes on as before).
+    ``search`` is the cycle's scalar search (:class:`~.search.IdleSearch`)."""
     if not search.runs or search.hot is None or search.hot[0] is not rs or search.hot[1] is not slot:
         return 0
     states = run_length(search, rs, slot, pool, cost, carve, used, limit, used_u, limit_u, budget)
     if not states:
         return 0
+    search.runs_made += 1
+    return commit_run(cycle, search, rs, pool, slot, cost, carve, states)
+
+
+def commit_run(cycle, search, rs, pool, slot, cost, carve, states) -> int:
+    """Commit one match per resource state in ``states`` (the slot's size before each carve)
+    as the one-step loop would: a :class:`~.cycle.Match` and an accountant charge each, the
+    slot's new size set once; returns how many."""
     from htc.daemons.negotiator.cycle import Match
 
     entry = rs.entry.ad
@@ -358,7 +367,6 @@ def extend_run(cycle, rs, pool, slot, cost, carve, used, limit, used_u, limit_u,
     last = states[-1]
     _set(ad, [None if h is None else same_type(h, h - w) for h, w in zip(last, carve)])
     slot.weight = slot_weight(ad, cycle.s.use_slot_weights)
-    search.runs_made += 1
     search.run_jobs += len(states)
     if (number(ad, "Cpus", 1.0) or 0.0) < 1.0 or (number(ad, "Memory", 1.0) or 0.0) <= 0:
         pool.take(slot)  # as make_match does; the slot stays "hot" until the next search

@@ -1,0 +1,142 @@
+"""The free slots of one cycle as columns: one array per slot attribute matching reads.
+
+Theory of operation
+-------------------
+The vector search (:mod:`.vsearch`) looks at every free slot at once. :class:`SlotTable` keeps
+the cycle's unclaimed slots in rows (row ``i`` is ``slots[i]``) and builds, on first need, one
+column per attribute name: a ``(tags, values)`` pair of arrays in :mod:`.vexpr`'s encoding
+(UNDEFINED, ERROR, boolean, integer or real literal; MISSING where the slot does not define
+the name). A slot whose attribute is an expression or a string makes the column unusable
+(:class:`~.vexpr.Unsupported`): whatever reads it is decided the scalar way.
+
+``Cpus``, ``Memory`` and ``Disk`` are the carved columns: mutable, updated from the slot's ad
+after every match on it (:meth:`SlotTable.update`), as is the ``alive`` mask (a slot taken or
+used up leaves it). Other columns never change during a cycle. The slot names' sort order is
+a column of integers (``name_rank``), so the last tie-break of the key is an integer compare.
+
+:meth:`SlotTable.rows` gives an environment over some rows (all, or a few), optionally with
+the carved columns replaced by given values: that is how a run evaluates one slot at the
+sizes of its next steps in one call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from htc.classad.ast import Literal
+from htc.daemons.negotiator.slots import CARVED
+from htc.daemons.negotiator.vexpr import MISSING, Unsupported, scalar
+
+_CARVED_ORDER = ("cpus", "memory", "disk")
+
+
+class SlotTable:
+    """The unclaimed free slots of a cycle as columns (see the module docstring)."""
+
+    def __init__(self, slots: list):
+        self.slots = slots
+        self.row_of = {id(slot): i for i, slot in enumerate(slots)}
+        n = len(slots)
+        self.alive = np.array([not slot.taken for slot in slots], dtype=bool)
+        self.partitionable = np.array([slot.partitionable for slot in slots], dtype=bool)
+        order = sorted(range(n), key=lambda i: slots[i].name)
+        self.name_rank = np.empty(n, dtype=np.int64)
+        self.name_rank[order] = np.arange(n)
+        self.post = np.array([slot.post for slot in slots], dtype=float)
+        self.weight = np.array([slot.weight for slot in slots], dtype=float)
+        self._columns: dict[str, tuple] = {}
+        self._bad: set[str] = set()
+        self._uniform: dict[str, int | None] = {}  # name -> the one tag of its column
+        #: grows when a carve changes the type of a carved column (compiled plans go stale)
+        self.epoch = 0
+        #: rows in the order matches changed them (shared orders read it, see .vorder)
+        self.log: list[int] = []
+        #: the carved resources as plain numbers (NaN: the slot does not say), for fitting
+        self.res = np.full((3, n), np.nan)
+        for i, slot in enumerate(slots):
+            self._read_res(i, slot)
+
+    def _read_res(self, i: int, slot) -> None:
+        exprs = slot.ad._exprs
+        for k, name in enumerate(_CARVED_ORDER):
+            node = exprs.get(name)
+            if node is None:
+                self.res[k, i] = np.nan
+            elif node.__class__ is Literal and node.value.__class__ in (int, float):
+                self.res[k, i] = node.value
+            else:
+                raise Unsupported(f"{slot.name}: {name} is not a number")
+
+    def column(self, lname: str) -> tuple[np.ndarray, np.ndarray]:
+        """The ``(tags, values)`` column of one attribute over all rows."""
+        col = self._columns.get(lname)
+        if col is None:
+            if lname in self._bad:
+                raise Unsupported(f"slot attribute {lname}")
+            n = len(self.slots)
+            tags = np.full(n, MISSING, dtype=np.int8)
+            values = np.zeros(n)
+            try:
+                for i, slot in enumerate(self.slots):
+                    node = slot.ad._exprs.get(lname)
+                    if node is None:
+                        continue
+                    if node.__class__ is not Literal:
+                        raise Unsupported(f"slot attribute {lname} is an expression")
+                    tags[i], values[i] = scalar(node.value)
+            except Unsupported:
+                self._bad.add(lname)
+                raise
+            col = self._columns[lname] = (tags, values)
+        return col
+
+    def uniform(self, lname: str) -> int | None:
+        """The tag every row of a column has (MISSING: no slot defines it), or None."""
+        if lname not in self._uniform:
+            tags = self.column(lname)[0]
+            first = int(tags[0]) if tags.size else MISSING
+            self._uniform[lname] = first if (tags == first).all() else None
+        return self._uniform[lname]
+
+    def update(self, slot) -> None:
+        """Read a slot's carved resources and its state again (after a match on it)."""
+        i = self.row_of.get(id(slot))
+        if i is None:
+            return
+        self.log.append(i)
+        self.alive[i] = not slot.taken
+        self._read_res(i, slot)
+        self.weight[i] = slot.weight
+        exprs = slot.ad._exprs
+        for lname in CARVED:
+            col = self._columns.get(lname)
+            if col is not None:
+                node = exprs.get(lname)
+                col[0][i], col[1][i] = (MISSING, 0.0) if node is None else scalar(node.value)
+                if self._uniform.get(lname, col[0][i]) not in (None, col[0][i]):
+                    self._uniform[lname] = None
+                    self.epoch += 1
+
+    def rows(self, index=None, carved=None) -> Rows:
+        """An environment over ``index`` (None: every row), the carved columns optionally
+        replaced by ``carved``: ``{"cpus": (tags, values), ...}`` for those rows."""
+        return Rows(self, index, carved)
+
+
+class Rows:
+    """Some rows of a :class:`SlotTable`, as compiled expressions read them."""
+
+    __slots__ = ("table", "index", "carved")
+
+    def __init__(self, table: SlotTable, index, carved):
+        self.table = table
+        self.index = index
+        self.carved = carved
+
+    def column(self, lname: str):
+        if self.carved is not None and lname in CARVED:
+            return self.carved[lname]
+        tags, values = self.table.column(lname)
+        if self.index is None:
+            return tags, values
+        return tags[self.index], values[self.index]

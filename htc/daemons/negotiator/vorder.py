@@ -1,0 +1,149 @@
+"""A best-first order of the free slots, shared by the requests that rank slots alike.
+
+Theory of operation
+-------------------
+A request's best slot is the first slot, in the order of the key (pre-job rank, job ``Rank``,
+post-job rank, name), that matches it. The order depends on the ranks and on the job values
+they read, not on the request's ``Requirements`` or size, so requests that rank alike (the
+default ranks and a constant job ``Rank``: nearly everybody) share one :class:`SharedOrder`,
+sorted once with ``np.lexsort``.
+
+Slots change as they are carved. The order keeps the position it has read up to in the
+table's change log (:attr:`~.columns.SlotTable.log`); a row changed since it was sorted is
+*stale*: it is skipped in the sorted rows and evaluated afresh on every look (there are few:
+the slots carved since); past :data:`STALE_LIMIT` of them the order is sorted again.
+
+A look (:meth:`SharedOrder.best`) walks the sorted rows in growing chunks, testing each chunk
+with the request's vectorised mask, and compares the first match with the best stale row
+that matches. A request keeps its position in the sorted rows (:class:`Cursor`): a fresh row
+it passed over did not match it and cannot start to (it has not changed), so the next look
+starts where this one stopped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: stale rows an order tolerates before it is sorted again
+STALE_LIMIT = 384
+_FIRST_CHUNK = 32
+
+
+class Cursor:
+    """A request's position in one shared order (valid for one sorting of it)."""
+
+    __slots__ = ("order", "sorting", "pos")
+
+    def __init__(self, order):
+        self.order = order
+        self.sorting = -1
+        self.pos = 0
+
+
+class SharedOrder:
+    """The table's rows best first for one ranking (see the module docstring).
+
+    Args:
+        table: the :class:`~.columns.SlotTable`.
+        keys: ``(rows, n) -> (pre, job rank, post)`` arrays of the ranking.
+    """
+
+    def __init__(self, table, keys):
+        self.table = table
+        self.keys = keys
+        self.sorting = -1
+        self.sorts = 0
+        self._sort()
+
+    def _sort(self) -> None:
+        table = self.table
+        idx = np.flatnonzero(table.alive)
+        pre, jr, post = self.keys(table.rows(idx), idx.size)
+        self.rows = idx[np.lexsort((table.name_rank[idx], -post, -jr, -pre))]
+        self.pos = len(table.log)
+        self.stale = np.zeros(len(table.slots), dtype=bool)
+        self.stale_rows: list[int] = []
+        self.sorting += 1
+        self.sorts += 1
+
+    def sync(self) -> None:
+        """Take in the rows changed since the last look (re-sorting when too many)."""
+        log = self.table.log
+        if len(log) == self.pos:
+            return
+        stale, rows = self.stale, self.stale_rows
+        for r in log[self.pos:]:
+            if not stale[r]:
+                stale[r] = True
+                rows.append(r)
+        self.pos = len(log)
+        if len(rows) > STALE_LIMIT:
+            self._sort()
+
+    def best(self, cursor: Cursor, mask):
+        """The two best rows ``mask`` (``rows -> bool array``) accepts, each as ``(row, (pre,
+        jr, post, name rank))`` or None. Moves ``cursor`` up to the first fresh match."""
+        self.sync()
+        table = self.table
+        if cursor.sorting != self.sorting:
+            cursor.sorting, cursor.pos = self.sorting, 0
+        stale_best = []
+        stale = self.stale
+        if self.stale_rows:
+            cand = np.array(self.stale_rows)
+            cand = cand[table.alive[cand]]
+            if cand.size:
+                cand = cand[mask(cand)]
+            if cand.size:
+                stale_best = _two_best(self.keys, table, cand)
+        rows, pos, chunk = self.rows, cursor.pos, _FIRST_CHUNK
+        fresh: list[int] = []
+        first_pos = None
+        while pos < rows.size and len(fresh) < 2:
+            part = rows[pos:pos + chunk]
+            sub_pos = np.flatnonzero(~stale[part])
+            if sub_pos.size:
+                hits = sub_pos[mask(part[sub_pos])]
+                for h in hits[:2 - len(fresh)]:
+                    if first_pos is None:
+                        first_pos = pos + int(h)
+                    fresh.append(int(part[h]))
+            pos += part.size
+            chunk *= 2
+        cursor.pos = first_pos if first_pos is not None else rows.size
+        ranked = stale_best + [(r, _key_of(self.keys, table, r)) for r in fresh]
+        ranked.sort(key=lambda item: _order(item[1]))
+        return (ranked[0] if ranked else None), (ranked[1] if len(ranked) > 1 else None)
+
+
+def _order(key: tuple) -> tuple:
+    return (-key[0], -key[1], -key[2], key[3])
+
+
+def _two_best(keys, table, cand) -> list:
+    """The best two of rows ``cand`` with their keys."""
+    pre, jr, post = keys(table.rows(cand), cand.size)
+    out = []
+    left = np.arange(cand.size)
+    for _ in range(2):
+        if not left.size:
+            break
+        best = left
+        for part in (pre, jr, post):
+            if best.size == 1:
+                break
+            sub = part[best]
+            best = best[sub == sub.max()]
+        if best.size > 1:
+            best = best[np.argmin(table.name_rank[cand[best]])]
+        k = int(np.ravel(best)[0])
+        row = int(cand[k])
+        out.append((row, (float(pre[k]), float(jr[k]), float(post[k]),
+                          int(table.name_rank[row]))))
+        left = left[left != k]
+    return out
+
+
+def _key_of(keys, table, row: int) -> tuple:
+    pre, jr, post = keys(table.rows(np.array([row])), 1)
+    return (float(pre[0]), float(jr[0]), float(post[0]), int(table.name_rank[row]))

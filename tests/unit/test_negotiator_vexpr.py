@@ -1,0 +1,141 @@
+"""The compiled column expressions of the vector search evaluate as ClassAd does (issue #19,
+"Fast"): random expressions over random slot and job ads (integers, reals, booleans,
+UNDEFINED and ERROR literals, missing attributes, mixed types in one column), each compiled
+by :mod:`htc.daemons.negotiator.vexpr` (tagged) and :mod:`htc.daemons.negotiator.vtyped`
+(typed), compared slot by slot with ``ExprTree.eval``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+from htc.classad import ClassAd, ExprTree
+from htc.daemons.negotiator.columns import SlotTable
+from htc.daemons.negotiator.slots import Slot
+from htc.daemons.negotiator.vexpr import (Inexact, Unsupported, compile_vector, holds, ranks,
+                                          scalar)
+from htc.daemons.negotiator.vtyped import compile_typed
+
+_VALUES = st.one_of(st.integers(-5, 5), st.sampled_from([0.0, 0.5, -2.5, 3.0, 1e308]),
+                    st.booleans(), st.sampled_from(["undefined", "error", None]))
+_SLOT_NAMES = ["A", "B", "Cpus", "Memory"]
+_JOB_NAMES = ["J", "K", "A"]  # A: a name both ads may define
+
+
+def _literal(v) -> str:
+    if v is True or v is False:
+        return "true" if v else "false"
+    return repr(v) if not isinstance(v, str) else v
+
+
+@st.composite
+def _expr(draw, depth=0):
+    if depth > 3 or draw(st.integers(0, 3)) == 0:
+        kind = draw(st.integers(0, 3))
+        if kind == 0:
+            v = draw(_VALUES)
+            return "undefined" if v is None else _literal(v)
+        name = draw(st.sampled_from(_SLOT_NAMES + _JOB_NAMES + ["X"]))
+        return draw(st.sampled_from([name, f"TARGET.{name}", f"MY.{name}"]))
+    op = draw(st.sampled_from(["+", "-", "*", "/", "<", "<=", ">", ">=", "==", "!=", "=?=",
+                               "=!=", "&&", "||", "!", "neg", "?:"]))
+    if op == "!":
+        return f"!({draw(_expr(depth + 1))})"
+    if op == "neg":
+        return f"-({draw(_expr(depth + 1))})"
+    if op == "?:":
+        return (f"(({draw(_expr(depth + 1))}) ? ({draw(_expr(depth + 1))}) : "
+                f"({draw(_expr(depth + 1))}))")
+    return f"(({draw(_expr(depth + 1))}) {op} ({draw(_expr(depth + 1))}))"
+
+
+@st.composite
+def _ad(draw, names, uniform):
+    values = {}
+    for name in names:
+        v = draw(uniform[name] if uniform else _VALUES)
+        if v is not None:
+            values[name] = v
+    text = "; ".join(f"{k} = {_literal(v)}" for k, v in values.items())
+    return ClassAd(f"[ {text} ]")
+
+
+def _same(a, b) -> bool:
+    if a[0] != b[0]:
+        return False
+    if a[0] < 2:  # UNDEFINED, ERROR: no value
+        return True
+    return a[1] == b[1] or (math.isnan(a[1]) and math.isnan(b[1]))
+
+
+def _check(text, slots, job, slot_is_my):
+    expr = ExprTree(text)
+    try:
+        table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    except Unsupported:
+        return  # Cpus, Memory or Disk not a number: the search does not build a table then
+    rows = table.rows()
+    expected = []
+    for ad in slots:
+        value = expr.eval(ad, job) if slot_is_my else expr.eval(job, ad)
+        try:
+            expected.append(scalar(value))
+        except Unsupported:
+            return  # a type the compiler never sees (a string): nothing to compare
+    try:
+        tags, values = compile_vector(expr.node, job, slot_is_my)(rows)
+    except (Unsupported, Inexact):
+        tags = None
+    if tags is not None:
+        tags = np.broadcast_to(np.asarray(tags), (len(slots),))
+        values = np.broadcast_to(np.asarray(values, dtype=float), (len(slots),))
+        got = [(int(t), float(v)) for t, v in zip(tags, values)]
+        assert all(_same(g, e) for g, e in zip(got, expected)), (text, got, expected)
+        # what the search derives from the values
+        held = holds((tags, values))
+        assert list(held) == [e[0] >= 2 and e[1] != 0 for e in expected]
+        ranked = ranks((tags, values), -1.0)
+        assert all(_same((4, r), (4, e[1] if e[0] >= 2 and not math.isnan(e[1]) else -1.0))
+                   for r, e in zip(ranked, expected))
+    try:
+        tag, fn = compile_typed(expr.node, job, slot_is_my, table)
+        values = fn(rows)
+    except (Unsupported, Inexact):
+        return
+    values = np.broadcast_to(np.asarray(values, dtype=float), (len(slots),))
+    got = [(tag, float(v)) for v in values]
+    assert all(_same(g, e) for g, e in zip(got, expected)), ("typed", text, got, expected)
+
+
+@hsettings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=_expr(), slots=st.lists(_ad(_SLOT_NAMES, None), min_size=1, max_size=6),
+       job=_ad(_JOB_NAMES, None), slot_is_my=st.booleans())
+def test_compiled_expressions_evaluate_as_classad_does(text, slots, job, slot_is_my):
+    _check(text, slots, job, slot_is_my)
+
+
+_UNIFORM = {"A": st.integers(-3, 3), "B": st.sampled_from([0.5, 2.0, -1.5]),
+            "Cpus": st.integers(0, 8), "Memory": st.integers(0, 4096),
+            "J": st.integers(-3, 3), "K": st.sampled_from([0.0, 1.5]), "X": st.none()}
+
+
+@hsettings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=_expr(), slots=st.lists(_ad(_SLOT_NAMES, _UNIFORM), min_size=1, max_size=6),
+       job=_ad(_JOB_NAMES, _UNIFORM), slot_is_my=st.booleans())
+def test_uniform_columns_take_the_typed_form_and_agree(text, slots, job, slot_is_my):
+    """Columns of one type each (a real pool's): the typed form applies, and agrees."""
+    _check(text, slots, job, slot_is_my)
+
+
+def test_the_typed_form_takes_the_default_pre_job_rank():
+    from htc.daemons.negotiator.settings import DEFAULT_PRE_JOB_RANK
+
+    slots = [ClassAd({"Cpus": c, "Memory": m, "Rank": 0.0}) for c, m in ((8, 4096), (2, 512))]
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    job = ClassAd({"RequestCpus": 1})
+    tag, fn = compile_typed(ExprTree(DEFAULT_PRE_JOB_RANK).node, job, True, table)
+    assert list(fn(table.rows())) == [
+        ExprTree(DEFAULT_PRE_JOB_RANK).eval(ad, job) for ad in slots]

@@ -1,0 +1,88 @@
+"""The vector search (slot columns, :mod:`htc.daemons.negotiator.vsearch`) makes the matches of
+the scalar search and of the brute-force reference, whole cycle by whole cycle (issue #19,
+"Fast"): random pools of partitionable and static slots without preemption candidates (so
+that the columns take them), random job shapes, ranks and policies."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+from htc.daemons.negotiator.settings import NegotiatorSettings
+from htc.daemons.negotiator.vsearch import VectorSearch
+from tests.unit.test_negotiator_core import make_job, make_slot, run_cycle
+from tests.unit.test_negotiator_reference import _brute_cycle, _outcome, _requests, _settings
+
+
+def _pool(rnd: random.Random):
+    starts = ["True", "True", 'TARGET.Owner != "carol"', "KeyboardIdle > 600",
+              "TARGET.RequestCpus < 3"]
+    if rnd.random() < 0.2:
+        starts.append("TARGET.RequestMemory <= Memory / 2")  # reads a carved resource
+    slots = []
+    for n in range(rnd.randint(2, 24)):
+        slot = make_slot(f"slot1@m{n:02d}", Cpus=rnd.choice([1, 2, 4, 8, 16]),
+                         Memory=rnd.choice([1024, 2048, 8192, 32768]),
+                         Disk=rnd.choice([10_000, 100_000, 1_000_000]),
+                         KFlops=rnd.choice([1000, 2000]), KeyboardIdle=rnd.choice([0, 3600]),
+                         Arch=rnd.choice(["X86_64"] * 4 + ["aarch64"]),
+                         exprs={"Start": rnd.choice(starts)})
+        if rnd.random() < 0.7:
+            slot["PartitionableSlot"] = True
+        slots.append(slot)
+    return slots
+
+
+_TURNS = []
+
+
+def _counting(monkeypatch):
+    real = VectorSearch._best
+
+    def spy(self, *args):
+        found = real(self, *args)
+        _TURNS.append(1)
+        return found
+    monkeypatch.setattr(VectorSearch, "_best", spy)
+
+
+@hsettings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**32 - 1))
+def test_the_columns_make_the_matches_of_the_scalar_search_and_the_reference(seed):
+    rnd = random.Random(seed)
+    slots, requests, settings = _pool(rnd), _requests(rnd), _settings(rnd)
+    fast, _ = run_cycle(slots, requests, settings=settings)
+    saved = VectorSearch.enabled
+    VectorSearch.enabled = False
+    try:
+        scalar, _ = run_cycle(slots, requests, settings=settings)
+    finally:
+        VectorSearch.enabled = saved
+    assert _outcome(fast) == _outcome(scalar)
+    assert [m.slot_ad for m in fast.matches] == [m.slot_ad for m in scalar.matches]
+    assert fast.statistics.rejections_by_reason == scalar.statistics.rejections_by_reason
+    slow = _brute_cycle(slots, requests, settings)
+    assert _outcome(fast) == _outcome(slow)
+
+
+def test_the_columns_are_exercised(monkeypatch):
+    """The random pools above really go through the vector turns (most requests compile)."""
+    _TURNS.clear()
+    _counting(monkeypatch)
+    for seed in range(30):
+        rnd = random.Random(seed)
+        run_cycle(_pool(rnd), _requests(rnd), settings=_settings(rnd))
+    assert len(_TURNS) > 100
+
+
+def test_a_pool_with_preemption_candidates_is_left_to_the_scalar_search(monkeypatch):
+    from tests.unit.test_negotiator_core import claimed
+
+    _TURNS.clear()
+    _counting(monkeypatch)
+    slots = [make_slot("slot1@a", Cpus=8, Memory=8192, PartitionableSlot=True),
+             claimed(make_slot("slot1@b", Cpus=1, Memory=2048), "bob@x")]
+    settings = NegotiatorSettings(preemption_requirements="True")
+    result, _ = run_cycle(slots, {"alice@x": [(make_job("alice"), 3)]}, settings=settings)
+    assert len(result.matches) == 3 and not _TURNS
