@@ -276,14 +276,7 @@ class Runner:
                 deadline = self.run.next_deadline()
                 if deadline is not None:
                     timeout = max(0.0, min(timeout, deadline - time.time()))
-                for key, _ in sel.select(timeout):
-                    if key.fd == self.log_wake.fileno():
-                        self.log_wake.drain()  # the next step reads what the schedd wrote
-                        continue
-                    try:
-                        os.read(key.fd, 4096)
-                    except BlockingIOError:
-                        continue  # drained already
+                self._wait(sel, timeout)
         finally:
             self._restore(sel, rfd, wfd, old)
             self._sig = None
@@ -299,6 +292,31 @@ class Runner:
             except FileNotFoundError:
                 pass  # someone resumed meanwhile
         return self.exit_code if self.exit_code is not None else 1
+
+    def _wait(self, sel, timeout: float) -> None:
+        """Sleep until a signal, a write to the nodes log, a change of the halt file, or
+        ``timeout`` seconds. Writes to the folder's other files -- the manager's own
+        ``dagman.out`` lines above all, a few per step -- end no wait: each would cost a step
+        that finds nothing new in the log."""
+        end = time.monotonic() + timeout
+        while True:
+            ready = sel.select(max(0.0, end - time.monotonic()))
+            if not ready:
+                return  # the poll interval or the engine's deadline is up
+            for key, _ in ready:
+                if key.fd == self.log_wake.fileno():
+                    if self.log_wake.drain():
+                        return  # the schedd wrote the log: the next step reads it
+                    continue
+                try:
+                    os.read(key.fd, 4096)
+                except BlockingIOError:
+                    pass  # drained already; a signal woke the loop all the same
+                return
+            if self.halt_file and os.path.exists(self.halt_file) != self._halted:
+                return  # the halt file came or went: the next step sees it
+            if time.monotonic() >= end:
+                return
 
     def _step(self, now: float) -> bool:
         """One round: signals, scripts, the log, deadlines; True if anything happened."""

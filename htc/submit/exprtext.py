@@ -86,9 +86,20 @@ def _parse(text: str):
     return ad
 
 
-@functools.lru_cache(maxsize=4096)
+#: expressions that are their own canonical text: a string literal of plain characters, a
+#: non-negative integer of up to 18 digits (a DAG's ``+DAGNodeName = "n17"``, one per node)
+_SELF_CANONICAL = re.compile(r'(?:"[A-Za-z0-9_.:+/@, -]*"|0|[1-9][0-9]{0,17})\Z')
+
+
 def canonical(text: str) -> str | None:
     """The canonical old-syntax text of an expression, or None if it does not parse."""
+    if _SELF_CANONICAL.match(text):
+        return text  # what parsing and printing it would give, without either
+    return _canonical_parsed(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical_parsed(text: str) -> str | None:
     ad = _parse(text)
     if ad is None:
         return None

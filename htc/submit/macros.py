@@ -388,6 +388,24 @@ def default_macros(*, arch: str, opsys: str, opsys_and_ver: str = "", opsys_majo
     }
 
 
+#: (``os.environ``'s raw bytes, their decoded copy) of the last snapshot: a DAG manager takes one
+#: per node, and decoding every variable again costs more than comparing the raw bytes
+_ENVIRON_LAST: tuple[dict, dict[str, str]] | None = None
+
+
 def environ_snapshot(env: Mapping[str, str] | None) -> dict[str, str]:
-    """The environment a description is expanded against (a copy; ``os.environ`` if None)."""
-    return dict(os.environ if env is None else env)
+    """The environment a description is expanded against (a copy; ``os.environ`` if None).
+
+    ``os.environ`` is decoded again only when its raw bytes differ from the last snapshot's
+    (``os.environ._data``, which every change to ``os.environ`` goes through).
+    """
+    global _ENVIRON_LAST
+    if env is not None:
+        return dict(env)
+    raw = getattr(os.environ, "_data", None)
+    if not isinstance(raw, dict):
+        return dict(os.environ)
+    last = _ENVIRON_LAST
+    if last is None or last[0] != raw:
+        last = _ENVIRON_LAST = (dict(raw), dict(os.environ))
+    return dict(last[1])
