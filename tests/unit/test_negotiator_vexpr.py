@@ -117,6 +117,15 @@ def test_compiled_expressions_evaluate_as_classad_does(text, slots, job, slot_is
     _check(text, slots, job, slot_is_my)
 
 
+def test_a_real_divided_by_an_integer_negative_zero_is_minus_infinity():
+    """``0 * J`` with ``J = -1`` is the integer 0 (numpy's -0.0): -2.5 / it is -infinity, as
+    ClassAd says, not numpy's +infinity (then ERROR)."""
+    slot = ClassAd({"A": 0, "Cpus": 0, "Memory": 0})
+    job = ClassAd({"J": -1})
+    assert ExprTree("-2.5 / (0 * J)").eval(job, slot) == -math.inf
+    _check("-2.5 / (0 * J)", [slot], job, False)
+
+
 _UNIFORM = {"A": st.integers(-3, 3), "B": st.sampled_from([0.5, 2.0, -1.5]),
             "Cpus": st.integers(0, 8), "Memory": st.integers(0, 4096),
             "J": st.integers(-3, 3), "K": st.sampled_from([0.0, 1.5]), "X": st.none()}

@@ -201,6 +201,8 @@ def _arith(op: str, left, right):
             # x / 0.0: 0 and NaN give NaN, a positive x ERROR, a negative one -infinity
             realzero = reals & zero
             result = np.where(realzero & ((lv == 0) | np.isnan(lv)), np.nan, result)
+            # (numpy's sign follows a -0.0 divisor, ClassAd's only x: 0 * -1 is -0.0 here)
+            result = np.where(realzero & (lv < 0), -np.inf, result)
             tag = np.where(realzero & (lv > 0), ERROR, tag)
         if (ints & (np.abs(result) > _EXACT)).any():
             raise Inexact(op)

@@ -59,7 +59,13 @@ class SharedOrder:
         table = self.table
         idx = np.flatnonzero(table.alive)
         pre, jr, post = self.keys(table.rows(idx), idx.size)
-        self.rows = idx[np.lexsort((table.name_rank[idx], -post, -jr, -pre))]
+        order = np.lexsort((table.name_rank[idx], -post, -jr, -pre))
+        self.rows = idx[order]
+        # a fresh row's key is the one it was sorted by: kept by position, as Python floats
+        self.sorted_keys = (np.asarray(pre, dtype=float)[order].tolist(),
+                            np.asarray(jr, dtype=float)[order].tolist(),
+                            np.asarray(post, dtype=float)[order].tolist(),
+                            table.name_rank[self.rows].tolist())
         self.pos = len(table.log)
         self.stale = np.zeros(len(table.slots), dtype=bool)
         self.stale_rows: list[int] = []
@@ -104,14 +110,16 @@ class SharedOrder:
             sub_pos = np.flatnonzero(~stale[part])
             if sub_pos.size:
                 hits = sub_pos[mask(part[sub_pos])]
-                for h in hits[:2 - len(fresh)]:
+                for h in hits[:2 - len(fresh)].tolist():
                     if first_pos is None:
-                        first_pos = pos + int(h)
-                    fresh.append(int(part[h]))
+                        first_pos = pos + h
+                    fresh.append(pos + h)
             pos += part.size
             chunk *= 2
         cursor.pos = first_pos if first_pos is not None else rows.size
-        ranked = stale_best + [(r, _key_of(self.keys, table, r)) for r in fresh]
+        kpre, kjr, kpost, knames = self.sorted_keys
+        ranked = stale_best + [(int(rows[p]), (kpre[p], kjr[p], kpost[p], knames[p]))
+                               for p in fresh]
         ranked.sort(key=lambda item: _order(item[1]))
         return (ranked[0] if ranked else None), (ranked[1] if len(ranked) > 1 else None)
 
@@ -142,8 +150,3 @@ def _two_best(keys, table, cand) -> list:
                           int(table.name_rank[row]))))
         left = left[left != k]
     return out
-
-
-def _key_of(keys, table, row: int) -> tuple:
-    pre, jr, post = keys(table.rows(np.array([row])), 1)
-    return (float(pre[0]), float(jr[0]), float(post[0]), int(table.name_rank[row]))

@@ -56,12 +56,14 @@ class _Plan:
     """A request's compiled matching and ranking (see the module docstring)."""
 
     __slots__ = ("static", "clauses", "pre", "jr", "post", "wants", "cost", "epoch", "ranking",
-                 "cursor")
+                 "cursor", "mask", "log_pos")
 
     def __init__(self):
         self.static = None  # bool array: what does not change as slots shrink
         self.clauses = []  # compiled clauses reading a carved resource
         self.pre = self.jr = self.post = None  # functions rows -> rank array
+        self.mask = None  # bool per row: does it match now (see VectorSearch._current_mask)
+        self.log_pos = 0  # the table's change log read up to when ``mask`` was brought up
 
 
 class VectorSearch:
@@ -157,21 +159,42 @@ class VectorSearch:
 
     # ---------------------------------------------------------------- turns
 
-    def _candidates(self, plan, index=None) -> np.ndarray:
+    def _candidates(self, plan) -> np.ndarray:
+        """Every row that matches the request now."""
+        return np.flatnonzero(self._current_mask(plan))
+
+    def _full_mask(self, plan) -> np.ndarray:
         table = self.table
         mask = table.alive & plan.static
         wants = plan.wants
         res = table.res
         fit = ~((wants[0] > res[0]) | (wants[1] > res[1]) | (wants[2] > res[2]))
         mask &= fit | ~table.partitionable
-        idx = np.flatnonzero(mask)
-        if plan.clauses and idx.size:
-            rows = table.rows(idx)
-            ok = np.ones(idx.size, dtype=bool)
-            for fn in plan.clauses:
-                ok &= fn(rows)
-            idx = idx[ok]
-        return idx
+        if plan.clauses:
+            idx = np.flatnonzero(mask)
+            if idx.size:
+                rows = table.rows(idx)
+                ok = np.ones(idx.size, dtype=bool)
+                for fn in plan.clauses:
+                    ok &= fn(rows)
+                mask[idx[~ok]] = False
+        return mask
+
+    def _current_mask(self, plan) -> np.ndarray:
+        """The request's mask over every row, kept across its turns: a row's verdict changes
+        only when a match changes the row, and every such change is in the table's log, so
+        only the rows logged since the last turn are evaluated again (all of them when the
+        log grew by more than an eighth of the table)."""
+        table = self.table
+        log = table.log
+        mask = plan.mask
+        if mask is None or len(log) - plan.log_pos > (mask.size >> 3):
+            mask = plan.mask = self._full_mask(plan)
+        elif len(log) > plan.log_pos:
+            changed = np.unique(np.array(log[plan.log_pos:], dtype=np.intp))
+            mask[changed] = self._mask(plan, changed)
+        plan.log_pos = len(log)
+        return mask
 
     def _keys(self, plan, rows, n: int):
         pre, jr, post = plan.pre(rows), plan.jr(rows), plan.post(rows)
@@ -209,7 +232,8 @@ class VectorSearch:
 
     def _best(self, rs, plan, used, limit):
         order = self._shared(plan)
-        found, second = order.best(plan.cursor, lambda idx: self._mask(plan, idx))
+        mask = self._current_mask(plan)
+        found, second = order.best(plan.cursor, mask.__getitem__)
         if found is None:
             return None, False, False
         row, (pre, jr, post, _name) = found
