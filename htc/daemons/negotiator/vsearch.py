@@ -391,7 +391,7 @@ class VectorSearch:
                     lambda e=expr: self._probed(self._holds_fn(e.node, job))))
                 continue
             except Unsupported:
-                pass
+                pass  # not compilable: evaluated per slot once, below, when it reads no carved resource
             if set(slot_refs) & self._carved_reach:
                 return None
             column = self._static_column(("clause", text), job_refs, rs,
@@ -506,7 +506,7 @@ class VectorSearch:
             return self._cached((which, id(expr)), names, rs.job, lambda: self._probed(
                 self._rank_fn(expr.node, rs.job, slot_is_my, WORST_RANK)))
         except Unsupported:
-            pass
+            pass  # not compilable: a static column of per-slot values, below
         if set(names) & self._carved_reach or not self._job_reads_ok(rs.job, names):
             return None
         key = (which, repr(expr), projection(rs.job, names))
@@ -533,7 +533,7 @@ class VectorSearch:
             return self._cached(("jr", text), names, rs.job, lambda: self._probed(
                 self._rank_fn(expr.node, rs.job, False, None)))
         except Unsupported:
-            pass
+            pass  # not compilable: a static column of per-slot values, below
         if set(names) & self._carved_reach or not self._job_reads_ok(rs.job, names):
             return None
         refs = names
