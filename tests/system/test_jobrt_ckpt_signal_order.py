@@ -91,3 +91,48 @@ def test_a_periodic_signal_in_the_same_remote_call_does_not_replace_the_vacate(k
             os.kill(server.process.pid, signal.SIGCONT)
             server.process.kill()
             server.process.wait()
+
+
+def test_a_checkpoint_that_waited_for_a_remote_close_sees_no_half_closed_descriptor(kit, tmp_path):
+    """A checkpoint signal that lands in a remote close waits for the close to end, and the image
+    is taken once the descriptor is gone: not in between, when the file table no longer lists the
+    descriptor but its placeholder is still open (the image was refused: "descriptor N is a
+    special file (anon_inode:[eventpoll])", and `htc checkpoint` of a job that closes files failed)."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "src.bin").write_bytes(b"x" * 100)
+    exe = tmp_path / "remote_close"
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(PROGS / "remote_close.c")], check=True)
+    # (no pipelining: the close waits for the server's answer)
+    env = {**os.environ, **remote_io.job_environment(kit.tools.library, CONN_FD, PREFIX, pipeline=False)}
+    server = Server(root)
+    img = tmp_path / "image"
+    job = checkpoint.start([str(exe), f"{PREFIX}/src.bin"], img, tools=kit.tools,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                           pass_fds=[CONN_FD])
+    server.handed_over()
+    pid = job.process.pid
+    try:
+        assert job.process.stdout.readline() == b"ready\n"
+        os.kill(server.process.pid, signal.SIGSTOP)  # the close's remote call cannot end ...
+        job.process.stdin.write(b"c\n")
+        job.process.stdin.flush()
+        _wait(lambda: _in_remote_call(pid), "remote close in flight")
+        job.process.send_signal(checkpoint.CHECKPOINT_SIGNAL)  # ... a periodic checkpoint lands in it
+        _wait(lambda: not _pending(pid, checkpoint.CHECKPOINT_SIGNAL), "checkpoint signal taken")
+        assert not img.exists()  # (it waits for the call)
+        os.kill(server.process.pid, signal.SIGCONT)
+        assert job.process.stdout.readline() == b"closed\n"
+        _wait(img.exists, "the checkpoint image")
+        assert read_header(img).pid == pid
+        job.process.stdin.close()
+        assert job.wait(timeout=120) == 0
+        assert b"cannot be checkpointed" not in job.process.stderr.read()
+    finally:
+        if job.process.poll() is None:
+            job.process.kill()
+            job.process.wait()
+        if server.process.poll() is None:
+            os.kill(server.process.pid, signal.SIGCONT)
+            server.process.kill()
+            server.process.wait()

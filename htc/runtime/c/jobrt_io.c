@@ -342,6 +342,8 @@ off_t jobrt_io_lseek(struct rfd *r, off_t off, int whence) {
 
 int jobrt_io_close(int fd) {
     struct rfd *r = jobrt_io_rfd(fd);
+    hold();   /* until the placeholder is closed too: an image taken in between would find an
+               * open placeholder the table no longer lists, and be refused */
     jobrt_io_fds[fd] = NULL;
     int rc = 0;
     if (r->deferred || !jobrt_io_pipeline)   /* a deferred write error surfaces here */
@@ -351,6 +353,7 @@ int jobrt_io_close(int fd) {
     int e = errno;
     free(r);
     REAL(close)(fd);
+    release();
     errno = e;
     return rc < 0 ? -1 : 0;
 }
@@ -383,7 +386,18 @@ int jobrt_io_fstat(struct rfd *r, struct stat *st) {
 
 /* Duplicate remote fd `old` onto a placeholder: onto `target` if >= 0 (dup2), else the lowest
  * free fd >= minfd. */
+static int dup_held(struct rfd *r, int target, int minfd, int cloexec);
+
 int jobrt_io_dup(struct rfd *r, int target, int minfd, int cloexec) {
+    hold();   /* until the new placeholder is in the table (as for an open) */
+    int fd = dup_held(r, target, minfd, cloexec);
+    int e = errno;
+    release();
+    errno = e;
+    return fd;
+}
+
+static int dup_held(struct rfd *r, int target, int minfd, int cloexec) {
     int64_t h = jobrt_io_call(OP_DUP, r->h, 0, 0, NULL, NULL, 0, NULL, 0, NULL);
     if (h < 0) return -1;
     int fd = placeholder(cloexec);
