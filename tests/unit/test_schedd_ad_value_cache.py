@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -65,9 +67,11 @@ def test_malformed_ads_are_still_refused_with_the_parsers_message():
 
 
 def test_a_second_ad_differing_in_one_value_parses_only_that_value(monkeypatch):
+    # (node names no other test in this process can have made the schedd parse already)
+    first, second = (f"n{uuid.uuid4().hex}" for _ in range(2))
     base = '[ MyType = "Job"; Cmd = "/bin/true"; Requirements = (TARGET.Memory >= 16) && (OpSys == "LINUX"); ' \
-           'DAGNodeName = "n%d"; Iwd = "/tmp/dag"; JobPrio = 0 ]'
-    texts_of(base % 1, "cluster_ad")
+           'DAGNodeName = "%s"; Iwd = "/tmp/dag"; JobPrio = 0 ]'
+    texts_of(base % first, "cluster_ad")
     parsed: list[str] = []
     real = adtexts.parse_expr
 
@@ -76,8 +80,8 @@ def test_a_second_ad_differing_in_one_value_parses_only_that_value(monkeypatch):
         return real(text)
 
     monkeypatch.setattr(adtexts, "parse_expr", counting)
-    assert texts_of(base % 2, "cluster_ad")["DAGNodeName"] == '"n2"'
-    assert parsed == ['"n2"']
+    assert texts_of(base % second, "cluster_ad")["DAGNodeName"] == f'"{second}"'
+    assert parsed == [f'"{second}"']
 
 
 _values = st.recursive(
