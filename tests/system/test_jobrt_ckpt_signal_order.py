@@ -54,6 +54,17 @@ def _pending(pid: int, sig: signal.Signals) -> bool:
     return any(int(line.split()[1], 16) & bit for line in status if line.startswith(("SigPnd:", "ShdPnd:")))
 
 
+def _stop(job, server) -> None:
+    """Kill what a test left running: the job, and the file server (continued first, if stopped)."""
+    if job.process.poll() is None:
+        job.process.kill()
+        job.process.wait()
+    if server.process.poll() is None:
+        os.kill(server.process.pid, signal.SIGCONT)
+        server.process.kill()
+        server.process.wait()
+
+
 def test_a_periodic_signal_in_the_same_remote_call_does_not_replace_the_vacate(kit, tmp_path):
     root = tmp_path / "root"
     root.mkdir()
@@ -84,13 +95,7 @@ def test_a_periodic_signal_in_the_same_remote_call_does_not_replace_the_vacate(k
         assert read_header(img).pid == pid
         assert server.wait() == 0
     finally:
-        if job.process.poll() is None:
-            job.process.kill()
-            job.process.wait()
-        if server.process.poll() is None:
-            os.kill(server.process.pid, signal.SIGCONT)
-            server.process.kill()
-            server.process.wait()
+        _stop(job, server)
 
 
 def test_a_checkpoint_that_waited_for_a_remote_close_sees_no_half_closed_descriptor(kit, tmp_path):
@@ -129,10 +134,4 @@ def test_a_checkpoint_that_waited_for_a_remote_close_sees_no_half_closed_descrip
         assert job.wait(timeout=120) == 0
         assert b"cannot be checkpointed" not in job.process.stderr.read()
     finally:
-        if job.process.poll() is None:
-            job.process.kill()
-            job.process.wait()
-        if server.process.poll() is None:
-            os.kill(server.process.pid, signal.SIGCONT)
-            server.process.kill()
-            server.process.wait()
+        _stop(job, server)

@@ -16,7 +16,7 @@ from htc.dag.manager.runner import Runner
 from htc.dag.manager.settings import load_settings
 from htc.dag.parser import parse_dag
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the DAG manager waits on inotify, which only Linux has: run the tests on Linux, as CI does")
 
 
 @pytest.fixture
