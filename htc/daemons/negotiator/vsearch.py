@@ -406,16 +406,24 @@ class VectorSearch:
         plan.jr = self._job_rank(rs)
         if plan.pre is None or plan.post is None or plan.jr is None:
             return None
-        ranks_read = set()
-        for expr in (s.compiled("pre_job_rank"), s.compiled("post_job_rank")):
-            if expr is not None:
-                ranks_read |= expr.attributes()
-        plan.ranking = (rs.order, projection(job, self._view_names(ranks_read)))
+        plan.ranking = (rs.order, projection(job, self._ranks_read()))
         plan.cursor = None
         weights = s.use_slot_weights
         carve_cost = (wants[0] if wants[0] >= 0 else 1.0) if weights else 1.0
         plan.cost = np.where(table.partitionable, carve_cost, table.weight)
         return plan
+
+    def _ranks_read(self) -> tuple:
+        """What the negotiator's pre- and post-job ranks read (see :meth:`_view_names`)."""
+        key = ("ranks read", self._slot_targets)
+        names = self._compiled.get(key)
+        if names is None:
+            refs = set()
+            for expr in (self.s.compiled("pre_job_rank"), self.s.compiled("post_job_rank")):
+                if expr is not None:
+                    refs |= expr.attributes()
+            names = self._compiled[key] = self._view_names(refs)
+        return names
 
     def _cached(self, what, names, job, build):
         """A compiled function, shared by the requests whose job agrees on ``names`` (what it
@@ -509,7 +517,7 @@ class VectorSearch:
             pass  # not compilable: a static column of per-slot values, below
         if set(names) & self._carved_reach or not self._job_reads_ok(rs.job, names):
             return None
-        key = (which, repr(expr), projection(rs.job, names))
+        key = (which, id(expr), projection(rs.job, names))  # (the settings' own expression)
         values = self._static.get(key)
         if values is None:
             job = rs.job
