@@ -1,0 +1,289 @@
+"""A request's plan: its clauses and ranks compiled to functions of the slot table's rows.
+
+Theory of operation
+-------------------
+The vector search (:mod:`.vsearch`) builds a :class:`Plan` at a request's first search, with
+the :class:`PlanCompiler` of the cycle's slot table: the job's ``Requirements`` clauses and
+``Rank``, ``NEGOTIATOR_PRE_JOB_RANK`` and ``POST_JOB_RANK`` compiled to functions over the
+table's columns (:mod:`.vexpr`, :mod:`.vtyped`, :mod:`.columns`). What the compilers do not
+take (strings, function calls: ``TARGET.Arch == "X86_64"``, the default post-job rank) must
+read none of the carved resources, through either ad's expressions; then it has one value per
+slot for the whole cycle, evaluated once per slot by the ClassAd evaluator and shared by every
+request whose job agrees on the values it reads (``static`` columns, keyed by the clause text
+and the projection of the job). Otherwise the request takes the scalar search (the compiler
+returns None).
+
+Compiled functions are shared too: by the requests whose job agrees on what the expression
+reads (:meth:`PlanCompiler._cached`), for the table's current column types (its epoch).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from htc.classad import ExprTree
+from htc.classad.match import rank, requirements_hold
+from htc.daemons.negotiator.preemption import WORST_RANK
+from htc.daemons.negotiator.slots import CARVED, closure, eval_rank, projection
+from htc.daemons.negotiator.vexpr import (BOOL, INT, REAL, Inexact, Unsupported, compile_vector,
+                                          holds, ranks, scalar)
+from htc.daemons.negotiator.vtyped import compile_typed
+
+
+class Plan:
+    """A request's compiled matching and ranking (see the module docstring); the search keeps
+    its turn state here too (``cursor``, ``mask``, ``log_pos``)."""
+
+    __slots__ = ("static", "clauses", "pre", "jr", "post", "wants", "cost", "epoch", "ranking",
+                 "cursor", "mask", "log_pos")
+
+    def __init__(self):
+        self.static = None  # bool array: what does not change as slots shrink
+        self.clauses = []  # compiled clauses reading a carved resource
+        self.pre = self.jr = self.post = None  # functions rows -> rank array
+        self.mask = None  # bool per row: does it match now (see VectorSearch._current_mask)
+        self.log_pos = 0  # the table's change log read up to when ``mask`` was brought up
+
+
+class PlanCompiler:
+    """Compiles requests' plans against one slot table, sharing what requests agree on.
+
+    Args:
+        settings: the negotiator's settings (its ranks, slot weights).
+        literal_wants: ``job -> (cpus, memory, disk)`` the job's literal request, or None
+            (:meth:`~.fitting.Fitting.literal_wants`).
+        table: the cycle's :class:`~.columns.SlotTable`.
+    """
+
+    def __init__(self, settings, literal_wants, table):
+        self.s = settings
+        self.literal_wants = literal_wants
+        self.table = table
+        self._static: dict[tuple, np.ndarray] = {}  # (what, job view) -> verdict column
+        self._compiled: dict[tuple, object] = {}  # see _cached
+        reach, targets = set(CARVED), set()
+        for slot in table.slots:
+            ad = slot.ad
+            for lname, node in ad._exprs.items():
+                if lname in CARVED or node.__class__.__name__ == "Literal":
+                    continue
+                names, tg = closure(ad, (lname,))
+                if names & CARVED:
+                    reach.add(lname)
+                targets |= tg | {n for n in names if n not in ad._exprs}
+        #: slot attributes whose value a carve can change (through the slot's expressions)
+        self._carved_reach = reach
+        #: what the slots' expressions read of the job
+        self._slot_targets = tuple(sorted(targets))
+
+    def compile(self, rs) -> Plan | None:
+        """The plan of request ``rs``, or None when it must take the scalar search."""
+        job, table, s = rs.job, self.table, self.s
+        wants = self.literal_wants(job)
+        if wants is None:
+            return None
+        plan = Plan()
+        plan.wants = wants
+        plan.epoch = table.epoch
+        n = len(table.slots)
+        if "requirements" in self._carved_reach:
+            return None  # a slot's Requirements reads a carved resource
+        static = self._static_column(("slot",), None, rs, lambda slot: requirements_hold(
+            slot.ad, job))
+        if static is None:
+            return None
+        req = job.get("Requirements")
+        if req is None:
+            return None
+        clauses = rs.clauses or ((repr(req), req if isinstance(req, ExprTree) else None,
+                                  (), ()),)
+        for text, expr, job_refs, slot_refs in clauses:
+            if expr is None:
+                try:
+                    value = scalar(req)
+                except Unsupported:
+                    return None
+                static = static & holds(value)
+                continue
+            try:
+                plan.clauses.append(self._cached(
+                    ("clause", text), set(job_refs) | set(slot_refs), job,
+                    lambda e=expr: self._probed(self._holds_fn(e.node, job))))
+                continue
+            except Unsupported:
+                pass  # not compilable: evaluated per slot once, below, when it reads no carved resource
+            if set(slot_refs) & self._carved_reach:
+                return None
+            column = self._static_column(("clause", text), job_refs, rs,
+                                         lambda slot, e=expr: holds(scalar_or_none(e.eval(
+                                             job, slot.ad))))
+            if column is None:
+                return None
+            static = static & column
+        plan.static = np.broadcast_to(static, (n,))
+        plan.pre = self._rank(s.compiled("pre_job_rank"), rs, True, "pre")
+        plan.post = self._rank(s.compiled("post_job_rank"), rs, True, "post")
+        plan.jr = self._job_rank(rs)
+        if plan.pre is None or plan.post is None or plan.jr is None:
+            return None
+        plan.ranking = (rs.order, projection(job, self._ranks_read()))
+        plan.cursor = None
+        weights = s.use_slot_weights
+        carve_cost = (wants[0] if wants[0] >= 0 else 1.0) if weights else 1.0
+        plan.cost = np.where(table.partitionable, carve_cost, table.weight)
+        return plan
+
+    def _ranks_read(self) -> tuple:
+        """What the negotiator's pre- and post-job ranks read (see :meth:`_view_names`)."""
+        key = ("ranks read", self._slot_targets)
+        names = self._compiled.get(key)
+        if names is None:
+            refs = set()
+            for expr in (self.s.compiled("pre_job_rank"), self.s.compiled("post_job_rank")):
+                if expr is not None:
+                    refs |= expr.attributes()
+            names = self._compiled[key] = self._view_names(refs)
+        return names
+
+    def _cached(self, what, names, job, build):
+        """A compiled function, shared by the requests whose job agrees on ``names`` (what it
+        reads), for the table's current column types; :class:`Unsupported` is kept too."""
+        key = (what, self.table.epoch, projection(job, names))
+        hit = self._compiled.get(key)
+        if hit is None:
+            try:
+                hit = build()
+            except (Unsupported, Inexact, RecursionError) as exc:
+                hit = Unsupported(str(exc) or type(exc).__name__)
+            self._compiled[key] = hit
+        if isinstance(hit, Unsupported):
+            raise hit
+        return hit
+
+    def _probed(self, fn):
+        """``fn`` after one call over every row (builds its columns, raises what it raises)."""
+        fn(self.table.rows())
+        return fn
+
+    def _names_of(self, expr, text=None) -> tuple:
+        """Every name ``expr`` reads, with what the slots read of the job (cached by text)."""
+        key = ("names", text if text is not None else id(expr))
+        names = self._compiled.get(key)
+        if names is None:
+            names = self._compiled[key] = self._view_names(expr.attributes())
+        return names
+
+    def _holds_fn(self, node, job):
+        """``rows -> bool array``: does a ``Requirements`` clause (MY = the job) hold? Typed
+        when every type is known (:mod:`.vtyped`), else tagged (:mod:`.vexpr`);
+        :class:`Unsupported` if neither."""
+        try:
+            tag, fn = compile_typed(node, job, False, self.table)
+        except Unsupported:
+            tagged = compile_vector(node, job, False)
+            return lambda rows: holds(tagged(rows))
+        if tag in (BOOL, INT, REAL):
+            return lambda rows: fn(rows) != 0  # true, or a non-zero number (NaN too)
+        return lambda rows: False  # UNDEFINED or ERROR on every slot
+
+    def _rank_fn(self, node, job, slot_is_my: bool, worst):
+        """``rows -> floats``: a rank (non-numbers ``worst``, NaN too; ``worst`` None: a
+        job's Rank, non-numbers 0.0 and NaN kept), typed or tagged as :meth:`_holds_fn`."""
+        try:
+            tag, fn = compile_typed(node, job, slot_is_my, self.table)
+        except Unsupported:
+            tagged = compile_vector(node, job, slot_is_my)
+            return lambda rows: ranks(tagged(rows), worst)
+        if tag in (BOOL, INT) or (tag == REAL and worst is None):
+            return fn
+        if tag == REAL:
+            def real(rows):
+                values = np.asarray(fn(rows), dtype=float)
+                return np.where(np.isnan(values), worst, values)
+            return real
+        constant = 0.0 if worst is None else worst
+        return lambda rows: constant
+
+    def _job_reads_ok(self, job, names) -> bool:
+        """Do the job values ``names`` (followed through the job) read no carved resource?"""
+        reached, targets = closure(job, names)
+        reach = self._carved_reach
+        return not (targets & reach or {n for n in reached if n not in job._exprs} & reach)
+
+    def _static_column(self, what, job_refs, rs, verdict):
+        """A verdict per slot that no carve changes, shared by requests whose job agrees on
+        what it reads; None when it could change (it reads a carved resource)."""
+        job = rs.job
+        names = set(job_refs or ()) | set(self._slot_targets)
+        if not self._job_reads_ok(job, names):
+            return None
+        key = (what, projection(job, names))
+        column = self._static.get(key)
+        if column is None:
+            column = self._static[key] = np.array(
+                [bool(verdict(slot)) for slot in self.table.slots], dtype=bool)
+        return column
+
+    def _rank(self, expr, rs, slot_is_my, which):
+        """A negotiator rank as a function of rows: compiled, or (reading no carved resource)
+        evaluated once per slot and shared by the requests whose job agrees on what it reads."""
+        if expr is None:
+            return lambda rows: 0.0
+        names = self._names_of(expr)
+        try:
+            return self._cached((which, id(expr)), names, rs.job, lambda: self._probed(
+                self._rank_fn(expr.node, rs.job, slot_is_my, WORST_RANK)))
+        except Unsupported:
+            pass  # not compilable: a static column of per-slot values, below
+        if set(names) & self._carved_reach or not self._job_reads_ok(rs.job, names):
+            return None
+        key = (which, id(expr), projection(rs.job, names))  # (the settings' own expression)
+        values = self._static.get(key)
+        if values is None:
+            job = rs.job
+            values = self._static[key] = np.array(
+                [eval_rank(expr, slot.ad, job) for slot in self.table.slots])
+        return _indexed(values)
+
+    def _view_names(self, refs) -> tuple:
+        """Every name ``refs`` can read of either ad, and what the slots read of the job."""
+        return tuple(sorted({r[7:] if r.startswith("target.") else r for r in refs}
+                            | set(self._slot_targets)))
+
+    def _job_rank(self, rs):
+        if rs.const_rank is not None:
+            const = rs.const_rank
+            return lambda rows: const
+        expr = rs.job.get("Rank")
+        text = rs.order[1]
+        names = self._names_of(expr, text)
+        try:
+            return self._cached(("jr", text), names, rs.job, lambda: self._probed(
+                self._rank_fn(expr.node, rs.job, False, None)))
+        except Unsupported:
+            pass  # not compilable: a static column of per-slot values, below
+        if set(names) & self._carved_reach or not self._job_reads_ok(rs.job, names):
+            return None
+        refs = names
+        key = ("jr", repr(expr), projection(rs.job, refs))
+        values = self._static.get(key)
+        if values is None:
+            values = self._static[key] = np.array(
+                [rank(rs.job, slot.ad) for slot in self.table.slots])
+        return _indexed(values)
+
+
+def scalar_or_none(value):
+    """``(tag, value)`` of an evaluated value for :func:`~.vexpr.holds`; strings and other
+    non-numbers as ERROR (they never let a Requirements hold)."""
+    try:
+        return scalar(value)
+    except Unsupported:
+        return (1, 0.0)
+
+
+def _indexed(values: np.ndarray):
+    """A function of rows reading a fixed per-slot column."""
+    def column(rows):
+        return values if rows.index is None else values[rows.index]
+    return column
