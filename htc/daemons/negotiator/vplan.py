@@ -13,8 +13,16 @@ request whose job agrees on the values it reads (``static`` columns, keyed by th
 and the projection of the job). Otherwise the request takes the scalar search (the compiler
 returns None).
 
-Compiled functions are shared too: by the requests whose job agrees on what the expression
-reads (:meth:`PlanCompiler._cached`), for the table's current column types (its epoch).
+Compiled functions are shared too (:meth:`PlanCompiler._function`). A typed compile
+(:mod:`.vtyped`) depends on the types of the job values it reads, not on the values: it is
+compiled once per expression, job signature and column types (the table's epoch) as a
+template, and each request binds its own values to it (5,000 autoclusters that differ in
+``RequestMemory`` and ``RequestDisk`` compile ``TARGET.Memory >= RequestMemory`` once). A bound
+function is shared by the requests of the same values; a template that does arithmetic is
+tried over every row once per values (a zero divisor raises there, and the request takes the
+scalar search, as when it was compiled afresh). The tagged form (:mod:`.vexpr`) is compiled
+per job values (:meth:`PlanCompiler._cached`). ``tests/unit/test_negotiator_vplan.py`` checks
+that a shared compiler builds what a fresh one builds.
 """
 
 from __future__ import annotations
@@ -27,7 +35,11 @@ from htc.daemons.negotiator.preemption import WORST_RANK
 from htc.daemons.negotiator.slots import CARVED, closure, eval_rank, projection
 from htc.daemons.negotiator.vexpr import (BOOL, INT, REAL, Inexact, Unsupported, compile_vector,
                                           holds, ranks, scalar)
-from htc.daemons.negotiator.vtyped import compile_typed
+from htc.daemons.negotiator.vtyped import compile_template, compile_typed, signature
+
+_HOLDS = object()  # _function's ``worst`` for a Requirements clause
+_NEW = object()  # no template yet
+_PER_JOB = object()  # a template that cannot be shared: compiled per job values
 
 
 class Plan:
@@ -61,6 +73,8 @@ class PlanCompiler:
         self.table = table
         self._static: dict[tuple, np.ndarray] = {}  # (what, job view) -> verdict column
         self._compiled: dict[tuple, object] = {}  # see _cached
+        self._templates: dict[tuple, object] = {}  # see _function
+        self._bound: dict[tuple, object] = {}  # (template key, job values) -> function
         reach, targets = set(CARVED), set()
         for slot in table.slots:
             ad = slot.ad
@@ -106,9 +120,9 @@ class PlanCompiler:
                 static = static & holds(value)
                 continue
             try:
-                plan.clauses.append(self._cached(
-                    ("clause", text), set(job_refs) | set(slot_refs), job,
-                    lambda e=expr: self._probed(self._holds_fn(e.node, job))))
+                plan.clauses.append(self._function(
+                    ("clause", text), expr.node, self._clause_names(text, job_refs, slot_refs),
+                    job, False, _HOLDS))
                 continue
             except Unsupported:
                 pass  # not compilable: evaluated per slot once, below, when it reads no carved resource
@@ -173,36 +187,65 @@ class PlanCompiler:
             names = self._compiled[key] = self._view_names(expr.attributes())
         return names
 
-    def _holds_fn(self, node, job):
-        """``rows -> bool array``: does a ``Requirements`` clause (MY = the job) hold? Typed
-        when every type is known (:mod:`.vtyped`), else tagged (:mod:`.vexpr`);
-        :class:`Unsupported` if neither."""
-        try:
-            tag, fn = compile_typed(node, job, False, self.table)
-        except Unsupported:
-            tagged = compile_vector(node, job, False)
-            return lambda rows: holds(tagged(rows))
-        if tag in (BOOL, INT, REAL):
-            return lambda rows: fn(rows) != 0  # true, or a non-zero number (NaN too)
-        return lambda rows: False  # UNDEFINED or ERROR on every slot
+    def _clause_names(self, text, job_refs, slot_refs) -> tuple:
+        """Every name a clause reads (cached by its text)."""
+        key = ("clause names", text)
+        names = self._compiled.get(key)
+        if names is None:
+            names = self._compiled[key] = tuple(sorted(set(job_refs) | set(slot_refs)))
+        return names
 
-    def _rank_fn(self, node, job, slot_is_my: bool, worst):
-        """``rows -> floats``: a rank (non-numbers ``worst``, NaN too; ``worst`` None: a
-        job's Rank, non-numbers 0.0 and NaN kept), typed or tagged as :meth:`_holds_fn`."""
-        try:
-            tag, fn = compile_typed(node, job, slot_is_my, self.table)
-        except Unsupported:
-            tagged = compile_vector(node, job, slot_is_my)
-            return lambda rows: ranks(tagged(rows), worst)
-        if tag in (BOOL, INT) or (tag == REAL and worst is None):
-            return fn
-        if tag == REAL:
-            def real(rows):
-                values = np.asarray(fn(rows), dtype=float)
-                return np.where(np.isnan(values), worst, values)
-            return real
-        constant = 0.0 if worst is None else worst
-        return lambda rows: constant
+    def _function(self, what, node, names, job, slot_is_my, worst):
+        """``rows -> values`` of a clause (``worst`` :data:`_HOLDS`: does it hold?) or of a
+        rank (see :func:`_finish`) for ``job``, ``names`` every name ``node`` reads.
+
+        Typed when every type is known (:mod:`.vtyped`): one template per signature of the
+        job (the types of its values, :func:`~.vtyped.signature`) and column types, bound to
+        the job's values; the bound function is shared by the jobs of the same values, and
+        one that can raise is tried over every row first. Else tagged (:mod:`.vexpr`), shared
+        as :meth:`_cached`. :class:`Unsupported` if neither (kept too)."""
+        key = (what, slot_is_my, self.table.epoch, signature(job, names))
+        template = self._templates.get(key, _NEW)
+        if template is _NEW:
+            try:
+                template = compile_template(node, job, slot_is_my, self.table)
+                if not template.read <= set(names):
+                    template = _PER_JOB  # it read more than its signature says: not shared
+            except Unsupported:
+                template = None  # the tagged form, below
+            except RecursionError as exc:
+                template = Unsupported(str(exc) or type(exc).__name__)
+            self._templates[key] = template
+        if template is None or template is _PER_JOB:
+            def build():
+                if template is _PER_JOB:
+                    try:
+                        tag, fn = compile_typed(node, job, slot_is_my, self.table)
+                    except Unsupported:
+                        pass  # this job's types leave the typed subset: the tagged form
+                    else:
+                        return self._probed(_finish(tag, fn, worst))
+                tagged = compile_vector(node, job, slot_is_my)
+                if worst is _HOLDS:
+                    return self._probed(lambda rows: holds(tagged(rows)))
+                return self._probed(lambda rows: ranks(tagged(rows), worst))
+            return self._cached(what, names, job, build)
+        if isinstance(template, Unsupported):
+            raise template
+        p = template.values(job)
+        bound_key = (key, p)
+        fn = self._bound.get(bound_key)
+        if fn is None:
+            try:
+                fn = _finish(template.tag, template.bind(p), worst)
+                if not template.safe:
+                    self._probed(fn)
+            except (Unsupported, Inexact, RecursionError) as exc:
+                fn = Unsupported(str(exc) or type(exc).__name__)
+            self._bound[bound_key] = fn
+        if isinstance(fn, Unsupported):
+            raise fn
+        return fn
 
     def _job_reads_ok(self, job, names) -> bool:
         """Do the job values ``names`` (followed through the job) read no carved resource?"""
@@ -231,8 +274,8 @@ class PlanCompiler:
             return lambda rows: 0.0
         names = self._names_of(expr)
         try:
-            return self._cached((which, id(expr)), names, rs.job, lambda: self._probed(
-                self._rank_fn(expr.node, rs.job, slot_is_my, WORST_RANK)))
+            return self._function((which, id(expr)), expr.node, names, rs.job, slot_is_my,
+                                  WORST_RANK)
         except Unsupported:
             pass  # not compilable: a static column of per-slot values, below
         if set(names) & self._carved_reach or not self._job_reads_ok(rs.job, names):
@@ -258,8 +301,7 @@ class PlanCompiler:
         text = rs.order[1]
         names = self._names_of(expr, text)
         try:
-            return self._cached(("jr", text), names, rs.job, lambda: self._probed(
-                self._rank_fn(expr.node, rs.job, False, None)))
+            return self._function(("jr", text), expr.node, names, rs.job, False, None)
         except Unsupported:
             pass  # not compilable: a static column of per-slot values, below
         if set(names) & self._carved_reach or not self._job_reads_ok(rs.job, names):
@@ -287,3 +329,22 @@ def _indexed(values: np.ndarray):
     def column(rows):
         return values if rows.index is None else values[rows.index]
     return column
+
+
+def _finish(tag, fn, worst):
+    """A typed function of rows as the search reads it: for a clause (``worst``
+    :data:`_HOLDS`) does it hold; for a rank, its value (non-numbers ``worst``, NaN too;
+    ``worst`` None: a job's Rank, non-numbers 0.0 and NaN kept)."""
+    if worst is _HOLDS:
+        if tag in (BOOL, INT, REAL):
+            return lambda rows: fn(rows) != 0  # true, or a non-zero number (NaN too)
+        return lambda rows: False  # UNDEFINED or ERROR on every slot
+    if tag in (BOOL, INT) or (tag == REAL and worst is None):
+        return fn
+    if tag == REAL:
+        def real(rows):
+            values = np.asarray(fn(rows), dtype=float)
+            return np.where(np.isnan(values), worst, values)
+        return real
+    constant = 0.0 if worst is None else worst
+    return lambda rows: constant

@@ -16,6 +16,15 @@ compile time or :class:`~.vexpr.Inexact` at run time, and the caller uses the ta
 (or the scalar search). The table keeps, per column, whether its type is uniform
 (:meth:`~.columns.SlotTable.uniform`); a carve that changes a carved column's type bumps the
 table's epoch, and the search compiles again.
+
+**Templates.** The compile reads of the job only the *types* of the values it references
+(``RequestMemory`` is an integer), never the values themselves: those are parameters. So
+:func:`compile_template` returns a :class:`Template` whose function takes ``(rows, p)``, ``p``
+the job's values of :attr:`Template.params`, and one template serves every job whose values
+have the same types (:func:`signature`): 5,000 autoclusters that differ only in
+``RequestMemory`` and ``RequestDisk`` share one compile of ``TARGET.Memory >= RequestMemory``
+and bind their values (:meth:`Template.bind`). A template that does no arithmetic cannot raise
+at run time (:attr:`Template.safe`).
 """
 
 from __future__ import annotations
@@ -31,22 +40,122 @@ _CARVED = frozenset({"cpus", "memory", "disk"})
 _NUMERIC = (BOOL, INT, REAL)
 
 
+class Template:
+    """A typed compilation of one expression for the jobs of one :func:`signature`.
+
+    Attributes:
+        tag: the value's type on every row.
+        fn: ``(rows, p) -> values``, ``p`` the job's values of ``params`` (see :meth:`values`).
+        params: the job attribute names whose values the function takes, in ``p``'s order.
+        safe: True when the function cannot raise (no arithmetic: no division by zero, no
+            overflow), so a caller need not try it before relying on it.
+    """
+
+    __slots__ = ("tag", "fn", "params", "safe", "read")
+
+    def __init__(self, tag, fn, params, safe, read):
+        self.tag, self.fn, self.params, self.safe = tag, fn, params, safe
+        #: every job attribute name whose type the compile looked at (its signature's names)
+        self.read = read
+
+    def values(self, job) -> tuple:
+        """``p`` for ``job`` (a job of the template's signature)."""
+        exprs = job._exprs
+        return tuple(scalar(exprs[n].value)[1] for n in self.params)
+
+    def bind(self, p: tuple):
+        """``rows -> values`` with the parameters ``p``."""
+        fn = self.fn
+        return lambda rows: fn(rows, p)
+
+
+def signature(job, names) -> tuple:
+    """What a compile of an expression reading ``names`` reads of ``job``: per name, the type
+    of the job's literal value (None: the job lacks it; "v": a value outside the subset;
+    "e": an expression). Jobs of one signature share a :class:`Template`."""
+    exprs = job._exprs
+    out = []
+    for name in names:
+        node = exprs.get(name)
+        if node is None:
+            out.append(None)
+        elif node.__class__ is Literal:
+            try:
+                out.append(scalar(node.value)[0])
+            except Unsupported:
+                out.append("v")
+        else:
+            out.append("e")
+    return tuple(out)
+
+
 def compile_typed(node, job, slot_is_my: bool, table):
-    """``(tag, rows -> values)`` of ``node`` (see the module docstring). A part that reads no
-    carved resource is computed once over every row and then only indexed."""
-    tag, fn = _typed(node, job, slot_is_my, table)
+    """``(tag, rows -> values)`` of ``node`` for ``job`` (see the module docstring)."""
+    template = compile_template(node, job, slot_is_my, table)
+    return template.tag, template.bind(template.values(job))
+
+
+def compile_template(node, job, slot_is_my: bool, table) -> Template:
+    """The :class:`Template` of ``node`` for the jobs of ``job``'s signature; raises
+    :class:`~.vexpr.Unsupported` outside the typed subset. A part that reads no carved
+    resource is computed once over every row (per parameter values) and then only indexed."""
+    ctx = _Context(job, slot_is_my, table)
+    tag, fn = _compile(node, ctx)
+    return Template(tag, fn, tuple(ctx.params), ctx.safe, frozenset(ctx.read))
+
+
+class _Context:
+    """One template's compile: the job (for its types), the parameters met, arithmetic met."""
+
+    __slots__ = ("job", "slot_is_my", "table", "params", "safe", "reads", "read")
+
+    def __init__(self, job, slot_is_my, table):
+        self.job, self.slot_is_my, self.table = job, slot_is_my, table
+        self.params: dict[str, int] = {}  # job attribute name -> its index in p
+        self.safe = True
+        self.reads = 0  # parameter references compiled so far
+        self.read: set[str] = set()  # job names looked at
+
+    def job_value(self, lname: str):
+        """``(tag, value)`` of the job's literal ``lname`` (None: the job lacks it)."""
+        self.read.add(lname)
+        return _job_value(self.job, lname)
+
+    def param(self, lname: str, tag: int):
+        """A reference to the job's value of ``lname`` (of type ``tag``)."""
+        i = self.params.setdefault(lname, len(self.params))
+        self.reads += 1
+        return tag, lambda rows, p: p[i]
+
+
+def _compile(node, ctx):
+    """``(tag, (rows, p) -> values)``, memoised when ``node`` reads no carved resource."""
+    reads = ctx.reads
+    tag, fn = _typed(node, ctx)
     if node.__class__ is Literal or _reads_carved(node):
         return tag, fn
-    memo = []
+    table = ctx.table
+    if ctx.reads == reads:  # no parameter: one memo for every binding
+        memo = []
 
-    def once(rows):
-        if not memo:
-            memo.append(np.asarray(fn(table.rows()), dtype=float))
-        values = memo[0]
+        def once(rows, p):
+            if not memo:
+                memo.append(np.asarray(fn(table.rows(), p), dtype=float))
+            values = memo[0]
+            if values.ndim == 0 or rows.index is None:
+                return values
+            return values[rows.index]
+        return tag, once
+    memos: dict[tuple, np.ndarray] = {}
+
+    def once_per_p(rows, p):
+        values = memos.get(p)
+        if values is None:
+            values = memos[p] = np.asarray(fn(table.rows(), p), dtype=float)
         if values.ndim == 0 or rows.index is None:
             return values
         return values[rows.index]
-    return tag, once
+    return tag, once_per_p
 
 
 def _reads_carved(node) -> bool:
@@ -56,28 +165,28 @@ def _reads_carved(node) -> bool:
     return any((r[7:] if r.startswith("target.") else r) in _CARVED for r in refs)
 
 
-def _typed(node, job, slot_is_my: bool, table):
+def _typed(node, ctx):
     cls = node.__class__
     if cls is Paren:
-        return _typed(node.inner, job, slot_is_my, table)
+        return _typed(node.inner, ctx)
     if cls is Literal:
         tag, value = scalar(node.value)
-        return tag, lambda rows: value
+        return tag, lambda rows, p: value
     if cls is AttrRef:
-        return _reference(node.lname, job, slot_is_my, False, slot_is_my, table)
+        return _reference(node.lname, ctx, False, ctx.slot_is_my)
     if cls is Select:
         base = node.base
         if base.__class__ is not AttrRef or base.lname not in ("my", "target"):
             raise Unsupported("a selection from an expression")
-        return _reference(node.lname, job, slot_is_my, True,
-                          slot_is_my == (base.lname == "my"), table)
+        return _reference(node.lname, ctx, True, ctx.slot_is_my == (base.lname == "my"))
     if cls is Unary:
-        return _unary(node.op, _sub(node.operand, job, slot_is_my, table))
+        return _unary(node.op, _compile(node.operand, ctx))
     if cls is Binary:
-        left = _sub(node.left, job, slot_is_my, table)
-        right = _sub(node.right, job, slot_is_my, table)
+        left = _compile(node.left, ctx)
+        right = _compile(node.right, ctx)
         op = node.op
         if op in ("+", "-", "*", "/"):
+            ctx.safe = False  # may raise Inexact at run time
             return _arith(op, left, right)
         if op in _CMP:
             return _compare(_CMP[op], left, right)
@@ -89,23 +198,17 @@ def _typed(node, job, slot_is_my: bool, table):
     if cls is Conditional:
         if node.then is None:
             raise Unsupported("?: without a then-part")
-        cond, then, other = (_sub(n, job, slot_is_my, table)
-                             for n in (node.cond, node.then, node.other))
+        cond, then, other = (_compile(n, ctx) for n in (node.cond, node.then, node.other))
         ctag, cf = _truth(cond)
         if ctag != BOOL or then[0] != other[0]:
             raise Unsupported("a conditional of mixed types")
         tf, of = then[1], other[1]
-        return then[0], lambda rows: np.where(cf(rows) != 0, tf(rows), of(rows))
+        return then[0], lambda rows, p: np.where(cf(rows, p) != 0, tf(rows, p), of(rows, p))
     raise Unsupported(cls.__name__)
 
 
-def _sub(node, job, slot_is_my, table):
-    """An operand: memoised when it reads no carved resource (see compile_typed)."""
-    return compile_typed(node, job, slot_is_my, table)
-
-
 def _const(tag):
-    return tag, lambda rows: 0.0
+    return tag, lambda rows, p: 0.0
 
 
 def _decided(tag, *operands):
@@ -114,37 +217,43 @@ def _decided(tag, *operands):
     raises :class:`Inexact` as it would alone (ERROR wins over UNDEFINED)."""
     fns = [f for _t, f in operands]
 
-    def decided(rows):
+    def decided(rows, p):
         for f in fns:
-            f(rows)
+            f(rows, p)
         return 0.0
     return tag, decided
 
 
-def _reference(lname, job, slot_is_my, scoped, slot_side, table):
+def _reference(lname, ctx, scoped, slot_side):
     if lname in _NOT_PLAIN:
         raise Unsupported(f"special name {lname}")
+    slot_is_my = ctx.slot_is_my
     if not slot_side:
-        const = _job_value(job, lname)
+        const = ctx.job_value(lname)
         if const is not None:
-            tag, value = const
-            return tag, lambda rows: value
+            return ctx.param(lname, const[0])
         if scoped or slot_is_my:
             return _const(UNDEF)
-        return _column(lname, table, (UNDEF, 0.0))
+        return _column(lname, ctx, None)
     if scoped or not slot_is_my:
-        return _column(lname, table, (UNDEF, 0.0))
-    return _column(lname, table, _job_value(job, lname) or (UNDEF, 0.0))
+        return _column(lname, ctx, None)
+    # a plain name of a slot expression: the slot's own, else the job's (read now: a job
+    # expression there is outside the subset even where every slot defines the name)
+    return _column(lname, ctx, lname if ctx.job_value(lname) is not None else None)
 
 
-def _column(lname, table, other):
-    tag = table.uniform(lname)
+def _column(lname, ctx, fallback):
+    """A slot column; where no slot defines it, the job's value of ``fallback`` (a name, or
+    None: UNDEFINED), as ClassAd scoping falls back."""
+    tag = ctx.table.uniform(lname)
     if tag is None:
         raise Unsupported(f"column {lname} is of mixed types")
     if tag == MISSING:
-        tag, value = other
-        return tag, lambda rows: value
-    return tag, lambda rows: rows.column(lname)[1]
+        other = None if fallback is None else ctx.job_value(fallback)
+        if other is None:
+            return _const(UNDEF)
+        return ctx.param(fallback, other[0])
+    return tag, lambda rows, p: rows.column(lname)[1]
 
 
 def _unary(op, operand):
@@ -153,7 +262,7 @@ def _unary(op, operand):
         ttag, tf = _truth(operand)
         if ttag != BOOL:
             return _decided(ttag, operand)
-        return BOOL, lambda rows: 1.0 - tf(rows)
+        return BOOL, lambda rows, p: 1.0 - tf(rows, p)
     if op not in ("-", "+"):
         raise Unsupported(f"unary {op}")
     if tag == BOOL:
@@ -162,7 +271,7 @@ def _unary(op, operand):
         return _decided(tag, operand)
     if op == "+":
         return tag, f
-    return tag, lambda rows: -f(rows)
+    return tag, lambda rows, p: -f(rows, p)
 
 
 def _truth(operand):
@@ -170,7 +279,7 @@ def _truth(operand):
     if tag == BOOL:
         return BOOL, f
     if tag in (INT, REAL):
-        return BOOL, lambda rows: (np.asarray(f(rows)) != 0).astype(float)
+        return BOOL, lambda rows, p: (np.asarray(f(rows, p)) != 0).astype(float)
     return tag, f
 
 
@@ -184,8 +293,8 @@ def _arith(op, left, right):
         return _decided(ERROR, left, right)
     ints = lt != REAL and rt != REAL
     if op == "/":
-        def divide(rows):
-            a, b = np.asarray(lf(rows), float), np.asarray(rf(rows), float)
+        def divide(rows, p):
+            a, b = np.asarray(lf(rows, p), float), np.asarray(rf(rows, p), float)
             if (b == 0).any():
                 raise Inexact("division by zero")
             if ints:
@@ -198,8 +307,8 @@ def _arith(op, left, right):
         return (INT if ints else REAL), divide
     fn = {"+": np.add, "-": np.subtract, "*": np.multiply}[op]
 
-    def arith(rows):
-        r = fn(lf(rows), rf(rows))
+    def arith(rows, p):
+        r = fn(lf(rows, p), rf(rows, p))
         if ints:
             if (np.abs(r) > _EXACT).any():
                 raise Inexact("an integer beyond 2**53")
@@ -217,7 +326,7 @@ def _compare(fn, left, right):
         return _decided(UNDEF, left, right)
     if lt not in _NUMERIC or rt not in _NUMERIC:
         return _decided(ERROR, left, right)
-    return BOOL, lambda rows: fn(lf(rows), rf(rows)).astype(float)
+    return BOOL, lambda rows, p: fn(lf(rows, p), rf(rows, p)).astype(float)
 
 
 def _same(left, right, negate):
@@ -225,10 +334,10 @@ def _same(left, right, negate):
     if lt != rt or lt in (UNDEF, ERROR):
         value = (1.0 if negate else 0.0) if lt != rt else (0.0 if negate else 1.0)
         _tag, check = _decided(BOOL, left, right)
-        return BOOL, lambda rows: check(rows) + value
-    if negate:
-        return BOOL, lambda rows: (np.asarray(lf(rows)) != np.asarray(rf(rows))).astype(float)
-    return BOOL, lambda rows: (np.asarray(lf(rows)) == np.asarray(rf(rows))).astype(float)
+        return BOOL, lambda rows, p: check(rows, p) + value
+    test = np.not_equal if negate else np.equal
+    return BOOL, lambda rows, p: test(np.asarray(lf(rows, p)),
+                                      np.asarray(rf(rows, p))).astype(float)
 
 
 def _logic(op, left, right):
@@ -238,5 +347,5 @@ def _logic(op, left, right):
     if at != BOOL or bt != BOOL:
         raise Unsupported("&& or || beside UNDEFINED or ERROR")
     if op == "&&":
-        return BOOL, lambda rows: np.minimum(af(rows), bf(rows))
-    return BOOL, lambda rows: np.maximum(af(rows), bf(rows))
+        return BOOL, lambda rows, p: np.minimum(af(rows, p), bf(rows, p))
+    return BOOL, lambda rows, p: np.maximum(af(rows, p), bf(rows, p))
