@@ -40,6 +40,7 @@ from htc.daemons.negotiator.vtyped import compile_template, compile_typed, signa
 _HOLDS = object()  # _function's ``worst`` for a Requirements clause
 _NEW = object()  # no template yet
 _PER_JOB = object()  # a template that cannot be shared: compiled per job values
+_TAGGED = object()  # no typed template: the tagged form, compiled per job values
 
 
 class Plan:
@@ -212,11 +213,15 @@ class PlanCompiler:
                 if not template.read <= set(names):
                     template = _PER_JOB  # it read more than its signature says: not shared
             except Unsupported:
-                template = None  # the tagged form, below
+                try:  # the tagged form, below (whether it compiles depends on types only)
+                    compile_vector(node, job, slot_is_my)
+                    template = _TAGGED
+                except (Unsupported, RecursionError) as exc:
+                    template = Unsupported(str(exc) or type(exc).__name__)
             except RecursionError as exc:
                 template = Unsupported(str(exc) or type(exc).__name__)
             self._templates[key] = template
-        if template is None or template is _PER_JOB:
+        if template is _TAGGED or template is _PER_JOB:
             def build():
                 if template is _PER_JOB:
                     try:
