@@ -67,8 +67,13 @@ class SharedOrder:
                             np.asarray(post, dtype=float)[order].tolist(),
                             table.name_rank[self.rows].tolist())
         self.pos = len(table.log)
-        self.stale = np.zeros(len(table.slots), dtype=bool)
+        n = len(table.slots)
+        self.stale = np.zeros(n, dtype=bool)
         self.stale_rows: list[int] = []
+        self._stale_array = None  # stale_rows as an array, until it grows
+        # the keys of stale rows as last evaluated; ``dirty``: changed since (or never done)
+        self.stale_keys = (np.zeros(n), np.zeros(n), np.zeros(n))
+        self.dirty = np.ones(n, dtype=bool)
         self.sorting += 1
         self.sorts += 1
 
@@ -77,11 +82,13 @@ class SharedOrder:
         log = self.table.log
         if len(log) == self.pos:
             return
-        stale, rows = self.stale, self.stale_rows
+        stale, rows, dirty = self.stale, self.stale_rows, self.dirty
         for r in log[self.pos:]:
+            dirty[r] = True
             if not stale[r]:
                 stale[r] = True
                 rows.append(r)
+                self._stale_array = None
         self.pos = len(log)
         if len(rows) > STALE_LIMIT:
             self._sort()
@@ -96,12 +103,14 @@ class SharedOrder:
         stale_best = []
         stale = self.stale
         if self.stale_rows:
-            cand = np.array(self.stale_rows)
+            cand = self._stale_array
+            if cand is None:
+                cand = self._stale_array = np.array(self.stale_rows)
             cand = cand[table.alive[cand]]
             if cand.size:
                 cand = cand[mask(cand)]
             if cand.size:
-                stale_best = _two_best(self.keys, table, cand)
+                stale_best = self._two_best(cand)
         rows, pos, chunk = self.rows, cursor.pos, _FIRST_CHUNK
         fresh: list[int] = []
         first_pos = None
@@ -124,29 +133,37 @@ class SharedOrder:
         return (ranked[0] if ranked else None), (ranked[1] if len(ranked) > 1 else None)
 
 
+    def _two_best(self, cand) -> list:
+        """The best two of stale rows ``cand`` with their keys (evaluated again only for the
+        rows changed since their keys were last evaluated)."""
+        table = self.table
+        kpre, kjr, kpost = self.stale_keys
+        need = cand[self.dirty[cand]]
+        if need.size:
+            pre, jr, post = self.keys(table.rows(need), need.size)
+            kpre[need], kjr[need], kpost[need] = pre, jr, post
+            self.dirty[need] = False
+        pre, jr, post = kpre[cand], kjr[cand], kpost[cand]
+        out = []
+        left = np.arange(cand.size)
+        for _ in range(2):
+            if not left.size:
+                break
+            best = left
+            for part in (pre, jr, post):
+                if best.size == 1:
+                    break
+                sub = part[best]
+                best = best[sub == sub.max()]
+            if best.size > 1:
+                best = best[np.argmin(table.name_rank[cand[best]])]
+            k = int(np.ravel(best)[0])
+            row = int(cand[k])
+            out.append((row, (float(pre[k]), float(jr[k]), float(post[k]),
+                              int(table.name_rank[row]))))
+            left = left[left != k]
+        return out
+
+
 def _order(key: tuple) -> tuple:
     return (-key[0], -key[1], -key[2], key[3])
-
-
-def _two_best(keys, table, cand) -> list:
-    """The best two of rows ``cand`` with their keys."""
-    pre, jr, post = keys(table.rows(cand), cand.size)
-    out = []
-    left = np.arange(cand.size)
-    for _ in range(2):
-        if not left.size:
-            break
-        best = left
-        for part in (pre, jr, post):
-            if best.size == 1:
-                break
-            sub = part[best]
-            best = best[sub == sub.max()]
-        if best.size > 1:
-            best = best[np.argmin(table.name_rank[cand[best]])]
-        k = int(np.ravel(best)[0])
-        row = int(cand[k])
-        out.append((row, (float(pre[k]), float(jr[k]), float(post[k]),
-                          int(table.name_rank[row]))))
-        left = left[left != k]
-    return out
