@@ -47,8 +47,8 @@ class Plan:
     """A request's compiled matching and ranking (see the module docstring); the search keeps
     its turn state here too (``cursor``, ``mask``, ``log_pos``)."""
 
-    __slots__ = ("static", "clauses", "pre", "jr", "post", "wants", "cost", "epoch", "ranking",
-                 "cursor", "mask", "log_pos")
+    __slots__ = ("static", "clauses", "pre", "jr", "post", "wants", "wants_col", "cost", "epoch",
+                 "ranking", "cursor", "mask", "log_pos")
 
     def __init__(self):
         self.static = None  # bool array: what does not change as slots shrink
@@ -99,6 +99,7 @@ class PlanCompiler:
             return None
         plan = Plan()
         plan.wants = wants
+        plan.wants_col = np.array(wants, dtype=float)[:, None]  # beside the table's ``res``
         plan.epoch = table.epoch
         n = len(table.slots)
         if "requirements" in self._carved_reach:

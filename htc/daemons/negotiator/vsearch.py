@@ -140,10 +140,7 @@ class VectorSearch:
     def _full_mask(self, plan) -> np.ndarray:
         table = self.table
         mask = table.alive & plan.static
-        wants = plan.wants
-        res = table.res
-        fit = ~((wants[0] > res[0]) | (wants[1] > res[1]) | (wants[2] > res[2]))
-        mask &= fit | ~table.partitionable
+        mask &= ~(plan.wants_col > table.res).any(axis=0) | ~table.partitionable
         if plan.clauses:
             idx = np.flatnonzero(mask)
             if idx.size:
@@ -165,7 +162,8 @@ class VectorSearch:
         if mask is None or len(log) - plan.log_pos > (mask.size >> 3):
             mask = plan.mask = self._full_mask(plan)
         elif len(log) > plan.log_pos:
-            changed = np.unique(np.array(log[plan.log_pos:], dtype=np.intp))
+            # (a row logged twice gets the same verdict twice)
+            changed = np.array(log[plan.log_pos:], dtype=np.intp)
             mask[changed] = self._mask(plan, changed)
         plan.log_pos = len(log)
         return mask
@@ -185,10 +183,8 @@ class VectorSearch:
     def _mask(self, plan, idx) -> np.ndarray:
         """Which of rows ``idx`` are free, match the request and fit its carve."""
         table = self.table
-        wants, res = plan.wants, table.res
         ok = table.alive[idx] & plan.static[idx]
-        fit = ~((wants[0] > res[0, idx]) | (wants[1] > res[1, idx]) | (wants[2] > res[2, idx]))
-        ok &= fit | ~table.partitionable[idx]
+        ok &= ~(plan.wants_col > table.res[:, idx]).any(axis=0) | ~table.partitionable[idx]
         if plan.clauses and ok.any():
             rows = table.rows(idx)
             for fn in plan.clauses:
