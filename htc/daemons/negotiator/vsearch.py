@@ -261,10 +261,10 @@ class VectorSearch:
         carved = {}
         for k, lname in enumerate(("cpus", "memory", "disk")):
             pairs = [(5, 0.0) if s[k] is None else scalar(s[k]) for s in states]
-            tags = np.array([p[0] for p in pairs], dtype=np.int8)
-            if table.uniform(lname) not in (None, *tags.tolist()[:1]) or (tags != tags[0]).any():
+            tag = pairs[0][0]
+            if table.uniform(lname) not in (None, tag) or any(p[0] != tag for p in pairs):
                 return 0  # the carve would change the column's type: step by step
-            carved[lname] = (tags, np.array([p[1] for p in pairs]))
+            carved[lname] = (np.full(n, tag, dtype=np.int8), np.array([p[1] for p in pairs]))
         rows = table.rows(np.full(n, row), carved)
         ok = np.ones(n, dtype=bool)
         for fn in plan.clauses:
