@@ -144,24 +144,13 @@ class SharedOrder:
             kpre[need], kjr[need], kpost[need] = pre, jr, post
             self.dirty[need] = False
         pre, jr, post = kpre[cand], kjr[cand], kpost[cand]
+        names = table.name_rank[cand]
+        # best first: the highest pre, job rank, post (no NaN: the ranks map it to their
+        # worst, a NaN job rank raises), then the first name
         out = []
-        left = np.arange(cand.size)
-        for _ in range(2):
-            if not left.size:
-                break
-            best = left
-            for part in (pre, jr, post):
-                if best.size == 1:
-                    break
-                sub = part[best]
-                best = best[sub == sub.max()]
-            if best.size > 1:
-                best = best[np.argmin(table.name_rank[cand[best]])]
-            k = int(np.ravel(best)[0])
-            row = int(cand[k])
-            out.append((row, (float(pre[k]), float(jr[k]), float(post[k]),
-                              int(table.name_rank[row]))))
-            left = left[left != k]
+        for k in np.lexsort((names, -post, -jr, -pre))[:2].tolist():
+            out.append((int(cand[k]), (float(pre[k]), float(jr[k]), float(post[k]),
+                                       int(names[k]))))
         return out
 
 

@@ -75,6 +75,7 @@ class PlanCompiler:
         self._static: dict[tuple, np.ndarray] = {}  # (what, job view) -> verdict column
         self._compiled: dict[tuple, object] = {}  # see _cached
         self._templates: dict[tuple, object] = {}  # see _function
+        self._static_and: dict[tuple, np.ndarray] = {}  # static columns' ids -> their AND
         self._bound: dict[tuple, object] = {}  # (template key, job values) -> function
         reach, targets = set(CARVED), set()
         for slot in table.slots:
@@ -108,6 +109,7 @@ class PlanCompiler:
             slot.ad, job))
         if static is None:
             return None
+        columns = [static]  # the static columns ANDed (shared by the requests of the same)
         req = job.get("Requirements")
         if req is None:
             return None
@@ -135,8 +137,15 @@ class PlanCompiler:
                                              job, slot.ad))))
             if column is None:
                 return None
-            static = static & column
-        plan.static = np.broadcast_to(static, (n,))
+            columns.append(column)
+        key = tuple(id(column) for column in columns)  # (columns _static keeps alive)
+        both = self._static_and.get(key)
+        if both is None:
+            both = columns[0]
+            for column in columns[1:]:
+                both = both & column
+            both = self._static_and[key] = np.broadcast_to(both, (n,))
+        plan.static = both if static is columns[0] else np.broadcast_to(static & both, (n,))
         plan.pre = self._rank(s.compiled("pre_job_rank"), rs, True, "pre")
         plan.post = self._rank(s.compiled("post_job_rank"), rs, True, "post")
         plan.jr = self._job_rank(rs)
