@@ -169,13 +169,7 @@ class VectorSearch:
         return mask
 
     def _keys(self, plan, rows, n: int):
-        pre, jr, post = plan.pre(rows), plan.jr(rows), plan.post(rows)
-        if np.ndim(pre) == 0:
-            pre = np.full(n, pre)
-        if np.ndim(jr) == 0:
-            jr = np.full(n, jr)
-        if np.ndim(post) == 0:
-            post = np.full(n, post)
+        pre, jr, post = _full(plan.pre(rows), n), _full(plan.jr(rows), n), _full(plan.post(rows), n)
         if np.isnan(jr).any():
             raise Inexact("a NaN job rank")  # tuple order with NaN: the scalar walk decides
         return pre, jr, post
@@ -192,6 +186,9 @@ class VectorSearch:
         return ok
 
     def _shared(self, plan) -> SharedOrder:
+        cursor = plan.cursor
+        if cursor is not None and cursor.order.table is self.table:
+            return cursor.order  # (the order of its ranking for this table, made below)
         order = self._orders.get(plan.ranking)
         if order is None or order.table is not self.table:
             order = self._orders[plan.ranking] = SharedOrder(
@@ -340,3 +337,9 @@ def _argbest(pre, jr, post, names, skip):
         cand = cand[sub == sub.max()]
     return int(cand[np.argmin(names[cand])]) if cand.size > 1 else int(cand[0])
 
+
+def _full(values, n: int) -> np.ndarray:
+    """``values`` as an array of ``n`` (a rank that is one number for every row)."""
+    if values.__class__ is np.ndarray and values.ndim:
+        return values
+    return np.full(n, values)
