@@ -59,6 +59,9 @@ def test_a_template_bound_to_another_jobs_values_is_that_jobs_compile(text, slot
         return
     assert shared is not None
     np.testing.assert_array_equal(shared, fresh)
+    if template.test is not None:  # a comparison's verdict, as booleans
+        verdict = template.test(rows, template.values(second))
+        assert np.broadcast_to(verdict, shared.shape).tolist() == (shared != 0).tolist()
     for ad, value in zip(slots, shared.tolist()):
         got = expr.eval(ad, second) if slot_is_my else expr.eval(second, ad)
         want_tag, want = scalar(got)
@@ -182,3 +185,13 @@ def test_a_job_value_of_another_type_gets_its_own_template():
     assert not arith.safe  # a zero divisor raises at run time: bound values are tried first
     with pytest.raises(Inexact):
         arith.bind((0.0,))(table.rows())
+
+
+def test_a_comparison_reading_a_carved_resource_gives_its_verdict_as_booleans():
+    table = SlotTable([Slot(ad, ad["Name"]) for ad in _slots()])
+    template = compile_template(ExprTree("(TARGET.Memory >= RequestMemory)").node,
+                                ClassAd({"RequestMemory": 1024}), False, table)
+    verdict = template.test(table.rows(), (2048.0,))
+    assert verdict.dtype == bool
+    assert verdict.tolist() == [ad["Memory"] >= 2048 for ad in _slots()]
+    assert (template.fn(table.rows(), (2048.0,)) != 0).tolist() == verdict.tolist()

@@ -252,7 +252,10 @@ class PlanCompiler:
         fn = self._bound.get(bound_key)
         if fn is None:
             try:
-                fn = _finish(template.tag, template.bind(p), worst)
+                if worst is _HOLDS and template.test is not None:
+                    fn = _bound_test(template.test, p)
+                else:
+                    fn = _finish(template.tag, template.bind(p), worst)
                 if not template.safe:
                     self._probed(fn)
             except (Unsupported, Inexact, RecursionError) as exc:
@@ -363,3 +366,8 @@ def _finish(tag, fn, worst):
         return real
     constant = 0.0 if worst is None else worst
     return lambda rows: constant
+
+
+def _bound_test(test, p):
+    """A clause's verdict as booleans (:attr:`~.vtyped.Template.test`) with the values ``p``."""
+    return lambda rows: test(rows, p)

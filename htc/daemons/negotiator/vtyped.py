@@ -51,12 +51,15 @@ class Template:
             overflow), so a caller need not try it before relying on it.
     """
 
-    __slots__ = ("tag", "fn", "params", "safe", "read")
+    __slots__ = ("tag", "fn", "params", "safe", "read", "test")
 
-    def __init__(self, tag, fn, params, safe, read):
+    def __init__(self, tag, fn, params, safe, read, test=None):
         self.tag, self.fn, self.params, self.safe = tag, fn, params, safe
         #: every job attribute name whose type the compile looked at (its signature's names)
         self.read = read
+        #: for a comparison of numbers: ``(rows, p) -> bool array``, ``fn(rows, p) != 0``
+        #: without the round trip through floats (what a ``Requirements`` clause asks)
+        self.test = test
 
     def values(self, job) -> tuple:
         """``p`` for ``job`` (a job of the template's signature)."""
@@ -101,7 +104,19 @@ def compile_template(node, job, slot_is_my: bool, table) -> Template:
     resource is computed once over every row (per parameter values) and then only indexed."""
     ctx = _Context(job, slot_is_my, table)
     tag, fn = _compile(node, ctx)
-    return Template(tag, fn, tuple(ctx.params), ctx.safe, frozenset(ctx.read))
+    top = node
+    while top.__class__ is Paren:
+        top = top.inner
+    test = None
+    if tag == BOOL and top.__class__ is Binary and top.op in _CMP and _reads_carved(top):
+        # (a BOOL comparison compares two numbers, see _compare; not memoised: it reads a
+        # carved resource)
+        (_lt, lf), (_rt, rf) = _compile(top.left, ctx), _compile(top.right, ctx)
+        compare = _CMP[top.op]
+
+        def test(rows, p):
+            return compare(lf(rows, p), rf(rows, p))
+    return Template(tag, fn, tuple(ctx.params), ctx.safe, frozenset(ctx.read), test)
 
 
 class _Context:
