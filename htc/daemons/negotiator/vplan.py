@@ -182,8 +182,13 @@ class PlanCompiler:
                 hit = Unsupported(str(exc) or type(exc).__name__)
             self._compiled[key] = hit
         if isinstance(hit, Unsupported):
-            raise hit
+            raise Unsupported(*hit.args)  # a fresh one: see _kept
         return hit
+
+    # _kept: an exception instance kept in a cache is raised again as a fresh copy. Raised
+    # itself, it would hold the traceback of each raise, whose frames hold the instance (in
+    # the cache entry read into a local): a reference cycle per raise, which the cycle's end
+    # paid for with a garbage collection of a million objects (case 2 of negotiator_bench).
 
     def _probed(self, fn):
         """``fn`` after one call over every row (builds its columns, raises what it raises)."""
@@ -246,7 +251,7 @@ class PlanCompiler:
                 return self._probed(lambda rows: ranks(tagged(rows), worst))
             return self._cached(what, names, job, build)
         if isinstance(template, Unsupported):
-            raise template
+            raise Unsupported(*template.args)  # a fresh one: see _kept
         p = template.values(job)
         bound_key = (key, p)
         fn = self._bound.get(bound_key)
@@ -262,7 +267,7 @@ class PlanCompiler:
                 fn = Unsupported(str(exc) or type(exc).__name__)
             self._bound[bound_key] = fn
         if isinstance(fn, Unsupported):
-            raise fn
+            raise Unsupported(*fn.args)  # a fresh one: see _kept
         return fn
 
     def _job_reads_ok(self, job, names) -> bool:
