@@ -52,6 +52,7 @@ from htc.daemons.negotiator.claimed import ClaimedSearch
 from htc.daemons.negotiator.fair_share import order_submitters, pie_slices
 from htc.daemons.negotiator.gc_pause import collector_paused
 from htc.daemons.negotiator.groups import ROOT, allocate, build_tree, group_order
+from htc.daemons.negotiator.matched_ad import MatchedSlotAd, sizes_of
 from htc.daemons.negotiator.preemption import PreemptState, Rejection
 from htc.daemons.negotiator.search import RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
@@ -264,7 +265,8 @@ class _Cycle:
     def make_match(self, rs: RequestState, pool: SlotPool, slot: Slot, state: PreemptState,
                    cost: float, carve) -> None:
         entry = rs.entry.ad
-        offered = slot.ad.copy() if carve is not None else slot.ad
+        # a carved slot's ad as it is now (see .matched_ad), else the ad itself
+        offered = MatchedSlotAd(slot.ad, sizes_of(slot.ad)) if carve is not None else slot.ad
         claim = slot.claim_id or f"{slot.name}#{self.cycle}.{self.claim_seq}"
         self.claim_seq += 1
         victim = slot.remote_user if state is not PreemptState.NONE else None
