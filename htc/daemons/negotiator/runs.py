@@ -32,6 +32,7 @@ from __future__ import annotations
 from htc.classad.ast import (AttrRef, Binary, Call, Conditional, ListExpr, Literal, Paren, Select,
                              Subscript, Unary)
 from htc.classad.match import rank
+from htc.daemons.negotiator.matched_ad import MatchedSlotAd
 from htc.daemons.negotiator.preemption import PreemptState, submitter_limit_permits
 from htc.daemons.negotiator.slots import eval_rank, literal, number, same_type, slot_weight
 
@@ -347,28 +348,34 @@ def commit_run(cycle, search, rs, pool, slot, cost, carve, states) -> int:
     entry = rs.entry.ad
     ad = slot.ad
     job_ids = rs.request.job_ids
-    acct = cycle.acct
-    for have in states:
-        _set(ad, have)
-        claim = slot.claim_id or f"{slot.name}#{cycle.cycle}.{cycle.claim_seq}"
-        cycle.claim_seq += 1
-        cycle.matches.append(Match(
-            submitter=entry.name, schedd=entry.schedd, schedd_address=entry.schedd_address,
-            autocluster_id=rs.request.autocluster_id,
-            job_id=job_ids[rs.matched] if rs.matched < len(job_ids) else None,
-            slot_name=slot.name, startd_address=slot.address, claim_id=claim,
-            slot_ad=ad.copy(), preemption=PreemptState.NONE, preempted_user=None, weight=cost,
+    n = len(states)
+    first_job, first_carve, first_claim = rs.matched, slot.carves, cycle.claim_seq
+    # what every match of the run shares, bound once (the loop is the cycle's hottest)
+    name, schedd, schedd_address = entry.name, entry.schedd, entry.schedd_address
+    autocluster, slot_name, address = rs.request.autocluster_id, slot.name, slot.address
+    claim_id, cycle_no, none = slot.claim_id, cycle.cycle, PreemptState.NONE
+    append = cycle.matches.append
+    for i, have in enumerate(states):
+        j = first_job + i
+        append(Match(
+            submitter=name, schedd=schedd, schedd_address=schedd_address,
+            autocluster_id=autocluster, job_id=job_ids[j] if j < len(job_ids) else None,
+            slot_name=slot_name, startd_address=address,
+            claim_id=claim_id or f"{slot_name}#{cycle_no}.{first_claim + i}",
+            slot_ad=MatchedSlotAd(ad, have), preemption=none, preempted_user=None, weight=cost,
             carved=carve))
-        rs.matched += 1
-        rs.remaining -= 1
-        acct.add_match(entry.name, f"{slot.name}#carve{slot.carves}", cost, cycle.now)
-        slot.carves += 1
-        search.taken_count += 1
+    rs.matched += n
+    rs.remaining -= n
+    cycle.claim_seq += n
+    slot.carves += n
+    search.taken_count += n
+    cycle.acct.add_matches(name, [f"{slot_name}#carve{first_carve + i}" for i in range(n)], cost,
+                           cycle.now)
     last = states[-1]
     _set(ad, [None if h is None else same_type(h, h - w) for h, w in zip(last, carve)])
     slot.weight = slot_weight(ad, cycle.s.use_slot_weights)
-    search.run_jobs += len(states)
+    search.run_jobs += n
     if (number(ad, "Cpus", 1.0) or 0.0) < 1.0 or (number(ad, "Memory", 1.0) or 0.0) <= 0:
         pool.take(slot)  # as make_match does; the slot stays "hot" until the next search
         cycle.free -= 1
-    return len(states)
+    return n
