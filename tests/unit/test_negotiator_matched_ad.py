@@ -79,3 +79,33 @@ def test_each_match_offers_the_slot_as_it_was_before_its_carve(runs, monkeypatch
         expected["Cpus"], expected["Memory"], expected["Disk"] = cpus, memory, disk
         _same(match.slot_ad, expected)
     assert slot["Cpus"] == 8  # the caller's ad is not the one carved
+
+
+@pytest.mark.parametrize("carve", [(1.0, 1024.0, 1024.0), (2, 100, 0.5), (1.0, 0.25, 7)])
+def test_carve_numbers_writes_what_evaluating_and_assigning_wrote(carve):
+    from htc.daemons.negotiator.matched_ad import carve_numbers
+    from htc.daemons.negotiator.slots import number, same_type
+
+    for extra in ({}, {"Memory": 4096.0}, {"Disk": None}):
+        fast = _ad(**{k: v for k, v in extra.items() if v is not None})
+        if extra.get("Disk", 0) is None:
+            del fast["Disk"]
+        slow = fast.copy()
+        for name, amount in zip(("Cpus", "Memory", "Disk"), carve):  # the general path
+            have = number(slow, name)
+            if have is not None:
+                slow[name] = same_type(slow[name], have - amount)
+        assert carve_numbers(fast, carve) is True
+        _same(fast, slow)
+        assert [type(fast.get(n)) for n in ("Cpus", "Memory", "Disk")] == \
+            [type(slow.get(n)) for n in ("Cpus", "Memory", "Disk")]
+
+
+def test_carve_numbers_leaves_an_expression_resource_to_the_evaluator():
+    from htc.daemons.negotiator.matched_ad import carve_numbers
+
+    ad = _ad()
+    ad["Memory"] = ExprTree("4 * 1024")
+    before = ad.copy()
+    assert carve_numbers(ad, (1.0, 1024.0, 1024.0)) is False
+    _same(ad, before)

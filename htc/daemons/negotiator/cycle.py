@@ -52,7 +52,7 @@ from htc.daemons.negotiator.claimed import ClaimedSearch
 from htc.daemons.negotiator.fair_share import order_submitters, pie_slices
 from htc.daemons.negotiator.gc_pause import collector_paused
 from htc.daemons.negotiator.groups import ROOT, allocate, build_tree, group_order
-from htc.daemons.negotiator.matched_ad import MatchedSlotAd, sizes_of
+from htc.daemons.negotiator.matched_ad import MatchedSlotAd, carve_numbers, sizes_of
 from htc.daemons.negotiator.preemption import PreemptState, Rejection
 from htc.daemons.negotiator.search import RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
@@ -293,10 +293,11 @@ class _Cycle:
         slot.carves += 1
         self.search.taken_count += 1
         ad = slot.ad
-        for name, amount in zip(("Cpus", "Memory", "Disk"), carve):
-            have = number(ad, name)
-            if have is not None:
-                ad[name] = same_type(ad[name], have - amount)
+        if not carve_numbers(ad, carve):
+            for name, amount in zip(("Cpus", "Memory", "Disk"), carve):
+                have = number(ad, name)
+                if have is not None:
+                    ad[name] = same_type(ad[name], have - amount)
         slot.weight = slot_weight(ad, self.s.use_slot_weights)
         if (number(ad, "Cpus", 1.0) or 0.0) < 1.0 or (number(ad, "Memory", 1.0) or 0.0) <= 0:
             pool.take(slot)

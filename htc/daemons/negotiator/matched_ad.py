@@ -19,6 +19,7 @@ table a copy taken at the match would have had, in the same order.
 from __future__ import annotations
 
 from htc.classad import ClassAd
+from htc.classad.ast import Literal
 from htc.daemons.negotiator.slots import literal
 
 _CARVED = ("cpus", "memory", "disk")
@@ -67,3 +68,24 @@ def sizes_of(ad: ClassAd) -> tuple:
     """The syntax trees of ``ad``'s ``Cpus``, ``Memory`` and ``Disk`` (None where it lacks one)."""
     get = ad._exprs.get
     return (get("cpus"), get("memory"), get("disk"))
+
+
+def carve_numbers(ad: ClassAd, carve: tuple) -> bool:
+    """Carve ``carve`` (cpus, memory, disk) out of ``ad`` when its three are numeric literals
+    (or missing): each becomes the shared literal of ``have - amount``, an int where it was one
+    and the result is whole (:func:`~.slots.same_type`), as evaluating and assigning them would
+    make it. Returns False, changing nothing, when one is an expression (evaluate it then)."""
+    exprs = ad._exprs
+    nodes = (exprs.get("cpus"), exprs.get("memory"), exprs.get("disk"))
+    for node in nodes:
+        if node is not None and (node.__class__ is not Literal
+                                 or node.value.__class__ not in _NUMBERS):
+            return False
+    for lname, node, amount in zip(_CARVED, nodes, carve):
+        if node is not None:
+            have = node.value
+            value = have - amount
+            if have.__class__ is int and float(value).is_integer():
+                value = int(value)
+            exprs[lname] = literal(value)
+    return True

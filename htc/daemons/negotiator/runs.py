@@ -204,13 +204,21 @@ def _prefix(ok, n: int, known: int = 1) -> int:
     return lo
 
 
+def _less(have, carved):
+    """``have - carved`` as the slot keeps it (:func:`~.slots.same_type`; None: not said)."""
+    if have is None:
+        return None
+    value = have - carved
+    return int(value) if have.__class__ is int and float(value).is_integer() else value
+
+
 def _numeric_steps(search, rs, slot, cost, carve, used, limit, used_u, limit_u, budget):
     """The resource states of the next steps the numbers allow (remaining jobs, the UPDOWN
     budget, the submitter's limit, fitting, exhaustion), stepped exactly as the loop does."""
     ad = slot.ad
     have = []
-    for name in _NAMES:
-        node = ad._exprs.get(name.lower())
+    for lname in _CARVED:
+        node = ad._exprs.get(lname)
         if node is None:
             have.append(None)
         elif node.__class__ is Literal and _number(node.value) is not None:
@@ -218,20 +226,22 @@ def _numeric_steps(search, rs, slot, cost, carve, used, limit, used_u, limit_u, 
         else:
             return []
     states = []
-    while len(states) < rs.remaining and (budget is None or len(states) < budget):
+    h0, h1, h2 = have
+    c0, c1, c2 = carve
+    steps = rs.remaining if budget is None else min(rs.remaining, budget)
+    while len(states) < steps:
         if used >= limit:
             break
-        if any(h is not None and w > h for w, h in zip(carve, have)):
+        if (h0 is not None and c0 > h0) or (h1 is not None and c1 > h1) or (
+                h2 is not None and c2 > h2):
             break
         if not submitter_limit_permits(used_u, limit_u, cost):
             break
-        states.append(tuple(have))
+        states.append((h0, h1, h2))
         used += cost
         used_u += cost
-        have = [None if h is None else same_type(h, h - w) for h, w in zip(have, carve)]
-        cpus = 1.0 if have[0] is None else have[0]
-        memory = 1.0 if have[1] is None else have[1]
-        if cpus < 1.0 or memory <= 0:
+        h0, h1, h2 = _less(h0, c0), _less(h1, c1), _less(h2, c2)
+        if (1.0 if h0 is None else h0) < 1.0 or (1.0 if h1 is None else h1) <= 0:
             break  # this carve uses the slot up: the run ends with it
     return states
 
