@@ -576,4 +576,9 @@ def _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, no
         priority_preemptions=sum(m.preemption is PreemptState.PRIORITY for m in matches),
         rejections=state.rejections, rejections_by_reason=dict(state.reasons),
         pie_spins=spins, submitters_share_limited=tuple(sorted(state.share_limited)))
+    # the cycle's slots, classes and requests refer to each other: unlinked, reference counting
+    # frees them now, and the collector's pass after the cycle walks only what it returns
+    pool.close()
+    for entry in entries:
+        entry.requests = []
     return CycleResult(matches=matches, statistics=stats, shares=shares, skipped=tuple(state.skipped))

@@ -418,6 +418,21 @@ class SlotPool:
             # new best member: requests must reconsider this class
             self.avail_log.append(cls.id)
 
+    def close(self) -> None:
+        """Forget every slot and class at the end of the cycle (the pool is not used again).
+
+        A slot and its class refer to each other (``Slot.cls``, ``SlotClass.members``): unlinked,
+        the cycle's slots, classes and keys go by reference counting when the cycle drops them,
+        rather than in a garbage-collector pass over everything the cycle allocated."""
+        for cls in self.classes:
+            for _key, _seq, slot in cls.members:
+                slot.cls = None
+            cls.members = []
+        for slot in self.claimed:
+            slot.cls = None
+        self.classes, self.base_reps, self.avail_log, self.claimed = [], [], [], []
+        self._by_key, self._bases, self._rank_values = {}, {}, {}
+
     def take(self, slot: Slot) -> None:
         """Remove a slot from the cycle (matched)."""
         slot.taken = True

@@ -429,7 +429,7 @@ class VectorSearch:
                 hit = Unsupported(str(exc) or type(exc).__name__)
             self._compiled[key] = hit
         if isinstance(hit, Unsupported):
-            raise hit
+            raise Unsupported(*hit.args)  # a new one: a raised one keeps its frames (and all)
         return hit
 
     def _probed(self, fn):
