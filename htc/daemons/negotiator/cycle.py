@@ -56,8 +56,8 @@ from htc.daemons.negotiator.matched_ad import MatchedSlotAd, carve_numbers, size
 from htc.daemons.negotiator.preemption import PreemptState, Rejection
 from htc.daemons.negotiator.search import RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as_classad, expr_refs,
-                                          number, same_type, slot_weight)
+from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as_classad,
+                                          names_and_other_reads, number, same_type, slot_weight)
 from htc.daemons.negotiator.submitters import SubmitterAd, accounting_group_of
 from htc.daemons.negotiator.updown import entity_of, order_by_index
 from htc.daemons.negotiator.vsearch import VectorSearch
@@ -170,19 +170,10 @@ class _Cycle:
         roots: set[str] = set()
         job_names: set[str] = set()
         for rs in requests:
-            job = rs.job
             try:
-                names: set[str] = set()
-                reads: set[str] = set()
-                for attr in job:
-                    names.add(attr.lower())
-                    # Every slot attribute any job expression can read belongs in the class
-                    # key: TARGET.x, and plain names the job lacks (they fall back to the slot).
-                    for ref in expr_refs(job[attr]) or ():
-                        if ref.startswith("target."):
-                            reads.add(ref[7:])
-                        elif ref not in job:
-                            reads.add(ref)
+                # Every slot attribute any job expression can read belongs in the class key:
+                # TARGET.x, and plain names the job lacks (they fall back to the slot).
+                names, reads = names_and_other_reads(rs.job)
             except Exception as exc:  # noqa: BLE001 - see skip()
                 self.skip(rs.entry, rs.request, exc, rs)
                 continue

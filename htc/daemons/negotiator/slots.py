@@ -118,6 +118,23 @@ def closure(ad: ClassAd, roots: Iterable[str]) -> tuple[set[str], set[str]]:
     return seen, targets
 
 
+def names_and_other_reads(ad: ClassAd) -> tuple[set[str], set[str]]:
+    """Every attribute name of ``ad`` (lower case), and every name its expressions can read of
+    the other ad: ``TARGET.x``, and plain names ``ad`` lacks (they fall back to the other ad).
+    Reads the stored syntax trees (each tree's references are cached by identity)."""
+    table = ad.table
+    reads: set[str] = set()
+    for node in table.values():
+        if node.__class__ in _VALUE_NODES:
+            continue  # a value reads nothing
+        for ref in _node_refs(node):
+            if ref.startswith("target."):
+                reads.add(ref[7:])
+            elif ref not in table:
+                reads.add(ref)
+    return set(table), reads
+
+
 def other_side_reads(ad: ClassAd, root: str = "requirements") -> tuple[str, ...]:
     """The attributes of the *other* ad that ``ad[root]`` can read.
 
