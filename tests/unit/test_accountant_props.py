@@ -108,3 +108,26 @@ def test_setaccum_sets_the_accumulated_usage_through_the_core():
     assert (ad["Name"], ad["WeightedAccumulatedUsage"], ad["LastUpdate"]) == ("a@x", 7200.0, 0.0)
     with pytest.raises(UsageError, match="zero or more seconds"):
         neg.accountant.set_accumulated_usage("a@x", -1.0)
+
+
+_batch = st.lists(st.tuples(st.sampled_from(["a@x", "b@x"]), st.integers(0, 12)), min_size=0,
+                  max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_batch, st.lists(st.integers(0, 12), max_size=10), st.sampled_from([0.5, 1.0, 3.0, 0.1]),
+       st.floats(0, 1000), st.booleans())
+def test_add_matches_charges_exactly_as_add_match_one_by_one(held, run, weight, now, fresh):
+    """A run's batch charge (``add_matches``) leaves the accountant bit for bit as the same
+    ``add_match`` calls in turn, also when some resources are held already (by the submitter
+    or by another, which the charge moves)."""
+    one, batch = (Accountant(now=None if fresh else 0.0) for _ in range(2))
+    for acct in (one, batch):
+        for customer, i in held:
+            acct.add_match(customer, f"slot{i}", 2.0, now / 2)
+    resources = [f"slot{i}" for i in run]
+    for resource in resources:
+        one.add_match("a@x", resource, weight, now)
+    batch.add_matches("a@x", resources, weight, now)
+    assert batch.snapshot() == one.snapshot()
+    assert [batch.match_of(r) for r in resources] == [one.match_of(r) for r in resources]

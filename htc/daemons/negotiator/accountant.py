@@ -37,7 +37,7 @@ The accountant is plain data: :meth:`Accountant.snapshot` returns a JSON-ready `
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from htc.daemons.negotiator.submitters import accounting_group_of
@@ -360,6 +360,25 @@ class Accountant:
         # The next update charges the whole interval; take back the part before the match.
         rec.weighted_uncharged_time -= (now - self.last_update_time) * weight
         self._matches[resource] = _Match(customer, weight, now)
+
+    def add_matches(self, customer: str, resources: Sequence[str], weight: float,
+                    now: float) -> None:
+        """:meth:`add_match` for each of ``resources`` in turn (a run of carves from one slot):
+        the same charges, added in the same order, with the submitter's record looked up once."""
+        matches = self._matches
+        rec = None
+        for resource in resources:
+            if resource in matches:
+                self.add_match(customer, resource, weight, now)  # (a re-charge or a move)
+                continue
+            if self.last_update_time is None:
+                self.last_update_time = now
+            if rec is None:
+                rec = self._customer(customer)
+            rec.resources_used += 1
+            rec.weighted_resources_used += weight
+            rec.weighted_uncharged_time -= (now - self.last_update_time) * weight
+            matches[resource] = _Match(customer, weight, now)
 
     def remove_match(self, resource: str, now: float) -> None:
         """Stop charging for ``resource`` (claim ended); unknown resources are ignored."""

@@ -52,11 +52,12 @@ from htc.daemons.negotiator.claimed import ClaimedSearch
 from htc.daemons.negotiator.fair_share import order_submitters, pie_slices
 from htc.daemons.negotiator.gc_pause import collector_paused
 from htc.daemons.negotiator.groups import ROOT, allocate, build_tree, group_order
+from htc.daemons.negotiator.matched_ad import MatchedSlotAd, carve_numbers, sizes_of
 from htc.daemons.negotiator.preemption import PreemptState, Rejection
 from htc.daemons.negotiator.search import RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as_classad, expr_refs,
-                                          number, same_type, slot_weight)
+from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as_classad,
+                                          names_and_other_reads, number, same_type, slot_weight)
 from htc.daemons.negotiator.submitters import SubmitterAd, accounting_group_of
 from htc.daemons.negotiator.updown import entity_of, order_by_index
 from htc.daemons.negotiator.vsearch import VectorSearch
@@ -169,19 +170,10 @@ class _Cycle:
         roots: set[str] = set()
         job_names: set[str] = set()
         for rs in requests:
-            job = rs.job
             try:
-                names: set[str] = set()
-                reads: set[str] = set()
-                for attr in job:
-                    names.add(attr.lower())
-                    # Every slot attribute any job expression can read belongs in the class
-                    # key: TARGET.x, and plain names the job lacks (they fall back to the slot).
-                    for ref in expr_refs(job[attr]) or ():
-                        if ref.startswith("target."):
-                            reads.add(ref[7:])
-                        elif ref not in job:
-                            reads.add(ref)
+                # Every slot attribute any job expression can read belongs in the class key:
+                # TARGET.x, and plain names the job lacks (they fall back to the slot).
+                names, reads = names_and_other_reads(rs.job)
             except Exception as exc:  # noqa: BLE001 - see skip()
                 self.skip(rs.entry, rs.request, exc, rs)
                 continue
@@ -264,7 +256,8 @@ class _Cycle:
     def make_match(self, rs: RequestState, pool: SlotPool, slot: Slot, state: PreemptState,
                    cost: float, carve) -> None:
         entry = rs.entry.ad
-        offered = slot.ad.copy() if carve is not None else slot.ad
+        # a carved slot's ad as it is now (see .matched_ad), else the ad itself
+        offered = MatchedSlotAd(slot.ad, sizes_of(slot.ad)) if carve is not None else slot.ad
         claim = slot.claim_id or f"{slot.name}#{self.cycle}.{self.claim_seq}"
         self.claim_seq += 1
         victim = slot.remote_user if state is not PreemptState.NONE else None
@@ -291,10 +284,11 @@ class _Cycle:
         slot.carves += 1
         self.search.taken_count += 1
         ad = slot.ad
-        for name, amount in zip(("Cpus", "Memory", "Disk"), carve):
-            have = number(ad, name)
-            if have is not None:
-                ad[name] = same_type(ad[name], have - amount)
+        if not carve_numbers(ad, carve):
+            for name, amount in zip(("Cpus", "Memory", "Disk"), carve):
+                have = number(ad, name)
+                if have is not None:
+                    ad[name] = same_type(ad[name], have - amount)
         slot.weight = slot_weight(ad, self.s.use_slot_weights)
         if (number(ad, "Cpus", 1.0) or 0.0) < 1.0 or (number(ad, "Memory", 1.0) or 0.0) <= 0:
             pool.take(slot)
@@ -573,4 +567,9 @@ def _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, no
         priority_preemptions=sum(m.preemption is PreemptState.PRIORITY for m in matches),
         rejections=state.rejections, rejections_by_reason=dict(state.reasons),
         pie_spins=spins, submitters_share_limited=tuple(sorted(state.share_limited)))
+    # the cycle's slots, classes and requests refer to each other: unlinked, reference counting
+    # frees them now, and the collector's pass after the cycle walks only what it returns
+    pool.close()
+    for entry in entries:
+        entry.requests = []
     return CycleResult(matches=matches, statistics=stats, shares=shares, skipped=tuple(state.skipped))

@@ -16,6 +16,8 @@ what the match held at once (:meth:`PendingSlots.lapsed`).
 
 from __future__ import annotations
 
+from htc.daemons.negotiator.slots import fast_get
+
 __all__ = ["PendingSlots"]
 
 #: what tells one report of a slot from the next: the startd's update counter, else (an ad
@@ -51,21 +53,32 @@ class PendingSlots:
 
     def record(self, matches, machines, until: float) -> None:
         """Remember the slots ``matches`` gave away (``machines``: the ads the cycle saw)."""
-        ads = {ad.get("Name"): ad for ad in machines}
+        ads = {fast_get(ad, "Name"): ad for ad in machines}
+        slots, given = self._slots, self._given
+        work: dict[str, list] = {}  # slot name -> [signature, whole, carved sums] this cycle
         for match in matches:
-            ad = ads.get(match.slot_name)
-            if ad is None:
-                continue
-            record = self._slots.get(match.slot_name)
-            if record is None:  # (the signature only for a slot not seen yet: ads.get is slow)
-                record = (self._signature(ad), False, [0.0] * 3, 0)
-            signature, whole, carved, _ = record
+            name = match.slot_name
+            entry = work.get(name)
+            if entry is None:
+                ad = ads.get(name)
+                if ad is None:
+                    continue
+                record = slots.get(name)
+                if record is None:  # (the signature only for a slot not seen yet: ads.get is slow)
+                    entry = [self._signature(ad), False, [0.0] * 3]
+                else:
+                    entry = [record[0], record[1], record[2]]
+                work[name] = entry
             if match.carved is None:
-                whole = True
+                entry[1] = True
             else:
-                carved = [have + more for have, more in zip(carved, match.carved)]
-            self._slots[match.slot_name] = (signature, whole, carved, until)
-            self._given.setdefault(match.slot_name, []).append((match.claim_id, match.autocluster_id, match.carved))
+                entry[2] = [have + more for have, more in zip(entry[2], match.carved)]
+            mine = given.get(name)
+            if mine is None:
+                mine = given[name] = []
+            mine.append((match.claim_id, match.autocluster_id, match.carved))
+        for name, (signature, whole, carved) in work.items():
+            slots[name] = (signature, whole, carved, until)
 
     def lapsed(self, slot_name: str, claim_id: str, autocluster_id: int | None) -> bool:
         """A schedd let a match of ``slot_name`` lapse: give back what it held (True: found)."""

@@ -32,6 +32,7 @@ from __future__ import annotations
 from htc.classad.ast import (AttrRef, Binary, Call, Conditional, ListExpr, Literal, Paren, Select,
                              Subscript, Unary)
 from htc.classad.match import rank
+from htc.daemons.negotiator.matched_ad import MatchedSlotAd
 from htc.daemons.negotiator.preemption import PreemptState, submitter_limit_permits
 from htc.daemons.negotiator.slots import eval_rank, literal, number, same_type, slot_weight
 
@@ -203,13 +204,21 @@ def _prefix(ok, n: int, known: int = 1) -> int:
     return lo
 
 
+def _less(have, carved):
+    """``have - carved`` as the slot keeps it (:func:`~.slots.same_type`; None: not said)."""
+    if have is None:
+        return None
+    value = have - carved
+    return int(value) if have.__class__ is int and float(value).is_integer() else value
+
+
 def _numeric_steps(search, rs, slot, cost, carve, used, limit, used_u, limit_u, budget):
     """The resource states of the next steps the numbers allow (remaining jobs, the UPDOWN
     budget, the submitter's limit, fitting, exhaustion), stepped exactly as the loop does."""
     ad = slot.ad
     have = []
-    for name in _NAMES:
-        node = ad._exprs.get(name.lower())
+    for lname in _CARVED:
+        node = ad._exprs.get(lname)
         if node is None:
             have.append(None)
         elif node.__class__ is Literal and _number(node.value) is not None:
@@ -217,20 +226,22 @@ def _numeric_steps(search, rs, slot, cost, carve, used, limit, used_u, limit_u, 
         else:
             return []
     states = []
-    while len(states) < rs.remaining and (budget is None or len(states) < budget):
+    h0, h1, h2 = have
+    c0, c1, c2 = carve
+    steps = rs.remaining if budget is None else min(rs.remaining, budget)
+    while len(states) < steps:
         if used >= limit:
             break
-        if any(h is not None and w > h for w, h in zip(carve, have)):
+        if (h0 is not None and c0 > h0) or (h1 is not None and c1 > h1) or (
+                h2 is not None and c2 > h2):
             break
         if not submitter_limit_permits(used_u, limit_u, cost):
             break
-        states.append(tuple(have))
+        states.append((h0, h1, h2))
         used += cost
         used_u += cost
-        have = [None if h is None else same_type(h, h - w) for h, w in zip(have, carve)]
-        cpus = 1.0 if have[0] is None else have[0]
-        memory = 1.0 if have[1] is None else have[1]
-        if cpus < 1.0 or memory <= 0:
+        h0, h1, h2 = _less(h0, c0), _less(h1, c1), _less(h2, c2)
+        if (1.0 if h0 is None else h0) < 1.0 or (1.0 if h1 is None else h1) <= 0:
             break  # this carve uses the slot up: the run ends with it
     return states
 
@@ -347,28 +358,34 @@ def commit_run(cycle, search, rs, pool, slot, cost, carve, states) -> int:
     entry = rs.entry.ad
     ad = slot.ad
     job_ids = rs.request.job_ids
-    acct = cycle.acct
-    for have in states:
-        _set(ad, have)
-        claim = slot.claim_id or f"{slot.name}#{cycle.cycle}.{cycle.claim_seq}"
-        cycle.claim_seq += 1
-        cycle.matches.append(Match(
-            submitter=entry.name, schedd=entry.schedd, schedd_address=entry.schedd_address,
-            autocluster_id=rs.request.autocluster_id,
-            job_id=job_ids[rs.matched] if rs.matched < len(job_ids) else None,
-            slot_name=slot.name, startd_address=slot.address, claim_id=claim,
-            slot_ad=ad.copy(), preemption=PreemptState.NONE, preempted_user=None, weight=cost,
+    n = len(states)
+    first_job, first_carve, first_claim = rs.matched, slot.carves, cycle.claim_seq
+    # what every match of the run shares, bound once (the loop is the cycle's hottest)
+    name, schedd, schedd_address = entry.name, entry.schedd, entry.schedd_address
+    autocluster, slot_name, address = rs.request.autocluster_id, slot.name, slot.address
+    claim_id, cycle_no, none = slot.claim_id, cycle.cycle, PreemptState.NONE
+    append = cycle.matches.append
+    for i, have in enumerate(states):
+        j = first_job + i
+        append(Match(
+            submitter=name, schedd=schedd, schedd_address=schedd_address,
+            autocluster_id=autocluster, job_id=job_ids[j] if j < len(job_ids) else None,
+            slot_name=slot_name, startd_address=address,
+            claim_id=claim_id or f"{slot_name}#{cycle_no}.{first_claim + i}",
+            slot_ad=MatchedSlotAd(ad, have), preemption=none, preempted_user=None, weight=cost,
             carved=carve))
-        rs.matched += 1
-        rs.remaining -= 1
-        acct.add_match(entry.name, f"{slot.name}#carve{slot.carves}", cost, cycle.now)
-        slot.carves += 1
-        search.taken_count += 1
+    rs.matched += n
+    rs.remaining -= n
+    cycle.claim_seq += n
+    slot.carves += n
+    search.taken_count += n
+    cycle.acct.add_matches(name, [f"{slot_name}#carve{first_carve + i}" for i in range(n)], cost,
+                           cycle.now)
     last = states[-1]
     _set(ad, [None if h is None else same_type(h, h - w) for h, w in zip(last, carve)])
     slot.weight = slot_weight(ad, cycle.s.use_slot_weights)
-    search.run_jobs += len(states)
+    search.run_jobs += n
     if (number(ad, "Cpus", 1.0) or 0.0) < 1.0 or (number(ad, "Memory", 1.0) or 0.0) <= 0:
         pool.take(slot)  # as make_match does; the slot stays "hot" until the next search
         cycle.free -= 1
-    return len(states)
+    return n

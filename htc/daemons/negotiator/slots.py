@@ -118,6 +118,23 @@ def closure(ad: ClassAd, roots: Iterable[str]) -> tuple[set[str], set[str]]:
     return seen, targets
 
 
+def names_and_other_reads(ad: ClassAd) -> tuple[set[str], set[str]]:
+    """Every attribute name of ``ad`` (lower case), and every name its expressions can read of
+    the other ad: ``TARGET.x``, and plain names ``ad`` lacks (they fall back to the other ad).
+    Reads the stored syntax trees (each tree's references are cached by identity)."""
+    table = ad.table
+    reads: set[str] = set()
+    for node in table.values():
+        if node.__class__ in _VALUE_NODES:
+            continue  # a value reads nothing
+        for ref in _node_refs(node):
+            if ref.startswith("target."):
+                reads.add(ref[7:])
+            elif ref not in table:
+                reads.add(ref)
+    return set(table), reads
+
+
 def other_side_reads(ad: ClassAd, root: str = "requirements") -> tuple[str, ...]:
     """The attributes of the *other* ad that ``ad[root]`` can read.
 
@@ -417,6 +434,21 @@ class SlotPool:
         if was_empty or cls.members[0][2] is slot:
             # new best member: requests must reconsider this class
             self.avail_log.append(cls.id)
+
+    def close(self) -> None:
+        """Forget every slot and class at the end of the cycle (the pool is not used again).
+
+        A slot and its class refer to each other (``Slot.cls``, ``SlotClass.members``): unlinked,
+        the cycle's slots, classes and keys go by reference counting when the cycle drops them,
+        rather than in a garbage-collector pass over everything the cycle allocated."""
+        for cls in self.classes:
+            for _key, _seq, slot in cls.members:
+                slot.cls = None
+            cls.members = []
+        for slot in self.claimed:
+            slot.cls = None
+        self.classes, self.base_reps, self.avail_log, self.claimed = [], [], [], []
+        self._by_key, self._bases, self._rank_values = {}, {}, {}
 
     def take(self, slot: Slot) -> None:
         """Remove a slot from the cycle (matched)."""
