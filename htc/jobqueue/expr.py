@@ -103,7 +103,9 @@ def cluster_classad(cluster: ClusterAd) -> ClassAd:
             low = name.lower()
             if low not in names:
                 names[low] = name
-            exprs[low] = parse(text).node
+            # a plain string (a DAG node's name and notes: a new text per cluster) is its own
+            # literal, as the parser would read it; anything else through the parser's cache
+            exprs[low] = Literal(text[1:-1]) if _PLAIN_STRING.fullmatch(text) else parse(text).node
         undefined = _literal(Undefined)
         for low, name in HOT_ATTRS.items():
             if low not in names:
@@ -280,6 +282,13 @@ def references(expr: ExprTree) -> set[str]:
     return {r for r in expr.attributes() if not r.startswith("target.")}
 
 
+@lru_cache(maxsize=8192)
+def _text_references(text: str) -> frozenset[str]:
+    """:func:`references` of an expression text (cached by text: a DAG's one-job clusters share
+    their submit file's texts, and each would walk them again)."""
+    return frozenset(references(parse(text)))
+
+
 def reachable(text: str, cluster: ClusterAd) -> frozenset[str]:
     """Lower-case names an expression can read, followed through the cluster's expressions.
 
@@ -291,7 +300,7 @@ def reachable(text: str, cluster: ClusterAd) -> frozenset[str]:
     if found is not None:
         return found
     seen: set[str] = set()
-    todo = list(references(parse(text)))
+    todo = list(_text_references(text))
     while todo:
         name = todo.pop()
         if name in seen:
@@ -299,7 +308,7 @@ def reachable(text: str, cluster: ClusterAd) -> frozenset[str]:
         seen.add(name)
         canon = cluster.canon.get(name)
         if canon is not None and canon in cluster.attrs:
-            todo.extend(references(parse(cluster.attrs[canon])))
+            todo.extend(_text_references(cluster.attrs[canon]))
     result = frozenset(seen)
     cluster.attrs_cache[key] = result  # (names procs override are followed apart: attrs alone)
     return result
@@ -387,7 +396,7 @@ class GroupedEvaluator:
             seen: set[str] = set()
             if any(_text_reads_dynamically(text) for text in overrides):
                 return (cluster.cluster_id, job.proc_id, _OWN_KEY)  # shares with no other job
-            todo = [r for text in overrides for r in references(parse(text))]
+            todo = [r for text in overrides for r in _text_references(text)]
             while todo:
                 name = todo.pop()
                 if name in seen:
@@ -400,7 +409,7 @@ class GroupedEvaluator:
                 if text is not None:
                     if _text_reads_dynamically(text):
                         return (cluster.cluster_id, job.proc_id, _OWN_KEY)
-                    todo.extend(references(parse(text)))
+                    todo.extend(_text_references(text))
             for name in sorted(seen - base):
                 values.append((name, job.hot_value(name) if name in HOT_ATTRS
                                else own.get(cluster.canon.get(name, name))))
