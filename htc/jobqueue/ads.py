@@ -305,6 +305,9 @@ class JobAd(Mapping[str, str]):
         return f"<JobAd {self._hot[0]}.{self._hot[1]} status={self._hot[2]}>"
 
 
+_STR_ONLY = frozenset({str})
+
+
 def as_mapping(ad: Mapping[str, str] | object) -> Mapping[str, str]:
     """Check that a cluster or proc ad is a mapping of attribute names to expression texts.
 
@@ -313,6 +316,8 @@ def as_mapping(ad: Mapping[str, str] | object) -> Mapping[str, str]:
     """
     if not isinstance(ad, Mapping):
         raise UsageError(f"a job ad must be a mapping of attribute -> expression text, not {type(ad).__name__}")
+    if set(map(type, ad)) <= _STR_ONLY and set(map(type, ad.values())) <= _STR_ONLY:
+        return ad  # (every name and text a str: told in two C-level passes, not item by item)
     for name, text in ad.items():
         if not isinstance(name, str) or not isinstance(text, str):
             raise UsageError(
