@@ -59,7 +59,7 @@ def _plain_value(depth: int) -> str:
 
 _PLAIN_VALUE = _plain_value(4)
 #: a ``name = value`` pair with a plain value and the ``;`` that ends it (or the body's end)
-_PLAIN_PAIRS = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)(%s)(?:;|\Z)" % _PLAIN_VALUE, re.S)
+_PLAIN_PAIRS = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)\s*(%s)(?:;|\Z)" % _PLAIN_VALUE, re.S)
 #: a body made of such pairs only (and blanks after the last ``;``)
 _PLAIN_BODY = re.compile(r"(?:\s*[A-Za-z_][A-Za-z0-9_]*\s*=(?!=)%s(?:;|\Z))*+\s*" % _PLAIN_VALUE, re.S)
 #: canonical text of the values seen (value text -> unparsed text), bounded in entries and in
@@ -160,14 +160,14 @@ def _plain_texts(pairs: list[tuple[str, str]]) -> dict[str, str] | None:
     out: dict[str, str] = {}
     known = _VALUES.get
     for name, value in pairs:
-        value = value.strip()
-        canonical = known(value)  # (an empty value is never known: it does not parse)
+        canonical = known(value)  # (blanks before a value are not in it; an empty value is never known)
         if canonical is None:
-            canonical = _canonical(value) if value else None
+            value = value.strip()  # blanks after it (before the ';' or the end)
+            canonical = known(value) or (_canonical(value) if value else None)
             if canonical is None:
                 return None
         out[name] = canonical
-    lows = {name.lower() for name, _ in pairs}
+    lows = set(map(str.lower, out))
     if len(lows) != len(pairs) or not lows.isdisjoint(KEYWORDS):
         return None
     return out
