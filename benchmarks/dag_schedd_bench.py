@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="measurements of each way (2)")
     parser.add_argument("--count", action="store_true",
                         help="print Python function calls and SQL statements per job instead of CPU")
-    parser.add_argument("--profile", metavar="PREFIX", help="write a cProfile (CPU timer) of each part to PREFIX.WAY.PART")
+    parser.add_argument("--profile", metavar="PREFIX",
+                        help="write a cProfile (CPU timer) of each part to PREFIX.WAY.PART")
     args = parser.parse_args(argv)
     n = args.jobs
     # the jobs' owner is whoever runs this (their user logs are written with its rights)
@@ -190,8 +191,8 @@ def main(argv: list[str] | None = None) -> int:
                 h.queue.close()
                 if args.count:
                     print(f"round {rnd + 1}, {way:>5}: {n} jobs; per job: submit {counts[0][0]:,.0f} Python calls, "
-                          f"{counts[0][1]:.2f} SQL statements; run {counts[1][0]:,.0f} calls, {counts[1][1]:.2f} statements",
-                          flush=True)
+                          f"{counts[0][1]:.2f} SQL statements; run {counts[1][0]:,.0f} calls, "
+                          f"{counts[1][1]:.2f} statements", flush=True)
                     continue
                 load = " ".join(f"{x:.2f}" for x in os.getloadavg())
                 print(f"round {rnd + 1}, {way:>5}: {n} jobs; schedd CPU ms per job: submit {cpu[0]:.3f}, "
