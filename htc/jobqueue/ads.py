@@ -130,7 +130,7 @@ def string_literal(attr: str, text: str) -> str | None:
 class ClusterAd:
     """The attributes a cluster's procs share, with case-insensitive name lookup."""
 
-    __slots__ = ("cluster_id", "owner", "qdate", "attrs", "canon", "proc_attrs", "cache")
+    __slots__ = ("cluster_id", "owner", "qdate", "attrs", "canon", "proc_attrs", "cache", "attrs_cache")
 
     def __init__(self, cluster_id: int, attrs: dict[str, str], proc_attrs: list[str],
                  owner: str | None = None, qdate: int = 0, *, canon: dict[str, str] | None = None):
@@ -147,10 +147,14 @@ class ClusterAd:
         self.canon.update(canon if canon is not None else ((n.lower(), n) for n in attrs))
         #: per-cluster memo for evaluators (parsed expressions, policy results)
         self.cache: dict = {}
+        #: per-cluster memo of what depends on ``attrs`` alone (their parsed ClassAd, which
+        #: names an expression reaches through them): kept when procs override more names
+        self.attrs_cache: dict = {}
 
     def with_proc_attrs(self, names: Iterable[str]) -> ClusterAd:
         """This cluster once procs override ``names`` too (what reading it back after storing
-        the longer list gives; a fresh ``cache``), without lower-casing every attribute again."""
+        the longer list gives; a fresh ``cache``, the same ``attrs_cache``: ``attrs`` are
+        unchanged), without lower-casing every attribute again."""
         new = ClusterAd.__new__(ClusterAd)
         new.cluster_id, new.owner, new.qdate, new.attrs = self.cluster_id, self.owner, self.qdate, self.attrs
         canon = dict(self.canon)
@@ -159,6 +163,7 @@ class ClusterAd:
         new.canon = canon
         new.proc_attrs = self.proc_attrs | {name.lower() for name in names}
         new.cache = {}
+        new.attrs_cache = self.attrs_cache
         return new
 
 
@@ -300,6 +305,9 @@ class JobAd(Mapping[str, str]):
         return f"<JobAd {self._hot[0]}.{self._hot[1]} status={self._hot[2]}>"
 
 
+_STR_ONLY = frozenset({str})
+
+
 def as_mapping(ad: Mapping[str, str] | object) -> Mapping[str, str]:
     """Check that a cluster or proc ad is a mapping of attribute names to expression texts.
 
@@ -308,6 +316,8 @@ def as_mapping(ad: Mapping[str, str] | object) -> Mapping[str, str]:
     """
     if not isinstance(ad, Mapping):
         raise UsageError(f"a job ad must be a mapping of attribute -> expression text, not {type(ad).__name__}")
+    if set(map(type, ad)) <= _STR_ONLY and set(map(type, ad.values())) <= _STR_ONLY:
+        return ad  # (every name and text a str: told in two C-level passes, not item by item)
     for name, text in ad.items():
         if not isinstance(name, str) or not isinstance(text, str):
             raise UsageError(

@@ -82,7 +82,7 @@ class QueueChanges:
         cluster = self._cluster(cluster_id)
         new = [n for n in names if n.lower() not in cluster.proc_attrs]
         if new:
-            known = {n for low, n in cluster.canon.items() if low in cluster.proc_attrs}  # (canon: lower -> name)
+            known = {cluster.canon[low] for low in cluster.proc_attrs}  # (canon: lower -> name, over proc_attrs too)
             self._conn.execute("UPDATE clusters SET proc_attrs = ? WHERE cluster_id = ?",
                                (_encode(sorted(known | set(new))).decode(), cluster_id))
             # The cluster as a read of the row now gives it, without reading and decoding the row

@@ -13,7 +13,7 @@ cluster attributes is evaluated once per cluster, however many procs it has; one
 JobStatus a handful of times.
 
 Each cluster's ad is parsed into a :class:`~htc.classad.ad.ClassAd` once and cached on the
-cluster (``ClusterAd.cache``); a proc's ad is a cheap copy of it with the proc's own
+cluster (``ClusterAd.attrs_cache``); a proc's ad is a cheap copy of it with the proc's own
 attributes and hot columns set on top (:func:`job_classad`). When an expression must be
 evaluated proc by proc, :func:`proc_scope` is cheaper still: a
 :class:`~htc.classad.scope.LazyAd` that finds each attribute only when the expression reads
@@ -90,16 +90,28 @@ def cluster_classad(cluster: ClusterAd) -> ClassAd:
     """The cluster's attributes as a parsed ClassAd (built once per cluster, then cached).
 
     The template also holds every hot attribute's name, so that a proc's copy only swaps
-    values in (see :func:`job_classad`).
+    values in (see :func:`job_classad`). It depends on the cluster's attributes alone, so it
+    is kept in ``attrs_cache`` (a one-job cluster whose proc gets ClaimId and the like at its
+    start is not parsed again). It fills the ad's table directly, as ``ad[name] = tree`` would
+    (the first spelling of a name kept, its tree replaced), without converting each value.
     """
-    ad = cluster.cache.get("classad")
+    ad = cluster.attrs_cache.get("classad")
     if ad is None:
         ad = ClassAd()
+        exprs, names = ad.table, ad.spellings
         for name, text in cluster.attrs.items():
-            ad[name] = parse(text)
-        for name in HOT_ATTRS.values():
-            ad[name] = Undefined
-        cluster.cache["classad"] = ad
+            low = name.lower()
+            if low not in names:
+                names[low] = name
+            # a plain string (a DAG node's name and notes: a new text per cluster) is its own
+            # literal, as the parser would read it; anything else through the parser's cache
+            exprs[low] = Literal(text[1:-1]) if _PLAIN_STRING.fullmatch(text) else parse(text).node
+        undefined = _literal(Undefined)
+        for low, name in HOT_ATTRS.items():
+            if low not in names:
+                names[low] = name
+            exprs[low] = undefined
+        cluster.attrs_cache["classad"] = ad
     return ad
 
 
@@ -270,6 +282,13 @@ def references(expr: ExprTree) -> set[str]:
     return {r for r in expr.attributes() if not r.startswith("target.")}
 
 
+@lru_cache(maxsize=8192)
+def _text_references(text: str) -> frozenset[str]:
+    """:func:`references` of an expression text (cached by text: a DAG's one-job clusters share
+    their submit file's texts, and each would walk them again)."""
+    return frozenset(references(parse(text)))
+
+
 def reachable(text: str, cluster: ClusterAd) -> frozenset[str]:
     """Lower-case names an expression can read, followed through the cluster's expressions.
 
@@ -277,11 +296,11 @@ def reachable(text: str, cluster: ClusterAd) -> frozenset[str]:
     evaluator follows each proc's own texts separately.
     """
     key = ("reach", text)
-    found = cluster.cache.get(key)
+    found = cluster.attrs_cache.get(key)
     if found is not None:
         return found
     seen: set[str] = set()
-    todo = list(references(parse(text)))
+    todo = list(_text_references(text))
     while todo:
         name = todo.pop()
         if name in seen:
@@ -289,9 +308,9 @@ def reachable(text: str, cluster: ClusterAd) -> frozenset[str]:
         seen.add(name)
         canon = cluster.canon.get(name)
         if canon is not None and canon in cluster.attrs:
-            todo.extend(references(parse(cluster.attrs[canon])))
+            todo.extend(_text_references(cluster.attrs[canon]))
     result = frozenset(seen)
-    cluster.cache[key] = result
+    cluster.attrs_cache[key] = result  # (names procs override are followed apart: attrs alone)
     return result
 
 
@@ -303,13 +322,13 @@ def _text_reads_dynamically(text: str) -> bool:
 def reaches_dynamic_read(text: str, cluster: ClusterAd) -> bool:
     """True when ``text``, or a cluster expression it reaches, reads dynamically."""
     key = ("dynamic", text)
-    found = cluster.cache.get(key)
+    found = cluster.attrs_cache.get(key)
     if found is None:
         found = _text_reads_dynamically(text) or any(
             _text_reads_dynamically(cluster.attrs[cluster.canon[name]])
             for name in reachable(text, cluster)
             if cluster.canon.get(name) in cluster.attrs)
-        cluster.cache[key] = found
+        cluster.attrs_cache[key] = found
     return found
 
 
@@ -377,7 +396,7 @@ class GroupedEvaluator:
             seen: set[str] = set()
             if any(_text_reads_dynamically(text) for text in overrides):
                 return (cluster.cluster_id, job.proc_id, _OWN_KEY)  # shares with no other job
-            todo = [r for text in overrides for r in references(parse(text))]
+            todo = [r for text in overrides for r in _text_references(text)]
             while todo:
                 name = todo.pop()
                 if name in seen:
@@ -390,7 +409,7 @@ class GroupedEvaluator:
                 if text is not None:
                     if _text_reads_dynamically(text):
                         return (cluster.cluster_id, job.proc_id, _OWN_KEY)
-                    todo.extend(references(parse(text)))
+                    todo.extend(_text_references(text))
             for name in sorted(seen - base):
                 values.append((name, job.hot_value(name) if name in HOT_ATTRS
                                else own.get(cluster.canon.get(name, name))))

@@ -112,7 +112,7 @@ def prepare(cluster: object, now: float, validate: bool = True) -> PreparedClust
         if low in HOT_ATTRS:
             hot[low] = text
         else:
-            if validate:
+            if validate and text not in _WELL_FORMED:  # (check_text's first test, without a call per attribute)
                 check_text(name, text)
             attrs[name] = text
             canon[low] = name

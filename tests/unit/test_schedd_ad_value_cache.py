@@ -113,3 +113,31 @@ def test_long_values_are_read_right_but_not_kept():
     text = f"[ big = {long_value}; small = 1 ]"
     assert split_ad_text(text) == _whole(text)
     assert long_value not in adtexts._VALUES and "1" in adtexts._VALUES
+
+
+_PIECES = ['a', 'B', '_x1', ' ', '\n', '=', '==', ';', '"s;t"', '"q\\"q"', '(', ')', '[', ']', '{', '}', ',', '1',
+           '2.5', '/', '//', "'", 'true', '+', 'x.y', '"\\\\"']
+_NESTED = ['1', '"s"', '(1 + 2)', '[ z = 1; w = "a;b" ]', '{ 1, { 2, (3) } }', 'f(g(h(i(j(1)))))', 'x[1]',
+           '"a\\"b"', 'a ? b : c', '((((((1))))))', '{ [ a = (1; 2) ] }']
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=14), st.booleans(),
+       st.lists(st.sampled_from(_NESTED), min_size=1, max_size=6), st.booleans())
+def test_the_one_pattern_path_splits_as_the_scanner_does(pieces, assigned, values, semicolon):
+    # Any body, well-formed or not, and ads of nested values (some deeper than the pattern's four
+    # levels): the same answer (texts, order, or None) whichever path reads it.
+    for body in (("a = " if assigned else "") + "".join(pieces),
+                 "; ".join(f"n{k} = {v}" for k, v in enumerate(values)) + (";" if semicolon else "")):
+        assert split_ad_text(f"[ {body} ]") == adtexts._scanned_texts(f" {body} ")
+        if split_ad_text(f"[ {body} ]") is not None:
+            assert list(split_ad_text(f"[ {body} ]")) == list(adtexts._scanned_texts(f" {body} "))
+
+
+def test_a_submit_files_ad_is_cut_by_the_one_pattern(monkeypatch):
+    text = ('[ Cmd = "/bin/true"; RequestDisk = MAX({ 1024,(TransferInputSizeMB + 1) * 1.25 }) * 1024; '
+            'Requirements = (TARGET.Arch == "X86_64") && (versionGE(split(TARGET.CondorVersion)[1],"25.12.0") || '
+            '(TARGET.Disk >= RequestDisk)); DAGNodeName = "n1"; Notes = "a;b [c" ]')
+    expected = _whole(text)
+    monkeypatch.setattr(adtexts, "_value_end", None)  # the character-class scanner is not called
+    assert split_ad_text(text) == expected

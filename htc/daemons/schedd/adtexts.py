@@ -16,6 +16,13 @@ brackets, braces and parentheses -- and parses each *value* alone with the Class
 the canonical text of the values it has seen (a bounded cache). So every value is still
 checked by the real parser once, and only new values are parsed again.
 
+Most values hold nothing but plain characters and complete string literals (``Cmd =
+"/bin/true"``, ``RequestMemory = 16``, the ``Requirements`` of a submit file): an ad made of such
+pairs only (:data:`_PLAIN_BODY`, one regular expression over the whole body) is cut by one
+``findall`` (:data:`_PLAIN_PAIRS`), and only an ad with a nesting, a ``'`` or a ``/`` in a
+value goes through the scanner. Both find the same ends: outside string literals, nothing in a
+plain value can hide a ``;``, so each value runs to the first ``;`` after its ``=``.
+
 Anything the scanner is not sure of -- a comment, a quoted or keyword or repeated attribute
 name, unbalanced brackets, a value the parser refuses -- returns None, and the caller parses
 the whole ad as before (with the same error messages for a malformed ad).
@@ -36,6 +43,25 @@ _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)")
 _SPECIAL = re.compile(r"[\"'()\[\]{};/]")
 _STRING = {'"': re.compile(r'"(?:[^"\\]|\\.)*"', re.S), "'": re.compile(r"'(?:[^'\\]|\\.)*'", re.S)}
 _OPEN, _CLOSE = "([{", ")]}"
+
+
+def _plain_value(depth: int) -> str:
+    """A pattern of a value the scanner would end at its first top-level ``;``: characters that
+    cannot start a string, a quoted name or a comment, complete double-quoted strings, and
+    brackets, braces and parentheses each closed by its own kind, nested ``depth`` deep at most
+    (a ``;`` inside them does not end the value). Possessive: nothing is tried twice."""
+    string = r'"(?:[^"\\]++|\\.)*+"'
+    inner = r"""(?:[^"'()\[\]{}/]++|%s)*+""" % string
+    for _ in range(depth - 1):
+        inner = r"""(?:[^"'()\[\]{}/]++|%s|\(%s\)|\[%s\]|\{%s\})*+""" % (string, inner, inner, inner)
+    return r"""(?:[^"'()\[\]{};/]++|%s|\(%s\)|\[%s\]|\{%s\})*+""" % (string, inner, inner, inner)
+
+
+_PLAIN_VALUE = _plain_value(4)
+#: a ``name = value`` pair with a plain value and the ``;`` that ends it (or the body's end)
+_PLAIN_PAIRS = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)\s*(%s)(?:;|\Z)" % _PLAIN_VALUE, re.S)
+#: a body made of such pairs only (and blanks after the last ``;``)
+_PLAIN_BODY = re.compile(r"(?:\s*[A-Za-z_][A-Za-z0-9_]*\s*=(?!=)%s(?:;|\Z))*+\s*" % _PLAIN_VALUE, re.S)
 #: canonical text of the values seen (value text -> unparsed text), bounded in entries and in
 #: the length of a value kept (a longer one is parsed every time: a client cannot fill memory)
 _VALUES: dict[str, str] = {}
@@ -94,6 +120,13 @@ def split_ad_text(text: str) -> dict[str, str] | None:
     if not (body.startswith("[") and body.endswith("]")):
         return None
     body = body[1:-1]
+    if _PLAIN_BODY.fullmatch(body):
+        return _plain_texts(_PLAIN_PAIRS.findall(body))
+    return _scanned_texts(body)
+
+
+def _scanned_texts(body: str) -> dict[str, str] | None:
+    """:func:`split_ad_text` of the ``body`` between the brackets, pair by pair with the scanner."""
     out: dict[str, str] = {}
     seen: set[str] = set()
     pos, n = 0, len(body)
@@ -117,4 +150,24 @@ def split_ad_text(text: str) -> dict[str, str] | None:
             return None
         out[name] = canonical
         pos = end + 1
+    return out
+
+
+def _plain_texts(pairs: list[tuple[str, str]]) -> dict[str, str] | None:
+    """:func:`split_ad_text` of a body of plain pairs (:data:`_PLAIN_BODY`), given as
+    ``(name, value)``: each value ends at its pair's ``;`` as the scanner would find it, so the
+    same checks follow (an empty or malformed value, a repeated or keyword name: None)."""
+    out: dict[str, str] = {}
+    known = _VALUES.get
+    for name, value in pairs:
+        canonical = known(value)  # (blanks before a value are not in it; an empty value is never known)
+        if canonical is None:
+            value = value.strip()  # blanks after it (before the ';' or the end)
+            canonical = known(value) or (_canonical(value) if value else None)
+            if canonical is None:
+                return None
+        out[name] = canonical
+    lows = set(map(str.lower, out))
+    if len(lows) != len(pairs) or not lows.isdisjoint(KEYWORDS):
+        return None
     return out
