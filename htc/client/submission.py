@@ -96,6 +96,9 @@ def check_submit_file(cwd: str, role: str, path: str, transfer: bool) -> None:
     full = os.path.join(cwd, path)
     try:
         st = os.stat(full)
+        sig = (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if _PASSED.get(full) == sig:
+            return  # this very file passed already: see _PASSED
         if not stat.S_ISDIR(st.st_mode):
             os.close(os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
     except OSError as exc:
@@ -110,6 +113,18 @@ def check_submit_file(cwd: str, role: str, path: str, transfer: bool) -> None:
         raise FileCheckError(f"ERROR: Executable file {path} is a script with CRLF (DOS/Windows) line endings.\n"
                               f"This generally doesn't work, and you should probably run 'dos2unix {path}' -- "
                               "or a similar tool -- before you resubmit.")
+    if len(_PASSED) >= _PASSED_MAX:
+        _PASSED.clear()
+    _PASSED[full] = sig
+
+
+#: executables that passed :func:`check_submit_file`: full path -> their stat signature then. A
+#: DAG manager checks one executable for thousands of nodes; the same signature (inode, mode,
+#: size, mtime and ctime -- a chmod, chown, ACL change or rewrite moves the ctime) is the same
+#: file with the same contents and rights for this process (its uid does not change), and the
+#: ``os.stat`` that gives it still needs every folder on the path to be searchable.
+_PASSED: dict[str, tuple] = {}
+_PASSED_MAX = 256
 
 
 def build_cluster(description: str, *, cwd: str | os.PathLike | None = None, filename: str | None = None,
@@ -285,7 +300,12 @@ def _per_submission_limit(num_procs: int, config=None) -> None:
 
     The schedd checks every limit again; this spares expanding ``queue 100000000`` here first.
     """
-    limit = (config or _submit_config()).param("MAX_JOBS_PER_SUBMISSION")
+    config = config or _submit_config()
+    if _LIMIT_CACHE and _LIMIT_CACHE[0] is config:
+        limit = _LIMIT_CACHE[1]
+    else:
+        limit = config.param("MAX_JOBS_PER_SUBMISSION")
+        _LIMIT_CACHE[:] = [config, limit]
     if limit is not None and num_procs > limit:
         raise UsageError(f"Number of submitted jobs would exceed MAX_JOBS_PER_SUBMISSION: this submission "
                          f"makes {num_procs} jobs and the limit is {limit}; submit fewer jobs at a time. "
@@ -295,6 +315,7 @@ def _per_submission_limit(num_procs: int, config=None) -> None:
 #: the SUBMIT configuration last read, with what tells whether it changed (see :func:`_submit_config`)
 _CONFIG_CACHE: list = []
 _SETTINGS_CACHE: list = []  # [config, the SubmitSettings built from it]
+_LIMIT_CACHE: list = []  # [config, its MAX_JOBS_PER_SUBMISSION]
 
 
 def _htc_environment(environ: Mapping[str, str] | None = None) -> tuple:
