@@ -98,3 +98,15 @@ def test_each_read_is_a_dict_of_its_own():
     first = reader.read(JOB)
     first["ProcId"] = 99
     assert reader.read(JOB)["ProcId"] == 0
+
+
+def test_a_long_definition_is_read_but_not_remembered(monkeypatch):
+    reader = JobAdReader()
+    long_value = "x" * (jobads.MAX_KEPT + 10)
+    text = f'[ A = "{long_value}"; B = 1 ]'
+    assert reader.read(text)["A"] == long_value
+    parsed = []
+    real = jobads.ClassAd
+    monkeypatch.setattr(jobads, "ClassAd", lambda source=None: parsed.append(source) or real(source))
+    assert reader.read(text.replace("B = 1", "B = 2")) == {"A": long_value, "B": 2}
+    assert parsed == [f'[ A = "{long_value}" ]', "[ B = 2 ]"]

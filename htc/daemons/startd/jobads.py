@@ -22,7 +22,9 @@ or unbalanced brackets, an empty definition, a definition that is not exactly on
 
 Only immutable values are remembered (expressions, strings, numbers, booleans, undefined and
 error): a list or a nested ad is parsed for every job that has it, so that no two job ads
-share a mutable value.
+share a mutable value. Nor is a definition longer than :data:`MAX_KEPT` characters (a peer
+cannot fill the startd's memory with them). The schedd reads submitted ads the same way
+(:mod:`htc.daemons.schedd.adtexts`, which keeps canonical texts rather than values).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ __all__ = ["JobAdReader"]
 #: that no closing quote follows (unterminated: the whole parse reports it)
 _SPLIT = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|/[/*]|[][{}();"\']', re.S)
 _OPEN, _CLOSE = frozenset("[{("), frozenset("]})")
+#: the longest definition text remembered (longer ones are parsed for every job)
+MAX_KEPT = 1024
 _IMMUTABLE = (ExprTree, str, int, float, bool, Value, type(None))
 
 
@@ -143,7 +147,7 @@ class JobAdReader:
         if len(names) != 1:
             return None
         pair = (names[0], ad[names[0]], ad.lookup(names[0]))
-        if isinstance(pair[1], _IMMUTABLE):
+        if isinstance(pair[1], _IMMUTABLE) and len(part) <= MAX_KEPT:
             if len(self._known) >= self._max:
                 self._known.clear()
             self._known[part] = pair
