@@ -21,7 +21,7 @@ from htc.errors import UsageError
 from htc.wire import messages as m
 from htc.wire.transport import DEFAULT_TIMEOUT, Transport
 
-__all__ = ["SubmitResult", "build_cluster", "submit", "submit_message"]
+__all__ = ["SubmitResult", "build_cluster", "cluster_submission", "submit", "submit_message"]
 
 _APPEND = re.compile(r"^\s*([+-]?[A-Za-z_][A-Za-z0-9_.]*)\s*=\s?(.*)$", re.S)
 
@@ -216,6 +216,39 @@ def submit_message(description: str, *, cwd: str | os.PathLike | None = None, fi
     Raises:
         UsageError: as for :func:`submit` (nothing is sent).
     """
+    ads, warnings = _expanded(description, cwd=cwd, filename=filename, append=append, queue=queue)
+    if isinstance(ads, m.Submit):
+        if submission_id is None:
+            return ads, warnings
+        ads = (ads.cluster_ad, ads.proc_ads)
+    # built once, with its id: each construction validates the ad texts again
+    return m.Submit(cluster_ad=ads[0], proc_ads=ads[1], submission_id=submission_id), warnings
+
+
+def cluster_submission(description: str, *, cwd: str | os.PathLike | None = None, filename: str | None = None,
+                       append: Sequence[str] = (),
+                       submission_id: str | None = None) -> tuple[m.ClusterSubmission, tuple[str, ...]]:
+    """The cluster of a ``SubmitClusters`` for a description: the fields :func:`submit_message`
+    gives its ``Submit``, built (and checked) once, and the expansion's warnings.
+
+    Raises:
+        UsageError: as for :func:`submit` (nothing is sent).
+    """
+    ads, warnings = _expanded(description, cwd=cwd, filename=filename, append=append, queue=None)
+    if isinstance(ads, m.Submit):
+        ads = (ads.cluster_ad, ads.proc_ads)
+    return m.ClusterSubmission(cluster_ad=ads[0], proc_ads=ads[1], submission_id=submission_id), warnings
+
+
+def _expanded(description: str, *, cwd, filename: str | None, append: Sequence[str],
+              queue: str | None) -> tuple[tuple[str, tuple[str, ...]] | m.Submit, tuple[str, ...]]:
+    """The description expanded here: ``(cluster ad text, proc ad texts)`` -- or, when the ads
+    depend on the cluster id, the ``Submit`` of the description itself, which the schedd
+    expands -- and the warnings.
+
+    Raises:
+        UsageError: as for :func:`submit`.
+    """
     mark = str(_SENTINEL_CLUSTER)
     if queue is None and append:
         sub, cluster = reused_cluster(description, cwd=cwd, filename=filename, append=append)
@@ -230,14 +263,8 @@ def submit_message(description: str, *, cwd: str | os.PathLike | None = None, fi
         # imported only here: it brings the job queue's modules (sqlite), a quarter second
         from htc.daemons.schedd.requests import description_message
 
-        msg = description_message(sub.submit_text, sub.cwd, filename)
-    else:
-        # built once, with its id: each construction validates the ad texts again
-        return (m.Submit(cluster_ad=_ad_text(cluster_ad), proc_ads=tuple(_ad_text(p) for p in procs),
-                         submission_id=submission_id), tuple(cluster.warnings))
-    if submission_id is not None:
-        msg = m.Submit(cluster_ad=msg.cluster_ad, proc_ads=msg.proc_ads, submission_id=submission_id)
-    return msg, tuple(cluster.warnings)
+        return description_message(sub.submit_text, sub.cwd, filename), tuple(cluster.warnings)
+    return (_ad_text(cluster_ad), tuple(_ad_text(p) for p in procs)), tuple(cluster.warnings)
 
 
 def _sentinel_check(sub):
