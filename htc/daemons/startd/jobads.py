@@ -88,7 +88,7 @@ class JobAdReader:
     """:func:`~htc.daemons.startd.ads.parse_job` with a memory of the definitions it parsed
     (see the module docstring)."""
 
-    def __init__(self, max_definitions: int = 20_000):
+    def __init__(self, max_definitions: int = 8192):
         """Remember up to ``max_definitions`` definition texts (forgotten all at once past it)."""
         self._known: dict[str, tuple[str, Any, ExprTree]] = {}
         self._max = max_definitions
