@@ -53,7 +53,9 @@ class LineReader:
     """The commands of one file's text, in order, with inline blocks read on request."""
 
     def __init__(self, text: str):
-        self._lines = [line.strip() for line in text.splitlines()]
+        # lines end at '\n' only, as DAGMan reads them: str.splitlines() would also end one at a
+        # form feed, U+2028 or U+0085 inside a VARS value (the file's '\r\n' went with reading it)
+        self._lines = [line.strip() for line in text.split("\n")]
         self._i = 0
 
     def next_line(self) -> Line | None:

@@ -7,10 +7,11 @@ once (a wide DAG's first round, a fan-out's children), sending each as its own `
 costs a round trip and, in the schedd, a commit, an fsync and a pass over its claims and
 lanes per node. :func:`submit_batch` sends them as ``SubmitClusters`` messages instead: each
 node's description is expanded here exactly as for a single submission
-(:func:`htc.client.submission.submit_message`, with the same ``-append`` commands and the
-same submission id, :func:`~htc.dag.manager.submitter.submission_id`), and up to
-``DAGMAN_SUBMIT_BATCH_SIZE`` (:data:`BATCH_NODES`) of them go in one message, which the schedd stores in one transaction and
-answers with one result per node.
+(:func:`htc.client.submission.cluster_submission`: the fields of the ``Submit`` that
+:func:`~htc.client.submission.submit_message` builds, with the same ``-append`` commands and
+the same submission id, :func:`~htc.dag.manager.submitter.submission_id`), and up to
+``DAGMAN_SUBMIT_BATCH_SIZE`` (:data:`BATCH_NODES`) of them go in one message, which the schedd
+stores in one transaction and answers with one result per node.
 
 The batch is exactly the nodes the engine asked for together: the engine already applied
 ``-maxjobs``, ``-maxidle``, the category throttles and ``DAGMAN_MAX_SUBMITS_PER_INTERVAL``
@@ -32,7 +33,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from htc.client.submission import submit_message
+from htc.client.submission import cluster_submission
 from htc.dag.manager.submitter import NodeSubmission, ScheddLink, Submitted, describe, submission_id
 from htc.errors import HTCError, UsageError
 from htc.wire import messages as m
@@ -102,9 +103,9 @@ def _cluster(sub: NodeSubmission) -> m.ClusterSubmission:
         UsageError: the description does not expand (names the node's file and line).
     """
     text, append, filename = describe(sub)
-    msg, _warnings = submit_message(text, cwd=sub.cwd or os.getcwd(), filename=filename, append=append,
-                                    submission_id=submission_id(sub))
-    return m.ClusterSubmission(cluster_ad=msg.cluster_ad, proc_ads=msg.proc_ads, submission_id=msg.submission_id)
+    cluster, _warnings = cluster_submission(text, cwd=sub.cwd or os.getcwd(), filename=filename, append=append,
+                                            submission_id=submission_id(sub))
+    return cluster
 
 
 def _send(msg: m.SubmitClusters, *, attempts: int, transport, link: ScheddLink | None) -> m.SubmitClustersReply:

@@ -27,12 +27,22 @@ class DagmanOut:
         self.path = path
         self.verbosity = verbosity
         self._fh = open(path, "a", encoding="utf-8", buffering=1)
+        self._second = -1  # the second self._prefix was formatted for
+        self._prefix = ""
+
+    def _stamp(self) -> str:
+        """The time prefix of a line written now, formatted once per second (a wide DAG writes
+        several lines per node, thousands in a second)."""
+        second = int(time.time())
+        if second != self._second:
+            self._second, self._prefix = second, _stamp(second)
+        return self._prefix
 
     def line(self, text: str, *, level: int = 3) -> None:
         """Write one line (several if ``text`` has newlines), each with the time prefix."""
         if level > self.verbosity or self._fh.closed:
             return
-        stamp = _stamp()
+        stamp = self._stamp()
         self._fh.write("".join(f"{stamp} {part}\n" for part in text.splitlines() or [""]))
 
     def banner(self, job_name: str, argv: list[str]) -> None:

@@ -21,7 +21,7 @@ from htc.errors import UsageError
 from htc.wire import messages as m
 from htc.wire.transport import DEFAULT_TIMEOUT, Transport
 
-__all__ = ["SubmitResult", "build_cluster", "submit", "submit_message"]
+__all__ = ["SubmitResult", "build_cluster", "cluster_submission", "submit", "submit_message"]
 
 _APPEND = re.compile(r"^\s*([+-]?[A-Za-z_][A-Za-z0-9_.]*)\s*=\s?(.*)$", re.S)
 
@@ -96,6 +96,9 @@ def check_submit_file(cwd: str, role: str, path: str, transfer: bool) -> None:
     full = os.path.join(cwd, path)
     try:
         st = os.stat(full)
+        sig = (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if _PASSED.get(full) == sig:
+            return  # this very file passed already: see _PASSED
         if not stat.S_ISDIR(st.st_mode):
             os.close(os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
     except OSError as exc:
@@ -110,6 +113,18 @@ def check_submit_file(cwd: str, role: str, path: str, transfer: bool) -> None:
         raise FileCheckError(f"ERROR: Executable file {path} is a script with CRLF (DOS/Windows) line endings.\n"
                               f"This generally doesn't work, and you should probably run 'dos2unix {path}' -- "
                               "or a similar tool -- before you resubmit.")
+    if len(_PASSED) >= _PASSED_MAX:
+        _PASSED.clear()
+    _PASSED[full] = sig
+
+
+#: executables that passed :func:`check_submit_file`: full path -> their stat signature then. A
+#: DAG manager checks one executable for thousands of nodes; the same signature (inode, mode,
+#: size, mtime and ctime -- a chmod, chown, ACL change or rewrite moves the ctime) is the same
+#: file with the same contents and rights for this process (its uid does not change), and the
+#: ``os.stat`` that gives it still needs every folder on the path to be searchable.
+_PASSED: dict[str, tuple] = {}
+_PASSED_MAX = 256
 
 
 def build_cluster(description: str, *, cwd: str | os.PathLike | None = None, filename: str | None = None,
@@ -201,6 +216,39 @@ def submit_message(description: str, *, cwd: str | os.PathLike | None = None, fi
     Raises:
         UsageError: as for :func:`submit` (nothing is sent).
     """
+    ads, warnings = _expanded(description, cwd=cwd, filename=filename, append=append, queue=queue)
+    if isinstance(ads, m.Submit):
+        if submission_id is None:
+            return ads, warnings
+        ads = (ads.cluster_ad, ads.proc_ads)
+    # built once, with its id: each construction validates the ad texts again
+    return m.Submit(cluster_ad=ads[0], proc_ads=ads[1], submission_id=submission_id), warnings
+
+
+def cluster_submission(description: str, *, cwd: str | os.PathLike | None = None, filename: str | None = None,
+                       append: Sequence[str] = (),
+                       submission_id: str | None = None) -> tuple[m.ClusterSubmission, tuple[str, ...]]:
+    """The cluster of a ``SubmitClusters`` for a description: the fields :func:`submit_message`
+    gives its ``Submit``, built (and checked) once, and the expansion's warnings.
+
+    Raises:
+        UsageError: as for :func:`submit` (nothing is sent).
+    """
+    ads, warnings = _expanded(description, cwd=cwd, filename=filename, append=append, queue=None)
+    if isinstance(ads, m.Submit):
+        ads = (ads.cluster_ad, ads.proc_ads)
+    return m.ClusterSubmission(cluster_ad=ads[0], proc_ads=ads[1], submission_id=submission_id), warnings
+
+
+def _expanded(description: str, *, cwd, filename: str | None, append: Sequence[str],
+              queue: str | None) -> tuple[tuple[str, tuple[str, ...]] | m.Submit, tuple[str, ...]]:
+    """The description expanded here: ``(cluster ad text, proc ad texts)`` -- or, when the ads
+    depend on the cluster id, the ``Submit`` of the description itself, which the schedd
+    expands -- and the warnings.
+
+    Raises:
+        UsageError: as for :func:`submit`.
+    """
     mark = str(_SENTINEL_CLUSTER)
     if queue is None and append:
         sub, cluster = reused_cluster(description, cwd=cwd, filename=filename, append=append)
@@ -215,14 +263,8 @@ def submit_message(description: str, *, cwd: str | os.PathLike | None = None, fi
         # imported only here: it brings the job queue's modules (sqlite), a quarter second
         from htc.daemons.schedd.requests import description_message
 
-        msg = description_message(sub.submit_text, sub.cwd, filename)
-    else:
-        # built once, with its id: each construction validates the ad texts again
-        return (m.Submit(cluster_ad=_ad_text(cluster_ad), proc_ads=tuple(_ad_text(p) for p in procs),
-                         submission_id=submission_id), tuple(cluster.warnings))
-    if submission_id is not None:
-        msg = m.Submit(cluster_ad=msg.cluster_ad, proc_ads=msg.proc_ads, submission_id=submission_id)
-    return msg, tuple(cluster.warnings)
+        return description_message(sub.submit_text, sub.cwd, filename), tuple(cluster.warnings)
+    return (_ad_text(cluster_ad), tuple(_ad_text(p) for p in procs)), tuple(cluster.warnings)
 
 
 def _sentinel_check(sub):
@@ -285,7 +327,12 @@ def _per_submission_limit(num_procs: int, config=None) -> None:
 
     The schedd checks every limit again; this spares expanding ``queue 100000000`` here first.
     """
-    limit = (config or _submit_config()).param("MAX_JOBS_PER_SUBMISSION")
+    config = config or _submit_config()
+    if _LIMIT_CACHE and _LIMIT_CACHE[0] is config:
+        limit = _LIMIT_CACHE[1]
+    else:
+        limit = config.param("MAX_JOBS_PER_SUBMISSION")
+        _LIMIT_CACHE[:] = [config, limit]
     if limit is not None and num_procs > limit:
         raise UsageError(f"Number of submitted jobs would exceed MAX_JOBS_PER_SUBMISSION: this submission "
                          f"makes {num_procs} jobs and the limit is {limit}; submit fewer jobs at a time. "
@@ -295,6 +342,7 @@ def _per_submission_limit(num_procs: int, config=None) -> None:
 #: the SUBMIT configuration last read, with what tells whether it changed (see :func:`_submit_config`)
 _CONFIG_CACHE: list = []
 _SETTINGS_CACHE: list = []  # [config, the SubmitSettings built from it]
+_LIMIT_CACHE: list = []  # [config, its MAX_JOBS_PER_SUBMISSION]
 
 
 def _htc_environment(environ: Mapping[str, str] | None = None) -> tuple:

@@ -176,6 +176,18 @@ def test_generated_dags_read_back_the_same(dag: Dag) -> None:
     assert facts(again) == facts(dag)
 
 
+def test_a_vars_value_with_a_unicode_line_separator_reads_back_the_same(tmp_path: Path) -> None:
+    # (found by the test above: a line ended at U+2028, so the value lost its closing quote)
+    dag = Dag(file=str(tmp_path / "g.dag"))
+    node = Node("A", submit_text="executable = /bin/true\n", dir=str(tmp_path))
+    node.vars = [Var("x", "a\u2028b\x0cc\x85d")]
+    dag.add_node(node)
+    again = parse_dag_text(dag_text(dag), dag.file)
+    assert [(v.name, v.value) for v in again.nodes["A"].vars] == [("x", "a\u2028b\x0cc\x85d")]
+    crlf = parse_dag_text("JOB A a.sub\r\nVARS A x=\"1\"\r\n", str(tmp_path / "c.dag"))
+    assert [(v.name, v.value) for v in crlf.nodes["A"].vars] == [("x", "1")]
+
+
 def test_a_python_dag_without_directories_writes_paths_as_given(tmp_path: Path) -> None:
     dag = Dag()
     dag.add_node(Node("A", submit_file="a.sub"))

@@ -61,6 +61,27 @@ def test_each_procs_executable_is_checked(here):
     assert [ad["Cmd"] for ad in cluster.job_ads()] == [f'"{here}/{n}.sh"' for n in ("run", "two", "run", "two")]
 
 
+def test_an_executable_that_passed_is_checked_again_once_it_changes(here, monkeypatch):
+    # a DAG manager checks one executable per node: a file that passed is not opened again
+    # while its stat is the same, and checked afresh as soon as it is rewritten or removed
+    from htc.client import submission
+
+    opened = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, *a: opened.append(path) or real_open(path, *a))
+    for _ in range(3):
+        submission.check_submit_file(str(here), "executable", "run.sh", True)
+    assert opened == [str(here / "run.sh")]
+    for content, message in ((b"", "has zero length"), (b"#!/bin/sh\r\necho hi\r\n", "CRLF"),
+                             (None, "Can't access executable file run.sh: No such file")):
+        if content is None:
+            (here / "run.sh").unlink()
+        else:
+            (here / "run.sh").write_bytes(content)
+        with pytest.raises(SubmitError, match=message):
+            submission.check_submit_file(str(here), "executable", "run.sh", True)
+
+
 def test_a_non_executable_file_is_accepted_as_condor_submit_accepts_it(here):
     # condor_submit only stats it; the transfer makes it executable in the sandbox
     (here / "run.sh").chmod(0o644)

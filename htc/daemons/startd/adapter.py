@@ -44,7 +44,8 @@ from htc.classad import ClassAdParseError
 from htc.daemons import core as c
 from htc.daemons.calls import CallDone, CallFailed
 from htc.daemons.startd import events as ev
-from htc.daemons.startd.ads import SlotAds, ad_text, job_id_of, parse_job
+from htc.daemons.startd.ads import SlotAds, ad_text, job_id_of
+from htc.daemons.startd.jobads import JobAdReader
 from htc.daemons.startd.claim_requests import ClaimRequests
 from htc.daemons.startd.core import Startd
 from htc.daemons.startd.lanes import refused_call
@@ -90,7 +91,7 @@ class StartdDaemon:
         self._last_core_tick = now
         self._stopping: tuple[float, bool] | None = None   # (deadline, fast)
         self._exited = False
-        self._last_job: tuple[str, dict[str, Any]] | None = None  # the job ad parsed last
+        self._job_ads = JobAdReader()  # the job ads of RequestClaim and ActivateClaim
         self._now = now
 
     @property
@@ -151,10 +152,7 @@ class StartdDaemon:
             out.append(c.Log(f"ignoring {type(event).__name__}: {exc}"))
 
     def _parse_job(self, text: str) -> dict[str, Any]:
-        # A schedd sends the same job ad in RequestClaim and then in ActivateClaim: parse it once.
-        if self._last_job is None or self._last_job[0] != text:
-            self._last_job = (text, parse_job(text))
-        return dict(self._last_job[1])
+        return self._job_ads.read(text)  # (each definition's text parsed once: startd/jobads.py)
 
     def _live_claims(self) -> set[str]:
         return live_claim_ids(self.startd.slots.values())

@@ -73,6 +73,7 @@ from htc.daemons.clock import REAL, Clock
 from htc.daemons.execute_dir import unreachable_parent
 from htc.daemons.run_as import JobUser
 from htc.daemons.starter import sandbox as sb
+from htc.daemons.starter.ad_files import ad_file_text
 from htc.daemons.starter.env import build_environment, job_arguments
 from htc.daemons.starter.limits import JobCgroup
 from htc.daemons.starter.output import path_attr, send_output, sends_output
@@ -98,12 +99,6 @@ def _check_reachable(path: Path, user: JobUser) -> None:
         parent, mode = blocked
         raise StarterError(f"the job's user {user.name!r} cannot reach its sandbox {path}: {parent} is mode "
                            f"{mode:04o}; put EXECUTE where every user may traverse (chmod o+x)")
-
-
-def _ad_text(ad: Mapping[str, Any]) -> bytes:
-    from htc.classad import ClassAd
-
-    return ClassAd(dict(ad)).printOld().encode()
 
 
 class Starter:
@@ -351,8 +346,8 @@ class Starter:
         elif stdin:
             stdin = str(Path(stdin) if Path(stdin).is_absolute() else base / stdin)
         # (made afresh: an input may have brought a link of the same name)
-        job_ad_file = box.fresh_file(sb.JOB_AD_NAME, _ad_text(job))
-        machine_ad_file = box.fresh_file(sb.MACHINE_AD_NAME, _ad_text(self.settings.machine_ad))
+        job_ad_file = box.fresh_file(sb.JOB_AD_NAME, ad_file_text(job))
+        machine_ad_file = box.fresh_file(sb.MACHINE_AD_NAME, ad_file_text(self.settings.machine_ad))
         self._baseline = box.snapshot()
         cpus = self.settings.cpus
         memory_mb = self.settings.memory_mb or job.get("RequestMemory")
