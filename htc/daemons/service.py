@@ -457,6 +457,8 @@ class DaemonService:
         conn_id = next(self._conn_ids)
         self._conns[conn_id] = conn
         who: authz.Identity | None = None
+        peer: PeerInfo | None = None
+        made_from: tuple = ()  # (identity, connection's peer, policy) the peer record was made from
         try:
             while self._exit_status is None:
                 try:
@@ -467,8 +469,13 @@ class DaemonService:
                 if who is None:  # refused: answered and logged
                     await conn.drain()
                     continue
-                peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who),
-                               identity=who.name if who.remote else conn.peer.identity)
+                # The request's peer record depends only on these three, which stay the same
+                # request after request (the policy changes with a reconfiguration): made once.
+                if (peer is None or made_from[0] is not who or made_from[1] is not conn.peer
+                        or made_from[2] is not self.authorizer):
+                    made_from = (who, conn.peer, self.authorizer)
+                    peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who),
+                                   identity=who.name if who.remote else conn.peer.identity)
                 if (talk := self._conversations.get(type(msg))) is not None:  # one per connection, to its end
                     return await talk(conn, msg, peer)
                 if isinstance(msg, m.Ping):
