@@ -80,8 +80,8 @@ class _DaemonSide(asyncio.BufferedProtocol):
     """The Unix-socket end of one forwarded channel.
 
     Read into the server's one receive buffer (``recv_into``) and copied out at once, not read
-    as a fresh 256 KiB bytes object per read: the shared port's fixed mmap threshold made each
-    of those an mmap, an mremap and a munmap (htc.daemons.shared_port.service.keep_relay_memory_bounded).
+    as a fresh 256 KiB bytes object per read (an mmap, an mremap and a munmap each under a fixed
+    mmap threshold below it: htc.daemons.shared_port.service.keep_relay_memory_bounded).
     """
 
     def __init__(self, session: _ForwardSession, buffer: memoryview):
