@@ -87,6 +87,7 @@ class PoolBackend:
         self._watcher: JobWatcher | None = None
         self._job_of: dict[str, str] = {}
         self._templates: dict[int, tuple[CallOptions, dict[str, str]]] = {}
+        self._cluster_ads: dict[int, str] = {}  # the templates' text, by id(options) as _templates
         self._slots: tuple[float, list[ClassAd]] = (0.0, [])
         self._named = False
         self._python: str | None = None
@@ -176,6 +177,14 @@ class PoolBackend:
         self._templates[id(options)] = (options, ad)
         return ad
 
+    def _cluster_ad(self, options: CallOptions) -> str:
+        """The template's ClassAd text, made once per option set (a template does not change,
+        and _templates keeps ``options`` alive, so its id names no other)."""
+        text = self._cluster_ads.get(id(options))
+        if text is None:
+            text = self._cluster_ads[id(options)] = ad_text(self._template(options))
+        return text
+
     def _client_python(self) -> str:
         """A root client's interpreter for the slot accounts, looked over (and mirrored) once a session."""
         if self._python is None:
@@ -228,7 +237,7 @@ class PoolBackend:
             groups.setdefault(id(spec.options), []).append(spec)
         journal = []
         for group in groups.values():
-            cluster_ad = ad_text(self._template(group[0].options))
+            cluster_ad = self._cluster_ad(group[0].options)
             for start in range(0, len(group), _MAX_PROCS_PER_SUBMIT):
                 part = group[start:start + _MAX_PROCS_PER_SUBMIT]
                 procs = tuple(self._proc_ad(spec) for spec in part)

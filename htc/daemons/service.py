@@ -5,8 +5,8 @@ Theory of operation
 :class:`DaemonService` owns every piece of I/O a daemon does; the core (see
 :mod:`htc.daemons.core`) owns every decision.  One ``asyncio.TaskGroup`` holds all tasks: the
 server's connection handlers, outgoing sends, and whatever a subclass starts (the master's child
-watchers).  The main coroutine sleeps until the core's ``next_deadline()`` or until something is
-fed in, whichever comes first.
+watchers).  The main coroutine sleeps until the core's ``next_deadline()``, or until an event fed
+in moves that deadline earlier (or ends the daemon), whichever comes first.
 
 Feeding is synchronous and ordered.  :meth:`DaemonService.feed` queues an event; the first caller
 drains the queue, calling ``core.handle(event, clock.time())`` and executing each action before
@@ -130,6 +130,8 @@ class DaemonService:
         self._queue: collections.deque[c.Event] = collections.deque()
         self._draining = False
         self._wakeup = asyncio.Event()
+        #: the core's deadline the main task sleeps until (None: until woken)
+        self._sleeping_until: float | None = None
         self._exit_status: int | None = None
         #: an exception the core raised on an event that was not a request (see the header)
         self._failure: Exception | None = None
@@ -211,7 +213,20 @@ class DaemonService:
                     executor(action)
         finally:
             self._draining = False
-            self._wakeup.set()
+            if not self._wakeup.is_set() and self._must_wake():
+                self._wakeup.set()
+
+    def _must_wake(self) -> bool:
+        """Whether the main task must look again now: the daemon is to exit or failed, or the
+        core wants a Tick before the deadline the main task sleeps until (any later deadline is
+        found when it wakes then; a wake per event cost a task step and a timer each)."""
+        if self._exit_status is not None or self._failure is not None:
+            return True
+        try:
+            deadline = self.core.next_deadline()
+        except Exception:  # noqa: BLE001 - the main task asks again and fails the daemon with it
+            return True
+        return deadline is not None and (self._sleeping_until is None or deadline < self._sleeping_until)
 
     def _request_failed(self, event: c.Received, exc: Exception) -> None:
         """The core raised on one request: log it, answer ``internal``, keep serving (module header)."""
@@ -353,6 +368,7 @@ class DaemonService:
                 if self._exit_status is None and after is not None and after <= now:
                     raise RuntimeError(f"{self.daemon}: core kept deadline {after} after a Tick at {now}")
                 continue
+            self._sleeping_until = deadline
             await self.clock.wait_for(self._wakeup, delay)
 
     async def _finish_tasks(self) -> None:
@@ -457,6 +473,8 @@ class DaemonService:
         conn_id = next(self._conn_ids)
         self._conns[conn_id] = conn
         who: authz.Identity | None = None
+        peer: PeerInfo | None = None
+        made_from: tuple = ()  # (identity, connection's peer, policy) the peer record was made from
         try:
             while self._exit_status is None:
                 try:
@@ -467,8 +485,13 @@ class DaemonService:
                 if who is None:  # refused: answered and logged
                     await conn.drain()
                     continue
-                peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who),
-                               identity=who.name if who.remote else conn.peer.identity)
+                # The request's peer record depends only on these three, which stay the same
+                # request after request (the policy changes with a reconfiguration): made once.
+                if (peer is None or made_from[0] is not who or made_from[1] is not conn.peer
+                        or made_from[2] is not self.authorizer):
+                    made_from = (who, conn.peer, self.authorizer)
+                    peer = replace(conn.peer, user=who.user, administrator=self.authorizer.is_administrator(who),
+                                   identity=who.name if who.remote else conn.peer.identity)
                 if (talk := self._conversations.get(type(msg))) is not None:  # one per connection, to its end
                     return await talk(conn, msg, peer)
                 if isinstance(msg, m.Ping):

@@ -72,20 +72,31 @@ TokenCheck = Callable[[str], "TokenClaims | tuple[TokenClaims, str]"]
 RefusalHook = Callable[[str, str, str], None]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+#: bytes read from a daemon's socket at a time (asyncio's own read size)
+_RECEIVE_BUFFER = 256 * 1024
 
 
-class _DaemonSide(asyncio.Protocol):
-    """The Unix-socket end of one forwarded channel."""
+class _DaemonSide(asyncio.BufferedProtocol):
+    """The Unix-socket end of one forwarded channel.
 
-    def __init__(self, session: _ForwardSession):
+    Read into the server's one receive buffer (``recv_into``) and copied out at once, not read
+    as a fresh 256 KiB bytes object per read (an mmap, an mremap and a munmap each under a fixed
+    mmap threshold below it: htc.daemons.shared_port.service.keep_relay_memory_bounded).
+    """
+
+    def __init__(self, session: _ForwardSession, buffer: memoryview):
         self.session = session
+        self.buffer = buffer
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport) -> None:
         self.transport = transport
 
-    def data_received(self, data: bytes) -> None:
-        self.session.chan.write(data)
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.session.chan.write(bytes(self.buffer[:nbytes]))  # (copied before the next read reuses it)
 
     def eof_received(self) -> bool:
         self.session.daemon_eof()
@@ -138,7 +149,8 @@ class _ForwardSession(asyncssh.SSHServerSession):
         owner = self.server.owner
         path = owner.socket_dir / f"{self.name}.sock"
         try:
-            _, daemon = await asyncio.get_running_loop().create_unix_connection(lambda: _DaemonSide(self), path)
+            _, daemon = await asyncio.get_running_loop().create_unix_connection(
+                lambda: _DaemonSide(self, owner.receive_buffer), path)
         except OSError as exc:
             log.warning("shared port: cannot reach %s at %s for %s: %s", self.name, path, self.server.address, exc)
             if not self._closed:
@@ -300,6 +312,9 @@ class SharedPortServer:
         self.own_name = own_name
         self._server: asyncssh.SSHAcceptor | None = None
         self._tasks: set[asyncio.Task] = set()
+        #: what every channel's daemon socket is read into (one loop: each read is copied out
+        #: before the next begins), as large as asyncio's own reads
+        self.receive_buffer = memoryview(bytearray(_RECEIVE_BUFFER))
         #: SSH connections accepted, and channels forwarded to a daemon (statistics and tests)
         self.connections = 0
         self.forwarded = 0
