@@ -11,9 +11,10 @@ directory, where a job could otherwise leave a link for root to write through.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from htc.daemons import owner_files as ofs
 from htc.daemons.schedd import userlog as ul
@@ -23,7 +24,7 @@ from htc.wire.callfile import overwrite
 from htc.wire.lane_frames import plain_name
 from htc.wire import messages as m
 
-__all__ = ["WriteCallFiles", "call_inputs", "read_input", "write_call_files"]
+__all__ = ["WriteCallFiles", "call_inputs", "read_input", "reading_as", "write_call_files"]
 
 
 def read_input(path: str, owner: str | None = None) -> bytes:
@@ -48,6 +49,29 @@ def read_input(path: str, owner: str | None = None) -> bytes:
         return b"".join(parts)
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def reading_as(owner: str | None) -> Iterator[None]:
+    """Inside the block, :func:`read_input` of ``owner``'s files takes no credentials of its
+    own: the block holds the owner's (:func:`~htc.daemons.owner_files.acting_as`, nested
+    blocks for the same owner are free). A lane's batch of calls -- one owner, its lane key's --
+    reads its inputs under one switch instead of one per file (ten system calls each way).
+
+    Only reads belong inside: the thread's file-system rights are the owner's there (a file
+    the queue opens would be opened as the owner). When the owner cannot be acted for here
+    nothing is taken, and each read says why on its own, as before.
+    """
+    try:
+        taken = ofs.acting_as(ofs.Identity.owner(owner))
+        taken.__enter__()
+    except ofs.OwnerFileError:
+        taken = None  # no account here, or its rights cannot be taken: each read says so itself
+    try:
+        yield
+    finally:
+        if taken is not None:
+            taken.__exit__(None, None, None)  # (the owner's rights are given back however the block ends)
 
 
 def call_inputs(job, read: Callable[[str, str | None], bytes] = read_input) -> dict[str, bytes] | None:
