@@ -279,6 +279,8 @@ class Lanes(Mapping):
             with queue.transaction(durable=False, savepoint=False):
                 while room > 0 and (picked := self._pick(lane, room)):
                     for job, files in self._inputs(picked):
+                        if job.job_id in lane.in_flight:
+                            continue  # named twice by the heap: started a moment ago
                         if files is None:
                             queue.set_attributes(job.job_id, {"HTCLane": "false"})
                             sd.reserved.discard(job.job_id)
@@ -303,27 +305,24 @@ class Lanes(Mapping):
             self._ran_dry(lane, claim, now, out)
 
     def _pick(self, lane: Lane, n: int) -> list:
-        """Up to ``n`` idle calls for ``lane``, its first call first (each once: the heap may
-        name a job twice)."""
-        picked, seen = [], set()
+        """Up to ``n`` idle calls for ``lane``, its first call first (the heap may name a job
+        twice: the caller starts it once)."""
+        picked = []
         while len(picked) < n:
             job = self._first(lane) or self._next_job(lane)
             if job is None:
                 break
-            if job.job_id not in seen:
-                seen.add(job.job_id)
-                picked.append(job)
+            picked.append(job)
         return picked
 
     def _inputs(self, jobs: list) -> list[tuple]:
         """``(job, its input files)`` for each of ``jobs`` (None: it cannot run on a lane),
-        read with their owner's rights taken once for them all: a lane's calls have one owner
-        (the first part of its key)."""
+        read with their owner's rights taken once for them all: the calls of one lane have one
+        owner, the first part of its key (:func:`~htc.daemons.schedd.lane_calls.lane_key`)."""
         read = self.schedd.read_input
-        owner = ul.owner(jobs[0])
-        if any(ul.owner(job) != owner for job in jobs):
-            return [(job, call_inputs(job, read)) for job in jobs]  # (each read takes its own owner's rights)
-        with self.reading_as(owner):
+        if len(jobs) == 1:
+            return [(jobs[0], call_inputs(jobs[0], read))]  # (the read takes the owner's rights itself)
+        with self.reading_as(ul.owner(jobs[0])):
             return [(job, call_inputs(job, read)) for job in jobs]
 
     def _start(self, lane: Lane, claim, job, files: dict, now: float, calls: list, events: dict) -> None:
