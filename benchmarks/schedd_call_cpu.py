@@ -30,7 +30,9 @@ the code before: 3.8-4.5 ms (before 6.0-6.4) and 0.8-1.0 ms (before 1.8-2.1). Th
 statement, no savepoint, no idle count for calls lanes took, texts checked once; this script
 now takes the written entries out at once, as the service does): 3,276 and 44.0 before, 2,745
 and 31.0 after per sequential call; 1,420 and 8.4, then 1,395 and 8.3 per burst call (CPU at
-load 13: noise larger than the change).
+load 13: noise larger than the change). The fourth wave (written entries taken out by the next
+commit, as the service now does; ``--count`` prints commits too): 4.00 commits per sequential
+call before, 2.00 after, 0.10 and 0.05 per burst call.
 """
 
 from __future__ import annotations
