@@ -25,9 +25,9 @@ as delivered, or the TERMINATED event that tells a job's log it ended, they go i
 outbox in that same transaction
 (:meth:`QueuePromises.owe`); the service takes the entry out once the files are written
 (:meth:`QueuePromises.paid`; with ``later=True`` the deletion rides on the next transaction's
-commit instead of making one of its own -- the schedd does not use that: the longer window let a
-kill -9 write a job's SUBMIT event twice), and a schedd that starts writes whatever its predecessor still
-owed (:meth:`QueuePromises.owed`). An entry is opaque bytes to the queue (the schedd encodes
+commit instead of making one of its own -- the schedd's way, since a schedd that starts writes
+again only the user-log events its predecessor's log does not hold: :mod:`htc.daemons.schedd.owed`),
+and a schedd that starts writes whatever its predecessor still owed (:meth:`QueuePromises.owed`). An entry is opaque bytes to the queue (the schedd encodes
 it); it usually lives for one turn of the schedd's loop.
 """
 
@@ -162,8 +162,8 @@ class QueuePromises:
         """Commit the entries :meth:`paid` left for a later commit (nothing when none wait).
 
         Outside a transaction this is one statement, sqlite's own transaction around it (no
-        BEGIN, no cache check, no COMMIT of ours: the schedd takes a turn's written entries
-        out this way, twice per sequential executor call); inside one, the commit of the
+        BEGIN, no cache check, no COMMIT of ours: the schedd takes written entries out this way
+        when no commit of its own came within a second); inside one, the commit of the
         outermost block takes them out."""
         with self._lock:
             if not self._paid_later:

@@ -200,3 +200,45 @@ def test_a_periodic_policy_hold_keeps_its_event_with_the_change(tmp_path):
     h.tick(h.now + 61)  # PERIODIC_EXPR_INTERVAL
     assert _owed_events(path) == [("1.0", ev.EventType.JOB_HELD)]
     h.queue.close()
+
+
+
+def _replayed(*events: ev.Event) -> WriteUserLog:
+    [log] = decode_entry(encode_writes([], [WriteUserLog("/l/a.log", tuple(events), "alice")]))
+    assert log.replayed
+    return log
+
+
+def _text(*events: ev.Event) -> bytes:
+    return "".join(format_event(e) for e in events).encode()
+
+
+def test_a_replayed_entry_writes_only_events_the_logs_end_does_not_hold():
+    from htc.daemons.schedd.owed import unwritten
+
+    events = tuple(RICH[:2])
+    entry = _replayed(*events)
+    other = _text(ev.SubmitEvent(cluster=9, proc=0, timestamp=5.0))  # another job's
+    assert unwritten([entry], b"") == [events]  # nothing in the log: all of them
+    assert unwritten([entry], other + _text(*events) + other) == [()]  # written before the crash: none again
+    assert unwritten([entry], other + _text(*events)[:-10]) == [events]  # not in one piece: all
+    assert unwritten([entry], _text(events[0])) == [events]  # an entry is written whole or not at all
+    # A fresh write is never looked up, whatever the log holds.
+    assert unwritten([WriteUserLog("/l/a.log", events, "alice")], _text(*events)) == [events]
+
+
+def test_an_identical_event_of_an_earlier_run_is_not_taken_for_the_replayed_one():
+    from htc.daemons.schedd.owed import unwritten
+
+    execute = ev.ExecuteEvent(cluster=4, proc=0, timestamp=100.0, execute_host="<startd>", slot_name="slot1@x")
+    evicted = ev.JobEvictedEvent(cluster=4, proc=0, timestamp=100.0)
+    ended = ev.JobTerminatedEvent(cluster=4, proc=0, timestamp=100.0, terminated_normally=True, return_value=0)
+    # The job ran, was evicted and started again in the same second; the schedd died before it
+    # wrote the second EXECUTE, whose text is the first's, byte for byte.
+    log = _text(execute, evicted)
+    assert unwritten([_replayed(execute)], log) == [(execute,)]
+    # Written: the last of its job's events (or followed only by what later entries wrote).
+    assert unwritten([_replayed(execute)], log + _text(execute)) == [()]
+    assert unwritten([_replayed(execute), _replayed(ended)], log + _text(execute, ended)) == [(), ()]
+    # The last entry's write lost, the one before it written.
+    assert unwritten([_replayed(execute), _replayed(ended)], log + _text(execute)) == [(), (ended,)]

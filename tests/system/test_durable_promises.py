@@ -7,7 +7,10 @@ SIGKILL at the worst moments (issue 14, section 3).
   id, gets the original cluster from the restarted schedd and nothing runs twice;
 * between the commit of a job's end and the write of its TERMINATED event to the job's user
   log: the restarted schedd writes the event from the outbox, HTCondor's own reader
-  (``htcondor2.JobEventLog``) sees the job end, and ``htc wait`` on the log returns.
+  (``htcondor2.JobEventLog``) sees the job end, and ``htc wait`` on the log returns;
+* between the write of a job's (or a lane call's) TERMINATED event and the commit that takes
+  it out of the outbox: the restarted schedd does not write it, nor the job's other events,
+  a second time.
 
 The crashes are real: the schedd's service kills itself with SIGKILL at that point when a flag
 file named by an environment variable exists (``htc.daemons.schedd.service``), and the pool's
@@ -30,6 +33,7 @@ from durable_jobs import mark_run, runs
 from executor_contract import double, wait_for
 from executor_pool import ExecutorPool
 from htc.daemons.schedd.service import (
+    CRASH_AFTER_TERMINATED_EVENT_ENV,
     CRASH_BEFORE_CALL_FILES_ENV,
     CRASH_BEFORE_SUBMIT_REPLY_ENV,
     CRASH_BEFORE_TERMINATED_EVENT_ENV,
@@ -48,6 +52,7 @@ def pool():
     started.pool.env[CRASH_BEFORE_CALL_FILES_ENV] = str(flags / "before-call-files")
     started.pool.env[CRASH_BEFORE_SUBMIT_REPLY_ENV] = str(flags / "before-submit-reply")
     started.pool.env[CRASH_BEFORE_TERMINATED_EVENT_ENV] = str(flags / "before-terminated-event")
+    started.pool.env[CRASH_AFTER_TERMINATED_EVENT_ENV] = str(flags / "after-terminated-event")
     started.flags = flags
     started.start()
     try:
@@ -106,6 +111,45 @@ def test_a_jobs_end_committed_just_before_a_kill_9_reaches_its_user_log(pool, sc
     assert done.returncode == 0, done.stdout + done.stderr
     assert pool.pool.jobs(f"ClusterId == {reply.cluster_id}") == []
     assert [ad["ExitCode"] for ad in finished(pool, f"ClusterId == {reply.cluster_id}")] == [3]
+
+
+def test_events_written_just_before_a_kill_9_are_not_written_again(pool, scratch):
+    import htcondor2
+
+    log = scratch / "written.log"
+    flag, old = arm(pool, "after-terminated-event")
+    reply = pool.pool.submit(f'executable = /bin/sh\narguments = "-c \'exit 4\'"\nlog = {log}\nqueue\n')
+    # The schedd writes the job's TERMINATED, then dies before the outbox forgets it.
+    wait_for(lambda: not flag.exists(), 120, "the schedd to die after it wrote the TERMINATED event")
+    new = pool.pool.running_pid("SCHEDD", other_than=old, timeout=60)
+    # The restarted schedd has written what its predecessor owed (before it serves anybody).
+    pool.pool.jobs("true")
+    assert pool.pool.status("SCHEDD").pid == new
+    terminated = htcondor2.JobEventType.JOB_TERMINATED
+    events = pool.pool.log_events(log, until=lambda evs: any(e.type == terminated for e in evs), timeout=60)
+    assert [e["ReturnValue"] for e in events if e.type == terminated] == [4]
+    job = f"({reply.cluster_id:03d}.000."
+    assert [line[:3] for line in log.read_text().splitlines() if job in line] == ["000", "001", "005"]  # each once
+    assert [ad["ExitCode"] for ad in finished(pool, f"ClusterId == {reply.cluster_id}")] == [4]
+
+
+def test_a_lane_calls_end_written_just_before_a_kill_9_reaches_its_future_once(pool):
+    ex = HTCExecutor(**pool.executor_args())
+    try:
+        assert ex.submit(double, 1).result(timeout=120) == 2  # a lane is up
+        flag, old = arm(pool, "after-terminated-event")
+        future = ex.submit(double, 22)
+        wait_for(lambda: not flag.exists(), 120, "the schedd to die after it wrote the call's TERMINATED event")
+        pool.pool.running_pid("SCHEDD", other_than=old, timeout=60)
+        assert future.result(timeout=120) == 44
+        pool.pool.jobs("true")  # the restarted schedd serves: what it owed is written
+        assert pool.pool.jobs(f'HTCCallId == "{future.call_id}"') == []
+        [ad] = finished(pool, f'HTCCallId == "{future.call_id}"')
+        job = f"({int(ad['ClusterId']):03d}.{int(ad['ProcId']):03d}."
+        lines = (Path(ex._spool.path) / "jobs.log").read_text().splitlines()
+        assert [line[:3] for line in lines if job in line] == ["000", "001", "005"]  # each of its events once
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
 
 
 def test_a_submit_committed_just_before_a_kill_9_is_not_queued_again_by_the_retry(pool, scratch):

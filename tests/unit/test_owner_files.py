@@ -175,6 +175,31 @@ def test_open_read_is_the_owners_read(alice, root_dir):
     assert stat.S_ISREG(info.st_mode)
 
 
+
+@needs_users
+def test_reading_as_holds_the_owners_rights_for_a_batch_of_reads(alice, alice_dir, root_dir, monkeypatch):
+    from htc.daemons.schedd.callfiles import reading_as
+
+    for i in range(3):
+        (alice_dir / f"{i}.call").write_bytes(b"CALL%d" % i)
+        os.chown(alice_dir / f"{i}.call", alice.uid, alice.gid)
+    switches = []
+    real = ofs._set_groups
+    monkeypatch.setattr(ofs, "_set_groups", lambda groups: (switches.append(tuple(groups)), real(groups))[1])
+    with reading_as(ALICE):
+        assert _status("Uid")[3] == str(alice.uid)
+        assert [read_input(str(alice_dir / f"{i}.call"), ALICE) for i in range(3)] == [b"CALL0", b"CALL1", b"CALL2"]
+        with pytest.raises(OSError, match=f"permission denied for user {ALICE}"):
+            read_input(str(root_dir / "secret"), ALICE)  # still the owner's reads, not root's
+    assert len(switches) == 2  # taken once and given back once, for four reads
+    assert _status("Uid")[3] == "0" and (root_dir / "secret").read_text() == "ROOT SECRET\n"
+    # An owner without an account here takes nothing: each read says why it cannot.
+    with reading_as("htc-no-such-user"):
+        assert _status("Uid")[3] == "0"
+        with pytest.raises(ofs.OwnerFileError, match="no account"):
+            read_input(str(alice_dir / "0.call"), "htc-no-such-user")
+
+
 def test_open_beneath_stays_in_its_directory(tmp_path):
     (tmp_path / "box" / "sub").mkdir(parents=True)
     (tmp_path / "box" / "sub" / "f").write_text("in the box")

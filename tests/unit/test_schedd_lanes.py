@@ -471,3 +471,44 @@ def test_a_submit_a_lane_starts_at_once_sends_no_prompt_ads_but_idle_work_still_
     h.submit(lane_job(queue="queue 5"))  # more than the lane takes: idle work
     assert h.status(3, 4) is JobStatus.IDLE
     assert _ads(h, h.tick(h.now + 0.01))
+
+
+def test_a_batch_of_calls_reads_its_inputs_under_one_switch_to_their_owner(h):
+    """A lane's next calls are read with their owner's rights taken once for the batch
+    (callfiles.reading_as), every read inside it, and no queue work while it is held."""
+    import contextlib
+
+    blocks: list[str | None] = []
+    inside = [False]
+    reads: list[bool] = []
+
+    @contextlib.contextmanager
+    def reading_as(owner):
+        blocks.append(owner)
+        inside[0] = True
+        try:
+            yield
+        finally:
+            inside[0] = False
+
+    def read(path, owner=None):
+        reads.append(inside[0])
+        return _read(path, owner)
+
+    h.core.read_input = read
+    h.core.lanes.reading_as = reading_as
+    transaction = h.queue.transaction
+
+    def no_queue_work_inside(*args, **kwargs):
+        assert not inside[0], "the queue was changed while the owner's rights were held"
+        return transaction(*args, **kwargs)
+
+    h.queue.transaction = no_queue_work_inside
+    h.submit(lane_job(queue="queue 40"))
+    claim_id, _ = start_lane(h)
+    blocks.clear()
+    reads.clear()
+    out = done(h, claim_id, "1.0")  # quick: the answer brings several calls
+    sent = sent_ids(h, out)
+    assert len(sent) > 2 and len(reads) == len(sent) and all(reads)
+    assert blocks == [h.queue.get_job((1, 1)).owner] and blocks[0]  # one switch for the batch, to the calls' owner

@@ -22,7 +22,7 @@ by which it finds the handler of the answer.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from htc.daemons import core as c
 from htc.eventlog import events as ev
@@ -34,11 +34,14 @@ __all__ = ["Answer", "LocalJobExited", "LocalJobFailed", "LocalJobStarted", "Owe
 @dataclass(frozen=True)
 class WriteUserLog(c.Action):
     """Append ``events`` to the job event log at ``path``, with the rights of ``owner`` (the
-    jobs' ``Owner``; see :func:`htc.daemons.schedd.userlog.open_log`)."""
+    jobs' ``Owner``; see :func:`htc.daemons.schedd.userlog.open_log`). ``replayed``: from the
+    queue's outbox at start-up (:mod:`htc.daemons.schedd.owed`), perhaps written already: the
+    service leaves out what the log's end holds."""
 
     path: str
     events: tuple[ev.Event, ...]
     owner: str | None = None
+    replayed: bool = field(default=False, compare=False)  # (an event list compares as the same list)
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ from htc.daemons import core as c
 from htc.daemons.calls import Call, CallDone, CallFailed
 from htc.daemons.schedd import userlog as ul
 from htc.daemons.schedd.ends import record_end
-from htc.daemons.schedd.callfiles import call_inputs
+from htc.daemons.schedd.callfiles import call_inputs, reading_as
 from htc.daemons.schedd.events import Answer, WriteCallFiles
 from htc.daemons.schedd.lane_calls import LANE_ARGUMENTS, Lane, call_file, lane_key, lane_outputs
 from htc.daemons.schedd.owed import owe
@@ -95,6 +95,8 @@ class Lanes(Mapping):
         self._by_claim: dict[str, Lane] = {}
         self.idle: dict[tuple, list] = {}       # idle calls by lane key, a heap each
         self.broken: dict[tuple, float] = {}    # lane keys sent to starters until then
+        #: holds an owner's rights while a batch of its calls' inputs is read (schedd.read_input)
+        self.reading_as = reading_as
 
     def __getitem__(self, claim_id: str) -> Lane:
         return self._by_claim[claim_id]
@@ -275,28 +277,17 @@ class Lanes(Mapping):
             # Bookkeeping: the next durable commit covers it. No savepoint (two statements) when it
             # joins the caller's transaction: should it fail, the caller's fails with it.
             with queue.transaction(durable=False, savepoint=False):
-                while room > 0:
-                    job = self._first(lane) or self._next_job(lane)
-                    if job is None:
-                        break
-                    files = call_inputs(job, sd.read_input)
-                    if files is None:
-                        queue.set_attributes(job.job_id, {"HTCLane": "false"})
-                        sd.reserved.discard(job.job_id)
-                        sd.adverts.reschedule_due = True  # a starter of its own: the negotiator places it
-                        continue
-                    queue.set_status(job.job_id, JobStatus.RUNNING, now=now,
-                                     attrs={"RemoteHost": quote(claim.slot_name), "StartdIpAddr": quote(claim.startd),
-                                            "ClaimId": quote(claim.id), "HTCLaneRun": "true"})
-                    lane.in_flight[job.job_id] = now
-                    lane.idle_until = None
-                    room -= 1
-                    with built_here():  # an int pair and the bytes read: the startd validates it on receipt
-                        calls.append(m.LaneCall(job_id=f"{job.cluster_id}.{job.proc_id}", files=files))
-                    path = ul.log_path(job)
-                    if path:
-                        events.setdefault((path, ul.owner(job)), []).append(
-                            ul.execute_event(job, claim.startd, claim.slot_name, claim.slot_values, now))
+                while room > 0 and (picked := self._pick(lane, room)):
+                    for job, files in self._inputs(picked):
+                        if job.job_id in lane.in_flight:
+                            continue  # named twice by the heap: started a moment ago
+                        if files is None:
+                            queue.set_attributes(job.job_id, {"HTCLane": "false"})
+                            sd.reserved.discard(job.job_id)
+                            sd.adverts.reschedule_due = True  # a starter of its own: the negotiator places it
+                            continue
+                        self._start(lane, claim, job, files, now, calls, events)
+                        room -= 1
                 written = [ul.WriteUserLog(path, tuple(evs), who) for (path, who), evs in events.items()]
                 if logs is not None:
                     logs += written
@@ -312,6 +303,42 @@ class Lanes(Mapping):
             sd.changed()
         elif not lane.in_flight:
             self._ran_dry(lane, claim, now, out)
+
+    def _pick(self, lane: Lane, n: int) -> list:
+        """Up to ``n`` idle calls for ``lane``, its first call first (the heap may name a job
+        twice: the caller starts it once)."""
+        picked = []
+        while len(picked) < n:
+            job = self._first(lane) or self._next_job(lane)
+            if job is None:
+                break
+            picked.append(job)
+        return picked
+
+    def _inputs(self, jobs: list) -> list[tuple]:
+        """``(job, its input files)`` for each of ``jobs`` (None: it cannot run on a lane),
+        read with their owner's rights taken once for them all: the calls of one lane have one
+        owner, the first part of its key (:func:`~htc.daemons.schedd.lane_calls.lane_key`)."""
+        read = self.schedd.read_input
+        if len(jobs) == 1:
+            return [(jobs[0], call_inputs(jobs[0], read))]  # (the read takes the owner's rights itself)
+        with self.reading_as(ul.owner(jobs[0])):
+            return [(job, call_inputs(job, read)) for job in jobs]
+
+    def _start(self, lane: Lane, claim, job, files: dict, now: float, calls: list, events: dict) -> None:
+        """``job`` runs on ``lane`` now: Running, in flight, its LaneCall and EXECUTE event."""
+        sd = self.schedd
+        sd.queue.set_status(job.job_id, JobStatus.RUNNING, now=now,
+                            attrs={"RemoteHost": quote(claim.slot_name), "StartdIpAddr": quote(claim.startd),
+                                   "ClaimId": quote(claim.id), "HTCLaneRun": "true"})
+        lane.in_flight[job.job_id] = now
+        lane.idle_until = None
+        with built_here():  # an int pair and the bytes read: the startd validates it on receipt
+            calls.append(m.LaneCall(job_id=f"{job.cluster_id}.{job.proc_id}", files=files))
+        path = ul.log_path(job)
+        if path:
+            events.setdefault((path, ul.owner(job)), []).append(
+                ul.execute_event(job, claim.startd, claim.slot_name, claim.slot_values, now))
 
     def _first(self, lane: Lane):
         job_id, lane.first = lane.first, None

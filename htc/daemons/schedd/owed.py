@@ -18,13 +18,17 @@ one row. The service writes the files, then the events, then drops the entry
 (``JobQueue.paid``). A schedd that starts writes every entry its predecessor left
 (:func:`owed_writes`) before it serves anybody.
 
-Repeats: an entry is dropped only after its writes, so a schedd killed between the writes and
-the drop writes them again when it starts. A result file is the same bytes again (and a call
-file already turned into its result is simply not there to reuse); a user-log event appears
-twice in the log -- once at most per crash, as with HTCondor's own schedd and shadow, which
-also write an event again when they lose track of having written it. Readers take the
-second copy as what it is: ``htcondor2.JobEventLog`` returns both events, ``htc wait`` counts
-a job's end once (docs/eventlog.md).
+Repeats: an entry is dropped only after its writes -- by the next commit of the queue, whatever
+it is for, or within :data:`~htc.daemons.schedd.service.PAY_WITHIN` (a lone executor call
+then costs two commits, not four) -- so a schedd killed between the writes and the drop
+meets the entry again when it starts. A result file is written again, the same bytes (a
+call file already turned into its result is simply not there to reuse). The user-log events
+come back marked ``replayed``, and the service writes only those the log's end does not
+hold already (:func:`unwritten`): an entry's events went into the log in one write, in
+order, so finding their text there, byte for byte (job ids, times to the second and all),
+means they were written (and an identical event of the same job from an earlier run, in the
+same second, is told apart by what follows it). Events whose write was lost are written: no
+event is written twice, and in doubt one is written twice rather than lost.
 
 An entry is MessagePack: ``{"files": [WriteCallFiles...], "logs": [[path, owner,
 [[event number, fields], ...]], ...]}``; entries from before the events were kept are a bare
@@ -33,6 +37,7 @@ list of ``WriteCallFiles`` and are still read.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 import msgspec
@@ -40,8 +45,9 @@ import msgspec
 from htc.daemons import core as c
 from htc.daemons.schedd.events import Owed, WriteCallFiles, WriteUserLog
 from htc.eventlog import events as ev
+from htc.eventlog.writer import format_event
 
-__all__ = ["Owed", "encode_writes", "owe", "owed_writes"]
+__all__ = ["Owed", "encode_writes", "owe", "owed_writes", "unwritten"]
 
 _encoder = msgspec.msgpack.Encoder()
 
@@ -79,7 +85,7 @@ def decode_entry(entry: bytes) -> list[c.Action]:
     out: list[c.Action] = list(msgspec.convert(data["files"], list[WriteCallFiles]))
     for path, owner, events in data["logs"]:
         out.append(WriteUserLog(path, tuple(msgspec.convert(fields, ev.EVENT_CLASSES[ev.EventType(number)])
-                                            for number, fields in events), owner))
+                                            for number, fields in events), owner, replayed=True))
     return out
 
 
@@ -96,3 +102,41 @@ def owed_writes(queue) -> tuple[list[c.Action], int]:
             unreadable += 1
         out.append(Owed(seq))
     return out, unreadable
+
+
+#: an event's first line in a user log: its number and its job
+_HEADER = re.compile(rb"^\d{3} \((\d+)\.(\d+)\.\d+\) ", re.MULTILINE)
+
+
+def unwritten(actions: Sequence[WriteUserLog], tail: bytes) -> list[tuple[ev.Event, ...]]:
+    """Of the replayed writes ``actions`` to one log (in the order of their entries), the
+    events each still has to write, given ``tail``, the end of that log.
+
+    An entry's events for a log went into it in one write, after those of the entries before
+    it, and a crash loses the writes of the last entries, never of one in the middle. So, from
+    the last entry back: its events were written when their text, as the schedd writes it,
+    lies in one piece before the matches of the entries after it, and no other event of their
+    jobs follows it (but those matches): an identical event of the same job from an earlier
+    run, in the same second, is then not taken for this one. Not found so: all of its events
+    are written (an entry is written whole or not at all); in doubt, an event is written twice
+    rather than lost."""
+    out: list[tuple[ev.Event, ...]] = [action.events for action in actions]
+    end = len(tail)
+    matched: list[tuple[int, int]] = []
+    for k in range(len(actions) - 1, -1, -1):
+        action = actions[k]
+        if not action.replayed or not action.events:
+            continue
+        text = "".join(format_event(event) for event in action.events).encode("utf-8")
+        at = tail.rfind(text, 0, end)
+        if at < 0:
+            continue
+        jobs = {(event.cluster, event.proc) for event in action.events}
+        later = (found for found in _HEADER.finditer(tail, at + len(text))
+                 if (int(found.group(1)), int(found.group(2))) in jobs)
+        if any(not any(a <= found.start() < b for a, b in matched) for found in later):
+            continue  # its job has events after it that no later entry wrote: another run's
+        out[k] = ()
+        matched.append((at, at + len(text)))
+        end = at
+    return out

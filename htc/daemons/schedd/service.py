@@ -21,11 +21,13 @@ call, and a lane's next call does not wait for the log of the last one. The call
 in the job queue's outbox from the commit that ended their calls, and so are the user-log
 events of a committed change of a job -- its SUBMIT, EXECUTE, TERMINATED, ABORTED, HELD...
 (:mod:`htc.daemons.schedd.owed`); once the files and events are written the service takes
-them out (:class:`~htc.daemons.schedd.events.Owed`) in a commit right after the write, and a
-schedd that starts writes what is left (a crash between the write and the take-out writes
-those events once more, so that window is kept as short as one commit: deferring the take-out
-to a later commit, tried on 28 Nov, let a kill -9 of the schedd write a job's SUBMIT event twice,
-tests/system/test_pool_scheduler_universe.py).
+them out (:class:`~htc.daemons.schedd.events.Owed`) with the queue's next commit, whatever
+it is for (the next turn's, as a rule), or within :data:`PAY_WITHIN` when none comes: a
+commit of their own per turn cost a lone executor call two of its four commits. A schedd
+that starts writes what is left, and of the user-log events only those the log's end does
+not hold (:func:`~htc.daemons.schedd.owed.unwritten`): a kill -9 after the write and before
+the take-out writes no event twice (a take-out deferred so without that check, tried on
+28 Nov, let a kill -9 write a job's SUBMIT event twice, tests/system/test_pool_scheduler_universe.py).
 
 The service takes a clock (:mod:`htc.daemons.clock`): the core's ``now`` and every wait of the
 service come from it, so a test can drive the schedd with a :class:`~htc.daemons.clock.FakeClock`.
@@ -42,6 +44,7 @@ from htc.config.hostname import daemon_name, full_hostname
 from htc.daemons.network import pool_addresses, service_transport
 from htc.daemons.schedd.flock import flock_pools
 from htc.daemons import core as c
+from htc.daemons import owner_files as ofs
 from htc.daemons.calls import install_calls
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.schedd.callfiles import write_call_files
@@ -52,6 +55,7 @@ from htc.daemons.schedd.events import Owed, SignalLocalJob, StartLocalJob, Write
 from htc.daemons.schedd.leverage import CoreMeter
 from htc.daemons.schedd.local_runner import LocalRunner
 from htc.daemons.schedd.output import write_job_output
+from htc.daemons.schedd.owed import unwritten
 from htc.daemons.schedd.settings import ScheddSettings
 from htc.daemons.schedd.sessions import SessionService
 from htc.daemons.schedd.spool import SpoolService
@@ -71,9 +75,18 @@ CRASH_BEFORE_CALL_FILES_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_CALL_FILES"
 #: the same, when it is about to write user-log events of which one is a TERMINATED (the job's
 #: end is committed, its log does not say so yet)
 CRASH_BEFORE_TERMINATED_EVENT_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_TERMINATED_EVENT"
+#: the same, when it has just written user-log events of which one is a TERMINATED (written, not
+#: yet taken out of the queue's outbox: the restarted schedd must not write them again)
+CRASH_AFTER_TERMINATED_EVENT_ENV = "HTC_TEST_SCHEDD_CRASH_AFTER_TERMINATED_EVENT"
 #: the same, when it is about to send a SubmitReply or SubmitClustersReply (the clusters are
 #: committed, the client will never hear so)
 CRASH_BEFORE_SUBMIT_REPLY_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_SUBMIT_REPLY"
+
+#: seconds within which written outbox entries are taken out of the queue when no commit of the
+#: schedd's own takes them along sooner
+PAY_WITHIN = 1.0
+#: the most bytes at the end of a user log read to find the events a replayed outbox entry wrote
+_REPLAY_TAIL = 4 * 1024 * 1024
 
 
 def settings_from_config(config, address: str = "schedd") -> ScheddSettings:
@@ -125,9 +138,11 @@ class ScheddService(DaemonService):
         self._pending_files: list[WriteCallFiles] = []
         self._pending_owed: list[int] = []
         self._flush_due = False
+        self._pay_due = False
         self._crash_flag = os.environ.get(CRASH_BEFORE_CALL_FILES_ENV) or None
         self._reply_crash_flag = os.environ.get(CRASH_BEFORE_SUBMIT_REPLY_ENV) or None
         self._log_crash_flag = os.environ.get(CRASH_BEFORE_TERMINATED_EVENT_ENV) or None
+        self._logged_crash_flag = os.environ.get(CRASH_AFTER_TERMINATED_EVENT_ENV) or None
         if self._reply_crash_flag is not None:
             self.register_action(c.Reply, self._reply_or_crash)
         self.register_action(WriteUserLog, self._write_user_log)
@@ -194,8 +209,9 @@ class ScheddService(DaemonService):
                 event.type == EventType.JOB_TERMINATED for action in logs for event in action.events):
             self._crash_if_asked(self._log_crash_flag)
         by_path: dict[tuple[str, str | None], list] = {}
-        for action in logs:
-            by_path.setdefault((action.path, action.owner), []).extend(action.events)
+        for action, events in zip(logs, _to_write(logs)):
+            if events:
+                by_path.setdefault((action.path, action.owner), []).extend(events)
         for (path, owner), events in by_path.items():
             try:
                 with open_log(path, owner) as writer:
@@ -203,17 +219,38 @@ class ScheddService(DaemonService):
             except (HTCError, OSError) as exc:
                 names = ", ".join(f"{e.type.name} {e.job_id}" for e in events)
                 self.log.error("cannot write %s to the user log %s: %s", names, path, exc)
+        if by_path and self._logged_crash_flag is not None and any(
+                event.type == EventType.JOB_TERMINATED for events in by_path.values() for event in events):
+            self._crash_if_asked(self._logged_crash_flag)
         self.sessions.written(written, by_path)  # remote executor sessions: their news at once
         if owed and not failed:
             # Written: the queue's outbox may forget them (a call file failed: they all stay,
             # and the next start of the schedd tries them again; a user log that cannot be
-            # written is not retried, as before the events were kept).
-            # At once, in a commit of its own: until it, a crash would write them again.
-            try:
-                self.core.queue.paid(owed)
-            except QueueStorageError as exc:
-                self.log.error("cannot take %d written batches (results, user-log events) out of the job "
-                               "queue's outbox: %s", len(owed), exc)
+            # written is not retried, as before the events were kept). The next commit takes
+            # them out (a crash before it writes the files again, and of the events only those
+            # the log does not hold); _pay makes one when no other comes.
+            self.core.queue.paid(owed, later=True)
+            self._pay_soon()
+
+    def _pay_soon(self) -> None:
+        if self._pay_due:
+            return
+        try:
+            self.start_task(self._pay(), "take written entries out of the job queue's outbox")
+        except RuntimeError:
+            return  # the service is stopping (its last flush): closing the queue takes them out
+        self._pay_due = True
+
+    async def _pay(self) -> None:
+        """Within :data:`PAY_WITHIN`, take the written outbox entries out, if no commit of the
+        queue took them along meanwhile."""
+        await self.clock.sleep(PAY_WITHIN)
+        self._pay_due = False
+        try:
+            self.core.queue.pay_now()
+        except QueueStorageError as exc:
+            self.log.error("cannot take %d written batches (results, user-log events) out of the job "
+                           "queue's outbox: %s", self.core.queue.paid_later, exc)
 
     def _write_job_output(self, action: WriteJobOutput) -> None:
         try:
@@ -256,6 +293,37 @@ class ScheddService(DaemonService):
             self.core.queue.close()
 
 
+def _to_write(logs: list[WriteUserLog]) -> list[tuple]:
+    """The events of each of ``logs`` to write: all of them, but for writes replayed from the
+    outbox at start-up (perhaps written before the crash), those their log's end does not
+    hold (:func:`~htc.daemons.schedd.owed.unwritten`)."""
+    out = [action.events for action in logs]
+    replayed: dict[tuple[str, str | None], list[int]] = {}
+    for i, action in enumerate(logs):
+        if action.replayed:
+            replayed.setdefault((action.path, action.owner), []).append(i)
+    for (path, owner), indexes in replayed.items():
+        for i, events in zip(indexes, unwritten([logs[i] for i in indexes], _log_tail(path, owner))):
+            out[i] = events
+    return out
+
+
+def _log_tail(path: str, owner: str | None) -> bytes:
+    """The last :data:`_REPLAY_TAIL` bytes of the user log at ``path``, read with the owner's
+    rights (nothing: it cannot be read, and every replayed event is written)."""
+    try:
+        fd, _ = ofs.open_read(path, ofs.Identity.owner(owner), what="user log", follow=False)
+    except (HTCError, OSError):
+        return b""
+    try:
+        size = os.fstat(fd).st_size
+        return os.pread(fd, _REPLAY_TAIL, max(0, size - _REPLAY_TAIL))
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
 def make_service(paths: DaemonPaths, clock: Clock = REAL) -> ScheddService:
     """The schedd's service for the pool at ``paths`` (``python -m htc.daemons schedd``), from
     the configuration (SCHEDD subsystem).
@@ -279,5 +347,5 @@ def make_service(paths: DaemonPaths, clock: Clock = REAL) -> ScheddService:
     return ScheddService(core, paths, settings, clock=clock, transport=service_transport(paths.sockets, config))
 
 
-__all__ = ["CRASH_BEFORE_CALL_FILES_ENV", "CRASH_BEFORE_TERMINATED_EVENT_ENV", "CRASH_BEFORE_SUBMIT_REPLY_ENV",
-           "ScheddService", "make_service", "settings_from_config"]
+__all__ = ["CRASH_AFTER_TERMINATED_EVENT_ENV", "CRASH_BEFORE_CALL_FILES_ENV", "CRASH_BEFORE_TERMINATED_EVENT_ENV",
+           "CRASH_BEFORE_SUBMIT_REPLY_ENV", "PAY_WITHIN", "ScheddService", "make_service", "settings_from_config"]
