@@ -130,3 +130,41 @@ def test_a_result_with_no_call_outstanding_closes_the_lanes_channel():
         return got
 
     assert asyncio.run(scenario()) == b""
+
+
+def test_ready_results_go_once_they_are_as_many_as_the_calls_still_queued(monkeypatch):
+    """A lane holding 8 calls: 3 results wait (5 calls still queued), the 4th sends all four
+    (4 queued: the schedd ends them and answers while the lane runs those), long before the
+    gathering time runs out -- the lane and the schedd do not take turns."""
+    from htc.daemons.startd import lanes as startd_lanes
+
+    monkeypatch.setattr(startd_lanes, "GATHER", 60.0)  # the rule, not the time, must send them
+
+    async def scenario() -> tuple[list[list[str]], list[list[str]]]:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        theirs.setblocking(False)
+        batches: list[list[str]] = []
+
+        async def send(results):
+            batches.append([r.job_id for r in results])
+            return True
+
+        relay = LaneRelay("test", send)
+        relay.queue([m.LaneCall(job_id=f"1.{i}", files={"htc_call.pkl": b"c"}) for i in range(8)])
+        await relay.attach(ours)
+        await loop.sock_sendall(theirs, b"".join(_result_bytes(0) for _ in range(3)))
+        await asyncio.sleep(0.1)
+        held = [list(b) for b in batches]
+        await loop.sock_sendall(theirs, _result_bytes(0))
+        for _ in range(1000):  # up to 10 s
+            if batches:
+                break
+            await asyncio.sleep(0.01)
+        relay.close()
+        theirs.close()
+        return held, batches
+
+    held, batches = asyncio.run(scenario())
+    assert held == []
+    assert batches == [["1.0", "1.1", "1.2", "1.3"]]

@@ -40,7 +40,9 @@ _LANE_KEY_MEMO = "htc.schedd.lane_key"
 _UNSET = object()
 #: seconds of work a lane holds ahead of its worker (within 1 .. _MAX_AHEAD calls)
 AHEAD_SECONDS = 0.300
-_MAX_AHEAD = 32
+#: (64: the startd sends a CallsDone once half of what the lane holds is done, so a lane of
+#: no-op calls gets about 32 results ended a batch while it runs the other 32)
+_MAX_AHEAD = 64
 #: calls quicker than this (s) get the next one queued behind them
 QUICK_CALL = 0.1
 

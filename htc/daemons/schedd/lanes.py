@@ -17,7 +17,7 @@ more than most calls do, so a claim that is to run a call becomes a *call lane* 
    requirements: what makes two calls interchangeable on one worker), marks each Running (with
    ``RemoteHost`` and an EXECUTE event, as a shadow would), reads its input files and sends
    them in one :class:`~htc.wire.messages.RunCalls`. A lane of quick calls (under 100 ms)
-   holds the next one too, and about 300 ms of work if that is more (up to 33 calls), so the
+   holds the next one too, and about 300 ms of work if that is more (up to 65 calls), so the
    worker never waits for the wire and the startd can send several results in one CallsDone
    (it holds a result while a call waits behind the running one) -- but only while every other
    lane of its kind is busy too and its current call is not running long, since a call sent

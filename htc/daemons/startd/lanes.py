@@ -23,7 +23,9 @@ with RunCalls one after another. Its starter gives it one end of a socket pair a
   results that finish while one is on its way go in the next. While the lane has a call
   queued behind the one it runs, so that it cannot run dry, a ready result also waits up to
   :data:`GATHER` for the next ones (one CallsDone costs the shadow a transaction, a log write
-  and a message each way, whatever it carries); with nothing queued it goes at once.
+  and a message each way, whatever it carries), but no longer than it takes the ready
+  results to be as many as the calls still queued: the shadow's answer then comes while the
+  lane runs the rest. With nothing queued it goes at once.
   A transient failure is retried (every :data:`RETRY` seconds) with whatever is ready by then;
   a refusal drops that batch (logged) and goes on.
 * :meth:`LaneRelay.finish`, after the lane's process has ended and before the service reports
@@ -242,9 +244,13 @@ class LaneRelay:
     async def _gather(self) -> None:
         """Hold ready results for up to :data:`GATHER` s while the lane has a call queued
         behind the one it runs (it cannot run dry meanwhile), so that one CallsDone carries
-        several: each costs the shadow a transaction, a log write and a message each way."""
+        several: each costs the shadow a transaction, a log write and a message each way.
+        Only until they are as many as the calls it still holds, though: the shadow then ends
+        them and answers with the next calls while the lane runs the other half, instead of
+        the lane and the shadow taking turns (a lane that held 33 no-op calls ran them in
+        about 10 ms, then waited some 20 ms for the shadow to end them)."""
         deadline = self.clock.monotonic() + GATHER
-        while len(self.outstanding) >= 2 and not self._stopping:
+        while len(self.outstanding) >= max(2, len(self.ready) + 1) and not self._stopping:
             left = deadline - self.clock.monotonic()
             if left <= 0:
                 return
