@@ -363,8 +363,8 @@ def bench_pool(wide: int, chain: int, cpus: int, parts: tuple[str, ...] = PARTS,
 
             shutil.copytree(work, keep / "work", dirs_exist_ok=True)
             shutil.copytree(home / "log", keep / "log", dirs_exist_ok=True)
-            print(f"logs kept in {keep} (benchmarks/dag_timeline.py {keep}/work/clusters.log "
-                  f"{keep}/work/wide{wide}-lifted/wide.dag.nodes.log ...)", flush=True)
+            logs = sorted(str(p) for p in (*(keep / "work").glob("*.log"), *(keep / "work").glob("*/*.nodes.log")))
+            print(f"logs kept in {keep}: benchmarks/dag_timeline.py {' '.join(logs)}", flush=True)
     if repeat > 1:
         for line in verdict_lines(ratios):
             print(line, flush=True)

@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     """Print each log's summary (and its table with ``--table``)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", nargs="+", type=Path, help="user logs (a DAG's nodes log, a plain job log)")
-    parser.add_argument("--dagman-out", type=Path, help="the DAG's FILE.dag.dagman.out, placed on the last log's timeline")
+    parser.add_argument("--dagman-out", type=Path,
+                        help="the DAG's FILE.dag.dagman.out, placed on the last log's timeline")
     parser.add_argument("--table", action="store_true", help="print the per-second rows too")
     args = parser.parse_args(argv)
     t0 = 0.0
