@@ -44,7 +44,9 @@ It prints:
    ``benchmarks/pyspy_summary.py`` compares such files per job. ``--repeat N`` runs the plain and
    DAG parts N times in turn (``--parts 2a,lifted --repeat 2``: 2a, lifted, 2a, lifted), prints
    each round's ratio and judges the goal on their median: on 2 cores one disturbed measurement
-   moves a single ratio by 0.2.
+   moves a single ratio by 0.2. ``--keep DIR`` copies the user logs, the DAGs' folders and the
+   daemon logs into ``DIR`` at the end, for ``benchmarks/dag_timeline.py`` (each shape second
+   by second: submissions, starts, idle jobs).
 
 Figures are printed, never asserted (the tests do not time anything).
 """
@@ -333,11 +335,13 @@ PARTS = ("2a", "2b", "default", "lifted", "unbatched", "chain")
 
 
 def bench_pool(wide: int, chain: int, cpus: int, parts: tuple[str, ...] = PARTS,
-               profile: Path | None = None, repeat: int = 1) -> None:
+               profile: Path | None = None, repeat: int = 1, keep: Path | None = None) -> None:
     """Throughput of plain submission, a wide DAG and a chain on one personal pool, with the
     daemons' (and the DAG manager's) CPU per job; the plain and DAG parts run ``repeat`` times
     in turn (2a, lifted, 2a, lifted, ...), each round's ratios printed and the goal judged on
-    their median, so that one disturbed measurement does not decide it either way."""
+    their median, so that one disturbed measurement does not decide it either way. ``keep``:
+    the work directory (the user logs, each DAG's folder) and the daemon logs are copied there
+    before the pool's directory is removed, for ``benchmarks/dag_timeline.py``."""
     from pool_bench import personal_pool, settle
 
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
@@ -354,6 +358,13 @@ def bench_pool(wide: int, chain: int, cpus: int, parts: tuple[str, ...] = PARTS,
             print(f"(3) chain DAG:       {chain} nodes in {seconds:.1f} s = {rate:.1f} nodes/s including the "
                   f"manager's start-up (goal >= 20 nodes/s: {'met' if rate >= 20 else 'NOT met'}); "
                   f"{chain / (seconds - startup):.1f} nodes/s excluding its {startup:.2f} s", flush=True)
+        if keep is not None:
+            import shutil
+
+            shutil.copytree(work, keep / "work", dirs_exist_ok=True)
+            shutil.copytree(home / "log", keep / "log", dirs_exist_ok=True)
+            logs = sorted(str(p) for p in (*(keep / "work").glob("*.log"), *(keep / "work").glob("*/*.nodes.log")))
+            print(f"logs kept in {keep}: benchmarks/dag_timeline.py {' '.join(logs)}", flush=True)
     if repeat > 1:
         for line in verdict_lines(ratios):
             print(line, flush=True)
@@ -387,11 +398,12 @@ def _round(work: Path, wide: int, parts: tuple[str, ...], profile: Path | None, 
         print(_cpu_line("(2a)", wide, cpu0, _daemon_cpu(), None), flush=True)
         print(_counts_line(wide, counts0, _log_counts()), flush=True)
     if "2b" in parts:
-        cpu0 = _daemon_cpu()
+        cpu0, counts0 = _daemon_cpu(), _log_counts()
         clusters = bases["2b"] = _plain_clusters(work, wide, tag=suffix)
         print(f"(2b) plain, {wide} one-job clusters, 4 submits in flight: {clusters:.1f} s = "
               f"{wide / clusters:.1f} jobs/s", flush=True)
         print(_cpu_line("(2b)", wide, cpu0, _daemon_cpu(), None), flush=True)
+        print(_counts_line(wide, counts0, _log_counts()), flush=True)
     # the count at its legal maximum: 1,000 submissions per 5 s scan interval (200 nodes/s)
     lifted = "DAGMAN_MAX_SUBMITS_PER_INTERVAL = 1000\n"
     for key, label, config in (("default", "default throttle (100 per 5 s)", None),
@@ -436,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"the pool measurements to make, comma-separated (default: all of {','.join(PARTS)})")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="py-spy record the schedd and startd during each measurement into DIR")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="copy the user logs, DAG folders and daemon logs into DIR for dag_timeline.py")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="run the plain and DAG parts N times in turn; the goal is judged on the median ratio")
     args = parser.parse_args(argv)
@@ -448,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.parse_only:
         if args.profile:
             args.profile.mkdir(parents=True, exist_ok=True)
-        bench_pool(args.wide, args.chain, args.cpus, parts, args.profile, max(1, args.repeat))
+        bench_pool(args.wide, args.chain, args.cpus, parts, args.profile, max(1, args.repeat), args.keep)
     return 0
 
 

@@ -1,5 +1,6 @@
 """benchmarks/dag_bench.py judges the wide DAG's goal on the median of its rounds' ratios, and
-benchmarks/dag_schedd_bench.py runs (small; no timing asserted here)."""
+benchmarks/dag_schedd_bench.py runs (small; no timing asserted here), and benchmarks/dag_timeline.py
+counts a user log's seconds right."""
 
 from __future__ import annotations
 
@@ -34,3 +35,25 @@ def test_the_in_process_schedd_bench_runs_both_ways(capsys):
     load("dag_schedd_bench").main(["--jobs", "3", "--rounds", "1"])
     out = capsys.readouterr().out
     assert "plain: 3 jobs" in out and "dag: 3 jobs" in out and "CPU ms per job: submit" in out
+
+
+def test_the_timeline_counts_starts_idle_and_stalls_per_second(tmp_path):
+    from htc.eventlog import EventLogWriter
+    from htc.eventlog import events as ev
+
+    timeline = load("dag_timeline")
+    log = tmp_path / "nodes.log"
+    writer = EventLogWriter(log)
+    t0 = 1_800_000_000.0
+    for c in (1, 2, 3, 4):  # four jobs queued at once; one starts and ends each second, but none in second 3
+        writer.write(ev.SubmitEvent(cluster=c, timestamp=t0))
+    for c, s in ((1, 1), (2, 2), (3, 4), (4, 5)):
+        writer.write(ev.ExecuteEvent(cluster=c, timestamp=t0 + s))
+        writer.write(ev.JobTerminatedEvent(cluster=c, terminated_normally=True, return_value=0, timestamp=t0 + s))
+    first, rows = timeline.per_second(log)
+    assert first == t0
+    assert [row[2] for row in rows] == [0, 1, 1, 0, 1, 1]  # starts per second
+    assert [row[4] for row in rows] == [4, 3, 2, 2, 1, 0]  # idle at each second's end
+    text = timeline.summary(rows)
+    assert "submissions over the first 1 s; first start at 1 s" in text
+    assert "seconds without a start while jobs were idle: 1" in text
