@@ -68,7 +68,8 @@ class QueueReads:
             if not self._depth:
                 mine = self._looking and self._looker == threading.get_ident()
                 if not (mine and self._looked):
-                    self._rows.clear()  # the job rows of an earlier look (_load): read again
+                    if self._rows:
+                        self._rows.clear()  # the job rows of an earlier look (_load): read again
                     version = self._conn.execute("PRAGMA data_version").fetchone()[0]
                     if version != self._data_version:
                         self._clusters.clear()  # another process changed the queue
