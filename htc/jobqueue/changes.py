@@ -47,8 +47,13 @@ class QueueChanges:
     # -- helpers -------------------------------------------------------------------------
 
     def _load(self, job_id: JobId) -> JobAd:
-        # Inside this thread's transaction a row read before (and not written since) is reused.
-        cached = self._depth and self._owner == threading.get_ident()
+        # Inside this thread's transaction a row read before (and not written since) is reused;
+        # so is one read earlier in this thread's one_look block outside a transaction (every
+        # transaction starts without rows: htc.jobqueue.reads).
+        if self._depth:
+            cached = self._owner == threading.get_ident()
+        else:
+            cached = self._looked and self._looker == threading.get_ident()
         row = self._rows.get(job_id) if cached else None
         if row is None:
             row = self._conn.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE cluster_id = ? AND proc_id = ?",

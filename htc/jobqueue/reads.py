@@ -15,6 +15,12 @@ read asks and the others of the same thread trust its answer, as if the block's 
 one. A commit of another process in the middle of the block is seen by the block's next
 transaction, or by the first read after it -- as a commit just after a read always was: a
 read outside a transaction was never atomic with the next one.
+
+The block's reads of one job by its id (``get_job``) also keep the job's row for the next
+read of the same job in the block: the schedd reads a job it is starting or ending several
+times in one turn. Every transaction -- every write of this queue -- starts and ends without
+rows, and a read that asks ``data_version`` (the block's first, or any read outside a block)
+drops them, so a kept row is never older than the block's last write or its look at the file.
 """
 
 from __future__ import annotations
@@ -62,6 +68,8 @@ class QueueReads:
             if not self._depth:
                 mine = self._looking and self._looker == threading.get_ident()
                 if not (mine and self._looked):
+                    if self._rows:
+                        self._rows.clear()  # the job rows of an earlier look (_load): read again
                     version = self._conn.execute("PRAGMA data_version").fetchone()[0]
                     if version != self._data_version:
                         self._clusters.clear()  # another process changed the queue

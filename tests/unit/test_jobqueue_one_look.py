@@ -65,3 +65,42 @@ def test_another_threads_reads_during_a_block_ask_as_usual(tmp_path):
             thread.join(timeout=120)
             assert done.is_set()
         assert len(asked) == 3
+
+
+def _selects(q: JobQueue) -> list[str]:
+    seen: list[str] = []
+    q._conn.set_trace_callback(lambda sql: seen.append(sql) if sql.startswith("SELECT") and "FROM jobs" in sql else None)
+    return seen
+
+
+def test_a_block_reads_a_job_row_once_until_a_write(tmp_path):
+    with JobQueue.open(str(tmp_path / "q.db")) as q:
+        cid = submit(q, 2)
+        selects = _selects(q)
+        with q.one_look():
+            assert q.get_job((cid, 0)).status == q.get_job((cid, 0)).status == 1
+            assert len(selects) == 1  # the second read took the block's row
+            q.set_attributes((cid, 0), {"Foo": "7"})  # a write: the block's rows are dropped
+            selects.clear()
+            assert q.get_job((cid, 0))["Foo"] == "7"
+            assert len(selects) == 1
+        selects.clear()
+        q.get_job((cid, 0))
+        q.get_job((cid, 0))
+        assert len(selects) == 2  # outside a block each read reads the row
+
+
+def test_a_row_kept_in_a_block_is_not_served_to_the_next_block_after_another_process_wrote(tmp_path):
+    path = str(tmp_path / "q.db")
+    with JobQueue.open(path) as a, JobQueue.open(path) as b:
+        cid = submit(a, 1)
+        with b.one_look():
+            assert "Foo" not in b.get_job((cid, 0))
+        a.set_attributes((cid, 0), {"Foo": "1"})
+        with b.one_look():
+            assert b.get_job((cid, 0))["Foo"] == "1"
+        with b.one_look():
+            assert b.get_job((cid, 0))["Foo"] == "1"
+            a.set_attributes((cid, 0), {"Foo": "2"})
+            with b.transaction(durable=False):  # the block's next transaction reads the file's row
+                assert b.get_job((cid, 0))["Foo"] == "2"

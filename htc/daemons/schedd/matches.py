@@ -166,16 +166,18 @@ class Matches:
             jobs = self.idle_jobs_of(submitter, now)
             order = self.reuse_order[submitter] = deque(job.job_id for job in jobs)
             self._order_floor[submitter] = _prio(self.schedd.queue, jobs[-1], now) if jobs else math.inf
+        front = None  # the idle job at the front of ``order``, read once
         while order and order[0] not in sd.reserved:
             front = sd.job(order[0])
             if front is not None and front.status == JobStatus.IDLE:
                 break
+            front = None
             order.popleft()  # started, held or gone: never a candidate again
         tried = 0
         for job_id in order:
             if job_id in sd.reserved:
                 continue  # a claim is being made for it
-            job = sd.job(job_id)
+            job = front if front is not None and job_id == order[0] else sd.job(job_id)
             if job is None or job.status != JobStatus.IDLE:
                 continue
             if symmetric_match(job_classad(job), slot_ad):
