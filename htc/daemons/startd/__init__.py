@@ -16,6 +16,8 @@ Modules (docs/startd.md tells the whole story):
 * ``adapter`` -- :class:`~htc.daemons.startd.adapter.StartdDaemon`, the sans-IO wire adapter the
   service drives: wire messages to core events, core actions to messages and process work;
 * ``ads`` -- ClassAd text in and out, and the slot ads on their way to the collector;
+* ``jobads`` -- the job ads of ActivateClaim read definition by definition, each new
+  definition's text parsed once per startd (the same ad as parsing the whole text);
 * ``reports`` -- what the shadow is told about its job (usage, exit, hold);
 * ``claim_requests`` -- the claim requests the adapter has not answered yet;
 * ``watches`` -- claim watches: the schedd's held keep-alive, whose closing means it is gone;
