@@ -31,6 +31,8 @@ Modules:
 * ``env`` -- the job's argument vector and environment, as HTCondor builds them.
 * ``sandbox`` -- the job's scratch directory: creation, transfer in and out, removal.
 * ``output`` -- what goes back when the job ends (``WhenToTransferOutput``, remaps).
+* ``ad_files`` -- the sandbox's ``.job.ad`` and ``.machine.ad``, printed line by line with
+  each line's text made once per process.
 * ``wire_files`` -- input fetched from, and output sent to, the shadow over the connection
   when the job's FileSystemDomain is not the machine's.
 * ``stream`` -- streamed stdout/stderr, sent while the job runs.
