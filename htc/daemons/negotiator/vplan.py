@@ -173,22 +173,7 @@ class PlanCompiler:
     def _cached(self, what, names, job, build):
         """A compiled function, shared by the requests whose job agrees on ``names`` (what it
         reads), for the table's current column types; :class:`Unsupported` is kept too."""
-        key = (what, self.table.epoch, projection(job, names))
-        hit = self._compiled.get(key)
-        if hit is None:
-            try:
-                hit = build()
-            except (Unsupported, Inexact, RecursionError) as exc:
-                hit = Unsupported(str(exc) or type(exc).__name__)
-            self._compiled[key] = hit
-        if isinstance(hit, Unsupported):
-            raise Unsupported(*hit.args)  # a fresh one: see _kept
-        return hit
-
-    # _kept: an exception instance kept in a cache is raised again as a fresh copy. Raised
-    # itself, it would hold the traceback of each raise, whose frames hold the instance (in
-    # the cache entry read into a local): a reference cycle per raise, which the cycle's end
-    # paid for with a garbage collection of a million objects (case 2 of negotiator_bench).
+        return _kept(self._compiled, (what, self.table.epoch, projection(job, names)), build)
 
     def _probed(self, fn):
         """``fn`` after one call over every row (builds its columns, raises what it raises)."""
@@ -253,22 +238,14 @@ class PlanCompiler:
         if isinstance(template, Unsupported):
             raise Unsupported(*template.args)  # a fresh one: see _kept
         p = template.values(job)
-        bound_key = (key, p)
-        fn = self._bound.get(bound_key)
-        if fn is None:
-            try:
-                if worst is _HOLDS and template.test is not None:
-                    fn = _bound_test(template.test, p)
-                else:
-                    fn = _finish(template.tag, template.bind(p), worst)
-                if not template.safe:
-                    self._probed(fn)
-            except (Unsupported, Inexact, RecursionError) as exc:
-                fn = Unsupported(str(exc) or type(exc).__name__)
-            self._bound[bound_key] = fn
-        if isinstance(fn, Unsupported):
-            raise Unsupported(*fn.args)  # a fresh one: see _kept
-        return fn
+
+        def bind():
+            if worst is _HOLDS and template.test is not None:
+                fn = _bound_test(template.test, p)
+            else:
+                fn = _finish(template.tag, template.bind(p), worst)
+            return fn if template.safe else self._probed(fn)
+        return _kept(self._bound, (key, p), bind)
 
     def _job_reads_ok(self, job, names) -> bool:
         """Do the job values ``names`` (followed through the job) read no carved resource?"""
@@ -352,6 +329,24 @@ def _indexed(values: np.ndarray):
     def column(rows):
         return values if rows.index is None else values[rows.index]
     return column
+
+
+def _kept(cache: dict, key, build):
+    """``cache[key]``, built on first use. What does not compile is kept as :class:`Unsupported`
+    and raised again as a fresh copy: the kept instance raised itself would hold the traceback
+    of each raise, whose frames hold the instance (the cache entry read into a local), a
+    reference cycle per raise, which the cycle's end paid for with a garbage collection of a
+    million objects (case 2 of negotiator_bench)."""
+    hit = cache.get(key)
+    if hit is None:
+        try:
+            hit = build()
+        except (Unsupported, Inexact, RecursionError) as exc:
+            hit = Unsupported(str(exc) or type(exc).__name__)
+        cache[key] = hit
+    if isinstance(hit, Unsupported):
+        raise Unsupported(*hit.args)
+    return hit
 
 
 def _finish(tag, fn, worst):
