@@ -42,6 +42,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from htc.classad import ClassAd
 from htc.classad.clock import evaluation_time
@@ -63,9 +64,12 @@ from htc.daemons.negotiator.updown import entity_of, order_by_index
 from htc.daemons.negotiator.vsearch import VectorSearch
 
 
-@dataclass(frozen=True)
-class Match:
-    """A slot given to one job of a request; the service tells the schedd and the startd."""
+class Match(NamedTuple):
+    """A slot given to one job of a request; the service tells the schedd and the startd.
+
+    A named tuple, not a frozen dataclass: a large cycle makes one per job it places (81,642 in
+    ``benchmarks/negotiator_bench.py`` case 1), and a tuple is built in one step where a frozen
+    dataclass sets its 13 fields one by one; it is as immutable, and compares field by field as before."""
 
     submitter: str
     schedd: str
@@ -262,13 +266,11 @@ class _Cycle:
         self.claim_seq += 1
         victim = slot.remote_user if state is not PreemptState.NONE else None
         job_ids = rs.request.job_ids
-        self.matches.append(Match(
-            submitter=entry.name, schedd=entry.schedd, schedd_address=entry.schedd_address,
-            autocluster_id=rs.request.autocluster_id,
-            job_id=job_ids[rs.matched] if rs.matched < len(job_ids) else None,
-            slot_name=slot.name, startd_address=slot.address, claim_id=claim,
-            slot_ad=offered, preemption=state, preempted_user=victim, weight=cost,
-            carved=carve))
+        self.matches.append(Match(  # submitter, schedd, schedd_address, autocluster_id, job_id,
+            entry.name, entry.schedd, entry.schedd_address, rs.request.autocluster_id,
+            job_ids[rs.matched] if rs.matched < len(job_ids) else None,
+            # slot_name, startd_address, claim_id, slot_ad, preemption, preempted_user, weight
+            slot.name, slot.address, claim, offered, state, victim, cost, carve))
         rs.matched += 1
         rs.remaining -= 1
         if carve is None:
