@@ -148,6 +148,7 @@ class _Cycle:
         self.now = now
         self.cycle = cycle
         self.matches: list[Match] = []
+        self.preemptions: Counter[PreemptState] = Counter()  # matches that preempt, by kind
         self.reasons: Counter[str] = Counter()
         self.rejections = 0
         self.share_limited: set[str] = set()
@@ -264,7 +265,10 @@ class _Cycle:
         offered = MatchedSlotAd(slot.ad, sizes_of(slot.ad)) if carve is not None else slot.ad
         claim = slot.claim_id or f"{slot.name}#{self.cycle}.{self.claim_seq}"
         self.claim_seq += 1
-        victim = slot.remote_user if state is not PreemptState.NONE else None
+        victim = None
+        if state is not PreemptState.NONE:
+            victim = slot.remote_user
+            self.preemptions[state] += 1  # (a run's further matches never preempt: runs.py)
         job_ids = rs.request.job_ids
         self.matches.append(Match(  # submitter, schedd, schedd_address, autocluster_id, job_id,
             entry.name, entry.schedd, entry.schedd_address, rs.request.autocluster_id,
@@ -565,8 +569,8 @@ def _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, no
         schedds=len({e.ad.schedd for e in entries}), requests=len(all_requests),
         idle_jobs=sum(e.ad.idle_jobs for e in entries),
         matches=len(matches),
-        rank_preemptions=sum(m.preemption is PreemptState.RANK for m in matches),
-        priority_preemptions=sum(m.preemption is PreemptState.PRIORITY for m in matches),
+        rank_preemptions=state.preemptions[PreemptState.RANK],
+        priority_preemptions=state.preemptions[PreemptState.PRIORITY],
         rejections=state.rejections, rejections_by_reason=dict(state.reasons),
         pie_spins=spins, submitters_share_limited=tuple(sorted(state.share_limited)))
     # the cycle's slots, classes and requests refer to each other: unlinked, reference counting
