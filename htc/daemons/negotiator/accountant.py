@@ -432,13 +432,15 @@ class Accountant:
 
     def snapshot(self) -> dict:
         """Return the whole accountant as plain JSON-ready data (for the service to persist)."""
+        matches = self._matches
         return {
             "version": SNAPSHOT_VERSION,
             "last_update_time": self.last_update_time,
             "customers": {n: {f: getattr(r, f) for f in _CUSTOMER_FIELDS}
                           for n, r in sorted(self._customers.items())},
-            "matches": {n: {"customer": m.customer, "weight": m.weight, "start_time": m.start_time}
-                        for n, m in sorted(self._matches.items())},  # (the fields of _Match)
+            "matches": {n: {"customer": (m := matches[n]).customer, "weight": m.weight,
+                            "start_time": m.start_time}  # (the fields of _Match)
+                        for n in sorted(matches)},  # (names are unique: sorting them is enough)
             "updown": self.updown.snapshot(),
         }
 
