@@ -88,7 +88,7 @@ class _Text:
     """The pretty text (``str()``) of a cycle ad's matched views, with the three carved
     attributes left open: printed once per cycle ad, kept while that ad lives."""
 
-    __slots__ = ("ref", "exprs", "parts", "holes", "printer", "texts")
+    __slots__ = ("ref", "exprs", "parts", "holes", "printer")
 
     #: id(cycle ad) -> its _Text, or None when its text cannot be made so (see :meth:`of`)
     _kept: dict[int, _Text | None] = {}
@@ -108,7 +108,6 @@ class _Text:
             if lname in _CARVED:
                 self.holes.append((len(self.parts), _CARVED.index(lname), prefix))
             self.parts.append(prefix + printer.node(node))
-        self.texts: dict[tuple, str] = {}  # (which, type, number) -> "Name = number"
 
     @classmethod
     def of(cls, source: ClassAd) -> _Text | None:
@@ -128,19 +127,15 @@ class _Text:
     def render(self, sizes: tuple) -> str:
         """The text of the view with ``sizes`` (see :class:`MatchedSlotAd`)."""
         parts = self.parts.copy()
-        texts = self.texts
+        printer = self.printer
         for part, which, prefix in self.holes:
             value = sizes[which]
             if value is None:  # as _materialise: the source's own
-                parts[part] = prefix + self.printer.node(self.exprs[_CARVED[which]])
-            elif value.__class__ in _NUMBERS:
-                key = (which, value.__class__, value)
-                text = texts.get(key)
-                if text is None:
-                    text = texts[key] = prefix + self.printer.node(literal(value))
-                parts[part] = text
+                parts[part] = prefix + printer.node(self.exprs[_CARVED[which]])
+            elif value.__class__ in _NUMBERS:  # (what printing its literal node prints)
+                parts[part] = prefix + printer.literal(value)
             else:
-                parts[part] = prefix + self.printer.node(value)
+                parts[part] = prefix + printer.node(value)
         return self.join(parts)
 
 
