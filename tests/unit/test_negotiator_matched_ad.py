@@ -154,4 +154,8 @@ def test_a_views_text_forgets_its_slot_ad_with_it(monkeypatch):
     ad = _ad()
     view = MatchedSlotAd(ad, (1, 2, 3))
     assert str(view) == _text_of_a_fresh_copy(MatchedSlotAd(ad, (1, 2, 3)))
-    assert matched_ad._Text._kept[id(ad)] is None
+    assert matched_ad._Text._kept[id(ad)].parts is None and matched_ad._Text.of(ad) is None
+    key = id(ad)
+    del ad, view
+    gc.collect()
+    assert key not in matched_ad._Text._kept

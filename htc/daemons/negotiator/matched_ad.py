@@ -90,8 +90,10 @@ class _Text:
 
     __slots__ = ("ref", "exprs", "parts", "holes", "printer")
 
-    #: id(cycle ad) -> its _Text, or None when its text cannot be made so (see :meth:`of`)
-    _kept: dict[int, _Text | None] = {}
+    #: id(cycle ad) -> its _Text (whose parts are None when its text cannot be made so)
+    _kept: dict[int, _Text] = {}
+    #: attribute name -> "\n        Name = " (quote_name's answer depends on the name alone)
+    _prefixes: dict[str, str] = {}
     _HEAD, _PAD, _TAIL = "\n    [", "\n        ", "\n    ]"  # Unparser.ad, pretty, at the top
 
     def __init__(self, source: ClassAd):
@@ -104,7 +106,12 @@ class _Text:
         self.parts: list[str] = []
         self.holes: list[tuple[int, int, str]] = []  # (part, which of the three, "Name = ")
         for lname, node in source._exprs.items():
-            prefix = f"{self._PAD}{quote_name(source._names[lname])} = "
+            name = source._names[lname]
+            prefix = self._prefixes.get(name)
+            if prefix is None:  # (the pool's slot ads share their few dozen names)
+                if len(self._prefixes) >= 10_000:
+                    self._prefixes.clear()
+                prefix = self._prefixes[name] = f"{self._PAD}{quote_name(name)} = "
             if lname in _CARVED:
                 self.holes.append((len(self.parts), _CARVED.index(lname), prefix))
             self.parts.append(prefix + printer.node(node))
@@ -112,14 +119,12 @@ class _Text:
     @classmethod
     def of(cls, source: ClassAd) -> _Text | None:
         """The text maker of ``source``'s views, or None if it cannot print ``source`` exactly."""
-        text = cls._kept.get(id(source), False)
-        if text is False or (text is not None and text.ref() is not source):
-            text = cls(source)
+        text = cls._kept.get(id(source))
+        if text is None or text.ref() is not source:
+            text = cls._kept[id(source)] = cls(source)
             if text.join(text.parts) != print_new(source._pairs(), pretty=True):
-                cls._kept[id(source)] = None  # laid out otherwise: print each view whole
-                return None
-            cls._kept[id(source)] = text
-        return text
+                text.parts = None  # laid out otherwise: print each view whole
+        return text if text.parts is not None else None
 
     def join(self, parts: list[str]) -> str:
         return self._HEAD + "; ".join(parts) + self._TAIL if parts else self._HEAD + self._TAIL
