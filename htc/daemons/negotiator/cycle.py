@@ -66,10 +66,7 @@ from htc.daemons.negotiator.vsearch import VectorSearch
 
 class Match(NamedTuple):
     """A slot given to one job of a request; the service tells the schedd and the startd.
-
-    A named tuple, not a frozen dataclass: a large cycle makes one per job it places (81,642 in
-    ``benchmarks/negotiator_bench.py`` case 1), and a tuple is built in one step where a frozen
-    dataclass sets its 13 fields one by one; it is as immutable, and compares field by field as before."""
+    (A named tuple: built in one step, where a frozen dataclass set its 13 fields one by one.)"""
 
     submitter: str
     schedd: str
