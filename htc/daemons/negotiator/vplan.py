@@ -8,10 +8,12 @@ the :class:`PlanCompiler` of the cycle's slot table: the job's ``Requirements`` 
 table's columns (:mod:`.vexpr`, :mod:`.vtyped`, :mod:`.columns`). What the compilers do not
 take (strings, function calls: ``TARGET.Arch == "X86_64"``, the default post-job rank) must
 read none of the carved resources, through either ad's expressions; then it has one value per
-slot for the whole cycle, evaluated once per slot by the ClassAd evaluator and shared by every
-request whose job agrees on the values it reads (``static`` columns, keyed by the clause text
-and the projection of the job). Otherwise the request takes the scalar search (the compiler
-returns None).
+slot for the whole cycle, evaluated by the ClassAd evaluator and shared by every request whose
+job agrees on the values it reads (``static`` columns, keyed by the clause text and the
+projection of the job). It is evaluated once per group of slots that agree on every literal
+value it can read of the slot (:meth:`PlanCompiler._per_slot`: 10,000 slots of two
+architectures evaluate ``TARGET.Arch == "X86_64"`` twice). Otherwise the request takes the
+scalar search (the compiler returns None).
 
 Compiled functions are shared too (:meth:`PlanCompiler._function`). A typed compile
 (:mod:`.vtyped`) depends on the types of the job values it reads, not on the values: it is
@@ -27,10 +29,15 @@ that a shared compiler builds what a fresh one builds.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from htc.classad import ExprTree
+from htc.classad import ClassAd, ExprTree
+from htc.classad.ast import AbsRef, AdExpr, AttrRef, Call, Literal, Select, walk
+from htc.classad.context import _VIRTUAL_NAMES, SPECIAL_NAMES
 from htc.classad.match import rank, requirements_hold
+from htc.daemons.negotiator.clauses import slot_names_read
 from htc.daemons.negotiator.preemption import WORST_RANK
 from htc.daemons.negotiator.slots import CARVED, closure, eval_rank, projection
 from htc.daemons.negotiator.vexpr import (BOOL, INT, REAL, Inexact, Unsupported, compile_vector,
@@ -77,6 +84,7 @@ class PlanCompiler:
         self._templates: dict[tuple, object] = {}  # see _function
         self._static_and: dict[tuple, np.ndarray] = {}  # static columns' ids -> their AND
         self._bound: dict[tuple, object] = {}  # (template key, job values) -> function
+        self._keys: dict[str, list] = {}  # see _literal_keys
         reach, targets = set(CARVED), set()
         for slot in table.slots:
             ad = slot.ad
@@ -129,12 +137,12 @@ class PlanCompiler:
                     job, False, _HOLDS))
                 continue
             except Unsupported:
-                pass  # not compilable: evaluated per slot once, below, when it reads no carved resource
+                pass  # not compilable: a static column, below, when it reads no carved resource
             if set(slot_refs) & self._carved_reach:
                 return None
             column = self._static_column(("clause", text), job_refs, rs,
                                          lambda slot, e=expr: holds(scalar_or_none(e.eval(
-                                             job, slot.ad))))
+                                             job, slot.ad))), (expr, False))
             if column is None:
                 return None
             columns.append(column)
@@ -253,9 +261,10 @@ class PlanCompiler:
         reach = self._carved_reach
         return not (targets & reach or {n for n in reached if n not in job._exprs} & reach)
 
-    def _static_column(self, what, job_refs, rs, verdict):
+    def _static_column(self, what, job_refs, rs, verdict, read=None):
         """A verdict per slot that no carve changes, shared by requests whose job agrees on
-        what it reads; None when it could change (it reads a carved resource)."""
+        what it reads; None when it could change (it reads a carved resource). ``read``:
+        ``(expression, slot_is_my)`` that ``verdict`` evaluates (see :meth:`_per_slot`)."""
         job = rs.job
         names = set(job_refs or ()) | set(self._slot_targets)
         if not self._job_reads_ok(job, names):
@@ -263,9 +272,47 @@ class PlanCompiler:
         key = (what, projection(job, names))
         column = self._static.get(key)
         if column is None:
-            column = self._static[key] = np.array(
-                [bool(verdict(slot)) for slot in self.table.slots], dtype=bool)
+            column = self._static[key] = self._per_slot(
+                lambda slot: bool(verdict(slot)), read, job, bool)
         return column
+
+    def _per_slot(self, verdict, read, job, dtype) -> np.ndarray:
+        """``verdict(slot)`` for every row of the table, called once per group of slots that
+        agree on every value the evaluation can read of the slot.
+
+        ``read`` is ``(expression, slot_is_my)``, what ``verdict`` evaluates against ``job``
+        (None: unknown, every slot evaluated). :func:`slot_reads` gives the slot names it can
+        read when the slot's values of them are literals; a slot whose value of one of them is
+        an expression is a group of its own. Evaluation is a function of those values (and of
+        the job's): one verdict per group is the verdict of each of its slots. Expressions that
+        read anything else (``time()``, ``random()``, ``CurrentTime``, another scope) are
+        evaluated slot by slot, as before."""
+        slots = self.table.slots
+        names = None if read is None else slot_reads(read[0], job, read[1])
+        if not names:  # (an empty tuple: the verdict reads nothing of the slot)
+            if names is None:
+                return np.array([verdict(slot) for slot in slots], dtype=dtype)
+            return np.full(len(slots), verdict(slots[0]) if slots else False, dtype=dtype)
+        keys = zip(*[self._literal_keys(name) for name in names])
+        groups: dict[tuple, int] = {}
+        firsts, group_of = [], []
+        for i, key in enumerate(keys):
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = len(firsts)
+                firsts.append(i)
+            group_of.append(g)
+        values = np.array([verdict(slots[i]) for i in firsts], dtype=dtype)
+        return values[np.array(group_of, dtype=np.intp)]
+
+    def _literal_keys(self, lname) -> list:
+        """Per row, a key of the slot's value of ``lname``: equal keys for equal literal values
+        (of one type), a key of its own for an expression (cached per table)."""
+        keys = self._keys.get(lname)
+        if keys is None:
+            keys = self._keys[lname] = [_literal_key(slot.ad._exprs.get(lname), i)
+                                        for i, slot in enumerate(self.table.slots)]
+        return keys
 
     def _rank(self, expr, rs, slot_is_my, which):
         """A negotiator rank as a function of rows: compiled, or (reading no carved resource)
@@ -284,8 +331,8 @@ class PlanCompiler:
         values = self._static.get(key)
         if values is None:
             job = rs.job
-            values = self._static[key] = np.array(
-                [eval_rank(expr, slot.ad, job) for slot in self.table.slots])
+            values = self._static[key] = self._per_slot(
+                lambda slot: eval_rank(expr, slot.ad, job), (expr, slot_is_my), job, float)
         return _indexed(values)
 
     def _view_names(self, refs) -> tuple:
@@ -310,8 +357,9 @@ class PlanCompiler:
         key = ("jr", repr(expr), projection(rs.job, refs))
         values = self._static.get(key)
         if values is None:
-            values = self._static[key] = np.array(
-                [rank(rs.job, slot.ad) for slot in self.table.slots])
+            job = rs.job
+            values = self._static[key] = self._per_slot(
+                lambda slot: rank(job, slot.ad), (expr, False), job, float)
         return _indexed(values)
 
 
@@ -371,3 +419,69 @@ def _finish(tag, fn, worst):
 def _bound_test(test, p):
     """A clause's verdict as booleans (:attr:`~.vtyped.Template.test`) with the values ``p``."""
     return lambda rows: test(rows, p)
+
+
+#: functions whose value depends on their arguments only (no clock, no randomness, no state)
+_PURE_CALLS = frozenset({
+    "ifthenelse", "isundefined", "iserror", "isstring", "isinteger", "isreal", "isboolean",
+    "islist", "isclassad", "isabstime", "isreltime", "int", "real", "string", "bool", "floor",
+    "ceil", "ceiling", "round", "pow", "quantize", "min", "max", "member", "identicalmember",
+    "strcat", "toupper", "tolower", "size", "substr", "strcmp", "stricmp", "stringlistmember",
+    "stringlistimember", "regexp"})
+_SCOPES = SPECIAL_NAMES | _VIRTUAL_NAMES
+_ABSENT = ("absent",)  # the key of a slot that does not define the name
+_EMPTY = ClassAd()  # a slot that defines nothing: every name falls back (see slot_reads)
+
+
+def slot_reads(expr, job, slot_is_my: bool) -> tuple | None:
+    """The slot names evaluating ``expr`` against ``job`` can read when the slot's values of
+    them are literals (sorted), or None when its value may depend on more than the two ads'
+    values (a call outside :data:`_PURE_CALLS`, a special or another scope's name), anywhere
+    in ``expr`` or in the job's expressions it reaches.
+
+    The slot is taken as defining nothing (:data:`_EMPTY`), so that every name read of it
+    also falls back to the job, and the job's expressions are followed back and forth
+    (:func:`~.clauses.slot_names_read`): a superset of what any slot with literal values of
+    those names reads."""
+    if expr.__class__ is not ExprTree:
+        return None
+    names = slot_names_read(expr, job, _EMPTY, slot_is_my)
+    reached, _ = closure(job, names | {r for r in expr.attributes() if "." not in r})
+    trees = [expr.node]
+    for name in reached:
+        node = job._exprs.get(name)
+        if node is not None and node.__class__ is not Literal:
+            trees.append(node)
+    for tree in trees:
+        for node in walk(tree):
+            cls = node.__class__
+            if cls is Call:
+                if node.lname not in _PURE_CALLS:
+                    return None
+            elif cls is AttrRef:
+                if node.lname in _SCOPES and node.lname not in ("my", "target"):
+                    return None
+            elif cls is Select:
+                base = node.base
+                if base.__class__ is not AttrRef or base.lname not in ("my", "target"):
+                    return None
+            elif cls is AbsRef or cls is AdExpr:
+                return None
+    return tuple(sorted(names))
+
+
+def _literal_key(node, row: int):
+    """The grouping key of a slot's value (see :meth:`PlanCompiler._literal_keys`)."""
+    if node is None:
+        return _ABSENT
+    if node.__class__ is not Literal:
+        return ("expression", row)
+    value = node.value
+    cls = value.__class__
+    if cls is float and value == 0.0:
+        return (cls, value, math.copysign(1.0, value))  # -0.0 is not 0.0 to string()
+    try:
+        hash(value)
+    except TypeError:
+        return ("unhashable", row)
+    return (cls, value)
