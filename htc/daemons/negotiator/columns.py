@@ -28,6 +28,7 @@ from htc.daemons.negotiator.slots import CARVED
 from htc.daemons.negotiator.vexpr import MISSING, Unsupported, scalar
 
 _CARVED_ORDER = ("cpus", "memory", "disk")
+_ABSENT = (MISSING, 0.0)  # a column's entry for a slot that does not define the name
 
 
 class SlotTable:
@@ -73,21 +74,23 @@ class SlotTable:
         if col is None:
             if lname in self._bad:
                 raise Unsupported(f"slot attribute {lname}")
-            n = len(self.slots)
-            tags = np.full(n, MISSING, dtype=np.int8)
-            values = np.zeros(n)
+            pairs = []  # (tag, value) per row, made arrays at once (cheaper than per item)
+            append = pairs.append
             try:
-                for i, slot in enumerate(self.slots):
+                for slot in self.slots:
                     node = slot.ad._exprs.get(lname)
                     if node is None:
-                        continue
-                    if node.__class__ is not Literal:
+                        append(_ABSENT)
+                    elif node.__class__ is not Literal:
                         raise Unsupported(f"slot attribute {lname} is an expression")
-                    tags[i], values[i] = scalar(node.value)
+                    else:
+                        append(scalar(node.value))
             except Unsupported:
                 self._bad.add(lname)
                 raise
-            col = self._columns[lname] = (tags, values)
+            tags, values = zip(*pairs) if pairs else ((), ())
+            col = self._columns[lname] = (np.array(tags, dtype=np.int8),
+                                          np.array(values, dtype=float))
         return col
 
     def uniform(self, lname: str) -> int | None:
