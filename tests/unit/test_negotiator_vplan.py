@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings as hsettings, strategies as st
 
 from htc.classad import ClassAd, ExprTree
+from htc.classad.match import requirements_hold
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.negotiator import vplan
 from htc.daemons.negotiator.columns import SlotTable
@@ -297,3 +298,49 @@ def test_slots_of_equal_values_share_one_evaluation_and_impure_expressions_do_no
                                  (expr, False), job, bool)
         assert len(calls) == evaluations, text
         assert got.tolist() == [expr.eval(job, ad) is True for ad in ads], text
+
+
+@hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(slots=st.lists(st.fixed_dictionaries({
+    "Requirements": st.sampled_from(["START", "MY.START", "TARGET.J", "START && A", "A", "B",
+                                     "true", "J", "CurrentTime > 0 && START", None]),
+    "START": st.sampled_from(["true", "false", "1", "1.0", "0", "-0.0", "A", "B > 1",
+                              "TARGET.K", '"yes"', None]),
+    "A": st.sampled_from([True, 1, 0, 2.5, "undefined", None]),
+    "B": st.sampled_from([1, 2, None])}), min_size=1, max_size=12),
+    job=st.fixed_dictionaries({"J": st.sampled_from([True, 0, "TARGET.A", "TARGET.B > 1", None]),
+                               "K": st.sampled_from([True, 1, 0, None]),
+                               "B": st.sampled_from([5, None])}))
+def test_the_slots_own_requirements_by_groups_is_the_slot_by_slot_column(slots, job):
+    """Slots whose Requirements reach the same plain references and literal values share one
+    evaluation (7,500 slots of ``Requirements = START; START = true`` evaluate it once); a job
+    value that is an expression (it could read the slot back) keeps slot by slot."""
+    ads = [_grouped_ad(values) for values in slots]
+    job_ad = _grouped_ad(job)
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(ads)])
+    settings = NegotiatorSettings()
+    compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
+    calls = []
+
+    def verdict(slot):
+        calls.append(1)
+        return requirements_hold(slot.ad, job_ad)
+    got = compiler._per_slot(verdict, vplan._SLOT_REQUIREMENTS, job_ad, bool)
+    assert got.tolist() == [requirements_hold(ad, job_ad) for ad in ads]
+    assert len(calls) <= len(ads)
+
+
+def test_slots_whose_requirements_reach_the_same_values_share_one_evaluation():
+    ads = [make_slot(f"slot1@m{i}", Arch="X86_64") for i in range(9)]
+    for i, ad in enumerate(ads):
+        ad["Requirements"] = ExprTree("START")
+        ad["START"] = ExprTree("TARGET.J > 1") if i % 3 == 0 else True
+    table = SlotTable([Slot(ad, ad["Name"]) for ad in ads])
+    settings = NegotiatorSettings()
+    compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
+    for job, evaluations in [(make_job(J=2), 1 + 3), (make_job(exprs={"J": "TARGET.Cpus"}), 9)]:
+        calls = []
+        got = compiler._per_slot(lambda slot: calls.append(1) or requirements_hold(slot.ad, job),
+                                 vplan._SLOT_REQUIREMENTS, job, bool)
+        assert len(calls) == evaluations
+        assert got.tolist() == [requirements_hold(ad, job) for ad in ads]

@@ -85,16 +85,20 @@ class PlanCompiler:
         self._static_and: dict[tuple, np.ndarray] = {}  # static columns' ids -> their AND
         self._bound: dict[tuple, object] = {}  # (template key, job values) -> function
         self._keys: dict[str, list] = {}  # see _literal_keys
+        self._slot_exprs = [slot.ad._exprs for slot in table.slots]  # row -> its ad's trees
         reach, targets = set(CARVED), set()
         for slot in table.slots:
             ad = slot.ad
-            for lname, node in ad._exprs.items():
-                if lname in CARVED or node.__class__.__name__ == "Literal":
-                    continue
-                names, tg = closure(ad, (lname,))
-                if names & CARVED:
-                    reach.add(lname)
-                targets |= tg | {n for n in names if n not in ad._exprs}
+            exprs = ad._exprs
+            roots = [lname for lname, node in exprs.items()
+                     if node.__class__ is not Literal and lname not in CARVED]
+            if not roots:
+                continue
+            names, tg = closure(ad, roots)  # (what all of them read: one walk)
+            targets |= tg
+            targets.update(n for n in names if n not in exprs)
+            if not names.isdisjoint(CARVED):  # one of them reads a carved resource: which
+                reach.update(lname for lname in roots if closure(ad, (lname,))[0] & CARVED)
         #: slot attributes whose value a carve can change (through the slot's expressions)
         self._carved_reach = reach
         #: what the slots' expressions read of the job
@@ -114,7 +118,7 @@ class PlanCompiler:
         if "requirements" in self._carved_reach:
             return None  # a slot's Requirements reads a carved resource
         static = self._static_column(("slot",), None, rs, lambda slot: requirements_hold(
-            slot.ad, job))
+            slot.ad, job), _SLOT_REQUIREMENTS)
         if static is None:
             return None
         columns = [static]  # the static columns ANDed (shared by the requests of the same)
@@ -141,8 +145,8 @@ class PlanCompiler:
             if set(slot_refs) & self._carved_reach:
                 return None
             column = self._static_column(("clause", text), job_refs, rs,
-                                         lambda slot, e=expr: holds(scalar_or_none(e.eval(
-                                             job, slot.ad))), (expr, False))
+                                         lambda slot, e=expr: _holds(e.eval(job, slot.ad)),
+                                         (expr, False))
             if column is None:
                 return None
             columns.append(column)
@@ -288,12 +292,15 @@ class PlanCompiler:
         read anything else (``time()``, ``random()``, ``CurrentTime``, another scope) are
         evaluated slot by slot, as before."""
         slots = self.table.slots
-        names = None if read is None else slot_reads(read[0], job, read[1])
-        if not names:  # (an empty tuple: the verdict reads nothing of the slot)
-            if names is None:
-                return np.array([verdict(slot) for slot in slots], dtype=dtype)
-            return np.full(len(slots), verdict(slots[0]) if slots else False, dtype=dtype)
-        keys = zip(*[self._literal_keys(name) for name in names])
+        if read is _SLOT_REQUIREMENTS:
+            keys = self._requirements_keys(job)
+        else:
+            names = None if read is None else slot_reads(read[0], job, read[1])
+            if names == ():  # the verdict reads nothing of the slot
+                return np.full(len(slots), verdict(slots[0]) if slots else False, dtype=dtype)
+            keys = None if names is None else zip(*[self._literal_keys(n) for n in names])
+        if keys is None:
+            return np.array([verdict(slot) for slot in slots], dtype=dtype)
         groups: dict[tuple, int] = {}
         firsts, group_of = [], []
         for i, key in enumerate(keys):
@@ -305,13 +312,48 @@ class PlanCompiler:
         values = np.array([verdict(slots[i]) for i in firsts], dtype=dtype)
         return values[np.array(group_of, dtype=np.intp)]
 
+    def _requirements_keys(self, job):
+        """Per row, a key of the slot's own ``Requirements`` when it is a chain of plain
+        references ending in a literal or in a name the slot lacks (``Requirements = START;
+        START = true``): the chain's names and its end's value; any other slot has a key of
+        its own. None when the job's values the slots read are not all literals (a job
+        expression could read the slot back)."""
+        exprs = job._exprs
+        for name in self._slot_targets:
+            node = exprs.get(name)
+            if node is not None and node.__class__ is not Literal:
+                return None
+        keys = []
+        for i, slot in enumerate(self.table.slots):
+            get = slot.ad._exprs.get
+            name, chain = "requirements", []
+            node = get(name)
+            while node.__class__ is AttrRef and node.lname not in _SCOPES and len(chain) < 8:
+                chain.append(name)
+                name = node.lname
+                node = get(name)
+            chain.append(name)
+            if node is not None and node.__class__ is not Literal:
+                keys.append(("own", i))  # not a plain chain (a cycle is cut at 8 links)
+            else:
+                keys.append((tuple(chain), _literal_key(node, i)))
+        return keys
+
     def _literal_keys(self, lname) -> list:
         """Per row, a key of the slot's value of ``lname``: equal keys for equal literal values
         (of one type), a key of its own for an expression (cached per table)."""
         keys = self._keys.get(lname)
         if keys is None:
-            keys = self._keys[lname] = [_literal_key(slot.ad._exprs.get(lname), i)
-                                        for i, slot in enumerate(self.table.slots)]
+            nodes = [exprs.get(lname) for exprs in self._slot_exprs]
+            keys = None
+            if all(node.__class__ is Literal for node in nodes):
+                values = [node.value for node in nodes]
+                classes = set(map(type, values))
+                if len(classes) == 1 and classes <= {str, int, bool}:
+                    keys = values  # one type: the value is the key (1 never meets 1.0 here)
+            if keys is None:
+                keys = [_literal_key(node, i) for i, node in enumerate(nodes)]
+            self._keys[lname] = keys
         return keys
 
     def _rank(self, expr, rs, slot_is_my, which):
@@ -361,15 +403,6 @@ class PlanCompiler:
             values = self._static[key] = self._per_slot(
                 lambda slot: rank(job, slot.ad), (expr, False), job, float)
         return _indexed(values)
-
-
-def scalar_or_none(value):
-    """``(tag, value)`` of an evaluated value for :func:`~.vexpr.holds`; strings and other
-    non-numbers as ERROR (they never let a Requirements hold)."""
-    try:
-        return scalar(value)
-    except Unsupported:
-        return (1, 0.0)
 
 
 def _indexed(values: np.ndarray):
@@ -430,6 +463,8 @@ _PURE_CALLS = frozenset({
     "stringlistimember", "regexp"})
 _SCOPES = SPECIAL_NAMES | _VIRTUAL_NAMES
 _ABSENT = ("absent",)  # the key of a slot that does not define the name
+_SLOT_REQUIREMENTS = ("the slot's Requirements",)  # _per_slot's ``read`` for the slot's own
+_EXACT = 2 ** 53  # (vexpr.scalar's bound)
 _EMPTY = ClassAd()  # a slot that defines nothing: every name falls back (see slot_reads)
 
 
@@ -468,6 +503,20 @@ def slot_reads(expr, job, slot_is_my: bool) -> tuple | None:
             elif cls is AbsRef or cls is AdExpr:
                 return None
     return tuple(sorted(names))
+
+
+def _holds(value) -> bool:
+    """Does one evaluated clause value let the Requirements hold, as :func:`~.vexpr.holds`
+    of its :func:`~.vexpr.scalar` decides (an unsupported value as ERROR): true, or a non-zero
+    number (NaN too; an integer beyond 2**53 is ERROR there, so false)."""
+    cls = value.__class__
+    if cls is bool:
+        return value
+    if cls is int:
+        return value != 0 and abs(value) <= _EXACT
+    if cls is float:
+        return value != 0
+    return False
 
 
 def _literal_key(node, row: int):
