@@ -21,6 +21,7 @@ from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import Slot
 from htc.daemons.negotiator.vexpr import Inexact, Unsupported, scalar
 from htc.daemons.negotiator.vplan import PlanCompiler
+from htc.daemons.negotiator.vstatic import SLOT_REQUIREMENTS
 from htc.daemons.negotiator.vtyped import compile_template, compile_typed, signature
 from tests.unit.test_negotiator_core import make_job, make_slot
 from tests.unit.test_negotiator_vexpr import _JOB_NAMES, _SLOT_NAMES, _UNIFORM, _ad, _expr
@@ -244,7 +245,7 @@ def _grouped_slots(draw):
 def _near(values, text="TARGET.A", job=None):
     """An example of slots whose values of A differ only in type, sign or case, or are
     expressions (reading B) that no key of a literal tells apart."""
-    slots = [{"A": v, "B": b, "C": None} for v, b in values]
+    slots = [{"A": a, "B": b, "C": None} for a, b in values]
     return example(text=text, slots=slots, job=job or {"J": 1, "A": None, "K": None},
                    slot_is_my=False)
 
@@ -253,6 +254,16 @@ def _near(values, text="TARGET.A", job=None):
 @_near([(0.0, None), (-0.0, None), (0, None)], text="string(TARGET.A)")
 @_near([('"LINUX"', None), ('"Linux"', None)], text='TARGET.A =?= "LINUX"')
 @_near([("B", 1), ("B", 2), ("B", 1)])
+@_near([('"LINUX"', None), ('"Linux"', None), ('"x86_64"', None)], text="TARGET.A == MY.J",
+       job={"J": '"linux"', "A": None, "K": None})
+@_near([('"LINUX"', None), ('"Linux"', None), ("1", None)],
+       text='TARGET.A != "linux" || TARGET.A =?= "Linux"')
+@_near([('"LINUX"', None), ('"Linux"', None)], text='TARGET.A == "linux" && TARGET.A')
+@_near([('"LINUX"', None), ('"Linux"', None)], text='ifThenElse(TARGET.A == "x", 1, A)')
+@_near([('"LINUX"', None), ('"Linux"', None)], text='ifThenElse(TARGET.A == "x", 1, J)',
+       job={"J": "TARGET.A", "A": None, "K": None})
+@_near([('"x"', '"x"'), ('"y"', '"x"')], text="TARGET.A == TARGET.B",
+       job={"J": None, "A": None, "K": None, "B": '"z"'})
 @hsettings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(text=_group_expr(), slots=_grouped_slots(),
        job=st.fixed_dictionaries({n: _GROUP_VALUES for n in ("J", "A", "K")}),
@@ -275,26 +286,27 @@ def test_a_static_column_evaluated_by_groups_is_the_slot_by_slot_column(text, sl
         def verdict(slot):
             return _value_of(expr.eval(job_ad, slot.ad))
     calls = []
-    got = compiler._per_slot(lambda slot: calls.append(1) or verdict(slot), (expr, slot_is_my),
+    got = compiler.groups.evaluate(lambda slot: calls.append(1) or verdict(slot), (expr, slot_is_my),
                              job_ad, object)
     assert got.tolist() == [verdict(slot) for slot in table.slots]
     assert len(calls) <= len(ads)
 
 
 def test_slots_of_equal_values_share_one_evaluation_and_impure_expressions_do_not():
-    ads = [make_slot(f"slot1@m{i}", Arch="X86_64" if i % 3 else "aarch64", Cpus=i + 1)
+    ads = [make_slot(f"slot1@m{i}", Arch="X86_64" if i % 3 else "aarch64", Cpus=i + 1,
+                     FileSystemDomain="submit.example.org" if i == 4 else f"m{i}.example.org")
            for i in range(9)]
     table = SlotTable([Slot(ad, ad["Name"]) for ad in ads])
     settings = NegotiatorSettings()
     compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
-    job = make_job()
+    job = make_job(FileSystemDomain="Submit.Example.org")
     for text, evaluations in [('TARGET.Arch == "X86_64"', 2), ("TARGET.Cpus > 3", 9),
                               ('TARGET.Arch == "X86_64" && random(2) < 5', 9),
                               ('TARGET.Arch == "X86_64" && time() > 0', 9),
                               ('TARGET.Arch == "X86_64" && CurrentTime > 0', 9)]:
         expr = ExprTree(text)
         calls = []
-        got = compiler._per_slot(lambda slot: calls.append(1) or expr.eval(job, slot.ad) is True,
+        got = compiler.groups.evaluate(lambda slot: calls.append(1) or expr.eval(job, slot.ad) is True,
                                  (expr, False), job, bool)
         assert len(calls) == evaluations, text
         assert got.tolist() == [expr.eval(job, ad) is True for ad in ads], text
@@ -325,7 +337,7 @@ def test_the_slots_own_requirements_by_groups_is_the_slot_by_slot_column(slots, 
     def verdict(slot):
         calls.append(1)
         return requirements_hold(slot.ad, job_ad)
-    got = compiler._per_slot(verdict, vplan._SLOT_REQUIREMENTS, job_ad, bool)
+    got = compiler.groups.evaluate(verdict, SLOT_REQUIREMENTS, job_ad, bool)
     assert got.tolist() == [requirements_hold(ad, job_ad) for ad in ads]
     assert len(calls) <= len(ads)
 
@@ -340,7 +352,7 @@ def test_slots_whose_requirements_reach_the_same_values_share_one_evaluation():
     compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
     for job, evaluations in [(make_job(J=2), 1 + 3), (make_job(exprs={"J": "TARGET.Cpus"}), 9)]:
         calls = []
-        got = compiler._per_slot(lambda slot: calls.append(1) or requirements_hold(slot.ad, job),
-                                 vplan._SLOT_REQUIREMENTS, job, bool)
+        got = compiler.groups.evaluate(lambda slot: calls.append(1) or requirements_hold(slot.ad, job),
+                                 SLOT_REQUIREMENTS, job, bool)
         assert len(calls) == evaluations
         assert got.tolist() == [requirements_hold(ad, job) for ad in ads]

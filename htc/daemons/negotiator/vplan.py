@@ -11,7 +11,7 @@ read none of the carved resources, through either ad's expressions; then it has 
 slot for the whole cycle, evaluated by the ClassAd evaluator and shared by every request whose
 job agrees on the values it reads (``static`` columns, keyed by the clause text and the
 projection of the job). It is evaluated once per group of slots that agree on every literal
-value it can read of the slot (:meth:`PlanCompiler._per_slot`: 10,000 slots of two
+value it can read of the slot (:mod:`.vstatic`: 10,000 slots of two
 architectures evaluate ``TARGET.Arch == "X86_64"`` twice). Otherwise the request takes the
 scalar search (the compiler returns None).
 
@@ -29,19 +29,16 @@ that a shared compiler builds what a fresh one builds.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from htc.classad import ClassAd, ExprTree
-from htc.classad.ast import AbsRef, AdExpr, AttrRef, Call, Literal, Select, walk
-from htc.classad.context import _VIRTUAL_NAMES, SPECIAL_NAMES
+from htc.classad import ExprTree
+from htc.classad.ast import Literal
 from htc.classad.match import rank, requirements_hold
-from htc.daemons.negotiator.clauses import slot_names_read
 from htc.daemons.negotiator.preemption import WORST_RANK
 from htc.daemons.negotiator.slots import CARVED, closure, eval_rank, projection
 from htc.daemons.negotiator.vexpr import (BOOL, INT, REAL, Inexact, Unsupported, compile_vector,
                                           holds, ranks, scalar)
+from htc.daemons.negotiator.vstatic import SLOT_REQUIREMENTS, SlotGroups
 from htc.daemons.negotiator.vtyped import compile_template, compile_typed, signature
 
 _HOLDS = object()  # _function's ``worst`` for a Requirements clause
@@ -84,8 +81,6 @@ class PlanCompiler:
         self._templates: dict[tuple, object] = {}  # see _function
         self._static_and: dict[tuple, np.ndarray] = {}  # static columns' ids -> their AND
         self._bound: dict[tuple, object] = {}  # (template key, job values) -> function
-        self._keys: dict[str, list] = {}  # see _literal_keys
-        self._slot_exprs = [slot.ad._exprs for slot in table.slots]  # row -> its ad's trees
         reach, targets = set(CARVED), set()
         for slot in table.slots:
             ad = slot.ad
@@ -103,6 +98,8 @@ class PlanCompiler:
         self._carved_reach = reach
         #: what the slots' expressions read of the job
         self._slot_targets = tuple(sorted(targets))
+        #: the static columns' evaluations, by groups of slots (:mod:`.vstatic`)
+        self.groups = SlotGroups(table.slots, self._slot_targets)
 
     def compile(self, rs) -> Plan | None:
         """The plan of request ``rs``, or None when it must take the scalar search."""
@@ -118,7 +115,7 @@ class PlanCompiler:
         if "requirements" in self._carved_reach:
             return None  # a slot's Requirements reads a carved resource
         static = self._static_column(("slot",), None, rs, lambda slot: requirements_hold(
-            slot.ad, job), _SLOT_REQUIREMENTS)
+            slot.ad, job), SLOT_REQUIREMENTS)
         if static is None:
             return None
         columns = [static]  # the static columns ANDed (shared by the requests of the same)
@@ -268,7 +265,8 @@ class PlanCompiler:
     def _static_column(self, what, job_refs, rs, verdict, read=None):
         """A verdict per slot that no carve changes, shared by requests whose job agrees on
         what it reads; None when it could change (it reads a carved resource). ``read``:
-        ``(expression, slot_is_my)`` that ``verdict`` evaluates (see :meth:`_per_slot`)."""
+        ``(expression, slot_is_my)`` that ``verdict`` evaluates (see
+        :meth:`~.vstatic.SlotGroups.evaluate`)."""
         job = rs.job
         names = set(job_refs or ()) | set(self._slot_targets)
         if not self._job_reads_ok(job, names):
@@ -276,85 +274,9 @@ class PlanCompiler:
         key = (what, projection(job, names))
         column = self._static.get(key)
         if column is None:
-            column = self._static[key] = self._per_slot(
+            column = self._static[key] = self.groups.evaluate(
                 lambda slot: bool(verdict(slot)), read, job, bool)
         return column
-
-    def _per_slot(self, verdict, read, job, dtype) -> np.ndarray:
-        """``verdict(slot)`` for every row of the table, called once per group of slots that
-        agree on every value the evaluation can read of the slot.
-
-        ``read`` is ``(expression, slot_is_my)``, what ``verdict`` evaluates against ``job``
-        (None: unknown, every slot evaluated). :func:`slot_reads` gives the slot names it can
-        read when the slot's values of them are literals; a slot whose value of one of them is
-        an expression is a group of its own. Evaluation is a function of those values (and of
-        the job's): one verdict per group is the verdict of each of its slots. Expressions that
-        read anything else (``time()``, ``random()``, ``CurrentTime``, another scope) are
-        evaluated slot by slot, as before."""
-        slots = self.table.slots
-        if read is _SLOT_REQUIREMENTS:
-            keys = self._requirements_keys(job)
-        else:
-            names = None if read is None else slot_reads(read[0], job, read[1])
-            if names == ():  # the verdict reads nothing of the slot
-                return np.full(len(slots), verdict(slots[0]) if slots else False, dtype=dtype)
-            keys = None if names is None else zip(*[self._literal_keys(n) for n in names])
-        if keys is None:
-            return np.array([verdict(slot) for slot in slots], dtype=dtype)
-        groups: dict[tuple, int] = {}
-        firsts, group_of = [], []
-        for i, key in enumerate(keys):
-            g = groups.get(key)
-            if g is None:
-                g = groups[key] = len(firsts)
-                firsts.append(i)
-            group_of.append(g)
-        values = np.array([verdict(slots[i]) for i in firsts], dtype=dtype)
-        return values[np.array(group_of, dtype=np.intp)]
-
-    def _requirements_keys(self, job):
-        """Per row, a key of the slot's own ``Requirements`` when it is a chain of plain
-        references ending in a literal or in a name the slot lacks (``Requirements = START;
-        START = true``): the chain's names and its end's value; any other slot has a key of
-        its own. None when the job's values the slots read are not all literals (a job
-        expression could read the slot back)."""
-        exprs = job._exprs
-        for name in self._slot_targets:
-            node = exprs.get(name)
-            if node is not None and node.__class__ is not Literal:
-                return None
-        keys = []
-        for i, slot in enumerate(self.table.slots):
-            get = slot.ad._exprs.get
-            name, chain = "requirements", []
-            node = get(name)
-            while node.__class__ is AttrRef and node.lname not in _SCOPES and len(chain) < 8:
-                chain.append(name)
-                name = node.lname
-                node = get(name)
-            chain.append(name)
-            if node is not None and node.__class__ is not Literal:
-                keys.append(("own", i))  # not a plain chain (a cycle is cut at 8 links)
-            else:
-                keys.append((tuple(chain), _literal_key(node, i)))
-        return keys
-
-    def _literal_keys(self, lname) -> list:
-        """Per row, a key of the slot's value of ``lname``: equal keys for equal literal values
-        (of one type), a key of its own for an expression (cached per table)."""
-        keys = self._keys.get(lname)
-        if keys is None:
-            nodes = [exprs.get(lname) for exprs in self._slot_exprs]
-            keys = None
-            if all(node.__class__ is Literal for node in nodes):
-                values = [node.value for node in nodes]
-                classes = set(map(type, values))
-                if len(classes) == 1 and classes <= {str, int, bool}:
-                    keys = values  # one type: the value is the key (1 never meets 1.0 here)
-            if keys is None:
-                keys = [_literal_key(node, i) for i, node in enumerate(nodes)]
-            self._keys[lname] = keys
-        return keys
 
     def _rank(self, expr, rs, slot_is_my, which):
         """A negotiator rank as a function of rows: compiled, or (reading no carved resource)
@@ -373,7 +295,7 @@ class PlanCompiler:
         values = self._static.get(key)
         if values is None:
             job = rs.job
-            values = self._static[key] = self._per_slot(
+            values = self._static[key] = self.groups.evaluate(
                 lambda slot: eval_rank(expr, slot.ad, job), (expr, slot_is_my), job, float)
         return _indexed(values)
 
@@ -400,7 +322,7 @@ class PlanCompiler:
         values = self._static.get(key)
         if values is None:
             job = rs.job
-            values = self._static[key] = self._per_slot(
+            values = self._static[key] = self.groups.evaluate(
                 lambda slot: rank(job, slot.ad), (expr, False), job, float)
         return _indexed(values)
 
@@ -454,55 +376,7 @@ def _bound_test(test, p):
     return lambda rows: test(rows, p)
 
 
-#: functions whose value depends on their arguments only (no clock, no randomness, no state)
-_PURE_CALLS = frozenset({
-    "ifthenelse", "isundefined", "iserror", "isstring", "isinteger", "isreal", "isboolean",
-    "islist", "isclassad", "isabstime", "isreltime", "int", "real", "string", "bool", "floor",
-    "ceil", "ceiling", "round", "pow", "quantize", "min", "max", "member", "identicalmember",
-    "strcat", "toupper", "tolower", "size", "substr", "strcmp", "stricmp", "stringlistmember",
-    "stringlistimember", "regexp"})
-_SCOPES = SPECIAL_NAMES | _VIRTUAL_NAMES
-_ABSENT = ("absent",)  # the key of a slot that does not define the name
-_SLOT_REQUIREMENTS = ("the slot's Requirements",)  # _per_slot's ``read`` for the slot's own
 _EXACT = 2 ** 53  # (vexpr.scalar's bound)
-_EMPTY = ClassAd()  # a slot that defines nothing: every name falls back (see slot_reads)
-
-
-def slot_reads(expr, job, slot_is_my: bool) -> tuple | None:
-    """The slot names evaluating ``expr`` against ``job`` can read when the slot's values of
-    them are literals (sorted), or None when its value may depend on more than the two ads'
-    values (a call outside :data:`_PURE_CALLS`, a special or another scope's name), anywhere
-    in ``expr`` or in the job's expressions it reaches.
-
-    The slot is taken as defining nothing (:data:`_EMPTY`), so that every name read of it
-    also falls back to the job, and the job's expressions are followed back and forth
-    (:func:`~.clauses.slot_names_read`): a superset of what any slot with literal values of
-    those names reads."""
-    if expr.__class__ is not ExprTree:
-        return None
-    names = slot_names_read(expr, job, _EMPTY, slot_is_my)
-    reached, _ = closure(job, names | {r for r in expr.attributes() if "." not in r})
-    trees = [expr.node]
-    for name in reached:
-        node = job._exprs.get(name)
-        if node is not None and node.__class__ is not Literal:
-            trees.append(node)
-    for tree in trees:
-        for node in walk(tree):
-            cls = node.__class__
-            if cls is Call:
-                if node.lname not in _PURE_CALLS:
-                    return None
-            elif cls is AttrRef:
-                if node.lname in _SCOPES and node.lname not in ("my", "target"):
-                    return None
-            elif cls is Select:
-                base = node.base
-                if base.__class__ is not AttrRef or base.lname not in ("my", "target"):
-                    return None
-            elif cls is AbsRef or cls is AdExpr:
-                return None
-    return tuple(sorted(names))
 
 
 def _holds(value) -> bool:
@@ -517,20 +391,3 @@ def _holds(value) -> bool:
     if cls is float:
         return value != 0
     return False
-
-
-def _literal_key(node, row: int):
-    """The grouping key of a slot's value (see :meth:`PlanCompiler._literal_keys`)."""
-    if node is None:
-        return _ABSENT
-    if node.__class__ is not Literal:
-        return ("expression", row)
-    value = node.value
-    cls = value.__class__
-    if cls is float and value == 0.0:
-        return (cls, value, math.copysign(1.0, value))  # -0.0 is not 0.0 to string()
-    try:
-        hash(value)
-    except TypeError:
-        return ("unhashable", row)
-    return (cls, value)
