@@ -286,8 +286,8 @@ def test_a_static_column_evaluated_by_groups_is_the_slot_by_slot_column(text, sl
         def verdict(slot):
             return _value_of(expr.eval(job_ad, slot.ad))
     calls = []
-    got = compiler.groups.evaluate(lambda slot: calls.append(1) or verdict(slot), (expr, slot_is_my),
-                             job_ad, object)
+    got = compiler.groups.evaluate(
+        lambda slot: calls.append(1) or verdict(slot), (expr, slot_is_my), job_ad, object)
     assert got.tolist() == [verdict(slot) for slot in table.slots]
     assert len(calls) <= len(ads)
 
@@ -301,13 +301,18 @@ def test_slots_of_equal_values_share_one_evaluation_and_impure_expressions_do_no
     compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
     job = make_job(FileSystemDomain="Submit.Example.org")
     for text, evaluations in [('TARGET.Arch == "X86_64"', 2), ("TARGET.Cpus > 3", 9),
+                              ("TARGET.FileSystemDomain == MY.FileSystemDomain", 2),
+                              ("TARGET.FileSystemDomain =?= MY.FileSystemDomain", 2),
+                              ("TARGET.FileSystemDomain == FileSystemDomain", 2),
+                              ("TARGET.FileSystemDomain < MY.FileSystemDomain", 9),
                               ('TARGET.Arch == "X86_64" && random(2) < 5', 9),
                               ('TARGET.Arch == "X86_64" && time() > 0', 9),
                               ('TARGET.Arch == "X86_64" && CurrentTime > 0', 9)]:
         expr = ExprTree(text)
         calls = []
-        got = compiler.groups.evaluate(lambda slot: calls.append(1) or expr.eval(job, slot.ad) is True,
-                                 (expr, False), job, bool)
+        got = compiler.groups.evaluate(
+            lambda slot: calls.append(1) or expr.eval(job, slot.ad) is True, (expr, False), job,
+            bool)
         assert len(calls) == evaluations, text
         assert got.tolist() == [expr.eval(job, ad) is True for ad in ads], text
 
@@ -352,7 +357,8 @@ def test_slots_whose_requirements_reach_the_same_values_share_one_evaluation():
     compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
     for job, evaluations in [(make_job(J=2), 1 + 3), (make_job(exprs={"J": "TARGET.Cpus"}), 9)]:
         calls = []
-        got = compiler.groups.evaluate(lambda slot: calls.append(1) or requirements_hold(slot.ad, job),
-                                 SLOT_REQUIREMENTS, job, bool)
+        got = compiler.groups.evaluate(
+            lambda slot: calls.append(1) or requirements_hold(slot.ad, job), SLOT_REQUIREMENTS,
+            job, bool)
         assert len(calls) == evaluations
         assert got.tolist() == [requirements_hold(ad, job) for ad in ads]

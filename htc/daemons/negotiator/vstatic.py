@@ -15,6 +15,9 @@ the evaluator once per group of slots, not once per slot:
   group, and a slot whose value of one of them is an expression is a group of its own.
   Anything that reads more than the two ads' values (``time()``, ``random()``,
   ``CurrentTime``, another scope) is evaluated slot by slot;
+* a name the expression only compares with string constants (``TARGET.FileSystemDomain ==
+  MY.FileSystemDomain``, :func:`_string_tests`) is keyed by what those comparisons give, not
+  by its value: 10,000 host names make one or two groups;
 * the slot's own ``Requirements`` (:data:`SLOT_REQUIREMENTS`) is keyed by its chain of plain
   references and the literal it ends in (``Requirements = START; START = true``).
 
@@ -29,8 +32,9 @@ import math
 import numpy as np
 
 from htc.classad import ClassAd, ExprTree
-from htc.classad.ast import AbsRef, AdExpr, AttrRef, Call, Literal, Select, walk
+from htc.classad.ast import AbsRef, AdExpr, AttrRef, Binary, Call, Literal, Select, walk
 from htc.classad.context import _VIRTUAL_NAMES, SPECIAL_NAMES
+from htc.classad.operators import fold
 from htc.daemons.negotiator.clauses import slot_names_read
 from htc.daemons.negotiator.slots import closure
 
@@ -67,7 +71,10 @@ class SlotGroups:
             names = None if read is None else slot_reads(read[0], job, read[1])
             if names == ():  # the verdict reads nothing of the slot
                 return np.full(len(slots), verdict(slots[0]) if slots else False, dtype=dtype)
-            keys = None if names is None else [self._literal_keys(n) for n in names]
+            tests = {} if not names or read[1] else _string_tests(read[0], job)
+            keys = None if names is None else [
+                self._literal_keys(n) if n not in tests else self._test_keys(n, tests[n])
+                for n in names]
             if keys is not None:
                 keys = keys[0] if len(keys) == 1 else list(zip(*keys))
         if keys is None:
@@ -105,6 +112,37 @@ class SlotGroups:
                 keys.append((tuple(chain), _literal_key(node, i)))
         return keys
 
+    def _test_keys(self, lname, constants) -> list:
+        """:meth:`_literal_keys` of a name the expression only compares with the strings
+        ``constants`` (:func:`_string_tests`): a string's key is what those comparisons give
+        (10,000 host names compared with the job's FileSystemDomain: two keys at most)."""
+        key = (lname, constants)
+        keys = self._keys.get(key)
+        if keys is None:
+            literals = self._literal_keys(lname)
+            folded = [fold(c) for c in constants]
+            if literals and literals[0].__class__ is str:  # a column of strings only
+                if len(constants) == 1:
+                    (c,), (f,) = constants, folded
+                    keys = self._keys[key] = [(fold(v) == f, v == c) for v in literals]
+                else:
+                    keys = self._keys[key] = [
+                        (tuple(fold(v) == f for f in folded), tuple(v == c for c in constants))
+                        for v in literals]
+                return keys
+            keys = []
+            for i, literal in enumerate(literals):
+                if literal.__class__ is tuple and len(literal) == 2 and literal[0] is str:
+                    value = literal[1]
+                else:
+                    keys.append(literal)
+                    continue
+                f = fold(value)
+                keys.append((_COMPARED, tuple(f == c for c in folded),
+                             tuple(value == c for c in constants)))
+            self._keys[key] = keys
+        return keys
+
     def _literal_keys(self, lname) -> list:
         """Per row, a key of the slot's value of ``lname``: equal keys for equal literal values
         (of one type), a key of its own for an expression (cached per table)."""
@@ -132,6 +170,7 @@ _PURE_CALLS = frozenset({
     "stringlistimember", "regexp"})
 _SCOPES = SPECIAL_NAMES | _VIRTUAL_NAMES
 _ABSENT = ("absent",)  # the key of a slot that does not define the name
+_COMPARED = ("compared",)  # _test_keys' mark of a string's key
 #: :meth:`SlotGroups.evaluate`'s ``read`` for the slot's own ``Requirements``
 SLOT_REQUIREMENTS = ("the slot's Requirements",)
 _EMPTY = ClassAd()  # a slot that defines nothing: every name falls back (see slot_reads)
@@ -172,6 +211,59 @@ def slot_reads(expr, job, slot_is_my: bool) -> tuple | None:
             elif cls is AbsRef or cls is AdExpr:
                 return None
     return tuple(sorted(names))
+
+
+def _string_tests(expr, job) -> dict:
+    """The slot names ``expr`` (MY = ``job``) reads only as ``TARGET.x`` compared (``==``,
+    ``!=``, ``=?=``, ``=!=``) with a string constant: a string literal, or a job attribute
+    whose value is a literal string. Returns ``{name: (constants...)}``; empty when the
+    job's expressions that ``expr`` reaches are not all literals (they could read the slot)."""
+    node = expr.node
+    exprs = job._exprs
+    reached, _ = closure(job, {r for r in expr.attributes() if not r.startswith("target.")})
+    for name in reached:
+        value = exprs.get(name)
+        if value is not None and value.__class__ is not Literal:
+            return {}
+    found: dict[str, set] = {}
+    bad = set()
+    todo = [(node, None)]
+    while todo:
+        node, parent = todo.pop()
+        cls = node.__class__
+        if cls is Select and node.base.__class__ is AttrRef and node.base.lname == "target":
+            const = _string_operand(parent, node, exprs)
+            if const is None:
+                bad.add(node.lname)
+            else:
+                found.setdefault(node.lname, set()).add(const)
+            continue
+        if cls is AttrRef and node.lname not in exprs:
+            bad.add(node.lname)  # a plain name the job lacks is the slot's
+        todo.extend((child, node) for child in node.children())
+    return {name: tuple(sorted(consts)) for name, consts in found.items() if name not in bad}
+
+
+def _string_operand(parent, node, exprs):
+    """The string ``node`` is compared with in ``parent``, when ``parent`` is such a test and
+    the other operand is a string literal or ``MY.y`` / ``y`` of a literal string of the job."""
+    if parent.__class__ is not Binary or parent.op not in ("==", "!=", "is", "isnt"):
+        return None
+    other = parent.right if parent.left is node else parent.left
+    if other is node:
+        return None  # TARGET.x == TARGET.x
+    cls = other.__class__
+    if cls is Select:
+        if other.base.__class__ is not AttrRef or other.base.lname != "my":
+            return None
+        other = exprs.get(other.lname)
+    elif cls is AttrRef:
+        if other.lname in _SCOPES:
+            return None
+        other = exprs.get(other.lname)
+    if other.__class__ is Literal and other.value.__class__ is str:
+        return other.value
+    return None
 
 
 def _literal_key(node, row: int):
