@@ -21,7 +21,7 @@ from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import Slot
 from htc.daemons.negotiator.vexpr import Inexact, Unsupported, scalar
 from htc.daemons.negotiator.vplan import PlanCompiler
-from htc.daemons.negotiator.vstatic import SLOT_REQUIREMENTS
+from htc.daemons.negotiator.vstatic import SLOT_REQUIREMENTS, slot_reads
 from htc.daemons.negotiator.vtyped import compile_template, compile_typed, signature
 from tests.unit.test_negotiator_core import make_job, make_slot
 from tests.unit.test_negotiator_vexpr import _JOB_NAMES, _SLOT_NAMES, _UNIFORM, _ad, _expr
@@ -345,6 +345,14 @@ def test_the_slots_own_requirements_by_groups_is_the_slot_by_slot_column(slots, 
     got = compiler.groups.evaluate(verdict, SLOT_REQUIREMENTS, job_ad, bool)
     assert got.tolist() == [requirements_hold(ad, job_ad) for ad in ads]
     assert len(calls) <= len(ads)
+
+
+def test_a_job_value_that_calls_random_or_a_whole_ad_keeps_the_evaluation_slot_by_slot():
+    job = make_job(A=1, exprs={"J": "random(100)"})
+    assert slot_reads(ExprTree("TARGET.J + Memory"), job, True) is None  # MY = the slot
+    assert slot_reads(ExprTree("J + TARGET.Memory"), job, False) is None  # MY = the job
+    assert slot_reads(ExprTree("A + TARGET.Memory"), job, False) == ("a", "memory")
+    assert slot_reads(ExprTree("size(TARGET) > 3 && MY.A > 0"), job, False) is None  # the ad
 
 
 def test_slots_whose_requirements_reach_the_same_values_share_one_evaluation():

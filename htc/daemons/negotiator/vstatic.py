@@ -189,25 +189,29 @@ def slot_reads(expr, job, slot_is_my: bool) -> tuple | None:
     if expr.__class__ is not ExprTree:
         return None
     names = slot_names_read(expr, job, _EMPTY, slot_is_my)
-    reached, _ = closure(job, names | {r for r in expr.attributes() if "." not in r})
+    # every job name it can reach: plain ones, and TARGET.x, the job's when MY is the slot
+    refs = {r[7:] if r.startswith("target.") else r for r in expr.attributes()}
+    reached, _ = closure(job, names | refs)
     trees = [expr.node]
     for name in reached:
         node = job._exprs.get(name)
         if node is not None and node.__class__ is not Literal:
             trees.append(node)
+    scopes = set()  # the MY and TARGET that select a name (a bare one is the whole ad)
     for tree in trees:
-        for node in walk(tree):
+        for node in walk(tree):  # (a selection before its base)
             cls = node.__class__
             if cls is Call:
                 if node.lname not in _PURE_CALLS:
                     return None
             elif cls is AttrRef:
-                if node.lname in _SCOPES and node.lname not in ("my", "target"):
+                if node.lname in _SCOPES and id(node) not in scopes:
                     return None
             elif cls is Select:
                 base = node.base
                 if base.__class__ is not AttrRef or base.lname not in ("my", "target"):
                     return None
+                scopes.add(id(base))
             elif cls is AbsRef or cls is AdExpr:
                 return None
     return tuple(sorted(names))
