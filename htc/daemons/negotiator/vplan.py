@@ -34,6 +34,7 @@ import numpy as np
 from htc.classad import ExprTree
 from htc.classad.ast import Literal
 from htc.classad.match import rank, requirements_hold
+from htc.classad.operators import is_true_for_match
 from htc.daemons.negotiator.preemption import WORST_RANK
 from htc.daemons.negotiator.slots import CARVED, closure, eval_rank, projection
 from htc.daemons.negotiator.vexpr import (BOOL, INT, REAL, Inexact, Unsupported, compile_vector,
@@ -141,8 +142,9 @@ class PlanCompiler:
                 pass  # not compilable: a static column, below, when it reads no carved resource
             if set(slot_refs) & self._carved_reach:
                 return None
+            holds = is_true_for_match  # HTCondor's Requirements test, the scalar search's too
             column = self._static_column(("clause", text), job_refs, rs,
-                                         lambda slot, e=expr: _holds(e.eval(job, slot.ad)),
+                                         lambda slot, e=expr: holds(e.eval(job, slot.ad)),
                                          (expr, False))
             if column is None:
                 return None
@@ -374,20 +376,3 @@ def _finish(tag, fn, worst):
 def _bound_test(test, p):
     """A clause's verdict as booleans (:attr:`~.vtyped.Template.test`) with the values ``p``."""
     return lambda rows: test(rows, p)
-
-
-_EXACT = 2 ** 53  # (vexpr.scalar's bound)
-
-
-def _holds(value) -> bool:
-    """Does one evaluated clause value let the Requirements hold, as :func:`~.vexpr.holds`
-    of its :func:`~.vexpr.scalar` decides (an unsupported value as ERROR): true, or a non-zero
-    number (NaN too; an integer beyond 2**53 is ERROR there, so false)."""
-    cls = value.__class__
-    if cls is bool:
-        return value
-    if cls is int:
-        return value != 0 and abs(value) <= _EXACT
-    if cls is float:
-        return value != 0
-    return False
