@@ -59,6 +59,7 @@ def test_the_columns_make_the_matches_of_the_scalar_search_and_the_reference(see
         scalar, _ = run_cycle(slots, requests, settings=settings)
     finally:
         VectorSearch.enabled = saved
+    assert not fast.skipped and not scalar.skipped  # no request was left out by an error
     assert _outcome(fast) == _outcome(scalar)
     assert [m.slot_ad for m in fast.matches] == [m.slot_ad for m in scalar.matches]
     assert fast.statistics.rejections_by_reason == scalar.statistics.rejections_by_reason
@@ -106,3 +107,26 @@ def test_a_clause_of_a_huge_integer_holds_in_both_searches():
         VectorSearch.enabled = saved
     assert [m.slot_name for m in scalar.matches] == ["slot1@a"]
     assert [m.slot_name for m in fast.matches] == ["slot1@a"]
+
+
+def test_a_job_whose_requirements_is_a_plain_value_matches_in_both_searches():
+    """``Requirements = True`` (a value, not an expression) holds everywhere, ``False``
+    nowhere, and no request is left out by an error in either search."""
+    slots = [make_slot("slot1@a", Cpus=4, Memory=8192, PartitionableSlot=True),
+             make_slot("slot1@b", Cpus=2, Memory=4096)]
+    for value, expected in ((True, 3), (False, 0), (1, 3), (0, 0)):
+        job = make_job("alice")
+        job["Requirements"] = value
+        results = []
+        for enabled in (True, False):
+            saved = VectorSearch.enabled
+            VectorSearch.enabled = enabled
+            try:
+                results.append(run_cycle(slots, {"alice@x": [(job, 3)]})[0])
+            finally:
+                VectorSearch.enabled = saved
+        for result in results:
+            assert not result.skipped, result.skipped
+            assert len(result.matches) == expected
+        fast, scalar = results
+        assert [m.slot_name for m in fast.matches] == [m.slot_name for m in scalar.matches]
