@@ -42,7 +42,6 @@ class SlotTable:
         order = sorted(range(n), key=lambda i: slots[i].name)
         self.name_rank = np.empty(n, dtype=np.int64)
         self.name_rank[order] = np.arange(n)
-        self.post = np.array([slot.post for slot in slots], dtype=float)
         self.weight = np.array([slot.weight for slot in slots], dtype=float)
         self._columns: dict[str, tuple] = {}
         self._bad: set[str] = set()

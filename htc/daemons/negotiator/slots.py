@@ -25,6 +25,14 @@ A partitionable slot is an ordinary member of a class until a request is carved 
 then its ad copy shrinks (``Cpus``, ``Memory``, ``Disk``) and it moves to the class of its new
 key. Claimed slots are not classed: each is a preemption candidate of its own, with the
 per-cycle attributes ``RemoteUserPrio`` etc. inserted into a private copy of its ad.
+
+Classes are built on first use. Only the class search (:mod:`.search`) reads them; the vector
+search (:mod:`.vsearch`) reads the slots themselves (:meth:`SlotPool.free_slots`), and in a
+pool of 10,000 distinct machines computing 10,000 class keys and static ranks that nothing
+reads was a tenth of the cycle. So :meth:`SlotPool.add` only lists the slot, and the first
+read of ``classes``, ``base_reps`` or ``avail_log`` classes every slot not yet taken, as it is
+then (a slot carved before that is classed by its carved ad, as :meth:`SlotPool.reclass` would
+have moved it; a slot taken is left out, as a class drops a taken member).
 """
 
 from __future__ import annotations
@@ -336,19 +344,25 @@ class SlotPool:
         pre_rank, post_rank: the compiled NEGOTIATOR_PRE/POST_JOB_RANK (None: 0).
     """
 
+    #: the attributes that exist once the slots are classed (see :meth:`__getattr__`)
+    _CLASSED = frozenset({"classes", "base_reps", "avail_log"})
+
     def __init__(self, roots: Iterable[str], job_names: set[str],
                  pre_rank: ExprTree | None, post_rank: ExprTree | None):
         self.roots = BASE_ROOTS | {r.lower() for r in roots}
         self.job_names = job_names
         self.pre_rank = pre_rank
         self.post_rank = post_rank
-        self.classes: list[SlotClass] = []
+        #: the idle slots, in the order they were added (classed on first need)
+        self.slots: list[Slot] = []
+        # Set by _classify, on the first read of one of them (see __getattr__):
+        #   classes: list[SlotClass]
+        #   base_reps: list[SlotClass], base id -> its first class (all classes of a base
+        #       agree on all but the carved)
+        #   avail_log: list[int], class ids in the order they (re)gained a free slot;
+        #       requests replay it lazily
         self._by_key: dict[tuple, SlotClass] = {}
         self._bases: dict[tuple, int] = {}  # base key -> base id (see _place)
-        #: base id -> its first class (all classes of a base agree on all but the carved)
-        self.base_reps: list[SlotClass] = []
-        #: class ids in the order they (re)gained a free slot; requests replay it lazily
-        self.avail_log: list[int] = []
         self.claimed: list[Slot] = []
         self._seq = itertools.count()
         #: (pre or post, the values its names read) -> a static rank's value
@@ -366,8 +380,44 @@ class SlotPool:
         dynamic = bool(targets) or any(n not in slot.ad and n in self.job_names for n in names)
         return dynamic, names
 
+    def __getattr__(self, name: str):
+        # Called only for attributes not found the ordinary way: the classes before the first
+        # read. Build them then; anything else is a real AttributeError.
+        if name not in SlotPool._CLASSED:
+            raise AttributeError(name)
+        self._classify()
+        return self.__dict__[name]
+
+    @property
+    def classed(self) -> bool:
+        """Have the slots been classed (did a search read the classes)?"""
+        return "classes" in self.__dict__
+
+    @property
+    def class_count(self) -> int:
+        """How many slot classes were built (0 when no search read them)."""
+        return len(self.__dict__.get("classes", ()))
+
     def add(self, slot: Slot) -> None:
-        """Add an idle slot: compute its static ranks and class."""
+        """Add an idle slot (classed now if the classes exist, else when first read)."""
+        self.slots.append(slot)
+        if self.classed:
+            self._class_slot(slot)
+
+    def free_slots(self) -> list[Slot]:
+        """The idle slots not taken, each once, in the order they were added."""
+        return [slot for slot in self.slots if not slot.taken]
+
+    def _classify(self) -> None:
+        """Class every idle slot not taken, in the order added (see the module docstring)."""
+        self.classes, self.base_reps, self.avail_log = [], [], []
+        for slot in self.slots:
+            if not slot.taken:
+                slot.cls = None
+                self._class_slot(slot)
+
+    def _class_slot(self, slot: Slot) -> None:
+        """Compute a slot's static ranks and class."""
         roots = set(self.roots)
         pre_names = post_names = ()
         if self.pre_rank is not None:
@@ -441,13 +491,14 @@ class SlotPool:
         A slot and its class refer to each other (``Slot.cls``, ``SlotClass.members``): unlinked,
         the cycle's slots, classes and keys go by reference counting when the cycle drops them,
         rather than in a garbage-collector pass over everything the cycle allocated."""
-        for cls in self.classes:
+        for cls in self.__dict__.get("classes", ()):
             for _key, _seq, slot in cls.members:
                 slot.cls = None
             cls.members = []
         for slot in self.claimed:
             slot.cls = None
         self.classes, self.base_reps, self.avail_log, self.claimed = [], [], [], []
+        self.slots = []
         self._by_key, self._bases, self._rank_values = {}, {}, {}
 
     def take(self, slot: Slot) -> None:
@@ -458,6 +509,9 @@ class SlotPool:
     def reclass(self, slot: Slot) -> None:
         """Re-key a partitionable slot whose ad just shrank (its base stays)."""
         slot.cls = None
+        if not self.classed:
+            self._classify()  # (which classes the slot as it is now)
+            return
         self._static_ranks(slot)
         self._place(slot, None)
 
