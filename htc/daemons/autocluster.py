@@ -128,19 +128,17 @@ class SignificantCache:
         self._trees: dict[int, tuple] = {}
         self._policy: dict[str, frozenset[str]] = {}
 
-    def _tree(self, node) -> tuple:
+    def _tree(self, node, external_refs) -> tuple:
         entry = self._trees.get(id(node))
         if entry is not None and entry[0] is node:
             return entry
-        from htc.classad.ad import external_refs
-        from htc.classad.printing import unparse
-
-        # the text check matches _is_list: an expression whose text is a list literal
-        skipped = unparse(node).lstrip().startswith("{")
         found = external_refs(node)
+        # the text check matches _is_list: an expression whose text is a list literal (a tree
+        # that reads nothing is skipped anyway)
+        skipped = not found or _text_starts_a_list(node)
         targets = frozenset(r[7:] for r in found if r.startswith("target."))
         plain = frozenset(r for r in found if not r.startswith("target."))
-        entry = (node, skipped or not found, targets, plain)
+        entry = (node, skipped, targets, plain)
         if len(self._trees) >= self.MAX_TREES:
             self._trees.clear()
         self._trees[id(node)] = entry
@@ -160,7 +158,7 @@ class SignificantCache:
     def compute(self, machine_ads: Iterable[Mapping], policy_exprs: Iterable[str] = (),
                 startd_job_attrs: Iterable[str] = ()) -> tuple[str, ...]:
         """:func:`negotiator_significant_attributes` with this cache."""
-        from htc.classad.ad import ClassAd
+        from htc.classad.ad import ClassAd, external_refs
         from htc.classad.ast import AdExpr, ListExpr, Literal
 
         no_refs = (Literal, ListExpr, AdExpr)
@@ -179,7 +177,7 @@ class SignificantCache:
             for node in table.values():
                 if node.__class__ in no_refs:
                     continue  # literals read nothing; list and nested-ad values are skipped
-                _, skipped, targets, plain = tree(node)
+                _, skipped, targets, plain = tree(node, external_refs)
                 if skipped:
                     continue
                 refs.update(targets)
@@ -198,6 +196,23 @@ class SignificantCache:
                     elif ref not in sample_names:
                         refs.add(ref)
         return tuple(sorted(refs - NEVER_SIGNIFICANT))
+
+
+def _text_starts_a_list(node) -> bool:
+    """``unparse(node).lstrip().startswith("{")`` without writing the text: the first token
+    the printer writes is that of the tree's leftmost operand (down the chain of left operands,
+    selection and subscript bases, and conditions), and only a list writes ``{``."""
+    from htc.classad.ast import Conditional, ListExpr, Literal, left_link
+
+    while True:
+        link = left_link(node)
+        while link is not None:
+            node, link = link, left_link(link)
+        if node.__class__ is Conditional:
+            node = node.cond  # ``c ? a : b`` is written from ``c`` on
+            continue
+        return node.__class__ is ListExpr or (
+            node.__class__ is Literal and isinstance(node.value, list))
 
 
 def _slow_refs(ad: Mapping, refs: set[str]) -> set[str]:
