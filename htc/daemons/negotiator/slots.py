@@ -183,7 +183,10 @@ def number(ad: ClassAd, name: str, default: float | None = None, target=None) ->
     value = fast_get(ad, name)
     if value is None:
         return default
-    if value.__class__ is ExprTree:
+    kind = value.__class__
+    if kind is int or kind is float:
+        return float(value)  # (what as_rank makes of it, without the call)
+    if kind is ExprTree:
         value = ad.eval(name, target)
     value = as_rank(value)
     return default if value is None else value
@@ -257,6 +260,10 @@ class Slot:
 
 def remote_user_of(ad: Mapping) -> str | None:
     """Return who a slot is claimed by (a pending preemptor first), or None when idle."""
+    exprs = getattr(ad, "_exprs", None)
+    if exprs is not None and "remoteuser" not in exprs and "accountinggroup" not in exprs and (
+            "preemptinguser" not in exprs and "preemptingaccountinggroup" not in exprs):
+        return None  # (an idle slot's ad, without looking at each name in turn)
     state = str(fast_get(ad, "State", "")).lower()
     for attr in ("PreemptingAccountingGroup", "PreemptingUser", "AccountingGroup", "RemoteUser"):
         value = fast_get(ad, attr)
@@ -271,6 +278,13 @@ def slot_weight(ad: ClassAd, use_slot_weights: bool) -> float:
     """HTCondor's ``GetSlotWeight``: ``SlotWeight`` (else ``Cpus``); 1 when weights are off."""
     if not use_slot_weights:
         return 1.0
+    exprs = getattr(ad, "_exprs", None)
+    if exprs is not None and "slotweight" not in exprs:
+        # the usual ad: no SlotWeight, and Cpus a number (what the loop below makes of it)
+        node = exprs.get("cpus")
+        if node.__class__ is Literal and node.value.__class__ in (int, float):
+            value = float(node.value)
+            return value if value >= 0 else 1.0
     for name in ("SlotWeight", "Cpus"):
         value = number(ad, name)
         if value is not None and value >= 0:
