@@ -126,21 +126,29 @@ class SignificantCache:
         # id(tree) -> (tree, skipped, TARGET.x names, unqualified names); the tree is kept so
         # that its id cannot be reused by another tree while the entry lives
         self._trees: dict[int, tuple] = {}
+        #: the names a tree reads -> (its TARGET.x names, its unqualified names)
+        self._splits: dict[frozenset[str], tuple[frozenset[str], frozenset[str]]] = {}
         self._policy: dict[str, frozenset[str]] = {}
 
-    def _tree(self, node, external_refs) -> tuple:
+    def _tree(self, node, external_refs, ast) -> tuple:
         entry = self._trees.get(id(node))
         if entry is not None and entry[0] is node:
             return entry
         found = external_refs(node)
         # the text check matches _is_list: an expression whose text is a list literal (a tree
         # that reads nothing is skipped anyway)
-        skipped = not found or _text_starts_a_list(node)
-        targets = frozenset(r[7:] for r in found if r.startswith("target."))
-        plain = frozenset(r for r in found if not r.startswith("target."))
-        entry = (node, skipped, targets, plain)
+        skipped = not found or _text_starts_a_list(node, ast)
+        # (a pool's trees read a few distinct sets of names: each is split once)
+        found = frozenset(found)
+        split = self._splits.get(found)
+        if split is None:
+            split = self._splits[found] = (
+                frozenset(r[7:] for r in found if r.startswith("target.")),
+                frozenset(r for r in found if not r.startswith("target.")))
+        entry = (node, skipped, *split)
         if len(self._trees) >= self.MAX_TREES:
             self._trees.clear()
+            self._splits.clear()
         self._trees[id(node)] = entry
         return entry
 
@@ -158,6 +166,7 @@ class SignificantCache:
     def compute(self, machine_ads: Iterable[Mapping], policy_exprs: Iterable[str] = (),
                 startd_job_attrs: Iterable[str] = ()) -> tuple[str, ...]:
         """:func:`negotiator_significant_attributes` with this cache."""
+        from htc.classad import ast
         from htc.classad.ad import ClassAd, external_refs
         from htc.classad.ast import AdExpr, ListExpr, Literal
 
@@ -177,7 +186,7 @@ class SignificantCache:
             for node in table.values():
                 if node.__class__ in no_refs:
                     continue  # literals read nothing; list and nested-ad values are skipped
-                _, skipped, targets, plain = tree(node, external_refs)
+                _, skipped, targets, plain = tree(node, external_refs, ast)
                 if skipped:
                     continue
                 refs.update(targets)
@@ -198,21 +207,23 @@ class SignificantCache:
         return tuple(sorted(refs - NEVER_SIGNIFICANT))
 
 
-def _text_starts_a_list(node) -> bool:
+def _text_starts_a_list(node, ast=None) -> bool:
     """``unparse(node).lstrip().startswith("{")`` without writing the text: the first token
     the printer writes is that of the tree's leftmost operand (down the chain of left operands,
-    selection and subscript bases, and conditions), and only a list writes ``{``."""
-    from htc.classad.ast import Conditional, ListExpr, Literal, left_link
-
+    selection and subscript bases, and conditions), and only a list writes ``{``. (``ast``:
+    the module :mod:`htc.classad.ast`, when the caller has it at hand.)"""
+    if ast is None:
+        from htc.classad import ast
+    left_link = ast.left_link
     while True:
         link = left_link(node)
         while link is not None:
             node, link = link, left_link(link)
-        if node.__class__ is Conditional:
+        if node.__class__ is ast.Conditional:
             node = node.cond  # ``c ? a : b`` is written from ``c`` on
             continue
-        return node.__class__ is ListExpr or (
-            node.__class__ is Literal and isinstance(node.value, list))
+        return node.__class__ is ast.ListExpr or (
+            node.__class__ is ast.Literal and isinstance(node.value, list))
 
 
 def _slow_refs(ad: Mapping, refs: set[str]) -> set[str]:
