@@ -546,8 +546,10 @@ def claimed_resources(machine_ads, use_slot_weights: bool = True) -> dict[str, t
     """Return ``{slot name: (submitter, weight)}`` of the Claimed slots, for ``check_matches``."""
     out = {}
     for ad in machine_ads:
+        if str(fast_get(ad, "State", "")).lower() != "claimed":
+            continue  # (the usual ad: its Name need not be read)
         name = fast_get(ad, "Name")
-        if not isinstance(name, str) or str(fast_get(ad, "State", "")).lower() != "claimed":
+        if not isinstance(name, str):
             continue
         for attr in ("AccountingGroup", "RemoteUser"):
             user = fast_get(ad, attr)
