@@ -559,19 +559,22 @@ def claimed_resources(machine_ads, use_slot_weights: bool = True) -> dict[str, t
     return out
 
 
-#: (type, value) -> its Literal node: a carved resource's value recurs across slots and runs,
-#: and a shared node is compiled once (nodes are never changed after they are made)
-_LITERAL_NODES: dict[tuple, Literal] = {}
+#: type -> value -> its Literal node: a carved resource's value recurs across slots and runs,
+#: and a shared node is compiled once (nodes are never changed after they are made). One
+#: table per type (1, 1.0 and True are equal keys), so no key tuple is made per call nor kept.
+_LITERAL_NODES: dict[type, dict] = {}
 
 
 def literal(value) -> Literal:
     """The (shared) syntax-tree node of a numeric literal ``value``."""
-    key = (value.__class__, value)
-    node = _LITERAL_NODES.get(key)
+    nodes = _LITERAL_NODES.get(value.__class__)
+    if nodes is None:
+        nodes = _LITERAL_NODES[value.__class__] = {}
+    node = nodes.get(value)
     if node is None:
-        if len(_LITERAL_NODES) >= 100_000:
-            _LITERAL_NODES.clear()
-        node = _LITERAL_NODES[key] = Literal(value)
+        if len(nodes) >= 100_000:
+            nodes.clear()
+        node = nodes[value] = Literal(value)
     return node
 
 
