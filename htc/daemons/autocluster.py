@@ -107,6 +107,31 @@ def negotiator_significant_attributes(
         machine_ads, policy_exprs, startd_job_attrs)
 
 
+#: id(syntax tree) -> (the tree, the names it reads): the significant attributes walk every
+#: slot tree of a cycle first, and the negotiator's cycle follows the same trees again
+#: (:func:`htc.daemons.negotiator.slots.closure`): each tree is walked once for both. (Slot ads
+#: come fresh each cycle, so that is the one reuse.) The entry keeps its tree alive, so an id
+#: is never reused while cached; trees are immutable.
+_TREE_REFS: dict[int, tuple] = {}
+_TREE_REFS_MAX = 200_000
+
+
+def tree_refs(node, external_refs=None) -> frozenset[str]:
+    """The names syntax tree ``node`` reads from outside itself (``TARGET.x`` kept qualified),
+    remembered by identity. ``external_refs``: :func:`htc.classad.ad.external_refs`, when the
+    caller has it at hand."""
+    hit = _TREE_REFS.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    if external_refs is None:
+        from htc.classad.ad import external_refs
+    refs = frozenset(external_refs(node))
+    if len(_TREE_REFS) >= _TREE_REFS_MAX:
+        _TREE_REFS.clear()
+    _TREE_REFS[id(node)] = (node, refs)
+    return refs
+
+
 class SignificantCache:
     """What :func:`negotiator_significant_attributes` learnt in earlier cycles.
 
@@ -134,12 +159,11 @@ class SignificantCache:
         entry = self._trees.get(id(node))
         if entry is not None and entry[0] is node:
             return entry
-        found = external_refs(node)
+        found = tree_refs(node, external_refs)
         # the text check matches _is_list: an expression whose text is a list literal (a tree
         # that reads nothing is skipped anyway)
         skipped = not found or _text_starts_a_list(node, ast)
         # (a pool's trees read a few distinct sets of names: each is split once)
-        found = frozenset(found)
         split = self._splits.get(found)
         if split is None:
             split = self._splits[found] = (

@@ -43,7 +43,9 @@ import math
 from collections.abc import Iterable, Mapping
 
 from htc.classad import ClassAd, ExprTree
+from htc.classad.ad import external_refs
 from htc.classad.ast import AdExpr, ListExpr, Literal
+from htc.daemons.autocluster import tree_refs
 from htc.daemons.negotiator.preemption import WORST_RANK, as_rank
 
 #: Attributes every slot class key reads, whatever the expressions say.
@@ -67,26 +69,14 @@ def expr_refs(value) -> set[str] | None:
     return None
 
 
-#: id(syntax tree) -> (the tree, the names it reads): ``closure`` asks the same trees again and
-#: again (every slot of a pool shares its START's text but not its tree; a cycle's slots are
-#: few enough). The entry keeps its tree alive, so an id is never reused while cached.
-_REFS: dict[int, tuple[object, frozenset[str]]] = {}
-_REFS_MAX = 200_000
-
-
 def _refs_of(value: ExprTree) -> frozenset[str]:
     return _node_refs(value.node)
 
 
 def _node_refs(node) -> frozenset[str]:
-    hit = _REFS.get(id(node))
-    if hit is not None and hit[0] is node:
-        return hit[1]
-    refs = frozenset(ExprTree(node).attributes())
-    if len(_REFS) >= _REFS_MAX:
-        _REFS.clear()
-    _REFS[id(node)] = (node, refs)
-    return refs
+    """The names a syntax tree reads, remembered by identity: ``closure`` asks the same trees
+    again and again, and the significant attributes asked first (:func:`.tree_refs`, shared)."""
+    return tree_refs(node, external_refs)
 
 
 #: syntax trees that ``ClassAd.get`` hands back as values, not as an ExprTree
