@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from operator import attrgetter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -130,8 +129,6 @@ class _Entry:
 
 
 _MM_DONE, _MM_RESUME = "done", "resume"
-
-_PREEMPTION = attrgetter("preemption")  # a match's PreemptState
 
 #: slack for float sums of shares (1/3 + 1/3 + 1/3 of 30 slots is not quite 30)
 _EPSILON = 1e-9
@@ -558,7 +555,6 @@ def _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, no
         spins, shares = state.spin_pie(entries, pool, pool_weight, min_weight)
 
     matches = tuple(state.matches)
-    kinds = list(map(_PREEMPTION, matches))  # (one pass in C over 80,000 matches, not two)
     stats = CycleStatistics(
         cycle=cycle, started=now,
         match_seconds=clock.monotonic() - started,
@@ -567,8 +563,8 @@ def _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, no
         schedds=len({e.ad.schedd for e in entries}), requests=len(all_requests),
         idle_jobs=sum(e.ad.idle_jobs for e in entries),
         matches=len(matches),
-        rank_preemptions=kinds.count(PreemptState.RANK),
-        priority_preemptions=kinds.count(PreemptState.PRIORITY),
+        rank_preemptions=sum(m.preemption is PreemptState.RANK for m in matches),
+        priority_preemptions=sum(m.preemption is PreemptState.PRIORITY for m in matches),
         rejections=state.rejections, rejections_by_reason=dict(state.reasons),
         pie_spins=spins, submitters_share_limited=tuple(sorted(state.share_limited)))
     # the cycle's slots, classes and requests refer to each other: unlinked, reference counting
