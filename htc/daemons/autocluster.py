@@ -107,6 +107,31 @@ def negotiator_significant_attributes(
         machine_ads, policy_exprs, startd_job_attrs)
 
 
+#: id(syntax tree) -> (the tree, the names it reads): the significant attributes walk every
+#: slot tree of a cycle first, and the negotiator's cycle follows the same trees again
+#: (:func:`htc.daemons.negotiator.slots.closure`): each tree is walked once for both. (Slot ads
+#: come fresh each cycle, so that is the one reuse.) The entry keeps its tree alive, so an id
+#: is never reused while cached; trees are immutable.
+_TREE_REFS: dict[int, tuple] = {}
+_TREE_REFS_MAX = 200_000
+
+
+def tree_refs(node, external_refs=None) -> frozenset[str]:
+    """The names syntax tree ``node`` reads from outside itself (``TARGET.x`` kept qualified),
+    remembered by identity. ``external_refs``: :func:`htc.classad.ad.external_refs`, when the
+    caller has it at hand."""
+    hit = _TREE_REFS.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    if external_refs is None:
+        from htc.classad.ad import external_refs
+    refs = frozenset(external_refs(node))
+    if len(_TREE_REFS) >= _TREE_REFS_MAX:
+        _TREE_REFS.clear()
+    _TREE_REFS[id(node)] = (node, refs)
+    return refs
+
+
 class SignificantCache:
     """What :func:`negotiator_significant_attributes` learnt in earlier cycles.
 
@@ -126,23 +151,28 @@ class SignificantCache:
         # id(tree) -> (tree, skipped, TARGET.x names, unqualified names); the tree is kept so
         # that its id cannot be reused by another tree while the entry lives
         self._trees: dict[int, tuple] = {}
+        #: the names a tree reads -> (its TARGET.x names, its unqualified names)
+        self._splits: dict[frozenset[str], tuple[frozenset[str], frozenset[str]]] = {}
         self._policy: dict[str, frozenset[str]] = {}
 
-    def _tree(self, node) -> tuple:
+    def _tree(self, node, external_refs, ast) -> tuple:
         entry = self._trees.get(id(node))
         if entry is not None and entry[0] is node:
             return entry
-        from htc.classad.ad import external_refs
-        from htc.classad.printing import unparse
-
-        # the text check matches _is_list: an expression whose text is a list literal
-        skipped = unparse(node).lstrip().startswith("{")
-        found = external_refs(node)
-        targets = frozenset(r[7:] for r in found if r.startswith("target."))
-        plain = frozenset(r for r in found if not r.startswith("target."))
-        entry = (node, skipped or not found, targets, plain)
+        found = tree_refs(node, external_refs)
+        # the text check matches _is_list: an expression whose text is a list literal (a tree
+        # that reads nothing is skipped anyway)
+        skipped = not found or _text_starts_a_list(node, ast)
+        # (a pool's trees read a few distinct sets of names: each is split once)
+        split = self._splits.get(found)
+        if split is None:
+            split = self._splits[found] = (
+                frozenset(r[7:] for r in found if r.startswith("target.")),
+                frozenset(r for r in found if not r.startswith("target.")))
+        entry = (node, skipped, *split)
         if len(self._trees) >= self.MAX_TREES:
             self._trees.clear()
+            self._splits.clear()
         self._trees[id(node)] = entry
         return entry
 
@@ -160,7 +190,8 @@ class SignificantCache:
     def compute(self, machine_ads: Iterable[Mapping], policy_exprs: Iterable[str] = (),
                 startd_job_attrs: Iterable[str] = ()) -> tuple[str, ...]:
         """:func:`negotiator_significant_attributes` with this cache."""
-        from htc.classad.ad import ClassAd
+        from htc.classad import ast
+        from htc.classad.ad import ClassAd, external_refs
         from htc.classad.ast import AdExpr, ListExpr, Literal
 
         no_refs = (Literal, ListExpr, AdExpr)
@@ -179,7 +210,7 @@ class SignificantCache:
             for node in table.values():
                 if node.__class__ in no_refs:
                     continue  # literals read nothing; list and nested-ad values are skipped
-                _, skipped, targets, plain = tree(node)
+                _, skipped, targets, plain = tree(node, external_refs, ast)
                 if skipped:
                     continue
                 refs.update(targets)
@@ -198,6 +229,25 @@ class SignificantCache:
                     elif ref not in sample_names:
                         refs.add(ref)
         return tuple(sorted(refs - NEVER_SIGNIFICANT))
+
+
+def _text_starts_a_list(node, ast=None) -> bool:
+    """``unparse(node).lstrip().startswith("{")`` without writing the text: the first token
+    the printer writes is that of the tree's leftmost operand (down the chain of left operands,
+    selection and subscript bases, and conditions), and only a list writes ``{``. (``ast``:
+    the module :mod:`htc.classad.ast`, when the caller has it at hand.)"""
+    if ast is None:
+        from htc.classad import ast
+    left_link = ast.left_link
+    while True:
+        link = left_link(node)
+        while link is not None:
+            node, link = link, left_link(link)
+        if node.__class__ is ast.Conditional:
+            node = node.cond  # ``c ? a : b`` is written from ``c`` on
+            continue
+        return node.__class__ is ast.ListExpr or (
+            node.__class__ is ast.Literal and isinstance(node.value, list))
 
 
 def _slow_refs(ad: Mapping, refs: set[str]) -> set[str]:

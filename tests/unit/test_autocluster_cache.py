@@ -82,3 +82,22 @@ def test_the_cache_forgets_when_full_without_wrong_answers():
     assert negotiator_significant_attributes(ads, cache=cache) == \
         negotiator_significant_attributes(ads)
     assert len(cache._trees) <= 2
+
+
+def test_the_list_text_check_agrees_with_the_printed_text():
+    """A tree whose text starts with ``{`` is skipped; the check reads the tree, not the text."""
+    from htc.classad.ast import ListExpr, Literal
+    from htc.classad.printing import unparse
+    from htc.daemons.autocluster import _text_starts_a_list
+
+    texts = ["{ TARGET.Ignored }[0]", "{1, 2}[TARGET.I] + 1", "{ 1 } == TARGET.L", "({1})[0]",
+             "-{1}[0]", "!{TARGET.X}[0]", "{1}.a", "{1} ?: TARGET.Y", "TARGET.Y ?: {1}",
+             "{TARGET.A} ? 1 : 2", "TARGET.A ? {1} : {2}", "[a = {1}].a", "size({TARGET.X})",
+             "{}[0] || TARGET.Z", "{ [b = 1] }[0].b", "TARGET.Owner != \"{x}\"", "'{x}' > 1",
+             "START", "KeyboardIdle > 15 * 60 && LoadAvg < 0.3", "{1}[0] * {2}[0] - x",
+             "(TARGET.A ? {1} : 2) + 3", "{1}[0] ? TARGET.B : 3", "x.y.z", "{1}[0][1]"]
+    trees = [ExprTree(text).node for text in texts] + [
+        Literal([1, 2]), Literal("{"), ListExpr([Literal(1)])]
+    assert sum(_text_starts_a_list(node) for node in trees) >= 10
+    for node in trees:
+        assert _text_starts_a_list(node) == unparse(node).lstrip().startswith("{"), unparse(node)

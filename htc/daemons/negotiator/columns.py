@@ -45,7 +45,6 @@ class SlotTable:
         order = sorted(range(n), key=lambda i: slots[i].name)
         self.name_rank = np.empty(n, dtype=np.int64)
         self.name_rank[order] = np.arange(n)
-        self.post = np.array([slot.post for slot in slots], dtype=float)
         self.weight = np.array([slot.weight for slot in slots], dtype=float)
         self._columns: dict[str, tuple] = {}
         self._bad: set[str] = set()
@@ -56,19 +55,22 @@ class SlotTable:
         self.log: list[int] = []
         #: the carved resources as plain numbers (NaN: the slot does not say), for fitting
         self.res = np.full((3, n), np.nan)
+        # its rows as views: one item written through a 1-d view costs a third of res[k, i]
+        self._res_rows = (self.res[0], self.res[1], self.res[2])
         for i, slot in enumerate(slots):
-            self._read_res(i, slot)
+            self._read_res(i, slot, slot.ad._exprs)
 
-    def _read_res(self, i: int, slot) -> None:
-        exprs = slot.ad._exprs
-        for k, name in enumerate(_CARVED_ORDER):
-            node = exprs.get(name)
+    def _read_res(self, i: int, slot, exprs) -> tuple:
+        """Write row ``i``'s carved resources; return their syntax trees (None: missing)."""
+        nodes = (exprs.get("cpus"), exprs.get("memory"), exprs.get("disk"))
+        for row, name, node in zip(self._res_rows, _CARVED_ORDER, nodes):
             if node is None:
-                self.res[k, i] = np.nan
+                row[i] = np.nan
             elif node.__class__ is Literal and node.value.__class__ in (int, float):
-                self.res[k, i] = node.value
+                row[i] = node.value
             else:
                 raise Unsupported(f"{slot.name}: {name} is not a number")
+        return nodes
 
     def column(self, lname: str) -> tuple[np.ndarray, np.ndarray]:
         """The ``(tags, values)`` column of one attribute over all rows."""
@@ -142,16 +144,18 @@ class SlotTable:
             return
         self.log.append(i)
         self.alive[i] = not slot.taken
-        self._read_res(i, slot)
+        nodes = self._read_res(i, slot, slot.ad._exprs)
         self.weight[i] = slot.weight
-        exprs = slot.ad._exprs
-        for lname in CARVED:
-            col = self._columns.get(lname)
+        columns, uniform = self._columns, self._uniform
+        for lname, node in zip(_CARVED_ORDER, nodes):
+            col = columns.get(lname)
             if col is not None:
-                node = exprs.get(lname)
-                col[0][i], col[1][i] = (MISSING, 0.0) if node is None else scalar(node.value)
-                if self._uniform.get(lname, col[0][i]) not in (None, col[0][i]):
-                    self._uniform[lname] = None
+                tag, value = (MISSING, 0.0) if node is None else scalar(node.value)
+                col[0][i] = tag
+                col[1][i] = value
+                was = uniform.get(lname, tag)
+                if was is not None and was != tag:
+                    uniform[lname] = None  # (the column's type changed: plans compile again)
                     self.epoch += 1
 
     def rows(self, index=None, carved=None) -> Rows:

@@ -93,7 +93,7 @@ class CycleStatistics:
     match_seconds: float = 0.0  # CPU-side time spent matchmaking (instrumentation only)
     slots: int = 0
     candidate_slots: int = 0
-    slot_classes: int = 0
+    slot_classes: int = 0  # built by the class search (0: every request took the vector search)
     submitters: int = 0
     schedds: int = 0  # distinct schedds with a submitter in the cycle
     requests: int = 0
@@ -562,7 +562,7 @@ def _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, no
         cycle=cycle, started=now,
         match_seconds=clock.monotonic() - started,
         slots=len(machine_ads), candidate_slots=candidate_slots,
-        slot_classes=len(pool.classes), submitters=len(entries),
+        slot_classes=pool.class_count, submitters=len(entries),
         schedds=len({e.ad.schedd for e in entries}), requests=len(all_requests),
         idle_jobs=sum(e.ad.idle_jobs for e in entries),
         matches=len(matches),

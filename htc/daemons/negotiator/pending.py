@@ -113,10 +113,12 @@ class PendingSlots:
 
     def apply(self, machines: list, now: float) -> list:
         """The slot ads as a cycle at ``now`` should see them: pending slots held back."""
+        if not self._slots:
+            return list(machines)  # nothing pending: every ad as it is
         out = []
         seen = set()
         for ad in machines:
-            name = ad.get("Name")
+            name = fast_get(ad, "Name")
             seen.add(name)
             pending = self._slots.get(name)
             if pending is None:

@@ -25,6 +25,14 @@ A partitionable slot is an ordinary member of a class until a request is carved 
 then its ad copy shrinks (``Cpus``, ``Memory``, ``Disk``) and it moves to the class of its new
 key. Claimed slots are not classed: each is a preemption candidate of its own, with the
 per-cycle attributes ``RemoteUserPrio`` etc. inserted into a private copy of its ad.
+
+Classes are built on first use. Only the class search (:mod:`.search`) reads them; the vector
+search (:mod:`.vsearch`) reads the slots themselves (:meth:`SlotPool.free_slots`), and in a
+pool of 10,000 distinct machines computing 10,000 class keys and static ranks that nothing
+reads was a tenth of the cycle. So :meth:`SlotPool.add` only lists the slot, and the first
+read of ``classes``, ``base_reps`` or ``avail_log`` classes every slot not yet taken, as it is
+then (a slot carved before that is classed by its carved ad, as :meth:`SlotPool.reclass` would
+have moved it; a slot taken is left out, as a class drops a taken member).
 """
 
 from __future__ import annotations
@@ -35,7 +43,9 @@ import math
 from collections.abc import Iterable, Mapping
 
 from htc.classad import ClassAd, ExprTree
+from htc.classad.ad import external_refs
 from htc.classad.ast import AdExpr, ListExpr, Literal
+from htc.daemons.autocluster import tree_refs
 from htc.daemons.negotiator.preemption import WORST_RANK, as_rank
 
 #: Attributes every slot class key reads, whatever the expressions say.
@@ -59,26 +69,14 @@ def expr_refs(value) -> set[str] | None:
     return None
 
 
-#: id(syntax tree) -> (the tree, the names it reads): ``closure`` asks the same trees again and
-#: again (every slot of a pool shares its START's text but not its tree; a cycle's slots are
-#: few enough). The entry keeps its tree alive, so an id is never reused while cached.
-_REFS: dict[int, tuple[object, frozenset[str]]] = {}
-_REFS_MAX = 200_000
-
-
 def _refs_of(value: ExprTree) -> frozenset[str]:
     return _node_refs(value.node)
 
 
 def _node_refs(node) -> frozenset[str]:
-    hit = _REFS.get(id(node))
-    if hit is not None and hit[0] is node:
-        return hit[1]
-    refs = frozenset(ExprTree(node).attributes())
-    if len(_REFS) >= _REFS_MAX:
-        _REFS.clear()
-    _REFS[id(node)] = (node, refs)
-    return refs
+    """The names a syntax tree reads, remembered by identity: ``closure`` asks the same trees
+    again and again, and the significant attributes asked first (:func:`.tree_refs`, shared)."""
+    return tree_refs(node, external_refs)
 
 
 #: syntax trees that ``ClassAd.get`` hands back as values, not as an ExprTree
@@ -175,7 +173,10 @@ def number(ad: ClassAd, name: str, default: float | None = None, target=None) ->
     value = fast_get(ad, name)
     if value is None:
         return default
-    if value.__class__ is ExprTree:
+    kind = value.__class__
+    if kind is int or kind is float:
+        return float(value)  # (what as_rank makes of it, without the call)
+    if kind is ExprTree:
         value = ad.eval(name, target)
     value = as_rank(value)
     return default if value is None else value
@@ -249,6 +250,10 @@ class Slot:
 
 def remote_user_of(ad: Mapping) -> str | None:
     """Return who a slot is claimed by (a pending preemptor first), or None when idle."""
+    exprs = getattr(ad, "_exprs", None)
+    if exprs is not None and "remoteuser" not in exprs and "accountinggroup" not in exprs and (
+            "preemptinguser" not in exprs and "preemptingaccountinggroup" not in exprs):
+        return None  # (an idle slot's ad, without looking at each name in turn)
     state = str(fast_get(ad, "State", "")).lower()
     for attr in ("PreemptingAccountingGroup", "PreemptingUser", "AccountingGroup", "RemoteUser"):
         value = fast_get(ad, attr)
@@ -263,6 +268,13 @@ def slot_weight(ad: ClassAd, use_slot_weights: bool) -> float:
     """HTCondor's ``GetSlotWeight``: ``SlotWeight`` (else ``Cpus``); 1 when weights are off."""
     if not use_slot_weights:
         return 1.0
+    exprs = getattr(ad, "_exprs", None)
+    if exprs is not None and "slotweight" not in exprs:
+        # the usual ad: no SlotWeight, and Cpus a number (what the loop below makes of it)
+        node = exprs.get("cpus")
+        if node.__class__ is Literal and node.value.__class__ in (int, float):
+            value = float(node.value)
+            return value if value >= 0 else 1.0
     for name in ("SlotWeight", "Cpus"):
         value = number(ad, name)
         if value is not None and value >= 0:
@@ -336,19 +348,25 @@ class SlotPool:
         pre_rank, post_rank: the compiled NEGOTIATOR_PRE/POST_JOB_RANK (None: 0).
     """
 
+    #: the attributes that exist once the slots are classed (see :meth:`__getattr__`)
+    _CLASSED = frozenset({"classes", "base_reps", "avail_log"})
+
     def __init__(self, roots: Iterable[str], job_names: set[str],
                  pre_rank: ExprTree | None, post_rank: ExprTree | None):
         self.roots = BASE_ROOTS | {r.lower() for r in roots}
         self.job_names = job_names
         self.pre_rank = pre_rank
         self.post_rank = post_rank
-        self.classes: list[SlotClass] = []
+        #: the idle slots, in the order they were added (classed on first need)
+        self.slots: list[Slot] = []
+        # Set by _classify, on the first read of one of them (see __getattr__):
+        #   classes: list[SlotClass]
+        #   base_reps: list[SlotClass], base id -> its first class (all classes of a base
+        #       agree on all but the carved)
+        #   avail_log: list[int], class ids in the order they (re)gained a free slot;
+        #       requests replay it lazily
         self._by_key: dict[tuple, SlotClass] = {}
         self._bases: dict[tuple, int] = {}  # base key -> base id (see _place)
-        #: base id -> its first class (all classes of a base agree on all but the carved)
-        self.base_reps: list[SlotClass] = []
-        #: class ids in the order they (re)gained a free slot; requests replay it lazily
-        self.avail_log: list[int] = []
         self.claimed: list[Slot] = []
         self._seq = itertools.count()
         #: (pre or post, the values its names read) -> a static rank's value
@@ -366,8 +384,44 @@ class SlotPool:
         dynamic = bool(targets) or any(n not in slot.ad and n in self.job_names for n in names)
         return dynamic, names
 
+    def __getattr__(self, name: str):
+        # Called only for attributes not found the ordinary way: the classes before the first
+        # read. Build them then; anything else is a real AttributeError.
+        if name not in SlotPool._CLASSED:
+            raise AttributeError(name)
+        self._classify()
+        return self.__dict__[name]
+
+    @property
+    def classed(self) -> bool:
+        """Have the slots been classed (did a search read the classes)?"""
+        return "classes" in self.__dict__
+
+    @property
+    def class_count(self) -> int:
+        """How many slot classes were built (0 when no search read them)."""
+        return len(self.__dict__.get("classes", ()))
+
     def add(self, slot: Slot) -> None:
-        """Add an idle slot: compute its static ranks and class."""
+        """Add an idle slot (classed now if the classes exist, else when first read)."""
+        self.slots.append(slot)
+        if self.classed:
+            self._class_slot(slot)
+
+    def free_slots(self) -> list[Slot]:
+        """The idle slots not taken, each once, in the order they were added."""
+        return [slot for slot in self.slots if not slot.taken]
+
+    def _classify(self) -> None:
+        """Class every idle slot not taken, in the order added (see the module docstring)."""
+        self.classes, self.base_reps, self.avail_log = [], [], []
+        for slot in self.slots:
+            if not slot.taken:
+                slot.cls = None
+                self._class_slot(slot)
+
+    def _class_slot(self, slot: Slot) -> None:
+        """Compute a slot's static ranks and class."""
         roots = set(self.roots)
         pre_names = post_names = ()
         if self.pre_rank is not None:
@@ -441,13 +495,14 @@ class SlotPool:
         A slot and its class refer to each other (``Slot.cls``, ``SlotClass.members``): unlinked,
         the cycle's slots, classes and keys go by reference counting when the cycle drops them,
         rather than in a garbage-collector pass over everything the cycle allocated."""
-        for cls in self.classes:
+        for cls in self.__dict__.get("classes", ()):
             for _key, _seq, slot in cls.members:
                 slot.cls = None
             cls.members = []
         for slot in self.claimed:
             slot.cls = None
         self.classes, self.base_reps, self.avail_log, self.claimed = [], [], [], []
+        self.slots = []
         self._by_key, self._bases, self._rank_values = {}, {}, {}
 
     def take(self, slot: Slot) -> None:
@@ -458,6 +513,9 @@ class SlotPool:
     def reclass(self, slot: Slot) -> None:
         """Re-key a partitionable slot whose ad just shrank (its base stays)."""
         slot.cls = None
+        if not self.classed:
+            self._classify()  # (which classes the slot as it is now)
+            return
         self._static_ranks(slot)
         self._place(slot, None)
 
@@ -478,8 +536,10 @@ def claimed_resources(machine_ads, use_slot_weights: bool = True) -> dict[str, t
     """Return ``{slot name: (submitter, weight)}`` of the Claimed slots, for ``check_matches``."""
     out = {}
     for ad in machine_ads:
+        if str(fast_get(ad, "State", "")).lower() != "claimed":
+            continue  # (the usual ad: its Name need not be read)
         name = fast_get(ad, "Name")
-        if not isinstance(name, str) or str(fast_get(ad, "State", "")).lower() != "claimed":
+        if not isinstance(name, str):
             continue
         for attr in ("AccountingGroup", "RemoteUser"):
             user = fast_get(ad, attr)
@@ -489,19 +549,22 @@ def claimed_resources(machine_ads, use_slot_weights: bool = True) -> dict[str, t
     return out
 
 
-#: (type, value) -> its Literal node: a carved resource's value recurs across slots and runs,
-#: and a shared node is compiled once (nodes are never changed after they are made)
-_LITERAL_NODES: dict[tuple, Literal] = {}
+#: type -> value -> its Literal node: a carved resource's value recurs across slots and runs,
+#: and a shared node is compiled once (nodes are never changed after they are made). One
+#: table per type (1, 1.0 and True are equal keys), so no key tuple is made per call nor kept.
+_LITERAL_NODES: dict[type, dict] = {}
 
 
 def literal(value) -> Literal:
     """The (shared) syntax-tree node of a numeric literal ``value``."""
-    key = (value.__class__, value)
-    node = _LITERAL_NODES.get(key)
+    nodes = _LITERAL_NODES.get(value.__class__)
+    if nodes is None:
+        nodes = _LITERAL_NODES[value.__class__] = {}
+    node = nodes.get(value)
     if node is None:
-        if len(_LITERAL_NODES) >= 100_000:
-            _LITERAL_NODES.clear()
-        node = _LITERAL_NODES[key] = Literal(value)
+        if len(nodes) >= 100_000:
+            nodes.clear()
+        node = nodes[value] = Literal(value)
     return node
 
 

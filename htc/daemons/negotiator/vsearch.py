@@ -300,10 +300,7 @@ class VectorSearch:
         self._pool, self.table = pool, None
         if pool.claimed:
             return None  # preemption candidates: the scalar search weighs them
-        slots = [c.members[k][2] for c in pool.classes for k in range(len(c.members))]
-        slots = list({id(s): s for s in slots if not s.taken}.values())
-        if self.idle.hot is not None and not self.idle.hot[1].taken:
-            slots.append(self.idle.hot[1])
+        slots = pool.free_slots()  # (without classing them: the class search's held slot too)
         if any(s.partitionable and "slotweight" in s.ad._exprs for s in slots):
             return None  # a carve's cost would read the slot's SlotWeight
         try:
