@@ -96,12 +96,20 @@ class SharedOrder:
     def best(self, cursor: Cursor, mask):
         """The two best rows ``mask`` (``rows -> bool array``) accepts, each as ``(row, (pre,
         jr, post, name rank))`` or None. Moves ``cursor`` up to the first fresh match."""
+        ranked, _complete = self.ranked(cursor, mask, 2)
+        return (ranked[0] if ranked else None), (ranked[1] if len(ranked) > 1 else None)
+
+    def ranked(self, cursor: Cursor, mask, want: int):
+        """The ``want`` best rows ``mask`` (``rows -> bool array``) accepts, best first, each
+        as ``(row, (pre, jr, post, name rank))``, and whether they are all the rows it accepts
+        (``complete``). Moves ``cursor`` up to the first fresh match."""
         self.sync()
         table = self.table
         if cursor.sorting != self.sorting:
             cursor.sorting, cursor.pos = self.sorting, 0
         stale_best = []
         stale = self.stale
+        every_stale = True
         if self.stale_rows:
             cand = self._stale_array
             if cand is None:
@@ -110,16 +118,17 @@ class SharedOrder:
             if cand.size:
                 cand = cand[mask(cand)]
             if cand.size:
-                stale_best = self._two_best(cand)
+                stale_best = self._best_of(cand, want)
+                every_stale = cand.size <= want
         rows, pos, chunk = self.rows, cursor.pos, _FIRST_CHUNK
         fresh: list[int] = []
         first_pos = None
-        while pos < rows.size and len(fresh) < 2:
+        while pos < rows.size and len(fresh) < want:
             part = rows[pos:pos + chunk]
             sub_pos = np.flatnonzero(~stale[part])
             if sub_pos.size:
                 hits = sub_pos[mask(part[sub_pos])]
-                for h in hits[:2 - len(fresh)].tolist():
+                for h in hits[:want - len(fresh)].tolist():
                     if first_pos is None:
                         first_pos = pos + h
                     fresh.append(pos + h)
@@ -129,13 +138,15 @@ class SharedOrder:
         kpre, kjr, kpost, knames = self.sorted_keys
         ranked = stale_best + [(int(rows[p]), (kpre[p], kjr[p], kpost[p], knames[p]))
                                for p in fresh]
-        ranked.sort(key=lambda item: _order(item[1]))
-        return (ranked[0] if ranked else None), (ranked[1] if len(ranked) > 1 else None)
+        ranked.sort(key=lambda item: order_key(item[1]))
+        # every accepted row is here when the walk ran out of rows before ``want`` fresh ones
+        # and no stale or fresh one was cut off
+        complete = len(fresh) < want and every_stale and len(ranked) <= want
+        return ranked[:want], complete
 
-
-    def _two_best(self, cand) -> list:
-        """The best two of stale rows ``cand`` with their keys (evaluated again only for the
-        rows changed since their keys were last evaluated)."""
+    def _best_of(self, cand, want: int) -> list:
+        """The best ``want`` of stale rows ``cand`` with their keys (evaluated again only for
+        the rows changed since their keys were last evaluated)."""
         table = self.table
         kpre, kjr, kpost = self.stale_keys
         need = cand[self.dirty[cand]]
@@ -148,11 +159,12 @@ class SharedOrder:
         # best first: the highest pre, job rank, post (no NaN: the ranks map it to their
         # worst, a NaN job rank raises), then the first name
         out = []
-        for k in np.lexsort((names, -post, -jr, -pre))[:2].tolist():
+        for k in np.lexsort((names, -post, -jr, -pre))[:want].tolist():
             out.append((int(cand[k]), (float(pre[k]), float(jr[k]), float(post[k]),
                                        int(names[k]))))
         return out
 
 
-def _order(key: tuple) -> tuple:
+def order_key(key: tuple) -> tuple:
+    """A ``(pre, jr, post, name rank)`` key as a sort key: best first."""
     return (-key[0], -key[1], -key[2], key[3])

@@ -37,10 +37,14 @@ from htc.daemons.negotiator.preemption import WORST_RANK, PreemptState
 from htc.daemons.negotiator.runs import _numeric_steps, commit_run, extend_run
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vexpr import Inexact, Unsupported, scalar
-from htc.daemons.negotiator.vorder import Cursor, SharedOrder
+from htc.daemons.negotiator.vorder import Cursor, SharedOrder, order_key
 from htc.daemons.negotiator.vplan import PlanCompiler
 
 _SLOT_ROOTS = ("requirements",)
+#: the candidates a request's turn keeps for its next turns (see :class:`_Queue`)
+QUEUE_LENGTH = 16
+#: rows changed since a queue was made beyond which the next turn makes it afresh
+QUEUE_CHANGES_MOST = 64
 
 
 class VectorSearch:
@@ -57,6 +61,7 @@ class VectorSearch:
         self._plans: dict[int, tuple] = {}  # id(rs) -> (rs, plan or None)
         self._dirty: list = []  # slots carved here, to re-class before a scalar search
         self._turn = None  # (rs, candidate rows best first) of the last vector turn
+        self._queue: _Queue | None = None  # the best candidates of the last vector request
         self._compiler: PlanCompiler | None = None  # the table's (see _table)
         self._orders: dict[tuple, SharedOrder] = {}  # ranking -> its shared order
         self.vector_turns = self.vector_runs = 0
@@ -198,12 +203,12 @@ class VectorSearch:
         return order
 
     def _best(self, rs, plan, used, limit):
-        order = self._shared(plan)
         mask = self._current_mask(plan)
-        found, second = order.best(plan.cursor, mask.__getitem__)
-        if found is None:
+        ranked = self._ranked(plan, mask)
+        if not ranked:
             return None, False, False
-        row, (pre, jr, post, _name) = found
+        row, (pre, jr, post, _name) = ranked[0]
+        second = ranked[1] if len(ranked) > 1 else None
         cost = float(plan.cost[row])
         if not (used + cost <= limit * (1 + 1e-6) + 1e-9 or (used <= 0 and limit > 0)):
             return self._full_best(rs, plan, used, limit)
@@ -213,6 +218,25 @@ class VectorSearch:
         key = (-pre, -jr, -post, -PreemptState.NONE, -WORST_RANK, slot.name)
         self._turn = (rs, row, None if second is None else second[1], False)
         return (key, slot, cost, carve), True, False
+
+    def _ranked(self, plan, mask) -> list:
+        """The best candidates of the request, best first: at least two, or all there are.
+
+        The queue of the request's last turn is brought up to date when only a few rows
+        changed since (in the turns between, this request carved its best slot); else the
+        shared order gives :data:`QUEUE_LENGTH` afresh."""
+        log = self.table.log
+        queue = self._queue
+        if queue is not None and queue.plan is plan and len(log) - queue.pos <= QUEUE_CHANGES_MOST:
+            if len(log) > queue.pos:
+                queue.take(self, plan, mask, log[queue.pos:])
+                queue.pos = len(log)
+            if len(queue.ranked) >= 2 or queue.complete:
+                return queue.ranked
+        order = self._shared(plan)
+        ranked, complete = order.ranked(plan.cursor, mask.__getitem__, QUEUE_LENGTH)
+        self._queue = _Queue(plan, len(log), ranked, complete)
+        return ranked
 
     def _full_best(self, rs, plan, used, limit):
         table = self.table
@@ -322,6 +346,43 @@ class VectorSearch:
         for slot in dirty:
             if not slot.taken and slot.cls is None:
                 pool.reclass(slot)
+
+
+class _Queue:
+    """The best candidates of one request, best first, as ``(row, (pre, jr, post, name
+    rank))``: the true top of its candidates as of the table's change log at ``pos``, so
+    every other row that matched then ranks below the last (``complete``: they are every
+    candidate). A row the log names since changed (carved or taken): it leaves the queue and
+    comes back where its new key puts it, if it still matches and ranks above the last (or the
+    queue is complete); every other row is as it was, with the same verdict and key."""
+
+    __slots__ = ("plan", "pos", "ranked", "complete")
+
+    def __init__(self, plan, pos: int, ranked: list, complete: bool):
+        self.plan = plan
+        self.pos = pos
+        self.ranked = ranked
+        self.complete = complete
+
+    def take(self, search, plan, mask, changed: list) -> None:
+        """Take in the rows ``changed`` (``mask``: every row's verdict now)."""
+        gone = set(changed)
+        ranked = [item for item in self.ranked if item[0] not in gone]
+        rows = np.array(sorted(gone), dtype=np.intp)
+        rows = rows[mask[rows]]
+        if rows.size:
+            table = search.table
+            pre, jr, post = search._keys(plan, table.rows(rows), rows.size)
+            last = order_key(ranked[-1][1]) if ranked else None
+            back = False
+            for item in zip(rows.tolist(), zip(pre.tolist(), jr.tolist(), post.tolist(),
+                                               table.name_rank[rows].tolist())):
+                if self.complete or (last is not None and order_key(item[1]) < last):
+                    ranked.append(item)
+                    back = True
+            if back:
+                ranked.sort(key=lambda item: order_key(item[1]))
+        self.ranked = ranked
 
 
 def _argbest(pre, jr, post, names, skip):
