@@ -36,11 +36,13 @@ from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.preemption import WORST_RANK, PreemptState
 from htc.daemons.negotiator.runs import _numeric_steps, commit_run, extend_run
 from htc.daemons.negotiator.search import IdleSearch
-from htc.daemons.negotiator.vexpr import Inexact, Unsupported, scalar
+from htc.daemons.negotiator.vexpr import INT, MISSING, REAL, Inexact, Unsupported
 from htc.daemons.negotiator.vorder import Cursor, SharedOrder, order_key
 from htc.daemons.negotiator.vplan import PlanCompiler
 
 _SLOT_ROOTS = ("requirements",)
+_CARVED = ("cpus", "memory", "disk")
+_EXACT = float(2 ** 53)
 #: the candidates a request's turn keeps for its next turns (see :class:`_Queue`)
 QUEUE_LENGTH = 16
 #: rows changed since a queue was made beyond which the next turn makes it afresh
@@ -280,24 +282,30 @@ class VectorSearch:
             return 0
         n = len(states)
         carved = {}
-        for k, lname in enumerate(("cpus", "memory", "disk")):
-            pairs = [(5, 0.0) if s[k] is None else scalar(s[k]) for s in states]
-            tag = pairs[0][0]
-            if table.uniform(lname) not in (None, tag) or any(p[0] != tag for p in pairs):
+        for k, lname in enumerate(_CARVED):
+            column = _carved_column([s[k] for s in states])
+            if column is None or table.uniform(lname) not in (None, column[0]):
                 return 0  # the carve would change the column's type: step by step
-            carved[lname] = (np.full(n, tag, dtype=np.int8), np.array([p[1] for p in pairs]))
+            tag, values = column
+            carved[lname] = (np.full(n, tag, dtype=np.int8), values)
         rows = table.rows(np.full(n, row), carved)
         ok = np.ones(n, dtype=bool)
         for fn in plan.clauses:
             ok &= fn(rows)
         pre, jr, post = self._keys(plan, rows, n)
-        if other is not None:
-            opre, ojr, opost, oname = other
-            last = table.name_rank[row] < oname
-            ok &= (pre > opre) | ((pre == opre) & ((jr > ojr) | ((jr == ojr) & (
-                (post > opost) | ((post == opost) & last)))))
-        bad = np.flatnonzero(~ok)
-        return int(bad[0]) if bad.size else n
+        if other is None:
+            bad = np.flatnonzero(~ok)
+            return int(bad[0]) if bad.size else n
+        # the key beats the other's: (-pre, -jr, -post, name) as tuples compare (a run is a
+        # few steps: Python's compares of a few floats cost less than a dozen numpy calls)
+        opre, ojr, opost, oname = other
+        theirs = (-opre, -ojr, -opost, oname)
+        name = int(table.name_rank[row])
+        for i, (good, a, b, c) in enumerate(zip(ok.tolist(), pre.tolist(), jr.tolist(),
+                                                post.tolist())):
+            if not (good and (-a, -b, -c, name) < theirs):
+                return i
+        return n
 
     # ---------------------------------------------------------------- plans
 
@@ -383,6 +391,24 @@ class _Queue:
             if back:
                 ranked.sort(key=lambda item: order_key(item[1]))
         self.ranked = ranked
+
+
+def _carved_column(values: list):
+    """``(tag, values)`` of one carved resource at a run's steps, as :func:`~.vexpr.scalar`
+    encodes each; None when they are not all of one type (or an integer leaves what a float
+    holds exactly). A resource the slot does not say stays unsaid at every step."""
+    first = values[0]
+    if first is None:
+        return MISSING, np.zeros(len(values))
+    cls = first.__class__
+    if cls is not int and cls is not float:
+        return None
+    for v in values:
+        if v.__class__ is not cls:
+            return None
+    if cls is int and (abs(first) > _EXACT or abs(values[-1]) > _EXACT):
+        return None  # (the steps move one way: the ends are the extremes)
+    return (INT if cls is int else REAL), np.array(values, dtype=float)
 
 
 def _argbest(pre, jr, post, names, skip):
