@@ -86,3 +86,50 @@ def test_a_pool_with_preemption_candidates_is_left_to_the_scalar_search(monkeypa
     settings = NegotiatorSettings(preemption_requirements="True")
     result, _ = run_cycle(slots, {"alice@x": [(make_job("alice"), 3)]}, settings=settings)
     assert len(result.matches) == 3 and not _TURNS
+
+
+def _big_pool(rnd: random.Random):
+    """Forty to a hundred slots, mostly partitionable: a request fills many one after another."""
+    slots = []
+    for n in range(rnd.randint(40, 100)):
+        slot = make_slot(f"slot1@m{n:03d}", Cpus=rnd.choice([2, 4, 8, 16]),
+                         Memory=rnd.choice([2048, 8192, 32768]),
+                         Disk=rnd.choice([100_000, 1_000_000]),
+                         KFlops=rnd.choice([1000, 2000]), KeyboardIdle=rnd.choice([0, 3600]),
+                         Arch=rnd.choice(["X86_64"] * 4 + ["aarch64"]),
+                         exprs={"Start": rnd.choice(["True", "KeyboardIdle > 600"])})
+        if rnd.random() < 0.9:
+            slot["PartitionableSlot"] = True
+        slots.append(slot)
+    return slots
+
+
+def test_the_queue_of_candidates_makes_the_matches_of_the_scalar_search(monkeypatch):
+    """A request's turns after its first take their best slot from the queue of the turn
+    before (:class:`~htc.daemons.negotiator.vsearch._Queue`), brought up to date with the rows
+    changed since; short queues and a low limit of changes make every path of it run (taken
+    up, made afresh when too short or too much changed, complete or not)."""
+    from htc.daemons.negotiator import vsearch
+
+    takes = []
+    real_take = vsearch._Queue.take
+
+    def counting_take(self, *args):
+        takes.append(1)
+        return real_take(self, *args)
+    monkeypatch.setattr(vsearch._Queue, "take", counting_take)
+    for seed in range(40):
+        rnd = random.Random(seed)
+        monkeypatch.setattr(vsearch, "QUEUE_LENGTH", rnd.choice([2, 3, 5, 16]))
+        monkeypatch.setattr(vsearch, "QUEUE_CHANGES_MOST", rnd.choice([1, 3, 64]))
+        slots, settings = _big_pool(rnd), _settings(rnd)
+        requests = {user: [(job, count * 8) for job, count in reqs]
+                    for user, reqs in _requests(rnd).items()}
+        fast, _ = run_cycle(slots, requests, settings=settings)
+        monkeypatch.setattr(VectorSearch, "enabled", False)
+        scalar, _ = run_cycle(slots, requests, settings=settings)
+        monkeypatch.setattr(VectorSearch, "enabled", True)
+        assert _outcome(fast) == _outcome(scalar), seed
+        assert [m.slot_ad for m in fast.matches] == [m.slot_ad for m in scalar.matches]
+        assert fast.statistics.rejections_by_reason == scalar.statistics.rejections_by_reason
+    assert len(takes) > 200
