@@ -36,13 +36,13 @@ from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.preemption import WORST_RANK, PreemptState
 from htc.daemons.negotiator.runs import _numeric_steps, commit_run, extend_run
 from htc.daemons.negotiator.search import IdleSearch
-from htc.daemons.negotiator.vexpr import INT, MISSING, REAL, Inexact, Unsupported
+from htc.daemons.negotiator.vexpr import Inexact, Unsupported
 from htc.daemons.negotiator.vorder import Cursor, SharedOrder, order_key
 from htc.daemons.negotiator.vplan import PlanCompiler
+from htc.daemons.negotiator.vsteps import StepMemo, carved_column, size_after_carve
 
 _SLOT_ROOTS = ("requirements",)
 _CARVED = ("cpus", "memory", "disk")
-_EXACT = float(2 ** 53)
 #: the candidates a request's turn keeps for its next turns (see :class:`_Queue`)
 QUEUE_LENGTH = 16
 #: rows changed since a queue was made beyond which the next turn makes it afresh
@@ -64,6 +64,7 @@ class VectorSearch:
         self._dirty: list = []  # slots carved here, to re-class before a scalar search
         self._turn = None  # (rs, candidate rows best first) of the last vector turn
         self._queue: _Queue | None = None  # the best candidates of the last vector request
+        self._steps: StepMemo | None = None  # the runs evaluated ahead for the last request
         self._compiler: PlanCompiler | None = None  # the table's (see _table)
         self._orders: dict[tuple, SharedOrder] = {}  # ranking -> its shared order
         self.vector_turns = self.vector_runs = 0
@@ -110,7 +111,7 @@ class VectorSearch:
         if not states:
             return 0
         try:
-            k = self._run_steps(plan, slot, states, turn)
+            k = self._run_steps(plan, slot, states, turn, carve)
         except (Unsupported, Inexact):
             return 0
         if k <= 0:
@@ -273,7 +274,7 @@ class VectorSearch:
         self._turn = (rs, row, other, limited)
         return (key, slot, cost, carve), True, limited
 
-    def _run_steps(self, plan, slot, states, turn) -> int:
+    def _run_steps(self, plan, slot, states, turn, carve) -> int:
         """How many of ``states`` (the slot's sizes at the next steps) the one-step loop would
         give the slot: while it matches and its key beats the turn's best other candidate."""
         table = self.table
@@ -281,31 +282,59 @@ class VectorSearch:
         if limited or table.slots[row] is not slot:
             return 0
         n = len(states)
-        carved = {}
-        for k, lname in enumerate(_CARVED):
-            column = _carved_column([s[k] for s in states])
-            if column is None or table.uniform(lname) not in (None, column[0]):
-                return 0  # the carve would change the column's type: step by step
-            tag, values = column
-            carved[lname] = (np.full(n, tag, dtype=np.int8), values)
-        rows = table.rows(np.full(n, row), carved)
-        ok = np.ones(n, dtype=bool)
-        for fn in plan.clauses:
-            ok &= fn(rows)
-        pre, jr, post = self._keys(plan, rows, n)
+        known = self._known_steps(plan, row, carve, states)
+        if known is not None:
+            tags, ok, keys = known
+            for lname, tag in zip(_CARVED, tags):
+                if table.uniform(lname) not in (None, tag):
+                    return 0  # the carve would change the column's type: step by step
+        else:
+            carved = {}
+            for k, lname in enumerate(_CARVED):
+                column = carved_column([s[k] for s in states])
+                if column is None or table.uniform(lname) not in (None, column[0]):
+                    return 0  # the carve would change the column's type: step by step
+                tag, values = column
+                carved[lname] = (np.full(n, tag, dtype=np.int8), values)
+            rows = table.rows(np.full(n, row), carved)
+            ok = np.ones(n, dtype=bool)
+            for fn in plan.clauses:
+                ok &= fn(rows)
+            pre, jr, post = self._keys(plan, rows, n)
+            ok = ok.tolist()
+            keys = zip((-pre).tolist(), (-jr).tolist(), (-post).tolist())
         if other is None:
-            bad = np.flatnonzero(~ok)
-            return int(bad[0]) if bad.size else n
+            return ok.index(False) if False in ok[:n] else n
         # the key beats the other's: (-pre, -jr, -post, name) as tuples compare (a run is a
         # few steps: Python's compares of a few floats cost less than a dozen numpy calls)
         opre, ojr, opost, oname = other
-        theirs = (-opre, -ojr, -opost, oname)
+        theirs = (-opre, -ojr, -opost)
         name = int(table.name_rank[row])
-        for i, (good, a, b, c) in enumerate(zip(ok.tolist(), pre.tolist(), jr.tolist(),
-                                                post.tolist())):
-            if not (good and (-a, -b, -c, name) < theirs):
+        for i, (good, key) in enumerate(zip(ok[:n], keys)):
+            if not (good and (key < theirs or (key == theirs and name < oname))):
                 return i
         return n
+
+    def _known_steps(self, plan, row, carve, states):
+        """``(tags, ok, keys)`` of ``row``'s run ``states`` evaluated ahead (:mod:`.vsteps`):
+        kept from an earlier call, or evaluated now with the other rows of the queue."""
+        memo = self._steps
+        if memo is None or memo.plan is not plan:
+            memo = self._steps = StepMemo(plan)
+        known = memo.steps(row, carve, states)
+        if known is not None:
+            return known
+        starts = [(row, states[0])]
+        queue = self._queue
+        if queue is not None and queue.plan is plan:
+            table = self.table
+            for other, _key in queue.ranked:
+                if other != row and other not in memo.rows and table.partitionable[other]:
+                    size = size_after_carve(table.slots[other], carve)
+                    if size is not None:
+                        starts.append((other, size))
+        memo.evaluate(self, carve, starts)
+        return memo.steps(row, carve, states)
 
     # ---------------------------------------------------------------- plans
 
@@ -391,24 +420,6 @@ class _Queue:
             if back:
                 ranked.sort(key=lambda item: order_key(item[1]))
         self.ranked = ranked
-
-
-def _carved_column(values: list):
-    """``(tag, values)`` of one carved resource at a run's steps, as :func:`~.vexpr.scalar`
-    encodes each; None when they are not all of one type (or an integer leaves what a float
-    holds exactly). A resource the slot does not say stays unsaid at every step."""
-    first = values[0]
-    if first is None:
-        return MISSING, np.zeros(len(values))
-    cls = first.__class__
-    if cls is not int and cls is not float:
-        return None
-    for v in values:
-        if v.__class__ is not cls:
-            return None
-    if cls is int and (abs(first) > _EXACT or abs(values[-1]) > _EXACT):
-        return None  # (the steps move one way: the ends are the extremes)
-    return (INT if cls is int else REAL), np.array(values, dtype=float)
 
 
 def _argbest(pre, jr, post, names, skip):
