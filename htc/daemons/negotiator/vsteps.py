@@ -122,12 +122,16 @@ def _sequence(start, carve) -> list:
                 h2 is not None and c2 > h2):
             break
         seq.append((h0, h1, h2))
+        # (_less of each, inline: this loop makes every step of the runs evaluated ahead)
         if h0 is not None:
-            h0 = _less(h0, c0)
+            v = h0 - c0
+            h0 = int(v) if h0.__class__ is int and float(v).is_integer() else v
         if h1 is not None:
-            h1 = _less(h1, c1)
+            v = h1 - c1
+            h1 = int(v) if h1.__class__ is int and float(v).is_integer() else v
         if h2 is not None:
-            h2 = _less(h2, c2)
+            v = h2 - c2
+            h2 = int(v) if h2.__class__ is int and float(v).is_integer() else v
         if (1.0 if h0 is None else h0) < 1.0 or (1.0 if h1 is None else h1) <= 0:
             break
     return seq
