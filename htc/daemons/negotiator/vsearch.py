@@ -39,7 +39,7 @@ from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vexpr import Inexact, Unsupported
 from htc.daemons.negotiator.vorder import Cursor, SharedOrder, order_key
 from htc.daemons.negotiator.vplan import PlanCompiler
-from htc.daemons.negotiator.vsteps import StepMemo, carved_column, size_after_carve
+from htc.daemons.negotiator.vsteps import StepMemo, after_run, carved_column, size_after_carve
 
 _SLOT_ROOTS = ("requirements",)
 _CARVED = ("cpus", "memory", "disk")
@@ -65,6 +65,10 @@ class VectorSearch:
         self._turn = None  # (rs, candidate rows best first) of the last vector turn
         self._queue: _Queue | None = None  # the best candidates of the last vector request
         self._steps: StepMemo | None = None  # the runs evaluated ahead for the last request
+        self._ahead = None  # the steps of the last run, when evaluated ahead
+        #: (plan, row, log length, matches, key) of the slot the last run left: the verdict
+        #: and key its request's next turn would evaluate, while the log has nothing after
+        self._hint = None
         self._compiler: PlanCompiler | None = None  # the table's (see _table)
         self._orders: dict[tuple, SharedOrder] = {}  # ranking -> its shared order
         self.vector_turns = self.vector_runs = 0
@@ -109,16 +113,20 @@ class VectorSearch:
         states = _numeric_steps(self.idle, rs, slot, cost, carve, used, limit, used_u, limit_u,
                                 budget)
         if not states:
+            self._hint_unfit(plan, turn[1], slot)
             return 0
+        self._ahead = None
         try:
             k = self._run_steps(plan, slot, states, turn, carve)
         except (Unsupported, Inexact):
             return 0
-        if k <= 0:
-            return 0
-        self.vector_runs += 1
-        n = commit_run(cycle, self.idle, rs, pool, slot, cost, carve, states[:k])
-        self.changed(slot)
+        n = 0
+        if k > 0:
+            self.vector_runs += 1
+            n = commit_run(cycle, self.idle, rs, pool, slot, cost, carve, states[:k])
+            self.changed(slot)
+        if self._ahead is not None:
+            self._leave_hint(plan, turn[1], k)
         return n
 
     def best(self, rs, pool, used: float, limit: float):
@@ -170,11 +178,53 @@ class VectorSearch:
         if mask is None or len(log) - plan.log_pos > (mask.size >> 3):
             mask = plan.mask = self._full_mask(plan)
         elif len(log) > plan.log_pos:
-            # (a row logged twice gets the same verdict twice)
-            changed = np.array(log[plan.log_pos:], dtype=np.intp)
-            mask[changed] = self._mask(plan, changed)
+            hint = self._hinted(plan, plan.log_pos)
+            if hint is not None:
+                mask[hint[1]] = hint[3]
+            else:
+                # (a row logged twice gets the same verdict twice)
+                changed = np.array(log[plan.log_pos:], dtype=np.intp)
+                mask[changed] = self._mask(plan, changed)
         plan.log_pos = len(log)
         return mask
+
+    def _leave_hint(self, plan, row: int, k: int) -> None:
+        """After a run of ``k`` steps whose steps were evaluated ahead: what the request's
+        mask and key will find of the slot (:func:`~.vsteps.after_run`), for its next turn."""
+        table = self.table
+        found = after_run(self._ahead, k, bool(table.alive[row]))
+        self._ahead = None
+        if found is not None:
+            matches, key = found
+            if matches:
+                key = (-key[0], -key[1], -key[2], int(table.name_rank[row]))
+            self._hint = (plan, row, len(table.log), matches, key)
+
+    def _hint_unfit(self, plan, row: int, slot) -> None:
+        """After a carve that left no run: when the slot is used up or the carve no longer
+        fits it, the request's mask will not take it (else no hint: a limit stopped it)."""
+        table = self.table
+        if table.slots[row] is not slot:
+            return
+        if table.alive[row] and not any(w > h for w, h in zip(plan.wants,
+                                                              table.res[:, row].tolist())):
+            return  # (NaN, a size the slot does not say, never refuses: as the mask's fit)
+        self._hint = (plan, row, len(table.log), False, None)
+
+    def _hinted(self, plan, pos: int):
+        """The hint of the last run, when the rows logged since ``pos`` are all its slot and
+        nothing was logged after it, for ``plan``; else None."""
+        hint = self._hint
+        if hint is None or hint[0] is not plan:
+            return None
+        log = self.table.log
+        if hint[2] != len(log):
+            return None
+        row = hint[1]
+        for r in log[pos:]:
+            if r != row:
+                return None
+        return hint
 
     def _keys(self, plan, rows, n: int):
         pre, jr, post = _full(plan.pre(rows), n), _full(plan.jr(rows), n), _full(plan.post(rows), n)
@@ -232,7 +282,7 @@ class VectorSearch:
         queue = self._queue
         if queue is not None and queue.plan is plan and len(log) - queue.pos <= QUEUE_CHANGES_MOST:
             if len(log) > queue.pos:
-                queue.take(self, plan, mask, log[queue.pos:])
+                queue.take(self, plan, mask, log[queue.pos:], self._hinted(plan, queue.pos))
                 queue.pos = len(log)
             if len(queue.ranked) >= 2 or queue.complete:
                 return queue.ranked
@@ -284,10 +334,11 @@ class VectorSearch:
         n = len(states)
         known = self._known_steps(plan, row, carve, states)
         if known is not None:
-            tags, ok, keys = known
+            tags, ok, keys, _sizes = known
             for lname, tag in zip(_CARVED, tags):
                 if table.uniform(lname) not in (None, tag):
                     return 0  # the carve would change the column's type: step by step
+            self._ahead = known  # (its verdicts hold for the columns' types: see _leave_hint)
         else:
             carved = {}
             for k, lname in enumerate(_CARVED):
@@ -401,19 +452,27 @@ class _Queue:
         self.ranked = ranked
         self.complete = complete
 
-    def take(self, search, plan, mask, changed: list) -> None:
-        """Take in the rows ``changed`` (``mask``: every row's verdict now)."""
+    def take(self, search, plan, mask, changed: list, hint=None) -> None:
+        """Take in the rows ``changed`` (``mask``: every row's verdict now; ``hint``: the
+        verdict and key of the one row changed, known, see :meth:`VectorSearch._hinted`)."""
         gone = set(changed)
         ranked = [item for item in self.ranked if item[0] not in gone]
-        rows = np.array(sorted(gone), dtype=np.intp)
-        rows = rows[mask[rows]]
-        if rows.size:
-            table = search.table
-            pre, jr, post = search._keys(plan, table.rows(rows), rows.size)
+        items = ()
+        if hint is not None:
+            if hint[3]:
+                items = [(hint[1], hint[4])]
+        else:
+            rows = np.array(sorted(gone), dtype=np.intp)
+            rows = rows[mask[rows]]
+            if rows.size:
+                table = search.table
+                pre, jr, post = search._keys(plan, table.rows(rows), rows.size)
+                items = list(zip(rows.tolist(), zip(pre.tolist(), jr.tolist(), post.tolist(),
+                                                    table.name_rank[rows].tolist())))
+        if items:
             last = order_key(ranked[-1][1]) if ranked else None
             back = False
-            for item in zip(rows.tolist(), zip(pre.tolist(), jr.tolist(), post.tolist(),
-                                               table.name_rank[rows].tolist())):
+            for item in items:
                 if self.complete or (last is not None and order_key(item[1]) < last):
                     ranked.append(item)
                     back = True

@@ -43,8 +43,9 @@ class StepMemo:
         self.rows: dict[int, tuple] = {}
 
     def steps(self, row: int, carve, states):
-        """``(tags, ok, keys)`` kept for ``row`` when its run is ``states`` with ``carve``
-        (``keys``: ``(-pre, -jr, -post)`` per step), else None."""
+        """``(tags, ok, keys, sizes)`` kept for ``row`` when its run is ``states`` with
+        ``carve`` (``keys``: ``(-pre, -jr, -post)`` per step; ``sizes``: every size of the
+        steps from the first, ``states`` their first ones), else None."""
         entry = self.rows.get(row)
         if entry is None or entry[0] != carve or len(states) > len(entry[1]):
             return None
@@ -52,7 +53,7 @@ class StepMemo:
         for a, b in zip(first, kept):
             if a != b or a.__class__ is not b.__class__:
                 return None
-        return entry[2:]
+        return entry[2], entry[3], entry[4], entry[1]
 
     def evaluate(self, search, carve, starts: list) -> None:
         """Evaluate the steps of the rows ``starts`` (``[(row, size at the first step)]``) in
@@ -110,10 +111,23 @@ def _less(have, amount):
     return int(value) if have.__class__ is int and float(value).is_integer() else value
 
 
+def after_run(ahead, k: int, alive: bool):
+    """``(matches, (-pre, -jr, -post))`` of a slot after ``k`` steps of a run whose steps
+    were evaluated ahead (``ahead``: :meth:`StepMemo.steps`' answer), as the request's mask and
+    key would find it (its static verdicts held at the turn); None when not known."""
+    _tags, ok, keys, sizes = ahead
+    if k < len(sizes):  # its size is sizes[k]: the carve fits it
+        return (alive and ok[k]), keys[k]
+    if len(sizes) < MOST_STEPS:  # the carve no longer fits, or it used the slot up
+        return False, None
+    return None
+
+
 def _sequence(start, carve) -> list:
     """The sizes of the steps from ``start`` as :func:`~.runs._numeric_steps` steps them,
     without the request's limits (which only cut them short): while the carve fits, each
-    step's size, then the size less the carve, until that uses the slot up."""
+    step's size, then the size less the carve, until that uses the slot up (or
+    :data:`MOST_STEPS`)."""
     h0, h1, h2 = start
     c0, c1, c2 = carve
     seq = []
