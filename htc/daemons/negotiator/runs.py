@@ -248,6 +248,20 @@ def _numeric_steps(search, rs, slot, cost, carve, used, limit, used_u, limit_u, 
     return states
 
 
+def limit_count(most: int, cost, used, limit, used_u, limit_u) -> int:
+    """How many of ``most`` steps the request's limits allow, counted as
+    :func:`_numeric_steps` counts them (the same float additions): its steps are the sizes'
+    steps (fitting, exhaustion) cut to this many."""
+    n = 0
+    while n < most:
+        if used >= limit or not submitter_limit_permits(used_u, limit_u, cost):
+            break
+        used += cost
+        used_u += cost
+        n += 1
+    return n
+
+
 def run_length(search, rs, slot, pool, cost, carve, used, limit, used_u, limit_u,
                budget) -> list:
     """The resource states of the steps (after the one just made) the one-step loop would give

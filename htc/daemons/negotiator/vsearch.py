@@ -34,12 +34,13 @@ import numpy as np
 
 from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.preemption import WORST_RANK, PreemptState
-from htc.daemons.negotiator.runs import _numeric_steps, commit_run, extend_run
+from htc.daemons.negotiator.runs import _numeric_steps, commit_run, extend_run, limit_count
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vexpr import Inexact, Unsupported
 from htc.daemons.negotiator.vorder import Cursor, SharedOrder, order_key
 from htc.daemons.negotiator.vplan import PlanCompiler
-from htc.daemons.negotiator.vsteps import StepMemo, after_run, carved_column, size_after_carve
+from htc.daemons.negotiator.vsteps import (MOST_STEPS, StepMemo, after_run, carved_column,
+                                           size_after_carve, slot_size)
 
 _SLOT_ROOTS = ("requirements",)
 _CARVED = ("cpus", "memory", "disk")
@@ -110,8 +111,11 @@ class VectorSearch:
         turn, self._turn = self._turn, None
         if turn is None or turn[0] is not rs or not self.idle.runs:
             return 0
-        states = _numeric_steps(self.idle, rs, slot, cost, carve, used, limit, used_u, limit_u,
-                                budget)
+        states = self._kept_states(plan, turn[1], rs, slot, cost, carve, used, limit, used_u,
+                                   limit_u, budget)
+        if states is None:
+            states = _numeric_steps(self.idle, rs, slot, cost, carve, used, limit, used_u,
+                                    limit_u, budget)
         if not states:
             self._hint_unfit(plan, turn[1], slot)
             return 0
@@ -365,6 +369,29 @@ class VectorSearch:
             if not (good and (key < theirs or (key == theirs and name < oname))):
                 return i
         return n
+
+    def _kept_states(self, plan, row, rs, slot, cost, carve, used, limit, used_u, limit_u,
+                     budget):
+        """:func:`~.runs._numeric_steps`' answer from the sizes evaluated ahead for the slot
+        (cut to the request's limits by :func:`~.runs.limit_count`); None when not kept."""
+        if self.table.slots[row] is not slot:
+            return None
+        size = slot_size(slot)
+        if size is None:
+            return None
+        for have, amount in zip(size, carve):
+            if have is not None and amount > have:
+                return []  # the carve no longer fits: no step
+        known = self._known_steps(plan, row, carve, [size])
+        if known is None:
+            return None
+        sizes = known[3]
+        steps = rs.remaining if budget is None else min(rs.remaining, budget)
+        most = min(steps, len(sizes))
+        m = limit_count(most, cost, used, limit, used_u, limit_u)
+        if m == len(sizes) == MOST_STEPS and steps > m:
+            return None  # (more steps than kept)
+        return sizes[:m]
 
     def _known_steps(self, plan, row, carve, states):
         """``(tags, ok, keys)`` of ``row``'s run ``states`` evaluated ahead (:mod:`.vsteps`):

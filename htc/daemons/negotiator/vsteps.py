@@ -90,20 +90,30 @@ class StepMemo:
             at += n
 
 
-def size_after_carve(slot, carve):
-    """The size of ``slot`` (``(cpus, memory, disk)``, None where it does not say) once
-    ``carve`` is taken from it, as a carve leaves it; None when one is not a number."""
+def slot_size(slot):
+    """The size of ``slot`` (``(cpus, memory, disk)``, None where it does not say) as a run
+    reads it; None when one is not a number."""
     exprs = slot.ad._exprs
     out = []
-    for lname, amount in zip(_CARVED, carve):
+    for lname in _CARVED:
         node = exprs.get(lname)
         if node is None:
             out.append(None)
-            continue
-        if node.__class__ is not Literal or node.value.__class__ not in (int, float):
+        elif node.__class__ is not Literal or node.value.__class__ not in (int, float):
             return None
-        out.append(_less(node.value, amount))
+        else:
+            out.append(node.value)
     return tuple(out)
+
+
+def size_after_carve(slot, carve):
+    """The size of ``slot`` once ``carve`` is taken from it, as a carve leaves it; None when
+    one is not a number."""
+    size = slot_size(slot)
+    if size is None:
+        return None
+    return tuple(None if have is None else _less(have, amount)
+                 for have, amount in zip(size, carve))
 
 
 def _less(have, amount):
