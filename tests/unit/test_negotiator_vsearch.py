@@ -106,18 +106,18 @@ def _big_pool(rnd: random.Random):
 
 def test_the_queue_of_candidates_makes_the_matches_of_the_scalar_search(monkeypatch):
     """A request's turns after its first take their best slot from the queue of the turn
-    before (:class:`~htc.daemons.negotiator.vsearch._Queue`), brought up to date with the rows
+    before (:class:`~htc.daemons.negotiator.vorder.Queue`), brought up to date with the rows
     changed since; short queues and a low limit of changes make every path of it run (taken
     up, made afresh when too short or too much changed, complete or not)."""
-    from htc.daemons.negotiator import vsearch
+    from htc.daemons.negotiator import vorder, vsearch
 
     takes = []
-    real_take = vsearch._Queue.take
+    real_take = vorder.Queue.take
 
     def counting_take(self, *args):
         takes.append(1)
         return real_take(self, *args)
-    monkeypatch.setattr(vsearch._Queue, "take", counting_take)
+    monkeypatch.setattr(vorder.Queue, "take", counting_take)
     for seed in range(40):
         rnd = random.Random(seed)
         monkeypatch.setattr(vsearch, "QUEUE_LENGTH", rnd.choice([2, 3, 5, 16]))

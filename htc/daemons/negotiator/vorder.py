@@ -18,6 +18,12 @@ with the request's vectorised mask, and compares the first match with the best s
 that matches. A request keeps its position in the sorted rows (:class:`Cursor`): a fresh row
 it passed over did not match it and cannot start to (it has not changed), so the next look
 starts where this one stopped.
+
+A look gives a request its best few rows (:meth:`SharedOrder.ranked`), which it keeps as a
+:class:`Queue` for its next turns: between two turns of a request usually only the slot it
+carved changed, so the queue, brought up to date with the rows changed since, still holds
+the true top of its candidates, and the order is looked at again only when the queue runs
+short.
 """
 
 from __future__ import annotations
@@ -163,6 +169,51 @@ class SharedOrder:
             out.append((int(cand[k]), (float(pre[k]), float(jr[k]), float(post[k]),
                                        int(names[k]))))
         return out
+
+
+class Queue:
+    """The best candidates of one request, best first, as ``(row, (pre, jr, post, name
+    rank))``: the true top of its candidates as of the table's change log at ``pos``, so
+    every other row that matched then ranks below the last (``complete``: they are every
+    candidate). A row the log names since changed (carved or taken): it leaves the queue and
+    comes back where its new key puts it, if it still matches and ranks above the last (or the
+    queue is complete); every other row is as it was, with the same verdict and key."""
+
+    __slots__ = ("plan", "pos", "ranked", "complete")
+
+    def __init__(self, plan, pos: int, ranked: list, complete: bool):
+        self.plan = plan
+        self.pos = pos
+        self.ranked = ranked
+        self.complete = complete
+
+    def take(self, table, keys, mask, changed: list, hint=None) -> None:
+        """Take in the rows ``changed`` of ``table`` (``keys``: ``(rows, n) -> (pre, jr,
+        post)`` of the request; ``mask``: every row's verdict now; ``hint``: the verdict and
+        key of the one row changed, known, see :meth:`~.vsearch.VectorSearch._hinted`)."""
+        gone = set(changed)
+        ranked = [item for item in self.ranked if item[0] not in gone]
+        items = ()
+        if hint is not None:
+            if hint[3]:
+                items = [(hint[1], hint[4])]
+        else:
+            rows = np.array(sorted(gone), dtype=np.intp)
+            rows = rows[mask[rows]]
+            if rows.size:
+                pre, jr, post = keys(table.rows(rows), rows.size)
+                items = list(zip(rows.tolist(), zip(pre.tolist(), jr.tolist(), post.tolist(),
+                                                    table.name_rank[rows].tolist())))
+        if items:
+            last = order_key(ranked[-1][1]) if ranked else None
+            back = False
+            for item in items:
+                if self.complete or (last is not None and order_key(item[1]) < last):
+                    ranked.append(item)
+                    back = True
+            if back:
+                ranked.sort(key=lambda item: order_key(item[1]))
+        self.ranked = ranked
 
 
 def order_key(key: tuple) -> tuple:

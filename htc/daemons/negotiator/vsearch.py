@@ -37,14 +37,14 @@ from htc.daemons.negotiator.preemption import WORST_RANK, PreemptState
 from htc.daemons.negotiator.runs import _numeric_steps, commit_run, extend_run, limit_count
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vexpr import Inexact, Unsupported
-from htc.daemons.negotiator.vorder import Cursor, SharedOrder, order_key
+from htc.daemons.negotiator.vorder import Cursor, Queue, SharedOrder
 from htc.daemons.negotiator.vplan import PlanCompiler
 from htc.daemons.negotiator.vsteps import (MOST_STEPS, StepMemo, after_run, carved_column,
                                            size_after_carve, slot_size)
 
 _SLOT_ROOTS = ("requirements",)
 _CARVED = ("cpus", "memory", "disk")
-#: the candidates a request's turn keeps for its next turns (see :class:`_Queue`)
+#: the candidates a request's turn keeps for its next turns (see :class:`~.vorder.Queue`)
 QUEUE_LENGTH = 16
 #: rows changed since a queue was made beyond which the next turn makes it afresh
 QUEUE_CHANGES_MOST = 64
@@ -64,7 +64,7 @@ class VectorSearch:
         self._plans: dict[int, tuple] = {}  # id(rs) -> (rs, plan or None)
         self._dirty: list = []  # slots carved here, to re-class before a scalar search
         self._turn = None  # (rs, candidate rows best first) of the last vector turn
-        self._queue: _Queue | None = None  # the best candidates of the last vector request
+        self._queue: Queue | None = None  # the best candidates of the last vector request
         self._steps: StepMemo | None = None  # the runs evaluated ahead for the last request
         self._ahead = None  # the steps of the last run, when evaluated ahead
         #: (plan, row, log length, matches, key) of the slot the last run left: the verdict
@@ -286,13 +286,14 @@ class VectorSearch:
         queue = self._queue
         if queue is not None and queue.plan is plan and len(log) - queue.pos <= QUEUE_CHANGES_MOST:
             if len(log) > queue.pos:
-                queue.take(self, plan, mask, log[queue.pos:], self._hinted(plan, queue.pos))
+                queue.take(self.table, lambda rows, n: self._keys(plan, rows, n), mask,
+                           log[queue.pos:], self._hinted(plan, queue.pos))
                 queue.pos = len(log)
             if len(queue.ranked) >= 2 or queue.complete:
                 return queue.ranked
         order = self._shared(plan)
         ranked, complete = order.ranked(plan.cursor, mask.__getitem__, QUEUE_LENGTH)
-        self._queue = _Queue(plan, len(log), ranked, complete)
+        self._queue = Queue(plan, len(log), ranked, complete)
         return ranked
 
     def _full_best(self, rs, plan, used, limit):
@@ -461,51 +462,6 @@ class VectorSearch:
         for slot in dirty:
             if not slot.taken and slot.cls is None:
                 pool.reclass(slot)
-
-
-class _Queue:
-    """The best candidates of one request, best first, as ``(row, (pre, jr, post, name
-    rank))``: the true top of its candidates as of the table's change log at ``pos``, so
-    every other row that matched then ranks below the last (``complete``: they are every
-    candidate). A row the log names since changed (carved or taken): it leaves the queue and
-    comes back where its new key puts it, if it still matches and ranks above the last (or the
-    queue is complete); every other row is as it was, with the same verdict and key."""
-
-    __slots__ = ("plan", "pos", "ranked", "complete")
-
-    def __init__(self, plan, pos: int, ranked: list, complete: bool):
-        self.plan = plan
-        self.pos = pos
-        self.ranked = ranked
-        self.complete = complete
-
-    def take(self, search, plan, mask, changed: list, hint=None) -> None:
-        """Take in the rows ``changed`` (``mask``: every row's verdict now; ``hint``: the
-        verdict and key of the one row changed, known, see :meth:`VectorSearch._hinted`)."""
-        gone = set(changed)
-        ranked = [item for item in self.ranked if item[0] not in gone]
-        items = ()
-        if hint is not None:
-            if hint[3]:
-                items = [(hint[1], hint[4])]
-        else:
-            rows = np.array(sorted(gone), dtype=np.intp)
-            rows = rows[mask[rows]]
-            if rows.size:
-                table = search.table
-                pre, jr, post = search._keys(plan, table.rows(rows), rows.size)
-                items = list(zip(rows.tolist(), zip(pre.tolist(), jr.tolist(), post.tolist(),
-                                                    table.name_rank[rows].tolist())))
-        if items:
-            last = order_key(ranked[-1][1]) if ranked else None
-            back = False
-            for item in items:
-                if self.complete or (last is not None and order_key(item[1]) < last):
-                    ranked.append(item)
-                    back = True
-            if back:
-                ranked.sort(key=lambda item: order_key(item[1]))
-        self.ranked = ranked
 
 
 def _argbest(pre, jr, post, names, skip):

@@ -12,7 +12,7 @@ fits or the slot is used up), cut short by the request's limits.
 
 So when one row needs its steps evaluated, :class:`StepMemo` evaluates in the same call the
 steps of every row the request will probably carve next (the rows of its queue, see
-:class:`~.vsearch._Queue`), each from the size the first carve will leave it (the size now
+:class:`~.vorder.Queue`), each from the size the first carve will leave it (the size now
 less one carve), and keeps, per row, the sizes with their verdicts and keys. A later run of
 such a row takes them when its first size is the one kept (value and type): then its sizes
 are the kept ones, step by step, and so are the verdicts. Anything else (another size, a
