@@ -122,6 +122,7 @@ def test_the_queue_of_candidates_makes_the_matches_of_the_scalar_search(monkeypa
         rnd = random.Random(seed)
         monkeypatch.setattr(vsearch, "QUEUE_LENGTH", rnd.choice([2, 3, 5, 16]))
         monkeypatch.setattr(vsearch, "QUEUE_CHANGES_MOST", rnd.choice([1, 3, 64]))
+        monkeypatch.setattr(vorder, "STALE_LIMIT", rnd.choice([2, 16, 1536]))  # re-sorts too
         slots, settings = _big_pool(rnd), _settings(rnd)
         requests = {user: [(job, count * 8) for job, count in reqs]
                     for user, reqs in _requests(rnd).items()}

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 #: stale rows an order tolerates before it is sorted again
-STALE_LIMIT = 384
+STALE_LIMIT = 1536
 _FIRST_CHUNK = 32
 
 
