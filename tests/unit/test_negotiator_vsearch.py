@@ -108,8 +108,9 @@ def test_the_queue_of_candidates_makes_the_matches_of_the_scalar_search(monkeypa
     """A request's turns after its first take their best slot from the queue of the turn
     before (:class:`~htc.daemons.negotiator.vorder.Queue`), brought up to date with the rows
     changed since; short queues and a low limit of changes make every path of it run (taken
-    up, made afresh when too short or too much changed, complete or not)."""
-    from htc.daemons.negotiator import vorder, vsearch
+    up, made afresh when too short or too much changed, complete or not), and few kept steps
+    (:mod:`~htc.daemons.negotiator.vsteps`) runs longer than what was evaluated ahead."""
+    from htc.daemons.negotiator import vorder, vsearch, vsteps
 
     takes = []
     real_take = vorder.Queue.take
@@ -123,6 +124,7 @@ def test_the_queue_of_candidates_makes_the_matches_of_the_scalar_search(monkeypa
         monkeypatch.setattr(vsearch, "QUEUE_LENGTH", rnd.choice([2, 3, 5, 16]))
         monkeypatch.setattr(vsearch, "QUEUE_CHANGES_MOST", rnd.choice([1, 3, 64]))
         monkeypatch.setattr(vorder, "STALE_LIMIT", rnd.choice([2, 16, 1536]))  # re-sorts too
+        monkeypatch.setattr(vsteps, "MOST_STEPS", rnd.choice([1, 3, 64]))  # runs past the kept
         slots, settings = _big_pool(rnd), _settings(rnd)
         requests = {user: [(job, count * 8) for job, count in reqs]
                     for user, reqs in _requests(rnd).items()}

@@ -39,8 +39,8 @@ from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vexpr import Inexact, Unsupported
 from htc.daemons.negotiator.vorder import Cursor, Queue, SharedOrder
 from htc.daemons.negotiator.vplan import PlanCompiler
-from htc.daemons.negotiator.vsteps import (MOST_STEPS, StepMemo, after_run, carved_column,
-                                           size_after_carve, slot_size)
+from htc.daemons.negotiator.vsteps import (StepMemo, after_run, carved_column, size_after_carve,
+                                           slot_size)
 
 _SLOT_ROOTS = ("requirements",)
 _CARVED = ("cpus", "memory", "disk")
@@ -339,7 +339,7 @@ class VectorSearch:
         n = len(states)
         known = self._known_steps(plan, row, carve, states)
         if known is not None:
-            tags, ok, keys, _sizes = known
+            tags, ok, keys, _sizes, _ended = known
             for lname, tag in zip(_CARVED, tags):
                 if table.uniform(lname) not in (None, tag):
                     return 0  # the carve would change the column's type: step by step
@@ -386,11 +386,11 @@ class VectorSearch:
         known = self._known_steps(plan, row, carve, [size])
         if known is None:
             return None
-        sizes = known[3]
+        sizes, ended = known[3], known[4]
         steps = rs.remaining if budget is None else min(rs.remaining, budget)
         most = min(steps, len(sizes))
         m = limit_count(most, cost, used, limit, used_u, limit_u)
-        if m == len(sizes) == MOST_STEPS and steps > m:
+        if m == len(sizes) < steps and not ended:
             return None  # (more steps than kept)
         return sizes[:m]
 

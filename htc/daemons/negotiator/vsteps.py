@@ -34,7 +34,8 @@ MOST_STEPS = 64
 
 
 class StepMemo:
-    """The kept steps of one request's plan: ``row -> (carve, sizes, tags, ok, keys)``."""
+    """The kept steps of one request's plan: ``row -> (carve, sizes, tags, ok, keys, ended)``
+    (``ended``: ``sizes`` are every step's, not cut at :data:`MOST_STEPS`)."""
 
     __slots__ = ("plan", "rows")
 
@@ -43,8 +44,8 @@ class StepMemo:
         self.rows: dict[int, tuple] = {}
 
     def steps(self, row: int, carve, states):
-        """``(tags, ok, keys, sizes)`` kept for ``row`` when its run is ``states`` with
-        ``carve`` (``keys``: ``(-pre, -jr, -post)`` per step; ``sizes``: every size of the
+        """``(tags, ok, keys, sizes, ended)`` kept for ``row`` when its run is ``states`` with
+        ``carve`` (``keys``: ``(-pre, -jr, -post)`` per step; ``sizes``: the sizes of the
         steps from the first, ``states`` their first ones), else None."""
         entry = self.rows.get(row)
         if entry is None or entry[0] != carve or len(states) > len(entry[1]):
@@ -53,18 +54,18 @@ class StepMemo:
         for a, b in zip(first, kept):
             if a != b or a.__class__ is not b.__class__:
                 return None
-        return entry[2], entry[3], entry[4], entry[1]
+        return entry[2], entry[3], entry[4], entry[1], entry[5]
 
     def evaluate(self, search, carve, starts: list) -> None:
         """Evaluate the steps of the rows ``starts`` (``[(row, size at the first step)]``) in
         one call and keep them; keeps nothing when their types differ or it raises."""
         table, plan = search.table, self.plan
         seqs = [_sequence(start, carve) for _row, start in starts]
-        counts = [len(seq) for seq in seqs]
+        counts = [len(seq) for seq, _ended in seqs]
         total = sum(counts)
         if total == 0:
             return
-        flat = [state for seq in seqs for state in seq]
+        flat = [state for seq, _ended in seqs for state in seq]
         carved, tags = {}, []
         for k, lname in enumerate(_CARVED):
             column = carved_column([state[k] for state in flat])
@@ -84,9 +85,9 @@ class StepMemo:
         ok, keys = ok.tolist(), list(zip((-pre).tolist(), (-jr).tolist(), (-post).tolist()))
         tags = tuple(tags)
         at = 0
-        for (row, _start), seq, n in zip(starts, seqs, counts):
+        for (row, _start), (seq, ended), n in zip(starts, seqs, counts):
             if n:
-                self.rows[row] = (carve, seq, tags, ok[at:at + n], keys[at:at + n])
+                self.rows[row] = (carve, seq, tags, ok[at:at + n], keys[at:at + n], ended)
             at += n
 
 
@@ -125,19 +126,19 @@ def after_run(ahead, k: int, alive: bool):
     """``(matches, (-pre, -jr, -post))`` of a slot after ``k`` steps of a run whose steps
     were evaluated ahead (``ahead``: :meth:`StepMemo.steps`' answer), as the request's mask and
     key would find it (its static verdicts held at the turn); None when not known."""
-    _tags, ok, keys, sizes = ahead
+    _tags, ok, keys, sizes, ended = ahead
     if k < len(sizes):  # its size is sizes[k]: the carve fits it
         return (alive and ok[k]), keys[k]
-    if len(sizes) < MOST_STEPS:  # the carve no longer fits, or it used the slot up
+    if ended:  # the carve no longer fits, or it used the slot up
         return False, None
     return None
 
 
-def _sequence(start, carve) -> list:
+def _sequence(start, carve) -> tuple[list, bool]:
     """The sizes of the steps from ``start`` as :func:`~.runs._numeric_steps` steps them,
     without the request's limits (which only cut them short): while the carve fits, each
-    step's size, then the size less the carve, until that uses the slot up (or
-    :data:`MOST_STEPS`)."""
+    step's size, then the size less the carve, until that uses the slot up; and whether they
+    ended so (False: cut at :data:`MOST_STEPS`)."""
     h0, h1, h2 = start
     c0, c1, c2 = carve
     seq = []
@@ -157,8 +158,8 @@ def _sequence(start, carve) -> list:
             v = h2 - c2
             h2 = int(v) if h2.__class__ is int and float(v).is_integer() else v
         if (1.0 if h0 is None else h0) < 1.0 or (1.0 if h1 is None else h1) <= 0:
-            break
-    return seq
+            return seq, True
+    return seq, len(seq) < MOST_STEPS
 
 
 def carved_column(values: list):
