@@ -337,7 +337,7 @@ class VectorSearch:
         if limited or table.slots[row] is not slot:
             return 0
         n = len(states)
-        known = self._known_steps(plan, row, carve, states)
+        known = self._known_steps(plan, row, carve, states, _rs.remaining)
         if known is not None:
             tags, ok, keys, _sizes, _ended = known
             for lname, tag in zip(_CARVED, tags):
@@ -383,7 +383,7 @@ class VectorSearch:
         for have, amount in zip(size, carve):
             if have is not None and amount > have:
                 return []  # the carve no longer fits: no step
-        known = self._known_steps(plan, row, carve, [size])
+        known = self._known_steps(plan, row, carve, [size], rs.remaining)
         if known is None:
             return None
         sizes, ended = known[3], known[4]
@@ -394,9 +394,10 @@ class VectorSearch:
             return None  # (more steps than kept)
         return sizes[:m]
 
-    def _known_steps(self, plan, row, carve, states):
-        """``(tags, ok, keys)`` of ``row``'s run ``states`` evaluated ahead (:mod:`.vsteps`):
-        kept from an earlier call, or evaluated now with the other rows of the queue."""
+    def _known_steps(self, plan, row, carve, states, jobs: int):
+        """:meth:`~.vsteps.StepMemo.steps` of ``row``'s run ``states`` evaluated ahead: kept
+        from an earlier call, or evaluated now with the next rows of the queue (as many as
+        take the request's ``jobs`` left)."""
         memo = self._steps
         if memo is None or memo.plan is not plan:
             memo = self._steps = StepMemo(plan)
@@ -412,7 +413,7 @@ class VectorSearch:
                     size = size_after_carve(table.slots[other], carve)
                     if size is not None:
                         starts.append((other, size))
-        memo.evaluate(self, carve, starts)
+        memo.evaluate(self, carve, starts, jobs)
         return memo.steps(row, carve, states)
 
     # ---------------------------------------------------------------- plans

@@ -56,13 +56,21 @@ class StepMemo:
                 return None
         return entry[2], entry[3], entry[4], entry[1], entry[5]
 
-    def evaluate(self, search, carve, starts: list) -> None:
-        """Evaluate the steps of the rows ``starts`` (``[(row, size at the first step)]``) in
-        one call and keep them; keeps nothing when their types differ or it raises."""
+    def evaluate(self, search, carve, starts: list, jobs: int) -> None:
+        """Evaluate the steps of the rows ``starts`` (``[(row, size at the first step)]``,
+        the likeliest first) in one call and keep them, as many rows as take ``jobs`` steps
+        (the request's jobs left: rows past them are not evaluated); keeps nothing when their
+        types differ or it raises."""
         table, plan = search.table, self.plan
-        seqs = [_sequence(start, carve) for _row, start in starts]
-        counts = [len(seq) for seq, _ended in seqs]
-        total = sum(counts)
+        seqs, counts, total = [], [], 0
+        for _row, start in starts:
+            if seqs and total >= jobs:
+                del starts[len(seqs):]
+                break
+            seq = _sequence(start, carve)
+            seqs.append(seq)
+            counts.append(len(seq[0]))
+            total += counts[-1]
         if total == 0:
             return
         flat = [state for seq, _ended in seqs for state in seq]
