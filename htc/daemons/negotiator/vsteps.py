@@ -17,7 +17,12 @@ less one carve), and keeps, per row, the sizes with their verdicts and keys. A l
 such a row takes them when its first size is the one kept (value and type): then its sizes
 are the kept ones, step by step, and so are the verdicts. Anything else (another size, a
 longer run than kept, a batch whose types differ or that raised) is evaluated as before, row
-by row.
+by row. A batch takes the queue's rows only as far as the request's jobs left reach (a
+request of 20 jobs carves two or three slots, not sixteen).
+
+What a run leaves is known too (:func:`after_run`): the slot's size where the run stopped
+is one of the kept ones (or past the last, where the carve no longer fits), so the request's
+next turn need not evaluate the slot again (:meth:`~.vsearch.VectorSearch._hinted`).
 """
 
 from __future__ import annotations
@@ -65,7 +70,6 @@ class StepMemo:
         seqs, counts, total = [], [], 0
         for _row, start in starts:
             if seqs and total >= jobs:
-                del starts[len(seqs):]
                 break
             seq = _sequence(start, carve)
             seqs.append(seq)
@@ -81,6 +85,7 @@ class StepMemo:
                 return  # (row by row, as before)
             tags.append(column[0])
             carved[lname] = (np.full(total, column[0], dtype=np.int8), column[1])
+        starts = starts[:len(seqs)]
         index = np.repeat(np.array([row for row, _start in starts], dtype=np.intp), counts)
         rows = table.rows(index, carved)
         try:
