@@ -15,17 +15,21 @@ request falls back to the scalar search when its plan cannot be built.
 
 **A turn** (:meth:`VectorSearch.best`): the request's mask (free, static verdicts, fit to
 its literal carve, compiled clauses) applied along the best-first order shared by the
-requests that rank alike (:mod:`.vorder`), which gives the best matching slot and the
-runner-up; when the submitter's limit refuses the best, every candidate is sorted with
-``np.lexsort`` and the first the limit permits wins, exactly as the scalar walk decides.
+requests that rank alike (:mod:`.vorder`), which gives the best matching slots; the request
+keeps them (:class:`~.vorder.Queue`) and its next turns take the best and the runner-up from
+them, brought up to date with the rows changed since. When the submitter's limit refuses the
+best, every candidate is sorted with ``np.lexsort`` and the first the limit permits wins,
+exactly as the scalar walk decides.
 
 **A run** (:meth:`VectorSearch.extend`): after a carve from a partitionable slot, the
 resource states of the next steps come from the exact numeric stepping of :mod:`.runs`; the
 slot's clauses and key are evaluated at all of those sizes in one call, and the steps are
 taken while the slot still matches and its key beats the best other candidate of the turn
 (other slots do not change during a turn). So no monotonicity proof is needed: every step is
-evaluated. ``tests/unit/test_negotiator_vsearch.py`` compares whole cycles with the scalar
-search on random pools.
+evaluated -- ahead, for the next slots of the queue too (:mod:`.vsteps`), and what the run
+leaves of the slot is its request's next verdict on it (:meth:`VectorSearch._hinted`).
+``tests/unit/test_negotiator_vsearch.py`` compares whole cycles with the scalar search on
+random pools.
 """
 
 from __future__ import annotations
