@@ -265,7 +265,7 @@ class VectorSearch:
 
     def _best(self, rs, plan, used, limit):
         mask = self._current_mask(plan)
-        ranked = self._ranked(plan, mask)
+        ranked = self._ranked(plan, mask, rs.remaining)
         if not ranked:
             return None, False, False
         row, (pre, jr, post, _name) = ranked[0]
@@ -280,12 +280,13 @@ class VectorSearch:
         self._turn = (rs, row, None if second is None else second[1], False)
         return (key, slot, cost, carve), True, False
 
-    def _ranked(self, plan, mask) -> list:
+    def _ranked(self, plan, mask, jobs: int) -> list:
         """The best candidates of the request, best first: at least two, or all there are.
 
         The queue of the request's last turn is brought up to date when only a few rows
         changed since (in the turns between, this request carved its best slot); else the
-        shared order gives :data:`QUEUE_LENGTH` afresh."""
+        shared order gives :data:`QUEUE_LENGTH` afresh (or one more than the request's
+        ``jobs`` left, as many as it can carve and the runner-up, when fewer)."""
         log = self.table.log
         queue = self._queue
         if queue is not None and queue.plan is plan and len(log) - queue.pos <= QUEUE_CHANGES_MOST:
@@ -296,7 +297,8 @@ class VectorSearch:
             if len(queue.ranked) >= 2 or queue.complete:
                 return queue.ranked
         order = self._shared(plan)
-        ranked, complete = order.ranked(plan.cursor, mask.__getitem__, QUEUE_LENGTH)
+        want = max(2, min(QUEUE_LENGTH, jobs + 1))
+        ranked, complete = order.ranked(plan.cursor, mask.__getitem__, want)
         self._queue = Queue(plan, len(log), ranked, complete)
         return ranked
 
@@ -445,7 +447,7 @@ class VectorSearch:
         self._pool, self.table = pool, None
         if pool.claimed:
             return None  # preemption candidates: the scalar search weighs them
-        slots = [c.members[k][2] for c in pool.classes for k in range(len(c.members))]
+        slots = [member[2] for c in pool.classes for member in c.members]
         slots = list({id(s): s for s in slots if not s.taken}.values())
         if self.idle.hot is not None and not self.idle.hot[1].taken:
             slots.append(self.idle.hot[1])
