@@ -529,6 +529,7 @@ def test_rank_preemption_needs_no_policy_and_ignores_the_submitter_limit():
                    "student@x", CurrentRank=0.0)
     result, _ = run_cycle([slot], {"boss@x": [(make_job("boss"), 1)]}, acct=acct)
     assert [m.preemption for m in result.matches] == [PreemptState.RANK]
+    assert (result.statistics.rank_preemptions, result.statistics.priority_preemptions) == (1, 0)
     assert result.matches[0].preempted_user == "student@x"
 
 

@@ -93,3 +93,41 @@ def test_a_cycle_leaves_the_collector_no_garbage_per_slot(gc_state, monkeypatch)
     monkeypatch.setattr(VectorSearch, "enabled", False)  # the scalar search's pool
     small, large = _garbage_after_cycle(20), _garbage_after_cycle(60)
     assert large - small < 20, (small, large)
+
+
+def _in_generation(obj, generation: int) -> bool:
+    return any(o is obj for o in gc.get_objects(generation=generation))
+
+
+def test_what_the_cycle_keeps_goes_to_the_oldest_generation(monkeypatch, gc_state):
+    gc.enable()
+    kept: list = []
+    original = VectorSearch.best
+
+    def spy(self, *args, **kwargs):
+        kept.append([[]])  # a container made inside the cycle, which outlives it
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(VectorSearch, "best", spy)
+    run_cycle([make_slot("slot1@a")], {"alice@x": [(make_job("alice"), 1)]})
+    assert kept
+    made = kept[0]
+    assert _in_generation(made, 2)
+    assert not _in_generation(made, 0) and not _in_generation(made, 1)
+
+
+def test_a_freeze_of_the_callers_own_is_left_alone(monkeypatch, gc_state):
+    gc.enable()
+    unfrozen: list[int] = []
+    real_unfreeze = gc.unfreeze
+    monkeypatch.setattr(gc, "unfreeze", lambda: (unfrozen.append(1), real_unfreeze()))
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with collector_paused():
+            pass  # nothing to do inside: the test is what the exit does
+        assert gc.get_freeze_count() == frozen  # the caller's freeze stands
+        assert unfrozen == []
+    finally:
+        real_unfreeze()

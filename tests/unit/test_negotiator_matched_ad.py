@@ -109,3 +109,53 @@ def test_carve_numbers_leaves_an_expression_resource_to_the_evaluator():
     before = ad.copy()
     assert carve_numbers(ad, (1.0, 1024.0, 1024.0)) is False
     _same(ad, before)
+
+
+def _text_of_a_fresh_copy(view: MatchedSlotAd) -> str:
+    """What the view's text must be: the table a copy at the match would have had, printed."""
+    return str(ClassAd.copy(view))  # (copying reads the table: the view is built)
+
+
+def test_a_views_text_read_first_is_the_copys_text():
+    """``str()`` of a view not read yet is made from the slot ad's text (matched_ad._Text),
+    with every kind of size: numbers equal to each other, a float, an expression, a missing
+    one; and attributes the printer lays out over lines or quotes."""
+    ad = _ad(Cpus=4, Disk=4, Memory=4.5, Lists=[1, [2, 3]], Nested=ClassAd({"x": 1}))
+    ad["'odd name'"] = "a\nb"
+    ad["Requirements"] = ExprTree('Cpus >= 1 && (Arch == "X86_64" || Memory > 1e3)')
+    plain = ad.copy()
+    del plain["Disk"]
+    for source, sizes in ((ad, (4, 4.5, 4)), (ad, (2, 4, 4)), (ad, sizes_of(ad)),
+                          (ad, (ExprTree("1 + 1")._node, 2048, 7.25)), (plain, (3, 8, None))):
+        view = MatchedSlotAd(source, sizes)
+        text = str(view)
+        assert text == _text_of_a_fresh_copy(MatchedSlotAd(source, sizes))
+        assert str(view) == text and ClassAd(text) == view
+    for cpus in range(8, 0, -1):  # a run: many views of one slot ad as it shrinks
+        view = MatchedSlotAd(ad, (cpus, 512.0 * cpus, cpus))
+        ad["Cpus"], ad["Memory"], ad["Disk"] = cpus - 1, 512.0 * (cpus - 1), cpus - 1
+        assert str(view) == _text_of_a_fresh_copy(view)
+
+
+def test_a_views_text_forgets_its_slot_ad_with_it(monkeypatch):
+    import gc
+
+    from htc.daemons.negotiator import matched_ad
+
+    ad = _ad()
+    str(MatchedSlotAd(ad, (1, 2, 3)))
+    assert id(ad) in matched_ad._Text._kept
+    key = id(ad)
+    del ad
+    gc.collect()
+    assert key not in matched_ad._Text._kept
+    # a printer that lays an ad out otherwise: the view is printed whole, as any ad
+    monkeypatch.setattr(matched_ad._Text, "_HEAD", "\n[")
+    ad = _ad()
+    view = MatchedSlotAd(ad, (1, 2, 3))
+    assert str(view) == _text_of_a_fresh_copy(MatchedSlotAd(ad, (1, 2, 3)))
+    assert matched_ad._Text._kept[id(ad)].parts is None and matched_ad._Text.of(ad) is None
+    key = id(ad)
+    del ad, view
+    gc.collect()
+    assert key not in matched_ad._Text._kept

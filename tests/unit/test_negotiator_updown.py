@@ -161,6 +161,7 @@ def test_a_waiting_light_user_preempts_the_heavy_users_newest_jobs():
     result, acct = run_cycle(slots, {"light@x": [(make_job("light"), 2)]}, acct=acct,
                              settings=UPDOWN, now=1000.0)
     assert [m.preemption for m in result.matches] == [PreemptState.PRIORITY] * 2
+    assert (result.statistics.rank_preemptions, result.statistics.priority_preemptions) == (0, 2)
     assert [m.slot_name for m in result.matches] == ["slot1@n1", "slot1@n2"]  # latest starts
     assert {m.preempted_user for m in result.matches} == {"heavy@x"}
     assert acct.weighted_resources_used("light@x") == 2.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
@@ -148,3 +149,35 @@ def test_the_typed_form_takes_the_default_pre_job_rank():
     tag, fn = compile_typed(ExprTree(DEFAULT_PRE_JOB_RANK).node, job, True, table)
     assert list(fn(table.rows())) == [
         ExprTree(DEFAULT_PRE_JOB_RANK).eval(ad, job) for ad in slots]
+
+
+@hsettings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(values=st.lists(st.one_of(
+    st.sampled_from([None, True, False, 0, 1, -7, 2 ** 53, -(2 ** 53), 2 ** 53 + 1, 0.5, -0.0,
+                     "undefined", "error", '"x"', "A + 1"])), min_size=1, max_size=8),
+    first=st.sampled_from([None, 3, 2.5, True, '"x"']))
+def test_a_column_is_each_slots_scalar_value(values, first):
+    """The slot table's column of a name: per row the literal's ``scalar`` (MISSING where the
+    slot lacks it), or Unsupported when one slot holds what ``scalar`` refuses (a string, an
+    expression, an integer beyond 2**53), however the column was built."""
+    texts = [first] + values
+    ads = [ClassAd(f"[ Cpus = 1; Memory = 1{'' if v is None else f'; A = {v}'} ]")
+           for v in texts]
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(ads)])
+    expected = []
+    for ad in ads:
+        node = ad._exprs.get("a")
+        if node is None:
+            expected.append((5, 0.0))
+            continue
+        try:
+            expected.append(scalar(ad["A"]) if node.__class__.__name__ == "Literal" else None)
+        except Unsupported:
+            expected.append(None)
+    if None in expected:
+        with pytest.raises(Unsupported):
+            table.column("a")
+        return
+    tags, column = table.column("a")
+    assert tags.dtype == np.int8
+    assert [(int(t), float(v)) for t, v in zip(tags, column)] == expected

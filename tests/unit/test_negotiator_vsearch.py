@@ -88,6 +88,26 @@ def test_a_pool_with_preemption_candidates_is_left_to_the_scalar_search(monkeypa
     assert len(result.matches) == 3 and not _TURNS
 
 
+def test_a_clause_of_a_huge_integer_holds_in_both_searches():
+    """HTCondor takes a non-zero number as true in Requirements, however large: a clause the
+    columns evaluate slot by slot (a function call) and that gives an integer beyond 2**53
+    must hold there too, as it does in the scalar search."""
+    huge = 2**53 + 1
+    job = make_job("alice",
+                   exprs={"Requirements": f'ifThenElse(TARGET.Arch == "X86_64", {huge}, 0)'})
+    slots = [make_slot("slot1@a", Cpus=4, Memory=8192, Arch="X86_64"),
+             make_slot("slot1@b", Cpus=4, Memory=8192, Arch="aarch64")]
+    fast, _ = run_cycle(slots, {"alice@x": [(job, 2)]})
+    saved = VectorSearch.enabled
+    VectorSearch.enabled = False
+    try:
+        scalar, _ = run_cycle(slots, {"alice@x": [(job, 2)]})
+    finally:
+        VectorSearch.enabled = saved
+    assert [m.slot_name for m in scalar.matches] == ["slot1@a"]
+    assert [m.slot_name for m in fast.matches] == ["slot1@a"]
+
+
 def _big_pool(rnd: random.Random):
     """Forty to a hundred slots, mostly partitionable: a request fills many one after another."""
     slots = []

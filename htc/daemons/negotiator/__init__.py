@@ -21,7 +21,8 @@ Modules:
 * ``search`` -- the best idle slot for a request, class by class with shared caches.
 * ``vsearch`` -- the same search over slot columns with numpy (the cycle's search; ``search``
   where it cannot compile a request), with ``vplan`` (a request's clauses and ranks compiled
-  against the slot table), ``columns`` (the free slots as arrays),
+  against the slot table), ``vstatic`` (what the compilers do not take and no carve changes,
+  evaluated once per group of slots that agree), ``columns`` (the free slots as arrays),
   ``vexpr`` and ``vtyped`` (ClassAd expressions compiled to numpy, tagged and typed) and
   ``vorder`` (best-first orders shared by requests that rank alike) and ``vsteps`` (the next
   steps of a request's probable runs, evaluated in one call).

@@ -119,9 +119,10 @@ class _Customer:
     last_usage_time: float | None = None
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class _Match:
-    """Mutable per-resource state (HTCondor's ``Resource.<name>`` record)."""
+    """Per-resource state (HTCondor's ``Resource.<name>`` record); never changed, so that the
+    carves of one run can share one (:meth:`Accountant.add_matches`)."""
 
     customer: str
     weight: float
@@ -364,21 +365,31 @@ class Accountant:
     def add_matches(self, customer: str, resources: Sequence[str], weight: float,
                     now: float) -> None:
         """:meth:`add_match` for each of ``resources`` in turn (a run of carves from one slot):
-        the same charges, added in the same order, with the submitter's record looked up once."""
+        the same charges, added in the same order, with the submitter's record looked up once.
+        The new match records are one shared record (they hold the same customer, weight and
+        start, and a record is never changed, only replaced): a run of carves is one object."""
+        if not resources:
+            return
         matches = self._matches
-        rec = None
-        for resource in resources:
-            if resource in matches:
-                self.add_match(customer, resource, weight, now)  # (a re-charge or a move)
-                continue
-            if self.last_update_time is None:
-                self.last_update_time = now
-            if rec is None:
-                rec = self._customer(customer)
-            rec.resources_used += 1
-            rec.weighted_resources_used += weight
-            rec.weighted_uncharged_time -= (now - self.last_update_time) * weight
-            matches[resource] = _Match(customer, weight, now)
+        record = _Match(customer, weight, now)
+        fresh = dict.fromkeys(resources, record)
+        if len(fresh) < len(resources) or not matches.keys().isdisjoint(fresh):
+            for resource in resources:  # a re-charge or a move among them: one by one
+                self.add_match(customer, resource, weight, now)
+            return
+        if self.last_update_time is None:
+            self.last_update_time = now
+        rec = self._customer(customer)
+        rec.resources_used += len(fresh)
+        # one addition per resource, as add_match makes them (k additions of a float are not
+        # one addition of k times it)
+        used, uncharged = rec.weighted_resources_used, rec.weighted_uncharged_time
+        charge = (now - self.last_update_time) * weight
+        for _ in fresh:
+            used += weight
+            uncharged -= charge
+        rec.weighted_resources_used, rec.weighted_uncharged_time = used, uncharged
+        matches.update(fresh)
 
     def remove_match(self, resource: str, now: float) -> None:
         """Stop charging for ``resource`` (claim ended); unknown resources are ignored."""
@@ -421,13 +432,15 @@ class Accountant:
 
     def snapshot(self) -> dict:
         """Return the whole accountant as plain JSON-ready data (for the service to persist)."""
+        matches = self._matches
         return {
             "version": SNAPSHOT_VERSION,
             "last_update_time": self.last_update_time,
             "customers": {n: {f: getattr(r, f) for f in _CUSTOMER_FIELDS}
                           for n, r in sorted(self._customers.items())},
-            "matches": {n: {f: getattr(m, f) for f in _MATCH_FIELDS}
-                        for n, m in sorted(self._matches.items())},
+            "matches": {n: {"customer": (m := matches[n]).customer, "weight": m.weight,
+                            "start_time": m.start_time}  # (the fields of _Match)
+                        for n in sorted(matches)},  # (names are unique: sorting them is enough)
             "updown": self.updown.snapshot(),
         }
 

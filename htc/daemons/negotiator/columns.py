@@ -25,9 +25,12 @@ import numpy as np
 
 from htc.classad.ast import Literal
 from htc.daemons.negotiator.slots import CARVED
-from htc.daemons.negotiator.vexpr import MISSING, Unsupported, scalar
+from htc.daemons.negotiator.vexpr import BOOL, INT, MISSING, REAL, Unsupported, scalar
 
 _CARVED_ORDER = ("cpus", "memory", "disk")
+_ABSENT = (MISSING, 0.0)  # a column's entry for a slot that does not define the name
+_NUMBER_TAGS = {bool: BOOL, int: INT, float: REAL}  # (vexpr.scalar's tags)
+_EXACT = 2 ** 53  # (vexpr.scalar's bound)
 
 
 class SlotTable:
@@ -73,22 +76,56 @@ class SlotTable:
         if col is None:
             if lname in self._bad:
                 raise Unsupported(f"slot attribute {lname}")
-            n = len(self.slots)
-            tags = np.full(n, MISSING, dtype=np.int8)
-            values = np.zeros(n)
+            col = self._plain_column(lname)
+            if col is not None:
+                self._columns[lname] = col
+                return col
+            pairs = []  # (tag, value) per row, made arrays at once (cheaper than per item)
+            append = pairs.append
             try:
-                for i, slot in enumerate(self.slots):
+                for slot in self.slots:
                     node = slot.ad._exprs.get(lname)
                     if node is None:
-                        continue
-                    if node.__class__ is not Literal:
+                        append(_ABSENT)
+                    elif node.__class__ is not Literal:
                         raise Unsupported(f"slot attribute {lname} is an expression")
-                    tags[i], values[i] = scalar(node.value)
+                    else:
+                        append(scalar(node.value))
             except Unsupported:
                 self._bad.add(lname)
                 raise
-            col = self._columns[lname] = (tags, values)
+            tags, values = zip(*pairs) if pairs else ((), ())
+            col = self._columns[lname] = (np.array(tags, dtype=np.int8),
+                                          np.array(values, dtype=float))
         return col
+
+    def _plain_column(self, lname: str):
+        """The column when every slot lacks the name, or has a literal number or boolean of
+        it within 2**53 (the common case, built without a call per row); else None."""
+        slots = self.slots
+        if slots:  # a first slot with a string, a list, an expression: the loop below decides
+            first = slots[0].ad._exprs.get(lname)
+            if first is not None and (first.__class__ is not Literal
+                                      or first.value.__class__ not in _NUMBER_TAGS):
+                return None
+        nodes = [slot.ad._exprs.get(lname) for slot in slots]
+        n = len(nodes)
+        if all(node is None for node in nodes):
+            return np.full(n, MISSING, dtype=np.int8), np.zeros(n)
+        if not all(node.__class__ is Literal for node in nodes):
+            return None
+        values = [node.value for node in nodes]
+        classes = set(map(type, values))
+        if not classes <= _NUMBER_TAGS.keys():
+            return None
+        ints = values if classes == {int} else [v for v in values if v.__class__ is int]
+        if ints and (max(ints) > _EXACT or min(ints) < -_EXACT):
+            return None  # (scalar refuses it: the loop below raises)
+        if len(classes) == 1:
+            tags = np.full(n, _NUMBER_TAGS[classes.pop()], dtype=np.int8)
+        else:
+            tags = np.array([_NUMBER_TAGS[cls] for cls in map(type, values)], dtype=np.int8)
+        return tags, np.array(values, dtype=float)
 
     def uniform(self, lname: str) -> int | None:
         """The tag every row of a column has (MISSING: no slot defines it), or None."""

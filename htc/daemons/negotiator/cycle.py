@@ -42,6 +42,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from htc.classad import ClassAd
 from htc.classad.clock import evaluation_time
@@ -63,9 +64,9 @@ from htc.daemons.negotiator.updown import entity_of, order_by_index
 from htc.daemons.negotiator.vsearch import VectorSearch
 
 
-@dataclass(frozen=True)
-class Match:
-    """A slot given to one job of a request; the service tells the schedd and the startd."""
+class Match(NamedTuple):
+    """A slot given to one job of a request; the service tells the schedd and the startd.
+    (A named tuple: built in one step, where a frozen dataclass set its 13 fields one by one.)"""
 
     submitter: str
     schedd: str
@@ -144,6 +145,7 @@ class _Cycle:
         self.now = now
         self.cycle = cycle
         self.matches: list[Match] = []
+        self.preemptions: Counter[PreemptState] = Counter()  # matches that preempt, by kind
         self.reasons: Counter[str] = Counter()
         self.rejections = 0
         self.share_limited: set[str] = set()
@@ -260,15 +262,16 @@ class _Cycle:
         offered = MatchedSlotAd(slot.ad, sizes_of(slot.ad)) if carve is not None else slot.ad
         claim = slot.claim_id or f"{slot.name}#{self.cycle}.{self.claim_seq}"
         self.claim_seq += 1
-        victim = slot.remote_user if state is not PreemptState.NONE else None
+        victim = None
+        if state is not PreemptState.NONE:
+            victim = slot.remote_user
+            self.preemptions[state] += 1  # (a run's further matches never preempt: runs.py)
         job_ids = rs.request.job_ids
-        self.matches.append(Match(
-            submitter=entry.name, schedd=entry.schedd, schedd_address=entry.schedd_address,
-            autocluster_id=rs.request.autocluster_id,
-            job_id=job_ids[rs.matched] if rs.matched < len(job_ids) else None,
-            slot_name=slot.name, startd_address=slot.address, claim_id=claim,
-            slot_ad=offered, preemption=state, preempted_user=victim, weight=cost,
-            carved=carve))
+        self.matches.append(Match(  # submitter, schedd, schedd_address, autocluster_id, job_id,
+            entry.name, entry.schedd, entry.schedd_address, rs.request.autocluster_id,
+            job_ids[rs.matched] if rs.matched < len(job_ids) else None,
+            # slot_name, startd_address, claim_id, slot_ad, preemption, preempted_user, weight
+            slot.name, slot.address, claim, offered, state, victim, cost, carve))
         rs.matched += 1
         rs.remaining -= 1
         if carve is None:
@@ -563,8 +566,8 @@ def _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, no
         schedds=len({e.ad.schedd for e in entries}), requests=len(all_requests),
         idle_jobs=sum(e.ad.idle_jobs for e in entries),
         matches=len(matches),
-        rank_preemptions=sum(m.preemption is PreemptState.RANK for m in matches),
-        priority_preemptions=sum(m.preemption is PreemptState.PRIORITY for m in matches),
+        rank_preemptions=state.preemptions[PreemptState.RANK],
+        priority_preemptions=state.preemptions[PreemptState.PRIORITY],
         rejections=state.rejections, rejections_by_reason=dict(state.reasons),
         pie_spins=spins, submitters_share_limited=tuple(sorted(state.share_limited)))
     # the cycle's slots, classes and requests refer to each other: unlinked, reference counting

@@ -14,6 +14,17 @@ frees goes at once by reference counting, and what it keeps lives until the cycl
 :func:`collector_paused` disables the automatic collector for the cycle and restores it after
 (also when the cycle raises); cycles made meanwhile are collected by the next automatic
 collection. A caller that had disabled the collector itself keeps it disabled.
+
+**Survivors go to the oldest generation.** What the cycle made and keeps (the pool's ads and
+views, the accountant's records, the matches on their way to the schedds: about 730,000
+objects after a cycle of 10,000 machines and 81,642 matches) would otherwise sit in the youngest
+generations, and the first young collections after the pause would walk them all, once per
+generation, for nothing: they live on. So the outermost pause ends with ``gc.freeze()`` then
+``gc.unfreeze()``, which moves every tracked object into the oldest generation at the cost of
+two list splices, as a full collection would have left them (benchmark case 1: 0.3 s of CPU
+less, by same-process A/B). Garbage cycles made during the cycle are then reclaimed by the next
+full collection instead of a young one. A process that froze objects on purpose
+(``gc.get_freeze_count()`` is not 0) is left alone: unfreezing would undo its freeze.
 """
 
 from __future__ import annotations
@@ -33,4 +44,7 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()  # every tracked object, the cycle's survivors too, set aside...
+                gc.unfreeze()  # ...and back, into the oldest generation (see the docstring)
             gc.enable()

@@ -48,37 +48,45 @@ class PendingSlots:
 
     @staticmethod
     def _signature(ad) -> tuple:
-        names = _REPORT if ad.get("UpdateSequenceNumber") is not None else _CLAIM_SIGNATURE
-        return tuple(ad.get(name) for name in names)
+        names = _REPORT if fast_get(ad, "UpdateSequenceNumber") is not None else _CLAIM_SIGNATURE
+        return tuple(fast_get(ad, name) for name in names)
 
     def record(self, matches, machines, until: float) -> None:
         """Remember the slots ``matches`` gave away (``machines``: the ads the cycle saw)."""
         ads = {fast_get(ad, "Name"): ad for ad in machines}
         slots, given = self._slots, self._given
-        work: dict[str, list] = {}  # slot name -> [signature, whole, carved sums] this cycle
+        work: dict[str, list] = {}  # slot name -> [signature, whole, cpus, memory, disk carved]
+        name = entry = mine = None
         for match in matches:
-            name = match.slot_name
-            entry = work.get(name)
+            if match.slot_name != name:  # (a run's matches come one after the other)
+                name = match.slot_name
+                entry = work.get(name)
+                if entry is None:
+                    ad = ads.get(name)
+                    if ad is not None:
+                        record = slots.get(name)
+                        if record is None:  # (the signature only for a slot not seen yet)
+                            entry = [self._signature(ad), False, 0.0, 0.0, 0.0]
+                        else:
+                            entry = [record[0], record[1], *record[2]]
+                        work[name] = entry
+                if entry is not None:
+                    mine = given.get(name)
+                    if mine is None:
+                        mine = given[name] = []
             if entry is None:
-                ad = ads.get(name)
-                if ad is None:
-                    continue
-                record = slots.get(name)
-                if record is None:  # (the signature only for a slot not seen yet: ads.get is slow)
-                    entry = [self._signature(ad), False, [0.0] * 3]
-                else:
-                    entry = [record[0], record[1], record[2]]
-                work[name] = entry
-            if match.carved is None:
+                continue  # not a slot of this cycle's ads
+            carved = match.carved
+            if carved is None:
                 entry[1] = True
-            else:
-                entry[2] = [have + more for have, more in zip(entry[2], match.carved)]
-            mine = given.get(name)
-            if mine is None:
-                mine = given[name] = []
-            mine.append((match.claim_id, match.autocluster_id, match.carved))
-        for name, (signature, whole, carved) in work.items():
-            slots[name] = (signature, whole, carved, until)
+            else:  # the carves of a slot summed in the order they were made
+                cpus, memory, disk = carved
+                entry[2] += cpus
+                entry[3] += memory
+                entry[4] += disk
+            mine.append((match.claim_id, match.autocluster_id, carved))
+        for name, (signature, whole, cpus, memory, disk) in work.items():
+            slots[name] = (signature, whole, [cpus, memory, disk], until)
 
     def lapsed(self, slot_name: str, claim_id: str, autocluster_id: int | None) -> bool:
         """A schedd let a match of ``slot_name`` lapse: give back what it held (True: found)."""

@@ -383,13 +383,10 @@ def commit_run(cycle, search, rs, pool, slot, cost, carve, states) -> int:
     append = cycle.matches.append
     for i, have in enumerate(states):
         j = first_job + i
-        append(Match(
-            submitter=name, schedd=schedd, schedd_address=schedd_address,
-            autocluster_id=autocluster, job_id=job_ids[j] if j < len(job_ids) else None,
-            slot_name=slot_name, startd_address=address,
-            claim_id=claim_id or f"{slot_name}#{cycle_no}.{first_claim + i}",
-            slot_ad=MatchedSlotAd(ad, have), preemption=none, preempted_user=None, weight=cost,
-            carved=carve))
+        append(Match(  # (the fields in order: see Match)
+            name, schedd, schedd_address, autocluster, job_ids[j] if j < len(job_ids) else None,
+            slot_name, address, claim_id or f"{slot_name}#{cycle_no}.{first_claim + i}",
+            MatchedSlotAd(ad, have), none, None, cost, carve))
     rs.matched += n
     rs.remaining -= n
     cycle.claim_seq += n

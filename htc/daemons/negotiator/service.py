@@ -89,8 +89,11 @@ def save_accountant(path: Path, snapshot: dict) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    # (dumps, not dump: json.dump writes chunk by chunk from the pure-Python encoder, 5x slower
+    # on a large pool's 80,000 match records; the text is the same)
+    text = json.dumps(snapshot, sort_keys=True)
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(snapshot, fh, sort_keys=True)
+        fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)

@@ -8,10 +8,12 @@ the :class:`PlanCompiler` of the cycle's slot table: the job's ``Requirements`` 
 table's columns (:mod:`.vexpr`, :mod:`.vtyped`, :mod:`.columns`). What the compilers do not
 take (strings, function calls: ``TARGET.Arch == "X86_64"``, the default post-job rank) must
 read none of the carved resources, through either ad's expressions; then it has one value per
-slot for the whole cycle, evaluated once per slot by the ClassAd evaluator and shared by every
-request whose job agrees on the values it reads (``static`` columns, keyed by the clause text
-and the projection of the job). Otherwise the request takes the scalar search (the compiler
-returns None).
+slot for the whole cycle, evaluated by the ClassAd evaluator and shared by every request whose
+job agrees on the values it reads (``static`` columns, keyed by the clause text and the
+projection of the job). It is evaluated once per group of slots that agree on every literal
+value it can read of the slot (:mod:`.vstatic`: 10,000 slots of two
+architectures evaluate ``TARGET.Arch == "X86_64"`` twice). Otherwise the request takes the
+scalar search (the compiler returns None).
 
 Compiled functions are shared too (:meth:`PlanCompiler._function`). A typed compile
 (:mod:`.vtyped`) depends on the types of the job values it reads, not on the values: it is
@@ -30,11 +32,14 @@ from __future__ import annotations
 import numpy as np
 
 from htc.classad import ExprTree
+from htc.classad.ast import Literal
 from htc.classad.match import rank, requirements_hold
+from htc.classad.operators import is_true_for_match
 from htc.daemons.negotiator.preemption import WORST_RANK
 from htc.daemons.negotiator.slots import CARVED, closure, eval_rank, projection
 from htc.daemons.negotiator.vexpr import (BOOL, INT, REAL, Inexact, Unsupported, compile_vector,
                                           holds, ranks, scalar)
+from htc.daemons.negotiator.vstatic import SLOT_REQUIREMENTS, SlotGroups
 from htc.daemons.negotiator.vtyped import compile_template, compile_typed, signature
 
 _HOLDS = object()  # _function's ``worst`` for a Requirements clause
@@ -80,17 +85,22 @@ class PlanCompiler:
         reach, targets = set(CARVED), set()
         for slot in table.slots:
             ad = slot.ad
-            for lname, node in ad._exprs.items():
-                if lname in CARVED or node.__class__.__name__ == "Literal":
-                    continue
-                names, tg = closure(ad, (lname,))
-                if names & CARVED:
-                    reach.add(lname)
-                targets |= tg | {n for n in names if n not in ad._exprs}
+            exprs = ad._exprs
+            roots = [lname for lname, node in exprs.items()
+                     if node.__class__ is not Literal and lname not in CARVED]
+            if not roots:
+                continue
+            names, tg = closure(ad, roots)  # (what all of them read: one walk)
+            targets |= tg
+            targets.update(n for n in names if n not in exprs)
+            if not names.isdisjoint(CARVED):  # one of them reads a carved resource: which
+                reach.update(lname for lname in roots if closure(ad, (lname,))[0] & CARVED)
         #: slot attributes whose value a carve can change (through the slot's expressions)
         self._carved_reach = reach
         #: what the slots' expressions read of the job
         self._slot_targets = tuple(sorted(targets))
+        #: the static columns' evaluations, by groups of slots (:mod:`.vstatic`)
+        self.groups = SlotGroups(table.slots, self._slot_targets)
 
     def compile(self, rs) -> Plan | None:
         """The plan of request ``rs``, or None when it must take the scalar search."""
@@ -106,7 +116,7 @@ class PlanCompiler:
         if "requirements" in self._carved_reach:
             return None  # a slot's Requirements reads a carved resource
         static = self._static_column(("slot",), None, rs, lambda slot: requirements_hold(
-            slot.ad, job))
+            slot.ad, job), SLOT_REQUIREMENTS)
         if static is None:
             return None
         columns = [static]  # the static columns ANDed (shared by the requests of the same)
@@ -129,12 +139,13 @@ class PlanCompiler:
                     job, False, _HOLDS))
                 continue
             except Unsupported:
-                pass  # not compilable: evaluated per slot once, below, when it reads no carved resource
+                pass  # not compilable: a static column, below, when it reads no carved resource
             if set(slot_refs) & self._carved_reach:
                 return None
+            holds = is_true_for_match  # HTCondor's Requirements test, the scalar search's too
             column = self._static_column(("clause", text), job_refs, rs,
-                                         lambda slot, e=expr: holds(scalar_or_none(e.eval(
-                                             job, slot.ad))))
+                                         lambda slot, e=expr: holds(e.eval(job, slot.ad)),
+                                         (expr, False))
             if column is None:
                 return None
             columns.append(column)
@@ -253,9 +264,11 @@ class PlanCompiler:
         reach = self._carved_reach
         return not (targets & reach or {n for n in reached if n not in job._exprs} & reach)
 
-    def _static_column(self, what, job_refs, rs, verdict):
+    def _static_column(self, what, job_refs, rs, verdict, read=None):
         """A verdict per slot that no carve changes, shared by requests whose job agrees on
-        what it reads; None when it could change (it reads a carved resource)."""
+        what it reads; None when it could change (it reads a carved resource). ``read``:
+        ``(expression, slot_is_my)`` that ``verdict`` evaluates (see
+        :meth:`~.vstatic.SlotGroups.evaluate`)."""
         job = rs.job
         names = set(job_refs or ()) | set(self._slot_targets)
         if not self._job_reads_ok(job, names):
@@ -263,8 +276,8 @@ class PlanCompiler:
         key = (what, projection(job, names))
         column = self._static.get(key)
         if column is None:
-            column = self._static[key] = np.array(
-                [bool(verdict(slot)) for slot in self.table.slots], dtype=bool)
+            column = self._static[key] = self.groups.evaluate(
+                lambda slot: bool(verdict(slot)), read, job, bool)
         return column
 
     def _rank(self, expr, rs, slot_is_my, which):
@@ -284,8 +297,8 @@ class PlanCompiler:
         values = self._static.get(key)
         if values is None:
             job = rs.job
-            values = self._static[key] = np.array(
-                [eval_rank(expr, slot.ad, job) for slot in self.table.slots])
+            values = self._static[key] = self.groups.evaluate(
+                lambda slot: eval_rank(expr, slot.ad, job), (expr, slot_is_my), job, float)
         return _indexed(values)
 
     def _view_names(self, refs) -> tuple:
@@ -310,18 +323,10 @@ class PlanCompiler:
         key = ("jr", repr(expr), projection(rs.job, refs))
         values = self._static.get(key)
         if values is None:
-            values = self._static[key] = np.array(
-                [rank(rs.job, slot.ad) for slot in self.table.slots])
+            job = rs.job
+            values = self._static[key] = self.groups.evaluate(
+                lambda slot: rank(job, slot.ad), (expr, False), job, float)
         return _indexed(values)
-
-
-def scalar_or_none(value):
-    """``(tag, value)`` of an evaluated value for :func:`~.vexpr.holds`; strings and other
-    non-numbers as ERROR (they never let a Requirements hold)."""
-    try:
-        return scalar(value)
-    except Unsupported:
-        return (1, 0.0)
 
 
 def _indexed(values: np.ndarray):

@@ -1,0 +1,287 @@
+"""Per-slot values that no carve changes, evaluated once per group of slots that agree.
+
+Theory of operation
+-------------------
+What the plan compilers (:mod:`.vexpr`, :mod:`.vtyped`) do not take -- strings, function
+calls: ``TARGET.Arch == "X86_64"``, the default post-job rank, the slots' own ``Requirements``
+-- and reads no carved resource has one value per slot for the whole cycle (a ``static``
+column of :mod:`.vplan`), given by the ClassAd evaluator. :meth:`SlotGroups.evaluate` calls
+the evaluator once per group of slots, not once per slot:
+
+* an expression's value is a function of the values it reads. :func:`slot_reads` gives the
+  slot names it can read when the slot's values of them are literals (the job's expressions
+  followed back and forth, a name one ad lacks falling back to the other); slots that agree on
+  those literal values (each of one type: 1, 1.0 and true differ, as do 0.0 and -0.0) are one
+  group, and a slot whose value of one of them is an expression is a group of its own.
+  Anything that reads more than the two ads' values (``time()``, ``random()``,
+  ``CurrentTime``, another scope) is evaluated slot by slot;
+* a name the expression only compares with string constants (``TARGET.FileSystemDomain ==
+  MY.FileSystemDomain``, :func:`_string_tests`) is keyed by what those comparisons give, not
+  by its value: 10,000 host names make one or two groups;
+* the slot's own ``Requirements`` (:data:`SLOT_REQUIREMENTS`) is keyed by its chain of plain
+  references and the literal it ends in (``Requirements = START; START = true``).
+
+``tests/unit/test_negotiator_vplan.py`` compares every grouped column with the slot-by-slot
+evaluation on random ads, and a mutation of any key above fails it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from htc.classad import ClassAd, ExprTree
+from htc.classad.ast import AbsRef, AdExpr, AttrRef, Binary, Call, Literal, Select, walk
+from htc.classad.context import _VIRTUAL_NAMES, SPECIAL_NAMES
+from htc.classad.operators import fold
+from htc.daemons.negotiator.clauses import slot_names_read
+from htc.daemons.negotiator.slots import closure
+
+
+class SlotGroups:
+    """Evaluates per-slot values by groups of slots of one table (see the module docstring).
+
+    Args:
+        slots: the table's slots, in row order.
+        slot_targets: what the slots' expressions read of the job (and the names they lack).
+    """
+
+    def __init__(self, slots, slot_targets):
+        self.slots = slots
+        self._slot_targets = slot_targets
+        self._keys: dict = {}  # name (or name, constants) -> a key per row
+        self._slot_exprs = [slot.ad._exprs for slot in slots]  # row -> its ad's trees
+
+    def evaluate(self, verdict, read, job, dtype) -> np.ndarray:
+        """``verdict(slot)`` for every row of the table, called once per group of slots that
+        agree on every value the evaluation can read of the slot.
+
+        ``read`` is ``(expression, slot_is_my)``, what ``verdict`` evaluates against ``job``
+        (None: unknown, every slot evaluated). :func:`slot_reads` gives the slot names it can
+        read when the slot's values of them are literals; a slot whose value of one of them is
+        an expression is a group of its own. Evaluation is a function of those values (and of
+        the job's): one verdict per group is the verdict of each of its slots. Expressions that
+        read anything else (``time()``, ``random()``, ``CurrentTime``, another scope) are
+        evaluated slot by slot, as before."""
+        slots = self.slots
+        if read is SLOT_REQUIREMENTS:
+            keys = self._requirements_keys(job)
+        else:
+            names = None if read is None else slot_reads(read[0], job, read[1])
+            if names == ():  # the verdict reads nothing of the slot
+                return np.full(len(slots), verdict(slots[0]) if slots else False, dtype=dtype)
+            tests = {} if not names or read[1] else _string_tests(read[0], job)
+            keys = None if names is None else [
+                self._literal_keys(n) if n not in tests else self._test_keys(n, tests[n])
+                for n in names]
+            if keys is not None:
+                keys = keys[0] if len(keys) == 1 else list(zip(*keys))
+        if keys is None:
+            return np.array([verdict(slot) for slot in slots], dtype=dtype)
+        row_of = {key: i for i, key in enumerate(keys)}  # a row of each group (its last)
+        if len(row_of) == len(slots):
+            return np.array([verdict(slot) for slot in slots], dtype=dtype)
+        value_of = {key: verdict(slots[i]) for key, i in row_of.items()}
+        return np.array([value_of[key] for key in keys], dtype=dtype)
+
+    def _requirements_keys(self, job):
+        """Per row, a key of the slot's own ``Requirements`` when it is a chain of plain
+        references ending in a literal or in a name the slot lacks (``Requirements = START;
+        START = true``): the chain's names and its end's value; any other slot has a key of
+        its own. None when the job's values the slots read are not all literals (a job
+        expression could read the slot back)."""
+        exprs = job._exprs
+        for name in self._slot_targets:
+            node = exprs.get(name)
+            if node is not None and node.__class__ is not Literal:
+                return None
+        keys = []
+        for i, slot in enumerate(self.slots):
+            get = slot.ad._exprs.get
+            name, chain = "requirements", []
+            node = get(name)
+            while node.__class__ is AttrRef and node.lname not in _SCOPES and len(chain) < 8:
+                chain.append(name)
+                name = node.lname
+                node = get(name)
+            chain.append(name)
+            if node is not None and node.__class__ is not Literal:
+                keys.append(("own", i))  # not a plain chain (a cycle is cut at 8 links)
+            else:
+                keys.append((tuple(chain), _literal_key(node, i)))
+        return keys
+
+    def _test_keys(self, lname, constants) -> list:
+        """:meth:`_literal_keys` of a name the expression only compares with the strings
+        ``constants`` (:func:`_string_tests`): a string's key is what those comparisons give
+        (10,000 host names compared with the job's FileSystemDomain: two keys at most)."""
+        key = (lname, constants)
+        keys = self._keys.get(key)
+        if keys is None:
+            literals = self._literal_keys(lname)
+            folded = [fold(c) for c in constants]
+            if literals and literals[0].__class__ is str:  # a column of strings only
+                if len(constants) == 1:
+                    (c,), (f,) = constants, folded
+                    keys = self._keys[key] = [(fold(v) == f, v == c) for v in literals]
+                else:
+                    keys = self._keys[key] = [
+                        (tuple(fold(v) == f for f in folded), tuple(v == c for c in constants))
+                        for v in literals]
+                return keys
+            keys = []
+            for i, literal in enumerate(literals):
+                if literal.__class__ is tuple and len(literal) == 2 and literal[0] is str:
+                    value = literal[1]
+                else:
+                    keys.append(literal)
+                    continue
+                f = fold(value)
+                keys.append((_COMPARED, tuple(f == c for c in folded),
+                             tuple(value == c for c in constants)))
+            self._keys[key] = keys
+        return keys
+
+    def _literal_keys(self, lname) -> list:
+        """Per row, a key of the slot's value of ``lname``: equal keys for equal literal values
+        (of one type), a key of its own for an expression (cached per table)."""
+        keys = self._keys.get(lname)
+        if keys is None:
+            nodes = [exprs.get(lname) for exprs in self._slot_exprs]
+            keys = None
+            if all(node.__class__ is Literal for node in nodes):
+                values = [node.value for node in nodes]
+                classes = set(map(type, values))
+                if len(classes) == 1 and classes <= {str, int, bool}:
+                    keys = values  # one type: the value is the key (1 never meets 1.0 here)
+            if keys is None:
+                keys = [_literal_key(node, i) for i, node in enumerate(nodes)]
+            self._keys[lname] = keys
+        return keys
+
+
+#: functions whose value depends on their arguments only (no clock, no randomness, no state)
+_PURE_CALLS = frozenset({
+    "ifthenelse", "isundefined", "iserror", "isstring", "isinteger", "isreal", "isboolean",
+    "islist", "isclassad", "isabstime", "isreltime", "int", "real", "string", "bool", "floor",
+    "ceil", "ceiling", "round", "pow", "quantize", "min", "max", "member", "identicalmember",
+    "strcat", "toupper", "tolower", "size", "substr", "strcmp", "stricmp", "stringlistmember",
+    "stringlistimember", "regexp"})
+_SCOPES = SPECIAL_NAMES | _VIRTUAL_NAMES
+_ABSENT = ("absent",)  # the key of a slot that does not define the name
+_COMPARED = ("compared",)  # _test_keys' mark of a string's key
+#: :meth:`SlotGroups.evaluate`'s ``read`` for the slot's own ``Requirements``
+SLOT_REQUIREMENTS = ("the slot's Requirements",)
+_EMPTY = ClassAd()  # a slot that defines nothing: every name falls back (see slot_reads)
+
+
+def slot_reads(expr, job, slot_is_my: bool) -> tuple | None:
+    """The slot names evaluating ``expr`` against ``job`` can read when the slot's values of
+    them are literals (sorted), or None when its value may depend on more than the two ads'
+    values (a call outside :data:`_PURE_CALLS`, a special or another scope's name), anywhere
+    in ``expr`` or in the job's expressions it reaches.
+
+    The slot is taken as defining nothing (:data:`_EMPTY`), so that every name read of it
+    also falls back to the job, and the job's expressions are followed back and forth
+    (:func:`~.clauses.slot_names_read`): a superset of what any slot with literal values of
+    those names reads."""
+    if expr.__class__ is not ExprTree:
+        return None
+    names = slot_names_read(expr, job, _EMPTY, slot_is_my)
+    # every job name it can reach: plain ones, and TARGET.x, the job's when MY is the slot
+    refs = {r[7:] if r.startswith("target.") else r for r in expr.attributes()}
+    reached, _ = closure(job, names | refs)
+    trees = [expr.node]
+    for name in reached:
+        node = job._exprs.get(name)
+        if node is not None and node.__class__ is not Literal:
+            trees.append(node)
+    scopes = set()  # the MY and TARGET that select a name (a bare one is the whole ad)
+    for tree in trees:
+        for node in walk(tree):  # (a selection before its base)
+            cls = node.__class__
+            if cls is Call:
+                if node.lname not in _PURE_CALLS:
+                    return None
+            elif cls is AttrRef:
+                if node.lname in _SCOPES and id(node) not in scopes:
+                    return None
+            elif cls is Select:
+                base = node.base
+                if base.__class__ is not AttrRef or base.lname not in ("my", "target"):
+                    return None
+                scopes.add(id(base))
+            elif cls is AbsRef or cls is AdExpr:
+                return None
+    return tuple(sorted(names))
+
+
+def _string_tests(expr, job) -> dict:
+    """The slot names ``expr`` (MY = ``job``) reads only as ``TARGET.x`` compared (``==``,
+    ``!=``, ``=?=``, ``=!=``) with a string constant: a string literal, or a job attribute
+    whose value is a literal string. Returns ``{name: (constants...)}``; empty when the
+    job's expressions that ``expr`` reaches are not all literals (they could read the slot)."""
+    node = expr.node
+    exprs = job._exprs
+    reached, _ = closure(job, {r for r in expr.attributes() if not r.startswith("target.")})
+    for name in reached:
+        value = exprs.get(name)
+        if value is not None and value.__class__ is not Literal:
+            return {}
+    found: dict[str, set] = {}
+    bad = set()
+    todo = [(node, None)]
+    while todo:
+        node, parent = todo.pop()
+        cls = node.__class__
+        if cls is Select and node.base.__class__ is AttrRef and node.base.lname == "target":
+            const = _string_operand(parent, node, exprs)
+            if const is None:
+                bad.add(node.lname)
+            else:
+                found.setdefault(node.lname, set()).add(const)
+            continue
+        if cls is AttrRef and node.lname not in exprs:
+            bad.add(node.lname)  # a plain name the job lacks is the slot's
+        todo.extend((child, node) for child in node.children())
+    return {name: tuple(sorted(consts)) for name, consts in found.items() if name not in bad}
+
+
+def _string_operand(parent, node, exprs):
+    """The string ``node`` is compared with in ``parent``, when ``parent`` is such a test and
+    the other operand is a string literal or ``MY.y`` / ``y`` of a literal string of the job."""
+    if parent.__class__ is not Binary or parent.op not in ("==", "!=", "is", "isnt"):
+        return None
+    other = parent.right if parent.left is node else parent.left
+    if other is node:
+        return None  # TARGET.x == TARGET.x
+    cls = other.__class__
+    if cls is Select:
+        if other.base.__class__ is not AttrRef or other.base.lname != "my":
+            return None
+        other = exprs.get(other.lname)
+    elif cls is AttrRef:
+        if other.lname in _SCOPES:
+            return None
+        other = exprs.get(other.lname)
+    if other.__class__ is Literal and other.value.__class__ is str:
+        return other.value
+    return None
+
+
+def _literal_key(node, row: int):
+    """The grouping key of a slot's value (see :meth:`SlotGroups._literal_keys`)."""
+    if node is None:
+        return _ABSENT
+    if node.__class__ is not Literal:
+        return ("expression", row)
+    value = node.value
+    cls = value.__class__
+    if cls is float and value == 0.0:
+        return (cls, value, math.copysign(1.0, value))  # -0.0 is not 0.0 to string()
+    try:
+        hash(value)
+    except TypeError:
+        return ("unhashable", row)
+    return (cls, value)
