@@ -108,6 +108,19 @@ def test_a_clause_of_a_huge_integer_holds_in_both_searches():
     assert [m.slot_name for m in fast.matches] == ["slot1@a"]
 
 
+def test_a_literal_requirements_is_matched_by_the_columns(monkeypatch):
+    """``Requirements = true`` (a literal, no clauses): the columns' plan takes it (a bug made
+    its compile raise, and every such request was skipped, the simulator's jobs among them)."""
+    _TURNS.clear()
+    _counting(monkeypatch)
+    job = make_job("alice")
+    job["Requirements"] = True
+    slots = [make_slot("slot1@a", Cpus=4, Memory=8192, PartitionableSlot=True)]
+    result, _ = run_cycle(slots, {"alice@x": [(job, 3)]})
+    assert not result.skipped
+    assert [m.slot_name for m in result.matches] == ["slot1@a"] * 3 and _TURNS
+
+
 def _big_pool(rnd: random.Random):
     """Forty to a hundred slots, mostly partitionable: a request fills many one after another."""
     slots = []

@@ -142,9 +142,12 @@ class PlanCompiler:
                 pass  # not compilable: a static column, below, when it reads no carved resource
             if set(slot_refs) & self._carved_reach:
                 return None
-            holds = is_true_for_match  # HTCondor's Requirements test, the scalar search's too
+            # HTCondor's Requirements test, the scalar search's too (a local named ``holds``
+            # here made vexpr's ``holds`` above unbound: every request with a literal clause
+            # raised UnboundLocalError and was skipped)
             column = self._static_column(("clause", text), job_refs, rs,
-                                         lambda slot, e=expr: holds(e.eval(job, slot.ad)),
+                                         lambda slot, e=expr: is_true_for_match(
+                                             e.eval(job, slot.ad)),
                                          (expr, False))
             if column is None:
                 return None
