@@ -13,7 +13,7 @@ table's change log (:attr:`~.columns.SlotTable.log`); a row changed since it was
 *stale*: it is skipped in the sorted rows and evaluated afresh on every look (there are few:
 the slots carved since); past :data:`STALE_LIMIT` of them the order is sorted again.
 
-A look (:meth:`SharedOrder.best`) walks the sorted rows in growing chunks, testing each chunk
+A look (:meth:`SharedOrder.ranked`) walks the sorted rows in growing chunks, testing each chunk
 with the request's vectorised mask, and compares the first match with the best stale row
 that matches. A request keeps its position in the sorted rows (:class:`Cursor`): a fresh row
 it passed over did not match it and cannot start to (it has not changed), so the next look
@@ -98,12 +98,6 @@ class SharedOrder:
         self.pos = len(log)
         if len(rows) > STALE_LIMIT:
             self._sort()
-
-    def best(self, cursor: Cursor, mask):
-        """The two best rows ``mask`` (``rows -> bool array``) accepts, each as ``(row, (pre,
-        jr, post, name rank))`` or None. Moves ``cursor`` up to the first fresh match."""
-        ranked, _complete = self.ranked(cursor, mask, 2)
-        return (ranked[0] if ranked else None), (ranked[1] if len(ranked) > 1 else None)
 
     def ranked(self, cursor: Cursor, mask, want: int):
         """The ``want`` best rows ``mask`` (``rows -> bool array``) accepts, best first, each
