@@ -130,3 +130,66 @@ def test_a_job_whose_requirements_is_a_plain_value_matches_in_both_searches():
             assert len(result.matches) == expected
         fast, scalar = results
         assert [m.slot_name for m in fast.matches] == [m.slot_name for m in scalar.matches]
+
+
+def test_a_literal_requirements_is_matched_by_the_columns(monkeypatch):
+    """``Requirements = true`` (a literal, no clauses): the columns' plan takes it (a bug made
+    its compile raise, and every such request was skipped, the simulator's jobs among them)."""
+    _TURNS.clear()
+    _counting(monkeypatch)
+    job = make_job("alice")
+    job["Requirements"] = True
+    slots = [make_slot("slot1@a", Cpus=4, Memory=8192, PartitionableSlot=True)]
+    result, _ = run_cycle(slots, {"alice@x": [(job, 3)]})
+    assert not result.skipped
+    assert [m.slot_name for m in result.matches] == ["slot1@a"] * 3 and _TURNS
+
+
+def _big_pool(rnd: random.Random):
+    """Forty to a hundred slots, mostly partitionable: a request fills many one after another."""
+    slots = []
+    for n in range(rnd.randint(40, 100)):
+        slot = make_slot(f"slot1@m{n:03d}", Cpus=rnd.choice([2, 4, 8, 16]),
+                         Memory=rnd.choice([2048, 8192, 32768]),
+                         Disk=rnd.choice([100_000, 1_000_000]),
+                         KFlops=rnd.choice([1000, 2000]), KeyboardIdle=rnd.choice([0, 3600]),
+                         Arch=rnd.choice(["X86_64"] * 4 + ["aarch64"]),
+                         exprs={"Start": rnd.choice(["True", "KeyboardIdle > 600"])})
+        if rnd.random() < 0.9:
+            slot["PartitionableSlot"] = True
+        slots.append(slot)
+    return slots
+
+
+def test_the_queue_of_candidates_makes_the_matches_of_the_scalar_search(monkeypatch):
+    """A request's turns after its first take their best slot from the queue of the turn
+    before (:class:`~htc.daemons.negotiator.vorder.Queue`), brought up to date with the rows
+    changed since; short queues and a low limit of changes make every path of it run (taken
+    up, made afresh when too short or too much changed, complete or not), and few kept steps
+    (:mod:`~htc.daemons.negotiator.vsteps`) runs longer than what was evaluated ahead."""
+    from htc.daemons.negotiator import vorder, vsearch, vsteps
+
+    takes = []
+    real_take = vorder.Queue.take
+
+    def counting_take(self, *args):
+        takes.append(1)
+        return real_take(self, *args)
+    monkeypatch.setattr(vorder.Queue, "take", counting_take)
+    for seed in range(40):
+        rnd = random.Random(seed)
+        monkeypatch.setattr(vsearch, "QUEUE_LENGTH", rnd.choice([2, 3, 5, 16]))
+        monkeypatch.setattr(vsearch, "QUEUE_CHANGES_MOST", rnd.choice([1, 3, 64]))
+        monkeypatch.setattr(vorder, "STALE_LIMIT", rnd.choice([2, 16, 1536]))  # re-sorts too
+        monkeypatch.setattr(vsteps, "MOST_STEPS", rnd.choice([1, 3, 64]))  # runs past the kept
+        slots, settings = _big_pool(rnd), _settings(rnd)
+        requests = {user: [(job, count * 8) for job, count in reqs]
+                    for user, reqs in _requests(rnd).items()}
+        fast, _ = run_cycle(slots, requests, settings=settings)
+        monkeypatch.setattr(VectorSearch, "enabled", False)
+        scalar, _ = run_cycle(slots, requests, settings=settings)
+        monkeypatch.setattr(VectorSearch, "enabled", True)
+        assert _outcome(fast) == _outcome(scalar), seed
+        assert [m.slot_ad for m in fast.matches] == [m.slot_ad for m in scalar.matches]
+        assert fast.statistics.rejections_by_reason == scalar.statistics.rejections_by_reason
+    assert len(takes) > 200

@@ -24,7 +24,8 @@ Modules:
   against the slot table), ``vstatic`` (what the compilers do not take and no carve changes,
   evaluated once per group of slots that agree), ``columns`` (the free slots as arrays),
   ``vexpr`` and ``vtyped`` (ClassAd expressions compiled to numpy, tagged and typed) and
-  ``vorder`` (best-first orders shared by requests that rank alike).
+  ``vorder`` (best-first orders shared by requests that rank alike) and ``vsteps`` (the next
+  steps of a request's probable runs, evaluated in one call).
 * ``fitting`` -- what a partitionable slot can give a job: the request, fitting by arithmetic
   where the numbers are literals, the cost of a carve.
 * ``gc_pause`` -- Python's cyclic garbage collector held off for the length of a cycle.

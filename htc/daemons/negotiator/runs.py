@@ -204,14 +204,6 @@ def _prefix(ok, n: int, known: int = 1) -> int:
     return lo
 
 
-def _less(have, carved):
-    """``have - carved`` as the slot keeps it (:func:`~.slots.same_type`; None: not said)."""
-    if have is None:
-        return None
-    value = have - carved
-    return int(value) if have.__class__ is int and float(value).is_integer() else value
-
-
 def _numeric_steps(search, rs, slot, cost, carve, used, limit, used_u, limit_u, budget):
     """The resource states of the next steps the numbers allow (remaining jobs, the UPDOWN
     budget, the submitter's limit, fitting, exhaustion), stepped exactly as the loop does."""
@@ -240,10 +232,34 @@ def _numeric_steps(search, rs, slot, cost, carve, used, limit, used_u, limit_u, 
         states.append((h0, h1, h2))
         used += cost
         used_u += cost
-        h0, h1, h2 = _less(h0, c0), _less(h1, c1), _less(h2, c2)
+        # each less its carve, as the slot keeps it (:func:`~.slots.same_type`; None: not
+        # said), inline: this loop makes every step of every run
+        if h0 is not None:
+            v = h0 - c0
+            h0 = int(v) if h0.__class__ is int and float(v).is_integer() else v
+        if h1 is not None:
+            v = h1 - c1
+            h1 = int(v) if h1.__class__ is int and float(v).is_integer() else v
+        if h2 is not None:
+            v = h2 - c2
+            h2 = int(v) if h2.__class__ is int and float(v).is_integer() else v
         if (1.0 if h0 is None else h0) < 1.0 or (1.0 if h1 is None else h1) <= 0:
             break  # this carve uses the slot up: the run ends with it
     return states
+
+
+def limit_count(most: int, cost, used, limit, used_u, limit_u) -> int:
+    """How many of ``most`` steps the request's limits allow, counted as
+    :func:`_numeric_steps` counts them (the same float additions): its steps are the sizes'
+    steps (fitting, exhaustion) cut to this many."""
+    n = 0
+    while n < most:
+        if used >= limit or not submitter_limit_permits(used_u, limit_u, cost):
+            break
+        used += cost
+        used_u += cost
+        n += 1
+    return n
 
 
 def run_length(search, rs, slot, pool, cost, carve, used, limit, used_u, limit_u,

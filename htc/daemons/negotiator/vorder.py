@@ -13,11 +13,17 @@ table's change log (:attr:`~.columns.SlotTable.log`); a row changed since it was
 *stale*: it is skipped in the sorted rows and evaluated afresh on every look (there are few:
 the slots carved since); past :data:`STALE_LIMIT` of them the order is sorted again.
 
-A look (:meth:`SharedOrder.best`) walks the sorted rows in growing chunks, testing each chunk
+A look (:meth:`SharedOrder.ranked`) walks the sorted rows in growing chunks, testing each chunk
 with the request's vectorised mask, and compares the first match with the best stale row
 that matches. A request keeps its position in the sorted rows (:class:`Cursor`): a fresh row
 it passed over did not match it and cannot start to (it has not changed), so the next look
 starts where this one stopped.
+
+A look gives a request its best few rows (:meth:`SharedOrder.ranked`), which it keeps as a
+:class:`Queue` for its next turns: between two turns of a request usually only the slot it
+carved changed, so the queue, brought up to date with the rows changed since, still holds
+the true top of its candidates, and the order is looked at again only when the queue runs
+short.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 #: stale rows an order tolerates before it is sorted again
-STALE_LIMIT = 384
+STALE_LIMIT = 1536
 _FIRST_CHUNK = 32
 
 
@@ -93,15 +99,17 @@ class SharedOrder:
         if len(rows) > STALE_LIMIT:
             self._sort()
 
-    def best(self, cursor: Cursor, mask):
-        """The two best rows ``mask`` (``rows -> bool array``) accepts, each as ``(row, (pre,
-        jr, post, name rank))`` or None. Moves ``cursor`` up to the first fresh match."""
+    def ranked(self, cursor: Cursor, mask, want: int):
+        """The ``want`` best rows ``mask`` (``rows -> bool array``) accepts, best first, each
+        as ``(row, (pre, jr, post, name rank))``, and whether they are all the rows it accepts
+        (``complete``). Moves ``cursor`` up to the first fresh match."""
         self.sync()
         table = self.table
         if cursor.sorting != self.sorting:
             cursor.sorting, cursor.pos = self.sorting, 0
         stale_best = []
         stale = self.stale
+        every_stale = True
         if self.stale_rows:
             cand = self._stale_array
             if cand is None:
@@ -110,16 +118,17 @@ class SharedOrder:
             if cand.size:
                 cand = cand[mask(cand)]
             if cand.size:
-                stale_best = self._two_best(cand)
+                stale_best = self._best_of(cand, want)
+                every_stale = cand.size <= want
         rows, pos, chunk = self.rows, cursor.pos, _FIRST_CHUNK
         fresh: list[int] = []
         first_pos = None
-        while pos < rows.size and len(fresh) < 2:
+        while pos < rows.size and len(fresh) < want:
             part = rows[pos:pos + chunk]
             sub_pos = np.flatnonzero(~stale[part])
             if sub_pos.size:
                 hits = sub_pos[mask(part[sub_pos])]
-                for h in hits[:2 - len(fresh)].tolist():
+                for h in hits[:want - len(fresh)].tolist():
                     if first_pos is None:
                         first_pos = pos + h
                     fresh.append(pos + h)
@@ -129,13 +138,15 @@ class SharedOrder:
         kpre, kjr, kpost, knames = self.sorted_keys
         ranked = stale_best + [(int(rows[p]), (kpre[p], kjr[p], kpost[p], knames[p]))
                                for p in fresh]
-        ranked.sort(key=lambda item: _order(item[1]))
-        return (ranked[0] if ranked else None), (ranked[1] if len(ranked) > 1 else None)
+        ranked.sort(key=lambda item: order_key(item[1]))
+        # every accepted row is here when the walk ran out of rows before ``want`` fresh ones
+        # and no stale or fresh one was cut off
+        complete = len(fresh) < want and every_stale and len(ranked) <= want
+        return ranked[:want], complete
 
-
-    def _two_best(self, cand) -> list:
-        """The best two of stale rows ``cand`` with their keys (evaluated again only for the
-        rows changed since their keys were last evaluated)."""
+    def _best_of(self, cand, want: int) -> list:
+        """The best ``want`` of stale rows ``cand`` with their keys (evaluated again only for
+        the rows changed since their keys were last evaluated)."""
         table = self.table
         kpre, kjr, kpost = self.stale_keys
         need = cand[self.dirty[cand]]
@@ -148,11 +159,57 @@ class SharedOrder:
         # best first: the highest pre, job rank, post (no NaN: the ranks map it to their
         # worst, a NaN job rank raises), then the first name
         out = []
-        for k in np.lexsort((names, -post, -jr, -pre))[:2].tolist():
+        for k in np.lexsort((names, -post, -jr, -pre))[:want].tolist():
             out.append((int(cand[k]), (float(pre[k]), float(jr[k]), float(post[k]),
                                        int(names[k]))))
         return out
 
 
-def _order(key: tuple) -> tuple:
+class Queue:
+    """The best candidates of one request, best first, as ``(row, (pre, jr, post, name
+    rank))``: the true top of its candidates as of the table's change log at ``pos``, so
+    every other row that matched then ranks below the last (``complete``: they are every
+    candidate). A row the log names since changed (carved or taken): it leaves the queue and
+    comes back where its new key puts it, if it still matches and ranks above the last (or the
+    queue is complete); every other row is as it was, with the same verdict and key."""
+
+    __slots__ = ("plan", "pos", "ranked", "complete")
+
+    def __init__(self, plan, pos: int, ranked: list, complete: bool):
+        self.plan = plan
+        self.pos = pos
+        self.ranked = ranked
+        self.complete = complete
+
+    def take(self, table, keys, mask, changed: list, hint=None) -> None:
+        """Take in the rows ``changed`` of ``table`` (``keys``: ``(rows, n) -> (pre, jr,
+        post)`` of the request; ``mask``: every row's verdict now; ``hint``: the verdict and
+        key of the one row changed, known, see :meth:`~.vsearch.VectorSearch._hinted`)."""
+        gone = set(changed)
+        ranked = [item for item in self.ranked if item[0] not in gone]
+        items = ()
+        if hint is not None:
+            if hint[3]:
+                items = [(hint[1], hint[4])]
+        else:
+            rows = np.array(sorted(gone), dtype=np.intp)
+            rows = rows[mask[rows]]
+            if rows.size:
+                pre, jr, post = keys(table.rows(rows), rows.size)
+                items = list(zip(rows.tolist(), zip(pre.tolist(), jr.tolist(), post.tolist(),
+                                                    table.name_rank[rows].tolist())))
+        if items:
+            last = order_key(ranked[-1][1]) if ranked else None
+            back = False
+            for item in items:
+                if self.complete or (last is not None and order_key(item[1]) < last):
+                    ranked.append(item)
+                    back = True
+            if back:
+                ranked.sort(key=lambda item: order_key(item[1]))
+        self.ranked = ranked
+
+
+def order_key(key: tuple) -> tuple:
+    """A ``(pre, jr, post, name rank)`` key as a sort key: best first."""
     return (-key[0], -key[1], -key[2], key[3])

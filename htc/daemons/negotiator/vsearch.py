@@ -15,17 +15,21 @@ request falls back to the scalar search when its plan cannot be built.
 
 **A turn** (:meth:`VectorSearch.best`): the request's mask (free, static verdicts, fit to
 its literal carve, compiled clauses) applied along the best-first order shared by the
-requests that rank alike (:mod:`.vorder`), which gives the best matching slot and the
-runner-up; when the submitter's limit refuses the best, every candidate is sorted with
-``np.lexsort`` and the first the limit permits wins, exactly as the scalar walk decides.
+requests that rank alike (:mod:`.vorder`), which gives the best matching slots; the request
+keeps them (:class:`~.vorder.Queue`) and its next turns take the best and the runner-up from
+them, brought up to date with the rows changed since. When the submitter's limit refuses the
+best, every candidate is sorted with ``np.lexsort`` and the first the limit permits wins,
+exactly as the scalar walk decides.
 
 **A run** (:meth:`VectorSearch.extend`): after a carve from a partitionable slot, the
 resource states of the next steps come from the exact numeric stepping of :mod:`.runs`; the
 slot's clauses and key are evaluated at all of those sizes in one call, and the steps are
 taken while the slot still matches and its key beats the best other candidate of the turn
 (other slots do not change during a turn). So no monotonicity proof is needed: every step is
-evaluated. ``tests/unit/test_negotiator_vsearch.py`` compares whole cycles with the scalar
-search on random pools.
+evaluated -- ahead, for the next slots of the queue too (:mod:`.vsteps`), and what the run
+leaves of the slot is its request's next verdict on it (:meth:`VectorSearch._hinted`).
+``tests/unit/test_negotiator_vsearch.py`` compares whole cycles with the scalar search on
+random pools.
 """
 
 from __future__ import annotations
@@ -34,13 +38,20 @@ import numpy as np
 
 from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.preemption import WORST_RANK, PreemptState
-from htc.daemons.negotiator.runs import _numeric_steps, commit_run, extend_run
+from htc.daemons.negotiator.runs import _numeric_steps, commit_run, extend_run, limit_count
 from htc.daemons.negotiator.search import IdleSearch
-from htc.daemons.negotiator.vexpr import Inexact, Unsupported, scalar
-from htc.daemons.negotiator.vorder import Cursor, SharedOrder
+from htc.daemons.negotiator.vexpr import Inexact, Unsupported
+from htc.daemons.negotiator.vorder import Cursor, Queue, SharedOrder
 from htc.daemons.negotiator.vplan import PlanCompiler
+from htc.daemons.negotiator.vsteps import (StepMemo, after_run, carved_column, size_after_carve,
+                                           slot_size)
 
 _SLOT_ROOTS = ("requirements",)
+_CARVED = ("cpus", "memory", "disk")
+#: the candidates a request's turn keeps for its next turns (see :class:`~.vorder.Queue`)
+QUEUE_LENGTH = 16
+#: rows changed since a queue was made beyond which the next turn makes it afresh
+QUEUE_CHANGES_MOST = 64
 
 
 class VectorSearch:
@@ -57,6 +68,12 @@ class VectorSearch:
         self._plans: dict[int, tuple] = {}  # id(rs) -> (rs, plan or None)
         self._dirty: list = []  # slots carved here, to re-class before a scalar search
         self._turn = None  # (rs, candidate rows best first) of the last vector turn
+        self._queue: Queue | None = None  # the best candidates of the last vector request
+        self._steps: StepMemo | None = None  # the runs evaluated ahead for the last request
+        self._ahead = None  # the steps of the last run, when evaluated ahead
+        #: (plan, row, log length, matches, key) of the slot the last run left: the verdict
+        #: and key its request's next turn would evaluate, while the log has nothing after
+        self._hint = None
         self._compiler: PlanCompiler | None = None  # the table's (see _table)
         self._orders: dict[tuple, SharedOrder] = {}  # ranking -> its shared order
         self.vector_turns = self.vector_runs = 0
@@ -98,19 +115,26 @@ class VectorSearch:
         turn, self._turn = self._turn, None
         if turn is None or turn[0] is not rs or not self.idle.runs:
             return 0
-        states = _numeric_steps(self.idle, rs, slot, cost, carve, used, limit, used_u, limit_u,
-                                budget)
+        states = self._kept_states(plan, turn[1], rs, slot, cost, carve, used, limit, used_u,
+                                   limit_u, budget)
+        if states is None:
+            states = _numeric_steps(self.idle, rs, slot, cost, carve, used, limit, used_u,
+                                    limit_u, budget)
         if not states:
+            self._hint_unfit(plan, turn[1], slot)
             return 0
+        self._ahead = None
         try:
-            k = self._run_steps(plan, slot, states, turn)
+            k = self._run_steps(plan, slot, states, turn, carve)
         except (Unsupported, Inexact):
             return 0
-        if k <= 0:
-            return 0
-        self.vector_runs += 1
-        n = commit_run(cycle, self.idle, rs, pool, slot, cost, carve, states[:k])
-        self.changed(slot)
+        n = 0
+        if k > 0:
+            self.vector_runs += 1
+            n = commit_run(cycle, self.idle, rs, pool, slot, cost, carve, states[:k])
+            self.changed(slot)
+        if self._ahead is not None:
+            self._leave_hint(plan, turn[1], k)
         return n
 
     def best(self, rs, pool, used: float, limit: float):
@@ -162,11 +186,53 @@ class VectorSearch:
         if mask is None or len(log) - plan.log_pos > (mask.size >> 3):
             mask = plan.mask = self._full_mask(plan)
         elif len(log) > plan.log_pos:
-            # (a row logged twice gets the same verdict twice)
-            changed = np.array(log[plan.log_pos:], dtype=np.intp)
-            mask[changed] = self._mask(plan, changed)
+            hint = self._hinted(plan, plan.log_pos)
+            if hint is not None:
+                mask[hint[1]] = hint[3]
+            else:
+                # (a row logged twice gets the same verdict twice)
+                changed = np.array(log[plan.log_pos:], dtype=np.intp)
+                mask[changed] = self._mask(plan, changed)
         plan.log_pos = len(log)
         return mask
+
+    def _leave_hint(self, plan, row: int, k: int) -> None:
+        """After a run of ``k`` steps whose steps were evaluated ahead: what the request's
+        mask and key will find of the slot (:func:`~.vsteps.after_run`), for its next turn."""
+        table = self.table
+        found = after_run(self._ahead, k, bool(table.alive[row]))
+        self._ahead = None
+        if found is not None:
+            matches, key = found
+            if matches:
+                key = (-key[0], -key[1], -key[2], int(table.name_rank[row]))
+            self._hint = (plan, row, len(table.log), matches, key)
+
+    def _hint_unfit(self, plan, row: int, slot) -> None:
+        """After a carve that left no run: when the slot is used up or the carve no longer
+        fits it, the request's mask will not take it (else no hint: a limit stopped it)."""
+        table = self.table
+        if table.slots[row] is not slot:
+            return
+        if table.alive[row] and not any(w > h for w, h in zip(plan.wants,
+                                                              table.res[:, row].tolist())):
+            return  # (NaN, a size the slot does not say, never refuses: as the mask's fit)
+        self._hint = (plan, row, len(table.log), False, None)
+
+    def _hinted(self, plan, pos: int):
+        """The hint of the last run, when the rows logged since ``pos`` are all its slot and
+        nothing was logged after it, for ``plan``; else None."""
+        hint = self._hint
+        if hint is None or hint[0] is not plan:
+            return None
+        log = self.table.log
+        if hint[2] != len(log):
+            return None
+        row = hint[1]
+        for r in log[pos:]:
+            if r != row:
+                return None
+        return hint
 
     def _keys(self, plan, rows, n: int):
         pre, jr, post = _full(plan.pre(rows), n), _full(plan.jr(rows), n), _full(plan.post(rows), n)
@@ -198,12 +264,12 @@ class VectorSearch:
         return order
 
     def _best(self, rs, plan, used, limit):
-        order = self._shared(plan)
         mask = self._current_mask(plan)
-        found, second = order.best(plan.cursor, mask.__getitem__)
-        if found is None:
+        ranked = self._ranked(plan, mask, rs.remaining)
+        if not ranked:
             return None, False, False
-        row, (pre, jr, post, _name) = found
+        row, (pre, jr, post, _name) = ranked[0]
+        second = ranked[1] if len(ranked) > 1 else None
         cost = float(plan.cost[row])
         if not (used + cost <= limit * (1 + 1e-6) + 1e-9 or (used <= 0 and limit > 0)):
             return self._full_best(rs, plan, used, limit)
@@ -213,6 +279,28 @@ class VectorSearch:
         key = (-pre, -jr, -post, -PreemptState.NONE, -WORST_RANK, slot.name)
         self._turn = (rs, row, None if second is None else second[1], False)
         return (key, slot, cost, carve), True, False
+
+    def _ranked(self, plan, mask, jobs: int) -> list:
+        """The best candidates of the request, best first: at least two, or all there are.
+
+        The queue of the request's last turn is brought up to date when only a few rows
+        changed since (in the turns between, this request carved its best slot); else the
+        shared order gives :data:`QUEUE_LENGTH` afresh (or one more than the request's
+        ``jobs`` left, as many as it can carve and the runner-up, when fewer)."""
+        log = self.table.log
+        queue = self._queue
+        if queue is not None and queue.plan is plan and len(log) - queue.pos <= QUEUE_CHANGES_MOST:
+            if len(log) > queue.pos:
+                queue.take(self.table, lambda rows, n: self._keys(plan, rows, n), mask,
+                           log[queue.pos:], self._hinted(plan, queue.pos))
+                queue.pos = len(log)
+            if len(queue.ranked) >= 2 or queue.complete:
+                return queue.ranked
+        order = self._shared(plan)
+        want = max(2, min(QUEUE_LENGTH, jobs + 1))
+        ranked, complete = order.ranked(plan.cursor, mask.__getitem__, want)
+        self._queue = Queue(plan, len(log), ranked, complete)
+        return ranked
 
     def _full_best(self, rs, plan, used, limit):
         table = self.table
@@ -247,7 +335,7 @@ class VectorSearch:
         self._turn = (rs, row, other, limited)
         return (key, slot, cost, carve), True, limited
 
-    def _run_steps(self, plan, slot, states, turn) -> int:
+    def _run_steps(self, plan, slot, states, turn, carve) -> int:
         """How many of ``states`` (the slot's sizes at the next steps) the one-step loop would
         give the slot: while it matches and its key beats the turn's best other candidate."""
         table = self.table
@@ -255,25 +343,84 @@ class VectorSearch:
         if limited or table.slots[row] is not slot:
             return 0
         n = len(states)
-        carved = {}
-        for k, lname in enumerate(("cpus", "memory", "disk")):
-            pairs = [(5, 0.0) if s[k] is None else scalar(s[k]) for s in states]
-            tag = pairs[0][0]
-            if table.uniform(lname) not in (None, tag) or any(p[0] != tag for p in pairs):
-                return 0  # the carve would change the column's type: step by step
-            carved[lname] = (np.full(n, tag, dtype=np.int8), np.array([p[1] for p in pairs]))
-        rows = table.rows(np.full(n, row), carved)
-        ok = np.ones(n, dtype=bool)
-        for fn in plan.clauses:
-            ok &= fn(rows)
-        pre, jr, post = self._keys(plan, rows, n)
-        if other is not None:
-            opre, ojr, opost, oname = other
-            last = table.name_rank[row] < oname
-            ok &= (pre > opre) | ((pre == opre) & ((jr > ojr) | ((jr == ojr) & (
-                (post > opost) | ((post == opost) & last)))))
-        bad = np.flatnonzero(~ok)
-        return int(bad[0]) if bad.size else n
+        known = self._known_steps(plan, row, carve, states, _rs.remaining)
+        if known is not None:
+            tags, ok, keys, _sizes, _ended = known
+            for lname, tag in zip(_CARVED, tags):
+                if table.uniform(lname) not in (None, tag):
+                    return 0  # the carve would change the column's type: step by step
+            self._ahead = known  # (its verdicts hold for the columns' types: see _leave_hint)
+        else:
+            carved = {}
+            for k, lname in enumerate(_CARVED):
+                column = carved_column([s[k] for s in states])
+                if column is None or table.uniform(lname) not in (None, column[0]):
+                    return 0  # the carve would change the column's type: step by step
+                tag, values = column
+                carved[lname] = (np.full(n, tag, dtype=np.int8), values)
+            rows = table.rows(np.full(n, row), carved)
+            ok = np.ones(n, dtype=bool)
+            for fn in plan.clauses:
+                ok &= fn(rows)
+            pre, jr, post = self._keys(plan, rows, n)
+            ok = ok.tolist()
+            keys = zip((-pre).tolist(), (-jr).tolist(), (-post).tolist())
+        if other is None:
+            return ok.index(False) if False in ok[:n] else n
+        # the key beats the other's: (-pre, -jr, -post, name) as tuples compare (a run is a
+        # few steps: Python's compares of a few floats cost less than a dozen numpy calls)
+        opre, ojr, opost, oname = other
+        theirs = (-opre, -ojr, -opost)
+        name = int(table.name_rank[row])
+        for i, (good, key) in enumerate(zip(ok[:n], keys)):
+            if not (good and (key < theirs or (key == theirs and name < oname))):
+                return i
+        return n
+
+    def _kept_states(self, plan, row, rs, slot, cost, carve, used, limit, used_u, limit_u,
+                     budget):
+        """:func:`~.runs._numeric_steps`' answer from the sizes evaluated ahead for the slot
+        (cut to the request's limits by :func:`~.runs.limit_count`); None when not kept."""
+        if self.table.slots[row] is not slot:
+            return None
+        size = slot_size(slot)
+        if size is None:
+            return None
+        for have, amount in zip(size, carve):
+            if have is not None and amount > have:
+                return []  # the carve no longer fits: no step
+        known = self._known_steps(plan, row, carve, [size], rs.remaining)
+        if known is None:
+            return None
+        sizes, ended = known[3], known[4]
+        steps = rs.remaining if budget is None else min(rs.remaining, budget)
+        most = min(steps, len(sizes))
+        m = limit_count(most, cost, used, limit, used_u, limit_u)
+        if m == len(sizes) < steps and not ended:
+            return None  # (more steps than kept)
+        return sizes[:m]
+
+    def _known_steps(self, plan, row, carve, states, jobs: int):
+        """:meth:`~.vsteps.StepMemo.steps` of ``row``'s run ``states`` evaluated ahead: kept
+        from an earlier call, or evaluated now with the next rows of the queue (as many as
+        take the request's ``jobs`` left)."""
+        memo = self._steps
+        if memo is None or memo.plan is not plan:
+            memo = self._steps = StepMemo(plan)
+        known = memo.steps(row, carve, states)
+        if known is not None:
+            return known
+        starts = [(row, states[0])]
+        queue = self._queue
+        if queue is not None and queue.plan is plan:
+            table = self.table
+            for other, _key in queue.ranked:
+                if other != row and other not in memo.rows and table.partitionable[other]:
+                    size = size_after_carve(table.slots[other], carve)
+                    if size is not None:
+                        starts.append((other, size))
+        memo.evaluate(self, carve, starts, jobs)
+        return memo.steps(row, carve, states)
 
     # ---------------------------------------------------------------- plans
 
