@@ -108,3 +108,14 @@ def test_each_claim_attribute_alone_names_the_user():
             want = "u@x" if state == "Claimed" or attr.startswith("Preempting") else None
             assert remote_user_of(ad) == _remote_user(ad) == want
             assert Slot(ad, "slot1@n1").remote_user == want
+
+
+def test_a_negative_zero_literal_is_not_shared_with_zero():
+    """``literal`` shares one node per value, but -0.0 == 0.0 as a key: a carve that leaves
+    -0.0 must print as -0.0, whichever of the two was asked for first."""
+    from htc.classad.printing import unparse
+    from htc.daemons.negotiator.slots import literal
+
+    zero, negative = literal(0.0), literal(-0.0)
+    assert unparse(zero) == "0.0" and unparse(negative) == "-0.0"
+    assert literal(0.0) is zero and literal(0) is not zero  # ints keep their own nodes

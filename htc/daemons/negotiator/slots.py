@@ -557,6 +557,8 @@ _LITERAL_NODES: dict[type, dict] = {}
 
 def literal(value) -> Literal:
     """The (shared) syntax-tree node of a numeric literal ``value``."""
+    if value == 0 and value.__class__ is float and math.copysign(1.0, value) < 0:
+        return Literal(value)  # -0.0 == 0.0 as a key: sharing would print one as the other
     nodes = _LITERAL_NODES.get(value.__class__)
     if nodes is None:
         nodes = _LITERAL_NODES[value.__class__] = {}
