@@ -3,6 +3,7 @@ timing of updates and claims."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -131,3 +132,29 @@ def test_add_matches_charges_exactly_as_add_match_one_by_one(held, run, weight, 
     batch.add_matches("a@x", resources, weight, now)
     assert batch.snapshot() == one.snapshot()
     assert [batch.match_of(r) for r in resources] == [one.match_of(r) for r in resources]
+
+
+# (indices into values that compare equal but print differently: sampled_from would not keep
+# 1 and 1.0 apart)
+_WEIGHTS, _STARTS = (1, 1.0, 2.0, 0.0, -0.0, 0, math.nan), (5, 5.0, 0.0, -0.0, 0)
+_charge = st.tuples(st.sampled_from(["a@x", "b@x"]),
+                    st.integers(0, len(_WEIGHTS) - 1).map(_WEIGHTS.__getitem__),
+                    st.integers(0, len(_STARTS) - 1).map(_STARTS.__getitem__))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_charge, max_size=12), st.booleans())
+def test_the_snapshot_writes_every_match_as_it_was_charged(charges, batched):
+    """Matches charged alike share one record (``Accountant._record``); the snapshot's text
+    names each resource's own customer, weight and start, with their types and signs (1 is not
+    1.0, -0.0 is not 0.0)."""
+    acct = Accountant(now=0.0)
+    for i, (customer, weight, now) in enumerate(charges):
+        if batched:
+            acct.add_matches(customer, [f"slot{i}#carve0", f"slot{i}#carve1"], weight, now)
+        else:
+            acct.add_match(customer, f"slot{i}#carve0", weight, now)
+            acct.add_match(customer, f"slot{i}#carve1", weight, now)
+    want = {f"slot{i}#carve{k}": {"customer": customer, "weight": weight, "start_time": now}
+            for i, (customer, weight, now) in enumerate(charges) for k in (0, 1)}
+    assert json.dumps(acct.snapshot()["matches"], sort_keys=True) == json.dumps(want, sort_keys=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from htc.classad import ClassAd, ExprTree
+from htc.classad.ast import Literal
 from htc.daemons.negotiator.matched_ad import MatchedSlotAd, sizes_of
 from htc.daemons.negotiator.slots import literal
 from tests.unit.test_negotiator_core import make_job, make_slot, run_cycle
@@ -159,3 +160,20 @@ def test_a_views_text_forgets_its_slot_ad_with_it(monkeypatch):
     del ad, view
     gc.collect()
     assert key not in matched_ad._Text._kept
+
+
+def test_a_views_text_with_its_sizes_in_another_order_or_of_other_kinds():
+    """The carved three in an order other than Cpus, Memory, Disk, and sizes that print apart
+    though they compare equal (1 and 1.0, 0 and 0.0, a literal node of each). (Not -0.0:
+    slots.literal shares one node for 0.0 and -0.0, so a view's table prints -0.0 as 0.0.)"""
+    ad = ClassAd({"Disk": 7, "Name": "slot1@p", "Memory": 2.5, "Arch": "X86_64", "Cpus": 3})
+    for sizes in ((1, 1.0, 0.0), (1.0, 0.0, 1), (literal(2), literal(0), literal(1e300)),
+                  (Literal(True), 0, ExprTree("Memory - 1")._node), (3, 2.5, 7)):
+        view = MatchedSlotAd(ad, sizes)
+        assert str(view) == _text_of_a_fresh_copy(MatchedSlotAd(ad, sizes))
+        assert str(view) == str(view)
+    first = MatchedSlotAd(ad, (3, 2.5, 7))
+    read = MatchedSlotAd(ad, (3, 2.5, 7))
+    assert read["Cpus"] == 3  # read: printed from its own table from now on
+    ad["Cpus"] = 1
+    assert str(read) == str(first) == _text_of_a_fresh_copy(MatchedSlotAd(ad, (3, 2.5, 7)))

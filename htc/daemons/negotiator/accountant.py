@@ -121,8 +121,8 @@ class _Customer:
 
 @dataclass(frozen=True, slots=True)
 class _Match:
-    """Per-resource state (HTCondor's ``Resource.<name>`` record); never changed, so that the
-    carves of one run can share one (:meth:`Accountant.add_matches`)."""
+    """Per-resource state (HTCondor's ``Resource.<name>`` record); never changed, so that
+    resources charged alike share one (:meth:`Accountant._record`)."""
 
     customer: str
     weight: float
@@ -147,6 +147,8 @@ class Accountant:
         self.last_update_time: float | None = now
         self._customers: dict[str, _Customer] = {}
         self._matches: dict[str, _Match] = {}
+        #: the match record made last, for the next match charged alike (:meth:`_record`)
+        self._last_record: _Match | None = None
         #: the Up-Down schedule indices (``NEGOTIATOR_POLICY = UPDOWN``), persisted alongside
         self.updown = UpDownIndex()
 
@@ -360,7 +362,21 @@ class Accountant:
         rec.weighted_resources_used += weight
         # The next update charges the whole interval; take back the part before the match.
         rec.weighted_uncharged_time -= (now - self.last_update_time) * weight
-        self._matches[resource] = _Match(customer, weight, now)
+        self._matches[resource] = self._record(customer, weight, now)
+
+    def _record(self, customer: str, weight: float, now: float) -> _Match:
+        """A match record of ``customer``, ``weight`` and ``now``: the last one made when it
+        holds the same (a cycle charges a submitter's jobs of one size alike, tens of
+        thousands of them in a large pool: one record, and :meth:`snapshot` one dict, for
+        all). Same means the same type and value, not 0 (-0.0 == 0.0 and 1 == 1.0 are not
+        written alike) and not NaN, so that the snapshot's text does not change."""
+        last = self._last_record
+        if (last is not None and last.customer == customer
+                and weight and last.weight == weight and last.weight.__class__ is weight.__class__
+                and now and last.start_time == now and last.start_time.__class__ is now.__class__):
+            return last
+        last = self._last_record = _Match(customer, weight, now)
+        return last
 
     def add_matches(self, customer: str, resources: Sequence[str], weight: float,
                     now: float) -> None:
@@ -371,8 +387,7 @@ class Accountant:
         if not resources:
             return
         matches = self._matches
-        record = _Match(customer, weight, now)
-        fresh = dict.fromkeys(resources, record)
+        fresh = dict.fromkeys(resources, self._record(customer, weight, now))
         if len(fresh) < len(resources) or not matches.keys().isdisjoint(fresh):
             for resource in resources:  # a re-charge or a move among them: one by one
                 self.add_match(customer, resource, weight, now)
@@ -433,14 +448,21 @@ class Accountant:
     def snapshot(self) -> dict:
         """Return the whole accountant as plain JSON-ready data (for the service to persist)."""
         matches = self._matches
+        names = sorted(matches)  # (names are unique: sorting them is enough)
+        records = list(map(matches.__getitem__, names))
+        keys = list(map(id, records))
+        # Resources charged alike share a record (:meth:`_record`), and their entries share
+        # its dict here: 81,642 matches of case 1 of benchmarks/negotiator_bench.py hold a few
+        # hundred records. The JSON written is the same; the snapshot is data to write or
+        # restore from, not to edit in place.
+        fields = {key: {"customer": m.customer, "weight": m.weight, "start_time": m.start_time}
+                  for key, m in dict(zip(keys, records)).items()}  # (the fields of _Match)
         return {
             "version": SNAPSHOT_VERSION,
             "last_update_time": self.last_update_time,
             "customers": {n: {f: getattr(r, f) for f in _CUSTOMER_FIELDS}
                           for n, r in sorted(self._customers.items())},
-            "matches": {n: {"customer": (m := matches[n]).customer, "weight": m.weight,
-                            "start_time": m.start_time}  # (the fields of _Match)
-                        for n in sorted(matches)},  # (names are unique: sorting them is enough)
+            "matches": dict(zip(names, map(fields.__getitem__, keys))),
             "updown": self.updown.snapshot(),
         }
 

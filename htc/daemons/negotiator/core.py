@@ -311,7 +311,7 @@ class Negotiator:
         self._finish(now, Step.MATCHED)
         self._shares = dict(result.shares)
         actions: list = [c.Log(f"cycle {self.cycle}: {line}", logging.WARNING) for line in result.skipped]
-        actions.extend(NotifyMatch(m) for m in result.matches)
+        actions.extend(map(NotifyMatch, result.matches))  # (map: no generator step per match)
         actions.extend(self._accounting_changed())
         actions.append(CycleFinished(stats))
         return actions

@@ -34,6 +34,7 @@ from htc.classad.printing import Unparser, print_new, quote_name
 from htc.daemons.negotiator.slots import literal
 
 _CARVED = ("cpus", "memory", "disk")
+_IN_ORDER = (0, 1, 2)  # a _Text's holes in the order of _CARVED, each there
 _NUMBERS = (int, float)
 
 
@@ -64,12 +65,11 @@ class MatchedSlotAd(ClassAd):
         return object.__getattribute__(self, name)
 
     def __str__(self) -> str:
-        try:
-            object.__getattribute__(self, "_exprs")
-        except AttributeError:  # not read yet: print it from the cycle ad's text
+        sizes = self._sizes
+        if sizes is not None:  # not read yet: print it from the cycle ad's text
             text = _Text.of(self._source)
             if text is not None:
-                return text.render(self._sizes)
+                return text.render(sizes)
         return ClassAd.__str__(self)
 
     def _materialise(self) -> None:
@@ -82,13 +82,14 @@ class MatchedSlotAd(ClassAd):
         self._exprs = exprs
         self._names = dict(source._names)
         self._parent = None
+        self._sizes = None  # (read: from now on the view prints its own table)
 
 
 class _Text:
     """The pretty text (``str()``) of a cycle ad's matched views, with the three carved
     attributes left open: printed once per cycle ad, kept while that ad lives."""
 
-    __slots__ = ("ref", "exprs", "parts", "holes", "printer")
+    __slots__ = ("ref", "exprs", "parts", "holes", "printer", "pieces", "order")
 
     #: id(cycle ad) -> its _Text (whose parts are None when its text cannot be made so)
     _kept: dict[int, _Text] = {}
@@ -115,6 +116,25 @@ class _Text:
             if lname in _CARVED:
                 self.holes.append((len(self.parts), _CARVED.index(lname), prefix))
             self.parts.append(prefix + printer.node(node))
+        # the ad's text (its parts joined as Unparser.ad joins them) cut at the three values:
+        # pieces[0], the value of order[0], pieces[1], ... (render joins 7 strings, not one
+        # per attribute)
+        self.pieces: list[str] = []
+        order: list[int] = []
+        at = {part: (which, prefix) for part, which, prefix in self.holes}
+        piece = self._HEAD
+        for i, part in enumerate(self.parts):
+            if i:
+                piece += "; "
+            hole = at.get(i)
+            if hole is None:
+                piece += part
+            else:
+                self.pieces.append(piece + hole[1])
+                order.append(hole[0])
+                piece = ""
+        self.pieces.append(piece + self._TAIL)
+        self.order = tuple(order)
 
     @classmethod
     def of(cls, source: ClassAd) -> _Text | None:
@@ -122,26 +142,42 @@ class _Text:
         text = cls._kept.get(id(source))
         if text is None or text.ref() is not source:
             text = cls._kept[id(source)] = cls(source)
-            if text.join(text.parts) != print_new(source._pairs(), pretty=True):
+            # (rendered from the pieces, with the ad's own sizes: what every view is made by)
+            if text.render(sizes_of(source)) != print_new(source._pairs(), pretty=True):
                 text.parts = None  # laid out otherwise: print each view whole
         return text if text.parts is not None else None
 
-    def join(self, parts: list[str]) -> str:
-        return self._HEAD + "; ".join(parts) + self._TAIL if parts else self._HEAD + self._TAIL
-
     def render(self, sizes: tuple) -> str:
         """The text of the view with ``sizes`` (see :class:`MatchedSlotAd`)."""
-        parts = self.parts.copy()
-        printer = self.printer
-        for part, which, prefix in self.holes:
-            value = sizes[which]
-            if value is None:  # as _materialise: the source's own
-                parts[part] = prefix + printer.node(self.exprs[_CARVED[which]])
-            elif value.__class__ in _NUMBERS:  # (what printing its literal node prints)
-                parts[part] = prefix + printer.literal(value)
-            else:
-                parts[part] = prefix + printer.node(value)
-        return self.join(parts)
+        pieces = self.pieces
+        if self.order == _IN_ORDER:  # (the usual slot ad: one join, ints printed inline)
+            cpus, memory, disk = sizes
+            return "".join((
+                pieces[0], str(cpus) if cpus.__class__ is int else self.text(cpus, 0),
+                pieces[1], str(memory) if memory.__class__ is int else self.text(memory, 1),
+                pieces[2], str(disk) if disk.__class__ is int else self.text(disk, 2),
+                pieces[3]))
+        out = [pieces[0]]
+        for k, which in enumerate(self.order, 1):
+            out.append(self.text(sizes[which], which))
+            out.append(pieces[k])
+        return "".join(out)
+
+    def text(self, value, which: int) -> str:
+        """What printing the view's ``which``-th carved attribute prints, its size ``value``
+        (Unparser.node prints a literal as Unparser.literal its value, and that an int as
+        str() does)."""
+        cls = value.__class__
+        if cls is Literal:
+            value = value.value
+            return str(value) if value.__class__ is int else self.printer.literal(value)
+        if cls is int:
+            return str(value)
+        if cls is float:
+            return self.printer.literal(value)
+        if value is None:  # as _materialise: the source's own
+            return self.printer.node(self.exprs[_CARVED[which]])
+        return self.printer.node(value)
 
 
 def sizes_of(ad: ClassAd) -> tuple:

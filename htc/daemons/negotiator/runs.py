@@ -369,7 +369,7 @@ def commit_run(cycle, search, rs, pool, slot, cost, carve, states) -> int:
     """Commit one match per resource state in ``states`` (the slot's size before each carve)
     as the one-step loop would: a :class:`~.cycle.Match` and an accountant charge each, the
     slot's new size set once; returns how many."""
-    from htc.daemons.negotiator.cycle import Match
+    from htc.daemons.negotiator.cycle import new_match
 
     entry = rs.entry.ad
     ad = slot.ad
@@ -383,10 +383,10 @@ def commit_run(cycle, search, rs, pool, slot, cost, carve, states) -> int:
     append = cycle.matches.append
     for i, have in enumerate(states):
         j = first_job + i
-        append(Match(  # (the fields in order: see Match)
+        append(new_match((  # (every field in order: see Match)
             name, schedd, schedd_address, autocluster, job_ids[j] if j < len(job_ids) else None,
             slot_name, address, claim_id or f"{slot_name}#{cycle_no}.{first_claim + i}",
-            MatchedSlotAd(ad, have), none, None, cost, carve))
+            MatchedSlotAd(ad, have), none, None, cost, carve)))
     rs.matched += n
     rs.remaining -= n
     cycle.claim_seq += n
