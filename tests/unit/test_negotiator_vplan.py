@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, example, given, settings as hsetting
 from htc.classad import ClassAd, ExprTree
 from htc.classad.match import requirements_hold
 from htc.daemons.autocluster import ResourceRequest
-from htc.daemons.negotiator import vplan
+from htc.daemons.negotiator import clauses as clauses_module, vplan
 from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.search import IdleSearch, RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
@@ -451,3 +451,18 @@ def test_submitters_of_one_autocluster_share_one_compile_unless_something_reads_
         verdicts = [_outcome(plan, table)[0] for plan in plans]
         assert verdicts[1] == ([False] * 4 if compiles == 4 else verdicts[0])
         assert verdicts[0] == [True, True, True, False]  # Memory 4096, 1024, 2048, 1000
+
+
+@hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts=st.lists(_expr(), min_size=1, max_size=4), real=st.floats(0.0, 1.0))
+def test_clauses_kept_by_text_are_the_split_of_each_jobs_own_tree(texts, real):
+    """Jobs whose ``Requirements`` read alike, parsed afresh, get the clauses a split of their
+    own tree gives (texts, names, trees); reals that differ in their last digit do not meet."""
+    near = real + abs(real) * 2.0 ** -52 + 5e-324
+    for value in (real, near, real):
+        text = " && ".join([f"({t})" for t in texts] + [f"TARGET.Load == {value!r}"])
+        job = make_job(exprs={"Requirements": text})
+        got = clauses_module.requirement_clauses(job)
+        want = clauses_module._split(ExprTree(text))
+        assert [(t, e, j, s) for t, e, j, s in got] == [(t, e, j, s) for t, e, j, s in want]
+        assert got[-1][1].node.right.value == value
