@@ -15,9 +15,9 @@ evaluated again after a carve; the rest keeps its value.
 
 Every request arrives with trees of its own, parsed afresh: :func:`requirement_clauses` keeps
 its answer by the exact text of the ``Requirements`` (a clause's text, names and tree depend on
-that text only: the text that pickles a tree), so 5,000 requests of two texts split two trees, not 5,000 (case 2 of
-``benchmarks/negotiator_bench.py``), and the requests of one text share the clause trees (and
-what is cached by a tree's identity: its references, its compiled form).
+that text only: the text that pickles a tree), so 5,000 requests of two texts split two trees,
+not 5,000 (case 2 of ``benchmarks/negotiator_bench.py``), and the requests of one text share
+the clause trees (and what is cached by a tree's identity: its references, its compiled form).
 """
 
 from __future__ import annotations
