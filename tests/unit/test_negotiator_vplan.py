@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, example, given, settings as hsetting
 from htc.classad import ClassAd, ExprTree
 from htc.classad.match import requirements_hold
 from htc.daemons.autocluster import ResourceRequest
-from htc.daemons.negotiator import vplan
+from htc.daemons.negotiator import clauses as clauses_module, vplan
 from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.search import IdleSearch, RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
@@ -370,3 +370,99 @@ def test_slots_whose_requirements_reach_the_same_values_share_one_evaluation():
             job, bool)
         assert len(calls) == evaluations
         assert got.tolist() == [requirements_hold(ad, job) for ad in ads]
+
+
+_STARTS = ["True", 'TARGET.Owner != "bob"', "TARGET.SubmitterUserPrio < 10",
+           "TARGET.Memory >= 2048"]
+_SHAPE_REQUIREMENTS = ["TARGET.Memory >= RequestMemory",
+                       'TARGET.Memory >= RequestMemory && Owner != "carol"',
+                       "TARGET.Memory >= RequestMemory && Blocked =!= true",
+                       "TARGET.KFlops >= RequestKFlops"]
+_SHAPE_RANKS = [0.0, "TARGET.Memory", 'ifThenElse(Owner == "alice", TARGET.Memory, 1)']
+
+
+def _shape_request(n, owner, prio, requirement, rank, memory):
+    job = make_job(owner, RequestMemory=memory, RequestKFlops=1024, SubmitterUserPrio=prio,
+                   exprs={"Requirements": requirement, "Blocked": 'Owner == "bob"'})
+    job["Rank"] = ExprTree(rank) if isinstance(rank, str) else rank
+    return RequestState(None, ResourceRequest(n, job, 1), job)
+
+
+@hsettings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(starts=st.lists(st.sampled_from(_STARTS), min_size=4, max_size=4),
+       jobs=st.lists(st.tuples(st.sampled_from(["alice", "bob", "carol"]),
+                               st.sampled_from([1.0, 20.0]),
+                               st.sampled_from(_SHAPE_REQUIREMENTS),
+                               st.sampled_from(_SHAPE_RANKS), st.sampled_from([1024, 2048])),
+                     min_size=1, max_size=8))
+def test_requests_of_one_shape_share_a_plan_that_decides_what_a_fresh_compile_decides(
+        starts, jobs):
+    """Requests that differ in values some slot, clause or rank may read (``Owner``,
+    ``SubmitterUserPrio``, through an expression of the job too) get from one compiler the
+    plans a compiler that never saw the others gives, ranking included."""
+    settings = NegotiatorSettings()
+    slots = []
+    for ad, start in zip(_slots(), starts):
+        ad["Start"] = ExprTree(start)
+        slots.append(Slot(ad, ad["Name"]))
+    table = SlotTable(slots)
+    shared = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
+    requests = [_shape_request(n + 1, *job) for n, job in enumerate(jobs)]
+    plans = [shared.compile(rs) for rs in requests]
+    for rs, plan in zip(requests, plans):
+        fresh_table = SlotTable(slots)
+        fresh = PlanCompiler(settings, IdleSearch(settings).literal_wants, fresh_table)
+        want = fresh.compile(rs)
+        assert _outcome(plan, table) == _outcome(want, fresh_table), repr(rs.job)
+        if plan is not None:
+            assert plan.ranking == want.ranking
+            assert (plan.wants, plan.cost.tolist()) == (want.wants, want.cost.tolist())
+    assert len({id(plan) for plan in plans if plan is not None}) == sum(
+        plan is not None for plan in plans)  # a plan (its turn state) per request
+
+
+def test_submitters_of_one_autocluster_share_one_compile_unless_something_reads_them(
+        monkeypatch):
+    """Four submitters' requests of one shape (they differ in ``Owner`` and
+    ``SubmitterUserPrio``) compile once when nothing reads those; a slot that reads
+    ``TARGET.Owner`` makes them compile apart."""
+    settings = NegotiatorSettings()
+    compiled = []
+    real = PlanCompiler._compile
+
+    def counting(self, rs):
+        compiled.append(rs)
+        return real(self, rs)
+    monkeypatch.setattr(PlanCompiler, "_compile", counting)
+    for start, compiles in (("True", 1), ('TARGET.Owner != "bob"', 4)):
+        compiled.clear()
+        slots = []
+        for ad in _slots():
+            ad["Start"] = ExprTree(start)
+            slots.append(Slot(ad, ad["Name"]))
+        table = SlotTable(slots)
+        compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
+        requests = [_shape_request(n, owner, prio, "TARGET.Memory >= RequestMemory",
+                                   "TARGET.Memory", 1024)
+                    for n, (owner, prio) in enumerate([("alice", 1.0), ("bob", 2.0),
+                                                       ("carol", 3.0), ("dave", 4.0)])]
+        plans = [compiler.compile(rs) for rs in requests]
+        assert len(compiled) == compiles
+        verdicts = [_outcome(plan, table)[0] for plan in plans]
+        assert verdicts[1] == ([False] * 4 if compiles == 4 else verdicts[0])
+        assert verdicts[0] == [True, True, True, False]  # Memory 4096, 1024, 2048, 1000
+
+
+@hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts=st.lists(_expr(), min_size=1, max_size=4), real=st.floats(0.0, 1.0))
+def test_clauses_kept_by_text_are_the_split_of_each_jobs_own_tree(texts, real):
+    """Jobs whose ``Requirements`` read alike, parsed afresh, get the clauses a split of their
+    own tree gives (texts, names, trees); reals that differ in their last digit do not meet."""
+    near = real + abs(real) * 2.0 ** -52 + 5e-324
+    for value in (real, near, real):
+        text = " && ".join([f"({t})" for t in texts] + [f"TARGET.Load == {value!r}"])
+        job = make_job(exprs={"Requirements": text})
+        got = clauses_module.requirement_clauses(job)
+        want = clauses_module._split(ExprTree(text))
+        assert [(t, e, j, s) for t, e, j, s in got] == [(t, e, j, s) for t, e, j, s in want]
+        assert got[-1][1].node.right.value == value

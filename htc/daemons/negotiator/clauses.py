@@ -12,6 +12,12 @@ it is carved. :func:`carve_plan` follows each clause's and rank's references thr
 (:func:`slot_names_read`: a job attribute may read ``TARGET.Memory``, a name one ad lacks
 falls back to the other) and keeps the ones that reach a carved resource: only those are
 evaluated again after a carve; the rest keeps its value.
+
+Every request arrives with trees of its own, parsed afresh: :func:`requirement_clauses` keeps
+its answer by the exact text of the ``Requirements`` (a clause's text, names and tree depend on
+that text only: the text that pickles a tree), so 5,000 requests of two texts split two trees,
+not 5,000 (case 2 of ``benchmarks/negotiator_bench.py``), and the requests of one text share
+the clause trees (and what is cached by a tree's identity: its references, its compiled form).
 """
 
 from __future__ import annotations
@@ -31,6 +37,22 @@ def requirement_clauses(job: ClassAd):
     req = job.get("Requirements")
     if not isinstance(req, ExprTree):
         return None
+    text = req.unparse(exact=True)  # (every digit of a real: a quarter of what a split costs)
+    clauses = _SPLIT.get(text)
+    if clauses is None:
+        if len(_SPLIT) >= _SPLIT_KEPT:
+            _SPLIT.clear()  # (a pool of more texts than that splits each again, as before)
+        clauses = _SPLIT[text] = _split(req)
+    return clauses
+
+
+#: :func:`requirement_clauses` by the Requirements' text, at most _SPLIT_KEPT of them
+_SPLIT: dict[str, tuple] = {}
+_SPLIT_KEPT = 4096
+
+
+def _split(req: ExprTree) -> tuple:
+    """:func:`requirement_clauses` of the tree ``req``."""
     out = []
     todo = [req.node]  # the parsed tree; each clause is wrapped back into an ExprTree
     while todo:

@@ -25,6 +25,14 @@ tried over every row once per values (a zero divisor raises there, and the reque
 scalar search, as when it was compiled afresh). The tagged form (:mod:`.vexpr`) is compiled
 per job values (:meth:`PlanCompiler._cached`). ``tests/unit/test_negotiator_vplan.py`` checks
 that a shared compiler builds what a fresh one builds.
+
+Whole plans are shared too (:meth:`PlanCompiler.compile`): requests whose jobs agree on every
+value a plan can read of them (:meth:`PlanCompiler._shape`) get the compiled parts of the first
+one's plan, each in a plan of its own (its turn state and ranking). The submitters of one
+autocluster differ only in ``Owner`` and the ``Submitter*`` attributes the cycle adds: case 1
+of ``benchmarks/negotiator_bench.py`` compiles 50 plans for its 200 requests. A request is
+keyed by that projection only when an earlier one agrees with it on its order and literal
+request (a cheap key): 5,000 requests of 5,000 shapes pay no projection.
 """
 
 from __future__ import annotations
@@ -82,6 +90,8 @@ class PlanCompiler:
         self._templates: dict[tuple, object] = {}  # see _function
         self._static_and: dict[tuple, np.ndarray] = {}  # static columns' ids -> their AND
         self._bound: dict[tuple, object] = {}  # (template key, job values) -> function
+        self._shapes: dict[tuple, Plan | None] = {}  # see compile
+        self._kinds: dict[tuple, tuple | None] = {}  # see compile
         reach, targets = set(CARVED), set()
         for slot in table.slots:
             ad = slot.ad
@@ -103,7 +113,69 @@ class PlanCompiler:
         self.groups = SlotGroups(table.slots, self._slot_targets)
 
     def compile(self, rs) -> Plan | None:
-        """The plan of request ``rs``, or None when it must take the scalar search."""
+        """The plan of request ``rs``, or None when it must take the scalar search.
+
+        Shared by the requests whose job agrees on every value a plan can read of it
+        (:meth:`_shape`: 4 submitters' requests of one autocluster differ in ``Owner`` and the
+        ``Submitter*`` attributes the cycle adds, which no plan reads): each request gets a
+        plan of its own (its turn state, its ranking) holding the same compiled parts."""
+        # a cheap key first (a key of some of what _shape keys): a request alone of its kind
+        # pays no projection (case 2 of negotiator_bench: 5,000 autoclusters, 5,000 kinds)
+        kind = (self.table.epoch, rs.order, self.literal_wants(rs.job))
+        first = self._kinds.get(kind, _NEW)
+        if first is _NEW:  # (its plan is the one the later requests of its shape copy)
+            plan = self._compile(rs)
+            self._kinds[kind] = (rs, plan)
+            return plan
+        else:
+            if first is not None:  # the second request of its kind: key the first one too
+                self._shapes[self._shape(first[0])] = first[1]
+                self._kinds[kind] = None
+            key = self._shape(rs)
+            shared = self._shapes.get(key, _NEW)
+            if shared is _NEW:
+                shared = self._shapes[key] = self._compile(rs)
+        if shared is None:
+            return None
+        plan = Plan()
+        plan.static, plan.clauses, plan.pre, plan.jr, plan.post = (
+            shared.static, shared.clauses, shared.pre, shared.jr, shared.post)
+        plan.wants, plan.wants_col, plan.cost, plan.epoch = (
+            shared.wants, shared.wants_col, shared.cost, shared.epoch)
+        plan.ranking = (rs.order, shared.ranking[1])
+        plan.cursor = None
+        return plan
+
+    def _shape(self, rs) -> tuple:
+        """A key of everything :meth:`_compile` reads of ``rs``: the job's values of every name
+        its ``Requirements``, ``Rank`` and request attributes, the slots' expressions and the
+        negotiator's ranks can read of it (followed through the job's expressions), and the
+        table's column types. An expression ``Requirements`` is keyed by its clauses' texts and
+        the values they read, an expression ``Rank`` by the request's order (its text and the
+        values it reads): hashing the trees themselves would walk them."""
+        names = set(self._shape_names())
+        clauses = rs.clauses and tuple(
+            (text, job_refs, slot_refs) for text, _, job_refs, slot_refs in rs.clauses)
+        if clauses:
+            names.discard("requirements")
+            for _, job_refs, _ in clauses:
+                names.update(job_refs)
+        if rs.const_rank is None:
+            names.discard("rank")  # (rs.order)
+        return (self.table.epoch, rs.order, rs.const_rank, clauses, projection(rs.job, names))
+
+    def _shape_names(self) -> tuple:
+        """The job names :meth:`_shape` starts from (see there; cached per table)."""
+        key = ("shape names",)
+        names = self._compiled.get(key)
+        if names is None:
+            refs = {"requirements", "rank", "requestcpus", "requestmemory", "requestdisk"}
+            refs.update(self._ranks_read())
+            names = self._compiled[key] = tuple(sorted(refs))
+        return names
+
+    def _compile(self, rs) -> Plan | None:
+        """:meth:`compile` of a request no request of its shape compiled before."""
         job, table, s = rs.job, self.table, self.s
         wants = self.literal_wants(job)
         if wants is None:

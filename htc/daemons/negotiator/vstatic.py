@@ -122,13 +122,14 @@ class SlotGroups:
             literals = self._literal_keys(lname)
             folded = [fold(c) for c in constants]
             if literals and literals[0].__class__ is str:  # a column of strings only
+                # (each distinct string compared once: 10,000 slots of two architectures)
                 if len(constants) == 1:
                     (c,), (f,) = constants, folded
-                    keys = self._keys[key] = [(fold(v) == f, v == c) for v in literals]
+                    key_of = {v: (fold(v) == f, v == c) for v in set(literals)}
                 else:
-                    keys = self._keys[key] = [
-                        (tuple(fold(v) == f for f in folded), tuple(v == c for c in constants))
-                        for v in literals]
+                    key_of = {v: (tuple(fold(v) == f for f in folded),
+                                  tuple(v == c for c in constants)) for v in set(literals)}
+                keys = self._keys[key] = [key_of[v] for v in literals]
                 return keys
             keys = []
             for i, literal in enumerate(literals):
