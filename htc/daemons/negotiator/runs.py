@@ -217,10 +217,16 @@ def _numeric_steps(search, rs, slot, cost, carve, used, limit, used_u, limit_u, 
             have.append(node.value)
         else:
             return []
+    return steps_from(have, rs.remaining, cost, carve, used, limit, used_u, limit_u, budget)
+
+
+def steps_from(have, jobs: int, cost, carve, used, limit, used_u, limit_u, budget) -> list:
+    """:func:`_numeric_steps` from the slot's size ``have`` (``(cpus, memory, disk)``, numbers
+    or None) for a request with ``jobs`` left."""
     states = []
     h0, h1, h2 = have
     c0, c1, c2 = carve
-    steps = rs.remaining if budget is None else min(rs.remaining, budget)
+    steps = jobs if budget is None else min(jobs, budget)
     while len(states) < steps:
         if used >= limit:
             break
@@ -365,10 +371,11 @@ def extend_run(cycle, search, rs, pool, slot, cost, carve, used, limit, used_u, 
     return commit_run(cycle, search, rs, pool, slot, cost, carve, states)
 
 
-def commit_run(cycle, search, rs, pool, slot, cost, carve, states) -> int:
+def commit_run(cycle, search, rs, pool, slot, cost, carve, states, first: bool = False) -> int:
     """Commit one match per resource state in ``states`` (the slot's size before each carve)
     as the one-step loop would: a :class:`~.cycle.Match` and an accountant charge each, the
-    slot's new size set once; returns how many."""
+    slot's new size set once; returns how many. ``first``: ``states[0]`` is the turn's own
+    carve (:meth:`~.vsearch.VectorSearch.take`), not a step of the run."""
     from htc.daemons.negotiator.cycle import Match
 
     entry = rs.entry.ad
@@ -397,7 +404,7 @@ def commit_run(cycle, search, rs, pool, slot, cost, carve, states) -> int:
     last = states[-1]
     _set(ad, [None if h is None else same_type(h, h - w) for h, w in zip(last, carve)])
     slot.weight = slot_weight(ad, cycle.s.use_slot_weights)
-    search.run_jobs += n
+    search.run_jobs += n - first
     if (number(ad, "Cpus", 1.0) or 0.0) < 1.0 or (number(ad, "Memory", 1.0) or 0.0) <= 0:
         pool.take(slot)  # as make_match does; the slot stays "hot" until the next search
         cycle.free -= 1
