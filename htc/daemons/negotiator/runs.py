@@ -34,7 +34,7 @@ from htc.classad.ast import (AttrRef, Binary, Call, Conditional, ListExpr, Liter
 from htc.classad.match import rank
 from htc.daemons.negotiator.matched_ad import MatchedSlotAd
 from htc.daemons.negotiator.preemption import PreemptState, submitter_limit_permits
-from htc.daemons.negotiator.slots import eval_rank, literal, number, same_type, slot_weight
+from htc.daemons.negotiator.slots import eval_rank, literal, same_type, slot_weight
 
 #: directions of a value as the slot's Cpus, Memory and Disk grow (None: unknown)
 INC, CONST, DEC = 1, 0, -1
@@ -401,11 +401,12 @@ def commit_run(cycle, search, rs, pool, slot, cost, carve, states, first: bool =
     search.taken_count += n
     cycle.acct.add_matches(name, [f"{slot_name}#carve{first_carve + i}" for i in range(n)], cost,
                            cycle.now)
-    last = states[-1]
-    _set(ad, [None if h is None else same_type(h, h - w) for h, w in zip(last, carve)])
+    left = [None if h is None else same_type(h, h - w) for h, w in zip(states[-1], carve)]
+    _set(ad, left)
     slot.weight = slot_weight(ad, cycle.s.use_slot_weights)
     search.run_jobs += n - first
-    if (number(ad, "Cpus", 1.0) or 0.0) < 1.0 or (number(ad, "Memory", 1.0) or 0.0) <= 0:
+    # (make_match's test of the ad, on the numbers just set: an absent one reads as 1.0)
+    if (1.0 if left[0] is None else left[0]) < 1.0 or (1.0 if left[1] is None else left[1]) <= 0:
         pool.take(slot)  # as make_match does; the slot stays "hot" until the next search
         cycle.free -= 1
     return n

@@ -28,6 +28,10 @@ taken while the slot still matches and its key beats the best other candidate of
 (other slots do not change during a turn). So no monotonicity proof is needed: every step is
 evaluated -- ahead, for the next slots of the queue too (:mod:`.vsteps`), and what the run
 leaves of the slot is its request's next verdict on it (:meth:`VectorSearch._hinted`).
+The turn's own carve and its run are one commit (:meth:`VectorSearch.take`): the run is
+decided from what the carve would leave (the slot's size, the jobs left, ``used``), then both
+are committed with one row update and one accountant call; a carve that uses the slot up or
+changes a column's type is made alone first (``make_match``, then :meth:`VectorSearch.extend`).
 ``tests/unit/test_negotiator_vsearch.py`` compares whole cycles with the scalar search on
 random pools.
 """
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from htc.classad.ast import Literal
 from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.preemption import WORST_RANK, PreemptState
 from htc.daemons.negotiator.runs import (_numeric_steps, commit_run, extend_run, limit_count,
@@ -44,8 +49,8 @@ from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vexpr import Inexact, Unsupported
 from htc.daemons.negotiator.vorder import Cursor, Queue, SharedOrder
 from htc.daemons.negotiator.vplan import PlanCompiler
-from htc.daemons.negotiator.vsteps import (StepMemo, after_run, carved_column, carved_size,
-                                           size_after_carve, slot_size)
+from htc.daemons.negotiator.vsteps import (StepMemo, after_run, carved_column, size_after_carve,
+                                           slot_size)
 
 _SLOT_ROOTS = ("requirements",)
 _CARVED = ("cpus", "memory", "disk")
@@ -162,18 +167,33 @@ class VectorSearch:
         plan = self._plan_of(rs)
         if plan is None or table.slots[turn[1]] is not slot:
             return 0
-        size = slot_size(slot)
-        if size is None:
-            return 0
-        after = carved_size(size, carve)
-        for have, left in zip(size, after):
-            if have.__class__ is not left.__class__:
-                return 0  # the carve changes the row's type (and may move the table's epoch)
+        # the slot's size (vsteps.slot_size) and what the carve leaves (vsteps.carved_size),
+        # in one pass: this runs once per slot a request fills
+        exprs, size, after = slot.ad._exprs, [], []
+        for lname, amount in zip(_CARVED, carve):
+            node = exprs.get(lname)
+            if node is None:
+                size.append(None)
+                after.append(None)
+                continue
+            have = node.value if node.__class__ is Literal else None
+            kind = have.__class__
+            if kind is not int and kind is not float:
+                return 0  # (not a number: the table would not have taken the slot)
+            left = have - amount
+            if kind is int and left.__class__ is not int:
+                if not float(left).is_integer():
+                    return 0  # the carve changes the row's type (and may move the epoch)
+                left = int(left)
+            size.append(have)
+            after.append(left)
         if (1.0 if after[0] is None else after[0]) < 1.0 or (
                 1.0 if after[1] is None else after[1]) <= 0:
             return 0  # used up by this carve: make_match takes the slot
         self._turn = None
-        self.hold(rs, slot, pool)  # as make_match, for a slot it leaves free
+        if slot.cls is not None:  # (hold's, for a vector request: as make_match's)
+            slot.cls = None
+            self._dirty.append(slot)
         row, jobs = turn[1], rs.remaining - 1
         used, used_u = used + cost, used_u + cost  # (negotiate_entry's additions, in order)
         budget = None if budget is None else budget - 1
@@ -191,8 +211,8 @@ class VectorSearch:
                 k = 0  # (no hint: extend leaves none then)
         if k:
             self.vector_runs += 1
-        n = commit_run(cycle, self.idle, rs, pool, slot, cost, carve, [size, *states[:k]],
-                       first=True)
+        n = commit_run(cycle, self.idle, rs, pool, slot, cost, carve,
+                       [tuple(size), *states[:k]], first=True)
         self.changed(slot)
         if not states:
             self._hint_unfit(plan, row, slot)
