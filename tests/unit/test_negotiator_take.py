@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.cycle import _Cycle
+from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.updown import UpDownSettings
 from htc.daemons.negotiator.vsearch import VectorSearch
 from tests.unit.test_negotiator_core import make_job, make_slot, run_cycle
@@ -83,3 +84,21 @@ def test_a_partitionable_slot_takes_one_commit_per_request(monkeypatch):
     assert [m.slot_ad["Cpus"] for m in result.matches] == list(range(64, 4, -1)) + [4]
     assert [m.claim_id for m in result.matches] == [f"slot1@big#0.{i}" for i in range(61)]
     assert acct.weighted_resources_used("alice@x") == 64
+
+
+def test_the_placement_throttle_cuts_one_commit_at_its_budget(monkeypatch):
+    """UPDOWN with 10 placements per cycle: one turn, and one commit of the 10 (a budget
+    counted one short would stop the run early and need a second turn for the last)."""
+    turns = []
+    real = VectorSearch.best
+
+    def best(self, *args):
+        turns.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(VectorSearch, "best", best)
+    slot = make_slot("slot1@big", Cpus=64, Memory=262144, PartitionableSlot=True)
+    settings = NegotiatorSettings(policy="UPDOWN",
+                                  updown=UpDownSettings(placements_per_cycle=10))
+    result, _ = run_cycle([slot], {"alice@x": [(make_job("alice"), 40)]}, settings=settings)
+    assert len(result.matches) == 10 and len(turns) == 1

@@ -462,7 +462,7 @@ class _Cycle:
                     # a vector turn's carve and its run, at once (VectorSearch.take)
                     n = self.search.take(self, rs, pool, slot, cost, carve, used, limit,
                                          used_unclaimed, limit_unclaimed,
-                                         None if max_matches is None else max_matches - made - 1)
+                                         None if max_matches is None else max_matches - made)
                     for _ in range(n):  # (the float additions of one match after another)
                         made += 1
                         used += cost
