@@ -144,13 +144,29 @@ class SlotTable:
             return
         self.log.append(i)
         self.alive[i] = not slot.taken
-        nodes = self._read_res(i, slot, slot.ad._exprs)
         self.weight[i] = slot.weight
-        columns, uniform = self._columns, self._uniform
-        for lname, node in zip(_CARVED_ORDER, nodes):
+        exprs, columns, uniform = slot.ad._exprs, self._columns, self._uniform
+        # _read_res and vexpr.scalar of each, in one pass: a match on a slot makes one call
+        for res, lname in zip(self._res_rows, _CARVED_ORDER):
+            node = exprs.get(lname)
+            if node is None:
+                res[i] = np.nan
+                tag, value = _ABSENT
+            else:
+                value = node.value if node.__class__ is Literal else None
+                cls = value.__class__
+                if cls is int:
+                    res[i] = value
+                    if value > _EXACT or value < -_EXACT:
+                        raise Unsupported("integer beyond 2**53")  # (as scalar)
+                    tag = INT
+                elif cls is float:
+                    res[i] = value
+                    tag = REAL
+                else:
+                    raise Unsupported(f"{slot.name}: {lname} is not a number")
             col = columns.get(lname)
             if col is not None:
-                tag, value = (MISSING, 0.0) if node is None else scalar(node.value)
                 col[0][i] = tag
                 col[1][i] = value
                 was = uniform.get(lname, tag)

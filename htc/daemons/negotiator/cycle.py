@@ -465,6 +465,18 @@ class _Cycle:
                             return _MM_RESUME
                     break
                 slot, state, cost, carve = found
+                if carve is not None and state is PreemptState.NONE:
+                    # a vector turn's carve and its run, at once (VectorSearch.take)
+                    n = self.search.take(self, rs, pool, slot, cost, carve, used, limit,
+                                         used_unclaimed, limit_unclaimed,
+                                         None if max_matches is None else max_matches - made)
+                    for _ in range(n):  # (the float additions of one match after another)
+                        made += 1
+                        used += cost
+                        used_unclaimed += cost
+                        self.pie_left -= cost
+                    if n:
+                        continue
                 self.make_match(rs, pool, slot, state, cost, carve)
                 made += 1
                 used += cost

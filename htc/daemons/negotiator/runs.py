@@ -34,7 +34,7 @@ from htc.classad.ast import (AttrRef, Binary, Call, Conditional, ListExpr, Liter
 from htc.classad.match import rank
 from htc.daemons.negotiator.matched_ad import MatchedSlotAd
 from htc.daemons.negotiator.preemption import PreemptState, submitter_limit_permits
-from htc.daemons.negotiator.slots import eval_rank, literal, number, same_type, slot_weight
+from htc.daemons.negotiator.slots import eval_rank, literal, same_type, slot_weight
 
 #: directions of a value as the slot's Cpus, Memory and Disk grow (None: unknown)
 INC, CONST, DEC = 1, 0, -1
@@ -217,10 +217,16 @@ def _numeric_steps(search, rs, slot, cost, carve, used, limit, used_u, limit_u, 
             have.append(node.value)
         else:
             return []
+    return steps_from(have, rs.remaining, cost, carve, used, limit, used_u, limit_u, budget)
+
+
+def steps_from(have, jobs: int, cost, carve, used, limit, used_u, limit_u, budget) -> list:
+    """:func:`_numeric_steps` from the slot's size ``have`` (``(cpus, memory, disk)``, numbers
+    or None) for a request with ``jobs`` left."""
     states = []
     h0, h1, h2 = have
     c0, c1, c2 = carve
-    steps = rs.remaining if budget is None else min(rs.remaining, budget)
+    steps = jobs if budget is None else min(jobs, budget)
     while len(states) < steps:
         if used >= limit:
             break
@@ -365,10 +371,11 @@ def extend_run(cycle, search, rs, pool, slot, cost, carve, used, limit, used_u, 
     return commit_run(cycle, search, rs, pool, slot, cost, carve, states)
 
 
-def commit_run(cycle, search, rs, pool, slot, cost, carve, states) -> int:
+def commit_run(cycle, search, rs, pool, slot, cost, carve, states, first: bool = False) -> int:
     """Commit one match per resource state in ``states`` (the slot's size before each carve)
     as the one-step loop would: a :class:`~.cycle.Match` and an accountant charge each, the
-    slot's new size set once; returns how many."""
+    slot's new size set once; returns how many. ``first``: ``states[0]`` is the turn's own
+    carve (:meth:`~.vsearch.VectorSearch.take`), not a step of the run."""
     from htc.daemons.negotiator.cycle import new_match
 
     entry = rs.entry.ad
@@ -394,11 +401,12 @@ def commit_run(cycle, search, rs, pool, slot, cost, carve, states) -> int:
     search.taken_count += n
     cycle.acct.add_matches(name, [f"{slot_name}#carve{first_carve + i}" for i in range(n)], cost,
                            cycle.now)
-    last = states[-1]
-    _set(ad, [None if h is None else same_type(h, h - w) for h, w in zip(last, carve)])
+    left = [None if h is None else same_type(h, h - w) for h, w in zip(states[-1], carve)]
+    _set(ad, left)
     slot.weight = slot_weight(ad, cycle.s.use_slot_weights)
-    search.run_jobs += n
-    if (number(ad, "Cpus", 1.0) or 0.0) < 1.0 or (number(ad, "Memory", 1.0) or 0.0) <= 0:
+    search.run_jobs += n - first
+    # (make_match's test of the ad, on the numbers just set: an absent one reads as 1.0)
+    if (1.0 if left[0] is None else left[0]) < 1.0 or (1.0 if left[1] is None else left[1]) <= 0:
         pool.take(slot)  # as make_match does; the slot stays "hot" until the next search
         cycle.free -= 1
     return n

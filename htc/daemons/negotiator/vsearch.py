@@ -28,6 +28,10 @@ taken while the slot still matches and its key beats the best other candidate of
 (other slots do not change during a turn). So no monotonicity proof is needed: every step is
 evaluated -- ahead, for the next slots of the queue too (:mod:`.vsteps`), and what the run
 leaves of the slot is its request's next verdict on it (:meth:`VectorSearch._hinted`).
+The turn's own carve and its run are one commit (:meth:`VectorSearch.take`): the run is
+decided from what the carve would leave (the slot's size, the jobs left, ``used``), then both
+are committed with one row update and one accountant call; a carve that uses the slot up or
+changes a column's type is made alone first (``make_match``, then :meth:`VectorSearch.extend`).
 ``tests/unit/test_negotiator_vsearch.py`` compares whole cycles with the scalar search on
 random pools.
 """
@@ -36,9 +40,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from htc.classad.ast import Literal
 from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.preemption import WORST_RANK, PreemptState
-from htc.daemons.negotiator.runs import _numeric_steps, commit_run, extend_run, limit_count
+from htc.daemons.negotiator.runs import (_numeric_steps, commit_run, extend_run, limit_count,
+                                         steps_from)
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vexpr import Inexact, Unsupported
 from htc.daemons.negotiator.vorder import Cursor, Queue, SharedOrder
@@ -115,8 +121,12 @@ class VectorSearch:
         turn, self._turn = self._turn, None
         if turn is None or turn[0] is not rs or not self.idle.runs:
             return 0
-        states = self._kept_states(plan, turn[1], rs, slot, cost, carve, used, limit, used_u,
-                                   limit_u, budget)
+        states = None
+        if self.table.slots[turn[1]] is slot:
+            size = slot_size(slot)
+            if size is not None:
+                states = self._kept_states(plan, turn[1], rs.remaining, size, cost, carve, used,
+                                           limit, used_u, limit_u, budget)
         if states is None:
             states = _numeric_steps(self.idle, rs, slot, cost, carve, used, limit, used_u,
                                     limit_u, budget)
@@ -125,7 +135,7 @@ class VectorSearch:
             return 0
         self._ahead = None
         try:
-            k = self._run_steps(plan, slot, states, turn, carve)
+            k = self._run_steps(plan, slot, states, turn, carve, rs.remaining)
         except (Unsupported, Inexact):
             return 0
         n = 0
@@ -135,6 +145,79 @@ class VectorSearch:
             self.changed(slot)
         if self._ahead is not None:
             self._leave_hint(plan, turn[1], k)
+        return n
+
+    def take(self, cycle, rs, pool, slot, cost, carve, used, limit, used_u, limit_u,
+             budget) -> int:
+        """The vector turn's carve of the partitionable ``slot`` for ``rs`` and the run after
+        it (:meth:`extend`'s), committed at once: one :func:`~.runs.commit_run` of both, one
+        row update, one accountant call. Returns how many matches it made; 0 when it made
+        none (a scalar turn, runs off, a carve that changes a column's type or uses the slot
+        up): ``make_match`` and :meth:`extend` then make them one after the other.
+
+        It decides what they decide: between the first carve and the run nothing else moves,
+        and what the run reads of that carve (the slot's size after it, the request's jobs
+        left, ``used`` + ``cost``: the arguments here are the values before it) is computed
+        without making it; the row's update and the hints come after the commit, as after
+        ``extend``'s."""
+        turn = self._turn
+        if turn is None or turn[0] is not rs or not self.idle.runs:
+            return 0
+        table = self.table
+        plan = self._plan_of(rs)
+        if plan is None or table.slots[turn[1]] is not slot:
+            return 0
+        # the slot's size (vsteps.slot_size) and what the carve leaves (vsteps.carved_size),
+        # in one pass: this runs once per slot a request fills
+        exprs, size, after = slot.ad._exprs, [], []
+        for lname, amount in zip(_CARVED, carve):
+            node = exprs.get(lname)
+            if node is None:
+                size.append(None)
+                after.append(None)
+                continue
+            have = node.value if node.__class__ is Literal else None
+            kind = have.__class__
+            if kind is not int and kind is not float:
+                return 0  # (not a number: the table would not have taken the slot)
+            left = have - amount
+            if kind is int and left.__class__ is not int:
+                if not float(left).is_integer():
+                    return 0  # the carve changes the row's type (and may move the epoch)
+                left = int(left)
+            size.append(have)
+            after.append(left)
+        if (1.0 if after[0] is None else after[0]) < 1.0 or (
+                1.0 if after[1] is None else after[1]) <= 0:
+            return 0  # used up by this carve: make_match takes the slot
+        self._turn = None
+        if slot.cls is not None:  # (hold's, for a vector request: as make_match's)
+            slot.cls = None
+            self._dirty.append(slot)
+        row, jobs = turn[1], rs.remaining - 1
+        used, used_u = used + cost, used_u + cost  # (negotiate_entry's additions, in order)
+        budget = None if budget is None else budget - 1
+        states = self._kept_states(plan, row, jobs, after, cost, carve, used, limit, used_u,
+                                   limit_u, budget)
+        if states is None:
+            states = steps_from(after, jobs, cost, carve, used, limit, used_u, limit_u, budget)
+        k, hint = 0, None
+        if states:
+            self._ahead = None
+            try:
+                k = self._run_steps(plan, slot, states, turn, carve, jobs)
+                hint = self._ahead is not None
+            except (Unsupported, Inexact):
+                k = 0  # (no hint: extend leaves none then)
+        if k:
+            self.vector_runs += 1
+        n = commit_run(cycle, self.idle, rs, pool, slot, cost, carve,
+                       [tuple(size), *states[:k]], first=True)
+        self.changed(slot)
+        if not states:
+            self._hint_unfit(plan, row, slot)
+        elif hint:
+            self._leave_hint(plan, row, k)
         return n
 
     def best(self, rs, pool, used: float, limit: float):
@@ -335,15 +418,16 @@ class VectorSearch:
         self._turn = (rs, row, other, limited)
         return (key, slot, cost, carve), True, limited
 
-    def _run_steps(self, plan, slot, states, turn, carve) -> int:
+    def _run_steps(self, plan, slot, states, turn, carve, jobs: int) -> int:
         """How many of ``states`` (the slot's sizes at the next steps) the one-step loop would
-        give the slot: while it matches and its key beats the turn's best other candidate."""
+        give the slot: while it matches and its key beats the turn's best other candidate
+        (``jobs``: the request's jobs left before them)."""
         table = self.table
         _rs, row, other, limited = turn
         if limited or table.slots[row] is not slot:
             return 0
         n = len(states)
-        known = self._known_steps(plan, row, carve, states, _rs.remaining)
+        known = self._known_steps(plan, row, carve, states, jobs)
         if known is not None:
             tags, ok, keys, _sizes, _ended = known
             for lname, tag in zip(_CARVED, tags):
@@ -377,23 +461,19 @@ class VectorSearch:
                 return i
         return n
 
-    def _kept_states(self, plan, row, rs, slot, cost, carve, used, limit, used_u, limit_u,
+    def _kept_states(self, plan, row, jobs, size, cost, carve, used, limit, used_u, limit_u,
                      budget):
-        """:func:`~.runs._numeric_steps`' answer from the sizes evaluated ahead for the slot
-        (cut to the request's limits by :func:`~.runs.limit_count`); None when not kept."""
-        if self.table.slots[row] is not slot:
-            return None
-        size = slot_size(slot)
-        if size is None:
-            return None
+        """:func:`~.runs._numeric_steps`' answer from the sizes evaluated ahead for ``row``,
+        whose slot's size is ``size``, for a request with ``jobs`` left (cut to its limits by
+        :func:`~.runs.limit_count`); None when not kept."""
         for have, amount in zip(size, carve):
             if have is not None and amount > have:
                 return []  # the carve no longer fits: no step
-        known = self._known_steps(plan, row, carve, [size], rs.remaining)
+        known = self._known_steps(plan, row, carve, [size], jobs)
         if known is None:
             return None
         sizes, ended = known[3], known[4]
-        steps = rs.remaining if budget is None else min(rs.remaining, budget)
+        steps = jobs if budget is None else min(jobs, budget)
         most = min(steps, len(sizes))
         m = limit_count(most, cost, used, limit, used_u, limit_u)
         if m == len(sizes) < steps and not ended:

@@ -124,8 +124,11 @@ def size_after_carve(slot, carve):
     """The size of ``slot`` once ``carve`` is taken from it, as a carve leaves it; None when
     one is not a number."""
     size = slot_size(slot)
-    if size is None:
-        return None
+    return None if size is None else carved_size(size, carve)
+
+
+def carved_size(size: tuple, carve) -> tuple:
+    """``size`` less ``carve``, as a carve leaves a slot of that size."""
     return tuple(None if have is None else _less(have, amount)
                  for have, amount in zip(size, carve))
 
