@@ -499,7 +499,15 @@ class AutoclusterTable:
         ``sample``'s. Such jobs all have ``sample``'s significant attributes, so those and the
         names the key reads are worked out once here, not per job; the ids are :meth:`id_of`'s.
         Valid while the significant attributes stay the same (take a new one after
-        :meth:`set_significant` says they changed). Any other sample gets :meth:`id_of` itself.
+        :meth:`set_significant` says they changed).
+
+        Args:
+            sample: a job ad of the shape (its values do not matter).
+
+        Returns:
+            A function from a job ad of that shape to its autocluster id; :meth:`id_of` itself
+            when ``sample`` is a ClassAd, has names equal but for case, or its ``Requirements``
+            or ``Rank`` reads something.
         """
         by_lower = {str(k).lower(): k for k in sample}
         if _table_of(sample) is not None or len(by_lower) != len(sample) or any(
