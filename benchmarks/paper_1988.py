@@ -118,13 +118,15 @@ def scale(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     sim = Simulation(sc)
     built = time.perf_counter() - started
+    cpu = time.process_time()
     sim.run()
+    cpu = time.process_time() - cpu
     s = summary(sim)
     print(f"scale: {sc.machines} machines, {s['jobs']} jobs, {args.days:g} simulated days, "
           f"policy {sc.policy}: {s['negotiation_cycles']} cycles, {s['completed']} jobs done, "
           f"{s['remote_hours']:.0f} CPU h delivered ({s['remote_hours'] / (sc.machines * args.days * 24):.1%}"
-          f" of the pool); set-up {built:.1f} s, run {sim.wall:.1f} s "
-          f"({sim.wall / max(1, s['negotiation_cycles']):.2f} s per cycle)")
+          f" of the pool); set-up {built:.1f} s, run {sim.wall:.1f} s wall, {cpu:.1f} s CPU "
+          f"({cpu / max(1, s['negotiation_cycles']):.3f} CPU s per cycle)")
     return 0
 
 

@@ -38,7 +38,7 @@ turns a schedd's idle jobs into the ordered request list it answers the negotiat
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from htc.errors import UsageError
@@ -484,12 +484,44 @@ class AutoclusterTable:
 
     def _id_for(self, job: Mapping, attrs: tuple[str, ...]) -> int:
         """:meth:`id_of` with the job's significant attributes already worked out."""
-        key = (attrs, autocluster_key(job, attrs))
+        return self._id_of_key((attrs, autocluster_key(job, attrs)))
+
+    def _id_of_key(self, key: tuple) -> int:
         found = self._ids.get(key)
         if found is None:
             found = self._ids[key] = self._next_id
             self._next_id += 1
         return found
+
+    def shape_id_of(self, sample: Mapping) -> Callable[[Mapping], int]:
+        """:meth:`id_of` for plain-mapping (not ClassAd) jobs of one shape: the same names as
+        ``sample``, and ``Requirements`` and ``Rank`` values that read nothing (literals), as
+        ``sample``'s. Such jobs all have ``sample``'s significant attributes, so those and the
+        names the key reads are worked out once here, not per job; the ids are :meth:`id_of`'s.
+        Valid while the significant attributes stay the same (take a new one after
+        :meth:`set_significant` says they changed).
+
+        Args:
+            sample: a job ad of the shape (its values do not matter).
+
+        Returns:
+            A function from a job ad of that shape to its autocluster id; :meth:`id_of` itself
+            when ``sample`` is a ClassAd, has names equal but for case, or its ``Requirements``
+            or ``Rank`` reads something.
+        """
+        by_lower = {str(k).lower(): k for k in sample}
+        if _table_of(sample) is not None or len(by_lower) != len(sample) or any(
+                _expr_refs(sample[by_lower[n]]) for n in ("requirements", "rank")
+                if n in by_lower):
+            return self.id_of
+        attrs = job_significant_attributes(sample, self.significant)
+        plan = tuple((name, by_lower.get(name)) for name in attrs)
+        id_of_key, missing = self._id_of_key, ("missing",)
+
+        def id_of(job: Mapping) -> int:
+            return id_of_key((attrs, tuple(
+                (name, missing if key is None else _canonical(job[key])) for name, key in plan)))
+        return id_of
 
     def ids_by_cluster(self, jobs: Iterable) -> dict[int, list]:
         """Group stored jobs (:class:`htc.jobqueue.JobAd`, in the order given) by autocluster id.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from htc.classad import ClassAd
+from htc.classad import ClassAd, ExprTree
 from htc.daemons.autocluster import (ALWAYS_SIGNIFICANT, AutoclusterTable, ResourceRequest,
                                      autocluster_key, job_order_key, job_significant_attributes,
                                      negotiator_significant_attributes)
@@ -44,6 +44,26 @@ def test_table_gives_stable_ids_and_forgets_them_when_the_attributes_change():
     assert table.set_significant(["requestcpus"]) is False  # same set, any case
     assert table.set_significant(["RequestCpus", "OpSys"]) is True
     assert len(table) == 0
+
+
+def test_shape_id_of_gives_the_ids_of_id_of_in_the_same_order():
+    shape = {"ClusterId": 0, "Owner": "", "RequestCpus": 1, "RequestMemory": 128,
+             "Requirements": True, "Rank": 0.0}
+    jobs = [dict(shape, ClusterId=i, Owner=f"u{i % 3}", RequestCpus=1 + i % 2,
+                 RequestMemory=128 if i % 5 else 128.0) for i in range(20)]
+    for significant in ((), ("owner",), ("clusterid", "kflops")):
+        fast, slow = AutoclusterTable(significant), AutoclusterTable(significant)
+        fast_id = fast.shape_id_of(shape)
+        assert fast_id != fast.id_of  # the shortcut is taken for this shape
+        assert [fast_id(j) for j in jobs] == [slow.id_of(j) for j in jobs]
+        assert len(fast) == len(slow) > 1
+
+
+def test_shape_id_of_is_id_of_for_a_job_whose_requirements_read_something():
+    table = AutoclusterTable(SIG)
+    assert table.shape_id_of({"Requirements": ExprTree("Memory > X"), "X": 1}) \
+        == table.id_of
+    assert table.shape_id_of(ClassAd({"Requirements": True})) == table.id_of
 
 
 def test_minimum_attributes_are_always_significant():

@@ -31,7 +31,7 @@ from htc.daemons.negotiator.preemption import (PreemptState, Rejection, as_rank,
                                                submitter_limit_permits)
 from htc.daemons.negotiator.search import RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import Slot, SlotPool, eval_rank, fast_get, number
+from htc.daemons.negotiator.slots import Slot, SlotPool, eval_rank, fast_read, number
 from htc.daemons.negotiator.submitters import accounting_group_of
 from htc.daemons.negotiator.updown import entity_of, updown_may_preempt
 
@@ -68,10 +68,11 @@ class ClaimedSearch:
             return True
         # Only rank preemption is possible: impossible when RANK is a constant <= CurrentRank.
         ad = slot.ad
-        rank = fast_get(ad, "Rank", 0.0)
-        current = fast_get(ad, "PreemptingRank")
+        exprs = getattr(ad, "_exprs", None)
+        rank = fast_read(exprs, ad, "rank", "Rank", 0.0)
+        current = fast_read(exprs, ad, "preemptingrank", "PreemptingRank")
         if current is None:
-            current = fast_get(ad, "CurrentRank", 0.0)
+            current = fast_read(exprs, ad, "currentrank", "CurrentRank", 0.0)
         if isinstance(rank, (int, float)) and isinstance(current, (int, float)):
             return rank > current
         return True

@@ -207,6 +207,20 @@ def fast_get(ad, name: str, default=None):
     return ad.get(name, default)
 
 
+def fast_read(exprs: dict, ad, low: str, name: str, default=None):
+    """:func:`fast_get` with the ad's table and the lower-case name at hand: a cycle reads the
+    same few names of every slot ad, so neither is looked up or lowered per read. ``exprs``
+    None: ``ad`` is a plain mapping."""
+    if exprs is None:
+        return ad.get(name, default)
+    node = exprs.get(low)
+    if node is None:
+        return default
+    if node.__class__ is Literal and node.value.__class__ in _SCALARS:
+        return node.value
+    return ad.get(name, default)
+
+
 class Slot:
     """One slot ad as the cycle sees it (mutable: partitionable slots shrink when carved)."""
 
@@ -217,16 +231,17 @@ class Slot:
     def __init__(self, ad: ClassAd, name: str):
         self.ad = ad
         self.name = name
-        self.state = str(fast_get(ad, "State", "Unclaimed"))
-        self.activity = str(fast_get(ad, "Activity", "Idle"))
+        exprs = getattr(ad, "_exprs", None)
+        self.state = str(fast_read(exprs, ad, "state", "State", "Unclaimed"))
+        self.activity = str(fast_read(exprs, ad, "activity", "Activity", "Idle"))
         self.remote_user = remote_user_of(ad)
-        self.partitionable = fast_get(ad, "PartitionableSlot") is True or (
-            str(fast_get(ad, "SlotType", "")).lower() == "partitionable")
-        claim = fast_get(ad, "ClaimId")
+        self.partitionable = fast_read(exprs, ad, "partitionableslot", "PartitionableSlot") is True \
+            or str(fast_read(exprs, ad, "slottype", "SlotType", "")).lower() == "partitionable"
+        claim = fast_read(exprs, ad, "claimid", "ClaimId")
         self.claim_id = claim if isinstance(claim, str) and claim else None
-        address = fast_get(ad, "MyAddress")
+        address = fast_read(exprs, ad, "myaddress", "MyAddress")
         if address is None:
-            address = fast_get(ad, "StartdIpAddr", "")
+            address = fast_read(exprs, ad, "startdipaddr", "StartdIpAddr", "")
         self.address = address if isinstance(address, str) else ""
         self.weight = 1.0
         self.pre = self.post = 0.0
@@ -248,15 +263,19 @@ class Slot:
         return (-self.pre, -self.post, self.name)
 
 
+_USER_ATTRS = tuple((attr, attr.lower()) for attr in (
+    "PreemptingAccountingGroup", "PreemptingUser", "AccountingGroup", "RemoteUser"))
+
+
 def remote_user_of(ad: Mapping) -> str | None:
     """Return who a slot is claimed by (a pending preemptor first), or None when idle."""
     exprs = getattr(ad, "_exprs", None)
     if exprs is not None and "remoteuser" not in exprs and "accountinggroup" not in exprs and (
             "preemptinguser" not in exprs and "preemptingaccountinggroup" not in exprs):
         return None  # (an idle slot's ad, without looking at each name in turn)
-    state = str(fast_get(ad, "State", "")).lower()
-    for attr in ("PreemptingAccountingGroup", "PreemptingUser", "AccountingGroup", "RemoteUser"):
-        value = fast_get(ad, attr)
+    state = str(fast_read(exprs, ad, "state", "State", "")).lower()
+    for attr, low in _USER_ATTRS:
+        value = fast_read(exprs, ad, low, attr)
         if isinstance(value, str) and value:
             # Only claimed slots have a remote user; stale attributes of idle slots do not count.
             if state in ("claimed", "preempting", "matched") or attr.startswith("Preempting"):
@@ -536,13 +555,14 @@ def claimed_resources(machine_ads, use_slot_weights: bool = True) -> dict[str, t
     """Return ``{slot name: (submitter, weight)}`` of the Claimed slots, for ``check_matches``."""
     out = {}
     for ad in machine_ads:
-        if str(fast_get(ad, "State", "")).lower() != "claimed":
+        exprs = getattr(ad, "_exprs", None)
+        if str(fast_read(exprs, ad, "state", "State", "")).lower() != "claimed":
             continue  # (the usual ad: its Name need not be read)
-        name = fast_get(ad, "Name")
+        name = fast_read(exprs, ad, "name", "Name")
         if not isinstance(name, str):
             continue
-        for attr in ("AccountingGroup", "RemoteUser"):
-            user = fast_get(ad, attr)
+        for attr, low in (("AccountingGroup", "accountinggroup"), ("RemoteUser", "remoteuser")):
+            user = fast_read(exprs, ad, low, attr)
             if isinstance(user, str) and user:
                 out[name] = (user, slot_weight(as_classad(ad), use_slot_weights))
                 break
