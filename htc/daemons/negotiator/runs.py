@@ -35,6 +35,7 @@ from htc.classad.match import rank
 from htc.daemons.negotiator.matched_ad import MatchedSlotAd
 from htc.daemons.negotiator.preemption import PreemptState, submitter_limit_permits
 from htc.daemons.negotiator.slots import eval_rank, literal, same_type, slot_weight
+from htc.daemons.negotiator.vsteps import less_carve
 
 #: directions of a value as the slot's Cpus, Memory and Disk grow (None: unknown)
 INC, CONST, DEC = 1, 0, -1
@@ -238,17 +239,7 @@ def steps_from(have, jobs: int, cost, carve, used, limit, used_u, limit_u, budge
         states.append((h0, h1, h2))
         used += cost
         used_u += cost
-        # each less its carve, as the slot keeps it (:func:`~.slots.same_type`; None: not
-        # said), inline: this loop makes every step of every run
-        if h0 is not None:
-            v = h0 - c0
-            h0 = int(v) if h0.__class__ is int and float(v).is_integer() else v
-        if h1 is not None:
-            v = h1 - c1
-            h1 = int(v) if h1.__class__ is int and float(v).is_integer() else v
-        if h2 is not None:
-            v = h2 - c2
-            h2 = int(v) if h2.__class__ is int and float(v).is_integer() else v
+        h0, h1, h2 = less_carve(h0, h1, h2, c0, c1, c2)
         if (1.0 if h0 is None else h0) < 1.0 or (1.0 if h1 is None else h1) <= 0:
             break  # this carve uses the slot up: the run ends with it
     return states
