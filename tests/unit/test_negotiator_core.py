@@ -90,6 +90,31 @@ def run_cycle(slots, requests: dict, *, acct: Accountant | None = None, settings
     return result, acct
 
 
+def run_cycle_with(owner, flag: str, value, slots, requests: dict, settings=None):
+    """:func:`run_cycle`'s result with ``owner.flag`` set to ``value`` for the cycle's length
+    (the search switches the tests compare: ``VectorSearch.enabled``, ``IdleSearch.runs``)."""
+    saved = getattr(owner, flag)
+    setattr(owner, flag, value)
+    try:
+        return run_cycle(slots, requests, settings=settings)[0]
+    finally:
+        setattr(owner, flag, saved)
+
+
+def count_calls(monkeypatch, owner, name: str) -> list:
+    """Patch the method ``owner.name`` to count its calls: the list returned grows by one per
+    call."""
+    calls: list = []
+    real = getattr(owner, name)
+
+    def counting(self, *args, **kwargs):
+        calls.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counting)
+    return calls
+
+
 def matched(result) -> list[tuple[str, str]]:
     return [(m.submitter, m.slot_name) for m in result.matches]
 

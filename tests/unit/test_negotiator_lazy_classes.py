@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 from htc.classad import ExprTree
 from htc.daemons.negotiator.slots import SlotPool
 from htc.daemons.negotiator.vsearch import VectorSearch
-from tests.unit.test_negotiator_core import make_job, make_slot, run_cycle
+from tests.unit.test_negotiator_core import make_job, make_slot, run_cycle, run_cycle_with
 from tests.unit.test_negotiator_reference import _brute_cycle, _outcome, _requests, _settings
 from tests.unit.test_negotiator_vsearch import _pool
 
@@ -30,12 +30,7 @@ def _with_a_scalar_request(rnd: random.Random) -> dict:
 
 
 def _scalar_cycle(slots, requests, settings):
-    saved = VectorSearch.enabled
-    VectorSearch.enabled = False
-    try:
-        return run_cycle(slots, requests, settings=settings)[0]
-    finally:
-        VectorSearch.enabled = saved
+    return run_cycle_with(VectorSearch, "enabled", False, slots, requests, settings)
 
 
 @hsettings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))

@@ -15,7 +15,8 @@ from htc.daemons.negotiator.runs import CONST, DEC, INC, direction
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vsearch import VectorSearch
 from htc.daemons.negotiator.settings import DEFAULT_PRE_JOB_RANK, NegotiatorSettings
-from tests.unit.test_negotiator_core import claimed, make_job, make_slot, run_cycle
+from tests.unit.test_negotiator_core import (claimed, count_calls, make_job, make_slot, run_cycle,
+                                          run_cycle_with)
 from tests.unit.test_negotiator_reference import _brute_cycle, _outcome
 
 
@@ -98,12 +99,7 @@ def _settings(rnd: random.Random) -> NegotiatorSettings:
 
 
 def _without_runs(slots, requests, settings):
-    saved = IdleSearch.runs
-    IdleSearch.runs = False
-    try:
-        return run_cycle(slots, requests, settings=settings)[0]
-    finally:
-        IdleSearch.runs = saved
+    return run_cycle_with(IdleSearch, "runs", False, slots, requests, settings)
 
 
 @hsettings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
@@ -137,15 +133,7 @@ def test_a_run_hands_over_many_jobs_at_once(monkeypatch, vector):
         return n
 
     monkeypatch.setattr(VectorSearch, spied, spy)
-    searches = []
-    search_class = VectorSearch if vector else IdleSearch
-    real_best = search_class.best
-
-    def best(self, *args):
-        searches.append(1)
-        return real_best(self, *args)
-
-    monkeypatch.setattr(search_class, "best", best)
+    searches = count_calls(monkeypatch, VectorSearch if vector else IdleSearch, "best")
     slot = make_slot("slot1@big", Cpus=64, Memory=262144, PartitionableSlot=True)
     job = make_job("alice", exprs={"Rank": "TARGET.Memory"})
     result, acct = run_cycle([slot], {"alice@x": [(job, 40)]})

@@ -15,7 +15,7 @@ from htc.daemons.negotiator.cycle import _Cycle
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.updown import UpDownSettings
 from htc.daemons.negotiator.vsearch import VectorSearch
-from tests.unit.test_negotiator_core import make_job, make_slot, run_cycle
+from tests.unit.test_negotiator_core import count_calls, make_job, make_slot, run_cycle
 from tests.unit.test_negotiator_reference import _requests, _settings
 from tests.unit.test_negotiator_vsearch import _pool
 
@@ -89,14 +89,7 @@ def test_a_partitionable_slot_takes_one_commit_per_request(monkeypatch):
 def test_the_placement_throttle_cuts_one_commit_at_its_budget(monkeypatch):
     """UPDOWN with 10 placements per cycle: one turn, and one commit of the 10 (a budget
     counted one short would stop the run early and need a second turn for the last)."""
-    turns = []
-    real = VectorSearch.best
-
-    def best(self, *args):
-        turns.append(1)
-        return real(self, *args)
-
-    monkeypatch.setattr(VectorSearch, "best", best)
+    turns = count_calls(monkeypatch, VectorSearch, "best")
     slot = make_slot("slot1@big", Cpus=64, Memory=262144, PartitionableSlot=True)
     settings = NegotiatorSettings(policy="UPDOWN",
                                   updown=UpDownSettings(placements_per_cycle=10))
