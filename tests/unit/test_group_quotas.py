@@ -11,7 +11,7 @@ from htc.daemons.negotiator.groups import (ROOT, GroupSettings, allocate, assign
                                            build_tree, group_order)
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.errors import UsageError
-from tests.unit.test_negotiator_core import make_job, make_slot, run_cycle
+from tests.negotiator_cycles import make_job, make_slot, run_cycle
 
 
 def _tree(names, **kw):

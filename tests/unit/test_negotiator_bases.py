@@ -16,7 +16,7 @@ from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vsearch import VectorSearch
 from htc.daemons.negotiator.settings import DEFAULT_PRE_JOB_RANK, NegotiatorSettings
 from htc.daemons.negotiator.slots import SlotPool
-from tests.unit.test_negotiator_core import claimed, make_job, make_slot, run_cycle
+from tests.negotiator_cycles import claimed, make_job, make_slot, run_cycle
 from tests.unit.test_negotiator_reference import _brute_cycle, _outcome
 
 # ---------------------------------------------------------------------------------------------

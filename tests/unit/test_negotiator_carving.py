@@ -10,7 +10,7 @@ import pytest
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vsearch import VectorSearch
 from htc.daemons.negotiator.settings import DEFAULT_PRE_JOB_RANK, NegotiatorSettings
-from tests.unit.test_negotiator_core import claimed, make_job, make_slot, run_cycle
+from tests.negotiator_cycles import claimed, make_job, make_slot, run_cycle
 
 
 def _reclass_at_once(self, rs, slot, pool):

@@ -11,7 +11,7 @@ from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vsearch import VectorSearch
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import Slot, SlotClass
-from tests.unit.test_negotiator_core import make_job, make_slot, run_cycle
+from tests.negotiator_cycles import make_job, make_slot, run_cycle
 
 _AMOUNT = st.one_of(st.none(), st.integers(0, 70_000),
                     st.floats(0, 70_000, allow_nan=False, allow_infinity=False))

@@ -11,7 +11,7 @@ from htc.daemons.negotiator import cycle as cycle_module
 from htc.daemons.negotiator.gc_pause import collector_paused
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vsearch import VectorSearch
-from tests.unit.test_negotiator_core import make_job, make_slot, run_cycle
+from tests.negotiator_cycles import make_job, make_slot, run_cycle
 
 
 @pytest.fixture

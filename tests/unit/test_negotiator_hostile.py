@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from test_negotiator_core import make_job, make_slot, run_cycle
+from tests.negotiator_cycles import make_job, make_slot, run_cycle
 
 from htc.classad import ClassAd, builtins
 from htc.daemons import core as c

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 from htc.classad import ExprTree
 from htc.daemons.negotiator.slots import SlotPool
 from htc.daemons.negotiator.vsearch import VectorSearch
-from tests.unit.test_negotiator_core import make_job, make_slot, run_cycle, run_cycle_with
+from tests.negotiator_cycles import make_job, make_slot, run_cycle, run_cycle_with
 from tests.unit.test_negotiator_reference import _brute_cycle, _outcome, _requests, _settings
 from tests.unit.test_negotiator_vsearch import _pool
 

@@ -10,7 +10,7 @@ from htc.classad import ClassAd, ExprTree
 from htc.classad.ast import Literal
 from htc.daemons.negotiator.matched_ad import MatchedSlotAd, sizes_of
 from htc.daemons.negotiator.slots import literal
-from tests.unit.test_negotiator_core import make_job, make_slot, run_cycle
+from tests.negotiator_cycles import make_job, make_slot, run_cycle
 
 
 def _ad(**extra) -> ClassAd:

@@ -20,7 +20,7 @@ from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.settings import DEFAULT_PRE_JOB_RANK, NegotiatorSettings
 from htc.daemons.negotiator.slots import SlotPool, eval_rank
 from htc.daemons.negotiator.vsearch import VectorSearch
-from tests.unit.test_negotiator_core import claimed, make_job, make_slot, run_cycle
+from tests.negotiator_cycles import claimed, make_job, make_slot, run_cycle
 
 _original_add = SlotPool.add
 

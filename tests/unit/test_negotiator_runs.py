@@ -15,7 +15,7 @@ from htc.daemons.negotiator.runs import CONST, DEC, INC, direction
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vsearch import VectorSearch
 from htc.daemons.negotiator.settings import DEFAULT_PRE_JOB_RANK, NegotiatorSettings
-from tests.unit.test_negotiator_core import (claimed, count_calls, make_job, make_slot, run_cycle,
+from tests.negotiator_cycles import (claimed, count_calls, make_job, make_slot, run_cycle,
                                           run_cycle_with)
 from tests.unit.test_negotiator_reference import _brute_cycle, _outcome
 

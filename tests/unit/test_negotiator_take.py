@@ -15,7 +15,7 @@ from htc.daemons.negotiator.cycle import _Cycle
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.updown import UpDownSettings
 from htc.daemons.negotiator.vsearch import VectorSearch
-from tests.unit.test_negotiator_core import count_calls, make_job, make_slot, run_cycle
+from tests.negotiator_cycles import count_calls, make_job, make_slot, run_cycle
 from tests.unit.test_negotiator_reference import _requests, _settings
 from tests.unit.test_negotiator_vsearch import _pool
 

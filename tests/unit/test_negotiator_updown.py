@@ -16,7 +16,7 @@ from htc.daemons.negotiator.updown import (UpDownIndex, UpDownSettings, order_by
                                            poll_counts)
 from htc.daemons.negotiator.submitters import SubmitterAd
 from htc.errors import UsageError
-from tests.unit.test_negotiator_core import claimed, make_job, make_slot, matched, run_cycle
+from tests.negotiator_cycles import claimed, make_job, make_slot, matched, run_cycle
 
 UD = UpDownSettings()
 MIN = 60.0

@@ -23,7 +23,7 @@ from htc.daemons.negotiator.vexpr import Inexact, Unsupported, scalar
 from htc.daemons.negotiator.vplan import PlanCompiler
 from htc.daemons.negotiator.vstatic import SLOT_REQUIREMENTS, slot_reads
 from htc.daemons.negotiator.vtyped import compile_template, compile_typed, signature
-from tests.unit.test_negotiator_core import make_job, make_slot
+from tests.negotiator_cycles import make_job, make_slot
 from tests.unit.test_negotiator_vexpr import _JOB_NAMES, _SLOT_NAMES, _UNIFORM, _ad, _expr
 
 

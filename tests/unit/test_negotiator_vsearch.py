@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.vsearch import VectorSearch
-from tests.unit.test_negotiator_core import make_job, make_slot, run_cycle
+from tests.negotiator_cycles import make_job, make_slot, run_cycle
 from tests.unit.test_negotiator_reference import _brute_cycle, _outcome, _requests, _settings
 
 
@@ -78,7 +78,7 @@ def test_the_columns_are_exercised(monkeypatch):
 
 
 def test_a_pool_with_preemption_candidates_is_left_to_the_scalar_search(monkeypatch):
-    from tests.unit.test_negotiator_core import claimed
+    from tests.negotiator_cycles import claimed
 
     _TURNS.clear()
     _counting(monkeypatch)

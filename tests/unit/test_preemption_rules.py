@@ -11,7 +11,7 @@ from htc.daemons.negotiator.preemption import PreemptState, Rejection, decide_pr
 from htc.daemons.negotiator.settings import UWCS_PREEMPTION_REQUIREMENTS, NegotiatorSettings
 from htc.daemons.negotiator.slots import claimed_resources
 from htc.daemons.negotiator.updown import updown_may_preempt
-from tests.unit.test_negotiator_core import claimed, make_job, make_slot, run_cycle
+from tests.negotiator_cycles import claimed, make_job, make_slot, run_cycle
 
 USERS = ["u0@x", "u1@x", "u2@x", "u3@x"]
 _rank = st.one_of(st.none(), st.floats(-10, 10, allow_nan=False))
