@@ -80,3 +80,16 @@ def test_a_nodes_log_that_is_the_spooled_jobs_own_log_gets_nothing_at_submit():
     h = started()
     h.submit(spooled("queue", f"dagman_log = {LOG}"))
     assert [a for a in h.actions if isinstance(a, WriteUserLog)] == []
+
+
+def test_the_release_from_the_spooling_hold_writes_no_released_event():
+    """HTCondor's schedd releases a job whose input was spooled with ``write_to_user_log``
+    false; a job held for any other reason gets its RELEASED event as ever."""
+    h = started()
+    h.submit(spooled("queue", f"dagman_log = {NODES}"))
+    h.submit(f"executable = /bin/echo\nlog = {LOG}\ndagman_log = {NODES}\nhold = true\nqueue\n")
+    h.actions.clear()
+    reply = h.request(m.ActOnJobs(action=m.JobAction.Release, ids=("1.0", "2.0"), reason="input data files spooled"))
+    assert reply.success == 2
+    assert [(t, c) for t, c, _, _ in written(h.actions, LOG)] == [(EventType.JOB_RELEASED, 2)]
+    assert [(t, c) for t, c, _, _ in written(h.actions, NODES)] == [(EventType.JOB_RELEASED, 2)]

@@ -157,7 +157,10 @@ class JobActions:
             return "bad_status"
         with q.transaction():
             q.release(job.job_id, reason, now=now)
-            out += owe(q, ul.write(job, ul.released_event(job, reason, now)))
+            if not ul.awaits_spooled_input(job):
+                out += owe(q, ul.write(job, ul.released_event(job, reason, now)))
+            # (else the hold was the one for spooled input: HTCondor's schedd releases such a
+            # job with write_to_user_log false, and its UserLog may be the submitter's file)
         return "success"
 
     def _vacate(self, job, msg: m.ActOnJobs, reason: str, now: float, out: list) -> str:
