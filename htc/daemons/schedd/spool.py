@@ -30,7 +30,7 @@ completion, then sends their input to the schedd. Here each job's input arrives 
   when the job entered the queue, and gets the run's events where the job names it;
 * releases the job (an ActOnJobs release, as ``htc release`` would, with the peer's rights),
   with no RELEASED event in its logs: HTCondor's schedd releases a spooled job with
-  ``releaseJob(..., write_to_user_log=false)`` (:meth:`htc.daemons.schedd.actions.JobActions`).
+  ``releaseJob(..., write_to_user_log=false)`` (:class:`htc.daemons.schedd.actions.JobActions`).
 
 The job then runs like any other, its output lands in the spool directory, and it stays in
 the queue, Completed. ``FetchOutput(job_id)`` of a completed spooled job streams back every
