@@ -88,8 +88,21 @@ def test_the_release_from_the_spooling_hold_writes_no_released_event():
     h = started()
     h.submit(spooled("queue", f"dagman_log = {NODES}"))
     h.submit(f"executable = /bin/echo\nlog = {LOG}\ndagman_log = {NODES}\nhold = true\nqueue\n")
+    h.queue.set_attributes((1, 0), {"HTCSpooledInput": '"condor_exec.exe"'})  # as schedd.spool's rewrite
     h.actions.clear()
     reply = h.request(m.ActOnJobs(action=m.JobAction.Release, ids=("1.0", "2.0"), reason="input data files spooled"))
     assert reply.success == 2
     assert [(t, c) for t, c, _, _ in written(h.actions, LOG)] == [(EventType.JOB_RELEASED, 2)]
     assert [(t, c) for t, c, _, _ in written(h.actions, NODES)] == [(EventType.JOB_RELEASED, 2)]
+
+
+def test_a_job_waiting_for_its_spooled_input_cannot_be_released():
+    """As HTCondor's condor_release (AR_BAD_STATUS for HoldReasonCode 16): released, the job
+    would run without its input, with the submitter's log as its UserLog."""
+    h = started()
+    h.submit(spooled("queue"))
+    h.actions.clear()
+    reply = h.request(m.ActOnJobs(action=m.JobAction.Release, ids=("1.0",)))
+    assert (reply.success, reply.bad_status) == (0, 1)
+    [job] = h.queue.query("true")
+    assert ul.awaits_spooled_input(job) and [a for a in h.actions if isinstance(a, WriteUserLog)] == []
