@@ -319,4 +319,5 @@ def attribute_update_event(job: Mapping[str, str], attr: str, value: str, old: s
 
 
 __all__ = [name for name in dir() if name.endswith("_event")] + [
-    "WriteUserLog", "awaits_spooled_input", "entered_queue", "submit_writes", "open_log", "owner", "literal", "number", "log_path", "nodes_log_path", "nodes_mask", "write", "ids", "usage_rusage", "resources"]
+    "WriteUserLog", "awaits_spooled_input", "entered_queue", "submit_writes", "open_log", "owner", "literal",
+    "number", "log_path", "nodes_log_path", "nodes_mask", "write", "ids", "usage_rusage", "resources"]
