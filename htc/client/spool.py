@@ -75,8 +75,10 @@ async def _spool_one(ad: dict, transport: Transport, timeout: float) -> None:
 
 
 def spool_input(cluster_id: int, *, transport: Transport | None = None, timeout: float = DEFAULT_TIMEOUT) -> int:
-    """Send the input of every job of ``cluster_id`` (submitted with :data:`SPOOL_COMMANDS`) to
-    the schedd's spool; the schedd then releases them.
+    """Send the input of every job of ``cluster_id`` (submitted with :data:`SPOOL_COMMANDS`) that
+    waits for it (held with code 16) to the schedd's spool; the schedd then releases them. Call
+    it again for the procs a late-materialization cluster (``max_materialize``) adds later: they
+    wait for their input the same way, and the jobs spooled already are left alone.
 
     Returns:
         The number of jobs spooled.
@@ -88,7 +90,8 @@ def spool_input(cluster_id: int, *, transport: Transport | None = None, timeout:
     transport = transport or default_transport()
 
     async def run() -> int:
-        ads = await _jobs(f"ClusterId == {cluster_id}", transport, timeout)
+        waiting = f"ClusterId == {cluster_id} && JobStatus == 5 && HoldReasonCode == 16"
+        ads = await _jobs(waiting, transport, timeout)
         for ad in ads:
             await _spool_one(ad, transport, timeout)
         return len(ads)

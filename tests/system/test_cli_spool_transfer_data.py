@@ -12,6 +12,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,72 @@ def test_the_schedd_writes_no_event_to_the_submitters_log_path(pool):
     log = (sub / "fresh.log").read_text()
     numbers = [line[:3] for line in log.splitlines() if line[:4].strip().isdigit() and f"({cluster:03d}." in line]
     assert numbers[0] == "000" and numbers.count("000") == 1 and numbers[-1] == "005", log
+
+
+def _events(text: str, cluster: int) -> list[tuple[str, int, str]]:
+    """(event number, proc, ``date time``) of each event of ``cluster`` in a user log's text."""
+    out = []
+    for line in text.splitlines():
+        if line[:3].isdigit() and line[4:5] == "(" and line[5:].startswith(f"{cluster:03d}."):
+            out.append((line[:3], int(line[5:].split(".")[1]), " ".join(line.split()[2:4])))
+    return out
+
+
+def _completed(pool: Pool, cluster: int, proc: int):
+    rows = pool.jobs(f"ClusterId == {cluster} && ProcId == {proc}", "JobStatus", "Iwd")
+    return rows[0] if rows and rows[0]["JobStatus"] == 4 else None
+
+
+def test_a_late_materialized_proc_of_a_spooled_cluster_logs_as_its_first_procs(pool):
+    """A proc that late materialization adds to a spooled cluster waits for its input as the
+    first procs did; the schedd writes nothing at the submitter's log path for it either: its
+    SUBMIT event is in the spool's copy of the log when its input arrives, dated when it was
+    materialized (as HTCondor writes it then), and ``htc transfer_data`` brings it back."""
+    from htc.client.spool import spool_input
+
+    sub = pool.work / "late"
+    sub.mkdir()
+    (sub / "job.sub").write_text("executable = /bin/true\nshould_transfer_files = YES\nlog = late.log\n"
+                                 "max_materialize = 1\nqueue 2\n")
+    done = _htc(pool, sub, "submit", "-spool", "job.sub")
+    assert done.returncode == 0, done.stderr
+    cluster = int(done.stdout.split("submitted to cluster ")[1].split(".")[0])
+    wait_for(lambda: _completed(pool, cluster, 0), timeout=90, what=f"job {cluster}.0 completed")
+    assert not (sub / "late.log").exists()
+    # 1.1's SUBMIT event must be dated after the cluster's QDate to tell the two apart (the log
+    # counts whole seconds): the clock passes QDate's second before 1.1 can materialize
+    [qdate] = [row["QDate"] for row in pool.jobs(f"ClusterId == {cluster}", "QDate")]
+    wait_for(lambda: time.time() >= qdate + 1, timeout=5, what="the clock past the cluster's QDate")
+    assert _htc(pool, sub, "transfer_data", str(cluster)).returncode == 0  # 1.0 leaves: room for 1.1
+    wait_for(lambda: pool.jobs(f"ClusterId == {cluster} && ProcId == 1 && JobStatus == 5 && HoldReasonCode == 16"),
+             timeout=60, what=f"job {cluster}.1 materialized, waiting for its input")
+    first = _events((sub / "late.log").read_text(), cluster)
+    assert [(n, p) for n, p, _ in first] == [("000", 0), ("001", 0), ("005", 0)], first
+    assert spool_input(cluster, transport=pool.transport) == 1  # 1.1 only: 1.0 is gone
+    job = wait_for(lambda: _completed(pool, cluster, 1), timeout=90, what=f"job {cluster}.1 completed")
+    spooled = _events((Path(job["Iwd"]) / "late.log").read_text(), cluster)
+    assert [(n, p) for n, p, _ in spooled][:1] == [("000", 1)], spooled
+    assert spooled[0][2] > time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(qdate))  # when it materialized
+    assert not [e for e in _events((sub / "late.log").read_text(), cluster) if e[1] == 1]
+    assert _htc(pool, sub, "transfer_data", str(cluster)).returncode == 0
+    log = _events((sub / "late.log").read_text(), cluster)
+    assert log[:3] == first and [n for n, p, _ in log[3:]] == ["000", "001", "005"], log
+
+
+def test_a_spooled_jobs_dag_nodes_log_is_written_where_the_job_names_it(pool):
+    """``DAGManNodesLog`` is not rewritten into the spool (HTCondor's rewriteSpooledJobAd
+    rewrites ``UserLog`` only): the schedd writes the job's events there, its SUBMIT event
+    first, as for a job that was not spooled; its ``UserLog`` gets none at the submitter's path."""
+    sub = pool.work / "nodes"
+    sub.mkdir()
+    nodes = sub / "d.nodes.log"
+    (sub / "job.sub").write_text("executable = /bin/true\nshould_transfer_files = YES\nlog = own.log\n"
+                                 f"dagman_log = {nodes}\nqueue\n")
+    done = _htc(pool, sub, "submit", "-spool", "job.sub")
+    assert done.returncode == 0, done.stderr
+    cluster = int(done.stdout.split("submitted to cluster ")[1].split(".")[0])
+    job = wait_for(lambda: _completed(pool, cluster, 0), timeout=90, what=f"job {cluster}.0 completed")
+    assert [n for n, _, _ in _events(nodes.read_text(), cluster)] == ["000", "001", "005"], nodes.read_text()
+    assert not (sub / "own.log").exists()
+    own = _events((Path(job["Iwd"]) / "own.log").read_text(), cluster)
+    assert [n for n, _, _ in own] == ["000", "001", "005"], own

@@ -155,9 +155,16 @@ class JobActions:
         q = self.schedd.queue
         if JobStatus(job.status) != JobStatus.HELD:
             return "bad_status"
+        spooling = ul.awaits_spooled_input(job)
+        if spooling and "HTCSpooledInput" not in job:
+            # Its input has not arrived (schedd.spool releases it once it has): as HTCondor's
+            # condor_release (AR_BAD_STATUS), which would run it without its input, its UserLog
+            # the submitter's file.
+            return "bad_status"
         with q.transaction():
             q.release(job.job_id, reason, now=now)
-            out += owe(q, ul.write(job, ul.released_event(job, reason, now)))
+            if not spooling:  # (HTCondor releases a spooled job with write_to_user_log false)
+                out += owe(q, ul.write(job, ul.released_event(job, reason, now)))
         return "success"
 
     def _vacate(self, job, msg: m.ActOnJobs, reason: str, now: float, out: list) -> str:

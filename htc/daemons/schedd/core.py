@@ -298,8 +298,8 @@ class Schedd:
         host = sinful(self.settings.address, self.settings.machine)
         for cluster, added in self.queue.materialize_all(now=now).items():
             jobs = sorted(self.queue.query(f"ClusterId == {cluster}"), key=lambda j: j.proc_id)[-added:]
-            for job in jobs:
-                out += ul.write(job, ul.submit_event(job, host, now))
+            for job in jobs:  # (a spooled cluster's: their logs' SUBMIT at their input, as its first procs')
+                out += ul.submit_writes(job, host, now)
             out.append(c.Log(f"cluster {cluster}: materialized {added} more jobs"))
 
     def _advertise(self, now: float, out: list) -> None:

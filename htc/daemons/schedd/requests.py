@@ -268,9 +268,7 @@ class ToolRequests:
         by_log: dict[tuple[str, str], list] = {}
         jobs = sd.queue.cluster_jobs(cluster.cluster_id)
         for job in jobs:
-            if ul.awaits_spooled_input(job):
-                continue  # its log is the submitter's: its SUBMIT event goes to the spool (schedd.spool)
-            for action in ul.write(job, ul.submit_event(job, host, now)):
+            for action in ul.submit_writes(job, host, now):  # (a spooled job's log: at its input, schedd.spool)
                 by_log.setdefault((action.path, owner), []).extend(action.events)
         return jobs, by_log
 

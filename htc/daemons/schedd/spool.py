@@ -22,10 +22,15 @@ completion, then sends their input to the schedd. Here each job's input arrives 
 * writes the job's SUBMIT event into the spool's copy of its user log, in the rewrite's
   transaction (owed in the queue's outbox, :mod:`htc.daemons.schedd.owed`): the log the
   submitter named is a file on the submitter's machine, which the schedd never creates or
-  writes -- it wrote no SUBMIT event there when the job was queued waiting for its input
-  (:func:`htc.daemons.schedd.userlog.awaits_spooled_input`), and ``htc transfer_data``
-  brings this one back with the run's (:mod:`htc.client.spool_log`);
-* releases the job (an ActOnJobs release, as ``htc release`` would, with the peer's rights).
+  writes -- it wrote no SUBMIT event there when the job was queued waiting for its input,
+  submitted or materialized later by a late-materialization cluster
+  (:func:`htc.daemons.schedd.userlog.submit_writes`), and ``htc transfer_data``
+  brings this one back with the run's (:mod:`htc.client.spool_log`). A ``DAGManNodesLog``
+  is not rewritten (nor is it by HTCondor's ``rewriteSpooledJobAd``): it had the SUBMIT event
+  when the job entered the queue, and gets the run's events where the job names it;
+* releases the job (an ActOnJobs release, as ``htc release`` would, with the peer's rights),
+  with no RELEASED event in its logs: HTCondor's schedd releases a spooled job with
+  ``releaseJob(..., write_to_user_log=false)`` (:class:`htc.daemons.schedd.actions.JobActions`).
 
 The job then runs like any other, its output lands in the spool directory, and it stays in
 the queue, Completed. ``FetchOutput(job_id)`` of a completed spooled job streams back every
@@ -107,13 +112,16 @@ def _submit_event(core, job, attrs: Mapping[str, str]) -> list[WriteUserLog]:
     (``attrs``: its rewrite). It was not written at submit time: the log the submitter named
     is a file on the submitter's machine (:func:`htc.daemons.schedd.userlog.awaits_spooled_input`),
     and ``htc transfer_data`` appends this event to it with the run's
-    (:mod:`htc.client.spool_log`). Dated when the job was queued."""
+    (:mod:`htc.client.spool_log`). Dated when the job entered the queue, as HTCondor, which
+    writes it then: when the cluster was submitted, or when late materialization made the proc
+    (:func:`htc.daemons.schedd.userlog.entered_queue`). Its DAG nodes log has it already
+    (:func:`htc.daemons.schedd.userlog.submit_writes`)."""
     path = ul.literal(attrs, "UserLog")
     if not isinstance(path, str) or not path:
         return []
     host = sinful(core.settings.address, core.settings.machine)
     merged = {**job, **attrs}
-    return [WriteUserLog(path, (ul.submit_event(merged, host, float(job.qdate)),), ul.owner(job))]
+    return [WriteUserLog(path, (ul.submit_event(merged, host, ul.entered_queue(job)),), ul.owner(job))]
 
 
 def spooled_output(ad: Mapping[str, Any], directory: Path, owner: ofs.Identity | None,

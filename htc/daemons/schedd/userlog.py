@@ -160,6 +160,31 @@ def awaits_spooled_input(job: Mapping[str, str]) -> bool:
     return status == JobStatus.HELD and literal(job, "HoldReasonCode") == HoldReasonCode.SpoolingInput
 
 
+def submit_writes(job: Mapping[str, str], submit_host: str, now: float) -> list[WriteUserLog]:
+    """The SUBMIT event of a job entering the queue at ``now`` (submitted, or materialized by a
+    late-materialization cluster), for its logs (:func:`write`).
+
+    A job that awaits spooled input (:func:`awaits_spooled_input`) gets it in its DAG nodes log
+    only: its ``UserLog`` is the submitter's file, and its SUBMIT event goes to the spool's copy
+    of that log when its input arrives (:mod:`htc.daemons.schedd.spool`), dated when it entered
+    the queue (:func:`entered_queue`). HTCondor does the same: its ``rewriteSpooledJobAd``
+    rewrites ``UserLog`` into the spool before the SUBMIT event is written, but not
+    ``DAGManNodesLog``, which ``WriteUserLog::initialize`` then writes where the job names it.
+    """
+    event = submit_event(job, submit_host, now)
+    if not awaits_spooled_input(job):
+        return write(job, event)
+    return [action for action in write(job, event) if action.path != log_path(job)]
+
+
+def entered_queue(job: Mapping[str, str]) -> float:
+    """When a job that awaits spooled input entered the queue: submitted or materialized, it
+    has been held since (``EnteredCurrentStatus``; a held job is held only once), which a
+    materialized proc's ``QDate``, the cluster's, does not say."""
+    qdate = job.qdate if isinstance(job, JobAd) else number(job, "QDate")
+    return number(job, "EnteredCurrentStatus", float(qdate))
+
+
 def submit_event(job: Mapping[str, str], submit_host: str, now: float) -> ev.SubmitEvent:
     """000: the job is in the queue; its notes lines are ``SubmitEventNotes`` (condor_submit's
     ``submit_event_notes``; DAGMan's ``DAG Node: NAME``) and ``SubmitEventUserNotes``."""
@@ -294,4 +319,5 @@ def attribute_update_event(job: Mapping[str, str], attr: str, value: str, old: s
 
 
 __all__ = [name for name in dir() if name.endswith("_event")] + [
-    "WriteUserLog", "awaits_spooled_input", "open_log", "owner", "literal", "number", "log_path", "nodes_log_path", "nodes_mask", "write", "ids", "usage_rusage", "resources"]
+    "WriteUserLog", "awaits_spooled_input", "entered_queue", "submit_writes", "open_log", "owner", "literal",
+    "number", "log_path", "nodes_log_path", "nodes_mask", "write", "ids", "usage_rusage", "resources"]
