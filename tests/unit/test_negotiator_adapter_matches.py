@@ -5,6 +5,7 @@ one request on one slot."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,19 @@ def test_a_value_the_wire_refuses_raises_as_an_ordinary_build_does(bad):
     with pytest.raises(MessageInvalid) as translated:
         daemon()._translate([NotifyMatch(match(**bad))])
     assert str(translated.value) == str(ordinary.value)
+
+
+def test_the_collector_is_held_off_while_the_matches_are_translated():
+    """As for the cycle (gc_pause): each slot ad is printed, and each message built, with the
+    automatic collector off; it is on again afterwards."""
+    seen = []
+
+    class Ad:
+        def __str__(self):
+            seen.append(gc.isenabled())
+            return "[ Name = 1 ]"
+
+    assert gc.isenabled()
+    out = daemon()._translate([NotifyMatch(match(slot_ad=Ad())), NotifyMatch(match(slot_ad=Ad()))])
+    assert seen == [False, False] and gc.isenabled()
+    assert [a.msg.slot_ad for a in out if isinstance(a, c.Send)] == ["[ Name = 1 ]"] * 2

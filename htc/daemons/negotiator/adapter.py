@@ -43,6 +43,7 @@ from htc.daemons.negotiator.cycle import CycleStatistics
 from htc.daemons.negotiator.cycle_ad import CYCLES_KEPT, cycle_attributes
 from htc.daemons.negotiator.events import (CycleFinished, NotifyMatch, PublishAccounting, ResetUsage,
                                            SetAccumulatedUsage, SetPriorityFactor, SetRealPriority)
+from htc.daemons.negotiator.gc_pause import collector_paused
 from htc.daemons.negotiator.settings import NegotiatorServiceSettings
 from htc.errors import UsageError
 from htc.wire import messages as m
@@ -185,13 +186,18 @@ class NegotiatorDaemon:
         slot ad text included, is skipped), each with a test of what that conversion would
         refuse; a message that fails it is converted after all, which raises as before.
         The schedd and the startd validate every frame they receive, as always.
+
+        Python's cyclic garbage collector is held off meanwhile, as for the cycle itself
+        (:mod:`~htc.daemons.negotiator.gc_pause`): the messages and sends made here live until
+        sent and form no garbage cycles, and the collections their allocation would start walk
+        the pool's million live objects (case 1: 0.88-1.03 -> 0.49-0.51 s, same-process A/B).
         """
         s = self.settings
         timeout, pool, inform_startd = s.core.timeout, s.collector, s.inform_startd
         notify, send = m.MatchNotify, c.Send
         run: list = []  # the current run's sends
         key = None  # what the current run's matches share: (submitter, autocluster, schedd, slot, preempted)
-        with built_here():
+        with built_here(), collector_paused():  # (objects that live on: see the docstring)
             for match in matches:
                 submitter, acid, slot_name = match.submitter, match.autocluster_id, match.slot_name
                 startd = match.startd_address or "startd"
