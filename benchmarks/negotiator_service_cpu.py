@@ -23,6 +23,13 @@ No sockets: what a Send costs after its frame is made (the service's task per Se
 connection, the kernel's copy, the peer's reply) is not in these figures. They are the CPU the
 daemon spends per match on its own side, which is what the daemon alone can save.
 
+``--send`` then measures that rest on real Unix sockets: the cycle's MatchNotify sends executed
+by a running :class:`~htc.daemons.negotiator.service.NegotiatorService` against ten fake schedds
+in a child process (each answers every message with an Ack), once as every service sends (a task
+and a request each, ``DaemonService._do_send``) and once through the negotiator's queues per
+destination (its Send executor), until every answer has been fed back to the daemon. It prints
+the negotiator's CPU per match, the connections it opened, the outcomes, and the fake schedds' CPU.
+
 It also prints the cycle's matches digest (as ``negotiator_bench``: case 1 ``f86d4da46be5b753``)
 and a digest of every MatchNotify Send (destination and frame bytes, in order): the same wire
 digest before and after a change means the schedds and startds receive exactly the same bytes.
@@ -33,15 +40,19 @@ Usage::
     python benchmarks/negotiator_service_cpu.py --machines 1000 --jobs 10000 --repeat 3   # quick
     python benchmarks/negotiator_service_cpu.py --inform-startd        # MatchNotify to startds too
     python benchmarks/negotiator_service_cpu.py --profile 25           # cProfile of translate+encode
+    python benchmarks/negotiator_service_cpu.py --machines 1000 --jobs 8000 --repeat 1 --send
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import collections
 import hashlib
 import logging
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -94,6 +105,7 @@ def one_cycle(slots, subs, requests, *, inform_startd: bool, log: logging.Logger
             wire.update(to.encode())
             wire.update(data)
     return {
+        "sends_made": [(a.to.strip("<>"), a.msg) for a in sends if a.msg.__class__ is m.MatchNotify],
         "core": t1 - t0, "translate": t2 - t1, "encode": t3 - t2, "log": t4 - t3,
         "matches": len(matches), "sends": len(frames), "logs": len(logs),
         "bytes": sum(len(d) for _, d in frames), "wire": wire.hexdigest()[:16],
@@ -103,7 +115,96 @@ def one_cycle(slots, subs, requests, *, inform_startd: bool, log: logging.Logger
     }
 
 
+async def _fake_schedds(sockets: str) -> None:
+    """The child of ``--send``: schedd0..schedd9 answer every message with an Ack until stdin
+    gives a line; then print this process's CPU seconds."""
+    from htc.wire.errors import ConnectionClosed
+    from htc.wire.transport import UnixTransport
+
+    async def answer(conn) -> None:
+        try:
+            while True:
+                await conn.recv()
+                conn.send_nowait(m.Ack(detail=""))
+                await conn.drain()
+        except ConnectionClosed:
+            return
+
+    t = UnixTransport(sockets)
+    async with asyncio.TaskGroup() as tg:
+        for i in range(10):
+            await t.start_server(f"schedd{i}", answer, task_group=tg)
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        print(f"{time.process_time():.2f}", flush=True)
+        os._exit(0)
+
+
+def send_path(sends: list, queued: bool, home: Path) -> str:
+    """Execute ``sends`` (destination, MatchNotify) in a running NegotiatorService; one line of figures."""
+    from htc.daemons.negotiator.service import NegotiatorService
+    from htc.wire.transport import UnixTransport
+
+    sockets = home / "sockets"
+    child = subprocess.Popen([sys.executable, __file__, "--serve", str(sockets)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        if child.stdout.readline().strip() != "ready":
+            raise SystemExit("the fake schedds did not start")
+        settings = NegotiatorServiceSettings(core=NegotiatorSettings(interval=3600.0), accountant_file=home / "acct")
+        service = NegotiatorService(settings, UnixTransport(sockets))
+        actions = [c.Send(to, msg, timeout=settings.core.timeout) for to, msg in sends]
+        ours = {id(a.msg) for a in actions}
+        outcomes: collections.Counter = collections.Counter()
+        errors: list[str] = []
+        feed = service.feed
+
+        def counting(event) -> None:
+            if event.__class__ in (c.SendDone, c.SendFailed) and id(event.msg) in ours:
+                outcomes["answered" if event.__class__ is c.SendDone else "failed"] += 1
+                if event.__class__ is c.SendFailed and not errors:
+                    errors.append(event.error)
+            feed(event)
+
+        service.feed = counting
+
+        async def main() -> tuple[float, float]:
+            async with asyncio.TaskGroup() as tg:
+                run = tg.create_task(service.run())
+                while service._tg is None:
+                    await asyncio.sleep(0.01)
+                await asyncio.sleep(0.2)  # (its first cycle, without a collector, abandoned)
+                c0, w0 = time.process_time(), time.monotonic()
+                if queued:
+                    service.execute(actions)
+                else:
+                    for a in actions:
+                        service._do_send(a)
+                while sum(outcomes.values()) < len(actions):
+                    await asyncio.sleep(0.005)
+                spent = time.process_time() - c0, time.monotonic() - w0
+                service.feed(c.StopRequested(fast=True))
+                await run
+            return spent
+
+        cpu, wall = asyncio.run(main())
+        child.stdin.write("\n")
+        child.stdin.flush()
+        schedds = child.stdout.readline().strip()
+    finally:
+        child.kill()
+        child.wait()
+    n = len(actions)
+    return (f"   {'queues per destination' if queued else 'a task per send':23s}: negotiator CPU {cpu:.2f} s "
+            f"({cpu / n * 1e6:.0f} us/match), wall {wall:.2f} s, connections opened {service.peers.opened:,}, "
+            f"outcomes {dict(outcomes)}; fake schedds' process {schedds} s CPU in all"
+            + (f"\n     first failure: {errors[0]}" if errors else ""))
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--serve"]:
+        asyncio.run(_fake_schedds(sys.argv[2]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--machines", type=int, default=10_000, help="partitionable slots (default 10,000)")
     parser.add_argument("--jobs", type=int, default=nb.JOBS, help="idle jobs (default 100,000)")
@@ -111,6 +212,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="cycles, each on a fresh daemon")
     parser.add_argument("--seed", type=int, default=1988)
     parser.add_argument("--inform-startd", action="store_true", help="NEGOTIATOR_INFORM_STARTD = True")
+    parser.add_argument("--send", action="store_true",
+                        help="then send the last cycle's MatchNotify to fake schedds on Unix sockets, both ways")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="cProfile translate + encode of the last cycle; print its top N by own time")
     args = parser.parse_args()
@@ -145,6 +248,12 @@ def main() -> None:
 
                 pstats.Stats(profile).sort_stats("tottime").print_stats(args.profile)
         handler.close()
+        if args.send:
+            print(f"  the send path, {len(r['sends_made']):,} MatchNotify to 10 schedds (Unix sockets):")
+            for queued in (False, True):
+                home = Path(tmp) / ("queued" if queued else "tasks")
+                home.mkdir()
+                print(send_path(r["sends_made"], queued, home), flush=True)
 
 
 if __name__ == "__main__":

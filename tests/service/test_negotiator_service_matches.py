@@ -1,0 +1,116 @@
+"""The negotiator's service tells each destination its matches through a queue (service.py,
+"A cycle's MatchNotify messages are queued per destination"): each once, on at most MATCH_LANES
+connections, each outcome fed back as its own event; a destination that lets one time out
+fails the rest of its queue at once."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from htc.daemons import core as c
+from htc.daemons.negotiator.service import MATCH_LANES, NegotiatorService
+from htc.daemons.negotiator.settings import NegotiatorServiceSettings, NegotiatorSettings
+from htc.daemons.service import DaemonPaths
+from htc.wire import messages as m
+from htc.wire.errors import ConnectionClosed
+
+
+@pytest.fixture
+def home():
+    path = Path(tempfile.mkdtemp(prefix="htnq-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def notify(i: int) -> m.MatchNotify:
+    return m.MatchNotify(claim_id=f"c{i}", submitter="alice@x", slot_name=f"slot{i}@n", startd_address="startd",
+                         slot_ad=f'[ Name = "slot{i}@n" ]', autocluster_id=1)
+
+
+class FakeSchedd:
+    """Answers each MatchNotify with an Ack (or never, ``silent``); counts its connections."""
+
+    def __init__(self, silent: bool = False):
+        self.silent = silent
+        self.got: list[str] = []
+        self.connections = 0
+
+    async def handle(self, conn) -> None:
+        self.connections += 1
+        try:
+            while True:
+                msg = await conn.recv()
+                self.got.append(getattr(msg, "claim_id", type(msg).__name__))
+                if not self.silent:
+                    conn.send_nowait(m.Ack(detail=""))
+                    await conn.drain()
+        except ConnectionClosed:
+            return
+
+
+def run_sends(home: Path, schedds: dict[str, FakeSchedd], sends: list[c.Send], settle) -> list[c.Event]:
+    """Start the negotiator's service, execute ``sends`` as the core's actions are, and return
+    the SendDone/SendFailed events of their messages fed back once ``settle(events)`` holds
+    (not those of its own sends: the Negotiator ad to a collector that is not there)."""
+    t = DaemonPaths(home).transport()
+    settings = NegotiatorServiceSettings(core=NegotiatorSettings(interval=3600.0), accountant_file=home / "acct.json")
+    service = NegotiatorService(settings, t)
+    fed: list[c.Event] = []
+    feed = service.feed
+    ours = {id(send.msg) for send in sends}
+    service.feed = lambda event: (fed.append(event) if isinstance(event, (c.SendDone, c.SendFailed))
+                                  and id(event.msg) in ours else None, feed(event))[1]
+
+    async def main():
+        async with asyncio.TaskGroup() as tg:
+            servers = [await t.start_server(name, schedd.handle, task_group=tg) for name, schedd in schedds.items()]
+            run = tg.create_task(service.run())
+            async with asyncio.timeout(20):  # (only a broken queue takes this long)
+                while service._tg is None:
+                    await asyncio.sleep(0.01)
+                service.execute(sends)
+                while not settle(fed):
+                    await asyncio.sleep(0.01)
+            service.feed(c.StopRequested(fast=True))
+            await run
+            for server in servers:
+                await server.aclose()
+
+    asyncio.run(main())
+    return fed
+
+
+def test_each_destination_gets_its_matches_in_order_on_a_few_connections(home):
+    schedds = {f"schedd{k}": FakeSchedd() for k in range(3)}
+    sends = [c.Send(f"schedd{i % 3}", notify(i), timeout=5.0) for i in range(90)]
+    fed = run_sends(home, schedds, sends, lambda fed: len(fed) == 90)
+    assert all(isinstance(e, c.SendDone) and e.reply == m.Ack(detail="") for e in fed)
+    assert sorted(e.msg.claim_id for e in fed) == sorted(f"c{i}" for i in range(90))
+    for k, schedd in enumerate(schedds.values()):
+        assert sorted(schedd.got) == sorted(f"c{i}" for i in range(k, 90, 3))  # each once
+        assert 1 <= schedd.connections <= MATCH_LANES  # (a task each opened 30)
+
+
+def test_a_destination_that_does_not_answer_fails_the_rest_of_its_queue(home):
+    schedds = {"quiet": FakeSchedd(silent=True), "fine": FakeSchedd()}
+    sends = [c.Send("quiet", notify(i), timeout=0.3) for i in range(20)]
+    sends += [c.Send("fine", notify(100 + i), timeout=5.0) for i in range(5)]
+    fed = run_sends(home, schedds, sends, lambda fed: len(fed) == 25)
+    failed = [e for e in fed if isinstance(e, c.SendFailed)]
+    assert sorted(e.msg.claim_id for e in failed) == sorted(f"c{i}" for i in range(20))
+    assert len(schedds["quiet"].got) <= MATCH_LANES  # the rest were never sent
+    held = [e for e in failed if e.error.startswith("not sent: an earlier MatchNotify to quiet had no answer")]
+    assert len(held) >= 20 - MATCH_LANES
+    assert sorted(e.msg.claim_id for e in fed if isinstance(e, c.SendDone)) == [f"c{100 + i}" for i in range(5)]
+
+
+def test_other_messages_are_sent_as_every_service_sends_them(home):
+    schedds = {"schedd9": FakeSchedd()}
+    fed = run_sends(home, schedds, [c.Send("schedd9", m.Reschedule(), timeout=5.0)], lambda fed: len(fed) == 1)
+    assert [type(e) for e in fed] == [c.SendDone] and schedds["schedd9"].got == ["Reschedule"]
