@@ -113,7 +113,11 @@ class Matches:
                              "the match lapses"))
             return "no idle job left for it"
         settings = sd.settings
-        if len(sd.shadows) + sd.claims.counts()[ClaimState.REQUESTED] >= settings.max_jobs_running:
+        # (claims being requested are among all claims: counting them, a walk of every claim,
+        # is needed only when all claims could reach the limit)
+        running = len(sd.shadows)
+        if (running + len(sd.claims) >= settings.max_jobs_running
+                and running + sd.claims.counts()[ClaimState.REQUESTED] >= settings.max_jobs_running):
             out.append(c.Log(f"match of {msg.slot_name}: MAX_JOBS_RUNNING ({settings.max_jobs_running}) "
                              "reached; the match lapses"))
             return f"MAX_JOBS_RUNNING ({settings.max_jobs_running}) reached"
