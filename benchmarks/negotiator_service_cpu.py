@@ -41,6 +41,12 @@ Usage::
     python benchmarks/negotiator_service_cpu.py --inform-startd        # MatchNotify to startds too
     python benchmarks/negotiator_service_cpu.py --profile 25           # cProfile of translate+encode
     python benchmarks/negotiator_service_cpu.py --machines 1000 --jobs 8000 --repeat 1 --send
+    python benchmarks/negotiator_service_cpu.py --machines 1000 --jobs 8000 --repeat 1 --schedd 2000
+
+``--schedd N`` measures the other side: N of the cycle's MatchNotify messages (p-slot ads as the
+adapter printed them), renamed to one submitter's one autocluster, handled by a real schedd core
+(:class:`~htc.daemons.schedd.core.Schedd`, an in-memory job queue of N idle jobs): its CPU per
+MatchNotify, from the Received event to its Ack and RequestClaim (no sockets either).
 """
 
 from __future__ import annotations
@@ -201,6 +207,37 @@ def send_path(sends: list, queued: bool, home: Path) -> str:
             + (f"\n     first failure: {errors[0]}" if errors else ""))
 
 
+def schedd_side(sends: list, n: int) -> str:
+    """``n`` of ``sends``' MatchNotify handled by a schedd core holding ``n`` idle jobs; one line."""
+    from htc.daemons.schedd.core import Schedd, ScheddSettings
+    from htc.daemons.schedd.requests import description_message
+    from htc.jobqueue import JobQueue
+    from htc.wire.transport import PeerInfo
+
+    schedd = Schedd(ScheddSettings(), JobQueue.open(":memory:"), user_of_uid={1000: "alice"}.get, own_uid=0)
+    schedd.handle(c.Started(), 1000.0)
+    submit = description_message(f"executable = /bin/echo\nrequest_memory = 512\nqueue {n}\n", "/work", "j.sub")
+    peer = PeerInfo(uid=1000)
+    schedd.handle(c.Received(submit, 1, peer), 1000.0)
+    [reply] = [a.msg for a in schedd.handle(c.Received(m.GetResourceRequests(
+        submitter="alice@localhost", significant_attributes=("RequestMemory",)), 2, peer), 1000.0)
+        if a.__class__ is c.Reply]
+    acid = reply.requests[0].autocluster_id
+    msgs = [m.MatchNotify(claim_id=msg.claim_id, submitter="alice@localhost", slot_name=msg.slot_name,
+                          startd_address=msg.startd_address, slot_ad=msg.slot_ad, autocluster_id=acid)
+            for _, msg in sends[:n]]
+    events = [c.Received(msg, 3 + i, peer) for i, msg in enumerate(msgs)]
+    taken = 0
+    t0 = time.process_time()
+    for event in events:
+        for a in schedd.handle(event, 1001.0):
+            if a.__class__ is c.Reply and a.msg.detail == "":
+                taken += 1
+    cpu = time.process_time() - t0
+    return (f"  the schedd's side: {len(events):,} MatchNotify to one schedd core ({taken:,} taken): {cpu:.2f} s CPU, "
+            f"{cpu / len(events) * 1e6:.0f} us each")
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--serve"]:
         asyncio.run(_fake_schedds(sys.argv[2]))
@@ -214,6 +251,8 @@ def main() -> None:
     parser.add_argument("--inform-startd", action="store_true", help="NEGOTIATOR_INFORM_STARTD = True")
     parser.add_argument("--send", action="store_true",
                         help="then send the last cycle's MatchNotify to fake schedds on Unix sockets, both ways")
+    parser.add_argument("--schedd", type=int, default=0, metavar="N",
+                        help="then hand N of the last cycle's MatchNotify to a schedd core (its CPU per match)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="cProfile translate + encode of the last cycle; print its top N by own time")
     args = parser.parse_args()
@@ -248,6 +287,8 @@ def main() -> None:
 
                 pstats.Stats(profile).sort_stats("tottime").print_stats(args.profile)
         handler.close()
+        if args.schedd:
+            print(schedd_side(r["sends_made"], args.schedd), flush=True)
         if args.send:
             print(f"  the send path, {len(r['sends_made']):,} MatchNotify to 10 schedds (Unix sockets):")
             for queued in (False, True):
