@@ -3,6 +3,7 @@ running jobs and the claims being requested, and the claims are walked only near
 
 from __future__ import annotations
 
+from htc.daemons.schedd.matches import public_ad
 from htc.daemons.schedd.states import ClaimState
 from htc.wire import messages as m
 from tests.unit.test_schedd_core import SLOT_AD, Harness, job
@@ -32,3 +33,16 @@ def test_the_claims_are_counted_only_when_they_could_reach_the_limit(monkeypatch
     monkeypatch.setattr(h.core.claims, "counts", lambda: counted.append(len(h.core.claims)) or counts())
     assert [notify(h, k).detail for k in range(4)] == ["", "", "", m.MATCH_LAPSED + "MAX_JOBS_RUNNING (3) reached"]
     assert counted == [3]  # (the first three matches found 0, 1 and 2 claims: below 3 without a walk)
+
+
+def test_public_ad_is_the_jobs_items_in_order_without_its_claim_id():
+    h = Harness()
+    h.start()
+    cluster = h.submit(job("request_memory = 512\n+Note = \"$(Process)\"", queue="queue 2"))
+    h.queue.set_attributes((cluster, 1), {"ClaimId": '"secret"', "RequestMemory": "1024", "Extra": "7"})
+    for proc in (0, 1):
+        stored = h.queue.get_job((cluster, proc))
+        expected = {k: v for k, v in stored.items() if k != "ClaimId"}
+        assert list(public_ad(stored).items()) == list(expected.items())
+    assert "ClaimId" not in public_ad(h.queue.get_job((cluster, 1))) and "ClaimId" in h.queue.get_job((cluster, 1))
+    assert public_ad({"ClaimId": "x", "A": "1"}) == {"A": "1"}

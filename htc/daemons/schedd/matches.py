@@ -262,4 +262,11 @@ def _partitionable(slot_ad: ClassAd) -> bool:
 
 def public_ad(job) -> dict[str, str]:
     """A stored job ad without the attributes other daemons must not see (its claim id)."""
-    return {k: v for k, v in job.items() if k != "ClaimId"}
+    to_dict = getattr(job, "to_dict", None)
+    if to_dict is None:
+        return {k: v for k, v in job.items() if k != "ClaimId"}
+    # (a JobAd's to_dict is its items, in their order, without a lookup per attribute: a
+    # MatchNotify's RequestClaim carries the job's whole ad)
+    ad = to_dict()
+    ad.pop("ClaimId", None)
+    return ad
