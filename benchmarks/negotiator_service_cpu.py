@@ -202,7 +202,8 @@ def send_path(sends: list, queued: bool, home: Path) -> str:
         child.wait()
     n = len(actions)
     return (f"   {'queues per destination' if queued else 'a task per send':23s}: negotiator CPU {cpu:.2f} s "
-            f"({cpu / n * 1e6:.0f} us/match), wall {wall:.2f} s, connections opened {service.peers.opened:,}, "
+            f"({cpu / n * 1e6:.0f} us/match), wall {wall:.2f} s, "
+            f"connections opened {service.peers.opened + service.match_connections:,}, "
             f"outcomes {dict(outcomes)}; fake schedds' process {schedds} s CPU in all"
             + (f"\n     first failure: {errors[0]}" if errors else ""))
 

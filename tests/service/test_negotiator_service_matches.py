@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from htc.daemons import core as c
-from htc.daemons.negotiator.service import MATCH_LANES, NegotiatorService
+from htc.daemons.negotiator.service import MATCH_LANES, MATCH_WINDOW, NegotiatorService
 from htc.daemons.negotiator.settings import NegotiatorServiceSettings, NegotiatorSettings
 from htc.daemons.service import DaemonPaths
 from htc.wire import messages as m
@@ -34,10 +34,11 @@ def notify(i: int) -> m.MatchNotify:
 
 
 class FakeSchedd:
-    """Answers each MatchNotify with an Ack (or never, ``silent``); counts its connections."""
+    """Answers each MatchNotify with an Ack (or never, ``silent``; an ErrorReply to every
+    ``refuse``-th; closes the connection after its ``hang_up``-th message); counts its connections."""
 
-    def __init__(self, silent: bool = False):
-        self.silent = silent
+    def __init__(self, silent: bool = False, refuse: int = 0, hang_up: int = 0):
+        self.silent, self.refuse, self.hang_up = silent, refuse, hang_up
         self.got: list[str] = []
         self.connections = 0
 
@@ -47,9 +48,16 @@ class FakeSchedd:
             while True:
                 msg = await conn.recv()
                 self.got.append(getattr(msg, "claim_id", type(msg).__name__))
-                if not self.silent:
+                if self.hang_up and len(self.got) == self.hang_up:
+                    await conn.aclose()
+                    return
+                if self.silent:
+                    continue
+                if self.refuse and len(self.got) % self.refuse == 0:
+                    conn.send_nowait(m.ErrorReply(code="bad_request", message="refused"))
+                else:
                     conn.send_nowait(m.Ack(detail=""))
-                    await conn.drain()
+                await conn.drain()
         except ConnectionClosed:
             return
 
@@ -99,18 +107,34 @@ def test_each_destination_gets_its_matches_in_order_on_a_few_connections(home):
 
 def test_a_destination_that_does_not_answer_fails_the_rest_of_its_queue(home):
     schedds = {"quiet": FakeSchedd(silent=True), "fine": FakeSchedd()}
-    sends = [c.Send("quiet", notify(i), timeout=0.3) for i in range(20)]
-    sends += [c.Send("fine", notify(100 + i), timeout=5.0) for i in range(5)]
-    fed = run_sends(home, schedds, sends, lambda fed: len(fed) == 25)
+    sends = [c.Send("quiet", notify(i), timeout=0.3) for i in range(200)]
+    sends += [c.Send("fine", notify(1000 + i), timeout=5.0) for i in range(5)]
+    fed = run_sends(home, schedds, sends, lambda fed: len(fed) == 205)
     failed = [e for e in fed if isinstance(e, c.SendFailed)]
-    assert sorted(e.msg.claim_id for e in failed) == sorted(f"c{i}" for i in range(20))
-    assert len(schedds["quiet"].got) <= MATCH_LANES  # the rest were never sent
-    held = [e for e in failed if e.error.startswith("not sent: an earlier MatchNotify to quiet had no answer")]
-    assert len(held) >= 20 - MATCH_LANES
-    assert sorted(e.msg.claim_id for e in fed if isinstance(e, c.SendDone)) == [f"c{100 + i}" for i in range(5)]
+    assert sorted(e.msg.claim_id for e in failed) == sorted(f"c{i}" for i in range(200))
+    assert len(schedds["quiet"].got) <= MATCH_LANES * MATCH_WINDOW  # the rest were never sent
+    held = [e for e in failed if e.error.startswith("an earlier MatchNotify to quiet had no answer")]
+    assert len(held) >= 200 - MATCH_LANES
+    assert sorted(e.msg.claim_id for e in fed if isinstance(e, c.SendDone)) == [f"c{1000 + i}" for i in range(5)]
 
 
 def test_other_messages_are_sent_as_every_service_sends_them(home):
     schedds = {"schedd9": FakeSchedd()}
     fed = run_sends(home, schedds, [c.Send("schedd9", m.Reschedule(), timeout=5.0)], lambda fed: len(fed) == 1)
     assert [type(e) for e in fed] == [c.SendDone] and schedds["schedd9"].got == ["Reschedule"]
+
+
+def test_an_error_reply_fails_its_message_alone_and_a_broken_connection_its_unanswered_ones(home):
+    schedds = {"picky": FakeSchedd(refuse=3), "flaky": FakeSchedd(hang_up=5)}
+    sends = [c.Send("picky", notify(i), timeout=5.0) for i in range(30)]
+    sends += [c.Send("flaky", notify(100 + i), timeout=5.0) for i in range(40)]
+    fed = run_sends(home, schedds, sends, lambda fed: len(fed) == 70)
+    picky = [e for e in fed if e.to == "picky"]
+    assert len(picky) == 30 and len(schedds["picky"].got) == 30
+    assert sum(isinstance(e, c.SendFailed) and "refused" in e.error for e in picky) == 10  # every 3rd
+    flaky = [e for e in fed if e.to == "flaky"]
+    assert sorted(e.msg.claim_id for e in flaky) == sorted(f"c{100 + i}" for i in range(40))  # each told once
+    lost = [e for e in flaky if isinstance(e, c.SendFailed)]
+    assert 1 <= len(lost) <= MATCH_LANES * MATCH_WINDOW  # what was in flight when it hung up
+    assert sum(isinstance(e, c.SendDone) for e in flaky) == 40 - len(lost)  # the rest on new connections
+    assert schedds["flaky"].connections > 1

@@ -27,16 +27,20 @@ to a finished cycle; the core counts and ignores them.
 tens of thousands at once (81,642 to 10 schedds in case 1 of ``benchmarks/negotiator_bench.py``).
 Sent as every service sends, a task each, they are all in flight together, and since a
 connection carries one request at a time (:mod:`htc.wire.peers`) each opens its own: in case 1
-the negotiator ran out of file descriptors after 19,989 connections and 70,360 of the matches
-were never told (``benchmarks/negotiator_service_cpu.py --send``, fake schedds; 128 us of the
+the negotiator ran out of file descriptors after 19,989 connections and 70,779 of the matches
+were never told (``benchmarks/negotiator_service_cpu.py --send``, fake schedds; 126 us of the
 negotiator's CPU per match). Instead each destination (a schedd; a startd with
 NEGOTIATOR_INFORM_STARTD) has a queue, taken in the order the core made it by at most
-:data:`MATCH_LANES` tasks, each sending its next message once its last one's answer came, on
-the connections the peer pool keeps: all 81,642 told over 40 connections, at 44 us per match.
-HTCondor too tells a schedd its matches one after the other, on its negotiation connection.
-Each answer or failure still comes back as its own ``SendDone`` or ``SendFailed``; when a
-destination lets a MatchNotify time out, the rest of its queue fails at once (one
-NEGOTIATOR_TIMEOUT, not one per message held behind it).
+:data:`MATCH_LANES` tasks, each on a connection of its own: a lane writes up to
+:data:`MATCH_WINDOW` messages at once, then reads their answers, which the peer sends in order
+(its service handles a connection's requests one after the other). All 81,642 were told over 40
+connections, at 19 us per match (41 us when a lane waited for each answer before the next
+request). HTCondor too tells a schedd its matches one after the other, on its negotiation
+connection. Each answer or failure still comes back as its own ``SendDone`` or ``SendFailed``:
+an ``ErrorReply`` fails its message alone; a connection closed or broken fails the messages it
+left unanswered (they may or may not have been acted on, as for any request) and the lane goes
+on with a new one; when a destination lets a MatchNotify time out, the rest of its queue fails
+at once (one NEGOTIATOR_TIMEOUT, not one per message held behind it).
 
 When: every NEGOTIATOR_INTERVAL, and 10 ms after a ``Reschedule`` message (a schedd sends one
 after a submit, as condor_reschedule does; a startd when a slot became free); the core
@@ -73,15 +77,16 @@ from htc.daemons.negotiator.adapter import NegotiatorDaemon
 from htc.daemons.service import DaemonPaths, DaemonService, load_daemon_config
 from htc.errors import HTCError, UsageError
 from htc.wire import messages as m
-from htc.wire.errors import RequestTimeout
-from htc.wire.peers import PEER_MAX_IDLE
+from htc.wire.errors import FrameTooLarge, RemoteError, RequestTimeout
+from htc.wire.transport import Connection
 
-__all__ = ["MATCH_LANES", "NegotiatorService", "load_accountant", "save_accountant", "make_service",
+__all__ = ["MATCH_LANES", "MATCH_WINDOW", "NegotiatorService", "load_accountant", "save_accountant", "make_service",
            "settings_from_config"]
 
-#: requests in flight to one destination's MatchNotify queue (the connections the peer pool
-#: keeps idle per peer: all of them are reused)
-MATCH_LANES = PEER_MAX_IDLE
+#: tasks taking one destination's MatchNotify queue, each on a connection of its own
+MATCH_LANES = 4
+#: MatchNotify messages a lane writes before it reads their answers (one write for them all)
+MATCH_WINDOW = 16
 
 
 def load_accountant(path: Path, settings: NegotiatorSettings, now: float) -> Accountant:
@@ -155,6 +160,8 @@ class NegotiatorService(DaemonService):
         #: destination -> its MatchNotify sends not yet taken by a lane, and its lanes running
         self._match_queues: dict[str, collections.deque[c.Send]] = {}
         self._match_lanes: dict[str, int] = {}
+        #: connections the MatchNotify lanes opened (statistics)
+        self.match_connections = 0
 
     @property
     def negotiator(self) -> Negotiator:
@@ -234,29 +241,72 @@ class NegotiatorService(DaemonService):
             task.add_done_callback(self._sends.discard)
 
     async def _drain_matches(self, to: str, queue: collections.deque[c.Send]) -> None:
-        """One lane of ``to``'s queue: send its MatchNotify messages one by one until it is empty."""
+        """One lane of ``to``'s queue, on a connection of its own: until the queue is empty,
+        write up to :data:`MATCH_WINDOW` of its messages, then read their answers in order."""
+        conn: Connection | None = None
         try:
             while queue:
-                action = queue.popleft()
-                try:
-                    reply = await self.peers.request(to, action.msg, timeout=action.timeout)
-                except RequestTimeout as exc:
-                    self.feed(c.SendFailed(to, action.msg, str(exc), action.cookie))
-                    held = list(queue)
-                    queue.clear()
-                    for later in held:  # (behind an unanswered one: each would wait as long)
-                        self.feed(c.SendFailed(to, later.msg, f"not sent: an earlier MatchNotify to {to} "
-                                                              f"had no answer ({exc})", later.cookie))
-                except HTCError as exc:
-                    self.feed(c.SendFailed(to, action.msg, str(exc), action.cookie))
-                else:
-                    self.feed(c.SendDone(to, action.msg, reply, action.cookie))
+                window = [queue.popleft() for _ in range(min(MATCH_WINDOW, len(queue)))]
+                if conn is None:
+                    try:
+                        conn = await self.peers.transport.open_connection(to, timeout=window[0].timeout)
+                    except HTCError as exc:
+                        self._failed(to, window, str(exc))
+                        continue
+                    self.match_connections += 1
+                conn = await self._notify_window(conn, to, window, queue)
         finally:
+            if conn is not None:
+                conn.close_nowait()
             left = self._match_lanes[to] - 1
             if left or queue:
                 self._match_lanes[to] = left
             else:  # (a startd's queue goes when its few matches are told)
                 del self._match_lanes[to], self._match_queues[to]
+
+    async def _notify_window(self, conn: Connection, to: str, window: list[c.Send],
+                             queue: collections.deque[c.Send]) -> Connection | None:
+        """Write ``window``'s messages on ``conn``, read their answers in order and feed each
+        outcome; return the connection to go on with (None: it was closed, broken or silent)."""
+        sent: list[c.Send] = []
+        refused: list[c.Send] = []
+        try:
+            for action in window:
+                try:
+                    conn.send_nowait(action.msg)
+                except FrameTooLarge as exc:  # (that message alone: nothing of it was written)
+                    refused.append(action)
+                    self.feed(c.SendFailed(to, action.msg, str(exc), action.cookie))
+                    continue
+                sent.append(action)
+            await conn.drain()
+        except HTCError as exc:  # the connection is gone: what was written may or may not have arrived
+            conn.close_nowait()
+            self._failed(to, [a for a in window if not any(a is r for r in refused)], str(exc))
+            return None
+        for i, action in enumerate(sent):
+            try:
+                reply = await conn.read_reply(action.msg, timeout=action.timeout)
+            except RemoteError as exc:  # an ErrorReply: a whole answer, the connection is in step
+                self.feed(c.SendFailed(to, action.msg, str(exc), action.cookie))
+            except RequestTimeout as exc:
+                conn.close_nowait()
+                self.feed(c.SendFailed(to, action.msg, str(exc), action.cookie))
+                held = [*sent[i + 1:], *queue]
+                queue.clear()  # (behind an unanswered one: each would wait as long)
+                self._failed(to, held, f"an earlier MatchNotify to {to} had no answer ({exc})")
+                return None
+            except HTCError as exc:  # closed or broken: the rest of the window has no answer either
+                conn.close_nowait()
+                self._failed(to, sent[i:], str(exc))
+                return None
+            else:
+                self.feed(c.SendDone(to, action.msg, reply, action.cookie))
+        return conn
+
+    def _failed(self, to: str, actions: list[c.Send], error: str) -> None:
+        for action in actions:
+            self.feed(c.SendFailed(to, action.msg, error, action.cookie))
 
     # --- the accountant's file ------------------------------------------------------------------
 
