@@ -18,6 +18,7 @@ from htc.daemons.negotiator.settings import NegotiatorServiceSettings, Negotiato
 from htc.daemons.service import DaemonPaths
 from htc.wire import messages as m
 from htc.wire.errors import ConnectionClosed
+from htc.wire.transport import UnixTransport
 
 
 @pytest.fixture
@@ -138,3 +139,32 @@ def test_an_error_reply_fails_its_message_alone_and_a_broken_connection_its_unan
     assert 1 <= len(lost) <= MATCH_LANES * MATCH_WINDOW  # what was in flight when it hung up
     assert sum(isinstance(e, c.SendDone) for e in flaky) == 40 - len(lost)  # the rest on new connections
     assert schedds["flaky"].connections > 1
+
+
+def test_lanes_at_once_are_capped_and_waiting_destinations_get_the_next_free(home, monkeypatch):
+    from htc.daemons.negotiator import service
+
+    monkeypatch.setattr(service, "MATCH_LANES_IN_ALL", 2)
+    held = {"now": 0, "most": 0}  # the negotiator's connections to the startds open at once
+    real_open = UnixTransport.open_connection
+
+    async def open_connection(self, address, *, timeout=None):
+        conn = await real_open(self, address, timeout=timeout)
+        if address.startswith("startd"):
+            held["now"] += 1
+            held["most"] = max(held["most"], held["now"])
+            close = conn.close_nowait
+
+            def close_nowait():
+                held["now"] -= 1
+                close()
+            conn.close_nowait = close_nowait
+        return conn
+
+    monkeypatch.setattr(UnixTransport, "open_connection", open_connection)
+    schedds = {f"startd{k}": FakeSchedd() for k in range(6)}
+    sends = [c.Send(f"startd{i % 6}", notify(i), timeout=5.0) for i in range(60)]
+    fed = run_sends(home, schedds, sends, lambda fed: len(fed) == 60)
+    assert all(isinstance(e, c.SendDone) for e in fed)
+    assert all(sorted(s.got) == sorted(f"c{i}" for i in range(k, 60, 6)) for k, s in enumerate(schedds.values()))
+    assert held == {"now": 0, "most": 2}  # (without the cap: a lane or more per startd at once)

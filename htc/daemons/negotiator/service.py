@@ -33,7 +33,10 @@ negotiator's CPU per match). Instead each destination (a schedd; a startd with
 NEGOTIATOR_INFORM_STARTD) has a queue, taken in the order the core made it by at most
 :data:`MATCH_LANES` tasks, each on a connection of its own: a lane writes up to
 :data:`MATCH_WINDOW` messages at once, then reads their answers, which the peer sends in order
-(its service handles a connection's requests one after the other). All 81,642 were told over 40
+(its service handles a connection's requests one after the other); at most
+:data:`MATCH_LANES_IN_ALL` lanes run at once, a destination beyond them waiting for the next
+lane free (so that telling thousands of startds does not open thousands of connections at once).
+All 81,642 were told over 40
 connections, at 19 us per match (41 us when a lane waited for each answer before the next
 request). HTCondor too tells a schedd its matches one after the other, on its negotiation
 connection. Each answer or failure still comes back as its own ``SendDone`` or ``SendFailed``:
@@ -80,13 +83,16 @@ from htc.wire import messages as m
 from htc.wire.errors import FrameTooLarge, RemoteError, RequestTimeout
 from htc.wire.transport import Connection
 
-__all__ = ["MATCH_LANES", "MATCH_WINDOW", "NegotiatorService", "load_accountant", "save_accountant", "make_service",
+__all__ = ["MATCH_LANES", "MATCH_LANES_IN_ALL", "MATCH_WINDOW", "NegotiatorService", "load_accountant", "save_accountant", "make_service",
            "settings_from_config"]
 
 #: tasks taking one destination's MatchNotify queue, each on a connection of its own
 MATCH_LANES = 4
 #: MatchNotify messages a lane writes before it reads their answers (one write for them all)
 MATCH_WINDOW = 16
+#: lanes at once to all destinations together (a connection each: with NEGOTIATOR_INFORM_STARTD
+#: a cycle tells thousands of startds, whose queues wait for a lane free)
+MATCH_LANES_IN_ALL = 128
 
 
 def load_accountant(path: Path, settings: NegotiatorSettings, now: float) -> Accountant:
@@ -162,6 +168,9 @@ class NegotiatorService(DaemonService):
         self._match_lanes: dict[str, int] = {}
         #: connections the MatchNotify lanes opened (statistics)
         self.match_connections = 0
+        self._lanes_in_all = 0
+        #: destinations with matches queued and no lane, waiting for one (in order; a dict as a set)
+        self._waiting: dict[str, None] = {}
 
     @property
     def negotiator(self) -> Negotiator:
@@ -234,14 +243,35 @@ class NegotiatorService(DaemonService):
             queue = self._match_queues[to] = collections.deque()
         queue.append(action)
         lanes = self._match_lanes.get(to, 0)
-        if lanes < MATCH_LANES:
+        if lanes >= MATCH_LANES:
+            return  # (its lanes take it)
+        if self._lanes_in_all < MATCH_LANES_IN_ALL:
             self._match_lanes[to] = lanes + 1
-            task = self.start_task(self._drain_matches(to, queue), f"MatchNotify to {to}")
+            self._lanes_in_all += 1
+            task = self.start_task(self._lane(to), f"MatchNotify to {to}")
             self._sends.add(task)  # (as DaemonService._do_send: waited for on exit, up to flush_timeout)
             task.add_done_callback(self._sends.discard)
+        elif lanes == 0:
+            self._waiting[to] = None  # the next lane free takes it
+
+    async def _lane(self, to: str | None) -> None:
+        """A lane: ``to``'s queue, then a waiting destination's, until none waits."""
+        try:
+            while to is not None:
+                await self._drain_matches(to, self._match_queues[to])
+                to = None
+                while self._waiting and to is None:
+                    waiting = next(iter(self._waiting))
+                    del self._waiting[waiting]
+                    lanes = self._match_lanes.get(waiting, 0)
+                    if self._match_queues.get(waiting) and lanes < MATCH_LANES:
+                        self._match_lanes[waiting] = lanes + 1
+                        to = waiting
+        finally:
+            self._lanes_in_all -= 1
 
     async def _drain_matches(self, to: str, queue: collections.deque[c.Send]) -> None:
-        """One lane of ``to``'s queue, on a connection of its own: until the queue is empty,
+        """A lane's work on ``to``'s queue, on a connection of its own: until the queue is empty,
         write up to :data:`MATCH_WINDOW` of its messages, then read their answers in order."""
         conn: Connection | None = None
         try:
