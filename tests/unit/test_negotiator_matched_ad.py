@@ -8,6 +8,7 @@ import pytest
 
 from htc.classad import ClassAd, ExprTree
 from htc.classad.ast import Literal
+from htc.classad.printing import print_new
 from htc.daemons.negotiator.matched_ad import MatchedSlotAd, sizes_of
 from htc.daemons.negotiator.slots import literal
 from tests.negotiator_cycles import make_job, make_slot, run_cycle
@@ -177,3 +178,18 @@ def test_a_views_text_with_its_sizes_in_another_order_or_of_other_kinds():
     assert read["Cpus"] == 3  # read: printed from its own table from now on
     ad["Cpus"] = 1
     assert str(read) == str(first) == _text_of_a_fresh_copy(MatchedSlotAd(ad, (3, 2.5, 7)))
+
+
+def test_the_layout_is_tried_once_not_once_per_slot_ad(monkeypatch):
+    """Each cycle ad's text is printed once (its _Text), not twice: whether a _Text prints as
+    ClassAd.__str__ is tried on the probe ad once per layout. The views' texts stay the copies'."""
+    from htc.daemons.negotiator import matched_ad
+
+    calls = []
+    monkeypatch.setattr(matched_ad._Text, "_layouts", {})
+    monkeypatch.setattr(matched_ad, "print_new", lambda *a, **k: calls.append(1) or print_new(*a, **k))
+    ads = [_ad(Machine=f"n{i}", Lists=[i, [i]]) for i in range(20)]
+    for ad in ads:
+        view = MatchedSlotAd(ad, (2, 1024, 7.5))
+        assert str(view) == _text_of_a_fresh_copy(MatchedSlotAd(ad, (2, 1024, 7.5)))
+    assert len(calls) == 1 and all(matched_ad._Text._kept[id(ad)].parts is not None for ad in ads)

@@ -113,7 +113,11 @@ class Matches:
                              "the match lapses"))
             return "no idle job left for it"
         settings = sd.settings
-        if len(sd.shadows) + sd.claims.counts()[ClaimState.REQUESTED] >= settings.max_jobs_running:
+        # (claims being requested are among all claims: counting them, a walk of every claim,
+        # is needed only when all claims could reach the limit)
+        running = len(sd.shadows)
+        if (running + len(sd.claims) >= settings.max_jobs_running
+                and running + sd.claims.counts()[ClaimState.REQUESTED] >= settings.max_jobs_running):
             out.append(c.Log(f"match of {msg.slot_name}: MAX_JOBS_RUNNING ({settings.max_jobs_running}) "
                              "reached; the match lapses"))
             return f"MAX_JOBS_RUNNING ({settings.max_jobs_running}) reached"
@@ -258,4 +262,11 @@ def _partitionable(slot_ad: ClassAd) -> bool:
 
 def public_ad(job) -> dict[str, str]:
     """A stored job ad without the attributes other daemons must not see (its claim id)."""
-    return {k: v for k, v in job.items() if k != "ClaimId"}
+    to_dict = getattr(job, "to_dict", None)
+    if to_dict is None:
+        return {k: v for k, v in job.items() if k != "ClaimId"}
+    # (a JobAd's to_dict is its items, in their order, without a lookup per attribute: a
+    # MatchNotify's RequestClaim carries the job's whole ad)
+    ad = to_dict()
+    ad.pop("ClaimId", None)
+    return ad

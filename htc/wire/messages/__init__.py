@@ -110,6 +110,9 @@ def message_table() -> str:
     return "\n".join(lines)
 
 
+#: MESSAGE_TYPES as a set: encode's test of the class is one lookup (isinstance against the
+#: tuple tries the classes in turn, 3.6 us for a MatchNotify, 28th, against 0.5 us to encode it)
+_MESSAGE_CLASSES = frozenset(MESSAGE_TYPES)
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(AnyMessage)
 
@@ -126,7 +129,7 @@ def encode(msg: Message) -> bytes:
     Raises:
         UsageError: ``msg`` is not one of the wire messages.
     """
-    if not isinstance(msg, MESSAGE_TYPES):
+    if msg.__class__ not in _MESSAGE_CLASSES and not isinstance(msg, MESSAGE_TYPES):
         raise MessageInvalid(f"{type(msg).__name__} is not a wire message; build one from htc.wire.messages")
     return _encoder.encode(msg)
 
