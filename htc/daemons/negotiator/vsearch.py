@@ -40,17 +40,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from htc.classad.ast import Literal
 from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.preemption import WORST_RANK, PreemptState
 from htc.daemons.negotiator.runs import (_numeric_steps, commit_run, extend_run, limit_count,
                                          steps_from)
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vexpr import Inexact, Unsupported
+from htc.daemons.negotiator.vmask import current_mask
 from htc.daemons.negotiator.vorder import Cursor, Queue, SharedOrder
 from htc.daemons.negotiator.vplan import PlanCompiler
-from htc.daemons.negotiator.vsteps import (StepMemo, after_run, carved_column, size_after_carve,
-                                           slot_size)
+from htc.daemons.negotiator.vsteps import (StepMemo, after_run, carve_sizes, carved_column,
+                                           size_after_carve, slot_size)
 
 _SLOT_ROOTS = ("requirements",)
 _CARVED = ("cpus", "memory", "disk")
@@ -167,29 +167,10 @@ class VectorSearch:
         plan = self._plan_of(rs)
         if plan is None or table.slots[turn[1]] is not slot:
             return 0
-        # the slot's size (vsteps.slot_size) and what the carve leaves (vsteps.carved_size),
-        # in one pass: this runs once per slot a request fills
-        exprs, size, after = slot.ad._exprs, [], []
-        for lname, amount in zip(_CARVED, carve):
-            node = exprs.get(lname)
-            if node is None:
-                size.append(None)
-                after.append(None)
-                continue
-            have = node.value if node.__class__ is Literal else None
-            kind = have.__class__
-            if kind is not int and kind is not float:
-                return 0  # (not a number: the table would not have taken the slot)
-            left = have - amount
-            if kind is int and left.__class__ is not int:
-                if not float(left).is_integer():
-                    return 0  # the carve changes the row's type (and may move the epoch)
-                left = int(left)
-            size.append(have)
-            after.append(left)
-        if (1.0 if after[0] is None else after[0]) < 1.0 or (
-                1.0 if after[1] is None else after[1]) <= 0:
-            return 0  # used up by this carve: make_match takes the slot
+        sizes = carve_sizes(slot, carve)
+        if sizes is None:
+            return 0
+        size, after = sizes
         self._turn = None
         if slot.cls is not None:  # (hold's, for a vector request: as make_match's)
             slot.cls = None
@@ -212,7 +193,7 @@ class VectorSearch:
         if k:
             self.vector_runs += 1
         n = commit_run(cycle, self.idle, rs, pool, slot, cost, carve,
-                       [tuple(size), *states[:k]], first=True)
+                       [size, *states[:k]], first=True)
         self.changed(slot)
         if not states:
             self._hint_unfit(plan, row, slot)
@@ -244,40 +225,8 @@ class VectorSearch:
         """Every row that matches the request now."""
         return np.flatnonzero(self._current_mask(plan))
 
-    def _full_mask(self, plan) -> np.ndarray:
-        table = self.table
-        mask = table.alive & plan.static
-        mask &= ~(plan.wants_col > table.res).any(axis=0) | ~table.partitionable
-        if plan.clauses:
-            idx = np.flatnonzero(mask)
-            if idx.size:
-                rows = table.rows(idx)
-                ok = np.ones(idx.size, dtype=bool)
-                for fn in plan.clauses:
-                    ok &= fn(rows)
-                mask[idx[~ok]] = False
-        return mask
-
     def _current_mask(self, plan) -> np.ndarray:
-        """The request's mask over every row, kept across its turns: a row's verdict changes
-        only when a match changes the row, and every such change is in the table's log, so
-        only the rows logged since the last turn are evaluated again (all of them when the
-        log grew by more than an eighth of the table)."""
-        table = self.table
-        log = table.log
-        mask = plan.mask
-        if mask is None or len(log) - plan.log_pos > (mask.size >> 3):
-            mask = plan.mask = self._full_mask(plan)
-        elif len(log) > plan.log_pos:
-            hint = self._hinted(plan, plan.log_pos)
-            if hint is not None:
-                mask[hint[1]] = hint[3]
-            else:
-                # (a row logged twice gets the same verdict twice)
-                changed = np.array(log[plan.log_pos:], dtype=np.intp)
-                mask[changed] = self._mask(plan, changed)
-        plan.log_pos = len(log)
-        return mask
+        return current_mask(self.table, plan, self._hinted)
 
     def _leave_hint(self, plan, row: int, k: int) -> None:
         """After a run of ``k`` steps whose steps were evaluated ahead: what the request's
@@ -322,17 +271,6 @@ class VectorSearch:
         if np.isnan(jr).any():
             raise Inexact("a NaN job rank")  # tuple order with NaN: the scalar walk decides
         return pre, jr, post
-
-    def _mask(self, plan, idx) -> np.ndarray:
-        """Which of rows ``idx`` are free, match the request and fit its carve."""
-        table = self.table
-        ok = table.alive[idx] & plan.static[idx]
-        ok &= ~(plan.wants_col > table.res[:, idx]).any(axis=0) | ~table.partitionable[idx]
-        if plan.clauses and ok.any():
-            rows = table.rows(idx)
-            for fn in plan.clauses:
-                ok &= fn(rows)
-        return ok
 
     def _shared(self, plan) -> SharedOrder:
         cursor = plan.cursor

@@ -149,6 +149,36 @@ def less_carve(h0, h1, h2, c0, c1, c2):
     return h0, h1, h2
 
 
+def carve_sizes(slot, carve):
+    """``(size, after)`` of the partitionable ``slot``: its ``(cpus, memory, disk)`` (None
+    where it does not say) and what ``carve`` leaves of them, in one pass (:func:`slot_size`
+    and :func:`carved_size`: this runs once per slot a request fills); None when
+    :meth:`~.vsearch.VectorSearch.take` leaves the carve to ``make_match``: a size that is not
+    a number, a carve that changes the row's type or uses the slot up."""
+    exprs, size, after = slot.ad._exprs, [], []
+    for lname, amount in zip(_CARVED, carve):
+        node = exprs.get(lname)
+        if node is None:
+            size.append(None)
+            after.append(None)
+            continue
+        have = node.value if node.__class__ is Literal else None
+        kind = have.__class__
+        if kind is not int and kind is not float:
+            return None  # (not a number: the table would not have taken the slot)
+        left = have - amount
+        if kind is int and left.__class__ is not int:
+            if not float(left).is_integer():
+                return None  # the carve changes the row's type (and may move the epoch)
+            left = int(left)
+        size.append(have)
+        after.append(left)
+    if (1.0 if after[0] is None else after[0]) < 1.0 or (
+            1.0 if after[1] is None else after[1]) <= 0:
+        return None  # used up by this carve: make_match takes the slot
+    return tuple(size), after
+
+
 def after_run(ahead, k: int, alive: bool):
     """``(matches, (-pre, -jr, -post))`` of a slot after ``k`` steps of a run whose steps
     were evaluated ahead (``ahead``: :meth:`StepMemo.steps`' answer), as the request's mask and
