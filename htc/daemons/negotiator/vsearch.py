@@ -38,6 +38,8 @@ random pools.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from htc.daemons.negotiator.columns import SlotTable
@@ -267,10 +269,7 @@ class VectorSearch:
         return hint
 
     def _keys(self, plan, rows, n: int):
-        pre, jr, post = _full(plan.pre(rows), n), _full(plan.jr(rows), n), _full(plan.post(rows), n)
-        if np.isnan(jr).any():
-            raise Inexact("a NaN job rank")  # tuple order with NaN: the scalar walk decides
-        return pre, jr, post
+        return _ranks(plan.pre, plan.jr, plan.post, rows, n)
 
     def _shared(self, plan) -> SharedOrder:
         cursor = plan.cursor
@@ -278,8 +277,9 @@ class VectorSearch:
             return cursor.order  # (the order of its ranking for this table, made below)
         order = self._orders.get(plan.ranking)
         if order is None or order.table is not self.table:
+            # (the ranks' functions, not the plan or the search: no reference cycle)
             order = self._orders[plan.ranking] = SharedOrder(
-                self.table, lambda rows, n, p=plan: self._keys(p, rows, n))
+                self.table, partial(_ranks, plan.pre, plan.jr, plan.post))
         if plan.cursor is None or plan.cursor.order is not order:
             plan.cursor = Cursor(order)
         return order
@@ -498,6 +498,14 @@ def _argbest(pre, jr, post, names, skip):
         sub = part[cand]
         cand = cand[sub == sub.max()]
     return int(cand[np.argmin(names[cand])]) if cand.size > 1 else int(cand[0])
+
+
+def _ranks(pre, jr, post, rows, n: int):
+    """The keys' parts ``(pre, job rank, post)`` of ``n`` ``rows``, by a plan's functions."""
+    pre, jr, post = _full(pre(rows), n), _full(jr(rows), n), _full(post(rows), n)
+    if np.isnan(jr).any():
+        raise Inexact("a NaN job rank")  # tuple order with NaN: the scalar walk decides
+    return pre, jr, post
 
 
 def _full(values, n: int) -> np.ndarray:
