@@ -23,7 +23,7 @@ from tests.unit.test_negotiator_vsearch import _pool
 def _cycle(slots, requests, settings, fold: bool):
     saved = VectorSearch.take
     if not fold:
-        VectorSearch.take = lambda *args: 0  # every carve by make_match, its run by extend
+        VectorSearch.take = lambda *args: []  # every carve by make_match, its run by extend
     try:
         return run_cycle(slots, requests, settings=settings, acct=Accountant(now=0.0),
                          now=600.0)
@@ -70,7 +70,7 @@ def test_a_partitionable_slot_takes_one_commit_per_request(monkeypatch):
 
     def take(self, *args):
         n = real_take(self, *args)
-        taken.append(n)
+        taken.append(sum(k for k, _cost in n))  # (the matches made, per slot)
         return n
 
     monkeypatch.setattr(_Cycle, "make_match", make_match)

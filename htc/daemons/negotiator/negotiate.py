@@ -13,7 +13,8 @@ searches, its free-slot count, the pie left, its rejections, its matches (throug
 ``cycle.make_match`` and the search's commits).
 
 A vector turn's carve and the run after it are one call (:meth:`~.vsearch.VectorSearch.take`,
-see :mod:`.runs`); the float additions of one match after another (``used``, the pie left) are
+see :mod:`.runs`), and so are the request's next slots while each is a vector turn too: the
+search takes them from the request's queue without a turn here; the float additions of one match after another (``used``, the pie left) are
 made here.
 """
 
@@ -64,16 +65,18 @@ def negotiate_entry(cycle, entry, pool: SlotPool, limit: float,
                 break
             slot, state, cost, carve = found
             if carve is not None and state is PreemptState.NONE:
-                # a vector turn's carve and its run, at once (VectorSearch.take)
-                n = cycle.search.take(cycle, rs, pool, slot, cost, carve, used, limit,
-                                      used_unclaimed, limit_unclaimed,
-                                      None if max_matches is None else max_matches - made)
-                for _ in range(n):  # (the float additions of one match after another)
-                    made += 1
-                    used += cost
-                    used_unclaimed += cost
-                    cycle.pie_left -= cost
-                if n:
+                # a vector turn's carve and its run, at once, and the request's next slots
+                # while each is one vector turn too (VectorSearch.take)
+                taken = cycle.search.take(cycle, rs, pool, slot, cost, carve, used, limit,
+                                          used_unclaimed, limit_unclaimed,
+                                          None if max_matches is None else max_matches - made)
+                if taken:
+                    for n, cost in taken:  # (the float additions of one match after another)
+                        for _ in range(n):
+                            made += 1
+                            used += cost
+                            used_unclaimed += cost
+                            cycle.pie_left -= cost
                     continue
             cycle.make_match(rs, pool, slot, state, cost, carve)
             made += 1

@@ -67,6 +67,9 @@ class VectorSearch:
 
     #: False: every request takes the scalar search (the tests compare both ways)
     enabled = True
+    #: False: :meth:`take` commits one slot, and every next slot is a turn of
+    #: ``negotiate_entry`` (the tests compare both ways)
+    chain = True
 
     def __init__(self, settings):
         self.s = settings
@@ -85,6 +88,8 @@ class VectorSearch:
         self._compiler: PlanCompiler | None = None  # the table's (see _table)
         self._orders: dict[tuple, SharedOrder] = {}  # ranking -> its shared order
         self.vector_turns = self.vector_runs = 0
+        #: the vector turns :meth:`take` made itself, after a commit (no ``negotiate_entry`` turn)
+        self.chained_turns = 0
 
     # ---------------------------------------------------------------- the cycle's interface
 
@@ -150,30 +155,57 @@ class VectorSearch:
         return n
 
     def take(self, cycle, rs, pool, slot, cost, carve, used, limit, used_u, limit_u,
-             budget) -> int:
+             budget) -> list:
         """The vector turn's carve of the partitionable ``slot`` for ``rs`` and the run after
         it (:meth:`extend`'s), committed at once: one :func:`~.runs.commit_run` of both, one
-        row update, one accountant call. Returns how many matches it made; 0 when it made
-        none (a scalar turn, runs off, a carve that changes a column's type or uses the slot
-        up): ``make_match`` and :meth:`extend` then make them one after the other.
+        row update, one accountant call; then the request's next turns, slot after slot, as
+        long as each is one (:meth:`_next_turn`). Returns the matches it made, slot by slot, as
+        ``[(matches, cost), ...]``; empty when it made none (a scalar turn, runs off, a carve
+        that changes a column's type or uses the slot up): ``make_match`` and :meth:`extend`
+        then make them one after the other.
 
         It decides what they decide: between the first carve and the run nothing else moves,
         and what the run reads of that carve (the slot's size after it, the request's jobs
         left, ``used`` + ``cost``: the arguments here are the values before it) is computed
         without making it; the row's update and the hints come after the commit, as after
-        ``extend``'s."""
+        ``extend``'s. ``used``, ``used_u`` and ``budget`` follow the matches made here as
+        ``negotiate_entry`` has them follow (one float addition per match)."""
         turn = self._turn
         if turn is None or turn[0] is not rs or not self.idle.runs:
-            return 0
-        table = self.table
+            return []
         plan = self._plan_of(rs)
-        if plan is None or table.slots[turn[1]] is not slot:
-            return 0
+        if plan is None or self.table.slots[turn[1]] is not slot:
+            return []
         sizes = carve_sizes(slot, carve)
         if sizes is None:
-            return 0
+            return []
+        taken = []
+        while True:
+            n = self._commit(cycle, rs, pool, slot, cost, carve, used, limit, used_u, limit_u,
+                             budget, plan, sizes)
+            taken.append((n, cost))
+            if not self.chain:
+                return taken
+            for _ in range(n):  # (negotiate_entry's additions, one match after another)
+                used += cost
+                used_u += cost
+            if budget is not None:
+                budget -= n
+            if (rs.remaining <= 0 or cycle.free <= 0 or (budget is not None and budget <= 0)
+                    or used >= limit):
+                return taken  # (negotiate_entry's tests before a turn: it decides)
+            found = self._next_turn(rs, plan, pool, used_u, limit_u)
+            if found is None:
+                return taken
+            slot, cost, sizes = found
+
+    def _commit(self, cycle, rs, pool, slot, cost, carve, used, limit, used_u, limit_u, budget,
+                plan, sizes) -> int:
+        """:meth:`take`'s carve of ``slot`` (whose ``sizes`` are its size and what the carve
+        leaves, :func:`~.vsteps.carve_sizes`) and the run after it, for the turn
+        ``self._turn``; returns how many matches it made."""
+        turn, self._turn = self._turn, None
         size, after = sizes
-        self._turn = None
         if slot.cls is not None:  # (hold's, for a vector request: as make_match's)
             slot.cls = None
             self._dirty.append(slot)
@@ -194,14 +226,49 @@ class VectorSearch:
                 k = 0  # (no hint: extend leaves none then)
         if k:
             self.vector_runs += 1
-        n = commit_run(cycle, self.idle, rs, pool, slot, cost, carve,
-                       [size, *states[:k]], first=True)
+        n = commit_run(cycle, self.idle, rs, pool, slot, cost, carve, [size, *states[:k]],
+                       first=True)
         self.changed(slot)
         if not states:
             self._hint_unfit(plan, row, slot)
         elif hint:
             self._leave_hint(plan, row, k)
         return n
+
+    def _next_turn(self, rs, plan, pool, used, limit):
+        """The request's next turn, made here as :meth:`best` would make it, when it is a
+        vector turn of a partitionable slot that :meth:`take` commits: ``(slot, cost, sizes)``,
+        with ``self._turn`` set; else None, and nothing a turn would not do was done (the
+        turn ``negotiate_entry`` then makes finds what this one found).
+
+        Between two turns of one request nothing else in the cycle moves: the plan is the
+        same, no slot is held by the class search (:meth:`best`'s flush has nothing to do),
+        and the turn reads the request's mask and queue, brought up to date with the rows
+        changed since -- usually the one slot just carved, whose verdict and key the run left
+        (:meth:`_hinted`): it leaves the queue, and the next best is the queue's next."""
+        table = self.table
+        if plan.epoch != table.epoch or self.idle.hot is not None or pool.claimed:
+            return None
+        try:
+            ranked = self._ranked(plan, self._current_mask(plan), rs.remaining)
+        except Exception:  # noqa: BLE001 - best() makes the turn again and answers for it
+            return None
+        if not ranked:
+            return None
+        row = ranked[0][0]
+        cost = float(plan.cost[row])
+        if not (used + cost <= limit * (1 + 1e-6) + 1e-9 or (used <= 0 and limit > 0)):
+            return None  # (the limit refuses the best: best() walks the whole order)
+        slot = table.slots[row]
+        if not slot.partitionable:
+            return None
+        sizes = carve_sizes(slot, plan.wants)
+        if sizes is None:
+            return None
+        self.vector_turns += 1
+        self.chained_turns += 1
+        self._turn = (rs, row, ranked[1][1] if len(ranked) > 1 else None, False)
+        return slot, cost, sizes
 
     def best(self, rs, pool, used: float, limit: float):
         """``IdleSearch.best``'s contract: ``(candidate, matched_any, limited)``."""
