@@ -34,6 +34,7 @@ from htc.daemons.negotiator.vexpr import INT, MISSING, REAL
 
 _CARVED = ("cpus", "memory", "disk")
 _EXACT = float(2 ** 53)
+_WHOLE = 2 ** 53
 #: the steps kept per row (a longer run is evaluated row by row)
 MOST_STEPS = 64
 
@@ -196,6 +197,9 @@ def _sequence(start, carve) -> tuple[list, bool]:
     without the request's limits (which only cut them short): while the carve fits, each
     step's size, then the size less the carve, until that uses the slot up; and whether they
     ended so (False: cut at :data:`MOST_STEPS`)."""
+    whole = _whole_sequence(start, carve)
+    if whole is not None:
+        return whole
     h0, h1, h2 = start
     c0, c1, c2 = carve
     seq = []
@@ -208,6 +212,36 @@ def _sequence(start, carve) -> tuple[list, bool]:
         if (1.0 if h0 is None else h0) < 1.0 or (1.0 if h1 is None else h1) <= 0:
             return seq, True
     return seq, len(seq) < MOST_STEPS
+
+
+def _whole_sequence(start, carve):
+    """:func:`_sequence`'s answer computed at once, when the slot says all three sizes, as
+    integers, and the carve is three positive whole numbers (as ``RequestCpus = 1`` and the
+    like arrive: ``1.0``), all within 2**53; else None. Then each step is the integer
+    ``h - c`` that :func:`less_carve` gives (``float(h) - c`` is exact and whole, and it
+    keeps an int), so the steps are ``h - i * c``: the carve fits at step ``i`` while
+    ``(i + 1) * c <= h``, and step ``i`` uses the slot up when ``h - (i + 1) * c`` leaves
+    under one core (``i >= (h - 1) // c``) or no memory (``(i + 1) * c >= h``)."""
+    h0, h1, h2 = start
+    if h0.__class__ is not int or h1.__class__ is not int or h2.__class__ is not int:
+        return None
+    c0, c1, c2 = carve
+    if not (0 < c0 <= _WHOLE and 0 < c1 <= _WHOLE and 0 < c2 <= _WHOLE  # (NaN: False)
+            and -_WHOLE <= h0 <= _WHOLE and -_WHOLE <= h1 <= _WHOLE and -_WHOLE <= h2 <= _WHOLE):
+        return None
+    k0, k1, k2 = int(c0), int(c1), int(c2)  # (a float's integer part; an int itself)
+    if k0 != c0 or k1 != c1 or k2 != c2:
+        return None
+    limit = MOST_STEPS
+    fit = min(h0 // k0, h1 // k1, h2 // k2, limit + 1)
+    used = max(min((h0 - 1) // k0, -(-h1 // k1) - 1), 0)
+    if used < fit and used < limit:
+        n, ended = used + 1, True
+    else:
+        n = max(min(fit, limit), 0)
+        ended = n < limit
+    return list(zip(range(h0, h0 - n * k0, -k0), range(h1, h1 - n * k1, -k1),
+                    range(h2, h2 - n * k2, -k2))), ended
 
 
 def carved_column(values: list):
