@@ -30,8 +30,12 @@ evaluated -- ahead, for the next slots of the queue too (:mod:`.vsteps`), and wh
 leaves of the slot is its request's next verdict on it (:meth:`VectorSearch._hinted`).
 The turn's own carve and its run are one commit (:meth:`VectorSearch.take`): the run is
 decided from what the carve would leave (the slot's size, the jobs left, ``used``), then both
-are committed with one row update and one accountant call; a carve that uses the slot up or
-changes a column's type is made alone first (``make_match``, then :meth:`VectorSearch.extend`).
+are committed with one row update and one accountant call; a carve that changes a column's
+type, or uses the slot up and still fits what it leaves, is made alone first (``make_match``,
+then :meth:`VectorSearch.extend`). After a commit the request's next turn is made by
+:meth:`VectorSearch.take` itself (:meth:`VectorSearch._next_turn`), as ``negotiate_entry``'s
+next turn would make it, while it is one that ``take`` commits: one call per request visit,
+not one per slot.
 ``tests/unit/test_negotiator_vsearch.py`` compares whole cycles with the scalar search on
 random pools.
 """
@@ -161,8 +165,9 @@ class VectorSearch:
         row update, one accountant call; then the request's next turns, slot after slot, as
         long as each is one (:meth:`_next_turn`). Returns the matches it made, slot by slot, as
         ``[(matches, cost), ...]``; empty when it made none (a scalar turn, runs off, a carve
-        that changes a column's type or uses the slot up): ``make_match`` and :meth:`extend`
-        then make them one after the other.
+        that changes a column's type or uses the slot up and still fits it,
+        :func:`~.vsteps.carve_sizes`): ``make_match`` and :meth:`extend` then make them one
+        after the other.
 
         It decides what they decide: between the first carve and the run nothing else moves,
         and what the run reads of that carve (the slot's size after it, the request's jobs

@@ -155,7 +155,9 @@ def carve_sizes(slot, carve):
     where it does not say) and what ``carve`` leaves of them, in one pass (:func:`slot_size`
     and :func:`carved_size`: this runs once per slot a request fills); None when
     :meth:`~.vsearch.VectorSearch.take` leaves the carve to ``make_match``: a size that is not
-    a number, a carve that changes the row's type or uses the slot up."""
+    a number, a carve that changes the row's type, or one that uses the slot up and would
+    still fit what it leaves (a fractional carve: ``make_match`` and ``extend`` decide what
+    follows). A carve that uses the slot up and no longer fits it is the run's last step."""
     exprs, size, after = slot.ad._exprs, [], []
     for lname, amount in zip(_CARVED, carve):
         node = exprs.get(lname)
@@ -176,7 +178,10 @@ def carve_sizes(slot, carve):
         after.append(left)
     if (1.0 if after[0] is None else after[0]) < 1.0 or (
             1.0 if after[1] is None else after[1]) <= 0:
-        return None  # used up by this carve: make_match takes the slot
+        for left, amount in zip(after, carve):  # used up by this carve: does it still fit?
+            if left is not None and amount > left:
+                return tuple(size), after  # no: no step follows (steps_from's first test)
+        return None
     return tuple(size), after
 
 
