@@ -53,7 +53,8 @@ from htc.daemons.negotiator.runs import (_numeric_steps, commit_run, extend_run,
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vexpr import Inexact, Unsupported
 from htc.daemons.negotiator.vmask import current_mask
-from htc.daemons.negotiator.vorder import Cursor, Queue, SharedOrder
+from htc.daemons.negotiator.vorder import (Cursor, Queue, SharedOrder, best_position,
+                                          first_permitted, ranks_of)
 from htc.daemons.negotiator.vplan import PlanCompiler
 from htc.daemons.negotiator.vsteps import (StepMemo, after_run, carve_sizes, carved_column,
                                            size_after_carve, slot_size)
@@ -341,7 +342,7 @@ class VectorSearch:
         return hint
 
     def _keys(self, plan, rows, n: int):
-        return _ranks(plan.pre, plan.jr, plan.post, rows, n)
+        return ranks_of(plan.pre, plan.jr, plan.post, rows, n)
 
     def _shared(self, plan) -> SharedOrder:
         cursor = plan.cursor
@@ -351,7 +352,7 @@ class VectorSearch:
         if order is None or order.table is not self.table:
             # (the ranks' functions, not the plan or the search: no reference cycle)
             order = self._orders[plan.ranking] = SharedOrder(
-                self.table, partial(_ranks, plan.pre, plan.jr, plan.post))
+                self.table, partial(ranks_of, plan.pre, plan.jr, plan.post))
         if plan.cursor is None or plan.cursor.order is not order:
             plan.cursor = Cursor(order)
         return order
@@ -403,27 +404,24 @@ class VectorSearch:
         pre, jr, post = self._keys(plan, table.rows(idx), idx.size)
         names = table.name_rank[idx]
         self.vector_turns += 1
-        k = _argbest(pre, jr, post, names, None)
+        k = best_position(pre, jr, post, names, None)
         row = int(idx[k])
         cost = float(plan.cost[row])
         limited = False
         if not (used + cost <= limit * (1 + 1e-6) + 1e-9 or (used <= 0 and limit > 0)):
             # the best is refused for the limit: walk the whole order (a cheaper slot may fit)
-            order = np.lexsort((names, -post, -jr, -pre))
-            costs = plan.cost[idx[order]]
-            permits = (used + costs <= limit * (1 + 1e-6) + 1e-9) | (used <= 0 and limit > 0)
-            first = int(np.argmax(permits))
-            if not permits[first]:
+            k = first_permitted(pre, jr, post, names, plan.cost[idx], used, limit)
+            if k is None:
                 return None, True, True
-            k, limited = int(order[first]), True
-            row, cost = int(idx[k]), float(costs[first])
+            limited, row = True, int(idx[k])
+            cost = float(plan.cost[row])
         slot = table.slots[row]
         carve = plan.wants if slot.partitionable else None
         key = (-float(pre[k]), -float(jr[k]), -float(post[k]), -PreemptState.NONE, -WORST_RANK,
                slot.name)
         other = None
         if not limited and idx.size > 1:
-            j = _argbest(pre, jr, post, names, k)
+            j = best_position(pre, jr, post, names, k)
             other = (float(pre[j]), float(jr[j]), float(post[j]), int(names[j]))
         self._turn = (rs, row, other, limited)
         return (key, slot, cost, carve), True, limited
@@ -556,32 +554,3 @@ class VectorSearch:
         for slot in dirty:
             if not slot.taken and slot.cls is None:
                 pool.reclass(slot)
-
-
-def _argbest(pre, jr, post, names, skip):
-    """The position of the best key (highest pre, job rank, post, then the first name),
-    leaving out position ``skip``."""
-    cand = np.arange(pre.size)
-    if skip is not None:
-        cand = cand[cand != skip]
-    for part in (pre, jr, post):
-        if cand.size == 1:
-            return int(cand[0])
-        sub = part[cand]
-        cand = cand[sub == sub.max()]
-    return int(cand[np.argmin(names[cand])]) if cand.size > 1 else int(cand[0])
-
-
-def _ranks(pre, jr, post, rows, n: int):
-    """The keys' parts ``(pre, job rank, post)`` of ``n`` ``rows``, by a plan's functions."""
-    pre, jr, post = _full(pre(rows), n), _full(jr(rows), n), _full(post(rows), n)
-    if np.isnan(jr).any():
-        raise Inexact("a NaN job rank")  # tuple order with NaN: the scalar walk decides
-    return pre, jr, post
-
-
-def _full(values, n: int) -> np.ndarray:
-    """``values`` as an array of ``n`` (a rank that is one number for every row)."""
-    if values.__class__ is np.ndarray and values.ndim:
-        return values
-    return np.full(n, values)
