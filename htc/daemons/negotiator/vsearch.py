@@ -218,7 +218,7 @@ class VectorSearch:
         row, jobs = turn[1], rs.remaining - 1
         used, used_u = used + cost, used_u + cost  # (negotiate_entry's additions, in order)
         budget = None if budget is None else budget - 1
-        states = self._kept_states(plan, row, jobs, after, cost, carve, used, limit, used_u,
+        states, known = self._kept(plan, row, jobs, after, cost, carve, used, limit, used_u,
                                    limit_u, budget)
         if states is None:
             states = steps_from(after, jobs, cost, carve, used, limit, used_u, limit_u, budget)
@@ -226,7 +226,7 @@ class VectorSearch:
         if states:
             self._ahead = None
             try:
-                k = self._run_steps(plan, slot, states, turn, carve, jobs)
+                k = self._run_steps(plan, slot, states, turn, carve, jobs, known)
                 hint = self._ahead is not None
             except (Unsupported, Inexact):
                 k = 0  # (no hint: extend leaves none then)
@@ -255,10 +255,12 @@ class VectorSearch:
         table = self.table
         if plan.epoch != table.epoch or self.idle.hot is not None or pool.claimed:
             return None
-        try:
-            ranked = self._ranked(plan, self._current_mask(plan), rs.remaining)
-        except Exception:  # noqa: BLE001 - best() makes the turn again and answers for it
-            return None
+        ranked = self._after_unmatched(plan)
+        if ranked is None:
+            try:
+                ranked = self._ranked(plan, self._current_mask(plan), rs.remaining)
+            except Exception:  # noqa: BLE001 - best() makes the turn again and answers for it
+                return None
         if not ranked:
             return None
         row = ranked[0][0]
@@ -275,6 +277,28 @@ class VectorSearch:
         self.chained_turns += 1
         self._turn = (rs, row, ranked[1][1] if len(ranked) > 1 else None, False)
         return slot, cost, sizes
+
+    def _after_unmatched(self, plan):
+        """The request's queue when the one row logged since its last turn is the slot the
+        last run left unmatched (its hint, :meth:`_leave_hint`/:meth:`_hint_unfit`): its mask
+        and queue brought up to date as :func:`~.vmask.current_mask` and
+        :meth:`~.vorder.Queue.take` do then (the row's verdict False, and it leaves the
+        queue), in a few lines: the chain's usual turn. None when that is not the case, or
+        the queue is then too short (:meth:`_ranked` looks at the shared order)."""
+        hint, queue, mask = self._hint, self._queue, plan.mask
+        if (hint is None or hint[3] or hint[0] is not plan or queue is None
+                or queue.plan is not plan or mask is None):
+            return None
+        log = self.table.log
+        n = len(log)
+        if (hint[2] != n or plan.log_pos != n - 1 or queue.pos != n - 1 or log[-1] != hint[1]
+                or mask.size >> 3 < 1 or QUEUE_CHANGES_MOST < 1):
+            return None  # (current_mask would evaluate all again, _ranked make a new queue)
+        row = hint[1]
+        mask[row] = False
+        plan.log_pos = queue.pos = n
+        ranked = queue.ranked = [item for item in queue.ranked if item[0] != row]
+        return ranked if len(ranked) >= 2 or queue.complete else None
 
     def best(self, rs, pool, used: float, limit: float):
         """``IdleSearch.best``'s contract: ``(candidate, matched_any, limited)``."""
@@ -426,16 +450,18 @@ class VectorSearch:
         self._turn = (rs, row, other, limited)
         return (key, slot, cost, carve), True, limited
 
-    def _run_steps(self, plan, slot, states, turn, carve, jobs: int) -> int:
+    def _run_steps(self, plan, slot, states, turn, carve, jobs: int, known=None) -> int:
         """How many of ``states`` (the slot's sizes at the next steps) the one-step loop would
         give the slot: while it matches and its key beats the turn's best other candidate
-        (``jobs``: the request's jobs left before them)."""
+        (``jobs``: the request's jobs left before them; ``known``: the steps evaluated ahead
+        that ``states`` were cut from, when the caller has them: :meth:`_kept`)."""
         table = self.table
         _rs, row, other, limited = turn
         if limited or table.slots[row] is not slot:
             return 0
         n = len(states)
-        known = self._known_steps(plan, row, carve, states, jobs)
+        if known is None:
+            known = self._known_steps(plan, row, carve, states, jobs)
         if known is not None:
             tags, ok, keys, _sizes, _ended = known
             for lname, tag in zip(_CARVED, tags):
@@ -474,19 +500,25 @@ class VectorSearch:
         """:func:`~.runs._numeric_steps`' answer from the sizes evaluated ahead for ``row``,
         whose slot's size is ``size``, for a request with ``jobs`` left (cut to its limits by
         :func:`~.runs.limit_count`); None when not kept."""
+        return self._kept(plan, row, jobs, size, cost, carve, used, limit, used_u, limit_u,
+                          budget)[0]
+
+    def _kept(self, plan, row, jobs, size, cost, carve, used, limit, used_u, limit_u, budget):
+        """``(states, known)``: :meth:`_kept_states`' answer and the steps it took them from
+        (:meth:`_known_steps`' answer for those states, or None)."""
         for have, amount in zip(size, carve):
             if have is not None and amount > have:
-                return []  # the carve no longer fits: no step
+                return [], None  # the carve no longer fits: no step
         known = self._known_steps(plan, row, carve, [size], jobs)
         if known is None:
-            return None
+            return None, None
         sizes, ended = known[3], known[4]
         steps = jobs if budget is None else min(jobs, budget)
         most = min(steps, len(sizes))
         m = limit_count(most, cost, used, limit, used_u, limit_u)
         if m == len(sizes) < steps and not ended:
-            return None  # (more steps than kept)
-        return sizes[:m]
+            return None, None  # (more steps than kept)
+        return sizes[:m], known
 
     def _known_steps(self, plan, row, carve, states, jobs: int):
         """:meth:`~.vsteps.StepMemo.steps` of ``row``'s run ``states`` evaluated ahead: kept
