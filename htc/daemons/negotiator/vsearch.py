@@ -62,7 +62,7 @@ from htc.daemons.negotiator.vsteps import (StepMemo, after_run, carve_sizes, car
 _SLOT_ROOTS = ("requirements",)
 _CARVED = ("cpus", "memory", "disk")
 #: the candidates a request's turn keeps for its next turns (see :class:`~.vorder.Queue`)
-QUEUE_LENGTH = 16
+QUEUE_LENGTH = 32
 #: rows changed since a queue was made beyond which the next turn makes it afresh
 QUEUE_CHANGES_MOST = 64
 
