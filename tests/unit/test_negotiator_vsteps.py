@@ -51,3 +51,16 @@ def test_whole_sizes_and_carves_take_the_steps_at_once():
                      (5, 4096, 97_000)] and ended
     assert all(type(v) is int for step in steps for v in step)
     assert vsteps._whole_sequence((8, 16384, 100_000), (0.5, 4096.0, 1000.0)) is None
+
+
+def test_a_carved_column_is_one_type_or_none():
+    from htc.daemons.negotiator.vexpr import INT, MISSING, REAL
+
+    tag, values = vsteps.carved_column((8, 7, 6))
+    assert tag == INT and values.tolist() == [8.0, 7.0, 6.0]
+    assert vsteps.carved_column([2.5, 1.5])[0] == REAL
+    assert vsteps.carved_column((None, None))[0] == MISSING
+    assert vsteps.carved_column((8, 7.0)) is None  # an int and a float: step by step
+    assert vsteps.carved_column((1, True)) is None
+    assert vsteps.carved_column((2**53 + 1, 2)) is None  # beyond what a float holds exactly
+    assert vsteps.carved_column(("8",)) is None

@@ -80,8 +80,8 @@ class StepMemo:
             return
         flat = [state for seq, _ended in seqs for state in seq]
         carved, tags = {}, []
-        for k, lname in enumerate(_CARVED):
-            column = carved_column([state[k] for state in flat])
+        for lname, values in zip(_CARVED, zip(*flat)):  # (the three columns of the states)
+            column = carved_column(values)
             if column is None:
                 return  # (row by row, as before)
             tags.append(column[0])
@@ -249,15 +249,14 @@ def _whole_sequence(start, carve):
                     range(h2, h2 - n * k2, -k2))), ended
 
 
-def carved_column(values: list):
-    """``(tag, values)`` of one carved resource at some steps, as :func:`~.vexpr.scalar`
-    encodes each; None when they are not all of one type (or an integer leaves what a float
-    holds exactly). A resource a slot does not say is MISSING."""
+def carved_column(values):
+    """``(tag, values)`` of one carved resource at some steps (a sequence), as
+    :func:`~.vexpr.scalar` encodes each; None when they are not all of one type (or an
+    integer leaves what a float holds exactly). A resource a slot does not say is MISSING."""
     first = values[0]
     cls = first.__class__
-    for v in values:
-        if v.__class__ is not cls:
-            return None
+    if len(set(map(type, values))) > 1:  # (one pass in C: this runs for every batch of steps)
+        return None
     if first is None:
         return MISSING, np.zeros(len(values))
     if cls is not int and cls is not float:
