@@ -23,7 +23,7 @@ from tests.unit.test_negotiator_vsearch import _pool
 def _cycle(slots, requests, settings, fold: bool):
     saved = VectorSearch.take
     if not fold:
-        VectorSearch.take = lambda *args: 0  # every carve by make_match, its run by extend
+        VectorSearch.take = lambda *args: []  # every carve by make_match, its run by extend
     try:
         return run_cycle(slots, requests, settings=settings, acct=Accountant(now=0.0),
                          now=600.0)
@@ -58,9 +58,9 @@ def test_a_carve_and_its_run_at_once_make_what_they_make_one_after_the_other(see
 
 
 def test_a_partitionable_slot_takes_one_commit_per_request(monkeypatch):
-    """A 64-core slot, 40 one-core jobs and a 4-core one: each request's first carve and run
-    are one commit (no make_match), and the 4-core job's carve leaves 0 cores: make_match
-    takes the slot (take leaves a carve that uses the slot up to it)."""
+    """A 64-core slot, 60 one-core jobs and a 4-core one: each request's first carve and run
+    are one commit (no make_match), the 4-core job's carve too: it leaves 0 cores, and no
+    step can follow a carve that uses the slot up and no longer fits it."""
     made, taken = [], []
     real_make, real_take = _Cycle.make_match, VectorSearch.take
 
@@ -70,7 +70,7 @@ def test_a_partitionable_slot_takes_one_commit_per_request(monkeypatch):
 
     def take(self, *args):
         n = real_take(self, *args)
-        taken.append(n)
+        taken.append(sum(k for k, _cost in n))  # (the matches made, per slot)
         return n
 
     monkeypatch.setattr(_Cycle, "make_match", make_match)
@@ -80,7 +80,7 @@ def test_a_partitionable_slot_takes_one_commit_per_request(monkeypatch):
     last = make_job("alice", RequestCpus=4)
     result, acct = run_cycle([slot], {"alice@x": [(many, 60), (last, 1)]})
     assert len(result.matches) == 61
-    assert taken[:1] == [60] and made == ["slot1@big"]
+    assert taken == [60, 1] and made == []
     assert [m.slot_ad["Cpus"] for m in result.matches] == list(range(64, 4, -1)) + [4]
     assert [m.claim_id for m in result.matches] == [f"slot1@big#0.{i}" for i in range(61)]
     assert acct.weighted_resources_used("alice@x") == 64

@@ -5,7 +5,9 @@ that the columns take them), random job shapes, ranks and policies."""
 
 from __future__ import annotations
 
+import gc
 import random
+import weakref
 
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
@@ -193,3 +195,34 @@ def test_the_queue_of_candidates_makes_the_matches_of_the_scalar_search(monkeypa
         assert [m.slot_ad for m in fast.matches] == [m.slot_ad for m in scalar.matches]
         assert fast.statistics.rejections_by_reason == scalar.statistics.rejections_by_reason
     assert len(takes) > 200
+
+
+def test_the_cycle_leaves_its_search_to_reference_counting():
+    """The slot table, the shared orders and the search do not refer to each other in a
+    cycle (a shared order's keys are the plan's rank functions, not a closure over the
+    search): with the collector off, they are freed when the cycle returns."""
+    tables, searches = [], []
+    real = VectorSearch._table
+
+    def spy(self, pool):
+        table = real(self, pool)
+        if table is not None:
+            tables.append(weakref.ref(table))
+            searches.append(weakref.ref(self))
+        return table
+
+    slots = [make_slot(f"slot1@m{n}", Cpus=8, Memory=16384, PartitionableSlot=True)
+             for n in range(6)]
+    requests = {"alice@x": [(make_job("alice"), 20)],
+                "bob@x": [(make_job("bob", exprs={"Rank": "TARGET.Memory"}), 10)]}
+    VectorSearch._table = spy
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        result, _ = run_cycle(slots, requests)
+        assert len(result.matches) == 30 and tables
+        assert all(ref() is None for ref in tables + searches)
+    finally:
+        VectorSearch._table = real
+        if enabled:
+            gc.enable()

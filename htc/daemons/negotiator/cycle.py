@@ -10,7 +10,8 @@ matches it makes).
 **Pie spins.** Each spin divides the pool's total slot weight among the submitters still
 negotiating in inverse proportion to their effective priority (:func:`pie_slices`); a
 submitter's *limit* is its slice minus what it already holds. Submitters negotiate in the order
-of :func:`order_submitters`, each until its limit is reached or it runs out of requests. A
+of :func:`order_submitters`, each until its limit is reached or it runs out of requests
+(:func:`~.negotiate.negotiate_entry`, HTCondor's ``negotiate``, in :mod:`.negotiate`). A
 submitter that got everything it asked for (or whose requests match nothing) leaves; one that
 hit its limit stays, and the pie is spun again with the leftovers while anything changed. In
 the first spin (with preemption considered) a submitter over its limit may still take slots
@@ -55,7 +56,8 @@ from htc.daemons.negotiator.fair_share import order_submitters, pie_slices
 from htc.daemons.negotiator.gc_pause import collector_paused
 from htc.daemons.negotiator.groups import ROOT, allocate, build_tree, group_order
 from htc.daemons.negotiator.matched_ad import MatchedSlotAd, carve_numbers, sizes_of
-from htc.daemons.negotiator.preemption import PreemptState, Rejection
+from htc.daemons.negotiator.negotiate import MM_DONE, MM_RESUME, negotiate_entry
+from htc.daemons.negotiator.preemption import PreemptState
 from htc.daemons.negotiator.search import RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as_classad,
@@ -135,8 +137,6 @@ class _Entry:
         self.ad = ad
         self.requests: list[RequestState] = []
 
-
-_MM_DONE, _MM_RESUME = "done", "resume"
 
 #: slack for float sums of shares (1/3 + 1/3 + 1/3 of 30 slots is not quite 30)
 _EPSILON = 1e-9
@@ -224,41 +224,6 @@ class _Cycle:
             job["SubmitterUpDownIndex"] = self.acct.updown.index(
                 entity_of(name, entry.ad.schedd, self.s.updown))
         return job
-
-    # ------------------------------------------------------------------ best candidate
-
-    def find_best(self, rs: RequestState, pool: SlotPool, used: float, used_unclaimed: float,
-                  limit: float, limit_unclaimed: float, only_rank: bool):
-        """Return ``(slot, state, cost, carve)`` of the best candidate, or the Rejection."""
-        best = None
-        best_key = None
-        reasons: set[Rejection] = set()
-        matched_any = False
-        if not only_rank:
-            found, matched_any, limited = self.search.best(rs, pool, used_unclaimed,
-                                                           limit_unclaimed)
-            if limited:
-                reasons.add(Rejection.SUBMITTER_LIMIT)
-            if found is not None:
-                best_key, slot, cost, carve = found
-                best = (slot, PreemptState.NONE, cost, carve)
-        if pool.claimed and not (best is not None and self.s.updown_policy):
-            # (Up-Down preempts only when no idle machine will do)
-            found, key, matched = self.claimed.best(rs, pool, used, limit, only_rank, reasons)
-            matched_any = matched_any or matched
-            if found is not None and (best_key is None or key < best_key):
-                best, best_key = found, key
-        if best is not None:
-            return best
-        if only_rank:
-            return Rejection.SUBMITTER_LIMIT  # over the limit: only rank preemption was allowed
-        if not matched_any:
-            return Rejection.NO_MATCH
-        for reason in (Rejection.SUBMITTER_LIMIT, Rejection.PREEMPTION_REQUIREMENTS,
-                       Rejection.MACHINE_RANK, Rejection.RETIREMENT):
-            if reason in reasons:
-                return reason
-        return Rejection.NO_MATCH
 
     # ------------------------------------------------------------------ matching
 
@@ -390,15 +355,15 @@ class _Cycle:
                     0.0, slices[name].share * pool_weight - acct.weighted_resources_used(name))
                 limit = min(limit, self.pie_left)
                 if entry.ad.idle_jobs <= 0 or not any(r.remaining for r in entry.requests):
-                    result = _MM_DONE
+                    result = MM_DONE
                 elif spins > 1 and self.pie_left < min_weight - _EPSILON:
                     # HTCondor also skips a submitter whose own limit is below one slot here;
                     # htc lets it round up once (docs/negotiator.md, "Differences"), so a
                     # slot split between two submitters' fractional limits is not left idle.
-                    result = _MM_RESUME
+                    result = MM_RESUME
                 else:
-                    result = self.negotiate_entry(entry, pool, limit, limit, ignore_limit)
-                if result == _MM_RESUME:
+                    result = negotiate_entry(self, entry, pool, limit, limit, ignore_limit)
+                if result == MM_RESUME:
                     # stays for the next spin, where its rejected requests are offered again
                     still.append(entry)
             active = still
@@ -426,73 +391,9 @@ class _Cycle:
                 continue
             before = len(self.matches)
             self.pie_left = math.inf
-            self.negotiate_entry(entry, pool, math.inf, math.inf, False, max_matches=budget)
+            negotiate_entry(self, entry, pool, math.inf, math.inf, False, max_matches=budget)
             placed[entity] += len(self.matches) - before
         return 1, {}
-
-    def negotiate_entry(self, entry: _Entry, pool: SlotPool, limit: float,
-                        limit_unclaimed: float, ignore_limit: bool,
-                        max_matches: int | None = None) -> str:
-        """HTCondor's ``negotiate``: match one submitter's requests until done or limited
-        (or, under UPDOWN's throttle, until ``max_matches`` matches)."""
-        used = used_unclaimed = 0.0
-        limited = False
-        made = 0
-        for rs in entry.requests:
-            while rs.remaining > 0:
-                if self.free <= 0:
-                    return _MM_DONE if not limited else _MM_RESUME
-                if max_matches is not None and made >= max_matches:
-                    return _MM_RESUME
-                only_rank = False
-                if used >= limit:
-                    if not ignore_limit:
-                        return _MM_RESUME
-                    only_rank = True
-                try:
-                    found = self.find_best(rs, pool, used, used_unclaimed, limit, limit_unclaimed,
-                                           only_rank)
-                except Exception as exc:  # noqa: BLE001 - see skip()
-                    self.skip(entry, rs.request, exc, rs)
-                    break
-                if isinstance(found, Rejection):
-                    self.rejections += 1
-                    self.reasons[found.value] += 1
-                    if found is Rejection.SUBMITTER_LIMIT:
-                        limited = True
-                        self.share_limited.add(entry.ad.name)
-                        if not self.s.consider_preemption and not self.s.use_slot_weights:
-                            return _MM_RESUME
-                    break
-                slot, state, cost, carve = found
-                if carve is not None and state is PreemptState.NONE:
-                    # a vector turn's carve and its run, at once (VectorSearch.take)
-                    n = self.search.take(self, rs, pool, slot, cost, carve, used, limit,
-                                         used_unclaimed, limit_unclaimed,
-                                         None if max_matches is None else max_matches - made)
-                    for _ in range(n):  # (the float additions of one match after another)
-                        made += 1
-                        used += cost
-                        used_unclaimed += cost
-                        self.pie_left -= cost
-                    if n:
-                        continue
-                self.make_match(rs, pool, slot, state, cost, carve)
-                made += 1
-                used += cost
-                if state is PreemptState.NONE:
-                    used_unclaimed += cost
-                self.pie_left -= cost
-                if carve is not None and state is PreemptState.NONE:
-                    # the next jobs of a run from the held p-slot, at once (:mod:`.runs`)
-                    for _ in range(self.search.extend(
-                            self, rs, pool, slot, cost, carve, used, limit, used_unclaimed,
-                            limit_unclaimed, None if max_matches is None else max_matches - made)):
-                        made += 1
-                        used += cost
-                        used_unclaimed += cost
-                        self.pie_left -= cost
-        return _MM_RESUME if (used >= limit or limited) else _MM_DONE
 
 
 def negotiate_cycle(

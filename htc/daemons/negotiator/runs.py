@@ -249,9 +249,12 @@ def limit_count(most: int, cost, used, limit, used_u, limit_u) -> int:
     """How many of ``most`` steps the request's limits allow, counted as
     :func:`_numeric_steps` counts them (the same float additions): its steps are the sizes'
     steps (fitting, exhaustion) cut to this many."""
+    # submitter_limit_permits(used_u, limit_u, cost) inlined, its bound computed once (the
+    # same float each step): this runs once per step of every run
+    bound, any_share = limit_u * (1 + 1e-6) + 1e-9, limit_u > 0
     n = 0
     while n < most:
-        if used >= limit or not submitter_limit_permits(used_u, limit_u, cost):
+        if used >= limit or not (used_u + cost <= bound or (used_u <= 0 and any_share)):
             break
         used += cost
         used_u += cost

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from htc.daemons.negotiator.vexpr import Inexact
+
 #: stale rows an order tolerates before it is sorted again
 STALE_LIMIT = 1536
 _FIRST_CHUNK = 32
@@ -213,3 +215,47 @@ class Queue:
 def order_key(key: tuple) -> tuple:
     """A ``(pre, jr, post, name rank)`` key as a sort key: best first."""
     return (-key[0], -key[1], -key[2], key[3])
+
+
+def ranks_of(pre, jr, post, rows, n: int):
+    """The keys' parts ``(pre, job rank, post)`` of ``n`` ``rows``, by a plan's three rank
+    functions (a shared order's ``keys`` is this with them bound: the functions, not the plan
+    or the search, so that nothing refers back to the order)."""
+    pre, jr, post = _full(pre(rows), n), _full(jr(rows), n), _full(post(rows), n)
+    if np.isnan(jr).any():
+        raise Inexact("a NaN job rank")  # tuple order with NaN: the scalar walk decides
+    return pre, jr, post
+
+
+def _full(values, n: int) -> np.ndarray:
+    """``values`` as an array of ``n`` (a rank that is one number for every row)."""
+    if values.__class__ is np.ndarray and values.ndim:
+        return values
+    return np.full(n, values)
+
+
+def best_position(pre, jr, post, names, skip):
+    """The position of the best key (highest pre, job rank, post, then the first name),
+    leaving out position ``skip``."""
+    cand = np.arange(pre.size)
+    if skip is not None:
+        cand = cand[cand != skip]
+    for part in (pre, jr, post):
+        if cand.size == 1:
+            return int(cand[0])
+        sub = part[cand]
+        cand = cand[sub == sub.max()]
+    return int(cand[np.argmin(names[cand])]) if cand.size > 1 else int(cand[0])
+
+
+def first_permitted(pre, jr, post, names, costs, used: float, limit: float):
+    """The position of the best key whose cost (``costs``, by position) the submitter's limit
+    permits after ``used``, walking the whole order as the scalar walk does when the limit
+    refuses the best (a cheaper slot may fit); None when the limit permits none."""
+    order = np.lexsort((names, -post, -jr, -pre))
+    costs = costs[order]
+    permits = (used + costs <= limit * (1 + 1e-6) + 1e-9) | (used <= 0 and limit > 0)
+    first = int(np.argmax(permits))
+    if not permits[first]:
+        return None
+    return int(order[first])

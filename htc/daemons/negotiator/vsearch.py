@@ -30,32 +30,39 @@ evaluated -- ahead, for the next slots of the queue too (:mod:`.vsteps`), and wh
 leaves of the slot is its request's next verdict on it (:meth:`VectorSearch._hinted`).
 The turn's own carve and its run are one commit (:meth:`VectorSearch.take`): the run is
 decided from what the carve would leave (the slot's size, the jobs left, ``used``), then both
-are committed with one row update and one accountant call; a carve that uses the slot up or
-changes a column's type is made alone first (``make_match``, then :meth:`VectorSearch.extend`).
+are committed with one row update and one accountant call; a carve that changes a column's
+type, or uses the slot up and still fits what it leaves, is made alone first (``make_match``,
+then :meth:`VectorSearch.extend`). After a commit the request's next turn is made by
+:meth:`VectorSearch.take` itself (:meth:`VectorSearch._next_turn`), as ``negotiate_entry``'s
+next turn would make it, while it is one that ``take`` commits: one call per request visit,
+not one per slot.
 ``tests/unit/test_negotiator_vsearch.py`` compares whole cycles with the scalar search on
 random pools.
 """
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from htc.classad.ast import Literal
 from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.preemption import WORST_RANK, PreemptState
 from htc.daemons.negotiator.runs import (_numeric_steps, commit_run, extend_run, limit_count,
                                          steps_from)
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.vexpr import Inexact, Unsupported
-from htc.daemons.negotiator.vorder import Cursor, Queue, SharedOrder
+from htc.daemons.negotiator.vmask import current_mask
+from htc.daemons.negotiator.vorder import (Cursor, Queue, SharedOrder, best_position,
+                                          first_permitted, ranks_of)
 from htc.daemons.negotiator.vplan import PlanCompiler
-from htc.daemons.negotiator.vsteps import (StepMemo, after_run, carved_column, size_after_carve,
-                                           slot_size)
+from htc.daemons.negotiator.vsteps import (StepMemo, after_run, carve_sizes, carved_column,
+                                           size_after_carve, slot_size)
 
 _SLOT_ROOTS = ("requirements",)
 _CARVED = ("cpus", "memory", "disk")
 #: the candidates a request's turn keeps for its next turns (see :class:`~.vorder.Queue`)
-QUEUE_LENGTH = 16
+QUEUE_LENGTH = 32
 #: rows changed since a queue was made beyond which the next turn makes it afresh
 QUEUE_CHANGES_MOST = 64
 
@@ -65,6 +72,9 @@ class VectorSearch:
 
     #: False: every request takes the scalar search (the tests compare both ways)
     enabled = True
+    #: False: :meth:`take` commits one slot, and every next slot is a turn of
+    #: ``negotiate_entry`` (the tests compare both ways)
+    chain = True
 
     def __init__(self, settings):
         self.s = settings
@@ -83,6 +93,8 @@ class VectorSearch:
         self._compiler: PlanCompiler | None = None  # the table's (see _table)
         self._orders: dict[tuple, SharedOrder] = {}  # ranking -> its shared order
         self.vector_turns = self.vector_runs = 0
+        #: the vector turns :meth:`take` made itself, after a commit (no ``negotiate_entry`` turn)
+        self.chained_turns = 0
 
     # ---------------------------------------------------------------- the cycle's interface
 
@@ -148,56 +160,65 @@ class VectorSearch:
         return n
 
     def take(self, cycle, rs, pool, slot, cost, carve, used, limit, used_u, limit_u,
-             budget) -> int:
+             budget) -> list:
         """The vector turn's carve of the partitionable ``slot`` for ``rs`` and the run after
         it (:meth:`extend`'s), committed at once: one :func:`~.runs.commit_run` of both, one
-        row update, one accountant call. Returns how many matches it made; 0 when it made
-        none (a scalar turn, runs off, a carve that changes a column's type or uses the slot
-        up): ``make_match`` and :meth:`extend` then make them one after the other.
+        row update, one accountant call; then the request's next turns, slot after slot, as
+        long as each is one (:meth:`_next_turn`). Returns the matches it made, slot by slot, as
+        ``[(matches, cost), ...]``; empty when it made none (a scalar turn, runs off, a carve
+        that changes a column's type or uses the slot up and still fits it,
+        :func:`~.vsteps.carve_sizes`): ``make_match`` and :meth:`extend` then make them one
+        after the other.
 
         It decides what they decide: between the first carve and the run nothing else moves,
         and what the run reads of that carve (the slot's size after it, the request's jobs
         left, ``used`` + ``cost``: the arguments here are the values before it) is computed
         without making it; the row's update and the hints come after the commit, as after
-        ``extend``'s."""
+        ``extend``'s. ``used``, ``used_u`` and ``budget`` follow the matches made here as
+        ``negotiate_entry`` has them follow (one float addition per match)."""
         turn = self._turn
         if turn is None or turn[0] is not rs or not self.idle.runs:
-            return 0
-        table = self.table
+            return []
         plan = self._plan_of(rs)
-        if plan is None or table.slots[turn[1]] is not slot:
-            return 0
-        # the slot's size (vsteps.slot_size) and what the carve leaves (vsteps.carved_size),
-        # in one pass: this runs once per slot a request fills
-        exprs, size, after = slot.ad._exprs, [], []
-        for lname, amount in zip(_CARVED, carve):
-            node = exprs.get(lname)
-            if node is None:
-                size.append(None)
-                after.append(None)
-                continue
-            have = node.value if node.__class__ is Literal else None
-            kind = have.__class__
-            if kind is not int and kind is not float:
-                return 0  # (not a number: the table would not have taken the slot)
-            left = have - amount
-            if kind is int and left.__class__ is not int:
-                if not float(left).is_integer():
-                    return 0  # the carve changes the row's type (and may move the epoch)
-                left = int(left)
-            size.append(have)
-            after.append(left)
-        if (1.0 if after[0] is None else after[0]) < 1.0 or (
-                1.0 if after[1] is None else after[1]) <= 0:
-            return 0  # used up by this carve: make_match takes the slot
-        self._turn = None
+        if plan is None or self.table.slots[turn[1]] is not slot:
+            return []
+        sizes = carve_sizes(slot, carve)
+        if sizes is None:
+            return []
+        taken = []
+        while True:
+            n = self._commit(cycle, rs, pool, slot, cost, carve, used, limit, used_u, limit_u,
+                             budget, plan, sizes)
+            taken.append((n, cost))
+            if not self.chain:
+                return taken
+            for _ in range(n):  # (negotiate_entry's additions, one match after another)
+                used += cost
+                used_u += cost
+            if budget is not None:
+                budget -= n
+            if (rs.remaining <= 0 or cycle.free <= 0 or (budget is not None and budget <= 0)
+                    or used >= limit):
+                return taken  # (negotiate_entry's tests before a turn: it decides)
+            found = self._next_turn(rs, plan, pool, used_u, limit_u)
+            if found is None:
+                return taken
+            slot, cost, sizes = found
+
+    def _commit(self, cycle, rs, pool, slot, cost, carve, used, limit, used_u, limit_u, budget,
+                plan, sizes) -> int:
+        """:meth:`take`'s carve of ``slot`` (whose ``sizes`` are its size and what the carve
+        leaves, :func:`~.vsteps.carve_sizes`) and the run after it, for the turn
+        ``self._turn``; returns how many matches it made."""
+        turn, self._turn = self._turn, None
+        size, after = sizes
         if slot.cls is not None:  # (hold's, for a vector request: as make_match's)
             slot.cls = None
             self._dirty.append(slot)
         row, jobs = turn[1], rs.remaining - 1
         used, used_u = used + cost, used_u + cost  # (negotiate_entry's additions, in order)
         budget = None if budget is None else budget - 1
-        states = self._kept_states(plan, row, jobs, after, cost, carve, used, limit, used_u,
+        states, known = self._kept(plan, row, jobs, after, cost, carve, used, limit, used_u,
                                    limit_u, budget)
         if states is None:
             states = steps_from(after, jobs, cost, carve, used, limit, used_u, limit_u, budget)
@@ -205,20 +226,79 @@ class VectorSearch:
         if states:
             self._ahead = None
             try:
-                k = self._run_steps(plan, slot, states, turn, carve, jobs)
+                k = self._run_steps(plan, slot, states, turn, carve, jobs, known)
                 hint = self._ahead is not None
             except (Unsupported, Inexact):
                 k = 0  # (no hint: extend leaves none then)
         if k:
             self.vector_runs += 1
-        n = commit_run(cycle, self.idle, rs, pool, slot, cost, carve,
-                       [tuple(size), *states[:k]], first=True)
+        n = commit_run(cycle, self.idle, rs, pool, slot, cost, carve, [size, *states[:k]],
+                       first=True)
         self.changed(slot)
         if not states:
             self._hint_unfit(plan, row, slot)
         elif hint:
             self._leave_hint(plan, row, k)
         return n
+
+    def _next_turn(self, rs, plan, pool, used, limit):
+        """The request's next turn, made here as :meth:`best` would make it, when it is a
+        vector turn of a partitionable slot that :meth:`take` commits: ``(slot, cost, sizes)``,
+        with ``self._turn`` set; else None, and nothing a turn would not do was done (the
+        turn ``negotiate_entry`` then makes finds what this one found).
+
+        Between two turns of one request nothing else in the cycle moves: the plan is the
+        same, no slot is held by the class search (:meth:`best`'s flush has nothing to do),
+        and the turn reads the request's mask and queue, brought up to date with the rows
+        changed since -- usually the one slot just carved, whose verdict and key the run left
+        (:meth:`_hinted`): it leaves the queue, and the next best is the queue's next."""
+        table = self.table
+        if plan.epoch != table.epoch or self.idle.hot is not None or pool.claimed:
+            return None
+        ranked = self._after_unmatched(plan)
+        if ranked is None:
+            try:
+                ranked = self._ranked(plan, self._current_mask(plan), rs.remaining)
+            except Exception:  # noqa: BLE001 - best() makes the turn again and answers for it
+                return None
+        if not ranked:
+            return None
+        row = ranked[0][0]
+        cost = float(plan.cost[row])
+        if not (used + cost <= limit * (1 + 1e-6) + 1e-9 or (used <= 0 and limit > 0)):
+            return None  # (the limit refuses the best: best() walks the whole order)
+        slot = table.slots[row]
+        if not slot.partitionable:
+            return None
+        sizes = carve_sizes(slot, plan.wants)
+        if sizes is None:
+            return None
+        self.vector_turns += 1
+        self.chained_turns += 1
+        self._turn = (rs, row, ranked[1][1] if len(ranked) > 1 else None, False)
+        return slot, cost, sizes
+
+    def _after_unmatched(self, plan):
+        """The request's queue when the one row logged since its last turn is the slot the
+        last run left unmatched (its hint, :meth:`_leave_hint`/:meth:`_hint_unfit`): its mask
+        and queue brought up to date as :func:`~.vmask.current_mask` and
+        :meth:`~.vorder.Queue.take` do then (the row's verdict False, and it leaves the
+        queue), in a few lines: the chain's usual turn. None when that is not the case, or
+        the queue is then too short (:meth:`_ranked` looks at the shared order)."""
+        hint, queue, mask = self._hint, self._queue, plan.mask
+        if (hint is None or hint[3] or hint[0] is not plan or queue is None
+                or queue.plan is not plan or mask is None):
+            return None
+        log = self.table.log
+        n = len(log)
+        if (hint[2] != n or plan.log_pos != n - 1 or queue.pos != n - 1 or log[-1] != hint[1]
+                or mask.size >> 3 < 1 or QUEUE_CHANGES_MOST < 1):
+            return None  # (current_mask would evaluate all again, _ranked make a new queue)
+        row = hint[1]
+        mask[row] = False
+        plan.log_pos = queue.pos = n
+        ranked = queue.ranked = [item for item in queue.ranked if item[0] != row]
+        return ranked if len(ranked) >= 2 or queue.complete else None
 
     def best(self, rs, pool, used: float, limit: float):
         """``IdleSearch.best``'s contract: ``(candidate, matched_any, limited)``."""
@@ -244,40 +324,8 @@ class VectorSearch:
         """Every row that matches the request now."""
         return np.flatnonzero(self._current_mask(plan))
 
-    def _full_mask(self, plan) -> np.ndarray:
-        table = self.table
-        mask = table.alive & plan.static
-        mask &= ~(plan.wants_col > table.res).any(axis=0) | ~table.partitionable
-        if plan.clauses:
-            idx = np.flatnonzero(mask)
-            if idx.size:
-                rows = table.rows(idx)
-                ok = np.ones(idx.size, dtype=bool)
-                for fn in plan.clauses:
-                    ok &= fn(rows)
-                mask[idx[~ok]] = False
-        return mask
-
     def _current_mask(self, plan) -> np.ndarray:
-        """The request's mask over every row, kept across its turns: a row's verdict changes
-        only when a match changes the row, and every such change is in the table's log, so
-        only the rows logged since the last turn are evaluated again (all of them when the
-        log grew by more than an eighth of the table)."""
-        table = self.table
-        log = table.log
-        mask = plan.mask
-        if mask is None or len(log) - plan.log_pos > (mask.size >> 3):
-            mask = plan.mask = self._full_mask(plan)
-        elif len(log) > plan.log_pos:
-            hint = self._hinted(plan, plan.log_pos)
-            if hint is not None:
-                mask[hint[1]] = hint[3]
-            else:
-                # (a row logged twice gets the same verdict twice)
-                changed = np.array(log[plan.log_pos:], dtype=np.intp)
-                mask[changed] = self._mask(plan, changed)
-        plan.log_pos = len(log)
-        return mask
+        return current_mask(self.table, plan, self._hinted)
 
     def _leave_hint(self, plan, row: int, k: int) -> None:
         """After a run of ``k`` steps whose steps were evaluated ahead: what the request's
@@ -318,21 +366,7 @@ class VectorSearch:
         return hint
 
     def _keys(self, plan, rows, n: int):
-        pre, jr, post = _full(plan.pre(rows), n), _full(plan.jr(rows), n), _full(plan.post(rows), n)
-        if np.isnan(jr).any():
-            raise Inexact("a NaN job rank")  # tuple order with NaN: the scalar walk decides
-        return pre, jr, post
-
-    def _mask(self, plan, idx) -> np.ndarray:
-        """Which of rows ``idx`` are free, match the request and fit its carve."""
-        table = self.table
-        ok = table.alive[idx] & plan.static[idx]
-        ok &= ~(plan.wants_col > table.res[:, idx]).any(axis=0) | ~table.partitionable[idx]
-        if plan.clauses and ok.any():
-            rows = table.rows(idx)
-            for fn in plan.clauses:
-                ok &= fn(rows)
-        return ok
+        return ranks_of(plan.pre, plan.jr, plan.post, rows, n)
 
     def _shared(self, plan) -> SharedOrder:
         cursor = plan.cursor
@@ -340,8 +374,9 @@ class VectorSearch:
             return cursor.order  # (the order of its ranking for this table, made below)
         order = self._orders.get(plan.ranking)
         if order is None or order.table is not self.table:
+            # (the ranks' functions, not the plan or the search: no reference cycle)
             order = self._orders[plan.ranking] = SharedOrder(
-                self.table, lambda rows, n, p=plan: self._keys(p, rows, n))
+                self.table, partial(ranks_of, plan.pre, plan.jr, plan.post))
         if plan.cursor is None or plan.cursor.order is not order:
             plan.cursor = Cursor(order)
         return order
@@ -393,41 +428,40 @@ class VectorSearch:
         pre, jr, post = self._keys(plan, table.rows(idx), idx.size)
         names = table.name_rank[idx]
         self.vector_turns += 1
-        k = _argbest(pre, jr, post, names, None)
+        k = best_position(pre, jr, post, names, None)
         row = int(idx[k])
         cost = float(plan.cost[row])
         limited = False
         if not (used + cost <= limit * (1 + 1e-6) + 1e-9 or (used <= 0 and limit > 0)):
             # the best is refused for the limit: walk the whole order (a cheaper slot may fit)
-            order = np.lexsort((names, -post, -jr, -pre))
-            costs = plan.cost[idx[order]]
-            permits = (used + costs <= limit * (1 + 1e-6) + 1e-9) | (used <= 0 and limit > 0)
-            first = int(np.argmax(permits))
-            if not permits[first]:
+            k = first_permitted(pre, jr, post, names, plan.cost[idx], used, limit)
+            if k is None:
                 return None, True, True
-            k, limited = int(order[first]), True
-            row, cost = int(idx[k]), float(costs[first])
+            limited, row = True, int(idx[k])
+            cost = float(plan.cost[row])
         slot = table.slots[row]
         carve = plan.wants if slot.partitionable else None
         key = (-float(pre[k]), -float(jr[k]), -float(post[k]), -PreemptState.NONE, -WORST_RANK,
                slot.name)
         other = None
         if not limited and idx.size > 1:
-            j = _argbest(pre, jr, post, names, k)
+            j = best_position(pre, jr, post, names, k)
             other = (float(pre[j]), float(jr[j]), float(post[j]), int(names[j]))
         self._turn = (rs, row, other, limited)
         return (key, slot, cost, carve), True, limited
 
-    def _run_steps(self, plan, slot, states, turn, carve, jobs: int) -> int:
+    def _run_steps(self, plan, slot, states, turn, carve, jobs: int, known=None) -> int:
         """How many of ``states`` (the slot's sizes at the next steps) the one-step loop would
         give the slot: while it matches and its key beats the turn's best other candidate
-        (``jobs``: the request's jobs left before them)."""
+        (``jobs``: the request's jobs left before them; ``known``: the steps evaluated ahead
+        that ``states`` were cut from, when the caller has them: :meth:`_kept`)."""
         table = self.table
         _rs, row, other, limited = turn
         if limited or table.slots[row] is not slot:
             return 0
         n = len(states)
-        known = self._known_steps(plan, row, carve, states, jobs)
+        if known is None:
+            known = self._known_steps(plan, row, carve, states, jobs)
         if known is not None:
             tags, ok, keys, _sizes, _ended = known
             for lname, tag in zip(_CARVED, tags):
@@ -466,19 +500,25 @@ class VectorSearch:
         """:func:`~.runs._numeric_steps`' answer from the sizes evaluated ahead for ``row``,
         whose slot's size is ``size``, for a request with ``jobs`` left (cut to its limits by
         :func:`~.runs.limit_count`); None when not kept."""
+        return self._kept(plan, row, jobs, size, cost, carve, used, limit, used_u, limit_u,
+                          budget)[0]
+
+    def _kept(self, plan, row, jobs, size, cost, carve, used, limit, used_u, limit_u, budget):
+        """``(states, known)``: :meth:`_kept_states`' answer and the steps it took them from
+        (:meth:`_known_steps`' answer for those states, or None)."""
         for have, amount in zip(size, carve):
             if have is not None and amount > have:
-                return []  # the carve no longer fits: no step
+                return [], None  # the carve no longer fits: no step
         known = self._known_steps(plan, row, carve, [size], jobs)
         if known is None:
-            return None
+            return None, None
         sizes, ended = known[3], known[4]
         steps = jobs if budget is None else min(jobs, budget)
         most = min(steps, len(sizes))
         m = limit_count(most, cost, used, limit, used_u, limit_u)
         if m == len(sizes) < steps and not ended:
-            return None  # (more steps than kept)
-        return sizes[:m]
+            return None, None  # (more steps than kept)
+        return sizes[:m], known
 
     def _known_steps(self, plan, row, carve, states, jobs: int):
         """:meth:`~.vsteps.StepMemo.steps` of ``row``'s run ``states`` evaluated ahead: kept
@@ -546,24 +586,3 @@ class VectorSearch:
         for slot in dirty:
             if not slot.taken and slot.cls is None:
                 pool.reclass(slot)
-
-
-def _argbest(pre, jr, post, names, skip):
-    """The position of the best key (highest pre, job rank, post, then the first name),
-    leaving out position ``skip``."""
-    cand = np.arange(pre.size)
-    if skip is not None:
-        cand = cand[cand != skip]
-    for part in (pre, jr, post):
-        if cand.size == 1:
-            return int(cand[0])
-        sub = part[cand]
-        cand = cand[sub == sub.max()]
-    return int(cand[np.argmin(names[cand])]) if cand.size > 1 else int(cand[0])
-
-
-def _full(values, n: int) -> np.ndarray:
-    """``values`` as an array of ``n`` (a rank that is one number for every row)."""
-    if values.__class__ is np.ndarray and values.ndim:
-        return values
-    return np.full(n, values)

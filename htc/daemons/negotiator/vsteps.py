@@ -34,6 +34,7 @@ from htc.daemons.negotiator.vexpr import INT, MISSING, REAL
 
 _CARVED = ("cpus", "memory", "disk")
 _EXACT = float(2 ** 53)
+_WHOLE = 2 ** 53
 #: the steps kept per row (a longer run is evaluated row by row)
 MOST_STEPS = 64
 
@@ -79,8 +80,8 @@ class StepMemo:
             return
         flat = [state for seq, _ended in seqs for state in seq]
         carved, tags = {}, []
-        for k, lname in enumerate(_CARVED):
-            column = carved_column([state[k] for state in flat])
+        for lname, values in zip(_CARVED, zip(*flat)):  # (the three columns of the states)
+            column = carved_column(values)
             if column is None:
                 return  # (row by row, as before)
             tags.append(column[0])
@@ -149,6 +150,41 @@ def less_carve(h0, h1, h2, c0, c1, c2):
     return h0, h1, h2
 
 
+def carve_sizes(slot, carve):
+    """``(size, after)`` of the partitionable ``slot``: its ``(cpus, memory, disk)`` (None
+    where it does not say) and what ``carve`` leaves of them, in one pass (:func:`slot_size`
+    and :func:`carved_size`: this runs once per slot a request fills); None when
+    :meth:`~.vsearch.VectorSearch.take` leaves the carve to ``make_match``: a size that is not
+    a number, a carve that changes the row's type, or one that uses the slot up and would
+    still fit what it leaves (a fractional carve: ``make_match`` and ``extend`` decide what
+    follows). A carve that uses the slot up and no longer fits it is the run's last step."""
+    exprs, size, after = slot.ad._exprs, [], []
+    for lname, amount in zip(_CARVED, carve):
+        node = exprs.get(lname)
+        if node is None:
+            size.append(None)
+            after.append(None)
+            continue
+        have = node.value if node.__class__ is Literal else None
+        kind = have.__class__
+        if kind is not int and kind is not float:
+            return None  # (not a number: the table would not have taken the slot)
+        left = have - amount
+        if kind is int and left.__class__ is not int:
+            if not float(left).is_integer():
+                return None  # the carve changes the row's type (and may move the epoch)
+            left = int(left)
+        size.append(have)
+        after.append(left)
+    if (1.0 if after[0] is None else after[0]) < 1.0 or (
+            1.0 if after[1] is None else after[1]) <= 0:
+        for left, amount in zip(after, carve):  # used up by this carve: does it still fit?
+            if left is not None and amount > left:
+                return tuple(size), after  # no: no step follows (steps_from's first test)
+        return None
+    return tuple(size), after
+
+
 def after_run(ahead, k: int, alive: bool):
     """``(matches, (-pre, -jr, -post))`` of a slot after ``k`` steps of a run whose steps
     were evaluated ahead (``ahead``: :meth:`StepMemo.steps`' answer), as the request's mask and
@@ -166,6 +202,9 @@ def _sequence(start, carve) -> tuple[list, bool]:
     without the request's limits (which only cut them short): while the carve fits, each
     step's size, then the size less the carve, until that uses the slot up; and whether they
     ended so (False: cut at :data:`MOST_STEPS`)."""
+    whole = _whole_sequence(start, carve)
+    if whole is not None:
+        return whole
     h0, h1, h2 = start
     c0, c1, c2 = carve
     seq = []
@@ -180,15 +219,44 @@ def _sequence(start, carve) -> tuple[list, bool]:
     return seq, len(seq) < MOST_STEPS
 
 
-def carved_column(values: list):
-    """``(tag, values)`` of one carved resource at some steps, as :func:`~.vexpr.scalar`
-    encodes each; None when they are not all of one type (or an integer leaves what a float
-    holds exactly). A resource a slot does not say is MISSING."""
+def _whole_sequence(start, carve):
+    """:func:`_sequence`'s answer computed at once, when the slot says all three sizes, as
+    integers, and the carve is three positive whole numbers (as ``RequestCpus = 1`` and the
+    like arrive: ``1.0``), all within 2**53; else None. Then each step is the integer
+    ``h - c`` that :func:`less_carve` gives (``float(h) - c`` is exact and whole, and it
+    keeps an int), so the steps are ``h - i * c``: the carve fits at step ``i`` while
+    ``(i + 1) * c <= h``, and step ``i`` uses the slot up when ``h - (i + 1) * c`` leaves
+    under one core (``i >= (h - 1) // c``) or no memory (``(i + 1) * c >= h``)."""
+    h0, h1, h2 = start
+    if h0.__class__ is not int or h1.__class__ is not int or h2.__class__ is not int:
+        return None
+    c0, c1, c2 = carve
+    if not (0 < c0 <= _WHOLE and 0 < c1 <= _WHOLE and 0 < c2 <= _WHOLE  # (NaN: False)
+            and -_WHOLE <= h0 <= _WHOLE and -_WHOLE <= h1 <= _WHOLE and -_WHOLE <= h2 <= _WHOLE):
+        return None
+    k0, k1, k2 = int(c0), int(c1), int(c2)  # (a float's integer part; an int itself)
+    if k0 != c0 or k1 != c1 or k2 != c2:
+        return None
+    limit = MOST_STEPS
+    fit = min(h0 // k0, h1 // k1, h2 // k2, limit + 1)
+    used = max(min((h0 - 1) // k0, -(-h1 // k1) - 1), 0)
+    if used < fit and used < limit:
+        n, ended = used + 1, True
+    else:
+        n = max(min(fit, limit), 0)
+        ended = n < limit
+    return list(zip(range(h0, h0 - n * k0, -k0), range(h1, h1 - n * k1, -k1),
+                    range(h2, h2 - n * k2, -k2))), ended
+
+
+def carved_column(values):
+    """``(tag, values)`` of one carved resource at some steps (a sequence), as
+    :func:`~.vexpr.scalar` encodes each; None when they are not all of one type (or an
+    integer leaves what a float holds exactly). A resource a slot does not say is MISSING."""
     first = values[0]
     cls = first.__class__
-    for v in values:
-        if v.__class__ is not cls:
-            return None
+    if len(set(map(type, values))) > 1:  # (one pass in C: this runs for every batch of steps)
+        return None
     if first is None:
         return MISSING, np.zeros(len(values))
     if cls is not int and cls is not float:
