@@ -14,7 +14,7 @@ from htc.daemons.negotiator import vorder, vsearch, vsteps
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.updown import UpDownSettings
 from htc.daemons.negotiator.vsearch import VectorSearch
-from tests.unit.test_negotiator_core import count_calls, make_job, make_slot, run_cycle
+from tests.negotiator_cycles import count_calls, make_job, make_slot, run_cycle
 from tests.unit.test_negotiator_reference import _requests, _settings
 from tests.unit.test_negotiator_take import _charges, _made
 from tests.unit.test_negotiator_vsearch import _big_pool, _pool
