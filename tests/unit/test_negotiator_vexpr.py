@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from htc.classad import ClassAd, ExprTree
+from htc.classad.values import Value
 from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.slots import Slot
 from htc.daemons.negotiator.vexpr import (Inexact, Unsupported, compile_vector, holds, ranks,
@@ -125,6 +126,27 @@ def test_a_real_divided_by_an_integer_negative_zero_is_minus_infinity():
     job = ClassAd({"J": -1})
     assert ExprTree("-2.5 / (0 * J)").eval(job, slot) == -math.inf
     _check("-2.5 / (0 * J)", [slot], job, False)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("text", ["A * A", "A + A", "A - -A", "A / 0.5", "A * J",
+                                  "(-A - A) - (-A - A)", "(-A - A) * 0.0", "-A - A"])
+def test_a_real_overflow_is_computed_without_a_warning(text):
+    """A real that overflows to +infinity is ClassAd's ERROR (the typed form raises Inexact
+    and the tagged form gives ERROR); -infinity and NaN are values. Numpy computes them without
+    a RuntimeWarning (here an error), and both forms still agree with ClassAd."""
+    slots = [ClassAd({"A": 1e308, "Cpus": 1, "Memory": 1}), ClassAd({"A": 2.0, "Cpus": 1,
+                                                                     "Memory": 1})]
+    job = ClassAd({"J": 1e308})
+    for slot_is_my in (True, False):
+        _check(text, slots, job, slot_is_my)
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    tag, fn = compile_typed(ExprTree(text).node, job, True, table)
+    if ExprTree(text).eval(slots[0], job) is Value.Error:
+        with pytest.raises(Inexact):
+            fn(table.rows())
+    else:
+        fn(table.rows())  # -infinity or NaN: a value, computed quietly
 
 
 _UNIFORM = {"A": st.integers(-3, 3), "B": st.sampled_from([0.5, 2.0, -1.5]),
