@@ -466,3 +466,25 @@ def test_clauses_kept_by_text_are_the_split_of_each_jobs_own_tree(texts, real):
         want = clauses_module._split(ExprTree(text))
         assert [(t, e, j, s) for t, e, j, s in got] == [(t, e, j, s) for t, e, j, s in want]
         assert got[-1][1].node.right.value == value
+
+
+@hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(rows=st.lists(st.tuples(st.integers(0, 3), st.sampled_from("abc"), st.booleans()),
+                     min_size=1, max_size=12),
+       big=st.sampled_from([1, 2 ** 40]))
+def test_rows_grouped_by_codes_are_the_rows_equal_in_every_key(rows, big):
+    """:func:`~.vstatic._combined` of each key's :func:`~.vstatic._codes`: two rows get the
+    same code exactly when they agree on every key, every code below the bound (``big``:
+    parts that claim 2**40 codes each, so that the digits renumber before 2**62)."""
+    from htc.daemons.negotiator.vstatic import _codes, _combined
+
+    parts = []
+    for k in range(3):
+        codes, count = _codes([row[k] for row in rows])
+        parts.append((codes, count * big))
+    assert _codes([row[0] for row in rows])[1] == len({row[0] for row in rows})
+    codes, bound = _combined(parts)
+    assert 0 <= codes.min() and codes.max() < bound
+    for i, a in enumerate(rows):
+        for j, b in enumerate(rows):
+            assert (codes[i] == codes[j]) == (a == b)
