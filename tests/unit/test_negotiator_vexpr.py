@@ -203,3 +203,29 @@ def test_a_column_is_each_slots_scalar_value(values, first):
     tags, column = table.column("a")
     assert tags.dtype == np.int8
     assert [(int(t), float(v)) for t, v in zip(tags, column)] == expected
+
+
+@hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(values=st.lists(st.tuples(*[st.sampled_from([None, 0, 8, 2 ** 53 + 1, 1.5, -0.0, True,
+                                                    '"x"', "A + 1"])] * 3),
+                       min_size=1, max_size=6))
+def test_the_tables_carved_resources_are_read_row_by_row_or_at_once_alike(values):
+    """``SlotTable.res``: each slot's Cpus, Memory and Disk as numbers (NaN where missing),
+    whether every row is a literal number (read at once) or not (row by row); a slot whose
+    resource is not a number (a boolean, a string, an expression) is refused by name."""
+    ads = []
+    for row in values:
+        parts = [f"{name} = {v}" for name, v in zip(("Cpus", "Memory", "Disk"), row)
+                 if v is not None]
+        ads.append(ClassAd(f"[ {'; '.join(parts)} ]"))
+    slots = [Slot(ad, f"s{i}") for i, ad in enumerate(ads)]
+    bad = next((f"s{i}" for i, row in enumerate(values) for v in row
+                if v is True or isinstance(v, str)), None)
+    if bad is not None:
+        with pytest.raises(Unsupported, match=f"^{bad}: "):
+            SlotTable(slots)
+        return
+    table = SlotTable(slots)
+    expected = [[math.nan if v is None else float(v) for v in row] for row in values]
+    assert np.array_equal(table.res, np.array(expected).T.reshape(3, len(values)),
+                          equal_nan=True)
