@@ -144,6 +144,26 @@ def test_a_shared_compiler_builds_what_a_fresh_one_builds(monkeypatch):
                               for slot in slots], repr(rs.job)
 
 
+def test_plans_of_one_carve_cost_share_its_cost_per_row():
+    """``Plan.cost``: a partitionable row costs the request's cpus (a carve), a static row its
+    slot weight. Plans of one carve cost share the array; each holds what it says."""
+    settings = NegotiatorSettings()
+    slots = [Slot(ad, ad["Name"]) for ad in _slots()]
+    for slot, weight in zip(slots, (8.0, 4.0, 2.5, 0.5)):
+        slot.weight = weight
+    table = SlotTable(slots)
+    compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
+    shapes = ((1, 1024), (2, 1024), (1, 2048), (2, 512), (4, 1024))
+    jobs = [make_job(RequestCpus=cpus, RequestMemory=memory) for cpus, memory in shapes]
+    plans = [compiler.compile(RequestState(None, ResourceRequest(i, job, 1), job))
+             for i, job in enumerate(jobs)]
+    assert all(plan is not None for plan in plans)
+    for plan, (cpus, _) in zip(plans, shapes):
+        assert plan.cost.tolist() == [cpus, cpus, 2.5, 0.5]
+    assert plans[0].cost is plans[2].cost and plans[1].cost is plans[3].cost
+    assert len({id(plan.cost) for plan in plans}) == 3
+
+
 @pytest.mark.parametrize("requirement", ["TARGET.Memory >= RequestMemory",
                                          "TARGET.KFlops >= RequestKFlops"])
 def test_jobs_that_differ_only_in_a_constant_share_one_template(monkeypatch, requirement):
