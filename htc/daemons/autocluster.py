@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from htc.daemons.tree_reads import tree_refs
 from htc.errors import UsageError
 
 #: Attributes every autocluster key includes (HTCondor's minimal set plus the resources a
@@ -105,31 +106,6 @@ def negotiator_significant_attributes(
     """
     return (cache if cache is not None else SignificantCache()).compute(
         machine_ads, policy_exprs, startd_job_attrs)
-
-
-#: id(syntax tree) -> (the tree, the names it reads): the significant attributes walk every
-#: slot tree of a cycle first, and the negotiator's cycle follows the same trees again
-#: (:func:`htc.daemons.negotiator.slots.closure`): each tree is walked once for both. (Slot ads
-#: come fresh each cycle, so that is the one reuse.) The entry keeps its tree alive, so an id
-#: is never reused while cached; trees are immutable.
-_TREE_REFS: dict[int, tuple] = {}
-_TREE_REFS_MAX = 200_000
-
-
-def tree_refs(node, external_refs=None) -> frozenset[str]:
-    """The names syntax tree ``node`` reads from outside itself (``TARGET.x`` kept qualified),
-    remembered by identity. ``external_refs``: :func:`htc.classad.ad.external_refs`, when the
-    caller has it at hand."""
-    hit = _TREE_REFS.get(id(node))
-    if hit is not None and hit[0] is node:
-        return hit[1]
-    if external_refs is None:
-        from htc.classad.ad import external_refs
-    refs = frozenset(external_refs(node))
-    if len(_TREE_REFS) >= _TREE_REFS_MAX:
-        _TREE_REFS.clear()
-    _TREE_REFS[id(node)] = (node, refs)
-    return refs
 
 
 class SignificantCache:

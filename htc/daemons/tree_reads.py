@@ -1,0 +1,35 @@
+"""What a syntax tree reads, remembered per tree for the cycle's walks that ask it again.
+
+The negotiator asks the same question of every slot ad's trees twice a cycle: the significant
+attributes walk every tree first (:class:`htc.daemons.autocluster.SignificantCache`), and the
+cycle follows the same trees again (:func:`htc.daemons.negotiator.slots.closure`).
+:func:`tree_refs` walks each tree once for both. The ClassAd engine is imported when a tree
+is first walked (a tree comes from it anyway), not with this module.
+"""
+
+from __future__ import annotations
+
+
+#: id(syntax tree) -> (the tree, the names it reads): the significant attributes walk every
+#: slot tree of a cycle first, and the negotiator's cycle follows the same trees again
+#: (:func:`htc.daemons.negotiator.slots.closure`): each tree is walked once for both. (Slot ads
+#: come fresh each cycle, so that is the one reuse.) The entry keeps its tree alive, so an id
+#: is never reused while cached; trees are immutable.
+_TREE_REFS: dict[int, tuple] = {}
+_TREE_REFS_MAX = 200_000
+
+
+def tree_refs(node, external_refs=None) -> frozenset[str]:
+    """The names syntax tree ``node`` reads from outside itself (``TARGET.x`` kept qualified),
+    remembered by identity. ``external_refs``: :func:`htc.classad.ad.external_refs`, when the
+    caller has it at hand."""
+    hit = _TREE_REFS.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    if external_refs is None:
+        from htc.classad.ad import external_refs
+    refs = frozenset(external_refs(node))
+    if len(_TREE_REFS) >= _TREE_REFS_MAX:
+        _TREE_REFS.clear()
+    _TREE_REFS[id(node)] = (node, refs)
+    return refs
