@@ -130,11 +130,29 @@ class SignificantCache:
         #: the names a tree reads -> (its TARGET.x names, its unqualified names)
         self._splits: dict[frozenset[str], tuple[frozenset[str], frozenset[str]]] = {}
         self._policy: dict[str, frozenset[str]] = {}
+        #: a bare name's lower-case name -> its entry (a tree of its own in every ad)
+        self._bare: dict[str, tuple] = {}
 
     def _tree(self, node, external_refs, ast) -> tuple:
         entry = self._trees.get(id(node))
         if entry is not None and entry[0] is node:
             return entry
+        if node.__class__ is ast.AttrRef:  # a bare name: by its name (see tree_reads)
+            entry = self._bare.get(node.lname)
+            if entry is None:
+                if len(self._bare) >= self.MAX_TREES:
+                    self._bare.clear()
+                entry = self._bare[node.lname] = (None, *self._entry(node, external_refs, ast))
+            return entry
+        entry = (node, *self._entry(node, external_refs, ast))
+        if len(self._trees) >= self.MAX_TREES:
+            self._trees.clear()
+            self._splits.clear()
+        self._trees[id(node)] = entry
+        return entry
+
+    def _entry(self, node, external_refs, ast) -> tuple:
+        """``(skipped, TARGET.x names, unqualified names)`` of a tree (see :meth:`_tree`)."""
         found = tree_refs(node, external_refs)
         # the text check matches _is_list: an expression whose text is a list literal (a tree
         # that reads nothing is skipped anyway)
@@ -145,12 +163,7 @@ class SignificantCache:
             split = self._splits[found] = (
                 frozenset(r[7:] for r in found if r.startswith("target.")),
                 frozenset(r for r in found if not r.startswith("target.")))
-        entry = (node, skipped, *split)
-        if len(self._trees) >= self.MAX_TREES:
-            self._trees.clear()
-            self._splits.clear()
-        self._trees[id(node)] = entry
-        return entry
+        return (skipped, *split)
 
     def policy_refs(self, text: str) -> frozenset[str]:
         """The references of one policy expression text (parsed once per text).
