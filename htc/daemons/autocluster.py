@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from htc.daemons.tree_reads import tree_refs
 from htc.errors import UsageError
 
 #: Attributes every autocluster key includes (HTCondor's minimal set plus the resources a
@@ -107,31 +108,6 @@ def negotiator_significant_attributes(
         machine_ads, policy_exprs, startd_job_attrs)
 
 
-#: id(syntax tree) -> (the tree, the names it reads): the significant attributes walk every
-#: slot tree of a cycle first, and the negotiator's cycle follows the same trees again
-#: (:func:`htc.daemons.negotiator.slots.closure`): each tree is walked once for both. (Slot ads
-#: come fresh each cycle, so that is the one reuse.) The entry keeps its tree alive, so an id
-#: is never reused while cached; trees are immutable.
-_TREE_REFS: dict[int, tuple] = {}
-_TREE_REFS_MAX = 200_000
-
-
-def tree_refs(node, external_refs=None) -> frozenset[str]:
-    """The names syntax tree ``node`` reads from outside itself (``TARGET.x`` kept qualified),
-    remembered by identity. ``external_refs``: :func:`htc.classad.ad.external_refs`, when the
-    caller has it at hand."""
-    hit = _TREE_REFS.get(id(node))
-    if hit is not None and hit[0] is node:
-        return hit[1]
-    if external_refs is None:
-        from htc.classad.ad import external_refs
-    refs = frozenset(external_refs(node))
-    if len(_TREE_REFS) >= _TREE_REFS_MAX:
-        _TREE_REFS.clear()
-    _TREE_REFS[id(node)] = (node, refs)
-    return refs
-
-
 class SignificantCache:
     """What :func:`negotiator_significant_attributes` learnt in earlier cycles.
 
@@ -154,11 +130,29 @@ class SignificantCache:
         #: the names a tree reads -> (its TARGET.x names, its unqualified names)
         self._splits: dict[frozenset[str], tuple[frozenset[str], frozenset[str]]] = {}
         self._policy: dict[str, frozenset[str]] = {}
+        #: a bare name's lower-case name -> its entry (a tree of its own in every ad)
+        self._bare: dict[str, tuple] = {}
 
     def _tree(self, node, external_refs, ast) -> tuple:
         entry = self._trees.get(id(node))
         if entry is not None and entry[0] is node:
             return entry
+        if node.__class__ is ast.AttrRef:  # a bare name: by its name (see tree_reads)
+            entry = self._bare.get(node.lname)
+            if entry is None:
+                if len(self._bare) >= self.MAX_TREES:
+                    self._bare.clear()
+                entry = self._bare[node.lname] = (None, *self._entry(node, external_refs, ast))
+            return entry
+        entry = (node, *self._entry(node, external_refs, ast))
+        if len(self._trees) >= self.MAX_TREES:
+            self._trees.clear()
+            self._splits.clear()
+        self._trees[id(node)] = entry
+        return entry
+
+    def _entry(self, node, external_refs, ast) -> tuple:
+        """``(skipped, TARGET.x names, unqualified names)`` of a tree (see :meth:`_tree`)."""
         found = tree_refs(node, external_refs)
         # the text check matches _is_list: an expression whose text is a list literal (a tree
         # that reads nothing is skipped anyway)
@@ -169,12 +163,7 @@ class SignificantCache:
             split = self._splits[found] = (
                 frozenset(r[7:] for r in found if r.startswith("target.")),
                 frozenset(r for r in found if not r.startswith("target.")))
-        entry = (node, skipped, *split)
-        if len(self._trees) >= self.MAX_TREES:
-            self._trees.clear()
-            self._splits.clear()
-        self._trees[id(node)] = entry
-        return entry
+        return (skipped, *split)
 
     def policy_refs(self, text: str) -> frozenset[str]:
         """The references of one policy expression text (parsed once per text).

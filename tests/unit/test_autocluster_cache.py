@@ -101,3 +101,31 @@ def test_the_list_text_check_agrees_with_the_printed_text():
     assert sum(_text_starts_a_list(node) for node in trees) >= 10
     for node in trees:
         assert _text_starts_a_list(node) == unparse(node).lstrip().startswith("{"), unparse(node)
+
+
+def test_a_bare_name_reads_itself_remembered_by_its_name_not_its_tree():
+    """``Requirements = START`` in every slot ad, each with a tree of its own (ads built in
+    Python): :func:`~htc.daemons.tree_reads.tree_refs` answers as the walk does, for a name
+    and for MY, TARGET and PARENT, without keeping one entry per tree."""
+    from htc.classad.ad import external_refs
+    from htc.daemons import tree_reads
+
+    names = ["START", "Start", "KeyboardIdle", "MY", "target", "Parent", "x_1"]
+    before = len(tree_reads._TREE_REFS)
+    for _ in range(3):
+        for name in names:
+            node = ExprTree(name)._node
+            assert tree_reads.tree_refs(node) == frozenset(external_refs(node)), name
+    assert len(tree_reads._TREE_REFS) == before
+    ads = [slot(i, "KeyboardIdle > 900" if i % 2 else "True") for i in range(20)]
+    for ad in ads[::3]:
+        ad["Requirements"] = ExprTree("MissingOnTheSlot")  # falls back to the job
+    for ad in ads[1::4]:
+        del ad["Start"]  # Requirements = START reads the job's START there
+    cache = SignificantCache()
+    for _ in range(2):  # (the second time from what the cache keeps)
+        attrs = negotiator_significant_attributes(ads, cache=cache)
+        assert attrs == walked(ads) and {"missingontheslot", "start"} <= set(attrs)
+    from htc.classad.ast import AttrRef
+    kept = [entry[0].__class__ for entry in cache._trees.values()]
+    assert kept and AttrRef not in kept  # a bare name is kept by its name, not its 20 trees

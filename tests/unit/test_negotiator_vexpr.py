@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from htc.classad import ClassAd, ExprTree
+from htc.classad.values import Value
 from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.slots import Slot
 from htc.daemons.negotiator.vexpr import (Inexact, Unsupported, compile_vector, holds, ranks,
@@ -127,6 +128,27 @@ def test_a_real_divided_by_an_integer_negative_zero_is_minus_infinity():
     _check("-2.5 / (0 * J)", [slot], job, False)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("text", ["A * A", "A + A", "A - -A", "A / 0.5", "A * J",
+                                  "(-A - A) - (-A - A)", "(-A - A) * 0.0", "-A - A"])
+def test_a_real_overflow_is_computed_without_a_warning(text):
+    """A real that overflows to +infinity is ClassAd's ERROR (the typed form raises Inexact
+    and the tagged form gives ERROR); -infinity and NaN are values. Numpy computes them without
+    a RuntimeWarning (here an error), and both forms still agree with ClassAd."""
+    slots = [ClassAd({"A": 1e308, "Cpus": 1, "Memory": 1}), ClassAd({"A": 2.0, "Cpus": 1,
+                                                                     "Memory": 1})]
+    job = ClassAd({"J": 1e308})
+    for slot_is_my in (True, False):
+        _check(text, slots, job, slot_is_my)
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    tag, fn = compile_typed(ExprTree(text).node, job, True, table)
+    if ExprTree(text).eval(slots[0], job) is Value.Error:
+        with pytest.raises(Inexact):
+            fn(table.rows())
+    else:
+        fn(table.rows())  # -infinity or NaN: a value, computed quietly
+
+
 _UNIFORM = {"A": st.integers(-3, 3), "B": st.sampled_from([0.5, 2.0, -1.5]),
             "Cpus": st.integers(0, 8), "Memory": st.integers(0, 4096),
             "J": st.integers(-3, 3), "K": st.sampled_from([0.0, 1.5]), "X": st.none()}
@@ -181,3 +203,29 @@ def test_a_column_is_each_slots_scalar_value(values, first):
     tags, column = table.column("a")
     assert tags.dtype == np.int8
     assert [(int(t), float(v)) for t, v in zip(tags, column)] == expected
+
+
+@hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(values=st.lists(st.tuples(*[st.sampled_from([None, 0, 8, 2 ** 53 + 1, 1.5, -0.0, True,
+                                                    '"x"', "A + 1"])] * 3),
+                       min_size=1, max_size=6))
+def test_the_tables_carved_resources_are_read_row_by_row_or_at_once_alike(values):
+    """``SlotTable.res``: each slot's Cpus, Memory and Disk as numbers (NaN where missing),
+    whether every row is a literal number (read at once) or not (row by row); a slot whose
+    resource is not a number (a boolean, a string, an expression) is refused by name."""
+    ads = []
+    for row in values:
+        parts = [f"{name} = {v}" for name, v in zip(("Cpus", "Memory", "Disk"), row)
+                 if v is not None]
+        ads.append(ClassAd(f"[ {'; '.join(parts)} ]"))
+    slots = [Slot(ad, f"s{i}") for i, ad in enumerate(ads)]
+    bad = next((f"s{i}" for i, row in enumerate(values) for v in row
+                if v is True or isinstance(v, str)), None)
+    if bad is not None:
+        with pytest.raises(Unsupported, match=f"^{bad}: "):
+            SlotTable(slots)
+        return
+    table = SlotTable(slots)
+    expected = [[math.nan if v is None else float(v) for v in row] for row in values]
+    assert np.array_equal(table.res, np.array(expected).T.reshape(3, len(values)),
+                          equal_nan=True)

@@ -144,6 +144,26 @@ def test_a_shared_compiler_builds_what_a_fresh_one_builds(monkeypatch):
                               for slot in slots], repr(rs.job)
 
 
+def test_plans_of_one_carve_cost_share_its_cost_per_row():
+    """``Plan.cost``: a partitionable row costs the request's cpus (a carve), a static row its
+    slot weight. Plans of one carve cost share the array; each holds what it says."""
+    settings = NegotiatorSettings()
+    slots = [Slot(ad, ad["Name"]) for ad in _slots()]
+    for slot, weight in zip(slots, (8.0, 4.0, 2.5, 0.5)):
+        slot.weight = weight
+    table = SlotTable(slots)
+    compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
+    shapes = ((1, 1024), (2, 1024), (1, 2048), (2, 512), (4, 1024))
+    jobs = [make_job(RequestCpus=cpus, RequestMemory=memory) for cpus, memory in shapes]
+    plans = [compiler.compile(RequestState(None, ResourceRequest(i, job, 1), job))
+             for i, job in enumerate(jobs)]
+    assert all(plan is not None for plan in plans)
+    for plan, (cpus, _) in zip(plans, shapes):
+        assert plan.cost.tolist() == [cpus, cpus, 2.5, 0.5]
+    assert plans[0].cost is plans[2].cost and plans[1].cost is plans[3].cost
+    assert len({id(plan.cost) for plan in plans}) == 3
+
+
 @pytest.mark.parametrize("requirement", ["TARGET.Memory >= RequestMemory",
                                          "TARGET.KFlops >= RequestKFlops"])
 def test_jobs_that_differ_only_in_a_constant_share_one_template(monkeypatch, requirement):
@@ -466,3 +486,25 @@ def test_clauses_kept_by_text_are_the_split_of_each_jobs_own_tree(texts, real):
         want = clauses_module._split(ExprTree(text))
         assert [(t, e, j, s) for t, e, j, s in got] == [(t, e, j, s) for t, e, j, s in want]
         assert got[-1][1].node.right.value == value
+
+
+@hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(rows=st.lists(st.tuples(st.integers(0, 3), st.sampled_from("abc"), st.booleans()),
+                     min_size=1, max_size=12),
+       big=st.sampled_from([1, 2 ** 40]))
+def test_rows_grouped_by_codes_are_the_rows_equal_in_every_key(rows, big):
+    """:func:`~.vstatic._combined` of each key's :func:`~.vstatic._codes`: two rows get the
+    same code exactly when they agree on every key, every code below the bound (``big``:
+    parts that claim 2**40 codes each, so that the digits renumber before 2**62)."""
+    from htc.daemons.negotiator.vstatic import _codes, _combined
+
+    parts = []
+    for k in range(3):
+        codes, count = _codes([row[k] for row in rows])
+        parts.append((codes, count * big))
+    assert _codes([row[0] for row in rows])[1] == len({row[0] for row in rows})
+    codes, bound = _combined(parts)
+    assert 0 <= codes.min() and codes.max() < bound
+    for i, a in enumerate(rows):
+        for j, b in enumerate(rows):
+            assert (codes[i] == codes[j]) == (a == b)

@@ -21,6 +21,9 @@ sizes of its next steps in one call.
 
 from __future__ import annotations
 
+from itertools import repeat
+from operator import attrgetter
+
 import numpy as np
 
 from htc.classad.ast import Literal
@@ -31,6 +34,10 @@ _CARVED_ORDER = ("cpus", "memory", "disk")
 _ABSENT = (MISSING, 0.0)  # a column's entry for a slot that does not define the name
 _NUMBER_TAGS = {bool: BOOL, int: INT, float: REAL}  # (vexpr.scalar's tags)
 _EXACT = 2 ** 53  # (vexpr.scalar's bound)
+_LITERAL_ONLY = {Literal}
+_NONE_ONLY = {type(None)}
+_INT_FLOAT = {int, float}
+_VALUE_OF = attrgetter("value")
 
 
 class SlotTable:
@@ -42,7 +49,7 @@ class SlotTable:
         n = len(slots)
         self.alive = np.array([not slot.taken for slot in slots], dtype=bool)
         self.partitionable = np.array([slot.partitionable for slot in slots], dtype=bool)
-        order = sorted(range(n), key=lambda i: slots[i].name)
+        order = sorted(range(n), key=[slot.name for slot in slots].__getitem__)
         self.name_rank = np.empty(n, dtype=np.int64)
         self.name_rank[order] = np.arange(n)
         self.weight = np.array([slot.weight for slot in slots], dtype=float)
@@ -57,8 +64,28 @@ class SlotTable:
         self.res = np.full((3, n), np.nan)
         # its rows as views: one item written through a 1-d view costs a third of res[k, i]
         self._res_rows = (self.res[0], self.res[1], self.res[2])
-        for i, slot in enumerate(slots):
-            self._read_res(i, slot, slot.ad._exprs)
+        #: each row's expressions (a slot keeps its ad while the table lives: a carve edits it)
+        self._exprs = [slot.ad._exprs for slot in slots]
+        if not self._read_numbers():
+            for i, slot in enumerate(slots):
+                self._read_res(i, slot, slot.ad._exprs)
+
+    def _read_numbers(self) -> bool:
+        """Write every row's carved resources when each is a literal number (the common
+        case, read without a Python step per row); False, having written nothing, when one
+        is not (then :meth:`_read_res`, row by row, says which)."""
+        columns = []
+        for lname in _CARVED_ORDER:
+            nodes = list(map(dict.get, self._exprs, repeat(lname)))
+            if nodes and set(map(type, nodes)) != _LITERAL_ONLY:
+                return False
+            values = list(map(_VALUE_OF, nodes))
+            if not set(map(type, values)) <= _INT_FLOAT:
+                return False
+            columns.append(values)
+        for row, values in zip(self._res_rows, columns):
+            row[:] = values
+        return True
 
     def _read_res(self, i: int, slot, exprs) -> tuple:
         """Write row ``i``'s carved resources; return their syntax trees (None: missing)."""
@@ -104,19 +131,20 @@ class SlotTable:
     def _plain_column(self, lname: str):
         """The column when every slot lacks the name, or has a literal number or boolean of
         it within 2**53 (the common case, built without a call per row); else None."""
-        slots = self.slots
-        if slots:  # a first slot with a string, a list, an expression: the loop below decides
-            first = slots[0].ad._exprs.get(lname)
+        exprs = self._exprs
+        if exprs:  # a first slot with a string, a list, an expression: the loop below decides
+            first = exprs[0].get(lname)
             if first is not None and (first.__class__ is not Literal
                                       or first.value.__class__ not in _NUMBER_TAGS):
                 return None
-        nodes = [slot.ad._exprs.get(lname) for slot in slots]
+        nodes = list(map(dict.get, exprs, repeat(lname)))  # (no Python step per row)
         n = len(nodes)
-        if all(node is None for node in nodes):
+        classes = set(map(type, nodes))
+        if classes <= _NONE_ONLY:
             return np.full(n, MISSING, dtype=np.int8), np.zeros(n)
-        if not all(node.__class__ is Literal for node in nodes):
+        if classes != _LITERAL_ONLY:
             return None
-        values = [node.value for node in nodes]
+        values = list(map(_VALUE_OF, nodes))
         classes = set(map(type, values))
         if not classes <= _NUMBER_TAGS.keys():
             return None

@@ -45,7 +45,7 @@ from collections.abc import Iterable, Mapping
 from htc.classad import ClassAd, ExprTree
 from htc.classad.ad import external_refs
 from htc.classad.ast import AdExpr, ListExpr, Literal
-from htc.daemons.autocluster import tree_refs
+from htc.daemons.tree_reads import tree_refs
 from htc.daemons.negotiator.preemption import WORST_RANK, as_rank
 
 #: Attributes every slot class key reads, whatever the expressions say.

@@ -37,6 +37,8 @@ request (a cheap key): 5,000 requests of 5,000 shapes pay no projection.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from htc.classad import ExprTree
@@ -92,6 +94,7 @@ class PlanCompiler:
         self._bound: dict[tuple, object] = {}  # (template key, job values) -> function
         self._shapes: dict[tuple, Plan | None] = {}  # see compile
         self._kinds: dict[tuple, tuple | None] = {}  # see compile
+        self._costs: dict[tuple, np.ndarray] = {}  # a carve's cost -> Plan.cost (_compile)
         reach, targets = set(CARVED), set()
         for slot in table.slots:
             ad = slot.ad
@@ -238,7 +241,13 @@ class PlanCompiler:
         plan.cursor = None
         weights = s.use_slot_weights
         carve_cost = (wants[0] if wants[0] >= 0 else 1.0) if weights else 1.0
-        plan.cost = np.where(table.partitionable, carve_cost, table.weight)
+        # shared by the plans of one carve cost: a static slot's weight is the same all cycle
+        # (only a carve sets a slot's weight, and a partitionable row takes carve_cost)
+        key = (carve_cost, math.copysign(1.0, carve_cost))  # (-0.0 is kept as it was)
+        plan.cost = self._costs.get(key)
+        if plan.cost is None:
+            plan.cost = self._costs[key] = np.where(table.partitionable, carve_cost,
+                                                    table.weight)
         return plan
 
     def _ranks_read(self) -> tuple:

@@ -28,6 +28,8 @@ evaluation on random ads, and a mutation of any key above fails it.
 from __future__ import annotations
 
 import math
+from itertools import repeat
+from operator import attrgetter
 
 import numpy as np
 
@@ -51,6 +53,7 @@ class SlotGroups:
         self.slots = slots
         self._slot_targets = slot_targets
         self._keys: dict = {}  # name (or name, constants) -> a key per row
+        self._group_codes: dict = {}  # the same -> those keys as _codes
         self._slot_exprs = [slot.ad._exprs for slot in slots]  # row -> its ad's trees
 
     def evaluate(self, verdict, read, job, dtype) -> np.ndarray:
@@ -67,23 +70,31 @@ class SlotGroups:
         slots = self.slots
         if read is SLOT_REQUIREMENTS:
             keys = self._requirements_keys(job)
+            codes = None if keys is None else _codes(keys)
         else:
             names = None if read is None else slot_reads(read[0], job, read[1])
             if names == ():  # the verdict reads nothing of the slot
                 return np.full(len(slots), verdict(slots[0]) if slots else False, dtype=dtype)
             tests = {} if not names or read[1] else _string_tests(read[0], job)
-            keys = None if names is None else [
-                self._literal_keys(n) if n not in tests else self._test_keys(n, tests[n])
-                for n in names]
-            if keys is not None:
-                keys = keys[0] if len(keys) == 1 else list(zip(*keys))
-        if keys is None:
+            codes = None if names is None else _combined([
+                self._codes(n) if n not in tests else self._codes((n, tests[n]))
+                for n in names])
+        if codes is None or codes[1] == len(slots):
             return np.array([verdict(slot) for slot in slots], dtype=dtype)
-        row_of = {key: i for i, key in enumerate(keys)}  # a row of each group (its last)
-        if len(row_of) == len(slots):
+        # a verdict per group (at its first row), then each row's group's
+        _, first, group = np.unique(codes[0], return_index=True, return_inverse=True)
+        if first.size == len(slots):
             return np.array([verdict(slot) for slot in slots], dtype=dtype)
-        value_of = {key: verdict(slots[i]) for key, i in row_of.items()}
-        return np.array([value_of[key] for key in keys], dtype=dtype)
+        return np.array([verdict(slots[i]) for i in first.tolist()], dtype=dtype)[group]
+
+    def _codes(self, key) -> tuple:
+        """:func:`_codes` of the keys of a name (``key`` a name: :meth:`_literal_keys`) or of
+        a name and the strings it is compared with (:meth:`_test_keys`), cached per table."""
+        codes = self._group_codes.get(key)
+        if codes is None:
+            keys = self._literal_keys(key) if key.__class__ is str else self._test_keys(*key)
+            codes = self._group_codes[key] = _codes(keys)
+        return codes
 
     def _requirements_keys(self, job):
         """Per row, a key of the slot's own ``Requirements`` when it is a chain of plain
@@ -97,19 +108,19 @@ class SlotGroups:
             if node is not None and node.__class__ is not Literal:
                 return None
         keys = []
-        for i, slot in enumerate(self.slots):
-            get = slot.ad._exprs.get
-            name, chain = "requirements", []
+        append = keys.append
+        for i, exprs in enumerate(self._slot_exprs):
+            get = exprs.get
+            name, chain = "requirements", ["requirements"]
             node = get(name)
-            while node.__class__ is AttrRef and node.lname not in _SCOPES and len(chain) < 8:
-                chain.append(name)
+            while node.__class__ is AttrRef and node.lname not in _SCOPES and len(chain) < 9:
                 name = node.lname
+                chain.append(name)
                 node = get(name)
-            chain.append(name)
             if node is not None and node.__class__ is not Literal:
-                keys.append(("own", i))  # not a plain chain (a cycle is cut at 8 links)
+                append(("own", i))  # not a plain chain (a cycle is cut at 8 links)
             else:
-                keys.append((tuple(chain), _literal_key(node, i)))
+                append((tuple(chain), _literal_key(node, i)))
         return keys
 
     def _test_keys(self, lname, constants) -> list:
@@ -125,7 +136,12 @@ class SlotGroups:
                 # (each distinct string compared once: 10,000 slots of two architectures)
                 if len(constants) == 1:
                     (c,), (f,) = constants, folded
-                    key_of = {v: (fold(v) == f, v == c) for v in set(literals)}
+                    distinct = list(set(literals))
+                    # (ASCII strings, each lower-cased as fold does: 10,000 host names)
+                    lowered = (map(str.lower, distinct) if all(map(str.isascii, distinct))
+                               else map(fold, distinct))
+                    key_of = dict(zip(distinct, zip(map(f.__eq__, lowered),
+                                                    map(c.__eq__, distinct))))
                 else:
                     key_of = {v: (tuple(fold(v) == f for f in folded),
                                   tuple(v == c for c in constants)) for v in set(literals)}
@@ -149,10 +165,11 @@ class SlotGroups:
         (of one type), a key of its own for an expression (cached per table)."""
         keys = self._keys.get(lname)
         if keys is None:
-            nodes = [exprs.get(lname) for exprs in self._slot_exprs]
+            # (map over the rows, not a comprehension: 9 names of 10,000 slots in case 1)
+            nodes = list(map(dict.get, self._slot_exprs, repeat(lname)))
             keys = None
-            if all(node.__class__ is Literal for node in nodes):
-                values = [node.value for node in nodes]
+            if set(map(type, nodes)) == _LITERAL_ONLY:
+                values = list(map(_VALUE_OF, nodes))
                 classes = set(map(type, values))
                 if len(classes) == 1 and classes <= {str, int, bool}:
                     keys = values  # one type: the value is the key (1 never meets 1.0 here)
@@ -174,6 +191,8 @@ _ABSENT = ("absent",)  # the key of a slot that does not define the name
 _COMPARED = ("compared",)  # _test_keys' mark of a string's key
 #: :meth:`SlotGroups.evaluate`'s ``read`` for the slot's own ``Requirements``
 SLOT_REQUIREMENTS = ("the slot's Requirements",)
+_LITERAL_ONLY = {Literal}
+_VALUE_OF = attrgetter("value")
 _EMPTY = ClassAd()  # a slot that defines nothing: every name falls back (see slot_reads)
 
 
@@ -269,6 +288,28 @@ def _string_operand(parent, node, exprs):
     if other.__class__ is Literal and other.value.__class__ is str:
         return other.value
     return None
+
+
+def _codes(keys: list) -> tuple:
+    """``(codes, count)``: per row a small integer, equal for equal keys (numbered in order
+    of first appearance, ``count`` of them)."""
+    number = dict.fromkeys(keys)  # (in order of first appearance)
+    for i, key in enumerate(number):
+        number[key] = i
+    return np.fromiter(map(number.__getitem__, keys), np.int64, len(keys)), len(number)
+
+
+def _combined(parts: list) -> tuple:
+    """``(codes, bound)`` of the rows' tuples of keys, from each key's :func:`_codes`: equal
+    codes for the rows equal in every part, each code below ``bound`` (the parts' codes as
+    the digits of one number, renumbered when the next digit could pass 2**62)."""
+    codes, count = parts[0]
+    for more, base in parts[1:]:
+        if count * base >= 2 ** 62:
+            unique, codes = np.unique(codes, return_inverse=True)
+            count = unique.size
+        codes, count = codes * base + more, count * base
+    return codes, count
 
 
 def _literal_key(node, row: int):

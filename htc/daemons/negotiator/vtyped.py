@@ -299,6 +299,14 @@ def _truth(operand):
 
 
 def _arith(op, left, right):
+    """``+ - * /`` of two typed operands.
+
+    Real arithmetic runs under ``np.errstate(over="ignore", invalid="ignore")``: an overflow
+    to +infinity is the expected path to ClassAd's ERROR (the result is tested right after and
+    raises :class:`~.vexpr.Inexact`, and the caller takes the tagged form, which gives ERROR),
+    and -infinity or a NaN (``-inf - -inf``, ``-inf * 0``) is ClassAd's value itself: numpy's
+    RuntimeWarning would only repeat what the test finds. Integer arithmetic needs no such
+    guard: its operands stay within 2**53, so their sum, difference or product is finite."""
     (lt, lf), (rt, rf) = left, right
     if lt == ERROR or rt == ERROR:
         return _decided(ERROR, left, right)
@@ -315,22 +323,29 @@ def _arith(op, left, right):
             if ints:
                 q = np.abs(a) // np.abs(b)
                 return np.where((a < 0) == (b < 0), q, -q)
-            r = a / b
+            with np.errstate(over="ignore", invalid="ignore"):  # (see _arith)
+                r = a / b
             if (r == np.inf).any():
                 raise Inexact("real overflow")
             return r
         return (INT if ints else REAL), divide
     fn = {"+": np.add, "-": np.subtract, "*": np.multiply}[op]
 
-    def arith(rows, p):
-        r = fn(lf(rows, p), rf(rows, p))
-        if ints:
+    if ints:  # (operands within 2**53: their sum, difference or product is finite)
+        def arith(rows, p):
+            r = fn(lf(rows, p), rf(rows, p))
             if (np.abs(r) > _EXACT).any():
                 raise Inexact("an integer beyond 2**53")
-        elif (np.asarray(r) == np.inf).any():
+            return r
+        return INT, arith
+
+    def real_arith(rows, p):
+        with np.errstate(over="ignore", invalid="ignore"):  # (see _arith)
+            r = fn(lf(rows, p), rf(rows, p))
+        if (np.asarray(r) == np.inf).any():
             raise Inexact("real overflow")
         return r
-    return (INT if ints else REAL), arith
+    return REAL, real_arith
 
 
 def _compare(fn, left, right):
