@@ -16,7 +16,9 @@ Modules:
 * ``adapter`` -- the service's sans-IO adapter: the core's publishing actions become wire sends,
   ``SetUserPriority`` becomes the core's administration events.
 * ``settings`` -- the knobs of the core and of the service, from the param table.
-* ``cycle`` -- the matchmaking of one cycle: pie spins, per-submitter negotiation.
+* ``cycle`` -- the matchmaking of one cycle: its set-up, the pie spins, its records.
+* ``negotiate`` -- HTCondor's per-submitter negotiation: a submitter's requests matched one
+  turn after another until done or limited, and the best candidate of a turn.
 * ``cycle_ad`` -- the Negotiator ad's ``LastNegotiationCycle<Name><X>`` statistics, as HTCondor's.
 * ``search`` -- the best idle slot for a request, class by class with shared caches.
 * ``vsearch`` -- the same search over slot columns with numpy (the cycle's search; ``search``
@@ -24,8 +26,9 @@ Modules:
   against the slot table), ``vstatic`` (what the compilers do not take and no carve changes,
   evaluated once per group of slots that agree), ``columns`` (the free slots as arrays),
   ``vexpr`` and ``vtyped`` (ClassAd expressions compiled to numpy, tagged and typed) and
-  ``vorder`` (best-first orders shared by requests that rank alike) and ``vsteps`` (the next
-  steps of a request's probable runs, evaluated in one call).
+  ``vorder`` (best-first orders shared by requests that rank alike), ``vmask`` (a request's
+  verdict on every slot, kept across its turns) and ``vsteps`` (the next steps of a request's
+  probable runs, evaluated in one call).
 * ``fitting`` -- what a partitionable slot can give a job: the request, fitting by arithmetic
   where the numbers are literals, the cost of a carve.
 * ``gc_pause`` -- Python's cyclic garbage collector held off for the length of a cycle.
