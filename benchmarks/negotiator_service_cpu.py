@@ -46,7 +46,9 @@ Usage::
 ``--schedd N`` measures the other side: N of the cycle's MatchNotify messages (p-slot ads as the
 adapter printed them), renamed to one submitter's one autocluster, handled by a real schedd core
 (:class:`~htc.daemons.schedd.core.Schedd`, an in-memory job queue of N idle jobs): its CPU per
-MatchNotify, from the Received event to its Ack and RequestClaim (no sockets either).
+MatchNotify, from the Received event to its Ack and RequestClaim (no sockets either), and a digest of
+the actions (the Acks, RequestClaims and log lines) it answered them with: the same digest before and
+after a change means the schedd sends the same.
 """
 
 from __future__ import annotations
@@ -229,14 +231,18 @@ def schedd_side(sends: list, n: int) -> str:
             for _, msg in sends[:n]]
     events = [c.Received(msg, 3 + i, peer) for i, msg in enumerate(msgs)]
     taken = 0
+    sent = []  # the actions of each MatchNotify (their digest: what the schedd sends, unchanged by a change)
     t0 = time.process_time()
     for event in events:
-        for a in schedd.handle(event, 1001.0):
+        actions = schedd.handle(event, 1001.0)
+        sent.append(actions)
+        for a in actions:
             if a.__class__ is c.Reply and a.msg.detail == "":
                 taken += 1
     cpu = time.process_time() - t0
+    digest = hashlib.sha256(repr(sent).encode()).hexdigest()[:16]
     return (f"  the schedd's side: {len(events):,} MatchNotify to one schedd core ({taken:,} taken): {cpu:.2f} s CPU, "
-            f"{cpu / len(events) * 1e6:.0f} us each")
+            f"{cpu / len(events) * 1e6:.0f} us each; its actions' digest {digest}")
 
 
 def main() -> None:
