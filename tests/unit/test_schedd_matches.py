@@ -3,6 +3,7 @@ running jobs and the claims being requested, and the claims are walked only near
 
 from __future__ import annotations
 
+from htc.daemons.calls import CallDone
 from htc.daemons.schedd.matches import public_ad
 from htc.daemons.schedd.states import ClaimState
 from htc.wire import messages as m
@@ -46,3 +47,51 @@ def test_public_ad_is_the_jobs_items_in_order_without_its_claim_id():
         assert list(public_ad(stored).items()) == list(expected.items())
     assert "ClaimId" not in public_ad(h.queue.get_job((cluster, 1))) and "ClaimId" in h.queue.get_job((cluster, 1))
     assert public_ad({"ClaimId": "x", "A": "1"}) == {"A": "1"}
+
+
+def _offer(h: Harness, jobs: int) -> int:
+    """Submit ``jobs`` jobs and ask for alice's work once; the autocluster id."""
+    h.start()
+    h.submit(job(queue=f"queue {jobs}"))
+    reqs = h.request(m.GetResourceRequests(submitter="alice@localhost", significant_attributes=("RequestMemory",)))
+    [request] = reqs.requests
+    return request.autocluster_id
+
+
+def _matched(h: Harness, ac: int, k: int) -> tuple[int, int]:
+    """One MatchNotify for autocluster ``ac`` (no new request first); the job it reserved."""
+    before = len(h.actions)
+    assert h.request(m.MatchNotify(claim_id=f"slot{k}@exec#1#aa", submitter="alice@localhost",
+                                   slot_name=f"slot{k}@exec", startd_address="startd", slot_ad=SLOT_AD,
+                                   autocluster_id=ac)).detail == ""
+    [call] = h.calls(m.RequestClaim, h.actions[before:])
+    return h.core.claims[call.cookie[1]].job
+
+
+def test_a_cycles_matches_look_at_each_offered_job_a_bounded_number_of_times():
+    # Each match reserves the first offered job; the next match must not walk all the reserved
+    # ones again (a cycle of N matches was N^2/2 steps).
+    h = Harness()
+    n = 60
+    ac = _offer(h, n)
+    assert [_matched(h, ac, k) for k in range(n)] == [(1, p) for p in range(n)]
+    [offered] = h.core.matches.offers["alice@localhost"].values()
+    assert offered.steps <= 2 * n  # each job: found once, set aside once (was 1 + 2 + ... + n)
+
+
+def test_a_refused_claims_job_is_offered_again_in_its_place():
+    h = Harness()
+    ac = _offer(h, 5)
+    assert [_matched(h, ac, k) for k in range(3)] == [(1, 0), (1, 1), (1, 2)]
+    calls = h.calls(m.RequestClaim)
+    for k in (1, 0):  # the claims for jobs 1.1 then 1.0 refused: both idle again, 1.0 first in order
+        call = calls[k]
+        h.feed(CallDone(call.to, call.msg, m.ClaimReply(claim_id=call.msg.claim_id, accepted=False,
+                                                        reason="START is false"), call.cookie))
+    assert h.core.reserved == {(1, 2)}
+    assert [_matched(h, ac, k) for k in range(3, 6)] == [(1, 0), (1, 1), (1, 3)]
+    # a refused job reserved again is set aside again; the rest follow in order
+    call = h.calls(m.RequestClaim)[-2]  # the claim for job 1.1
+    h.feed(CallDone(call.to, call.msg, m.ClaimReply(claim_id=call.msg.claim_id, accepted=False,
+                                                    reason="START is false"), call.cookie))
+    assert [_matched(h, ac, k) for k in range(6, 8)] == [(1, 1), (1, 4)]

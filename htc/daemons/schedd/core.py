@@ -62,7 +62,7 @@ from htc.daemons.schedd.events import Answer, LocalJobExited, LocalJobFailed, Lo
 from htc.daemons.schedd.lane_restart import LaneOrphans
 from htc.daemons.schedd.lanes import Lanes
 from htc.daemons.schedd.local_jobs import LocalJobs
-from htc.daemons.schedd.matches import Matches
+from htc.daemons.schedd.matches import Matches, Reserved
 from htc.daemons.schedd.owed import owe, owed_writes
 from htc.daemons.schedd.requests import ToolRequests
 from htc.daemons.schedd.settings import ScheddSettings
@@ -98,7 +98,7 @@ class Schedd:
         self.queue.schedd_name = settings.name  # GlobalJobId = "<name>#<cluster>.<proc>#<qdate>"
         self.read_input = read_input
         self.access = Access(user_of_uid, os.getuid() if own_uid is None else own_uid)
-        self.reserved: set[tuple[int, int]] = set()   # jobs a claim is being made for
+        self.reserved = Reserved()   # jobs a claim is being made for (a set)
         self.requests = ToolRequests(self)
         self.job_actions = JobActions(self)
         self.matches = Matches(self)

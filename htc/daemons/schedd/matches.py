@@ -22,6 +22,7 @@ discards the list (:meth:`Matches.forget_reuse_order`); the next reuse builds it
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
 
@@ -42,10 +43,51 @@ from htc.jobqueue.expr import GroupedEvaluator, job_classad
 from htc.jobqueue.records import JobId
 from htc.wire import messages as m
 
-__all__ = ["Matches", "public_ad"]
+__all__ = ["Matches", "Offered", "Reserved", "public_ad"]
 
 #: idle candidates a reused claim tries at most (HTCondor gives up on reuse sooner still)
 _MAX_TRIED = 200
+
+
+class Reserved(set):
+    """The jobs a claim is being made for (:attr:`htc.daemons.schedd.core.Schedd.reserved`): a
+    set whose :meth:`discard` and :meth:`remove` also tell ``on_discard`` (the matches put a job
+    they had set aside back among the offered ones). Only these two take jobs out of it."""
+
+    def __init__(self):
+        super().__init__()
+        self.on_discard = _ignore
+
+    def discard(self, job_id) -> None:
+        if job_id in self:
+            super().discard(job_id)
+            self.on_discard(job_id)
+
+    def remove(self, job_id) -> None:
+        super().remove(job_id)
+        self.on_discard(job_id)
+
+
+def _ignore(job_id) -> None:
+    """No one follows the reservations yet (a :class:`Reserved` before its matches exist)."""
+
+
+class Offered:
+    """One autocluster's jobs offered to the negotiator, in the schedd's order, read from
+    ``head`` on; ``back`` holds (a heap) the places before ``head`` of jobs set aside while
+    reserved and whose reservation has ended since (:meth:`Matches._waiting_offered`);
+    ``steps`` counts the jobs looked at."""
+
+    __slots__ = ("ids", "head", "back", "steps")
+
+    def __init__(self, ids: list[JobId]):
+        self.ids = ids
+        self.head = 0
+        self.back: list[int] = []
+        self.steps = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.back) or self.head < len(self.ids)
 
 
 class Matches:
@@ -57,7 +99,9 @@ class Matches:
 
     def __init__(self, schedd):
         self.schedd = schedd
-        self.offers: dict[str, dict[int, deque[JobId]]] = {}  # submitter -> autocluster -> jobs offered
+        self.offers: dict[str, dict[int, Offered]] = {}  # submitter -> autocluster -> jobs offered
+        self._aside: dict[JobId, tuple[Offered, int]] = {}  # reserved offered jobs, set aside (_waiting_offered)
+        schedd.reserved.on_discard = self._unreserved
         self.reuse_order: dict[str, deque[JobId]] = {}       # claim reuse candidates, best first
         self._order_floor: dict[str, float] = {}             # the priority of each order's last job
         self.autoclusters = AutoclusterTable()
@@ -81,7 +125,7 @@ class Matches:
         jobs = sorted(self.idle_jobs_of(msg.submitter, now, ordered=False),
                       key=lambda j: (-j.prio, j.qdate, j.cluster_id, j.proc_id))  # the schedd's job order
         groups = table.ids_by_cluster(jobs)
-        self.offers[msg.submitter] = {ac: deque(job.job_id for job in members) for ac, members in groups.items()}
+        self.offers[msg.submitter] = {ac: Offered([job.job_id for job in members]) for ac, members in groups.items()}
         wire = tuple(m.ResourceRequest(autocluster_id=ac, count=len(members), job_ad=ad_text(public_ad(members[0])))
                      for ac, members in groups.items())
         out.append(c.Reply(event.conn_id, m.ResourceRequests(submitter=msg.submitter, requests=wire)))
@@ -136,26 +180,49 @@ class Matches:
         job = self._waiting_offered(self.offers.get(msg.submitter, {}).get(msg.autocluster_id))
         return job if job is not None else self.fitting_job(msg.submitter, slot_ad, now)
 
-    def _waiting_offered(self, offered: deque[JobId] | None):
+    def _waiting_offered(self, offered: Offered | None):
         """The first job of an autocluster's ``offered`` jobs that is still idle and unreserved
-        (None: none is). Jobs no longer idle (started, held, gone) are dropped from the front as
-        they are met, so that asking again after each of N jobs started does not look at the
-        started ones again (a wide DAG asks at every submission: N^2 queue reads otherwise). A
-        dropped job that becomes idle again is offered afresh by the next request, and meanwhile a
-        match takes it through :meth:`fitting_job` and a new submission does not count on it (a
-        cycle, the cautious answer); reserved jobs stay (a refused claim makes them idle again)."""
+        (None: none is). Jobs met at the front that are no longer idle (started, held, gone) are
+        dropped, so that asking again after each of N jobs started does not look at the started
+        ones again (a wide DAG asks at every submission: N^2 queue reads otherwise). A dropped job
+        that becomes idle again is offered afresh by the next request, and meanwhile a match takes
+        it through :meth:`fitting_job` and a new submission does not count on it (a cycle, the
+        cautious answer). Reserved jobs met at the front are set aside (a cycle's matches reserve
+        one job each, and looking at every reserved one again at each match makes a cycle's cost
+        grow with the square of its matches); one whose reservation ends while it is still set
+        aside (its claim refused) goes back to its place, and is found there again."""
         if not offered:
             return None
         sd = self.schedd
-        while offered and offered[0] not in sd.reserved:
-            job = sd.job(offered[0])
-            if job is not None and job.status == JobStatus.IDLE:
-                return job
-            offered.popleft()
-        for job_id in offered:  # behind reserved ones (few: claims being made)
-            if job_id not in sd.reserved and (job := sd.job(job_id)) is not None and job.status == JobStatus.IDLE:
-                return job
-        return None
+        reserved = sd.reserved
+        ids, back = offered.ids, offered.back
+        while True:
+            if back:  # jobs back from a reservation: all before the head
+                i = back[0]
+            elif offered.head < len(ids):
+                i = offered.head
+            else:
+                return None
+            offered.steps += 1
+            job_id = ids[i]
+            if job_id in reserved:
+                self._aside[job_id] = (offered, i)  # until its reservation ends (_unreserved)
+            else:
+                job = sd.job(job_id)
+                if job is not None and job.status == JobStatus.IDLE:
+                    return job
+            if back:
+                heapq.heappop(back)
+            else:
+                offered.head += 1
+
+    def _unreserved(self, job_id: JobId) -> None:
+        """``job_id``'s reservation ended (its claim refused, or it started): a job set aside
+        by :meth:`_waiting_offered` goes back to its place among its autocluster's offered jobs."""
+        aside = self._aside.pop(job_id, None)
+        if aside is not None:
+            offered, i = aside
+            heapq.heappush(offered.back, i)
 
     # -- reuse --------------------------------------------------------------------------------
 
