@@ -3,6 +3,10 @@ running jobs and the claims being requested, and the claims are walked only near
 
 from __future__ import annotations
 
+import pytest
+
+from htc.classad import ClassAd
+from htc.classad.errors import ClassAdParseError
 from htc.daemons.calls import CallDone
 from htc.daemons.schedd.matches import public_ad
 from htc.daemons.schedd.states import ClaimState
@@ -95,3 +99,47 @@ def test_a_refused_claims_job_is_offered_again_in_its_place():
     h.feed(CallDone(call.to, call.msg, m.ClaimReply(claim_id=call.msg.claim_id, accepted=False,
                                                     reason="START is false"), call.cookie))
     assert [_matched(h, ac, k) for k in range(6, 8)] == [(1, 1), (1, 4)]
+
+
+def _pslot(cpus: int, memory: int, disk: int, kind: str = "true; SlotType = \"Partitionable\"") -> str:
+    """A partitionable slot's ad as the negotiator prints it into MatchNotify (one line each)."""
+    return (f'[\n    Name = "slot1@exec"; \n    Cpus = {cpus}; \n    Memory = {memory}; \n    Disk = {disk}; \n'
+            f'    Arch = "X86_64"; \n    OpSys = "LINUX"; \n    PartitionableSlot = {kind}; \n'
+            '    Start = true; \n    Requirements = START\n]')
+
+
+def _notify_slot(h: Harness, ac: int, text: str) -> m.Message:
+    return h.request(m.MatchNotify(claim_id="slot1@exec#1#aa", submitter="alice@localhost", slot_name="slot1@exec",
+                                   startd_address="startd", slot_ad=text, autocluster_id=ac))
+
+
+def test_a_partitionable_slots_carves_are_parsed_once_and_each_claim_reads_its_own_ad(monkeypatch):
+    import htc.daemons.schedd.matches as matches
+
+    parsed = []
+    monkeypatch.setattr(matches, "ClassAd", lambda text: parsed.append(text) or ClassAd(text))
+    h = Harness()
+    ac = _offer(h, 4)
+    sizes = [(8, 16384, 81000000), (7, 14976, 66761280), (6, 13568, 52522560)]
+    assert [_notify_slot(h, ac, _pslot(*size)).detail for size in sizes] == ["", "", ""]
+    assert parsed == [_pslot(*sizes[0])]  # the others are the same text but for their sizes
+    claims = sorted(h.core.claims.values(), key=lambda claim: claim.job)
+    assert [claim.id for claim in claims] == [f"slot1@exec#1#aa#carve{k}" for k in (1, 2, 3)]
+    assert [tuple(claim.slot_values.values()) for claim in claims] == sizes  # each its own ad, when read
+    assert [claim.slot_ad["Disk"] for claim in claims] == [disk for _, _, disk in sizes]
+    assert [claim.weight for claim in claims] == [8.0, 7.0, 6.0]
+    # the same text but for another line is read afresh: a static slot's claim is its claim id
+    static = _pslot(5, 1024, 1000, kind='false; SlotType = "Static"')
+    assert _notify_slot(h, ac, static).detail == "" and parsed[-1] == static
+    assert "slot1@exec#1#aa" in h.core.claims
+
+
+def test_a_slot_ad_that_does_not_parse_fails_as_before_even_after_one_like_it():
+    h = Harness()
+    ac = _offer(h, 2)
+    assert _notify_slot(h, ac, _pslot(8, 16384, 1000)).detail == ""
+    broken = _pslot(8, 16384, 1000).replace("Disk = 1000", "Disk = 1000 +")
+    with pytest.raises(ClassAdParseError):
+        ClassAd(broken)
+    reply = _notify_slot(h, ac, broken)  # parsed, not taken for the first one's like
+    assert isinstance(reply, m.ErrorReply) and reply.code == "bad_request" and len(h.core.claims) == 1

@@ -52,7 +52,7 @@ rescheduled elsewhere no longer runs on the cut-off host, and a late exit report
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass
 from typing import Any
 
 from htc.classad import ClassAd
@@ -84,7 +84,8 @@ class Claim:
     startd: str
     submitter: str
     slot_name: str
-    slot_ad: ClassAd
+    #: the slot's ad, or its text (parsed when first read: :attr:`slot_ad`)
+    slot: InitVar[ClassAd | str]
     state: ClaimState
     lease: float
     last_alive: float
@@ -100,19 +101,42 @@ class Claim:
     held: bool = False
     #: the FLOCK_TO pool whose negotiator made the match ("" for the schedd's own pool)
     pool: str = ""
-    slot_values: dict[str, Any] = field(default_factory=dict)
-    #: the slot's weight (:func:`slot_weight_of`), by which a run's time counts in ``CumulativeSlotTime``
-    weight: float = 1.0
 
-    def __post_init__(self) -> None:
-        self.set_slot_ad(self.slot_ad)
+    def __post_init__(self, slot: ClassAd | str) -> None:
+        self.set_slot_ad(slot)
 
-    def set_slot_ad(self, ad: ClassAd) -> None:
-        """Adopt the slot's ad (values kept for the user log's resource table, its weight
-        evaluated once for every run on the claim)."""
-        self.slot_ad = ad
-        self.slot_values = {key: ad[key] for key in ("Cpus", "Memory", "Disk") if key in ad}
-        self.weight = slot_weight_of(ad)
+    def set_slot_ad(self, ad: ClassAd | str) -> None:
+        """Adopt the slot's ad, or its text: a match's ad is read only if the claim is (a
+        partitionable slot's grant brings the dynamic slot's own ad, and a refused claim is
+        gone), as HTCondor's schedd keeps the match ad as it came."""
+        self._slot_ad, self._slot_text = (ad, None) if isinstance(ad, ClassAd) else (None, ad)
+        self._slot_values: dict[str, Any] | None = None
+        self._weight: float | None = None
+
+    @property
+    def slot_ad(self) -> ClassAd:
+        """The slot's ad (parsed from its text when first read)."""
+        if self._slot_ad is None:
+            self._slot_ad = ClassAd(self._slot_text)
+        return self._slot_ad
+
+    @property
+    def slot_values(self) -> dict[str, Any]:
+        """The slot's Cpus, Memory and Disk, for the user log's resource table."""
+        if self._slot_values is None:
+            ad = self.slot_ad
+            self._slot_values = {key: ad[key] for key in ("Cpus", "Memory", "Disk") if key in ad}
+        return self._slot_values
+
+    @property
+    def weight(self) -> float:
+        """The slot's weight (:func:`slot_weight_of`, evaluated once for every run on the claim),
+        by which a run's time counts in ``CumulativeSlotTime``."""
+        if self._weight is None:
+            self._weight = slot_weight_of(self.slot_ad)
+        return self._weight
+
+
 
 
 def slot_weight_of(ad: ClassAd | None) -> float:

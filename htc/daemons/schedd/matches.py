@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 from collections import deque
 
 from htc.classad import ClassAd
@@ -47,6 +48,13 @@ __all__ = ["Matches", "Offered", "Reserved", "public_ad"]
 
 #: idle candidates a reused claim tries at most (HTCondor gives up on reuse sooner still)
 _MAX_TRIED = 200
+
+#: a slot ad text's ``Cpus = N;``, ``Memory = N;`` and ``Disk = N;`` lines: what the carves of a
+#: partitionable slot in a cycle change in it (the number: a decimal integer literal of an int64)
+_SIZES = re.compile(r"^([ \t]*(?:Cpus|Memory|Disk) = )(0|[1-9][0-9]{0,17})(?=;)", re.M)
+
+#: slot ad texts whose kind (partitionable or not) the matches remember (then they start afresh)
+_SLOT_KINDS_KEPT = 4096
 
 
 class Reserved(set):
@@ -106,6 +114,7 @@ class Matches:
         self._order_floor: dict[str, float] = {}             # the priority of each order's last job
         self.autoclusters = AutoclusterTable()
         self._carves = 0  # claim requests made on partitionable slots (their keys until granted)
+        self._slot_kinds: dict[tuple[str, ...], bool] = {}  # slot ad texts, sizes left out -> partitionable
 
     def idle_jobs_of(self, submitter: str, now: float, ordered: bool = True) -> list:
         """The submitter's idle jobs that no claim is being made for (never a scheduler- or
@@ -142,16 +151,16 @@ class Matches:
     def _take_match(self, msg: m.MatchNotify, now: float, out: list) -> str | None:
         """Claim the matched slot for a job; why the match lapses instead (None: taken)."""
         sd = self.schedd
-        slot_ad = ClassAd(msg.slot_ad)
+        slot, partitionable = self._slot_of(msg.slot_ad)
         key = msg.claim_id
-        if _partitionable(slot_ad):
+        if partitionable:
             # Every carve of a partitionable slot in a cycle carries the slot's one claim id;
             # each is a claim request of its own until the startd names the dynamic slot.
             self._carves += 1
             key = f"{msg.claim_id}#carve{self._carves}"
         elif key in sd.claims:
             return None  # the same match told twice
-        job = self._job_for_match(msg, slot_ad, now)
+        job, slot = self._job_for_match(msg, slot, now)
         if job is None:
             out.append(c.Log(f"match of {msg.slot_name} for {msg.submitter}: no idle job left for it; "
                              "the match lapses"))
@@ -166,7 +175,7 @@ class Matches:
                              "reached; the match lapses"))
             return f"MAX_JOBS_RUNNING ({settings.max_jobs_running}) reached"
         lease = ul.number(job, "JobLeaseDuration", settings.default_lease) or settings.default_lease
-        claim = Claim(key, msg.startd_address, msg.submitter, msg.slot_name, slot_ad,
+        claim = Claim(key, msg.startd_address, msg.submitter, msg.slot_name, slot,
                       ClaimState.REQUESTED, lease, now, job=job.job_id, pool=sd.flocking.pool_name(msg.pool))
         sd.claims.add(claim)
         sd.reserved.add(job.job_id)
@@ -176,9 +185,37 @@ class Matches:
             cookie=(Answer.CLAIM, key), timeout=settings.request_claim_timeout))
         return None
 
-    def _job_for_match(self, msg: m.MatchNotify, slot_ad: ClassAd, now: float):
+    def _slot_of(self, text: str) -> tuple[ClassAd | str, bool]:
+        """A match's slot ad, and whether its slot is partitionable: the ad parsed, or its text
+        when a text like it was parsed before (a claim parses it if it reads it).
+
+        The carves of one partitionable slot in a cycle come with the same text but for the
+        numbers of its ``Cpus = N;``, ``Memory = N;`` and ``Disk = N;`` lines: texts that differ
+        only there (decimal integer literals, replaced by decimal integer literals) parse alike,
+        to the same ads but for those literals, and whether the slot is partitionable does not
+        depend on them (``PartitionableSlot`` is the literal true; a ``SlotType`` holding one of
+        them holds digits, never the word partitionable). So what the first said is kept for
+        the others, by the text without those numbers."""
+        parts = _SIZES.split(text)
+        parts[2::3] = [""] * (len(parts) // 3)  # (split: text, prefix, number, text, ...)
+        key = tuple(parts)
+        kind = self._slot_kinds.get(key)
+        if kind is not None:
+            return text, kind
+        ad = ClassAd(text)
+        kind = _partitionable(ad)
+        if len(self._slot_kinds) >= _SLOT_KINDS_KEPT:
+            self._slot_kinds.clear()
+        self._slot_kinds[key] = kind
+        return ad, kind
+
+    def _job_for_match(self, msg: m.MatchNotify, slot: ClassAd | str, now: float):
+        """The job for a match, and its slot's ad (parsed here if it had to be read)."""
         job = self._waiting_offered(self.offers.get(msg.submitter, {}).get(msg.autocluster_id))
-        return job if job is not None else self.fitting_job(msg.submitter, slot_ad, now)
+        if job is not None:
+            return job, slot
+        slot_ad = slot if isinstance(slot, ClassAd) else ClassAd(slot)
+        return self.fitting_job(msg.submitter, slot_ad, now), slot_ad
 
     def _waiting_offered(self, offered: Offered | None):
         """The first job of an autocluster's ``offered`` jobs that is still idle and unreserved
