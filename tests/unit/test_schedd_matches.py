@@ -143,3 +143,11 @@ def test_a_slot_ad_that_does_not_parse_fails_as_before_even_after_one_like_it():
         ClassAd(broken)
     reply = _notify_slot(h, ac, broken)  # parsed, not taken for the first one's like
     assert isinstance(reply, m.ErrorReply) and reply.code == "bad_request" and len(h.core.claims) == 1
+
+
+def test_ad_text_prints_texts_and_other_values_alike():
+    from htc.daemons.schedd.shadow import ad_text
+
+    assert ad_text({"A": "1", "B": '"x"'}) == '[ A = 1; B = "x" ]'
+    assert ad_text({"A": "1", "B": 2, "C": True}) == "[ A = 1; B = 2; C = True ]"  # (not all texts)
+    assert ad_text({}) == "[  ]"

@@ -9,6 +9,11 @@ behind each autocluster. A match (MatchNotify) names the autocluster; the schedd
 next idle job that no other claim is waiting for, *reserves* it, and asks the startd for the
 claim (RequestClaim; the startd re-checks START). A partitionable slot answers with the claim
 of the dynamic slot it carved, which the schedd adopts (:mod:`htc.daemons.schedd.claims`).
+A cycle sends a schedd thousands of matches, so each costs about the same whatever their number:
+the reserved jobs are set aside from the front of their autocluster's list (one whose claim is
+refused goes back to its place), and the slot ad of a match is parsed only when read (the claim
+keeps its text; a partitionable slot's carves, which differ only in their sizes, are told apart
+from static slots by the first of them).
 
 When a claim is reused (its job ended, or it was kept idle), :meth:`Matches.fitting_job`
 names the next job for it: candidates come from a per-submitter list in the order the schedd

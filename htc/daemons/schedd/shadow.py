@@ -77,7 +77,11 @@ def job_duration_limit(job) -> float | None:
 
 def ad_text(attrs) -> str:
     """A stored ad (attribute -> expression text) as new-syntax ClassAd text for the wire."""
-    return "[ " + "; ".join(f"{name} = {text}" for name, text in attrs.items()) + " ]"
+    try:
+        # (texts joined as they are: every MatchNotify's RequestClaim prints a whole job ad)
+        return "[ " + "; ".join(map(" = ".join, attrs.items())) + " ]"
+    except TypeError:  # a value not yet text (a number): printed as the f-string prints it
+        return "[ " + "; ".join(f"{name} = {text}" for name, text in attrs.items()) + " ]"
 
 
 def parse_job_id(text: str) -> JobId:
