@@ -101,11 +101,12 @@ def test_a_refused_claims_job_is_offered_again_in_its_place():
     assert [_matched(h, ac, k) for k in range(6, 8)] == [(1, 1), (1, 4)]
 
 
-def _pslot(cpus: int, memory: int, disk: int, kind: str = "true; SlotType = \"Partitionable\"") -> str:
-    """A partitionable slot's ad as the negotiator prints it into MatchNotify (one line each)."""
-    return (f'[\n    Name = "slot1@exec"; \n    Cpus = {cpus}; \n    Memory = {memory}; \n    Disk = {disk}; \n'
-            f'    Arch = "X86_64"; \n    OpSys = "LINUX"; \n    PartitionableSlot = {kind}; \n'
-            '    Start = true; \n    Requirements = START\n]')
+def _pslot(cpus: int, memory: int, disk: int, partitionable: str = "true", slot_type: str = "Partitionable",
+           name: str = "slot1@exec", load: str = "3.900000000000000E-01") -> str:
+    """A slot's ad as the negotiator prints it into MatchNotify (one attribute a line)."""
+    return (f'[\n    Name = "{name}"; \n    Cpus = {cpus}; \n    Memory = {memory}; \n    Disk = {disk}; \n'
+            f'    Arch = "X86_64"; \n    LoadAvg = {load}; \n    PartitionableSlot = {partitionable}; \n'
+            f'    SlotType = "{slot_type}"; \n    Start = true; \n    Requirements = START\n]')
 
 
 def _notify_slot(h: Harness, ac: int, text: str) -> m.Message:
@@ -117,9 +118,15 @@ def test_a_partitionable_slots_carves_are_parsed_once_and_each_claim_reads_its_o
     import htc.daemons.schedd.matches as matches
 
     parsed = []
-    monkeypatch.setattr(matches, "ClassAd", lambda text: parsed.append(text) or ClassAd(text))
+
+    class Counted(ClassAd):
+        def __init__(self, text):
+            parsed.append(text)
+            super().__init__(text)
+
+    monkeypatch.setattr(matches, "ClassAd", Counted)
     h = Harness()
-    ac = _offer(h, 4)
+    ac = _offer(h, 6)
     sizes = [(8, 16384, 81000000), (7, 14976, 66761280), (6, 13568, 52522560)]
     assert [_notify_slot(h, ac, _pslot(*size)).detail for size in sizes] == ["", "", ""]
     assert parsed == [_pslot(*sizes[0])]  # the others are the same text but for their sizes
@@ -128,10 +135,31 @@ def test_a_partitionable_slots_carves_are_parsed_once_and_each_claim_reads_its_o
     assert [tuple(claim.slot_values.values()) for claim in claims] == sizes  # each its own ad, when read
     assert [claim.slot_ad["Disk"] for claim in claims] == [disk for _, _, disk in sizes]
     assert [claim.weight for claim in claims] == [8.0, 7.0, 6.0]
-    # the same text but for another line is read afresh: a static slot's claim is its claim id
-    static = _pslot(5, 1024, 1000, kind='false; SlotType = "Static"')
+    # another slot of the kind (other name, load) is not parsed either
+    assert _notify_slot(h, ac, _pslot(4, 64, 5, name="slot1@other", load="0.5")).detail == ""
+    assert len(parsed) == 1 and h.core.claims["slot1@exec#1#aa#carve4"].slot_values == {"Cpus": 4, "Memory": 64, "Disk": 5}
+    # a text that differs in another way is read afresh: a static slot's claim is its claim id
+    static = _pslot(5, 1024, 1000, partitionable="false", slot_type="Static")
     assert _notify_slot(h, ac, static).detail == "" and parsed[-1] == static
     assert "slot1@exec#1#aa" in h.core.claims
+
+
+def test_the_kind_of_a_slot_ad_text_keeps_slottype_and_what_is_not_plainly_a_literal():
+    from htc.daemons.schedd.matches import _kind_key
+
+    same = _kind_key(_pslot(1, 2, 3))
+    assert _kind_key(_pslot(8, 16384, 81000000, name="slot7@x", load="12.5")) == same
+    assert _kind_key(_pslot(1, 2, 3, partitionable="false")) != same
+    assert _kind_key(_pslot(1, 2, 3, partitionable="false", slot_type="Static")) != \
+        _kind_key(_pslot(1, 2, 3, partitionable="false"))  # SlotType is never left out
+    # an escape (or a comment, or a line with an odd number of quotes): only numbers are left out
+    escaped = _pslot(1, 2, 3).replace("X86_64", "X86\\_64")
+    assert _kind_key(escaped) == _kind_key(_pslot(5, 6, 7).replace("X86_64", "X86\\_64"))
+    assert _kind_key(escaped) != _kind_key(escaped.replace("slot1@exec", "slot2@exec"))
+    # a string over two lines: the second line's quotes end a string and start one, around code
+    text, yes, no = '[\n    A = "x\n    B = "; PartitionableSlot = true; C = ";\n    D = "; Cpus = 1\n]', "true", "false"
+    assert _kind_key(text) != _kind_key(text.replace(yes, no))
+    assert ClassAd(text)["PartitionableSlot"] is True and ClassAd(text.replace(yes, no))["PartitionableSlot"] is False
 
 
 def test_a_slot_ad_that_does_not_parse_fails_as_before_even_after_one_like_it():

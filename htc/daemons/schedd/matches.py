@@ -12,8 +12,9 @@ of the dynamic slot it carved, which the schedd adopts (:mod:`htc.daemons.schedd
 A cycle sends a schedd thousands of matches, so each costs about the same whatever their number:
 the reserved jobs are set aside from the front of their autocluster's list (one whose claim is
 refused goes back to its place), and the slot ad of a match is parsed only when read (the claim
-keeps its text; a partitionable slot's carves, which differ only in their sizes, are told apart
-from static slots by the first of them).
+keeps its text): whether the slot is partitionable is known from the first text of its kind
+(the same text but for the values of its literal attributes: a partitionable slot's carves,
+which differ in their sizes; the slots of one kind, in their names).
 
 When a claim is reused (its job ended, or it was kept idle), :meth:`Matches.fitting_job`
 names the next job for it: candidates come from a per-submitter list in the order the schedd
@@ -54,9 +55,17 @@ __all__ = ["Matches", "Offered", "Reserved", "public_ad"]
 #: idle candidates a reused claim tries at most (HTCondor gives up on reuse sooner still)
 _MAX_TRIED = 200
 
-#: a slot ad text's ``Cpus = N;``, ``Memory = N;`` and ``Disk = N;`` lines: what the carves of a
-#: partitionable slot in a cycle change in it (the number: a decimal integer literal of an int64)
-_SIZES = re.compile(r"^([ \t]*(?:Cpus|Memory|Disk) = )(0|[1-9][0-9]{0,17})(?=;)", re.M)
+#: a line ``Name = <number>;`` of a slot ad text: a decimal integer or real literal (group 2)
+_NUMBER_LINE = re.compile(r"^([ \t]*[A-Za-z_][A-Za-z0-9_]* = )"
+                          r"((?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,20}(?:[eE][+-]?[0-9]{1,3})?)?)(?=;)", re.M)
+
+#: the same, or ``Name = "<printable ASCII but quote and backslash>";`` but for SlotType
+_LITERAL_LINE = re.compile(r"^([ \t]*(?!(?i:slottype) =)[A-Za-z_][A-Za-z0-9_]* = )"
+                           r'((?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,20}(?:[eE][+-]?[0-9]{1,3})?)?|"[ !#-\[\]-~]*")(?=;)',
+                           re.M)
+
+#: a string within a line (:func:`_plain`)
+_QUOTED = re.compile(r'"[^"\n]*"')
 
 #: slot ad texts whose kind (partitionable or not) the matches remember (then they start afresh)
 _SLOT_KINDS_KEPT = 4096
@@ -192,18 +201,10 @@ class Matches:
 
     def _slot_of(self, text: str) -> tuple[ClassAd | str, bool]:
         """A match's slot ad, and whether its slot is partitionable: the ad parsed, or its text
-        when a text like it was parsed before (a claim parses it if it reads it).
-
-        The carves of one partitionable slot in a cycle come with the same text but for the
-        numbers of its ``Cpus = N;``, ``Memory = N;`` and ``Disk = N;`` lines: texts that differ
-        only there (decimal integer literals, replaced by decimal integer literals) parse alike,
-        to the same ads but for those literals, and whether the slot is partitionable does not
-        depend on them (``PartitionableSlot`` is the literal true; a ``SlotType`` holding one of
-        them holds digits, never the word partitionable). So what the first said is kept for
-        the others, by the text without those numbers."""
-        parts = _SIZES.split(text)
-        parts[2::3] = [""] * (len(parts) // 3)  # (split: text, prefix, number, text, ...)
-        key = tuple(parts)
+        when a text like it (:func:`_kind_key`) was parsed before (a claim parses it if it reads
+        it). The matches of a cycle come from a few kinds of slots: all but the first of each
+        are not parsed here."""
+        key = _kind_key(text)
         kind = self._slot_kinds.get(key)
         if kind is not None:
             return text, kind
@@ -363,6 +364,32 @@ def _prio(queue, job, now: float) -> float:
     number, as :meth:`~htc.jobqueue.JobQueue.idle_jobs` sorts it)."""
     value = GroupedEvaluator(queue.prio_expr, now).value(job)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else -math.inf
+
+
+def _kind_key(text: str) -> tuple[object, ...]:
+    """A slot ad text without the literal values of its ``Name = <literal>;`` lines: texts with
+    the same key parse alike (or fail alike) and are of the same kind, partitionable or not.
+
+    A decimal number there, replaced by another, stays a number token in code, and digits in
+    a string or a comment (nothing an escape, a quote or a comment's end can be made of, next
+    to a space and a semicolon). When the text is :func:`_plain` each line starts in code, so
+    a string of printable ASCII without quote or backslash there, replaced by another, stays a
+    string token too. Whether the slot is partitionable reads the ad's PartitionableSlot and
+    SlotType unevaluated: the first counts only as the literal true (never a number or a
+    string), and a SlotType string is never left out; a SlotType with a number left out holds
+    digits, never the word partitionable. So the carves of a partitionable slot (the same text
+    but their sizes) and the slots of one kind (other names and addresses) share a key."""
+    plain = _plain(text)
+    parts = (_LITERAL_LINE if plain else _NUMBER_LINE).split(text)
+    parts[2::3] = [""] * (len(parts) // 3)  # (split: text, prefix, literal, text, ...)
+    return (plain, *parts)
+
+
+def _plain(text: str) -> bool:
+    """True when every line of ``text`` starts in code (not in a string or a comment): it has
+    no comment, no escape, no quoted name, and an even number of quotes on every line."""
+    return ("\\" not in text and "/*" not in text and "//" not in text and "'" not in text
+            and '"' not in _QUOTED.sub("", text))  # (quotes paired within lines: none left over)
 
 
 def _partitionable(slot_ad: ClassAd) -> bool:
