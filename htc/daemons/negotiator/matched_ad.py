@@ -85,6 +85,17 @@ class MatchedSlotAd(ClassAd):
         self._sizes = None  # (read: from now on the view prints its own table)
 
 
+def texts(source: ClassAd, sizes) -> list[str]:
+    """The texts of ``source``'s views at each of ``sizes``, in order: what ``str()`` of a
+    :class:`MatchedSlotAd` each gives, without making the views (a run's MatchNotify messages,
+    :mod:`.adapter`)."""
+    text = _Text.of(source)
+    if text is None:
+        return [str(MatchedSlotAd(source, have)) for have in sizes]
+    render = text.render
+    return [render(have) for have in sizes]
+
+
 class _Text:
     """The pretty text (``str()``) of a cycle ad's matched views, with the three carved
     attributes left open: printed once per cycle ad, kept while that ad lives."""
