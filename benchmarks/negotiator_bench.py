@@ -40,7 +40,7 @@ The core hands its matches over as runs, one record per request and slot
 81,642 matches), so the cycle timed here makes no Match, slot-ad view or claim id per job;
 the digest expands the runs after the timer stopped. What the daemon then pays per job (a MatchNotify message, its Send,
 its frame, its log line's share) is measured by ``benchmarks/negotiator_service_cpu.py``:
-case 1, 8.2-9.3 us of CPU per match after the core (translate 4.8-5.7, encode 1.6-1.7, log 1.8).
+case 1, 7.3-8.0 us of CPU per match after the core (translate 4.0-4.7, encode 1.6, log 1.8).
 """
 
 from __future__ import annotations
