@@ -87,11 +87,6 @@ class MatchRun(NamedTuple):
     weight: float
     carved: tuple[float, float, float] | None
 
-    def job_id(self, i: int) -> str | None:
-        """The job id of the run's ``i``-th match."""
-        j = self.first_job + i
-        return self.job_ids[j] if j < len(self.job_ids) else None
-
     def claim_ids(self) -> list[str]:
         """The claim id of each match, in order."""
         if self.claim_id is not None:
