@@ -38,9 +38,11 @@ the same matches.
 The core hands its matches over as runs, one record per request and slot
 (:mod:`htc.daemons.negotiator.match_runs`: 14,391 ``NotifyMatches`` actions for case 1's
 81,642 matches), so the cycle timed here makes no Match, slot-ad view or claim id per job;
-the digest expands the runs after the timer stopped. What the daemon then pays per job (a MatchNotify message, its Send,
-its frame, its log line's share) is measured by ``benchmarks/negotiator_service_cpu.py``:
-case 1, 7.3-8.0 us of CPU per match after the core (translate 4.0-4.7, encode 1.6, log 1.8).
+the digest expands the runs after the timer stopped. What the daemon then pays per job (a
+MatchNotify message, its Send, its frame, its log line's share) is measured by
+``benchmarks/negotiator_service_cpu.py``: case 1, 7.3-9.4 us of CPU per match after the core
+(translate 4.0-5.7, encode 1.6-1.9, log 1.8); it was 10.3-10.7 us (translate 6.4-7.0) when
+the core handed over a NotifyMatch per match.
 """
 
 from __future__ import annotations
