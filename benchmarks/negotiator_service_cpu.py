@@ -1,8 +1,9 @@
 """Benchmark: the negotiator daemon's CPU per match after the core has decided it (issue #19).
 
-``benchmarks/negotiator_bench.py`` times the core alone. The real daemon then turns each
-``NotifyMatch`` action into wire work (:mod:`htc.daemons.negotiator.adapter`): a ``MatchNotify``
-carrying the slot ad's text, a log line, a ``Send`` to the schedd (and one to the startd with
+``benchmarks/negotiator_bench.py`` times the core alone. The real daemon then turns each match
+of the core's ``NotifyMatches`` actions (one per run of matches of a request on a slot) into
+wire work (:mod:`htc.daemons.negotiator.adapter`): a ``MatchNotify`` carrying the slot ad's
+text, a log line per run, a ``Send`` to the schedd (and one to the startd with
 NEGOTIATOR_INFORM_STARTD); its service writes each log line to the NegotiatorLog and each Send's
 message as one frame. This runs one cycle of ``negotiator_bench``'s pool and jobs (case 1 by
 default: 10,000 partitionable slots, 100,000 idle jobs in 50 autoclusters) through the real
@@ -72,7 +73,7 @@ import negotiator_bench as nb  # noqa: E402 - the same pool and jobs
 
 from htc.daemons import core as c  # noqa: E402
 from htc.daemons.negotiator.adapter import NegotiatorDaemon  # noqa: E402
-from htc.daemons.negotiator.events import NotifyMatch, PoolAds, RequestsReceived, Wakeup  # noqa: E402
+from htc.daemons.negotiator.events import NotifyMatches, PoolAds, RequestsReceived, Wakeup  # noqa: E402
 from htc.daemons.negotiator.settings import NegotiatorServiceSettings, NegotiatorSettings  # noqa: E402
 from htc.daemons.service import _FORMAT  # noqa: E402 - the daemons' log format
 from htc.wire import messages as m  # noqa: E402
@@ -106,7 +107,7 @@ def one_cycle(slots, subs, requests, *, inform_startd: bool, log: logging.Logger
     for a in logs:  # as DaemonService._do_log
         log.log(a.level, "%s", a.text)
     t4 = time.process_time()
-    matches = [a.match for a in core_actions if a.__class__ is NotifyMatch]
+    matches = [x for a in core_actions if a.__class__ is NotifyMatches for x in a.matches]
     wire = hashlib.sha256()
     for a, (to, data) in zip(sends, frames):
         if a.msg.__class__ is m.MatchNotify:  # (the Negotiator ad's figures vary run to run)

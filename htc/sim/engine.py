@@ -10,8 +10,8 @@ taken) or the negotiator core's own ``next_deadline()``. The negotiator is the r
 events as its service drives it: ``Wakeup`` at its deadline, ``Reschedule`` after a submit or a
 finished job, and the answers to its actions (``FetchPoolAds`` is answered with the machines'
 slot ads and the schedd's submitter ads, ``AskResourceRequests`` with the schedd's requests;
-every ``NotifyMatch`` starts the job, preempting the slot's job when the match says so). The
-answers come back at once (no network), so a cycle takes no simulated time.
+every match of a ``NotifyMatches`` starts the job, preempting the slot's job when the match
+says so). The answers come back at once (no network), so a cycle takes no simulated time.
 
 What is modelled rather than run is listed in docs/fair-share.md ("What is real"); in short:
 the schedd is :mod:`htc.sim.schedd`, the startd is :mod:`htc.sim.pool` (its real policy object
@@ -30,7 +30,7 @@ from collections.abc import Callable
 from htc.daemons.clock import FakeClock
 from htc.daemons.negotiator.core import Negotiator
 from htc.daemons.negotiator.events import (AskResourceRequests, CycleFinished, FetchPoolAds,
-                                           NotifyMatch, PoolAds, RequestsReceived, Reschedule,
+                                           NotifyMatches, PoolAds, RequestsReceived, Reschedule,
                                            Wakeup)
 from htc.daemons.negotiator.preemption import PreemptState
 from htc.daemons.startd.policy import ClassAdPolicy
@@ -148,8 +148,9 @@ class Simulation:
                 requests = self.schedd.requests(action.submitter, action.significant_attributes)
                 self._negotiator_actions(negotiator.handle(RequestsReceived(
                     action.cycle, action.schedd, action.submitter, requests), now))
-            elif isinstance(action, NotifyMatch):
-                self._matched(action.match)
+            elif isinstance(action, NotifyMatches):
+                for match in action.matches:  # (a run's: one request's jobs on one slot)
+                    self._matched(match)
             elif isinstance(action, CycleFinished):
                 self.cycles += 1
             # SaveAccountant, PublishAccounting, Log: nothing to persist or advertise here

@@ -1,5 +1,5 @@
-"""The adapter's translation of a cycle's NotifyMatch actions (NegotiatorDaemon._notify_matches):
-one MatchNotify per match, exactly the message an ordinary (checked) build makes, sent to the
+"""The adapter's translation of a cycle's NotifyMatches actions (NegotiatorDaemon._notify_matches):
+one MatchNotify per match of each run, exactly the message an ordinary (checked) build makes, sent to the
 schedd and, with NEGOTIATOR_INFORM_STARTD, to the startd; one log line per run of matches of
 one request on one slot."""
 
@@ -13,8 +13,8 @@ import pytest
 from htc.classad import ClassAd
 from htc.daemons import core as c
 from htc.daemons.negotiator.adapter import NegotiatorDaemon
-from htc.daemons.negotiator.cycle import Match
-from htc.daemons.negotiator.events import NotifyMatch
+from htc.daemons.negotiator.events import NotifyMatches
+from htc.daemons.negotiator.match_runs import Match, MatchRun
 from htc.daemons.negotiator.preemption import PreemptState
 from htc.daemons.negotiator.settings import NegotiatorServiceSettings, NegotiatorSettings
 from htc.wire import messages as m
@@ -34,6 +34,10 @@ def match(slot="slot1@n1", ac=1, submitter="alice@x", claim="c1", preempted=None
                   preemption=PreemptState.NONE, preempted_user=preempted, weight=1.0)
     fields.update(kw)
     return Match(**fields)
+
+
+def NotifyMatch(x: Match) -> NotifyMatches:  # noqa: N802 - a run of one, as the action was
+    return NotifyMatches(MatchRun.of(x))
 
 
 def checked(x: Match) -> m.MatchNotify:

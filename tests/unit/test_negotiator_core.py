@@ -13,7 +13,7 @@ from htc.classad import ClassAd, ExprTree
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.negotiator.accountant import Accountant, AccountantSettings
 from htc.daemons.negotiator.core import Negotiator
-from htc.daemons.negotiator.events import (AskResourceRequests, CycleFinished, FetchPoolAds, NotifyMatch,
+from htc.daemons.negotiator.events import (AskResourceRequests, CycleFinished, FetchPoolAds, NotifyMatches,
                                            PoolAds, PoolAdsFailed, PublishAccounting, Reschedule,
                                            RequestsFailed, RequestsReceived, ResetUsage, SaveAccountant,
                                            SetPriorityFactor, SetRealPriority, Wakeup)
@@ -521,7 +521,7 @@ def test_a_cycle_from_wakeup_to_matches():
     assert neg.next_deadline() == 131.0  # NEGOTIATOR_TIMEOUT
     req = ResourceRequest(7, make_job(), 2, ("3.0", "3.1"))
     actions = neg.handle(RequestsReceived(1, "s1", "alice@x", (req,)), 102.0)
-    notes = [a.match for a in actions if isinstance(a, NotifyMatch)]
+    notes = [x for a in actions if isinstance(a, NotifyMatches) for x in a.matches]
     assert [(m.slot_name, m.job_id, m.autocluster_id) for m in notes] == [
         ("slot1@h", "3.0", 7), ("slot2@h", "3.1", 7)]
     save, publish = actions[-3], actions[-2]
@@ -618,7 +618,7 @@ def test_back_to_back_cycles_do_not_match_a_slot_twice_before_its_startd_reports
         assert neg.handle(Wakeup(), t) == [FetchPoolAds(n)]
         neg.handle(PoolAds(n, tuple(slots), subs), t)
         actions = neg.handle(RequestsReceived(n, "s1", "alice@x", (job,)), t)
-        return sorted(a.match.slot_name for a in actions if isinstance(a, NotifyMatch))
+        return sorted(x.slot_name for a in actions if isinstance(a, NotifyMatches) for x in a.matches)
 
     assert cycle(1, 0.0, [static, pslot]) == ["slot1@a", "slot1@p", "slot1@p"]
     # The collector still has the old ads (no startd has reported): nothing is matched again.
@@ -644,7 +644,7 @@ def test_a_match_the_schedd_let_lapse_frees_what_it_held_for_the_next_cycle():
         neg.handle(Wakeup(), t)
         neg.handle(PoolAds(n, (static, pslot), subs), t)
         actions = neg.handle(RequestsReceived(n, "s1", "alice@x", (ResourceRequest(1, make_job(), wanted),)), t)
-        return [a.match for a in actions if isinstance(a, NotifyMatch)]
+        return [x for a in actions if isinstance(a, NotifyMatches) for x in a.matches]
 
     matches = cycle(1, 0.0, 3)
     assert sorted(x.slot_name for x in matches) == ["slot1@a", "slot1@p", "slot1@p"]

@@ -9,7 +9,7 @@ from htc.daemons.clock import FakeClock
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.core import Negotiator
 from htc.daemons.negotiator.cycle import negotiate_cycle
-from htc.daemons.negotiator.events import (AskResourceRequests, NotifyMatch, PoolAds,
+from htc.daemons.negotiator.events import (AskResourceRequests, NotifyMatches, PoolAds,
                                            RequestsReceived, Wakeup)
 from htc.daemons.negotiator.preemption import PreemptState
 from htc.daemons.negotiator.settings import UWCS_PREEMPTION_REQUIREMENTS, NegotiatorSettings
@@ -72,4 +72,4 @@ def test_the_core_evaluates_with_the_now_of_handle():
     ask = next(a for a in asks if isinstance(a, AskResourceRequests))
     req = ResourceRequest(autocluster_id=1, job=light_job(), count=1)
     done = core.handle(RequestsReceived(cycle, ask.schedd, ask.submitter, [req]), clock.time())
-    assert not [a for a in done if isinstance(a, NotifyMatch)]
+    assert not [a for a in done if isinstance(a, NotifyMatches)]

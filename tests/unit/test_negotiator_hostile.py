@@ -75,4 +75,4 @@ def test_the_negotiator_logs_the_skipped_request_and_keeps_cycling(boom):
         logs = [a for a in actions if isinstance(a, c.Log) and a.level == logging.WARNING]
         assert len(logs) == 1 and "skipped the request of alice" in logs[0].text
         assert any(isinstance(a, CycleFinished) for a in actions)
-        assert sum(1 for a in actions if type(a).__name__ == "NotifyMatch") == 1
+        assert sum(a.run.count for a in actions if type(a).__name__ == "NotifyMatches") == 1

@@ -193,3 +193,23 @@ def test_the_layout_is_tried_once_not_once_per_slot_ad(monkeypatch):
         view = MatchedSlotAd(ad, (2, 1024, 7.5))
         assert str(view) == _text_of_a_fresh_copy(MatchedSlotAd(ad, (2, 1024, 7.5)))
     assert len(calls) == 1 and all(matched_ad._Text._kept[id(ad)].parts is not None for ad in ads)
+
+
+def test_a_views_text_where_the_ad_holds_the_mark_of_a_hole(monkeypatch):
+    """_Text cuts the ad's text where a NUL marks each carved size: a NUL of the ad's own (in a
+    string, in a quoted name) is printed as an escape, so the cut is the same and the views'
+    texts stay the copies'; were one printed as it is, the views would be printed whole."""
+    from htc.daemons.negotiator import matched_ad
+
+    ad = _ad(Note="a\x00b")
+    ad["'odd\x00name'"] = 1
+    for sizes in ((2, 1024, 7.5), (1, 2.0, 3)):
+        view = MatchedSlotAd(ad, sizes)
+        assert str(view) == _text_of_a_fresh_copy(MatchedSlotAd(ad, sizes))
+    assert matched_ad._Text._kept[id(ad)].parts is not None
+    monkeypatch.setattr(matched_ad._Text, "_prefixes", {})
+    monkeypatch.setattr(matched_ad, "quote_name", lambda name: name + "\x00")
+    ad = _ad()
+    assert matched_ad._Text(ad).parts is None
+    view = MatchedSlotAd(ad, (2, 1024, 7.5))
+    assert str(view) == _text_of_a_fresh_copy(MatchedSlotAd(ad, (2, 1024, 7.5)))

@@ -1,15 +1,16 @@
-"""``PendingSlots.record`` (``htc.daemons.negotiator.pending``): what a cycle's matches gave away,
-slot by slot, against a one-match-at-a-time reference, over random matches and two cycles."""
+"""``PendingSlots.record`` (``htc.daemons.negotiator.pending``): what a cycle's runs of matches
+gave away, slot by slot, against a one-match-at-a-time reference over the runs' matches, over
+random runs and two cycles; and the matches that lapse give back the same afterwards."""
 
 from __future__ import annotations
 
 import random
-from types import SimpleNamespace
-
 import pytest
 
 from htc.classad import ClassAd
+from htc.daemons.negotiator.match_runs import MatchRun, expand
 from htc.daemons.negotiator.pending import PendingSlots
+from htc.daemons.negotiator.preemption import PreemptState
 
 
 def _reference_record(pending: PendingSlots, matches, machines, until: float) -> None:
@@ -32,6 +33,20 @@ def _reference_record(pending: PendingSlots, matches, machines, until: float) ->
             (match.claim_id, match.autocluster_id, match.carved))
 
 
+def _runs(rnd: random.Random, cycle: int) -> list[MatchRun]:
+    runs, seq = [], 0
+    for _ in range(12):
+        slot = f"slot1@n{rnd.randrange(8)}"  # n6 and n7 are not in the pool
+        carved = None if rnd.random() < 0.2 else (rnd.choice([1.0, 2.0]), rnd.random() * 1e3, 0.1)
+        count = 1 if carved is None else rnd.randrange(1, 5)
+        claim = f"{slot}#claimed" if rnd.random() < 0.2 else None  # the slot's own, else minted
+        runs.append(MatchRun("alice@x", "s", "<s>", rnd.randrange(3), ("1.0", "1.1"), 0, count, slot,
+                             f"<{slot}>", claim, cycle, seq, ClassAd({"Name": slot}), None,
+                             PreemptState.NONE, None, 1.0, carved))
+        seq += count
+    return runs
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_record_keeps_what_one_match_at_a_time_kept(seed):
     rnd = random.Random(seed)
@@ -40,11 +55,15 @@ def test_record_keeps_what_one_match_at_a_time_kept(seed):
                 for i in range(6)]
     fast, slow = PendingSlots(), PendingSlots()
     for cycle, until in ((1, 20.0), (2, 40.0)):
-        matches = [SimpleNamespace(
-            slot_name=f"slot1@n{rnd.randrange(8)}",  # n6 and n7 are not in the pool
-            carved=None if rnd.random() < 0.2 else (rnd.choice([1.0, 2.0]), rnd.random() * 1e3, 0.1),
-            claim_id=f"c{cycle}.{k}", autocluster_id=rnd.randrange(3)) for k in range(30)]
-        fast.record(matches, machines, until)
+        runs = _runs(rnd, cycle)
+        matches = expand(runs)
+        fast.record(runs, machines, until)
         _reference_record(slow, matches, machines, until)
+        assert list(fast._slots.items()) == list(slow._slots.items())
+        assert fast._given.keys() == slow._given.keys()
+        assert all(fast._matches(name) == slow._given[name] for name in slow._given)
+    for x in rnd.sample(matches, 6):  # matches lapse: each gives back the same in both
+        assert fast.lapsed(x.slot_name, x.claim_id, x.autocluster_id) == \
+            slow.lapsed(x.slot_name, x.claim_id, x.autocluster_id)
         assert list(fast._slots.items()) == list(slow._slots.items())
         assert fast._given == slow._given

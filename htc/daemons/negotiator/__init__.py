@@ -37,6 +37,8 @@ Modules:
 * ``clauses`` -- a job's Requirements split into clauses, and what a carve can change of them.
 * ``runs`` -- one decision per (request x held partitionable slot) hands over k jobs at once.
 * ``matched_ad`` -- the ad a match offers for a carved slot: a view built on first read.
+* ``match_runs`` -- a cycle's matches as runs: one record per request and slot, expanded into
+  a ``Match`` per job only when read.
 * ``claimed`` -- the claimed slots a request may preempt, and the best of them.
 * ``slots`` -- slot ads as a cycle sees them: classes, weights, partitionable carving.
 * ``preemption`` -- the one place a claimed slot's preemption is decided.

@@ -7,9 +7,10 @@ drives. It wraps the sans-IO :class:`~htc.daemons.negotiator.core.Negotiator` an
 itself, does what the core has no business with:
 
 ============================  ====================================================================
-``NotifyMatch``               ``MatchNotify`` to the schedd (which claims the slot itself) and,
-                              with NEGOTIATOR_INFORM_STARTD, to the startd; one log line per run
-                              of matches of one request on one slot, with their count
+``NotifyMatches``             per match of its run, ``MatchNotify`` to the schedd (which claims the
+                              slot itself) and, with NEGOTIATOR_INFORM_STARTD, to the startd; one
+                              log line per run of matches of one request on one slot, with their
+                              count
 ``PublishAccounting``         one Accounting ad per submitter to the collector (``htc userprio``)
 ``CycleFinished``             a log line, and the Negotiator ad with the cycle's statistics
 ``Exit``                      also withdraws the Negotiator ad
@@ -22,8 +23,9 @@ which values -- and handed to the core as its administration events. Everything 
 through to the core, and the core's other actions through to the service.
 
 Dispatch is by tables of the methods themselves (:data:`_ON_EVENT`, :data:`_ON_MESSAGE`,
-:data:`_TRANSLATE`), looked up by type; a cycle's NotifyMatch actions, which come in a row (81,642
-of them in case 1 of ``benchmarks/negotiator_bench.py``), are translated together
+:data:`_TRANSLATE`), looked up by type; a cycle's NotifyMatches actions (one per run of matches:
+:mod:`.match_runs`), which come in a row (14,391 runs of 81,642 matches in case 1 of
+``benchmarks/negotiator_bench.py``), are translated together
 (``_notify_matches``): their messages built from the core's own values without msgspec's
 conversion of each, one log line per run. ``benchmarks/negotiator_service_cpu.py`` measures the
 CPU this costs per match.
@@ -41,8 +43,9 @@ from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.core import Negotiator
 from htc.daemons.negotiator.cycle import CycleStatistics
 from htc.daemons.negotiator.cycle_ad import CYCLES_KEPT, cycle_attributes
-from htc.daemons.negotiator.events import (CycleFinished, NotifyMatch, PublishAccounting, ResetUsage,
+from htc.daemons.negotiator.events import (CycleFinished, NotifyMatches, PublishAccounting, ResetUsage,
                                            SetAccumulatedUsage, SetPriorityFactor, SetRealPriority)
+from htc.daemons.negotiator.matched_ad import texts
 from htc.daemons.negotiator.gc_pause import collector_paused
 from htc.daemons.negotiator.settings import NegotiatorServiceSettings
 from htc.errors import UsageError
@@ -158,27 +161,31 @@ class NegotiatorDaemon:
 
     def _translate(self, actions: list[c.Action]) -> list[c.Action]:
         out: list[c.Action] = []
-        matches: list = []  # the Match of each NotifyMatch in a row (a cycle's come together)
+        runs: list = []  # the MatchRun of each NotifyMatches in a row (a cycle's come together)
         for action in actions:
-            if action.__class__ is NotifyMatch:
-                matches.append(action.match)
+            if action.__class__ is NotifyMatches:
+                runs.append(action.run)
                 continue
-            if matches:
-                self._notify_matches(matches, out)
-                matches = []
+            if runs:
+                self._notify_matches(runs, out)
+                runs = []
             translate = _TRANSLATE.get(type(action))
             if translate is None:
                 out.append(action)
             else:
                 out.extend(translate(self, action))
-        if matches:
-            self._notify_matches(matches, out)
+        if runs:
+            self._notify_matches(runs, out)
         return out
 
-    def _notify_matches(self, matches: list, out: list[c.Action]) -> None:
-        """Append to ``out`` what the cycle's ``matches`` become: a ``MatchNotify`` each, sent to
-        the schedd (and to the startd with NEGOTIATOR_INFORM_STARTD), and a log line for each
-        run of matches of one request on one slot (its count when more than one).
+    def _notify_matches(self, runs: list, out: list[c.Action]) -> None:
+        """Append to ``out`` what the matches of the cycle's ``runs`` (:class:`~.match_runs.MatchRun`)
+        become: a ``MatchNotify`` each, sent to the schedd (and to the startd with
+        NEGOTIATOR_INFORM_STARTD), and a log line for each run of matches of one request on one
+        slot (its count when more than one; two runs in a row of one request on one slot are
+        one line). A run's messages are made from the run itself: what its matches share read
+        once, their claim ids and slot ad texts (:func:`~.matched_ad.texts`) made in a row,
+        no :class:`~.match_runs.Match` or slot ad view per job.
 
         Their messages are made from values the core holds: the ids and names it checked when
         the ads arrived, the slot ad's text printed here. So they are built trusted
@@ -195,27 +202,32 @@ class NegotiatorDaemon:
         s = self.settings
         timeout, pool, inform_startd = s.core.timeout, s.collector, s.inform_startd
         notify, send = m.MatchNotify, c.Send
-        run: list = []  # the current run's sends
-        key = None  # what the current run's matches share: (submitter, autocluster, schedd, slot, preempted)
+        sends: list = []  # the current log line's sends
+        key = None  # what the current line's matches share: (submitter, autocluster, schedd, slot, preempted)
         with built_here(), collector_paused():  # (objects that live on: see the docstring)
-            for match in matches:
-                submitter, acid, slot_name = match.submitter, match.autocluster_id, match.slot_name
-                startd = match.startd_address or "startd"
-                claim_id, ad = match.claim_id, str(match.slot_ad)
-                msg = notify(claim_id=claim_id, submitter=submitter, slot_name=slot_name,
-                             startd_address=startd, slot_ad=ad, autocluster_id=acid, pool=pool)
-                if not _trusted(claim_id, submitter, slot_name, startd, ad, acid, pool):
-                    validate(msg)  # as built outside built_here: raises MessageInvalid, as before
-                this = (submitter, acid, match.schedd, slot_name, match.preempted_user)
+            for run in runs:
+                submitter, acid, slot_name = run.submitter, run.autocluster_id, run.slot_name
+                startd = run.startd_address or "startd"
+                to = run.schedd_address or run.schedd
+                this = (submitter, acid, run.schedd, slot_name, run.preempted_user)
                 if this != key:
-                    if run:
-                        _log_run(key, run, out, inform_startd)
-                    key, run = this, []
-                run.append(send(match.schedd_address or match.schedd, msg, timeout=timeout))
-                if inform_startd:
-                    run.append(send(startd, msg, timeout=timeout))
-        if run:
-            _log_run(key, run, out, inform_startd)
+                    if sends:
+                        _log_run(key, sends, out, inform_startd)
+                    key, sends = this, []
+                ads = [str(run.slot_ad)] * run.count if run.sizes is None else texts(run.slot_ad, run.sizes)
+                shared = _trusted("-", submitter, slot_name, startd, "[]", acid, pool)
+                append = sends.append
+                for claim_id, ad in zip(run.claim_ids(), ads):
+                    msg = notify(claim_id=claim_id, submitter=submitter, slot_name=slot_name,
+                                 startd_address=startd, slot_ad=ad, autocluster_id=acid, pool=pool)
+                    if not (shared and claim_id.__class__ is str and claim_id != ""
+                            and ad.__class__ is str and len(ad) >= 2):
+                        validate(msg)  # as built outside built_here: raises MessageInvalid, as before
+                    append(send(to, msg, timeout=timeout))
+                    if inform_startd:
+                        append(send(startd, msg, timeout=timeout))
+        if sends:
+            _log_run(key, sends, out, inform_startd)
 
     def _publish_accounting(self, action: PublishAccounting) -> list[c.Action]:
         out: list[c.Action] = []

@@ -7,7 +7,7 @@ the core moves between them on events and tells its service what to do with acti
 (:mod:`htc.daemons.negotiator.events`; it never touches the network or the clock)::
 
     IDLE --deadline--> FETCHING --PoolAds--> REQUESTING --all answers (or timeout)--> IDLE
-         FetchPoolAds            AskResourceRequests x N     NotifyMatch x M, SaveAccountant,
+         FetchPoolAds            AskResourceRequests x N     NotifyMatches x R, SaveAccountant,
                                                              PublishAccounting, CycleFinished
 
 1. At the deadline the core emits :class:`FetchPoolAds`; the service queries the collector
@@ -19,7 +19,8 @@ the core moves between them on events and tells its service what to do with acti
    counts) or the service reports :class:`RequestsFailed`.
 3. When every schedd has answered, or ``NEGOTIATOR_TIMEOUT`` has passed, the core runs the
    matchmaking (:func:`~htc.daemons.negotiator.cycle.negotiate_cycle`) and emits a
-   :class:`NotifyMatch` per match (the service tells the schedd and the startd), a
+   :class:`NotifyMatches` per run of matches of one request on one slot (the service tells
+   the schedd and the startd of each match; :mod:`~htc.daemons.negotiator.match_runs`), a
    :class:`SaveAccountant` with the accountant's snapshot (the service writes it atomically),
    :class:`PublishAccounting` with one Accounting ad per submitter (for the collector and
    ``htc userprio``), and :class:`CycleFinished` with the cycle's statistics.
@@ -60,7 +61,7 @@ from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.cycle import CycleStatistics, negotiate_cycle
 from htc.daemons.negotiator.gc_pause import collector_paused
 from htc.daemons.negotiator.events import (AskResourceRequests, CycleFinished, FetchPoolAds,
-                                           NotifyMatch, PoolAds, PoolAdsFailed,
+                                           NotifyMatches, PoolAds, PoolAdsFailed,
                                            PublishAccounting, RequestsFailed, RequestsReceived,
                                            Reschedule, ResetUsage, SaveAccountant,
                                            SetAccumulatedUsage, SetPriorityFactor,
@@ -307,11 +308,11 @@ class Negotiator:
         self._completed += 1
         self._total_matches += stats.matches
         self._last_stats = stats
-        self.pending.record(result.matches, self._machines, now + self.settings.timeout)
+        self.pending.record(result.runs, self._machines, now + self.settings.timeout)
         self._finish(now, Step.MATCHED)
         self._shares = dict(result.shares)
         actions: list = [c.Log(f"cycle {self.cycle}: {line}", logging.WARNING) for line in result.skipped]
-        actions.extend(map(NotifyMatch, result.matches))  # (map: no generator step per match)
+        actions.extend(map(NotifyMatches, result.runs))  # (a run each: no object per match here)
         actions.extend(self._accounting_changed())
         actions.append(CycleFinished(stats))
         return actions

@@ -43,8 +43,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from typing import NamedTuple
+from functools import cached_property
 
 from htc.classad import ClassAd
 from htc.classad.clock import evaluation_time
@@ -55,7 +54,8 @@ from htc.daemons.negotiator.claimed import ClaimedSearch
 from htc.daemons.negotiator.fair_share import order_submitters, pie_slices
 from htc.daemons.negotiator.gc_pause import collector_paused
 from htc.daemons.negotiator.groups import ROOT, allocate, build_tree, group_order
-from htc.daemons.negotiator.matched_ad import MatchedSlotAd, carve_numbers, sizes_of
+from htc.daemons.negotiator.match_runs import Match, MatchRun, expand, new_run
+from htc.daemons.negotiator.matched_ad import carve_numbers, sizes_of
 from htc.daemons.negotiator.negotiate import MM_DONE, MM_RESUME, negotiate_entry
 from htc.daemons.negotiator.preemption import PreemptState
 from htc.daemons.negotiator.search import RequestState
@@ -65,31 +65,6 @@ from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as
 from htc.daemons.negotiator.submitters import SubmitterAd, accounting_group_of
 from htc.daemons.negotiator.updown import entity_of, order_by_index
 from htc.daemons.negotiator.vsearch import VectorSearch
-
-
-class Match(NamedTuple):
-    """A slot given to one job of a request; the service tells the schedd and the startd.
-    (A named tuple: built in one step, where a frozen dataclass set its 13 fields one by one.)"""
-
-    submitter: str
-    schedd: str
-    schedd_address: str
-    autocluster_id: int
-    job_id: str | None
-    slot_name: str
-    startd_address: str
-    claim_id: str
-    slot_ad: ClassAd
-    preemption: PreemptState
-    preempted_user: str | None
-    weight: float
-    carved: tuple[float, float, float] | None = None  # (cpus, memory, disk) of a p-slot
-
-
-#: a :class:`Match` from the tuple of all 13 of its fields in order (``carved`` too): no
-#: argument binding, so half the cost of ``Match(...)`` (a run commits one per job it places:
-#: :func:`~.runs.commit_run`); the caller passes every field, nothing checks their number
-new_match = partial(tuple.__new__, Match)
 
 
 @dataclass(frozen=True)
@@ -120,14 +95,22 @@ class CycleStatistics:
 
 @dataclass(frozen=True)
 class CycleResult:
-    """Matches of one cycle, in the order they were made, and its statistics."""
+    """Matches of one cycle, in the order they were made, and its statistics.
 
-    matches: tuple[Match, ...]
+    The cycle hands over its matches as runs (:class:`~.match_runs.MatchRun`: one record per
+    request and slot); :attr:`matches` expands them, once, when it is first read."""
+
+    runs: tuple[MatchRun, ...]
     statistics: CycleStatistics
     shares: Mapping[str, float] = field(default_factory=dict)
     #: requests left out of the cycle because working on them raised, one line each (which
     #: submitter, schedd and autocluster, and the error): the negotiator logs them
     skipped: tuple[str, ...] = ()
+
+    @cached_property
+    def matches(self) -> tuple[Match, ...]:
+        """Every match of the cycle, in the order they were made (the runs expanded)."""
+        return expand(self.runs)
 
 
 class _Entry:
@@ -151,7 +134,8 @@ class _Cycle:
         self.acct = accountant
         self.now = now
         self.cycle = cycle
-        self.matches: list[Match] = []
+        self.runs: list[MatchRun] = []  # the matches made, a record per run (.match_runs)
+        self.matched = 0  # how many matches they hold
         self.preemptions: Counter[PreemptState] = Counter()  # matches that preempt, by kind
         self.reasons: Counter[str] = Counter()
         self.rejections = 0
@@ -231,19 +215,17 @@ class _Cycle:
                    cost: float, carve) -> None:
         entry = rs.entry.ad
         # a carved slot's ad as it is now (see .matched_ad), else the ad itself
-        offered = MatchedSlotAd(slot.ad, sizes_of(slot.ad)) if carve is not None else slot.ad
-        claim = slot.claim_id or f"{slot.name}#{self.cycle}.{self.claim_seq}"
-        self.claim_seq += 1
+        sizes = [sizes_of(slot.ad)] if carve is not None else None
         victim = None
         if state is not PreemptState.NONE:
             victim = slot.remote_user
             self.preemptions[state] += 1  # (a run's further matches never preempt: runs.py)
-        job_ids = rs.request.job_ids
-        self.matches.append(Match(  # submitter, schedd, schedd_address, autocluster_id, job_id,
+        self.runs.append(new_run((  # (every field in order: see MatchRun)
             entry.name, entry.schedd, entry.schedd_address, rs.request.autocluster_id,
-            job_ids[rs.matched] if rs.matched < len(job_ids) else None,
-            # slot_name, startd_address, claim_id, slot_ad, preemption, preempted_user, weight
-            slot.name, slot.address, claim, offered, state, victim, cost, carve))
+            rs.request.job_ids, rs.matched, 1, slot.name, slot.address, slot.claim_id or None,
+            self.cycle, self.claim_seq, slot.ad, sizes, state, victim, cost, carve)))
+        self.claim_seq += 1
+        self.matched += 1
         rs.matched += 1
         rs.remaining -= 1
         if carve is None:
@@ -296,12 +278,12 @@ class _Cycle:
             allocated = allocate(tree, pool_weight, requested)
             for node in tree.walk():
                 node.usage = sum(acct.weighted_resources_used(n) for n in members.get(node.name, ()))
-            before_round = len(self.matches)
+            before_round = self.matched
             for node in group_order(tree, s.groups):
                 group_entries = by_group.get(node.name)
                 if not group_entries or node.name in idle or self.free <= 0:
                     continue
-                before = len(self.matches)
+                before = self.matched
                 limit = allocated[node.name] - node.usage
                 if limit > _EPSILON:
                     n, got = self.spin_pie(group_entries, pool, allocated[node.name], min_weight,
@@ -309,9 +291,9 @@ class _Cycle:
                     spins += n
                     for name, share in got.items():
                         shares.setdefault(name, share)
-                if len(self.matches) == before:
+                if self.matched == before:
                     idle.add(node.name)
-            if len(self.matches) == before_round or self.free <= 0:
+            if self.matched == before_round or self.free <= 0:
                 break
         return spins, shares
 
@@ -389,10 +371,10 @@ class _Cycle:
             budget = ud.placements_per_cycle - placed[entity] if ud.placements_per_cycle else None
             if budget is not None and budget <= 0:
                 continue
-            before = len(self.matches)
+            before = self.matched
             self.pie_left = math.inf
             negotiate_entry(self, entry, pool, math.inf, math.inf, False, max_matches=budget)
-            placed[entity] += len(self.matches) - before
+            placed[entity] += self.matched - before
         return 1, {}
 
 
@@ -477,7 +459,7 @@ def _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, no
     else:
         spins, shares = state.spin_pie(entries, pool, pool_weight, min_weight)
 
-    matches = tuple(state.matches)
+    runs = tuple(state.runs)
     stats = CycleStatistics(
         cycle=cycle, started=now,
         match_seconds=clock.monotonic() - started,
@@ -485,7 +467,7 @@ def _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, no
         slot_classes=pool.class_count, submitters=len(entries),
         schedds=len({e.ad.schedd for e in entries}), requests=len(all_requests),
         idle_jobs=sum(e.ad.idle_jobs for e in entries),
-        matches=len(matches),
+        matches=state.matched,
         rank_preemptions=state.preemptions[PreemptState.RANK],
         priority_preemptions=state.preemptions[PreemptState.PRIORITY],
         rejections=state.rejections, rejections_by_reason=dict(state.reasons),
@@ -495,4 +477,4 @@ def _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, no
     pool.close()
     for entry in entries:
         entry.requests = []
-    return CycleResult(matches=matches, statistics=stats, shares=shares, skipped=tuple(state.skipped))
+    return CycleResult(runs=runs, statistics=stats, shares=shares, skipped=tuple(state.skipped))

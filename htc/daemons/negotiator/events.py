@@ -13,12 +13,13 @@ from dataclasses import dataclass
 
 from htc.daemons import core as c
 from htc.daemons.autocluster import ResourceRequest
-from htc.daemons.negotiator.cycle import CycleStatistics, Match
+from htc.daemons.negotiator.cycle import CycleStatistics
+from htc.daemons.negotiator.match_runs import Match, MatchRun
 
 __all__ = [
     "Wakeup", "Reschedule", "PoolAds", "PoolAdsFailed", "RequestsReceived", "RequestsFailed",
     "SetPriorityFactor", "SetRealPriority", "SetAccumulatedUsage", "ResetUsage",
-    "FetchPoolAds", "AskResourceRequests", "NotifyMatch", "SaveAccountant", "PublishAccounting",
+    "FetchPoolAds", "AskResourceRequests", "NotifyMatches", "SaveAccountant", "PublishAccounting",
     "CycleFinished",
 ]
 
@@ -126,10 +127,16 @@ class AskResourceRequests(c.Action):
 
 
 @dataclass(frozen=True)
-class NotifyMatch(c.Action):
-    """Tell the schedd and the startd of ``match`` (wire message MatchNotify)."""
+class NotifyMatches(c.Action):
+    """Tell the schedds and the startds of the matches of ``run`` (a wire message MatchNotify
+    each): one action per run of matches of one request on one slot (:mod:`.match_runs`)."""
 
-    match: Match
+    run: MatchRun
+
+    @property
+    def matches(self) -> list[Match]:
+        """The run's matches, one per job, in order (made anew at each read)."""
+        return self.run.matches()
 
 
 @dataclass(frozen=True)

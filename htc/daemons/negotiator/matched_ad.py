@@ -35,6 +35,7 @@ from htc.daemons.negotiator.slots import literal
 
 _CARVED = ("cpus", "memory", "disk")
 _IN_ORDER = (0, 1, 2)  # a _Text's holes in the order of _CARVED, each there
+_HOLE = "\x00"  # where a _Text's text leaves a size open (printed, a NUL is an escape)
 _NUMBERS = (int, float)
 
 
@@ -85,11 +86,22 @@ class MatchedSlotAd(ClassAd):
         self._sizes = None  # (read: from now on the view prints its own table)
 
 
+def texts(source: ClassAd, sizes) -> list[str]:
+    """The texts of ``source``'s views at each of ``sizes``, in order: what ``str()`` of a
+    :class:`MatchedSlotAd` each gives, without making the views (a run's MatchNotify messages,
+    :mod:`.adapter`)."""
+    text = _Text.of(source)
+    if text is None:
+        return [str(MatchedSlotAd(source, have)) for have in sizes]
+    render = text.render
+    return [render(have) for have in sizes]
+
+
 class _Text:
     """The pretty text (``str()``) of a cycle ad's matched views, with the three carved
     attributes left open: printed once per cycle ad, kept while that ad lives."""
 
-    __slots__ = ("ref", "exprs", "parts", "holes", "printer", "pieces", "order")
+    __slots__ = ("ref", "exprs", "parts", "printer", "pieces", "order")
 
     #: id(cycle ad) -> its _Text (whose parts are None when its text cannot be made so)
     _kept: dict[int, _Text] = {}
@@ -104,37 +116,33 @@ class _Text:
         self.exprs = source._exprs  # (not the ad itself: the entry must not keep it alive)
         self.printer = printer = Unparser(pretty=True)
         printer.indent = 8  # as inside Unparser.ad
-        self.parts: list[str] = []
-        self.holes: list[tuple[int, int, str]] = []  # (part, which of the three, "Name = ")
+        names, prefixes = source._names, self._prefixes
+        parts: list[str] = []
+        order: list[int] = []  # which of the three each hole is, in the ad's order
         for lname, node in source._exprs.items():
-            name = source._names[lname]
-            prefix = self._prefixes.get(name)
+            name = names[lname]
+            prefix = prefixes.get(name)
             if prefix is None:  # (the pool's slot ads share their few dozen names)
-                if len(self._prefixes) >= 10_000:
-                    self._prefixes.clear()
-                prefix = self._prefixes[name] = f"{self._PAD}{quote_name(name)} = "
-            if lname in _CARVED:
-                self.holes.append((len(self.parts), _CARVED.index(lname), prefix))
-            self.parts.append(prefix + printer.node(node))
+                if len(prefixes) >= 10_000:
+                    prefixes.clear()
+                prefix = prefixes[name] = f"{self._PAD}{quote_name(name)} = "
+            if lname in _CARVED:  # a hole: its value is each view's own
+                order.append(_CARVED.index(lname))
+                parts.append(prefix + _HOLE)
+            elif node.__class__ is Literal:
+                # (Unparser.node prints a literal as Unparser.literal its value, and that an int
+                # as str() does: most of a slot ad's attributes, printed without the two calls)
+                value = node.value
+                parts.append(prefix + (str(value) if value.__class__ is int else printer.literal(value)))
+            else:
+                parts.append(prefix + printer.node(node))
         # the ad's text (its parts joined as Unparser.ad joins them) cut at the three values:
         # pieces[0], the value of order[0], pieces[1], ... (render joins 7 strings, not one
         # per attribute)
-        self.pieces: list[str] = []
-        order: list[int] = []
-        at = {part: (which, prefix) for part, which, prefix in self.holes}
-        piece = self._HEAD
-        for i, part in enumerate(self.parts):
-            if i:
-                piece += "; "
-            hole = at.get(i)
-            if hole is None:
-                piece += part
-            else:
-                self.pieces.append(piece + hole[1])
-                order.append(hole[0])
-                piece = ""
-        self.pieces.append(piece + self._TAIL)
+        self.pieces = f"{self._HEAD}{'; '.join(parts)}{self._TAIL}".split(_HOLE)
         self.order = tuple(order)
+        # None (print each view whole) if an attribute's own text held the mark of a hole
+        self.parts = parts if len(self.pieces) == len(order) + 1 else None
 
     @classmethod
     def of(cls, source: ClassAd) -> _Text | None:

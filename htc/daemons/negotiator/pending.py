@@ -39,9 +39,12 @@ class PendingSlots:
 
     def __init__(self) -> None:
         self._slots: dict[str, tuple[tuple, bool, list[float], float]] = {}
-        #: slot name -> what each of its recorded matches gave away: (claim id, autocluster,
-        #: carve or None for the whole slot), so that a match the schedd let lapse gives it back
-        self._given: dict[str, list[tuple[str, int, tuple[float, float, float] | None]]] = {}
+        #: slot name -> what its recorded matches gave away, a grant per run: (the slot's claim
+        #: id or None, the first minted claim id's sequence number, the cycle, how many
+        #: matches, autocluster, carve or None for the whole slot); a slot one of whose matches
+        #: the schedd let lapse holds one per match instead, (claim id, autocluster, carve),
+        #: so that the match gives back what it held (:meth:`_matches`)
+        self._given: dict[str, list[tuple]] = {}
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -51,15 +54,16 @@ class PendingSlots:
         names = _REPORT if fast_get(ad, "UpdateSequenceNumber") is not None else _CLAIM_SIGNATURE
         return tuple(fast_get(ad, name) for name in names)
 
-    def record(self, matches, machines, until: float) -> None:
-        """Remember the slots ``matches`` gave away (``machines``: the ads the cycle saw)."""
+    def record(self, runs, machines, until: float) -> None:
+        """Remember the slots ``runs`` (:class:`~.match_runs.MatchRun`) gave away
+        (``machines``: the ads the cycle saw)."""
         ads = {fast_get(ad, "Name"): ad for ad in machines}
         slots, given = self._slots, self._given
         work: dict[str, list] = {}  # slot name -> [signature, whole, cpus, memory, disk carved]
         name = entry = mine = None
-        for match in matches:
-            if match.slot_name != name:  # (a run's matches come one after the other)
-                name = match.slot_name
+        for run in runs:
+            if run.slot_name != name:  # (a slot's runs often come one after the other)
+                name = run.slot_name
                 entry = work.get(name)
                 if entry is None:
                     ad = ads.get(name)
@@ -76,21 +80,37 @@ class PendingSlots:
                         mine = given[name] = []
             if entry is None:
                 continue  # not a slot of this cycle's ads
-            carved = match.carved
+            carved, count = run.carved, run.count
             if carved is None:
                 entry[1] = True
-            else:  # the carves of a slot summed in the order they were made
+            else:  # the carves of a slot summed one by one, in the order they were made
                 cpus, memory, disk = carved
-                entry[2] += cpus
-                entry[3] += memory
-                entry[4] += disk
-            mine.append((match.claim_id, match.autocluster_id, carved))
+                for _ in range(count):
+                    entry[2] += cpus
+                    entry[3] += memory
+                    entry[4] += disk
+            mine.append((run.claim_id, run.first_claim, run.cycle, count, run.autocluster_id,
+                         carved))
         for name, (signature, whole, cpus, memory, disk) in work.items():
             slots[name] = (signature, whole, [cpus, memory, disk], until)
 
+    def _matches(self, slot_name: str) -> list[tuple]:
+        """The recorded matches of ``slot_name``, one (claim id, autocluster, carve) each, in
+        the order they were made (its grants expanded, once)."""
+        given = self._given.get(slot_name)
+        if given is None:
+            return []
+        if any(len(g) == 6 for g in given):
+            given[:] = [one for g in given for one in (
+                [g] if len(g) == 3 else
+                [(claim, g[4], g[5]) for claim in (
+                    [g[0]] * g[3] if g[0] is not None else
+                    [f"{slot_name}#{g[2]}.{g[1] + i}" for i in range(g[3])])])]
+        return given
+
     def lapsed(self, slot_name: str, claim_id: str, autocluster_id: int | None) -> bool:
         """A schedd let a match of ``slot_name`` lapse: give back what it held (True: found)."""
-        given = self._given.get(slot_name, [])
+        given = self._matches(slot_name)
         found = next((g for g in given if g[0] == claim_id and g[1] == autocluster_id), None) \
             or next((g for g in given if g[0] == claim_id), None)
         record = self._slots.get(slot_name)

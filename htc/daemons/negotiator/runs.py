@@ -10,7 +10,7 @@ cost. Between two such steps nothing else in the cycle moves: the heap, the clas
 claimed slots are untouched, and the held slot differs only in ``Cpus``, ``Memory`` and
 ``Disk``, each smaller by the same carve. So the decisions of the next n steps are a function
 of the step number alone, and :func:`extend_run` computes how many of them the one-step loop
-would make, then commits them as plain bookkeeping (a :class:`~.cycle.Match` each, the
+would make, then commits them as plain bookkeeping (one :class:`~.match_runs.MatchRun`, the
 accountant's charge, the slot's new size set once).
 
 What is numeric is stepped exactly as the one-step loop does (the same float additions of the
@@ -32,7 +32,7 @@ from __future__ import annotations
 from htc.classad.ast import (AttrRef, Binary, Call, Conditional, ListExpr, Literal, Paren, Select,
                              Subscript, Unary)
 from htc.classad.match import rank
-from htc.daemons.negotiator.matched_ad import MatchedSlotAd
+from htc.daemons.negotiator.match_runs import new_run
 from htc.daemons.negotiator.preemption import PreemptState, submitter_limit_permits
 from htc.daemons.negotiator.slots import eval_rank, literal, same_type, slot_weight
 from htc.daemons.negotiator.vsteps import less_carve
@@ -367,27 +367,20 @@ def extend_run(cycle, search, rs, pool, slot, cost, carve, used, limit, used_u, 
 
 def commit_run(cycle, search, rs, pool, slot, cost, carve, states, first: bool = False) -> int:
     """Commit one match per resource state in ``states`` (the slot's size before each carve)
-    as the one-step loop would: a :class:`~.cycle.Match` and an accountant charge each, the
-    slot's new size set once; returns how many. ``first``: ``states[0]`` is the turn's own
-    carve (:meth:`~.vsearch.VectorSearch.take`), not a step of the run."""
-    from htc.daemons.negotiator.cycle import new_match
-
+    as the one-step loop would: one :class:`~.match_runs.MatchRun` of them all (the matches it
+    expands to are the one-step loop's), an accountant charge each, the slot's new size set
+    once; returns how many. ``first``: ``states[0]`` is the turn's own carve
+    (:meth:`~.vsearch.VectorSearch.take`), not a step of the run. ``states`` is kept by the
+    run: the caller does not change it afterwards."""
     entry = rs.entry.ad
     ad = slot.ad
-    job_ids = rs.request.job_ids
     n = len(states)
-    first_job, first_carve, first_claim = rs.matched, slot.carves, cycle.claim_seq
-    # what every match of the run shares, bound once (the loop is the cycle's hottest)
-    name, schedd, schedd_address = entry.name, entry.schedd, entry.schedd_address
-    autocluster, slot_name, address = rs.request.autocluster_id, slot.name, slot.address
-    claim_id, cycle_no, none = slot.claim_id, cycle.cycle, PreemptState.NONE
-    append = cycle.matches.append
-    for i, have in enumerate(states):
-        j = first_job + i
-        append(new_match((  # (every field in order: see Match)
-            name, schedd, schedd_address, autocluster, job_ids[j] if j < len(job_ids) else None,
-            slot_name, address, claim_id or f"{slot_name}#{cycle_no}.{first_claim + i}",
-            MatchedSlotAd(ad, have), none, None, cost, carve)))
+    name, first_carve, slot_name = entry.name, slot.carves, slot.name
+    cycle.runs.append(new_run((  # (every field in order: see MatchRun)
+        name, entry.schedd, entry.schedd_address, rs.request.autocluster_id,
+        rs.request.job_ids, rs.matched, n, slot_name, slot.address, slot.claim_id or None,
+        cycle.cycle, cycle.claim_seq, ad, states, PreemptState.NONE, None, cost, carve)))
+    cycle.matched += n
     rs.matched += n
     rs.remaining -= n
     cycle.claim_seq += n
