@@ -11,6 +11,7 @@ for more procs; after a restart ``htc.submit`` rebuilds it from the record (or t
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import msgspec
 
@@ -35,12 +36,15 @@ def factory_room(factory: dict, present: int, idle: int) -> int:
 class QueueFactory:
     """Late materialization for ``JobQueue`` (it relies on the queue's connection and lock)."""
 
-    def materialize(self, cluster_id: int, *, now: float | None = None) -> int:
+    def materialize(self, cluster_id: int, *, now: float | None = None,
+                    then: Callable[[int, int], object] | None = None) -> int:
         """Materialize more procs of a late-materialization cluster, within its limits.
 
         ``max_materialize`` (JobMaterializeLimit) caps the procs in the queue at once,
         ``max_idle`` (JobMaterializeMaxIdle) the idle ones. Call it when jobs leave the queue
-        or start running.
+        or start running. ``then(cluster_id, added)``, when procs were added, runs inside the
+        transaction that adds them (the schedd owes their SUBMIT events there, as a submit's:
+        :mod:`htc.daemons.schedd.owed`); should it raise, nothing is added.
 
         Returns:
             How many procs were added (0 for clusters that are not factories, or are full).
@@ -77,14 +81,18 @@ class QueueFactory:
             self._conn.execute("UPDATE clusters SET next_proc = ?, proc_attrs = ? WHERE cluster_id = ?",
                                (next_proc + n, _encode(sorted(prep.proc_attrs)).decode(), cluster_id))
             self._clusters.pop(cluster_id, None)
+            if then is not None:
+                then(cluster_id, n)
             return n
 
-    def materialize_all(self, *, now: float | None = None) -> dict[int, int]:
-        """:meth:`materialize` every factory cluster; returns {cluster: procs added} (non-zero only)."""
+    def materialize_all(self, *, now: float | None = None,
+                        then: Callable[[int, int], object] | None = None) -> dict[int, int]:
+        """:meth:`materialize` every factory cluster (``then`` inside each one's transaction that
+        added procs); returns {cluster: procs added} (non-zero only)."""
         with self._reading() as conn:
             ids = [r[0] for r in conn.execute(
                 "SELECT cluster_id FROM clusters WHERE factory IS NOT NULL AND next_proc < num_procs")]
-        added = {cid: self.materialize(cid, now=now) for cid in ids}
+        added = {cid: self.materialize(cid, now=now, then=then) for cid in ids}
         return {cid: n for cid, n in added.items() if n}
 
     def _factory_source(self, cluster_id: int, factory: dict, owner, qdate) -> object:

@@ -8,6 +8,9 @@ SIGKILL at the worst moments (issue 14, section 3).
 * between the commit of a job's end and the write of its TERMINATED event to the job's user
   log: the restarted schedd writes the event from the outbox, HTCondor's own reader
   (``htcondor2.JobEventLog``) sees the job end, and ``htc wait`` on the log returns;
+* between the commit of the procs a late-materialization cluster adds and the write of their
+  SUBMIT events: the restarted schedd writes them from the outbox, once, and the log tells of
+  every proc of the cluster from its submit to its end;
 * between the write of a job's (or a lane call's) TERMINATED event and the commit that takes
   it out of the outbox: the restarted schedd does not write it, nor the job's other events,
   a second time.
@@ -35,6 +38,7 @@ from executor_pool import ExecutorPool
 from htc.daemons.schedd.service import (
     CRASH_AFTER_TERMINATED_EVENT_ENV,
     CRASH_BEFORE_CALL_FILES_ENV,
+    CRASH_BEFORE_SUBMIT_EVENT_ENV,
     CRASH_BEFORE_SUBMIT_REPLY_ENV,
     CRASH_BEFORE_TERMINATED_EVENT_ENV,
 )
@@ -53,6 +57,7 @@ def pool():
     started.pool.env[CRASH_BEFORE_SUBMIT_REPLY_ENV] = str(flags / "before-submit-reply")
     started.pool.env[CRASH_BEFORE_TERMINATED_EVENT_ENV] = str(flags / "before-terminated-event")
     started.pool.env[CRASH_AFTER_TERMINATED_EVENT_ENV] = str(flags / "after-terminated-event")
+    started.pool.env[CRASH_BEFORE_SUBMIT_EVENT_ENV] = str(flags / "before-submit-event")
     started.flags = flags
     started.start()
     try:
@@ -111,6 +116,27 @@ def test_a_jobs_end_committed_just_before_a_kill_9_reaches_its_user_log(pool, sc
     assert done.returncode == 0, done.stdout + done.stderr
     assert pool.pool.jobs(f"ClusterId == {reply.cluster_id}") == []
     assert [ad["ExitCode"] for ad in finished(pool, f"ClusterId == {reply.cluster_id}")] == [3]
+
+
+def test_a_materialized_procs_submit_committed_just_before_a_kill_9_reaches_its_user_log(pool, scratch):
+    import htcondor2
+
+    log = scratch / "materialized.log"
+    reply = pool.pool.submit(f"executable = /bin/true\nlog = {log}\nmax_materialize = 1\nqueue 2\n")
+    submit, terminated = htcondor2.JobEventType.SUBMIT, htcondor2.JobEventType.JOB_TERMINATED
+    pool.pool.log_events(log, until=lambda evs: any(e.type == submit for e in evs), timeout=60)  # 0's is written
+    flag, old = arm(pool, "before-submit-event")
+    # Proc 0 ends; the schedd commits proc 1 in its place, then dies before 1's SUBMIT is in the log.
+    wait_for(lambda: not flag.exists(), 180, "the schedd to die before it writes the materialized proc's SUBMIT")
+    pool.pool.running_pid("SCHEDD", other_than=old, timeout=60)
+    events = pool.pool.log_events(log, until=lambda evs: sum(e.type == terminated for e in evs) == 2, timeout=180)
+    assert {e.cluster for e in events} == {reply.cluster_id}
+    assert sorted(e.proc for e in events if e.type == submit) == [0, 1]  # each once: 1's from the outbox
+    assert sorted(e.proc for e in events if e.type == terminated) == [0, 1]
+    done = subprocess.run([sys.executable, "-m", "htc.cli.main", "wait", "-wait", "120", str(log)], env=pool.pool.env,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(int(ad["ProcId"]) for ad in finished(pool, f"ClusterId == {reply.cluster_id}")) == [0, 1]
 
 
 def test_events_written_just_before_a_kill_9_are_not_written_again(pool, scratch):

@@ -16,7 +16,8 @@ from htc.daemons.core import IllegalTransition
 from htc.daemons.schedd.core import Schedd, ScheddSettings
 from htc.daemons.calls import Call, CallDone, CallFailed
 from htc.daemons.schedd.requests import description_message
-from htc.daemons.schedd.events import WriteUserLog
+from htc.daemons.schedd.events import Owed, WriteUserLog
+from htc.daemons.schedd.owed import owed_writes
 from htc.daemons.schedd.shadow import Shadow
 from htc.daemons.schedd.states import SHADOW, ClaimState, ShadowEvent, ShadowState
 from htc.eventlog.events import EventType
@@ -646,6 +647,24 @@ def test_late_materialization_adds_jobs_as_others_finish(h):
     out = h.tick(h.now + 1.0)
     assert [j.proc_id for j in h.queue.query("true")] == [1, 2]
     assert h.events(out) == [EventType.SUBMIT]
+
+
+def test_materialized_procs_submit_events_are_owed_with_them(h):
+    # Committed with the procs, kept in the queue's outbox: a schedd killed before the service
+    # writes them leaves them to the next one (schedd.owed), as a submit's SUBMIT events.
+    h.submit(job("max_materialize = 2", queue="queue 4"))
+    h.queue.paid([seq for seq, _ in h.queue.owed()])  # the service wrote 1.0's and 1.1's SUBMIT
+    claim_id, activate = run_first_job(h)
+    h.ack(activate)
+    h.exited(claim_id, "1.0", exit_code=0)
+    h.queue.paid([seq for seq, _ in h.queue.owed()])  # and 1.0's end
+    out = h.tick(h.now + 1.0)
+    [write] = [a for a in out if isinstance(a, WriteUserLog) and a.events[0].type == EventType.SUBMIT]
+    [owed] = [a for a in out if isinstance(a, Owed)]
+    assert [e.job_id for e in write.events] == ["1.2"] and out.index(write) < out.index(owed)
+    assert [seq for seq, _ in h.queue.owed()] == [owed.seq]
+    again, _ = owed_writes(h.queue)  # what a restarted schedd would write
+    assert again == [write, owed]
 
 
 # --- stage 4: a restarted schedd reconnects within the lease --------------------------------------

@@ -296,11 +296,18 @@ class Schedd:
     def _materialize(self, now: float, out: list) -> None:
         """Late materialization: clusters with max_materialize / max_idle get their next procs."""
         host = sinful(self.settings.address, self.settings.machine)
-        for cluster, added in self.queue.materialize_all(now=now).items():
-            jobs = sorted(self.queue.query(f"ClusterId == {cluster}"), key=lambda j: j.proc_id)[-added:]
-            for job in jobs:  # (a spooled cluster's: their logs' SUBMIT at their input, as its first procs')
-                out += ul.submit_writes(job, host, now)
+
+        def owe_submits(cluster: int, added: int) -> None:
+            # Inside the transaction that adds the procs: their SUBMIT events are owed in the
+            # queue's outbox with them, as a submit's (schedd.owed) -- a kill -9 before the
+            # service writes them does not lose them.
+            writes = []
+            for job in self.queue.cluster_jobs(cluster)[-added:]:
+                writes += ul.submit_writes(job, host, now)  # (a spooled cluster's: none, at its input)
+            out.extend(owe(self.queue, writes))
             out.append(c.Log(f"cluster {cluster}: materialized {added} more jobs"))
+
+        self.queue.materialize_all(now=now, then=owe_submits)
 
     def _advertise(self, now: float, out: list) -> None:
         if self.adverts.dirty:

@@ -78,6 +78,10 @@ CRASH_BEFORE_TERMINATED_EVENT_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_TERMINATED_EVE
 #: the same, when it has just written user-log events of which one is a TERMINATED (written, not
 #: yet taken out of the queue's outbox: the restarted schedd must not write them again)
 CRASH_AFTER_TERMINATED_EVENT_ENV = "HTC_TEST_SCHEDD_CRASH_AFTER_TERMINATED_EVENT"
+#: the same, when it is about to write user-log events of which one is a SUBMIT (the jobs are
+#: committed -- a submit's, or the procs a late-materialization cluster added -- their log does
+#: not say so yet)
+CRASH_BEFORE_SUBMIT_EVENT_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_SUBMIT_EVENT"
 #: the same, when it is about to send a SubmitReply or SubmitClustersReply (the clusters are
 #: committed, the client will never hear so)
 CRASH_BEFORE_SUBMIT_REPLY_ENV = "HTC_TEST_SCHEDD_CRASH_BEFORE_SUBMIT_REPLY"
@@ -143,6 +147,7 @@ class ScheddService(DaemonService):
         self._reply_crash_flag = os.environ.get(CRASH_BEFORE_SUBMIT_REPLY_ENV) or None
         self._log_crash_flag = os.environ.get(CRASH_BEFORE_TERMINATED_EVENT_ENV) or None
         self._logged_crash_flag = os.environ.get(CRASH_AFTER_TERMINATED_EVENT_ENV) or None
+        self._submit_crash_flag = os.environ.get(CRASH_BEFORE_SUBMIT_EVENT_ENV) or None
         if self._reply_crash_flag is not None:
             self.register_action(c.Reply, self._reply_or_crash)
         self.register_action(WriteUserLog, self._write_user_log)
@@ -208,6 +213,9 @@ class ScheddService(DaemonService):
         if logs and self._log_crash_flag is not None and any(
                 event.type == EventType.JOB_TERMINATED for action in logs for event in action.events):
             self._crash_if_asked(self._log_crash_flag)
+        if logs and self._submit_crash_flag is not None and any(
+                event.type == EventType.SUBMIT for action in logs for event in action.events):
+            self._crash_if_asked(self._submit_crash_flag)
         by_path: dict[tuple[str, str | None], list] = {}
         for action, events in zip(logs, _to_write(logs)):
             if events:
@@ -347,5 +355,6 @@ def make_service(paths: DaemonPaths, clock: Clock = REAL) -> ScheddService:
     return ScheddService(core, paths, settings, clock=clock, transport=service_transport(paths.sockets, config))
 
 
-__all__ = ["CRASH_AFTER_TERMINATED_EVENT_ENV", "CRASH_BEFORE_CALL_FILES_ENV", "CRASH_BEFORE_TERMINATED_EVENT_ENV",
-           "CRASH_BEFORE_SUBMIT_REPLY_ENV", "PAY_WITHIN", "ScheddService", "make_service", "settings_from_config"]
+__all__ = ["CRASH_AFTER_TERMINATED_EVENT_ENV", "CRASH_BEFORE_CALL_FILES_ENV", "CRASH_BEFORE_SUBMIT_EVENT_ENV",
+           "CRASH_BEFORE_SUBMIT_REPLY_ENV", "CRASH_BEFORE_TERMINATED_EVENT_ENV", "PAY_WITHIN", "ScheddService",
+           "make_service", "settings_from_config"]
