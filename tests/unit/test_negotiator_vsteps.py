@@ -1,28 +1,12 @@
 """A run's sizes evaluated ahead (:mod:`htc.daemons.negotiator.vsteps`): the steps of a slot
-computed at once (``_whole_sequence``) are those of the one-step loop, value and type."""
+computed at once (``_whole_sequence``) are those of the one-step loop (``step_by_step``, one
+``less_carve`` per step), value and type."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings as hsettings, strategies as st
 
 from htc.daemons.negotiator import vsteps
-
-
-def _stepped(start, carve, most):
-    """The one-step loop of :func:`~htc.daemons.negotiator.runs._numeric_steps` (without the
-    limits), one :func:`~htc.daemons.negotiator.vsteps.less_carve` per step."""
-    h0, h1, h2 = start
-    c0, c1, c2 = carve
-    seq = []
-    while len(seq) < most:
-        if (h0 is not None and c0 > h0) or (h1 is not None and c1 > h1) or (
-                h2 is not None and c2 > h2):
-            break
-        seq.append((h0, h1, h2))
-        h0, h1, h2 = vsteps.less_carve(h0, h1, h2, c0, c1, c2)
-        if (1.0 if h0 is None else h0) < 1.0 or (1.0 if h1 is None else h1) <= 0:
-            return seq, True
-    return seq, len(seq) < most
 
 
 _SIZES = st.one_of(st.none(), st.integers(-5, 70_000), st.sampled_from([2**53, 2**53 + 1, 7.5]))
@@ -37,7 +21,7 @@ _CARVES = st.one_of(st.integers(1, 9).map(float), st.integers(1, 5000).map(float
 def test_the_steps_at_once_are_the_steps_one_by_one(start, carve, most):
     saved, vsteps.MOST_STEPS = vsteps.MOST_STEPS, most
     try:
-        got, expected = vsteps._sequence(start, carve), _stepped(start, carve, most)
+        got, expected = vsteps._sequence(start, carve), vsteps.step_by_step(start, carve, most)
     finally:
         vsteps.MOST_STEPS = saved
     assert repr(got) == repr(expected)  # (repr: NaN sizes compare, and 4 is not 4.0)

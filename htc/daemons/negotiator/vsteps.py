@@ -205,10 +205,17 @@ def _sequence(start, carve) -> tuple[list, bool]:
     whole = _whole_sequence(start, carve)
     if whole is not None:
         return whole
+    return step_by_step(start, carve, MOST_STEPS)
+
+
+def step_by_step(start, carve, most: int) -> tuple[list, bool]:
+    """:func:`_sequence`'s answer one step after another, at most ``most`` steps: the
+    one-step loop itself (one :func:`less_carve` per step), which :func:`_whole_sequence`
+    must agree with."""
     h0, h1, h2 = start
     c0, c1, c2 = carve
     seq = []
-    while len(seq) < MOST_STEPS:
+    while len(seq) < most:
         if (h0 is not None and c0 > h0) or (h1 is not None and c1 > h1) or (
                 h2 is not None and c2 > h2):
             break
@@ -216,7 +223,7 @@ def _sequence(start, carve) -> tuple[list, bool]:
         h0, h1, h2 = less_carve(h0, h1, h2, c0, c1, c2)
         if (1.0 if h0 is None else h0) < 1.0 or (1.0 if h1 is None else h1) <= 0:
             return seq, True
-    return seq, len(seq) < MOST_STEPS
+    return seq, len(seq) < most
 
 
 def _whole_sequence(start, carve):
