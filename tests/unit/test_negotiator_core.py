@@ -21,7 +21,7 @@ from htc.daemons.negotiator.preemption import (PreemptState, Rejection, decide_p
                                                submitter_limit_permits)
 from htc.daemons.negotiator.settings import (DEFAULT_POST_JOB_RANK, DEFAULT_PRE_JOB_RANK,
                                              UWCS_PREEMPTION_REQUIREMENTS, NegotiatorSettings)
-from htc.daemons.negotiator.slots import claimed_resources
+from htc.daemons.negotiator.slotreads import claimed_resources
 from htc.daemons.negotiator.states import TABLE, Phase, Step, step
 from htc.daemons.negotiator.submitters import SubmitterAd, submitter_from_ad
 from htc.errors import UsageError

@@ -13,7 +13,7 @@ from htc.daemons.negotiator.events import (AskResourceRequests, NotifyMatches, P
                                            RequestsReceived, Wakeup)
 from htc.daemons.negotiator.preemption import PreemptState
 from htc.daemons.negotiator.settings import UWCS_PREEMPTION_REQUIREMENTS, NegotiatorSettings
-from htc.daemons.negotiator.slots import claimed_resources
+from htc.daemons.negotiator.slotreads import claimed_resources
 from htc.daemons.negotiator.submitters import SubmitterAd
 
 START = 50_000.0  # far from the real clock: with real time() every claim would look old

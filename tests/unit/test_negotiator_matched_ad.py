@@ -10,7 +10,7 @@ from htc.classad import ClassAd, ExprTree
 from htc.classad.ast import Literal
 from htc.classad.printing import print_new
 from htc.daemons.negotiator.matched_ad import MatchedSlotAd, sizes_of
-from htc.daemons.negotiator.slots import literal
+from htc.daemons.negotiator.slotreads import literal
 from tests.negotiator_cycles import make_job, make_slot, run_cycle
 
 
@@ -86,7 +86,7 @@ def test_each_match_offers_the_slot_as_it_was_before_its_carve(runs, monkeypatch
 @pytest.mark.parametrize("carve", [(1.0, 1024.0, 1024.0), (2, 100, 0.5), (1.0, 0.25, 7)])
 def test_carve_numbers_writes_what_evaluating_and_assigning_wrote(carve):
     from htc.daemons.negotiator.matched_ad import carve_numbers
-    from htc.daemons.negotiator.slots import number, same_type
+    from htc.daemons.negotiator.slotreads import number, same_type
 
     for extra in ({}, {"Memory": 4096.0}, {"Disk": None}):
         fast = _ad(**{k: v for k, v in extra.items() if v is not None})
@@ -166,7 +166,7 @@ def test_a_views_text_forgets_its_slot_ad_with_it(monkeypatch):
 def test_a_views_text_with_its_sizes_in_another_order_or_of_other_kinds():
     """The carved three in an order other than Cpus, Memory, Disk, and sizes that print apart
     though they compare equal (1 and 1.0, 0 and 0.0, a literal node of each). (Not -0.0:
-    slots.literal shares one node for 0.0 and -0.0, so a view's table prints -0.0 as 0.0.)"""
+    slotreads.literal shares one node for 0.0 and -0.0, so a view's table prints -0.0 as 0.0.)"""
     ad = ClassAd({"Disk": 7, "Name": "slot1@p", "Memory": 2.5, "Arch": "X86_64", "Cpus": 3})
     for sizes in ((1, 1.0, 0.0), (1.0, 0.0, 1), (literal(2), literal(0), literal(1e300)),
                   (Literal(True), 0, ExprTree("Memory - 1")._node), (3, 2.5, 7)):

@@ -8,7 +8,7 @@ from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.cycle import negotiate_cycle
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import claimed_resources
+from htc.daemons.negotiator.slotreads import claimed_resources
 from htc.daemons.negotiator.submitters import SubmitterAd
 
 

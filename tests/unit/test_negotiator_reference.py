@@ -18,7 +18,8 @@ from htc.classad.match import rank, symmetric_match
 from htc.daemons.negotiator.preemption import submitter_limit_permits
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.settings import DEFAULT_PRE_JOB_RANK, NegotiatorSettings
-from htc.daemons.negotiator.slots import SlotPool, eval_rank
+from htc.daemons.negotiator.slotreads import eval_rank
+from htc.daemons.negotiator.slots import SlotPool
 from htc.daemons.negotiator.vsearch import VectorSearch
 from tests.negotiator_cycles import claimed, make_job, make_slot, run_cycle
 

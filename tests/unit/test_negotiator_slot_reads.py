@@ -1,6 +1,7 @@
-"""The cycle's readers of slot ads (:mod:`htc.daemons.negotiator.slots`: ``number``,
-``slot_weight``, ``remote_user_of``, :class:`Slot`) read what ``ClassAd.get`` and evaluation
-say, through their shortcuts for literal values, on ads and on plain mappings alike."""
+"""The cycle's readers of slot ads (:mod:`htc.daemons.negotiator.slotreads`: ``number``,
+``slot_weight``, ``remote_user_of``; :class:`~htc.daemons.negotiator.slots.Slot`) read what
+``ClassAd.get`` and evaluation say, through their shortcuts for literal values, on ads and on
+plain mappings alike."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 
 from htc.classad import ClassAd, ExprTree
 from htc.daemons.negotiator.preemption import as_rank
-from htc.daemons.negotiator.slots import Slot, number, remote_user_of, slot_weight
+from htc.daemons.negotiator.slotreads import number, remote_user_of, slot_weight
+from htc.daemons.negotiator.slots import Slot
 
 _USERS = ("PreemptingAccountingGroup", "PreemptingUser", "AccountingGroup", "RemoteUser")
 
@@ -114,7 +116,7 @@ def test_a_negative_zero_literal_is_not_shared_with_zero():
     """``literal`` shares one node per value, but -0.0 == 0.0 as a key: a carve that leaves
     -0.0 must print as -0.0, whichever of the two was asked for first."""
     from htc.classad.printing import unparse
-    from htc.daemons.negotiator.slots import literal
+    from htc.daemons.negotiator.slotreads import literal
 
     zero, negative = literal(0.0), literal(-0.0)
     assert unparse(zero) == "0.0" and unparse(negative) == "-0.0"

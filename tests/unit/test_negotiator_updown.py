@@ -11,7 +11,7 @@ from htc.daemons.negotiator.core import Negotiator
 from htc.daemons.negotiator.events import PoolAds, RequestsReceived, SaveAccountant, Wakeup
 from htc.daemons.negotiator.preemption import PreemptState
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import claimed_resources
+from htc.daemons.negotiator.slotreads import claimed_resources
 from htc.daemons.negotiator.updown import (UpDownIndex, UpDownSettings, order_by_index,
                                            poll_counts)
 from htc.daemons.negotiator.submitters import SubmitterAd

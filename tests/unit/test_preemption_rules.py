@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.preemption import PreemptState, Rejection, decide_preemption
 from htc.daemons.negotiator.settings import UWCS_PREEMPTION_REQUIREMENTS, NegotiatorSettings
-from htc.daemons.negotiator.slots import claimed_resources
+from htc.daemons.negotiator.slotreads import claimed_resources
 from htc.daemons.negotiator.updown import updown_may_preempt
 from tests.negotiator_cycles import claimed, make_job, make_slot, run_cycle
 

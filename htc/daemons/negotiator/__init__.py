@@ -40,7 +40,9 @@ Modules:
 * ``match_runs`` -- a cycle's matches as runs: one record per request and slot, expanded into
   a ``Match`` per job only when read.
 * ``claimed`` -- the claimed slots a request may preempt, and the best of them.
-* ``slots`` -- slot ads as a cycle sees them: classes, weights, partitionable carving.
+* ``slots`` -- slot ads as a cycle sees them: classes, partitionable carving.
+* ``slotreads`` -- one slot ad's values as a cycle reads them (numbers, ranks, weights, who
+  claims it) and the values carving writes back.
 * ``preemption`` -- the one place a claimed slot's preemption is decided.
 * ``pending`` -- slots given away by recent cycles whose startds have not reported yet.
 * ``accountant`` -- usage, user priorities and match records of the pool (persisted).

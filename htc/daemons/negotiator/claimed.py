@@ -31,7 +31,8 @@ from htc.daemons.negotiator.preemption import (PreemptState, Rejection, as_rank,
                                                submitter_limit_permits)
 from htc.daemons.negotiator.search import RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import Slot, SlotPool, eval_rank, fast_read, number
+from htc.daemons.negotiator.slotreads import eval_rank, fast_read, number
+from htc.daemons.negotiator.slots import Slot, SlotPool
 from htc.daemons.negotiator.submitters import accounting_group_of
 from htc.daemons.negotiator.updown import entity_of, updown_may_preempt
 

@@ -68,7 +68,7 @@ from htc.daemons.negotiator.events import (AskResourceRequests, CycleFinished, F
                                            SetRealPriority, Wakeup)
 from htc.daemons.negotiator.pending import PendingSlots
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import as_classad, claimed_resources
+from htc.daemons.negotiator.slotreads import as_classad, claimed_resources
 from htc.daemons.negotiator.states import Phase, Step, step
 from htc.daemons.negotiator.submitters import SubmitterAd, submitter_from_ad
 from htc.daemons.negotiator.updown import poll_counts

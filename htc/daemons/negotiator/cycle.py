@@ -60,8 +60,8 @@ from htc.daemons.negotiator.negotiate import MM_DONE, MM_RESUME, negotiate_entry
 from htc.daemons.negotiator.preemption import PreemptState
 from htc.daemons.negotiator.search import RequestState
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import (UNAVAILABLE_STATES, Slot, SlotPool, as_classad,
-                                          names_and_other_reads, number, same_type, slot_weight)
+from htc.daemons.negotiator.slotreads import as_classad, number, same_type, slot_weight
+from htc.daemons.negotiator.slots import UNAVAILABLE_STATES, Slot, SlotPool, names_and_other_reads
 from htc.daemons.negotiator.submitters import SubmitterAd, accounting_group_of
 from htc.daemons.negotiator.updown import entity_of, order_by_index
 from htc.daemons.negotiator.vsearch import VectorSearch

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from htc.classad import ClassAd, ExprTree
 from htc.classad.ast import Literal
-from htc.daemons.negotiator.slots import Slot, number, quantize, slot_weight
+from htc.daemons.negotiator.slotreads import number, quantize, slot_weight
+from htc.daemons.negotiator.slots import Slot
 
 _CARVED_NAMES = ("Cpus", "Memory", "Disk")
 _NUMBERS = (int, float)

@@ -31,7 +31,7 @@ import weakref
 from htc.classad import ClassAd, ExprTree
 from htc.classad.ast import Literal
 from htc.classad.printing import Unparser, print_new, quote_name
-from htc.daemons.negotiator.slots import literal
+from htc.daemons.negotiator.slotreads import literal
 
 _CARVED = ("cpus", "memory", "disk")
 _IN_ORDER = (0, 1, 2)  # a _Text's holes in the order of _CARVED, each there
@@ -230,7 +230,7 @@ def sizes_of(ad: ClassAd) -> tuple:
 def carve_numbers(ad: ClassAd, carve: tuple) -> bool:
     """Carve ``carve`` (cpus, memory, disk) out of ``ad`` when its three are numeric literals
     (or missing): each becomes the shared literal of ``have - amount``, an int where it was one
-    and the result is whole (:func:`~.slots.same_type`), as evaluating and assigning them would
+    and the result is whole (:func:`~.slotreads.same_type`), as evaluating and assigning them would
     make it. Returns False, changing nothing, when one is an expression (evaluate it then)."""
     exprs = ad._exprs
     nodes = (exprs.get("cpus"), exprs.get("memory"), exprs.get("disk"))

@@ -16,7 +16,7 @@ what the match held at once (:meth:`PendingSlots.lapsed`).
 
 from __future__ import annotations
 
-from htc.daemons.negotiator.slots import fast_get
+from htc.daemons.negotiator.slotreads import fast_get
 
 __all__ = ["PendingSlots"]
 

@@ -34,7 +34,7 @@ from htc.classad.ast import (AttrRef, Binary, Call, Conditional, ListExpr, Liter
 from htc.classad.match import rank
 from htc.daemons.negotiator.match_runs import new_run
 from htc.daemons.negotiator.preemption import PreemptState, submitter_limit_permits
-from htc.daemons.negotiator.slots import eval_rank, literal, same_type, slot_weight
+from htc.daemons.negotiator.slotreads import eval_rank, literal, same_type, slot_weight
 from htc.daemons.negotiator.vsteps import less_carve
 
 #: directions of a value as the slot's Cpus, Memory and Disk grow (None: unknown)

@@ -49,8 +49,8 @@ from htc.daemons.negotiator.fitting import Fitting, too_small
 from htc.daemons.negotiator.preemption import (WORST_RANK, PreemptState, as_rank,
                                                submitter_limit_permits)
 from htc.daemons.negotiator.settings import NegotiatorSettings
-from htc.daemons.negotiator.slots import (CARVED, Slot, SlotPool, closure, eval_rank,
-                                          projection)
+from htc.daemons.negotiator.slotreads import eval_rank
+from htc.daemons.negotiator.slots import CARVED, Slot, SlotPool, closure, projection
 
 _LITERALS = (Literal, ListExpr)  # syntax trees closure() does not look into
 _NO_PLAN = object()

@@ -46,7 +46,8 @@ from htc.classad.ast import Literal
 from htc.classad.match import rank, requirements_hold
 from htc.classad.operators import is_true_for_match
 from htc.daemons.negotiator.preemption import WORST_RANK
-from htc.daemons.negotiator.slots import CARVED, closure, eval_rank, projection
+from htc.daemons.negotiator.slotreads import eval_rank
+from htc.daemons.negotiator.slots import CARVED, closure, projection
 from htc.daemons.negotiator.vexpr import (BOOL, INT, REAL, Inexact, Unsupported, compile_vector,
                                           holds, ranks, scalar)
 from htc.daemons.negotiator.vstatic import SLOT_REQUIREMENTS, SlotGroups

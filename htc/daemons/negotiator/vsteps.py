@@ -135,7 +135,7 @@ def carved_size(size: tuple, carve) -> tuple:
 
 def less_carve(h0, h1, h2, c0, c1, c2):
     """Cpus, Memory and Disk less one carve, as the slot keeps them (an int stays an int when
-    the difference is whole, :func:`~.slots.same_type`; None: the slot does not say), the three
+    the difference is whole, :func:`~.slotreads.same_type`; None: the slot does not say), the three
     in one call: the step loops of :func:`~.runs._numeric_steps` and :func:`_sequence` make
     one per step of every run."""
     if h0 is not None:
