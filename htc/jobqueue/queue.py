@@ -67,10 +67,6 @@ DEFAULT_PRIO_EXPR = "(JobPrio * 10) + ifThenElse(NumCkpts > 0, 1, 0) - (QDate / 
 _HOT_NAMES = frozenset(HOT_ATTRS)  # lower-case names of the per-job columns
 
 
-def _job_text(job_id: JobId) -> str:
-    return f"{job_id[0]}.{job_id[1]}"
-
-
 class JobQueue(QueueSubmits, QueueChanges, QueueHistory, QueueFactory, QueuePromises, QueueReads):
     """A durable job queue in one sqlite file (see the module docstring)."""
 
