@@ -137,8 +137,8 @@ class VectorSearch:
         if self.table.slots[turn[1]] is slot:
             size = slot_size(slot)
             if size is not None:
-                states = self._kept_states(plan, turn[1], rs.remaining, size, cost, carve, used,
-                                           limit, used_u, limit_u, budget)
+                states = self._kept(plan, turn[1], rs.remaining, size, cost, carve, used, limit,
+                                    used_u, limit_u, budget)[0]
         if states is None:
             states = _numeric_steps(self.idle, rs, slot, cost, carve, used, limit, used_u,
                                     limit_u, budget)
@@ -495,17 +495,11 @@ class VectorSearch:
                 return i
         return n
 
-    def _kept_states(self, plan, row, jobs, size, cost, carve, used, limit, used_u, limit_u,
-                     budget):
-        """:func:`~.runs._numeric_steps`' answer from the sizes evaluated ahead for ``row``,
-        whose slot's size is ``size``, for a request with ``jobs`` left (cut to its limits by
-        :func:`~.runs.limit_count`); None when not kept."""
-        return self._kept(plan, row, jobs, size, cost, carve, used, limit, used_u, limit_u,
-                          budget)[0]
-
     def _kept(self, plan, row, jobs, size, cost, carve, used, limit, used_u, limit_u, budget):
-        """``(states, known)``: :meth:`_kept_states`' answer and the steps it took them from
-        (:meth:`_known_steps`' answer for those states, or None)."""
+        """``(states, known)``: :func:`~.runs._numeric_steps`' answer from the sizes evaluated
+        ahead for ``row``, whose slot's size is ``size``, for a request with ``jobs`` left (cut
+        to its limits by :func:`~.runs.limit_count`; None when not kept), and the steps it took
+        them from (:meth:`_known_steps`' answer for those states, or None)."""
         for have, amount in zip(size, carve):
             if have is not None and amount > have:
                 return [], None  # the carve no longer fits: no step
