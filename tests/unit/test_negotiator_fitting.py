@@ -75,3 +75,19 @@ def test_a_lanes_first_heap_leaves_out_the_bases_it_excludes(monkeypatch):
     result, _ = run_cycle(slots, requests)
     assert len(result.matches) == 2
     assert heaps == [{"X86_64"}]
+
+
+def test_a_remembered_request_is_never_another_jobs():
+    """The literal requests are remembered by ``id(job)``: a job made after another one was
+    dropped (CPython gives it the dropped job's address, hence its id, at once) gets its own
+    request, not the dropped job's; and an entry under a job's id that belongs to another job
+    is not taken for it."""
+    search = IdleSearch(NegotiatorSettings())
+    for memory in range(1024, 1024 + 64 * 128, 128):
+        job = make_job("alice", RequestMemory=memory)
+        assert search.literal_wants(job) == (1.0, float(memory), 1024.0)
+        del job
+    other, job = make_job("bob", RequestMemory=4096), make_job("alice", RequestMemory=8192)
+    search._wants[id(job)] = (other, search.literal_wants(other))
+    assert search.literal_wants(job) == (1.0, 8192.0, 1024.0)
+    assert search.fits(job, make_slot("slot1@a", Memory=4096)) is None

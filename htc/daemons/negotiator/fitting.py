@@ -11,7 +11,8 @@ comparisons (:meth:`Fitting.fits_class`), with the int/float comparison ClassAd 
 else (a request that reads the slot, a resource that is an expression) is evaluated.
 
 :class:`Fitting` is a part of :class:`~htc.daemons.negotiator.search.IdleSearch`, which
-provides ``s`` (the settings) and ``_wants`` (job id -> its literal request).
+provides ``s`` (the settings) and ``_wants`` (``id(job) -> (job, its literal request)``: the
+entry keeps its job alive, so no other job can take its id while it is remembered).
 """
 
 from __future__ import annotations
@@ -38,13 +39,12 @@ class Fitting:
     """Requests and fitting for the idle-slot search (see the module docstring)."""
 
     s: object
-    _wants: dict[int, tuple[float, float, float]]
+    _wants: dict[int, tuple[ClassAd, tuple[float, float, float]]]
 
     def fits(self, job: ClassAd, ad: ClassAd) -> tuple[float, float, float] | None:
         """The (cpus, memory, disk) a p-slot ``ad`` would carve for ``job``, or None if it can't."""
-        wants = self._wants.get(id(job))
-        if wants is None:
-            wants = self._request(job, ad)
+        hit = self._wants.get(id(job))
+        wants = hit[1] if hit is not None and hit[0] is job else self._request(job, ad)
         exprs = ad._exprs
         for want, have_name in zip(wants, _CARVED_NAMES):
             node = exprs.get(have_name.lower())
@@ -68,18 +68,19 @@ class Fitting:
         wants = (cpus, memory, disk)
         if not any(isinstance(job.get(n), ExprTree)
                    for n in _REQUESTS):
-            self._wants[id(job)] = wants  # literals: the same against every slot
+            # literals: the same against every slot (the entry holds the job: see the module
+            # docstring)
+            self._wants[id(job)] = (job, wants)
         return wants
 
     def literal_wants(self, job: ClassAd) -> tuple[float, float, float] | None:
         """The job's (cpus, memory, disk) request when it reads no slot (else None)."""
-        wants = self._wants.get(id(job))
-        if wants is None:
-            if any(isinstance(job.get(n), ExprTree)
-                   for n in _REQUESTS):
-                return None
-            wants = self._request(job, None)
-        return wants
+        hit = self._wants.get(id(job))
+        if hit is not None and hit[0] is job:
+            return hit[1]
+        if any(isinstance(job.get(n), ExprTree) for n in _REQUESTS):
+            return None
+        return self._request(job, None)
 
     def fits_class(self, job: ClassAd, cls) -> tuple[float, float, float] | None:
         """:meth:`fits` against a partitionable class's ad, by arithmetic on the numbers the

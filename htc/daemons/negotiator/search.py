@@ -138,9 +138,9 @@ class IdleSearch(Fitting):
         #: a partitionable slot just carved for a request, kept out of the classes while that
         #: request goes on taking from it (see :meth:`hold`)
         self.hot: tuple[RequestState, Slot, SlotPool] | None = None
-        #: id(job) -> its (cpus, memory, disk) request when those are literals (jobs live
-        #: as long as the cycle, so their ids are stable)
-        self._wants: dict[int, tuple[float, float, float]] = {}
+        #: id(job) -> (job, its (cpus, memory, disk) request) when those are literals (the
+        #: entry holds the job: no other job takes its id while it is remembered)
+        self._wants: dict[int, tuple] = {}
         #: (request, held slot, carve plan, last rank parts) of the held slot's last look
         self._hot_memo: tuple | None = None
         self._plans: dict[tuple, tuple | None] = {}  # (lane, slot's shape) -> its carve plan
