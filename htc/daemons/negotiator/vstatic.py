@@ -79,6 +79,8 @@ class SlotGroups:
             codes = None if names is None else _combined([
                 self._codes(n) if n not in tests else self._codes((n, tests[n]))
                 for n in names])
+        if codes is not None and codes[1] == 1:  # every slot agrees on every value it reads
+            return np.full(len(slots), verdict(slots[0]) if slots else False, dtype=dtype)
         if codes is None or codes[1] == len(slots):
             return np.array([verdict(slot) for slot in slots], dtype=dtype)
         # a verdict per group (at its first row), then each row's group's
@@ -168,7 +170,10 @@ class SlotGroups:
             # (map over the rows, not a comprehension: 9 names of 10,000 slots in case 1)
             nodes = list(map(dict.get, self._slot_exprs, repeat(lname)))
             keys = None
-            if set(map(type, nodes)) == _LITERAL_ONLY:
+            classes = set(map(type, nodes))
+            if classes == _NONE_ONLY:
+                keys = [_ABSENT] * len(nodes)  # no slot defines it
+            elif classes == _LITERAL_ONLY:
                 values = list(map(_VALUE_OF, nodes))
                 classes = set(map(type, values))
                 if len(classes) == 1 and classes <= {str, int, bool}:
@@ -192,6 +197,7 @@ _COMPARED = ("compared",)  # _test_keys' mark of a string's key
 #: :meth:`SlotGroups.evaluate`'s ``read`` for the slot's own ``Requirements``
 SLOT_REQUIREMENTS = ("the slot's Requirements",)
 _LITERAL_ONLY = {Literal}
+_NONE_ONLY = {type(None)}
 _VALUE_OF = attrgetter("value")
 _EMPTY = ClassAd()  # a slot that defines nothing: every name falls back (see slot_reads)
 
@@ -294,6 +300,8 @@ def _codes(keys: list) -> tuple:
     """``(codes, count)``: per row a small integer, equal for equal keys (numbered in order
     of first appearance, ``count`` of them)."""
     number = dict.fromkeys(keys)  # (in order of first appearance)
+    if len(number) == 1:
+        return np.zeros(len(keys), dtype=np.int64), 1
     for i, key in enumerate(number):
         number[key] = i
     return np.fromiter(map(number.__getitem__, keys), np.int64, len(keys)), len(number)
@@ -305,6 +313,11 @@ def _combined(parts: list) -> tuple:
     the digits of one number, renumbered when the next digit could pass 2**62)."""
     codes, count = parts[0]
     for more, base in parts[1:]:
+        if base == 1:
+            continue  # one key on every row: it tells no rows apart
+        if count == 1:
+            codes, count = more, base
+            continue
         if count * base >= 2 ** 62:
             unique, codes = np.unique(codes, return_inverse=True)
             count = unique.size
