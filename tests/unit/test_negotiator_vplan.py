@@ -392,6 +392,31 @@ def test_slots_whose_requirements_reach_the_same_values_share_one_evaluation():
         assert got.tolist() == [requirements_hold(ad, job) for ad in ads]
 
 
+def test_values_every_slot_shares_or_lacks_are_one_evaluation_and_chains_stay_apart():
+    """A name no slot defines and a value every slot has tell no slots apart: one evaluation
+    for all; two chains of plain references that end in the same value are two groups."""
+    ads = [make_slot(f"slot1@m{i}", OpSys="LINUX") for i in range(6)]
+    for i, ad in enumerate(ads):
+        ad["Requirements"] = ExprTree("START" if i % 2 else "READY")
+        ad["START"] = ExprTree("READY")
+        ad["READY"] = True
+    table = SlotTable([Slot(ad, ad["Name"]) for ad in ads])
+    settings = NegotiatorSettings()
+    compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
+    job = make_job()
+    expr = ExprTree('TARGET.OpSys == "LINUX" && TARGET.Offline =!= true')
+    calls = []
+    got = compiler.groups.evaluate(lambda slot: calls.append(1) or expr.eval(job, slot.ad),
+                                   (expr, False), job, bool)
+    assert len(calls) == 1 and got.tolist() == [True] * 6
+    calls = []
+    got = compiler.groups.evaluate(
+        lambda slot: calls.append(slot.name) or requirements_hold(slot.ad, job),
+        SLOT_REQUIREMENTS, job, bool)
+    assert sorted(calls) == ["slot1@m0", "slot1@m1"]  # READY, and START -> READY
+    assert got.tolist() == [True] * 6
+
+
 _STARTS = ["True", 'TARGET.Owner != "bob"', "TARGET.SubmitterUserPrio < 10",
            "TARGET.Memory >= 2048"]
 _SHAPE_REQUIREMENTS = ["TARGET.Memory >= RequestMemory",
