@@ -533,3 +533,37 @@ def test_rows_grouped_by_codes_are_the_rows_equal_in_every_key(rows, big):
     for i, a in enumerate(rows):
         for j, b in enumerate(rows):
             assert (codes[i] == codes[j]) == (a == b)
+
+
+def _closure_reads(slots):
+    """What the slots' expressions reach, slot by slot (what :func:`~.vplan._slot_reads` must
+    give): every slot followed with :func:`~.slots.closure`."""
+    from htc.classad.ast import Literal
+    from htc.daemons.negotiator.slots import CARVED, closure
+    reach, targets = set(CARVED), set()
+    for slot in slots:
+        exprs = slot.ad._exprs
+        roots = [n for n, node in exprs.items()
+                 if node.__class__ is not Literal and n not in CARVED]
+        if roots:
+            names, tg = closure(slot.ad, roots)
+            targets |= tg | {n for n in names if n not in exprs}
+            reach.update(n for n in roots if closure(slot.ad, (n,))[0] & CARVED)
+    return reach, targets
+
+
+@hsettings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(slots=st.lists(st.fixed_dictionaries({
+    "Requirements": st.sampled_from(["START", "MY.START", "TARGET.J", "START && A", "A",
+                                     "PARENT", "true", None]),
+    "START": st.sampled_from(["true", "A", "B > 1", "TARGET.K", "Memory > 2", "{ A, J }",
+                              None]),
+    "A": st.sampled_from([True, "Cpus * 2", "J", "TARGET.J", None]),
+    "Memory": st.sampled_from([2048, "Disk / 2", None])}), min_size=1, max_size=8))
+def test_slots_followed_once_per_shape_reach_what_each_slot_reaches(slots):
+    """Slots of the same expressions (names, classes, what each reads) are followed once, and
+    give what following every slot gives: what a carve changes, what they read of the job
+    (names a slot lacks too)."""
+    from htc.daemons.negotiator.vplan import _slot_reads
+    table = [Slot(_grouped_ad(values), f"s{i}") for i, values in enumerate(slots)]
+    assert _slot_reads(table) == _closure_reads(table)

@@ -42,12 +42,12 @@ import math
 import numpy as np
 
 from htc.classad import ExprTree
-from htc.classad.ast import Literal
+from htc.classad.ast import AttrRef, Literal
 from htc.classad.match import rank, requirements_hold
 from htc.classad.operators import is_true_for_match
 from htc.daemons.negotiator.preemption import WORST_RANK
 from htc.daemons.negotiator.slotreads import eval_rank
-from htc.daemons.negotiator.slots import CARVED, closure, projection
+from htc.daemons.negotiator.slots import CARVED, _node_refs, closure, projection
 from htc.daemons.negotiator.vexpr import (BOOL, INT, REAL, Inexact, Unsupported, compile_vector,
                                           holds, ranks, scalar)
 from htc.daemons.negotiator.vstatic import SLOT_REQUIREMENTS, SlotGroups
@@ -57,6 +57,8 @@ _HOLDS = object()  # _function's ``worst`` for a Requirements clause
 _NEW = object()  # no template yet
 _PER_JOB = object()  # a template that cannot be shared: compiled per job values
 _TAGGED = object()  # no typed template: the tagged form, compiled per job values
+#: names a plain reference does not read as itself (tree_refs reads nothing of them)
+_NOT_BARE = frozenset({"my", "target", "parent"})
 
 
 class Plan:
@@ -96,19 +98,7 @@ class PlanCompiler:
         self._shapes: dict[tuple, Plan | None] = {}  # see compile
         self._kinds: dict[tuple, tuple | None] = {}  # see compile
         self._costs: dict[tuple, np.ndarray] = {}  # a carve's cost -> Plan.cost (_compile)
-        reach, targets = set(CARVED), set()
-        for slot in table.slots:
-            ad = slot.ad
-            exprs = ad._exprs
-            roots = [lname for lname, node in exprs.items()
-                     if node.__class__ is not Literal and lname not in CARVED]
-            if not roots:
-                continue
-            names, tg = closure(ad, roots)  # (what all of them read: one walk)
-            targets |= tg
-            targets.update(n for n in names if n not in exprs)
-            if not names.isdisjoint(CARVED):  # one of them reads a carved resource: which
-                reach.update(lname for lname in roots if closure(ad, (lname,))[0] & CARVED)
+        reach, targets = _slot_reads(table.slots)
         #: slot attributes whose value a carve can change (through the slot's expressions)
         self._carved_reach = reach
         #: what the slots' expressions read of the job
@@ -409,6 +399,42 @@ class PlanCompiler:
             values = self._static[key] = self.groups.evaluate(
                 lambda slot: rank(job, slot.ad), (expr, False), job, float)
         return _indexed(values)
+
+
+def _slot_reads(slots) -> tuple[set, set]:
+    """``(reach, targets)`` of the slots' expressions: the slot attributes whose value a carve
+    can change (the carved resources and the expressions that read them), and what the
+    expressions read of the job (``TARGET.x``, and the names a slot lacks).
+
+    What :func:`~.slots.closure` finds of one slot is a function of its expressions' names,
+    classes and the names each reads, and of which names the slot lacks: slots that agree on
+    the first three (``Requirements = START`` and one ``Start``) are followed once, and each
+    slot's lacking names are looked up. A plain reference reads its name (as
+    :func:`~htc.daemons.tree_reads.tree_refs` says, without the call)."""
+    reach, targets = set(CARVED), set()
+    followed: dict[tuple, tuple] = {}  # the key above -> (names it reaches, targets)
+    for slot in slots:
+        ad = slot.ad
+        exprs = ad._exprs
+        key = []
+        for lname, node in exprs.items():
+            cls = node.__class__
+            if cls is not Literal:
+                key.append((lname, cls, node.lname if cls is AttrRef and node.lname not in
+                            _NOT_BARE else _node_refs(node)))
+        if not key:
+            continue
+        key = tuple(key)
+        hit = followed.get(key)
+        if hit is None:
+            roots = [lname for lname, _, _ in key if lname not in CARVED]
+            names, tg = closure(ad, roots) if roots else (set(), set())
+            if not names.isdisjoint(CARVED):  # one of them reads a carved resource: which
+                reach.update(lname for lname in roots if closure(ad, (lname,))[0] & CARVED)
+            hit = followed[key] = (tuple(names), tg)
+            targets |= tg
+        targets.update(n for n in hit[0] if n not in exprs)
+    return reach, targets
 
 
 def _indexed(values: np.ndarray):
