@@ -171,12 +171,12 @@ class SlotGroups:
                     # (ASCII strings, each lower-cased as fold does: 10,000 host names)
                     lowered = (map(str.lower, distinct) if all(map(str.isascii, distinct))
                                else map(fold, distinct))
-                    key_of = dict(zip(distinct, zip(map(f.__eq__, lowered),
-                                                    map(c.__eq__, distinct))))
+                    key_of = dict(zip(distinct, map(_PAIR_CODE.__getitem__, zip(
+                        map(f.__eq__, lowered), map(c.__eq__, distinct)))))
                 else:
                     key_of = {v: (tuple(fold(v) == f for f in folded),
                                   tuple(v == c for c in constants)) for v in set(literals)}
-                keys = self._keys[key] = [key_of[v] for v in literals]
+                keys = self._keys[key] = list(map(key_of.__getitem__, literals))
                 return keys
             keys = []
             for i, literal in enumerate(literals):
@@ -199,11 +199,12 @@ class SlotGroups:
             # (map over the rows, not a comprehension: 9 names of 10,000 slots in case 1)
             nodes = list(map(dict.get, self._slot_exprs, repeat(lname)))
             keys = None
-            classes = set(map(type, nodes))
-            if classes == _NONE_ONLY:
-                keys = [_ABSENT] * len(nodes)  # no slot defines it
-            elif classes == _LITERAL_ONLY:
+            try:  # (only a Literal has a value: a slot that lacks it or has an expression)
                 values = list(map(_VALUE_OF, nodes))
+            except AttributeError:
+                if set(map(type, nodes)) == _NONE_ONLY:
+                    keys = [_ABSENT] * len(nodes)  # no slot defines it
+            else:
                 classes = set(map(type, values))
                 if len(classes) == 1 and classes <= {str, int, bool}:
                     keys = values  # one type: the value is the key (1 never meets 1.0 here)
@@ -223,6 +224,8 @@ _PURE_CALLS = frozenset({
 _SCOPES = SPECIAL_NAMES | _VIRTUAL_NAMES
 _ABSENT = ("absent",)  # the key of a slot that does not define the name
 _COMPARED = ("compared",)  # _test_keys' mark of a string's key
+#: _test_keys' key of one string compared with one constant (folded, exactly): a small int
+_PAIR_CODE = {(False, False): 0, (False, True): 1, (True, False): 2, (True, True): 3}
 #: :meth:`SlotGroups.evaluate`'s ``read`` for the slot's own ``Requirements``
 SLOT_REQUIREMENTS = ("the slot's Requirements",)
 _LITERAL_ONLY = {Literal}
