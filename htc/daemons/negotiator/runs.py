@@ -386,8 +386,7 @@ def commit_run(cycle, search, rs, pool, slot, cost, carve, states, first: bool =
     cycle.claim_seq += n
     slot.carves += n
     search.taken_count += n
-    cycle.acct.add_matches(name, [f"{slot_name}#carve{first_carve + i}" for i in range(n)], cost,
-                           cycle.now)
+    cycle.acct.add_carves(name, slot_name, first_carve, n, cost, cycle.now)
     left = [None if h is None else same_type(h, h - w) for h, w in zip(states[-1], carve)]
     _set(ad, left)
     slot.weight = slot_weight(ad, cycle.s.use_slot_weights)

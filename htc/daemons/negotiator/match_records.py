@@ -1,0 +1,183 @@
+"""The accountant's match records: which submitter each claimed resource is charged to.
+
+Theory of operation
+-------------------
+HTCondor's accountant keeps a ``Resource.<name>`` record per claimed resource: its submitter,
+slot weight and start time (:class:`MatchRecord`). :class:`MatchRecords` holds them by resource
+name, in the order they were charged (the order :meth:`~.accountant.Accountant.check_matches`
+releases them in, which its float sums follow). The accountant does the charging arithmetic;
+this module only stores the records and writes and reads them in the snapshot.
+
+A cycle charges a *pseudo-resource* ``f"{slot}#carve{k}"`` per carve of a partitionable slot
+(the real dynamic slot replaces it in the next cycle's ``check_matches``): case 1 of
+``benchmarks/negotiator_bench.py`` makes 81,642 of them in about 13,000 runs. A run of carves
+is stored as one entry, ``(slot, first, count, record)``, after every named record
+(:meth:`MatchRecords.add_run`); the names are made only where something reads the records one
+by one (:meth:`MatchRecords.charged` expands the runs into it, once) or writes them
+(:meth:`MatchRecords.snapshot`). A run is stored so only when none of its names can be a
+record already: no named record is a carve and no run of the slot overlaps it; otherwise the
+accountant charges its resources one by one, as before.
+
+Records charged alike share one object (:meth:`MatchRecords.record`), and the snapshot one
+dict per object: a cycle's matches hold a few hundred records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["MatchRecord", "MatchRecords"]
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRecord:
+    """Per-resource state (HTCondor's ``Resource.<name>`` record); never changed, so that
+    resources charged alike share one (:meth:`MatchRecords.record`)."""
+
+    customer: str
+    weight: float
+    start_time: float
+
+
+MATCH_FIELDS = tuple(MatchRecord.__dataclass_fields__)
+_CARVE = "#carve"
+
+
+def carve_names(slot: str, first: int, count: int) -> list[str]:
+    """The pseudo-resource names of ``count`` carves of ``slot`` from the ``first``."""
+    return [f"{slot}#carve{first + i}" for i in range(count)]
+
+
+class MatchRecords:
+    """The match records of one accountant (see the module docstring)."""
+
+    def __init__(self) -> None:
+        #: resource name -> its record, in the order charged; the runs come after them all
+        self._charged: dict[str, MatchRecord] = {}
+        #: runs of carves, ``(slot, first, count, record)`` each, in the order charged
+        self._runs: list[tuple[str, int, int, MatchRecord]] = []
+        #: slot -> the ``(first, end)`` carve numbers of its runs
+        self._spans: dict[str, list[tuple[int, int]]] = {}
+        #: how many names of ``_charged`` are carves (``...#carve...``)
+        self._carves = 0
+        #: the record made last, for the next one charged alike (:meth:`record`)
+        self._last: MatchRecord | None = None
+
+    def record(self, customer: str, weight: float, now: float) -> MatchRecord:
+        """A record of ``customer``, ``weight`` and ``now``: the last one made when it holds
+        the same. Same means the same type and value, not 0 (-0.0 == 0.0 and 1 == 1.0 are not
+        written alike) and not NaN, so that the snapshot's text does not change."""
+        last = self._last
+        if (last is not None and last.customer == customer
+                and weight and last.weight == weight and last.weight.__class__ is weight.__class__
+                and now and last.start_time == now and last.start_time.__class__ is now.__class__):
+            return last
+        last = self._last = MatchRecord(customer, weight, now)
+        return last
+
+    # ---------------------------------------------------------------- by name
+
+    @property
+    def charged(self) -> dict[str, MatchRecord]:
+        """Every record by resource name, in the order charged (the runs expanded, once).
+        The caller changes it only through :meth:`put`, :meth:`put_new` and :meth:`pop`."""
+        if self._runs:
+            charged = self._charged
+            for slot, first, count, record in self._runs:
+                # (a run is disjoint from everything before it: run_fits checked)
+                charged.update(dict.fromkeys(carve_names(slot, first, count), record))
+                self._carves += count
+            self._runs.clear()
+            self._spans.clear()
+        return self._charged
+
+    def get(self, resource: str) -> MatchRecord | None:
+        return self.charged.get(resource)
+
+    def put(self, resource: str, record: MatchRecord) -> None:
+        """Record ``resource`` (in the order charged when it has no record yet)."""
+        charged = self.charged
+        if _CARVE in resource and resource not in charged:
+            self._carves += 1
+        charged[resource] = record
+
+    def put_new(self, fresh: dict[str, MatchRecord]) -> bool:
+        """Record each of ``fresh`` in turn when none has a record (True); else nothing."""
+        charged = self.charged
+        if not charged.keys().isdisjoint(fresh):
+            return False
+        charged.update(fresh)
+        self._carves += sum(1 for resource in fresh if _CARVE in resource)
+        return True
+
+    def pop(self, resource: str) -> MatchRecord | None:
+        record = self.charged.pop(resource, None)
+        if record is not None and _CARVE in resource:
+            self._carves -= 1
+        return record
+
+    # ---------------------------------------------------------------- runs
+
+    def run_fits(self, slot: str, first: int, count: int) -> bool:
+        """Whether :meth:`add_run` may store these carves as a run: none of their names can
+        have a record (no named record is a carve, no run of ``slot`` overlaps them)."""
+        if self._carves:
+            return False
+        spans = self._spans.get(slot)
+        end = first + count
+        return spans is None or not any(a < end and first < b for a, b in spans)
+
+    def add_run(self, slot: str, first: int, count: int, record: MatchRecord) -> None:
+        """Record the carves ``first .. first + count - 1`` of ``slot`` (:meth:`run_fits`)."""
+        self._runs.append((slot, first, count, record))
+        self._spans.setdefault(slot, []).append((first, first + count))
+
+    def detach_runs(self, claimed: Mapping) -> list[tuple[MatchRecord, int]]:
+        """For a reconciliation with the ``claimed`` resources: the runs, as ``(record,
+        count)`` in order, taken out of the records when none of their names is claimed
+        (they all end); else none, every run expanded into :attr:`charged`."""
+        runs = self._runs
+        if not runs:
+            return []
+        if any(_CARVE in resource for resource in claimed):
+            self.charged  # (a carve may be claimed: each is read by its name)
+            return []
+        out = [(record, count) for _slot, _first, count, record in runs]
+        runs.clear()
+        self._spans.clear()
+        return out
+
+    # ---------------------------------------------------------------- persistence
+
+    def snapshot(self) -> dict:
+        """The records as JSON-ready data, ``{name: {customer, weight, start_time}}``, in the
+        order charged. Entries of a shared record share its dict: the snapshot is data to
+        write or restore from, not to edit in place."""
+        charged, runs = self._charged, self._runs
+        records = list(charged.values())
+        keys = list(map(id, records))
+        unique = dict(zip(keys, records))
+        unique.update((id(run[3]), run[3]) for run in runs)
+        fields = {key: {"customer": m.customer, "weight": m.weight, "start_time": m.start_time}
+                  for key, m in unique.items()}  # (the fields of MatchRecord)
+        out = dict(zip(charged, map(fields.__getitem__, keys)))
+        for slot, first, count, record in runs:  # (as charged expands them)
+            out.update(dict.fromkeys(carve_names(slot, first, count), fields[id(record)]))
+        return out
+
+    def restore(self, data: Mapping) -> None:
+        """Add the records of :meth:`snapshot`'s ``data``.
+
+        Raises:
+            ValueError: a record lacks a field or has one too many.
+        """
+        for name, fields in dict(data).items():
+            self.put(str(name), MatchRecord(**checked(fields, MATCH_FIELDS)))
+
+
+def checked(fields: object, names: tuple[str, ...]) -> dict:
+    """``fields`` as a dict, when it is a mapping of exactly ``names``; else ValueError."""
+    if not isinstance(fields, Mapping) or set(fields) != set(names):
+        raise ValueError(f"record {fields!r} must have exactly the fields {', '.join(names)}")
+    return dict(fields)
