@@ -380,12 +380,10 @@ class Accountant:
         if count <= 0:
             return
         records = self._records
-        if not records.run_fits(slot, first, count):
+        if not records.add_run(slot, first, count, records.record(customer, weight, now)):
             self.add_matches(customer, carve_names(slot, first, count), weight, now)
             return
-        record = records.record(customer, weight, now)
         self._charge(customer, count, weight, now)
-        records.add_run(slot, first, count, record)
 
     def _charge(self, customer: str, count: int, weight: float, now: float) -> None:
         """Charge ``customer`` for ``count`` new resources of ``weight`` from ``now`` on, as
@@ -395,6 +393,10 @@ class Accountant:
         rec = self._customer(customer)
         rec.resources_used += count
         charge = (now - self.last_update_time) * weight
+        if count == 1:
+            rec.weighted_resources_used += weight
+            rec.weighted_uncharged_time -= charge
+            return
         rec.weighted_resources_used = added(rec.weighted_resources_used, weight, count)
         # (x - charge is x + -charge, exactly)
         rec.weighted_uncharged_time = added(rec.weighted_uncharged_time, -charge, count)

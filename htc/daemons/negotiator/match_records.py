@@ -85,7 +85,7 @@ class MatchRecords:
         if self._runs:
             charged = self._charged
             for slot, first, count, record in self._runs:
-                # (a run is disjoint from everything before it: run_fits checked)
+                # (a run is disjoint from everything before it: add_run checked)
                 charged.update(dict.fromkeys(carve_names(slot, first, count), record))
                 self._carves += count
             self._runs.clear()
@@ -119,19 +119,23 @@ class MatchRecords:
 
     # ---------------------------------------------------------------- runs
 
-    def run_fits(self, slot: str, first: int, count: int) -> bool:
-        """Whether :meth:`add_run` may store these carves as a run: none of their names can
-        have a record (no named record is a carve, no run of ``slot`` overlaps them)."""
+    def add_run(self, slot: str, first: int, count: int, record: MatchRecord) -> bool:
+        """Record the carves ``first .. first + count - 1`` of ``slot`` as one run, when none
+        of their names can have a record already (no named record is a carve, no run of
+        ``slot`` overlaps them); else record nothing and return False."""
         if self._carves:
             return False
-        spans = self._spans.get(slot)
         end = first + count
-        return spans is None or not any(a < end and first < b for a, b in spans)
-
-    def add_run(self, slot: str, first: int, count: int, record: MatchRecord) -> None:
-        """Record the carves ``first .. first + count - 1`` of ``slot`` (:meth:`run_fits`)."""
+        spans = self._spans.get(slot)
+        if spans is None:
+            self._spans[slot] = [(first, end)]
+        else:
+            for a, b in spans:
+                if a < end and first < b:
+                    return False
+            spans.append((first, end))
         self._runs.append((slot, first, count, record))
-        self._spans.setdefault(slot, []).append((first, first + count))
+        return True
 
     def detach_runs(self, claimed: Mapping) -> list[tuple[MatchRecord, int]]:
         """For a reconciliation with the ``claimed`` resources: the runs, as ``(record,

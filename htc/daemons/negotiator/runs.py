@@ -34,7 +34,7 @@ from htc.classad.ast import (AttrRef, Binary, Call, Conditional, ListExpr, Liter
 from htc.classad.match import rank
 from htc.daemons.negotiator.match_runs import new_run
 from htc.daemons.negotiator.preemption import PreemptState, submitter_limit_permits
-from htc.daemons.negotiator.slotreads import eval_rank, literal, same_type, slot_weight
+from htc.daemons.negotiator.slotreads import eval_rank, literal, slot_weight
 from htc.daemons.negotiator.vsteps import less_carve
 
 #: directions of a value as the slot's Cpus, Memory and Disk grow (None: unknown)
@@ -387,12 +387,28 @@ def commit_run(cycle, search, rs, pool, slot, cost, carve, states, first: bool =
     slot.carves += n
     search.taken_count += n
     cycle.acct.add_carves(name, slot_name, first_carve, n, cost, cycle.now)
-    left = [None if h is None else same_type(h, h - w) for h, w in zip(states[-1], carve)]
-    _set(ad, left)
-    slot.weight = slot_weight(ad, cycle.s.use_slot_weights)
+    # what the last carve leaves (states hold int and float sizes only: less_carve is
+    # same_type's), written as shared literals
+    h0, h1, h2 = states[-1]
+    c0, c1, c2 = carve
+    left0, left1, left2 = less_carve(h0, h1, h2, c0, c1, c2)
+    table = ad._exprs
+    if left0 is not None:
+        table["cpus"] = literal(left0)
+    if left1 is not None:
+        table["memory"] = literal(left1)
+    if left2 is not None:
+        table["disk"] = literal(left2)
+    if not cycle.s.use_slot_weights:
+        slot.weight = 1.0
+    elif left0 is not None and "slotweight" not in table:  # (slot_weight's usual ad)
+        weight = float(left0)
+        slot.weight = weight if weight >= 0 else 1.0
+    else:
+        slot.weight = slot_weight(ad, True)
     search.run_jobs += n - first
     # (make_match's test of the ad, on the numbers just set: an absent one reads as 1.0)
-    if (1.0 if left[0] is None else left[0]) < 1.0 or (1.0 if left[1] is None else left[1]) <= 0:
+    if (1.0 if left0 is None else left0) < 1.0 or (1.0 if left1 is None else left1) <= 0:
         pool.take(slot)  # as make_match does; the slot stays "hot" until the next search
         cycle.free -= 1
     return n
