@@ -25,6 +25,7 @@ dict per object: a cycle's matches hold a few hundred records.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import repeat
 from dataclasses import dataclass
 
 __all__ = ["MatchRecord", "MatchRecords"]
@@ -44,9 +45,22 @@ MATCH_FIELDS = tuple(MatchRecord.__dataclass_fields__)
 _CARVE = "#carve"
 
 
+#: ``str(k)`` for the carve numbers seen so far (a cycle names the same few again and again)
+_NUMBERS: list[str] = [str(k) for k in range(256)]
+
+
+def _numbers(first: int, end: int) -> list[str]:
+    if end > len(_NUMBERS):
+        _NUMBERS.extend(map(str, range(len(_NUMBERS), end)))
+    return _NUMBERS[first:end]
+
+
 def carve_names(slot: str, first: int, count: int) -> list[str]:
-    """The pseudo-resource names of ``count`` carves of ``slot`` from the ``first``."""
-    return [f"{slot}#carve{first + i}" for i in range(count)]
+    """The pseudo-resource names of ``count`` carves of ``slot`` from the ``first``:
+    ``f"{slot}#carve{first + i}"``."""
+    if first < 0:
+        return [f"{slot}#carve{first + i}" for i in range(count)]
+    return list(map(f"{slot}#carve".__add__, _numbers(first, first + count)))
 
 
 class MatchRecords:
@@ -165,10 +179,13 @@ class MatchRecords:
         unique.update((id(run[3]), run[3]) for run in runs)
         fields = {key: {"customer": m.customer, "weight": m.weight, "start_time": m.start_time}
                   for key, m in unique.items()}  # (the fields of MatchRecord)
-        out = dict(zip(charged, map(fields.__getitem__, keys)))
-        for slot, first, count, record in runs:  # (as charged expands them)
-            out.update(dict.fromkeys(carve_names(slot, first, count), fields[id(record)]))
-        return out
+        names, values = list(charged), list(map(fields.__getitem__, keys))
+        add_names, add_values = names.extend, values.extend
+        for slot, first, count, record in runs:  # (as charged expands them; no list per run)
+            add_names(map(f"{slot}#carve".__add__, _numbers(first, first + count))
+                      if first >= 0 else carve_names(slot, first, count))
+            add_values(repeat(fields[id(record)], count))
+        return dict(zip(names, values))
 
     def restore(self, data: Mapping) -> None:
         """Add the records of :meth:`snapshot`'s ``data``.
