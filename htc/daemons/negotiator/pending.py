@@ -108,10 +108,12 @@ class PendingSlots:
                 entry[1] = True
             else:  # the carves of a slot summed one by one, in the order they were made
                 cpus, memory, disk = carved
+                c, m, d = entry[2], entry[3], entry[4]  # (summed in locals)
                 for _ in range(count):
-                    entry[2] += cpus
-                    entry[3] += memory
-                    entry[4] += disk
+                    c += cpus
+                    m += memory
+                    d += disk
+                entry[2], entry[3], entry[4] = c, m, d
             mine.append((run.claim_id, run.first_claim, run.cycle, count, run.autocluster_id,
                          carved))
         for name, (signature, whole, cpus, memory, disk) in work.items():

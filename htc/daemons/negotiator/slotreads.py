@@ -139,8 +139,12 @@ def claimed_resources(machine_ads, use_slot_weights: bool = True) -> dict[str, t
     out = {}
     for ad in machine_ads:
         exprs = getattr(ad, "_exprs", None)
-        if str(fast_read(exprs, ad, "state", "State", "")).lower() != "claimed":
-            continue  # (the usual ad: its Name need not be read)
+        node = None if exprs is None else exprs.get("state")
+        if node.__class__ is Literal and node.value.__class__ is str:
+            if node.value.lower() != "claimed":  # (fast_read's answer, without the call)
+                continue  # (the usual ad: its Name need not be read)
+        elif str(fast_read(exprs, ad, "state", "State", "")).lower() != "claimed":
+            continue
         name = fast_read(exprs, ad, "name", "Name")
         if not isinstance(name, str):
             continue
