@@ -76,13 +76,29 @@ def test_a_cycle_of_runs_is_one_entry_each_until_read_by_name():
     acct.add_carves("a@x", "s2@n", 0, 2, 1.0, 1.0)
     acct.add_carves("a@x", "s1@n", 3, 1, 1.0, 1.0)
     records = acct._records
-    assert len(records._runs) == 3 and not records._charged  # no name made yet
+    assert len(records._tail) == 3 and not records._charged  # no name made yet
     assert list(acct.snapshot()["matches"]) == [
         "s1@n#carve0", "s1@n#carve1", "s1@n#carve2", "s2@n#carve0", "s2@n#carve1", "s1@n#carve3"]
     assert not records._charged  # the snapshot wrote them without expanding
     acct.check_matches({"s1@n_1": ("a@x", 4.0)}, 2.0)  # the dynamic slot replaces the carves
-    assert list(acct._matches) == ["s1@n_1"] and not records._runs
+    assert list(acct._matches) == ["s1@n_1"] and not records._tail
     assert acct.weighted_resources_used("a@x") == 4.0
+
+
+def test_a_static_slot_between_runs_names_no_carve():
+    acct = Accountant(now=0.0)
+    acct.add_carves("a@x", "s1@n", 0, 2, 1.0, 1.0)
+    acct.add_match("b@x", "static@n", 1.0, 1.0)
+    acct.add_carves("a@x", "s2@n", 0, 2, 1.0, 1.0)
+    acct.add_match("b@x", "static2@n", 1.0, 1.0)
+    assert acct.match_of("static@n") == ("b@x", 1.0)
+    records = acct._records
+    assert len(records._tail) == 4 and not records._charged  # still no carve named
+    assert list(acct.snapshot()["matches"]) == [
+        "s1@n#carve0", "s1@n#carve1", "static@n", "s2@n#carve0", "s2@n#carve1", "static2@n"]
+    acct.check_matches({"static2@n": ("b@x", 1.0), "static@n": ("c@x", 1.0)}, 2.0)
+    assert list(acct._matches) == ["static2@n", "static@n"]  # (kept, then the one moved)
+    assert acct.match_of("static@n") == ("c@x", 1.0)
 
 
 def test_a_run_over_a_carve_charged_already_goes_one_by_one():

@@ -441,14 +441,22 @@ class Accountant:
             now: the current time.
         """
         records = self._records
-        runs = records.detach_runs(claimed)  # (the last records: released after the others)
+        tail = records.detach_tail(claimed)  # (the last records: reconciled after the others)
         charged = records.charged
         for resource in list(charged):
             want = claimed.get(resource)
             if want is None or want[0] != charged[resource].customer:
                 self.remove_match(resource, now)
-        for record, count in runs:  # none of their resources is claimed
-            self._release(record, count, now)
+        for entry in tail:
+            if len(entry) == 4:  # a run of carves, none of them claimed
+                self._release(entry[3], entry[2], now)
+                continue
+            resource, record = entry
+            want = claimed.get(resource)
+            if want is None or want[0] != record.customer:
+                self._release(record, 1, now)
+            else:
+                records.put(resource, record)  # (kept, after the others as before)
         for resource, (customer, weight) in claimed.items():
             if resource not in charged:
                 self.add_match(customer, resource, weight, now)

@@ -11,12 +11,15 @@ this module only stores the records and writes and reads them in the snapshot.
 A cycle charges a *pseudo-resource* ``f"{slot}#carve{k}"`` per carve of a partitionable slot
 (the real dynamic slot replaces it in the next cycle's ``check_matches``): case 1 of
 ``benchmarks/negotiator_bench.py`` makes 81,642 of them in about 13,000 runs. A run of carves
-is stored as one entry, ``(slot, first, count, record)``, after every named record
-(:meth:`MatchRecords.add_run`); the names are made only where something reads the records one
-by one (:meth:`MatchRecords.charged` expands the runs into it, once) or writes them
-(:meth:`MatchRecords.snapshot`). A run is stored so only when none of its names can be a
-record already: no named record is a carve and no run of the slot overlaps it; otherwise the
-accountant charges its resources one by one, as before.
+is stored as one entry, ``(slot, first, count, record)``, in a *tail* after every named record
+(:meth:`MatchRecords.add_run`); a resource charged after it (a static slot) joins the tail as
+``(name, record)``, so the order charged stays the order kept. The carve names are made only
+where something reads the records one by one (:attr:`MatchRecords.charged` expands the tail
+into them, once: a carve looked up by name, a resource of the tail removed) or writes them
+(:meth:`MatchRecords.snapshot`); the next cycle's reconciliation releases the runs without
+naming them (:meth:`MatchRecords.detach_tail`). A run is stored so only when none of its names
+can be a record already: no named record is a carve and no run of the slot overlaps it;
+otherwise the accountant charges its resources one by one, as before.
 
 Records charged alike share one object (:meth:`MatchRecords.record`), and the snapshot one
 dict per object: a cycle's matches hold a few hundred records.
@@ -67,10 +70,13 @@ class MatchRecords:
     """The match records of one accountant (see the module docstring)."""
 
     def __init__(self) -> None:
-        #: resource name -> its record, in the order charged; the runs come after them all
+        #: resource name -> its record, in the order charged; the tail comes after them all
         self._charged: dict[str, MatchRecord] = {}
-        #: runs of carves, ``(slot, first, count, record)`` each, in the order charged
-        self._runs: list[tuple[str, int, int, MatchRecord]] = []
+        #: what was charged after a run, in order: runs of carves ``(slot, first, count,
+        #: record)`` and resources without a carve name ``(name, record)``
+        self._tail: list[tuple] = []
+        #: the resources of the tail, by name
+        self._singles: dict[str, MatchRecord] = {}
         #: slot -> the ``(first, end)`` carve numbers of its runs
         self._spans: dict[str, list[tuple[int, int]]] = {}
         #: how many names of ``_charged`` are carves (``...#carve...``)
@@ -94,23 +100,36 @@ class MatchRecords:
 
     @property
     def charged(self) -> dict[str, MatchRecord]:
-        """Every record by resource name, in the order charged (the runs expanded, once).
+        """Every record by resource name, in the order charged (the tail expanded, once).
         The caller changes it only through :meth:`put`, :meth:`put_new` and :meth:`pop`."""
-        if self._runs:
+        tail = self._tail
+        if tail:
             charged = self._charged
-            for slot, first, count, record in self._runs:
+            for entry in tail:
+                if len(entry) == 2:
+                    charged[entry[0]] = entry[1]
+                    continue
+                slot, first, count, record = entry
                 # (a run is disjoint from everything before it: add_run checked)
                 charged.update(dict.fromkeys(carve_names(slot, first, count), record))
                 self._carves += count
-            self._runs.clear()
+            tail.clear()
+            self._singles.clear()
             self._spans.clear()
         return self._charged
 
     def get(self, resource: str) -> MatchRecord | None:
-        return self.charged.get(resource)
+        if _CARVE in resource:
+            return self.charged.get(resource)  # (it may be a run's)
+        record = self._charged.get(resource)
+        return self._singles.get(resource) if record is None else record
 
     def put(self, resource: str, record: MatchRecord) -> None:
-        """Record ``resource`` (in the order charged when it has no record yet)."""
+        """Record ``resource``, which has no record, after every other."""
+        if self._tail and _CARVE not in resource:
+            self._singles[resource] = record  # (after the runs, without naming them)
+            self._tail.append((resource, record))
+            return
         charged = self.charged
         if _CARVE in resource and resource not in charged:
             self._carves += 1
@@ -126,6 +145,8 @@ class MatchRecords:
         return True
 
     def pop(self, resource: str) -> MatchRecord | None:
+        if _CARVE not in resource and resource not in self._singles:
+            return self._charged.pop(resource, None)  # (the tail's order stays as it is)
         record = self.charged.pop(resource, None)
         if record is not None and _CARVE in resource:
             self._carves -= 1
@@ -148,21 +169,23 @@ class MatchRecords:
                 if a < end and first < b:
                     return False
             spans.append((first, end))
-        self._runs.append((slot, first, count, record))
+        self._tail.append((slot, first, count, record))
         return True
 
-    def detach_runs(self, claimed: Mapping) -> list[tuple[MatchRecord, int]]:
-        """For a reconciliation with the ``claimed`` resources: the runs, as ``(record,
-        count)`` in order, taken out of the records when none of their names is claimed
-        (they all end); else none, every run expanded into :attr:`charged`."""
-        runs = self._runs
-        if not runs:
+    def detach_tail(self, claimed: Mapping) -> list[tuple]:
+        """For a reconciliation with the ``claimed`` resources: the tail, taken out of the
+        records in order (runs as ``(slot, first, count, record)``, the others as ``(name,
+        record)``), when none of its runs' resources is claimed; else nothing, the tail
+        expanded into :attr:`charged`."""
+        tail = self._tail
+        if not tail:
             return []
         if any(_CARVE in resource for resource in claimed):
             self.charged  # (a carve may be claimed: each is read by its name)
             return []
-        out = [(record, count) for _slot, _first, count, record in runs]
-        runs.clear()
+        out = list(tail)
+        tail.clear()
+        self._singles.clear()
         self._spans.clear()
         return out
 
@@ -172,16 +195,21 @@ class MatchRecords:
         """The records as JSON-ready data, ``{name: {customer, weight, start_time}}``, in the
         order charged. Entries of a shared record share its dict: the snapshot is data to
         write or restore from, not to edit in place."""
-        charged, runs = self._charged, self._runs
+        charged, tail = self._charged, self._tail
         records = list(charged.values())
         keys = list(map(id, records))
         unique = dict(zip(keys, records))
-        unique.update((id(run[3]), run[3]) for run in runs)
+        unique.update((id(entry[-1]), entry[-1]) for entry in tail)
         fields = {key: {"customer": m.customer, "weight": m.weight, "start_time": m.start_time}
                   for key, m in unique.items()}  # (the fields of MatchRecord)
         names, values = list(charged), list(map(fields.__getitem__, keys))
         add_names, add_values = names.extend, values.extend
-        for slot, first, count, record in runs:  # (as charged expands them; no list per run)
+        for entry in tail:  # (as charged expands them; no list per run)
+            if len(entry) == 2:
+                names.append(entry[0])
+                values.append(fields[id(entry[1])])
+                continue
+            slot, first, count, record = entry
             add_names(map(f"{slot}#carve".__add__, _numbers(first, first + count))
                       if first >= 0 else carve_names(slot, first, count))
             add_values(repeat(fields[id(record)], count))
