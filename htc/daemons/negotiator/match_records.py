@@ -10,7 +10,7 @@ this module only stores the records and writes and reads them in the snapshot.
 
 A cycle charges a *pseudo-resource* ``f"{slot}#carve{k}"`` per carve of a partitionable slot
 (the real dynamic slot replaces it in the next cycle's ``check_matches``): case 1 of
-``benchmarks/negotiator_bench.py`` makes 81,642 of them in about 13,000 runs. A run of carves
+``benchmarks/negotiator_bench.py`` makes 81,642 of them in 14,391 runs. A run of carves
 is stored as one entry, ``(slot, first, count, record)``, in a *tail* after every named record
 (:meth:`MatchRecords.add_run`); a resource charged after it (a static slot) joins the tail as
 ``(name, record)``, so the order charged stays the order kept. The carve names are made only
@@ -28,8 +28,8 @@ dict per object: a cycle's matches hold a few hundred records.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import repeat
 from dataclasses import dataclass
+from itertools import repeat
 
 __all__ = ["MatchRecord", "MatchRecords"]
 
