@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import pytest
 
-from htc.classad import ClassAd
+from htc.classad import ClassAd, ExprTree
 from htc.daemons.negotiator.match_runs import MatchRun, expand
 from htc.daemons.negotiator.pending import PendingSlots
 from htc.daemons.negotiator.preemption import PreemptState
@@ -67,3 +67,23 @@ def test_record_keeps_what_one_match_at_a_time_kept(seed):
             slow.lapsed(x.slot_name, x.claim_id, x.autocluster_id)
         assert list(fast._slots.items()) == list(slow._slots.items())
         assert fast._given == slow._given
+
+
+@pytest.mark.parametrize("ad", [
+    ClassAd({"Name": "s", "UpdateSequenceNumber": 3, "DaemonStartTime": 10, "State": "Claimed"}),
+    ClassAd({"Name": "s", "State": "Unclaimed", "Activity": "Idle", "Cpus": 4, "Memory": 2.5,
+             "ClaimId": "c1"}),
+    ClassAd({"Name": "s", "State": "Unclaimed", "Cpus": ExprTree("2 + 2"),
+             "UpdateSequenceNumber": ExprTree("1 + 1")}),
+    ClassAd({"Name": "s", "UpdateSequenceNumber": ExprTree("undefined"), "Disk": ExprTree("[a = 1]"),
+             "Memory": ExprTree("{1, 2}")}),
+    {"Name": "s", "UpdateSequenceNumber": 7, "DaemonStartTime": 1},
+    {"Name": "s", "State": "Claimed", "Cpus": 1},
+])
+def test_a_slots_signature_reads_what_fast_get_reads(ad):
+    from htc.daemons.negotiator.slotreads import fast_get
+
+    names = (("DaemonStartTime", "UpdateSequenceNumber")
+             if fast_get(ad, "UpdateSequenceNumber") is not None
+             else ("State", "Activity", "Cpus", "Memory", "Disk", "ClaimId"))
+    assert PendingSlots._signature(ad) == tuple(fast_get(ad, name) for name in names)

@@ -23,7 +23,7 @@ formed is :mod:`htc.daemons.negotiator.submitters`) the accountant keeps
 * the **effective user priority** EUP = RUP x factor. Lower is better.
 
 The accountant also keeps one *match record* per claimed resource (slot name -> submitter,
-weight, start time). The negotiator adds a record for every match it makes and, at the start
+weight, start time; :mod:`htc.daemons.negotiator.match_records`). The negotiator adds a record for every match it makes and, at the start
 of each cycle, reconciles the records with what the slot ads say is claimed
 (:meth:`Accountant.check_matches`), exactly like HTCondor's ``CheckMatches``.
 
@@ -40,6 +40,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from htc.daemons.negotiator.match_records import MatchRecord, MatchRecords, carve_names, checked
+from htc.daemons.negotiator.slotreads import added
 from htc.daemons.negotiator.submitters import accounting_group_of
 from htc.daemons.negotiator.updown import UpDownIndex
 from htc.daemons.settings import knob
@@ -119,18 +121,7 @@ class _Customer:
     last_usage_time: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class _Match:
-    """Per-resource state (HTCondor's ``Resource.<name>`` record); never changed, so that
-    resources charged alike share one (:meth:`Accountant._record`)."""
-
-    customer: str
-    weight: float
-    start_time: float
-
-
 _CUSTOMER_FIELDS = tuple(_Customer.__dataclass_fields__)
-_MATCH_FIELDS = tuple(_Match.__dataclass_fields__)
 
 
 class Accountant:
@@ -146,9 +137,8 @@ class Accountant:
         self.settings = settings or AccountantSettings()
         self.last_update_time: float | None = now
         self._customers: dict[str, _Customer] = {}
-        self._matches: dict[str, _Match] = {}
-        #: the match record made last, for the next match charged alike (:meth:`_record`)
-        self._last_record: _Match | None = None
+        #: one record per claimed resource (and per carve of this cycle), in the order charged
+        self._records = MatchRecords()
         #: the Up-Down schedule indices (``NEGOTIATOR_POLICY = UPDOWN``), persisted alongside
         self.updown = UpDownIndex()
 
@@ -350,7 +340,8 @@ class Accountant:
             weight: the slot weight (``SlotWeight``, by default its ``Cpus``).
             now: the current time.
         """
-        current = self._matches.get(resource)
+        records = self._records
+        current = records.get(resource)
         if current is not None:
             if current.customer == customer:
                 return
@@ -362,69 +353,83 @@ class Accountant:
         rec.weighted_resources_used += weight
         # The next update charges the whole interval; take back the part before the match.
         rec.weighted_uncharged_time -= (now - self.last_update_time) * weight
-        self._matches[resource] = self._record(customer, weight, now)
-
-    def _record(self, customer: str, weight: float, now: float) -> _Match:
-        """A match record of ``customer``, ``weight`` and ``now``: the last one made when it
-        holds the same (a cycle charges a submitter's jobs of one size alike, tens of
-        thousands of them in a large pool: one record, and :meth:`snapshot` one dict, for
-        all). Same means the same type and value, not 0 (-0.0 == 0.0 and 1 == 1.0 are not
-        written alike) and not NaN, so that the snapshot's text does not change."""
-        last = self._last_record
-        if (last is not None and last.customer == customer
-                and weight and last.weight == weight and last.weight.__class__ is weight.__class__
-                and now and last.start_time == now and last.start_time.__class__ is now.__class__):
-            return last
-        last = self._last_record = _Match(customer, weight, now)
-        return last
+        records.put(resource, records.record(customer, weight, now))
 
     def add_matches(self, customer: str, resources: Sequence[str], weight: float,
                     now: float) -> None:
-        """:meth:`add_match` for each of ``resources`` in turn (a run of carves from one slot):
-        the same charges, added in the same order, with the submitter's record looked up once.
-        The new match records are one shared record (they hold the same customer, weight and
-        start, and a record is never changed, only replaced): a run of carves is one object."""
+        """:meth:`add_match` for each of ``resources`` in turn: the same charges, added in the
+        same order, with the submitter's record looked up once. The new match records are one
+        shared record (they hold the same customer, weight and start, and a record is never
+        changed, only replaced)."""
         if not resources:
             return
-        matches = self._matches
-        fresh = dict.fromkeys(resources, self._record(customer, weight, now))
-        if len(fresh) < len(resources) or not matches.keys().isdisjoint(fresh):
+        records = self._records
+        fresh = dict.fromkeys(resources, records.record(customer, weight, now))
+        if len(fresh) < len(resources) or not records.put_new(fresh):
             for resource in resources:  # a re-charge or a move among them: one by one
                 self.add_match(customer, resource, weight, now)
             return
+        self._charge(customer, len(fresh), weight, now)
+
+    def add_carves(self, customer: str, slot: str, first: int, count: int, weight: float,
+                   now: float) -> None:
+        """:meth:`add_matches` of the ``count`` pseudo-resources ``f"{slot}#carve{first + i}"``
+        (a run of carves from one partitionable slot, ``first`` an int; the real dynamic
+        slots replace them in the next cycle's :meth:`check_matches`): the same charges in
+        the same order, the records kept as one entry (:mod:`.match_records`)."""
+        if count <= 0:
+            return
+        records = self._records
+        if not records.add_run(slot, first, count, records.record(customer, weight, now)):
+            self.add_matches(customer, carve_names(slot, first, count), weight, now)
+            return
+        self._charge(customer, count, weight, now)
+
+    def _charge(self, customer: str, count: int, weight: float, now: float) -> None:
+        """Charge ``customer`` for ``count`` new resources of ``weight`` from ``now`` on, as
+        ``count`` calls of :meth:`add_match` would (one float addition per resource)."""
         if self.last_update_time is None:
             self.last_update_time = now
         rec = self._customer(customer)
-        rec.resources_used += len(fresh)
-        # one addition per resource, as add_match makes them (k additions of a float are not
-        # one addition of k times it)
-        used, uncharged = rec.weighted_resources_used, rec.weighted_uncharged_time
+        rec.resources_used += count
         charge = (now - self.last_update_time) * weight
-        for _ in fresh:
-            used += weight
-            uncharged -= charge
-        rec.weighted_resources_used, rec.weighted_uncharged_time = used, uncharged
-        matches.update(fresh)
+        if count == 1:
+            rec.weighted_resources_used += weight
+            rec.weighted_uncharged_time -= charge
+            return
+        rec.weighted_resources_used = added(rec.weighted_resources_used, weight, count)
+        # (x - charge is x + -charge, exactly)
+        rec.weighted_uncharged_time = added(rec.weighted_uncharged_time, -charge, count)
+
+    @property
+    def _matches(self) -> dict[str, MatchRecord]:
+        """Every match record by resource name, in the order charged (read only)."""
+        return self._records.charged
 
     def remove_match(self, resource: str, now: float) -> None:
         """Stop charging for ``resource`` (claim ended); unknown resources are ignored."""
-        match = self._matches.pop(resource, None)
-        if match is None:
-            return
+        match = self._records.pop(resource)
+        if match is not None:
+            self._release(match, 1, now)
+
+    def _release(self, match: MatchRecord, count: int, now: float) -> None:
+        """Stop charging for ``count`` resources of the record ``match``, one after another."""
         rec = self._customer(match.customer)
-        rec.resources_used = max(0, rec.resources_used - 1)
-        rec.weighted_resources_used = max(0.0, rec.weighted_resources_used - match.weight)
+        weight = match.weight
         # The next update charges only what is held then, so add the part of this interval held
         # until now. For a match made in this interval add_match took back the part before it
         # started; adding the whole interval so far leaves exactly start..now. (Adding
         # now - max(start, last update) instead would charge a claim that starts and ends
         # between two updates its length minus the gap before it started.)
         since = self.last_update_time if self.last_update_time is not None else match.start_time
-        rec.weighted_uncharged_time += (now - since) * match.weight
+        for _ in range(count):
+            rec.resources_used = max(0, rec.resources_used - 1)
+            rec.weighted_resources_used = max(0.0, rec.weighted_resources_used - weight)
+            rec.weighted_uncharged_time += (now - since) * weight
 
     def match_of(self, resource: str) -> tuple[str, float] | None:
         """Return ``(customer, weight)`` of the match on ``resource``, or ``None``."""
-        m = self._matches.get(resource)
+        m = self._records.get(resource)
         return (m.customer, m.weight) if m else None
 
     def check_matches(self, claimed: Mapping[str, tuple[str, float]], now: float) -> None:
@@ -435,34 +440,38 @@ class Accountant:
                 ``{resource_name: (submitter, slot_weight)}``.
             now: the current time.
         """
-        for resource in list(self._matches):
+        records = self._records
+        tail = records.detach_tail(claimed)  # (the last records: reconciled after the others)
+        charged = records.charged
+        for resource in list(charged):
             want = claimed.get(resource)
-            if want is None or want[0] != self._matches[resource].customer:
+            if want is None or want[0] != charged[resource].customer:
                 self.remove_match(resource, now)
+        for entry in tail:
+            if len(entry) == 4:  # a run of carves, none of them claimed
+                self._release(entry[3], entry[2], now)
+                continue
+            resource, record = entry
+            want = claimed.get(resource)
+            if want is None or want[0] != record.customer:
+                self._release(record, 1, now)
+            else:
+                records.put(resource, record)  # (kept, after the others as before)
         for resource, (customer, weight) in claimed.items():
-            if resource not in self._matches:
+            if resource not in charged:
                 self.add_match(customer, resource, weight, now)
 
     # ------------------------------------------------------------------ persistence
 
     def snapshot(self) -> dict:
-        """Return the whole accountant as plain JSON-ready data (for the service to persist)."""
-        matches = self._matches
-        names = sorted(matches)  # (names are unique: sorting them is enough)
-        records = list(map(matches.__getitem__, names))
-        keys = list(map(id, records))
-        # Resources charged alike share a record (:meth:`_record`), and their entries share
-        # its dict here: 81,642 matches of case 1 of benchmarks/negotiator_bench.py hold a few
-        # hundred records. The JSON written is the same; the snapshot is data to write or
-        # restore from, not to edit in place.
-        fields = {key: {"customer": m.customer, "weight": m.weight, "start_time": m.start_time}
-                  for key, m in dict(zip(keys, records)).items()}  # (the fields of _Match)
+        """Return the whole accountant as plain JSON-ready data (for the service to persist;
+        its ``matches`` come in the order charged, and the service writes them sorted)."""
         return {
             "version": SNAPSHOT_VERSION,
             "last_update_time": self.last_update_time,
             "customers": {n: {f: getattr(r, f) for f in _CUSTOMER_FIELDS}
                           for n, r in sorted(self._customers.items())},
-            "matches": dict(zip(names, map(fields.__getitem__, keys))),
+            "matches": self._records.snapshot(),
             "updown": self.updown.snapshot(),
         }
 
@@ -491,9 +500,8 @@ class Accountant:
         acct = cls(settings, now=_number_or_none(data.get("last_update_time"), where))
         try:
             for name, fields in dict(data["customers"]).items():
-                acct._customers[str(name)] = _Customer(**_checked(fields, _CUSTOMER_FIELDS))
-            for name, fields in dict(data["matches"]).items():
-                acct._matches[str(name)] = _Match(**_checked(fields, _MATCH_FIELDS))
+                acct._customers[str(name)] = _Customer(**checked(fields, _CUSTOMER_FIELDS))
+            acct._records.restore(data["matches"])
             if data.get("updown") is not None:  # absent in snapshots written before UPDOWN
                 acct.updown = UpDownIndex.restore(data["updown"])
         except (KeyError, TypeError, ValueError) as exc:
@@ -508,9 +516,3 @@ def _number_or_none(value: object, where: str) -> float | None:
     if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
         return value
     raise UsageError(f"{where}: last_update_time must be a number or null, got {value!r}")
-
-
-def _checked(fields: object, names: tuple[str, ...]) -> dict:
-    if not isinstance(fields, Mapping) or set(fields) != set(names):
-        raise ValueError(f"record {fields!r} must have exactly the fields {', '.join(names)}")
-    return dict(fields)

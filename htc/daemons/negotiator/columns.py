@@ -171,7 +171,8 @@ class SlotTable:
         if i is None:
             return
         self.log.append(i)
-        self.alive[i] = not slot.taken
+        if slot.taken:  # (a slot is never given back during a cycle: alive only goes False)
+            self.alive[i] = False
         self.weight[i] = slot.weight
         exprs, columns, uniform = slot.ad._exprs, self._columns, self._uniform
         # _read_res and vexpr.scalar of each, in one pass: a match on a slot makes one call
@@ -195,12 +196,13 @@ class SlotTable:
                     raise Unsupported(f"{slot.name}: {lname} is not a number")
             col = columns.get(lname)
             if col is not None:
-                col[0][i] = tag
                 col[1][i] = value
-                was = uniform.get(lname, tag)
-                if was is not None and was != tag:
-                    uniform[lname] = None  # (the column's type changed: plans compile again)
-                    self.epoch += 1
+                was = uniform.get(lname)
+                if was != tag:  # (a uniform column holds the tag in every row already)
+                    col[0][i] = tag
+                    if was is not None:
+                        uniform[lname] = None  # (the column's type changed: plans compile again)
+                        self.epoch += 1
 
     def rows(self, index=None, carved=None) -> Rows:
         """An environment over ``index`` (None: every row), the carved columns optionally

@@ -237,7 +237,7 @@ class _Cycle:
             return
         # A partitionable slot: charge a pseudo-resource per carve (the real dynamic slot
         # replaces it in the next cycle's check_matches) and shrink the slot.
-        self.acct.add_match(entry.name, f"{slot.name}#carve{slot.carves}", cost, self.now)
+        self.acct.add_carves(entry.name, slot.name, slot.carves, 1, cost, self.now)
         slot.carves += 1
         self.search.taken_count += 1
         ad = slot.ad

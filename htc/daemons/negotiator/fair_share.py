@@ -51,9 +51,11 @@ def pie_slices(
             raise UsageError(f"effective priority of {name} must be a positive number, got {eup!r}")
     if not eups:
         return {}
-    # Normalise by the largest EUP as HTCondor does, so huge factors (1e10) stay exact.
+    # Normalise by the largest EUP as HTCondor does, so huge factors (1e10) stay exact. The sum
+    # is exactly rounded (fsum), so it does not depend on the order of ``eups``: the cycle
+    # passes its submitters from a set, whose order changes with the process's hash seed.
     worst = max(eups.values())
-    normal = sum(worst / e for e in eups.values())
+    normal = math.fsum(worst / e for e in eups.values())
     out = {}
     for name, eup in eups.items():
         share = (worst / eup) / normal

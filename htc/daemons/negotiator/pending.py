@@ -16,14 +16,17 @@ what the match held at once (:meth:`PendingSlots.lapsed`).
 
 from __future__ import annotations
 
-from htc.daemons.negotiator.slotreads import fast_get
+from htc.classad.ast import Literal
+from htc.daemons.negotiator.slotreads import SCALARS, fast_get, fast_read
 
 __all__ = ["PendingSlots"]
 
 #: what tells one report of a slot from the next: the startd's update counter, else (an ad
-#: without one) the attributes that change when a startd claims or carves the slot
-_REPORT = ("DaemonStartTime", "UpdateSequenceNumber")
-_CLAIM_SIGNATURE = ("State", "Activity", "Cpus", "Memory", "Disk", "ClaimId")
+#: without one) the attributes that change when a startd claims or carves the slot; each as
+#: (lower-case name, name) for fast_read
+_REPORT = tuple((name.lower(), name) for name in ("DaemonStartTime", "UpdateSequenceNumber"))
+_CLAIM_SIGNATURE = tuple((name.lower(), name) for name in (
+    "State", "Activity", "Cpus", "Memory", "Disk", "ClaimId"))
 
 
 class PendingSlots:
@@ -51,13 +54,33 @@ class PendingSlots:
 
     @staticmethod
     def _signature(ad) -> tuple:
-        names = _REPORT if fast_get(ad, "UpdateSequenceNumber") is not None else _CLAIM_SIGNATURE
-        return tuple(fast_get(ad, name) for name in names)
+        exprs = getattr(ad, "_exprs", None)
+        if exprs is None:  # a plain mapping
+            names = _REPORT if ad.get("UpdateSequenceNumber") is not None else _CLAIM_SIGNATURE
+            return tuple([ad.get(name) for _low, name in names])
+        # fast_get of each name, inlined (a cycle reads it of every slot it matched)
+        node = exprs.get("updatesequencenumber")
+        if node is None:
+            names = _CLAIM_SIGNATURE
+        elif node.__class__ is Literal and node.value.__class__ in SCALARS:
+            names = _REPORT
+        else:
+            names = _CLAIM_SIGNATURE if ad.get("UpdateSequenceNumber") is None else _REPORT
+        out = []
+        for low, name in names:
+            node = exprs.get(low)
+            if node is None:
+                out.append(None)
+            elif node.__class__ is Literal and node.value.__class__ in SCALARS:
+                out.append(node.value)
+            else:
+                out.append(ad.get(name))
+        return tuple(out)
 
     def record(self, runs, machines, until: float) -> None:
         """Remember the slots ``runs`` (:class:`~.match_runs.MatchRun`) gave away
         (``machines``: the ads the cycle saw)."""
-        ads = {fast_get(ad, "Name"): ad for ad in machines}
+        ads = {fast_read(getattr(ad, "_exprs", None), ad, "name", "Name"): ad for ad in machines}
         slots, given = self._slots, self._given
         work: dict[str, list] = {}  # slot name -> [signature, whole, cpus, memory, disk carved]
         name = entry = mine = None
@@ -85,10 +108,12 @@ class PendingSlots:
                 entry[1] = True
             else:  # the carves of a slot summed one by one, in the order they were made
                 cpus, memory, disk = carved
+                c, m, d = entry[2], entry[3], entry[4]  # (summed in locals)
                 for _ in range(count):
-                    entry[2] += cpus
-                    entry[3] += memory
-                    entry[4] += disk
+                    c += cpus
+                    m += memory
+                    d += disk
+                entry[2], entry[3], entry[4] = c, m, d
             mine.append((run.claim_id, run.first_claim, run.cycle, count, run.autocluster_id,
                          carved))
         for name, (signature, whole, cpus, memory, disk) in work.items():

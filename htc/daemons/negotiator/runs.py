@@ -34,7 +34,7 @@ from htc.classad.ast import (AttrRef, Binary, Call, Conditional, ListExpr, Liter
 from htc.classad.match import rank
 from htc.daemons.negotiator.match_runs import new_run
 from htc.daemons.negotiator.preemption import PreemptState, submitter_limit_permits
-from htc.daemons.negotiator.slotreads import eval_rank, literal, same_type, slot_weight
+from htc.daemons.negotiator.slotreads import eval_rank, literal, slot_weight
 from htc.daemons.negotiator.vsteps import less_carve
 
 #: directions of a value as the slot's Cpus, Memory and Disk grow (None: unknown)
@@ -372,28 +372,65 @@ def commit_run(cycle, search, rs, pool, slot, cost, carve, states, first: bool =
     once; returns how many. ``first``: ``states[0]`` is the turn's own carve
     (:meth:`~.vsearch.VectorSearch.take`), not a step of the run. ``states`` is kept by the
     run: the caller does not change it afterwards."""
+    return commit_runs(cycle, search, rs, pool, ((slot, cost, carve, states, first),))[0]
+
+
+def commit_runs(cycle, search, rs, pool, blocks) -> list[int]:
+    """:func:`commit_run` of each block of ``blocks`` in turn, for one request ``rs``: a
+    block is ``(slot, cost, carve, states, first)`` as commit_run takes them (a slot may come
+    back in a later block); returns how many matches each made. The same runs, charges, slot
+    sizes, taken slots and counters as the calls one after the other
+    (``tests/unit/test_negotiator_commit_runs.py``), with what they share looked up once.
+    As after commit_run, the caller then brings each slot's row up to date
+    (:meth:`~.vsearch.VectorSearch.changed`)."""
     entry = rs.entry.ad
-    ad = slot.ad
-    n = len(states)
-    name, first_carve, slot_name = entry.name, slot.carves, slot.name
-    cycle.runs.append(new_run((  # (every field in order: see MatchRun)
-        name, entry.schedd, entry.schedd_address, rs.request.autocluster_id,
-        rs.request.job_ids, rs.matched, n, slot_name, slot.address, slot.claim_id or None,
-        cycle.cycle, cycle.claim_seq, ad, states, PreemptState.NONE, None, cost, carve)))
-    cycle.matched += n
-    rs.matched += n
-    rs.remaining -= n
-    cycle.claim_seq += n
-    slot.carves += n
-    search.taken_count += n
-    cycle.acct.add_matches(name, [f"{slot_name}#carve{first_carve + i}" for i in range(n)], cost,
-                           cycle.now)
-    left = [None if h is None else same_type(h, h - w) for h, w in zip(states[-1], carve)]
-    _set(ad, left)
-    slot.weight = slot_weight(ad, cycle.s.use_slot_weights)
-    search.run_jobs += n - first
-    # (make_match's test of the ad, on the numbers just set: an absent one reads as 1.0)
-    if (1.0 if left[0] is None else left[0]) < 1.0 or (1.0 if left[1] is None else left[1]) <= 0:
-        pool.take(slot)  # as make_match does; the slot stays "hot" until the next search
-        cycle.free -= 1
-    return n
+    name, schedd, schedd_address = entry.name, entry.schedd, entry.schedd_address
+    request = rs.request
+    acid, job_ids = request.autocluster_id, request.job_ids
+    append, add_carves = cycle.runs.append, cycle.acct.add_carves
+    now, cycle_no, weights = cycle.now, cycle.cycle, cycle.s.use_slot_weights
+    matched, seq = rs.matched, cycle.claim_seq
+    made = []
+    for slot, cost, carve, states, first in blocks:
+        n = len(states)
+        first_carve, slot_name, ad = slot.carves, slot.name, slot.ad
+        append(new_run((  # (every field in order: see MatchRun)
+            name, schedd, schedd_address, acid, job_ids, matched, n, slot_name, slot.address,
+            slot.claim_id or None, cycle_no, seq, ad, states, PreemptState.NONE, None, cost,
+            carve)))
+        matched += n
+        seq += n
+        slot.carves = first_carve + n
+        add_carves(name, slot_name, first_carve, n, cost, now)
+        # what the last carve leaves (states hold int and float sizes only: less_carve is
+        # same_type's), written as shared literals
+        h0, h1, h2 = states[-1]
+        c0, c1, c2 = carve
+        left0, left1, left2 = less_carve(h0, h1, h2, c0, c1, c2)
+        table = ad._exprs
+        if left0 is not None:
+            table["cpus"] = literal(left0)
+        if left1 is not None:
+            table["memory"] = literal(left1)
+        if left2 is not None:
+            table["disk"] = literal(left2)
+        if not weights:
+            slot.weight = 1.0
+        elif left0 is not None and "slotweight" not in table:  # (slot_weight's usual ad)
+            weight = float(left0)
+            slot.weight = weight if weight >= 0 else 1.0
+        else:
+            slot.weight = slot_weight(ad, True)
+        # (make_match's test of the ad, on the numbers just set: an absent one reads as 1.0)
+        if (1.0 if left0 is None else left0) < 1.0 or (1.0 if left1 is None else left1) <= 0:
+            pool.take(slot)  # as make_match does; the slot stays "hot" until the next search
+            cycle.free -= 1
+        made.append(n)
+        search.run_jobs += n - first
+    total = matched - rs.matched
+    cycle.matched += total
+    rs.matched = matched
+    rs.remaining -= total
+    cycle.claim_seq = seq
+    search.taken_count += total
+    return made

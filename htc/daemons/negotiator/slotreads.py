@@ -15,7 +15,7 @@ is claimed by), :func:`slot_weight` (HTCondor's ``GetSlotWeight``) and
 
 Carving a partitionable slot writes numbers back into ad copies: :func:`quantize` rounds a
 request up as the ClassAd function does, :func:`same_type` keeps an integral resource integral,
-and :func:`literal` shares one syntax-tree node per value, so that a carved value recurring
+:func:`added` sums a run's carves, and :func:`literal` shares one syntax-tree node per value, so that a carved value recurring
 across slots and runs is compiled once. The slots themselves, their classes and the carving
 are :mod:`htc.daemons.negotiator.slots`.
 """
@@ -139,8 +139,12 @@ def claimed_resources(machine_ads, use_slot_weights: bool = True) -> dict[str, t
     out = {}
     for ad in machine_ads:
         exprs = getattr(ad, "_exprs", None)
-        if str(fast_read(exprs, ad, "state", "State", "")).lower() != "claimed":
-            continue  # (the usual ad: its Name need not be read)
+        node = None if exprs is None else exprs.get("state")
+        if node.__class__ is Literal and node.value.__class__ is str:
+            if node.value.lower() != "claimed":  # (fast_read's answer, without the call)
+                continue  # (the usual ad: its Name need not be read)
+        elif str(fast_read(exprs, ad, "state", "State", "")).lower() != "claimed":
+            continue
         name = fast_read(exprs, ad, "name", "Name")
         if not isinstance(name, str):
             continue
@@ -171,6 +175,24 @@ def literal(value) -> Literal:
             nodes.clear()
         node = nodes[value] = Literal(value)
     return node
+
+
+_EXACT = 2.0 ** 53  # below it integers are exact floats, and so are sums of them
+_NUMBERS = (int, float)
+
+
+def added(value, step, count: int):
+    """``value`` with ``step`` added ``count`` times, one addition after another, as a loop
+    would make them (k additions of a float are not one addition of k times it, except where
+    every partial sum is an integer a float holds exactly: then it is one multiplication)."""
+    if (count > 0 and value.__class__ in _NUMBERS and step.__class__ in _NUMBERS
+            and (value.__class__ is int or value.is_integer())
+            and (step.__class__ is int or step.is_integer())
+            and abs(value) + count * abs(step) < _EXACT):
+        return value + count * step
+    for _ in range(count):
+        value += step
+    return value
 
 
 def same_type(old, value: float):

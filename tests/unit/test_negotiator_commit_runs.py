@@ -1,0 +1,97 @@
+"""``commit_runs`` (``htc.daemons.negotiator.runs``): a request's runs on several slots
+committed in one pass leave the cycle as ``commit_run`` of each, one after the other: the same
+MatchRuns, accountant charges, slot sizes and weights, taken slots and counters."""
+
+from __future__ import annotations
+
+import json
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from htc.classad import ClassAd, ExprTree
+from htc.daemons.negotiator.accountant import Accountant
+from htc.daemons.negotiator.runs import commit_run, commit_runs, steps_from
+from htc.daemons.negotiator.slots import Slot
+
+
+class _Pool:
+    def __init__(self):
+        self.taken = []
+
+    def take(self, slot):
+        slot.taken = True
+        self.taken.append(slot.name)
+
+
+def _world(rnd: random.Random, seed_ads: list[dict], weights: bool):
+    slots = [Slot(ClassAd(dict(ad)), ad["Name"]) for ad in seed_ads]
+    cycle = SimpleNamespace(runs=[], matched=3, claim_seq=5, acct=Accountant(now=0.0), now=10.5,
+                            cycle=4, s=SimpleNamespace(use_slot_weights=weights), free=len(slots))
+    search = SimpleNamespace(taken_count=2, run_jobs=1)
+    entry = SimpleNamespace(ad=SimpleNamespace(name="a@x", schedd="s", schedd_address="<s>"))
+    rs = SimpleNamespace(entry=entry, request=SimpleNamespace(autocluster_id=7,
+                                                              job_ids=("1.0", "1.1", "1.2")),
+                         matched=1, remaining=200)
+    return slots, cycle, search, rs, _Pool()
+
+
+def _ad(rnd: random.Random, i: int) -> dict:
+    ad = {"Name": f"slot1@n{i}", "State": "Unclaimed", "MyAddress": f"<n{i}>",
+          "Cpus": rnd.choice([4, 8, 16, 6.0]), "Memory": rnd.choice([4096, 8192, 3000.5])}
+    if rnd.random() < 0.7:
+        ad["Disk"] = rnd.choice([10_000, 5000.0])
+    if rnd.random() < 0.2:
+        ad["SlotWeight"] = ExprTree("Cpus * 2")
+    if rnd.random() < 0.2:
+        ad["ClaimId"] = f"claim{i}"
+    return ad
+
+
+def _size(slot):
+    return tuple(slot.ad.get(name) for name in ("Cpus", "Memory", "Disk"))
+
+
+def _state(slots, cycle, search, rs, pool):
+    runs = [(*run[:12], *run[13:]) for run in cycle.runs]  # (the slot's ad: compared below)
+    return (runs, [(s.carves, s.weight, s.taken, str(s.ad)) for s in slots],
+            json.dumps(cycle.acct.snapshot(), sort_keys=True),
+            (cycle.matched, cycle.claim_seq, cycle.free, search.taken_count, search.run_jobs,
+             rs.matched, rs.remaining, pool.taken))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_runs_committed_at_once_are_the_runs_committed_one_by_one(seed):
+    rnd = random.Random(seed)
+    seed_ads = [_ad(rnd, i) for i in range(rnd.randint(1, 4))]
+    weights = rnd.random() < 0.8
+    one = _world(rnd, seed_ads, weights)
+    batch = _world(rnd, seed_ads, weights)
+    blocks, made = [], []
+    for _ in range(rnd.randint(1, 6)):
+        i = rnd.randrange(len(seed_ads))
+        slot = one[0][i]
+        if slot.taken:
+            continue
+        carve = (rnd.choice([1, 2, 1.5]), rnd.choice([1024, 512.25]), rnd.choice([100, 0]))
+        cost = rnd.choice([1.0, 2.0, 0.5])
+        states = steps_from(_size(slot), rnd.randint(1, 9), cost, carve, 0.0, 1e9, 0.0, 1e9,
+                            None)
+        if not states:
+            continue
+        first = rnd.random() < 0.5
+        made.append(commit_run(one[1], one[2], one[3], one[4], slot, cost, carve, list(states),
+                               first))
+        blocks.append((batch[0][i], cost, carve, list(states), first))
+    assert commit_runs(batch[1], batch[2], batch[3], batch[4], blocks) == made
+    assert _state(*batch) == _state(*one)
+    assert [str(run.slot_ad) for run in batch[1].runs] == [str(run.slot_ad) for run in one[1].runs]
+
+
+def test_no_blocks_commit_nothing():
+    rnd = random.Random(1)
+    world = _world(rnd, [_ad(rnd, 0)], True)
+    before = _state(*world)
+    assert commit_runs(world[1], world[2], world[3], world[4], []) == []
+    assert _state(*world) == before
