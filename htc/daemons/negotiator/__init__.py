@@ -46,6 +46,8 @@ Modules:
 * ``preemption`` -- the one place a claimed slot's preemption is decided.
 * ``pending`` -- slots given away by recent cycles whose startds have not reported yet.
 * ``accountant`` -- usage, user priorities and match records of the pool (persisted).
+* ``match_records`` -- the accountant's match records: a run of carves kept as one entry,
+  named one by one only where something reads them by name.
 * ``fair_share`` -- each submitter's share of the pool, and the order submitters go in.
 * ``groups`` -- accounting groups with quotas (``GROUP_NAMES``, ``GROUP_QUOTA_<g>``, surplus):
   what each group is allocated and the order groups negotiate in.
