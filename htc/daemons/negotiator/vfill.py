@@ -65,12 +65,15 @@ def fill(search, cycle, rs, pool, plan, row, used, limit, used_u, limit_u, budge
             or pool.claimed):
         return taken  # (a turn would not be the vector search's alone: the loop decides)
     keys = partial(search._keys, plan)
+    per_row = _steps_of(table, row, plan.wants)  # (a guess of the steps a row gives)
     while True:
         jobs = rs.remaining if budget is None else min(rs.remaining, budget)
+        # the rows to look at: enough for the jobs left twice over, by the guess
+        want = min(jobs, MOST_ROWS, -(-2 * jobs // per_row) + 2) + 1
         try:
             mask = search._current_mask(plan)  # (the rows the last pass carved, again)
-            ranked, complete = search._shared(plan).ranked(
-                plan.cursor, mask.__getitem__, min(jobs, MOST_ROWS) + 1)
+            ranked, complete = search._shared(plan).ranked(plan.cursor, mask.__getitem__,
+                                                           want)
             if not ranked or (not taken and ranked[0][0] != row):
                 return taken
             found = decide(table, plan, keys, ranked, complete, jobs, cycle.free, plan.cost,
@@ -82,11 +85,13 @@ def fill(search, cycle, rs, pool, plan, row, used, limit, used_u, limit_u, budge
         # the request's queue, hint and kept steps are the one-step loop's: its next turn
         # makes them afresh
         search._turn = search._hint = search._queue = search._steps = search._ahead = None
-        blocks, h, k, more = found
-        made = commit(search, cycle, rs, pool, plan, blocks, h, k, not taken)
+        blocks, k, more = found
+        made = commit(search, cycle, rs, pool, plan, blocks, k, not taken)
         taken += made
         if not more:
             return taken
+        # the steps a row gave this pass (one, where slots whose rank falls take turns)
+        per_row = max(1, sum(n for n, _cost in made) // len({b[0] for b in blocks}))
         for n, cost in made:  # (negotiate_entry's additions, one match after another)
             for _ in range(n):
                 used += cost
@@ -98,13 +103,23 @@ def fill(search, cycle, rs, pool, plan, row, used, limit, used_u, limit_u, budge
             return taken  # (negotiate_entry's tests before a turn: it decides)
 
 
+def _steps_of(table, row: int, carve) -> int:
+    """How many carves fit ``row`` now (at least one): :func:`fill`'s first guess of the
+    steps a row of its window gives."""
+    most = None
+    for have, amount in zip(table.res[:, row].tolist(), carve):
+        if amount > 0 and have == have:  # (NaN: the slot does not say)
+            steps = int(have // amount)
+            most = steps if most is None else min(most, steps)
+    return max(1, most or 1)
+
+
 def decide(table, plan, keys, ranked: list, complete: bool, jobs: int, free: int, cost,
            used: float, limit: float, used_u: float, limit_u: float):
-    """``(blocks, h, k, more)``: the fill's blocks, in order, as ``[(row, first step, steps,
-    position in h)]``; the sizes of the rows' steps (``h``: each row's sizes now, ``k``: the
-    carve, so step ``j`` of a row is ``h - j * k``); ``more``: the pass stopped at its barrier
-    alone (a pass from there may take more). None when the pass takes nothing (the one-step
-    loop decides).
+    """``(blocks, k, more)``: the fill's blocks, in order, as ``[(row, cpus, memory, disk,
+    steps, cost)]`` (the row's sizes at the block's first step: each next step is less the
+    carve ``k``, whole numbers); ``more``: the pass stopped at its barrier alone (a pass from
+    there may take more). None when the pass takes nothing (the one-step loop decides).
 
     ``ranked``: the request's best rows now, best first, as :meth:`~.vorder.SharedOrder.ranked`
     gives them (``complete``: every row that matches); ``keys``: ``(rows, n) -> (pre, jr,
@@ -205,38 +220,41 @@ def decide(table, plan, keys, ranked: list, complete: bool, jobs: int, free: int
         more = False
     if merged.size == 0:
         return None
-    # the blocks: runs of one row
+    # the blocks: runs of one row, each with its row's sizes at its first step and its cost
     segs = seg[merged]
-    edge = np.flatnonzero(np.diff(segs)) + 1
-    firsts = np.concatenate(([0], edge))
-    lens = np.diff(np.concatenate((firsts, [segs.size])))
-    blocks = list(zip(rows[segs[firsts]].tolist(), step[merged[firsts]].tolist(),
-                      lens.tolist(), segs[firsts].tolist()))
-    return blocks, h, k, more
+    firsts = np.flatnonzero(np.concatenate(([True], segs[1:] != segs[:-1])))
+    lens = np.diff(np.append(firsts, segs.size))
+    heads = merged[firsts]
+    rows_of = index[heads]
+    sizes = at[:, heads].tolist()
+    blocks = list(zip(rows_of.tolist(), sizes[0], sizes[1], sizes[2], lens.tolist(),
+                      cost[rows_of].tolist()))
+    return blocks, k.tolist(), more
 
 
-def commit(search, cycle, rs, pool, plan, blocks, h, k, turned: bool) -> list:
+def commit(search, cycle, rs, pool, plan, blocks, k, turned: bool) -> list:
     """Commit the fill's ``blocks`` (:func:`decide`'s) in order, one
     :func:`~.runs.commit_run` each, as the one-step loop's turns would; returns ``[(matches,
     cost), ...]`` as :meth:`~.vsearch.VectorSearch.take` does."""
-    table, carve, taken = search.table, plan.wants, []
-    k0, k1, k2 = k.tolist()
-    hs = h.T.tolist()
-    for row, j, count, seg in blocks:
-        slot = table.slots[row]
+    slots, dirty, idle, update = search.table.slots, search._dirty, search.idle, search.changed
+    carve, taken = plan.wants, []
+    k0, k1, k2 = k
+    runs = 0
+    for row, h0, h1, h2, count, cost in blocks:
+        slot = slots[row]
         if slot.cls is not None:  # (hold's, for a vector request: as make_match's)
             slot.cls = None
-            search._dirty.append(slot)
-        h0, h1, h2 = hs[seg]
-        h0, h1, h2 = h0 - j * k0, h1 - j * k1, h2 - j * k2
-        states = list(zip(range(h0, h0 - count * k0, -k0), range(h1, h1 - count * k1, -k1),
-                          range(h2, h2 - count * k2, -k2)))
-        cost = float(plan.cost[row])
-        taken.append((commit_run(cycle, search.idle, rs, pool, slot, cost, carve, states,
-                                 first=True), cost))
-        search.changed(slot)
-        if count > 1:
-            search.vector_runs += 1
+            dirty.append(slot)
+        if count == 1:
+            states = [(h0, h1, h2)]
+        else:
+            runs += 1
+            states = list(zip(range(h0, h0 - count * k0, -k0), range(h1, h1 - count * k1, -k1),
+                              range(h2, h2 - count * k2, -k2)))
+        taken.append((commit_run(cycle, idle, rs, pool, slot, cost, carve, states, first=True),
+                      cost))
+        update(slot)
+    search.vector_runs += runs
     turns = len(blocks) - turned  # (``turned``: the first is the turn that came here)
     search.vector_turns += turns
     search.chained_turns += turns
