@@ -11,7 +11,8 @@ sorted once with ``np.lexsort``.
 Slots change as they are carved. The order keeps the position it has read up to in the
 table's change log (:attr:`~.columns.SlotTable.log`); a row changed since it was sorted is
 *stale*: it is skipped in the sorted rows and evaluated afresh on every look (there are few:
-the slots carved since); past :data:`STALE_LIMIT` of them the order is sorted again.
+the slots carved since, and not those used up: they match nothing again); past
+:data:`STALE_LIMIT` of them the order is sorted again.
 
 A look (:meth:`SharedOrder.ranked`) walks the sorted rows in growing chunks, testing each chunk
 with the request's vectorised mask, and compares the first match with the best stale row
@@ -87,18 +88,23 @@ class SharedOrder:
 
     def sync(self) -> None:
         """Take in the rows changed since the last look (re-sorting when too many)."""
-        log = self.table.log
+        table = self.table
+        log = table.log
         if len(log) == self.pos:
             return
-        stale, rows, dirty = self.stale, self.stale_rows, self.dirty
-        for r in log[self.pos:]:
-            dirty[r] = True
-            if not stale[r]:
-                stale[r] = True
-                rows.append(r)
-                self._stale_array = None
+        changed = np.array(log[self.pos:], dtype=np.intp)
         self.pos = len(log)
-        if len(rows) > STALE_LIMIT:
+        self.dirty[changed] = True
+        changed = changed[~self.stale[changed]]
+        if changed.size:
+            changed = np.unique(changed)  # (a row logged twice is one stale row)
+            self.stale[changed] = True
+            # a row used up is stale (the walk skips it) but no candidate: none matches again
+            live = changed[table.alive[changed]]
+            if live.size:
+                self.stale_rows += live.tolist()
+                self._stale_array = None
+        if len(self.stale_rows) > STALE_LIMIT:
             self._sort()
 
     def ranked(self, cursor: Cursor, mask, want: int):
@@ -138,9 +144,10 @@ class SharedOrder:
             chunk *= 2
         cursor.pos = first_pos if first_pos is not None else rows.size
         kpre, kjr, kpost, knames = self.sorted_keys
-        ranked = stale_best + [(int(rows[p]), (kpre[p], kjr[p], kpost[p], knames[p]))
-                               for p in fresh]
-        ranked.sort(key=lambda item: order_key(item[1]))
+        ranked = stale_best + [(r, (kpre[p], kjr[p], kpost[p], knames[p]))
+                               for r, p in zip(rows[fresh].tolist(), fresh)]
+        if stale_best:  # (the fresh rows are in order already)
+            ranked.sort(key=lambda item: order_key(item[1]))
         # every accepted row is here when the walk ran out of rows before ``want`` fresh ones
         # and no stale or fresh one was cut off
         complete = len(fresh) < want and every_stale and len(ranked) <= want
