@@ -46,6 +46,9 @@ from htc.daemons.negotiator.vexpr import INT, Inexact, Unsupported
 
 _CARVED = ("cpus", "memory", "disk")
 _WHOLE = 2 ** 53
+#: the jobs left (or budget) below which a fill is the one-step loop's: a pass costs about a
+#: hundred array operations, the loop some 40 us per slot (case 2's requests of 20 jobs)
+FEWEST_JOBS = 64
 #: the rows a pass looks at, at most (the first left out is its barrier)
 MOST_ROWS = 256
 #: the (row, step) pairs a pass evaluates, at most (rows past them are left out; fewer
@@ -61,7 +64,8 @@ def fill(search, cycle, rs, pool, plan, row, used, limit, used_u, limit_u, budge
     at its barrier alone is followed by another from where it stopped, after
     ``negotiate_entry``'s tests before a turn."""
     table, taken = search.table, []
-    if (plan.mask is None or plan.log_pos != len(table.log) or search.idle.hot is not None
+    if (rs.remaining < FEWEST_JOBS or (budget is not None and budget < FEWEST_JOBS)
+            or plan.mask is None or plan.log_pos != len(table.log) or search.idle.hot is not None
             or pool.claimed):
         return taken  # (a turn would not be the vector search's alone: the loop decides)
     keys = partial(search._keys, plan)
