@@ -76,9 +76,9 @@ def fill(search, cycle, rs, pool, plan, row, used, limit, used_u, limit_u, budge
         want = min(jobs, MOST_ROWS, -(-2 * jobs // per_row) + 2) + 1
         try:
             mask = search._current_mask(plan)  # (the rows the last pass carved, again)
-            ranked, complete = search._shared(plan).ranked(plan.cursor, mask.__getitem__,
-                                                           want)
-            if not ranked or (not taken and ranked[0][0] != row):
+            ranked, complete = search._shared(plan).ranked_arrays(
+                plan.cursor, mask.__getitem__, want)
+            if not ranked[0].size or (not taken and ranked[0][0] != row):
                 return taken
             found = decide(table, plan, keys, ranked, complete, jobs, cycle.free, plan.cost,
                            used, limit, used_u, limit_u)
@@ -118,23 +118,24 @@ def _steps_of(table, row: int, carve) -> int:
     return max(1, most or 1)
 
 
-def decide(table, plan, keys, ranked: list, complete: bool, jobs: int, free: int, cost,
+def decide(table, plan, keys, ranked: tuple, complete: bool, jobs: int, free: int, cost,
            used: float, limit: float, used_u: float, limit_u: float):
     """``(blocks, k, more)``: the fill's blocks, in order, as ``[(row, cpus, memory, disk,
     steps, cost)]`` (the row's sizes at the block's first step: each next step is less the
     carve ``k``, whole numbers); ``more``: the pass stopped at its barrier alone (a pass from
     there may take more). None when the pass takes nothing (the one-step loop decides).
 
-    ``ranked``: the request's best rows now, best first, as :meth:`~.vorder.SharedOrder.ranked`
-    gives them (``complete``: every row that matches); ``keys``: ``(rows, n) -> (pre, jr,
+    ``ranked``: the request's best rows now, best first, with their keys, as
+    :meth:`~.vorder.SharedOrder.ranked_arrays` gives them (``complete``: every row that
+    matches); ``keys``: ``(rows, n) -> (pre, jr,
     post)``; ``jobs``: the steps the jobs left and the budget allow; ``cost``: each row's
     cost (``plan.cost``)."""
     carve = plan.wants
     if not all(0 < c <= _WHOLE and int(c) == c for c in carve):  # (NaN: False)
         return None
     k = np.array([int(c) for c in carve], dtype=np.int64)
-    rows = np.fromiter((item[0] for item in ranked), dtype=np.intp, count=len(ranked))
-    barrier = None if complete else ranked[-1][1]
+    rows, first = ranked[0], ranked[1:]  # (first: the rows' keys now, pre, jr, post, name)
+    barrier = None if complete else rows.size - 1  # (the barrier's position in ranked)
     if not complete:
         rows = rows[:-1]
     # the rows' sizes now, as whole numbers: a row that is not partitionable or says a size
@@ -161,7 +162,7 @@ def decide(table, plan, keys, ranked: list, complete: bool, jobs: int, free: int
     if m == 0:
         return None
     if m < rows.size:
-        barrier = ranked[m][1]
+        barrier = m
     rows, h, steps, n, used_up = rows[:m], h[:, :m], steps[:m], n[:m], used_up[:m]
     count = int(total[m - 1])
     # every (row, step): its sizes, its verdict, its key
@@ -184,10 +185,8 @@ def decide(table, plan, keys, ranked: list, complete: bool, jobs: int, free: int
     starts = total[:m] - steps
     ok = bad == np.repeat(bad[starts] - fails[starts], steps)
     if barrier is not None:  # one more element: the barrier, at its first key
-        pre = np.append(pre, barrier[0])
-        jr = np.append(jr, barrier[1])
-        post = np.append(post, barrier[2])
-        names = np.append(names, barrier[3])
+        pre, jr, post, names = (np.append(mine, theirs[barrier])
+                                for mine, theirs in zip((pre, jr, post, names), first))
     # dense ranks of the keys, then each row's prefix maximum (a segment's offset keeps the
     # running maximum within it)
     order = np.lexsort((names, -post, -jr, -pre))

@@ -71,10 +71,10 @@ class SharedOrder:
         order = np.lexsort((table.name_rank[idx], -post, -jr, -pre))
         self.rows = idx[order]
         # a fresh row's key is the one it was sorted by: kept by position, as Python floats
-        self.sorted_keys = (np.asarray(pre, dtype=float)[order].tolist(),
-                            np.asarray(jr, dtype=float)[order].tolist(),
-                            np.asarray(post, dtype=float)[order].tolist(),
-                            table.name_rank[self.rows].tolist())
+        self.sorted_arrays = (np.asarray(pre, dtype=float)[order],
+                              np.asarray(jr, dtype=float)[order],
+                              np.asarray(post, dtype=float)[order], table.name_rank[self.rows])
+        self.sorted_keys = tuple(part.tolist() for part in self.sorted_arrays)
         self.pos = len(table.log)
         n = len(table.slots)
         self.stale = np.zeros(n, dtype=bool)
@@ -111,11 +111,43 @@ class SharedOrder:
         """The ``want`` best rows ``mask`` (``rows -> bool array``) accepts, best first, each
         as ``(row, (pre, jr, post, name rank))``, and whether they are all the rows it accepts
         (``complete``). Moves ``cursor`` up to the first fresh match."""
+        stale, every_stale, fresh = self._look(cursor, mask, want)
+        rows = self.rows
+        kpre, kjr, kpost, knames = self.sorted_keys
+        ranked = [(r, (kpre[p], kjr[p], kpost[p], knames[p]))
+                  for r, p in zip(rows[fresh].tolist(), fresh)]
+        if stale is not None:  # (the fresh rows are in order already)
+            keys = zip(*(part.tolist() for part in stale[1:]))
+            ranked = list(zip(stale[0].tolist(), keys)) + ranked
+            ranked.sort(key=lambda item: order_key(item[1]))
+        # every accepted row is here when the walk ran out of rows before ``want`` fresh ones
+        # and no stale or fresh one was cut off
+        complete = len(fresh) < want and every_stale and len(ranked) <= want
+        return ranked[:want], complete
+
+    def ranked_arrays(self, cursor: Cursor, mask, want: int):
+        """:meth:`ranked`'s answer as arrays, ``(rows, pre, jr, post, name ranks)`` best first,
+        and ``complete``: for a look at many rows (a fill's, :mod:`.vfill`)."""
+        stale, every_stale, fresh = self._look(cursor, mask, want)
+        fresh = np.array(fresh, dtype=np.intp)
+        found = (self.rows[fresh], *(part[fresh] for part in self.sorted_arrays))
+        if stale is not None:
+            found = tuple(np.concatenate(pair) for pair in zip(stale, found))
+            order = np.lexsort((found[4], -found[3], -found[2], -found[1]))[:want]
+            found = tuple(part[order] for part in found)
+        complete = fresh.size < want and every_stale and found[0].size <= want
+        return found, complete
+
+    def _look(self, cursor: Cursor, mask, want: int):
+        """``(stale, every_stale, fresh)`` of a look: the best ``want`` stale rows ``mask``
+        accepts as arrays ``(rows, pre, jr, post, name ranks)`` best first (None: none), whether
+        they are all it accepts, and the positions of the first ``want`` fresh rows it accepts
+        in the sorted rows. Moves ``cursor`` up to the first fresh match."""
         self.sync()
         table = self.table
         if cursor.sorting != self.sorting:
             cursor.sorting, cursor.pos = self.sorting, 0
-        stale_best = []
+        best = None
         stale = self.stale
         every_stale = True
         if self.stale_rows:
@@ -126,7 +158,7 @@ class SharedOrder:
             if cand.size:
                 cand = cand[mask(cand)]
             if cand.size:
-                stale_best = self._best_of(cand, want)
+                best = self._best_of(cand, want)
                 every_stale = cand.size <= want
         rows, pos, chunk = self.rows, cursor.pos, _FIRST_CHUNK
         fresh: list[int] = []
@@ -143,19 +175,12 @@ class SharedOrder:
             pos += part.size
             chunk *= 2
         cursor.pos = first_pos if first_pos is not None else rows.size
-        kpre, kjr, kpost, knames = self.sorted_keys
-        ranked = stale_best + [(r, (kpre[p], kjr[p], kpost[p], knames[p]))
-                               for r, p in zip(rows[fresh].tolist(), fresh)]
-        if stale_best:  # (the fresh rows are in order already)
-            ranked.sort(key=lambda item: order_key(item[1]))
-        # every accepted row is here when the walk ran out of rows before ``want`` fresh ones
-        # and no stale or fresh one was cut off
-        complete = len(fresh) < want and every_stale and len(ranked) <= want
-        return ranked[:want], complete
+        return best, every_stale, fresh
 
-    def _best_of(self, cand, want: int) -> list:
-        """The best ``want`` of stale rows ``cand`` with their keys (evaluated again only for
-        the rows changed since their keys were last evaluated)."""
+    def _best_of(self, cand, want: int) -> tuple:
+        """The best ``want`` of stale rows ``cand`` with their keys, as arrays ``(rows, pre,
+        jr, post, name ranks)`` best first (keys evaluated again only for the rows changed
+        since their keys were last evaluated)."""
         table = self.table
         kpre, kjr, kpost = self.stale_keys
         need = cand[self.dirty[cand]]
@@ -167,11 +192,8 @@ class SharedOrder:
         names = table.name_rank[cand]
         # best first: the highest pre, job rank, post (no NaN: the ranks map it to their
         # worst, a NaN job rank raises), then the first name
-        out = []
-        for k in np.lexsort((names, -post, -jr, -pre))[:want].tolist():
-            out.append((int(cand[k]), (float(pre[k]), float(jr[k]), float(post[k]),
-                                       int(names[k]))))
-        return out
+        k = np.lexsort((names, -post, -jr, -pre))[:want]
+        return cand[k], pre[k], jr[k], post[k], names[k]
 
 
 class Queue:
