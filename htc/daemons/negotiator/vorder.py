@@ -36,6 +36,7 @@ from htc.daemons.negotiator.vexpr import Inexact
 #: stale rows an order tolerates before it is sorted again
 STALE_LIMIT = 1536
 _FIRST_CHUNK = 32
+_NONE = np.zeros(0, dtype=np.intp)  # (no positions: a look that found no fresh row)
 
 
 class Cursor:
@@ -115,21 +116,20 @@ class SharedOrder:
         rows = self.rows
         kpre, kjr, kpost, knames = self.sorted_keys
         ranked = [(r, (kpre[p], kjr[p], kpost[p], knames[p]))
-                  for r, p in zip(rows[fresh].tolist(), fresh)]
+                  for r, p in zip(rows[fresh].tolist(), fresh.tolist())]
         if stale is not None:  # (the fresh rows are in order already)
             keys = zip(*(part.tolist() for part in stale[1:]))
             ranked = list(zip(stale[0].tolist(), keys)) + ranked
             ranked.sort(key=lambda item: order_key(item[1]))
         # every accepted row is here when the walk ran out of rows before ``want`` fresh ones
         # and no stale or fresh one was cut off
-        complete = len(fresh) < want and every_stale and len(ranked) <= want
+        complete = fresh.size < want and every_stale and len(ranked) <= want
         return ranked[:want], complete
 
     def ranked_arrays(self, cursor: Cursor, mask, want: int):
         """:meth:`ranked`'s answer as arrays, ``(rows, pre, jr, post, name ranks)`` best first,
         and ``complete``: for a look at many rows (a fill's, :mod:`.vfill`)."""
         stale, every_stale, fresh = self._look(cursor, mask, want)
-        fresh = np.array(fresh, dtype=np.intp)
         found = (self.rows[fresh], *(part[fresh] for part in self.sorted_arrays))
         if stale is not None:
             found = tuple(np.concatenate(pair) for pair in zip(stale, found))
@@ -141,8 +141,8 @@ class SharedOrder:
     def _look(self, cursor: Cursor, mask, want: int):
         """``(stale, every_stale, fresh)`` of a look: the best ``want`` stale rows ``mask``
         accepts as arrays ``(rows, pre, jr, post, name ranks)`` best first (None: none), whether
-        they are all it accepts, and the positions of the first ``want`` fresh rows it accepts
-        in the sorted rows. Moves ``cursor`` up to the first fresh match."""
+        they are all it accepts, and the positions (an array) of the first ``want`` fresh rows
+        it accepts in the sorted rows. Moves ``cursor`` up to the first fresh match."""
         self.sync()
         table = self.table
         if cursor.sorting != self.sorting:
@@ -161,20 +161,20 @@ class SharedOrder:
                 best = self._best_of(cand, want)
                 every_stale = cand.size <= want
         rows, pos, chunk = self.rows, cursor.pos, _FIRST_CHUNK
-        fresh: list[int] = []
-        first_pos = None
-        while pos < rows.size and len(fresh) < want:
+        found: list = []  # (arrays of the positions of fresh matches, chunk by chunk)
+        count = 0
+        while pos < rows.size and count < want:
             part = rows[pos:pos + chunk]
             sub_pos = np.flatnonzero(~stale[part])
             if sub_pos.size:
-                hits = sub_pos[mask(part[sub_pos])]
-                for h in hits[:want - len(fresh)].tolist():
-                    if first_pos is None:
-                        first_pos = pos + h
-                    fresh.append(pos + h)
+                hits = sub_pos[mask(part[sub_pos])][:want - count]
+                if hits.size:
+                    found.append(hits + pos)
+                    count += hits.size
             pos += part.size
             chunk *= 2
-        cursor.pos = first_pos if first_pos is not None else rows.size
+        fresh = (found[0] if len(found) == 1 else np.concatenate(found)) if found else _NONE
+        cursor.pos = int(fresh[0]) if count else rows.size
         return best, every_stale, fresh
 
     def _best_of(self, cand, want: int) -> tuple:
