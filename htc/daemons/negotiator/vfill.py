@@ -131,7 +131,8 @@ def decide(table, plan, keys, ranked: tuple, complete: bool, jobs: int, free: in
     post)``; ``jobs``: the steps the jobs left and the budget allow; ``cost``: each row's
     cost (``plan.cost``)."""
     carve = plan.wants
-    if not all(0 < c <= _WHOLE and int(c) == c for c in carve):  # (NaN: False)
+    if not all(c.__class__ in (int, float) and 0 < c <= _WHOLE and int(c) == c
+               for c in carve):  # (NaN: False)
         return None
     k = np.array([int(c) for c in carve], dtype=np.int64)
     rows, first = ranked[0], ranked[1:]  # (first: the rows' keys now, pre, jr, post, name)
