@@ -66,7 +66,7 @@ def fill(search, cycle, rs, pool, plan, row, used, limit, used_u, limit_u, budge
     table, taken = search.table, []
     if (rs.remaining < FEWEST_JOBS or (budget is not None and budget < FEWEST_JOBS)
             or plan.mask is None or plan.log_pos != len(table.log) or search.idle.hot is not None
-            or pool.claimed):
+            or pool.claimed or not _whole(plan.wants)):
         return taken  # (a turn would not be the vector search's alone: the loop decides)
     keys = partial(search._keys, plan)
     per_row = _steps_of(table, row, plan.wants)  # (a guess of the steps a row gives)
@@ -107,12 +107,19 @@ def fill(search, cycle, rs, pool, plan, row, used, limit, used_u, limit_u, budge
             return taken  # (negotiate_entry's tests before a turn: it decides)
 
 
+def _whole(carve) -> bool:
+    """Whether ``carve`` is three positive whole numbers (ints or floats) within 2**53: the
+    carves a pass takes (then a size after ``j`` of them is ``h - j * c`` exactly)."""
+    return all(c.__class__ in (int, float) and 0 < c <= _WHOLE and int(c) == c
+               for c in carve)  # (NaN: False)
+
+
 def _steps_of(table, row: int, carve) -> int:
-    """How many carves fit ``row`` now (at least one): :func:`fill`'s first guess of the
-    steps a row of its window gives."""
+    """How many of the whole ``carve`` fit ``row`` now (at least one): :func:`fill`'s first
+    guess of the steps a row of its window gives."""
     most = None
     for have, amount in zip(table.res[:, row].tolist(), carve):
-        if amount > 0 and have == have:  # (NaN: the slot does not say)
+        if -_WHOLE <= have <= _WHOLE:  # (NaN: the slot does not say)
             steps = int(have // amount)
             most = steps if most is None else min(most, steps)
     return max(1, most or 1)
@@ -131,8 +138,7 @@ def decide(table, plan, keys, ranked: tuple, complete: bool, jobs: int, free: in
     post)``; ``jobs``: the steps the jobs left and the budget allow; ``cost``: each row's
     cost (``plan.cost``)."""
     carve = plan.wants
-    if not all(c.__class__ in (int, float) and 0 < c <= _WHOLE and int(c) == c
-               for c in carve):  # (NaN: False)
+    if not _whole(carve):
         return None
     k = np.array([int(c) for c in carve], dtype=np.int64)
     rows, first = ranked[0], ranked[1:]  # (first: the rows' keys now, pre, jr, post, name)
