@@ -139,3 +139,32 @@ def test_a_fill_interleaves_slots_whose_rank_falls_as_they_shrink():
     assert alice[:6] == ["slot1@m2", "slot1@m5", "slot1@m8"] * 2  # the 24 GB slots, by name
     assert 36 <= len(alice) < 72 and "alice@x" in filled.statistics.submitters_share_limited
     _same(slots, requests, settings)
+
+
+def test_a_look_as_arrays_is_the_look_as_a_list(monkeypatch):
+    """:meth:`~.vorder.SharedOrder.ranked_arrays` gives the rows, keys and completeness that
+    :meth:`~.vorder.SharedOrder.ranked` gives, and moves the cursor alike (stale rows and
+    fresh ones, re-sorts, every want)."""
+    from htc.daemons.negotiator import vorder
+
+    looks = []
+    real = vorder.SharedOrder.ranked_arrays
+
+    def both(self, cursor, mask, want):
+        twin = vorder.Cursor(cursor.order)
+        twin.sorting, twin.pos = cursor.sorting, cursor.pos
+        listed, listed_complete = self.ranked(twin, mask, want)
+        found, complete = real(self, cursor, mask, want)
+        rows, pre, jr, post, names = (part.tolist() for part in found)
+        assert listed == list(zip(rows, zip(pre, jr, post, names)))
+        assert (complete, cursor.pos, cursor.sorting) == (listed_complete, twin.pos,
+                                                         twin.sorting)
+        looks.append(len(rows))
+        return found, complete
+    monkeypatch.setattr(vorder.SharedOrder, "ranked_arrays", both)
+    for seed in range(30):
+        rnd = random.Random(seed)
+        monkeypatch.setattr(vorder, "STALE_LIMIT", rnd.choice([2, 16, 1536]))
+        monkeypatch.setattr(vfill, "MOST_ROWS", rnd.choice([1, 3, 256]))
+        _cycle(*_random_case(seed), fill=True)
+    assert len(looks) > 30 and max(looks) > 3

@@ -133,9 +133,11 @@ class SharedOrder:
         found = (self.rows[fresh], *(part[fresh] for part in self.sorted_arrays))
         if stale is not None:
             found = tuple(np.concatenate(pair) for pair in zip(stale, found))
+        # (as ranked's: no stale or fresh accepted row was cut off)
+        complete = fresh.size < want and every_stale and found[0].size <= want
+        if stale is not None:
             order = np.lexsort((found[4], -found[3], -found[2], -found[1]))[:want]
             found = tuple(part[order] for part in found)
-        complete = fresh.size < want and every_stale and found[0].size <= want
         return found, complete
 
     def _look(self, cursor: Cursor, mask, want: int):
