@@ -36,8 +36,8 @@ then :meth:`VectorSearch.extend`). After a commit the request's next turn is mad
 :meth:`VectorSearch.take` itself (:meth:`VectorSearch._next_turn`), as ``negotiate_entry``'s
 next turn would make it, while it is one that ``take`` commits: one call per request visit,
 not one per slot. Before that loop, ``take`` tries the request's whole fill in one vectorised
-pass (:mod:`.vfill`: a greedy merge of each row's steps, sorted by their prefix maximum); the
-loop takes what the pass leaves.
+pass (:mod:`.vfill`: a greedy merge of each row's steps, sorted by their prefix maximum); what
+it leaves is decided by the next turns, and a request it does not take by the loop.
 ``tests/unit/test_negotiator_vsearch.py`` compares whole cycles with the scalar search on
 random pools.
 """
@@ -181,7 +181,8 @@ class VectorSearch:
         left, ``used`` + ``cost``: the arguments here are the values before it) is computed
         without making it; the row's update and the hints come after the commit, as after
         ``extend``'s. ``used``, ``used_u`` and ``budget`` follow the matches made here as
-        ``negotiate_entry`` has them follow (one float addition per match)."""
+        ``negotiate_entry`` has them follow (one float addition per match). The request's
+        whole fill is tried first (:func:`~.vfill.fill`); when it takes nothing, this loop does."""
         turn = self._turn
         if turn is None or turn[0] is not rs or not self.idle.runs:
             return []
