@@ -71,11 +71,10 @@ class SharedOrder:
         pre, jr, post = self.keys(table.rows(idx), idx.size)
         order = np.lexsort((table.name_rank[idx], -post, -jr, -pre))
         self.rows = idx[order]
-        # a fresh row's key is the one it was sorted by: kept by position, as Python floats
+        # a fresh row's key is the one it was sorted by: kept by position (a look reads its own)
         self.sorted_arrays = (np.asarray(pre, dtype=float)[order],
                               np.asarray(jr, dtype=float)[order],
                               np.asarray(post, dtype=float)[order], table.name_rank[self.rows])
-        self.sorted_keys = tuple(part.tolist() for part in self.sorted_arrays)
         self.pos = len(table.log)
         n = len(table.slots)
         self.stale = np.zeros(n, dtype=bool)
@@ -114,9 +113,8 @@ class SharedOrder:
         (``complete``). Moves ``cursor`` up to the first fresh match."""
         stale, every_stale, fresh = self._look(cursor, mask, want)
         rows = self.rows
-        kpre, kjr, kpost, knames = self.sorted_keys
-        ranked = [(r, (kpre[p], kjr[p], kpost[p], knames[p]))
-                  for r, p in zip(rows[fresh].tolist(), fresh.tolist())]
+        keys = zip(*(part[fresh].tolist() for part in self.sorted_arrays))
+        ranked = list(zip(rows[fresh].tolist(), keys))
         if stale is not None:  # (the fresh rows are in order already)
             keys = zip(*(part.tolist() for part in stale[1:]))
             ranked = list(zip(stale[0].tolist(), keys)) + ranked
