@@ -107,14 +107,14 @@ def test_a_fill_in_one_pass_makes_what_the_one_step_loop_makes(seed):
 
 
 def test_small_windows_make_many_passes_and_the_same_matches(monkeypatch):
-    """A window of two or three rows and a few elements: most passes stop at their barrier,
-    and the next pass goes on from there; the fill takes steps and the loop is left some."""
+    """A window of one to three rows or a few elements: many passes stop at their barrier,
+    and the next pass goes on from there; the loop is left some requests."""
     outcomes = []
     real = vfill.decide
 
     def spy(*args):
         found = real(*args)
-        outcomes.append(found is not None)
+        outcomes.append(found is not None and (found[2] or "last"))
         return found
     monkeypatch.setattr(vfill, "decide", spy)
     for seed in range(60):
@@ -122,7 +122,10 @@ def test_small_windows_make_many_passes_and_the_same_matches(monkeypatch):
         monkeypatch.setattr(vfill, "MOST_ROWS", rnd.choice([1, 2, 3, 256]))
         monkeypatch.setattr(vfill, "MOST_ELEMENTS", rnd.choice([1, 4, 16384]))
         _same(*_random_case(seed))
-    assert outcomes.count(True) > 100 and outcomes.count(False) > 5
+    # passes stopped at their barrier and followed by another, last passes, and requests the
+    # loop was left
+    assert outcomes.count(True) > 50 and outcomes.count("last") > 50
+    assert outcomes.count(False) > 5
 
 
 def test_a_fill_interleaves_slots_whose_rank_falls_as_they_shrink():
