@@ -171,6 +171,7 @@ def test_the_queue_of_candidates_makes_the_matches_of_the_scalar_search(monkeypa
     (:mod:`~htc.daemons.negotiator.vsteps`) runs longer than what was evaluated ahead."""
     from htc.daemons.negotiator import vorder, vsearch, vsteps
 
+    monkeypatch.setattr(VectorSearch, "fill", False)  # (the one-step loop's queue paths)
     takes = []
     real_take = vorder.Queue.take
 

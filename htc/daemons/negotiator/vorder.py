@@ -11,7 +11,8 @@ sorted once with ``np.lexsort``.
 Slots change as they are carved. The order keeps the position it has read up to in the
 table's change log (:attr:`~.columns.SlotTable.log`); a row changed since it was sorted is
 *stale*: it is skipped in the sorted rows and evaluated afresh on every look (there are few:
-the slots carved since); past :data:`STALE_LIMIT` of them the order is sorted again.
+the slots carved since, and not those used up: they match nothing again); past
+:data:`STALE_LIMIT` of them the order is sorted again.
 
 A look (:meth:`SharedOrder.ranked`) walks the sorted rows in growing chunks, testing each chunk
 with the request's vectorised mask, and compares the first match with the best stale row
@@ -35,6 +36,7 @@ from htc.daemons.negotiator.vexpr import Inexact
 #: stale rows an order tolerates before it is sorted again
 STALE_LIMIT = 1536
 _FIRST_CHUNK = 32
+_NONE = np.zeros(0, dtype=np.intp)  # (no positions: a look that found no fresh row)
 
 
 class Cursor:
@@ -69,11 +71,10 @@ class SharedOrder:
         pre, jr, post = self.keys(table.rows(idx), idx.size)
         order = np.lexsort((table.name_rank[idx], -post, -jr, -pre))
         self.rows = idx[order]
-        # a fresh row's key is the one it was sorted by: kept by position, as Python floats
-        self.sorted_keys = (np.asarray(pre, dtype=float)[order].tolist(),
-                            np.asarray(jr, dtype=float)[order].tolist(),
-                            np.asarray(post, dtype=float)[order].tolist(),
-                            table.name_rank[self.rows].tolist())
+        # a fresh row's key is the one it was sorted by: kept by position (a look reads its own)
+        self.sorted_arrays = (np.asarray(pre, dtype=float)[order],
+                              np.asarray(jr, dtype=float)[order],
+                              np.asarray(post, dtype=float)[order], table.name_rank[self.rows])
         self.pos = len(table.log)
         n = len(table.slots)
         self.stale = np.zeros(n, dtype=bool)
@@ -87,29 +88,66 @@ class SharedOrder:
 
     def sync(self) -> None:
         """Take in the rows changed since the last look (re-sorting when too many)."""
-        log = self.table.log
+        table = self.table
+        log = table.log
         if len(log) == self.pos:
             return
-        stale, rows, dirty = self.stale, self.stale_rows, self.dirty
-        for r in log[self.pos:]:
-            dirty[r] = True
-            if not stale[r]:
-                stale[r] = True
-                rows.append(r)
-                self._stale_array = None
+        changed = np.array(log[self.pos:], dtype=np.intp)
         self.pos = len(log)
-        if len(rows) > STALE_LIMIT:
+        self.dirty[changed] = True
+        changed = changed[~self.stale[changed]]
+        if changed.size:
+            changed = np.unique(changed)  # (a row logged twice is one stale row)
+            self.stale[changed] = True
+            # a row used up is stale (the walk skips it) but no candidate: none matches again
+            live = changed[table.alive[changed]]
+            if live.size:
+                self.stale_rows += live.tolist()
+                self._stale_array = None
+        if len(self.stale_rows) > STALE_LIMIT:
             self._sort()
 
     def ranked(self, cursor: Cursor, mask, want: int):
         """The ``want`` best rows ``mask`` (``rows -> bool array``) accepts, best first, each
         as ``(row, (pre, jr, post, name rank))``, and whether they are all the rows it accepts
         (``complete``). Moves ``cursor`` up to the first fresh match."""
+        stale, every_stale, fresh = self._look(cursor, mask, want)
+        rows = self.rows
+        keys = zip(*(part[fresh].tolist() for part in self.sorted_arrays))
+        ranked = list(zip(rows[fresh].tolist(), keys))
+        if stale is not None:  # (the fresh rows are in order already)
+            keys = zip(*(part.tolist() for part in stale[1:]))
+            ranked = list(zip(stale[0].tolist(), keys)) + ranked
+            ranked.sort(key=lambda item: order_key(item[1]))
+        # every accepted row is here when the walk ran out of rows before ``want`` fresh ones
+        # and no stale or fresh one was cut off
+        complete = fresh.size < want and every_stale and len(ranked) <= want
+        return ranked[:want], complete
+
+    def ranked_arrays(self, cursor: Cursor, mask, want: int):
+        """:meth:`ranked`'s answer as arrays, ``(rows, pre, jr, post, name ranks)`` best first,
+        and ``complete``: for a look at many rows (a fill's, :mod:`.vfill`)."""
+        stale, every_stale, fresh = self._look(cursor, mask, want)
+        found = (self.rows[fresh], *(part[fresh] for part in self.sorted_arrays))
+        if stale is not None:
+            found = tuple(np.concatenate(pair) for pair in zip(stale, found))
+        # (as ranked's: no stale or fresh accepted row was cut off)
+        complete = fresh.size < want and every_stale and found[0].size <= want
+        if stale is not None:
+            order = np.lexsort((found[4], -found[3], -found[2], -found[1]))[:want]
+            found = tuple(part[order] for part in found)
+        return found, complete
+
+    def _look(self, cursor: Cursor, mask, want: int):
+        """``(stale, every_stale, fresh)`` of a look: the best ``want`` stale rows ``mask``
+        accepts as arrays ``(rows, pre, jr, post, name ranks)`` best first (None: none), whether
+        they are all it accepts, and the positions (an array) of the first ``want`` fresh rows
+        it accepts in the sorted rows. Moves ``cursor`` up to the first fresh match."""
         self.sync()
         table = self.table
         if cursor.sorting != self.sorting:
             cursor.sorting, cursor.pos = self.sorting, 0
-        stale_best = []
+        best = None
         stale = self.stale
         every_stale = True
         if self.stale_rows:
@@ -120,35 +158,29 @@ class SharedOrder:
             if cand.size:
                 cand = cand[mask(cand)]
             if cand.size:
-                stale_best = self._best_of(cand, want)
+                best = self._best_of(cand, want)
                 every_stale = cand.size <= want
         rows, pos, chunk = self.rows, cursor.pos, _FIRST_CHUNK
-        fresh: list[int] = []
-        first_pos = None
-        while pos < rows.size and len(fresh) < want:
+        found: list = []  # (arrays of the positions of fresh matches, chunk by chunk)
+        count = 0
+        while pos < rows.size and count < want:
             part = rows[pos:pos + chunk]
             sub_pos = np.flatnonzero(~stale[part])
             if sub_pos.size:
-                hits = sub_pos[mask(part[sub_pos])]
-                for h in hits[:want - len(fresh)].tolist():
-                    if first_pos is None:
-                        first_pos = pos + h
-                    fresh.append(pos + h)
+                hits = sub_pos[mask(part[sub_pos])][:want - count]
+                if hits.size:
+                    found.append(hits + pos)
+                    count += hits.size
             pos += part.size
             chunk *= 2
-        cursor.pos = first_pos if first_pos is not None else rows.size
-        kpre, kjr, kpost, knames = self.sorted_keys
-        ranked = stale_best + [(int(rows[p]), (kpre[p], kjr[p], kpost[p], knames[p]))
-                               for p in fresh]
-        ranked.sort(key=lambda item: order_key(item[1]))
-        # every accepted row is here when the walk ran out of rows before ``want`` fresh ones
-        # and no stale or fresh one was cut off
-        complete = len(fresh) < want and every_stale and len(ranked) <= want
-        return ranked[:want], complete
+        fresh = (found[0] if len(found) == 1 else np.concatenate(found)) if found else _NONE
+        cursor.pos = int(fresh[0]) if count else rows.size
+        return best, every_stale, fresh
 
-    def _best_of(self, cand, want: int) -> list:
-        """The best ``want`` of stale rows ``cand`` with their keys (evaluated again only for
-        the rows changed since their keys were last evaluated)."""
+    def _best_of(self, cand, want: int) -> tuple:
+        """The best ``want`` of stale rows ``cand`` with their keys, as arrays ``(rows, pre,
+        jr, post, name ranks)`` best first (keys evaluated again only for the rows changed
+        since their keys were last evaluated)."""
         table = self.table
         kpre, kjr, kpost = self.stale_keys
         need = cand[self.dirty[cand]]
@@ -160,11 +192,8 @@ class SharedOrder:
         names = table.name_rank[cand]
         # best first: the highest pre, job rank, post (no NaN: the ranks map it to their
         # worst, a NaN job rank raises), then the first name
-        out = []
-        for k in np.lexsort((names, -post, -jr, -pre))[:want].tolist():
-            out.append((int(cand[k]), (float(pre[k]), float(jr[k]), float(post[k]),
-                                       int(names[k]))))
-        return out
+        k = np.lexsort((names, -post, -jr, -pre))[:want]
+        return cand[k], pre[k], jr[k], post[k], names[k]
 
 
 class Queue:

@@ -35,7 +35,9 @@ type, or uses the slot up and still fits what it leaves, is made alone first (``
 then :meth:`VectorSearch.extend`). After a commit the request's next turn is made by
 :meth:`VectorSearch.take` itself (:meth:`VectorSearch._next_turn`), as ``negotiate_entry``'s
 next turn would make it, while it is one that ``take`` commits: one call per request visit,
-not one per slot.
+not one per slot. Before that loop, ``take`` tries the request's whole fill in one vectorised
+pass (:mod:`.vfill`: a greedy merge of each row's steps, sorted by their prefix maximum); what
+it leaves is decided by the next turns, and a request it does not take by the loop.
 ``tests/unit/test_negotiator_vsearch.py`` compares whole cycles with the scalar search on
 random pools.
 """
@@ -46,6 +48,7 @@ from functools import partial
 
 import numpy as np
 
+from htc.daemons.negotiator import vfill
 from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.preemption import WORST_RANK, PreemptState
 from htc.daemons.negotiator.runs import (_numeric_steps, commit_run, extend_run, limit_count,
@@ -75,6 +78,9 @@ class VectorSearch:
     #: False: :meth:`take` commits one slot, and every next slot is a turn of
     #: ``negotiate_entry`` (the tests compare both ways)
     chain = True
+    #: False: :meth:`take` leaves the request's fill to the one-step loop, not :mod:`.vfill`
+    #: (the tests compare both ways)
+    fill = True
 
     def __init__(self, settings):
         self.s = settings
@@ -175,7 +181,8 @@ class VectorSearch:
         left, ``used`` + ``cost``: the arguments here are the values before it) is computed
         without making it; the row's update and the hints come after the commit, as after
         ``extend``'s. ``used``, ``used_u`` and ``budget`` follow the matches made here as
-        ``negotiate_entry`` has them follow (one float addition per match)."""
+        ``negotiate_entry`` has them follow (one float addition per match). The request's
+        whole fill is tried first (:func:`~.vfill.fill`); when it takes nothing, this loop does."""
         turn = self._turn
         if turn is None or turn[0] is not rs or not self.idle.runs:
             return []
@@ -185,6 +192,11 @@ class VectorSearch:
         sizes = carve_sizes(slot, carve)
         if sizes is None:
             return []
+        if self.fill and self.chain and not turn[3]:
+            taken = vfill.fill(self, cycle, rs, pool, plan, turn[1], used, limit, used_u,
+                               limit_u, budget)
+            if taken:
+                return taken
         taken = []
         while True:
             n = self._commit(cycle, rs, pool, slot, cost, carve, used, limit, used_u, limit_u,

@@ -1,0 +1,271 @@
+"""A request's fill: its whole sequence of slot steps decided in one vectorised pass.
+
+Theory of operation
+-------------------
+After a vector turn, the one-step loop (``negotiate_entry``'s turns, or
+:meth:`~.vsearch.VectorSearch.take`'s chain of them) repeats: among the rows that match the
+request at their current size, take the best (the smallest key ``(-pre, -jr, -post, name
+rank)``), carve it, until a cut (the jobs left, the UPDOWN budget, ``cycle.free``, the
+submitter's limit). Between two of its steps nothing moves but the slot carved, and a row's
+key and verdict at a size are a function of the row and the size alone. So each row that
+matches now has a *sequence*: its keys at the sizes after 0, 1, 2, ... carves, ending where
+the carve no longer fits, the slot is used up (Cpus under 1 or no Memory after a carve) or
+the row first stops matching (it never matches again: nothing but its own carve changes it).
+
+The loop is the greedy merge of those sequences (always the smallest head), and that merge is
+a sort by each element's **prefix maximum** along its row (ties within a row in step order;
+rows never tie: the name rank is in the key). :func:`decide` takes the best rows by their key
+now from the shared order (:mod:`.vorder`), evaluates every (row, step) in one call of the
+plan's clauses and ranks (as :class:`~.vsteps.StepMemo` does), sorts, and cuts:
+
+- every row outside the window ranks at or below its first key at every step, so the first
+  row left out (or not taken: not partitionable, a size that is not a whole number) is a
+  *barrier*, an element at its first key where the pass stops;
+- a row's steps past the jobs left are never reached (that many of its own come first);
+- the jobs left and the budget (a count), ``cycle.free`` (the slots used up), the limit:
+  ``used`` before each step (``np.add.accumulate`` adds the costs in order, exactly as one
+  addition per match) against ``limit``, and ``_best``'s refusal of the step's cost (there
+  ``_full_best`` would walk for a cheaper slot: the pass stops before it).
+
+Only whole-number sizes and carves are taken (then the size after ``j`` carves is
+``h - j * c`` exactly, as :func:`~.vsteps._whole_sequence` has it); anything else is the one-step
+loop's. The pass ends at the first cut; :func:`commit` commits its blocks (a row's contiguous
+steps: one turn's carve and its run) in order, and the search forgets the request's queue,
+hint and kept steps, so whatever comes next is decided by a turn, as before.
+``tests/unit/test_negotiator_fill.py`` compares whole cycles with the fill on and off.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from htc.daemons.negotiator.runs import commit_run
+from htc.daemons.negotiator.vexpr import INT, Inexact, Unsupported
+
+_CARVED = ("cpus", "memory", "disk")
+_WHOLE = 2 ** 53
+#: the jobs left (or budget) below which a fill is the one-step loop's: a pass costs about a
+#: hundred array operations, the loop some 40 us per slot (case 2's requests of 20 jobs)
+FEWEST_JOBS = 64
+#: the rows a pass looks at, at most (the first left out is its barrier)
+MOST_ROWS = 256
+#: the (row, step) pairs a pass evaluates, at most (rows past them are left out; fewer
+#: rows cover the jobs left twice over)
+MOST_ELEMENTS = 16384
+
+
+def fill(search, cycle, rs, pool, plan, row, used, limit, used_u, limit_u, budget) -> list:
+    """The fill of request ``rs`` from its turn's ``row`` on, for ``search`` (the
+    :class:`~.vsearch.VectorSearch` whose turn it is), decided in passes (:func:`decide`) and
+    committed (:func:`commit`); returns what :meth:`~.vsearch.VectorSearch.take` returns,
+    empty when the first pass takes nothing (the one-step loop decides). A pass that stopped
+    at its barrier alone is followed by another from where it stopped, after
+    ``negotiate_entry``'s tests before a turn."""
+    table, taken = search.table, []
+    if (rs.remaining < FEWEST_JOBS or (budget is not None and budget < FEWEST_JOBS)
+            or plan.mask is None or plan.log_pos != len(table.log) or search.idle.hot is not None
+            or pool.claimed or not _whole(plan.wants)):
+        return taken  # (a turn would not be the vector search's alone: the loop decides)
+    keys = partial(search._keys, plan)
+    per_row = _steps_of(table, row, plan.wants)  # (a guess of the steps a row gives)
+    while True:
+        jobs = rs.remaining if budget is None else min(rs.remaining, budget)
+        # the rows to look at: enough for the jobs left twice over, by the guess
+        want = min(jobs, MOST_ROWS, -(-2 * jobs // per_row) + 2) + 1
+        try:
+            mask = search._current_mask(plan)  # (the rows the last pass carved, again)
+            ranked, complete = search._shared(plan).ranked_arrays(
+                plan.cursor, mask.__getitem__, want)
+            if not ranked[0].size or (not taken and ranked[0][0] != row):
+                return taken
+            found = decide(table, plan, keys, ranked, complete, jobs, cycle.free, plan.cost,
+                           used, limit, used_u, limit_u)
+        except (Unsupported, Inexact):
+            return taken  # (the loop's turn raises again and answers for it)
+        if found is None:
+            return taken
+        # the request's queue, hint and kept steps are the one-step loop's: its next turn
+        # makes them afresh
+        search._turn = search._hint = search._queue = search._steps = search._ahead = None
+        blocks, k, more = found
+        made = commit(search, cycle, rs, pool, plan, blocks, k, not taken)
+        taken += made
+        if not more:
+            return taken
+        # the steps a row gave this pass (one, where slots whose rank falls take turns)
+        per_row = max(1, sum(n for n, _cost in made) // len({b[0] for b in blocks}))
+        for n, cost in made:  # (negotiate_entry's additions, one match after another)
+            for _ in range(n):
+                used += cost
+                used_u += cost
+            if budget is not None:
+                budget -= n
+        if (rs.remaining <= 0 or cycle.free <= 0 or (budget is not None and budget <= 0)
+                or used >= limit):
+            return taken  # (negotiate_entry's tests before a turn: it decides)
+
+
+def _whole(carve) -> bool:
+    """Whether ``carve`` is three positive whole numbers (ints or floats) within 2**53: the
+    carves a pass takes (then a size after ``j`` of them is ``h - j * c`` exactly)."""
+    return all(c.__class__ in (int, float) and 0 < c <= _WHOLE and int(c) == c
+               for c in carve)  # (NaN: False)
+
+
+def _steps_of(table, row: int, carve) -> int:
+    """How many of the whole ``carve`` fit ``row`` now (at least one): :func:`fill`'s first
+    guess of the steps a row of its window gives."""
+    most = None
+    for have, amount in zip(table.res[:, row].tolist(), carve):
+        if -_WHOLE <= have <= _WHOLE:  # (NaN: the slot does not say)
+            steps = int(have // amount)
+            most = steps if most is None else min(most, steps)
+    return max(1, most or 1)
+
+
+def decide(table, plan, keys, ranked: tuple, complete: bool, jobs: int, free: int, cost,
+           used: float, limit: float, used_u: float, limit_u: float):
+    """``(blocks, k, more)``: the fill's blocks, in order, as ``[(row, cpus, memory, disk,
+    steps, cost)]`` (the row's sizes at the block's first step: each next step is less the
+    carve ``k``, whole numbers); ``more``: the pass stopped at its barrier alone (a pass from
+    there may take more). None when the pass takes nothing (the one-step loop decides).
+
+    ``ranked``: the request's best rows now, best first, with their keys, as
+    :meth:`~.vorder.SharedOrder.ranked_arrays` gives them (``complete``: every row that
+    matches); ``keys``: ``(rows, n) -> (pre, jr,
+    post)``; ``jobs``: the steps the jobs left and the budget allow; ``cost``: each row's
+    cost (``plan.cost``)."""
+    carve = plan.wants
+    if not _whole(carve):
+        return None
+    k = np.array([int(c) for c in carve], dtype=np.int64)
+    rows, first = ranked[0], ranked[1:]  # (first: the rows' keys now, pre, jr, post, name)
+    barrier = None if complete else rows.size - 1  # (the barrier's position in ranked)
+    if not complete:
+        rows = rows[:-1]
+    # the rows' sizes now, as whole numbers: a row that is not partitionable or says a size
+    # that is not an int ends the window (its first key is the barrier)
+    good = table.partitionable[rows].copy()
+    sizes = []
+    for lname in _CARVED:
+        tags, values = table.column(lname)
+        good &= tags[rows] == INT
+        sizes.append(values[rows])
+    h = np.stack(sizes).astype(np.int64)  # (exact: an INT column holds |v| <= 2**53)
+    kc = k[:, None]
+    fit = (h // kc).min(axis=0)
+    up = np.maximum(np.minimum((h[0] - 1) // k[0], -(-h[1] // k[1]) - 1), 0)
+    used_up = up < fit
+    n = np.where(used_up, up + 1, fit)
+    good &= n > 0
+    steps = np.minimum(n, jobs)
+    total = np.cumsum(steps)
+    cut = int(np.argmin(good)) if not good.all() else rows.size
+    # enough rows for the jobs left twice over (rows past them are left out: see _fill)
+    over = int(np.searchsorted(total, min(max(2 * jobs, 16), MOST_ELEMENTS))) + 1
+    m = min(cut, over)
+    if m == 0:
+        return None
+    if m < rows.size:
+        barrier = m
+    rows, h, steps, n, used_up = rows[:m], h[:, :m], steps[:m], n[:m], used_up[:m]
+    count = int(total[m - 1])
+    # every (row, step): its sizes, its verdict, its key
+    seg = np.repeat(np.arange(m), steps)
+    start = np.repeat(total[:m] - steps, steps)
+    step = np.arange(count) - start
+    index = rows[seg]
+    at = h[:, seg] - step * kc
+    carved = {lname: (np.full(count, INT, dtype=np.int8), at[i].astype(float))
+              for i, lname in enumerate(_CARVED)}
+    env = table.rows(index, carved)
+    ok = np.ones(count, dtype=bool)
+    for fn in plan.clauses:
+        ok &= fn(env)
+    pre, jr, post = keys(env, count)
+    names = table.name_rank[index]
+    # a row's sequence ends at its first failing step
+    fails = ~ok
+    bad = np.cumsum(fails)
+    starts = total[:m] - steps
+    ok = bad == np.repeat(bad[starts] - fails[starts], steps)
+    if barrier is not None:  # one more element: the barrier, at its first key
+        pre, jr, post, names = (np.append(mine, theirs[barrier])
+                                for mine, theirs in zip((pre, jr, post, names), first))
+    # dense ranks of the keys, then each row's prefix maximum (a segment's offset keeps the
+    # running maximum within it)
+    order = np.lexsort((names, -post, -jr, -pre))
+    sp, sj, so, sn = pre[order], jr[order], post[order], names[order]
+    new = np.empty(order.size, dtype=bool)
+    new[0] = True
+    new[1:] = (sp[1:] != sp[:-1]) | (sj[1:] != sj[:-1]) | (so[1:] != so[:-1]) | (
+        sn[1:] != sn[:-1])
+    dense = np.empty(order.size, dtype=np.int64)
+    dense[order] = np.cumsum(new)
+    span = order.size + 1
+    lead = dense[:count] + seg * span
+    prefix = np.maximum.accumulate(lead) - seg * span
+    take = np.flatnonzero(ok)
+    merged = take[np.lexsort((take, prefix[take]))]
+    if barrier is not None:
+        merged = merged[prefix[merged] < dense[count]]
+    # the cuts: jobs, the slots used up, the limit (``more``: none bit, the barrier did)
+    more = barrier is not None and merged.size < jobs
+    merged = merged[:jobs]
+    last = (step[merged] == n[seg[merged]] - 1) & used_up[seg[merged]]
+    if last.any():
+        ups = np.cumsum(last)
+        if ups[-1] >= free:
+            merged = merged[:int(np.searchsorted(ups, free)) + 1]
+            more = False
+    costs = cost[index[merged]]
+    before = np.add.accumulate(np.concatenate(([used], costs)))[:-1]
+    before_u = np.add.accumulate(np.concatenate(([used_u], costs)))[:-1]
+    allowed = (before < limit) & ((before_u + costs <= limit_u * (1 + 1e-6) + 1e-9)
+                                  | ((before_u <= 0) & (limit_u > 0)))
+    if not allowed.all():
+        merged = merged[:int(np.argmin(allowed))]
+        more = False
+    if merged.size == 0:
+        return None
+    # the blocks: runs of one row, each with its row's sizes at its first step and its cost
+    segs = seg[merged]
+    firsts = np.flatnonzero(np.concatenate(([True], segs[1:] != segs[:-1])))
+    lens = np.diff(np.append(firsts, segs.size))
+    heads = merged[firsts]
+    rows_of = index[heads]
+    sizes = at[:, heads].tolist()
+    blocks = list(zip(rows_of.tolist(), sizes[0], sizes[1], sizes[2], lens.tolist(),
+                      cost[rows_of].tolist()))
+    return blocks, k.tolist(), more
+
+
+def commit(search, cycle, rs, pool, plan, blocks, k, turned: bool) -> list:
+    """Commit the fill's ``blocks`` (:func:`decide`'s) in order, one
+    :func:`~.runs.commit_run` each, as the one-step loop's turns would; returns ``[(matches,
+    cost), ...]`` as :meth:`~.vsearch.VectorSearch.take` does."""
+    slots, dirty, idle, update = search.table.slots, search._dirty, search.idle, search.changed
+    carve, taken = plan.wants, []
+    k0, k1, k2 = k
+    runs = 0
+    for row, h0, h1, h2, count, cost in blocks:
+        slot = slots[row]
+        if slot.cls is not None:  # (hold's, for a vector request: as make_match's)
+            slot.cls = None
+            dirty.append(slot)
+        if count == 1:
+            states = [(h0, h1, h2)]
+        else:
+            runs += 1
+            states = list(zip(range(h0, h0 - count * k0, -k0), range(h1, h1 - count * k1, -k1),
+                              range(h2, h2 - count * k2, -k2)))
+        taken.append((commit_run(cycle, idle, rs, pool, slot, cost, carve, states, first=True),
+                      cost))
+        update(slot)
+    search.vector_runs += runs
+    turns = len(blocks) - turned  # (``turned``: the first is the turn that came here)
+    search.vector_turns += turns
+    search.chained_turns += turns
+    return taken

@@ -1,0 +1,173 @@
+"""A request's fill decided in one vectorised pass (:mod:`htc.daemons.negotiator.vfill`): the
+same matches, claim ids, offered ads, accountant charges and rejections as the one-step loop
+(``VectorSearch.fill`` off), whole cycle by whole cycle."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+from htc.daemons.negotiator import vfill
+from htc.daemons.negotiator.accountant import Accountant
+from htc.daemons.negotiator.settings import NegotiatorSettings
+from htc.daemons.negotiator.updown import UpDownSettings
+from htc.daemons.negotiator.vsearch import VectorSearch
+from tests.negotiator_cycles import make_job, make_slot, run_cycle
+from tests.unit.test_negotiator_reference import _settings
+from tests.unit.test_negotiator_take import _charges, _made
+
+_RANKS = [{}, {"Rank": "TARGET.Memory"}, {"Rank": "-TARGET.Memory"}, {"Rank": "TARGET.Cpus"},
+          {"Rank": "-TARGET.Cpus"}, {"Rank": "TARGET.KFlops"},
+          {"Rank": "TARGET.Memory / 1024 - TARGET.Cpus"}, {"Rank": "TARGET.Disk / 1000"}]
+_REQS = ["", " && TARGET.Memory >= 2 * RequestMemory", " && TARGET.Cpus >= RequestCpus + 1",
+         ' && TARGET.Arch == "X86_64"', " && (TARGET.KFlops > 1500 || TARGET.Memory > 4000)"]
+
+
+def _pool(rnd: random.Random, floats: bool):
+    """Static and partitionable slots; sizes ints, or now and then floats (the one-step
+    loop's, whole or not)."""
+    starts = ["True", "True", "TARGET.RequestCpus < 3", "KFlops > 1000"]
+    if rnd.random() < 0.1:
+        starts.append("TARGET.RequestMemory <= Memory / 2")  # (the scalar search's then)
+    slots = []
+    for n in range(rnd.randint(5, 60)):
+        size = dict(Cpus=rnd.choice([1, 2, 4, 8, 16]), Memory=rnd.choice([1024, 4096, 16384]),
+                    Disk=rnd.choice([10_000, 1_000_000]))
+        if floats and rnd.random() < 0.3:
+            name = rnd.choice(["Cpus", "Memory", "Disk"])
+            size[name] = size[name] + rnd.choice([0.0, 0.5])
+        slot = make_slot(f"slot1@m{n:02d}", **size, KFlops=rnd.choice([1000, 2000]),
+                         Arch=rnd.choice(["X86_64"] * 4 + ["aarch64"]),
+                         exprs={"Start": rnd.choice(starts)})
+        if rnd.random() < 0.8:
+            slot["PartitionableSlot"] = True
+        slots.append(slot)
+    return slots
+
+
+def _requests(rnd: random.Random, floats: bool):
+    shapes = []
+    for _ in range(rnd.randint(1, 4)):
+        cpus, memory = rnd.choice([1, 1, 2, 3]), rnd.choice([500, 1024, 3000])
+        if floats and rnd.random() < 0.3:
+            cpus, memory = rnd.choice([(cpus + 0.5, memory), (cpus, memory + 0.25)])
+        shapes.append(dict(exprs={"Requirements": 'TARGET.OpSys == "LINUX"' + rnd.choice(_REQS),
+                                  **rnd.choice(_RANKS)},
+                           RequestCpus=cpus, RequestMemory=memory,
+                           RequestDisk=rnd.choice([0, 1000, 50_000])))
+    users = rnd.sample(["alice@x", "bob@x", "carol@x", "dave@x"], rnd.randint(1, 4))
+    return {u: [(make_job(u.split("@")[0], **rnd.choice(shapes)), rnd.randint(1, 60))
+                for _ in range(rnd.randint(1, 3))]
+            for u in users}
+
+
+def _cycle(slots, requests, settings, fill: bool, fewest: int = 1):
+    """One cycle with the fill on or off (``fewest``: :data:`~.vfill.FEWEST_JOBS`, the jobs
+    a request must have left for a fill: 1, every request, unless a test says)."""
+    saved = VectorSearch.fill, vfill.FEWEST_JOBS
+    VectorSearch.fill, vfill.FEWEST_JOBS = fill, fewest
+    try:
+        return run_cycle(slots, requests, settings=settings, acct=Accountant(now=0.0),
+                         now=600.0)
+    finally:
+        VectorSearch.fill, vfill.FEWEST_JOBS = saved
+
+
+def _same(slots, requests, settings, fewest: int = 1):
+    filled, acct_filled = _cycle(slots, requests, settings, fill=True, fewest=fewest)
+    stepped, acct_stepped = _cycle(slots, requests, settings, fill=False)
+    assert not filled.skipped and not stepped.skipped
+    assert _made(filled) == _made(stepped)
+    assert filled.statistics.rejections_by_reason == stepped.statistics.rejections_by_reason
+    assert filled.statistics.submitters_share_limited == \
+        stepped.statistics.submitters_share_limited
+    assert _charges(acct_filled) == _charges(acct_stepped)
+
+
+def _random_case(seed: int):
+    rnd = random.Random(seed)
+    floats = rnd.random() < 0.3
+    slots, requests, settings = _pool(rnd, floats), _requests(rnd, floats), _settings(rnd)
+    settings = dataclasses.replace(settings, use_slot_weights=rnd.random() < 0.7)
+    if settings.updown_policy and rnd.random() < 0.5:  # UPDOWN's budget cuts a fill
+        settings = dataclasses.replace(
+            settings, updown=UpDownSettings(placements_per_cycle=rnd.randint(1, 30)))
+    return slots, requests, settings
+
+
+@hsettings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_fill_in_one_pass_makes_what_the_one_step_loop_makes(seed):
+    """Random pools (static and partitionable slots, int and float sizes), ranks that read
+    Memory or Cpus either way, several users whose limits stop them mid-request, slot
+    weights on and off, UPDOWN's budget."""
+    _same(*_random_case(seed), fewest=random.Random(seed).choice([1, 1, 1, 8, 32]))
+
+
+def test_small_windows_make_many_passes_and_the_same_matches(monkeypatch):
+    """A window of one to three rows or a few elements: many passes stop at their barrier,
+    and the next pass goes on from there; the loop is left some requests."""
+    outcomes = []
+    real = vfill.decide
+
+    def spy(*args):
+        found = real(*args)
+        outcomes.append(found is not None and (found[2] or "last"))
+        return found
+    monkeypatch.setattr(vfill, "decide", spy)
+    for seed in range(60):
+        rnd = random.Random(seed)
+        monkeypatch.setattr(vfill, "MOST_ROWS", rnd.choice([1, 2, 3, 256]))
+        monkeypatch.setattr(vfill, "MOST_ELEMENTS", rnd.choice([1, 4, 16384]))
+        _same(*_random_case(seed))
+    # passes stopped at their barrier and followed by another, last passes, and requests the
+    # loop was left
+    assert outcomes.count(True) > 50 and outcomes.count("last") > 50
+    assert outcomes.count(False) > 5
+
+
+def test_a_fill_interleaves_slots_whose_rank_falls_as_they_shrink():
+    """Rank = TARGET.Memory: each carve makes a slot worse, so the fill goes round the slots
+    of equal memory one job at a time, and a limit cuts it mid-request."""
+    slots = [make_slot(f"slot1@m{n}", Cpus=8, Memory=8192 * (1 + n % 3), PartitionableSlot=True)
+             for n in range(9)]
+    requests = {"alice@x": [(make_job("alice", exprs={"Rank": "TARGET.Memory"}), 80)],
+                "bob@x": [(make_job("bob", exprs={"Rank": "-TARGET.Cpus"}), 80)]}
+    settings = NegotiatorSettings(pre_job_rank=None)  # (the default prefers small slots)
+    filled, _ = _cycle(slots, requests, settings, fill=True)
+    assert len(filled.matches) == 72
+    alice = [m.slot_name for m in filled.matches if m.submitter == "alice@x"]
+    assert alice[:6] == ["slot1@m2", "slot1@m5", "slot1@m8"] * 2  # the 24 GB slots, by name
+    assert 36 <= len(alice) < 72 and "alice@x" in filled.statistics.submitters_share_limited
+    _same(slots, requests, settings)
+
+
+def test_a_look_as_arrays_is_the_look_as_a_list(monkeypatch):
+    """:meth:`~.vorder.SharedOrder.ranked_arrays` gives the rows, keys and completeness that
+    :meth:`~.vorder.SharedOrder.ranked` gives, and moves the cursor alike (stale rows and
+    fresh ones, re-sorts, every want)."""
+    from htc.daemons.negotiator import vorder
+
+    looks = []
+    real = vorder.SharedOrder.ranked_arrays
+
+    def both(self, cursor, mask, want):
+        twin = vorder.Cursor(cursor.order)
+        twin.sorting, twin.pos = cursor.sorting, cursor.pos
+        listed, listed_complete = self.ranked(twin, mask, want)
+        found, complete = real(self, cursor, mask, want)
+        rows, pre, jr, post, names = (part.tolist() for part in found)
+        assert listed == list(zip(rows, zip(pre, jr, post, names)))
+        assert (complete, cursor.pos, cursor.sorting) == (listed_complete, twin.pos,
+                                                         twin.sorting)
+        looks.append(len(rows))
+        return found, complete
+    monkeypatch.setattr(vorder.SharedOrder, "ranked_arrays", both)
+    for seed in range(30):
+        rnd = random.Random(seed)
+        monkeypatch.setattr(vorder, "STALE_LIMIT", rnd.choice([2, 16, 1536]))
+        monkeypatch.setattr(vfill, "MOST_ROWS", rnd.choice([1, 3, 256]))
+        _cycle(*_random_case(seed), fill=True)
+    assert len(looks) > 30 and max(looks) > 3
