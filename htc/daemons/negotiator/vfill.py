@@ -41,7 +41,7 @@ from functools import partial
 
 import numpy as np
 
-from htc.daemons.negotiator.runs import commit_run
+from htc.daemons.negotiator.runs import commit_runs
 from htc.daemons.negotiator.vexpr import INT, Inexact, Unsupported
 
 _CARVED = ("cpus", "memory", "disk")
@@ -243,11 +243,12 @@ def decide(table, plan, keys, ranked: tuple, complete: bool, jobs: int, free: in
 
 
 def commit(search, cycle, rs, pool, plan, blocks, k, turned: bool) -> list:
-    """Commit the fill's ``blocks`` (:func:`decide`'s) in order, one
-    :func:`~.runs.commit_run` each, as the one-step loop's turns would; returns ``[(matches,
-    cost), ...]`` as :meth:`~.vsearch.VectorSearch.take` does."""
-    slots, dirty, idle, update = search.table.slots, search._dirty, search.idle, search.changed
-    carve, taken = plan.wants, []
+    """Commit the fill's ``blocks`` (:func:`decide`'s) in order, as the one-step loop's turns
+    would: one :func:`~.runs.commit_runs` of them all (a :func:`~.runs.commit_run` each), then
+    the rows of their slots; returns ``[(matches, cost), ...]`` as
+    :meth:`~.vsearch.VectorSearch.take` does."""
+    slots, dirty = search.table.slots, search._dirty
+    carve, batch = plan.wants, []
     k0, k1, k2 = k
     runs = 0
     for row, h0, h1, h2, count, cost in blocks:
@@ -261,9 +262,12 @@ def commit(search, cycle, rs, pool, plan, blocks, k, turned: bool) -> list:
             runs += 1
             states = list(zip(range(h0, h0 - count * k0, -k0), range(h1, h1 - count * k1, -k1),
                               range(h2, h2 - count * k2, -k2)))
-        taken.append((commit_run(cycle, idle, rs, pool, slot, cost, carve, states, first=True),
-                      cost))
+        batch.append((slot, cost, carve, states, True))
+    made = commit_runs(cycle, search.idle, rs, pool, batch)
+    update = search.changed
+    for slot, cost, _carve, _states, _first in batch:  # (after commit_run: the row follows)
         update(slot)
+    taken = [(n, block[1]) for n, block in zip(made, batch)]
     search.vector_runs += runs
     turns = len(blocks) - turned  # (``turned``: the first is the turn that came here)
     search.vector_turns += turns
