@@ -28,7 +28,8 @@ Modules:
   ``vexpr`` and ``vtyped`` (ClassAd expressions compiled to numpy, tagged and typed) and
   ``vorder`` (best-first orders shared by requests that rank alike), ``vmask`` (a request's
   verdict on every slot, kept across its turns) and ``vsteps`` (the next steps of a request's
-  probable runs, evaluated in one call).
+  probable runs, evaluated in one call) and ``vfill`` (a request's whole fill, slot after slot,
+  decided in one vectorised pass).
 * ``fitting`` -- what a partitionable slot can give a job: the request, fitting by arithmetic
   where the numbers are literals, the cost of a carve.
 * ``gc_pause`` -- Python's cyclic garbage collector held off for the length of a cycle.
