@@ -16,8 +16,9 @@ is stored as one entry, ``(slot, first, count, record)``, in a *tail* after ever
 ``(name, record)``, so the order charged stays the order kept. The carve names are made only
 where something reads the records one by one (:attr:`MatchRecords.charged` expands the tail
 into them, once: a carve looked up by name, a resource of the tail removed) or writes them
-(:meth:`MatchRecords.snapshot`); the next cycle's reconciliation releases the runs without
-naming them (:meth:`MatchRecords.detach_tail`). A run is stored so only when none of its names
+(:meth:`SavedRecords.data`, as the service writes the accountant's file: the core hands over
+:meth:`MatchRecords.saved`, runs as runs); the next cycle's reconciliation releases the runs
+without naming them (:meth:`MatchRecords.detach_tail`). A run is stored so only when none of its names
 can be a record already: no named record is a carve and no run of the slot overlaps it;
 otherwise the accountant charges its resources one by one, as before.
 
@@ -31,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import repeat
 
-__all__ = ["MatchRecord", "MatchRecords"]
+__all__ = ["MatchRecord", "MatchRecords", "SavedRecords"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,11 +192,42 @@ class MatchRecords:
 
     # ---------------------------------------------------------------- persistence
 
+    def saved(self) -> SavedRecords:
+        """The records as they are now, to write later (:meth:`SavedRecords.data`): a copy of
+        the named ones and the tail as it is (its entries are tuples of immutable parts), so
+        that taking it names no carve."""
+        return SavedRecords(dict(self._charged), tuple(self._tail))
+
     def snapshot(self) -> dict:
+        """The records as JSON-ready data (:meth:`SavedRecords.data`)."""
+        return SavedRecords(self._charged, tuple(self._tail)).data()
+
+    def restore(self, data: Mapping) -> None:
+        """Add the records of :meth:`snapshot`'s ``data``.
+
+        Raises:
+            ValueError: a record lacks a field or has one too many.
+        """
+        for name, fields in dict(data).items():
+            self.put(str(name), MatchRecord(**checked(fields, MATCH_FIELDS)))
+
+
+@dataclass(frozen=True, slots=True)
+class SavedRecords:
+    """The match records at one moment (:meth:`MatchRecords.saved`): the named ones, by name
+    in the order charged, then the tail, runs of carves as runs. Taking it costs a copy of a
+    dict and of a list; naming the carves waits for :meth:`data`, which the negotiator's service
+    calls as it writes the accountant's file."""
+
+    charged: Mapping[str, MatchRecord]
+    tail: tuple[tuple, ...]
+
+    def data(self) -> dict:
         """The records as JSON-ready data, ``{name: {customer, weight, start_time}}``, in the
-        order charged. Entries of a shared record share its dict: the snapshot is data to
-        write or restore from, not to edit in place."""
-        charged, tail = self._charged, self._tail
+        order charged (the tail's as :attr:`MatchRecords.charged` would name them). Entries of
+        a shared record share its dict: the data is to write or restore from, not to edit in
+        place."""
+        charged, tail = self.charged, self.tail
         records = list(charged.values())
         keys = list(map(id, records))
         unique = dict(zip(keys, records))
@@ -214,15 +246,6 @@ class MatchRecords:
                       if first >= 0 else carve_names(slot, first, count))
             add_values(repeat(fields[id(record)], count))
         return dict(zip(names, values))
-
-    def restore(self, data: Mapping) -> None:
-        """Add the records of :meth:`snapshot`'s ``data``.
-
-        Raises:
-            ValueError: a record lacks a field or has one too many.
-        """
-        for name, fields in dict(data).items():
-            self.put(str(name), MatchRecord(**checked(fields, MATCH_FIELDS)))
 
 
 def checked(fields: object, names: tuple[str, ...]) -> dict:

@@ -14,7 +14,8 @@ wire sends (MatchNotify, the Accounting and Negotiator ads); :class:`NegotiatorS
 ``AskResourceRequests``       ``GetResourceRequests`` to the submitter's schedd; feed
                               ``RequestsReceived`` (or ``RequestsFailed``)
 ``SaveAccountant``            write the accountant's snapshot to ACCOUNTANT_DATABASE_FILE as JSON,
-                              atomically (temporary file, fsync, rename)
+                              atomically (temporary file, fsync, rename); the snapshot is made
+                              here, from the state the core saved (its carves named here)
 ``Send`` of a ``MatchNotify`` queued per destination (below); any other ``Send`` as every
                               service sends it
 ============================  ====================================================================
