@@ -454,6 +454,16 @@ class Accountant:
         # now - max(start, last update) instead would charge a claim that starts and ends
         # between two updates its length minus the gap before it started.)
         since = self.last_update_time if self.last_update_time is not None else match.start_time
+        if count > 1 and weight > 0 and rec.resources_used.__class__ is int:
+            # each step lowers the weight held, so none was clamped at 0 when the last is
+            # above it: then the steps are one addition after another (added)
+            left = added(rec.weighted_resources_used, -weight, count)
+            if left > 0:
+                rec.resources_used = max(0, rec.resources_used - count)
+                rec.weighted_resources_used = left
+                rec.weighted_uncharged_time = added(rec.weighted_uncharged_time,
+                                                    (now - since) * weight, count)
+                return
         for _ in range(count):
             rec.resources_used = max(0, rec.resources_used - 1)
             rec.weighted_resources_used = max(0.0, rec.weighted_resources_used - weight)
@@ -475,10 +485,11 @@ class Accountant:
         records = self._records
         tail = records.detach_tail(claimed)  # (the last records: reconciled after the others)
         charged = records.charged
-        for resource in list(charged):
-            want = claimed.get(resource)
-            if want is None or want[0] != charged[resource].customer:
-                self.remove_match(resource, now)
+        get = claimed.get
+        # (whether one goes does not depend on another going: the removals in the order kept)
+        for resource in [resource for resource, m in charged.items()
+                         if (want := get(resource)) is None or want[0] != m.customer]:
+            self.remove_match(resource, now)
         for entry in tail:
             if len(entry) == 4:  # a run of carves, none of them claimed
                 self._release(entry[3], entry[2], now)
@@ -489,9 +500,11 @@ class Accountant:
                 self._release(record, 1, now)
             else:
                 records.put(resource, record)  # (kept, after the others as before)
-        for resource, (customer, weight) in claimed.items():
-            if resource not in charged:
-                self.add_match(customer, resource, weight, now)
+        if claimed.keys() <= charged.keys():
+            return  # (nothing new claimed: a pool between two cycles' matches)
+        fresh = [(resource, want) for resource, want in claimed.items() if resource not in charged]
+        for customer, resources, weight in _alike(fresh):
+            self.add_matches(customer, resources, weight, now)
 
     # ------------------------------------------------------------------ persistence
 
@@ -545,6 +558,25 @@ class Accountant:
                 "user priorities"
             ) from None
         return acct
+
+
+def _alike(claims: list[tuple[str, tuple[str, float]]]) -> list[tuple[str, list[str], float]]:
+    """``claims`` (``(resource, (customer, weight))`` in order) as runs of resources charged
+    alike, ``(customer, resources, weight)`` in order: :meth:`Accountant.add_matches` of each
+    run in turn charges as :meth:`Accountant.add_match` of each claim would. Alike means the
+    same customer and a weight of the same type and value, not 0 and not NaN (as
+    :meth:`MatchRecords.record`: -0.0 and 0.0, 1 and 1.0 add and write differently)."""
+    out: list[tuple[str, list[str], float]] = []
+    last_customer, last_weight, names = None, None, []
+    for resource, (customer, weight) in claims:
+        if (weight and customer == last_customer and weight == last_weight
+                and weight.__class__ is last_weight.__class__):
+            names.append(resource)
+            continue
+        names = [resource]
+        out.append((customer, names, weight))
+        last_customer, last_weight = customer, weight
+    return out
 
 
 def _number_or_none(value: object, where: str) -> float | None:

@@ -142,7 +142,7 @@ class MatchRecords:
         if not charged.keys().isdisjoint(fresh):
             return False
         charged.update(fresh)
-        self._carves += sum(1 for resource in fresh if _CARVE in resource)
+        self._carves += sum(map(str.__contains__, fresh, repeat(_CARVE)))
         return True
 
     def pop(self, resource: str) -> MatchRecord | None:
@@ -181,7 +181,7 @@ class MatchRecords:
         tail = self._tail
         if not tail:
             return []
-        if any(_CARVE in resource for resource in claimed):
+        if any(map(str.__contains__, claimed, repeat(_CARVE))):
             self.charged  # (a carve may be claimed: each is read by its name)
             return []
         out = list(tail)
