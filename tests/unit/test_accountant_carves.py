@@ -67,6 +67,7 @@ def test_runs_of_carves_charge_as_their_carves_one_by_one(steps, start):
         assert _apply(runs, step, True) == _apply(one, step, False)
         assert json.dumps(runs.snapshot(), sort_keys=True) == json.dumps(one.snapshot(),
                                                                           sort_keys=True)
+        assert runs.saved().text() == json.dumps(one.snapshot(), sort_keys=True)  # (the file's)
     assert _state(runs) == _state(one)
 
 

@@ -5,6 +5,7 @@ file's text stays what ``Accountant.snapshot`` wrote before."""
 from __future__ import annotations
 
 import json
+import math
 
 from htc.classad import ClassAd
 from htc.daemons.autocluster import ResourceRequest
@@ -61,8 +62,11 @@ def test_the_file_has_the_same_bytes(tmp_path):
     assert len(acct._records._tail) == 3  # (taking it named nothing either)
     assert json.dumps(saved.data(), sort_keys=True) == _TEXT
     assert json.dumps(acct.snapshot(), sort_keys=True) == _TEXT
+    assert saved.text() == _TEXT
     path = tmp_path / "Accountantnew.log"
-    save_accountant(path, SaveAccountant(saved).snapshot)
+    save_accountant(path, SaveAccountant(saved).state)  # (as the service writes it)
+    assert path.read_text(encoding="utf-8") == _TEXT
+    save_accountant(path, saved.data())
     assert path.read_text(encoding="utf-8") == _TEXT
     assert json.dumps(Accountant.restore(json.loads(_TEXT)).snapshot(), sort_keys=True) == _TEXT
 
@@ -102,3 +106,18 @@ def test_a_cycle_saves_its_carves_and_the_next_cycle_leaves_that_alone():
     later = _cycle(neg, 2, neg.next_deadline(), (make_slot("slot2@n"),), 1)
     assert "slot1@big#carve0" not in later.snapshot["matches"]  # (released: not reported)
     assert json.dumps(save.snapshot, sort_keys=True) == first
+
+
+def test_the_text_writes_any_name_and_number_as_json_does():
+    acct = Accountant(now=0.0)
+    acct.add_carves('dé"j\\à\n@x', 'slot\t"1"@ü', 0, 3, 1, 1.0)
+    acct.add_match("b@x", "static\u2028@n", math.nan, 2.0)
+    acct.add_carves("c@x", "s@n", 0, 2, -0.0, 0)
+    acct.add_match("c@x", "\x7f@n", math.inf, -1.5)
+    acct.add_match("a@x", "zz@n", 1e300, 2.5)
+    acct.updown.update(0.0, {}, {}, UpDownSettings())
+    acct.updown.update(60.0, {"dé@x": 2.0}, {}, UpDownSettings())
+    saved = acct.saved()
+    assert saved.text() == json.dumps(acct.snapshot(), sort_keys=True)
+    assert saved.text() == json.dumps(saved.data(), sort_keys=True)
+    assert Accountant().saved().text() == json.dumps(Accountant().snapshot(), sort_keys=True)

@@ -40,6 +40,7 @@ carves that costs a copy of 14,391 runs in the cycle rather than 81,642 names.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -147,11 +148,23 @@ class SavedAccountant:
         """:meth:`Accountant.snapshot`'s data: ``version``, ``last_update_time``,
         ``customers`` (sorted by name), ``matches`` (in the order charged) and ``updown``.
         It is to write or restore from, not to edit in place (see :meth:`SavedRecords.data`)."""
+        return self._with(self.records.data())
+
+    def text(self) -> str:
+        """``json.dumps(self.data(), sort_keys=True)``: the file's text, its matches written
+        from one text per record (:meth:`SavedRecords.text`), not from a dict per name."""
+        parts = {key: json.dumps(value, sort_keys=True)
+                 for key, value in self._with({}).items()}
+        parts["matches"] = self.records.text()
+        return "{" + ", ".join([f"{json.dumps(key)}: {text}"
+                                for key, text in sorted(parts.items())]) + "}"
+
+    def _with(self, matches: dict) -> dict:
         return {
             "version": SNAPSHOT_VERSION,
             "last_update_time": self.last_update_time,
             "customers": {n: dict(zip(_CUSTOMER_FIELDS, values)) for n, values in self.customers},
-            "matches": self.records.data(),
+            "matches": matches,
             "updown": self.updown,
         }
 

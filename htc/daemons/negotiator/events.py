@@ -144,7 +144,8 @@ class NotifyMatches(c.Action):
 class SaveAccountant(c.Action):
     """Persist the accountant (write :attr:`snapshot` as JSON, atomically). ``state`` is the
     accountant as it was when the core returned this (:meth:`.Accountant.saved`: its runs of
-    carves as runs, cheap to take); its JSON-ready data is made when read."""
+    carves as runs, cheap to take); the service writes its text (``state.text()``, the same
+    as ``json.dumps(snapshot, sort_keys=True)``)."""
 
     state: SavedAccountant
 
