@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from htc.daemons.negotiator.accountant import Accountant
@@ -67,6 +67,7 @@ def test_runs_of_carves_charge_as_their_carves_one_by_one(steps, start):
         assert _apply(runs, step, True) == _apply(one, step, False)
         assert json.dumps(runs.snapshot(), sort_keys=True) == json.dumps(one.snapshot(),
                                                                           sort_keys=True)
+        assert runs.saved().text() == json.dumps(one.snapshot(), sort_keys=True)  # (the file's)
     assert _state(runs) == _state(one)
 
 
@@ -124,3 +125,46 @@ def test_added_is_one_addition_after_another(value, step, count):
         want += step
     got = added(value, step, count)
     assert repr(got) == repr(want) and type(got) is type(want)
+
+
+def _check_one_by_one(acct: Accountant, claimed: dict, now: float) -> None:
+    """``check_matches`` as it was written, one record at a time (the reference)."""
+    charged = acct._matches
+    for resource in list(charged):
+        want = claimed.get(resource)
+        if want is None or want[0] != charged[resource].customer:
+            acct.remove_match(resource, now)
+    for resource, (customer, weight) in claimed.items():
+        if resource not in charged:
+            acct.add_match(customer, resource, weight, now)
+
+
+_CLAIM_WEIGHTS = (1.0, 1, 2.0, 0.1, 0.0, -0.0, 0, math.nan, 1e300, 3)
+_claims = st.dictionaries(
+    st.sampled_from(("s1@n_1", "s1@n_2", "s2@n_1", "s2@n_2", "s2@n_3", "static@n", "other",
+                     "s1@n#carve0", "s2@n#carve1")),
+    st.tuples(_customer, st.integers(0, len(_CLAIM_WEIGHTS) - 1).map(_CLAIM_WEIGHTS.__getitem__)),
+    max_size=9)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_step, max_size=10), st.lists(_claims, min_size=1, max_size=3),
+       st.sampled_from((None, 0.0, 0.25)))
+@example(steps=[("carves", "a@x", "s1@n", 0, 1, 1e300, 1.0),   # (0.1 x 3 vanish in 1e300...
+                ("carves", "a@x", "s2@n", 0, 3, 0.1, 1.0)],   # ...so their release clamps at 0)
+         checks=[{}], start=0.0)
+def test_check_matches_charges_and_releases_as_one_record_at_a_time(steps, checks, start):
+    """The reconciliation releases a run of carves and charges the claims alike in one go
+    (``_release``, ``add_matches``): the same sums, records and order as one by one."""
+    ours, ref = Accountant(now=start), Accountant(now=start)
+    for step in steps:
+        if step[0] != "check":
+            _apply(ours, step, True)
+            _apply(ref, step, False)
+    for k, claimed in enumerate(checks):
+        now = 10.0 + k
+        ours.update_priorities(now)
+        ref.update_priorities(now)
+        ours.check_matches(claimed, now)
+        _check_one_by_one(ref, claimed, now)
+        assert repr(_state(ours)) == repr(_state(ref))  # (repr: NaN, -0.0 and 1 vs 1.0 too)

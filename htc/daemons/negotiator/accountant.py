@@ -32,15 +32,21 @@ of the pool is proportional to 1/EUP, minus what it already holds), which also h
 function that orders the submitters of a cycle.
 
 The accountant is plain data: :meth:`Accountant.snapshot` returns a JSON-ready ``dict`` and
-:meth:`Accountant.restore` rebuilds it; the negotiator's service persists the snapshot.
+:meth:`Accountant.restore` rebuilds it; the negotiator's service persists the snapshot. The core
+hands the service :meth:`Accountant.saved` (:class:`SavedAccountant`), the same state with its
+runs of carves kept as runs, and the service expands it as it writes: after a cycle of 81,642
+carves that costs a copy of 14,391 runs in the cycle rather than 81,642 names.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
-from htc.daemons.negotiator.match_records import MatchRecord, MatchRecords, carve_names, checked
+from htc.daemons.negotiator.match_records import (MatchRecord, MatchRecords, SavedRecords,
+                                                  carve_names, checked)
 from htc.daemons.negotiator.slotreads import added
 from htc.daemons.negotiator.submitters import accounting_group_of
 from htc.daemons.negotiator.updown import UpDownIndex
@@ -122,6 +128,45 @@ class _Customer:
 
 
 _CUSTOMER_FIELDS = tuple(_Customer.__dataclass_fields__)
+#: a customer's fields, in the order of :data:`_CUSTOMER_FIELDS`, as a tuple
+_customer_values = attrgetter(*_CUSTOMER_FIELDS)
+
+
+@dataclass(frozen=True)
+class SavedAccountant:
+    """The accountant at one moment (:meth:`Accountant.saved`), to persist: cheap to take,
+    expanded into the snapshot's JSON-ready data by :meth:`data` when it is written."""
+
+    last_update_time: float | None
+    #: ``(name, fields)`` per submitter, sorted by name; the fields as :data:`_CUSTOMER_FIELDS`
+    customers: tuple[tuple[str, tuple], ...]
+    records: SavedRecords
+    #: :meth:`UpDownIndex.snapshot`'s data (made for this object alone)
+    updown: dict
+
+    def data(self) -> dict:
+        """:meth:`Accountant.snapshot`'s data: ``version``, ``last_update_time``,
+        ``customers`` (sorted by name), ``matches`` (in the order charged) and ``updown``.
+        It is to write or restore from, not to edit in place (see :meth:`SavedRecords.data`)."""
+        return self._with(self.records.data())
+
+    def text(self) -> str:
+        """``json.dumps(self.data(), sort_keys=True)``: the file's text, its matches written
+        from one text per record (:meth:`SavedRecords.text`), not from a dict per name."""
+        parts = {key: json.dumps(value, sort_keys=True)
+                 for key, value in self._with({}).items()}
+        parts["matches"] = self.records.text()
+        return "{" + ", ".join([f"{json.dumps(key)}: {text}"
+                                for key, text in sorted(parts.items())]) + "}"
+
+    def _with(self, matches: dict) -> dict:
+        return {
+            "version": SNAPSHOT_VERSION,
+            "last_update_time": self.last_update_time,
+            "customers": {n: dict(zip(_CUSTOMER_FIELDS, values)) for n, values in self.customers},
+            "matches": matches,
+            "updown": self.updown,
+        }
 
 
 class Accountant:
@@ -422,6 +467,16 @@ class Accountant:
         # now - max(start, last update) instead would charge a claim that starts and ends
         # between two updates its length minus the gap before it started.)
         since = self.last_update_time if self.last_update_time is not None else match.start_time
+        if count > 1 and weight > 0 and rec.resources_used.__class__ is int:
+            # each step lowers the weight held, so none was clamped at 0 when the last is
+            # above it: then the steps are one addition after another (added)
+            left = added(rec.weighted_resources_used, -weight, count)
+            if left > 0:
+                rec.resources_used = max(0, rec.resources_used - count)
+                rec.weighted_resources_used = left
+                rec.weighted_uncharged_time = added(rec.weighted_uncharged_time,
+                                                    (now - since) * weight, count)
+                return
         for _ in range(count):
             rec.resources_used = max(0, rec.resources_used - 1)
             rec.weighted_resources_used = max(0.0, rec.weighted_resources_used - weight)
@@ -443,10 +498,11 @@ class Accountant:
         records = self._records
         tail = records.detach_tail(claimed)  # (the last records: reconciled after the others)
         charged = records.charged
-        for resource in list(charged):
-            want = claimed.get(resource)
-            if want is None or want[0] != charged[resource].customer:
-                self.remove_match(resource, now)
+        get = claimed.get
+        # (whether one goes does not depend on another going: the removals in the order kept)
+        for resource in [resource for resource, m in charged.items()
+                         if (want := get(resource)) is None or want[0] != m.customer]:
+            self.remove_match(resource, now)
         for entry in tail:
             if len(entry) == 4:  # a run of carves, none of them claimed
                 self._release(entry[3], entry[2], now)
@@ -457,23 +513,28 @@ class Accountant:
                 self._release(record, 1, now)
             else:
                 records.put(resource, record)  # (kept, after the others as before)
-        for resource, (customer, weight) in claimed.items():
-            if resource not in charged:
-                self.add_match(customer, resource, weight, now)
+        if claimed.keys() <= charged.keys():
+            return  # (nothing new claimed: a pool between two cycles' matches)
+        fresh = [(resource, want) for resource, want in claimed.items() if resource not in charged]
+        for customer, resources, weight in _alike(fresh):
+            self.add_matches(customer, resources, weight, now)
 
     # ------------------------------------------------------------------ persistence
+
+    def saved(self) -> SavedAccountant:
+        """Return the accountant as it is now, to persist later (:meth:`SavedAccountant.data`
+        gives :meth:`snapshot`'s data): a copy of the customers' fields, the Up-Down index's
+        data and the match records, runs of carves as runs (:meth:`MatchRecords.saved`). The
+        core hands this to its service after every cycle, which names the carves as it writes."""
+        return SavedAccountant(
+            self.last_update_time,
+            tuple((n, _customer_values(r)) for n, r in sorted(self._customers.items())),
+            self._records.saved(), self.updown.snapshot())
 
     def snapshot(self) -> dict:
         """Return the whole accountant as plain JSON-ready data (for the service to persist;
         its ``matches`` come in the order charged, and the service writes them sorted)."""
-        return {
-            "version": SNAPSHOT_VERSION,
-            "last_update_time": self.last_update_time,
-            "customers": {n: {f: getattr(r, f) for f in _CUSTOMER_FIELDS}
-                          for n, r in sorted(self._customers.items())},
-            "matches": self._records.snapshot(),
-            "updown": self.updown.snapshot(),
-        }
+        return self.saved().data()
 
     @classmethod
     def restore(cls, data: Mapping, settings: AccountantSettings | None = None) -> Accountant:
@@ -510,6 +571,25 @@ class Accountant:
                 "user priorities"
             ) from None
         return acct
+
+
+def _alike(claims: list[tuple[str, tuple[str, float]]]) -> list[tuple[str, list[str], float]]:
+    """``claims`` (``(resource, (customer, weight))`` in order) as runs of resources charged
+    alike, ``(customer, resources, weight)`` in order: :meth:`Accountant.add_matches` of each
+    run in turn charges as :meth:`Accountant.add_match` of each claim would. Alike means the
+    same customer and a weight of the same type and value, not 0 and not NaN (as
+    :meth:`MatchRecords.record`: -0.0 and 0.0, 1 and 1.0 add and write differently)."""
+    out: list[tuple[str, list[str], float]] = []
+    last_customer, last_weight, names = None, None, []
+    for resource, (customer, weight) in claims:
+        if (weight and customer == last_customer and weight == last_weight
+                and weight.__class__ is last_weight.__class__):
+            names.append(resource)
+            continue
+        names = [resource]
+        out.append((customer, names, weight))
+        last_customer, last_weight = customer, weight
+    return out
 
 
 def _number_or_none(value: object, where: str) -> float | None:

@@ -21,7 +21,8 @@ the core moves between them on events and tells its service what to do with acti
    matchmaking (:func:`~htc.daemons.negotiator.cycle.negotiate_cycle`) and emits a
    :class:`NotifyMatches` per run of matches of one request on one slot (the service tells
    the schedd and the startd of each match; :mod:`~htc.daemons.negotiator.match_runs`), a
-   :class:`SaveAccountant` with the accountant's snapshot (the service writes it atomically),
+   :class:`SaveAccountant` with the accountant's state (:meth:`.Accountant.saved`, its runs of
+   carves as runs: the service names them as it writes the snapshot, atomically),
    :class:`PublishAccounting` with one Accounting ad per submitter (for the collector and
    ``htc userprio``), and :class:`CycleFinished` with the cycle's statistics.
 
@@ -318,7 +319,7 @@ class Negotiator:
         return actions
 
     def _accounting_changed(self) -> list:
-        return [SaveAccountant(self.accountant.snapshot()),
+        return [SaveAccountant(self.accountant.saved()),
                 PublishAccounting(tuple(self.accountant.accounting_ads(self._shares)))]
 
     # ------------------------------------------------------------------ the service's events
@@ -339,7 +340,7 @@ class Negotiator:
 
     def _on_stop(self, event: c.StopRequested, now: float) -> list:
         # A cycle in flight is abandoned (its matches were not sent); usage is kept.
-        return [SaveAccountant(self.accountant.snapshot()), c.Exit(0)]
+        return [SaveAccountant(self.accountant.saved()), c.Exit(0)]
 
     def _on_reconfigured(self, event: c.Reconfigured, now: float) -> list:
         if not isinstance(event.settings, NegotiatorSettings):

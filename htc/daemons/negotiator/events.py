@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from htc.daemons import core as c
 from htc.daemons.autocluster import ResourceRequest
+from htc.daemons.negotiator.accountant import SavedAccountant
 from htc.daemons.negotiator.cycle import CycleStatistics
 from htc.daemons.negotiator.match_runs import Match, MatchRun
 
@@ -141,9 +142,18 @@ class NotifyMatches(c.Action):
 
 @dataclass(frozen=True)
 class SaveAccountant(c.Action):
-    """Persist the accountant (write ``snapshot`` as JSON, atomically)."""
+    """Persist the accountant (write :attr:`snapshot` as JSON, atomically). ``state`` is the
+    accountant as it was when the core returned this (:meth:`.Accountant.saved`: its runs of
+    carves as runs, cheap to take); the service writes its text (``state.text()``, the same
+    as ``json.dumps(snapshot, sort_keys=True)``)."""
 
-    snapshot: dict
+    state: SavedAccountant
+
+    @property
+    def snapshot(self) -> dict:
+        """:meth:`.Accountant.snapshot`'s data of :attr:`state` (made anew at each read, by the
+        service as it writes the file)."""
+        return self.state.data()
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ is stored as one entry, ``(slot, first, count, record)``, in a *tail* after ever
 ``(name, record)``, so the order charged stays the order kept. The carve names are made only
 where something reads the records one by one (:attr:`MatchRecords.charged` expands the tail
 into them, once: a carve looked up by name, a resource of the tail removed) or writes them
-(:meth:`MatchRecords.snapshot`); the next cycle's reconciliation releases the runs without
-naming them (:meth:`MatchRecords.detach_tail`). A run is stored so only when none of its names
+(:meth:`SavedRecords.text`, as the service writes the accountant's file: the core hands over
+:meth:`MatchRecords.saved`, runs as runs); the next cycle's reconciliation releases the runs
+without naming them (:meth:`MatchRecords.detach_tail`). A run is stored so only when none of its names
 can be a record already: no named record is a carve and no run of the slot overlaps it;
 otherwise the accountant charges its resources one by one, as before.
 
@@ -27,11 +28,13 @@ dict per object: a cycle's matches hold a few hundred records.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import repeat
+from json.encoder import encode_basestring_ascii as _encode  # (json.dumps's, for a str key)
 
-__all__ = ["MatchRecord", "MatchRecords"]
+__all__ = ["MatchRecord", "MatchRecords", "SavedRecords"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +144,7 @@ class MatchRecords:
         if not charged.keys().isdisjoint(fresh):
             return False
         charged.update(fresh)
-        self._carves += sum(1 for resource in fresh if _CARVE in resource)
+        self._carves += sum(map(str.__contains__, fresh, repeat(_CARVE)))
         return True
 
     def pop(self, resource: str) -> MatchRecord | None:
@@ -180,7 +183,7 @@ class MatchRecords:
         tail = self._tail
         if not tail:
             return []
-        if any(_CARVE in resource for resource in claimed):
+        if any(map(str.__contains__, claimed, repeat(_CARVE))):
             self.charged  # (a carve may be claimed: each is read by its name)
             return []
         out = list(tail)
@@ -191,29 +194,15 @@ class MatchRecords:
 
     # ---------------------------------------------------------------- persistence
 
+    def saved(self) -> SavedRecords:
+        """The records as they are now, to write later (:meth:`SavedRecords.data`): a copy of
+        the named ones and the tail as it is (its entries are tuples of immutable parts), so
+        that taking it names no carve."""
+        return SavedRecords(dict(self._charged), tuple(self._tail))
+
     def snapshot(self) -> dict:
-        """The records as JSON-ready data, ``{name: {customer, weight, start_time}}``, in the
-        order charged. Entries of a shared record share its dict: the snapshot is data to
-        write or restore from, not to edit in place."""
-        charged, tail = self._charged, self._tail
-        records = list(charged.values())
-        keys = list(map(id, records))
-        unique = dict(zip(keys, records))
-        unique.update((id(entry[-1]), entry[-1]) for entry in tail)
-        fields = {key: {"customer": m.customer, "weight": m.weight, "start_time": m.start_time}
-                  for key, m in unique.items()}  # (the fields of MatchRecord)
-        names, values = list(charged), list(map(fields.__getitem__, keys))
-        add_names, add_values = names.extend, values.extend
-        for entry in tail:  # (as charged expands them; no list per run)
-            if len(entry) == 2:
-                names.append(entry[0])
-                values.append(fields[id(entry[1])])
-                continue
-            slot, first, count, record = entry
-            add_names(map(f"{slot}#carve".__add__, _numbers(first, first + count))
-                      if first >= 0 else carve_names(slot, first, count))
-            add_values(repeat(fields[id(record)], count))
-        return dict(zip(names, values))
+        """The records as JSON-ready data (:meth:`SavedRecords.data`)."""
+        return SavedRecords(self._charged, tuple(self._tail)).data()
 
     def restore(self, data: Mapping) -> None:
         """Add the records of :meth:`snapshot`'s ``data``.
@@ -223,6 +212,62 @@ class MatchRecords:
         """
         for name, fields in dict(data).items():
             self.put(str(name), MatchRecord(**checked(fields, MATCH_FIELDS)))
+
+
+@dataclass(frozen=True, slots=True)
+class SavedRecords:
+    """The match records at one moment (:meth:`MatchRecords.saved`): the named ones, by name
+    in the order charged, then the tail, runs of carves as runs. Taking it costs a copy of a
+    dict and of a list; naming the carves waits for :meth:`text` (or :meth:`data`), which the
+    negotiator's service calls as it writes the accountant's file."""
+
+    charged: Mapping[str, MatchRecord]
+    tail: tuple[tuple, ...]
+
+    def data(self) -> dict:
+        """The records as JSON-ready data, ``{name: {customer, weight, start_time}}``, in the
+        order charged (the tail's as :attr:`MatchRecords.charged` would name them). Entries of
+        a shared record share its dict: the data is to write or restore from, not to edit in
+        place."""
+        return dict(self._named(_fields))
+
+    def text(self) -> str:
+        """``json.dumps(self.data(), sort_keys=True)``, made with one text per record (a cycle's
+        matches hold a few hundred) rather than one dict per name to encode."""
+        named = sorted(dict(self._named(_record_text)).items())  # (as json.dumps sorts them)
+        if not named:
+            return "{}"
+        return "{" + ", ".join([f"{_encode(name)}: {text}" for name, text in named]) + "}"
+
+    def _named(self, make) -> zip:
+        """``(name, make(record))`` per record in the order charged; ``make`` is called once
+        per record object, its result shared by the names of that record."""
+        charged, tail = self.charged, self.tail
+        records = list(charged.values())
+        keys = list(map(id, records))
+        unique = dict(zip(keys, records))
+        unique.update((id(entry[-1]), entry[-1]) for entry in tail)
+        made = {key: make(m) for key, m in unique.items()}
+        names, values = list(charged), list(map(made.__getitem__, keys))
+        add_names, add_values = names.extend, values.extend
+        for entry in tail:  # (as charged expands them; no list per run)
+            if len(entry) == 2:
+                names.append(entry[0])
+                values.append(made[id(entry[1])])
+                continue
+            slot, first, count, record = entry
+            add_names(map(f"{slot}#carve".__add__, _numbers(first, first + count))
+                      if first >= 0 else carve_names(slot, first, count))
+            add_values(repeat(made[id(record)], count))
+        return zip(names, values)
+
+
+def _fields(m: MatchRecord) -> dict:
+    return {"customer": m.customer, "weight": m.weight, "start_time": m.start_time}
+
+
+def _record_text(m: MatchRecord) -> str:
+    return json.dumps(_fields(m), sort_keys=True)
 
 
 def checked(fields: object, names: tuple[str, ...]) -> dict:

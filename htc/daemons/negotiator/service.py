@@ -14,7 +14,8 @@ wire sends (MatchNotify, the Accounting and Negotiator ads); :class:`NegotiatorS
 ``AskResourceRequests``       ``GetResourceRequests`` to the submitter's schedd; feed
                               ``RequestsReceived`` (or ``RequestsFailed``)
 ``SaveAccountant``            write the accountant's snapshot to ACCOUNTANT_DATABASE_FILE as JSON,
-                              atomically (temporary file, fsync, rename)
+                              atomically (temporary file, fsync, rename); the text is made here,
+                              from the state the core saved (``SavedAccountant.text``)
 ``Send`` of a ``MatchNotify`` queued per destination (below); any other ``Send`` as every
                               service sends it
 ============================  ====================================================================
@@ -71,7 +72,7 @@ from htc.daemons import settings as knobs
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.clock import REAL, Clock
 from htc.daemons.network import pool_addresses, service_transport
-from htc.daemons.negotiator.accountant import Accountant
+from htc.daemons.negotiator.accountant import Accountant, SavedAccountant
 from htc.daemons.negotiator.core import Negotiator
 from htc.daemons.negotiator.events import (AskResourceRequests, FetchPoolAds, PoolAds, PoolAdsFailed,
                                            RequestsFailed, RequestsReceived, SaveAccountant)
@@ -118,8 +119,9 @@ def load_accountant(path: Path, settings: NegotiatorSettings, now: float) -> Acc
         raise UsageError(f"{path}: {exc}") from None
 
 
-def save_accountant(path: Path, snapshot: dict) -> None:
-    """Write ``snapshot`` to ``path`` so that a crash leaves the old file or the new one, never half.
+def save_accountant(path: Path, snapshot: dict | SavedAccountant) -> None:
+    """Write ``snapshot`` (or the saved accountant's, :meth:`SavedAccountant.text`) to
+    ``path`` so that a crash leaves the old file or the new one, never half.
 
     Raises:
         OSError: the directory is not writable or the disk is full.
@@ -128,7 +130,8 @@ def save_accountant(path: Path, snapshot: dict) -> None:
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     # (dumps, not dump: json.dump writes chunk by chunk from the pure-Python encoder, 5x slower
     # on a large pool's 80,000 match records; the text is the same)
-    text = json.dumps(snapshot, sort_keys=True)
+    text = (snapshot.text() if isinstance(snapshot, SavedAccountant)
+            else json.dumps(snapshot, sort_keys=True))
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text)
         fh.flush()
@@ -343,7 +346,7 @@ class NegotiatorService(DaemonService):
     def _do_save(self, action: SaveAccountant) -> None:
         path = self.settings.accountant_file
         try:
-            save_accountant(path, action.snapshot)
+            save_accountant(path, action.state)
         except OSError as exc:
             # Priorities stay in memory; the next cycle tries again.
             self.log.error("cannot save the accountant to %s: %s", path, exc)
