@@ -229,3 +229,65 @@ def test_the_tables_carved_resources_are_read_row_by_row_or_at_once_alike(values
     expected = [[math.nan if v is None else float(v) for v in row] for row in values]
     assert np.array_equal(table.res, np.array(expected).T.reshape(3, len(values)),
                           equal_nan=True)
+
+
+@hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(values=st.lists(st.tuples(*[st.sampled_from([None, 0, 8, -3, 2 ** 53, 2 ** 53 + 1, 1.5,
+                                                    -0.0])] * 3),
+                       min_size=1, max_size=6),
+       carve=st.tuples(st.integers(0, 5), st.sampled_from([1, 2.5, 2 ** 53 + 1])))
+def test_the_carved_columns_are_each_slots_scalar_value_before_and_after_a_carve(values, carve):
+    """``Cpus``, ``Memory`` and ``Disk`` columns (made with ``res`` when every row is a literal
+    number) hold each row's ``scalar`` as the column of any other name does (Unsupported for an
+    integer beyond 2**53), and after a carve and ``update`` what a fresh table reads."""
+    def ads_of(rows):
+        out = []
+        for row in rows:
+            parts = [f"{name} = {v}" for name, v in zip(("Cpus", "Memory", "Disk"), row)
+                     if v is not None]
+            out.append(ClassAd(f"[ {'; '.join(parts)} ]"))
+        return out
+
+    def check(table, ads, fresh=True, refused=()):
+        """Check the three columns; return the names refused (which stay refused)."""
+        out = set()
+        for lname in ("cpus", "memory", "disk"):
+            if lname in refused:
+                with pytest.raises(Unsupported):
+                    table.column(lname)
+                out.add(lname)
+                continue
+            expected = []
+            for ad in ads:
+                node = ad._exprs.get(lname)
+                try:
+                    expected.append((5, 0.0) if node is None else scalar(node.value))
+                except Unsupported:
+                    expected.append(None)
+            if None in expected:
+                with pytest.raises(Unsupported):
+                    table.column(lname)
+                out.add(lname)
+                continue
+            tags, column = table.column(lname)
+            assert tags.dtype == np.int8 and column.dtype == float
+            assert [(int(t), float(v)) for t, v in zip(tags, column)] == expected
+            if fresh:  # (after a carve a column once mixed may stay marked mixed)
+                uniform = table.uniform(lname)
+                assert uniform == (int(tags[0]) if (tags == tags[0]).all() else None)
+        return out
+
+    ads = ads_of(values)
+    slots = [Slot(ad, f"s{i}") for i, ad in enumerate(ads)]
+    table = SlotTable(slots)
+    refused = check(table, ads)
+    row, amount = carve[0] % len(ads), carve[1]
+    slots[row].ad["Cpus"] = amount  # (a carve writes a literal number)
+    try:
+        table.update(slots[row])
+    except Unsupported:  # (update reads all three of the row)
+        assert any(isinstance(v, int) and v > 2 ** 53 for v in (amount, *values[row][1:]))
+        return
+    check(table, ads, fresh=False, refused=refused)
+    fresh = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(ads)])
+    check(fresh, ads)

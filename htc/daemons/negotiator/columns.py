@@ -73,18 +73,33 @@ class SlotTable:
     def _read_numbers(self) -> bool:
         """Write every row's carved resources when each is a literal number (the common
         case, read without a Python step per row); False, having written nothing, when one
-        is not (then :meth:`_read_res`, row by row, says which)."""
+        is not (then :meth:`_read_res`, row by row, says which).
+
+        The carved columns are made from what was read, as :meth:`_plain_column` would make
+        them (a search reads them all, and reading the ads again cost as much as this read);
+        :meth:`update` keeps them current from then on, as it keeps ``res``."""
         columns = []
         for lname in _CARVED_ORDER:
             nodes = list(map(dict.get, self._exprs, repeat(lname)))
             if nodes and set(map(type, nodes)) != _LITERAL_ONLY:
                 return False
             values = list(map(_VALUE_OF, nodes))
-            if not set(map(type, values)) <= _INT_FLOAT:
+            classes = set(map(type, values))
+            if not classes <= _INT_FLOAT:
                 return False
-            columns.append(values)
-        for row, values in zip(self._res_rows, columns):
+            columns.append((lname, values, classes))
+        n = len(self._exprs)
+        for row, (lname, values, classes) in zip(self._res_rows, columns):
             row[:] = values
+            if int in classes:
+                ints = values if len(classes) == 1 else [v for v in values if v.__class__ is int]
+                if max(ints) > _EXACT or min(ints) < -_EXACT:
+                    continue  # (the column is left to column(), which refuses it)
+            if len(classes) == 1:
+                tags = np.full(n, _NUMBER_TAGS[classes.pop()], dtype=np.int8)
+            else:
+                tags = np.array([_NUMBER_TAGS[cls] for cls in map(type, values)], dtype=np.int8)
+            self._columns[lname] = (tags, row.copy())
         return True
 
     def _read_res(self, i: int, slot, exprs) -> tuple:

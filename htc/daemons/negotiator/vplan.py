@@ -38,6 +38,7 @@ request (a cheap key): 5,000 requests of 5,000 shapes pay no projection.
 from __future__ import annotations
 
 import math
+from itertools import filterfalse
 
 import numpy as np
 
@@ -433,7 +434,7 @@ def _slot_reads(slots) -> tuple[set, set]:
                 reach.update(lname for lname in roots if closure(ad, (lname,))[0] & CARVED)
             hit = followed[key] = (tuple(names), tg)
             targets |= tg
-        targets.update(n for n in hit[0] if n not in exprs)
+        targets.update(filterfalse(exprs.__contains__, hit[0]))  # (the names it lacks)
     return reach, targets
 
 
