@@ -171,3 +171,33 @@ def test_a_look_as_arrays_is_the_look_as_a_list(monkeypatch):
         monkeypatch.setattr(vfill, "MOST_ROWS", rnd.choice([1, 3, 256]))
         _cycle(*_random_case(seed), fill=True)
     assert len(looks) > 30 and max(looks) > 3
+
+
+def test_a_row_logged_twice_is_one_stale_row():
+    """:meth:`~.vorder.SharedOrder.sync` takes the rows logged since its last look as stale
+    rows once each (a row logged twice, or stale already, is not a second candidate), and
+    the used-up rows as stale but no candidates."""
+    import numpy as np
+
+    from htc.daemons.negotiator import vorder
+
+    class _Table:
+        slots = [None] * 6
+        log: list = []
+        alive = np.ones(6, dtype=bool)
+        name_rank = np.arange(6)
+
+        def rows(self, idx):
+            return idx
+
+    table = _Table()
+    order = vorder.SharedOrder(table, lambda rows, n: (-rows.astype(float), np.zeros(n),
+                                                       np.zeros(n)))
+    table.log += [4, 1, 4, 4, 2]
+    table.alive[2] = False
+    order.sync()
+    assert sorted(order.stale_rows.tolist()) == [1, 4]
+    assert order.stale.tolist() == [False, True, True, False, True, False]
+    table.log += [1, 3, 3]
+    order.sync()
+    assert sorted(order.stale_rows.tolist()) == [1, 3, 4]

@@ -78,8 +78,8 @@ class SharedOrder:
         self.pos = len(table.log)
         n = len(table.slots)
         self.stale = np.zeros(n, dtype=bool)
-        self.stale_rows: list[int] = []
-        self._stale_array = None  # stale_rows as an array, until it grows
+        self.stale_rows = _NONE  # (the rows made stale, live then, as an array)
+        self._seen = np.zeros(n, dtype=np.intp)  # (sync's scratch: a row's place in a batch)
         # the keys of stale rows as last evaluated; ``dirty``: changed since (or never done)
         self.stale_keys = (np.zeros(n), np.zeros(n), np.zeros(n))
         self.dirty = np.ones(n, dtype=bool)
@@ -97,14 +97,16 @@ class SharedOrder:
         self.dirty[changed] = True
         changed = changed[~self.stale[changed]]
         if changed.size:
-            changed = np.unique(changed)  # (a row logged twice is one stale row)
+            if changed.size > 1:  # a row logged twice is one stale row: one place each kept
+                seen, places = self._seen, np.arange(changed.size)
+                seen[changed] = places  # (whichever place a row keeps, it keeps one)
+                changed = changed[seen[changed] == places]
             self.stale[changed] = True
             # a row used up is stale (the walk skips it) but no candidate: none matches again
             live = changed[table.alive[changed]]
             if live.size:
-                self.stale_rows += live.tolist()
-                self._stale_array = None
-        if len(self.stale_rows) > STALE_LIMIT:
+                self.stale_rows = np.concatenate((self.stale_rows, live))
+        if self.stale_rows.size > STALE_LIMIT:
             self._sort()
 
     def ranked(self, cursor: Cursor, mask, want: int):
@@ -150,10 +152,8 @@ class SharedOrder:
         best = None
         stale = self.stale
         every_stale = True
-        if self.stale_rows:
-            cand = self._stale_array
-            if cand is None:
-                cand = self._stale_array = np.array(self.stale_rows)
+        if self.stale_rows.size:
+            cand = self.stale_rows
             cand = cand[table.alive[cand]]
             if cand.size:
                 cand = cand[mask(cand)]
