@@ -162,7 +162,7 @@ class SharedOrder:
                 every_stale = cand.size <= want
         rows, pos, chunk = self.rows, cursor.pos, _FIRST_CHUNK
         found: list = []  # (arrays of the positions of fresh matches, chunk by chunk)
-        count = 0
+        count = seen = 0
         while pos < rows.size and count < want:
             part = rows[pos:pos + chunk]
             sub_pos = np.flatnonzero(~stale[part])
@@ -172,7 +172,10 @@ class SharedOrder:
                     found.append(hits + pos)
                     count += hits.size
             pos += part.size
-            chunk *= 2
+            seen += part.size
+            # the next chunk: at least twice this one, and what the matches still wanted take
+            # at the rate found so far, a quarter over (a walk of a few chunks, not dozens)
+            chunk = max(2 * chunk, (want - count) * seen * 5 // (4 * count + 4))
         fresh = (found[0] if len(found) == 1 else np.concatenate(found)) if found else _NONE
         cursor.pos = int(fresh[0]) if count else rows.size
         return best, every_stale, fresh
