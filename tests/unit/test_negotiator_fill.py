@@ -201,3 +201,36 @@ def test_a_row_logged_twice_is_one_stale_row():
     table.log += [1, 3, 3]
     order.sync()
     assert sorted(order.stale_rows.tolist()) == [1, 3, 4]
+
+
+def test_a_look_served_from_the_last_look_is_a_look_afresh(monkeypatch):
+    """A turn looks wide enough for the fill after it (:func:`~.vfill.look_width`), and the
+    fill's first look is served from it (:meth:`~.vorder.SharedOrder._look`): what it serves
+    is what a walk afresh finds, rows, keys, completeness and the cursor."""
+    import numpy as np
+
+    from htc.daemons.negotiator import vorder
+
+    served = []
+    real = vorder.SharedOrder._look
+
+    def both(self, cursor, mask, want, wider=0):
+        twin = vorder.Cursor(cursor.order)
+        twin.sorting, twin.pos = cursor.sorting, cursor.pos
+        walked = self._walk(twin, mask, want, None)
+        last = self._last
+        best, every_stale, fresh = real(self, cursor, mask, want, wider)
+        served.append(self._last is last)
+        assert (cursor.pos, cursor.sorting) == (twin.pos, twin.sorting)
+        assert np.array_equal(fresh, walked[7]) and every_stale == (walked[6] <= want)
+        assert (best is None) == (walked[5] is None)
+        if best is not None:
+            assert all(np.array_equal(a, b) for a, b in zip(best, walked[5]))
+        return best, every_stale, fresh
+    monkeypatch.setattr(vorder.SharedOrder, "_look", both)
+    for seed in range(20):
+        rnd = random.Random(seed)
+        monkeypatch.setattr(vorder, "STALE_LIMIT", rnd.choice([2, 16, 1536]))
+        monkeypatch.setattr(vfill, "MOST_ROWS", rnd.choice([1, 3, 256]))
+        _cycle(*_random_case(seed), fill=True)
+    assert any(served) and not all(served)

@@ -104,6 +104,13 @@ def fill(search, cycle, rs, pool, plan, row, used, limit, used_u, limit_u, budge
             return taken  # (negotiate_entry's tests before a turn: it decides)
 
 
+def look_width(search, jobs: int) -> int:
+    """The rows a turn's look finds for a request with ``jobs`` left when a fill may follow it
+    (:func:`fill`'s first pass then looks at no more: the order serves it from the turn's
+    look, :meth:`~.vorder.SharedOrder._look`); 0 when no fill follows."""
+    return MOST_ROWS + 1 if search.fill and search.chain and jobs >= FEWEST_JOBS else 0
+
+
 def _whole(carve) -> bool:
     """Whether ``carve`` is three positive whole numbers (ints or floats) within 2**53: the
     carves a pass takes (then a size after ``j`` of them is ``h - j * c`` exactly)."""

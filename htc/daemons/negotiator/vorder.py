@@ -63,6 +63,7 @@ class SharedOrder:
         self.keys = keys
         self.sorting = -1
         self.sorts = 0
+        self._last = None  # (the last look: see _look)
         self._sort()
 
     def _sort(self) -> None:
@@ -109,11 +110,13 @@ class SharedOrder:
         if self.stale_rows.size > STALE_LIMIT:
             self._sort()
 
-    def ranked(self, cursor: Cursor, mask, want: int):
+    def ranked(self, cursor: Cursor, mask, want: int, wider: int = 0):
         """The ``want`` best rows ``mask`` (``rows -> bool array``) accepts, best first, each
         as ``(row, (pre, jr, post, name rank))``, and whether they are all the rows it accepts
-        (``complete``). Moves ``cursor`` up to the first fresh match."""
-        stale, every_stale, fresh = self._look(cursor, mask, want)
+        (``complete``). Moves ``cursor`` up to the first fresh match. ``wider``: the look
+        finds that many, for a next look with the same cursor and mask before anything
+        changes (a turn's, for the fill that follows it: :meth:`_look`)."""
+        stale, every_stale, fresh = self._look(cursor, mask, want, wider)
         rows = self.rows
         keys = zip(*(part[fresh].tolist() for part in self.sorted_arrays))
         ranked = list(zip(rows[fresh].tolist(), keys))
@@ -140,18 +143,40 @@ class SharedOrder:
             found = tuple(part[order] for part in found)
         return found, complete
 
-    def _look(self, cursor: Cursor, mask, want: int):
+    def _look(self, cursor: Cursor, mask, want: int, wider: int = 0):
         """``(stale, every_stale, fresh)`` of a look: the best ``want`` stale rows ``mask``
         accepts as arrays ``(rows, pre, jr, post, name ranks)`` best first (None: none), whether
         they are all it accepts, and the positions (an array) of the first ``want`` fresh rows
-        it accepts in the sorted rows. Moves ``cursor`` up to the first fresh match."""
+        it accepts in the sorted rows. Moves ``cursor`` up to the first fresh match.
+
+        The last look (of ``max(want, wider)`` rows) is kept: a look with the same cursor,
+        where it left it, and the same mask array (``mask`` is its ``__getitem__``), while the
+        log has nothing new (so the stale rows, the mask and the sorting are as they were), is
+        its first ``want`` rows: the walk from the first fresh match finds what it found."""
+        key = getattr(mask, "__self__", None)
+        last = self._last
+        if not (last is not None and key is not None and last[0] == id(cursor)
+                and last[1] is key and last[2] == len(self.table.log)
+                and cursor.sorting == self.sorting and cursor.pos == last[3]
+                and want <= last[4]):
+            last = self._last = self._walk(cursor, mask, max(want, wider), key)
+        best, candidates, fresh = last[5:]
+        if best is not None and want < best[0].size:
+            best = tuple(part[:want] for part in best)
+        return best, candidates <= want, fresh[:want]
+
+    def _walk(self, cursor: Cursor, mask, want: int, key) -> tuple:
+        """A look (:meth:`_look`'s) of ``want`` rows, as what :meth:`_look` keeps: ``(id of
+        the cursor, mask array, log length, cursor position, want, stale best, how many stale
+        rows the mask accepts, fresh positions)`` (no reference to the cursor: it refers to
+        this order)."""
         self.sync()
         table = self.table
         if cursor.sorting != self.sorting:
             cursor.sorting, cursor.pos = self.sorting, 0
         best = None
         stale = self.stale
-        every_stale = True
+        candidates = 0
         if self.stale_rows.size:
             cand = self.stale_rows
             cand = cand[table.alive[cand]]
@@ -159,7 +184,7 @@ class SharedOrder:
                 cand = cand[mask(cand)]
             if cand.size:
                 best = self._best_of(cand, want)
-                every_stale = cand.size <= want
+                candidates = cand.size
         rows, pos, chunk = self.rows, cursor.pos, _FIRST_CHUNK
         found: list = []  # (arrays of the positions of fresh matches, chunk by chunk)
         count = seen = 0
@@ -178,7 +203,7 @@ class SharedOrder:
             chunk = max(2 * chunk, (want - count) * seen * 5 // (4 * count + 4))
         fresh = (found[0] if len(found) == 1 else np.concatenate(found)) if found else _NONE
         cursor.pos = int(fresh[0]) if count else rows.size
-        return best, every_stale, fresh
+        return (id(cursor), key, len(table.log), cursor.pos, want, best, candidates, fresh)
 
     def _best_of(self, cand, want: int) -> tuple:
         """The best ``want`` of stale rows ``cand`` with their keys, as arrays ``(rows, pre,
