@@ -24,7 +24,8 @@ A look gives a request its best few rows (:meth:`SharedOrder.ranked`), which it 
 :class:`Queue` for its next turns: between two turns of a request usually only the slot it
 carved changed, so the queue, brought up to date with the rows changed since, still holds
 the true top of its candidates, and the order is looked at again only when the queue runs
-short.
+short. The order keeps its last look: a turn that a request's fill (:mod:`.vfill`) may follow
+looks as wide as the fill's first pass, which it then serves (nothing changed between them).
 """
 
 from __future__ import annotations
