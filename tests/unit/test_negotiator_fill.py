@@ -171,3 +171,66 @@ def test_a_look_as_arrays_is_the_look_as_a_list(monkeypatch):
         monkeypatch.setattr(vfill, "MOST_ROWS", rnd.choice([1, 3, 256]))
         _cycle(*_random_case(seed), fill=True)
     assert len(looks) > 30 and max(looks) > 3
+
+
+def test_a_row_logged_twice_is_one_stale_row():
+    """:meth:`~.vorder.SharedOrder.sync` takes the rows logged since its last look as stale
+    rows once each (a row logged twice, or stale already, is not a second candidate), and
+    the used-up rows as stale but no candidates."""
+    import numpy as np
+
+    from htc.daemons.negotiator import vorder
+
+    class _Table:
+        slots = [None] * 6
+        log: list = []
+        alive = np.ones(6, dtype=bool)
+        name_rank = np.arange(6)
+
+        def rows(self, idx):
+            return idx
+
+    table = _Table()
+    order = vorder.SharedOrder(table, lambda rows, n: (-rows.astype(float), np.zeros(n),
+                                                       np.zeros(n)))
+    table.log += [4, 1, 4, 4, 2]
+    table.alive[2] = False
+    order.sync()
+    assert sorted(order.stale_rows.tolist()) == [1, 4]
+    assert order.stale.tolist() == [False, True, True, False, True, False]
+    table.log += [1, 3, 3]
+    order.sync()
+    assert sorted(order.stale_rows.tolist()) == [1, 3, 4]
+
+
+def test_a_look_served_from_the_last_look_is_a_look_afresh(monkeypatch):
+    """A turn looks wide enough for the fill after it (:func:`~.vfill.look_width`), and the
+    fill's first look is served from it (:meth:`~.vorder.SharedOrder._look`): what it serves
+    is what a walk afresh finds, rows, keys, completeness and the cursor."""
+    import numpy as np
+
+    from htc.daemons.negotiator import vorder
+
+    served = []
+    real = vorder.SharedOrder._look
+
+    def both(self, cursor, mask, want, wider=0):
+        twin = vorder.Cursor(cursor.order)
+        twin.sorting, twin.pos = cursor.sorting, cursor.pos
+        walked = self._walk(twin, mask, want, None)
+        last = self._last
+        best, every_stale, fresh = real(self, cursor, mask, want, wider)
+        served.append(self._last is last)
+        assert (cursor.pos, cursor.sorting) == (twin.pos, twin.sorting)
+        assert np.array_equal(fresh, walked[7]) and every_stale == (walked[6] <= want)
+        assert (best is None) == (walked[5] is None)
+        if best is not None:
+            assert all(np.array_equal(a, b) for a, b in zip(best, walked[5]))
+        return best, every_stale, fresh
+    monkeypatch.setattr(vorder.SharedOrder, "_look", both)
+    for seed in range(20):
+        rnd = random.Random(seed)
+        monkeypatch.setattr(vorder, "STALE_LIMIT", rnd.choice([2, 16, 1536]))
+        monkeypatch.setattr(vfill, "MOST_ROWS", rnd.choice([1, 3, 256]))
+        _cycle(*_random_case(seed), fill=True)
+    assert any(served) and not all(served)

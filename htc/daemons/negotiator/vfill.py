@@ -37,8 +37,6 @@ hint and kept steps, so whatever comes next is decided by a turn, as before.
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
 from htc.daemons.negotiator.runs import commit_runs
@@ -68,7 +66,6 @@ def fill(search, cycle, rs, pool, plan, row, used, limit, used_u, limit_u, budge
             or plan.mask is None or plan.log_pos != len(table.log) or search.idle.hot is not None
             or pool.claimed or not _whole(plan.wants)):
         return taken  # (a turn would not be the vector search's alone: the loop decides)
-    keys = partial(search._keys, plan)
     per_row = _steps_of(table, row, plan.wants)  # (a guess of the steps a row gives)
     while True:
         jobs = rs.remaining if budget is None else min(rs.remaining, budget)
@@ -80,7 +77,7 @@ def fill(search, cycle, rs, pool, plan, row, used, limit, used_u, limit_u, budge
                 plan.cursor, mask.__getitem__, want)
             if not ranked[0].size or (not taken and ranked[0][0] != row):
                 return taken
-            found = decide(table, plan, keys, ranked, complete, jobs, cycle.free, plan.cost,
+            found = decide(table, plan, ranked, complete, jobs, cycle.free, plan.cost,
                            used, limit, used_u, limit_u)
         except (Unsupported, Inexact):
             return taken  # (the loop's turn raises again and answers for it)
@@ -107,6 +104,13 @@ def fill(search, cycle, rs, pool, plan, row, used, limit, used_u, limit_u, budge
             return taken  # (negotiate_entry's tests before a turn: it decides)
 
 
+def look_width(search, jobs: int) -> int:
+    """The rows a turn's look finds for a request with ``jobs`` left when a fill may follow it
+    (:func:`fill`'s first pass then looks at no more: the order serves it from the turn's
+    look, :meth:`~.vorder.SharedOrder._look`); 0 when no fill follows."""
+    return MOST_ROWS + 1 if search.fill and search.chain and jobs >= FEWEST_JOBS else 0
+
+
 def _whole(carve) -> bool:
     """Whether ``carve`` is three positive whole numbers (ints or floats) within 2**53: the
     carves a pass takes (then a size after ``j`` of them is ``h - j * c`` exactly)."""
@@ -125,7 +129,7 @@ def _steps_of(table, row: int, carve) -> int:
     return max(1, most or 1)
 
 
-def decide(table, plan, keys, ranked: tuple, complete: bool, jobs: int, free: int, cost,
+def decide(table, plan, ranked: tuple, complete: bool, jobs: int, free: int, cost,
            used: float, limit: float, used_u: float, limit_u: float):
     """``(blocks, k, more)``: the fill's blocks, in order, as ``[(row, cpus, memory, disk,
     steps, cost)]`` (the row's sizes at the block's first step: each next step is less the
@@ -134,9 +138,8 @@ def decide(table, plan, keys, ranked: tuple, complete: bool, jobs: int, free: in
 
     ``ranked``: the request's best rows now, best first, with their keys, as
     :meth:`~.vorder.SharedOrder.ranked_arrays` gives them (``complete``: every row that
-    matches); ``keys``: ``(rows, n) -> (pre, jr,
-    post)``; ``jobs``: the steps the jobs left and the budget allow; ``cost``: each row's
-    cost (``plan.cost``)."""
+    matches; their keys are by ``plan``'s ranks, as the order's); ``jobs``: the steps the
+    jobs left and the budget allow; ``cost``: each row's cost (``plan.cost``)."""
     carve = plan.wants
     if not _whole(carve):
         return None
@@ -184,7 +187,19 @@ def decide(table, plan, keys, ranked: tuple, complete: bool, jobs: int, free: in
     ok = np.ones(count, dtype=bool)
     for fn in plan.clauses:
         ok &= fn(env)
-    pre, jr, post = keys(env, count)
+    # the key's parts that tell the elements apart: a rank that is one number for them all and
+    # the barrier (no rank that reads a row: most ranks) orders nothing and is left out
+    parts, theirs = [], []
+    for fn, part in zip((plan.pre, plan.jr, plan.post), first):
+        values = fn(env)
+        if fn is plan.jr and np.isnan(values).any():
+            raise Inexact("a NaN job rank")  # (as ranks_of: the scalar walk decides)
+        if values.__class__ is not np.ndarray or not values.ndim:
+            if barrier is None or part[barrier] == values:
+                continue
+            values = np.full(count, values)
+        parts.append(values)
+        theirs.append(part)
     names = table.name_rank[index]
     # a row's sequence ends at its first failing step
     fails = ~ok
@@ -192,16 +207,18 @@ def decide(table, plan, keys, ranked: tuple, complete: bool, jobs: int, free: in
     starts = total[:m] - steps
     ok = bad == np.repeat(bad[starts] - fails[starts], steps)
     if barrier is not None:  # one more element: the barrier, at its first key
-        pre, jr, post, names = (np.append(mine, theirs[barrier])
-                                for mine, theirs in zip((pre, jr, post, names), first))
+        parts = [np.append(mine, part[barrier]) for mine, part in zip(parts, theirs)]
+        names = np.append(names, first[3][barrier])
     # dense ranks of the keys, then each row's prefix maximum (a segment's offset keeps the
     # running maximum within it)
-    order = np.lexsort((names, -post, -jr, -pre))
-    sp, sj, so, sn = pre[order], jr[order], post[order], names[order]
+    order = np.lexsort((names, *(-part for part in reversed(parts))))
+    sn = names[order]
     new = np.empty(order.size, dtype=bool)
     new[0] = True
-    new[1:] = (sp[1:] != sp[:-1]) | (sj[1:] != sj[:-1]) | (so[1:] != so[:-1]) | (
-        sn[1:] != sn[:-1])
+    np.not_equal(sn[1:], sn[:-1], out=new[1:])
+    for part in parts:
+        sp = part[order]
+        new[1:] |= sp[1:] != sp[:-1]
     dense = np.empty(order.size, dtype=np.int64)
     dense[order] = np.cumsum(new)
     span = order.size + 1

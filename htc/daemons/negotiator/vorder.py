@@ -24,7 +24,8 @@ A look gives a request its best few rows (:meth:`SharedOrder.ranked`), which it 
 :class:`Queue` for its next turns: between two turns of a request usually only the slot it
 carved changed, so the queue, brought up to date with the rows changed since, still holds
 the true top of its candidates, and the order is looked at again only when the queue runs
-short.
+short. The order keeps its last look: a turn that a request's fill (:mod:`.vfill`) may follow
+looks as wide as the fill's first pass, which it then serves (nothing changed between them).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class SharedOrder:
         self.keys = keys
         self.sorting = -1
         self.sorts = 0
+        self._last = None  # (the last look: see _look)
         self._sort()
 
     def _sort(self) -> None:
@@ -78,8 +80,8 @@ class SharedOrder:
         self.pos = len(table.log)
         n = len(table.slots)
         self.stale = np.zeros(n, dtype=bool)
-        self.stale_rows: list[int] = []
-        self._stale_array = None  # stale_rows as an array, until it grows
+        self.stale_rows = _NONE  # (the rows made stale, live then, as an array)
+        self._seen = np.zeros(n, dtype=np.intp)  # (sync's scratch: a row's place in a batch)
         # the keys of stale rows as last evaluated; ``dirty``: changed since (or never done)
         self.stale_keys = (np.zeros(n), np.zeros(n), np.zeros(n))
         self.dirty = np.ones(n, dtype=bool)
@@ -97,21 +99,25 @@ class SharedOrder:
         self.dirty[changed] = True
         changed = changed[~self.stale[changed]]
         if changed.size:
-            changed = np.unique(changed)  # (a row logged twice is one stale row)
+            if changed.size > 1:  # a row logged twice is one stale row: one place each kept
+                seen, places = self._seen, np.arange(changed.size)
+                seen[changed] = places  # (whichever place a row keeps, it keeps one)
+                changed = changed[seen[changed] == places]
             self.stale[changed] = True
             # a row used up is stale (the walk skips it) but no candidate: none matches again
             live = changed[table.alive[changed]]
             if live.size:
-                self.stale_rows += live.tolist()
-                self._stale_array = None
-        if len(self.stale_rows) > STALE_LIMIT:
+                self.stale_rows = np.concatenate((self.stale_rows, live))
+        if self.stale_rows.size > STALE_LIMIT:
             self._sort()
 
-    def ranked(self, cursor: Cursor, mask, want: int):
+    def ranked(self, cursor: Cursor, mask, want: int, wider: int = 0):
         """The ``want`` best rows ``mask`` (``rows -> bool array``) accepts, best first, each
         as ``(row, (pre, jr, post, name rank))``, and whether they are all the rows it accepts
-        (``complete``). Moves ``cursor`` up to the first fresh match."""
-        stale, every_stale, fresh = self._look(cursor, mask, want)
+        (``complete``). Moves ``cursor`` up to the first fresh match. ``wider``: the look
+        finds that many, for a next look with the same cursor and mask before anything
+        changes (a turn's, for the fill that follows it: :meth:`_look`)."""
+        stale, every_stale, fresh = self._look(cursor, mask, want, wider)
         rows = self.rows
         keys = zip(*(part[fresh].tolist() for part in self.sorted_arrays))
         ranked = list(zip(rows[fresh].tolist(), keys))
@@ -138,31 +144,51 @@ class SharedOrder:
             found = tuple(part[order] for part in found)
         return found, complete
 
-    def _look(self, cursor: Cursor, mask, want: int):
+    def _look(self, cursor: Cursor, mask, want: int, wider: int = 0):
         """``(stale, every_stale, fresh)`` of a look: the best ``want`` stale rows ``mask``
         accepts as arrays ``(rows, pre, jr, post, name ranks)`` best first (None: none), whether
         they are all it accepts, and the positions (an array) of the first ``want`` fresh rows
-        it accepts in the sorted rows. Moves ``cursor`` up to the first fresh match."""
+        it accepts in the sorted rows. Moves ``cursor`` up to the first fresh match.
+
+        The last look (of ``max(want, wider)`` rows) is kept: a look with the same cursor,
+        where it left it, and the same mask array (``mask`` is its ``__getitem__``), while the
+        log has nothing new (so the stale rows, the mask and the sorting are as they were), is
+        its first ``want`` rows: the walk from the first fresh match finds what it found."""
+        key = getattr(mask, "__self__", None)
+        last = self._last
+        if not (last is not None and key is not None and last[0] == id(cursor)
+                and last[1] is key and last[2] == len(self.table.log)
+                and cursor.sorting == self.sorting and cursor.pos == last[3]
+                and want <= last[4]):
+            last = self._last = self._walk(cursor, mask, max(want, wider), key)
+        best, candidates, fresh = last[5:]
+        if best is not None and want < best[0].size:
+            best = tuple(part[:want] for part in best)
+        return best, candidates <= want, fresh[:want]
+
+    def _walk(self, cursor: Cursor, mask, want: int, key) -> tuple:
+        """A look (:meth:`_look`'s) of ``want`` rows, as what :meth:`_look` keeps: ``(id of
+        the cursor, mask array, log length, cursor position, want, stale best, how many stale
+        rows the mask accepts, fresh positions)`` (no reference to the cursor: it refers to
+        this order)."""
         self.sync()
         table = self.table
         if cursor.sorting != self.sorting:
             cursor.sorting, cursor.pos = self.sorting, 0
         best = None
         stale = self.stale
-        every_stale = True
-        if self.stale_rows:
-            cand = self._stale_array
-            if cand is None:
-                cand = self._stale_array = np.array(self.stale_rows)
+        candidates = 0
+        if self.stale_rows.size:
+            cand = self.stale_rows
             cand = cand[table.alive[cand]]
             if cand.size:
                 cand = cand[mask(cand)]
             if cand.size:
                 best = self._best_of(cand, want)
-                every_stale = cand.size <= want
+                candidates = cand.size
         rows, pos, chunk = self.rows, cursor.pos, _FIRST_CHUNK
         found: list = []  # (arrays of the positions of fresh matches, chunk by chunk)
-        count = 0
+        count = seen = 0
         while pos < rows.size and count < want:
             part = rows[pos:pos + chunk]
             sub_pos = np.flatnonzero(~stale[part])
@@ -172,10 +198,13 @@ class SharedOrder:
                     found.append(hits + pos)
                     count += hits.size
             pos += part.size
-            chunk *= 2
+            seen += part.size
+            # the next chunk: at least twice this one, and what the matches still wanted take
+            # at the rate found so far, a quarter over (a walk of a few chunks, not dozens)
+            chunk = max(2 * chunk, (want - count) * seen * 5 // (4 * count + 4))
         fresh = (found[0] if len(found) == 1 else np.concatenate(found)) if found else _NONE
         cursor.pos = int(fresh[0]) if count else rows.size
-        return best, every_stale, fresh
+        return (id(cursor), key, len(table.log), cursor.pos, want, best, candidates, fresh)
 
     def _best_of(self, cand, want: int) -> tuple:
         """The best ``want`` of stale rows ``cand`` with their keys, as arrays ``(rows, pre,

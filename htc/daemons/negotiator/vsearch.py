@@ -395,7 +395,7 @@ class VectorSearch:
 
     def _best(self, rs, plan, used, limit):
         mask = self._current_mask(plan)
-        ranked = self._ranked(plan, mask, rs.remaining)
+        ranked = self._ranked(plan, mask, rs.remaining, vfill.look_width(self, rs.remaining))
         if not ranked:
             return None, False, False
         row, (pre, jr, post, _name) = ranked[0]
@@ -410,13 +410,13 @@ class VectorSearch:
         self._turn = (rs, row, None if second is None else second[1], False)
         return (key, slot, cost, carve), True, False
 
-    def _ranked(self, plan, mask, jobs: int) -> list:
+    def _ranked(self, plan, mask, jobs: int, wider: int = 0) -> list:
         """The best candidates of the request, best first: at least two, or all there are.
 
         The queue of the request's last turn is brought up to date when only a few rows
         changed since (in the turns between, this request carved its best slot); else the
         shared order gives :data:`QUEUE_LENGTH` afresh (or one more than the request's
-        ``jobs`` left, as many as it can carve and the runner-up, when fewer)."""
+        ``jobs`` left, when fewer) from a look at ``wider`` rows (:func:`~.vfill.look_width`)."""
         log = self.table.log
         queue = self._queue
         if queue is not None and queue.plan is plan and len(log) - queue.pos <= QUEUE_CHANGES_MOST:
@@ -428,7 +428,7 @@ class VectorSearch:
                 return queue.ranked
         order = self._shared(plan)
         want = max(2, min(QUEUE_LENGTH, jobs + 1))
-        ranked, complete = order.ranked(plan.cursor, mask.__getitem__, want)
+        ranked, complete = order.ranked(plan.cursor, mask.__getitem__, want, wider)
         self._queue = Queue(plan, len(log), ranked, complete)
         return ranked
 
