@@ -15,8 +15,8 @@ is claimed by), :func:`slot_weight` (HTCondor's ``GetSlotWeight``) and
 
 Carving a partitionable slot writes numbers back into ad copies: :func:`quantize` rounds a
 request up as the ClassAd function does, :func:`same_type` keeps an integral resource integral,
-:func:`added` sums a run's carves, and :func:`literal` shares one syntax-tree node per value, so that a carved value recurring
-across slots and runs is compiled once. The slots themselves, their classes and the carving
+:func:`added` sums a run's carves, and :func:`literal` shares one syntax-tree node per value,
+so that a carved value recurring across slots and runs is compiled once. The slots themselves, their classes and the carving
 are :mod:`htc.daemons.negotiator.slots`.
 """
 
