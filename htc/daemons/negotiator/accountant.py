@@ -24,8 +24,9 @@ formed is :mod:`htc.daemons.negotiator.submitters`) the accountant keeps
 
 The accountant also keeps one *match record* per claimed resource (slot name -> submitter,
 weight, start time; :mod:`htc.daemons.negotiator.match_records`). The negotiator adds a record
-for every match it makes and, at the start of each cycle, reconciles the records with what the slot ads say is claimed
-(:meth:`Accountant.check_matches`), exactly like HTCondor's ``CheckMatches``.
+for every match it makes and, at the start of each cycle, reconciles the records with what the
+slot ads say is claimed (:meth:`Accountant.check_matches`), exactly like HTCondor's
+``CheckMatches``.
 
 Fair share is computed from the EUPs by :mod:`htc.daemons.negotiator.fair_share` (each submitter's share
 of the pool is proportional to 1/EUP, minus what it already holds), which also holds the one
