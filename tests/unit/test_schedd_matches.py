@@ -8,7 +8,8 @@ import pytest
 from htc.classad import ClassAd
 from htc.classad.errors import ClassAdParseError
 from htc.daemons.calls import CallDone
-from htc.daemons.schedd.matches import public_ad
+from htc.daemons.schedd.matches import public_ad, public_ad_text
+from htc.daemons.schedd.shadow import ad_text
 from htc.daemons.schedd.states import ClaimState
 from htc.wire import messages as m
 from tests.unit.test_schedd_core import SLOT_AD, Harness, job
@@ -51,6 +52,29 @@ def test_public_ad_is_the_jobs_items_in_order_without_its_claim_id():
         assert list(public_ad(stored).items()) == list(expected.items())
     assert "ClaimId" not in public_ad(h.queue.get_job((cluster, 1))) and "ClaimId" in h.queue.get_job((cluster, 1))
     assert public_ad({"ClaimId": "x", "A": "1"}) == {"A": "1"}
+
+
+def test_public_ad_text_is_the_public_ads_text_whatever_the_jobs_own_attributes():
+    h = Harness()
+    h.start()
+    cluster = h.submit(job("request_memory = 512\n+Note = \"$(Process)\"", queue="queue 6"))
+    h.queue.set_attributes((cluster, 1), {"ClaimId": '"secret"'})           # ClaimId of its own
+    h.queue.set_attributes((cluster, 2), {"RequestMemory": "1024"})         # over a cluster attribute
+    h.queue.set_attributes((cluster, 3), {"Extra": "7", "extra2": '"y"'})   # new names
+    h.queue.set_attributes((cluster, 4), {"requestmemory": "2048"})         # another case of a cluster's
+    h.queue.set_attributes((cluster, 5), {"JobPrio": "3"})                  # a hot one
+    for proc in range(6):
+        for _ in range(2):  # (the second time from the cluster's kept text)
+            stored = h.queue.get_job((cluster, proc))
+            assert public_ad_text(stored) == ad_text(public_ad(stored))
+    assert "secret" not in public_ad_text(h.queue.get_job((cluster, 1)))
+    assert "Extra = 7" in public_ad_text(h.queue.get_job((cluster, 3)))
+    h.queue.edit_cluster(cluster, "Note", '"edited"')  # a new cluster ad: its text is printed afresh
+    assert 'Note = "edited"' in public_ad_text(h.queue.get_job((cluster, 0)))
+    cluster = h.submit(job("+ClaimId = \"c\"", queue="queue 1"))  # a cluster's ClaimId is left out too
+    stored = h.queue.get_job((cluster, 0))
+    assert public_ad_text(stored) == ad_text(public_ad(stored)) and "ClaimId" not in public_ad_text(stored)
+    assert public_ad_text({"ClaimId": "x", "A": "1", "B": 2}) == "[ A = 1; B = 2 ]"
 
 
 def _offer(h: Harness, jobs: int) -> int:
@@ -174,8 +198,6 @@ def test_a_slot_ad_that_does_not_parse_fails_as_before_even_after_one_like_it():
 
 
 def test_ad_text_prints_texts_and_other_values_alike():
-    from htc.daemons.schedd.shadow import ad_text
-
     assert ad_text({"A": "1", "B": '"x"'}) == '[ A = 1; B = "x" ]'
     assert ad_text({"A": "1", "B": 2, "C": True}) == "[ A = 1; B = 2; C = True ]"  # (not all texts)
     assert ad_text({}) == "[  ]"
