@@ -74,6 +74,9 @@ _HOT_NAMES = tuple((name, low) for low, name in HOT_ATTRS.items())
 #: the key of a cluster's public attributes' text in its ``attrs_cache`` (:func:`public_ad_text`)
 _ATTRS_TEXT = ("htc.daemons.schedd.matches", "public attrs text")
 
+#: the answer to a match taken (one frozen message for them all)
+_TAKEN = m.Ack(detail="")
+
 #: slot ad texts whose kind (partitionable or not) the matches remember (then they start afresh)
 _SLOT_KINDS_KEPT = 4096
 
@@ -167,7 +170,7 @@ class Matches:
         # A match this schedd does not take is said so in the answer: the negotiator then stops
         # holding the slot back for it (else a partitionable slot's carve stays given away
         # until NEGOTIATOR_TIMEOUT passes or the startd reports, minutes with UPDATE_INTERVAL).
-        out.append(c.Reply(event.conn_id, m.Ack(detail=f"{m.MATCH_LAPSED}{lapsed}" if lapsed else "")))
+        out.append(c.Reply(event.conn_id, m.Ack(detail=f"{m.MATCH_LAPSED}{lapsed}") if lapsed else _TAKEN))
 
     def _take_match(self, msg: m.MatchNotify, now: float, out: list) -> str | None:
         """Claim the matched slot for a job; why the match lapses instead (None: taken)."""
