@@ -201,3 +201,30 @@ def test_ad_text_prints_texts_and_other_values_alike():
     assert ad_text({"A": "1", "B": '"x"'}) == '[ A = 1; B = "x" ]'
     assert ad_text({"A": "1", "B": 2, "C": True}) == "[ A = 1; B = 2; C = True ]"  # (not all texts)
     assert ad_text({}) == "[  ]"
+
+
+def test_the_literal_lines_possessive_regexes_split_as_backtracking_ones():
+    import random
+    import re
+
+    from htc.daemons.schedd.matches import _LITERAL_LINE, _NUMBER_LINE
+
+    number = r"(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,20}(?:[eE][+-]?[0-9]{1,3})?)?"
+    number_line = re.compile(r"^([ \t]*[A-Za-z_][A-Za-z0-9_]* = )(" + number + r")(?=;)", re.M)
+    literal_line = re.compile(r"^([ \t]*(?!(?i:slottype) =)[A-Za-z_][A-Za-z0-9_]* = )("
+                              + number + r'|"[ !#-\[\]-~]*")(?=;)', re.M)
+    rng = random.Random(19)
+    indents, names, equals, ends = ["", "    ", "\t", " x"], ["Cpus", "_a9", "SlotType", "slottype", "Memory", "9a", "A b"], \
+        [" = ", " = ", " = ", "=", " =  "], [";", "; ", ";", "", " ;", ";\n"]
+    values = ["0", "1", "9", "0" * 17, "5" * 18, "7" * 19, ".", ".5", "." + "3" * 20, "." + "3" * 21, "e", "E+",
+              "e-", "e7", "e123", "e1234", '"', '"a b"', '"\\"', "x", " ", "-", "true"]
+    split = 0
+    for _ in range(20000):
+        text = "\n".join(rng.choice(indents) + rng.choice(names) + rng.choice(equals)
+                         + "".join(rng.choice(values) for _ in range(rng.randint(1, 2))) + rng.choice(ends)
+                         for _ in range(rng.randint(1, 6)))
+        assert _NUMBER_LINE.split(text) == number_line.split(text), text
+        assert _LITERAL_LINE.split(text) == literal_line.split(text), text
+        split += len(_LITERAL_LINE.split(text)) > 1
+    assert split > 1000  # (texts that have literal lines: the regexes are compared where they match)
+    assert _LITERAL_LINE.split(_pslot(8, 16384, 81000000)) == literal_line.split(_pslot(8, 16384, 81000000))

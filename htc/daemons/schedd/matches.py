@@ -56,14 +56,16 @@ __all__ = ["Matches", "Offered", "Reserved", "public_ad", "public_ad_text"]
 #: idle candidates a reused claim tries at most (HTCondor gives up on reuse sooner still)
 _MAX_TRIED = 200
 
-#: a line ``Name = <number>;`` of a slot ad text: a decimal integer or real literal (group 2)
-_NUMBER_LINE = re.compile(r"^([ \t]*[A-Za-z_][A-Za-z0-9_]* = )"
-                          r"((?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,20}(?:[eE][+-]?[0-9]{1,3})?)?)(?=;)", re.M)
+#: a line ``Name = <number>;`` of a slot ad text: a decimal integer or real literal (group 2).
+#: (Possessive: what a part takes is never given back, as giving it back could not make the line
+#: match -- the next character would be a name's, a digit or the exponent's -- and the regex
+#: does not try: a third of its time on a slot ad.)
+_NUMBER = r"(?:0|[1-9][0-9]{0,17}+)(?:\.[0-9]{1,20}+(?:[eE][+-]?[0-9]{1,3}+)?+)?+"
+_NUMBER_LINE = re.compile(r"^([ \t]*+[A-Za-z_][A-Za-z0-9_]*+ = )(" + _NUMBER + r")(?=;)", re.M)
 
 #: the same, or ``Name = "<printable ASCII but quote and backslash>";`` but for SlotType
-_LITERAL_LINE = re.compile(r"^([ \t]*(?!(?i:slottype) =)[A-Za-z_][A-Za-z0-9_]* = )"
-                           r'((?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,20}(?:[eE][+-]?[0-9]{1,3})?)?|"[ !#-\[\]-~]*")(?=;)',
-                           re.M)
+_LITERAL_LINE = re.compile(r"^([ \t]*+(?!(?i:slottype) =)[A-Za-z_][A-Za-z0-9_]*+ = )("
+                           + _NUMBER + r'|"[ !#-\[\]-~]*+")(?=;)', re.M)
 
 #: a string within a line (:func:`_plain`)
 _QUOTED = re.compile(r'"[^"\n]*"')
