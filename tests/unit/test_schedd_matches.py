@@ -203,11 +203,11 @@ def test_ad_text_prints_texts_and_other_values_alike():
     assert ad_text({}) == "[  ]"
 
 
-def test_the_literal_lines_possessive_regexes_split_as_backtracking_ones():
+def test_the_literal_lines_possessive_regexes_split_as_backtracking_ones_at_line_starts():
     import random
     import re
 
-    from htc.daemons.schedd.matches import _LITERAL_LINE, _NUMBER_LINE
+    from htc.daemons.schedd.matches import _LITERAL_LINE, _NUMBER_LINE, _plain
 
     number = r"(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,20}(?:[eE][+-]?[0-9]{1,3})?)?"
     number_line = re.compile(r"^([ \t]*[A-Za-z_][A-Za-z0-9_]* = )(" + number + r")(?=;)", re.M)
@@ -223,8 +223,20 @@ def test_the_literal_lines_possessive_regexes_split_as_backtracking_ones():
         text = "\n".join(rng.choice(indents) + rng.choice(names) + rng.choice(equals)
                          + "".join(rng.choice(values) for _ in range(rng.randint(1, 2))) + rng.choice(ends)
                          for _ in range(rng.randint(1, 6)))
-        assert _NUMBER_LINE.split(text) == number_line.split(text), text
-        assert _LITERAL_LINE.split(text) == literal_line.split(text), text
-        split += len(_LITERAL_LINE.split(text)) > 1
+        for new, old in ((_NUMBER_LINE, number_line), (_LITERAL_LINE, literal_line)):
+            assert _same_lines(new.split("\n" + text), old.split(text)), text
+        split += len(_LITERAL_LINE.split("\n" + text)) > 1
+        unpaired = '"' in re.sub(r'"[^"\n]*"', "", text)  # (what is left of a line's quotes once paired)
+        assert _plain(text) == ("\\" not in text and not unpaired), text
     assert split > 1000  # (texts that have literal lines: the regexes are compared where they match)
-    assert _LITERAL_LINE.split(_pslot(8, 16384, 81000000)) == literal_line.split(_pslot(8, 16384, 81000000))
+    text = _pslot(8, 16384, 81000000)
+    assert _same_lines(_LITERAL_LINE.split("\n" + text), literal_line.split(text))
+    assert len(_LITERAL_LINE.split("\n" + text)) > 10
+
+
+def _same_lines(new: list[str], old: list[str]) -> bool:
+    """Whether ``new`` (a split of the text after a line end, by a regex that matches that of
+    each literal line) and ``old`` (of the text, the regex at ``^``) split the same lines."""
+    return (new[1::3] == old[1::3] and new[2::3] == old[2::3]
+            and [text + "\n" for text in new[:-1:3]] == ["\n" + old[0], *old[3:-1:3]] and new[-1] == old[-1]
+            if len(new) > 1 else new == ["\n" + old[0]] and len(old) == 1)
