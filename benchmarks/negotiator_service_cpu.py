@@ -242,7 +242,7 @@ def schedd_side(sends: list, n: int) -> str:
                 taken += 1
     cpu = time.process_time() - t0
     digest = hashlib.sha256(repr(sent).encode()).hexdigest()[:16]
-    return (f"  the schedd's side: {len(events):,} MatchNotify to one schedd core ({taken:,} taken): {cpu:.2f} s CPU, "
+    return (f"  the schedd's side: {len(events):,} MatchNotify to one schedd core ({taken:,} taken): {cpu:.3f} s CPU, "
             f"{cpu / len(events) * 1e6:.0f} us each; its actions' digest {digest}")
 
 

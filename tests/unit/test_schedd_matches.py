@@ -8,7 +8,8 @@ import pytest
 from htc.classad import ClassAd
 from htc.classad.errors import ClassAdParseError
 from htc.daemons.calls import CallDone
-from htc.daemons.schedd.matches import public_ad
+from htc.daemons.schedd.matches import public_ad, public_ad_text
+from htc.daemons.schedd.shadow import ad_text
 from htc.daemons.schedd.states import ClaimState
 from htc.wire import messages as m
 from tests.unit.test_schedd_core import SLOT_AD, Harness, job
@@ -51,6 +52,29 @@ def test_public_ad_is_the_jobs_items_in_order_without_its_claim_id():
         assert list(public_ad(stored).items()) == list(expected.items())
     assert "ClaimId" not in public_ad(h.queue.get_job((cluster, 1))) and "ClaimId" in h.queue.get_job((cluster, 1))
     assert public_ad({"ClaimId": "x", "A": "1"}) == {"A": "1"}
+
+
+def test_public_ad_text_is_the_public_ads_text_whatever_the_jobs_own_attributes():
+    h = Harness()
+    h.start()
+    cluster = h.submit(job("request_memory = 512\n+Note = \"$(Process)\"", queue="queue 6"))
+    h.queue.set_attributes((cluster, 1), {"ClaimId": '"secret"'})           # ClaimId of its own
+    h.queue.set_attributes((cluster, 2), {"RequestMemory": "1024"})         # over a cluster attribute
+    h.queue.set_attributes((cluster, 3), {"Extra": "7", "extra2": '"y"'})   # new names
+    h.queue.set_attributes((cluster, 4), {"requestmemory": "2048"})         # another case of a cluster's
+    h.queue.set_attributes((cluster, 5), {"JobPrio": "3"})                  # a hot one
+    for proc in range(6):
+        for _ in range(2):  # (the second time from the cluster's kept text)
+            stored = h.queue.get_job((cluster, proc))
+            assert public_ad_text(stored) == ad_text(public_ad(stored))
+    assert "secret" not in public_ad_text(h.queue.get_job((cluster, 1)))
+    assert "Extra = 7" in public_ad_text(h.queue.get_job((cluster, 3)))
+    h.queue.edit_cluster(cluster, "Note", '"edited"')  # a new cluster ad: its text is printed afresh
+    assert 'Note = "edited"' in public_ad_text(h.queue.get_job((cluster, 0)))
+    cluster = h.submit(job("+ClaimId = \"c\"", queue="queue 1"))  # a cluster's ClaimId is left out too
+    stored = h.queue.get_job((cluster, 0))
+    assert public_ad_text(stored) == ad_text(public_ad(stored)) and "ClaimId" not in public_ad_text(stored)
+    assert public_ad_text({"ClaimId": "x", "A": "1", "B": 2}) == "[ A = 1; B = 2 ]"
 
 
 def _offer(h: Harness, jobs: int) -> int:
@@ -174,8 +198,45 @@ def test_a_slot_ad_that_does_not_parse_fails_as_before_even_after_one_like_it():
 
 
 def test_ad_text_prints_texts_and_other_values_alike():
-    from htc.daemons.schedd.shadow import ad_text
-
     assert ad_text({"A": "1", "B": '"x"'}) == '[ A = 1; B = "x" ]'
     assert ad_text({"A": "1", "B": 2, "C": True}) == "[ A = 1; B = 2; C = True ]"  # (not all texts)
     assert ad_text({}) == "[  ]"
+
+
+def test_the_literal_lines_possessive_regexes_split_as_backtracking_ones_at_line_starts():
+    import random
+    import re
+
+    from htc.daemons.schedd.matches import _LITERAL_LINE, _NUMBER_LINE, _plain
+
+    number = r"(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,20}(?:[eE][+-]?[0-9]{1,3})?)?"
+    number_line = re.compile(r"^([ \t]*[A-Za-z_][A-Za-z0-9_]* = )(" + number + r")(?=;)", re.M)
+    literal_line = re.compile(r"^([ \t]*(?!(?i:slottype) =)[A-Za-z_][A-Za-z0-9_]* = )("
+                              + number + r'|"[ !#-\[\]-~]*")(?=;)', re.M)
+    rng = random.Random(19)
+    indents, names, equals, ends = ["", "    ", "\t", " x"], ["Cpus", "_a9", "SlotType", "slottype", "Memory", "9a", "A b"], \
+        [" = ", " = ", " = ", "=", " =  "], [";", "; ", ";", "", " ;", ";\n"]
+    values = ["0", "1", "9", "0" * 17, "5" * 18, "7" * 19, ".", ".5", "." + "3" * 20, "." + "3" * 21, "e", "E+",
+              "e-", "e7", "e123", "e1234", '"', '"a b"', '"\\"', "x", " ", "-", "true"]
+    split = 0
+    for _ in range(20000):
+        text = "\n".join(rng.choice(indents) + rng.choice(names) + rng.choice(equals)
+                         + "".join(rng.choice(values) for _ in range(rng.randint(1, 2))) + rng.choice(ends)
+                         for _ in range(rng.randint(1, 6)))
+        for new, old in ((_NUMBER_LINE, number_line), (_LITERAL_LINE, literal_line)):
+            assert _same_lines(new.split("\n" + text), old.split(text)), text
+        split += len(_LITERAL_LINE.split("\n" + text)) > 1
+        unpaired = '"' in re.sub(r'"[^"\n]*"', "", text)  # (what is left of a line's quotes once paired)
+        assert _plain(text) == ("\\" not in text and not unpaired), text
+    assert split > 1000  # (texts that have literal lines: the regexes are compared where they match)
+    text = _pslot(8, 16384, 81000000)
+    assert _same_lines(_LITERAL_LINE.split("\n" + text), literal_line.split(text))
+    assert len(_LITERAL_LINE.split("\n" + text)) > 10
+
+
+def _same_lines(new: list[str], old: list[str]) -> bool:
+    """Whether ``new`` (a split of the text after a line end, by a regex that matches that of
+    each literal line) and ``old`` (of the text, the regex at ``^``) split the same lines."""
+    return (new[1::3] == old[1::3] and new[2::3] == old[2::3]
+            and [text + "\n" for text in new[:-1:3]] == ["\n" + old[0], *old[3:-1:3]] and new[-1] == old[-1]
+            if len(new) > 1 else new == ["\n" + old[0]] and len(old) == 1)

@@ -46,26 +46,39 @@ from htc.daemons.schedd.local_jobs import is_local
 from htc.daemons.schedd.shadow import ad_text
 from htc.daemons.schedd.states import ClaimState
 from htc.jobqueue import JobStatus
+from htc.jobqueue.ads import HOT_ATTRS, JobAd, quote
 from htc.jobqueue.expr import GroupedEvaluator, job_classad
 from htc.jobqueue.records import JobId
 from htc.wire import messages as m
 
-__all__ = ["Matches", "Offered", "Reserved", "public_ad"]
+__all__ = ["Matches", "Offered", "Reserved", "public_ad", "public_ad_text"]
 
 #: idle candidates a reused claim tries at most (HTCondor gives up on reuse sooner still)
 _MAX_TRIED = 200
 
-#: a line ``Name = <number>;`` of a slot ad text: a decimal integer or real literal (group 2)
-_NUMBER_LINE = re.compile(r"^([ \t]*[A-Za-z_][A-Za-z0-9_]* = )"
-                          r"((?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,20}(?:[eE][+-]?[0-9]{1,3})?)?)(?=;)", re.M)
+#: a line ``Name = <number>;`` of a slot ad text: a decimal integer or real literal (group 2);
+#: the line end before it is matched (the regex looks for it, not for ``^`` at every character).
+#: (Possessive: what a part takes is never given back, as giving it back could not make the line
+#: match -- the next character would be a name's, a digit or the exponent's -- and the regex
+#: does not try: a fifth of its work on a slot ad.)
+_NUMBER = r"(?:0|[1-9][0-9]{0,17}+)(?:\.[0-9]{1,20}+(?:[eE][+-]?[0-9]{1,3}+)?+)?+"
+_NUMBER_LINE = re.compile(r"\n([ \t]*+[A-Za-z_][A-Za-z0-9_]*+ = )(" + _NUMBER + r")(?=;)")
 
 #: the same, or ``Name = "<printable ASCII but quote and backslash>";`` but for SlotType
-_LITERAL_LINE = re.compile(r"^([ \t]*(?!(?i:slottype) =)[A-Za-z_][A-Za-z0-9_]* = )"
-                           r'((?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,20}(?:[eE][+-]?[0-9]{1,3})?)?|"[ !#-\[\]-~]*")(?=;)',
-                           re.M)
+_LITERAL_LINE = re.compile(r"\n([ \t]*+(?!(?i:slottype) =)[A-Za-z_][A-Za-z0-9_]*+ = )("
+                           + _NUMBER + r'|"[ !#-\[\]-~]*+")(?=;)')
 
 #: a string within a line (:func:`_plain`)
 _QUOTED = re.compile(r'"[^"\n]*"')
+
+#: (canonical name, lower-case name) of the hot attributes, in a JobAd's order (:func:`public_ad_text`)
+_HOT_NAMES = tuple((name, low) for low, name in HOT_ATTRS.items())
+
+#: the key of a cluster's public attributes' text in its ``attrs_cache`` (:func:`public_ad_text`)
+_ATTRS_TEXT = ("htc.daemons.schedd.matches", "public attrs text")
+
+#: the answer to a match taken (one frozen message for them all)
+_TAKEN = m.Ack(detail="")
 
 #: slot ad texts whose kind (partitionable or not) the matches remember (then they start afresh)
 _SLOT_KINDS_KEPT = 4096
@@ -160,7 +173,7 @@ class Matches:
         # A match this schedd does not take is said so in the answer: the negotiator then stops
         # holding the slot back for it (else a partitionable slot's carve stays given away
         # until NEGOTIATOR_TIMEOUT passes or the startd reports, minutes with UPDATE_INTERVAL).
-        out.append(c.Reply(event.conn_id, m.Ack(detail=f"{m.MATCH_LAPSED}{lapsed}" if lapsed else "")))
+        out.append(c.Reply(event.conn_id, m.Ack(detail=f"{m.MATCH_LAPSED}{lapsed}") if lapsed else _TAKEN))
 
     def _take_match(self, msg: m.MatchNotify, now: float, out: list) -> str | None:
         """Claim the matched slot for a job; why the match lapses instead (None: taken)."""
@@ -195,7 +208,7 @@ class Matches:
         sd.reserved.add(job.job_id)
         out.append(Call(msg.startd_address, m.RequestClaim(
             claim_id=msg.claim_id, schedd_name=settings.name, schedd_address=settings.address,
-            submitter=msg.submitter, job_ad=ad_text(public_ad(job)), lease_duration=lease),
+            submitter=msg.submitter, job_ad=public_ad_text(job), lease_duration=lease),
             cookie=(Answer.CLAIM, key), timeout=settings.request_claim_timeout))
         return None
 
@@ -380,7 +393,7 @@ def _kind_key(text: str) -> tuple[object, ...]:
     digits, never the word partitionable. So the carves of a partitionable slot (the same text
     but their sizes) and the slots of one kind (other names and addresses) share a key."""
     plain = _plain(text)
-    parts = (_LITERAL_LINE if plain else _NUMBER_LINE).split(text)
+    parts = (_LITERAL_LINE if plain else _NUMBER_LINE).split("\n" + text)  # (every line after a line end)
     parts[2::3] = [""] * (len(parts) // 3)  # (split: text, prefix, literal, text, ...)
     return (plain, *parts)
 
@@ -406,3 +419,42 @@ def public_ad(job) -> dict[str, str]:
     ad = to_dict()
     ad.pop("ClaimId", None)
     return ad
+
+
+def public_ad_text(job) -> str:
+    """``ad_text(public_ad(job))``, the text of the job's ad a RequestClaim carries, with the
+    cluster's attributes printed once per cluster (kept in the cluster ad's ``attrs_cache``:
+    they are what a cluster's jobs share, and a cluster ad's ``attrs`` never change; an edit
+    makes a new one). That holds for a :class:`~htc.jobqueue.ads.JobAd` whose own attributes
+    are all new names in their canonical case and none ClaimId; another job or mapping is
+    printed whole. The same text: ``to_dict`` orders the hot attributes, then the cluster's,
+    then the job's own new ones, and :func:`ad_text` prints each ``name = text`` in that order
+    (a value not yet text as the f-string prints it, part by part as whole)."""
+    if job.__class__ is not JobAd:
+        return ad_text(public_ad(job))
+    cluster = job.cluster
+    attrs, canon = cluster.attrs, cluster.canon
+    own = job.own
+    for name in own:
+        low = name.lower()
+        if name in attrs or low in HOT_ATTRS or canon.get(low, name) != name or name == "ClaimId":
+            return ad_text(public_ad(job))  # (an own name over another: to_dict's other cases)
+    hot = []
+    for name, low in _HOT_NAMES:
+        value = job.hot_value(low)
+        if value is not None:
+            hot.append((name, quote(value) if low == "owner" else str(value)))
+    shared = cluster.attrs_cache.get(_ATTRS_TEXT)
+    if shared is None:
+        shared = _items_text([item for item in attrs.items() if item[0] != "ClaimId"])
+        cluster.attrs_cache[_ATTRS_TEXT] = shared
+    parts = [text for text in (_items_text(hot), shared, _items_text(list(own.items()))) if text]
+    return "[ " + "; ".join(parts) + " ]"
+
+
+def _items_text(items: list[tuple[str, object]]) -> str:
+    """``name = text; ...`` of ``items``, as :func:`ad_text` prints them between its brackets."""
+    try:
+        return "; ".join(map(" = ".join, items))
+    except TypeError:  # a value not yet text (a number): printed as the f-string prints it
+        return "; ".join(f"{name} = {text}" for name, text in items)
