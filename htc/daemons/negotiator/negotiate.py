@@ -128,3 +128,20 @@ def find_best(cycle, rs: RequestState, pool: SlotPool, used: float, used_unclaim
         if reason in reasons:
             return reason
     return Rejection.NO_MATCH
+
+
+def after_matches(cycle, rs, made, used: float, used_u: float, budget, limit: float):
+    """``(used, used_u, budget, more)`` after the matches ``made`` (``[(n, cost), ...]``) of a
+    request visit made without a turn here (:meth:`~.vsearch.VectorSearch.take`'s chain, the
+    fill's passes): :func:`negotiate_entry`'s float additions, one match after another, and
+    ``more``: whether its tests before a turn let the request's next turn come (else it
+    decides what follows)."""
+    for n, cost in made:
+        for _ in range(n):
+            used += cost
+            used_u += cost
+        if budget is not None:
+            budget -= n
+    more = not (rs.remaining <= 0 or cycle.free <= 0 or (budget is not None and budget <= 0)
+                or used >= limit)
+    return used, used_u, budget, more

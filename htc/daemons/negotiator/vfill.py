@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from htc.daemons.negotiator.negotiate import after_matches
 from htc.daemons.negotiator.runs import commit_runs
 from htc.daemons.negotiator.vexpr import INT, Inexact, Unsupported
 
@@ -93,14 +94,8 @@ def fill(search, cycle, rs, pool, plan, row, used, limit, used_u, limit_u, budge
             return taken
         # the steps a row gave this pass (one, where slots whose rank falls take turns)
         per_row = max(1, sum(n for n, _cost in made) // len({b[0] for b in blocks}))
-        for n, cost in made:  # (negotiate_entry's additions, one match after another)
-            for _ in range(n):
-                used += cost
-                used_u += cost
-            if budget is not None:
-                budget -= n
-        if (rs.remaining <= 0 or cycle.free <= 0 or (budget is not None and budget <= 0)
-                or used >= limit):
+        used, used_u, budget, more = after_matches(cycle, rs, made, used, used_u, budget, limit)
+        if not more:
             return taken  # (negotiate_entry's tests before a turn: it decides)
 
 

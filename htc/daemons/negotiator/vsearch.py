@@ -50,6 +50,7 @@ import numpy as np
 
 from htc.daemons.negotiator import vfill
 from htc.daemons.negotiator.columns import SlotTable
+from htc.daemons.negotiator.negotiate import after_matches
 from htc.daemons.negotiator.preemption import WORST_RANK, PreemptState
 from htc.daemons.negotiator.runs import (_numeric_steps, commit_run, extend_run, limit_count,
                                          steps_from)
@@ -204,13 +205,9 @@ class VectorSearch:
             taken.append((n, cost))
             if not self.chain:
                 return taken
-            for _ in range(n):  # (negotiate_entry's additions, one match after another)
-                used += cost
-                used_u += cost
-            if budget is not None:
-                budget -= n
-            if (rs.remaining <= 0 or cycle.free <= 0 or (budget is not None and budget <= 0)
-                    or used >= limit):
+            used, used_u, budget, more = after_matches(cycle, rs, ((n, cost),), used, used_u,
+                                                       budget, limit)
+            if not more:
                 return taken  # (negotiate_entry's tests before a turn: it decides)
             found = self._next_turn(rs, plan, pool, used_u, limit_u)
             if found is None:
