@@ -2,7 +2,8 @@
 
 ``make_slot``/``make_job`` build ads with HTCondor's usual attributes; ``run_cycle`` runs one cycle
 of the real negotiator core over them (a fresh accountant brought up to date, as the core does);
-``run_cycle_with`` does it with a search switch set; ``count_calls`` counts a method's calls.
+``run_cycle_with`` does it with a search switch set; ``count_calls`` counts a method's calls;
+``assert_same_cycles`` compares two runs of one cycle, decision by decision.
 """
 
 from __future__ import annotations
@@ -104,3 +105,28 @@ def count_calls(monkeypatch, owner, name: str) -> list:
 
 def matched(result) -> list[tuple[str, str]]:
     return [(m.submitter, m.slot_name) for m in result.matches]
+
+
+def cycle_matches(result) -> list[tuple]:
+    """Every match of a cycle as the tests compare them: who, which job, which slot, its claim
+    id, the ad offered, the weight, the carve."""
+    return [(m.submitter, m.autocluster_id, m.job_id, m.slot_name, m.claim_id, str(m.slot_ad),
+             m.weight, m.carved) for m in result.matches]
+
+
+def accountant_charges(acct) -> tuple[dict, dict]:
+    """The accountant's customers and match records, as plain values."""
+    return ({name: vars(rec) for name, rec in acct._customers.items()},
+            {name: (m.customer, m.weight, m.start_time) for name, m in acct._matches.items()})
+
+
+def assert_same_cycles(one, other) -> None:
+    """Two runs of one cycle (``(CycleResult, Accountant)`` each, a search switch on and off)
+    decided alike: neither skipped a request, and the same matches, rejections, share-limited
+    submitters and accountant charges."""
+    (a, acct_a), (b, acct_b) = one, other
+    assert not a.skipped and not b.skipped
+    assert cycle_matches(a) == cycle_matches(b)
+    assert a.statistics.rejections_by_reason == b.statistics.rejections_by_reason
+    assert a.statistics.submitters_share_limited == b.statistics.submitters_share_limited
+    assert accountant_charges(acct_a) == accountant_charges(acct_b)

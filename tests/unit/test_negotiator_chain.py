@@ -14,9 +14,9 @@ from htc.daemons.negotiator import vorder, vsearch, vsteps
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.updown import UpDownSettings
 from htc.daemons.negotiator.vsearch import VectorSearch
-from tests.negotiator_cycles import count_calls, make_job, make_slot, run_cycle
+from tests.negotiator_cycles import (assert_same_cycles, count_calls, cycle_matches, make_job,
+                                     make_slot, run_cycle)
 from tests.unit.test_negotiator_reference import _requests, _settings
-from tests.unit.test_negotiator_take import _charges, _made
 from tests.unit.test_negotiator_vsearch import _big_pool, _pool
 
 
@@ -31,14 +31,8 @@ def _cycle(slots, requests, settings, chain: bool):
 
 
 def _same(slots, requests, settings):
-    chained, acct_chained = _cycle(slots, requests, settings, chain=True)
-    stepped, acct_stepped = _cycle(slots, requests, settings, chain=False)
-    assert not chained.skipped and not stepped.skipped
-    assert _made(chained) == _made(stepped)
-    assert chained.statistics.rejections_by_reason == stepped.statistics.rejections_by_reason
-    assert chained.statistics.submitters_share_limited == \
-        stepped.statistics.submitters_share_limited
-    assert _charges(acct_chained) == _charges(acct_stepped)
+    assert_same_cycles(_cycle(slots, requests, settings, chain=True),
+                       _cycle(slots, requests, settings, chain=False))
 
 
 @hsettings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
@@ -95,7 +89,7 @@ def test_a_request_fills_its_slots_in_one_turn(monkeypatch):
         assert len(turns) == (1 if chain else 10)
         assert made[-1].chained_turns == (9 if chain else 0)
         assert made[-1].vector_turns == 10
-    assert _made(results[True]) == _made(results[False])
+    assert cycle_matches(results[True]) == cycle_matches(results[False])
 
 
 def test_a_limit_stops_the_chain_where_a_turn_would(monkeypatch):

@@ -14,9 +14,8 @@ from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.updown import UpDownSettings
 from htc.daemons.negotiator.vsearch import VectorSearch
-from tests.negotiator_cycles import make_job, make_slot, run_cycle
+from tests.negotiator_cycles import assert_same_cycles, make_job, make_slot, run_cycle
 from tests.unit.test_negotiator_reference import _settings
-from tests.unit.test_negotiator_take import _charges, _made
 
 _RANKS = [{}, {"Rank": "TARGET.Memory"}, {"Rank": "-TARGET.Memory"}, {"Rank": "TARGET.Cpus"},
           {"Rank": "-TARGET.Cpus"}, {"Rank": "TARGET.KFlops"},
@@ -76,14 +75,8 @@ def _cycle(slots, requests, settings, fill: bool, fewest: int = 1):
 
 
 def _same(slots, requests, settings, fewest: int = 1):
-    filled, acct_filled = _cycle(slots, requests, settings, fill=True, fewest=fewest)
-    stepped, acct_stepped = _cycle(slots, requests, settings, fill=False)
-    assert not filled.skipped and not stepped.skipped
-    assert _made(filled) == _made(stepped)
-    assert filled.statistics.rejections_by_reason == stepped.statistics.rejections_by_reason
-    assert filled.statistics.submitters_share_limited == \
-        stepped.statistics.submitters_share_limited
-    assert _charges(acct_filled) == _charges(acct_stepped)
+    assert_same_cycles(_cycle(slots, requests, settings, fill=True, fewest=fewest),
+                       _cycle(slots, requests, settings, fill=False))
 
 
 def _random_case(seed: int):

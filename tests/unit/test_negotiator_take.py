@@ -15,7 +15,8 @@ from htc.daemons.negotiator.cycle import _Cycle
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.updown import UpDownSettings
 from htc.daemons.negotiator.vsearch import VectorSearch
-from tests.negotiator_cycles import count_calls, make_job, make_slot, run_cycle
+from tests.negotiator_cycles import (assert_same_cycles, count_calls, make_job, make_slot,
+                                     run_cycle)
 from tests.unit.test_negotiator_reference import _requests, _settings
 from tests.unit.test_negotiator_vsearch import _pool
 
@@ -31,16 +32,6 @@ def _cycle(slots, requests, settings, fold: bool):
         VectorSearch.take = saved
 
 
-def _made(result):
-    return [(m.submitter, m.autocluster_id, m.job_id, m.slot_name, m.claim_id, str(m.slot_ad),
-             m.weight, m.carved) for m in result.matches]
-
-
-def _charges(acct):
-    return ({name: vars(rec) for name, rec in acct._customers.items()},
-            {name: (m.customer, m.weight, m.start_time) for name, m in acct._matches.items()})
-
-
 @hsettings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1))
 def test_a_carve_and_its_run_at_once_make_what_they_make_one_after_the_other(seed):
@@ -49,12 +40,8 @@ def test_a_carve_and_its_run_at_once_make_what_they_make_one_after_the_other(see
     if settings.updown_policy and rnd.random() < 0.5:  # a run cut by the placements left
         settings = dataclasses.replace(
             settings, updown=UpDownSettings(placements_per_cycle=rnd.randint(1, 6)))
-    folded, acct_folded = _cycle(slots, requests, settings, fold=True)
-    split, acct_split = _cycle(slots, requests, settings, fold=False)
-    assert not folded.skipped and not split.skipped
-    assert _made(folded) == _made(split)
-    assert folded.statistics.rejections_by_reason == split.statistics.rejections_by_reason
-    assert _charges(acct_folded) == _charges(acct_split)
+    assert_same_cycles(_cycle(slots, requests, settings, fold=True),
+                       _cycle(slots, requests, settings, fold=False))
 
 
 def test_a_partitionable_slot_takes_one_commit_per_request(monkeypatch):
