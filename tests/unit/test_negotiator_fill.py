@@ -7,9 +7,10 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
-from htc.daemons.negotiator import vfill
+from htc.daemons.negotiator import vfill, vorder
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.updown import UpDownSettings
@@ -90,6 +91,16 @@ def _random_case(seed: int):
     return slots, requests, settings
 
 
+def _filled_cycles(monkeypatch, count: int) -> None:
+    """Fill ``count`` random cycles with small and large stale limits and windows (many looks,
+    re-sorts and barrier passes), for a test that checks each look on the way."""
+    for seed in range(count):
+        rnd = random.Random(seed)
+        monkeypatch.setattr(vorder, "STALE_LIMIT", rnd.choice([2, 16, 1536]))
+        monkeypatch.setattr(vfill, "MOST_ROWS", rnd.choice([1, 3, 256]))
+        _cycle(*_random_case(seed), fill=True)
+
+
 @hsettings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1))
 def test_a_fill_in_one_pass_makes_what_the_one_step_loop_makes(seed):
@@ -141,7 +152,6 @@ def test_a_look_as_arrays_is_the_look_as_a_list(monkeypatch):
     """:meth:`~.vorder.SharedOrder.ranked_arrays` gives the rows, keys and completeness that
     :meth:`~.vorder.SharedOrder.ranked` gives, and moves the cursor alike (stale rows and
     fresh ones, re-sorts, every want)."""
-    from htc.daemons.negotiator import vorder
 
     looks = []
     real = vorder.SharedOrder.ranked_arrays
@@ -158,11 +168,7 @@ def test_a_look_as_arrays_is_the_look_as_a_list(monkeypatch):
         looks.append(len(rows))
         return found, complete
     monkeypatch.setattr(vorder.SharedOrder, "ranked_arrays", both)
-    for seed in range(30):
-        rnd = random.Random(seed)
-        monkeypatch.setattr(vorder, "STALE_LIMIT", rnd.choice([2, 16, 1536]))
-        monkeypatch.setattr(vfill, "MOST_ROWS", rnd.choice([1, 3, 256]))
-        _cycle(*_random_case(seed), fill=True)
+    _filled_cycles(monkeypatch, 30)
     assert len(looks) > 30 and max(looks) > 3
 
 
@@ -170,9 +176,7 @@ def test_a_row_logged_twice_is_one_stale_row():
     """:meth:`~.vorder.SharedOrder.sync` takes the rows logged since its last look as stale
     rows once each (a row logged twice, or stale already, is not a second candidate), and
     the used-up rows as stale but no candidates."""
-    import numpy as np
 
-    from htc.daemons.negotiator import vorder
 
     class _Table:
         slots = [None] * 6
@@ -200,9 +204,7 @@ def test_a_look_served_from_the_last_look_is_a_look_afresh(monkeypatch):
     """A turn looks wide enough for the fill after it (:func:`~.vfill.look_width`), and the
     fill's first look is served from it (:meth:`~.vorder.SharedOrder._look`): what it serves
     is what a walk afresh finds, rows, keys, completeness and the cursor."""
-    import numpy as np
 
-    from htc.daemons.negotiator import vorder
 
     served = []
     real = vorder.SharedOrder._look
@@ -221,9 +223,5 @@ def test_a_look_served_from_the_last_look_is_a_look_afresh(monkeypatch):
             assert all(np.array_equal(a, b) for a, b in zip(best, walked[5]))
         return best, every_stale, fresh
     monkeypatch.setattr(vorder.SharedOrder, "_look", both)
-    for seed in range(20):
-        rnd = random.Random(seed)
-        monkeypatch.setattr(vorder, "STALE_LIMIT", rnd.choice([2, 16, 1536]))
-        monkeypatch.setattr(vfill, "MOST_ROWS", rnd.choice([1, 3, 256]))
-        _cycle(*_random_case(seed), fill=True)
+    _filled_cycles(monkeypatch, 20)
     assert any(served) and not all(served)
