@@ -219,6 +219,38 @@ class SlotTable:
                         uniform[lname] = None  # (the column's type changed: plans compile again)
                         self.epoch += 1
 
+    def update_whole(self, rows, left, taken, weight) -> None:
+        """:meth:`update` of the slots of ``rows`` in that order (a row may come back), from
+        what the caller knows instead of their ads: ``left`` their carved resources after the
+        match, ``(3, len(rows))`` whole numbers within 2**53 (INT literals in the ads), and
+        their ``taken`` and ``weight``. Every row is the table's. The same ``res``,
+        columns, tags, ``alive``, ``weight``, ``log`` and ``epoch`` (a fill's commit:
+        :func:`~.vfill.commit`; ``tests/unit/test_negotiator_fill.py`` compares the two)."""
+        rows = np.asarray(rows, dtype=np.intp)
+        if not rows.size:
+            return
+        self.log += rows.tolist()
+        left, weight = np.asarray(left, dtype=float), np.asarray(weight, dtype=float)
+        # each row's last block: that block's numbers are what update of each leaves
+        _, back = np.unique(rows[::-1], return_index=True)
+        last = rows.size - 1 - back
+        final = rows[last]
+        self.alive[rows[np.asarray(taken, dtype=bool)]] = False  # (alive only goes False)
+        self.weight[final] = weight[last]
+        columns, uniform = self._columns, self._uniform
+        for k, (res, lname) in enumerate(zip(self._res_rows, _CARVED_ORDER)):
+            values = left[k, last]
+            res[final] = values
+            col = columns.get(lname)
+            if col is not None:
+                col[1][final] = values
+                was = uniform.get(lname)
+                if was != INT:  # (as update: one INT after another changes it once)
+                    col[0][final] = INT
+                    if was is not None:
+                        uniform[lname] = None
+                        self.epoch += 1
+
     def rows(self, index=None, carved=None) -> Rows:
         """An environment over ``index`` (None: every row), the carved columns optionally
         replaced by ``carved``: ``{"cpus": (tags, values), ...}`` for those rows."""
