@@ -29,6 +29,8 @@ not (``tests/unit/test_negotiator_reference.py`` compares both with a brute-forc
 
 from __future__ import annotations
 
+from itertools import repeat
+
 from htc.classad.ast import (AttrRef, Binary, Call, Conditional, ListExpr, Literal, Paren, Select,
                              Subscript, Unary)
 from htc.classad.match import rank
@@ -375,10 +377,12 @@ def commit_run(cycle, search, rs, pool, slot, cost, carve, states, first: bool =
     return commit_runs(cycle, search, rs, pool, ((slot, cost, carve, states, first),))[0]
 
 
-def commit_runs(cycle, search, rs, pool, blocks) -> list[int]:
+def commit_runs(cycle, search, rs, pool, blocks, left=None) -> list[int]:
     """:func:`commit_run` of each block of ``blocks`` in turn, for one request ``rs``: a
     block is ``(slot, cost, carve, states, first)`` as commit_run takes them (a slot may come
-    back in a later block); returns how many matches each made. The same runs, charges, slot
+    back in a later block); returns how many matches each made. ``left``, when the caller
+    knows them: each block's ``(cpus, memory, disk)`` after its last carve, as
+    :func:`~.vsteps.less_carve` of its last state gives them (a fill's whole numbers). The same runs, charges, slot
     sizes, taken slots and counters as the calls one after the other
     (``tests/unit/test_negotiator_commit_runs.py``), with what they share looked up once.
     As after commit_run, the caller then brings each slot's row up to date
@@ -391,7 +395,7 @@ def commit_runs(cycle, search, rs, pool, blocks) -> list[int]:
     now, cycle_no, weights = cycle.now, cycle.cycle, cycle.s.use_slot_weights
     matched, seq = rs.matched, cycle.claim_seq
     made = []
-    for slot, cost, carve, states, first in blocks:
+    for (slot, cost, carve, states, first), after in zip(blocks, left or repeat(None)):
         n = len(states)
         first_carve, slot_name, ad = slot.carves, slot.name, slot.ad
         append(new_run((  # (every field in order: see MatchRun)
@@ -404,9 +408,12 @@ def commit_runs(cycle, search, rs, pool, blocks) -> list[int]:
         add_carves(name, slot_name, first_carve, n, cost, now)
         # what the last carve leaves (states hold int and float sizes only: less_carve is
         # same_type's), written as shared literals
-        h0, h1, h2 = states[-1]
-        c0, c1, c2 = carve
-        left0, left1, left2 = less_carve(h0, h1, h2, c0, c1, c2)
+        if after is None:
+            h0, h1, h2 = states[-1]
+            c0, c1, c2 = carve
+            left0, left1, left2 = less_carve(h0, h1, h2, c0, c1, c2)
+        else:
+            left0, left1, left2 = after
         table = ad._exprs
         if left0 is not None:
             table["cpus"] = literal(left0)
