@@ -393,14 +393,15 @@ def commit_runs(cycle, search, rs, pool, blocks, left=None) -> list[int]:
     acid, job_ids = request.autocluster_id, request.job_ids
     append, add_carves = cycle.runs.append, cycle.acct.add_carves
     now, cycle_no, weights = cycle.now, cycle.cycle, cycle.s.use_slot_weights
-    matched, seq = rs.matched, cycle.claim_seq
-    made = []
+    matched, seq, free, run_jobs = rs.matched, cycle.claim_seq, cycle.free, 0
+    made, none = [], PreemptState.NONE
+    keep = made.append
     for (slot, cost, carve, states, first), after in zip(blocks, left or repeat(None)):
         n = len(states)
         first_carve, slot_name, ad = slot.carves, slot.name, slot.ad
         append(new_run((  # (every field in order: see MatchRun)
             name, schedd, schedd_address, acid, job_ids, matched, n, slot_name, slot.address,
-            slot.claim_id or None, cycle_no, seq, ad, states, PreemptState.NONE, None, cost,
+            slot.claim_id or None, cycle_no, seq, ad, states, none, None, cost,
             carve)))
         matched += n
         seq += n
@@ -431,9 +432,11 @@ def commit_runs(cycle, search, rs, pool, blocks, left=None) -> list[int]:
         # (make_match's test of the ad, on the numbers just set: an absent one reads as 1.0)
         if (1.0 if left0 is None else left0) < 1.0 or (1.0 if left1 is None else left1) <= 0:
             pool.take(slot)  # as make_match does; the slot stays "hot" until the next search
-            cycle.free -= 1
-        made.append(n)
-        search.run_jobs += n - first
+            free -= 1
+        keep(n)
+        run_jobs += n - first
+    cycle.free = free
+    search.run_jobs += run_jobs
     total = matched - rs.matched
     cycle.matched += total
     rs.matched = matched
