@@ -10,8 +10,9 @@ the name). A slot whose attribute is an expression or a string makes the column 
 (:class:`~.vexpr.Unsupported`): whatever reads it is decided the scalar way.
 
 ``Cpus``, ``Memory`` and ``Disk`` are the carved columns: mutable, updated from the slot's ad
-after every match on it (:meth:`SlotTable.update`), as is the ``alive`` mask (a slot taken or
-used up leaves it). Other columns never change during a cycle. The slot names' sort order is
+after every match on it (:meth:`SlotTable.update`; a fill's runs at once from the sizes it
+knows, :meth:`SlotTable.update_whole`), as is the ``alive`` mask (a slot taken or used up
+leaves it). Other columns never change during a cycle. The slot names' sort order is
 a column of integers (``name_rank``), so the last tie-break of the key is an integer compare.
 
 :meth:`SlotTable.rows` gives an environment over some rows (all, or a few), optionally with
