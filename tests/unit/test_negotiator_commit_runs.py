@@ -95,3 +95,34 @@ def test_no_blocks_commit_nothing():
     before = _state(*world)
     assert commit_runs(world[1], world[2], world[3], world[4], []) == []
     assert _state(*world) == before
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_sizes_left_given_by_the_caller_are_the_sizes_less_carve_leaves(seed):
+    """A fill's case: whole-number sizes and carves, the sizes after each block's last carve
+    given as ``h - n * c`` (vfill.commit's arithmetic), as less_carve of the last state."""
+    rnd = random.Random(seed)
+    seed_ads = [dict(_ad(rnd, i), Cpus=rnd.choice([8, 64]), Memory=rnd.choice([8192, 65536]),
+                     Disk=rnd.choice([10_000, 100_000])) for i in range(rnd.randint(1, 4))]
+    weights = rnd.random() < 0.8
+    one = _world(rnd, seed_ads, weights)
+    given = _world(rnd, seed_ads, weights)
+    blocks, left = [], []
+    for _ in range(rnd.randint(1, 6)):
+        i = rnd.randrange(len(seed_ads))
+        slot = one[0][i]
+        if slot.taken:
+            continue
+        carve = (rnd.choice([1, 2, 3]), rnd.choice([1024, 1000]), rnd.choice([100, 1]))
+        states = steps_from(_size(slot), rnd.randint(1, 9), 1.0, carve, 0.0, 1e9, 0.0, 1e9,
+                            None)
+        if not states:
+            continue
+        h, n = states[0], len(states)
+        commit_run(one[1], one[2], one[3], one[4], slot, 1.0, carve, list(states), True)
+        blocks.append((given[0][i], 1.0, carve, list(states), True))
+        left.append([h[j] - n * carve[j] for j in range(3)])
+    made = commit_runs(given[1], given[2], given[3], given[4], blocks, left)
+    assert made == [len(block[3]) for block in blocks]
+    assert _state(*given) == _state(*one)
+    assert [str(s.ad) for s in given[0]] == [str(s.ad) for s in one[0]]

@@ -10,8 +10,9 @@ the name). A slot whose attribute is an expression or a string makes the column 
 (:class:`~.vexpr.Unsupported`): whatever reads it is decided the scalar way.
 
 ``Cpus``, ``Memory`` and ``Disk`` are the carved columns: mutable, updated from the slot's ad
-after every match on it (:meth:`SlotTable.update`), as is the ``alive`` mask (a slot taken or
-used up leaves it). Other columns never change during a cycle. The slot names' sort order is
+after every match on it (:meth:`SlotTable.update`; a fill's runs at once from the sizes it
+knows, :meth:`SlotTable.update_whole`), as is the ``alive`` mask (a slot taken or used up
+leaves it). Other columns never change during a cycle. The slot names' sort order is
 a column of integers (``name_rank``), so the last tie-break of the key is an integer compare.
 
 :meth:`SlotTable.rows` gives an environment over some rows (all, or a few), optionally with
@@ -217,6 +218,38 @@ class SlotTable:
                     col[0][i] = tag
                     if was is not None:
                         uniform[lname] = None  # (the column's type changed: plans compile again)
+                        self.epoch += 1
+
+    def update_whole(self, rows, left, taken, weight) -> None:
+        """:meth:`update` of the slots of ``rows`` in that order (a row may come back), from
+        what the caller knows instead of their ads: ``left`` their carved resources after the
+        match, ``(3, len(rows))`` whole numbers within 2**53 (INT literals in the ads), and
+        their ``taken`` and ``weight``. Every row is the table's. The same ``res``,
+        columns, tags, ``alive``, ``weight``, ``log`` and ``epoch`` (a fill's commit:
+        :func:`~.vfill.commit`; ``tests/unit/test_negotiator_fill.py`` compares the two)."""
+        rows = np.asarray(rows, dtype=np.intp)
+        if not rows.size:
+            return
+        self.log += rows.tolist()
+        left, weight = np.asarray(left, dtype=float), np.asarray(weight, dtype=float)
+        # each row's last block: that block's numbers are what update of each leaves
+        _, back = np.unique(rows[::-1], return_index=True)
+        last = rows.size - 1 - back
+        final = rows[last]
+        self.alive[rows[np.asarray(taken, dtype=bool)]] = False  # (alive only goes False)
+        self.weight[final] = weight[last]
+        columns, uniform = self._columns, self._uniform
+        for k, (res, lname) in enumerate(zip(self._res_rows, _CARVED_ORDER)):
+            values = left[k, last]
+            res[final] = values
+            col = columns.get(lname)
+            if col is not None:
+                col[1][final] = values
+                was = uniform.get(lname)
+                if was != INT:  # (as update: one INT after another changes it once)
+                    col[0][final] = INT
+                    if was is not None:
+                        uniform[lname] = None
                         self.epoch += 1
 
     def rows(self, index=None, carved=None) -> Rows:

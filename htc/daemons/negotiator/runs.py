@@ -29,6 +29,8 @@ not (``tests/unit/test_negotiator_reference.py`` compares both with a brute-forc
 
 from __future__ import annotations
 
+from itertools import repeat
+
 from htc.classad.ast import (AttrRef, Binary, Call, Conditional, ListExpr, Literal, Paren, Select,
                              Subscript, Unary)
 from htc.classad.match import rank
@@ -375,10 +377,12 @@ def commit_run(cycle, search, rs, pool, slot, cost, carve, states, first: bool =
     return commit_runs(cycle, search, rs, pool, ((slot, cost, carve, states, first),))[0]
 
 
-def commit_runs(cycle, search, rs, pool, blocks) -> list[int]:
+def commit_runs(cycle, search, rs, pool, blocks, left=None) -> list[int]:
     """:func:`commit_run` of each block of ``blocks`` in turn, for one request ``rs``: a
     block is ``(slot, cost, carve, states, first)`` as commit_run takes them (a slot may come
-    back in a later block); returns how many matches each made. The same runs, charges, slot
+    back in a later block); returns how many matches each made. ``left``, when the caller
+    knows them: each block's ``(cpus, memory, disk)`` after its last carve, as
+    :func:`~.vsteps.less_carve` of its last state gives them (a fill's whole numbers). The same runs, charges, slot
     sizes, taken slots and counters as the calls one after the other
     (``tests/unit/test_negotiator_commit_runs.py``), with what they share looked up once.
     As after commit_run, the caller then brings each slot's row up to date
@@ -389,14 +393,15 @@ def commit_runs(cycle, search, rs, pool, blocks) -> list[int]:
     acid, job_ids = request.autocluster_id, request.job_ids
     append, add_carves = cycle.runs.append, cycle.acct.add_carves
     now, cycle_no, weights = cycle.now, cycle.cycle, cycle.s.use_slot_weights
-    matched, seq = rs.matched, cycle.claim_seq
-    made = []
-    for slot, cost, carve, states, first in blocks:
+    matched, seq, free, run_jobs = rs.matched, cycle.claim_seq, cycle.free, 0
+    made, none = [], PreemptState.NONE
+    keep = made.append
+    for (slot, cost, carve, states, first), after in zip(blocks, left or repeat(None)):
         n = len(states)
         first_carve, slot_name, ad = slot.carves, slot.name, slot.ad
         append(new_run((  # (every field in order: see MatchRun)
             name, schedd, schedd_address, acid, job_ids, matched, n, slot_name, slot.address,
-            slot.claim_id or None, cycle_no, seq, ad, states, PreemptState.NONE, None, cost,
+            slot.claim_id or None, cycle_no, seq, ad, states, none, None, cost,
             carve)))
         matched += n
         seq += n
@@ -404,9 +409,12 @@ def commit_runs(cycle, search, rs, pool, blocks) -> list[int]:
         add_carves(name, slot_name, first_carve, n, cost, now)
         # what the last carve leaves (states hold int and float sizes only: less_carve is
         # same_type's), written as shared literals
-        h0, h1, h2 = states[-1]
-        c0, c1, c2 = carve
-        left0, left1, left2 = less_carve(h0, h1, h2, c0, c1, c2)
+        if after is None:
+            h0, h1, h2 = states[-1]
+            c0, c1, c2 = carve
+            left0, left1, left2 = less_carve(h0, h1, h2, c0, c1, c2)
+        else:
+            left0, left1, left2 = after
         table = ad._exprs
         if left0 is not None:
             table["cpus"] = literal(left0)
@@ -424,9 +432,11 @@ def commit_runs(cycle, search, rs, pool, blocks) -> list[int]:
         # (make_match's test of the ad, on the numbers just set: an absent one reads as 1.0)
         if (1.0 if left0 is None else left0) < 1.0 or (1.0 if left1 is None else left1) <= 0:
             pool.take(slot)  # as make_match does; the slot stays "hot" until the next search
-            cycle.free -= 1
-        made.append(n)
-        search.run_jobs += n - first
+            free -= 1
+        keep(n)
+        run_jobs += n - first
+    cycle.free = free
+    search.run_jobs += run_jobs
     total = matched - rs.matched
     cycle.matched += total
     rs.matched = matched

@@ -257,8 +257,8 @@ def decide(table, plan, ranked: tuple, complete: bool, jobs: int, free: int, cos
 def commit(search, cycle, rs, pool, plan, blocks, k, turned: bool) -> list:
     """Commit the fill's ``blocks`` (:func:`decide`'s) in order, as the one-step loop's turns
     would: one :func:`~.runs.commit_runs` of them all (a :func:`~.runs.commit_run` each), then
-    the rows of their slots; returns ``[(matches, cost), ...]`` as
-    :meth:`~.vsearch.VectorSearch.take` does."""
+    the rows of their slots in one :meth:`~.columns.SlotTable.update_whole`; returns
+    ``[(matches, cost), ...]`` as :meth:`~.vsearch.VectorSearch.take` does."""
     slots, dirty = search.table.slots, search._dirty
     carve, batch = plan.wants, []
     k0, k1, k2 = k
@@ -275,10 +275,14 @@ def commit(search, cycle, rs, pool, plan, blocks, k, turned: bool) -> list:
             states = list(zip(range(h0, h0 - count * k0, -k0), range(h1, h1 - count * k1, -k1),
                               range(h2, h2 - count * k2, -k2)))
         batch.append((slot, cost, carve, states, True))
-    made = commit_runs(cycle, search.idle, rs, pool, batch)
-    update = search.changed
-    for slot, cost, _carve, _states, _first in batch:  # (after commit_run: the row follows)
-        update(slot)
+    # each block's row after its last carve: whole numbers, its sizes less count carves
+    # (exact in floats: within 2**53), as less_carve of its last state leaves them
+    known = np.array(blocks, dtype=float).T
+    left = known[1:4] - known[4] * np.array(k, dtype=float)[:, None]
+    made = commit_runs(cycle, search.idle, rs, pool, batch, left.astype(np.int64).T.tolist())
+    # (after commit_run: the rows follow, as search.changed of each)
+    search.table.update_whole(known[0].astype(np.intp), left, [item[0].taken for item in batch],
+                              [item[0].weight for item in batch])
     taken = [(n, block[1]) for n, block in zip(made, batch)]
     search.vector_runs += runs
     turns = len(blocks) - turned  # (``turned``: the first is the turn that came here)
