@@ -370,6 +370,38 @@ class Accountant:
             return
         self._charge(customer, count, weight, now)
 
+    def add_carve_runs(self, customer: str, runs: Sequence[tuple], now: float) -> None:
+        """:meth:`add_carves` of each ``(slot, first, count, weight)`` of ``runs`` in turn (one
+        request's runs): the same records and the same charges, each float addition made in
+        the same order, the submitter's record looked up once."""
+        done = self._records.add_runs(customer, runs, now)
+        rec = None
+        for run in runs if done == len(runs) else runs[:done]:
+            count, weight = run[2], run[3]
+            if count <= 0:
+                continue
+            if rec is None:  # (the first run charged: as _charge starts)
+                if self.last_update_time is None:
+                    self.last_update_time = now
+                rec = self._customer(customer)
+                since = now - self.last_update_time
+                used, weighted = rec.resources_used, rec.weighted_resources_used
+                unpaid = rec.weighted_uncharged_time
+            # (_charge's additions, in its order)
+            used += count
+            charge = since * weight
+            if count == 1:
+                weighted += weight
+                unpaid -= charge
+            else:
+                weighted = added(weighted, weight, count)
+                unpaid = added(unpaid, -charge, count)
+        if rec is not None:
+            rec.resources_used, rec.weighted_resources_used = used, weighted
+            rec.weighted_uncharged_time = unpaid
+        for slot, first, count, weight in runs[done:]:  # (one could not be kept as a run)
+            self.add_carves(customer, slot, first, count, weight, now)
+
     def _charge(self, customer: str, count: int, weight: float, now: float) -> None:
         """Charge ``customer`` for ``count`` new resources of ``weight`` from ``now`` on, as
         ``count`` calls of :meth:`add_match` would (one float addition per resource)."""
