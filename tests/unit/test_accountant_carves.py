@@ -168,3 +168,44 @@ def test_check_matches_charges_and_releases_as_one_record_at_a_time(steps, check
         ours.check_matches(claimed, now)
         _check_one_by_one(ref, claimed, now)
         assert repr(_state(ours)) == repr(_state(ref))  # (repr: NaN, -0.0 and 1 vs 1.0 too)
+
+
+_RUN_WEIGHTS = (1.0, 1, 2.0, 0.5, 0.1, 0.0, -0.0, 0, math.nan, 1e300, 3)
+_batch = st.tuples(
+    st.just("batch"), _customer,
+    st.lists(st.tuples(st.sampled_from(_SLOTS + ("s3@n",)), st.integers(0, 6), st.integers(0, 4),
+                       st.integers(0, len(_RUN_WEIGHTS) - 1).map(_RUN_WEIGHTS.__getitem__)),
+             max_size=6),
+    st.sampled_from(_TIMES + (math.nan,)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(_step, _batch, _batch), max_size=10), st.sampled_from((None, 0.0, 0.25)))
+@example(steps=[("batch", "a@x", [("s1@n", 0, 2, 1.0), ("s2@n", 0, 1, 0.5),
+                                  ("s1@n", 1, 2, 1.0), ("s3@n", 0, 3, 2.0)], 1.0)], start=None)
+def test_a_requests_runs_at_once_charge_as_add_carves_run_by_run(steps, start):
+    """``add_carve_runs`` (``commit_runs``' one call per request) leaves the accountant as
+    ``add_carves`` of each run in turn: the runs kept alike, the sums (added in the same
+    order: weights differ per run), the records, the snapshot's text."""
+    ours, ref = Accountant(now=start), Accountant(now=start)
+    for step in steps:
+        if step[0] == "batch":
+            _, customer, runs, now = step
+            ours.add_carve_runs(customer, runs, now)
+            for slot, first, count, weight in runs:
+                ref.add_carves(customer, slot, first, count, weight, now)
+        else:
+            assert repr(_apply(ours, step, True)) == repr(_apply(ref, step, True))
+        assert repr(ours._records._tail) == repr(ref._records._tail)  # (before any naming)
+        assert _sharing(ours) == _sharing(ref)  # (the same records shared: record's rule)
+        assert ours.saved().text() == ref.saved().text()
+        assert repr([(n, vars(c)) for n, c in ours._customers.items()]) == repr(
+            [(n, vars(c)) for n, c in ref._customers.items()])
+        assert repr(ours.last_update_time) == repr(ref.last_update_time)
+    assert repr(_state(ours)) == repr(_state(ref))  # (repr: NaN, -0.0 and 1 vs 1.0 too)
+
+
+def _sharing(acct: Accountant) -> list[int]:
+    """Which tail entries share a record object: each one's first entry of that object."""
+    ids = [id(entry[-1]) for entry in acct._records._tail]
+    return [ids.index(i) for i in ids]

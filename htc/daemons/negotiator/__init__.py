@@ -47,6 +47,7 @@ Modules:
 * ``preemption`` -- the one place a claimed slot's preemption is decided.
 * ``pending`` -- slots given away by recent cycles whose startds have not reported yet.
 * ``accountant`` -- usage, user priorities and match records of the pool (persisted).
+* ``accountant_file`` -- the accountant's saved form, and the checked reading of it back.
 * ``match_records`` -- the accountant's match records: a run of carves kept as one entry,
   named one by one only where something reads them by name.
 * ``fair_share`` -- each submitter's share of the pool, and the order submitters go in.

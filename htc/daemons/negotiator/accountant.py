@@ -36,27 +36,23 @@ The accountant is plain data: :meth:`Accountant.snapshot` returns a JSON-ready `
 :meth:`Accountant.restore` rebuilds it; the negotiator's service persists the snapshot. The core
 hands the service :meth:`Accountant.saved` (:class:`SavedAccountant`), the same state with its
 runs of carves kept as runs, and the service expands it as it writes: after a cycle of 81,642
-carves that costs a copy of 14,391 runs in the cycle rather than 81,642 names.
+carves that costs a copy of 14,391 runs in the cycle rather than 81,642 names. The saved form
+and the reading of a snapshot back are :mod:`htc.daemons.negotiator.accountant_file`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
 
-from htc.daemons.negotiator.match_records import (MatchRecord, MatchRecords, SavedRecords,
-                                                  carve_names, checked)
+from htc.daemons.negotiator.accountant_file import (Customer, SavedAccountant, customer_values,
+                                                    read_snapshot)
+from htc.daemons.negotiator.match_records import MatchRecord, MatchRecords, carve_names
 from htc.daemons.negotiator.slotreads import added
 from htc.daemons.negotiator.submitters import accounting_group_of
 from htc.daemons.negotiator.updown import UpDownIndex
 from htc.daemons.settings import knob
 from htc.errors import UsageError
-
-#: Version of the snapshot format written by :meth:`Accountant.snapshot`.
-SNAPSHOT_VERSION = 1
-
 
 @dataclass(frozen=True)
 class AccountantSettings:
@@ -113,63 +109,6 @@ class SubmitterPriority:
     last_usage_time: float | None
 
 
-@dataclass
-class _Customer:
-    """Mutable per-submitter state (HTCondor's ``Customer.<name>`` record)."""
-
-    priority: float
-    factor: float
-    factor_is_set: bool = False
-    resources_used: int = 0
-    weighted_resources_used: float = 0.0
-    weighted_uncharged_time: float = 0.0
-    weighted_accumulated_usage: float = 0.0
-    begin_usage_time: float | None = None
-    last_usage_time: float | None = None
-
-
-_CUSTOMER_FIELDS = tuple(_Customer.__dataclass_fields__)
-#: a customer's fields, in the order of :data:`_CUSTOMER_FIELDS`, as a tuple
-_customer_values = attrgetter(*_CUSTOMER_FIELDS)
-
-
-@dataclass(frozen=True)
-class SavedAccountant:
-    """The accountant at one moment (:meth:`Accountant.saved`), to persist: cheap to take,
-    expanded into the snapshot's JSON-ready data by :meth:`data` when it is written."""
-
-    last_update_time: float | None
-    #: ``(name, fields)`` per submitter, sorted by name; the fields as :data:`_CUSTOMER_FIELDS`
-    customers: tuple[tuple[str, tuple], ...]
-    records: SavedRecords
-    #: :meth:`UpDownIndex.snapshot`'s data (made for this object alone)
-    updown: dict
-
-    def data(self) -> dict:
-        """:meth:`Accountant.snapshot`'s data: ``version``, ``last_update_time``,
-        ``customers`` (sorted by name), ``matches`` (in the order charged) and ``updown``.
-        It is to write or restore from, not to edit in place (see :meth:`SavedRecords.data`)."""
-        return self._with(self.records.data())
-
-    def text(self) -> str:
-        """``json.dumps(self.data(), sort_keys=True)``: the file's text, its matches written
-        from one text per record (:meth:`SavedRecords.text`), not from a dict per name."""
-        parts = {key: json.dumps(value, sort_keys=True)
-                 for key, value in self._with({}).items()}
-        parts["matches"] = self.records.text()
-        return "{" + ", ".join([f"{json.dumps(key)}: {text}"
-                                for key, text in sorted(parts.items())]) + "}"
-
-    def _with(self, matches: dict) -> dict:
-        return {
-            "version": SNAPSHOT_VERSION,
-            "last_update_time": self.last_update_time,
-            "customers": {n: dict(zip(_CUSTOMER_FIELDS, values)) for n, values in self.customers},
-            "matches": matches,
-            "updown": self.updown,
-        }
-
-
 class Accountant:
     """Per-submitter usage, priorities and match records of one pool.
 
@@ -182,7 +121,7 @@ class Accountant:
     def __init__(self, settings: AccountantSettings | None = None, now: float | None = None):
         self.settings = settings or AccountantSettings()
         self.last_update_time: float | None = now
-        self._customers: dict[str, _Customer] = {}
+        self._customers: dict[str, Customer] = {}
         #: one record per claimed resource (and per carve of this cycle), in the order charged
         self._records = MatchRecords()
         #: the Up-Down schedule indices (``NEGOTIATOR_POLICY = UPDOWN``), persisted alongside
@@ -190,10 +129,10 @@ class Accountant:
 
     # ------------------------------------------------------------------ customers
 
-    def _customer(self, name: str) -> _Customer:
+    def _customer(self, name: str) -> Customer:
         rec = self._customers.get(name)
         if rec is None:
-            rec = _Customer(priority=self.settings.min_priority, factor=self.initial_factor(name))
+            rec = Customer(priority=self.settings.min_priority, factor=self.initial_factor(name))
             self._customers[name] = rec
         return rec
 
@@ -431,6 +370,38 @@ class Accountant:
             return
         self._charge(customer, count, weight, now)
 
+    def add_carve_runs(self, customer: str, runs: Sequence[tuple], now: float) -> None:
+        """:meth:`add_carves` of each ``(slot, first, count, weight)`` of ``runs`` in turn (one
+        request's runs): the same records and the same charges, each float addition made in
+        the same order, the submitter's record looked up once."""
+        done = self._records.add_runs(customer, runs, now)
+        rec = None
+        for run in runs if done == len(runs) else runs[:done]:
+            count, weight = run[2], run[3]
+            if count <= 0:
+                continue
+            if rec is None:  # (the first run charged: as _charge starts)
+                if self.last_update_time is None:
+                    self.last_update_time = now
+                rec = self._customer(customer)
+                since = now - self.last_update_time
+                used, weighted = rec.resources_used, rec.weighted_resources_used
+                unpaid = rec.weighted_uncharged_time
+            # (_charge's additions, in its order)
+            used += count
+            charge = since * weight
+            if count == 1:
+                weighted += weight
+                unpaid -= charge
+            else:
+                weighted = added(weighted, weight, count)
+                unpaid = added(unpaid, -charge, count)
+        if rec is not None:
+            rec.resources_used, rec.weighted_resources_used = used, weighted
+            rec.weighted_uncharged_time = unpaid
+        for slot, first, count, weight in runs[done:]:  # (one could not be kept as a run)
+            self.add_carves(customer, slot, first, count, weight, now)
+
     def _charge(self, customer: str, count: int, weight: float, now: float) -> None:
         """Charge ``customer`` for ``count`` new resources of ``weight`` from ``now`` on, as
         ``count`` calls of :meth:`add_match` would (one float addition per resource)."""
@@ -529,7 +500,7 @@ class Accountant:
         core hands this to its service after every cycle, which names the carves as it writes."""
         return SavedAccountant(
             self.last_update_time,
-            tuple((n, _customer_values(r)) for n, r in sorted(self._customers.items())),
+            tuple((n, customer_values(r)) for n, r in sorted(self._customers.items())),
             self._records.saved(), self.updown.snapshot())
 
     def snapshot(self) -> dict:
@@ -552,25 +523,12 @@ class Accountant:
             UsageError: the data is not a snapshot of this version; move the file aside to
                 start with fresh priorities.
         """
-        where = "accountant snapshot"
-        if not isinstance(data, Mapping) or data.get("version") != SNAPSHOT_VERSION:
-            version = data.get("version") if isinstance(data, Mapping) else type(data).__name__
-            raise UsageError(
-                f"{where} has version {version!r}, expected {SNAPSHOT_VERSION}; "
-                "move the file aside to start with fresh user priorities"
-            )
-        acct = cls(settings, now=_number_or_none(data.get("last_update_time"), where))
-        try:
-            for name, fields in dict(data["customers"]).items():
-                acct._customers[str(name)] = _Customer(**checked(fields, _CUSTOMER_FIELDS))
-            acct._records.restore(data["matches"])
-            if data.get("updown") is not None:  # absent in snapshots written before UPDOWN
-                acct.updown = UpDownIndex.restore(data["updown"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise UsageError(
-                f"{where} is damaged ({exc}); move the file aside to start with fresh "
-                "user priorities"
-            ) from None
+        read = read_snapshot(data)
+        acct = cls(settings, now=read.last_update_time)
+        acct._customers = read.customers
+        acct._records = read.records
+        if read.updown is not None:
+            acct.updown = read.updown
         return acct
 
 
@@ -592,8 +550,3 @@ def _alike(claims: list[tuple[str, tuple[str, float]]]) -> list[tuple[str, list[
         last_customer, last_weight = customer, weight
     return out
 
-
-def _number_or_none(value: object, where: str) -> float | None:
-    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-        return value
-    raise UsageError(f"{where}: last_update_time must be a number or null, got {value!r}")

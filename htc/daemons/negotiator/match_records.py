@@ -29,7 +29,7 @@ dict per object: a cycle's matches hold a few hundred records.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from json.encoder import encode_basestring_ascii as _encode  # (json.dumps's, for a str key)
@@ -174,6 +174,36 @@ class MatchRecords:
             spans.append((first, end))
         self._tail.append((slot, first, count, record))
         return True
+
+    def add_runs(self, customer: str, runs: Sequence[tuple], now: float) -> int:
+        """:meth:`add_run` of each ``(slot, first, count, weight)`` of ``runs`` in turn, its
+        record ``self.record(customer, weight, now)``, a run of no carve (``count`` <= 0)
+        passed over, until one cannot be recorded so; returns how many of ``runs`` were
+        (all of them, or the index of that one, of which nothing is recorded)."""
+        if self._carves:
+            return 0
+        all_spans, append, record = self._spans, self._tail.append, self.record
+        shared = None  # (the last record made: self._last, of this customer and now)
+        # (record's test of the time, whose start time is now or the same number)
+        same_time = bool(now and now == now)
+        for done, (slot, first, count, weight) in enumerate(runs):
+            if count <= 0:
+                continue
+            # (record's test, the customer and the time being the last record's already)
+            if not (shared is not None and same_time and weight and weight == shared.weight
+                    and weight.__class__ is shared.weight.__class__):
+                shared = record(customer, weight, now)
+            end = first + count
+            spans = all_spans.get(slot)
+            if spans is None:
+                all_spans[slot] = [(first, end)]
+            else:
+                for a, b in spans:
+                    if a < end and first < b:
+                        return done
+                spans.append((first, end))
+            append((slot, first, count, shared))
+        return len(runs)
 
     def detach_tail(self, claimed: Mapping) -> list[tuple]:
         """For a reconciliation with the ``claimed`` resources: the tail, taken out of the

@@ -391,11 +391,11 @@ def commit_runs(cycle, search, rs, pool, blocks, left=None) -> list[int]:
     name, schedd, schedd_address = entry.name, entry.schedd, entry.schedd_address
     request = rs.request
     acid, job_ids = request.autocluster_id, request.job_ids
-    append, add_carves = cycle.runs.append, cycle.acct.add_carves
+    append = cycle.runs.append
     now, cycle_no, weights = cycle.now, cycle.cycle, cycle.s.use_slot_weights
     matched, seq, free, run_jobs = rs.matched, cycle.claim_seq, cycle.free, 0
-    made, none = [], PreemptState.NONE
-    keep = made.append
+    made, none, charges = [], PreemptState.NONE, []
+    keep, charge = made.append, charges.append
     for (slot, cost, carve, states, first), after in zip(blocks, left or repeat(None)):
         n = len(states)
         first_carve, slot_name, ad = slot.carves, slot.name, slot.ad
@@ -406,7 +406,7 @@ def commit_runs(cycle, search, rs, pool, blocks, left=None) -> list[int]:
         matched += n
         seq += n
         slot.carves = first_carve + n
-        add_carves(name, slot_name, first_carve, n, cost, now)
+        charge((slot_name, first_carve, n, cost))
         # what the last carve leaves (states hold int and float sizes only: less_carve is
         # same_type's), written as shared literals
         if after is None:
@@ -435,6 +435,8 @@ def commit_runs(cycle, search, rs, pool, blocks, left=None) -> list[int]:
             free -= 1
         keep(n)
         run_jobs += n - first
+    # (add_carves of each run in turn, at once: nothing above reads the accountant)
+    cycle.acct.add_carve_runs(name, charges, now)
     cycle.free = free
     search.run_jobs += run_jobs
     total = matched - rs.matched
