@@ -226,7 +226,8 @@ class SlotTable:
         match, ``(3, len(rows))`` whole numbers within 2**53 (INT literals in the ads), and
         their ``taken`` and ``weight``. Every row is the table's. The same ``res``,
         columns, tags, ``alive``, ``weight``, ``log`` and ``epoch`` (a fill's commit:
-        :func:`~.vfill.commit`; ``tests/unit/test_negotiator_fill.py`` compares the two)."""
+        :func:`~.vfill.commit`; ``tests/unit/test_negotiator_update_whole.py`` compares the
+        two)."""
         rows = np.asarray(rows, dtype=np.intp)
         if not rows.size:
             return
