@@ -161,18 +161,22 @@ class MatchRecords:
         """Record the carves ``first .. first + count - 1`` of ``slot`` as one run, when none
         of their names can have a record already (no named record is a carve, no run of
         ``slot`` overlaps them); else record nothing and return False."""
-        if self._carves:
+        if self._carves or not self._take_span(slot, first, first + count):
             return False
-        end = first + count
+        self._tail.append((slot, first, count, record))
+        return True
+
+    def _take_span(self, slot: str, first: int, end: int) -> bool:
+        """Note the carve numbers ``first .. end - 1`` of ``slot`` as a run's, when no run of
+        ``slot`` overlaps them (True); else note nothing."""
         spans = self._spans.get(slot)
         if spans is None:
             self._spans[slot] = [(first, end)]
-        else:
-            for a, b in spans:
-                if a < end and first < b:
-                    return False
-            spans.append((first, end))
-        self._tail.append((slot, first, count, record))
+            return True
+        for a, b in spans:
+            if a < end and first < b:
+                return False
+        spans.append((first, end))
         return True
 
     def add_runs(self, customer: str, runs: Sequence[tuple], now: float) -> int:
@@ -182,7 +186,7 @@ class MatchRecords:
         (all of them, or the index of that one, of which nothing is recorded)."""
         if self._carves:
             return 0
-        all_spans, append, record = self._spans, self._tail.append, self.record
+        take_span, append, record = self._take_span, self._tail.append, self.record
         shared = None  # (the last record made: self._last, of this customer and now)
         # (record's test of the time, whose start time is now or the same number)
         same_time = bool(now and now == now)
@@ -193,15 +197,8 @@ class MatchRecords:
             if not (shared is not None and same_time and weight and weight == shared.weight
                     and weight.__class__ is shared.weight.__class__):
                 shared = record(customer, weight, now)
-            end = first + count
-            spans = all_spans.get(slot)
-            if spans is None:
-                all_spans[slot] = [(first, end)]
-            else:
-                for a, b in spans:
-                    if a < end and first < b:
-                        return done
-                spans.append((first, end))
+            if not take_span(slot, first, first + count):
+                return done
             append((slot, first, count, shared))
         return len(runs)
 
@@ -280,14 +277,13 @@ class SavedRecords:
         made = {key: make(m) for key, m in unique.items()}
         names, values = list(charged), list(map(made.__getitem__, keys))
         add_names, add_values = names.extend, values.extend
-        for entry in tail:  # (as charged expands them; no list per run)
+        for entry in tail:  # (as charged expands them)
             if len(entry) == 2:
                 names.append(entry[0])
                 values.append(made[id(entry[1])])
                 continue
             slot, first, count, record = entry
-            add_names(map(f"{slot}#carve".__add__, _numbers(first, first + count))
-                      if first >= 0 else carve_names(slot, first, count))
+            add_names(carve_names(slot, first, count))
             add_values(repeat(made[id(record)], count))
         return zip(names, values)
 
