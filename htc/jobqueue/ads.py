@@ -301,8 +301,47 @@ class JobAd(Mapping[str, str]):
                 out[name] = text if low not in _HOT_INDEX and canon.get(low, name) == name else self[name]
         return out
 
+    def text_without(self, hidden: str) -> str:
+        """The ad as new-syntax ClassAd text, ``[ Name = text; ... ]`` in :meth:`to_dict`'s
+        order, without the attribute ``hidden`` (its canonical name, e.g. ``ClaimId``: what a
+        schedd keeps from other daemons).
+
+        The cluster's attributes are printed once per cluster and kept in its ``attrs_cache``
+        (they are what the cluster's jobs share, and a cluster ad's ``attrs`` never change: an
+        edit makes a new one). That holds when this proc's own attributes are all new names in
+        their canonical case and none is ``hidden``; otherwise the whole ad is printed."""
+        cluster = self.cluster
+        attrs, canon, own = cluster.attrs, cluster.canon, self.own
+        for name in own:
+            low = name.lower()
+            if name in attrs or low in _HOT_INDEX or canon.get(low, name) != name or name == hidden:
+                whole = self.to_dict()  # (an own name over another: to_dict's other cases)
+                whole.pop(hidden, None)
+                return "[ " + items_text(whole.items()) + " ]"
+        hot = self._hot
+        head = [(HOT_ATTRS[low], quote(v) if i == 4 else str(v))
+                for low, i in _HOT_INDEX.items() if (v := hot[i]) is not None
+                and HOT_ATTRS[low] != hidden]
+        key = ("text without", hidden)
+        shared = cluster.attrs_cache.get(key)
+        if shared is None:
+            shared = cluster.attrs_cache[key] = items_text(
+                [item for item in attrs.items() if item[0] != hidden])
+        parts = [text for text in (items_text(head), shared, items_text(own.items())) if text]
+        return "[ " + "; ".join(parts) + " ]"
+
     def __repr__(self) -> str:
         return f"<JobAd {self._hot[0]}.{self._hot[1]} status={self._hot[2]}>"
+
+
+def items_text(items) -> str:
+    """``Name = text; ...`` of ``items``, (name, expression text) pairs in a collection that can
+    be read twice (a list, a dict's items): the body of new-syntax ClassAd text. A value not yet
+    text (a number) is printed as an f-string prints it."""
+    try:
+        return "; ".join(map(" = ".join, items))
+    except TypeError:
+        return "; ".join(f"{name} = {text}" for name, text in items)
 
 
 _STR_ONLY = frozenset({str})

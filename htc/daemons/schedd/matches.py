@@ -46,7 +46,7 @@ from htc.daemons.schedd.local_jobs import is_local
 from htc.daemons.schedd.shadow import ad_text
 from htc.daemons.schedd.states import ClaimState
 from htc.jobqueue import JobStatus
-from htc.jobqueue.ads import HOT_ATTRS, JobAd, quote
+from htc.jobqueue.ads import JobAd
 from htc.jobqueue.expr import GroupedEvaluator, job_classad
 from htc.jobqueue.records import JobId
 from htc.wire import messages as m
@@ -70,12 +70,6 @@ _LITERAL_LINE = re.compile(r"\n([ \t]*+(?!(?i:slottype) =)[A-Za-z_][A-Za-z0-9_]*
 
 #: a string within a line (:func:`_plain`)
 _QUOTED = re.compile(r'"[^"\n]*"')
-
-#: (canonical name, lower-case name) of the hot attributes, in a JobAd's order (:func:`public_ad_text`)
-_HOT_NAMES = tuple((name, low) for low, name in HOT_ATTRS.items())
-
-#: the key of a cluster's public attributes' text in its ``attrs_cache`` (:func:`public_ad_text`)
-_ATTRS_TEXT = ("htc.daemons.schedd.matches", "public attrs text")
 
 #: the answer to a match taken (one frozen message for them all)
 _TAKEN = m.Ack(detail="")
@@ -422,39 +416,9 @@ def public_ad(job) -> dict[str, str]:
 
 
 def public_ad_text(job) -> str:
-    """``ad_text(public_ad(job))``, the text of the job's ad a RequestClaim carries, with the
-    cluster's attributes printed once per cluster (kept in the cluster ad's ``attrs_cache``:
-    they are what a cluster's jobs share, and a cluster ad's ``attrs`` never change; an edit
-    makes a new one). That holds for a :class:`~htc.jobqueue.ads.JobAd` whose own attributes
-    are all new names in their canonical case and none ClaimId; another job or mapping is
-    printed whole. The same text: ``to_dict`` orders the hot attributes, then the cluster's,
-    then the job's own new ones, and :func:`ad_text` prints each ``name = text`` in that order
-    (a value not yet text as the f-string prints it, part by part as whole)."""
-    if job.__class__ is not JobAd:
-        return ad_text(public_ad(job))
-    cluster = job.cluster
-    attrs, canon = cluster.attrs, cluster.canon
-    own = job.own
-    for name in own:
-        low = name.lower()
-        if name in attrs or low in HOT_ATTRS or canon.get(low, name) != name or name == "ClaimId":
-            return ad_text(public_ad(job))  # (an own name over another: to_dict's other cases)
-    hot = []
-    for name, low in _HOT_NAMES:
-        value = job.hot_value(low)
-        if value is not None:
-            hot.append((name, quote(value) if low == "owner" else str(value)))
-    shared = cluster.attrs_cache.get(_ATTRS_TEXT)
-    if shared is None:
-        shared = _items_text([item for item in attrs.items() if item[0] != "ClaimId"])
-        cluster.attrs_cache[_ATTRS_TEXT] = shared
-    parts = [text for text in (_items_text(hot), shared, _items_text(list(own.items()))) if text]
-    return "[ " + "; ".join(parts) + " ]"
-
-
-def _items_text(items: list[tuple[str, object]]) -> str:
-    """``name = text; ...`` of ``items``, as :func:`ad_text` prints them between its brackets."""
-    try:
-        return "; ".join(map(" = ".join, items))
-    except TypeError:  # a value not yet text (a number): printed as the f-string prints it
-        return "; ".join(f"{name} = {text}" for name, text in items)
+    """``ad_text(public_ad(job))``, the text of the job's ad a RequestClaim carries; a
+    :class:`~htc.jobqueue.ads.JobAd` prints its cluster's part once per cluster
+    (:meth:`~htc.jobqueue.ads.JobAd.text_without`)."""
+    if job.__class__ is JobAd:
+        return job.text_without("ClaimId")
+    return ad_text(public_ad(job))

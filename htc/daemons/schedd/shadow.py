@@ -13,6 +13,7 @@ from typing import Any
 
 from htc.classad import ClassAd
 from htc.daemons.schedd.states import SHADOW, ShadowEvent, ShadowState, transition
+from htc.jobqueue.ads import items_text
 from htc.jobqueue.expr import job_classad
 from htc.jobqueue.records import JobId
 
@@ -77,11 +78,7 @@ def job_duration_limit(job) -> float | None:
 
 def ad_text(attrs) -> str:
     """A stored ad (attribute -> expression text) as new-syntax ClassAd text for the wire."""
-    try:
-        # (texts joined as they are: every MatchNotify's RequestClaim prints a whole job ad)
-        return "[ " + "; ".join(map(" = ".join, attrs.items())) + " ]"
-    except TypeError:  # a value not yet text (a number): printed as the f-string prints it
-        return "[ " + "; ".join(f"{name} = {text}" for name, text in attrs.items()) + " ]"
+    return "[ " + items_text(attrs.items()) + " ]"
 
 
 def parse_job_id(text: str) -> JobId:
