@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,13 +19,6 @@ from htc.wire.errors import DaemonUnreachable
 from htc.wire.transport import UnixTransport
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def home():
-    path = Path(tempfile.mkdtemp(prefix="htcc-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def start_collector(home: Path, **knobs) -> subprocess.Popen:

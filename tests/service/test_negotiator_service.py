@@ -6,11 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -44,14 +42,6 @@ SLOT = ('[ Name = "slot1@n1"; MyAddress = "startd-n1"; State = "Unclaimed"; Acti
         f'Memory = 2048; Disk = 2000000; Arch = "{arch()}"; OpSys = "LINUX"; CondorVersion = "{condor_version()}"; '
         'HasFileTransfer = true; Requirements = true; Rank = 0.0; ClaimId = "slot1@n1#1#s3cr3t" ]')
 SUBMITTER = '[ Name = "alice@test"; ScheddName = "schedd@test"; MyAddress = "schedd"; IdleJobs = 2; RunningJobs = 0 ]'
-
-
-@pytest.fixture
-def home():
-    path = Path(tempfile.mkdtemp(prefix="htng-", dir="/tmp"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def job_text(cluster: int = 5) -> str:

@@ -6,11 +6,7 @@ fails the rest of its queue at once."""
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
 from pathlib import Path
-
-import pytest
 
 from htc.daemons import core as c
 from htc.daemons.negotiator.service import MATCH_LANES, MATCH_WINDOW, NegotiatorService
@@ -19,14 +15,6 @@ from htc.daemons.service import DaemonPaths
 from htc.wire import messages as m
 from htc.wire.errors import ConnectionClosed
 from htc.wire.transport import UnixTransport
-
-
-@pytest.fixture
-def home():
-    path = Path(tempfile.mkdtemp(prefix="htnq-", dir="/tmp"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def notify(i: int) -> m.MatchNotify:

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -42,15 +40,6 @@ from htc.wire.transport import UnixTransport
 
 MACHINE = "node1.test"
 IDLE = {"KeyboardIdle": 7200, "ConsoleIdle": 7200, "LoadAvg": 0.0, "CondorLoadAvg": 0.0}
-
-
-@pytest.fixture
-def home():
-    # Under /tmp, 0755: socket paths stay short and the slot user (when we are root) can reach EXECUTE.
-    path = Path(tempfile.mkdtemp(prefix="htsd-", dir="/tmp"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def settings(home: Path, policy=None, static_slots=0, **kw) -> StartdServiceSettings:
