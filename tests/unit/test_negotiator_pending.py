@@ -53,15 +53,19 @@ def test_record_keeps_what_one_match_at_a_time_kept(seed):
     machines = [ClassAd({"Name": f"slot1@n{i}", "Cpus": 8, "Memory": 8192, "State": "Unclaimed",
                          "Activity": "Idle", **({"UpdateSequenceNumber": i} if i % 2 else {})})
                 for i in range(6)]
-    fast, slow = PendingSlots(), PendingSlots()
+    fast, slow, by_name = PendingSlots(), PendingSlots(), PendingSlots()
     for cycle, until in ((1, 20.0), (2, 40.0)):
         runs = _runs(rnd, cycle)
         matches = expand(runs)
         fast.record(runs, machines, until)
+        # the ads by name, as the cycle hands them over (CycleResult.ads_by_name)
+        by_name.record(runs, {ad["Name"]: ad for ad in machines}, until)
         _reference_record(slow, matches, machines, until)
         assert list(fast._slots.items()) == list(slow._slots.items())
+        assert list(by_name._slots.items()) == list(slow._slots.items())
         assert fast._given.keys() == slow._given.keys()
         assert all(fast._matches(name) == slow._given[name] for name in slow._given)
+        assert all(by_name._matches(name) == slow._given[name] for name in slow._given)
     for x in rnd.sample(matches, 6):  # matches lapse: each gives back the same in both
         assert fast.lapsed(x.slot_name, x.claim_id, x.autocluster_id) == \
             slow.lapsed(x.slot_name, x.claim_id, x.autocluster_id)
@@ -79,6 +83,20 @@ def test_record_keeps_what_one_match_at_a_time_kept(seed):
              "Memory": ExprTree("{1, 2}")}),
     {"Name": "s", "UpdateSequenceNumber": 7, "DaemonStartTime": 1},
     {"Name": "s", "State": "Claimed", "Cpus": 1},
+    # six literals and no update counter (the shortcut), and ads just beside it
+    ClassAd({"Name": "s", "State": "Unclaimed", "Activity": "Idle", "Cpus": 8, "Memory": 16384,
+             "Disk": 2.5e6, "ClaimId": "<c>"}),
+    ClassAd({"State": "Claimed", "Activity": True, "Cpus": 1.0, "Memory": 0, "Disk": -1,
+             "ClaimId": 3}),
+    ClassAd({"State": "Unclaimed", "Activity": "Idle", "Cpus": 8, "Memory": 16384,
+             "Disk": ExprTree("undefined"), "ClaimId": "<c>"}),
+    ClassAd({"State": "Unclaimed", "Activity": "Idle", "Cpus": 8, "Memory": ExprTree("Cpus * 2"),
+             "Disk": 1, "ClaimId": "<c>"}),
+    ClassAd({"State": "Unclaimed", "Activity": "Idle", "Cpus": 8, "Memory": 1, "Disk": 1}),
+    ClassAd({"State": "Unclaimed", "Activity": "Idle", "Cpus": 8, "Memory": 1,
+             "Disk": ExprTree('relTime("1:00")'), "ClaimId": "<c>"}),  # (a literal get converts)
+    ClassAd({"State": "Unclaimed", "Activity": "Idle", "Cpus": 8, "Memory": 1, "Disk": 1,
+             "ClaimId": "<c>", "UpdateSequenceNumber": 4}),
 ])
 def test_a_slots_signature_reads_what_fast_get_reads(ad):
     from htc.daemons.negotiator.slotreads import fast_get

@@ -55,10 +55,29 @@ class PendingSlots:
     @staticmethod
     def _signature(ad) -> tuple:
         exprs = getattr(ad, "_exprs", None)
+        if exprs is not None and "updatesequencenumber" not in exprs:
+            # the usual ad without an update counter: six literals, read at once (a cycle reads
+            # the signature of every slot it matched); anything else takes the general path
+            get = exprs.get
+            state, activity, cpus, memory, disk, claim = (
+                get("state"), get("activity"), get("cpus"), get("memory"), get("disk"),
+                get("claimid"))
+            if (state.__class__ is Literal and activity.__class__ is Literal
+                    and cpus.__class__ is Literal and memory.__class__ is Literal
+                    and disk.__class__ is Literal and claim.__class__ is Literal):
+                out = (state.value, activity.value, cpus.value, memory.value, disk.value,
+                       claim.value)
+                if set(map(type, out)) <= SCALARS:
+                    return out
+        return PendingSlots._read_signature(ad, exprs)
+
+    @staticmethod
+    def _read_signature(ad, exprs) -> tuple:
+        """:meth:`_signature` name by name (``exprs``: the ad's table, None for a mapping)."""
         if exprs is None:  # a plain mapping
             names = _REPORT if ad.get("UpdateSequenceNumber") is not None else _CLAIM_SIGNATURE
             return tuple([ad.get(name) for _low, name in names])
-        # fast_get of each name, inlined (a cycle reads it of every slot it matched)
+        # fast_get of each name, inlined
         node = exprs.get("updatesequencenumber")
         if node is None:
             names = _CLAIM_SIGNATURE
@@ -78,15 +97,24 @@ class PendingSlots:
         return tuple(out)
 
     def record(self, runs, machines, until: float) -> None:
-        """Remember the slots ``runs`` (:class:`~.match_runs.MatchRun`) gave away
-        (``machines``: the ads the cycle saw)."""
-        ads = {fast_read(getattr(ad, "_exprs", None), ad, "name", "Name"): ad for ad in machines}
+        """Remember the slots ``runs`` (:class:`~.match_runs.MatchRun`) gave away.
+
+        ``machines``: the ads the cycle saw, or the same by name, the last ad of each name
+        (:attr:`.CycleResult.ads_by_name`: the cycle read every name already)."""
+        if isinstance(machines, dict):
+            ads = machines
+        else:
+            ads = {fast_read(getattr(ad, "_exprs", None), ad, "name", "Name"): ad
+                   for ad in machines}
         slots, given = self._slots, self._given
         work: dict[str, list] = {}  # slot name -> [signature, whole, cpus, memory, disk carved]
         name = entry = mine = None
-        for run in runs:
-            if run.slot_name != name:  # (a slot's runs often come one after the other)
-                name = run.slot_name
+        # (a run's fields unpacked at once: see MatchRun for their order)
+        for (_submitter, _schedd, _address, autocluster, _jobs, _first_job, count, slot_name,
+             _startd, claim_id, cycle, first_claim, _ad, _sizes, _state, _victim, _weight,
+             carved) in runs:
+            if slot_name != name:  # (a slot's runs often come one after the other)
+                name = slot_name
                 entry = work.get(name)
                 if entry is None:
                     ad = ads.get(name)
@@ -103,7 +131,6 @@ class PendingSlots:
                         mine = given[name] = []
             if entry is None:
                 continue  # not a slot of this cycle's ads
-            carved, count = run.carved, run.count
             if carved is None:
                 entry[1] = True
             else:  # the carves of a slot summed one by one, in the order they were made
@@ -114,8 +141,7 @@ class PendingSlots:
                     m += memory
                     d += disk
                 entry[2], entry[3], entry[4] = c, m, d
-            mine.append((run.claim_id, run.first_claim, run.cycle, count, run.autocluster_id,
-                         carved))
+            mine.append((claim_id, first_claim, cycle, count, autocluster, carved))
         for name, (signature, whole, cpus, memory, disk) in work.items():
             slots[name] = (signature, whole, [cpus, memory, disk], until)
 
