@@ -185,8 +185,9 @@ class _Cycle:
             self.free = sum(1 for slot in slots
                             if not slot.claimed or self.claimed.may_preempt(slot))
             return pool
+        idle = []
         for slot in slots:
-            if slot.claimed:
+            if slot.remote_user is not None:  # (slot.claimed)
                 if self.claimed.may_preempt(slot):
                     self.claimed.prepare(slot)
                     pool.claimed.append(slot)
@@ -194,8 +195,9 @@ class _Cycle:
             else:
                 if slot.partitionable:
                     slot.ad = slot.ad.copy()  # carving edits it; keep the caller's ad intact
-                pool.add(slot)
-                self.free += 1
+                idle.append(slot)
+        pool.add_all(idle)
+        self.free += len(idle)
         return pool
 
     def submitter_job(self, entry: _Entry, request: ResourceRequest) -> ClassAd:

@@ -364,6 +364,13 @@ class SlotPool:
         if self.classed:
             self._class_slot(slot)
 
+    def add_all(self, slots: list[Slot]) -> None:
+        """:meth:`add` each of ``slots`` in order (a cycle adds its idle slots at once)."""
+        self.slots.extend(slots)
+        if self.classed:
+            for slot in slots:
+                self._class_slot(slot)
+
     def free_slots(self) -> list[Slot]:
         """The idle slots not taken, each once, in the order they were added."""
         return [slot for slot in self.slots if not slot.taken]
