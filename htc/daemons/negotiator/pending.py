@@ -109,10 +109,8 @@ class PendingSlots:
         slots, given = self._slots, self._given
         work: dict[str, list] = {}  # slot name -> [signature, whole, cpus, memory, disk carved]
         name = entry = mine = None
-        # (a run's fields unpacked at once: see MatchRun for their order)
-        for (_submitter, _schedd, _address, autocluster, _jobs, _first_job, count, slot_name,
-             _startd, claim_id, cycle, first_claim, _ad, _sizes, _state, _victim, _weight,
-             carved) in runs:
+        for run in runs:
+            slot_name = run.slot_name
             if slot_name != name:  # (a slot's runs often come one after the other)
                 name = slot_name
                 entry = work.get(name)
@@ -131,6 +129,7 @@ class PendingSlots:
                         mine = given[name] = []
             if entry is None:
                 continue  # not a slot of this cycle's ads
+            carved, count = run.carved, run.count
             if carved is None:
                 entry[1] = True
             else:  # the carves of a slot summed one by one, in the order they were made
@@ -141,7 +140,8 @@ class PendingSlots:
                     m += memory
                     d += disk
                 entry[2], entry[3], entry[4] = c, m, d
-            mine.append((claim_id, first_claim, cycle, count, autocluster, carved))
+            mine.append((run.claim_id, run.first_claim, run.cycle, count, run.autocluster_id,
+                         carved))
         for name, (signature, whole, cpus, memory, disk) in work.items():
             slots[name] = (signature, whole, [cpus, memory, disk], until)
 
