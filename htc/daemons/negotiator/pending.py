@@ -16,8 +16,10 @@ what the match held at once (:meth:`PendingSlots.lapsed`).
 
 from __future__ import annotations
 
+from htc.classad import ClassAd
 from htc.classad.ast import Literal
-from htc.daemons.negotiator.slotreads import SCALARS, fast_get, fast_read
+from htc.classad.values import INT64_MAX, INT64_MIN
+from htc.daemons.negotiator.slotreads import SCALARS, fast_get, fast_read, literal
 
 __all__ = ["PendingSlots"]
 
@@ -27,6 +29,38 @@ __all__ = ["PendingSlots"]
 _REPORT = tuple((name.lower(), name) for name in ("DaemonStartTime", "UpdateSequenceNumber"))
 _CLAIM_SIGNATURE = tuple((name.lower(), name) for name in (
     "State", "Activity", "Cpus", "Memory", "Disk", "ClaimId"))
+
+_CARVED = (("cpus", "Cpus"), ("memory", "Memory"), ("disk", "Disk"))
+_NO_TABLE = object()  # what _less looks up in a plain mapping: read with its get
+
+
+def _less(ad, carved) -> bool:
+    """Take ``carved`` (cpus, memory, disk) off the numbers of a slot ad's copy; False when
+    less than a core or no memory is left. (Each value read as ``ad.get`` gives it, a scalar
+    literal straight from the ad's table: the ad of each pending slot, at every cycle.)"""
+    exprs = getattr(ad, "_exprs", None)
+    table = ad.table if ad.__class__ is ClassAd else None  # (the class whose __setitem__ it is)
+    left = []
+    for (low, attr), amount in zip(_CARVED, carved):
+        node = exprs.get(low) if exprs is not None else _NO_TABLE
+        if node is None:
+            have = None  # (ad.get: a missing name)
+        elif node.__class__ is Literal and node.value.__class__ in SCALARS:
+            have = node.value
+        else:
+            have = ad.get(attr)
+        if isinstance(have, (int, float)) and not isinstance(have, bool):
+            have = type(have)(have - amount) if isinstance(have, int) else have - amount
+            if table is not None and (have.__class__ is float or have.__class__ is int
+                                      and INT64_MIN <= have <= INT64_MAX):
+                table[low] = literal(have)  # (what ad[attr] = have stores, its node shared)
+            else:
+                ad[attr] = have  # (which ad.get reads back as the same number)
+        left.append(have)
+    # (None for a missing name, where ad.get's default was 1: neither is a number below one)
+    cpus, memory = left[0], left[1]
+    return not (isinstance(cpus, (int, float)) and cpus < 1
+                or isinstance(memory, (int, float)) and memory <= 0)
 
 
 class PendingSlots:
@@ -203,14 +237,8 @@ class PendingSlots:
             if whole:
                 continue
             ad = ad.copy()
-            for attr, amount in zip(("Cpus", "Memory", "Disk"), carved):
-                have = ad.get(attr)
-                if isinstance(have, (int, float)) and not isinstance(have, bool):
-                    ad[attr] = type(have)(have - amount) if isinstance(have, int) else have - amount
-            cpus, memory = ad.get("Cpus", 1), ad.get("Memory", 1)
-            if isinstance(cpus, (int, float)) and cpus < 1 or isinstance(memory, (int, float)) and memory <= 0:
-                continue  # all of it is on its way to the schedds
-            out.append(ad)
+            if _less(ad, carved):
+                out.append(ad)  # (else all of it is on its way to the schedds)
         for name in [n for n in self._slots if n not in seen]:
             self._forget(name)  # the slot is gone from the pool
         return out
