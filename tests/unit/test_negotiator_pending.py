@@ -97,6 +97,13 @@ def test_record_keeps_what_one_match_at_a_time_kept(seed):
              "Disk": ExprTree('relTime("1:00")'), "ClaimId": "<c>"}),  # (a literal get converts)
     ClassAd({"State": "Unclaimed", "Activity": "Idle", "Cpus": 8, "Memory": 1, "Disk": 1,
              "ClaimId": "<c>", "UpdateSequenceNumber": 4}),
+    # a startd's report (the shortcut), and beside it
+    ClassAd({"Name": "s", "UpdateSequenceNumber": 9, "DaemonStartTime": 1_700_000_000}),
+    ClassAd({"Name": "s", "UpdateSequenceNumber": 9}),
+    ClassAd({"Name": "s", "UpdateSequenceNumber": 9, "DaemonStartTime": ExprTree("1 + 1")}),
+    ClassAd({"Name": "s", "UpdateSequenceNumber": 9,
+             "DaemonStartTime": ExprTree('absTime("2020-01-01T00:00:00")')}),
+    ClassAd({"Name": "s", "UpdateSequenceNumber": 'x', "DaemonStartTime": 2.5}),
 ])
 def test_a_slots_signature_reads_what_fast_get_reads(ad):
     from htc.daemons.negotiator.slotreads import fast_get

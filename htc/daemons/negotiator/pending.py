@@ -89,20 +89,29 @@ class PendingSlots:
     @staticmethod
     def _signature(ad) -> tuple:
         exprs = getattr(ad, "_exprs", None)
-        if exprs is not None and "updatesequencenumber" not in exprs:
-            # the usual ad without an update counter: six literals, read at once (a cycle reads
-            # the signature of every slot it matched); anything else takes the general path
+        if exprs is not None:
+            # the usual ads read at once (a cycle reads the signature of every slot it matched,
+            # the next one of every slot pending); anything else takes the general path
             get = exprs.get
-            state, activity, cpus, memory, disk, claim = (
-                get("state"), get("activity"), get("cpus"), get("memory"), get("disk"),
-                get("claimid"))
-            if (state.__class__ is Literal and activity.__class__ is Literal
-                    and cpus.__class__ is Literal and memory.__class__ is Literal
-                    and disk.__class__ is Literal and claim.__class__ is Literal):
-                out = (state.value, activity.value, cpus.value, memory.value, disk.value,
-                       claim.value)
-                if set(map(type, out)) <= SCALARS:
-                    return out
+            counter = get("updatesequencenumber")
+            if counter is None:  # no update counter: six literals
+                state, activity, cpus, memory, disk, claim = (
+                    get("state"), get("activity"), get("cpus"), get("memory"), get("disk"),
+                    get("claimid"))
+                if (state.__class__ is Literal and activity.__class__ is Literal
+                        and cpus.__class__ is Literal and memory.__class__ is Literal
+                        and disk.__class__ is Literal and claim.__class__ is Literal):
+                    out = (state.value, activity.value, cpus.value, memory.value, disk.value,
+                           claim.value)
+                    if set(map(type, out)) <= SCALARS:
+                        return out
+            elif counter.__class__ is Literal and counter.value.__class__ in SCALARS:
+                # a startd's report: when the startd started, and its update counter
+                start = get("daemonstarttime")
+                if start is None:
+                    return (None, counter.value)
+                if start.__class__ is Literal and start.value.__class__ in SCALARS:
+                    return (start.value, counter.value)
         return PendingSlots._read_signature(ad, exprs)
 
     @staticmethod
