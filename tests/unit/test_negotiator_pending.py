@@ -141,7 +141,8 @@ def _reference_apply(pending: PendingSlots, machines, now: float) -> list:
             if isinstance(have, (int, float)) and not isinstance(have, bool):
                 ad[attr] = type(have)(have - amount) if isinstance(have, int) else have - amount
         cpus, memory = ad.get("Cpus", 1), ad.get("Memory", 1)
-        if isinstance(cpus, (int, float)) and cpus < 1 or isinstance(memory, (int, float)) and memory <= 0:
+        if isinstance(cpus, (int, float)) and cpus < 1 \
+                or isinstance(memory, (int, float)) and memory <= 0:
             continue
         out.append(ad)
     for name in [n for n in pending._slots if n not in seen]:
@@ -192,4 +193,5 @@ def test_apply_makes_what_get_and_setitem_made(seed):
     assert [type(ad) for ad in got] == [type(ad) for ad in want]
     assert fast._slots == slow._slots and "gone@n" not in fast._slots
     # an ad apply leaves as it is comes out as itself, in both
-    assert [any(a is m for m in machines) for a in got] == [any(b is m for m in machines) for b in want]
+    assert [any(a is m for m in machines) for a in got] == \
+        [any(b is m for m in machines) for b in want]

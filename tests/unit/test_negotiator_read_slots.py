@@ -58,11 +58,12 @@ def _reference_loop(machine_ads, use_slot_weights):
 
 _CHOICES = {
     "Name": ["slot1@n1", "slot1@n2", "slot2@n1", "", 5, ExprTree('strcat("slot3", "@n1")'), None],
-    "State": ["Unclaimed", "Claimed", "Matched", "drained", "Owner", 3, ExprTree('"Pre" + "empting"'),
-              ExprTree("undefined"), None],
+    "State": ["Unclaimed", "Claimed", "Matched", "drained", "Owner", 3,
+              ExprTree('"Pre" + "empting"'), ExprTree("undefined"), None],
     "Activity": ["Idle", "Busy", 1.5, ExprTree("Foo"), None],
     "PartitionableSlot": [True, False, 1, ExprTree("true"), None],
-    "SlotType": ["Partitionable", "Static", "partitionable", ExprTree('strcat("Partition", "able")'), None],
+    "SlotType": ["Partitionable", "Static", "partitionable",
+                 ExprTree('strcat("Partition", "able")'), None],
     "ClaimId": ["<c1>", "", 5, ExprTree('strcat("<c", "2>")'), None],
     "MyAddress": ["<n1:9618>", 7, ExprTree('strcat("<n9", ":1>")'), None],
     "StartdIpAddr": ["<n1:1>", None],

@@ -132,8 +132,8 @@ def test_the_search_matches_the_brute_force_reference(seed):
 def _brute_cycle(slots, requests, settings):
     """The cycle with the brute-force search, one job per search (no runs)."""
     saved = IdleSearch.best, SlotPool.add, SlotPool.add_all, IdleSearch.runs, VectorSearch.enabled
-    IdleSearch.best, SlotPool.add, SlotPool.add_all = _brute_best, _recording_add, _recording_add_all
-    IdleSearch.runs = False
+    IdleSearch.best, IdleSearch.runs = _brute_best, False
+    SlotPool.add, SlotPool.add_all = _recording_add, _recording_add_all
     VectorSearch.enabled = False  # the reference is the scalar search's
     try:
         _ALL.clear()
