@@ -32,6 +32,7 @@ _CLAIM_SIGNATURE = tuple((name.lower(), name) for name in (
 
 _CARVED = (("cpus", "Cpus"), ("memory", "Memory"), ("disk", "Disk"))
 _NO_TABLE = object()  # what _less looks up in a plain mapping: read with its get
+_PLAIN = frozenset({int, float})  # the numbers _less writes as literal nodes (not bool)
 
 
 def _less(ad, carved) -> bool:
@@ -40,6 +41,22 @@ def _less(ad, carved) -> bool:
     literal straight from the ad's table: the ad of each pending slot, at every cycle.)"""
     exprs = getattr(ad, "_exprs", None)
     table = ad.table if ad.__class__ is ClassAd else None  # (the class whose __setitem__ it is)
+    if table is not None:
+        # the usual ad: three int or float literals, their new values written as below
+        cpus, memory, disk = table.get("cpus"), table.get("memory"), table.get("disk")
+        if cpus.__class__ is Literal and memory.__class__ is Literal and disk.__class__ is Literal:
+            c, m, d = cpus.value, memory.value, disk.value
+            if c.__class__ in _PLAIN and m.__class__ in _PLAIN and d.__class__ in _PLAIN:
+                less_c, less_m, less_d = carved
+                c = int(c - less_c) if c.__class__ is int else c - less_c
+                m = int(m - less_m) if m.__class__ is int else m - less_m
+                d = int(d - less_d) if d.__class__ is int else d - less_d
+                if (c.__class__ in _PLAIN and m.__class__ in _PLAIN and d.__class__ in _PLAIN
+                        and INT64_MIN <= c <= INT64_MAX and INT64_MIN <= m <= INT64_MAX
+                        and INT64_MIN <= d <= INT64_MAX):
+                    table["cpus"], table["memory"], table["disk"] = (
+                        literal(c), literal(m), literal(d))
+                    return not (c < 1 or m <= 0)
     left = []
     for (low, attr), amount in zip(_CARVED, carved):
         node = exprs.get(low) if exprs is not None else _NO_TABLE
