@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from htc.classad import ExprTree
@@ -93,3 +95,33 @@ def test_a_pool_classes_its_free_slots_on_first_read():
     pool.add(extra)  # once the classes exist, a slot is classed as it is added
     assert extra.cls is classes[1] and classes[1].best() is extra  # (the first name)
     assert pool.avail_log == [0, 1, 1]
+
+
+@pytest.mark.parametrize("classed", [False, True])
+def test_add_all_adds_as_add_of_each_in_order(classed):
+    from htc.daemons.negotiator.slots import Slot
+
+    def pool_of(add_all: bool):
+        pool = SlotPool((), set(), None, None)
+        first = [Slot(make_slot(f"slot1@a{n}", Memory=1024 * (1 + n % 3)), f"slot1@a{n}")
+                 for n in range(3)]
+        for slot in first:
+            pool.add(slot)
+        if classed:
+            pool.classes  # noqa: B018 - the read classes the pool
+        more = [Slot(make_slot(f"slot1@b{n}", Memory=1024 * (1 + n % 4)), f"slot1@b{n}")
+                for n in range(5)]
+        if add_all:
+            pool.add_all(more)
+        else:
+            for slot in more:
+                pool.add(slot)
+        return pool
+
+    one, each = pool_of(True), pool_of(False)
+    assert [s.name for s in one.slots] == [s.name for s in each.slots]
+    assert one.classed == each.classed == classed
+    if classed:
+        assert [[m[2].name for m in c.members] for c in one.classes] == \
+            [[m[2].name for m in c.members] for c in each.classes]
+        assert one.avail_log == each.avail_log and len(one.classes) == 4

@@ -23,13 +23,19 @@ from htc.daemons.negotiator.slots import SlotPool
 from htc.daemons.negotiator.vsearch import VectorSearch
 from tests.negotiator_cycles import claimed, make_job, make_slot, run_cycle
 
-_original_add = SlotPool.add
+_original_add, _original_add_all = SlotPool.add, SlotPool.add_all
 
 
 def _recording_add(self, slot):
     """SlotPool.add that also keeps every idle slot, for the reference to scan."""
     _everything(self).append(slot)
     _original_add(self, slot)
+
+
+def _recording_add_all(self, slots):
+    """SlotPool.add_all that also keeps every idle slot (the cycle adds them at once)."""
+    _everything(self).extend(slots)
+    _original_add_all(self, slots)
 
 
 _ALL: dict[int, list] = {}  # id(pool) -> its idle slots, while the reference runs
@@ -125,14 +131,16 @@ def test_the_search_matches_the_brute_force_reference(seed):
 
 def _brute_cycle(slots, requests, settings):
     """The cycle with the brute-force search, one job per search (no runs)."""
-    saved = IdleSearch.best, SlotPool.add, IdleSearch.runs, VectorSearch.enabled
-    IdleSearch.best, SlotPool.add, IdleSearch.runs = _brute_best, _recording_add, False
+    saved = IdleSearch.best, SlotPool.add, SlotPool.add_all, IdleSearch.runs, VectorSearch.enabled
+    IdleSearch.best, IdleSearch.runs = _brute_best, False
+    SlotPool.add, SlotPool.add_all = _recording_add, _recording_add_all
     VectorSearch.enabled = False  # the reference is the scalar search's
     try:
         _ALL.clear()
         slow, _ = run_cycle(slots, requests, settings=settings)
     finally:
-        IdleSearch.best, SlotPool.add, IdleSearch.runs, VectorSearch.enabled = saved
+        (IdleSearch.best, SlotPool.add, SlotPool.add_all, IdleSearch.runs,
+         VectorSearch.enabled) = saved
         _ALL.clear()
     return slow
 
@@ -149,11 +157,12 @@ def test_the_reference_is_exercised():
         calls.append(rs)
         return _brute_best(self, rs, pool, used, limit)
 
-    saved = IdleSearch.best, SlotPool.add, VectorSearch.enabled
-    IdleSearch.best, SlotPool.add, VectorSearch.enabled = spy, _recording_add, False
+    saved = IdleSearch.best, SlotPool.add, SlotPool.add_all, VectorSearch.enabled
+    IdleSearch.best, SlotPool.add, SlotPool.add_all = spy, _recording_add, _recording_add_all
+    VectorSearch.enabled = False
     try:
         result, _ = run_cycle(slots, requests, settings=_settings(rnd))
     finally:
-        IdleSearch.best, SlotPool.add, VectorSearch.enabled = saved
+        IdleSearch.best, SlotPool.add, SlotPool.add_all, VectorSearch.enabled = saved
         _ALL.clear()
     assert calls and len(result.matches) == 5

@@ -309,7 +309,7 @@ class Negotiator:
         self._completed += 1
         self._total_matches += stats.matches
         self._last_stats = stats
-        self.pending.record(result.runs, self._machines, now + self.settings.timeout)
+        self.pending.record(result.runs, result.ads_by_name, now + self.settings.timeout)
         self._finish(now, Step.MATCHED)
         self._shares = dict(result.shares)
         actions: list = [c.Log(f"cycle {self.cycle}: {line}", logging.WARNING) for line in result.skipped]

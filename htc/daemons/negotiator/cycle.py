@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from htc.classad import ClassAd
+from htc.classad.ast import Literal
 from htc.classad.clock import evaluation_time
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.clock import REAL, Clock
@@ -106,6 +107,9 @@ class CycleResult:
     #: requests left out of the cycle because working on them raised, one line each (which
     #: submitter, schedd and autocluster, and the error): the negotiator logs them
     skipped: tuple[str, ...] = ()
+    #: every slot ad the cycle read with a Name, by name (the last ad of a name): what
+    #: :meth:`.PendingSlots.record` looks the matched slots up in
+    ads_by_name: Mapping[str, ClassAd] = field(default_factory=dict)
 
     @cached_property
     def matches(self) -> tuple[Match, ...]:
@@ -181,8 +185,9 @@ class _Cycle:
             self.free = sum(1 for slot in slots
                             if not slot.claimed or self.claimed.may_preempt(slot))
             return pool
+        idle = []
         for slot in slots:
-            if slot.claimed:
+            if slot.remote_user is not None:  # (slot.claimed)
                 if self.claimed.may_preempt(slot):
                     self.claimed.prepare(slot)
                     pool.claimed.append(slot)
@@ -190,8 +195,9 @@ class _Cycle:
             else:
                 if slot.partitionable:
                     slot.ad = slot.ad.copy()  # carving edits it; keep the caller's ad intact
-                pool.add(slot)
-                self.free += 1
+                idle.append(slot)
+        pool.add_all(idle)
+        self.free += len(idle)
         return pool
 
     def submitter_job(self, entry: _Entry, request: ResourceRequest) -> ClassAd:
@@ -414,24 +420,61 @@ def negotiate_cycle(
                                 cycle, clock)
 
 
+def read_slots(machine_ads: Sequence, use_slot_weights: bool
+               ) -> tuple[list[Slot], dict[str, ClassAd], float, float]:
+    """The cycle's :class:`Slot` of each ad that can take a match, in order.
+
+    Returns:
+        ``(slots, ads_by_name, pool_weight, min_weight)``: the slots of the ads with a Name and
+        a state that can take a match; every ad with a Name, by name (the last of a name);
+        the sum of their slot weights, and the smallest (``math.inf`` itself when none).
+    """
+    slots: list[Slot] = []
+    by_name: dict[str, ClassAd] = {}
+    pool_weight = 0.0
+    min_weight = math.inf
+    available: dict[str, bool] = {}  # slot state -> can take a match (read once per state)
+    for ad in machine_ads:
+        if ad.__class__ is ClassAd:
+            # ad.get("Name") and slot_weight, their answers for a literal read from the table
+            exprs = ad.table
+            node = exprs.get("name")
+            name = node.value if node.__class__ is Literal and node.value.__class__ is str \
+                else ad.get("Name")
+            weight = None
+            if use_slot_weights and "slotweight" not in exprs:
+                node = exprs.get("cpus")
+                if node.__class__ is Literal and node.value.__class__ in (int, float):
+                    weight = float(node.value)
+                    if not weight >= 0:
+                        weight = 1.0
+        else:
+            ad = as_classad(ad)
+            name = ad.get("Name")
+            weight = None
+        if not isinstance(name, str) or not name:
+            continue  # an ad without a Name cannot be claimed; the collector should not keep it
+        by_name[name] = ad
+        slot = Slot(ad, name)
+        slot.weight = weight = slot_weight(ad, use_slot_weights) if weight is None else weight
+        pool_weight += weight
+        if weight < min_weight:
+            min_weight = weight
+        state = slot.state
+        ok = available.get(state)
+        if ok is None:
+            ok = available[state] = state.lower() not in UNAVAILABLE_STATES
+        if ok:
+            slots.append(slot)
+    return slots, by_name, pool_weight, min_weight
+
+
 def _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, now, cycle,
                      clock) -> CycleResult:
     started = clock.monotonic()  # instrumentation only; decisions use ``now``
     state = _Cycle(settings, accountant, now, cycle)
-    slots: list[Slot] = []
-    pool_weight = 0.0
-    min_weight = math.inf
-    for ad in machine_ads:
-        ad = as_classad(ad)
-        name = ad.get("Name")
-        if not isinstance(name, str) or not name:
-            continue  # an ad without a Name cannot be claimed; the collector should not keep it
-        slot = Slot(ad, name)
-        slot.weight = slot_weight(ad, settings.use_slot_weights)
-        pool_weight += slot.weight
-        min_weight = min(min_weight, slot.weight)
-        if slot.state.lower() not in UNAVAILABLE_STATES:
-            slots.append(slot)
+    slots, ads_by_name, pool_weight, min_weight = read_slots(machine_ads,
+                                                             settings.use_slot_weights)
     min_weight = 0.0 if min_weight is math.inf else min_weight
 
     entries = []
@@ -477,4 +520,5 @@ def _negotiate_cycle(machine_ads, submitters, requests, accountant, settings, no
     pool.close()
     for entry in entries:
         entry.requests = []
-    return CycleResult(runs=runs, statistics=stats, shares=shares, skipped=tuple(state.skipped))
+    return CycleResult(runs=runs, statistics=stats, shares=shares, skipped=tuple(state.skipped),
+                       ads_by_name=ads_by_name)

@@ -16,8 +16,10 @@ what the match held at once (:meth:`PendingSlots.lapsed`).
 
 from __future__ import annotations
 
+from htc.classad import ClassAd
 from htc.classad.ast import Literal
-from htc.daemons.negotiator.slotreads import SCALARS, fast_get, fast_read
+from htc.classad.values import INT64_MAX, INT64_MIN
+from htc.daemons.negotiator.slotreads import SCALARS, fast_get, fast_read, literal
 
 __all__ = ["PendingSlots"]
 
@@ -27,6 +29,55 @@ __all__ = ["PendingSlots"]
 _REPORT = tuple((name.lower(), name) for name in ("DaemonStartTime", "UpdateSequenceNumber"))
 _CLAIM_SIGNATURE = tuple((name.lower(), name) for name in (
     "State", "Activity", "Cpus", "Memory", "Disk", "ClaimId"))
+
+_CARVED = (("cpus", "Cpus"), ("memory", "Memory"), ("disk", "Disk"))
+_NO_TABLE = object()  # what _less looks up in a plain mapping: read with its get
+_PLAIN = frozenset({int, float})  # the numbers _less writes as literal nodes (not bool)
+
+
+def _less(ad, carved) -> bool:
+    """Take ``carved`` (cpus, memory, disk) off the numbers of a slot ad's copy; False when
+    less than a core or no memory is left. (Each value read as ``ad.get`` gives it, a scalar
+    literal straight from the ad's table: the ad of each pending slot, at every cycle.)"""
+    exprs = getattr(ad, "_exprs", None)
+    table = ad.table if ad.__class__ is ClassAd else None  # (the class whose __setitem__ it is)
+    if table is not None:
+        # the usual ad: three int or float literals, their new values written as below
+        cpus, memory, disk = table.get("cpus"), table.get("memory"), table.get("disk")
+        if cpus.__class__ is Literal and memory.__class__ is Literal and disk.__class__ is Literal:
+            c, m, d = cpus.value, memory.value, disk.value
+            if c.__class__ in _PLAIN and m.__class__ in _PLAIN and d.__class__ in _PLAIN:
+                less_c, less_m, less_d = carved
+                c = int(c - less_c) if c.__class__ is int else c - less_c
+                m = int(m - less_m) if m.__class__ is int else m - less_m
+                d = int(d - less_d) if d.__class__ is int else d - less_d
+                if (c.__class__ in _PLAIN and m.__class__ in _PLAIN and d.__class__ in _PLAIN
+                        and INT64_MIN <= c <= INT64_MAX and INT64_MIN <= m <= INT64_MAX
+                        and INT64_MIN <= d <= INT64_MAX):
+                    table["cpus"], table["memory"], table["disk"] = (
+                        literal(c), literal(m), literal(d))
+                    return not (c < 1 or m <= 0)
+    left = []
+    for (low, attr), amount in zip(_CARVED, carved):
+        node = exprs.get(low) if exprs is not None else _NO_TABLE
+        if node is None:
+            have = None  # (ad.get: a missing name)
+        elif node.__class__ is Literal and node.value.__class__ in SCALARS:
+            have = node.value
+        else:
+            have = ad.get(attr)
+        if isinstance(have, (int, float)) and not isinstance(have, bool):
+            have = type(have)(have - amount) if isinstance(have, int) else have - amount
+            if table is not None and (have.__class__ is float or have.__class__ is int
+                                      and INT64_MIN <= have <= INT64_MAX):
+                table[low] = literal(have)  # (what ad[attr] = have stores, its node shared)
+            else:
+                ad[attr] = have  # (which ad.get reads back as the same number)
+        left.append(have)
+    # (None for a missing name, where ad.get's default was 1: neither is a number below one)
+    cpus, memory = left[0], left[1]
+    return not (isinstance(cpus, (int, float)) and cpus < 1
+                or isinstance(memory, (int, float)) and memory <= 0)
 
 
 class PendingSlots:
@@ -55,10 +106,38 @@ class PendingSlots:
     @staticmethod
     def _signature(ad) -> tuple:
         exprs = getattr(ad, "_exprs", None)
+        if exprs is not None:
+            # the usual ads read at once (a cycle reads the signature of every slot it matched,
+            # the next one of every slot pending); anything else takes the general path
+            get = exprs.get
+            counter = get("updatesequencenumber")
+            if counter is None:  # no update counter: six literals
+                state, activity, cpus, memory, disk, claim = (
+                    get("state"), get("activity"), get("cpus"), get("memory"), get("disk"),
+                    get("claimid"))
+                if (state.__class__ is Literal and activity.__class__ is Literal
+                        and cpus.__class__ is Literal and memory.__class__ is Literal
+                        and disk.__class__ is Literal and claim.__class__ is Literal):
+                    out = (state.value, activity.value, cpus.value, memory.value, disk.value,
+                           claim.value)
+                    if set(map(type, out)) <= SCALARS:
+                        return out
+            elif counter.__class__ is Literal and counter.value.__class__ in SCALARS:
+                # a startd's report: when the startd started, and its update counter
+                start = get("daemonstarttime")
+                if start is None:
+                    return (None, counter.value)
+                if start.__class__ is Literal and start.value.__class__ in SCALARS:
+                    return (start.value, counter.value)
+        return PendingSlots._read_signature(ad, exprs)
+
+    @staticmethod
+    def _read_signature(ad, exprs) -> tuple:
+        """:meth:`_signature` name by name (``exprs``: the ad's table, None for a mapping)."""
         if exprs is None:  # a plain mapping
             names = _REPORT if ad.get("UpdateSequenceNumber") is not None else _CLAIM_SIGNATURE
             return tuple([ad.get(name) for _low, name in names])
-        # fast_get of each name, inlined (a cycle reads it of every slot it matched)
+        # fast_get of each name, inlined
         node = exprs.get("updatesequencenumber")
         if node is None:
             names = _CLAIM_SIGNATURE
@@ -78,15 +157,22 @@ class PendingSlots:
         return tuple(out)
 
     def record(self, runs, machines, until: float) -> None:
-        """Remember the slots ``runs`` (:class:`~.match_runs.MatchRun`) gave away
-        (``machines``: the ads the cycle saw)."""
-        ads = {fast_read(getattr(ad, "_exprs", None), ad, "name", "Name"): ad for ad in machines}
+        """Remember the slots ``runs`` (:class:`~.match_runs.MatchRun`) gave away.
+
+        ``machines``: the ads the cycle saw, or the same by name, the last ad of each name
+        (:attr:`.CycleResult.ads_by_name`: the cycle read every name already)."""
+        if isinstance(machines, dict):
+            ads = machines
+        else:
+            ads = {fast_read(getattr(ad, "_exprs", None), ad, "name", "Name"): ad
+                   for ad in machines}
         slots, given = self._slots, self._given
         work: dict[str, list] = {}  # slot name -> [signature, whole, cpus, memory, disk carved]
         name = entry = mine = None
         for run in runs:
-            if run.slot_name != name:  # (a slot's runs often come one after the other)
-                name = run.slot_name
+            slot_name = run.slot_name
+            if slot_name != name:  # (a slot's runs often come one after the other)
+                name = slot_name
                 entry = work.get(name)
                 if entry is None:
                     ad = ads.get(name)
@@ -177,14 +263,8 @@ class PendingSlots:
             if whole:
                 continue
             ad = ad.copy()
-            for attr, amount in zip(("Cpus", "Memory", "Disk"), carved):
-                have = ad.get(attr)
-                if isinstance(have, (int, float)) and not isinstance(have, bool):
-                    ad[attr] = type(have)(have - amount) if isinstance(have, int) else have - amount
-            cpus, memory = ad.get("Cpus", 1), ad.get("Memory", 1)
-            if isinstance(cpus, (int, float)) and cpus < 1 or isinstance(memory, (int, float)) and memory <= 0:
-                continue  # all of it is on its way to the schedds
-            out.append(ad)
+            if _less(ad, carved):
+                out.append(ad)  # (else all of it is on its way to the schedds)
         for name in [n for n in self._slots if n not in seen]:
             self._forget(name)  # the slot is gone from the pool
         return out

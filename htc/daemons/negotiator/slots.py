@@ -60,6 +60,14 @@ UNAVAILABLE_STATES = frozenset({"matched", "preempting", "drained"})
 
 _MISSING = ("missing",)
 
+#: what :class:`Slot` looks up in a plain mapping's (missing) table of syntax trees: not a
+#: literal, so that each value is read by fast_read, with the mapping's ``get``
+_OTHER = object()
+
+
+def _not_a_table(low: str) -> object:
+    return _OTHER
+
 #: what carving a partitionable slot changes in its ad
 CARVED = frozenset({"cpus", "memory", "disk"})
 
@@ -180,15 +188,33 @@ class Slot:
     def __init__(self, ad: ClassAd, name: str):
         self.ad = ad
         self.name = name
+        # fast_read of each name, inlined (a cycle makes a Slot of every slot ad): a scalar
+        # literal's value as it is, anything else (a missing name too) read by fast_read
         exprs = getattr(ad, "_exprs", None)
-        self.state = str(fast_read(exprs, ad, "state", "State", "Unclaimed"))
-        self.activity = str(fast_read(exprs, ad, "activity", "Activity", "Idle"))
-        self.remote_user = remote_user_of(ad)
-        self.partitionable = fast_read(exprs, ad, "partitionableslot", "PartitionableSlot") is True \
+        get = exprs.get if exprs is not None else _not_a_table
+        node = get("state")
+        self.state = str(node.value if node.__class__ is Literal and node.value.__class__ in SCALARS
+                         else fast_read(exprs, ad, "state", "State", "Unclaimed"))
+        node = get("activity")
+        self.activity = str(
+            node.value if node.__class__ is Literal and node.value.__class__ in SCALARS
+            else fast_read(exprs, ad, "activity", "Activity", "Idle"))
+        if exprs is not None and "remoteuser" not in exprs and "accountinggroup" not in exprs \
+                and "preemptinguser" not in exprs and "preemptingaccountinggroup" not in exprs:
+            self.remote_user = None  # (remote_user_of's answer for an idle slot's ad)
+        else:
+            self.remote_user = remote_user_of(ad)
+        node = get("partitionableslot")
+        self.partitionable = (node.__class__ is Literal and node.value is True) or fast_read(
+            exprs, ad, "partitionableslot", "PartitionableSlot") is True \
             or str(fast_read(exprs, ad, "slottype", "SlotType", "")).lower() == "partitionable"
-        claim = fast_read(exprs, ad, "claimid", "ClaimId")
+        node = get("claimid")
+        claim = node.value if node.__class__ is Literal and node.value.__class__ in SCALARS \
+            else fast_read(exprs, ad, "claimid", "ClaimId")
         self.claim_id = claim if isinstance(claim, str) and claim else None
-        address = fast_read(exprs, ad, "myaddress", "MyAddress")
+        node = get("myaddress")
+        address = node.value if node.__class__ is Literal and node.value.__class__ in SCALARS \
+            else fast_read(exprs, ad, "myaddress", "MyAddress")
         if address is None:
             address = fast_read(exprs, ad, "startdipaddr", "StartdIpAddr", "")
         self.address = address if isinstance(address, str) else ""
@@ -337,6 +363,13 @@ class SlotPool:
         self.slots.append(slot)
         if self.classed:
             self._class_slot(slot)
+
+    def add_all(self, slots: list[Slot]) -> None:
+        """:meth:`add` each of ``slots`` in order (a cycle adds its idle slots at once)."""
+        self.slots.extend(slots)
+        if self.classed:
+            for slot in slots:
+                self._class_slot(slot)
 
     def free_slots(self) -> list[Slot]:
         """The idle slots not taken, each once, in the order they were added."""
