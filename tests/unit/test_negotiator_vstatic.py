@@ -17,6 +17,7 @@ from htc.daemons.negotiator.slots import Slot
 from htc.daemons.negotiator.vplan import PlanCompiler
 from htc.daemons.negotiator.vstatic import SLOT_REQUIREMENTS, slot_reads
 from tests.negotiator_cycles import make_job, make_slot
+from tests.unit.test_negotiator_vexpr import _expr
 
 _GROUP_VALUES = st.sampled_from(
     [1, 2, 1.0, 0.0, -0.0, True, False, '"LINUX"', '"Linux"', '"x86_64"', "undefined",
@@ -234,3 +235,127 @@ def test_rows_grouped_by_codes_are_the_rows_equal_in_every_key(rows, big):
     for i, a in enumerate(rows):
         for j, b in enumerate(rows):
             assert (codes[i] == codes[j]) == (a == b)
+
+
+# ------------------------------------------- the slots' Requirements ending in one shared node
+
+#: slot and job values: numbers of each type (1e308: an overflow), booleans, UNDEFINED, ERROR,
+#: absent, mostly; a string, an expression, an integer beyond what a column holds exactly (2**60)
+#: now and then (they keep the slots slot by slot)
+_START_VALUES = st.sampled_from([0, 1, -3, 7, 0.0, -0.0, 0.5, 1e308, True, False, "undefined",
+                                 "error", None] * 4 + ['"x"', "B + 1", 2 ** 60])
+_CARVED_VALUES = st.sampled_from([0, 2, 4.5, None])  # (a table's carved resources are numbers)
+_HOW = ["shared", "shared", "own", "unique", "direct", "my", "literal"]
+
+
+def _start_ads(texts, slots):
+    """Slot ads whose ``Requirements`` end in ``texts[which]``: the one node of that text
+    (``shared``: ``START = node``; ``direct``: ``Requirements = node``; ``my``:
+    ``Requirements = MY.START``), a parse of their own (``own``: the same text, one node per
+    slot unless ExprTree gives one node to one text; ``unique``: a text of the slot's own),
+    or ``START = true``."""
+    nodes = [ExprTree(text) for text in texts]
+    ads = []
+    for i, (how, which, values) in enumerate(slots):
+        ad = _grouped_ad(values)
+        text, node = texts[which % len(texts)], nodes[which % len(nodes)]
+        ad["Requirements"] = ExprTree("START")
+        if how in ("shared", "my"):
+            ad["START"] = node
+            if how == "my":
+                ad["Requirements"] = ExprTree("MY.START")
+        elif how == "own":
+            ad["START"] = ExprTree(text)
+        elif how == "unique":
+            ad["START"] = ExprTree(f"({text}) && {i + 1}")
+        elif how == "direct":
+            ad["Requirements"] = node
+        else:
+            ad["START"] = True
+        ads.append(ad)
+    return ads
+
+
+@st.composite
+def _desktop_expr(draw):
+    """``START``'s kind of expression: two tests of slot values joined by ``&&`` or ``||``."""
+    tests = [f"({draw(st.sampled_from(['A', 'B', 'A + B', 'A * 2', 'A / B', 'B - 1']))} "
+             f"{draw(st.sampled_from(['<', '>', '>=', '==', '!=', '=?=']))} "
+             f"{draw(st.sampled_from(['0', '1', '0.5', '-3', 'true', 'undefined', 'J']))})"
+             for _ in range(2)]
+    return f" {draw(st.sampled_from(['&&', '||']))} ".join(tests)
+
+
+def _slot_requirements(ads, job):
+    """``(column, evaluations)``: :meth:`SlotGroups.evaluate` of the slots' Requirements."""
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(ads)])
+    settings = NegotiatorSettings()
+    compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
+    calls = []
+
+    def verdict(slot):
+        calls.append(slot.name)
+        return requirements_hold(slot.ad, job)
+    return compiler.groups.evaluate(verdict, SLOT_REQUIREMENTS, job, bool).tolist(), calls
+
+
+@example(texts=["(KeyboardIdle > 15 * 60) && (LoadAvg < 0.3)"],
+         slots=[("shared", 0, {"KeyboardIdle": k, "LoadAvg": v})
+                for k, v in [(1000, 0.1), (10, 0.1), (2000, 0.5), (901, 0.29), (900, 0.0)]],
+         job={"J": 1, "K": None, "A": None})
+@example(texts=["A && B", "A || B"],
+         slots=[("shared", w, {"A": a, "B": b}) for w in (0, 1)
+                for a in (True, False, "undefined", "error", 0, 2.5)
+                for b in (True, False, "undefined", "error")],
+         job={"J": None, "K": None, "A": None})
+@example(texts=["A / B > 0", "A + B", "!A", "A == B", "A =?= B", "A ? B : J"],
+         slots=[(how, w, {"A": a, "B": b}) for how in ("shared", "direct") for w in range(6)
+                for a, b in [(1, 0), (0.0, 0), (-1.5, 0.0), (7, 2), (1e308, 1e308), (True, 1),
+                             (0, -0.0), (2 ** 60, 1), ('"x"', 1)]],
+         job={"J": "undefined", "K": None, "A": None})
+@hsettings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts=st.lists(st.one_of(_desktop_expr(), _expr(depth=2), _expr(depth=1), _expr()),
+                      min_size=1, max_size=2),
+       slots=st.lists(st.tuples(st.sampled_from(_HOW), st.integers(0, 1),
+                                st.fixed_dictionaries({"A": _START_VALUES, "B": _START_VALUES,
+                                                       "Cpus": _CARVED_VALUES,
+                                                       "Memory": _CARVED_VALUES})),
+                      min_size=4, max_size=16),
+       job=st.fixed_dictionaries({n: _START_VALUES for n in ("J", "K", "A")}))
+def test_slots_whose_requirements_end_in_one_shared_node_are_each_slots_verdict(texts, slots,
+                                                                               job):
+    """Slots whose ``Requirements`` chain ends in one expression node (shared: one ExprTree
+    for every slot) are decided in one vectorised pass over their values (int, real,
+    boolean, UNDEFINED, ERROR; a string, an expression or an integer beyond 2**53 keeps
+    them slot by slot); nodes of one slot each (parsed apart), chains that do not end in
+    a shared node, job values that are expressions: slot by slot. Every verdict is
+    :func:`~htc.classad.match.requirements_hold`'s."""
+    ads = _start_ads(texts, slots)
+    job_ad = _grouped_ad(job)
+    got, calls = _slot_requirements(ads, job_ad)
+    assert got == [requirements_hold(ad, job_ad) for ad in ads]
+    assert len(calls) <= len(ads)
+
+
+_DESKTOP = "(KeyboardIdle > 15 * 60) && (LoadAvg < 0.3)"
+
+
+def test_desktop_slots_sharing_one_start_node_evaluate_it_once_per_verdict():
+    """12 desktop slots of one ``START`` node (ints and reals) and 4 of ``START = true``:
+    three evaluations (true, the node's true, its false); each slot of its own parse of the
+    text (no node shared): every one evaluated. The verdicts are ClassAd's either way."""
+    idle = [2000, 100, 901, 900, 5000, 1200, 30, 7000, 950, 3000, 1000, 0]
+    load = [0.1, 0.1, 0.29, 0.0, 0.3, 0.25, 0.9, 0.05, 0.31, 0.2, 0.0, 0.0]
+    job = make_job(KeyboardIdle=0)  # (a name every slot defines: the slot's own is read)
+    node = ExprTree(_DESKTOP)
+    for own, evaluations in ((False, 3), (True, 12 + 1)):
+        ads = [make_slot(f"slot1@m{i:02d}", KeyboardIdle=k, LoadAvg=v)
+               for i, (k, v) in enumerate(zip(idle, load))]
+        ads += [make_slot(f"slot1@t{i}", KeyboardIdle=5000, LoadAvg=0.9) for i in range(4)]
+        for i, ad in enumerate(ads[:12]):
+            ad["Start"] = ExprTree(f"{_DESKTOP} && {i + 1}") if own else node
+        got, calls = _slot_requirements(ads, job)
+        want = [requirements_hold(ad, job) for ad in ads]
+        assert want[:12] == [k > 900 and v < 0.3 for k, v in zip(idle, load)]
+        assert got == want and True in want[:12] and False in want[:12]
+        assert len(calls) == evaluations
