@@ -6,6 +6,8 @@ literal or in an expression that slots share (one node) or do not."""
 
 from __future__ import annotations
 
+import pytest
+
 from hypothesis import HealthCheck, example, given, settings as hsettings, strategies as st
 
 from htc.classad import ClassAd, ExprTree
@@ -359,3 +361,46 @@ def test_desktop_slots_sharing_one_start_node_evaluate_it_once_per_verdict():
         assert want[:12] == [k > 900 and v < 0.3 for k, v in zip(idle, load)]
         assert got == want and True in want[:12] and False in want[:12]
         assert len(calls) == evaluations
+
+
+@hsettings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(codes=st.lists(st.integers(0, 70), min_size=1, max_size=40), spread=st.integers(1, 71))
+def test_groups_and_dense_codes_are_what_a_sort_gives(codes, spread):
+    """:func:`~.vstatic._groups` gives ``np.unique``'s first rows and groups (few codes
+    counted, many sorted), and :func:`~.vstatic._dense` keeps equal codes equal and
+    different ones different, each below the count of codes present."""
+    import numpy as np
+
+    from htc.daemons.negotiator.vstatic import _dense, _groups
+
+    codes = np.array([c % spread for c in codes], dtype=np.int64)
+    _, want_first, want_group = np.unique(codes, return_index=True, return_inverse=True)
+    first, group = _groups(codes, spread)
+    assert first.tolist() == want_first.tolist() and group.tolist() == want_group.tolist()
+    dense, count = _dense(codes, spread)
+    assert count == len(set(codes.tolist())) and dense.max() < count
+    assert [[a == b for b in dense.tolist()] for a in dense.tolist()] == [
+        [a == b for b in codes.tolist()] for a in codes.tolist()]
+
+
+@pytest.mark.parametrize("rows", [12, 5])  # 3 strings: each compared once / row by row
+def test_strings_compared_with_a_constant_group_by_what_the_comparisons_give(rows):
+    """A column of strings compared with one constant groups its rows by (folded equal,
+    exactly equal): against ``"linux"``, ``LINUX`` and ``Linux`` together and ``WINDOWS``
+    apart; against ``"Linux"``, all three apart (one is exactly it); against two constants,
+    by both. The verdicts are each slot's."""
+    ads = [make_slot(f"slot1@m{i:02d}", OpSys=("LINUX", "Linux", "WINDOWS")[i % 3])
+           for i in range(rows)]
+    table = SlotTable([Slot(ad, ad["Name"]) for ad in ads])
+    settings = NegotiatorSettings()
+    compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
+    job = make_job()
+    for text, evaluations in [('TARGET.OpSys == "linux"', 2), ('TARGET.OpSys =?= "Linux"', 3),
+                              ('TARGET.OpSys == "linux" && TARGET.OpSys =!= "Linux"', 3)]:
+        expr = ExprTree(text)
+        calls = []
+        got = compiler.groups.evaluate(
+            lambda slot: calls.append(1) or expr.eval(job, slot.ad) is True, (expr, False), job,
+            bool)
+        assert got.tolist() == [expr.eval(job, ad) is True for ad in ads], text
+        assert len(calls) == evaluations, text

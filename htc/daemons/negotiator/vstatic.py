@@ -90,19 +90,58 @@ class SlotGroups:
         if codes is None or codes[1] == len(slots):
             return np.array([verdict(slot) for slot in slots], dtype=dtype)
         # a verdict per group (at its first row), then each row's group's
-        _, first, group = np.unique(codes[0], return_index=True, return_inverse=True)
+        first, group = _groups(*codes)
         if first.size == len(slots):
             return np.array([verdict(slot) for slot in slots], dtype=dtype)
         return np.array([verdict(slots[i]) for i in first.tolist()], dtype=dtype)[group]
 
     def _codes(self, key) -> tuple:
         """:func:`_codes` of the keys of a name (``key`` a name: :meth:`_literal_keys`) or of
-        a name and the strings it is compared with (:meth:`_test_keys`), cached per table."""
+        a name and the strings it is compared with (:meth:`_string_codes`, or
+        :meth:`_test_keys` when its values are not all strings), cached per table."""
         codes = self._group_codes.get(key)
         if codes is None:
-            keys = self._literal_keys(key) if key.__class__ is str else self._test_keys(*key)
-            codes = self._group_codes[key] = _codes(keys)
+            if key.__class__ is str:
+                codes = _codes(self._literal_keys(key))
+            else:
+                codes = self._string_codes(*key) or _codes(self._test_keys(*key))
+            self._group_codes[key] = codes
         return codes
+
+    def _string_codes(self, lname, constants) -> tuple | None:
+        """``(codes, count)`` of a name the expression only compares with the strings
+        ``constants`` (:func:`_string_tests`) when the slots' values of it are all strings
+        (None otherwise): a string's code is what those comparisons give (10,000 host names
+        compared with the job's FileSystemDomain: two codes at most). For one constant, the
+        pair (folded equal, exactly equal) as an integer (:data:`_PAIR_CODE`) renumbered to
+        the pairs present (:func:`_dense`): the groups :func:`_codes` of the pairs would
+        give, numbered by the pair rather than by first appearance, with no dictionary pass
+        per row. Few distinct strings (two architectures) are each compared once; many (host
+        names) are compared row by row, without a dictionary of them."""
+        literals = self._literal_keys(lname)
+        if not literals or literals[0].__class__ is not str:
+            return None  # (one str: all are, see _literal_keys)
+        folded = [fold(c) for c in constants]
+        n = len(literals)
+        if len(constants) > 1:
+            key_of = {v: (tuple(fold(v) == f for f in folded),
+                          tuple(v == c for c in constants)) for v in set(literals)}
+            return _codes(list(map(key_of.__getitem__, literals)))
+        (c,), (f,) = constants, folded
+        distinct = set(literals)
+        # (ASCII strings, each lower-cased as fold does)
+        ascii_only = all(map(str.isascii, distinct))
+        if len(distinct) * 4 <= n:
+            distinct = list(distinct)
+            lowered = map(str.lower, distinct) if ascii_only else map(fold, distinct)
+            key_of = dict(zip(distinct, map(_PAIR_CODE.__getitem__, zip(
+                map(f.__eq__, lowered), map(c.__eq__, distinct)))))
+            pairs = map(key_of.__getitem__, literals)
+        else:
+            lowered = map(str.lower, literals) if ascii_only else map(fold, literals)
+            pairs = map(_PAIR_CODE.__getitem__, zip(map(f.__eq__, lowered),
+                                                     map(c.__eq__, literals)))
+        return _dense(np.fromiter(pairs, np.int64, n), len(_PAIR_CODE))
 
     def _requirements_codes(self, job):
         """:func:`_codes` of a key per row of the slot's own ``Requirements`` when it is a
@@ -190,29 +229,15 @@ class SlotGroups:
 
     def _test_keys(self, lname, constants) -> list:
         """:meth:`_literal_keys` of a name the expression only compares with the strings
-        ``constants`` (:func:`_string_tests`): a string's key is what those comparisons give
-        (10,000 host names compared with the job's FileSystemDomain: two keys at most)."""
+        ``constants`` (:func:`_string_tests`) when the slots' values are not all strings
+        (those: :meth:`_string_codes`): a string's key is what those comparisons give, any
+        other value keeps its own key."""
         key = (lname, constants)
         keys = self._keys.get(key)
         if keys is None:
             literals = self._literal_keys(lname)
             folded = [fold(c) for c in constants]
-            if literals and literals[0].__class__ is str:  # a column of strings only
-                # (each distinct string compared once: 10,000 slots of two architectures)
-                if len(constants) == 1:
-                    (c,), (f,) = constants, folded
-                    distinct = list(set(literals))
-                    # (ASCII strings, each lower-cased as fold does: 10,000 host names)
-                    lowered = (map(str.lower, distinct) if all(map(str.isascii, distinct))
-                               else map(fold, distinct))
-                    key_of = dict(zip(distinct, map(_PAIR_CODE.__getitem__, zip(
-                        map(f.__eq__, lowered), map(c.__eq__, distinct)))))
-                else:
-                    key_of = {v: (tuple(fold(v) == f for f in folded),
-                                  tuple(v == c for c in constants)) for v in set(literals)}
-                keys = self._keys[key] = list(map(key_of.__getitem__, literals))
-                return keys
-            keys = []
+            keys = []  # (a column of strings only: _string_codes)
             for i, literal in enumerate(literals):
                 if literal.__class__ is tuple and len(literal) == 2 and literal[0] is str:
                     value = literal[1]
@@ -256,9 +281,10 @@ _PURE_CALLS = frozenset({
     "strcat", "toupper", "tolower", "size", "substr", "strcmp", "stricmp", "stringlistmember",
     "stringlistimember", "regexp"})
 _SCOPES = SPECIAL_NAMES | _VIRTUAL_NAMES
+_FEW_CODES = 16  # _groups: up to so many groups, no sort
 _ABSENT = ("absent",)  # the key of a slot that does not define the name
 _COMPARED = ("compared",)  # _test_keys' mark of a string's key
-#: _test_keys' key of one string compared with one constant (folded, exactly): a small int
+#: _string_codes' code of one string compared with one constant (folded, exactly)
 _PAIR_CODE = {(False, False): 0, (False, True): 1, (True, False): 2, (True, True): 3}
 #: :meth:`SlotGroups.evaluate`'s ``read`` for the slot's own ``Requirements``
 SLOT_REQUIREMENTS = ("the slot's Requirements",)
@@ -415,6 +441,35 @@ def _codes(keys: list) -> tuple:
     for i, key in enumerate(number):
         number[key] = i
     return np.fromiter(map(number.__getitem__, keys), np.int64, len(keys)), len(number)
+
+
+def _dense(codes: np.ndarray, bound: int) -> tuple:
+    """``(codes, count)`` of integer ``codes`` below ``bound``, renumbered to the values
+    present (in their order): equal codes stay equal, different ones different."""
+    present = np.flatnonzero(np.bincount(codes, minlength=bound))
+    if present.size == bound:
+        return codes, bound
+    number = np.zeros(bound, dtype=np.int64)
+    number[present] = np.arange(present.size)
+    return number[codes], present.size
+
+
+def _groups(codes: np.ndarray, bound: int) -> tuple:
+    """``(first, group)`` of ``codes`` (each below ``bound``): the first row of each
+    distinct code in the codes' order, and each row's position in it -- what
+    ``np.unique(codes, return_index=True, return_inverse=True)`` gives, without its sort
+    when the codes are few (a handful of groups of 10,000 rows: a count per code and a scan
+    for each first row)."""
+    if bound <= _FEW_CODES * 4:
+        present = np.flatnonzero(np.bincount(codes, minlength=bound))
+        if present.size <= _FEW_CODES:
+            first = np.array([int(np.argmax(codes == code)) for code in present.tolist()],
+                             dtype=np.intp)
+            number = np.zeros(bound, dtype=np.intp)
+            number[present] = np.arange(present.size)
+            return first, number[codes]
+    _, first, group = np.unique(codes, return_index=True, return_inverse=True)
+    return first, group
 
 
 def _combined(parts: list) -> tuple:
