@@ -35,7 +35,6 @@ _CARVED_ORDER = ("cpus", "memory", "disk")
 _ABSENT = (MISSING, 0.0)  # a column's entry for a slot that does not define the name
 _NUMBER_TAGS = {bool: BOOL, int: INT, float: REAL}  # (vexpr.scalar's tags)
 _EXACT = 2 ** 53  # (vexpr.scalar's bound)
-_LITERAL_ONLY = {Literal}
 _NONE_ONLY = {type(None)}
 _INT_FLOAT = {int, float}
 _VALUE_OF = attrgetter("value")
@@ -82,9 +81,10 @@ class SlotTable:
         columns = []
         for lname in _CARVED_ORDER:
             nodes = list(map(dict.get, self._exprs, repeat(lname)))
-            if nodes and set(map(type, nodes)) != _LITERAL_ONLY:
+            try:  # (only a Literal has a value: not a slot that lacks it, nor an expression)
+                values = list(map(_VALUE_OF, nodes))
+            except AttributeError:
                 return False
-            values = list(map(_VALUE_OF, nodes))
             classes = set(map(type, values))
             if not classes <= _INT_FLOAT:
                 return False
@@ -92,7 +92,7 @@ class SlotTable:
         n = len(self._exprs)
         for row, (lname, values, classes) in zip(self._res_rows, columns):
             row[:] = values
-            if int in classes:
+            if int in classes and not _within_exact(row):
                 ints = values if len(classes) == 1 else [v for v in values if v.__class__ is int]
                 if max(ints) > _EXACT or min(ints) < -_EXACT:
                     continue  # (the column is left to column(), which refuses it)
@@ -267,20 +267,33 @@ def _plain_column(exprs: list, lname: str):
             return None
     nodes = list(map(dict.get, exprs, repeat(lname)))  # (no Python step per row)
     n = len(nodes)
-    classes = set(map(type, nodes))
-    if classes <= _NONE_ONLY:
-        return np.full(n, MISSING, dtype=np.int8), np.zeros(n)
-    if classes != _LITERAL_ONLY:
+    try:  # (only a Literal has a value: not an ad that lacks it, nor an expression)
+        values = list(map(_VALUE_OF, nodes))
+    except AttributeError:
+        if set(map(type, nodes)) <= _NONE_ONLY:
+            return np.full(n, MISSING, dtype=np.int8), np.zeros(n)
         return None
-    values = list(map(_VALUE_OF, nodes))
     classes = set(map(type, values))
     if not classes <= _NUMBER_TAGS.keys():
         return None
-    ints = values if classes == {int} else [v for v in values if v.__class__ is int]
-    if ints and (max(ints) > _EXACT or min(ints) < -_EXACT):
-        return None  # (scalar refuses it: the loop raises)
+    try:
+        column = np.array(values, dtype=float)
+    except OverflowError:
+        return None  # (an integer no float holds: scalar refuses it, the loop raises)
+    if int in classes and not _within_exact(column):
+        ints = values if classes == {int} else [v for v in values if v.__class__ is int]
+        if max(ints) > _EXACT or min(ints) < -_EXACT:
+            return None  # (scalar refuses it: the loop raises)
     if len(classes) == 1:
         tags = np.full(n, _NUMBER_TAGS[classes.pop()], dtype=np.int8)
     else:
         tags = np.array([_NUMBER_TAGS[cls] for cls in map(type, values)], dtype=np.int8)
-    return tags, np.array(values, dtype=float)
+    return tags, column
+
+
+def _within_exact(column: np.ndarray) -> bool:
+    """Is every value of a column of numbers below 2**53 in magnitude (then its integers are
+    within what :func:`~.vexpr.scalar` takes, with no Python step per row)? False for NaN,
+    infinities and anything from 2**53 up, which the caller checks on the integers exactly."""
+    with np.errstate(invalid="ignore"):
+        return bool((np.abs(column) < _EXACT).all())
