@@ -9,10 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hypothesis import HealthCheck, assume, example, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings as hsettings, strategies as st
 
 from htc.classad import ClassAd, ExprTree
-from htc.classad.match import requirements_hold
 from htc.daemons.autocluster import ResourceRequest
 from htc.daemons.negotiator import clauses as clauses_module, vplan
 from htc.daemons.negotiator.columns import SlotTable
@@ -21,10 +20,10 @@ from htc.daemons.negotiator.settings import NegotiatorSettings
 from htc.daemons.negotiator.slots import Slot
 from htc.daemons.negotiator.vexpr import Inexact, Unsupported, scalar
 from htc.daemons.negotiator.vplan import PlanCompiler
-from htc.daemons.negotiator.vstatic import SLOT_REQUIREMENTS, slot_reads
 from htc.daemons.negotiator.vtyped import compile_template, compile_typed, signature
 from tests.negotiator_cycles import make_job, make_slot
 from tests.unit.test_negotiator_vexpr import _JOB_NAMES, _SLOT_NAMES, _UNIFORM, _ad, _expr
+from tests.unit.test_negotiator_vstatic import _grouped_ad
 
 
 def _names(expr: ExprTree) -> tuple:
@@ -219,204 +218,6 @@ def test_a_comparison_reading_a_carved_resource_gives_its_verdict_as_booleans():
     assert (template.fn(table.rows(), (2048.0,)) != 0).tolist() == verdict.tolist()
 
 
-# ---------------------------------------------------------------- static columns by groups
-
-_GROUP_VALUES = st.sampled_from(
-    [1, 2, 1.0, 0.0, -0.0, True, False, '"LINUX"', '"Linux"', '"x86_64"', "undefined",
-     "error", "A + 1", "TARGET.J * 2", "B", None])
-_GROUP_LEAVES = ["A", "B", "C", "TARGET.A", "TARGET.A", "TARGET.B", "TARGET.C", "MY.A", "J",
-                 "TARGET.J", "MY.J", "1", "0.0", '"linux"', '"LINUX"', "true", "undefined"]
-
-
-@st.composite
-def _group_expr(draw, depth=0):
-    if depth > 2 or draw(st.integers(0, 2)) == 0:
-        return draw(st.sampled_from(_GROUP_LEAVES))
-    kind = draw(st.sampled_from(["==", "=?=", "!=", "<", "+", "&&", "||", "call", "?:"]))
-    a, b = draw(_group_expr(depth + 1)), draw(_group_expr(depth + 1))
-    if kind == "call":
-        fn = draw(st.sampled_from(["ifThenElse(isUndefined({a}), 1000, {b})", "toLower({a})",
-                                   "strcmp({a}, {b})", "isString({a})", "string({a})"]))
-        return fn.format(a=a, b=b)
-    if kind == "?:":
-        return f"(({a}) ? ({b}) : 7)"
-    return f"(({a}) {kind} ({b}))"
-
-
-def _grouped_ad(draw_values: dict) -> ClassAd:
-    text = "; ".join(f"{k} = {v}" for k, v in draw_values.items() if v is not None)
-    return ClassAd(f"[ {text} ]")
-
-
-def _value_of(value) -> str:
-    return f"{type(value).__name__} {value!r}"  # (a str: an object array keeps it whole)
-
-
-@st.composite
-def _grouped_slots(draw):
-    """Slots whose values come from a small palette: many agree, some only nearly (1 and 1.0)."""
-    twins = draw(st.sampled_from([[1, 1.0, True], [0, 0.0, -0.0, False], ['"LINUX"', '"Linux"'],
-                                  ["A + 1", "TARGET.J * 2"]]))
-    palette = st.sampled_from(twins + draw(st.lists(_GROUP_VALUES, max_size=2)))
-    return draw(st.lists(st.fixed_dictionaries({n: palette for n in ("A", "B", "C")}),
-                         min_size=1, max_size=12))
-
-
-def _near(values, text="TARGET.A", job=None):
-    """An example of slots whose values of A differ only in type, sign or case, or are
-    expressions (reading B) that no key of a literal tells apart."""
-    slots = [{"A": a, "B": b, "C": None} for a, b in values]
-    return example(text=text, slots=slots, job=job or {"J": 1, "A": None, "K": None},
-                   slot_is_my=False)
-
-
-@_near([(1, None), (1.0, None), (True, None)])
-@_near([(0.0, None), (-0.0, None), (0, None)], text="string(TARGET.A)")
-@_near([('"LINUX"', None), ('"Linux"', None)], text='TARGET.A =?= "LINUX"')
-@_near([("B", 1), ("B", 2), ("B", 1)])
-@_near([('"LINUX"', None), ('"Linux"', None), ('"x86_64"', None)], text="TARGET.A == MY.J",
-       job={"J": '"linux"', "A": None, "K": None})
-@_near([('"LINUX"', None), ('"Linux"', None), ("1", None)],
-       text='TARGET.A != "linux" || TARGET.A =?= "Linux"')
-@_near([('"LINUX"', None), ('"Linux"', None)], text='TARGET.A == "linux" && TARGET.A')
-@_near([('"LINUX"', None), ('"Linux"', None)], text='ifThenElse(TARGET.A == "x", 1, A)')
-@_near([('"LINUX"', None), ('"Linux"', None)], text='ifThenElse(TARGET.A == "x", 1, J)',
-       job={"J": "TARGET.A", "A": None, "K": None})
-@_near([('"x"', '"x"'), ('"y"', '"x"')], text="TARGET.A == TARGET.B",
-       job={"J": None, "A": None, "K": None, "B": '"z"'})
-@hsettings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(text=_group_expr(), slots=_grouped_slots(),
-       job=st.fixed_dictionaries({n: _GROUP_VALUES for n in ("J", "A", "K")}),
-       slot_is_my=st.booleans())
-def test_a_static_column_evaluated_by_groups_is_the_slot_by_slot_column(text, slots, job,
-                                                                         slot_is_my):
-    """Slots that agree on every literal value an expression reads share one evaluation, and
-    the column is what evaluating every slot gives (strings of other case, 1 and 1.0 and
-    true, 0.0 and -0.0, absent names, slot values that are expressions)."""
-    expr = ExprTree(text)
-    ads = [_grouped_ad(values) for values in slots]
-    job_ad = _grouped_ad(job)
-    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(ads)])
-    settings = NegotiatorSettings()
-    compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
-    if slot_is_my:
-        def verdict(slot):
-            return _value_of(expr.eval(slot.ad, job_ad))
-    else:
-        def verdict(slot):
-            return _value_of(expr.eval(job_ad, slot.ad))
-    calls = []
-    got = compiler.groups.evaluate(
-        lambda slot: calls.append(1) or verdict(slot), (expr, slot_is_my), job_ad, object)
-    assert got.tolist() == [verdict(slot) for slot in table.slots]
-    assert len(calls) <= len(ads)
-
-
-def test_slots_of_equal_values_share_one_evaluation_and_impure_expressions_do_not():
-    ads = [make_slot(f"slot1@m{i}", Arch="X86_64" if i % 3 else "aarch64", Cpus=i + 1,
-                     FileSystemDomain="submit.example.org" if i == 4 else f"m{i}.example.org")
-           for i in range(9)]
-    table = SlotTable([Slot(ad, ad["Name"]) for ad in ads])
-    settings = NegotiatorSettings()
-    compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
-    job = make_job(FileSystemDomain="Submit.Example.org")
-    for text, evaluations in [('TARGET.Arch == "X86_64"', 2), ("TARGET.Cpus > 3", 9),
-                              ("TARGET.FileSystemDomain == MY.FileSystemDomain", 2),
-                              ("TARGET.FileSystemDomain =?= MY.FileSystemDomain", 2),
-                              ("TARGET.FileSystemDomain == FileSystemDomain", 2),
-                              ("TARGET.FileSystemDomain < MY.FileSystemDomain", 9),
-                              ('TARGET.Arch == "X86_64" && random(2) < 5', 9),
-                              ('TARGET.Arch == "X86_64" && time() > 0', 9),
-                              ('TARGET.Arch == "X86_64" && CurrentTime > 0', 9)]:
-        expr = ExprTree(text)
-        calls = []
-        got = compiler.groups.evaluate(
-            lambda slot: calls.append(1) or expr.eval(job, slot.ad) is True, (expr, False), job,
-            bool)
-        assert len(calls) == evaluations, text
-        assert got.tolist() == [expr.eval(job, ad) is True for ad in ads], text
-
-
-@hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
-@given(slots=st.lists(st.fixed_dictionaries({
-    "Requirements": st.sampled_from(["START", "MY.START", "TARGET.J", "START && A", "A", "B",
-                                     "true", "J", "CurrentTime > 0 && START", None]),
-    "START": st.sampled_from(["true", "false", "1", "1.0", "0", "-0.0", "A", "B > 1",
-                              "TARGET.K", '"yes"', None]),
-    "A": st.sampled_from([True, 1, 0, 2.5, "undefined", None]),
-    "B": st.sampled_from([1, 2, None])}), min_size=1, max_size=12),
-    job=st.fixed_dictionaries({"J": st.sampled_from([True, 0, "TARGET.A", "TARGET.B > 1", None]),
-                               "K": st.sampled_from([True, 1, 0, None]),
-                               "B": st.sampled_from([5, None])}))
-def test_the_slots_own_requirements_by_groups_is_the_slot_by_slot_column(slots, job):
-    """Slots whose Requirements reach the same plain references and literal values share one
-    evaluation (7,500 slots of ``Requirements = START; START = true`` evaluate it once); a job
-    value that is an expression (it could read the slot back) keeps slot by slot."""
-    ads = [_grouped_ad(values) for values in slots]
-    job_ad = _grouped_ad(job)
-    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(ads)])
-    settings = NegotiatorSettings()
-    compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
-    calls = []
-
-    def verdict(slot):
-        calls.append(1)
-        return requirements_hold(slot.ad, job_ad)
-    got = compiler.groups.evaluate(verdict, SLOT_REQUIREMENTS, job_ad, bool)
-    assert got.tolist() == [requirements_hold(ad, job_ad) for ad in ads]
-    assert len(calls) <= len(ads)
-
-
-def test_a_job_value_that_calls_random_or_a_whole_ad_keeps_the_evaluation_slot_by_slot():
-    job = make_job(A=1, exprs={"J": "random(100)"})
-    assert slot_reads(ExprTree("TARGET.J + Memory"), job, True) is None  # MY = the slot
-    assert slot_reads(ExprTree("J + TARGET.Memory"), job, False) is None  # MY = the job
-    assert slot_reads(ExprTree("A + TARGET.Memory"), job, False) == ("a", "memory")
-    assert slot_reads(ExprTree("size(TARGET) > 3 && MY.A > 0"), job, False) is None  # the ad
-
-
-def test_slots_whose_requirements_reach_the_same_values_share_one_evaluation():
-    ads = [make_slot(f"slot1@m{i}", Arch="X86_64") for i in range(9)]
-    for i, ad in enumerate(ads):
-        ad["Requirements"] = ExprTree("START")
-        ad["START"] = ExprTree("TARGET.J > 1") if i % 3 == 0 else True
-    table = SlotTable([Slot(ad, ad["Name"]) for ad in ads])
-    settings = NegotiatorSettings()
-    compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
-    for job, evaluations in [(make_job(J=2), 1 + 3), (make_job(exprs={"J": "TARGET.Cpus"}), 9)]:
-        calls = []
-        got = compiler.groups.evaluate(
-            lambda slot: calls.append(1) or requirements_hold(slot.ad, job), SLOT_REQUIREMENTS,
-            job, bool)
-        assert len(calls) == evaluations
-        assert got.tolist() == [requirements_hold(ad, job) for ad in ads]
-
-
-def test_values_every_slot_shares_or_lacks_are_one_evaluation_and_chains_stay_apart():
-    """A name no slot defines and a value every slot has tell no slots apart: one evaluation
-    for all; two chains of plain references that end in the same value are two groups."""
-    ads = [make_slot(f"slot1@m{i}", OpSys="LINUX") for i in range(6)]
-    for i, ad in enumerate(ads):
-        ad["Requirements"] = ExprTree("START" if i % 2 else "READY")
-        ad["START"] = ExprTree("READY")
-        ad["READY"] = True
-    table = SlotTable([Slot(ad, ad["Name"]) for ad in ads])
-    settings = NegotiatorSettings()
-    compiler = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
-    job = make_job()
-    expr = ExprTree('TARGET.OpSys == "LINUX" && TARGET.Offline =!= true')
-    calls = []
-    got = compiler.groups.evaluate(lambda slot: calls.append(1) or expr.eval(job, slot.ad),
-                                   (expr, False), job, bool)
-    assert len(calls) == 1 and got.tolist() == [True] * 6
-    calls = []
-    got = compiler.groups.evaluate(
-        lambda slot: calls.append(slot.name) or requirements_hold(slot.ad, job),
-        SLOT_REQUIREMENTS, job, bool)
-    assert sorted(calls) == ["slot1@m0", "slot1@m1"]  # READY, and START -> READY
-    assert got.tolist() == [True] * 6
-
-
 _STARTS = ["True", 'TARGET.Owner != "bob"', "TARGET.SubmitterUserPrio < 10",
            "TARGET.Memory >= 2048"]
 _SHAPE_REQUIREMENTS = ["TARGET.Memory >= RequestMemory",
@@ -511,28 +312,6 @@ def test_clauses_kept_by_text_are_the_split_of_each_jobs_own_tree(texts, real):
         want = clauses_module._split(ExprTree(text))
         assert [(t, e, j, s) for t, e, j, s in got] == [(t, e, j, s) for t, e, j, s in want]
         assert got[-1][1].node.right.value == value
-
-
-@hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
-@given(rows=st.lists(st.tuples(st.integers(0, 3), st.sampled_from("abc"), st.booleans()),
-                     min_size=1, max_size=12),
-       big=st.sampled_from([1, 2 ** 40]))
-def test_rows_grouped_by_codes_are_the_rows_equal_in_every_key(rows, big):
-    """:func:`~.vstatic._combined` of each key's :func:`~.vstatic._codes`: two rows get the
-    same code exactly when they agree on every key, every code below the bound (``big``:
-    parts that claim 2**40 codes each, so that the digits renumber before 2**62)."""
-    from htc.daemons.negotiator.vstatic import _codes, _combined
-
-    parts = []
-    for k in range(3):
-        codes, count = _codes([row[k] for row in rows])
-        parts.append((codes, count * big))
-    assert _codes([row[0] for row in rows])[1] == len({row[0] for row in rows})
-    codes, bound = _combined(parts)
-    assert 0 <= codes.min() and codes.max() < bound
-    for i, a in enumerate(rows):
-        for j, b in enumerate(rows):
-            assert (codes[i] == codes[j]) == (a == b)
 
 
 def _closure_reads(slots):

@@ -35,7 +35,6 @@ _CARVED_ORDER = ("cpus", "memory", "disk")
 _ABSENT = (MISSING, 0.0)  # a column's entry for a slot that does not define the name
 _NUMBER_TAGS = {bool: BOOL, int: INT, float: REAL}  # (vexpr.scalar's tags)
 _EXACT = 2 ** 53  # (vexpr.scalar's bound)
-_LITERAL_ONLY = {Literal}
 _NONE_ONLY = {type(None)}
 _INT_FLOAT = {int, float}
 _VALUE_OF = attrgetter("value")
@@ -76,15 +75,16 @@ class SlotTable:
         case, read without a Python step per row); False, having written nothing, when one
         is not (then :meth:`_read_res`, row by row, says which).
 
-        The carved columns are made from what was read, as :meth:`_plain_column` would make
+        The carved columns are made from what was read, as :func:`literal_column` would make
         them (a search reads them all, and reading the ads again cost as much as this read);
         :meth:`update` keeps them current from then on, as it keeps ``res``."""
         columns = []
         for lname in _CARVED_ORDER:
             nodes = list(map(dict.get, self._exprs, repeat(lname)))
-            if nodes and set(map(type, nodes)) != _LITERAL_ONLY:
+            try:  # (only a Literal has a value: not a slot that lacks it, nor an expression)
+                values = list(map(_VALUE_OF, nodes))
+            except AttributeError:
                 return False
-            values = list(map(_VALUE_OF, nodes))
             classes = set(map(type, values))
             if not classes <= _INT_FLOAT:
                 return False
@@ -92,7 +92,7 @@ class SlotTable:
         n = len(self._exprs)
         for row, (lname, values, classes) in zip(self._res_rows, columns):
             row[:] = values
-            if int in classes:
+            if int in classes and not _within_exact(row):
                 ints = values if len(classes) == 1 else [v for v in values if v.__class__ is int]
                 if max(ints) > _EXACT or min(ints) < -_EXACT:
                     continue  # (the column is left to column(), which refuses it)
@@ -116,62 +116,19 @@ class SlotTable:
         return nodes
 
     def column(self, lname: str) -> tuple[np.ndarray, np.ndarray]:
-        """The ``(tags, values)`` column of one attribute over all rows."""
+        """The ``(tags, values)`` column of one attribute over all rows (:func:`literal_column`,
+        cached; a name it refuses is remembered)."""
         col = self._columns.get(lname)
         if col is None:
             if lname in self._bad:
                 raise Unsupported(f"slot attribute {lname}")
-            col = self._plain_column(lname)
-            if col is not None:
-                self._columns[lname] = col
-                return col
-            pairs = []  # (tag, value) per row, made arrays at once (cheaper than per item)
-            append = pairs.append
             try:
-                for slot in self.slots:
-                    node = slot.ad._exprs.get(lname)
-                    if node is None:
-                        append(_ABSENT)
-                    elif node.__class__ is not Literal:
-                        raise Unsupported(f"slot attribute {lname} is an expression")
-                    else:
-                        append(scalar(node.value))
+                col = literal_column(self._exprs, lname)
             except Unsupported:
                 self._bad.add(lname)
                 raise
-            tags, values = zip(*pairs) if pairs else ((), ())
-            col = self._columns[lname] = (np.array(tags, dtype=np.int8),
-                                          np.array(values, dtype=float))
+            self._columns[lname] = col
         return col
-
-    def _plain_column(self, lname: str):
-        """The column when every slot lacks the name, or has a literal number or boolean of
-        it within 2**53 (the common case, built without a call per row); else None."""
-        exprs = self._exprs
-        if exprs:  # a first slot with a string, a list, an expression: the loop below decides
-            first = exprs[0].get(lname)
-            if first is not None and (first.__class__ is not Literal
-                                      or first.value.__class__ not in _NUMBER_TAGS):
-                return None
-        nodes = list(map(dict.get, exprs, repeat(lname)))  # (no Python step per row)
-        n = len(nodes)
-        classes = set(map(type, nodes))
-        if classes <= _NONE_ONLY:
-            return np.full(n, MISSING, dtype=np.int8), np.zeros(n)
-        if classes != _LITERAL_ONLY:
-            return None
-        values = list(map(_VALUE_OF, nodes))
-        classes = set(map(type, values))
-        if not classes <= _NUMBER_TAGS.keys():
-            return None
-        ints = values if classes == {int} else [v for v in values if v.__class__ is int]
-        if ints and (max(ints) > _EXACT or min(ints) < -_EXACT):
-            return None  # (scalar refuses it: the loop below raises)
-        if len(classes) == 1:
-            tags = np.full(n, _NUMBER_TAGS[classes.pop()], dtype=np.int8)
-        else:
-            tags = np.array([_NUMBER_TAGS[cls] for cls in map(type, values)], dtype=np.int8)
-        return tags, np.array(values, dtype=float)
 
     def uniform(self, lname: str) -> int | None:
         """The tag every row of a column has (MISSING: no slot defines it), or None."""
@@ -276,3 +233,67 @@ class Rows:
         if self.index is None:
             return tags, values
         return tags[self.index], values[self.index]
+
+
+def literal_column(exprs: list, lname: str) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(tags, values)`` column of ``lname`` over the ads' expressions ``exprs`` (one
+    ``ClassAd._exprs`` per row): :func:`~.vexpr.scalar` of each literal value, MISSING where
+    an ad lacks the name. :class:`~.vexpr.Unsupported` when a value is an expression, a string
+    or outside the subset scalar takes (the table's columns; :mod:`.vstatic`'s slots that share
+    one ``Requirements`` expression)."""
+    col = _plain_column(exprs, lname)
+    if col is not None:
+        return col
+    pairs = []  # (tag, value) per row, made arrays at once (cheaper than per item)
+    append = pairs.append
+    for node in map(dict.get, exprs, repeat(lname)):
+        if node is None:
+            append(_ABSENT)
+        elif node.__class__ is not Literal:
+            raise Unsupported(f"slot attribute {lname} is an expression")
+        else:
+            append(scalar(node.value))
+    tags, values = zip(*pairs) if pairs else ((), ())
+    return np.array(tags, dtype=np.int8), np.array(values, dtype=float)
+
+
+def _plain_column(exprs: list, lname: str):
+    """:func:`literal_column` when every ad lacks the name, or has a literal number or boolean
+    of it within 2**53 (the common case, built without a call per row); else None."""
+    if exprs:  # a first slot with a string, a list, an expression: the loop decides
+        first = exprs[0].get(lname)
+        if first is not None and (first.__class__ is not Literal
+                                  or first.value.__class__ not in _NUMBER_TAGS):
+            return None
+    nodes = list(map(dict.get, exprs, repeat(lname)))  # (no Python step per row)
+    n = len(nodes)
+    try:  # (only a Literal has a value: not an ad that lacks it, nor an expression)
+        values = list(map(_VALUE_OF, nodes))
+    except AttributeError:
+        if set(map(type, nodes)) <= _NONE_ONLY:
+            return np.full(n, MISSING, dtype=np.int8), np.zeros(n)
+        return None
+    classes = set(map(type, values))
+    if not classes <= _NUMBER_TAGS.keys():
+        return None
+    try:
+        column = np.array(values, dtype=float)
+    except OverflowError:
+        return None  # (an integer no float holds: scalar refuses it, the loop raises)
+    if int in classes and not _within_exact(column):
+        ints = values if classes == {int} else [v for v in values if v.__class__ is int]
+        if max(ints) > _EXACT or min(ints) < -_EXACT:
+            return None  # (scalar refuses it: the loop raises)
+    if len(classes) == 1:
+        tags = np.full(n, _NUMBER_TAGS[classes.pop()], dtype=np.int8)
+    else:
+        tags = np.array([_NUMBER_TAGS[cls] for cls in map(type, values)], dtype=np.int8)
+    return tags, column
+
+
+def _within_exact(column: np.ndarray) -> bool:
+    """Is every value of a column of numbers below 2**53 in magnitude (then its integers are
+    within what :func:`~.vexpr.scalar` takes, with no Python step per row)? False for NaN,
+    infinities and anything from 2**53 up, which the caller checks on the integers exactly."""
+    with np.errstate(invalid="ignore"):
+        return bool((np.abs(column) < _EXACT).all())

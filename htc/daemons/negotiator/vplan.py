@@ -432,9 +432,10 @@ def _slot_reads(slots) -> tuple[set, set]:
             names, tg = closure(ad, roots) if roots else (set(), set())
             if not names.isdisjoint(CARVED):  # one of them reads a carved resource: which
                 reach.update(lname for lname in roots if closure(ad, (lname,))[0] & CARVED)
-            hit = followed[key] = (tuple(names), tg)
+            hit = followed[key] = (frozenset(names), tg)
             targets |= tg
-        targets.update(filterfalse(exprs.__contains__, hit[0]))  # (the names it lacks)
+        if not exprs.keys() >= hit[0]:  # (one set test when it lacks none, the common case)
+            targets.update(filterfalse(exprs.__contains__, hit[0]))  # (the names it lacks)
     return reach, targets
 
 

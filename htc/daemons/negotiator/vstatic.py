@@ -19,10 +19,15 @@ the evaluator once per group of slots, not once per slot:
   MY.FileSystemDomain``, :func:`_string_tests`) is keyed by what those comparisons give, not
   by its value: 10,000 host names make one or two groups;
 * the slot's own ``Requirements`` (:data:`SLOT_REQUIREMENTS`) is keyed by its chain of plain
-  references and the literal it ends in (``Requirements = START; START = true``).
+  references and the literal it ends in (``Requirements = START; START = true``). Slots whose
+  chain ends in one expression node (one object: ``ExprTree`` gives one node to one text) are
+  keyed by that node and their verdict, computed for all of them in one :mod:`.vexpr` pass
+  over their literal values (:func:`_verdicts`: 2,446 desktop slots of ``START =
+  (KeyboardIdle > 15 * 60) && (LoadAvg < 0.3)`` evaluate it twice, once per verdict).
 
-``tests/unit/test_negotiator_vplan.py`` compares every grouped column with the slot-by-slot
-evaluation on random ads, and a mutation of any key above fails it.
+``tests/unit/test_negotiator_vstatic.py`` compares every grouped column with the slot-by-slot
+evaluation on random ads (slots that share an expression node and slots that do not), and a
+mutation of any key above fails it.
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ from htc.classad.ast import AbsRef, AdExpr, AttrRef, Binary, Call, Literal, Sele
 from htc.classad.context import _VIRTUAL_NAMES, SPECIAL_NAMES
 from htc.classad.operators import fold
 from htc.daemons.negotiator.clauses import slot_names_read
+from htc.daemons.negotiator.columns import literal_column
 from htc.daemons.negotiator.slots import closure
+from htc.daemons.negotiator.vexpr import Inexact, Unsupported, compile_vector, holds
 
 
 class SlotGroups:
@@ -83,26 +90,67 @@ class SlotGroups:
         if codes is None or codes[1] == len(slots):
             return np.array([verdict(slot) for slot in slots], dtype=dtype)
         # a verdict per group (at its first row), then each row's group's
-        _, first, group = np.unique(codes[0], return_index=True, return_inverse=True)
+        first, group = _groups(*codes)
         if first.size == len(slots):
             return np.array([verdict(slot) for slot in slots], dtype=dtype)
         return np.array([verdict(slots[i]) for i in first.tolist()], dtype=dtype)[group]
 
     def _codes(self, key) -> tuple:
         """:func:`_codes` of the keys of a name (``key`` a name: :meth:`_literal_keys`) or of
-        a name and the strings it is compared with (:meth:`_test_keys`), cached per table."""
+        a name and the strings it is compared with (:meth:`_string_codes`, or
+        :meth:`_test_keys` when its values are not all strings), cached per table."""
         codes = self._group_codes.get(key)
         if codes is None:
-            keys = self._literal_keys(key) if key.__class__ is str else self._test_keys(*key)
-            codes = self._group_codes[key] = _codes(keys)
+            if key.__class__ is str:
+                codes = _codes(self._literal_keys(key))
+            else:
+                codes = self._string_codes(*key) or _codes(self._test_keys(*key))
+            self._group_codes[key] = codes
         return codes
+
+    def _string_codes(self, lname, constants) -> tuple | None:
+        """``(codes, count)`` of a name the expression only compares with the strings
+        ``constants`` (:func:`_string_tests`) when the slots' values of it are all strings
+        (None otherwise): a string's code is what those comparisons give (10,000 host names
+        compared with the job's FileSystemDomain: two codes at most). For one constant, the
+        pair (folded equal, exactly equal) as an integer (:data:`_PAIR_CODE`) renumbered to
+        the pairs present (:func:`_dense`): the groups :func:`_codes` of the pairs would
+        give, numbered by the pair rather than by first appearance, with no dictionary pass
+        per row. Few distinct strings (two architectures) are each compared once; many (host
+        names) are compared row by row, without a dictionary of them."""
+        literals = self._literal_keys(lname)
+        if not literals or literals[0].__class__ is not str:
+            return None  # (one str: all are, see _literal_keys)
+        folded = [fold(c) for c in constants]
+        n = len(literals)
+        if len(constants) > 1:
+            key_of = {v: (tuple(fold(v) == f for f in folded),
+                          tuple(v == c for c in constants)) for v in set(literals)}
+            return _codes(list(map(key_of.__getitem__, literals)))
+        (c,), (f,) = constants, folded
+        distinct = set(literals)
+        # (ASCII strings, each lower-cased as fold does)
+        ascii_only = all(map(str.isascii, distinct))
+        if len(distinct) * 4 <= n:
+            distinct = list(distinct)
+            lowered = map(str.lower, distinct) if ascii_only else map(fold, distinct)
+            key_of = dict(zip(distinct, map(_PAIR_CODE.__getitem__, zip(
+                map(f.__eq__, lowered), map(c.__eq__, distinct)))))
+            pairs = map(key_of.__getitem__, literals)
+        else:
+            lowered = map(str.lower, literals) if ascii_only else map(fold, literals)
+            pairs = map(_PAIR_CODE.__getitem__, zip(map(f.__eq__, lowered),
+                                                     map(c.__eq__, literals)))
+        return _dense(np.fromiter(pairs, np.int64, n), len(_PAIR_CODE))
 
     def _requirements_codes(self, job):
         """:func:`_codes` of a key per row of the slot's own ``Requirements`` when it is a
         chain of plain references ending in a literal or in a name the slot lacks
-        (``Requirements = START; START = true``): the chain's names and its end's value; any
-        other slot has a key of its own. None when the job's values the slots read are not all
-        literals (a job expression could read the slot back).
+        (``Requirements = START; START = true``): the chain's names and its end's value; in an
+        expression node other slots' chains end in too: the node and the verdict
+        (:meth:`_shared_ends`); any other slot has a key of its own. None when the job's
+        values the slots read are not all literals (a job expression could read the slot
+        back).
 
         The chains are followed a link at a time for all the rows at one name together (maps
         over the rows, no Python step per row: 10,000 slots of ``Requirements = START``)."""
@@ -149,36 +197,47 @@ class SlotGroups:
                     codes[sub] = local + count
                     count += distinct
                     continue
+                if cls is not AttrRef:  # an expression ends the chain: shared by some rows?
+                    sub, count = self._shared_ends(nodes, part, sub, job, codes, count)
                 # not a plain chain (a cycle is cut at 8 links): a key of its own per row
                 codes[sub] = np.arange(count, count + len(sub))
                 count += len(sub)
         return codes, count
 
+    def _shared_ends(self, nodes, part, sub, job, codes, count) -> tuple:
+        """Code the rows ``sub`` (their chains' ends ``nodes[k]``, ``k`` in ``part``) whose
+        chain ends in one expression node with others (by identity: ``ExprTree`` gives one
+        node to one text) by that node and their verdict, :func:`_verdicts`; return the rows
+        left (a node of one row, or one :func:`_verdicts` does not take) and ``count``."""
+        ends = list(map(nodes.__getitem__, part))
+        by_node: dict[int, list] = {}  # id(node) -> [node, its rows...]
+        if len(set(map(id, ends))) == 1:  # (one node on every row: 2,446 desktop slots)
+            by_node[id(ends[0])] = [ends[0], *sub]
+        else:
+            for node, row in zip(ends, sub):
+                by_node.setdefault(id(node), [node]).append(row)
+        left = []
+        for node, *rows in by_node.values():
+            if len(rows) > 1:
+                verdicts = _verdicts(node, list(map(self._slot_exprs.__getitem__, rows)), job)
+                if verdicts is not None:
+                    codes[rows] = verdicts + count
+                    count += 2
+                    continue
+            left.extend(rows)
+        return left, count
+
     def _test_keys(self, lname, constants) -> list:
         """:meth:`_literal_keys` of a name the expression only compares with the strings
-        ``constants`` (:func:`_string_tests`): a string's key is what those comparisons give
-        (10,000 host names compared with the job's FileSystemDomain: two keys at most)."""
+        ``constants`` (:func:`_string_tests`) when the slots' values are not all strings
+        (those: :meth:`_string_codes`): a string's key is what those comparisons give, any
+        other value keeps its own key."""
         key = (lname, constants)
         keys = self._keys.get(key)
         if keys is None:
             literals = self._literal_keys(lname)
             folded = [fold(c) for c in constants]
-            if literals and literals[0].__class__ is str:  # a column of strings only
-                # (each distinct string compared once: 10,000 slots of two architectures)
-                if len(constants) == 1:
-                    (c,), (f,) = constants, folded
-                    distinct = list(set(literals))
-                    # (ASCII strings, each lower-cased as fold does: 10,000 host names)
-                    lowered = (map(str.lower, distinct) if all(map(str.isascii, distinct))
-                               else map(fold, distinct))
-                    key_of = dict(zip(distinct, map(_PAIR_CODE.__getitem__, zip(
-                        map(f.__eq__, lowered), map(c.__eq__, distinct)))))
-                else:
-                    key_of = {v: (tuple(fold(v) == f for f in folded),
-                                  tuple(v == c for c in constants)) for v in set(literals)}
-                keys = self._keys[key] = list(map(key_of.__getitem__, literals))
-                return keys
-            keys = []
+            keys = []  # (a column of strings only: _string_codes)
             for i, literal in enumerate(literals):
                 if literal.__class__ is tuple and len(literal) == 2 and literal[0] is str:
                     value = literal[1]
@@ -222,9 +281,10 @@ _PURE_CALLS = frozenset({
     "strcat", "toupper", "tolower", "size", "substr", "strcmp", "stricmp", "stringlistmember",
     "stringlistimember", "regexp"})
 _SCOPES = SPECIAL_NAMES | _VIRTUAL_NAMES
+_FEW_CODES = 16  # _groups: up to so many groups, no sort
 _ABSENT = ("absent",)  # the key of a slot that does not define the name
 _COMPARED = ("compared",)  # _test_keys' mark of a string's key
-#: _test_keys' key of one string compared with one constant (folded, exactly): a small int
+#: _string_codes' code of one string compared with one constant (folded, exactly)
 _PAIR_CODE = {(False, False): 0, (False, True): 1, (True, False): 2, (True, True): 3}
 #: :meth:`SlotGroups.evaluate`'s ``read`` for the slot's own ``Requirements``
 SLOT_REQUIREMENTS = ("the slot's Requirements",)
@@ -275,6 +335,38 @@ def slot_reads(expr, job, slot_is_my: bool) -> tuple | None:
             elif cls is AbsRef or cls is AdExpr:
                 return None
     return tuple(sorted(names))
+
+
+def _verdicts(node, slot_exprs: list, job) -> np.ndarray | None:
+    """Per slot (its ad's expressions in ``slot_exprs``), 1 where ``node`` -- the end of
+    its ``Requirements``' chain of plain references -- lets ``Requirements`` hold against
+    ``job`` (:func:`~htc.classad.match.requirements_hold`'s verdict), else 0; None when
+    :mod:`.vexpr` does not take the expression or a value it reads of the slots (a string, an
+    expression) or of the job.
+
+    The value of the chain is the value of its end evaluated with MY = the slot (each link a
+    plain name of the slot), so :func:`~.vexpr.compile_vector` of the end, over the columns
+    of those slots' literal values (:func:`~.columns.literal_column`; a name a slot lacks
+    falls back to the job) gives each slot's value with ClassAd's semantics, and
+    :func:`~.vexpr.holds` HTCondor's test of it (``KeyboardIdle > 15 * 60 && LoadAvg < 0.3``
+    of 2,446 slots in one pass, not 2,446 evaluations)."""
+    try:
+        result = holds(compile_vector(node, job, True)(_Rows(slot_exprs)))
+    except (Unsupported, Inexact, RecursionError):
+        return None
+    return np.broadcast_to(result, (len(slot_exprs),)).astype(np.int64)
+
+
+class _Rows:
+    """Some slots' literal values as :func:`~.vexpr.compile_vector`'s functions read them."""
+
+    __slots__ = ("exprs",)
+
+    def __init__(self, exprs: list):
+        self.exprs = exprs
+
+    def column(self, lname: str) -> tuple:
+        return literal_column(self.exprs, lname)
 
 
 def _string_tests(expr, job) -> dict:
@@ -349,6 +441,35 @@ def _codes(keys: list) -> tuple:
     for i, key in enumerate(number):
         number[key] = i
     return np.fromiter(map(number.__getitem__, keys), np.int64, len(keys)), len(number)
+
+
+def _dense(codes: np.ndarray, bound: int) -> tuple:
+    """``(codes, count)`` of integer ``codes`` below ``bound``, renumbered to the values
+    present (in their order): equal codes stay equal, different ones different."""
+    present = np.flatnonzero(np.bincount(codes, minlength=bound))
+    if present.size == bound:
+        return codes, bound
+    number = np.zeros(bound, dtype=np.int64)
+    number[present] = np.arange(present.size)
+    return number[codes], present.size
+
+
+def _groups(codes: np.ndarray, bound: int) -> tuple:
+    """``(first, group)`` of ``codes`` (each below ``bound``): the first row of each
+    distinct code in the codes' order, and each row's position in it -- what
+    ``np.unique(codes, return_index=True, return_inverse=True)`` gives, without its sort
+    when the codes are few (a handful of groups of 10,000 rows: a count per code and a scan
+    for each first row)."""
+    if bound <= _FEW_CODES * 4:
+        present = np.flatnonzero(np.bincount(codes, minlength=bound))
+        if present.size <= _FEW_CODES:
+            first = np.array([int(np.argmax(codes == code)) for code in present.tolist()],
+                             dtype=np.intp)
+            number = np.zeros(bound, dtype=np.intp)
+            number[present] = np.arange(present.size)
+            return first, number[codes]
+    _, first, group = np.unique(codes, return_index=True, return_inverse=True)
+    return first, group
 
 
 def _combined(parts: list) -> tuple:
