@@ -9,7 +9,8 @@ claim id the cycle mints (``<slot>#<cycle>.<n>`` for consecutive ``n``, or the s
 id for all of them) and the slot's ``Cpus``, ``Memory`` and ``Disk`` before each carve (what
 each match's :class:`~.matched_ad.MatchedSlotAd` is built from). So the cycle records a
 :class:`MatchRun` per run -- the shared values once, the sizes as the list the run already
-computed -- and makes no object per job.
+computed, or for a fill's run (whole numbers, a carve apart) as a :class:`Steps` that makes them
+when read -- and makes no object per job.
 
 :meth:`MatchRun.matches` expands a run into its :class:`Match` es, exactly the values, in the
 order, a match per job made before (``tests/unit/test_negotiator_match_runs.py`` compares them
