@@ -10,7 +10,7 @@ import math
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from htc.daemons.negotiator.accountant import Accountant
+from htc.daemons.negotiator.accountant import Accountant, _added_all
 from htc.daemons.negotiator.slotreads import added
 
 _SLOTS = ("s1@n", "s2@n")
@@ -209,3 +209,22 @@ def _sharing(acct: Accountant) -> list[int]:
     """Which tail entries share a record object: each one's first entry of that object."""
     ids = [id(entry[-1]) for entry in acct._records._tail]
     return [ids.index(i) for i in ids]
+
+
+_SUMMANDS = (0.0, -0.0, 1.0, -1.0, 3.0, 0.5, 1, 2.0 ** 52, -(2.0 ** 52), 2.0 ** 53,
+             2.0 ** 51 + 1, -(2.0 ** 51), 1e300, math.nan, math.inf, 7.25, 0.1, -2.0)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(_SUMMANDS),
+       st.lists(st.tuples(st.sampled_from(_SUMMANDS), st.integers(1, 5)), max_size=6))
+@example(1.0, [(1.0, 1), (2.0 ** 53, 1)])  # (at once: 1 + 2**53 rounds, one by one it does not)
+@example(-0.0, [(-0.0, 2)])
+@example(0.1, [(1.0, 1), (-1.0, 1)])  # (a fraction rounds off on the way)
+def test_a_runs_charges_summed_at_once_are_added_one_after_another(value, steps):
+    """``_added_all`` (``add_carve_runs``' sums) is ``added`` of each step in turn, to the bit."""
+    summands, counts = [s for s, _ in steps], [c for _, c in steps]
+    one = value
+    for step, count in steps:
+        one = added(one, step, count)
+    assert repr(_added_all(value, summands, counts)) == repr(one)

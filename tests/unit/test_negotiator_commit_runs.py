@@ -1,6 +1,7 @@
 """``commit_runs`` (``htc.daemons.negotiator.runs``): a request's runs on several slots
 committed in one pass leave the cycle as ``commit_run`` of each, one after the other: the same
-MatchRuns, accountant charges, slot sizes and weights, taken slots and counters."""
+MatchRuns, accountant charges, slot sizes and weights, taken slots and counters; and
+``commit_fill`` (a fill's blocks) leaves it as ``commit_runs`` of them."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import json
 import random
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from htc.classad import ClassAd, ExprTree
 from htc.daemons.negotiator.accountant import Accountant
-from htc.daemons.negotiator.runs import commit_run, commit_runs, steps_from
+from htc.daemons.negotiator.match_runs import Steps
+from htc.daemons.negotiator.runs import commit_fill, commit_run, commit_runs, steps_from
 from htc.daemons.negotiator.slots import Slot
 
 
@@ -126,3 +129,46 @@ def test_sizes_left_given_by_the_caller_are_the_sizes_less_carve_leaves(seed):
     assert made == [len(block[3]) for block in blocks]
     assert _state(*given) == _state(*one)
     assert [str(s.ad) for s in given[0]] == [str(s.ad) for s in one[0]]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_fills_blocks_committed_by_commit_fill_are_commit_runs_of_them(seed):
+    """vfill.commit's case: whole-number sizes and carves, every block a turn's carve, its
+    states a Steps, the sizes it leaves an integer array; a slot may come back in a later
+    block. commit_fill leaves what commit_runs leaves: runs (their sizes equal), charges,
+    ads, weights, taken slots in order, counters."""
+    rnd = random.Random(seed)
+    seed_ads = [dict(_ad(rnd, i), Cpus=rnd.choice([1, 4, 7, 64]),
+                     Memory=rnd.choice([1024, 8192, 65536]),
+                     Disk=rnd.choice([100, 10_000, 100_000])) for i in range(rnd.randint(1, 5))]
+    weights = rnd.random() < 0.8
+    one = _world(rnd, seed_ads, weights)
+    fill = _world(rnd, seed_ads, weights)
+    carve = (rnd.choice([1, 2, 3]), rnd.choice([1024, 1000]), rnd.choice([100, 1]))
+    blocks, slots, counts, costs, states, left = [], [], [], [], [], []
+    for _ in range(rnd.randint(1, 8)):
+        i = rnd.randrange(len(seed_ads))
+        slot = one[0][i]
+        if slot.taken:
+            continue
+        cost = rnd.choice([1.0, 2.0, 0.5, 8.0])
+        steps = steps_from(_size(slot), rnd.randint(1, 30), cost, carve, 0.0, 1e9, 0.0, 1e9, None)
+        if not steps:
+            continue
+        h, n = steps[0], len(steps)
+        # (the slot's ad as the block leaves it: the next block of the slot starts there)
+        commit_runs(one[1], one[2], one[3], one[4], [(slot, cost, carve, list(steps), True)])
+        blocks.append((slot, cost, carve, list(steps), True))
+        slots.append(fill[0][i])
+        counts.append(n)
+        costs.append(cost)
+        states.append(Steps(h, carve, n))
+        left.append([h[j] - n * carve[j] for j in range(3)])
+    if not slots:
+        return
+    commit_fill(fill[1], fill[2], fill[3], fill[4], slots, carve, counts, costs, states,
+                np.array(left, dtype=np.int64).T)
+    assert _state(*fill) == _state(*one)
+    assert [list(run.sizes) for run in fill[1].runs] == [list(run.sizes) for run in one[1].runs]
+    assert [str(s.ad) for s in fill[0]] == [str(s.ad) for s in one[0]]
+    assert [str(run.slot_ad) for run in fill[1].runs] == [str(run.slot_ad) for run in one[1].runs]

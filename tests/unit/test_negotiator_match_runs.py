@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from htc.daemons import core as c
@@ -15,7 +16,8 @@ from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.adapter import NegotiatorDaemon
 from htc.daemons.negotiator.cycle import negotiate_cycle
 from htc.daemons.negotiator.events import NotifyMatches
-from htc.daemons.negotiator.match_runs import MatchRun, expand
+from htc.daemons.negotiator.match_runs import MatchRun, Steps, expand
+from htc.daemons.negotiator.matched_ad import MatchedSlotAd, texts
 from htc.daemons.negotiator.search import IdleSearch
 from htc.daemons.negotiator.settings import NegotiatorServiceSettings, NegotiatorSettings
 from htc.daemons.negotiator.submitters import SubmitterAd
@@ -103,3 +105,34 @@ def test_the_messages_of_the_runs_are_those_of_their_matches_one_by_one(seed, in
     assert len(sends) == len(result.matches) * (2 if inform_startd else 1)
     assert [a.msg.claim_id for a in sends[::2 if inform_startd else 1]] == \
         [m.claim_id for m in result.matches]
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(start=st.tuples(st.integers(-5, 2**53), st.integers(-5, 2**53), st.integers(-5, 2**53)),
+       carve=st.tuples(st.integers(1, 9), st.integers(1, 2**40), st.integers(1, 3)),
+       count=st.integers(0, 12), index=st.integers(-14, 14),
+       cut=st.tuples(st.integers(-14, 14) | st.none(), st.integers(-14, 14) | st.none(),
+                     st.sampled_from((None, 1, 2, -1))))
+def test_steps_read_as_the_list_of_each_steps_sizes(start, carve, count, index, cut):
+    """A fill's run sizes (``Steps``) read as the list of ``start - j * carve`` tuples it
+    stands for: its length, items (negative indexes too, IndexError past either end),
+    slices, iteration (again), equality with the list (both ways) and with other lists."""
+    steps = Steps(start, carve, count)
+    sizes = [tuple(h - j * k for h, k in zip(start, carve)) for j in range(count)]
+    assert len(steps) == count
+    assert list(steps) == sizes and list(steps) == sizes
+    assert steps == sizes and sizes == steps and not steps != sizes
+    assert steps == tuple(sizes) and steps == Steps(start, carve, count)
+    assert steps != [*sizes, start] and (not sizes or steps != sizes[1:]) and steps != "abc"
+    assert all(v.__class__ is int for size in steps for v in size)
+    if -count <= index < count:
+        assert steps[index] == sizes[index]
+    else:
+        with pytest.raises(IndexError):
+            steps[index]
+    assert steps[slice(*cut)] == sizes[slice(*cut)]
+    assert [MatchedSlotAd(_AD, have)["Cpus"] for have in steps] == [h[0] for h in sizes]
+    assert texts(_AD, steps) == texts(_AD, sizes)
+
+
+_AD = make_slot("slot1@n1", Cpus=16, Memory=65536, Disk=10_000, PartitionableSlot=True)

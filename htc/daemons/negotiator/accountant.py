@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import mul
 
 from htc.daemons.negotiator.accountant_file import (Customer, SavedAccountant, customer_values,
                                                     read_snapshot)
@@ -375,30 +376,25 @@ class Accountant:
         request's runs): the same records and the same charges, each float addition made in
         the same order, the submitter's record looked up once."""
         done = self._records.add_runs(customer, runs, now)
-        rec = None
-        for run in runs if done == len(runs) else runs[:done]:
-            count, weight = run[2], run[3]
-            if count <= 0:
-                continue
-            if rec is None:  # (the first run charged: as _charge starts)
-                if self.last_update_time is None:
-                    self.last_update_time = now
-                rec = self._customer(customer)
-                since = now - self.last_update_time
-                used, weighted = rec.resources_used, rec.weighted_resources_used
-                unpaid = rec.weighted_uncharged_time
-            # (_charge's additions, in its order)
-            used += count
-            charge = since * weight
-            if count == 1:
-                weighted += weight
-                unpaid -= charge
-            else:
-                weighted = added(weighted, weight, count)
-                unpaid = added(unpaid, -charge, count)
-        if rec is not None:
-            rec.resources_used, rec.weighted_resources_used = used, weighted
-            rec.weighted_uncharged_time = unpaid
+        charged = [run for run in (runs if done == len(runs) else runs[:done]) if run[2] > 0]
+        if charged:  # (as _charge of each, the record looked up at the first)
+            if self.last_update_time is None:
+                self.last_update_time = now
+            rec = self._customer(customer)
+            since = now - self.last_update_time
+            counts = [run[2] for run in charged]
+            weights = [run[3] for run in charged]
+            used = rec.resources_used
+            if used.__class__ is int:
+                used += sum(counts)
+            else:  # (a restored float: one addition per run)
+                for count in counts:
+                    used += count
+            rec.resources_used = used
+            rec.weighted_resources_used = _added_all(rec.weighted_resources_used, weights, counts)
+            # (x - charge is x + -charge, exactly)
+            rec.weighted_uncharged_time = _added_all(
+                rec.weighted_uncharged_time, [-(since * weight) for weight in weights], counts)
         for slot, first, count, weight in runs[done:]:  # (one could not be kept as a run)
             self.add_carves(customer, slot, first, count, weight, now)
 
@@ -550,3 +546,26 @@ def _alike(claims: list[tuple[str, tuple[str, float]]]) -> list[tuple[str, list[
         last_customer, last_weight = customer, weight
     return out
 
+
+
+_EXACT_SUM = 2.0 ** 52  # (below it every partial sum of integral floats is exact, with room)
+
+
+def _added_all(value, steps: list, counts: list):
+    """``value`` with ``steps[i]`` added ``counts[i]`` times, one addition after another
+    (:func:`~.slotreads.added` of each in turn). Where the value and every step are integral
+    floats and their magnitudes sum to less than 2**52, every partial sum is an integer a
+    float holds exactly, so the sum made at once is the same float; a zero is summed one by
+    one all the same (its sign depends on the order of the additions)."""
+    if value.__class__ is float and value.is_integer():
+        try:
+            integral = all(map(float.is_integer, steps))
+        except TypeError:  # (a step that is not a float)
+            integral = False
+        if integral and abs(value) + sum(map(mul, map(abs, steps), counts)) < _EXACT_SUM:
+            total = value + sum(map(mul, steps, counts))
+            if total:
+                return total
+    for step, count in zip(steps, counts):
+        value = added(value, step, count)
+    return value

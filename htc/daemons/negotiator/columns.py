@@ -188,12 +188,17 @@ class SlotTable:
         rows = np.asarray(rows, dtype=np.intp)
         if not rows.size:
             return
-        self.log += rows.tolist()
+        listed = rows.tolist()
+        self.log += listed
         left, weight = np.asarray(left, dtype=float), np.asarray(weight, dtype=float)
-        # each row's last block: that block's numbers are what update of each leaves
-        _, back = np.unique(rows[::-1], return_index=True)
-        last = rows.size - 1 - back
-        final = rows[last]
+        # each row's last block: that block's numbers are what update of each leaves (a
+        # fill's rows are most often each in one block: then they are all)
+        if len(set(listed)) == len(listed):
+            last, final = slice(None), rows
+        else:
+            _, back = np.unique(rows[::-1], return_index=True)
+            last = rows.size - 1 - back
+            final = rows[last]
         self.alive[rows[np.asarray(taken, dtype=bool)]] = False  # (alive only goes False)
         self.weight[final] = weight[last]
         columns, uniform = self._columns, self._uniform

@@ -9,7 +9,8 @@ claim id the cycle mints (``<slot>#<cycle>.<n>`` for consecutive ``n``, or the s
 id for all of them) and the slot's ``Cpus``, ``Memory`` and ``Disk`` before each carve (what
 each match's :class:`~.matched_ad.MatchedSlotAd` is built from). So the cycle records a
 :class:`MatchRun` per run -- the shared values once, the sizes as the list the run already
-computed -- and makes no object per job.
+computed, or for a fill's run (whole numbers, a carve apart) as a :class:`Steps` that makes them
+when read -- and makes no object per job.
 
 :meth:`MatchRun.matches` expands a run into its :class:`Match` es, exactly the values, in the
 order, a match per job made before (``tests/unit/test_negotiator_match_runs.py`` compares them
@@ -29,7 +30,7 @@ from htc.classad import ClassAd
 from htc.daemons.negotiator.matched_ad import MatchedSlotAd
 from htc.daemons.negotiator.preemption import PreemptState
 
-__all__ = ["Match", "MatchRun", "expand", "new_match", "new_run"]
+__all__ = ["Match", "MatchRun", "Steps", "expand", "new_match", "new_run"]
 
 
 class Match(NamedTuple):
@@ -126,6 +127,46 @@ class MatchRun(NamedTuple):
 
 #: a :class:`MatchRun` from the tuple of all 18 of its fields in order (as :data:`new_match`)
 new_run = partial(tuple.__new__, MatchRun)
+
+
+class Steps(Sequence):
+    """A run's sizes (:attr:`MatchRun.sizes`) when they are whole numbers a carve apart: the
+    slot's ``(cpus, memory, disk)`` before each of ``count`` carves, ``start`` less ``j``
+    times ``carve`` at step ``j``, made when read. A fill's runs (:func:`~.runs.commit_fill`)
+    keep their sizes so, not as a list of tuples each; the tuples it gives (of ints when
+    ``start`` and ``carve`` are ints) are equal to that list's, and it compares equal to any
+    sequence of them."""
+
+    __slots__ = ("start", "carve", "count")
+
+    def __init__(self, start: tuple, carve: tuple, count: int):  # noqa: D107 - the class's
+        self.start = start
+        self.carve = carve
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self):
+        (h0, h1, h2), (k0, k1, k2), n = self.start, self.carve, self.count
+        return zip(range(h0, h0 - n * k0, -k0), range(h1, h1 - n * k1, -k1),
+                   range(h2, h2 - n * k2, -k2))
+
+    def __getitem__(self, index):
+        if index.__class__ is slice:
+            return list(self)[index]
+        j = range(self.count)[index]  # (an index out of range raises IndexError, as a list's)
+        return tuple(h - j * k for h, k in zip(self.start, self.carve))
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(other) == self.count and list(self) == list(other)
+
+    __hash__ = None  # (equal to a list: unhashable as one)
+
+    def __repr__(self) -> str:
+        return repr(list(self))
 
 
 def expand(runs) -> tuple[Match, ...]:

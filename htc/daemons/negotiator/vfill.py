@@ -37,10 +37,13 @@ hint and kept steps, so whatever comes next is decided by a turn, as before.
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 
+from htc.daemons.negotiator.match_runs import Steps
 from htc.daemons.negotiator.negotiate import after_matches
-from htc.daemons.negotiator.runs import commit_runs
+from htc.daemons.negotiator.runs import commit_fill
 from htc.daemons.negotiator.vexpr import INT, Inexact, Unsupported
 
 _CARVED = ("cpus", "memory", "disk")
@@ -256,36 +259,30 @@ def decide(table, plan, ranked: tuple, complete: bool, jobs: int, free: int, cos
 
 def commit(search, cycle, rs, pool, plan, blocks, k, turned: bool) -> list:
     """Commit the fill's ``blocks`` (:func:`decide`'s) in order, as the one-step loop's turns
-    would: one :func:`~.runs.commit_runs` of them all (a :func:`~.runs.commit_run` each), then
-    the rows of their slots in one :meth:`~.columns.SlotTable.update_whole`; returns
-    ``[(matches, cost), ...]`` as :meth:`~.vsearch.VectorSearch.take` does."""
-    slots, dirty = search.table.slots, search._dirty
-    carve, batch = plan.wants, []
-    k0, k1, k2 = k
-    runs = 0
-    for row, h0, h1, h2, count, cost in blocks:
-        slot = slots[row]
+    would: one :func:`~.runs.commit_fill` of them all (:func:`~.runs.commit_runs` of them,
+    a :func:`~.runs.commit_run` each), then the rows of their slots in one
+    :meth:`~.columns.SlotTable.update_whole`; returns ``[(matches, cost), ...]`` as
+    :meth:`~.vsearch.VectorSearch.take` does. Every block's states (the slot's sizes before
+    each carve: whole numbers, ``h - j * k`` at step ``j``) and the sizes it leaves are made
+    for them all in a few array operations."""
+    table, dirty = search.table, search._dirty
+    rows, h0s, h1s, h2s, counts, costs = map(list, zip(*blocks))
+    slots = list(map(table.slots.__getitem__, rows))
+    for slot in slots:
         if slot.cls is not None:  # (hold's, for a vector request: as make_match's)
             slot.cls = None
             dirty.append(slot)
-        if count == 1:
-            states = [(h0, h1, h2)]
-        else:
-            runs += 1
-            states = list(zip(range(h0, h0 - count * k0, -k0), range(h1, h1 - count * k1, -k1),
-                              range(h2, h2 - count * k2, -k2)))
-        batch.append((slot, cost, carve, states, True))
-    # each block's row after its last carve: whole numbers, its sizes less count carves
-    # (exact in floats: within 2**53), as less_carve of its last state leaves them
-    known = np.array(blocks, dtype=float).T
-    left = known[1:4] - known[4] * np.array(k, dtype=float)[:, None]
-    made = commit_runs(cycle, search.idle, rs, pool, batch, left.astype(np.int64).T.tolist())
+    h = np.array((h0s, h1s, h2s), dtype=np.int64)  # (ints within 2**53, as decide made them)
+    n = np.array(counts, dtype=np.int64)
+    left = h - n * np.array(k, dtype=np.int64)[:, None]  # (as less_carve of each last state)
+    # each block's states, the slot's sizes before each carve, made when read
+    states = list(map(Steps, zip(h0s, h1s, h2s), repeat(tuple(k)), counts))
+    commit_fill(cycle, search.idle, rs, pool, slots, plan.wants, counts, costs, states, left)
     # (after commit_run: the rows follow, as search.changed of each)
-    search.table.update_whole(known[0].astype(np.intp), left, [item[0].taken for item in batch],
-                              [item[0].weight for item in batch])
-    taken = [(n, block[1]) for n, block in zip(made, batch)]
-    search.vector_runs += runs
+    table.update_whole(np.array(rows, dtype=np.intp), left,
+                       [slot.taken for slot in slots], [slot.weight for slot in slots])
+    search.vector_runs += int(np.count_nonzero(n > 1))
     turns = len(blocks) - turned  # (``turned``: the first is the turn that came here)
     search.vector_turns += turns
     search.chained_turns += turns
-    return taken
+    return list(zip(counts, costs))
