@@ -156,10 +156,13 @@ def decide(table, plan, ranked: tuple, complete: bool, jobs: int, free: int, cos
         rows = rows[:-1]
     # the rows' sizes now, as whole numbers: a row that is not partitionable or says a size
     # that is not an int ends the window (its first key is the barrier)
-    good, h = _sizes(table, rows)
+    good, sizes = _sizes(table, rows)
+    h = sizes.astype(np.int64)  # (exact: an INT column holds |v| <= 2**53)
     kc = k[:, None]
-    fit = (h // kc).min(axis=0)
-    up = np.maximum(np.minimum((h[0] - 1) // k[0], -(-h[1] // k[1]) - 1), 0)
+    fit = h // kc
+    fit = np.minimum(np.minimum(fit[0], fit[1]), fit[2])
+    k0, k1 = int(k[0]), int(k[1])
+    up = np.maximum(np.minimum((h[0] - 1) // k0, -(-h[1] // k1) - 1), 0)
     used_up = up < fit
     n = np.where(used_up, up + 1, fit)
     good &= n > 0
@@ -173,14 +176,15 @@ def decide(table, plan, ranked: tuple, complete: bool, jobs: int, free: int, cos
         return None
     if m < rows.size:
         barrier = m
-    rows, h, steps, n, used_up = rows[:m], h[:, :m], steps[:m], n[:m], used_up[:m]
+    rows, h, sizes, steps = rows[:m], h[:, :m], sizes[:, :m], steps[:m]
+    n, used_up = n[:m], used_up[:m]
     count = int(total[m - 1])
     # every (row, step): its sizes, its verdict, its key
     starts = total[:m] - steps
     seg = np.repeat(np.arange(m), steps)
     step = np.arange(count) - starts[seg]
     index = rows[seg]
-    at = (h[:, seg] - step * kc).astype(float)  # (exact: whole numbers within 2**53)
+    at = sizes.take(seg, axis=1) - step * kc.astype(float)  # (exact: whole, within 2**53)
     tags = np.full(count, INT, dtype=np.int8)  # (read, never written: the three share it)
     env = table.rows(index, {"cpus": (tags, at[0]), "memory": (tags, at[1]),
                              "disk": (tags, at[2])})
@@ -195,8 +199,8 @@ def decide(table, plan, ranked: tuple, complete: bool, jobs: int, free: int, cos
         values.append(part)
     # a row's sequence ends at its first failing step: ``nok`` steps of it match
     nok = steps.copy()
-    fails = np.flatnonzero(~ok)
-    if fails.size:
+    if not ok.all():
+        fails = np.flatnonzero(~ok)
         rows_failing = seg[fails]
         head = np.empty(fails.size, dtype=bool)  # (each row's first failing step)
         head[0] = True
@@ -215,18 +219,18 @@ def decide(table, plan, ranked: tuple, complete: bool, jobs: int, free: int, cos
 
 
 def _sizes(table, rows) -> tuple:
-    """``(good, h)``: which of ``rows`` are partitionable and say whole-number sizes (an
-    INT), and their sizes ``(3, len(rows))`` as int64 (exact: an INT holds ``|v| <= 2**53``).
-    Where every row's carved columns are INT (the common case) they are the table's ``res``."""
+    """``(good, sizes)``: which of ``rows`` are partitionable and say whole-number sizes (an
+    INT), and their sizes ``(3, len(rows))`` (floats: whole numbers where good). Where every
+    row's carved columns are INT (the common case) they are the table's ``res``."""
     good = table.partitionable[rows]  # (a copy: fancy indexing)
     if all(table.uniform(lname) == INT for lname in _CARVED):
-        return good, table.res[:, rows].astype(np.int64)
+        return good, table.res.take(rows, axis=1)
     sizes = []
     for lname in _CARVED:
         tags, values = table.column(lname)
         good &= tags[rows] == INT
         sizes.append(values[rows])
-    return good, np.stack(sizes).astype(np.int64)
+    return good, np.stack(sizes)
 
 
 def _improving(parts: list, starts) -> bool:
@@ -267,20 +271,39 @@ def _row_blocks(rows, h, k, nok, n, used_up, barred: bool, jobs: int, free: int,
     if take == 0:
         return None
     row_cost = cost[rows]
-    costs = np.repeat(row_cost, nok)[:take]
-    allowed = _allowed(costs, used, limit, used_u, limit_u)
-    if allowed is not None:
-        take, more = allowed, False
-        if take == 0:
-            return None
+    if not _all_allowed(row_cost, take, used, limit, used_u, limit_u):
+        allowed = _allowed(np.repeat(row_cost, nok)[:take], used, limit, used_u, limit_u)
+        if allowed is not None:
+            take, more = allowed, False
+            if take == 0:
+                return None
     last = int(np.searchsorted(cum, take))  # (the row of the last step taken)
     lens = nok[:last + 1].copy()
     lens[last] -= int(cum[last]) - take
     pick = np.flatnonzero(lens)
-    sizes = h[:, pick].tolist()
+    sizes = h.take(pick, axis=1).tolist()
     blocks = list(zip(rows[pick].tolist(), sizes[0], sizes[1], sizes[2], lens[pick].tolist(),
                       row_cost[pick].tolist()))
     return blocks, k.tolist(), more
+
+
+def _all_allowed(row_cost, count: int, used: float, limit: float, used_u: float,
+                 limit_u: float) -> bool:
+    """Whether the limit surely allows ``count`` steps whose costs are ``row_cost``'s (by
+    row), when they are one whole number ``c >= 0`` and ``used``, ``used_u`` are whole: then
+    every sum ``used + i * c`` up to ``count`` is exact (within 2**53), the same numbers as
+    one addition per match, rising, so :func:`_allowed`'s test holds at every step if it
+    holds at the last. False: :func:`_allowed` decides."""
+    c = float(row_cost[0])
+    if not (c >= 0 and c.is_integer() and float(used).is_integer()
+            and float(used_u).is_integer()
+            and max(abs(used), abs(used_u)) + count * c <= _WHOLE):
+        return False
+    if (row_cost != c).any():
+        return False
+    before, before_u = used + (count - 1) * c, used_u + (count - 1) * c
+    return before < limit and (before_u + c <= limit_u * (1 + 1e-6) + 1e-9
+                               or (before_u <= 0 and limit_u > 0))
 
 
 def _allowed(costs, used: float, limit: float, used_u: float, limit_u: float):
