@@ -225,3 +225,96 @@ def test_a_look_served_from_the_last_look_is_a_look_afresh(monkeypatch):
     monkeypatch.setattr(vorder.SharedOrder, "_look", both)
     _filled_cycles(monkeypatch, 20)
     assert any(served) and not all(served)
+
+
+def test_a_pass_cut_row_by_row_is_the_pass_cut_step_by_step(monkeypatch):
+    """Where each row's key only gets better as it shrinks (the default pre-job rank), a pass
+    is its rows in order, cut row by row (:func:`~.vfill._row_blocks`); with that path off,
+    the merge by sorting and the cuts step by step make the same cycles. Both paths run."""
+    paths = {"rows": 0, "sorted": 0}
+    real_rows, real_sorted = vfill._row_blocks, vfill._merged
+
+    def rows(*args):
+        paths["rows"] += 1
+        return real_rows(*args)
+
+    def merged(*args):
+        paths["sorted"] += 1
+        return real_sorted(*args)
+    monkeypatch.setattr(vfill, "_row_blocks", rows)
+    monkeypatch.setattr(vfill, "_merged", merged)
+    for seed in range(40):
+        case = _random_case(seed)
+        with_rows = _cycle(*case, fill=True)
+        with monkeypatch.context() as off:
+            off.setattr(vfill, "_improving", lambda parts, starts: False)
+            assert_same_cycles(with_rows, _cycle(*case, fill=True))
+    assert paths["rows"] > 30 and paths["sorted"] > 30
+
+
+def test_a_fill_that_uses_every_slot_up_stops_there():
+    """Partitionable slots only, more jobs than they hold: the fill's pass uses every slot up
+    (its cut at ``cycle.free``) and the loop's next turn finds none."""
+    slots = [make_slot(f"slot1@m{n}", Cpus=4, Memory=4096, PartitionableSlot=True)
+             for n in range(5)]
+    requests = {"alice@x": [(make_job("alice"), 40)], "bob@x": [(make_job("bob"), 40)]}
+    filled, _ = _cycle(slots, requests, NegotiatorSettings(), fill=True)
+    assert len(filled.matches) == 20
+    assert {m.slot_name for m in filled.matches} == {f"slot1@m{n}" for n in range(5)}
+    _same(slots, requests, NegotiatorSettings())
+
+
+def test_a_key_improving_at_every_step_is_told_apart_part_by_part():
+    """:func:`~.vfill._improving`: each row's key, part by part (higher first), at least as
+    good at each step as at the one before; a fall from one row to the next does not count."""
+    improving = vfill._improving
+    starts = np.array([0, 3])  # (two rows: steps 0-2 and 3-4)
+    rise, flat = np.array([1., 2, 3, 0, 5]), np.array([7., 7, 7, 7, 7])
+    assert improving([rise], starts) and improving([], starts)
+    assert improving([flat, rise], starts)  # (the first part equal: the next decides)
+    assert not improving([flat, rise[::-1]], starts)
+    assert not improving([np.array([1., 1, 3, 4, 5]), np.array([0., -1, 0, 0, 0])], starts)
+    assert improving([np.array([1., 2, 2, 4, 5]), np.array([0., 9, 9, 0, 0])], starts)
+    assert not improving([np.array([1., 2, 2, 4, 5]), flat, np.array([0., 9, 8, 0, 0])], starts)
+    assert not improving([np.array([2., 1, 3, 4, 5]), -rise], starts)
+
+
+def test_the_row_cuts_are_the_step_cuts():
+    """:func:`~.vfill._row_blocks` cuts a pass whose steps come row by row as
+    :func:`~.vfill._element_blocks` cuts them step by step: the jobs left, the slots used up
+    (``free``), the limit (``used``, ``used_u`` before each step); random rows, some whose
+    sequence ends early (``nok``), some used up at their last step."""
+    rnd = random.Random(7)
+    cuts = set()
+    for _ in range(3000):
+        m = rnd.randint(1, 6)
+        rows = np.array(rnd.sample(range(20), m), dtype=np.intp)
+        n = np.array([rnd.randint(1, 5) for _ in range(m)])
+        used_up = np.array([rnd.random() < 0.6 for _ in range(m)])
+        jobs = rnd.randint(1, 25)
+        steps = np.minimum(n, jobs)
+        nok = np.array([rnd.choice([s, s, rnd.randint(0, s)]) for s in steps.tolist()])
+        k = np.array([1, 512, 100])
+        h = np.array([[rnd.randint(8, 32) for _ in range(m)], [8192] * m, [10_000] * m])
+        cost = np.array([rnd.choice([1.0, 0.5, 3.0]) for _ in range(20)])
+        used, used_u = rnd.choice([(0.0, 0.0), (2.5, 2.5), (1.0, 0.0)])
+        limit, limit_u = rnd.choice([1e9, 6.0, 12.5]), rnd.choice([1e9, 5.0, 0.0])
+        free, barred = rnd.randint(1, m + 2), rnd.random() < 0.5
+        starts = np.cumsum(steps) - steps
+        seg = np.repeat(np.arange(m), steps)
+        step = np.arange(int(steps.sum())) - starts[seg]
+        merged = np.flatnonzero(step < nok[seg])
+        at = (h[:, seg] - step * k[:, None]).astype(float)
+        by_steps = vfill._element_blocks(merged, barred and merged.size < jobs, seg, step, n,
+                                         used_up, rows[seg], at, k, jobs, free, cost, used,
+                                         limit, used_u, limit_u)
+        by_rows = vfill._row_blocks(rows, h, k, nok, n, used_up, barred, jobs, free, cost,
+                                    used, limit, used_u, limit_u)
+        assert by_rows == by_steps
+        ends = np.cumsum(nok)[used_up & (nok == n)]  # (where each used-up row's steps end)
+        taken = 0 if by_steps is None else sum(block[4] for block in by_steps[0])
+        if ends.size >= free and ends[free - 1] <= jobs:
+            cuts.add("free" if taken == ends[free - 1] else "limit")
+        else:
+            cuts.add("jobs" if taken == jobs else "limit or the steps")
+    assert cuts == {"jobs", "free", "limit", "limit or the steps"}

@@ -71,12 +71,16 @@ def negotiate_entry(cycle, entry, pool: SlotPool, limit: float,
                                           used_unclaimed, limit_unclaimed,
                                           None if max_matches is None else max_matches - made)
                 if taken:
-                    for n, cost in taken:  # (the float additions of one match after another)
+                    # the float additions of one match after another (the pie left in a
+                    # local meanwhile: nothing else reads it between them)
+                    pie_left = cycle.pie_left
+                    for n, cost in taken:
+                        made += n
                         for _ in range(n):
-                            made += 1
                             used += cost
                             used_unclaimed += cost
-                            cycle.pie_left -= cost
+                            pie_left -= cost
+                    cycle.pie_left = pie_left
                     continue
             cycle.make_match(rs, pool, slot, state, cost, carve)
             made += 1

@@ -27,6 +27,11 @@ plan's clauses and ranks (as :class:`~.vsteps.StepMemo` does), sorts, and cuts:
   addition per match) against ``limit``, and ``_best``'s refusal of the step's cost (there
   ``_full_best`` would walk for a cheaper slot: the pass stops before it).
 
+Most passes need no sort: where every row's key is as good or better at each step than at the
+one before (HTCondor's default pre-job rank prefers the smaller slot, so a carve raises it),
+each row's prefix maximum is its first key, and the merge is the rows in the shared order's
+order, each taking its steps in one block: the pass is cut row by row.
+
 Only whole-number sizes and carves are taken (then the size after ``j`` carves is
 ``h - j * c`` exactly, as :func:`~.vsteps._whole_sequence` has it); anything else is the one-step
 loop's. The pass ends at the first cut; :func:`commit` commits its blocks (a row's contiguous
@@ -48,8 +53,9 @@ from htc.daemons.negotiator.vexpr import INT, Inexact, Unsupported
 
 _CARVED = ("cpus", "memory", "disk")
 _WHOLE = 2 ** 53
-#: the jobs left (or budget) below which a fill is the one-step loop's: a pass costs about a
-#: hundred array operations, the loop some 40 us per slot (case 2's requests of 20 jobs)
+#: the jobs left (or budget) below which a fill is the one-step loop's: a pass costs some sixty
+#: array operations, the loop some 40 us per slot (case 2's requests of 20 jobs: filled, at 12
+#: here, they cost what the loop costs, 1.06 s of ``take`` in both, their commits the most)
 FEWEST_JOBS = 64
 #: the rows a pass looks at, at most (the first left out is its barrier)
 MOST_ROWS = 256
@@ -137,7 +143,13 @@ def decide(table, plan, ranked: tuple, complete: bool, jobs: int, free: int, cos
     ``ranked``: the request's best rows now, best first, with their keys, as
     :meth:`~.vorder.SharedOrder.ranked_arrays` gives them (``complete``: every row that
     matches; their keys are by ``plan``'s ranks, as the order's); ``jobs``: the steps the
-    jobs left and the budget allow; ``cost``: each row's cost (``plan.cost``)."""
+    jobs left and the budget allow; ``cost``: each row's cost (``plan.cost``).
+
+    When every row's key is at least as good at each step as at the step before (the
+    default ``NEGOTIATOR_PRE_JOB_RANK`` prefers the smaller slot: a carve raises it), each
+    row's prefix maximum is its first key, the merge is the rows in their order, each
+    taking its steps in one block, and the pass is cut row by row (:func:`_row_blocks`);
+    else the steps are merged by sorting (:func:`_merged`) and cut step by step."""
     carve = plan.wants
     if not _whole(carve):
         return None
@@ -148,16 +160,13 @@ def decide(table, plan, ranked: tuple, complete: bool, jobs: int, free: int, cos
         rows = rows[:-1]
     # the rows' sizes now, as whole numbers: a row that is not partitionable or says a size
     # that is not an int ends the window (its first key is the barrier)
-    good = table.partitionable[rows].copy()
-    sizes = []
-    for lname in _CARVED:
-        tags, values = table.column(lname)
-        good &= tags[rows] == INT
-        sizes.append(values[rows])
-    h = np.stack(sizes).astype(np.int64)  # (exact: an INT column holds |v| <= 2**53)
+    good, sizes = _sizes(table, rows)
+    h = sizes.astype(np.int64)  # (exact: an INT column holds |v| <= 2**53)
     kc = k[:, None]
-    fit = (h // kc).min(axis=0)
-    up = np.maximum(np.minimum((h[0] - 1) // k[0], -(-h[1] // k[1]) - 1), 0)
+    fit = h // kc
+    fit = np.minimum(np.minimum(fit[0], fit[1]), fit[2])
+    k0, k1 = int(k[0]), int(k[1])
+    up = np.maximum(np.minimum((h[0] - 1) // k0, -(-h[1] // k1) - 1), 0)
     used_up = up < fit
     n = np.where(used_up, up + 1, fit)
     good &= n > 0
@@ -171,39 +180,167 @@ def decide(table, plan, ranked: tuple, complete: bool, jobs: int, free: int, cos
         return None
     if m < rows.size:
         barrier = m
-    rows, h, steps, n, used_up = rows[:m], h[:, :m], steps[:m], n[:m], used_up[:m]
+    rows, h, sizes, steps = rows[:m], h[:, :m], sizes[:, :m], steps[:m]
+    n, used_up = n[:m], used_up[:m]
     count = int(total[m - 1])
     # every (row, step): its sizes, its verdict, its key
+    starts = total[:m] - steps
     seg = np.repeat(np.arange(m), steps)
-    start = np.repeat(total[:m] - steps, steps)
-    step = np.arange(count) - start
+    step = np.arange(count) - starts[seg]
     index = rows[seg]
-    at = h[:, seg] - step * kc
-    carved = {lname: (np.full(count, INT, dtype=np.int8), at[i].astype(float))
-              for i, lname in enumerate(_CARVED)}
-    env = table.rows(index, carved)
+    at = sizes.take(seg, axis=1) - step * kc.astype(float)  # (exact: whole, within 2**53)
+    tags = np.full(count, INT, dtype=np.int8)  # (read, never written: the three share it)
+    env = table.rows(index, {"cpus": (tags, at[0]), "memory": (tags, at[1]),
+                             "disk": (tags, at[2])})
     ok = np.ones(count, dtype=bool)
     for fn in plan.clauses:
         ok &= fn(env)
+    values = []
+    for fn in (plan.pre, plan.jr, plan.post):
+        part = fn(env)
+        if fn is plan.jr and np.isnan(part).any():
+            raise Inexact("a NaN job rank")  # (as ranks_of: the scalar walk decides)
+        values.append(part)
+    # a row's sequence ends at its first failing step: ``nok`` steps of it match
+    nok = steps.copy()
+    if not ok.all():
+        fails = np.flatnonzero(~ok)
+        rows_failing = seg[fails]
+        head = np.empty(fails.size, dtype=bool)  # (each row's first failing step)
+        head[0] = True
+        np.not_equal(rows_failing[1:], rows_failing[:-1], out=head[1:])
+        nok[rows_failing[head]] = step[fails[head]]
+    # rows whose keys only get better: the rows in ranked's order (their first keys, each
+    # above the barrier's), a block each
+    if free >= 1 and _improving([part for part in values if part.__class__ is np.ndarray
+                                 and part.ndim], starts):
+        return _row_blocks(rows, h, k, nok, n, used_up, barrier is not None, jobs, free,
+                           cost, used, limit, used_u, limit_u)
+    merged, more = _merged(table, index, seg, step < nok[seg], values, first, barrier, count,
+                           jobs)
+    return _element_blocks(merged, more, seg, step, n, used_up, index, at, k, jobs, free, cost,
+                           used, limit, used_u, limit_u)
+
+
+def _sizes(table, rows) -> tuple:
+    """``(good, sizes)``: which of ``rows`` are partitionable and say whole-number sizes (an
+    INT), and their sizes ``(3, len(rows))`` (floats: whole numbers where good). Where every
+    row's carved columns are INT (the common case) they are the table's ``res``."""
+    good = table.partitionable[rows]  # (a copy: fancy indexing)
+    if all(table.uniform(lname) == INT for lname in _CARVED):
+        return good, table.res.take(rows, axis=1)
+    sizes = []
+    for lname in _CARVED:
+        tags, values = table.column(lname)
+        good &= tags[rows] == INT
+        sizes.append(values[rows])
+    return good, np.stack(sizes)
+
+
+def _improving(parts: list, starts) -> bool:
+    """Whether every row's key is as good or better at each of its steps than at the step
+    before: ``parts`` the key's parts that are arrays, by step, highest first (``pre``,
+    ``jr``, ``post``: higher is better, no NaN), ``starts`` each row's first step. The first
+    part rising at every step (the default pre-job rank) decides it in a few operations."""
+    if not parts:
+        return True
+    bounds = starts[1:] - 1  # (a row's last step and the next row's first are no pair)
+    rising = parts[0][1:] > parts[0][:-1]
+    rising[bounds] = True
+    if rising.all():
+        return True
+    ge = None
+    for part in reversed(parts):
+        later, earlier = part[1:], part[:-1]
+        ge = later >= earlier if ge is None else (later > earlier) | ((later == earlier) & ge)
+    ge[bounds] = True
+    return bool(ge.all())
+
+
+def _row_blocks(rows, h, k, nok, n, used_up, barred: bool, jobs: int, free: int, cost,
+                used: float, limit: float, used_u: float, limit_u: float):
+    """:func:`decide`'s answer when each row's steps are one block in row order: the first
+    ``nok`` steps of each row (``h`` its sizes now, ``n`` its steps to the end, ``used_up``
+    whether its last step uses the slot up), cut by the jobs, the slots used up (``free``,
+    at least 1), and the limit, as :func:`_element_blocks` cuts them step by step.
+    ``barred``: a barrier ends the window."""
+    cum = np.cumsum(nok)
+    found = int(cum[-1])
+    more = barred and found < jobs
+    take = min(found, jobs)
+    if free <= nok.size:  # (else fewer rows than free slots: they cannot use them all up)
+        ends = cum[used_up & (nok == n)]  # (the steps up to each used-up row's last, in order)
+        if ends.size >= free and ends[free - 1] <= take:
+            take, more = int(ends[free - 1]), False
+    if take == 0:
+        return None
+    row_cost = cost[rows]
+    if not _all_allowed(row_cost, take, used, limit, used_u, limit_u):
+        allowed = _allowed(np.repeat(row_cost, nok)[:take], used, limit, used_u, limit_u)
+        if allowed is not None:
+            take, more = allowed, False
+            if take == 0:
+                return None
+    last = int(np.searchsorted(cum, take))  # (the row of the last step taken)
+    lens = nok[:last + 1].copy()
+    lens[last] -= int(cum[last]) - take
+    pick = np.flatnonzero(lens)
+    sizes = h.take(pick, axis=1).tolist()
+    blocks = list(zip(rows[pick].tolist(), sizes[0], sizes[1], sizes[2], lens[pick].tolist(),
+                      row_cost[pick].tolist()))
+    return blocks, k.tolist(), more
+
+
+def _all_allowed(row_cost, count: int, used: float, limit: float, used_u: float,
+                 limit_u: float) -> bool:
+    """Whether the limit surely allows ``count`` steps whose costs are ``row_cost``'s (by
+    row), when they are one whole number ``c >= 0`` and ``used``, ``used_u`` are whole: then
+    every sum ``used + i * c`` up to ``count`` is exact (within 2**53), the same numbers as
+    one addition per match, rising, so :func:`_allowed`'s test holds at every step if it
+    holds at the last. False: :func:`_allowed` decides."""
+    c = float(row_cost[0])
+    if not (c >= 0 and c.is_integer() and float(used).is_integer()
+            and float(used_u).is_integer()
+            and max(abs(used), abs(used_u)) + count * c <= _WHOLE):
+        return False
+    if (row_cost != c).any():
+        return False
+    before, before_u = used + (count - 1) * c, used_u + (count - 1) * c
+    return before < limit and (before_u + c <= limit_u * (1 + 1e-6) + 1e-9
+                               or (before_u <= 0 and limit_u > 0))
+
+
+def _allowed(costs, used: float, limit: float, used_u: float, limit_u: float):
+    """How many of the steps of ``costs`` (in order) the limit allows, when not all: ``used``
+    before each (``np.add.accumulate`` adds the costs in order, exactly as one addition per
+    match) against ``limit``, and ``_best``'s refusal of the step's cost (there ``_full_best``
+    would walk for a cheaper slot: the pass stops before it). None: it allows them all."""
+    before = np.add.accumulate(np.concatenate(([used], costs)))[:-1]
+    before_u = (before if used_u == used
+                else np.add.accumulate(np.concatenate(([used_u], costs)))[:-1])
+    allowed = (before < limit) & ((before_u + costs <= limit_u * (1 + 1e-6) + 1e-9)
+                                  | ((before_u <= 0) & (limit_u > 0)))
+    return None if allowed.all() else int(np.argmin(allowed))
+
+
+def _merged(table, index, seg, ok, values: list, first: tuple, barrier, count: int,
+            jobs: int):
+    """``(merged, more)``: the steps that match (``ok``), in the order the one-step loop
+    takes them: by each row's prefix maximum of its keys (``values``: the elements' ``pre``,
+    ``jr``, ``post``), ties within a row in step order, before the barrier's first key
+    (``first``'s at position ``barrier``); ``more``: the barrier alone stopped it (fewer than
+    ``jobs``)."""
     # the key's parts that tell the elements apart: a rank that is one number for them all and
     # the barrier (no rank that reads a row: most ranks) orders nothing and is left out
     parts, theirs = [], []
-    for fn, part in zip((plan.pre, plan.jr, plan.post), first):
-        values = fn(env)
-        if fn is plan.jr and np.isnan(values).any():
-            raise Inexact("a NaN job rank")  # (as ranks_of: the scalar walk decides)
-        if values.__class__ is not np.ndarray or not values.ndim:
-            if barrier is None or part[barrier] == values:
+    for part, barrier_part in zip(values, first):
+        if part.__class__ is not np.ndarray or not part.ndim:
+            if barrier is None or barrier_part[barrier] == part:
                 continue
-            values = np.full(count, values)
-        parts.append(values)
-        theirs.append(part)
+            part = np.full(count, part)
+        parts.append(part)
+        theirs.append(barrier_part)
     names = table.name_rank[index]
-    # a row's sequence ends at its first failing step
-    fails = ~ok
-    bad = np.cumsum(fails)
-    starts = total[:m] - steps
-    ok = bad == np.repeat(bad[starts] - fails[starts], steps)
     if barrier is not None:  # one more element: the barrier, at its first key
         parts = [np.append(mine, part[barrier]) for mine, part in zip(parts, theirs)]
         names = np.append(names, first[3][barrier])
@@ -226,32 +363,35 @@ def decide(table, plan, ranked: tuple, complete: bool, jobs: int, free: int, cos
     merged = take[np.lexsort((take, prefix[take]))]
     if barrier is not None:
         merged = merged[prefix[merged] < dense[count]]
-    # the cuts: jobs, the slots used up, the limit (``more``: none bit, the barrier did)
-    more = barrier is not None and merged.size < jobs
+    return merged, barrier is not None and merged.size < jobs
+
+
+def _element_blocks(merged, more: bool, seg, step, n, used_up, index, at, k, jobs: int,
+                    free: int, cost, used: float, limit: float, used_u: float, limit_u: float):
+    """:func:`decide`'s answer from the steps ``merged`` in order (``more``: the barrier
+    alone stopped them): cut by the jobs, the slots used up, the limit (``more``: none bit,
+    the barrier did), made blocks (runs of one row, each with its row's sizes at its first
+    step, ``at``, and its cost)."""
     merged = merged[:jobs]
-    last = (step[merged] == n[seg[merged]] - 1) & used_up[seg[merged]]
-    if last.any():
-        ups = np.cumsum(last)
-        if ups[-1] >= free:
-            merged = merged[:int(np.searchsorted(ups, free)) + 1]
-            more = False
-    costs = cost[index[merged]]
-    before = np.add.accumulate(np.concatenate(([used], costs)))[:-1]
-    before_u = np.add.accumulate(np.concatenate(([used_u], costs)))[:-1]
-    allowed = (before < limit) & ((before_u + costs <= limit_u * (1 + 1e-6) + 1e-9)
-                                  | ((before_u <= 0) & (limit_u > 0)))
-    if not allowed.all():
-        merged = merged[:int(np.argmin(allowed))]
+    if free <= n.size:  # (else fewer rows than free slots: they cannot use them all up)
+        last = (step[merged] == n[seg[merged]] - 1) & used_up[seg[merged]]
+        if last.any():
+            ups = np.cumsum(last)
+            if ups[-1] >= free:
+                merged = merged[:int(np.searchsorted(ups, free)) + 1]
+                more = False
+    allowed = _allowed(cost[index[merged]], used, limit, used_u, limit_u)
+    if allowed is not None:
+        merged = merged[:allowed]
         more = False
     if merged.size == 0:
         return None
-    # the blocks: runs of one row, each with its row's sizes at its first step and its cost
     segs = seg[merged]
     firsts = np.flatnonzero(np.concatenate(([True], segs[1:] != segs[:-1])))
     lens = np.diff(np.append(firsts, segs.size))
     heads = merged[firsts]
     rows_of = index[heads]
-    sizes = at[:, heads].tolist()
+    sizes = at[:, heads].astype(np.int64).tolist()
     blocks = list(zip(rows_of.tolist(), sizes[0], sizes[1], sizes[2], lens.tolist(),
                       cost[rows_of].tolist()))
     return blocks, k.tolist(), more
