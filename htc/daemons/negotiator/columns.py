@@ -38,6 +38,7 @@ _EXACT = 2 ** 53  # (vexpr.scalar's bound)
 _NONE_ONLY = {type(None)}
 _INT_FLOAT = {int, float}
 _VALUE_OF = attrgetter("value")
+_UNREAD = object()  # AdReads: a name not read yet
 
 
 class SlotTable:
@@ -66,6 +67,9 @@ class SlotTable:
         self._res_rows = (self.res[0], self.res[1], self.res[2])
         #: each row's expressions (a slot keeps its ad while the table lives: a carve edits it)
         self._exprs = [slot.ad._exprs for slot in slots]
+        #: the rows' trees and literal values of a name, read once per name (the columns and
+        #: :mod:`.vstatic`'s groups of slots read the same names)
+        self.reads = AdReads(self._exprs)
         if not self._read_numbers():
             for i, slot in enumerate(slots):
                 self._read_res(i, slot, slot.ad._exprs)
@@ -123,7 +127,7 @@ class SlotTable:
             if lname in self._bad:
                 raise Unsupported(f"slot attribute {lname}")
             try:
-                col = literal_column(self._exprs, lname)
+                col = literal_column(self._exprs, lname, self.reads)
             except Unsupported:
                 self._bad.add(lname)
                 raise
@@ -240,18 +244,22 @@ class Rows:
         return tags[self.index], values[self.index]
 
 
-def literal_column(exprs: list, lname: str) -> tuple[np.ndarray, np.ndarray]:
+def literal_column(exprs: list, lname: str, reads: AdReads | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """The ``(tags, values)`` column of ``lname`` over the ads' expressions ``exprs`` (one
     ``ClassAd._exprs`` per row): :func:`~.vexpr.scalar` of each literal value, MISSING where
     an ad lacks the name. :class:`~.vexpr.Unsupported` when a value is an expression, a string
     or outside the subset scalar takes (the table's columns; :mod:`.vstatic`'s slots that share
-    one ``Requirements`` expression)."""
-    col = _plain_column(exprs, lname)
+    one ``Requirements`` expression). ``reads``: an :class:`AdReads` of ``exprs`` that may
+    have read the name already."""
+    if reads is None:
+        reads = AdReads(exprs)
+    col = _plain_column(reads, lname)
     if col is not None:
         return col
     pairs = []  # (tag, value) per row, made arrays at once (cheaper than per item)
     append = pairs.append
-    for node in map(dict.get, exprs, repeat(lname)):
+    for node in reads.nodes(lname):
         if node is None:
             append(_ABSENT)
         elif node.__class__ is not Literal:
@@ -262,23 +270,22 @@ def literal_column(exprs: list, lname: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array(tags, dtype=np.int8), np.array(values, dtype=float)
 
 
-def _plain_column(exprs: list, lname: str):
+def _plain_column(reads: AdReads, lname: str):
     """:func:`literal_column` when every ad lacks the name, or has a literal number or boolean
     of it within 2**53 (the common case, built without a call per row); else None."""
-    if exprs:  # a first slot with a string, a list, an expression: the loop decides
-        first = exprs[0].get(lname)
+    nodes = reads.nodes(lname)  # (no Python step per row)
+    if nodes:  # a first slot with a string, a list, an expression: the loop decides
+        first = nodes[0]
         if first is not None and (first.__class__ is not Literal
                                   or first.value.__class__ not in _NUMBER_TAGS):
             return None
-    nodes = list(map(dict.get, exprs, repeat(lname)))  # (no Python step per row)
     n = len(nodes)
-    try:  # (only a Literal has a value: not an ad that lacks it, nor an expression)
-        values = list(map(_VALUE_OF, nodes))
-    except AttributeError:
+    read = reads.values(lname)
+    if read is None:  # (only a Literal has a value: not an ad that lacks it, nor an expression)
         if set(map(type, nodes)) <= _NONE_ONLY:
             return np.full(n, MISSING, dtype=np.int8), np.zeros(n)
         return None
-    classes = set(map(type, values))
+    values, classes = read
     if not classes <= _NUMBER_TAGS.keys():
         return None
     try:
@@ -290,10 +297,49 @@ def _plain_column(exprs: list, lname: str):
         if max(ints) > _EXACT or min(ints) < -_EXACT:
             return None  # (scalar refuses it: the loop raises)
     if len(classes) == 1:
-        tags = np.full(n, _NUMBER_TAGS[classes.pop()], dtype=np.int8)
+        tags = np.full(n, _NUMBER_TAGS[next(iter(classes))], dtype=np.int8)
     else:
         tags = np.array([_NUMBER_TAGS[cls] for cls in map(type, values)], dtype=np.int8)
     return tags, column
+
+
+class AdReads:
+    """Rows' syntax trees of a name (one ``ClassAd._exprs`` per row) and their literal values,
+    each read once per name: a pass over thousands of ads costs what their memory costs, and
+    a table's columns and :mod:`.vstatic`'s groups read the same names. The carved names are
+    read as they are at each call (a carve replaces their trees); no other name of a row
+    changes while the rows are in use (carving never adds nor removes one)."""
+
+    __slots__ = ("exprs", "_nodes", "_values")
+
+    def __init__(self, exprs: list):
+        self.exprs = exprs
+        self._nodes: dict[str, list] = {}
+        self._values: dict[str, tuple | None] = {}
+
+    def nodes(self, lname: str) -> list:
+        """Each row's tree of ``lname`` (None where the row lacks it). Do not change it."""
+        nodes = self._nodes.get(lname)
+        if nodes is None:
+            nodes = list(map(dict.get, self.exprs, repeat(lname)))
+            if lname not in CARVED:
+                self._nodes[lname] = nodes
+        return nodes
+
+    def values(self, lname: str) -> tuple[list, set] | None:
+        """``(values, classes)``: each row's literal value of ``lname`` and the set of their
+        classes; None when a row lacks the name or holds an expression. Do not change them."""
+        read = self._values.get(lname, _UNREAD)
+        if read is _UNREAD:
+            try:  # (only a Literal has a value: not a row that lacks it, nor an expression)
+                values = list(map(_VALUE_OF, self.nodes(lname)))
+            except AttributeError:
+                read = None
+            else:
+                read = (values, set(map(type, values)))
+            if lname not in CARVED:
+                self._values[lname] = read
+        return read
 
 
 def _within_exact(column: np.ndarray) -> bool:

@@ -105,7 +105,7 @@ class PlanCompiler:
         #: what the slots' expressions read of the job
         self._slot_targets = tuple(sorted(targets))
         #: the static columns' evaluations, by groups of slots (:mod:`.vstatic`)
-        self.groups = SlotGroups(table.slots, self._slot_targets)
+        self.groups = SlotGroups(table.slots, self._slot_targets, table.reads)
 
     def compile(self, rs) -> Plan | None:
         """The plan of request ``rs``, or None when it must take the scalar search.

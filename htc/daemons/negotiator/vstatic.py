@@ -43,7 +43,7 @@ from htc.classad.ast import AbsRef, AdExpr, AttrRef, Binary, Call, Literal, Sele
 from htc.classad.context import _VIRTUAL_NAMES, SPECIAL_NAMES
 from htc.classad.operators import fold
 from htc.daemons.negotiator.clauses import slot_names_read
-from htc.daemons.negotiator.columns import literal_column
+from htc.daemons.negotiator.columns import AdReads, literal_column
 from htc.daemons.negotiator.slots import closure
 from htc.daemons.negotiator.vexpr import Inexact, Unsupported, compile_vector, holds
 
@@ -56,12 +56,15 @@ class SlotGroups:
         slot_targets: what the slots' expressions read of the job (and the names they lack).
     """
 
-    def __init__(self, slots, slot_targets):
+    def __init__(self, slots, slot_targets, reads: AdReads | None = None):
         self.slots = slots
         self._slot_targets = slot_targets
         self._keys: dict = {}  # name (or name, constants) -> a key per row
         self._group_codes: dict = {}  # the same -> those keys as _codes
-        self._slot_exprs = [slot.ad._exprs for slot in slots]  # row -> its ad's trees
+        self._slot_exprs = [slot.ad._exprs for slot in slots] if reads is None \
+            else reads.exprs  # row -> its ad's trees
+        #: the rows' trees and values of a name (the table's: it reads the same names)
+        self._reads = AdReads(self._slot_exprs) if reads is None else reads
 
     def evaluate(self, verdict, read, job, dtype) -> np.ndarray:
         """``verdict(slot)`` for every row of the table, called once per group of slots that
@@ -255,16 +258,15 @@ class SlotGroups:
         (of one type), a key of its own for an expression (cached per table)."""
         keys = self._keys.get(lname)
         if keys is None:
-            # (map over the rows, not a comprehension: 9 names of 10,000 slots in case 1)
-            nodes = list(map(dict.get, self._slot_exprs, repeat(lname)))
+            # (read once per name and table, shared with the table's columns: AdReads)
+            nodes = self._reads.nodes(lname)
             keys = None
-            try:  # (only a Literal has a value: a slot that lacks it or has an expression)
-                values = list(map(_VALUE_OF, nodes))
-            except AttributeError:
+            read = self._reads.values(lname)
+            if read is None:  # (a slot that lacks it or has an expression)
                 if set(map(type, nodes)) == _NONE_ONLY:
                     keys = [_ABSENT] * len(nodes)  # no slot defines it
             else:
-                classes = set(map(type, values))
+                values, classes = read
                 if len(classes) == 1 and classes <= {str, int, bool}:
                     keys = values  # one type: the value is the key (1 never meets 1.0 here)
             if keys is None:
