@@ -305,10 +305,13 @@ def _plain_column(reads: AdReads, lname: str):
 
 class AdReads:
     """Rows' syntax trees of a name (one ``ClassAd._exprs`` per row) and their literal values,
-    each read once per name: a pass over thousands of ads costs what their memory costs, and
-    a table's columns and :mod:`.vstatic`'s groups read the same names. The carved names are
-    read as they are at each call (a carve replaces their trees); no other name of a row
-    changes while the rows are in use (carving never adds nor removes one)."""
+    each read once per name: a table's columns and :mod:`.vstatic`'s groups read the same
+    names. What costs is each (ad, name) looked up, about 150 ns an ad out of the cache (case
+    1's 10,000 ads: 1.5 ms a name); reading several names of an ad in one visit
+    (``itemgetter`` of them all) costs as much as a pass per name, so only reading fewer
+    pairs pays. The carved names are read as they are at each call (a carve replaces their
+    trees); no other name of a row changes while the rows are in use (carving never adds nor
+    removes one)."""
 
     __slots__ = ("exprs", "_nodes", "_values")
 
