@@ -30,6 +30,24 @@ do not count: its values may nest as deeply as an expression alone).  The syntax
 deep only along their left spines (the chains), which every walk follows with a loop (see
 :mod:`htc.classad.ast`); so no later step (compiling, evaluating, printing, comparing) can
 run out of Python's stack on an expression the parser accepted.
+
+Shared trees
+------------
+The same expression texts come back again and again: every slot ad of a pool has the same
+``START``, every job of a cluster the same ``Requirements``, every update of a slot the same
+expressions with new literals. Nodes are immutable and may be shared (:mod:`htc.classad.ast`),
+so the parser keeps the tree of each text it read (HTCondor's collector does the same with
+its ClassAd cache, ``ENABLE_CLASSAD_CACHING``): :func:`parse_expr` of a text seen before,
+and an attribute value of a top-level ad whose source text (from its first token to its
+last) was seen before, give the tree built then, without parsing. The tree is then compiled
+once (its ``fn``) and walked once by the caches that key on a tree's identity (what a
+tree reads, :mod:`htc.daemons.tree_reads`), for every ad that holds it.
+
+Identity is a saving, never a meaning: the same text gives the same node while the cache
+keeps it (it is emptied when full), and a literal (``5``, ``"slot1@node7"``, ``-1``) is
+built afresh each time: cheap, and most are the one value of one ad, which would only crowd
+out the expressions. Two texts never share a tree, even when they parse alike (``1`` and
+``1.0`` differ; so do ``a+1`` and ``a + 1``, which is merely a missed saving).
 """
 
 from __future__ import annotations
@@ -56,12 +74,19 @@ _CONSTS = {"true": True, "false": False, "undefined": Undefined, "error": Error}
 #: conditionals and right operands of a tighter precedence level (see the module docstring)
 MAX_DEPTH = 120
 
-#: Attribute values of top-level ads, by source text: the same expressions come back in ad
-#: after ad (every job of a cluster, every update of a slot), and nodes are immutable and
-#: shareable (htc.classad.ast), so each is parsed once. Cleared when it grows past the bound.
-_VALUE_CACHE: dict[str, Node] = {}
-_VALUE_CACHE_MAX = 50_000
+#: Syntax trees by source text, shared by :func:`parse_expr` and the values of top-level ads
+#: (see "Shared trees" above). Literals are not kept (see :func:`_remember`).
+_TREES: dict[str, Node] = {}
+#: at most this many texts, and this many characters of them in all (a tree takes ~20 bytes
+#: per character of its text, so ~40 MB at most with its keys): a pool's expressions are a
+#: few hundred distinct texts, a schedd's job ads a few per cluster; a collector fed millions
+#: of distinct texts empties the cache whenever either bound is reached.
+_TREES_MAX = 50_000
+_TREES_MAX_CHARS = 2_000_000
+_trees_chars = 0
 _OPENERS = frozenset("([{")
+#: what may follow a top-level ad's value: the end of the value
+_VALUE_ENDS = frozenset(";]")
 _CLOSERS = frozenset(")]}")
 
 
@@ -299,8 +324,17 @@ class Parser:
 
 
     def value(self) -> Node:
-        """An attribute's value in a top-level ad: from the cache when its text was seen before."""
+        """An attribute's value in a top-level ad: the tree of its text when that was seen
+        before (see "Shared trees" in the module docstring)."""
         toks, start = self.toks, self.i
+        t = toks[start]
+        k = t.kind
+        if k == L.INT or k == L.REAL or k == L.STRING or k == L.KEYWORD and t.value in _CONSTS:
+            nxt = toks[start + 1]
+            if nxt.kind == L.EOF or nxt.kind == L.OP and nxt.value in _VALUE_ENDS:
+                # a literal alone (most values of an ad): what primary() builds, not kept
+                self.i = start + 1
+                return Literal(t.value if k != L.KEYWORD else _CONSTS[t.value])
         depth, j = 0, start
         while True:  # the value runs to the ';' or ']' that closes it (or the end of input)
             t = toks[j]
@@ -320,16 +354,27 @@ class Parser:
         if j == start:
             return self.expr()  # nothing there: let the parser say so
         source = self.text[toks[start].pos:toks[j - 1].end]
-        node = _VALUE_CACHE.get(source)
+        node = _TREES.get(source)
         if node is not None:
             self.i = j
             return node
         node = self.expr()
         if self.i == j:  # the whole text was the value (else the caller reports what follows)
-            if len(_VALUE_CACHE) >= _VALUE_CACHE_MAX:
-                _VALUE_CACHE.clear()
-            _VALUE_CACHE[source] = node
+            _remember(source, node)
         return node
+
+
+def _remember(text: str, node: Node) -> None:
+    """Keep ``node`` as the tree of ``text`` (not a literal: see the module docstring),
+    emptying the cache first when it is full."""
+    global _trees_chars
+    if node.__class__ is Literal:
+        return
+    if len(_TREES) >= _TREES_MAX or _trees_chars + len(text) > _TREES_MAX_CHARS:
+        _TREES.clear()
+        _trees_chars = 0
+    _TREES[text] = node
+    _trees_chars += len(text)
 
 
 def _guard(fn, text: str):
@@ -345,12 +390,17 @@ def parse_expr(text: str) -> Node:
     Args:
         text: the expression source.
     Returns:
-        The syntax tree.
+        The syntax tree: for a text parsed before, the same tree, shared (see "Shared trees"
+        in the module docstring); treat it as immutable.
     Raises:
         ClassAdParseError: the text is not exactly one expression.
     """
     if not isinstance(text, str):
         raise TypeError(f"a ClassAd expression must be given as str, not {type(text).__name__}")
+
+    node = _TREES.get(text)
+    if node is not None:
+        return node
 
     def run():
         p = Parser(text)
@@ -358,7 +408,9 @@ def parse_expr(text: str) -> Node:
         if p.tok.kind != L.EOF:
             raise p.error("an operator or end of input")
         return node
-    return _guard(run, text)
+    node = _guard(run, text)
+    _remember(text, node)
+    return node
 
 
 def parse_ad_prefix(text: str, start: int = 0) -> tuple[AdExpr, int] | None:
