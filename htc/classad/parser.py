@@ -48,10 +48,25 @@ keeps it (it is emptied when full), and a literal (``5``, ``"slot1@node7"``, ``-
 built afresh each time: cheap, and most are the one value of one ad, which would only crowd
 out the expressions. Two texts never share a tree, even when they parse alike (``1`` and
 ``1.0`` differ; so do ``a+1`` and ``a + 1``, which is merely a missed saving).
+
+The quick reading
+-----------------
+Tokenizing an ad whole costs most of reading it (a slot ad is ~110 tokens, ~30 attributes,
+nearly all literals). :func:`parse_ad_prefix` first tries to read the ad one attribute at a
+time with one regular expression (:data:`_PAIR`): a name, ``=``, and either a string of
+printable ASCII without escapes or a run of characters that holds no quoted name, list, ad
+or comment (and only such strings), up to the ``;`` or ``]`` that ends it. Such a run is a number or
+``true``/``false``/``undefined``/``error`` (read as the lexer and :meth:`Parser.unary` read
+them, the ``-`` of ``-1`` folded in), else an expression: the shared tree of its text, or the
+text parsed alone, which gives the tree the full reading gives (the same tokens; nothing
+before or after a value changes how it is read). Anything else -- a keyword as a name, a
+quoted name, ``;;``, a comment, a value that does not parse alone -- and the ad is read the
+full way, which also words every error.
 """
 
 from __future__ import annotations
 
+import re
 from htc.classad import lexer as L
 from htc.classad.ast import (AbsRef, AdExpr, AttrRef, Binary, Call, Conditional, ListExpr, Literal,
                              Node, Paren, Select, Subscript, Unary)
@@ -430,6 +445,9 @@ def parse_ad_prefix(text: str, start: int = 0) -> tuple[AdExpr, int] | None:
             return None
         if text[i] != "[":
             raise ClassAdParseError(text, i, "'[' starting a ClassAd")
+        quick = _quick_ad(text, i)
+        if quick is not None:
+            return quick
         toks = L.tokenize(text, i, one_group=True)
         p = Parser(text, toks)
         # The brackets of a top-level ad are no nesting: its values may nest as deeply as an
@@ -440,3 +458,74 @@ def parse_ad_prefix(text: str, start: int = 0) -> tuple[AdExpr, int] | None:
             raise p.error("end of the ad")
         return node, toks[-1].end
     return _guard(run, text)
+
+
+# The quick reading of a top-level ad (see "The quick reading" in the module docstring): one
+# match per attribute for the usual ``Name = value;`` of a slot or job ad. White space is the
+# lexer's; a name is ASCII; a string has printable ASCII and no escape (so it ends at the next
+# '"', as the lexer reads it); outside its strings a value holds no quoted name, list or ad,
+# and no comment (a value with '//' or '/*' anywhere is left to the full reading).
+_WS = r"[ \t\n\r\f\v]*+"  # (possessive: a long run of it is never tried again)
+_PAIR = re.compile(
+    _WS + r"(?!(?i:true|false|undefined|error|isnt|is)\b)"  # (a keyword is no name unquoted)
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)" + _WS + "=" + _WS +
+    r'(?:"(?P<str>[ !#-\[\]-~]*)"'                     # a string: printable ASCII, no escape
+    r"|(?P<int>-?(?:0|[1-9][0-9]{0,17}))"             # an integer in range, '-' folded in
+    r"|(?P<real>-?[0-9]+(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+))"
+    r"|(?P<const>(?i:true|false|undefined|error))"
+    # else an expression: what may stand outside a string, and strings (possessive: a value
+    # that does not end well fails at once, with no backtracking through its characters)
+    r'|(?P<value>(?:[A-Za-z0-9_.()+\-*/%<>=!&|^~?:, \t\n\r\f\v]++|"[ !#-\[\]-~]*+")++))'
+    + _WS + r"(?P<end>\]|;(?:" + _WS + r"\])?)")  # (the ad's end, after a ';' or not)
+_WS_CHARS = " \t\n\r\f\v"
+
+
+def _quick_ad(text: str, i: int) -> tuple[AdExpr, int] | None:
+    """The ad at ``text[i]`` (its ``[``) and the offset after it, read an attribute at a time
+    ("The quick reading" in the module docstring); None when it is not made of the attributes
+    :data:`_PAIR` reads, or a value does not parse alone (the full reading reads those, and
+    words the errors)."""
+    table: dict[str, tuple[str, Node]] = {}
+    match, pos = _PAIR.match, i + 1
+    while True:
+        m = match(text, pos)
+        if m is None:
+            return None
+        name, string, integer, real, const, value, end = m.groups()
+        if string is not None:
+            node = Literal(string)
+        elif integer is not None:
+            # (as the lexer reads the digits, and Parser.unary a '-' against them)
+            node = Literal(int(integer) if integer[0] != "-" else L.negative_int(integer[1:]))
+        elif real is not None:
+            node = Literal(float(real) if real[0] != "-" else -float(real[1:]))
+        elif const is not None:
+            node = Literal(_CONSTS[const.lower()])
+        else:
+            value = value.strip(_WS_CHARS)
+            if not value or "/" in value and ("//" in value or "/*" in value):
+                return None  # (a comment, or a string that looks like one: read in full)
+            node = _TREES.get(value)
+            if node is None:
+                node = _whole_expr(value)
+                if node is None:
+                    return None
+                _remember(value, node)
+        low = name.lower()
+        prev = table.get(low)
+        # a repeated name keeps its first spelling and takes the last value (as AdExpr)
+        table[low] = (name if prev is None else prev[0], node)
+        pos = m.end()
+        if end[-1] == "]":
+            return AdExpr.of_table(table), pos
+
+
+def _whole_expr(text: str) -> Node | None:
+    """``text`` parsed as one expression (as :func:`parse_expr`, not kept), or None when it is
+    not one: the full reading finds the error and words it."""
+    try:
+        p = Parser(text)
+        node = p.expr()
+    except (ClassAdParseError, RecursionError):
+        return None
+    return node if p.tok.kind == L.EOF else None
