@@ -92,10 +92,12 @@ MAX_DEPTH = 120
 #: Syntax trees by source text, shared by :func:`parse_expr` and the values of top-level ads
 #: (see "Shared trees" above). Literals are not kept (see :func:`_remember`).
 _TREES: dict[str, Node] = {}
-#: at most this many texts, and this many characters of them in all (a tree takes ~20 bytes
-#: per character of its text, so ~40 MB at most with its keys): a pool's expressions are a
-#: few hundred distinct texts, a schedd's job ads a few per cluster; a collector fed millions
-#: of distinct texts empties the cache whenever either bound is reached.
+#: at most this many texts, and this many characters of them in all (a tree and its key take
+#: ~20 bytes per character of its text, ~60 once compiled: 40 MB at the bound, 120 MB if every
+#: tree kept was evaluated; the 50,000 texts alone, before, allowed any length): a pool's
+#: expressions are a few hundred distinct texts, a schedd's job ads a few per cluster; a
+#: collector fed millions of distinct texts empties the cache whenever either bound is reached
+#: (then each text still in use is parsed once more: no worse than no cache).
 _TREES_MAX = 50_000
 _TREES_MAX_CHARS = 2_000_000
 _trees_chars = 0
