@@ -54,19 +54,20 @@ The quick reading
 Tokenizing an ad whole costs most of reading it (a slot ad is ~110 tokens, ~30 attributes,
 nearly all literals). :func:`parse_ad_prefix` first tries to read the ad one attribute at a
 time with one regular expression (:data:`_PAIR`): a name, ``=``, and either a string of
-printable ASCII without escapes or a run of characters that holds no quoted name, list, ad
-or comment (and only such strings), up to the ``;`` or ``]`` that ends it. Such a run is a number or
-``true``/``false``/``undefined``/``error`` (read as the lexer and :meth:`Parser.unary` read
-them, the ``-`` of ``-1`` folded in), else an expression: the shared tree of its text, or the
-text parsed alone, which gives the tree the full reading gives (the same tokens; nothing
-before or after a value changes how it is read). Anything else -- a keyword as a name, a
-quoted name, ``;;``, a comment, a value that does not parse alone -- and the ad is read the
-full way, which also words every error.
+printable ASCII without escapes or a run that holds only such strings and, outside them, no
+quoted name, list, ad or comment, up to the ``;`` or ``]`` that ends it. Such a run is a
+number or ``true``/``false``/``undefined``/``error`` (read as the lexer and
+:meth:`Parser.unary` read them, the ``-`` of ``-1`` folded in), else an expression: the shared
+tree of its text, or the text parsed alone, which gives the tree the full reading gives (the
+same tokens; nothing before or after a value changes how it is read). Anything else -- a
+keyword as a name, a quoted name, ``;;``, a comment, a value that does not parse alone -- and
+the ad is read the full way, which also words every error.
 """
 
 from __future__ import annotations
 
 import re
+
 from htc.classad import lexer as L
 from htc.classad.ast import (AbsRef, AdExpr, AttrRef, Binary, Call, Conditional, ListExpr, Literal,
                              Node, Paren, Select, Subscript, Unary)
