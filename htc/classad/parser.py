@@ -201,7 +201,8 @@ class Parser:
                 self.toks[self.i + 1].value == ":":
             self.i += 2
             t = self.toks[self.i]
-            nxt = self.toks[self.i + 1]
+            # (t may be the end of input: then primary() says what is missing)
+            nxt = self.toks[self.i + 1] if t.kind == L.OP else t
             if (t.kind == L.OP and t.value == "-" and nxt.kind in (L.INT, L.REAL)
                     and nxt.pos == t.end):
                 self.i += 2

@@ -118,3 +118,12 @@ def test_errors_are_worded_by_the_full_reading():
         with pytest.raises(ClassAdParseError) as got:
             ClassAd(text)
         assert f"ClassAdParseError: {got.value}" == _full(text)
+
+
+@pytest.mark.parametrize("text", ["a ?:", "f(a ?:", "a ?: ", "x + 1 ?:"])
+def test_an_elvis_with_nothing_after_it_is_a_parse_error(text):
+    # (it read past the end of the tokens: an IndexError, not an error that says what is missing)
+    with pytest.raises(ClassAdParseError, match="an operand"):
+        parser.parse_expr(text)
+    _same(f"[ v = {text}; w = 1 ]")
+    _same(f"[ v = {text} ]")
