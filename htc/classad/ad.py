@@ -242,11 +242,9 @@ class ClassAd(MutableMapping):
             got = parse_ad_prefix(source)
             if got is None:
                 raise ClassAdParseError(source, len(source), "a ClassAd '[ ... ]'")
-            node = got[0]
-            for name, n in node.pairs:
-                low = name.lower()
-                self._exprs[low] = n
-                self._names[low] = name
+            table = got[0].table  # (lower-case name -> (first spelling, last tree))
+            self._exprs = {low: pair[1] for low, pair in table.items()}
+            self._names = {low: pair[0] for low, pair in table.items()}
             return
         if isinstance(source, Mapping):
             for k, v in source.items():

@@ -248,6 +248,16 @@ class AdExpr(Node):
         self.table = table
         self.pairs = tuple(table.values())
 
+    @classmethod
+    def of_table(cls, table: dict[str, tuple[str, Node]]) -> "AdExpr":
+        """The ad whose ``table`` (lower-case name -> (spelling, node)) is already built as
+        :meth:`__init__` builds it (the parser's quick reading); the node takes the dict."""
+        node = cls.__new__(cls)
+        node.fn = None
+        node.table = table
+        node.pairs = tuple(table.values())
+        return node
+
     def children(self):
         return tuple(node for _, node in self.pairs)
 

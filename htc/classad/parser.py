@@ -30,9 +30,43 @@ do not count: its values may nest as deeply as an expression alone).  The syntax
 deep only along their left spines (the chains), which every walk follows with a loop (see
 :mod:`htc.classad.ast`); so no later step (compiling, evaluating, printing, comparing) can
 run out of Python's stack on an expression the parser accepted.
+
+Shared trees
+------------
+The same expression texts come back again and again: every slot ad of a pool has the same
+``START``, every job of a cluster the same ``Requirements``, every update of a slot the same
+expressions with new literals. Nodes are immutable and may be shared (:mod:`htc.classad.ast`),
+so the parser keeps the tree of each text it read (HTCondor's collector does the same with
+its ClassAd cache, ``ENABLE_CLASSAD_CACHING``): :func:`parse_expr` of a text seen before,
+and an attribute value of a top-level ad whose source text (from its first token to its
+last) was seen before, give the tree built then, without parsing. The tree is then compiled
+once (its ``fn``) and walked once by the caches that key on a tree's identity (what a
+tree reads, :mod:`htc.daemons.tree_reads`), for every ad that holds it.
+
+Identity is a saving, never a meaning: the same text gives the same node while the cache
+keeps it (it is emptied when full), and a literal (``5``, ``"slot1@node7"``, ``-1``) is
+built afresh each time: cheap, and most are the one value of one ad, which would only crowd
+out the expressions. Two texts never share a tree, even when they parse alike (``1`` and
+``1.0`` differ; so do ``a+1`` and ``a + 1``, which is merely a missed saving).
+
+The quick reading
+-----------------
+Tokenizing an ad whole costs most of reading it (a slot ad is ~110 tokens, ~30 attributes,
+nearly all literals). :func:`parse_ad_prefix` first tries to read the ad one attribute at a
+time with one regular expression (:data:`_PAIR`): a name, ``=``, and either a string of
+printable ASCII without escapes or a run that holds only such strings and, outside them, no
+quoted name, list, ad or comment, up to the ``;`` or ``]`` that ends it. Such a run is a
+number or ``true``/``false``/``undefined``/``error`` (read as the lexer and
+:meth:`Parser.unary` read them, the ``-`` of ``-1`` folded in), else an expression: the shared
+tree of its text, or the text parsed alone, which gives the tree the full reading gives (the
+same tokens; nothing before or after a value changes how it is read). Anything else -- a
+keyword as a name, a quoted name, ``;;``, a comment, a value that does not parse alone -- and
+the ad is read the full way, which also words every error.
 """
 
 from __future__ import annotations
+
+import re
 
 from htc.classad import lexer as L
 from htc.classad.ast import (AbsRef, AdExpr, AttrRef, Binary, Call, Conditional, ListExpr, Literal,
@@ -56,12 +90,21 @@ _CONSTS = {"true": True, "false": False, "undefined": Undefined, "error": Error}
 #: conditionals and right operands of a tighter precedence level (see the module docstring)
 MAX_DEPTH = 120
 
-#: Attribute values of top-level ads, by source text: the same expressions come back in ad
-#: after ad (every job of a cluster, every update of a slot), and nodes are immutable and
-#: shareable (htc.classad.ast), so each is parsed once. Cleared when it grows past the bound.
-_VALUE_CACHE: dict[str, Node] = {}
-_VALUE_CACHE_MAX = 50_000
+#: Syntax trees by source text, shared by :func:`parse_expr` and the values of top-level ads
+#: (see "Shared trees" above). Literals are not kept (see :func:`_remember`).
+_TREES: dict[str, Node] = {}
+#: at most this many texts, and this many characters of them in all (a tree and its key take
+#: ~20 bytes per character of its text, ~60 once compiled: 40 MB at the bound, 120 MB if every
+#: tree kept was evaluated; the 50,000 texts alone, before, allowed any length): a pool's
+#: expressions are a few hundred distinct texts, a schedd's job ads a few per cluster; a
+#: collector fed millions of distinct texts empties the cache whenever either bound is reached
+#: (then each text still in use is parsed once more: no worse than no cache).
+_TREES_MAX = 50_000
+_TREES_MAX_CHARS = 2_000_000
+_trees_chars = 0
 _OPENERS = frozenset("([{")
+#: what may follow a top-level ad's value: the end of the value
+_VALUE_ENDS = frozenset(";]")
 _CLOSERS = frozenset(")]}")
 
 
@@ -158,7 +201,8 @@ class Parser:
                 self.toks[self.i + 1].value == ":":
             self.i += 2
             t = self.toks[self.i]
-            nxt = self.toks[self.i + 1]
+            # (t may be the end of input: then primary() says what is missing)
+            nxt = self.toks[self.i + 1] if t.kind == L.OP else t
             if (t.kind == L.OP and t.value == "-" and nxt.kind in (L.INT, L.REAL)
                     and nxt.pos == t.end):
                 self.i += 2
@@ -299,8 +343,17 @@ class Parser:
 
 
     def value(self) -> Node:
-        """An attribute's value in a top-level ad: from the cache when its text was seen before."""
+        """An attribute's value in a top-level ad: the tree of its text when that was seen
+        before (see "Shared trees" in the module docstring)."""
         toks, start = self.toks, self.i
+        t = toks[start]
+        k = t.kind
+        if k == L.INT or k == L.REAL or k == L.STRING or k == L.KEYWORD and t.value in _CONSTS:
+            nxt = toks[start + 1]
+            if nxt.kind == L.EOF or nxt.kind == L.OP and nxt.value in _VALUE_ENDS:
+                # a literal alone (most values of an ad): what primary() builds, not kept
+                self.i = start + 1
+                return Literal(t.value if k != L.KEYWORD else _CONSTS[t.value])
         depth, j = 0, start
         while True:  # the value runs to the ';' or ']' that closes it (or the end of input)
             t = toks[j]
@@ -320,16 +373,27 @@ class Parser:
         if j == start:
             return self.expr()  # nothing there: let the parser say so
         source = self.text[toks[start].pos:toks[j - 1].end]
-        node = _VALUE_CACHE.get(source)
+        node = _TREES.get(source)
         if node is not None:
             self.i = j
             return node
         node = self.expr()
         if self.i == j:  # the whole text was the value (else the caller reports what follows)
-            if len(_VALUE_CACHE) >= _VALUE_CACHE_MAX:
-                _VALUE_CACHE.clear()
-            _VALUE_CACHE[source] = node
+            _remember(source, node)
         return node
+
+
+def _remember(text: str, node: Node) -> None:
+    """Keep ``node`` as the tree of ``text`` (not a literal: see the module docstring),
+    emptying the cache first when it is full."""
+    global _trees_chars
+    if node.__class__ is Literal:
+        return
+    if len(_TREES) >= _TREES_MAX or _trees_chars + len(text) > _TREES_MAX_CHARS:
+        _TREES.clear()
+        _trees_chars = 0
+    _TREES[text] = node
+    _trees_chars += len(text)
 
 
 def _guard(fn, text: str):
@@ -345,12 +409,17 @@ def parse_expr(text: str) -> Node:
     Args:
         text: the expression source.
     Returns:
-        The syntax tree.
+        The syntax tree: for a text parsed before, the same tree, shared (see "Shared trees"
+        in the module docstring); treat it as immutable.
     Raises:
         ClassAdParseError: the text is not exactly one expression.
     """
     if not isinstance(text, str):
         raise TypeError(f"a ClassAd expression must be given as str, not {type(text).__name__}")
+
+    node = _TREES.get(text)
+    if node is not None:
+        return node
 
     def run():
         p = Parser(text)
@@ -358,7 +427,9 @@ def parse_expr(text: str) -> Node:
         if p.tok.kind != L.EOF:
             raise p.error("an operator or end of input")
         return node
-    return _guard(run, text)
+    node = _guard(run, text)
+    _remember(text, node)
+    return node
 
 
 def parse_ad_prefix(text: str, start: int = 0) -> tuple[AdExpr, int] | None:
@@ -378,6 +449,9 @@ def parse_ad_prefix(text: str, start: int = 0) -> tuple[AdExpr, int] | None:
             return None
         if text[i] != "[":
             raise ClassAdParseError(text, i, "'[' starting a ClassAd")
+        quick = _quick_ad(text, i)
+        if quick is not None:
+            return quick
         toks = L.tokenize(text, i, one_group=True)
         p = Parser(text, toks)
         # The brackets of a top-level ad are no nesting: its values may nest as deeply as an
@@ -388,3 +462,74 @@ def parse_ad_prefix(text: str, start: int = 0) -> tuple[AdExpr, int] | None:
             raise p.error("end of the ad")
         return node, toks[-1].end
     return _guard(run, text)
+
+
+# The quick reading of a top-level ad (see "The quick reading" in the module docstring): one
+# match per attribute for the usual ``Name = value;`` of a slot or job ad. White space is the
+# lexer's; a name is ASCII; a string has printable ASCII and no escape (so it ends at the next
+# '"', as the lexer reads it); outside its strings a value holds no quoted name, list or ad,
+# and no comment (a value with '//' or '/*' anywhere is left to the full reading).
+_WS = r"[ \t\n\r\f\v]*+"  # (possessive: a long run of it is never tried again)
+_PAIR = re.compile(
+    _WS + r"(?!(?i:true|false|undefined|error|isnt|is)\b)"  # (a keyword is no name unquoted)
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)" + _WS + "=" + _WS +
+    r'(?:"(?P<str>[ !#-\[\]-~]*)"'                     # a string: printable ASCII, no escape
+    r"|(?P<int>-?(?:0|[1-9][0-9]{0,17}))"             # an integer in range, '-' folded in
+    r"|(?P<real>-?[0-9]+(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+))"
+    r"|(?P<const>(?i:true|false|undefined|error))"
+    # else an expression: what may stand outside a string, and strings (possessive: a value
+    # that does not end well fails at once, with no backtracking through its characters)
+    r'|(?P<value>(?:[A-Za-z0-9_.()+\-*/%<>=!&|^~?:, \t\n\r\f\v]++|"[ !#-\[\]-~]*+")++))'
+    + _WS + r"(?P<end>\]|;(?:" + _WS + r"\])?)")  # (the ad's end, after a ';' or not)
+_WS_CHARS = " \t\n\r\f\v"
+
+
+def _quick_ad(text: str, i: int) -> tuple[AdExpr, int] | None:
+    """The ad at ``text[i]`` (its ``[``) and the offset after it, read an attribute at a time
+    ("The quick reading" in the module docstring); None when it is not made of the attributes
+    :data:`_PAIR` reads, or a value does not parse alone (the full reading reads those, and
+    words the errors)."""
+    table: dict[str, tuple[str, Node]] = {}
+    match, pos = _PAIR.match, i + 1
+    while True:
+        m = match(text, pos)
+        if m is None:
+            return None
+        name, string, integer, real, const, value, end = m.groups()
+        if string is not None:
+            node = Literal(string)
+        elif integer is not None:
+            # (as the lexer reads the digits, and Parser.unary a '-' against them)
+            node = Literal(int(integer) if integer[0] != "-" else L.negative_int(integer[1:]))
+        elif real is not None:
+            node = Literal(float(real) if real[0] != "-" else -float(real[1:]))
+        elif const is not None:
+            node = Literal(_CONSTS[const.lower()])
+        else:
+            value = value.strip(_WS_CHARS)
+            if not value or "/" in value and ("//" in value or "/*" in value):
+                return None  # (a comment, or a string that looks like one: read in full)
+            node = _TREES.get(value)
+            if node is None:
+                node = _whole_expr(value)
+                if node is None:
+                    return None
+                _remember(value, node)
+        low = name.lower()
+        prev = table.get(low)
+        # a repeated name keeps its first spelling and takes the last value (as AdExpr)
+        table[low] = (name if prev is None else prev[0], node)
+        pos = m.end()
+        if end[-1] == "]":
+            return AdExpr.of_table(table), pos
+
+
+def _whole_expr(text: str) -> Node | None:
+    """``text`` parsed as one expression (as :func:`parse_expr`, not kept), or None when it is
+    not one: the full reading finds the error and words it."""
+    try:
+        p = Parser(text)
+        node = p.expr()
+    except (ClassAdParseError, RecursionError):
+        return None
+    return node if p.tok.kind == L.EOF else None

@@ -116,7 +116,10 @@ class SignificantCache:
     and a slot ad keeps the same trees from update to update (only literals change), so the
     references of each tree are computed once, by identity, and each ad is then checked
     against its own names on every call: an ad whose expression or names change is seen
-    afresh, with no explicit invalidation. Policy texts are parsed once per distinct text.
+    afresh, with no explicit invalidation. Ads of the same expression text mostly hold one
+    tree (the parser shares it: "Shared trees" in :mod:`htc.classad.parser`), and one entry
+    serves them all: it says what the tree reads, the same in any ad, and which of those names
+    fall back to the job is asked of each ad. Policy texts are parsed once per distinct text.
     """
 
     #: trees remembered at most (a pool's worth of distinct expressions is far fewer); past
@@ -130,7 +133,7 @@ class SignificantCache:
         #: the names a tree reads -> (its TARGET.x names, its unqualified names)
         self._splits: dict[frozenset[str], tuple[frozenset[str], frozenset[str]]] = {}
         self._policy: dict[str, frozenset[str]] = {}
-        #: a bare name's lower-case name -> its entry (a tree of its own in every ad)
+        #: a bare name's lower-case name -> its entry (for ads that hold a tree of their own)
         self._bare: dict[str, tuple] = {}
 
     def _tree(self, node, external_refs, ast) -> tuple:

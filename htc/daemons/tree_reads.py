@@ -5,10 +5,14 @@ attributes walk every tree first (:class:`htc.daemons.autocluster.SignificantCac
 cycle follows the same trees again (:func:`htc.daemons.negotiator.slots.closure`).
 :func:`tree_refs` walks each tree once for both.
 
-A bare name (``Requirements = START``, which nearly every slot ad has) reads that name: its
-answer is remembered by the name, not by the tree. Ads parsed from text share the tree of a
-text seen before, but ads built in Python (the simulator, the benchmark) or decoded otherwise
-hold a tree of their own each: 10,000 of them were 10,000 walks and 10,000 entries.
+Trees are remembered by identity, and the same text is mostly the same tree: the ClassAd
+parser shares the tree of a text it read before (``ClassAd(text)``'s values and
+``ExprTree(text)``: "Shared trees" in :mod:`htc.classad.parser`), so the 2,446 desktop slots of
+the benchmark's pool, each with the same ``START``, are one walk and one entry. A tree's answer
+depends on the tree alone, so an entry is right for every ad that holds it. Trees built
+otherwise (old-syntax text, a tree built node by node, a text read again after the parser's
+cache was emptied) are one each: a bare name (``Requirements = START``, which nearly every
+slot ad has) reads that name, so its answer is remembered by the name, not by the tree.
 """
 
 from __future__ import annotations
