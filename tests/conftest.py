@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,3 +26,14 @@ def _isolated_htc_home(tmp_path_factory, monkeypatch):
         if name.upper().startswith("_HTC_"):
             monkeypatch.delenv(name, raising=False)
     yield home
+
+
+@pytest.fixture()
+def home():
+    """A daemon's home of its own: under /tmp, so that its sockets' paths stay short (a Unix
+    socket's path holds 108 bytes), and 0755, so that a slot's user (when the test runs as
+    root) can reach its execute directory; removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="htsv-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

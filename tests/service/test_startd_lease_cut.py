@@ -12,7 +12,7 @@ from htc.daemons.startd.events import RunStarter, StarterExited, StarterStarted,
 from htc.daemons.startd.states import State
 from htc.daemons.starter.records import ExitRecord, Usage
 from htc.wire import messages as m
-from test_startd_service import MACHINE, T0, adapter, home, settings  # noqa: F401
+from test_startd_service import MACHINE, T0, adapter, settings  # noqa: F401
 
 LEASE = 15.0
 JOB = '[ ClusterId = 3; ProcId = 0; Cmd = "/bin/sleep"; RequestCpus = 1; RequestMemory = 64 ]'

@@ -19,7 +19,7 @@ from htc.daemons.startd.states import State
 from htc.daemons.startd.watches import MAX_WATCH, UNWATCHED_GRACE
 from htc.wire import messages as m
 from htc.wire.transport import PeerInfo, UnixTransport
-from test_startd_service import IDLE, MACHINE, T0, adapter, claim_static_slot, home, settings, sends  # noqa: F401
+from test_startd_service import IDLE, MACHINE, T0, adapter, claim_static_slot, settings, sends  # noqa: F401
 
 JOB = '[ ClusterId = 3; ProcId = 0; Cmd = "/bin/true"; RequestCpus = 1; RequestMemory = 64 ]'
 

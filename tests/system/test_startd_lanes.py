@@ -25,13 +25,11 @@ from htc.executors.worker import EXIT_EXCEPTION, EXIT_VALUE
 from htc.wire import messages as m
 from htc.wire.errors import RemoteError
 from tests.service.test_startd_service import (
-    T0, Peer, adapter, claim_static_slot, home, settings, submit_job, wait_for_ads, with_pool,
+    T0, Peer, adapter, claim_static_slot, settings, submit_job, wait_for_ads, with_pool,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from executor_pool import execute_python  # noqa: E402
-
-__all__ = ["home"]  # the fixture, shared with test_startd_service
 
 JOB = '[ ClusterId = 3; ProcId = 0; Cmd = "/usr/bin/python3"; Arguments = "-m htc.executors.lane"; RequestCpus = 1 ]'
 
