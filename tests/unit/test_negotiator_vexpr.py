@@ -19,7 +19,7 @@ from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.slots import Slot
 from htc.daemons.negotiator.vexpr import (Inexact, Unsupported, compile_vector, holds, ranks,
                                           scalar)
-from htc.daemons.negotiator.vtyped import compile_typed
+from htc.daemons.negotiator.vtyped import _beyond, _overflowed, compile_template, compile_typed
 
 _VALUES = st.one_of(st.integers(-5, 5), st.sampled_from([0.0, 0.5, -2.5, 3.0, 1e308]),
                     st.booleans(), st.sampled_from(["undefined", "error", None]))
@@ -147,6 +147,46 @@ def test_a_real_overflow_is_computed_without_a_warning(text):
             fn(table.rows())
     else:
         fn(table.rows())  # -infinity or NaN: a value, computed quietly
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_a_clauses_comparison_overflows_quietly_and_raises():
+    """A clause's comparison of numbers (``Template.test``, what a Requirements clause asks)
+    runs its real arithmetic under the template's one errstate too: an overflow raises
+    Inexact without a RuntimeWarning (here an error), and a value below it compares."""
+    slots = [ClassAd({"A": 1e308, "Cpus": 1, "Memory": 4}), ClassAd({"A": 2.0, "Cpus": 1,
+                                                                     "Memory": 4})]
+    job = ClassAd({"J": 1})
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    template = compile_template(ExprTree("Memory * A >= J").node, job, True, table)
+    assert template.test is not None and not template.safe
+    p = template.values(job)
+    with pytest.raises(Inexact):
+        template.test(table.rows(), p)
+    assert list(template.test(table.rows(np.array([1])), p)) == [True]
+
+
+def test_the_overflow_test_finds_plus_infinity_behind_a_nan():
+    """_overflowed: +infinity anywhere (also where a NaN makes the maximum NaN), never
+    -infinity, NaN or finite values alone; empty arrays and numbers too."""
+    inf, nan = math.inf, math.nan
+    for values, out in [([1.0, 2.0], False), ([-inf, 1.0], False), ([nan, 1.0], False),
+                        ([nan, inf], True), ([inf, nan], True), ([1.0, inf], True),
+                        ([-inf, nan, 3.0], False), ([], False)]:
+        assert _overflowed(np.array(values, dtype=float)) is out, values
+    assert _overflowed(np.array(inf)) and not _overflowed(np.array(-inf))
+    assert _overflowed(inf) and _overflowed(np.float64(inf))
+    assert not _overflowed(nan) and not _overflowed(-inf) and not _overflowed(1e308)
+
+
+def test_the_integer_test_finds_a_magnitude_beyond_2_to_the_53():
+    """_beyond: a value above 2**53 or below -2**53 anywhere; 2**53 itself is exact."""
+    big = float(2 ** 53)
+    for values, out in [([1.0, -big], False), ([big, 0.0], False), ([0.0, big + 2], True),
+                        ([-(big + 2), 1.0], True), ([], False)]:
+        assert _beyond(np.array(values, dtype=float)) is out, values
+    assert _beyond(big + 2) and _beyond(-(big + 2)) and not _beyond(-big)
+    assert _beyond(np.array(-(big + 2))) and not _beyond(np.array(big))
 
 
 _UNIFORM = {"A": st.integers(-3, 3), "B": st.sampled_from([0.5, 2.0, -1.5]),

@@ -346,3 +346,15 @@ def test_slots_followed_once_per_shape_reach_what_each_slot_reaches(slots):
     from htc.daemons.negotiator.vplan import _slot_reads
     table = [Slot(_grouped_ad(values), f"s{i}") for i, values in enumerate(slots)]
     assert _slot_reads(table) == _closure_reads(table)
+
+
+def test_a_real_ranks_nan_is_its_worst_and_its_numbers_pass_through():
+    """_finish of a REAL rank: NaN rows (``-inf - -inf``) become ``worst``, other rows keep
+    their value (-infinity too); a rank without NaN is its values unchanged."""
+    worst = -1.0e30
+    real = vplan._finish(vplan.REAL, lambda rows: np.array([1.5, np.nan, -np.inf]), worst)
+    assert list(real(None)) == [1.5, worst, -np.inf]
+    clean = vplan._finish(vplan.REAL, lambda rows: np.array([1.5, 2.5]), worst)
+    assert list(clean(None)) == [1.5, 2.5]
+    assert float(vplan._finish(vplan.REAL, lambda rows: np.nan, worst)(None)) == worst
+    assert float(vplan._finish(vplan.REAL, lambda rows: 3.0, worst)(None)) == 3.0

@@ -477,7 +477,8 @@ def _finish(tag, fn, worst):
     if tag == REAL:
         def real(rows):
             values = np.asarray(fn(rows), dtype=float)
-            return np.where(np.isnan(values), worst, values)
+            nan = np.isnan(values)  # (no NaN: the values themselves, as an INT rank's are)
+            return np.where(nan, worst, values) if nan.any() else values
         return real
     constant = 0.0 if worst is None else worst
     return lambda rows: constant

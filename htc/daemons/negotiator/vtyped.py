@@ -38,6 +38,7 @@ from htc.daemons.negotiator.vexpr import (_CMP, _NOT_PLAIN, BOOL, ERROR, INT, MI
 _EXACT = float(2 ** 53)
 _CARVED = frozenset({"cpus", "memory", "disk"})
 _NUMERIC = (BOOL, INT, REAL)
+_MAX = np.maximum.reduce  # (an array's maximum without ndarray.max's Python wrapper)
 
 
 class Template:
@@ -116,7 +117,20 @@ def compile_template(node, job, slot_is_my: bool, table) -> Template:
 
         def test(rows, p):
             return compare(lf(rows, p), rf(rows, p))
+        if not ctx.safe:
+            test = _quiet(test)
+    if not ctx.safe:
+        fn = _quiet(fn)
     return Template(tag, fn, tuple(ctx.params), ctx.safe, frozenset(ctx.read), test)
+
+
+def _quiet(fn):
+    """``fn`` under one ``np.errstate(over="ignore", invalid="ignore")`` a call: the real
+    arithmetic of its nodes runs there (see :func:`_arith`), not under one context per node."""
+    def quiet(rows, p):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return fn(rows, p)
+    return quiet
 
 
 class _Context:
@@ -301,12 +315,14 @@ def _truth(operand):
 def _arith(op, left, right):
     """``+ - * /`` of two typed operands.
 
-    Real arithmetic runs under ``np.errstate(over="ignore", invalid="ignore")``: an overflow
-    to +infinity is the expected path to ClassAd's ERROR (the result is tested right after and
-    raises :class:`~.vexpr.Inexact`, and the caller takes the tagged form, which gives ERROR),
-    and -infinity or a NaN (``-inf - -inf``, ``-inf * 0``) is ClassAd's value itself: numpy's
-    RuntimeWarning would only repeat what the test finds. Integer arithmetic needs no such
-    guard: its operands stay within 2**53, so their sum, difference or product is finite."""
+    Real arithmetic runs under ``np.errstate(over="ignore", invalid="ignore")``, one context
+    for the whole template's call (:func:`_quiet`: a template with arithmetic is not ``safe``):
+    an overflow to +infinity is the expected path to ClassAd's ERROR (the result is tested
+    right after and raises :class:`~.vexpr.Inexact`, and the caller takes the tagged form,
+    which gives ERROR), and -infinity or a NaN (``-inf - -inf``, ``-inf * 0``) is ClassAd's
+    value itself: numpy's RuntimeWarning would only repeat what the test finds. The test is
+    :func:`_overflowed`. Integer arithmetic needs no such guard: its operands stay within
+    2**53, so their sum, difference or product is finite."""
     (lt, lf), (rt, rf) = left, right
     if lt == ERROR or rt == ERROR:
         return _decided(ERROR, left, right)
@@ -323,9 +339,8 @@ def _arith(op, left, right):
             if ints:
                 q = np.abs(a) // np.abs(b)
                 return np.where((a < 0) == (b < 0), q, -q)
-            with np.errstate(over="ignore", invalid="ignore"):  # (see _arith)
-                r = a / b
-            if (r == np.inf).any():
+            r = a / b  # (under _quiet's errstate: see _arith)
+            if _overflowed(r):
                 raise Inexact("real overflow")
             return r
         return (INT if ints else REAL), divide
@@ -334,18 +349,38 @@ def _arith(op, left, right):
     if ints:  # (operands within 2**53: their sum, difference or product is finite)
         def arith(rows, p):
             r = fn(lf(rows, p), rf(rows, p))
-            if (np.abs(r) > _EXACT).any():
+            if _beyond(r):
                 raise Inexact("an integer beyond 2**53")
             return r
         return INT, arith
 
     def real_arith(rows, p):
-        with np.errstate(over="ignore", invalid="ignore"):  # (see _arith)
-            r = fn(lf(rows, p), rf(rows, p))
-        if (np.asarray(r) == np.inf).any():
+        r = fn(lf(rows, p), rf(rows, p))  # (under _quiet's errstate: see _arith)
+        if _overflowed(r):
             raise Inexact("real overflow")
         return r
     return REAL, real_arith
+
+
+def _overflowed(r) -> bool:
+    """Does the real result ``r`` (an array or a number) hold +infinity? One reduction, its
+    maximum, when that is below +infinity (the usual case); else (+infinity, or a NaN, which
+    the maximum propagates and which may hide one) the elements are compared."""
+    if r.__class__ is np.ndarray:
+        if not r.size:
+            return False
+        if _MAX(r, axis=None) < np.inf:
+            return False
+    return bool((np.asarray(r) == np.inf).any())
+
+
+def _beyond(r) -> bool:
+    """Is a magnitude of the integer result ``r`` (an array or a number) beyond 2**53? The
+    largest magnitude (one reduction: no NaN here, the operands are whole numbers within
+    2**53) against it."""
+    if r.__class__ is np.ndarray:
+        return bool(r.size and _MAX(np.abs(r), axis=None) > _EXACT)
+    return bool(abs(r) > _EXACT)
 
 
 def _compare(fn, left, right):
