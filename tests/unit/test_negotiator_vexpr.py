@@ -34,7 +34,7 @@ def _literal(v) -> str:
 
 
 @st.composite
-def _expr(draw, depth=0):
+def _expr(draw, depth=0, calls=False):
     if depth > 3 or draw(st.integers(0, 3)) == 0:
         kind = draw(st.integers(0, 3))
         if kind == 0:
@@ -43,15 +43,22 @@ def _expr(draw, depth=0):
         name = draw(st.sampled_from(_SLOT_NAMES + _JOB_NAMES + ["X"]))
         return draw(st.sampled_from([name, f"TARGET.{name}", f"MY.{name}"]))
     op = draw(st.sampled_from(["+", "-", "*", "/", "<", "<=", ">", ">=", "==", "!=", "=?=",
-                               "=!=", "&&", "||", "!", "neg", "?:"]))
+                               "=!=", "&&", "||", "!", "neg", "?:"]
+                              + (["isUndefined", "ifThenElse"] if calls else [])))
+    sub = _expr(depth + 1, calls)
     if op == "!":
-        return f"!({draw(_expr(depth + 1))})"
+        return f"!({draw(sub)})"
     if op == "neg":
-        return f"-({draw(_expr(depth + 1))})"
+        return f"-({draw(sub)})"
     if op == "?:":
-        return (f"(({draw(_expr(depth + 1))}) ? ({draw(_expr(depth + 1))}) : "
-                f"({draw(_expr(depth + 1))}))")
-    return f"(({draw(_expr(depth + 1))}) {op} ({draw(_expr(depth + 1))}))"
+        return f"(({draw(sub)}) ? ({draw(sub)}) : ({draw(sub)}))"
+    if op == "isUndefined":  # (also of the wrong number of arguments: ClassAd's ERROR)
+        name = draw(st.sampled_from(["isUndefined", "ISUNDEFINED", "isundefined"]))
+        return f"{name}({', '.join(draw(st.lists(sub, min_size=1, max_size=2)))})"
+    if op == "ifThenElse":
+        name = draw(st.sampled_from(["ifThenElse", "ifthenElse", "IFTHENELSE"]))
+        return f"{name}({', '.join(draw(st.lists(sub, min_size=2, max_size=3)))})"
+    return f"(({draw(sub)}) {op} ({draw(sub)}))"
 
 
 @st.composite
@@ -200,6 +207,60 @@ _UNIFORM = {"A": st.integers(-3, 3), "B": st.sampled_from([0.5, 2.0, -1.5]),
 def test_uniform_columns_take_the_typed_form_and_agree(text, slots, job, slot_is_my):
     """Columns of one type each (a real pool's): the typed form applies, and agrees."""
     _check(text, slots, job, slot_is_my)
+
+
+@hsettings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=_expr(calls=True), slots=st.lists(_ad(_SLOT_NAMES, None), min_size=1, max_size=6),
+       uniform=st.lists(_ad(_SLOT_NAMES, _UNIFORM), min_size=1, max_size=6),
+       job=_ad(_JOB_NAMES, _UNIFORM), slot_is_my=st.booleans())
+def test_the_calls_of_the_default_post_job_rank_evaluate_as_classad_does(text, slots, uniform,
+                                                                         job, slot_is_my):
+    """isUndefined and ifThenElse (any case, any number of arguments) in the typed form: as
+    ExprTree.eval says, over columns of mixed types and of one type."""
+    _check(text, slots, job, slot_is_my)
+    _check(text, uniform, job, slot_is_my)
+
+
+def test_the_calls_raise_what_classad_gives_error():
+    """isUndefined of an operand that is ERROR on a row (UNDEFINED on the others' types, an
+    integer division by zero beside) is false there: the typed form raises Inexact, not true;
+    a call of the wrong number of arguments (ClassAd's ERROR) is not compiled."""
+    slots = [ClassAd({"A": 0, "Cpus": 1, "Memory": 1}), ClassAd({"A": 2, "Cpus": 1, "Memory": 1})]
+    job = ClassAd({"J": 1})
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    expr = ExprTree("isUndefined((J / A) + X)")
+    assert [expr.eval(ad, job) for ad in slots] == [False, True]
+    tag, fn = compile_typed(expr.node, job, True, table)
+    with pytest.raises(Inexact):
+        fn(table.rows())
+    for text in ("ifThenElse(true, 1)", "ifThenElse(true, 1, 2, 3)", "isUndefined()",
+                 "isUndefined(X, X)", "isError(X)"):
+        assert ExprTree(text).eval(slots[0], job) in (Value.Error, False), text
+        with pytest.raises(Unsupported):
+            compile_typed(ExprTree(text).node, job, True, table)
+
+
+def test_the_typed_form_takes_the_default_post_job_rank():
+    """HTCondor's NEGOTIATOR_POST_JOB_RANK (ifThenElse, isUndefined) compiles typed, a REAL
+    of the values ClassAd gives, KFlops defined on every slot, or on none and by the job. Where
+    neither defines it, ifThenElse's branches are of two types (1000 and UNDEFINED): outside
+    the typed subset (the search evaluates it per group of slots)."""
+    from htc.daemons.negotiator.settings import DEFAULT_POST_JOB_RANK
+
+    expr = ExprTree(DEFAULT_POST_JOB_RANK)
+    slots = [ClassAd({"Cpus": 8, "Memory": 4096, "SlotID": 1})]
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    with pytest.raises(Unsupported):
+        compile_typed(expr.node, ClassAd({"RequestCpus": 1}), True, table)
+    for job, kflops, first in (({}, (2100000, 1500000), 2100000 - 1),
+                               ({"KFlops": 7}, (None, None), 7 - 1)):
+        job = ClassAd({"RequestCpus": 1} | job)
+        slots = [ClassAd({"Cpus": 8, "Memory": 4096, "SlotID": i + 1} | (
+            {} if k is None else {"KFlops": k})) for i, k in enumerate(kflops)]
+        table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+        tag, fn = compile_typed(expr.node, job, True, table)
+        assert list(fn(table.rows())) == [expr.eval(ad, job) for ad in slots]
+        assert expr.eval(slots[0], job) == first
 
 
 def test_the_typed_form_takes_the_default_pre_job_rank():

@@ -6,7 +6,7 @@ The vector search (:mod:`.vsearch`) builds a :class:`Plan` at a request's first 
 the :class:`PlanCompiler` of the cycle's slot table: the job's ``Requirements`` clauses and
 ``Rank``, ``NEGOTIATOR_PRE_JOB_RANK`` and ``POST_JOB_RANK`` compiled to functions over the
 table's columns (:mod:`.vexpr`, :mod:`.vtyped`, :mod:`.columns`). What the compilers do not
-take (strings, function calls: ``TARGET.Arch == "X86_64"``, the default post-job rank) must
+take (strings, function calls but :mod:`.vtyped`'s two: ``TARGET.Arch == "X86_64"``) must
 read none of the carved resources, through either ad's expressions; then it has one value per
 slot for the whole cycle, evaluated by the ClassAd evaluator and shared by every request whose
 job agrees on the values it reads (``static`` columns, keyed by the clause text and the

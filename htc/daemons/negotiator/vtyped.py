@@ -9,7 +9,9 @@ unclaimed slot), so the type of each node is known when the expression is compil
 :func:`compile_typed` infers it and returns ``(tag, function)``: the function computes only
 the values, one numpy operation per node.
 
-The semantics are :mod:`.vexpr`'s (and so ClassAd's) for the cases it accepts; a case whose
+The semantics are :mod:`.vexpr`'s (and so ClassAd's) for the cases it accepts, and it takes
+two calls :mod:`.vexpr` does not, those of HTCondor's default post-job rank: ``isUndefined``,
+which a type decides, and ``ifThenElse``, ClassAd's ``?:`` (:func:`_call`); a case whose
 outcome differs from row to row -- an integer division by zero, a real overflow, an integer
 beyond 2**53, ``&&`` of a boolean with UNDEFINED -- raises :class:`~.vexpr.Unsupported` at
 compile time or :class:`~.vexpr.Inexact` at run time, and the caller uses the tagged form
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from htc.classad.ast import AttrRef, Binary, Conditional, Literal, Paren, Select, Unary
+from htc.classad.ast import AttrRef, Binary, Call, Conditional, Literal, Paren, Select, Unary
 from htc.daemons.negotiator.vexpr import (_CMP, _NOT_PLAIN, BOOL, ERROR, INT, MISSING, REAL,
                                           UNDEF, Inexact, Unsupported, _job_value, scalar)
 
@@ -227,13 +229,38 @@ def _typed(node, ctx):
     if cls is Conditional:
         if node.then is None:
             raise Unsupported("?: without a then-part")
-        cond, then, other = (_compile(n, ctx) for n in (node.cond, node.then, node.other))
-        ctag, cf = _truth(cond)
-        if ctag != BOOL or then[0] != other[0]:
-            raise Unsupported("a conditional of mixed types")
-        tf, of = then[1], other[1]
-        return then[0], lambda rows, p: np.where(cf(rows, p) != 0, tf(rows, p), of(rows, p))
+        return _choice(*(_compile(n, ctx) for n in (node.cond, node.then, node.other)))
+    if cls is Call:
+        return _call(node, ctx)
     raise Unsupported(cls.__name__)
+
+
+def _choice(cond, then, other):
+    """``cond ? then : other`` of typed operands: a boolean or numeric condition, both
+    branches of one type (both computed: one that raises makes the caller take the tagged
+    form, as where the branch is picked)."""
+    ctag, cf = _truth(cond)
+    if ctag != BOOL or then[0] != other[0]:
+        raise Unsupported("a conditional of mixed types")
+    tf, of = then[1], other[1]
+    return then[0], lambda rows, p: np.where(cf(rows, p) != 0, tf(rows, p), of(rows, p))
+
+
+def _call(node, ctx):
+    """The calls of HTCondor's default ``NEGOTIATOR_POST_JOB_RANK``: ``isUndefined(x)``, whose
+    value the type of ``x`` decides (one type on every row; ``x`` still computed, so that a
+    row where it is ERROR raises as it would alone), and ``ifThenElse(c, a, b)``, which
+    ClassAd evaluates as ``c ? a : b`` (:func:`~htc.classad.specials._ifthenelse`). Any other
+    call, or one of another number of arguments (ClassAd's ERROR), is outside the subset."""
+    name, args = node.lname, node.args
+    if name == "isundefined" and len(args) == 1:
+        operand = _compile(args[0], ctx)
+        value = 1.0 if operand[0] == UNDEF else 0.0
+        _tag, check = _decided(BOOL, operand)
+        return BOOL, lambda rows, p: check(rows, p) + value
+    if name == "ifthenelse" and len(args) == 3:
+        return _choice(*(_compile(a, ctx) for a in args))
+    raise Unsupported(f"function {node.name}")
 
 
 def _const(tag):
