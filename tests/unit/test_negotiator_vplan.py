@@ -358,3 +358,45 @@ def test_a_real_ranks_nan_is_its_worst_and_its_numbers_pass_through():
     assert list(clean(None)) == [1.5, 2.5]
     assert float(vplan._finish(vplan.REAL, lambda rows: np.nan, worst)(None)) == worst
     assert float(vplan._finish(vplan.REAL, lambda rows: 3.0, worst)(None)) == 3.0
+
+
+@hsettings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=_expr(calls=True), slots=st.lists(_ad(_SLOT_NAMES, _UNIFORM), min_size=1,
+                                             max_size=6),
+       job=_ad(_JOB_NAMES, _UNIFORM), slot_is_my=st.booleans(), data=st.data())
+def test_a_compiled_function_of_some_rows_is_its_fresh_compiles(text, slots, job, slot_is_my,
+                                                                 data):
+    """PlanCompiler._function (a template that reads no carved resource: its finished values
+    over every row, computed once and indexed) gives over some rows, carved resources
+    replaced, what a fresh typed compile gives there, for a clause and both kinds of rank."""
+    expr = ExprTree(text)
+    try:
+        table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+        tag, fresh = compile_typed(expr.node, job, slot_is_my, table)
+    except Unsupported:
+        return  # outside the typed subset (test_negotiator_vexpr)
+    index = np.array(data.draw(st.lists(st.integers(0, len(slots) - 1), max_size=8)), dtype=int)
+    carved = {}
+    for lname in ("cpus", "memory", "disk"):
+        sizes = data.draw(st.lists(st.integers(0, 64), min_size=index.size,
+                                   max_size=index.size))
+        carved[lname] = (np.full(index.size, vplan.INT, dtype=np.int8),
+                         np.array(sizes, dtype=float))
+    env = table.rows(index, carved)
+    compiler = PlanCompiler(NegotiatorSettings(), lambda job: (1, 1, 1), table)
+    for worst in (vplan._HOLDS, -1.0e30, None):
+        try:
+            fn = compiler._function(("t", id(worst)), expr.node, _names(expr), job, slot_is_my,
+                                    worst)
+        except Unsupported:
+            continue  # a row where it raises: the request would take the scalar search
+        want_fn = vplan._finish(tag, fresh, worst)
+        try:
+            want = want_fn(env)
+        except Inexact:
+            with pytest.raises(Inexact):
+                fn(env)
+            continue
+        got = np.broadcast_to(np.asarray(fn(env), dtype=float), (index.size,))
+        want = np.broadcast_to(np.asarray(want, dtype=float), (index.size,))
+        np.testing.assert_array_equal(got, want)

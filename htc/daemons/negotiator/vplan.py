@@ -328,6 +328,8 @@ class PlanCompiler:
                 fn = _bound_test(template.test, p)
             else:
                 fn = _finish(template.tag, template.bind(p), worst)
+            if template.fixed:  # the finished values of every row, once (raises as a probe)
+                return _fixed(fn(self.table.rows()))
             return fn if template.safe else self._probed(fn)
         return _kept(self._bound, (key, p), bind)
 
@@ -437,6 +439,15 @@ def _slot_reads(slots) -> tuple[set, set]:
         if not exprs.keys() >= hit[0]:  # (one set test when it lacks none, the common case)
             targets.update(filterfalse(exprs.__contains__, hit[0]))  # (the names it lacks)
     return reach, targets
+
+
+def _fixed(values):
+    """A function of rows reading ``values``, a function's values over every row: a column
+    (indexed), or one value for every row (0-d, a number: given as it is, as the function
+    gave it)."""
+    if values.__class__ is np.ndarray and values.ndim:
+        return _indexed(values)
+    return lambda rows: values
 
 
 def _indexed(values: np.ndarray):

@@ -54,10 +54,13 @@ class Template:
             overflow), so a caller need not try it before relying on it.
     """
 
-    __slots__ = ("tag", "fn", "params", "safe", "read", "test")
+    __slots__ = ("tag", "fn", "params", "safe", "read", "test", "fixed")
 
-    def __init__(self, tag, fn, params, safe, read, test=None):
+    def __init__(self, tag, fn, params, safe, read, test=None, fixed=False):
         self.tag, self.fn, self.params, self.safe = tag, fn, params, safe
+        #: True when the expression reads no carved resource: its values over the table's rows
+        #: are the same all epoch, for given parameters (computed once, then indexed)
+        self.fixed = fixed
         #: every job attribute name whose type the compile looked at (its signature's names)
         self.read = read
         #: for a comparison of numbers: ``(rows, p) -> bool array``, ``fn(rows, p) != 0``
@@ -123,7 +126,8 @@ def compile_template(node, job, slot_is_my: bool, table) -> Template:
             test = _quiet(test)
     if not ctx.safe:
         fn = _quiet(fn)
-    return Template(tag, fn, tuple(ctx.params), ctx.safe, frozenset(ctx.read), test)
+    return Template(tag, fn, tuple(ctx.params), ctx.safe, frozenset(ctx.read), test,
+                    top.__class__ is not Literal and not _reads_carved(top))
 
 
 def _quiet(fn):
