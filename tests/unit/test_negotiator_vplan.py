@@ -400,3 +400,27 @@ def test_a_compiled_function_of_some_rows_is_its_fresh_compiles(text, slots, job
         got = np.broadcast_to(np.asarray(fn(env), dtype=float), (index.size,))
         want = np.broadcast_to(np.asarray(want, dtype=float), (index.size,))
         np.testing.assert_array_equal(got, want)
+
+
+def test_jobs_holding_one_requirements_tree_get_its_split_without_printing_it(monkeypatch):
+    """Jobs that hold one Requirements tree (the parser shares a text's tree) get the split of
+    its text, the tree printed once; an entry of another tree under the same id is not
+    taken for it."""
+    first = make_job(exprs={"Requirements": "TARGET.Memory >= 10 && TARGET.Arch == \"X\""})
+    second = make_job(exprs={"Requirements": "TARGET.Memory >= 10"})
+    second["Requirements"] = first.get("Requirements")
+    node = first.get("Requirements").node
+    assert second.get("Requirements").node is node
+    printed = []
+    unparse = ExprTree.unparse
+    monkeypatch.setattr(ExprTree, "unparse", lambda self, **kw: printed.append(1) or unparse(
+        self, **kw))
+    clauses_module._BY_TREE.clear()
+    got = clauses_module.requirement_clauses(first)
+    assert clauses_module.requirement_clauses(second) is got and len(printed) == 1
+    want = clauses_module._split(first.get("Requirements"))
+    assert [c[0] for c in got] == [c[0] for c in want] == ["TARGET.Memory >= 10",
+                                                          'TARGET.Arch == "X"']
+    other = ExprTree("TARGET.Cpus > 1")
+    clauses_module._BY_TREE[id(node)] = (other.node, clauses_module._split(other))
+    assert [c[0] for c in clauses_module.requirement_clauses(first)] == [c[0] for c in want]
