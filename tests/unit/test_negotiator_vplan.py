@@ -424,3 +424,21 @@ def test_jobs_holding_one_requirements_tree_get_its_split_without_printing_it(mo
     other = ExprTree("TARGET.Cpus > 1")
     clauses_module._BY_TREE[id(node)] = (other.node, clauses_module._split(other))
     assert [c[0] for c in clauses_module.requirement_clauses(first)] == [c[0] for c in want]
+
+
+@hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(exprs=st.dictionaries(st.sampled_from(["A", "B", "C", "RequestMemory"]), st.sampled_from(
+    ["1", "2.5", "true", '"x"', "TARGET.Memory", "A + 1", "B", "Memory", "TARGET.KFlops",
+     "C * 2", "undefined"]), max_size=4),
+       names=st.sets(st.sampled_from(["a", "b", "c", "requestmemory", "d"]), max_size=3))
+def test_a_jobs_view_is_its_projection_unless_it_reads_a_carved_resource(exprs, names):
+    """PlanCompiler._job_view: None when the job values ``names`` reach a carved resource (as
+    TARGET.x, or a name the job lacks, which falls back to the slot), else the projection."""
+    from htc.daemons.negotiator.slots import closure, projection
+    job = make_job(exprs=exprs)
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(_slots())])
+    compiler = PlanCompiler(NegotiatorSettings(), lambda job: (1, 1, 1), table)
+    reached, targets = closure(job, names)
+    reach = compiler._carved_reach
+    reads_carved = bool(targets & reach or {n for n in reached if n not in job._exprs} & reach)
+    assert compiler._job_view(job, names) == (None if reads_carved else projection(job, names))

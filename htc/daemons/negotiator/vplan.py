@@ -48,7 +48,7 @@ from htc.classad.match import rank, requirements_hold
 from htc.classad.operators import is_true_for_match
 from htc.daemons.negotiator.preemption import WORST_RANK
 from htc.daemons.negotiator.slotreads import eval_rank
-from htc.daemons.negotiator.slots import CARVED, _node_refs, closure, projection
+from htc.daemons.negotiator.slots import CARVED, _node_refs, _value_key, closure, projection
 from htc.daemons.negotiator.vexpr import (BOOL, INT, REAL, Inexact, Unsupported, compile_vector,
                                           holds, ranks, scalar)
 from htc.daemons.negotiator.vstatic import SLOT_REQUIREMENTS, SlotGroups
@@ -333,11 +333,14 @@ class PlanCompiler:
             return fn if template.safe else self._probed(fn)
         return _kept(self._bound, (key, p), bind)
 
-    def _job_reads_ok(self, job, names) -> bool:
-        """Do the job values ``names`` (followed through the job) read no carved resource?"""
+    def _job_view(self, job, names):
+        """``projection(job, names)`` when the job values ``names`` (followed through the job)
+        read no carved resource, else None: one walk of the job's expressions for both."""
         reached, targets = closure(job, names)
         reach = self._carved_reach
-        return not (targets & reach or {n for n in reached if n not in job._exprs} & reach)
+        if targets & reach or {n for n in reached if n not in job._exprs} & reach:
+            return None
+        return tuple((n, _value_key(job, n)) for n in sorted(reached))  # (projection's)
 
     def _static_column(self, what, job_refs, rs, verdict, read=None):
         """A verdict per slot that no carve changes, shared by requests whose job agrees on
@@ -345,10 +348,10 @@ class PlanCompiler:
         ``(expression, slot_is_my)`` that ``verdict`` evaluates (see
         :meth:`~.vstatic.SlotGroups.evaluate`)."""
         job = rs.job
-        names = set(job_refs or ()) | set(self._slot_targets)
-        if not self._job_reads_ok(job, names):
+        view = self._job_view(job, set(job_refs or ()) | set(self._slot_targets))
+        if view is None:
             return None
-        key = (what, projection(job, names))
+        key = (what, view)
         column = self._static.get(key)
         if column is None:
             column = self._static[key] = self.groups.evaluate(
@@ -366,9 +369,10 @@ class PlanCompiler:
                                   WORST_RANK)
         except Unsupported:
             pass  # not compilable: a static column of per-slot values, below
-        if set(names) & self._carved_reach or not self._job_reads_ok(rs.job, names):
+        view = None if set(names) & self._carved_reach else self._job_view(rs.job, names)
+        if view is None:
             return None
-        key = (which, id(expr), projection(rs.job, names))  # (the settings' own expression)
+        key = (which, id(expr), view)  # (the settings' own expression)
         values = self._static.get(key)
         if values is None:
             job = rs.job
@@ -392,10 +396,10 @@ class PlanCompiler:
             return self._function(("jr", text), expr.node, names, rs.job, False, None)
         except Unsupported:
             pass  # not compilable: a static column of per-slot values, below
-        if set(names) & self._carved_reach or not self._job_reads_ok(rs.job, names):
+        view = None if set(names) & self._carved_reach else self._job_view(rs.job, names)
+        if view is None:
             return None
-        refs = names
-        key = ("jr", repr(expr), projection(rs.job, refs))
+        key = ("jr", repr(expr), view)
         values = self._static.get(key)
         if values is None:
             job = rs.job
