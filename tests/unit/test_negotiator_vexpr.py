@@ -392,3 +392,22 @@ def test_the_carved_columns_are_each_slots_scalar_value_before_and_after_a_carve
     check(table, ads, fresh=False, refused=refused)
     fresh = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(ads)])
     check(fresh, ads)
+
+
+@hsettings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(slots=st.lists(_ad(_SLOT_NAMES, _UNIFORM), min_size=1, max_size=6), data=st.data())
+def test_a_typed_read_of_a_column_is_its_values_over_the_rows(slots, data):
+    """vtyped._values: the values of Rows.column (every row, some rows, carved resources
+    replaced), without the tags."""
+    from htc.daemons.negotiator.vtyped import _values
+
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    index = np.array(data.draw(st.lists(st.integers(0, len(slots) - 1), max_size=6)), dtype=int)
+    carved = {lname: (np.full(index.size, 3, dtype=np.int8),
+                      np.arange(index.size, dtype=float) + k)
+              for k, lname in enumerate(("cpus", "memory", "disk"))}
+    for rows in (table.rows(), table.rows(index), table.rows(index, carved)):
+        for lname in ("a", "b", "cpus", "memory"):
+            want = rows.column(lname)[1]
+            got = _values(rows, lname)
+            assert np.array_equal(got, want, equal_nan=True) and got.shape == want.shape

@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from htc.classad.ast import AttrRef, Binary, Call, Conditional, Literal, Paren, Select, Unary
+from htc.daemons.negotiator.slots import CARVED
 from htc.daemons.negotiator.vexpr import (_CMP, _NOT_PLAIN, BOOL, ERROR, INT, MISSING, REAL,
                                           UNDEF, Inexact, Unsupported, _job_value, scalar)
 
@@ -313,7 +314,18 @@ def _column(lname, ctx, fallback):
         if other is None:
             return _const(UNDEF)
         return ctx.param(fallback, other[0])
-    return tag, lambda rows, p: rows.column(lname)[1]
+    return tag, lambda rows, p: _values(rows, lname)
+
+
+def _values(rows, lname: str):
+    """``rows.column(lname)[1]``: the values alone (the type is known), one gather of the
+    rows, not two (:meth:`~.columns.Rows.column` takes the tags' too)."""
+    carved = rows.carved
+    if carved is not None and lname in CARVED:
+        return carved[lname][1]
+    values = rows.table.column(lname)[1]
+    index = rows.index
+    return values if index is None else values[index]
 
 
 def _unary(op, operand):
