@@ -127,8 +127,13 @@ def test_a_shared_compiler_builds_what_a_fresh_one_builds(monkeypatch):
     table = SlotTable(slots)
     shared = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
     requests = _requests()
-    decided = [_outcome(shared.compile(rs), table) for rs in requests]
+    plans = [shared.compile(rs) for rs in requests]
+    decided = [_outcome(plan, table) for plan in plans]
     shared_compiles = len(compiles)
+    # (a plan is whole when none of its clauses can raise; some of these are, some not)
+    wholes = [plan.whole for plan in plans if plan is not None]
+    assert wholes == [all(fn in shared._whole for fn in plan.clauses)
+                      for plan in plans if plan is not None]
     for rs, got in zip(requests, decided):
         fresh_table = SlotTable(slots)
         fresh = PlanCompiler(settings, IdleSearch(settings).literal_wants, fresh_table)
@@ -442,3 +447,55 @@ def test_a_jobs_view_is_its_projection_unless_it_reads_a_carved_resource(exprs, 
     reach = compiler._carved_reach
     reads_carved = bool(targets & reach or {n for n in reached if n not in job._exprs} & reach)
     assert compiler._job_view(job, names) == (None if reads_carved else projection(job, names))
+
+
+@hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts=st.lists(_expr(calls=True), min_size=1, max_size=3),
+       slots=st.lists(_ad(_SLOT_NAMES, _UNIFORM), min_size=1, max_size=6),
+       job=_ad(_JOB_NAMES, _UNIFORM), data=st.data())
+def test_a_plan_whose_clauses_cannot_raise_masks_every_row_at_once_alike(texts, slots, job,
+                                                                         data):
+    """vmask.full_mask of a plan whose clauses cannot raise (Plan.whole: every row at once)
+    is its mask over the matching rows alone; a clause that can raise (arithmetic) keeps a
+    plan off that path."""
+    from htc.daemons.negotiator.vmask import full_mask
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    compiler = PlanCompiler(NegotiatorSettings(), lambda job: (1, 1, 1), table)
+    plan = vplan.Plan()
+    for text in texts:
+        expr = ExprTree(text)
+        try:
+            plan.clauses.append(compiler._function(("clause", text), expr.node, _names(expr),
+                                                   job, False, vplan._HOLDS))
+        except Unsupported:
+            continue  # a row where it raises, or outside the subsets: not a clause of a plan
+    plan.whole = all(fn in compiler._whole for fn in plan.clauses)
+    n = len(slots)
+    table.alive[:] = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    plan.static = np.broadcast_to(np.array(data.draw(st.lists(st.booleans(), min_size=n,
+                                                               max_size=n))), (n,))
+    plan.wants_col = np.array([[1.0], [0.0], [0.0]])
+    whole = full_mask(table, plan)
+    plan.whole = False
+    try:
+        some = full_mask(table, plan)
+    except Inexact:
+        assert False, "a clause of a whole plan raised"
+    assert whole.tolist() == some.tolist()
+
+
+def test_only_clauses_that_cannot_raise_are_whole():
+    """A clause with arithmetic that reads a carved resource can raise as rows shrink: not
+    Plan.whole; a comparison without arithmetic, or a clause computed once over every row (no
+    carved resource read), is."""
+    slots = [ClassAd({"A": 2, "Cpus": 4, "Memory": 1024}), ClassAd({"A": 0, "Cpus": 1,
+                                                                     "Memory": 0})]
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    compiler = PlanCompiler(NegotiatorSettings(), lambda job: (1, 1, 1), table)
+    job = ClassAd({"RequestMemory": 100})
+    for text, whole in (("TARGET.Memory * 2 >= RequestMemory", False),
+                        ("TARGET.Memory >= RequestMemory", True), ("TARGET.A + 1 > 0", True)):
+        expr = ExprTree(text)
+        fn = compiler._function(("clause", text), expr.node, _names(expr), job, False,
+                                vplan._HOLDS)
+        assert (fn in compiler._whole) is whole, text

@@ -66,12 +66,14 @@ class Plan:
     """A request's compiled matching and ranking (see the module docstring); the search keeps
     its turn state here too (``cursor``, ``mask``, ``log_pos``)."""
 
-    __slots__ = ("static", "clauses", "pre", "jr", "post", "wants", "wants_col", "cost", "epoch",
-                 "ranking", "cursor", "mask", "log_pos")
+    __slots__ = ("static", "clauses", "whole", "pre", "jr", "post", "wants", "wants_col", "cost",
+                 "epoch", "ranking", "cursor", "mask", "log_pos")
 
     def __init__(self):
         self.static = None  # bool array: what does not change as slots shrink
         self.clauses = []  # compiled clauses reading a carved resource
+        #: True when no clause can raise: they may be evaluated over every row at once
+        self.whole = True
         self.pre = self.jr = self.post = None  # functions rows -> rank array
         self.mask = None  # bool per row: does it match now (see VectorSearch._current_mask)
         self.log_pos = 0  # the table's change log read up to when ``mask`` was brought up
@@ -99,6 +101,7 @@ class PlanCompiler:
         self._shapes: dict[tuple, Plan | None] = {}  # see compile
         self._kinds: dict[tuple, tuple | None] = {}  # see compile
         self._costs: dict[tuple, np.ndarray] = {}  # a carve's cost -> Plan.cost (_compile)
+        self._whole: set = set()  # bound functions that cannot raise (see Plan.whole)
         reach, targets = _slot_reads(table.slots)
         #: slot attributes whose value a carve can change (through the slot's expressions)
         self._carved_reach = reach
@@ -133,8 +136,8 @@ class PlanCompiler:
         if shared is None:
             return None
         plan = Plan()
-        plan.static, plan.clauses, plan.pre, plan.jr, plan.post = (
-            shared.static, shared.clauses, shared.pre, shared.jr, shared.post)
+        plan.static, plan.clauses, plan.whole, plan.pre, plan.jr, plan.post = (
+            shared.static, shared.clauses, shared.whole, shared.pre, shared.jr, shared.post)
         plan.wants, plan.wants_col, plan.cost, plan.epoch = (
             shared.wants, shared.wants_col, shared.cost, shared.epoch)
         plan.ranking = (rs.order, shared.ranking[1])
@@ -224,6 +227,7 @@ class PlanCompiler:
                 both = both & column
             both = self._static_and[key] = np.broadcast_to(both, (n,))
         plan.static = both if static is columns[0] else np.broadcast_to(static & both, (n,))
+        plan.whole = all(fn in self._whole for fn in plan.clauses)
         plan.pre = self._rank(s.compiled("pre_job_rank"), rs, True, "pre")
         plan.post = self._rank(s.compiled("post_job_rank"), rs, True, "post")
         plan.jr = self._job_rank(rs)
@@ -329,8 +333,11 @@ class PlanCompiler:
             else:
                 fn = _finish(template.tag, template.bind(p), worst)
             if template.fixed:  # the finished values of every row, once (raises as a probe)
-                return _fixed(fn(self.table.rows()))
-            return fn if template.safe else self._probed(fn)
+                fn = _fixed(fn(self.table.rows()))
+            elif not template.safe:
+                return self._probed(fn)
+            self._whole.add(fn)  # (it cannot raise: no arithmetic, or values computed)
+            return fn
         return _kept(self._bound, (key, p), bind)
 
     def _job_view(self, job, names):
