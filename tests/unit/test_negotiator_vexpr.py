@@ -19,7 +19,7 @@ from htc.daemons.negotiator.columns import SlotTable
 from htc.daemons.negotiator.slots import Slot
 from htc.daemons.negotiator.vexpr import (Inexact, Unsupported, compile_vector, holds, ranks,
                                           scalar)
-from htc.daemons.negotiator.vtyped import compile_typed
+from htc.daemons.negotiator.vtyped import _beyond, _overflowed, compile_template, compile_typed
 
 _VALUES = st.one_of(st.integers(-5, 5), st.sampled_from([0.0, 0.5, -2.5, 3.0, 1e308]),
                     st.booleans(), st.sampled_from(["undefined", "error", None]))
@@ -34,7 +34,7 @@ def _literal(v) -> str:
 
 
 @st.composite
-def _expr(draw, depth=0):
+def _expr(draw, depth=0, calls=False):
     if depth > 3 or draw(st.integers(0, 3)) == 0:
         kind = draw(st.integers(0, 3))
         if kind == 0:
@@ -43,15 +43,22 @@ def _expr(draw, depth=0):
         name = draw(st.sampled_from(_SLOT_NAMES + _JOB_NAMES + ["X"]))
         return draw(st.sampled_from([name, f"TARGET.{name}", f"MY.{name}"]))
     op = draw(st.sampled_from(["+", "-", "*", "/", "<", "<=", ">", ">=", "==", "!=", "=?=",
-                               "=!=", "&&", "||", "!", "neg", "?:"]))
+                               "=!=", "&&", "||", "!", "neg", "?:"]
+                              + (["isUndefined", "ifThenElse"] if calls else [])))
+    sub = _expr(depth + 1, calls)
     if op == "!":
-        return f"!({draw(_expr(depth + 1))})"
+        return f"!({draw(sub)})"
     if op == "neg":
-        return f"-({draw(_expr(depth + 1))})"
+        return f"-({draw(sub)})"
     if op == "?:":
-        return (f"(({draw(_expr(depth + 1))}) ? ({draw(_expr(depth + 1))}) : "
-                f"({draw(_expr(depth + 1))}))")
-    return f"(({draw(_expr(depth + 1))}) {op} ({draw(_expr(depth + 1))}))"
+        return f"(({draw(sub)}) ? ({draw(sub)}) : ({draw(sub)}))"
+    if op == "isUndefined":  # (also of the wrong number of arguments: ClassAd's ERROR)
+        name = draw(st.sampled_from(["isUndefined", "ISUNDEFINED", "isundefined"]))
+        return f"{name}({', '.join(draw(st.lists(sub, min_size=1, max_size=2)))})"
+    if op == "ifThenElse":
+        name = draw(st.sampled_from(["ifThenElse", "ifthenElse", "IFTHENELSE"]))
+        return f"{name}({', '.join(draw(st.lists(sub, min_size=2, max_size=3)))})"
+    return f"(({draw(sub)}) {op} ({draw(sub)}))"
 
 
 @st.composite
@@ -149,6 +156,46 @@ def test_a_real_overflow_is_computed_without_a_warning(text):
         fn(table.rows())  # -infinity or NaN: a value, computed quietly
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_a_clauses_comparison_overflows_quietly_and_raises():
+    """A clause's comparison of numbers (``Template.test``, what a Requirements clause asks)
+    runs its real arithmetic under the template's one errstate too: an overflow raises
+    Inexact without a RuntimeWarning (here an error), and a value below it compares."""
+    slots = [ClassAd({"A": 1e308, "Cpus": 1, "Memory": 4}), ClassAd({"A": 2.0, "Cpus": 1,
+                                                                     "Memory": 4})]
+    job = ClassAd({"J": 1})
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    template = compile_template(ExprTree("Memory * A >= J").node, job, True, table)
+    assert template.test is not None and not template.safe
+    p = template.values(job)
+    with pytest.raises(Inexact):
+        template.test(table.rows(), p)
+    assert list(template.test(table.rows(np.array([1])), p)) == [True]
+
+
+def test_the_overflow_test_finds_plus_infinity_behind_a_nan():
+    """_overflowed: +infinity anywhere (also where a NaN makes the maximum NaN), never
+    -infinity, NaN or finite values alone; empty arrays and numbers too."""
+    inf, nan = math.inf, math.nan
+    for values, out in [([1.0, 2.0], False), ([-inf, 1.0], False), ([nan, 1.0], False),
+                        ([nan, inf], True), ([inf, nan], True), ([1.0, inf], True),
+                        ([-inf, nan, 3.0], False), ([], False)]:
+        assert _overflowed(np.array(values, dtype=float)) is out, values
+    assert _overflowed(np.array(inf)) and not _overflowed(np.array(-inf))
+    assert _overflowed(inf) and _overflowed(np.float64(inf))
+    assert not _overflowed(nan) and not _overflowed(-inf) and not _overflowed(1e308)
+
+
+def test_the_integer_test_finds_a_magnitude_beyond_2_to_the_53():
+    """_beyond: a value above 2**53 or below -2**53 anywhere; 2**53 itself is exact."""
+    big = float(2 ** 53)
+    for values, out in [([1.0, -big], False), ([big, 0.0], False), ([0.0, big + 2], True),
+                        ([-(big + 2), 1.0], True), ([], False)]:
+        assert _beyond(np.array(values, dtype=float)) is out, values
+    assert _beyond(big + 2) and _beyond(-(big + 2)) and not _beyond(-big)
+    assert _beyond(np.array(-(big + 2))) and not _beyond(np.array(big))
+
+
 _UNIFORM = {"A": st.integers(-3, 3), "B": st.sampled_from([0.5, 2.0, -1.5]),
             "Cpus": st.integers(0, 8), "Memory": st.integers(0, 4096),
             "J": st.integers(-3, 3), "K": st.sampled_from([0.0, 1.5]), "X": st.none()}
@@ -160,6 +207,60 @@ _UNIFORM = {"A": st.integers(-3, 3), "B": st.sampled_from([0.5, 2.0, -1.5]),
 def test_uniform_columns_take_the_typed_form_and_agree(text, slots, job, slot_is_my):
     """Columns of one type each (a real pool's): the typed form applies, and agrees."""
     _check(text, slots, job, slot_is_my)
+
+
+@hsettings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=_expr(calls=True), slots=st.lists(_ad(_SLOT_NAMES, None), min_size=1, max_size=6),
+       uniform=st.lists(_ad(_SLOT_NAMES, _UNIFORM), min_size=1, max_size=6),
+       job=_ad(_JOB_NAMES, _UNIFORM), slot_is_my=st.booleans())
+def test_the_calls_of_the_default_post_job_rank_evaluate_as_classad_does(text, slots, uniform,
+                                                                         job, slot_is_my):
+    """isUndefined and ifThenElse (any case, any number of arguments) in the typed form: as
+    ExprTree.eval says, over columns of mixed types and of one type."""
+    _check(text, slots, job, slot_is_my)
+    _check(text, uniform, job, slot_is_my)
+
+
+def test_the_calls_raise_what_classad_gives_error():
+    """isUndefined of an operand that is ERROR on a row (UNDEFINED on the others' types, an
+    integer division by zero beside) is false there: the typed form raises Inexact, not true;
+    a call of the wrong number of arguments (ClassAd's ERROR) is not compiled."""
+    slots = [ClassAd({"A": 0, "Cpus": 1, "Memory": 1}), ClassAd({"A": 2, "Cpus": 1, "Memory": 1})]
+    job = ClassAd({"J": 1})
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    expr = ExprTree("isUndefined((J / A) + X)")
+    assert [expr.eval(ad, job) for ad in slots] == [False, True]
+    tag, fn = compile_typed(expr.node, job, True, table)
+    with pytest.raises(Inexact):
+        fn(table.rows())
+    for text in ("ifThenElse(true, 1)", "ifThenElse(true, 1, 2, 3)", "isUndefined()",
+                 "isUndefined(X, X)", "isError(X)"):
+        assert ExprTree(text).eval(slots[0], job) in (Value.Error, False), text
+        with pytest.raises(Unsupported):
+            compile_typed(ExprTree(text).node, job, True, table)
+
+
+def test_the_typed_form_takes_the_default_post_job_rank():
+    """HTCondor's NEGOTIATOR_POST_JOB_RANK (ifThenElse, isUndefined) compiles typed, a REAL
+    of the values ClassAd gives, KFlops defined on every slot, or on none and by the job. Where
+    neither defines it, ifThenElse's branches are of two types (1000 and UNDEFINED): outside
+    the typed subset (the search evaluates it per group of slots)."""
+    from htc.daemons.negotiator.settings import DEFAULT_POST_JOB_RANK
+
+    expr = ExprTree(DEFAULT_POST_JOB_RANK)
+    slots = [ClassAd({"Cpus": 8, "Memory": 4096, "SlotID": 1})]
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    with pytest.raises(Unsupported):
+        compile_typed(expr.node, ClassAd({"RequestCpus": 1}), True, table)
+    for job, kflops, first in (({}, (2100000, 1500000), 2100000 - 1),
+                               ({"KFlops": 7}, (None, None), 7 - 1)):
+        job = ClassAd({"RequestCpus": 1} | job)
+        slots = [ClassAd({"Cpus": 8, "Memory": 4096, "SlotID": i + 1} | (
+            {} if k is None else {"KFlops": k})) for i, k in enumerate(kflops)]
+        table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+        tag, fn = compile_typed(expr.node, job, True, table)
+        assert list(fn(table.rows())) == [expr.eval(ad, job) for ad in slots]
+        assert expr.eval(slots[0], job) == first
 
 
 def test_the_typed_form_takes_the_default_pre_job_rank():
@@ -291,3 +392,22 @@ def test_the_carved_columns_are_each_slots_scalar_value_before_and_after_a_carve
     check(table, ads, fresh=False, refused=refused)
     fresh = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(ads)])
     check(fresh, ads)
+
+
+@hsettings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(slots=st.lists(_ad(_SLOT_NAMES, _UNIFORM), min_size=1, max_size=6), data=st.data())
+def test_a_typed_read_of_a_column_is_its_values_over_the_rows(slots, data):
+    """vtyped._values: the values of Rows.column (every row, some rows, carved resources
+    replaced), without the tags."""
+    from htc.daemons.negotiator.vtyped import _values
+
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    index = np.array(data.draw(st.lists(st.integers(0, len(slots) - 1), max_size=6)), dtype=int)
+    carved = {lname: (np.full(index.size, 3, dtype=np.int8),
+                      np.arange(index.size, dtype=float) + k)
+              for k, lname in enumerate(("cpus", "memory", "disk"))}
+    for rows in (table.rows(), table.rows(index), table.rows(index, carved)):
+        for lname in ("a", "b", "cpus", "memory"):
+            want = rows.column(lname)[1]
+            got = _values(rows, lname)
+            assert np.array_equal(got, want, equal_nan=True) and got.shape == want.shape

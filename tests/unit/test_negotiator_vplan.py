@@ -127,8 +127,13 @@ def test_a_shared_compiler_builds_what_a_fresh_one_builds(monkeypatch):
     table = SlotTable(slots)
     shared = PlanCompiler(settings, IdleSearch(settings).literal_wants, table)
     requests = _requests()
-    decided = [_outcome(shared.compile(rs), table) for rs in requests]
+    plans = [shared.compile(rs) for rs in requests]
+    decided = [_outcome(plan, table) for plan in plans]
     shared_compiles = len(compiles)
+    # (a plan is whole when none of its clauses can raise; some of these are, some not)
+    wholes = [plan.whole for plan in plans if plan is not None]
+    assert wholes == [all(fn in shared._whole for fn in plan.clauses)
+                      for plan in plans if plan is not None]
     for rs, got in zip(requests, decided):
         fresh_table = SlotTable(slots)
         fresh = PlanCompiler(settings, IdleSearch(settings).literal_wants, fresh_table)
@@ -346,3 +351,151 @@ def test_slots_followed_once_per_shape_reach_what_each_slot_reaches(slots):
     from htc.daemons.negotiator.vplan import _slot_reads
     table = [Slot(_grouped_ad(values), f"s{i}") for i, values in enumerate(slots)]
     assert _slot_reads(table) == _closure_reads(table)
+
+
+def test_a_real_ranks_nan_is_its_worst_and_its_numbers_pass_through():
+    """_finish of a REAL rank: NaN rows (``-inf - -inf``) become ``worst``, other rows keep
+    their value (-infinity too); a rank without NaN is its values unchanged."""
+    worst = -1.0e30
+    real = vplan._finish(vplan.REAL, lambda rows: np.array([1.5, np.nan, -np.inf]), worst)
+    assert list(real(None)) == [1.5, worst, -np.inf]
+    clean = vplan._finish(vplan.REAL, lambda rows: np.array([1.5, 2.5]), worst)
+    assert list(clean(None)) == [1.5, 2.5]
+    assert float(vplan._finish(vplan.REAL, lambda rows: np.nan, worst)(None)) == worst
+    assert float(vplan._finish(vplan.REAL, lambda rows: 3.0, worst)(None)) == 3.0
+
+
+@hsettings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=_expr(calls=True), slots=st.lists(_ad(_SLOT_NAMES, _UNIFORM), min_size=1,
+                                             max_size=6),
+       job=_ad(_JOB_NAMES, _UNIFORM), slot_is_my=st.booleans(), data=st.data())
+def test_a_compiled_function_of_some_rows_is_its_fresh_compiles(text, slots, job, slot_is_my,
+                                                                 data):
+    """PlanCompiler._function (a template that reads no carved resource: its finished values
+    over every row, computed once and indexed) gives over some rows, carved resources
+    replaced, what a fresh typed compile gives there, for a clause and both kinds of rank."""
+    expr = ExprTree(text)
+    try:
+        table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+        tag, fresh = compile_typed(expr.node, job, slot_is_my, table)
+    except Unsupported:
+        return  # outside the typed subset (test_negotiator_vexpr)
+    index = np.array(data.draw(st.lists(st.integers(0, len(slots) - 1), max_size=8)), dtype=int)
+    carved = {}
+    for lname in ("cpus", "memory", "disk"):
+        sizes = data.draw(st.lists(st.integers(0, 64), min_size=index.size,
+                                   max_size=index.size))
+        carved[lname] = (np.full(index.size, vplan.INT, dtype=np.int8),
+                         np.array(sizes, dtype=float))
+    env = table.rows(index, carved)
+    compiler = PlanCompiler(NegotiatorSettings(), lambda job: (1, 1, 1), table)
+    for worst in (vplan._HOLDS, -1.0e30, None):
+        try:
+            fn = compiler._function(("t", id(worst)), expr.node, _names(expr), job, slot_is_my,
+                                    worst)
+        except Unsupported:
+            continue  # a row where it raises: the request would take the scalar search
+        want_fn = vplan._finish(tag, fresh, worst)
+        try:
+            want = want_fn(env)
+        except Inexact:
+            with pytest.raises(Inexact):
+                fn(env)
+            continue
+        got = np.broadcast_to(np.asarray(fn(env), dtype=float), (index.size,))
+        want = np.broadcast_to(np.asarray(want, dtype=float), (index.size,))
+        np.testing.assert_array_equal(got, want)
+
+
+def test_jobs_holding_one_requirements_tree_get_its_split_without_printing_it(monkeypatch):
+    """Jobs that hold one Requirements tree (the parser shares a text's tree) get the split of
+    its text, the tree printed once; an entry of another tree under the same id is not
+    taken for it."""
+    first = make_job(exprs={"Requirements": "TARGET.Memory >= 10 && TARGET.Arch == \"X\""})
+    second = make_job(exprs={"Requirements": "TARGET.Memory >= 10"})
+    second["Requirements"] = first.get("Requirements")
+    node = first.get("Requirements").node
+    assert second.get("Requirements").node is node
+    printed = []
+    unparse = ExprTree.unparse
+    monkeypatch.setattr(ExprTree, "unparse", lambda self, **kw: printed.append(1) or unparse(
+        self, **kw))
+    clauses_module._BY_TREE.clear()
+    got = clauses_module.requirement_clauses(first)
+    assert clauses_module.requirement_clauses(second) is got and len(printed) == 1
+    want = clauses_module._split(first.get("Requirements"))
+    assert [c[0] for c in got] == [c[0] for c in want] == ["TARGET.Memory >= 10",
+                                                          'TARGET.Arch == "X"']
+    other = ExprTree("TARGET.Cpus > 1")
+    clauses_module._BY_TREE[id(node)] = (other.node, clauses_module._split(other))
+    assert [c[0] for c in clauses_module.requirement_clauses(first)] == [c[0] for c in want]
+
+
+@hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(exprs=st.dictionaries(st.sampled_from(["A", "B", "C", "RequestMemory"]), st.sampled_from(
+    ["1", "2.5", "true", '"x"', "TARGET.Memory", "A + 1", "B", "Memory", "TARGET.KFlops",
+     "C * 2", "undefined"]), max_size=4),
+       names=st.sets(st.sampled_from(["a", "b", "c", "requestmemory", "d"]), max_size=3))
+def test_a_jobs_view_is_its_projection_unless_it_reads_a_carved_resource(exprs, names):
+    """PlanCompiler._job_view: None when the job values ``names`` reach a carved resource (as
+    TARGET.x, or a name the job lacks, which falls back to the slot), else the projection."""
+    from htc.daemons.negotiator.slots import closure, projection
+    job = make_job(exprs=exprs)
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(_slots())])
+    compiler = PlanCompiler(NegotiatorSettings(), lambda job: (1, 1, 1), table)
+    reached, targets = closure(job, names)
+    reach = compiler._carved_reach
+    reads_carved = bool(targets & reach or {n for n in reached if n not in job._exprs} & reach)
+    assert compiler._job_view(job, names) == (None if reads_carved else projection(job, names))
+
+
+@hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts=st.lists(_expr(calls=True), min_size=1, max_size=3),
+       slots=st.lists(_ad(_SLOT_NAMES, _UNIFORM), min_size=1, max_size=6),
+       job=_ad(_JOB_NAMES, _UNIFORM), data=st.data())
+def test_a_plan_whose_clauses_cannot_raise_masks_every_row_at_once_alike(texts, slots, job,
+                                                                         data):
+    """vmask.full_mask of a plan whose clauses cannot raise (Plan.whole: every row at once)
+    is its mask over the matching rows alone; a clause that can raise (arithmetic) keeps a
+    plan off that path."""
+    from htc.daemons.negotiator.vmask import full_mask
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    compiler = PlanCompiler(NegotiatorSettings(), lambda job: (1, 1, 1), table)
+    plan = vplan.Plan()
+    for text in texts:
+        expr = ExprTree(text)
+        try:
+            plan.clauses.append(compiler._function(("clause", text), expr.node, _names(expr),
+                                                   job, False, vplan._HOLDS))
+        except Unsupported:
+            continue  # a row where it raises, or outside the subsets: not a clause of a plan
+    plan.whole = all(fn in compiler._whole for fn in plan.clauses)
+    n = len(slots)
+    table.alive[:] = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    plan.static = np.broadcast_to(np.array(data.draw(st.lists(st.booleans(), min_size=n,
+                                                               max_size=n))), (n,))
+    plan.wants_col = np.array([[1.0], [0.0], [0.0]])
+    whole = full_mask(table, plan)
+    plan.whole = False
+    try:
+        some = full_mask(table, plan)
+    except Inexact:
+        assert False, "a clause of a whole plan raised"
+    assert whole.tolist() == some.tolist()
+
+
+def test_only_clauses_that_cannot_raise_are_whole():
+    """A clause with arithmetic that reads a carved resource can raise as rows shrink: not
+    Plan.whole; a comparison without arithmetic, or a clause computed once over every row (no
+    carved resource read), is."""
+    slots = [ClassAd({"A": 2, "Cpus": 4, "Memory": 1024}), ClassAd({"A": 0, "Cpus": 1,
+                                                                     "Memory": 0})]
+    table = SlotTable([Slot(ad, f"s{i}") for i, ad in enumerate(slots)])
+    compiler = PlanCompiler(NegotiatorSettings(), lambda job: (1, 1, 1), table)
+    job = ClassAd({"RequestMemory": 100})
+    for text, whole in (("TARGET.Memory * 2 >= RequestMemory", False),
+                        ("TARGET.Memory >= RequestMemory", True), ("TARGET.A + 1 > 0", True)):
+        expr = ExprTree(text)
+        fn = compiler._function(("clause", text), expr.node, _names(expr), job, False,
+                                vplan._HOLDS)
+        assert (fn in compiler._whole) is whole, text

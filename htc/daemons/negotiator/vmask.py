@@ -9,7 +9,10 @@ a carved resource hold. The request keeps its mask across its turns (``plan.mask
 verdict changes only when a match changes the row, and every such change is in the table's
 log (:attr:`~.columns.SlotTable.log`), so a turn evaluates only the rows logged since the
 last (:func:`current_mask`), or none when the run that changed the one row logged since left
-its verdict (the hint of :meth:`~.vsearch.VectorSearch._hinted`).
+its verdict (the hint of :meth:`~.vsearch.VectorSearch._hinted`). A mask made afresh
+(:func:`full_mask`) evaluates the clauses over every row at once when none can raise
+(``plan.whole``: no arithmetic, or values computed once), else over the matching rows alone
+(a row that does not match may be one where a clause would raise).
 """
 
 from __future__ import annotations
@@ -42,7 +45,11 @@ def full_mask(table, plan) -> np.ndarray:
     """The request's mask over every row, evaluated afresh."""
     mask = table.alive & plan.static
     mask &= ~(plan.wants_col > table.res).any(axis=0) | ~table.partitionable
-    if plan.clauses:
+    if plan.clauses and plan.whole:  # (none can raise: over every row, no gather of some)
+        rows = table.rows()
+        for fn in plan.clauses:
+            mask &= fn(rows)
+    elif plan.clauses:
         idx = np.flatnonzero(mask)
         if idx.size:
             rows = table.rows(idx)

@@ -6,7 +6,7 @@ The vector search (:mod:`.vsearch`) builds a :class:`Plan` at a request's first 
 the :class:`PlanCompiler` of the cycle's slot table: the job's ``Requirements`` clauses and
 ``Rank``, ``NEGOTIATOR_PRE_JOB_RANK`` and ``POST_JOB_RANK`` compiled to functions over the
 table's columns (:mod:`.vexpr`, :mod:`.vtyped`, :mod:`.columns`). What the compilers do not
-take (strings, function calls: ``TARGET.Arch == "X86_64"``, the default post-job rank) must
+take (strings, function calls but :mod:`.vtyped`'s two: ``TARGET.Arch == "X86_64"``) must
 read none of the carved resources, through either ad's expressions; then it has one value per
 slot for the whole cycle, evaluated by the ClassAd evaluator and shared by every request whose
 job agrees on the values it reads (``static`` columns, keyed by the clause text and the
@@ -48,7 +48,7 @@ from htc.classad.match import rank, requirements_hold
 from htc.classad.operators import is_true_for_match
 from htc.daemons.negotiator.preemption import WORST_RANK
 from htc.daemons.negotiator.slotreads import eval_rank
-from htc.daemons.negotiator.slots import CARVED, _node_refs, closure, projection
+from htc.daemons.negotiator.slots import CARVED, _node_refs, _value_key, closure, projection
 from htc.daemons.negotiator.vexpr import (BOOL, INT, REAL, Inexact, Unsupported, compile_vector,
                                           holds, ranks, scalar)
 from htc.daemons.negotiator.vstatic import SLOT_REQUIREMENTS, SlotGroups
@@ -66,12 +66,14 @@ class Plan:
     """A request's compiled matching and ranking (see the module docstring); the search keeps
     its turn state here too (``cursor``, ``mask``, ``log_pos``)."""
 
-    __slots__ = ("static", "clauses", "pre", "jr", "post", "wants", "wants_col", "cost", "epoch",
-                 "ranking", "cursor", "mask", "log_pos")
+    __slots__ = ("static", "clauses", "whole", "pre", "jr", "post", "wants", "wants_col", "cost",
+                 "epoch", "ranking", "cursor", "mask", "log_pos")
 
     def __init__(self):
         self.static = None  # bool array: what does not change as slots shrink
         self.clauses = []  # compiled clauses reading a carved resource
+        #: True when no clause can raise: they may be evaluated over every row at once
+        self.whole = True
         self.pre = self.jr = self.post = None  # functions rows -> rank array
         self.mask = None  # bool per row: does it match now (see VectorSearch._current_mask)
         self.log_pos = 0  # the table's change log read up to when ``mask`` was brought up
@@ -99,6 +101,7 @@ class PlanCompiler:
         self._shapes: dict[tuple, Plan | None] = {}  # see compile
         self._kinds: dict[tuple, tuple | None] = {}  # see compile
         self._costs: dict[tuple, np.ndarray] = {}  # a carve's cost -> Plan.cost (_compile)
+        self._whole: set = set()  # bound functions that cannot raise (see Plan.whole)
         reach, targets = _slot_reads(table.slots)
         #: slot attributes whose value a carve can change (through the slot's expressions)
         self._carved_reach = reach
@@ -133,8 +136,8 @@ class PlanCompiler:
         if shared is None:
             return None
         plan = Plan()
-        plan.static, plan.clauses, plan.pre, plan.jr, plan.post = (
-            shared.static, shared.clauses, shared.pre, shared.jr, shared.post)
+        plan.static, plan.clauses, plan.whole, plan.pre, plan.jr, plan.post = (
+            shared.static, shared.clauses, shared.whole, shared.pre, shared.jr, shared.post)
         plan.wants, plan.wants_col, plan.cost, plan.epoch = (
             shared.wants, shared.wants_col, shared.cost, shared.epoch)
         plan.ranking = (rs.order, shared.ranking[1])
@@ -224,6 +227,7 @@ class PlanCompiler:
                 both = both & column
             both = self._static_and[key] = np.broadcast_to(both, (n,))
         plan.static = both if static is columns[0] else np.broadcast_to(static & both, (n,))
+        plan.whole = all(fn in self._whole for fn in plan.clauses)
         plan.pre = self._rank(s.compiled("pre_job_rank"), rs, True, "pre")
         plan.post = self._rank(s.compiled("post_job_rank"), rs, True, "post")
         plan.jr = self._job_rank(rs)
@@ -328,14 +332,22 @@ class PlanCompiler:
                 fn = _bound_test(template.test, p)
             else:
                 fn = _finish(template.tag, template.bind(p), worst)
-            return fn if template.safe else self._probed(fn)
+            if template.fixed:  # the finished values of every row, once (raises as a probe)
+                fn = _fixed(fn(self.table.rows()))
+            elif not template.safe:
+                return self._probed(fn)
+            self._whole.add(fn)  # (it cannot raise: no arithmetic, or values computed)
+            return fn
         return _kept(self._bound, (key, p), bind)
 
-    def _job_reads_ok(self, job, names) -> bool:
-        """Do the job values ``names`` (followed through the job) read no carved resource?"""
+    def _job_view(self, job, names):
+        """``projection(job, names)`` when the job values ``names`` (followed through the job)
+        read no carved resource, else None: one walk of the job's expressions for both."""
         reached, targets = closure(job, names)
         reach = self._carved_reach
-        return not (targets & reach or {n for n in reached if n not in job._exprs} & reach)
+        if targets & reach or {n for n in reached if n not in job._exprs} & reach:
+            return None
+        return tuple((n, _value_key(job, n)) for n in sorted(reached))  # (projection's)
 
     def _static_column(self, what, job_refs, rs, verdict, read=None):
         """A verdict per slot that no carve changes, shared by requests whose job agrees on
@@ -343,10 +355,10 @@ class PlanCompiler:
         ``(expression, slot_is_my)`` that ``verdict`` evaluates (see
         :meth:`~.vstatic.SlotGroups.evaluate`)."""
         job = rs.job
-        names = set(job_refs or ()) | set(self._slot_targets)
-        if not self._job_reads_ok(job, names):
+        view = self._job_view(job, set(job_refs or ()) | set(self._slot_targets))
+        if view is None:
             return None
-        key = (what, projection(job, names))
+        key = (what, view)
         column = self._static.get(key)
         if column is None:
             column = self._static[key] = self.groups.evaluate(
@@ -364,9 +376,10 @@ class PlanCompiler:
                                   WORST_RANK)
         except Unsupported:
             pass  # not compilable: a static column of per-slot values, below
-        if set(names) & self._carved_reach or not self._job_reads_ok(rs.job, names):
+        view = None if set(names) & self._carved_reach else self._job_view(rs.job, names)
+        if view is None:
             return None
-        key = (which, id(expr), projection(rs.job, names))  # (the settings' own expression)
+        key = (which, id(expr), view)  # (the settings' own expression)
         values = self._static.get(key)
         if values is None:
             job = rs.job
@@ -390,10 +403,10 @@ class PlanCompiler:
             return self._function(("jr", text), expr.node, names, rs.job, False, None)
         except Unsupported:
             pass  # not compilable: a static column of per-slot values, below
-        if set(names) & self._carved_reach or not self._job_reads_ok(rs.job, names):
+        view = None if set(names) & self._carved_reach else self._job_view(rs.job, names)
+        if view is None:
             return None
-        refs = names
-        key = ("jr", repr(expr), projection(rs.job, refs))
+        key = ("jr", repr(expr), view)
         values = self._static.get(key)
         if values is None:
             job = rs.job
@@ -439,6 +452,15 @@ def _slot_reads(slots) -> tuple[set, set]:
     return reach, targets
 
 
+def _fixed(values):
+    """A function of rows reading ``values``, a function's values over every row: a column
+    (indexed), or one value for every row (0-d, a number: given as it is, as the function
+    gave it)."""
+    if values.__class__ is np.ndarray and values.ndim:
+        return _indexed(values)
+    return lambda rows: values
+
+
 def _indexed(values: np.ndarray):
     """A function of rows reading a fixed per-slot column."""
     def column(rows):
@@ -477,7 +499,8 @@ def _finish(tag, fn, worst):
     if tag == REAL:
         def real(rows):
             values = np.asarray(fn(rows), dtype=float)
-            return np.where(np.isnan(values), worst, values)
+            nan = np.isnan(values)  # (no NaN: the values themselves, as an INT rank's are)
+            return np.where(nan, worst, values) if nan.any() else values
         return real
     constant = 0.0 if worst is None else worst
     return lambda rows: constant

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 What the plan compilers (:mod:`.vexpr`, :mod:`.vtyped`) do not take -- strings, function
-calls: ``TARGET.Arch == "X86_64"``, the default post-job rank, the slots' own ``Requirements``
+calls: ``TARGET.Arch == "X86_64"``, the slots' own ``Requirements``
 -- and reads no carved resource has one value per slot for the whole cycle (a ``static``
 column of :mod:`.vplan`), given by the ClassAd evaluator. :meth:`SlotGroups.evaluate` calls
 the evaluator once per group of slots, not once per slot:

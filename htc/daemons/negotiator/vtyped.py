@@ -9,7 +9,9 @@ unclaimed slot), so the type of each node is known when the expression is compil
 :func:`compile_typed` infers it and returns ``(tag, function)``: the function computes only
 the values, one numpy operation per node.
 
-The semantics are :mod:`.vexpr`'s (and so ClassAd's) for the cases it accepts; a case whose
+The semantics are :mod:`.vexpr`'s (and so ClassAd's) for the cases it accepts, and it takes
+two calls :mod:`.vexpr` does not, those of HTCondor's default post-job rank: ``isUndefined``,
+which a type decides, and ``ifThenElse``, ClassAd's ``?:`` (:func:`_call`); a case whose
 outcome differs from row to row -- an integer division by zero, a real overflow, an integer
 beyond 2**53, ``&&`` of a boolean with UNDEFINED -- raises :class:`~.vexpr.Unsupported` at
 compile time or :class:`~.vexpr.Inexact` at run time, and the caller uses the tagged form
@@ -31,13 +33,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from htc.classad.ast import AttrRef, Binary, Conditional, Literal, Paren, Select, Unary
+from htc.classad.ast import AttrRef, Binary, Call, Conditional, Literal, Paren, Select, Unary
+from htc.daemons.negotiator.slots import CARVED
 from htc.daemons.negotiator.vexpr import (_CMP, _NOT_PLAIN, BOOL, ERROR, INT, MISSING, REAL,
                                           UNDEF, Inexact, Unsupported, _job_value, scalar)
 
 _EXACT = float(2 ** 53)
 _CARVED = frozenset({"cpus", "memory", "disk"})
 _NUMERIC = (BOOL, INT, REAL)
+_MAX = np.maximum.reduce  # (an array's maximum without ndarray.max's Python wrapper)
 
 
 class Template:
@@ -51,10 +55,13 @@ class Template:
             overflow), so a caller need not try it before relying on it.
     """
 
-    __slots__ = ("tag", "fn", "params", "safe", "read", "test")
+    __slots__ = ("tag", "fn", "params", "safe", "read", "test", "fixed")
 
-    def __init__(self, tag, fn, params, safe, read, test=None):
+    def __init__(self, tag, fn, params, safe, read, test=None, fixed=False):
         self.tag, self.fn, self.params, self.safe = tag, fn, params, safe
+        #: True when the expression reads no carved resource: its values over the table's rows
+        #: are the same all epoch, for given parameters (computed once, then indexed)
+        self.fixed = fixed
         #: every job attribute name whose type the compile looked at (its signature's names)
         self.read = read
         #: for a comparison of numbers: ``(rows, p) -> bool array``, ``fn(rows, p) != 0``
@@ -116,7 +123,21 @@ def compile_template(node, job, slot_is_my: bool, table) -> Template:
 
         def test(rows, p):
             return compare(lf(rows, p), rf(rows, p))
-    return Template(tag, fn, tuple(ctx.params), ctx.safe, frozenset(ctx.read), test)
+        if not ctx.safe:
+            test = _quiet(test)
+    if not ctx.safe:
+        fn = _quiet(fn)
+    return Template(tag, fn, tuple(ctx.params), ctx.safe, frozenset(ctx.read), test,
+                    top.__class__ is not Literal and not _reads_carved(top))
+
+
+def _quiet(fn):
+    """``fn`` under one ``np.errstate(over="ignore", invalid="ignore")`` a call: the real
+    arithmetic of its nodes runs there (see :func:`_arith`), not under one context per node."""
+    def quiet(rows, p):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return fn(rows, p)
+    return quiet
 
 
 class _Context:
@@ -213,13 +234,38 @@ def _typed(node, ctx):
     if cls is Conditional:
         if node.then is None:
             raise Unsupported("?: without a then-part")
-        cond, then, other = (_compile(n, ctx) for n in (node.cond, node.then, node.other))
-        ctag, cf = _truth(cond)
-        if ctag != BOOL or then[0] != other[0]:
-            raise Unsupported("a conditional of mixed types")
-        tf, of = then[1], other[1]
-        return then[0], lambda rows, p: np.where(cf(rows, p) != 0, tf(rows, p), of(rows, p))
+        return _choice(*(_compile(n, ctx) for n in (node.cond, node.then, node.other)))
+    if cls is Call:
+        return _call(node, ctx)
     raise Unsupported(cls.__name__)
+
+
+def _choice(cond, then, other):
+    """``cond ? then : other`` of typed operands: a boolean or numeric condition, both
+    branches of one type (both computed: one that raises makes the caller take the tagged
+    form, as where the branch is picked)."""
+    ctag, cf = _truth(cond)
+    if ctag != BOOL or then[0] != other[0]:
+        raise Unsupported("a conditional of mixed types")
+    tf, of = then[1], other[1]
+    return then[0], lambda rows, p: np.where(cf(rows, p) != 0, tf(rows, p), of(rows, p))
+
+
+def _call(node, ctx):
+    """The calls of HTCondor's default ``NEGOTIATOR_POST_JOB_RANK``: ``isUndefined(x)``, whose
+    value the type of ``x`` decides (one type on every row; ``x`` still computed, so that a
+    row where it is ERROR raises as it would alone), and ``ifThenElse(c, a, b)``, which
+    ClassAd evaluates as ``c ? a : b`` (:func:`~htc.classad.specials._ifthenelse`). Any other
+    call, or one of another number of arguments (ClassAd's ERROR), is outside the subset."""
+    name, args = node.lname, node.args
+    if name == "isundefined" and len(args) == 1:
+        operand = _compile(args[0], ctx)
+        value = 1.0 if operand[0] == UNDEF else 0.0
+        _tag, check = _decided(BOOL, operand)
+        return BOOL, lambda rows, p: check(rows, p) + value
+    if name == "ifthenelse" and len(args) == 3:
+        return _choice(*(_compile(a, ctx) for a in args))
+    raise Unsupported(f"function {node.name}")
 
 
 def _const(tag):
@@ -268,7 +314,18 @@ def _column(lname, ctx, fallback):
         if other is None:
             return _const(UNDEF)
         return ctx.param(fallback, other[0])
-    return tag, lambda rows, p: rows.column(lname)[1]
+    return tag, lambda rows, p: _values(rows, lname)
+
+
+def _values(rows, lname: str):
+    """``rows.column(lname)[1]``: the values alone (the type is known), one gather of the
+    rows, not two (:meth:`~.columns.Rows.column` takes the tags' too)."""
+    carved = rows.carved
+    if carved is not None and lname in CARVED:
+        return carved[lname][1]
+    values = rows.table.column(lname)[1]
+    index = rows.index
+    return values if index is None else values[index]
 
 
 def _unary(op, operand):
@@ -301,12 +358,14 @@ def _truth(operand):
 def _arith(op, left, right):
     """``+ - * /`` of two typed operands.
 
-    Real arithmetic runs under ``np.errstate(over="ignore", invalid="ignore")``: an overflow
-    to +infinity is the expected path to ClassAd's ERROR (the result is tested right after and
-    raises :class:`~.vexpr.Inexact`, and the caller takes the tagged form, which gives ERROR),
-    and -infinity or a NaN (``-inf - -inf``, ``-inf * 0``) is ClassAd's value itself: numpy's
-    RuntimeWarning would only repeat what the test finds. Integer arithmetic needs no such
-    guard: its operands stay within 2**53, so their sum, difference or product is finite."""
+    Real arithmetic runs under ``np.errstate(over="ignore", invalid="ignore")``, one context
+    for the whole template's call (:func:`_quiet`: a template with arithmetic is not ``safe``):
+    an overflow to +infinity is the expected path to ClassAd's ERROR (the result is tested
+    right after and raises :class:`~.vexpr.Inexact`, and the caller takes the tagged form,
+    which gives ERROR), and -infinity or a NaN (``-inf - -inf``, ``-inf * 0``) is ClassAd's
+    value itself: numpy's RuntimeWarning would only repeat what the test finds. The test is
+    :func:`_overflowed`. Integer arithmetic needs no such guard: its operands stay within
+    2**53, so their sum, difference or product is finite."""
     (lt, lf), (rt, rf) = left, right
     if lt == ERROR or rt == ERROR:
         return _decided(ERROR, left, right)
@@ -323,9 +382,8 @@ def _arith(op, left, right):
             if ints:
                 q = np.abs(a) // np.abs(b)
                 return np.where((a < 0) == (b < 0), q, -q)
-            with np.errstate(over="ignore", invalid="ignore"):  # (see _arith)
-                r = a / b
-            if (r == np.inf).any():
+            r = a / b  # (under _quiet's errstate: see _arith)
+            if _overflowed(r):
                 raise Inexact("real overflow")
             return r
         return (INT if ints else REAL), divide
@@ -334,18 +392,38 @@ def _arith(op, left, right):
     if ints:  # (operands within 2**53: their sum, difference or product is finite)
         def arith(rows, p):
             r = fn(lf(rows, p), rf(rows, p))
-            if (np.abs(r) > _EXACT).any():
+            if _beyond(r):
                 raise Inexact("an integer beyond 2**53")
             return r
         return INT, arith
 
     def real_arith(rows, p):
-        with np.errstate(over="ignore", invalid="ignore"):  # (see _arith)
-            r = fn(lf(rows, p), rf(rows, p))
-        if (np.asarray(r) == np.inf).any():
+        r = fn(lf(rows, p), rf(rows, p))  # (under _quiet's errstate: see _arith)
+        if _overflowed(r):
             raise Inexact("real overflow")
         return r
     return REAL, real_arith
+
+
+def _overflowed(r) -> bool:
+    """Does the real result ``r`` (an array or a number) hold +infinity? One reduction, its
+    maximum, when that is below +infinity (the usual case); else (+infinity, or a NaN, which
+    the maximum propagates and which may hide one) the elements are compared."""
+    if r.__class__ is np.ndarray:
+        if not r.size:
+            return False
+        if _MAX(r, axis=None) < np.inf:
+            return False
+    return bool((np.asarray(r) == np.inf).any())
+
+
+def _beyond(r) -> bool:
+    """Is a magnitude of the integer result ``r`` (an array or a number) beyond 2**53? The
+    largest magnitude (one reduction: no NaN here, the operands are whole numbers within
+    2**53) against it."""
+    if r.__class__ is np.ndarray:
+        return bool(r.size and _MAX(np.abs(r), axis=None) > _EXACT)
+    return bool(abs(r) > _EXACT)
 
 
 def _compare(fn, left, right):
