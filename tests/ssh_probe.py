@@ -125,19 +125,46 @@ async def connect_timeout(p: dict) -> None:
     await tr.aclose()
 
 
+def own_peak_rss_mib() -> float:
+    """This process's own peak resident size: ``VmHWM``, the high-water mark of the memory map
+    that ``execve`` gave it. Not ``getrusage().ru_maxrss``: at ``execve`` Linux folds into that the
+    high-water mark of the memory map being replaced, which for a child spawned by ``subprocess``
+    (vforked, or forked) is its parent's, so a probe spawned by a pytest-xdist worker deep into the
+    suite reported the worker's 290 MiB however little it held itself."""
+    with open("/proc/self/status") as status:
+        kib = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    return kib / 1024
+
+
 async def bulk(p: dict) -> None:
+    """Send ``mib`` 1 MiB ``JobOutput`` messages, then a ``Reconfig`` whose ``Ack`` counts the
+    bytes the daemon took. Reports the rate, this process's own peak RSS and the most bytes ever
+    queued in the client: in the channel's send buffer plus the SSH connection's socket transport
+    (asyncssh hands a packet to that transport as soon as the channel window allows; the window is
+    what bounds it), read at each write to the socket transport."""
     tr = transport(p)
     chunk = os.urandom(1024 * 1024)
     total = p.get("mib", 64)
     async with await tr.open_connection(addr(p)) as conn:
+        channel = conn._writer._writer.channel  # the asyncssh SSHWriter's channel (htc.wire.ssh_client._Writer)
+        socket_side = channel.get_connection()._transport  # asyncssh keeps the asyncio transport there
+        queued = 0
+        write = socket_side.write
+
+        def counted_write(data) -> None:
+            nonlocal queued
+            write(data)
+            queued = max(queued, channel.get_write_buffer_size() + socket_side.get_write_buffer_size())
+
+        socket_side.write = counted_write
         start = time.monotonic()
         for i in range(total):
             await conn.send(m.JobOutput(claim_id="c", job_id="1.0", stream="stdout", offset=i * len(chunk),
                                         data=chunk))
         ack = await conn.request(m.Reconfig(), timeout=120)
         elapsed = time.monotonic() - start
-    say(counted=int(ack.detail), mib_per_s=total / elapsed,
-        max_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    say(counted=int(ack.detail), mib_per_s=total / elapsed, peak_rss_mib=own_peak_rss_mib(),
+        max_queued_mib=queued / 2 ** 20, ru_maxrss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     await tr.aclose()
 
 
