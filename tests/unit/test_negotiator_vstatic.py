@@ -70,6 +70,16 @@ def _near(values, text="TARGET.A", job=None):
                    slot_is_my=False)
 
 
+def _grouped(compiler, job, text: str):
+    """``(expr, column, evaluations)``: the static column of ``text`` (MY = the job) by the
+    compiler's slot groups, and how many times the verdict was called."""
+    expr = ExprTree(text)
+    calls = []
+    got = compiler.groups.evaluate(
+        lambda slot: calls.append(1) or expr.eval(job, slot.ad) is True, (expr, False), job, bool)
+    return expr, got.tolist(), len(calls)
+
+
 @_near([(1, None), (1.0, None), (True, None)])
 @_near([(0.0, None), (-0.0, None), (0, None)], text="string(TARGET.A)")
 @_near([('"LINUX"', None), ('"Linux"', None)], text='TARGET.A =?= "LINUX"')
@@ -128,13 +138,9 @@ def test_slots_of_equal_values_share_one_evaluation_and_impure_expressions_do_no
                               ('TARGET.Arch == "X86_64" && random(2) < 5', 9),
                               ('TARGET.Arch == "X86_64" && time() > 0', 9),
                               ('TARGET.Arch == "X86_64" && CurrentTime > 0', 9)]:
-        expr = ExprTree(text)
-        calls = []
-        got = compiler.groups.evaluate(
-            lambda slot: calls.append(1) or expr.eval(job, slot.ad) is True, (expr, False), job,
-            bool)
-        assert len(calls) == evaluations, text
-        assert got.tolist() == [expr.eval(job, ad) is True for ad in ads], text
+        expr, got, calls = _grouped(compiler, job, text)
+        assert calls == evaluations, text
+        assert got == [expr.eval(job, ad) is True for ad in ads], text
 
 
 @hsettings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
@@ -398,10 +404,6 @@ def test_strings_compared_with_a_constant_group_by_what_the_comparisons_give(row
     job = make_job()
     for text, evaluations in [('TARGET.OpSys == "linux"', 2), ('TARGET.OpSys =?= "Linux"', 3),
                               ('TARGET.OpSys == "linux" && TARGET.OpSys =!= "Linux"', 3)]:
-        expr = ExprTree(text)
-        calls = []
-        got = compiler.groups.evaluate(
-            lambda slot: calls.append(1) or expr.eval(job, slot.ad) is True, (expr, False), job,
-            bool)
-        assert got.tolist() == [expr.eval(job, ad) is True for ad in ads], text
-        assert len(calls) == evaluations, text
+        expr, got, calls = _grouped(compiler, job, text)
+        assert got == [expr.eval(job, ad) is True for ad in ads], text
+        assert calls == evaluations, text
