@@ -33,6 +33,13 @@ def s_slot(i: int, seq: int = 1) -> str:
             f'UpdateSequenceNumber = {seq}; Requirements = true; Rank = 0.0; ClaimId = "s{i}#1#secret" ]')
 
 
+def c_slot(i: int) -> str:
+    return (f'[ Name = "slot1@c{i}"; MyAddress = "<startd-c{i}>"; State = "Claimed"; Activity = "Busy"; '
+            f'RemoteUser = "bob@test"; RemoteOwner = "bob@test"; Cpus = 1; Memory = 2048; Disk = 1000000; '
+            f'Arch = "X86_64"; OpSys = "LINUX"; UpdateSequenceNumber = 1; Requirements = true; Rank = 0.0; '
+            f'CurrentRank = 0.0; ClaimId = "c{i}#1#secret" ]')
+
+
 SUBMITTER = '[ Name = "alice@test"; ScheddName = "schedd@test"; MyAddress = "<schedd>"; IdleJobs = 9; RunningJobs = 0 ]'
 JOB = ('[ Owner = "alice"; User = "alice@test"; RequestCpus = 2; RequestMemory = 1024; RequestDisk = 1000; '
        'Requirements = TARGET.Arch == "X86_64" && TARGET.Memory >= RequestMemory; Rank = TARGET.KeyboardIdle ]')
@@ -76,8 +83,10 @@ def test_a_text_twice_in_one_reply_gives_two_ads_and_a_bad_text_keeps_what_was_k
 
 def settings() -> NegotiatorServiceSettings:
     # cycles 5 s apart, matches pending for 30 s: the second and third cycles see the first's
-    # carves held back (PendingSlots.apply) on the very ads the first cycle was given
-    core = NegotiatorSettings(interval=5.0, cycle_delay=0.0, min_interval=0.0, timeout=30.0)
+    # carves held back (PendingSlots.apply) on the very ads the first cycle was given; the
+    # claimed slot may be preempted, so each cycle gives it its per-cycle attributes (a view)
+    core = NegotiatorSettings(interval=5.0, cycle_delay=0.0, min_interval=0.0, timeout=30.0,
+                              preemption_requirements="True")
     return NegotiatorServiceSettings(core=core, accountant_file=None, name="negotiator@test")
 
 
@@ -93,11 +102,11 @@ def cycle(daemon: NegotiatorDaemon, now: float, machines: list, count: int) -> l
 
 def test_cycles_on_reused_ads_decide_as_on_fresh_parses_and_leave_the_ads_as_parsed():
     replies = [
-        [p_slot(1), p_slot(2, cpus=4), s_slot(1), s_slot(2)],
+        [p_slot(1), p_slot(2, cpus=4), s_slot(1), s_slot(2), c_slot(1)],
         # the second: the same texts (pending carves and a taken static slot on reused ads)
-        [p_slot(1), p_slot(2, cpus=4), s_slot(1), s_slot(2)],
+        [p_slot(1), p_slot(2, cpus=4), s_slot(1), s_slot(2), c_slot(1)],
         # the third: p2's startd reported its carve (a new text), the rest as before
-        [p_slot(1), p_slot(2, seq=2, cpus=2), s_slot(1), s_slot(2)],
+        [p_slot(1), p_slot(2, seq=2, cpus=2), s_slot(1), s_slot(2), c_slot(1)],
     ]
     kept, fresh = NegotiatorDaemon(settings(), None, T0), NegotiatorDaemon(settings(), None, T0)
     parsed = ParsedAds()
@@ -111,6 +120,6 @@ def test_cycles_on_reused_ads_decide_as_on_fresh_parses_and_leave_the_ads_as_par
         assert got, "each cycle matches (else it tests nothing)"
         assert all(same_as_parsed(ad, text) for ad, text in zip(ads, texts))
         now += 5.0
-    assert reused == [0, 4, 3]
+    assert reused == [0, 5, 4]
     # the second cycle saw the first's carves held back: p1 had 8 cores, 3 jobs of 2 took 6
     assert kept.negotiator.pending._slots, "the first cycle's matches are pending"
