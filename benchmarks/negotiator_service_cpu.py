@@ -41,8 +41,16 @@ Usage::
     python benchmarks/negotiator_service_cpu.py --machines 1000 --jobs 10000 --repeat 3   # quick
     python benchmarks/negotiator_service_cpu.py --inform-startd        # MatchNotify to startds too
     python benchmarks/negotiator_service_cpu.py --profile 25           # cProfile of translate+encode
+    python benchmarks/negotiator_service_cpu.py --parse                # the collector's reply, parsed
     python benchmarks/negotiator_service_cpu.py --machines 1000 --jobs 8000 --repeat 1 --send
     python benchmarks/negotiator_service_cpu.py --machines 1000 --jobs 8000 --repeat 1 --schedd 2000
+
+``--parse`` measures the service's reading of the collector's answer instead (no cycle): the
+10,000 slot ads' texts as the collector keeps them, decoded from an ``AdsReply`` frame as the
+service receives it, then parsed as the service did (``ClassAd(text)`` of each) and as it does
+(:class:`~htc.daemons.negotiator.service.ParsedAds`): a first cycle, then later ones where 20%
+of the ads changed (a new ``KeyboardIdle``, ``LoadAvg`` and ``UpdateSequenceNumber``) and one
+where none did; CPU seconds of each, the two ways alternating in one process.
 
 ``--schedd N`` measures the other side: N of the cycle's MatchNotify messages (p-slot ads as the
 adapter printed them), renamed to one submitter's one autocluster, handled by a real schedd core
@@ -57,6 +65,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import gc
 import hashlib
 import logging
 import os
@@ -246,6 +255,44 @@ def schedd_side(sends: list, n: int) -> str:
             f"{cpu / len(events) * 1e6:.0f} us each; its actions' digest {digest}")
 
 
+def parse_reply(machines: int, seed: int, rounds: int = 3) -> None:
+    """``--parse``: the service's parse of the collector's reply, whole vs. :class:`ParsedAds`."""
+    from htc.classad import ClassAd
+    from htc.daemons.negotiator.service import ParsedAds
+
+    rng = random.Random(seed)
+    ads = nb.make_pool(machines, rng)
+    for ad in ads:  # (what the collector adds: Collector.store)
+        ad["MyType"], ad["UpdateSequenceNumber"], ad["LastHeardFrom"] = "Machine", 1, 1_800_000_000
+
+    def reply(ads) -> list[str]:  # the texts as the service gets them: decoded from the frame
+        data = m.encode(m.AdsReply(ads=tuple(str(ad) for ad in ads)))
+        return list(m.decode(data).ads)
+
+    def change(share: float) -> list[str]:
+        for ad in rng.sample(ads, int(len(ads) * share)):
+            ad["KeyboardIdle"] = rng.randrange(0, 7200)
+            ad["LoadAvg"] = round(rng.random(), 2)
+            ad["UpdateSequenceNumber"] = ad["UpdateSequenceNumber"] + 1
+        return reply(ads)
+
+    print(f"the collector's reply of {machines:,} slot ads, parsed by the service; CPU seconds (process_time)")
+    kept = ParsedAds()
+    for k, (what, texts) in enumerate([("first cycle", reply(ads))]
+                                      + [("20% changed", change(0.2)) for _ in range(rounds)]
+                                      + [("none changed", reply(ads))]):
+        spent, got = {}, {}
+        for way in ("whole", "kept") if k % 2 == 0 else ("kept", "whole"):  # (either first in turn)
+            gc.collect()
+            t0 = time.process_time()
+            got[way] = [ClassAd(text) for text in texts] if way == "whole" else kept.parse(texts)
+            spent[way] = time.process_time() - t0
+        assert [str(a) for a in got["kept"]] == [str(a) for a in got["whole"]], "ParsedAds gave another ad"
+        del got
+        print(f"  {what:12s}: every text parsed {spent['whole']:.3f} s; ParsedAds {spent['kept']:.3f} s "
+              f"({kept.parsed:,} parsed, {kept.reused:,} reused); load average {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--serve"]:
         asyncio.run(_fake_schedds(sys.argv[2]))
@@ -261,9 +308,14 @@ def main() -> None:
                         help="then send the last cycle's MatchNotify to fake schedds on Unix sockets, both ways")
     parser.add_argument("--schedd", type=int, default=0, metavar="N",
                         help="then hand N of the last cycle's MatchNotify to a schedd core (its CPU per match)")
+    parser.add_argument("--parse", action="store_true",
+                        help="measure the service's parse of the collector's reply instead (no cycle)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="cProfile translate + encode of the last cycle; print its top N by own time")
     args = parser.parse_args()
+    if args.parse:
+        parse_reply(args.machines, args.seed)
+        return
     slots = nb.make_pool(args.machines, random.Random(args.seed))
     subs, requests, _ = nb.make_requests(args.autoclusters, random.Random(args.seed + 1), jobs=args.jobs)
     with tempfile.TemporaryDirectory() as tmp:

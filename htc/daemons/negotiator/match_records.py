@@ -261,10 +261,11 @@ class SavedRecords:
     def text(self) -> str:
         """``json.dumps(self.data(), sort_keys=True)``, made with one text per record (a cycle's
         matches hold a few hundred) rather than one dict per name to encode."""
-        named = sorted(dict(self._named(_record_text)).items())  # (as json.dumps sorts them)
-        if not named:
+        texts = dict(self._named(_record_text))  # name -> its record's text
+        if not texts:
             return "{}"
-        return "{" + ", ".join([f"{_encode(name)}: {text}" for name, text in named]) + "}"
+        # (the names sorted, as json.dumps sorts them: alone, as strings, not as (name, text) pairs)
+        return "{" + ", ".join([f"{_encode(name)}: {texts[name]}" for name in sorted(texts)]) + "}"
 
     def _named(self, make) -> zip:
         """``(name, make(record))`` per record in the order charged; ``make`` is called once

@@ -53,6 +53,18 @@ happen"). The service reads the time and waits only through its clock
 (:mod:`htc.daemons.clock`, real by default), so a test that passes a FakeClock decides when a
 cycle is due.
 
+**The pool's ads are parsed once, not every cycle.** Each cycle asks the collector for every
+slot ad and every Submitter ad, and between two cycles most come back byte for byte the same
+(a startd reports every UPDATE_INTERVAL, 300 s by default, or on a change; cycles are
+NEGOTIATOR_INTERVAL apart, 60 s). :class:`ParsedAds` keeps the last reply's ads by their text
+and parses only the texts it has not seen (a 10,000-slot pool: ~0.6 s of CPU a cycle parsed
+whole, ~10 ms when nothing changed; ``benchmarks/negotiator_service_cpu.py --parse``). A reused
+ad is handed to the core as it is, not copied: the core writes only into copies of the ads it is
+given (``PendingSlots.apply`` takes the carves of pending slots off a copy, the cycle carves a
+copy of each partitionable slot's ad, the claimed and fitting views are copies), so an ad is
+still what its text parses to when the next cycle gets it
+(``tests/service/test_negotiator_parsed_ads.py`` runs cycles on reused ads against fresh parses).
+
 On start the accountant is restored from ACCOUNTANT_DATABASE_FILE (user priorities survive a
 restart); a file that is not a snapshot stops the daemon with advice rather than silently
 resetting everybody's priority.
@@ -84,8 +96,8 @@ from htc.wire import messages as m
 from htc.wire.errors import FrameTooLarge, RemoteError, RequestTimeout
 from htc.wire.transport import Connection
 
-__all__ = ["MATCH_LANES", "MATCH_LANES_IN_ALL", "MATCH_WINDOW", "NegotiatorService", "load_accountant", "save_accountant", "make_service",
-           "settings_from_config"]
+__all__ = ["MATCH_LANES", "MATCH_LANES_IN_ALL", "MATCH_WINDOW", "NegotiatorService", "ParsedAds",
+           "load_accountant", "save_accountant", "make_service", "settings_from_config"]
 
 #: tasks taking one destination's MatchNotify queue, each on a connection of its own
 MATCH_LANES = 4
@@ -139,6 +151,41 @@ def save_accountant(path: Path, snapshot: dict | SavedAccountant) -> None:
     os.replace(tmp, path)
 
 
+class ParsedAds:
+    """The ads of one kind of collector reply, parsed: the last reply's ads kept by their text,
+    so that a text seen in the last reply is not parsed again (see the module docstring).
+
+    It holds one reply's ads at most: each :meth:`parse` keeps the ads of its own texts alone.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[str, ClassAd] = {}
+        #: ads parsed and ads reused by the last :meth:`parse` (statistics, for tests)
+        self.parsed = self.reused = 0
+
+    def parse(self, texts) -> list[ClassAd]:
+        """The ads of ``texts``, in order: the last reply's ad of the same text, else a fresh
+        parse. Each position gets an ad of its own (a text twice in one reply is parsed twice).
+
+        Raises:
+            ClassAdParseError: a text is not a ClassAd (what was kept stays kept).
+        """
+        last = self._last.get
+        kept: dict[str, ClassAd] = {}
+        out = []
+        parsed = 0
+        for text in texts:
+            ad = last(text) if text not in kept else None  # (a text's second time: parsed)
+            if ad is None:
+                ad = ClassAd(text)
+                parsed += 1
+            kept[text] = ad
+            out.append(ad)
+        self._last = kept
+        self.parsed, self.reused = parsed, len(out) - parsed
+        return out
+
+
 class NegotiatorService(DaemonService):
     """The negotiator's asyncio shell (see the module docstring).
 
@@ -166,6 +213,8 @@ class NegotiatorService(DaemonService):
         self.register_action(AskResourceRequests, self._do_ask)
         self.register_action(SaveAccountant, self._do_save)
         self.register_action(c.Send, self._do_send_or_queue)
+        #: the last reply's ads of each kind, by text (parsed once: see the module docstring)
+        self._parsed = {m.AdType.Startd: ParsedAds(), m.AdType.Submitter: ParsedAds()}
         #: destination -> its MatchNotify sends not yet taken by a lane, and its lanes running
         self._match_queues: dict[str, collections.deque[c.Send]] = {}
         self._match_lanes: dict[str, int] = {}
@@ -202,7 +251,7 @@ class NegotiatorService(DaemonService):
     async def _query(self, ad_type: m.AdType) -> list[ClassAd]:
         reply = await self.peers.request(self.settings.collector, m.QueryAds(ad_type=ad_type, private=ad_type is m.AdType.Startd),
                                          timeout=self.settings.core.timeout)
-        return [ClassAd(text) for text in reply.ads]
+        return self._parsed[ad_type].parse(reply.ads)
 
     # --- schedds ------------------------------------------------------------------------------
 
