@@ -171,12 +171,15 @@ class SlotGroups:
         n = len(slot_exprs)
         codes = np.empty(n, dtype=np.int64)
         count = 0
-        todo = [(1, "requirements", list(range(n)))]  # (links so far, name, rows at it)
+        every = list(range(n))
+        todo = [(1, "requirements", every)]  # (links so far, name, rows at it)
         while todo:
             links, name, rows = todo.pop()
-            nodes = list(map(dict.get, map(slot_exprs.__getitem__, rows), repeat(name)))
+            # (every row: the table's read of the name, kept for the next job view)
+            nodes = self._reads.nodes(name) if rows is every else list(
+                map(dict.get, map(slot_exprs.__getitem__, rows), repeat(name)))
             for cls, part in _by_class(nodes):
-                sub = [rows[k] for k in part] if len(part) < len(rows) else rows
+                sub = list(map(rows.__getitem__, part)) if len(part) < len(rows) else rows
                 if cls is AttrRef and links < 9:
                     names = list(map(_LNAME_OF, map(nodes.__getitem__, part)))
                     by_name: dict[str, list] = {}
