@@ -350,7 +350,9 @@ def test_slots_followed_once_per_shape_reach_what_each_slot_reaches(slots):
     (names a slot lacks too)."""
     from htc.daemons.negotiator.vplan import _slot_reads
     table = [Slot(_grouped_ad(values), f"s{i}") for i, values in enumerate(slots)]
-    assert _slot_reads(table) == _closure_reads(table)
+    want = _closure_reads(table)
+    assert _slot_reads(table) == want
+    assert _slot_reads(table, [slot.ad._exprs for slot in table]) == want  # (the rows')
 
 
 def test_a_real_ranks_nan_is_its_worst_and_its_numbers_pass_through():

@@ -407,3 +407,28 @@ def test_strings_compared_with_a_constant_group_by_what_the_comparisons_give(row
         expr, got, calls = _grouped(compiler, job, text)
         assert got == [expr.eval(job, ad) is True for ad in ads], text
         assert calls == evaluations, text
+
+
+@hsettings(max_examples=150, deadline=None)
+@given(st.lists(st.text("aAbBßẞİi\u00e9", min_size=0, max_size=4), min_size=1, max_size=12),
+       st.text("aAbBßẞİi\u00e9", min_size=0, max_size=4), st.booleans())
+@example(["ẞ", "ß", "Ab", "ab", "a"], "ß", True)  # (str.lower folds ẞ to ß, fold does not)
+@example(["ẞ", "ß", "Ab", "ab", "a"], "aB", False)
+def test_a_string_column_compared_with_a_constant_has_the_codes_of_its_comparisons(
+        values, constant, many):
+    """:meth:`SlotGroups._string_codes` of one constant gives equal codes to the rows whose
+    pair (folded equal, exactly equal) is equal, different ones to different pairs, numbered
+    by the pair, on both paths (few distinct strings: each compared once; many: row by row,
+    only the strings as long as the constant folded): ASCII and non-ASCII letters, strings
+    longer, shorter and as long as the constant."""
+    from htc.classad.operators import fold
+    from htc.daemons.negotiator.vstatic import _PAIR_CODE, SlotGroups
+
+    if not many:  # (each string four times over: the few-distinct path)
+        values = values * 4
+    ads = [make_slot(f"slot1@m{i:02d}", FileSystemDomain=v) for i, v in enumerate(values)]
+    groups = SlotGroups([Slot(ad, ad["Name"]) for ad in ads], ())
+    codes, count = groups._string_codes("filesystemdomain", (constant,))
+    pairs = [_PAIR_CODE[fold(v) == fold(constant), v == constant] for v in values]
+    assert count == len(set(pairs))
+    assert codes.tolist() == [sorted(set(pairs)).index(p) for p in pairs]

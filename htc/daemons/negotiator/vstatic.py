@@ -132,19 +132,24 @@ class SlotGroups:
             return _codes(list(map(key_of.__getitem__, literals)))
         (c,), (f,) = constants, folded
         distinct = set(literals)
-        # (ASCII strings, each lower-cased as fold does)
-        ascii_only = all(map(str.isascii, distinct))
         if len(distinct) * 4 <= n:
             distinct = list(distinct)
+            # (ASCII strings, each lower-cased as fold does)
+            ascii_only = all(map(str.isascii, distinct))
             lowered = map(str.lower, distinct) if ascii_only else map(fold, distinct)
             key_of = dict(zip(distinct, map(_PAIR_CODE.__getitem__, zip(
                 map(f.__eq__, lowered), map(c.__eq__, distinct)))))
-            pairs = map(key_of.__getitem__, literals)
-        else:
-            lowered = map(str.lower, literals) if ascii_only else map(fold, literals)
-            pairs = map(_PAIR_CODE.__getitem__, zip(map(f.__eq__, lowered),
-                                                     map(c.__eq__, literals)))
-        return _dense(np.fromiter(pairs, np.int64, n), len(_PAIR_CODE))
+            return _dense(np.fromiter(map(key_of.__getitem__, literals), np.int64, n),
+                          len(_PAIR_CODE))
+        # fold keeps a string's length (it lower-cases ASCII letters only, in place), so only
+        # the strings as long as the constant are folded (10,000 host names against the job's
+        # FileSystemDomain: a test of equality and of length per row, no lower-casing)
+        exact = np.fromiter(map(c.__eq__, literals), np.int64, n)
+        folded = np.zeros(n, dtype=np.int64)
+        rows = np.flatnonzero(np.fromiter(map(len, literals), np.int64, n) == len(f)).tolist()
+        if rows:
+            folded[rows] = list(map(f.__eq__, map(fold, map(literals.__getitem__, rows))))
+        return _dense(folded * 2 + exact, len(_PAIR_CODE))  # (as _PAIR_CODE numbers them)
 
     def _requirements_codes(self, job):
         """:func:`_codes` of a key per row of the slot's own ``Requirements`` when it is a
@@ -166,12 +171,15 @@ class SlotGroups:
         n = len(slot_exprs)
         codes = np.empty(n, dtype=np.int64)
         count = 0
-        todo = [(1, "requirements", list(range(n)))]  # (links so far, name, rows at it)
+        every = list(range(n))
+        todo = [(1, "requirements", every)]  # (links so far, name, rows at it)
         while todo:
             links, name, rows = todo.pop()
-            nodes = list(map(dict.get, map(slot_exprs.__getitem__, rows), repeat(name)))
+            # (every row: the table's read of the name, kept for the next job view)
+            nodes = self._reads.nodes(name) if rows is every else list(
+                map(dict.get, map(slot_exprs.__getitem__, rows), repeat(name)))
             for cls, part in _by_class(nodes):
-                sub = [rows[k] for k in part] if len(part) < len(rows) else rows
+                sub = list(map(rows.__getitem__, part)) if len(part) < len(rows) else rows
                 if cls is AttrRef and links < 9:
                     names = list(map(_LNAME_OF, map(nodes.__getitem__, part)))
                     by_name: dict[str, list] = {}
