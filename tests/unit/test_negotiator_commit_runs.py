@@ -16,6 +16,7 @@ from htc.classad import ClassAd, ExprTree
 from htc.daemons.negotiator.accountant import Accountant
 from htc.daemons.negotiator.match_runs import Steps
 from htc.daemons.negotiator.runs import commit_fill, commit_run, commit_runs, steps_from
+from htc.daemons.negotiator.slotreads import literal
 from htc.daemons.negotiator.slots import Slot
 
 
@@ -172,3 +173,30 @@ def test_a_fills_blocks_committed_by_commit_fill_are_commit_runs_of_them(seed):
     assert [list(run.sizes) for run in fill[1].runs] == [list(run.sizes) for run in one[1].runs]
     assert [str(s.ad) for s in fill[0]] == [str(s.ad) for s in one[0]]
     assert [str(run.slot_ad) for run in fill[1].runs] == [str(run.slot_ad) for run in one[1].runs]
+    # (the sizes written as literal's shared nodes, the very ones commit_runs writes)
+    for ours, theirs in zip(fill[0], one[0]):
+        for name in ("cpus", "memory", "disk") if ours in slots else ():
+            assert ours.ad._exprs[name] is theirs.ad._exprs[name]
+
+
+@pytest.mark.parametrize("seen", [False, True])
+def test_commit_fill_writes_the_sizes_as_literals_shared_nodes(seen):
+    """The sizes a fill leaves are written as ``literal``'s shared node of each, whether
+    ``literal`` made it before (looked up in its table) or not (made and kept there)."""
+    rnd = random.Random(7 + seen)
+    big = 10**12 + rnd.randrange(10**9) * 8  # (whole numbers no other test writes)
+    ad = {"Name": "slot1@n0", "State": "Unclaimed", "MyAddress": "<n0>", "Cpus": big + 6,
+          "Memory": big + 7000, "Disk": big + 900}
+    slots, cycle, search, rs, pool = _world(rnd, [ad], True)
+    left = [big + 4, big + 5000, big + 800]  # (two carves of (1, 1000, 50))
+    if seen:
+        made = [literal(v) for v in left]
+    commit_fill(cycle, search, rs, pool, slots, (1, 1000, 50), [2], [1.0],
+                [Steps((big + 6, big + 7000, big + 900), (1, 1000, 50), 2)],
+                np.array([left], dtype=np.int64).T)
+    nodes = [slots[0].ad._exprs[name] for name in ("cpus", "memory", "disk")]
+    assert [node.value for node in nodes] == left
+    assert all(node is literal(v) for node, v in zip(nodes, left))
+    if seen:
+        assert all(node is m for node, m in zip(nodes, made))
+    assert slots[0].weight == float(big + 4)

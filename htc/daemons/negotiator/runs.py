@@ -30,13 +30,14 @@ not (``tests/unit/test_negotiator_reference.py`` compares both with a brute-forc
 from __future__ import annotations
 
 from itertools import accumulate, repeat
+from operator import attrgetter
 
 from htc.classad.ast import (AttrRef, Binary, Call, Conditional, ListExpr, Literal, Paren, Select,
                              Subscript, Unary)
 from htc.classad.match import rank
 from htc.daemons.negotiator.match_runs import new_run
 from htc.daemons.negotiator.preemption import PreemptState, submitter_limit_permits
-from htc.daemons.negotiator.slotreads import eval_rank, literal, slot_weight
+from htc.daemons.negotiator.slotreads import _LITERAL_NODES, eval_rank, literal, slot_weight
 from htc.daemons.negotiator.vsteps import less_carve
 
 #: directions of a value as the slot's Cpus, Memory and Disk grow (None: unknown)
@@ -44,6 +45,9 @@ INC, CONST, DEC = 1, 0, -1
 _CARVED = ("cpus", "memory", "disk")
 _NAMES = ("Cpus", "Memory", "Disk")
 _MAX_DEPTH = 12
+#: literal's shared nodes of ints (its dict: cleared in place, never replaced)
+_INT_NODES = _LITERAL_NODES.setdefault(int, {})
+_name, _address, _ad = map(attrgetter, ("name", "address", "ad"))
 
 
 def _flip(d):
@@ -463,20 +467,21 @@ def commit_fill(cycle, search, rs, pool, slots, carve, counts, costs, states, le
     m = len(slots)
     left0, left1, left2 = left.tolist()
     weights = cycle.s.use_slot_weights
-    firsts, names, addresses, claims, ads = [], [], [], [], []
-    for slot, n, cpus, memory, disk in zip(slots, counts, left0, left1, left2):
-        first = slot.carves
+    firsts = []  # (read in the loop: a slot may come back in a later block)
+    keep = firsts.append
+    names = list(map(_name, slots))
+    addresses = list(map(_address, slots))
+    claims = [slot.claim_id or None for slot in slots]
+    ads = list(map(_ad, slots))
+    # (literal of each size, an int: its shared node looked up here, made by literal if new)
+    node = _INT_NODES.get
+    for slot, ad, n, cpus, memory, disk in zip(slots, ads, counts, left0, left1, left2):
+        keep(first := slot.carves)
         slot.carves = first + n
-        firsts.append(first)
-        names.append(slot.name)
-        addresses.append(slot.address)
-        claims.append(slot.claim_id or None)
-        ad = slot.ad
-        ads.append(ad)
         table = ad._exprs
-        table["cpus"] = literal(cpus)
-        table["memory"] = literal(memory)
-        table["disk"] = literal(disk)
+        table["cpus"] = node(cpus) or literal(cpus)
+        table["memory"] = node(memory) or literal(memory)
+        table["disk"] = node(disk) or literal(disk)
         if not weights:
             slot.weight = 1.0
         elif "slotweight" not in table:
