@@ -37,7 +37,7 @@ from htc.classad.ast import (AttrRef, Binary, Call, Conditional, ListExpr, Liter
 from htc.classad.match import rank
 from htc.daemons.negotiator.match_runs import new_run
 from htc.daemons.negotiator.preemption import PreemptState, submitter_limit_permits
-from htc.daemons.negotiator.slotreads import _LITERAL_NODES, eval_rank, literal, slot_weight
+from htc.daemons.negotiator.slotreads import INT_LITERALS, eval_rank, literal, slot_weight
 from htc.daemons.negotiator.vsteps import less_carve
 
 #: directions of a value as the slot's Cpus, Memory and Disk grow (None: unknown)
@@ -45,8 +45,6 @@ INC, CONST, DEC = 1, 0, -1
 _CARVED = ("cpus", "memory", "disk")
 _NAMES = ("Cpus", "Memory", "Disk")
 _MAX_DEPTH = 12
-#: literal's shared nodes of ints (its dict: cleared in place, never replaced)
-_INT_NODES = _LITERAL_NODES.setdefault(int, {})
 _name, _address, _ad = map(attrgetter, ("name", "address", "ad"))
 
 
@@ -474,7 +472,7 @@ def commit_fill(cycle, search, rs, pool, slots, carve, counts, costs, states, le
     claims = [slot.claim_id or None for slot in slots]
     ads = list(map(_ad, slots))
     # (literal of each size, an int: its shared node looked up here, made by literal if new)
-    node = _INT_NODES.get
+    node = INT_LITERALS.get
     for slot, ad, n, cpus, memory, disk in zip(slots, ads, counts, left0, left1, left2):
         keep(first := slot.carves)
         slot.carves = first + n

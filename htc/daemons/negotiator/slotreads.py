@@ -160,6 +160,10 @@ def claimed_resources(machine_ads, use_slot_weights: bool = True) -> dict[str, t
 #: and a shared node is compiled once (nodes are never changed after they are made). One
 #: table per type (1, 1.0 and True are equal keys), so no key tuple is made per call nor kept.
 _LITERAL_NODES: dict[type, dict] = {}
+#: the shared nodes of ints, :func:`literal`'s own dict (cleared in place, never replaced), for a
+#: loop that looks a size up itself (``runs.commit_fill``): a hit is ``literal(v)``'s node; on
+#: a miss call :func:`literal`, which makes and keeps it
+INT_LITERALS: dict[int, Literal] = _LITERAL_NODES.setdefault(int, {})
 
 
 def literal(value) -> Literal:
