@@ -421,14 +421,17 @@ def parse_expr(text: str) -> Node:
     if node is not None:
         return node
 
-    def run():
-        p = Parser(text)
-        node = p.expr()
-        if p.tok.kind != L.EOF:
-            raise p.error("an operator or end of input")
-        return node
-    node = _guard(run, text)
+    node = _guard(lambda: _parse_whole(text), text)
     _remember(text, node)
+    return node
+
+
+def _parse_whole(text: str) -> Node:
+    """``text`` parsed as exactly one expression (not kept)."""
+    p = Parser(text)
+    node = p.expr()
+    if p.tok.kind != L.EOF:
+        raise p.error("an operator or end of input")
     return node
 
 
@@ -528,8 +531,6 @@ def _whole_expr(text: str) -> Node | None:
     """``text`` parsed as one expression (as :func:`parse_expr`, not kept), or None when it is
     not one: the full reading finds the error and words it."""
     try:
-        p = Parser(text)
-        node = p.expr()
+        return _parse_whole(text)
     except (ClassAdParseError, RecursionError):
         return None
-    return node if p.tok.kind == L.EOF else None

@@ -186,7 +186,7 @@ class MatchRecords:
         (all of them, or the index of that one, of which nothing is recorded)."""
         if self._carves:
             return 0
-        spans_of, append, record = self._spans, self._tail.append, self.record
+        take_span, append, record = self._take_span, self._tail.append, self.record
         shared = None  # (the last record made: self._last, of this customer and now)
         # (record's test of the time, whose start time is now or the same number)
         same_time = bool(now and now == now)
@@ -197,16 +197,8 @@ class MatchRecords:
             if not (shared is not None and same_time and weight and weight == shared.weight
                     and weight.__class__ is shared.weight.__class__):
                 shared = record(customer, weight, now)
-            # (_take_span(slot, first, end), its body here: one call less a run)
-            spans = spans_of.get(slot)
-            if spans is None:
-                spans_of[slot] = [(first, first + count)]
-            else:
-                end = first + count
-                for a, b in spans:
-                    if a < end and first < b:
-                        return done
-                spans.append((first, end))
+            if not take_span(slot, first, first + count):
+                return done
             append((slot, first, count, shared))
         return len(runs)
 

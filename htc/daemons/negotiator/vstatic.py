@@ -298,7 +298,6 @@ _COMPARED = ("compared",)  # _test_keys' mark of a string's key
 _PAIR_CODE = {(False, False): 0, (False, True): 1, (True, False): 2, (True, True): 3}
 #: :meth:`SlotGroups.evaluate`'s ``read`` for the slot's own ``Requirements``
 SLOT_REQUIREMENTS = ("the slot's Requirements",)
-_LITERAL_ONLY = {Literal}
 _NONE_ONLY = {type(None)}
 _NONE_TYPE = type(None)
 _LNAME_OF = attrgetter("lname")
